@@ -1,0 +1,6 @@
+//! Codewhale sessions, the turn loop, tools, the token budget and compaction.
+//!
+//! The only crate that turns journal entries into provider requests. The UI talks to it through
+//! the `Op`/`Event` protocol and never touches the journal or a provider directly.
+
+pub use codewhale_journal as journal;

@@ -1,0 +1,74 @@
+//! The command line of DESIGN §8: every subcommand and the GLOBAL flags.
+//!
+//! This module only describes the syntax (clap derive); `main` dispatches to `commands::*`.
+//! GLOBAL flags are `global = true` so they are accepted before or after the subcommand.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Codewhale: a terminal chat client for coding models whose conversations never fall over
+/// when they outgrow the context window.
+#[derive(Debug, Parser)]
+#[command(name = "codewhale", version, about, long_about = None)]
+pub struct Cli {
+    /// Workspace directory for a new interactive session (default: the current directory).
+    #[arg(short = 'C', long = "cd", value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub global: GlobalArgs,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Flags every subcommand accepts.
+#[derive(Debug, Clone, Args)]
+pub struct GlobalArgs {
+    /// Provider wire format: `openai` (any OpenAI-compatible server) or `anthropic`.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub provider: Option<String>,
+
+    /// Model id, e.g. `gpt-4.1` or `claude-sonnet-4-5`.
+    #[arg(long, global = true, value_name = "M")]
+    pub model: Option<String>,
+
+    /// Base URL of the provider's API (overrides OPENAI_BASE_URL / ANTHROPIC_BASE_URL).
+    #[arg(long = "base-url", global = true, value_name = "URL")]
+    pub base_url: Option<String>,
+
+    /// Context window in tokens, overriding the model catalog.
+    #[arg(long = "context-window", global = true, value_name = "N")]
+    pub context_window: Option<u64>,
+
+    /// Codewhale's home directory (sessions, logs, config). Default: ~/.codewhale.
+    #[arg(long, global = true, env = "CODEWHALE_HOME", value_name = "DIR")]
+    pub home: Option<PathBuf>,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List sessions, newest first: id, cwd, title, entries, updated.
+    Sessions {
+        /// Print one JSON object per session instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Work with journal files directly.
+    Journal {
+        #[command(subcommand)]
+        command: JournalCommand,
+    },
+}
+
+/// `codewhale journal ...`
+#[derive(Debug, Subcommand)]
+pub enum JournalCommand {
+    /// Validate a journal: lines, DAG, HEAD, tool pairs. Never modifies the file.
+    Check {
+        /// The session file (`<session-id>.jsonl`).
+        file: PathBuf,
+    },
+}

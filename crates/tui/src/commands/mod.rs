@@ -1,0 +1,5 @@
+//! One module per subcommand. Each exposes a `run` returning the process exit code.
+
+pub mod interactive;
+pub mod journal_check;
+pub mod sessions;

@@ -1,0 +1,44 @@
+//! The `codewhale` binary: parses the command line and dispatches to a command.
+//!
+//! Only this crate prints to the terminal. Errors reach the user as one line on stderr with
+//! exit code 1; usage errors exit 2 (clap's convention, DESIGN §8).
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+mod cli;
+mod commands;
+mod home;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use cli::{Cli, Command, JournalCommand};
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            let code = if err.use_stderr() { 2 } else { 0 };
+            let _ = err.print();
+            return ExitCode::from(code);
+        }
+    };
+    match run(cli) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("codewhale: {err:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let home = home::resolve(cli.global.home.as_ref())?;
+    match cli.command {
+        Some(Command::Sessions { json }) => commands::sessions::run(&home, json),
+        Some(Command::Journal { command: JournalCommand::Check { file } }) => {
+            commands::journal_check::run(&file)
+        }
+        None => commands::interactive::run(&cli.global, cli.workspace.as_deref()),
+    }
+}

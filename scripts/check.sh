@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The gate: everything that must pass before a change lands. CI runs exactly this.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy (warnings denied)"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "tests"
+if cargo nextest --version >/dev/null 2>&1; then
+  cargo nextest run --workspace --locked --no-fail-fast
+  cargo test --workspace --doc --locked
+else
+  cargo test --workspace --locked --no-fail-fast
+fi
+
+step "docs (warnings denied)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
+
+step "all checks passed"

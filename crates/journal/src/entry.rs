@@ -1,0 +1,334 @@
+//! One line of a journal: [`Entry`], its [`EntryId`] and [`Timestamp`].
+//!
+//! The line format (DESIGN §2), fields in this order when written:
+//! `{"v":1,"id":"<uuidv7>","parent":"<id>"|null,"kind":"...","ts":"...Z","payload":{...},"tokens":N}`.
+//! `tokens` is present only on model-visible entries whose count is known. Unknown top-level
+//! fields are kept in [`Entry::extra`] and written back after the known ones.
+
+use std::fmt;
+
+use chrono::{DateTime, SecondsFormat, SubsecRound, Utc};
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::ser::{SerializeMap, Serializer};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use crate::payload::Payload;
+use crate::record::Key;
+
+/// The format version this crate writes.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// An entry id: a UUIDv7 in its hyphenated lowercase text form. Ids read from a file are kept
+/// exactly as written (never re-formatted), so lookups compare the file's own bytes.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct EntryId(String);
+
+impl EntryId {
+    /// A fresh UUIDv7 (time-ordered; monotonic within this process).
+    pub fn new() -> EntryId {
+        EntryId(uuid::Uuid::now_v7().hyphenated().to_string())
+    }
+
+    /// Wraps an id as written in a file or typed by a user.
+    pub fn from_string(s: impl Into<String>) -> EntryId {
+        EntryId(s.into())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Default for EntryId {
+    fn default() -> Self {
+        EntryId::new()
+    }
+}
+
+impl fmt::Debug for EntryId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "EntryId({})", self.0)
+    }
+}
+
+impl fmt::Display for EntryId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<&str> for EntryId {
+    fn from(s: &str) -> Self {
+        EntryId(s.to_owned())
+    }
+}
+
+impl AsRef<str> for EntryId {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::borrow::Borrow<str> for EntryId {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A UTC instant written as RFC 3339 with milliseconds and `Z`: `2026-11-29T18:00:00.123Z`.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Timestamp(DateTime<Utc>);
+
+impl Timestamp {
+    /// Now, truncated to milliseconds (so a written and re-read value compares equal).
+    pub fn now() -> Timestamp {
+        Timestamp(Utc::now().trunc_subsecs(3))
+    }
+
+    pub fn from_datetime(t: DateTime<Utc>) -> Timestamp {
+        Timestamp(t.trunc_subsecs(3))
+    }
+
+    pub fn as_datetime(&self) -> DateTime<Utc> {
+        self.0
+    }
+}
+
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0.to_rfc3339_opts(SecondsFormat::Millis, true))
+    }
+}
+
+impl fmt::Debug for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl Serialize for Timestamp {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Timestamp {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let k = Key::deserialize(d)?;
+        DateTime::parse_from_rfc3339(&k.0)
+            .map(|t| Timestamp(t.with_timezone(&Utc)))
+            .map_err(|e| de::Error::custom(format!("bad timestamp {:?}: {e}", k.0)))
+    }
+}
+
+/// One journal line.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Entry {
+    /// Format version of the line (1).
+    pub v: u32,
+    pub id: EntryId,
+    /// The entry this one follows; `None` only for the header.
+    pub parent: Option<EntryId>,
+    pub ts: Timestamp,
+    /// The kind and its payload.
+    pub payload: Payload,
+    /// o200k token count of a model-visible entry; `None` = not yet counted.
+    pub tokens: Option<u32>,
+    /// Top-level fields this version does not know.
+    pub extra: Map<String, Value>,
+}
+
+impl Entry {
+    /// A new entry with a fresh id and the current time.
+    pub fn new(parent: Option<EntryId>, payload: impl Into<Payload>) -> Entry {
+        Entry {
+            v: FORMAT_VERSION,
+            id: EntryId::new(),
+            parent,
+            ts: Timestamp::now(),
+            payload: payload.into(),
+            tokens: None,
+            extra: Map::new(),
+        }
+    }
+
+    /// The same entry with its token count set.
+    pub fn with_tokens(mut self, tokens: u32) -> Entry {
+        self.tokens = Some(tokens);
+        self
+    }
+
+    /// The entry's `kind`.
+    pub fn kind(&self) -> &str {
+        self.payload.kind()
+    }
+
+    /// The line as written to the file, without the trailing newline.
+    pub fn to_line(&self) -> String {
+        // Serializing plain data to a String cannot fail; keep the error path anyway.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// Parses one line (without its newline).
+    pub fn parse_line(line: &str) -> Result<Entry, serde_json::Error> {
+        serde_json::from_str(line)
+    }
+}
+
+impl Serialize for Entry {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        struct Body<'a>(&'a Payload);
+        impl Serialize for Body<'_> {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                self.0.serialize_body(s)
+            }
+        }
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("v", &self.v)?;
+        m.serialize_entry("id", &self.id)?;
+        m.serialize_entry("parent", &self.parent)?;
+        m.serialize_entry("kind", self.payload.kind())?;
+        m.serialize_entry("ts", &self.ts)?;
+        m.serialize_entry("payload", &Body(&self.payload))?;
+        if let Some(t) = self.tokens {
+            m.serialize_entry("tokens", &t)?;
+        }
+        for (k, v) in &self.extra {
+            if !matches!(k.as_str(), "v" | "id" | "parent" | "kind" | "ts" | "payload" | "tokens") {
+                m.serialize_entry(k, v)?;
+            }
+        }
+        m.end()
+    }
+}
+
+/// Parses a payload directly when `kind` was already seen (the order this crate writes).
+struct PayloadSeed<'k>(&'k str);
+
+impl<'de> de::DeserializeSeed<'de> for PayloadSeed<'_> {
+    type Value = Payload;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Payload, D::Error> {
+        use crate::payload::kind;
+        Ok(match self.0 {
+            kind::HEADER => Payload::Header(Deserialize::deserialize(d)?),
+            kind::USER => Payload::User(Deserialize::deserialize(d)?),
+            kind::ASSISTANT => Payload::Assistant(Deserialize::deserialize(d)?),
+            kind::TOOL_RESULT => Payload::ToolResult(Deserialize::deserialize(d)?),
+            kind::COMPACTION => Payload::Compaction(Box::new(Deserialize::deserialize(d)?)),
+            kind::BRANCH_SUMMARY => Payload::BranchSummary(Deserialize::deserialize(d)?),
+            kind::SYSTEM => Payload::System(Deserialize::deserialize(d)?),
+            kind::HEAD => Payload::Head(Deserialize::deserialize(d)?),
+            other => Payload::Unknown { kind: other.to_owned(), payload: Value::deserialize(d)? },
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for Entry {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Entry;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a journal entry object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Entry, A::Error> {
+                let mut v = None;
+                let mut id = None;
+                let mut parent = None;
+                let mut kind: Option<String> = None;
+                let mut ts = None;
+                let mut payload = None;
+                let mut raw_payload: Option<Box<RawValue>> = None;
+                let mut tokens = None;
+                let mut extra = Map::new();
+                while let Some(key) = map.next_key::<Key<'de>>()? {
+                    match key.0.as_ref() {
+                        "v" => v = Some(map.next_value()?),
+                        "id" => id = Some(map.next_value()?),
+                        "parent" => parent = Some(map.next_value()?),
+                        "kind" => kind = Some(map.next_value()?),
+                        "ts" => ts = Some(map.next_value()?),
+                        "payload" => match &kind {
+                            Some(k) => payload = Some(map.next_value_seed(PayloadSeed(k))?),
+                            None => raw_payload = Some(map.next_value()?),
+                        },
+                        "tokens" => tokens = map.next_value()?,
+                        _ => {
+                            let value: Value = map.next_value()?;
+                            extra.insert(key.0.into_owned(), value);
+                        }
+                    }
+                }
+                let kind = kind.ok_or_else(|| de::Error::missing_field("kind"))?;
+                let payload = match (payload, raw_payload) {
+                    (Some(p), _) => p,
+                    (None, Some(raw)) => Payload::parse(&kind, raw.get())
+                        .map_err(|e| de::Error::custom(format!("bad {kind} payload: {e}")))?,
+                    (None, None) => return Err(de::Error::missing_field("payload")),
+                };
+                Ok(Entry {
+                    v: v.ok_or_else(|| de::Error::missing_field("v"))?,
+                    id: id.ok_or_else(|| de::Error::missing_field("id"))?,
+                    parent: parent.ok_or_else(|| de::Error::missing_field("parent"))?,
+                    ts: ts.ok_or_else(|| de::Error::missing_field("ts"))?,
+                    payload,
+                    tokens,
+                    extra,
+                })
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::block::Block;
+    use crate::payload::{AssistantPayload, ToolResultPayload, UserPayload};
+
+    #[test]
+    fn a_line_round_trips_in_field_order() {
+        let e = Entry::new(Some(EntryId::from("p")), UserPayload::text("hello")).with_tokens(3);
+        let line = e.to_line();
+        assert!(line
+            .starts_with(&format!(r#"{{"v":1,"id":"{}","parent":"p","kind":"user","ts":""#, e.id)));
+        assert!(
+            line.ends_with(r#""payload":{"content":[{"type":"text","text":"hello"}]},"tokens":3}"#)
+        );
+        assert_eq!(Entry::parse_line(&line).unwrap(), e);
+    }
+
+    #[test]
+    fn unknown_fields_and_kinds_survive() {
+        let line = r#"{"v":1,"id":"a","parent":null,"kind":"vote","ts":"2026-11-29T18:00:00.123Z","payload":{"x":[1,2]},"later":true}"#;
+        let e = Entry::parse_line(line).unwrap();
+        assert_eq!(e.kind(), "vote");
+        assert_eq!(e.to_line(), line);
+
+        let line = r#"{"v":1,"id":"b","parent":"a","kind":"tool_result","ts":"2026-11-29T18:00:00.123Z","payload":{"tool_use_id":"t","content":"out","is_error":false,"mime":"text/plain"}}"#;
+        let e = Entry::parse_line(line).unwrap();
+        assert_eq!(e.to_line(), line);
+    }
+
+    #[test]
+    fn payload_before_kind_is_accepted() {
+        let line = r#"{"payload":{"content":[{"type":"text","text":"x"}],"model":"m"},"kind":"assistant","v":1,"id":"a","parent":null,"ts":"2026-11-29T18:00:00Z"}"#;
+        let e = Entry::parse_line(line).unwrap();
+        let Payload::Assistant(a) = &e.payload else { panic!("not assistant") };
+        assert_eq!(a.content, vec![Block::text("x")]);
+        assert_eq!(a.model.as_deref(), Some("m"));
+    }
+
+    #[test]
+    fn constructors_fill_id_and_time() {
+        let a = Entry::new(None, AssistantPayload::new(vec![Block::text("x")]));
+        let b = Entry::new(Some(a.id.clone()), ToolResultPayload::new("t", "out", false));
+        assert_ne!(a.id, b.id);
+        assert!(a.id < b.id, "v7 ids are time ordered");
+        assert_eq!(b.ts.to_string().len(), "2026-11-29T18:00:00.123Z".len());
+    }
+}

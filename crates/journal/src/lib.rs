@@ -1,0 +1,27 @@
+//! The Codewhale session ledger.
+//!
+//! Owns the on-disk JSONL format of a session, appending to it, loading it, replaying HEAD and
+//! the view function that decides what the model reads. Depends on no other workspace crate.
+//!
+//! The main types:
+//! - [`Entry`]: one line of a journal — id, parent, kind, time, typed [`Payload`], token count.
+//! - [`Block`]: a content block of a user or assistant entry; unknown block types are kept
+//!   byte-for-byte.
+//! - [`Text`]: tool output, shared by reference count.
+//!
+//! The format itself is specified in `docs/journal-format.md`.
+
+mod block;
+mod entry;
+mod payload;
+mod record;
+mod text;
+
+pub use block::{Block, TextBlock, ThinkingBlock, ToolUseBlock};
+pub use entry::{Entry, EntryId, Timestamp, FORMAT_VERSION};
+pub use payload::{
+    kind, AssistantPayload, Bounded, BranchSummaryPayload, CompactionPath, CompactionPayload,
+    Covers, HeadPayload, HeadReason, HeaderPayload, Level, Payload, Reads, Receipt, SystemPayload,
+    ToolResultPayload, Trigger, Usage, UserPayload,
+};
+pub use text::Text;

@@ -1,0 +1,450 @@
+//! Typed payloads, one per entry kind (DESIGN §2 and §5.6). Field names are part of the format:
+//! fields are added, never renamed. Every payload keeps unknown fields in `extra`.
+
+use serde_json::Value;
+
+use crate::block::Block;
+use crate::entry::{EntryId, Timestamp};
+use crate::record::{record, string_enum};
+use crate::text::Text;
+
+record! {
+    /// `header`: the first line of every session file (parent null).
+    pub struct HeaderPayload {
+        session_id: String = "session_id" req,
+        created_at: Timestamp = "created_at" req,
+        /// The workspace directory the session was started in.
+        cwd: String = "cwd" req,
+        app_version: String = "app_version" always,
+        provider: String = "provider" always,
+        model: String = "model" always,
+        /// Optional: a short title (the first line of the first prompt) when the engine knows
+        /// it at creation. See docs/journal-format.md, "Listing".
+        title: Option<String> = "title" opt,
+    }
+}
+
+record! {
+    /// `user`: a user message, an anchor (pinned note) or a synthetic engine notice to the model.
+    #[derive(Default)]
+    pub struct UserPayload {
+        content: Vec<Block> = "content" always,
+        /// A pinned note (`/anchor`); not a plain user message.
+        anchor: bool = "anchor" flag,
+        /// Text the engine wrote in the user role; not a plain user message.
+        synthetic: bool = "synthetic" flag,
+    }
+}
+
+record! {
+    /// Token usage the provider reported for one response.
+    #[derive(Default)]
+    pub struct Usage {
+        input_tokens: u64 = "input_tokens" always,
+        output_tokens: u64 = "output_tokens" always,
+        cache_read_tokens: u64 = "cache_read_tokens" always,
+        cache_write_tokens: u64 = "cache_write_tokens" always,
+    }
+}
+
+record! {
+    /// What the prompt of an assistant response was made of: enough to reproduce it.
+    pub struct Reads {
+        /// HEAD when the request was built (the view was rendered at this entry).
+        head: EntryId = "head" req,
+        /// The active compaction record of that view, if any.
+        summary: Option<EntryId> = "summary" opt,
+        /// Set when the request was trimmed (§5.1 fail-open): the first view entry still sent.
+        trimmed_before: Option<EntryId> = "trimmed_before" opt,
+    }
+}
+
+record! {
+    /// `assistant`: one complete model response, however many blocks it has.
+    #[derive(Default)]
+    pub struct AssistantPayload {
+        content: Vec<Block> = "content" always,
+        model: Option<String> = "model" opt,
+        stop_reason: Option<String> = "stop_reason" opt,
+        usage: Option<Usage> = "usage" opt,
+        reads: Option<Reads> = "reads" opt,
+        /// The stream failed mid-way; `content` is what arrived.
+        interrupted: bool = "interrupted" flag,
+    }
+}
+
+record! {
+    /// `tool_result`: the output of one call, on the chain right after its assistant entry (and
+    /// the results of the calls before it in the same response).
+    #[derive(Default)]
+    pub struct ToolResultPayload {
+        tool_use_id: String = "tool_use_id" req,
+        /// The output as the model reads it.
+        content: Text = "content" always,
+        is_error: bool = "is_error" always,
+        /// Structured output (images, ...), when the tool produced any.
+        content_blocks: Option<Vec<Block>> = "content_blocks" opt,
+        /// Size of the original output in bytes, when `content` was already shortened.
+        bytes: Option<u64> = "bytes" opt,
+    }
+}
+
+string_enum! {
+    /// What started a compaction pass.
+    pub enum Trigger { Auto = "auto", Manual = "manual", Reactive = "reactive" }
+}
+
+string_enum! {
+    /// Whether a compaction pass summarized (`summary`) or only pruned tool output.
+    pub enum CompactionPath { Summary = "summary", PruneOnly = "prune-only" }
+}
+
+record! {
+    /// The covered segment: `last` and its ancestors back to `first`.
+    pub struct Covers {
+        first: EntryId = "first" req,
+        last: EntryId = "last" req,
+        /// How many model-visible entries the segment holds.
+        count: u64 = "count" always,
+    }
+}
+
+record! {
+    /// A tool result the view cuts to `max_bytes` (head + marker + tail).
+    pub struct Bounded {
+        id: EntryId = "id" req,
+        max_bytes: u64 = "max_bytes" req,
+    }
+}
+
+record! {
+    /// What a compaction pass kept of the last round (DESIGN §5.7).
+    #[derive(Default)]
+    pub struct Receipt {
+        last_round_messages: u64 = "last_round_messages" always,
+        last_round_tool_results: u64 = "last_round_tool_results" always,
+        assistant_kept: u64 = "assistant_kept" always,
+        anchors_chars: u64 = "anchors_chars" always,
+        retained_user_tokens: u64 = "retained_user_tokens" always,
+    }
+}
+
+record! {
+    /// `compaction`: a change of what the model reads (DESIGN §5.6). Never moves HEAD.
+    pub struct CompactionPayload {
+        /// The model's summary after caps; `None` for a prune-only pass.
+        summary: Option<String> = "summary" always,
+        /// The complete first text block of the checkpoint message, exactly as the model reads
+        /// it (header, summary, files touched, running now, live-state stamp, anchors,
+        /// closing). Prune-only records carry the previous record's note forward.
+        note: String = "note" always,
+        covers: Option<Covers> = "covers" opt,
+        retained_ids: Vec<EntryId> = "retained_ids" always,
+        pruned_ids: Vec<EntryId> = "pruned_ids" always,
+        bounded: Vec<Bounded> = "bounded" always,
+        files_touched: Vec<String> = "files_touched" always,
+        anchors: Option<String> = "anchors" opt,
+        trigger: Trigger = "trigger" req,
+        focus: Option<String> = "focus" opt,
+        path: CompactionPath = "path" req,
+        previous_id: Option<EntryId> = "previous_id" opt,
+        model: Option<String> = "model" opt,
+        tokens_before: Option<u64> = "tokens_before" opt,
+        tokens_after: Option<u64> = "tokens_after" opt,
+        receipt: Option<Receipt> = "receipt" opt,
+    }
+}
+
+record! {
+    /// `branch_summary`: a note about an abandoned branch, shown in the UI only.
+    pub struct BranchSummaryPayload {
+        /// The first entry of the branch the summary describes.
+        branch_id: EntryId = "branch_id" req,
+        summary: String = "summary" req,
+        parent_branch_id: Option<EntryId> = "parent_branch_id" opt,
+    }
+}
+
+string_enum! {
+    /// Severity of a local notice.
+    pub enum Level { Info = "info", Warning = "warning", Error = "error" }
+}
+
+record! {
+    /// `system`: a local notice (refusal, error, command output). Never shown to the model.
+    pub struct SystemPayload {
+        text: String = "text" req,
+        level: Level = "level" req,
+    }
+}
+
+string_enum! {
+    /// Why HEAD was moved explicitly.
+    pub enum HeadReason {
+        Checkout = "checkout",
+        Fork = "fork",
+        Retry = "retry",
+        Edit = "edit",
+        Rewind = "rewind",
+    }
+}
+
+record! {
+    /// `head`: an explicit HEAD move. Not a DAG node: nothing is ever parented on it.
+    pub struct HeadPayload {
+        to: EntryId = "to" req,
+        reason: HeadReason = "reason" req,
+    }
+}
+
+/// The payload of an entry, by kind.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Payload {
+    Header(HeaderPayload),
+    User(UserPayload),
+    Assistant(AssistantPayload),
+    ToolResult(ToolResultPayload),
+    Compaction(Box<CompactionPayload>),
+    BranchSummary(BranchSummaryPayload),
+    System(SystemPayload),
+    Head(HeadPayload),
+    /// A kind written by a newer version: kept, passed over by HEAD replay and the view.
+    Unknown {
+        kind: String,
+        payload: Value,
+    },
+}
+
+/// The `kind` strings of the format.
+pub mod kind {
+    pub const HEADER: &str = "header";
+    pub const USER: &str = "user";
+    pub const ASSISTANT: &str = "assistant";
+    pub const TOOL_RESULT: &str = "tool_result";
+    pub const COMPACTION: &str = "compaction";
+    pub const BRANCH_SUMMARY: &str = "branch_summary";
+    pub const SYSTEM: &str = "system";
+    pub const HEAD: &str = "head";
+}
+
+impl Payload {
+    /// The entry's `kind`.
+    pub fn kind(&self) -> &str {
+        match self {
+            Payload::Header(_) => kind::HEADER,
+            Payload::User(_) => kind::USER,
+            Payload::Assistant(_) => kind::ASSISTANT,
+            Payload::ToolResult(_) => kind::TOOL_RESULT,
+            Payload::Compaction(_) => kind::COMPACTION,
+            Payload::BranchSummary(_) => kind::BRANCH_SUMMARY,
+            Payload::System(_) => kind::SYSTEM,
+            Payload::Head(_) => kind::HEAD,
+            Payload::Unknown { kind, .. } => kind,
+        }
+    }
+
+    /// True for the kinds the model reads (`user`, `assistant`, `tool_result`); compaction
+    /// records reach the model only through the view's checkpoint.
+    pub fn is_model_visible(&self) -> bool {
+        matches!(self, Payload::User(_) | Payload::Assistant(_) | Payload::ToolResult(_))
+    }
+
+    /// Parses a payload of the given kind; unknown kinds are kept as JSON.
+    pub fn parse(kind: &str, json: &str) -> Result<Payload, serde_json::Error> {
+        Ok(match kind {
+            kind::HEADER => Payload::Header(serde_json::from_str(json)?),
+            kind::USER => Payload::User(serde_json::from_str(json)?),
+            kind::ASSISTANT => Payload::Assistant(serde_json::from_str(json)?),
+            kind::TOOL_RESULT => Payload::ToolResult(serde_json::from_str(json)?),
+            kind::COMPACTION => Payload::Compaction(Box::new(serde_json::from_str(json)?)),
+            kind::BRANCH_SUMMARY => Payload::BranchSummary(serde_json::from_str(json)?),
+            kind::SYSTEM => Payload::System(serde_json::from_str(json)?),
+            kind::HEAD => Payload::Head(serde_json::from_str(json)?),
+            other => {
+                Payload::Unknown { kind: other.to_owned(), payload: serde_json::from_str(json)? }
+            }
+        })
+    }
+
+    pub(crate) fn serialize_body<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::Serialize;
+        match self {
+            Payload::Header(p) => p.serialize(s),
+            Payload::User(p) => p.serialize(s),
+            Payload::Assistant(p) => p.serialize(s),
+            Payload::ToolResult(p) => p.serialize(s),
+            Payload::Compaction(p) => p.serialize(s),
+            Payload::BranchSummary(p) => p.serialize(s),
+            Payload::System(p) => p.serialize(s),
+            Payload::Head(p) => p.serialize(s),
+            Payload::Unknown { payload, .. } => payload.serialize(s),
+        }
+    }
+}
+
+macro_rules! payload_from {
+    ($($ty:ty => $variant:ident),* $(,)?) => {
+        $( impl From<$ty> for Payload {
+            fn from(p: $ty) -> Payload { Payload::$variant(p) }
+        } )*
+    };
+}
+
+payload_from! {
+    HeaderPayload => Header,
+    UserPayload => User,
+    AssistantPayload => Assistant,
+    ToolResultPayload => ToolResult,
+    BranchSummaryPayload => BranchSummary,
+    SystemPayload => System,
+    HeadPayload => Head,
+}
+
+impl From<CompactionPayload> for Payload {
+    fn from(p: CompactionPayload) -> Payload {
+        Payload::Compaction(Box::new(p))
+    }
+}
+
+impl HeaderPayload {
+    /// A header for a new session in `cwd`.
+    pub fn new(session_id: impl Into<String>, cwd: impl Into<String>) -> HeaderPayload {
+        HeaderPayload {
+            session_id: session_id.into(),
+            created_at: Timestamp::now(),
+            cwd: cwd.into(),
+            app_version: String::new(),
+            provider: String::new(),
+            model: String::new(),
+            title: None,
+            extra: Default::default(),
+        }
+    }
+}
+
+impl UserPayload {
+    /// A plain user message with one text block.
+    pub fn text(text: impl Into<String>) -> UserPayload {
+        UserPayload { content: vec![Block::text(text)], ..Default::default() }
+    }
+
+    /// A pinned note (`anchor: true`).
+    pub fn anchor(text: impl Into<String>) -> UserPayload {
+        UserPayload { anchor: true, ..UserPayload::text(text) }
+    }
+
+    /// A notice the engine writes to the model in the user role (`synthetic: true`).
+    pub fn synthetic(text: impl Into<String>) -> UserPayload {
+        UserPayload { synthetic: true, ..UserPayload::text(text) }
+    }
+
+    /// A plain user message: neither an anchor nor synthetic.
+    pub fn is_plain(&self) -> bool {
+        !self.anchor && !self.synthetic
+    }
+}
+
+impl AssistantPayload {
+    /// A response with these blocks.
+    pub fn new(content: Vec<Block>) -> AssistantPayload {
+        AssistantPayload { content, ..Default::default() }
+    }
+
+    /// The `tool_use` blocks, in call order.
+    pub fn tool_uses(&self) -> impl Iterator<Item = &crate::block::ToolUseBlock> {
+        self.content.iter().filter_map(Block::as_tool_use)
+    }
+}
+
+impl ToolResultPayload {
+    /// The result of call `tool_use_id`.
+    pub fn new(
+        tool_use_id: impl Into<String>,
+        content: impl Into<Text>,
+        is_error: bool,
+    ) -> ToolResultPayload {
+        ToolResultPayload {
+            tool_use_id: tool_use_id.into(),
+            content: content.into(),
+            is_error,
+            ..Default::default()
+        }
+    }
+}
+
+impl Reads {
+    /// The prompt was the view of `head` with the given active compaction.
+    pub fn new(head: EntryId, summary: Option<EntryId>) -> Reads {
+        Reads { head, summary, trimmed_before: None, extra: Default::default() }
+    }
+}
+
+impl Covers {
+    /// The segment from `first` to `last` holding `count` model-visible entries.
+    pub fn new(first: EntryId, last: EntryId, count: u64) -> Covers {
+        Covers { first, last, count, extra: Default::default() }
+    }
+}
+
+impl Bounded {
+    /// Cut tool result `id` to `max_bytes` in the view.
+    pub fn new(id: EntryId, max_bytes: u64) -> Bounded {
+        Bounded { id, max_bytes, extra: Default::default() }
+    }
+}
+
+impl CompactionPayload {
+    /// An empty record of the given path and trigger; the engine fills in the rest.
+    pub fn new(path: CompactionPath, trigger: Trigger) -> CompactionPayload {
+        CompactionPayload {
+            summary: None,
+            note: String::new(),
+            covers: None,
+            retained_ids: Vec::new(),
+            pruned_ids: Vec::new(),
+            bounded: Vec::new(),
+            files_touched: Vec::new(),
+            anchors: None,
+            trigger,
+            focus: None,
+            path,
+            previous_id: None,
+            model: None,
+            tokens_before: None,
+            tokens_after: None,
+            receipt: None,
+            extra: Default::default(),
+        }
+    }
+
+    /// A record with neither `covers` nor `pruned_ids` describes nothing and is ignored.
+    pub fn is_valid(&self) -> bool {
+        self.covers.is_some() || !self.pruned_ids.is_empty()
+    }
+}
+
+impl SystemPayload {
+    /// A local notice.
+    pub fn new(level: Level, text: impl Into<String>) -> SystemPayload {
+        SystemPayload { text: text.into(), level, extra: Default::default() }
+    }
+}
+
+impl HeadPayload {
+    /// Move HEAD to `to`.
+    pub fn new(to: EntryId, reason: HeadReason) -> HeadPayload {
+        HeadPayload { to, reason, extra: Default::default() }
+    }
+}
+
+impl BranchSummaryPayload {
+    /// A summary of the branch starting at `branch_id`.
+    pub fn new(branch_id: EntryId, summary: impl Into<String>) -> BranchSummaryPayload {
+        BranchSummaryPayload {
+            branch_id,
+            summary: summary.into(),
+            parent_branch_id: None,
+            extra: Default::default(),
+        }
+    }
+}

@@ -1,0 +1,27 @@
+//! Model APIs over HTTP: OpenAI-compatible Chat Completions and the Anthropic Messages API.
+//!
+//! The only crate that speaks HTTP to a model; it depends on no other workspace crate.
+//!
+//! - [`Request`], [`Message`], [`Block`], [`ToolSpec`]: one normalized request for every
+//!   provider. The engine converts journal entries into it; this crate converts it into each
+//!   wire format.
+//! - [`StreamEvent`]: one normalized event stream (text, thinking, tool calls, usage, stop).
+//! - [`ResponseBuilder`] folds events into a [`Response`], or into the partial reply a
+//!   mid-stream failure leaves behind ([`ProviderFailure::partial`]).
+//! - [`ProviderError`] with an [`ErrorKind`] the engine acts on: `ContextOverflow` triggers
+//!   reactive compaction, transient kinds are retried here first.
+//! - [`catalog::lookup`]: context window and output limits per model.
+
+pub mod accumulate;
+pub mod catalog;
+pub mod config;
+pub mod error;
+pub mod event;
+pub mod types;
+
+pub use accumulate::ResponseBuilder;
+pub use catalog::{lookup as lookup_model, ModelInfo};
+pub use config::{OpenAiServer, ProviderConfig, ProviderKind, RetryPolicy};
+pub use error::{ErrorKind, ProviderError, ProviderFailure};
+pub use event::{StopReason, StreamEvent, Usage};
+pub use types::{Block, Message, Request, Response, Role, SystemBlock, ToolSpec};

@@ -12,16 +12,25 @@
 //! The format itself is specified in `docs/journal-format.md`.
 
 mod block;
+mod branch;
 mod entry;
+mod journal;
 mod payload;
 mod record;
 mod text;
+mod view;
 
 pub use block::{Block, TextBlock, ThinkingBlock, ToolUseBlock};
+pub use branch::BranchError;
 pub use entry::{Entry, EntryId, Timestamp, FORMAT_VERSION};
+pub use journal::{DagProblem, Journal, JournalError};
 pub use payload::{
     kind, AssistantPayload, Bounded, BranchSummaryPayload, CompactionPath, CompactionPayload,
     Covers, HeadPayload, HeadReason, HeaderPayload, Level, Payload, Reads, Receipt, SystemPayload,
     ToolResultPayload, Trigger, Usage, UserPayload,
 };
 pub use text::Text;
+pub use view::{
+    check_view, cut_to_bound, pruned_stub, render, ActiveCompaction, ItemContent, ItemKind, Role,
+    Shortened, ToolResultView, View, ViewError, ViewItem, CHECKPOINT_MARKER,
+};

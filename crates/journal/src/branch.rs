@@ -1,0 +1,95 @@
+//! Branch operations: each returns the `head` record to append (DESIGN §2). Only explicit user
+//! moves write a `head` record; the engine appends it, and [`Journal::push`] replays it.
+//!
+//! - **fork** from an entry: HEAD moves to that entry; the next append starts a new branch.
+//! - **retry** an assistant response: HEAD moves to the entry it answered, so the request is
+//!   sent again from the same point.
+//! - **edit** a user message: HEAD moves to the entry before it; the edited message is then
+//!   appended as a sibling of the original.
+//! - **checkout** any conversation entry (usually a branch tip).
+//! - **rewind** to an entry on the current spine.
+
+use crate::entry::{Entry, EntryId};
+use crate::journal::{is_chain, Journal};
+use crate::payload::{HeadPayload, HeadReason, Payload};
+
+/// Why a branch operation was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BranchError {
+    #[error("no entry {0} in this session")]
+    NotFound(EntryId),
+    #[error("entry {id} is a {kind} record, not part of a conversation")]
+    NotConversation { id: EntryId, kind: String },
+    #[error("entry {id} is a {kind} entry; {op} needs {expected}")]
+    WrongKind { id: EntryId, kind: String, op: &'static str, expected: &'static str },
+    #[error("entry {0} is not on the current branch; use checkout to switch branches")]
+    NotOnSpine(EntryId),
+}
+
+impl Journal {
+    /// Fork from `id`: the next entry appended continues from there on a new branch.
+    pub fn fork(&self, id: &str) -> Result<Entry, BranchError> {
+        let target = self.conversation_entry(id)?;
+        Ok(self.head_record(target.id.clone(), HeadReason::Fork))
+    }
+
+    /// Retry assistant entry `id`: HEAD moves to the entry it answered.
+    pub fn retry(&self, id: &str) -> Result<Entry, BranchError> {
+        let target = self.conversation_entry(id)?;
+        if !matches!(target.payload, Payload::Assistant(_)) {
+            return Err(wrong_kind(target, "retry", "an assistant entry"));
+        }
+        let parent = self.parent_id(target)?;
+        Ok(self.head_record(parent, HeadReason::Retry))
+    }
+
+    /// Edit user entry `id`: HEAD moves to the entry before it; append the edited message next.
+    pub fn edit(&self, id: &str) -> Result<Entry, BranchError> {
+        let target = self.conversation_entry(id)?;
+        if !matches!(&target.payload, Payload::User(u) if u.is_plain()) {
+            return Err(wrong_kind(target, "edit", "a plain user message"));
+        }
+        let parent = self.parent_id(target)?;
+        Ok(self.head_record(parent, HeadReason::Edit))
+    }
+
+    /// Check out conversation entry `id` (any branch).
+    pub fn checkout(&self, id: &str) -> Result<Entry, BranchError> {
+        let target = self.conversation_entry(id)?;
+        Ok(self.head_record(target.id.clone(), HeadReason::Checkout))
+    }
+
+    /// Rewind HEAD to `id`, an entry on the current spine.
+    pub fn rewind(&self, id: &str) -> Result<Entry, BranchError> {
+        let target = self.conversation_entry(id)?;
+        if !self.is_ancestor(id, self.head_id().as_str()) {
+            return Err(BranchError::NotOnSpine(target.id.clone()));
+        }
+        Ok(self.head_record(target.id.clone(), HeadReason::Rewind))
+    }
+
+    fn conversation_entry(&self, id: &str) -> Result<&Entry, BranchError> {
+        let e = self.get(id).ok_or_else(|| BranchError::NotFound(EntryId::from(id)))?;
+        if !is_chain(&e.payload) {
+            return Err(BranchError::NotConversation {
+                id: e.id.clone(),
+                kind: e.kind().to_owned(),
+            });
+        }
+        Ok(e)
+    }
+
+    fn parent_id(&self, e: &Entry) -> Result<EntryId, BranchError> {
+        e.parent.clone().filter(|p| self.get(p.as_str()).is_some()).ok_or_else(|| {
+            BranchError::NotFound(e.parent.clone().unwrap_or_else(|| EntryId::from("null")))
+        })
+    }
+
+    fn head_record(&self, to: EntryId, reason: HeadReason) -> Entry {
+        Entry::new(Some(self.head_id().clone()), HeadPayload::new(to, reason))
+    }
+}
+
+fn wrong_kind(e: &Entry, op: &'static str, expected: &'static str) -> BranchError {
+    BranchError::WrongKind { id: e.id.clone(), kind: e.kind().to_owned(), op, expected }
+}

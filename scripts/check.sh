@@ -22,4 +22,7 @@ fi
 step "docs (warnings denied)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
 
+step "survival-contract fixture matrix"
+cargo run -q --locked -p codewhale-tui --bin codewhale -- survival-check fixtures/compaction/matrix.json
+
 step "all checks passed"

@@ -3,4 +3,6 @@
 //! The only crate that turns journal entries into provider requests. The UI talks to it through
 //! the `Op`/`Event` protocol and never touches the journal or a provider directly.
 
+pub mod compaction;
+
 pub use codewhale_journal as journal;

@@ -61,6 +61,12 @@ pub enum Command {
         #[command(subcommand)]
         command: JournalCommand,
     },
+    /// Run a survival fixture matrix through the compaction survival contract.
+    #[command(name = "survival-check")]
+    SurvivalCheck {
+        /// The matrix file (JSON, schema_version 2).
+        matrix: PathBuf,
+    },
 }
 
 /// `codewhale journal ...`

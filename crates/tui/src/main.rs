@@ -36,6 +36,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let home = home::resolve(cli.global.home.as_ref())?;
     match cli.command {
         Some(Command::Sessions { json }) => commands::sessions::run(&home, json),
+        Some(Command::SurvivalCheck { matrix }) => commands::survival_check::run(&matrix),
         Some(Command::Journal { command: JournalCommand::Check { file } }) => {
             commands::journal_check::run(&file)
         }

@@ -3,3 +3,4 @@
 pub mod interactive;
 pub mod journal_check;
 pub mod sessions;
+pub mod survival_check;

@@ -1,0 +1,165 @@
+//! Plain message data: the shape every pure compaction function works on.
+//!
+//! A [`Message`] is `{role, content: [text | tool_use | tool_result | thinking]}` — the format of
+//! the survival fixture matrix (DESIGN §5.7) and what the engine converts its view into before
+//! it cuts, prunes or validates. Nothing here knows about journals, providers or tokens, so the
+//! cut and the survival contract can be tested on hand-written data.
+//!
+//! Two optional flags extend the matrix format: `anchor` and `synthetic` mark user-role
+//! messages that are not plain user messages (a pinned note, an engine notice). They default to
+//! false and are only written when true.
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+
+/// Who a message is from. `tool` is accepted for OpenAI-shaped data (a tool result message).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    User,
+    Assistant,
+    Tool,
+    System,
+}
+
+/// One content block.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Part {
+    Text {
+        text: String,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+        #[serde(default)]
+        input: Value,
+    },
+    ToolResult {
+        tool_use_id: String,
+        /// The output as text; an Anthropic-style array of text blocks is joined on read.
+        #[serde(deserialize_with = "result_content")]
+        content: String,
+    },
+    /// Reasoning. The survival contract ignores it; it exists so thinking blocks can travel
+    /// through the pure functions untouched.
+    Thinking {
+        thinking: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signature: Option<String>,
+    },
+}
+
+/// One message of a view.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: Role,
+    pub content: Vec<Part>,
+    /// A pinned note (`/anchor`): user-role, but not a plain user message.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub anchor: bool,
+    /// Text the engine wrote in the user role: not a plain user message.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub synthetic: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+fn result_content<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    use serde::de::Error;
+    match Value::deserialize(d)? {
+        Value::String(s) => Ok(s),
+        Value::Array(items) => {
+            let mut out = Vec::new();
+            for item in items {
+                match item.get("text").and_then(Value::as_str) {
+                    Some(text) => out.push(text.to_owned()),
+                    None => {
+                        return Err(D::Error::custom(
+                            "a tool_result content array may only hold text blocks",
+                        ))
+                    }
+                }
+            }
+            Ok(out.join("\n"))
+        }
+        other => Err(D::Error::custom(format!(
+            "tool_result content must be a string or an array of text blocks, not {other}"
+        ))),
+    }
+}
+
+impl Part {
+    /// A text block.
+    pub fn text(text: impl Into<String>) -> Part {
+        Part::Text { text: text.into() }
+    }
+
+    /// A tool call.
+    pub fn tool_use(id: impl Into<String>, name: impl Into<String>, input: Value) -> Part {
+        Part::ToolUse { id: id.into(), name: name.into(), input }
+    }
+
+    /// The result of call `tool_use_id`.
+    pub fn tool_result(tool_use_id: impl Into<String>, content: impl Into<String>) -> Part {
+        Part::ToolResult { tool_use_id: tool_use_id.into(), content: content.into() }
+    }
+
+    /// The text of a text block.
+    pub fn as_text(&self) -> Option<&str> {
+        match self {
+            Part::Text { text } => Some(text),
+            _ => None,
+        }
+    }
+}
+
+impl Message {
+    /// A message with these blocks.
+    pub fn new(role: Role, content: Vec<Part>) -> Message {
+        Message { role, content, anchor: false, synthetic: false }
+    }
+
+    /// A user message with one text block.
+    pub fn user(text: impl Into<String>) -> Message {
+        Message::new(Role::User, vec![Part::text(text)])
+    }
+
+    /// An assistant message with one text block.
+    pub fn assistant(text: impl Into<String>) -> Message {
+        Message::new(Role::Assistant, vec![Part::text(text)])
+    }
+
+    /// The text blocks, in order.
+    pub fn texts(&self) -> impl Iterator<Item = &str> {
+        self.content.iter().filter_map(Part::as_text)
+    }
+
+    /// The ids of the `tool_use` blocks, in call order.
+    pub fn tool_use_ids(&self) -> impl Iterator<Item = &str> {
+        self.content.iter().filter_map(|p| match p {
+            Part::ToolUse { id, .. } => Some(id.as_str()),
+            _ => None,
+        })
+    }
+
+    /// The `tool_use_id`s of the `tool_result` blocks, in order.
+    pub fn tool_result_ids(&self) -> impl Iterator<Item = &str> {
+        self.content.iter().filter_map(|p| match p {
+            Part::ToolResult { tool_use_id, .. } => Some(tool_use_id.as_str()),
+            _ => None,
+        })
+    }
+
+    /// True when the message carries at least one tool result.
+    pub fn has_tool_result(&self) -> bool {
+        self.tool_result_ids().next().is_some()
+    }
+
+    /// True for an assistant message that issues at least one call.
+    pub fn has_tool_use(&self) -> bool {
+        self.role == Role::Assistant && self.tool_use_ids().next().is_some()
+    }
+}

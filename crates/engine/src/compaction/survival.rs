@@ -1,0 +1,243 @@
+//! The survival contract (DESIGN §5.7): what a compaction must never lose.
+//!
+//! [`check`] compares the view before a pass with the view after it and lists every
+//! [`Violation`]. The engine runs it before a compaction record is appended (a violation means
+//! nothing is written and the old view stays); `codewhale survival-check` runs the very same
+//! function over the fixture matrix. It is pure: plain messages in, verdict out.
+//!
+//! The protected part is found by [`round::protected_start`]: tool ids and assistant texts are
+//! checked there; plain user texts are checked over the whole last round.
+
+use std::collections::HashSet;
+use std::fmt;
+
+use super::checkpoint::{is_checkpoint, is_placeholder, note_body};
+use super::message::{Message, Part, Role};
+use super::round::{self, is_plain_user};
+
+/// What a pass produced and what it must be checked against.
+#[derive(Clone, Copy, Debug)]
+pub struct SurvivalInput<'a> {
+    /// The view before the pass.
+    pub original: &'a [Message],
+    /// The view after the pass.
+    pub replacement: &'a [Message],
+    /// Index into `original` where the last round starts; computed (§5.3) when `None`.
+    pub last_round_start: Option<usize>,
+    /// The anchors text(s) that must appear verbatim somewhere in the replacement.
+    pub anchors: &'a [String],
+    /// Summary path: the replacement must hold exactly one checkpoint. A prune-only pass may
+    /// have none (but never more than one).
+    pub require_checkpoint: bool,
+}
+
+/// One broken rule. [`Violation::rule`] is a stable name (used by the fixture matrix).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Violation {
+    UserTextGone { excerpt: String },
+    ToolUseGone { id: String },
+    ToolResultGone { id: String },
+    AssistantTextGone { excerpt: String },
+    AssistantOutputGone,
+    OrphanResult { id: String },
+    OrphanCall { id: String },
+    NoCheckpoint,
+    MultipleCheckpoints { count: usize },
+    AnchorsMissing { excerpt: String },
+    PlaceholderNote,
+}
+
+impl Violation {
+    /// The rule's stable name.
+    pub fn rule(&self) -> &'static str {
+        match self {
+            Violation::UserTextGone { .. } => "user_text",
+            Violation::ToolUseGone { .. } => "tool_use",
+            Violation::ToolResultGone { .. } => "tool_result",
+            Violation::AssistantTextGone { .. } => "assistant_text",
+            Violation::AssistantOutputGone => "assistant_output",
+            Violation::OrphanResult { .. } => "orphan_result",
+            Violation::OrphanCall { .. } => "orphan_call",
+            Violation::NoCheckpoint => "no_checkpoint",
+            Violation::MultipleCheckpoints { .. } => "multiple_checkpoints",
+            Violation::AnchorsMissing { .. } => "anchors",
+            Violation::PlaceholderNote => "placeholder",
+        }
+    }
+
+    /// Every rule name, in the order of DESIGN §5.7.
+    pub const RULES: [&'static str; 11] = [
+        "user_text",
+        "tool_result",
+        "tool_use",
+        "assistant_text",
+        "assistant_output",
+        "orphan_result",
+        "orphan_call",
+        "no_checkpoint",
+        "multiple_checkpoints",
+        "anchors",
+        "placeholder",
+    ];
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Violation::UserTextGone { excerpt } => {
+                write!(f, "a last-round user text is gone: {excerpt:?}")
+            }
+            Violation::ToolUseGone { id } => write!(f, "last-round tool call {id} is gone"),
+            Violation::ToolResultGone { id } => {
+                write!(f, "the result of last-round tool call {id} is gone")
+            }
+            Violation::AssistantTextGone { excerpt } => {
+                write!(f, "a last-round assistant text is gone: {excerpt:?}")
+            }
+            Violation::AssistantOutputGone => {
+                f.write_str("the last round had assistant output and the new view has none")
+            }
+            Violation::OrphanResult { id } => {
+                write!(f, "the new view holds a result for call {id} but not the call before it")
+            }
+            Violation::OrphanCall { id } => {
+                write!(f, "the new view holds call {id} but not its result")
+            }
+            Violation::NoCheckpoint => f.write_str("the new view has no checkpoint"),
+            Violation::MultipleCheckpoints { count } => {
+                write!(f, "the new view has {count} checkpoints; exactly one is allowed")
+            }
+            Violation::AnchorsMissing { excerpt } => {
+                write!(f, "the anchors text is not present verbatim: {excerpt:?}")
+            }
+            Violation::PlaceholderNote => f.write_str("the checkpoint note is a placeholder"),
+        }
+    }
+}
+
+fn excerpt(text: &str) -> String {
+    const MAX: usize = 60;
+    let mut out: String = text.chars().take(MAX).collect();
+    if text.chars().count() > MAX {
+        out.push('…');
+    }
+    out
+}
+
+/// Checks `input` and returns every violation (empty when the replacement is acceptable).
+pub fn check(input: &SurvivalInput<'_>) -> Vec<Violation> {
+    let original = input.original;
+    let new = input.replacement;
+    let round_start = input
+        .last_round_start
+        .or_else(|| round::last_round_start(original))
+        .unwrap_or(0)
+        .min(original.len());
+    let protected_start = round::protected_start(original, round_start);
+    let mut out = Vec::new();
+
+    let kept_user: Vec<&str> = new
+        .iter()
+        .filter(|m| m.role == Role::User && !is_checkpoint(m))
+        .flat_map(Message::texts)
+        .collect();
+    for message in original[round_start..].iter().filter(|m| is_plain_user(m)) {
+        for text in message.texts().filter(|t| !t.trim().is_empty()) {
+            let kept = kept_user.iter().any(|c| {
+                *c == text || (!c.trim().is_empty() && (text.starts_with(c) || c.starts_with(text)))
+            });
+            if !kept {
+                out.push(Violation::UserTextGone { excerpt: excerpt(text) });
+            }
+        }
+    }
+
+    let new_assistant: Vec<&Message> =
+        new.iter().filter(|m| m.role == Role::Assistant && !is_checkpoint(m)).collect();
+    let new_calls: HashSet<&str> = new_assistant.iter().flat_map(|m| m.tool_use_ids()).collect();
+    let new_results: HashSet<&str> = new.iter().flat_map(Message::tool_result_ids).collect();
+    let new_texts: HashSet<&str> = new_assistant.iter().flat_map(|m| m.texts()).collect();
+    for message in &original[protected_start..] {
+        if message.role == Role::Assistant {
+            for id in message.tool_use_ids().filter(|id| !new_calls.contains(id)) {
+                out.push(Violation::ToolUseGone { id: id.to_owned() });
+            }
+            for text in message.texts().filter(|t| !t.trim().is_empty()) {
+                if !new_texts.contains(text) {
+                    out.push(Violation::AssistantTextGone { excerpt: excerpt(text) });
+                }
+            }
+        }
+        for id in message.tool_result_ids().filter(|id| !new_results.contains(id)) {
+            out.push(Violation::ToolResultGone { id: id.to_owned() });
+        }
+    }
+
+    let had_output =
+        original[round_start..].iter().any(|m| m.role == Role::Assistant && has_output(m));
+    if had_output && !new_assistant.iter().any(|m| has_output(m)) {
+        out.push(Violation::AssistantOutputGone);
+    }
+
+    check_pairs(original, new, &mut out);
+    check_checkpoints(input, &mut out);
+    out
+}
+
+/// Output is anything but blank text: a text, a call, a thought.
+fn has_output(message: &Message) -> bool {
+    message.content.iter().any(|p| p.as_text().is_none_or(|t| !t.trim().is_empty()))
+}
+
+/// Every result follows its call; every call has its result, unless it was already waiting
+/// for one in the original (a pending call at the end of the round).
+fn check_pairs(original: &[Message], new: &[Message], out: &mut Vec<Violation>) {
+    let originally_answered: HashSet<&str> =
+        original.iter().flat_map(Message::tool_result_ids).collect();
+    let mut seen_calls: HashSet<&str> = HashSet::new();
+    let mut answered: HashSet<&str> = HashSet::new();
+    for message in new {
+        if message.role == Role::Assistant {
+            seen_calls.extend(message.tool_use_ids());
+        }
+        for id in message.tool_result_ids() {
+            if seen_calls.contains(id) {
+                answered.insert(id);
+            } else {
+                out.push(Violation::OrphanResult { id: id.to_owned() });
+            }
+        }
+    }
+    let mut calls: Vec<&str> = new
+        .iter()
+        .filter(|m| m.role == Role::Assistant)
+        .flat_map(Message::tool_use_ids)
+        .filter(|id| !answered.contains(id) && originally_answered.contains(id))
+        .collect();
+    calls.dedup();
+    out.extend(calls.into_iter().map(|id| Violation::OrphanCall { id: id.to_owned() }));
+}
+
+fn check_checkpoints(input: &SurvivalInput<'_>, out: &mut Vec<Violation>) {
+    let checkpoints: Vec<&Message> =
+        input.replacement.iter().filter(|m| is_checkpoint(m)).collect();
+    match checkpoints.len() {
+        0 if input.require_checkpoint => out.push(Violation::NoCheckpoint),
+        0 | 1 => {}
+        count => out.push(Violation::MultipleCheckpoints { count }),
+    }
+    if checkpoints.iter().any(|m| m.texts().next().is_none_or(|t| is_placeholder(note_body(t)))) {
+        out.push(Violation::PlaceholderNote);
+    }
+    for anchors in input.anchors.iter().map(|a| a.trim()).filter(|a| !a.is_empty()) {
+        let present = input.replacement.iter().flat_map(|m| &m.content).any(|p| match p {
+            Part::Text { text } => text.contains(anchors),
+            Part::ToolResult { content, .. } => content.contains(anchors),
+            _ => false,
+        });
+        if !present {
+            out.push(Violation::AnchorsMissing { excerpt: excerpt(anchors) });
+        }
+    }
+}

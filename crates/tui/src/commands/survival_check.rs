@@ -1,0 +1,31 @@
+//! `codewhale survival-check MATRIX.json`: runs a survival fixture matrix through the same
+//! validator the engine uses before it writes a compaction record.
+//!
+//! Output contract (DESIGN §8): `ok N survival-contract fixtures` and exit 0 when every case
+//! gets its expected verdict; otherwise one line per failing case id with the reason and exit
+//! 1; a file that is not a valid matrix exits 2 with the reason on stderr.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use codewhale_engine::compaction::matrix::Matrix;
+
+/// Runs the matrix at `path`.
+pub fn run(path: &Path) -> anyhow::Result<ExitCode> {
+    let matrix = match Matrix::load(path) {
+        Ok(matrix) => matrix,
+        Err(err) => {
+            eprintln!("codewhale: {}: {err}", path.display());
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let report = matrix.run();
+    if report.mismatches.is_empty() {
+        println!("ok {} survival-contract fixtures", report.total);
+        return Ok(ExitCode::SUCCESS);
+    }
+    for mismatch in &report.mismatches {
+        println!("{}: {}", mismatch.id, mismatch.reason);
+    }
+    Ok(ExitCode::from(1))
+}

@@ -176,6 +176,11 @@ impl Entry {
     pub fn parse_line(line: &str) -> Result<Entry, serde_json::Error> {
         serde_json::from_str(line)
     }
+
+    /// Parses one line given as bytes (without its newline).
+    pub fn parse_line_bytes(line: &[u8]) -> Result<Entry, serde_json::Error> {
+        serde_json::from_slice(line)
+    }
 }
 
 impl Serialize for Entry {

@@ -13,8 +13,12 @@
 
 mod block;
 mod branch;
+mod check;
 mod entry;
+mod file;
 mod journal;
+mod list;
+mod load;
 mod payload;
 mod record;
 mod text;
@@ -22,8 +26,15 @@ mod view;
 
 pub use block::{Block, TextBlock, ThinkingBlock, ToolUseBlock};
 pub use branch::BranchError;
+pub use check::{check_file, CheckReport, Problem};
 pub use entry::{Entry, EntryId, Timestamp, FORMAT_VERSION};
+pub use file::{lock_path, JournalFile, OpenError, WriteError};
 pub use journal::{DagProblem, Journal, JournalError};
+pub use list::{list_sessions, title_of, Listing, SessionInfo};
+pub use load::{
+    dag_message, load_read_only, scan, torn_path, LoadError, LoadWarning, Loaded, Malformed, Scan,
+    Tail,
+};
 pub use payload::{
     kind, AssistantPayload, Bounded, BranchSummaryPayload, CompactionPath, CompactionPayload,
     Covers, HeadPayload, HeadReason, HeaderPayload, Level, Payload, Reads, Receipt, SystemPayload,

@@ -1,0 +1,166 @@
+//! `journal check`: a read-only audit of a journal file.
+//!
+//! Uses the same [`scan`](crate::scan) as loading, but never the repairing open: the file is
+//! read once and not locked, truncated or otherwise touched. Reports every problem with the line
+//! it is on: torn tails, malformed lines, duplicate ids, dangling parents, parent cycles, a HEAD
+//! moved to an entry that does not exist, invalid compaction records, and tool pairs broken in
+//! HEAD's view.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use crate::entry::{Entry, EntryId};
+use crate::load::{self, LoadError, LoadWarning};
+use crate::view::{check_view, render};
+
+/// One problem, with the line it is on when it has one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    pub line: Option<u32>,
+    pub message: String,
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.line {
+            Some(l) => write!(f, "line {l}: {}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+/// What `journal check` found.
+#[derive(Clone, Debug)]
+pub struct CheckReport {
+    /// Entries after the header.
+    pub entries: usize,
+    /// Branch tips.
+    pub branches: usize,
+    pub head: EntryId,
+    pub compactions: usize,
+    /// The active compaction of HEAD's view.
+    pub active_compaction: Option<EntryId>,
+    pub problems: Vec<Problem>,
+}
+
+impl CheckReport {
+    /// The one-line summary of a sound journal.
+    pub fn summary(&self) -> String {
+        let active = match &self.active_compaction {
+            Some(id) => format!(" (active {id})"),
+            None => String::new(),
+        };
+        format!(
+            "ok: {} entries, {} {}, head {}, {} {}{active}",
+            self.entries,
+            self.branches,
+            if self.branches == 1 { "branch" } else { "branches" },
+            self.head,
+            self.compactions,
+            if self.compactions == 1 { "compaction" } else { "compactions" },
+        )
+    }
+}
+
+/// Audits the journal at `path` without modifying it. An unreadable, empty, zero-filled or
+/// non-journal file is an error.
+pub fn check_file(path: &Path) -> Result<CheckReport, LoadError> {
+    let bytes =
+        std::fs::read(path).map_err(|source| LoadError::Io { path: path.to_owned(), source })?;
+    let scan = load::scan(path, &bytes)?;
+    let cycles = find_cycles(&scan.entries, &scan.lines);
+    let loaded = load::assemble(path, scan, None, false)?;
+    let journal = loaded.journal;
+
+    let mut problems: Vec<Problem> = Vec::new();
+    for w in &loaded.warnings {
+        let line = match w {
+            LoadWarning::TornTail { line, .. }
+            | LoadWarning::MissingNewline { line, .. }
+            | LoadWarning::NulPrefix { line }
+            | LoadWarning::Dag { line, .. } => *line,
+            LoadWarning::Malformed(m) => m.line,
+        };
+        let message = match w {
+            LoadWarning::TornTail { bytes, .. } => {
+                format!("torn final line ({bytes} bytes, not a complete entry)")
+            }
+            LoadWarning::MissingNewline { .. } => "the final entry has no newline".to_owned(),
+            LoadWarning::NulPrefix { .. } => "starts with zero bytes".to_owned(),
+            LoadWarning::Malformed(m) => m.error.clone(),
+            LoadWarning::Dag { problem, .. } => load::dag_message(problem),
+        };
+        problems.push(Problem { line: Some(line), message });
+    }
+    problems.extend(cycles);
+
+    for (entry, record) in journal.compactions() {
+        if !record.is_valid() {
+            problems.push(Problem {
+                line: journal.line_of(entry.id.as_str()),
+                message: format!(
+                    "compaction record {} has neither covers nor pruned_ids; it is ignored",
+                    entry.id
+                ),
+            });
+        }
+    }
+
+    let head = journal.head_id().clone();
+    let view = render(&journal, head.as_str());
+    if let Err(e) = check_view(&view) {
+        problems.push(Problem {
+            line: journal.line_of(e.entry().as_str()),
+            message: format!("in HEAD's view: {e}"),
+        });
+    }
+    problems.sort_by_key(|p| p.line.unwrap_or(u32::MAX));
+
+    Ok(CheckReport {
+        entries: journal.entries().len() - 1,
+        branches: journal.tips().len(),
+        head,
+        compactions: journal.compactions().count(),
+        active_compaction: view.compaction.map(|c| c.id),
+        problems,
+    })
+}
+
+/// Parent cycles: loading sees them as parents that are not earlier entries; here each is
+/// named as a cycle once, on the line of its first entry in the file.
+fn find_cycles(entries: &[Entry], lines: &[u32]) -> Vec<Problem> {
+    let index: HashMap<&str, usize> =
+        entries.iter().enumerate().map(|(i, e)| (e.id.as_str(), i)).collect();
+    // 0 = unvisited, 1 = on the current path, 2 = done.
+    let mut state = vec![0u8; entries.len()];
+    let mut out = Vec::new();
+    for start in 0..entries.len() {
+        let mut path = Vec::new();
+        let mut cur = Some(start);
+        while let Some(i) = cur {
+            match state[i] {
+                2 => break,
+                1 => {
+                    let at = path.iter().position(|&p| p == i).unwrap_or(0);
+                    let cycle = &path[at..];
+                    let first = cycle.iter().copied().min().unwrap_or(i);
+                    let ids: Vec<&str> = cycle.iter().map(|&p| entries[p].id.as_str()).collect();
+                    out.push(Problem {
+                        line: Some(lines[first]),
+                        message: format!("parent cycle: {} -> {}", ids.join(" -> "), ids[0]),
+                    });
+                    break;
+                }
+                _ => {
+                    state[i] = 1;
+                    path.push(i);
+                    cur = entries[i].parent.as_ref().and_then(|p| index.get(p.as_str()).copied());
+                }
+            }
+        }
+        for p in path {
+            state[p] = 2;
+        }
+    }
+    out
+}

@@ -1,0 +1,404 @@
+//! [`JournalFile`]: a session file open for appending, owned by one writer thread.
+//!
+//! Crash safety (DESIGN §2):
+//! - every entry is serialized completely, then written with one `write` on an `O_APPEND`
+//!   handle, so a crash leaves at most one torn final line, never a hole;
+//! - the writer thread group-commits `sync_data`: [`JournalFile::sync`] (the engine calls it at
+//!   the end of every turn and after every compaction record) waits for one `sync_data` covering
+//!   everything appended before it, shared by all syncs queued meanwhile; after 200 ms without
+//!   new appends the thread also syncs on its own. Nothing here blocks the caller's thread on
+//!   disk I/O except `open`, `create`, [`JournalFile::sync_blocking`] and
+//!   [`JournalFile::close`].
+//! - one writer per file: an advisory lock (`File::try_lock`) on the sidecar `<file>.lock`,
+//!   which also records the holder's pid for the error a second process gets. The lock file is
+//!   left in place when the session closes (removing it would race with the next opener).
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crate::entry::Entry;
+use crate::journal::Journal;
+use crate::load::{self, LoadError, LoadWarning, Loaded, Tail};
+use crate::payload::{HeaderPayload, Payload};
+
+/// How long the writer waits for more appends before syncing unasked.
+const IDLE_SYNC: Duration = Duration::from_millis(200);
+
+/// Why a journal could not be opened or created.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    #[error("session is open in another codewhale (pid {pid}): {}", path.display())]
+    Locked { path: PathBuf, pid: String },
+    #[error("{} already exists", path.display())]
+    Exists { path: PathBuf },
+    #[error("cannot {action} {}: {source}", path.display())]
+    Io { action: &'static str, path: PathBuf, source: io::Error },
+    #[error("the first entry of a new journal must be a header, not `{0}`")]
+    NotAHeader(String),
+}
+
+/// An append or sync failed; the journal stopped accepting writes.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("writing the session journal {path} failed: {message}")]
+pub struct WriteError {
+    pub path: String,
+    pub message: String,
+}
+
+/// A session journal open for appending: the in-memory [`Journal`] plus its writer thread.
+pub struct JournalFile {
+    path: PathBuf,
+    journal: Journal,
+    writer: Writer,
+}
+
+impl std::fmt::Debug for JournalFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JournalFile").field("path", &self.path).finish_non_exhaustive()
+    }
+}
+
+impl JournalFile {
+    /// Creates `path` holding only `header` (a `header` entry) and opens it.
+    pub fn create(path: &Path, header: Entry) -> Result<JournalFile, OpenError> {
+        if !matches!(header.payload, Payload::Header(_)) {
+            return Err(OpenError::NotAHeader(header.kind().to_owned()));
+        }
+        let io_err = |action| move |source| OpenError::Io { action, path: path.to_owned(), source };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(io_err("create the directory of"))?;
+        }
+        let lock = Lock::acquire(path)?;
+        let mut file = match OpenOptions::new().append(true).read(true).create_new(true).open(path)
+        {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                return Err(OpenError::Exists { path: path.to_owned() })
+            }
+            Err(e) => return Err(io_err("create")(e)),
+        };
+        let mut line = header.to_line();
+        line.push('\n');
+        file.write_all(line.as_bytes()).map_err(io_err("write"))?;
+        file.sync_data().map_err(io_err("sync"))?;
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            // Make the new directory entry durable too; best effort (not all systems allow it).
+            let _ = File::open(dir).and_then(|d| d.sync_all());
+        }
+        let journal = Journal::new(header).map_err(|e| {
+            OpenError::Load(LoadError::NotAJournal { path: path.to_owned(), reason: e.to_string() })
+        })?;
+        Ok(JournalFile { path: path.to_owned(), journal, writer: Writer::spawn(path, file, lock) })
+    }
+
+    /// Creates `<dir>/<session_id>.jsonl` for a new session with this header.
+    pub fn create_session(dir: &Path, header: HeaderPayload) -> Result<JournalFile, OpenError> {
+        let path = dir.join(format!("{}.jsonl", header.session_id));
+        JournalFile::create(&path, Entry::new(None, header))
+    }
+
+    /// Opens an existing journal for appending: takes the lock, loads it, and repairs a torn
+    /// tail (its bytes are copied to `<file>.torn` first; a final entry missing only its
+    /// newline gets it). An empty, zero-filled or non-journal file is an error and untouched.
+    pub fn open(path: &Path) -> Result<(JournalFile, Vec<LoadWarning>), OpenError> {
+        let io_err = |action| move |source| OpenError::Io { action, path: path.to_owned(), source };
+        let lock = Lock::acquire(path)?;
+        let mut file =
+            OpenOptions::new().append(true).read(true).open(path).map_err(io_err("open"))?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes).map_err(io_err("read"))?;
+        let scan = load::scan(path, &bytes)?;
+        let mut torn_saved_to = None;
+        match &scan.tail {
+            Tail::Clean => {}
+            Tail::Torn { offset, .. } => {
+                let torn = load::torn_path(path);
+                save_torn(&torn, &bytes[*offset as usize..])
+                    .map_err(io_err("save the torn tail of"))?;
+                file.set_len(*offset).map_err(io_err("truncate the torn tail of"))?;
+                file.sync_data().map_err(io_err("sync"))?;
+                tracing::warn!(path = %path.display(), saved_to = %torn.display(), "removed a torn final line");
+                torn_saved_to = Some(torn);
+            }
+            Tail::MissingNewline { .. } => {
+                file.write_all(b"\n").map_err(io_err("complete the final line of"))?;
+                file.sync_data().map_err(io_err("sync"))?;
+            }
+        }
+        drop(bytes);
+        let Loaded { journal, warnings } = load::assemble(path, scan, torn_saved_to, true)?;
+        let writer = Writer::spawn(path, file, lock);
+        Ok((JournalFile { path: path.to_owned(), journal, writer }, warnings))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The journal as appended so far (HEAD included).
+    pub fn journal(&self) -> &Journal {
+        &self.journal
+    }
+
+    /// Appends `entry`: hands its line to the writer thread (no disk I/O on this thread) and
+    /// applies it to the in-memory journal. Durable after the next [`JournalFile::sync`].
+    pub fn append(&mut self, entry: Entry) -> Result<(), WriteError> {
+        let mut line = entry.to_line().into_bytes();
+        line.push(b'\n');
+        self.writer.send(Msg::Line(line))?;
+        self.journal.push(entry);
+        Ok(())
+    }
+
+    /// Waits until everything appended so far is on disk (`sync_data`).
+    pub async fn sync(&self) -> Result<(), WriteError> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.writer.send(Msg::Sync(Reply::Async(tx)))?;
+        rx.await.unwrap_or_else(|_| Err(self.writer.gone()))
+    }
+
+    /// [`JournalFile::sync`] for threads outside an async runtime.
+    pub fn sync_blocking(&self) -> Result<(), WriteError> {
+        let (tx, rx) = mpsc::channel();
+        self.writer.send(Msg::Sync(Reply::Blocking(tx)))?;
+        rx.recv().unwrap_or_else(|_| Err(self.writer.gone()))
+    }
+
+    /// Syncs, stops the writer thread and releases the lock.
+    pub fn close(mut self) -> Result<(), WriteError> {
+        let result = self.sync_blocking();
+        self.writer.shutdown();
+        result
+    }
+}
+
+fn save_torn(torn: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut f = OpenOptions::new().append(true).create(true).open(torn)?;
+    f.write_all(bytes)?;
+    if !bytes.ends_with(b"\n") {
+        f.write_all(b"\n")?;
+    }
+    f.sync_data()
+}
+
+type SyncResult = Result<(), WriteError>;
+
+enum Reply {
+    Async(tokio::sync::oneshot::Sender<SyncResult>),
+    Blocking(mpsc::Sender<SyncResult>),
+}
+
+impl Reply {
+    fn send(self, r: SyncResult) {
+        // The waiter may have given up; nothing to do then.
+        let _ = match self {
+            Reply::Async(tx) => tx.send(r).map_err(|_| ()),
+            Reply::Blocking(tx) => tx.send(r).map_err(|_| ()),
+        };
+    }
+}
+
+enum Msg {
+    Line(Vec<u8>),
+    Sync(Reply),
+}
+
+struct Writer {
+    tx: Option<mpsc::Sender<Msg>>,
+    failed: Arc<Mutex<Option<WriteError>>>,
+    thread: Option<JoinHandle<()>>,
+    path: String,
+}
+
+impl Writer {
+    fn spawn(path: &Path, file: File, lock: Lock) -> Writer {
+        let (tx, rx) = mpsc::channel();
+        let failed = Arc::new(Mutex::new(None));
+        let state = WriterThread {
+            file,
+            _lock: lock,
+            failed: failed.clone(),
+            path: path.display().to_string(),
+        };
+        let thread = std::thread::Builder::new()
+            .name("journal-writer".into())
+            .spawn(move || state.run(rx))
+            .ok();
+        Writer { tx: Some(tx), failed, thread, path: path.display().to_string() }
+    }
+
+    fn send(&self, msg: Msg) -> Result<(), WriteError> {
+        if let Some(e) = self.failed.lock().ok().and_then(|f| f.clone()) {
+            return Err(e);
+        }
+        match &self.tx {
+            Some(tx) if self.thread.is_some() => tx.send(msg).map_err(|_| self.gone()),
+            _ => Err(self.gone()),
+        }
+    }
+
+    fn gone(&self) -> WriteError {
+        self.failed.lock().ok().and_then(|f| f.clone()).unwrap_or_else(|| WriteError {
+            path: self.path.clone(),
+            message: "the journal writer stopped".into(),
+        })
+    }
+
+    fn shutdown(&mut self) {
+        self.tx = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Writer {
+    /// Closing the channel lets the thread sync and exit; not joined here so that dropping a
+    /// session never blocks its caller on disk I/O.
+    fn drop(&mut self) {
+        self.tx = None;
+    }
+}
+
+struct WriterThread {
+    file: File,
+    _lock: Lock,
+    failed: Arc<Mutex<Option<WriteError>>>,
+    path: String,
+}
+
+impl WriterThread {
+    fn run(mut self, rx: mpsc::Receiver<Msg>) {
+        let mut dirty = false;
+        loop {
+            let first = if dirty {
+                match rx.recv_timeout(IDLE_SYNC) {
+                    Ok(m) => m,
+                    Err(RecvTimeoutError::Timeout) => {
+                        let _ = self.sync();
+                        dirty = false;
+                        continue;
+                    }
+                    Err(RecvTimeoutError::Disconnected) => break,
+                }
+            } else {
+                match rx.recv() {
+                    Ok(m) => m,
+                    Err(_) => break,
+                }
+            };
+            let mut replies = Vec::new();
+            for msg in std::iter::once(first).chain(std::iter::from_fn(|| rx.try_recv().ok())) {
+                match msg {
+                    Msg::Line(bytes) => {
+                        self.write(&bytes);
+                        dirty = true;
+                    }
+                    Msg::Sync(reply) => replies.push(reply),
+                }
+            }
+            if !replies.is_empty() {
+                let result = if dirty { self.sync() } else { self.status() };
+                dirty = false;
+                for r in replies {
+                    r.send(result.clone());
+                }
+            }
+        }
+        if dirty {
+            let _ = self.sync();
+        }
+    }
+
+    fn status(&self) -> SyncResult {
+        match self.failed.lock().ok().and_then(|f| f.clone()) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    fn fail(&self, e: &io::Error) {
+        tracing::error!(path = %self.path, error = %e, "journal write failed");
+        if let Ok(mut f) = self.failed.lock() {
+            if f.is_none() {
+                *f = Some(WriteError { path: self.path.clone(), message: e.to_string() });
+            }
+        }
+    }
+
+    /// One `write` of one complete line. After any failure nothing more is written: a partial
+    /// line is a torn tail the next open repairs, and appending after it would corrupt it.
+    fn write(&mut self, line: &[u8]) {
+        if self.status().is_err() {
+            return;
+        }
+        if let Err(e) = self.file.write_all(line) {
+            self.fail(&e);
+        }
+    }
+
+    fn sync(&mut self) -> SyncResult {
+        self.status()?;
+        if let Err(e) = self.file.sync_data() {
+            self.fail(&e);
+        }
+        self.status()
+    }
+}
+
+/// The advisory lock on `<file>.lock`, recording the holder's pid.
+struct Lock {
+    _file: File,
+}
+
+impl Lock {
+    fn acquire(path: &Path) -> Result<Lock, OpenError> {
+        let lock_path = lock_path(path);
+        let io_err = |action| {
+            let p = lock_path.clone();
+            move |source| OpenError::Io { action, path: p, source }
+        };
+        if let Some(dir) = lock_path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(io_err("create the directory of"))?;
+        }
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&lock_path)
+            .map_err(io_err("open the lock file"))?;
+        match file.try_lock() {
+            Ok(()) => {
+                let pid = std::process::id().to_string();
+                file.set_len(0)
+                    .and_then(|_| file.seek(SeekFrom::Start(0)))
+                    .and_then(|_| file.write_all(pid.as_bytes()))
+                    .map_err(io_err("write the lock file"))?;
+                Ok(Lock { _file: file })
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let mut pid = String::new();
+                let _ = file.read_to_string(&mut pid);
+                let pid = pid.trim();
+                let pid = if pid.is_empty() { "unknown".to_owned() } else { pid.to_owned() };
+                Err(OpenError::Locked { path: path.to_owned(), pid })
+            }
+            Err(std::fs::TryLockError::Error(e)) => Err(io_err("lock")(e)),
+        }
+    }
+}
+
+/// The lock file of a journal: `<file>.lock`.
+pub fn lock_path(path: &Path) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(".lock");
+    PathBuf::from(s)
+}

@@ -1,0 +1,189 @@
+//! Approval policy: which tool calls run on their own and which need the user's yes.
+//!
+//! Owns the three modes of DESIGN §7/§8 and the per-session "always" grants. The decision is a
+//! pure function of (mode, what the call does, whether it leaves the workspace, grants), so it
+//! is tested without running anything. Invariant: a call that leaves the workspace always asks
+//! unless the mode is `full`, and with no one to ask (exec without a terminal) "ask" becomes a
+//! denial the model reads.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// How much the model may do without asking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApprovalMode {
+    /// Reads run on their own; writes and shell commands ask.
+    #[default]
+    Ask,
+    /// Reads and writes inside the workspace run on their own; shell commands ask.
+    AutoEdit,
+    /// Everything runs without asking.
+    Full,
+}
+
+impl ApprovalMode {
+    /// The spelling used in config files and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalMode::Ask => "ask",
+            ApprovalMode::AutoEdit => "auto-edit",
+            ApprovalMode::Full => "full",
+        }
+    }
+}
+
+impl fmt::Display for ApprovalMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for ApprovalMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "ask" => Ok(ApprovalMode::Ask),
+            "auto-edit" => Ok(ApprovalMode::AutoEdit),
+            "full" => Ok(ApprovalMode::Full),
+            other => {
+                Err(format!("unknown approval mode {other:?}; use one of: ask, auto-edit, full"))
+            }
+        }
+    }
+}
+
+/// What a tool call does, for the policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    /// Reads files or lists directories.
+    Read,
+    /// Creates or changes files.
+    Write,
+    /// Runs a command.
+    Shell,
+}
+
+/// The policy's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Run it.
+    Allow,
+    /// Ask the user first.
+    Ask,
+}
+
+/// A tool call as the policy sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct CallSummary<'a> {
+    pub tool: &'a str,
+    pub effect: Effect,
+    /// The call touches a path outside the workspace.
+    pub leaves_workspace: bool,
+}
+
+/// The session's approval state: the mode plus the tools the user approved "always".
+#[derive(Debug, Clone, Default)]
+pub struct Policy {
+    mode: ApprovalMode,
+    always: HashSet<String>,
+}
+
+impl Policy {
+    /// A policy in `mode` with no grants.
+    pub fn new(mode: ApprovalMode) -> Policy {
+        Policy { mode, always: HashSet::new() }
+    }
+
+    pub fn mode(&self) -> ApprovalMode {
+        self.mode
+    }
+
+    /// Remembers "always allow this tool" for the rest of the session. Grants never cover
+    /// paths outside the workspace: those ask every time.
+    pub fn grant_always(&mut self, tool: &str) {
+        self.always.insert(tool.to_owned());
+    }
+
+    /// Whether `call` may run without asking.
+    pub fn decide(&self, call: CallSummary<'_>) -> Decision {
+        if self.mode == ApprovalMode::Full {
+            return Decision::Allow;
+        }
+        if call.leaves_workspace {
+            return Decision::Ask;
+        }
+        if self.always.contains(call.tool) {
+            return Decision::Allow;
+        }
+        match (self.mode, call.effect) {
+            (_, Effect::Read) => Decision::Allow,
+            (ApprovalMode::AutoEdit, Effect::Write) => Decision::Allow,
+            _ => Decision::Ask,
+        }
+    }
+}
+
+/// The result the model reads when a call is denied because no one can approve it.
+pub fn denied_without_terminal(tool: &str, mode: ApprovalMode) -> String {
+    format!(
+        "denied: `{tool}` needs the user's approval in approval mode `{mode}`, and this session \
+         runs without a terminal to ask. Do not retry the same call; finish with what you can do \
+         using the allowed tools, or tell the user which call to allow (for example with \
+         `--approval auto-edit` or `--approval full`)."
+    )
+}
+
+/// The result the model reads when the user said no.
+pub fn denied_by_user(tool: &str) -> String {
+    format!(
+        "denied: the user declined this `{tool}` call. Do not repeat it; ask the user how to \
+         proceed if you need it."
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(tool: &str, effect: Effect, leaves: bool) -> CallSummary<'_> {
+        CallSummary { tool, effect, leaves_workspace: leaves }
+    }
+
+    #[test]
+    fn modes_follow_the_table() {
+        let ask = Policy::new(ApprovalMode::Ask);
+        assert_eq!(ask.decide(call("read_file", Effect::Read, false)), Decision::Allow);
+        assert_eq!(ask.decide(call("write_file", Effect::Write, false)), Decision::Ask);
+        assert_eq!(ask.decide(call("shell", Effect::Shell, false)), Decision::Ask);
+
+        let auto = Policy::new(ApprovalMode::AutoEdit);
+        assert_eq!(auto.decide(call("edit_file", Effect::Write, false)), Decision::Allow);
+        assert_eq!(auto.decide(call("shell", Effect::Shell, false)), Decision::Ask);
+        assert_eq!(auto.decide(call("write_file", Effect::Write, true)), Decision::Ask);
+
+        let full = Policy::new(ApprovalMode::Full);
+        assert_eq!(full.decide(call("shell", Effect::Shell, true)), Decision::Allow);
+    }
+
+    #[test]
+    fn leaving_the_workspace_asks_even_for_reads_and_grants() {
+        let mut p = Policy::new(ApprovalMode::Ask);
+        p.grant_always("read_file");
+        assert_eq!(p.decide(call("read_file", Effect::Read, true)), Decision::Ask);
+        p.grant_always("shell");
+        assert_eq!(p.decide(call("shell", Effect::Shell, false)), Decision::Allow);
+    }
+
+    #[test]
+    fn modes_parse_from_their_spelling() {
+        for mode in [ApprovalMode::Ask, ApprovalMode::AutoEdit, ApprovalMode::Full] {
+            assert_eq!(mode.as_str().parse::<ApprovalMode>().unwrap(), mode);
+        }
+        assert!("yolo".parse::<ApprovalMode>().unwrap_err().contains("ask, auto-edit, full"));
+    }
+}

@@ -1,0 +1,324 @@
+//! The token budget of one session (DESIGN §4): window, reserve, threshold, and pressure.
+//!
+//! Owns the running sums that make every budget check O(1): the system prompt's count, the sum
+//! of the view's entry counts, what the provider last reported and what was added since. The
+//! session keeps these sums current as it appends; nothing here walks or tokenizes history.
+//! Invariants: the calibration ratio stays in [1, 2]; every figure handed out says whether the
+//! provider reported it or Codewhale estimated it.
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::Config;
+
+/// The reserved-output cap of DESIGN §4.
+pub const MAX_RESERVED_OUTPUT: u64 = 16_384;
+/// The default auto-compaction threshold as a fraction of usable input.
+pub const DEFAULT_THRESHOLD: f64 = 0.8;
+/// The calibration ratio's bounds: providers never count fewer tokens than o200k by much, and
+/// a ratio past 2 means the estimate and the report were of different prompts.
+pub const CALIBRATION_RANGE: (f64, f64) = (1.0, 2.0);
+
+/// Where a number came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// Reported by the provider for a real request.
+    Reported,
+    /// Counted or estimated by Codewhale.
+    Estimated,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Reported => "reported",
+            Source::Estimated => "estimated",
+        }
+    }
+}
+
+/// A token figure with its provenance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Figure {
+    pub tokens: u64,
+    pub source: Source,
+}
+
+/// Where the context window figure came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WindowSource {
+    Config,
+    Catalog,
+    /// The catalog did not know the model: a conservative guess, shown as "(unverified)".
+    Default,
+    /// A provider's overflow error stated the limit; remembered for the session.
+    Provider,
+}
+
+/// The fixed figures derived from the window.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Limits {
+    /// `W`.
+    pub window: u64,
+    pub window_source: WindowSource,
+    /// `R`.
+    pub reserved_output: u64,
+    /// `U = W − R`.
+    pub usable_input: u64,
+    /// The threshold fraction of `U` (default 0.8).
+    pub threshold_fraction: f64,
+    /// `threshold_fraction × U`.
+    pub threshold: u64,
+    reserved_configured: bool,
+}
+
+impl Limits {
+    /// Limits for `model`: the window from config, else the catalog, else its default.
+    pub fn for_model(config: &Config, model: &str) -> Limits {
+        let (window, source) = match config.context_window {
+            Some(w) => (w, WindowSource::Config),
+            None => {
+                let info = codewhale_provider::lookup_model(model);
+                let source =
+                    if info.verified { WindowSource::Catalog } else { WindowSource::Default };
+                (info.context_window, source)
+            }
+        };
+        let fraction = config.compaction.threshold.unwrap_or(DEFAULT_THRESHOLD);
+        Limits::compute(window, source, config.reserved_output, fraction)
+    }
+
+    /// Limits from explicit figures; `reserved` overrides min(16,384, W/4).
+    pub fn compute(
+        window: u64,
+        window_source: WindowSource,
+        reserved: Option<u64>,
+        threshold_fraction: f64,
+    ) -> Limits {
+        let window = window.max(1);
+        let reserved_output =
+            reserved.unwrap_or_else(|| MAX_RESERVED_OUTPUT.min(window / 4)).min(window / 2);
+        let usable_input = window - reserved_output;
+        let threshold = (usable_input as f64 * threshold_fraction).floor() as u64;
+        Limits {
+            window,
+            window_source,
+            reserved_output,
+            usable_input,
+            threshold_fraction,
+            threshold,
+            reserved_configured: reserved.is_some(),
+        }
+    }
+
+    /// Whether the window is a guess the UI must mark "(unverified)".
+    pub fn is_unverified(&self) -> bool {
+        self.window_source == WindowSource::Default
+    }
+
+    /// The same limits with the window a provider stated (reactive compaction).
+    pub fn with_provider_window(&self, window: u64) -> Limits {
+        let reserved = self.reserved_configured.then_some(self.reserved_output);
+        Limits::compute(window, WindowSource::Provider, reserved, self.threshold_fraction)
+    }
+}
+
+/// The session's live budget.
+#[derive(Debug, Clone)]
+pub struct Budget {
+    limits: Limits,
+    system_tokens: u64,
+    view_tokens: u64,
+    last_reported: Option<u64>,
+    added_since_report: u64,
+    estimated_savings: u64,
+    calibration: f64,
+}
+
+impl Budget {
+    /// A budget with empty sums.
+    pub fn new(limits: Limits) -> Budget {
+        Budget {
+            limits,
+            system_tokens: 0,
+            view_tokens: 0,
+            last_reported: None,
+            added_since_report: 0,
+            estimated_savings: 0,
+            calibration: CALIBRATION_RANGE.0,
+        }
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Replaces the limits (a model switch, a provider-stated window).
+    pub fn set_limits(&mut self, limits: Limits) {
+        self.limits = limits;
+    }
+
+    /// The system prompt's (and tool schemas') token count.
+    pub fn set_system_tokens(&mut self, tokens: u64) {
+        self.system_tokens = tokens;
+    }
+
+    pub fn system_tokens(&self) -> u64 {
+        self.system_tokens
+    }
+
+    /// Sets the view's total from a fresh render (session open, after a compaction pass).
+    pub fn reset_view(&mut self, view_tokens: u64) {
+        self.view_tokens = view_tokens;
+    }
+
+    /// An entry of `tokens` joined the view (or a provisional upper bound was replaced, with
+    /// a negative adjustment through [`Budget::adjust`]).
+    pub fn add(&mut self, tokens: u64) {
+        self.view_tokens += tokens;
+        self.added_since_report += tokens;
+    }
+
+    /// Replaces a provisional figure `from` (an upper bound) with the exact `to`.
+    pub fn adjust(&mut self, from: u64, to: u64) {
+        self.view_tokens = (self.view_tokens + to).saturating_sub(from);
+        self.added_since_report = (self.added_since_report + to).saturating_sub(from);
+    }
+
+    /// The provider reported `reported` prompt tokens for a prompt Codewhale estimated at
+    /// `estimated`: the report becomes the truth and the calibration ratio is updated.
+    pub fn record_report(&mut self, reported: u64, estimated: u64) {
+        if reported == 0 {
+            return;
+        }
+        self.last_reported = Some(reported);
+        self.added_since_report = 0;
+        self.estimated_savings = 0;
+        if estimated > 0 {
+            let ratio = reported as f64 / estimated as f64;
+            self.calibration = ratio.clamp(CALIBRATION_RANGE.0, CALIBRATION_RANGE.1);
+        }
+    }
+
+    /// A compaction pass replaced the view: `view_tokens` is the new total, `savings` the
+    /// estimated tokens it removed. Until the next report, pressure is last reported + added −
+    /// savings.
+    pub fn record_compaction(&mut self, view_tokens: u64, savings: u64) {
+        self.view_tokens = view_tokens;
+        self.estimated_savings += savings;
+    }
+
+    /// The per-session ratio reported ÷ estimated, in [1, 2].
+    pub fn calibration(&self) -> f64 {
+        self.calibration
+    }
+
+    /// `tokens` scaled by the calibration ratio.
+    pub fn calibrated(&self, tokens: u64) -> u64 {
+        (tokens as f64 * self.calibration).ceil() as u64
+    }
+
+    /// The raw o200k estimate of the next request (system + view), uncalibrated.
+    pub fn raw_estimate(&self) -> u64 {
+        self.system_tokens + self.view_tokens
+    }
+
+    /// max(estimate of the next request, last reported + added since − savings), calibrated,
+    /// labelled with the source of the larger figure. O(1).
+    pub fn pressure(&self) -> Figure {
+        let estimate = self.calibrated(self.raw_estimate());
+        let reported = self.last_reported.map(|last| {
+            (last + self.calibrated(self.added_since_report))
+                .saturating_sub(self.calibrated(self.estimated_savings))
+        });
+        match reported {
+            Some(r) if r >= estimate => Figure { tokens: r, source: Source::Reported },
+            _ => Figure { tokens: estimate, source: Source::Estimated },
+        }
+    }
+
+    /// Whether auto-compaction should run before the next request.
+    pub fn over_threshold(&self) -> bool {
+        self.pressure().tokens >= self.limits.threshold
+    }
+
+    /// Pressure as a percentage of usable input, for gauges.
+    pub fn percent_of_usable(&self) -> f64 {
+        self.pressure().tokens as f64 * 100.0 / self.limits.usable_input.max(1) as f64
+    }
+
+    /// The provider's last report, if any.
+    pub fn last_reported(&self) -> Option<u64> {
+        self.last_reported
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(window: u64) -> Limits {
+        Limits::compute(window, WindowSource::Config, None, DEFAULT_THRESHOLD)
+    }
+
+    #[test]
+    fn limits_follow_design() {
+        let l = limits(200_000);
+        assert_eq!((l.reserved_output, l.usable_input), (16_384, 183_616));
+        assert_eq!(l.threshold, 146_892);
+        let small = limits(8_000);
+        assert_eq!((small.reserved_output, small.usable_input), (2_000, 6_000));
+        let configured = Limits::compute(10_000, WindowSource::Config, Some(1_000), 0.5);
+        assert_eq!((configured.usable_input, configured.threshold), (9_000, 4_500));
+    }
+
+    #[test]
+    fn unknown_models_are_unverified() {
+        let l = Limits::for_model(&Config::default(), "some-private-model-xyz");
+        assert!(l.is_unverified());
+        let l = Limits::for_model(&Config { context_window: Some(1000), ..Config::default() }, "x");
+        assert_eq!((l.window, l.window_source), (1000, WindowSource::Config));
+    }
+
+    #[test]
+    fn pressure_takes_the_larger_of_estimate_and_report() {
+        let mut b = Budget::new(limits(100_000));
+        b.set_system_tokens(1_000);
+        b.add(4_000);
+        assert_eq!(b.pressure(), Figure { tokens: 5_000, source: Source::Estimated });
+        b.record_report(6_000, 5_000);
+        assert!((b.calibration() - 1.2).abs() < 1e-9);
+        assert_eq!(b.pressure(), Figure { tokens: 6_000, source: Source::Reported });
+        b.add(1_000);
+        assert_eq!(b.pressure(), Figure { tokens: 7_200, source: Source::Reported });
+    }
+
+    #[test]
+    fn calibration_is_clamped() {
+        let mut b = Budget::new(limits(100_000));
+        b.record_report(100, 1_000);
+        assert_eq!(b.calibration(), 1.0);
+        b.record_report(10_000, 1_000);
+        assert_eq!(b.calibration(), 2.0);
+    }
+
+    #[test]
+    fn compaction_savings_lower_pressure_until_the_next_report() {
+        let mut b = Budget::new(limits(100_000));
+        b.add(50_000);
+        b.record_report(50_000, 50_000);
+        b.record_compaction(10_000, 40_000);
+        assert_eq!(b.pressure(), Figure { tokens: 10_000, source: Source::Reported });
+        b.record_report(11_000, 10_000);
+        assert_eq!(b.pressure().tokens, 11_000);
+    }
+
+    #[test]
+    fn provisional_counts_can_be_settled() {
+        let mut b = Budget::new(limits(100_000));
+        b.add(300);
+        b.adjust(300, 200);
+        assert_eq!(b.raw_estimate(), 200);
+    }
+}

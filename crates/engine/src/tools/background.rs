@@ -1,0 +1,209 @@
+//! The registry of background commands (`shell{background: true}`): pid, command, log file and
+//! the TCP ports they listen on.
+//!
+//! Owns the children it starts. Compaction reads [`BackgroundRegistry::running`] to write the
+//! "Running now" list of a handoff note. Invariants: a command that exited is reaped and no
+//! longer listed; ports are read from `/proc/net/tcp{,6}` for every process in the command's
+//! process group, so a server started through a wrapper script is still found; when the
+//! engine shuts down, every command still running is killed with its process group.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use tokio::process::Child;
+
+/// A background command as listed to the model and the UI.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunningCommand {
+    /// Registry-local id (`bg-1`, `bg-2` ...).
+    pub id: String,
+    pub pid: u32,
+    pub command: String,
+    /// Where its combined output goes.
+    pub log: PathBuf,
+    /// TCP ports it listens on, ascending.
+    pub ports: Vec<u16>,
+}
+
+struct Entry {
+    id: String,
+    pid: u32,
+    command: String,
+    log: PathBuf,
+    child: Child,
+}
+
+/// Background commands of one engine.
+pub struct BackgroundRegistry {
+    log_dir: PathBuf,
+    next: Mutex<u32>,
+    entries: Mutex<Vec<Entry>>,
+}
+
+impl std::fmt::Debug for BackgroundRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BackgroundRegistry").field("log_dir", &self.log_dir).finish()
+    }
+}
+
+impl BackgroundRegistry {
+    /// A registry writing command logs under `log_dir` (created on first use).
+    pub fn new(log_dir: PathBuf) -> BackgroundRegistry {
+        BackgroundRegistry { log_dir, next: Mutex::new(0), entries: Mutex::new(Vec::new()) }
+    }
+
+    /// The next id and the log file path for it.
+    pub(crate) fn reserve(&self) -> std::io::Result<(String, PathBuf)> {
+        std::fs::create_dir_all(&self.log_dir)?;
+        let n = {
+            let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
+            *next += 1;
+            *next
+        };
+        let id = format!("bg-{n}");
+        let log = self.log_dir.join(format!("{}-{id}.log", std::process::id()));
+        Ok((id, log))
+    }
+
+    pub(crate) fn insert(&self, id: String, command: String, log: PathBuf, child: Child) -> u32 {
+        let pid = child.id().unwrap_or_default();
+        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        entries.push(Entry { id, pid, command, log, child });
+        pid
+    }
+
+    /// Commands still running, with their listening ports. Exited ones are reaped here.
+    pub fn running(&self) -> Vec<RunningCommand> {
+        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        entries.retain_mut(|e| matches!(e.child.try_wait(), Ok(None)));
+        let listening = listening_inodes();
+        entries
+            .iter()
+            .map(|e| RunningCommand {
+                id: e.id.clone(),
+                pid: e.pid,
+                command: e.command.clone(),
+                log: e.log.clone(),
+                ports: ports_of_group(e.pid, &listening),
+            })
+            .collect()
+    }
+
+    /// Kills every command still running (with its process group).
+    pub fn shutdown(&self) {
+        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        for e in entries.iter_mut() {
+            if matches!(e.child.try_wait(), Ok(None)) {
+                kill_group(e.pid);
+                let _ = e.child.start_kill();
+            }
+        }
+        entries.clear();
+    }
+}
+
+impl Drop for BackgroundRegistry {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// Sends SIGKILL to the process group `pgid` (commands run in their own group). Uses the
+/// `kill` utility because this crate forbids `unsafe` and so cannot call `kill(2)` directly.
+pub(crate) fn kill_group(pgid: u32) {
+    if pgid == 0 {
+        return;
+    }
+    let _ = std::process::Command::new("kill")
+        .args(["-KILL", "--", &format!("-{pgid}")])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
+}
+
+/// Socket inode → port, for every TCP socket in LISTEN state.
+fn listening_inodes() -> HashMap<u64, u16> {
+    let mut map = HashMap::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        if let Ok(text) = std::fs::read_to_string(table) {
+            parse_tcp_table(&text, &mut map);
+        }
+    }
+    map
+}
+
+/// Parses a `/proc/net/tcp` table: `sl local rem st ... uid timeout inode`.
+fn parse_tcp_table(text: &str, out: &mut HashMap<u64, u16>) {
+    for line in text.lines().skip(1) {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if fields.len() < 10 || fields[3] != "0A" {
+            continue;
+        }
+        let port = fields[1].rsplit(':').next().and_then(|p| u16::from_str_radix(p, 16).ok());
+        let inode = fields[9].parse::<u64>().ok();
+        if let (Some(port), Some(inode)) = (port, inode) {
+            out.insert(inode, port);
+        }
+    }
+}
+
+/// Ports listened on by any process whose process group is `pgid`.
+fn ports_of_group(pgid: u32, listening: &HashMap<u64, u16>) -> Vec<u16> {
+    let mut ports = Vec::new();
+    if listening.is_empty() {
+        return ports;
+    }
+    for pid in group_members(pgid) {
+        let Ok(fds) = std::fs::read_dir(Path::new("/proc").join(pid.to_string()).join("fd")) else {
+            continue;
+        };
+        for fd in fds.filter_map(Result::ok) {
+            let Ok(target) = std::fs::read_link(fd.path()) else { continue };
+            let target = target.to_string_lossy();
+            let inode = target
+                .strip_prefix("socket:[")
+                .and_then(|s| s.strip_suffix(']'))
+                .and_then(|s| s.parse::<u64>().ok());
+            if let Some(port) = inode.and_then(|i| listening.get(&i)) {
+                ports.push(*port);
+            }
+        }
+    }
+    ports.sort_unstable();
+    ports.dedup();
+    ports
+}
+
+/// Pids whose process group is `pgid` (from `/proc/<pid>/stat`).
+fn group_members(pgid: u32) -> Vec<u32> {
+    let mut pids = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else { return pids };
+    for entry in dir.filter_map(Result::ok) {
+        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        // The command name may contain spaces and parentheses; fields resume after the last ')'.
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else { continue };
+        let group = rest.split_whitespace().nth(2).and_then(|g| g.parse::<u32>().ok());
+        if group == Some(pgid) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_listening_sockets_only() {
+        let table = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 4242 1 0000\n   1: 0100007F:0050 0100007F:1F90 01 00000000:00000000 00:00000000 00000000  1000        0 4243 1 0000\n";
+        let mut map = HashMap::new();
+        parse_tcp_table(table, &mut map);
+        assert_eq!(map.len(), 1);
+        assert_eq!(map.get(&4242), Some(&8080));
+    }
+}

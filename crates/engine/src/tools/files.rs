@@ -1,0 +1,217 @@
+//! File tools: `read_file`, `list_dir`, `write_file`, `edit_file`.
+//!
+//! Each takes already-resolved paths (see [`super::path`]) and returns the text the model
+//! reads, or an error sentence saying what failed and what to do. Invariants: reads are
+//! bounded (lines, line length, bytes); `edit_file` changes a file only when `old_string`
+//! matches exactly once, or `replace_all` is set.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use super::output::MAX_OUTPUT_BYTES;
+
+/// Lines returned by `read_file` when no `limit` is given.
+pub const DEFAULT_READ_LINES: usize = 2000;
+/// Longest line shown whole; longer lines are cut with a marker.
+pub const MAX_LINE_CHARS: usize = 2000;
+/// Most entries `list_dir` shows.
+pub const MAX_DIR_ENTRIES: usize = 1000;
+
+/// `read_file`: lines `offset..offset+limit` (1-based offset) numbered like `cat -n`.
+pub fn read_file(
+    path: &Path,
+    shown: &str,
+    offset: Option<usize>,
+    limit: Option<usize>,
+) -> Result<String, String> {
+    let bytes = std::fs::read(path).map_err(|e| io_message("read", shown, &e))?;
+    if bytes.iter().take(8192).any(|b| *b == 0) {
+        return Err(format!(
+            "{shown} looks like a binary file ({} bytes); inspect it with a shell command such \
+             as `file` or `xxd | head` instead",
+            bytes.len()
+        ));
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    let start = offset.unwrap_or(1).max(1);
+    let limit = limit.unwrap_or(DEFAULT_READ_LINES).max(1);
+    let total_lines = text.lines().count();
+    if total_lines == 0 {
+        return Ok(format!("({shown} is empty)"));
+    }
+    if start > total_lines {
+        return Err(format!(
+            "offset {start} is past the end of {shown}, which has {total_lines} lines"
+        ));
+    }
+    let mut out = String::new();
+    let mut last = start - 1;
+    for (i, line) in text.lines().enumerate().skip(start - 1).take(limit) {
+        let line_no = i + 1;
+        if out.len() + line.len() > MAX_OUTPUT_BYTES {
+            break;
+        }
+        let shown_line = match line.char_indices().nth(MAX_LINE_CHARS) {
+            Some((cut, _)) => format!("{}[... line cut at {MAX_LINE_CHARS} chars]", &line[..cut]),
+            None => line.to_owned(),
+        };
+        let _ = writeln!(out, "{line_no:>6}\t{shown_line}");
+        last = line_no;
+    }
+    if last < total_lines {
+        let _ = write!(
+            out,
+            "[showing lines {start}-{last} of {total_lines}; pass offset={} to read on]",
+            last + 1
+        );
+    }
+    Ok(out)
+}
+
+/// `list_dir`: entries sorted by name, directories with a trailing `/`.
+pub fn list_dir(path: &Path, shown: &str) -> Result<String, String> {
+    let read = std::fs::read_dir(path).map_err(|e| io_message("list", shown, &e))?;
+    let mut names: Vec<String> = read
+        .filter_map(Result::ok)
+        .map(|entry| {
+            let mut name = entry.file_name().to_string_lossy().into_owned();
+            if entry.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+                name.push('/');
+            }
+            name
+        })
+        .collect();
+    names.sort();
+    if names.is_empty() {
+        return Ok(format!("({shown} is empty)"));
+    }
+    let total = names.len();
+    names.truncate(MAX_DIR_ENTRIES);
+    let mut out = names.join("\n");
+    if total > MAX_DIR_ENTRIES {
+        let _ = write!(out, "\n[... {} more entries not shown]", total - MAX_DIR_ENTRIES);
+    }
+    Ok(out)
+}
+
+/// `write_file`: creates parent directories, then writes the whole file.
+pub fn write_file(path: &Path, shown: &str, content: &str) -> Result<String, String> {
+    if path.is_dir() {
+        return Err(format!("{shown} is a directory; pass a file path"));
+    }
+    let existed = path.exists();
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| io_message("create the folder of", shown, &e))?;
+    }
+    std::fs::write(path, content).map_err(|e| io_message("write", shown, &e))?;
+    let verb = if existed { "replaced" } else { "created" };
+    Ok(format!("{verb} {shown} ({} bytes, {} lines)", content.len(), content.lines().count()))
+}
+
+/// `edit_file`: exact-match replacement.
+pub fn edit_file(
+    path: &Path,
+    shown: &str,
+    old: &str,
+    new: &str,
+    replace_all: bool,
+) -> Result<String, String> {
+    if old.is_empty() {
+        return Err(
+            "old_string is empty; to create or overwrite a file use write_file instead".into()
+        );
+    }
+    if old == new {
+        return Err("old_string and new_string are identical; there is nothing to change".into());
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| io_message("read", shown, &e))?;
+    let matches = text.matches(old).count();
+    match matches {
+        0 => {
+            return Err(format!(
+                "old_string was not found in {shown}; read the file again and copy the exact \
+                 text, including whitespace and indentation"
+            ))
+        }
+        n if n > 1 && !replace_all => {
+            return Err(format!(
+                "old_string matches {n} places in {shown}; include more surrounding lines to \
+                 make it unique, or set replace_all to true to change every one"
+            ))
+        }
+        _ => {}
+    }
+    let updated = if replace_all { text.replace(old, new) } else { text.replacen(old, new, 1) };
+    std::fs::write(path, &updated).map_err(|e| io_message("write", shown, &e))?;
+    let what =
+        if matches == 1 { "1 replacement".to_owned() } else { format!("{matches} replacements") };
+    Ok(format!("edited {shown}: {what}"))
+}
+
+fn io_message(action: &str, shown: &str, err: &std::io::Error) -> String {
+    match err.kind() {
+        std::io::ErrorKind::NotFound => {
+            format!("cannot {action} {shown}: it does not exist; check the path with list_dir")
+        }
+        std::io::ErrorKind::PermissionDenied => {
+            format!("cannot {action} {shown}: permission denied")
+        }
+        _ => format!("cannot {action} {shown}: {err}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_pages_through_numbered_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("a.txt");
+        std::fs::write(&f, "one\ntwo\nthree\n").unwrap();
+        assert_eq!(
+            read_file(&f, "a.txt", None, None).unwrap(),
+            "     1\tone\n     2\ttwo\n     3\tthree\n"
+        );
+        let page = read_file(&f, "a.txt", Some(2), Some(1)).unwrap();
+        assert!(page.starts_with("     2\ttwo\n[showing lines 2-2 of 3; pass offset=3"), "{page}");
+        assert!(read_file(&f, "a.txt", Some(9), None).unwrap_err().contains("past the end"));
+        assert!(read_file(&dir.path().join("no"), "no", None, None)
+            .unwrap_err()
+            .contains("does not exist"));
+        std::fs::write(&f, b"\x00\x01bin").unwrap();
+        assert!(read_file(&f, "a.txt", None, None).unwrap_err().contains("binary"));
+    }
+
+    #[test]
+    fn list_marks_directories() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        std::fs::write(dir.path().join("b.txt"), "").unwrap();
+        assert_eq!(list_dir(dir.path(), ".").unwrap(), "b.txt\nsub/");
+    }
+
+    #[test]
+    fn edit_refuses_missing_and_ambiguous_matches() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("x.rs");
+        std::fs::write(&f, "let a = 1;\nlet a = 1;\nlet b = 2;\n").unwrap();
+        assert!(edit_file(&f, "x.rs", "let c", "x", false).unwrap_err().contains("not found"));
+        assert!(edit_file(&f, "x.rs", "let a = 1;", "x", false)
+            .unwrap_err()
+            .contains("matches 2 places"));
+        edit_file(&f, "x.rs", "let b = 2;", "let b = 3;", false).unwrap();
+        edit_file(&f, "x.rs", "let a = 1;", "let a = 0;", true).unwrap();
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "let a = 0;\nlet a = 0;\nlet b = 3;\n");
+    }
+
+    #[test]
+    fn write_creates_folders() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("deep/er/f.txt");
+        assert!(write_file(&f, "deep/er/f.txt", "hi\n").unwrap().starts_with("created"));
+        assert!(write_file(&f, "deep/er/f.txt", "ho\n").unwrap().starts_with("replaced"));
+        assert!(write_file(dir.path(), ".", "x").unwrap_err().contains("directory"));
+    }
+}

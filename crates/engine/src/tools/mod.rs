@@ -1,0 +1,355 @@
+//! The six tools the model sees (DESIGN §4): their JSON schemas, argument parsing, what each
+//! call does for the approval policy, and running a call.
+//!
+//! Invariants: names and arguments are fixed by the design; a call never crashes the turn —
+//! bad arguments, missing files and failed commands all come back as [`ToolOutput`] with
+//! `is_error` set and a sentence the model can act on; paths resolve inside the workspace
+//! (see [`path`]) and the approval policy decides about the rest before anything runs.
+
+pub mod background;
+pub mod files;
+pub mod output;
+pub mod path;
+pub mod search;
+pub mod shell;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use codewhale_provider::ToolSpec;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::approval::{CallSummary, Effect};
+pub use background::{BackgroundRegistry, RunningCommand};
+
+/// What a tool call produced, as the model will read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutput {
+    pub content: String,
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    pub fn ok(content: impl Into<String>) -> ToolOutput {
+        ToolOutput { content: content.into(), is_error: false }
+    }
+
+    pub fn error(content: impl Into<String>) -> ToolOutput {
+        ToolOutput { content: content.into(), is_error: true }
+    }
+}
+
+/// What a tool needs from its surroundings.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    /// The workspace root, absolute and canonical.
+    pub workspace: PathBuf,
+    pub background: Arc<BackgroundRegistry>,
+    /// Cancelled when the user interrupts the turn.
+    pub cancel: CancellationToken,
+}
+
+#[derive(Debug, Deserialize)]
+struct ReadArgs {
+    path: String,
+    offset: Option<usize>,
+    limit: Option<usize>,
+}
+
+#[derive(Debug, Deserialize)]
+struct PathArgs {
+    path: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct SearchArgs {
+    pattern: String,
+    path: Option<String>,
+    glob: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WriteArgs {
+    path: String,
+    content: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct EditArgs {
+    path: String,
+    old_string: String,
+    new_string: String,
+    #[serde(default)]
+    replace_all: bool,
+}
+
+#[derive(Debug, Deserialize)]
+struct ShellArgs {
+    command: String,
+    timeout_ms: Option<u64>,
+    #[serde(default)]
+    background: bool,
+}
+
+/// A parsed call.
+#[derive(Debug)]
+enum Call {
+    Read(ReadArgs),
+    List(PathArgs),
+    Search(SearchArgs),
+    Write(WriteArgs),
+    Edit(EditArgs),
+    Shell(ShellArgs),
+}
+
+fn parse(name: &str, input: &Value) -> Result<Call, String> {
+    fn args<T: for<'de> Deserialize<'de>>(name: &str, input: &Value) -> Result<T, String> {
+        // Some servers send the arguments as a JSON string instead of an object.
+        let value = match input {
+            Value::String(s) => serde_json::from_str(s).map_err(|e| {
+                format!("the arguments of {name} are not a JSON object: {e}; send an object")
+            })?,
+            other => other.clone(),
+        };
+        serde_json::from_value(value)
+            .map_err(|e| format!("invalid arguments for {name}: {e}; see the tool's schema"))
+    }
+    Ok(match name {
+        "read_file" => Call::Read(args(name, input)?),
+        "list_dir" => Call::List(args(name, input)?),
+        "search" => Call::Search(args(name, input)?),
+        "write_file" => Call::Write(args(name, input)?),
+        "edit_file" => Call::Edit(args(name, input)?),
+        "shell" => Call::Shell(args(name, input)?),
+        other => {
+            return Err(format!(
+                "there is no tool named {other:?}; the tools are read_file, list_dir, search, \
+                 write_file, edit_file and shell"
+            ))
+        }
+    })
+}
+
+impl Call {
+    fn effect(&self) -> Effect {
+        match self {
+            Call::Read(_) | Call::List(_) | Call::Search(_) => Effect::Read,
+            Call::Write(_) | Call::Edit(_) => Effect::Write,
+            Call::Shell(_) => Effect::Shell,
+        }
+    }
+
+    fn path(&self) -> Option<&str> {
+        match self {
+            Call::Read(a) => Some(&a.path),
+            Call::List(a) => Some(&a.path),
+            Call::Search(a) => a.path.as_deref(),
+            Call::Write(a) => Some(&a.path),
+            Call::Edit(a) => Some(&a.path),
+            Call::Shell(_) => None,
+        }
+    }
+}
+
+/// How the approval policy and the scheduler see a call before it runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Assessment {
+    /// `None` when the arguments are unusable; running it then just reports the error.
+    pub effect: Option<Effect>,
+    pub leaves_workspace: bool,
+}
+
+impl Assessment {
+    /// The summary the approval policy decides on.
+    pub fn summary<'a>(&self, tool: &'a str) -> Option<CallSummary<'a>> {
+        self.effect.map(|effect| CallSummary {
+            tool,
+            effect,
+            leaves_workspace: self.leaves_workspace,
+        })
+    }
+
+    /// Read-only calls may run concurrently with each other.
+    pub fn is_read_only(&self) -> bool {
+        matches!(self.effect, Some(Effect::Read) | None)
+    }
+}
+
+/// Classifies a call without running it.
+pub fn assess(workspace: &std::path::Path, name: &str, input: &Value) -> Assessment {
+    match parse(name, input) {
+        Ok(call) => {
+            let leaves = call
+                .path()
+                .and_then(|p| path::resolve(workspace, p).ok())
+                .is_some_and(|r| !r.inside);
+            Assessment { effect: Some(call.effect()), leaves_workspace: leaves }
+        }
+        Err(_) => Assessment { effect: None, leaves_workspace: false },
+    }
+}
+
+/// Runs one call. Never fails: every problem is an error output.
+pub async fn execute(ctx: &ToolContext, name: &str, input: &Value) -> ToolOutput {
+    let call = match parse(name, input) {
+        Ok(call) => call,
+        Err(message) => return ToolOutput::error(message),
+    };
+    let ws = ctx.workspace.clone();
+    let resolve = |raw: &str| -> Result<(PathBuf, String), String> {
+        let r = path::resolve(&ws, raw)?;
+        let shown = path::display(&ws, &r.path);
+        Ok((r.path, shown))
+    };
+    let result = match call {
+        Call::Read(a) => {
+            resolve(&a.path).and_then(|(p, shown)| files::read_file(&p, &shown, a.offset, a.limit))
+        }
+        Call::List(a) => resolve(&a.path).and_then(|(p, shown)| files::list_dir(&p, &shown)),
+        Call::Write(a) => {
+            resolve(&a.path).and_then(|(p, shown)| files::write_file(&p, &shown, &a.content))
+        }
+        Call::Edit(a) => resolve(&a.path).and_then(|(p, shown)| {
+            files::edit_file(&p, &shown, &a.old_string, &a.new_string, a.replace_all)
+        }),
+        Call::Search(a) => {
+            let root = match a.path.as_deref() {
+                Some(p) => resolve(p).map(|(p, _)| p),
+                None => Ok(ws.clone()),
+            };
+            match root {
+                Ok(root) => {
+                    let ws2 = ws.clone();
+                    tokio::task::spawn_blocking(move || {
+                        search::search(&ws2, &root, &a.pattern, a.glob.as_deref())
+                    })
+                    .await
+                    .unwrap_or_else(|e| Err(format!("the search stopped unexpectedly: {e}")))
+                }
+                Err(e) => Err(e),
+            }
+        }
+        Call::Shell(a) => {
+            let out = if a.background {
+                shell::spawn_background(&ws, &a.command, &ctx.background)
+            } else {
+                shell::run(&ws, &a.command, a.timeout_ms, &ctx.cancel).await
+            };
+            return ToolOutput { content: out.text, is_error: out.is_error };
+        }
+    };
+    match result {
+        Ok(text) => ToolOutput::ok(output::cap(&text, output::MAX_OUTPUT_BYTES)),
+        Err(message) => ToolOutput::error(message),
+    }
+}
+
+/// The tool schemas sent with every request.
+pub fn specs() -> Vec<ToolSpec> {
+    let spec = |name: &str, description: &str, schema: Value| ToolSpec {
+        name: name.to_owned(),
+        description: description.to_owned(),
+        input_schema: schema,
+    };
+    vec![
+        spec(
+            "read_file",
+            "Read a text file of the workspace. Lines are numbered. Use offset (1-based first line) and limit (number of lines) to page through long files.",
+            json!({"type": "object", "properties": {
+                "path": {"type": "string", "description": "Path relative to the workspace (absolute paths inside it are accepted)."},
+                "offset": {"type": "integer", "minimum": 1, "description": "First line to read, 1-based."},
+                "limit": {"type": "integer", "minimum": 1, "description": "How many lines to read (default 2000)."}
+            }, "required": ["path"], "additionalProperties": false}),
+        ),
+        spec(
+            "list_dir",
+            "List the entries of a directory; directories end with '/'.",
+            json!({"type": "object", "properties": {
+                "path": {"type": "string", "description": "Directory relative to the workspace; '.' is the workspace itself."}
+            }, "required": ["path"], "additionalProperties": false}),
+        ),
+        spec(
+            "search",
+            "Search file contents with a regular expression (Rust regex syntax), honouring .gitignore. Returns path:line:text lines.",
+            json!({"type": "object", "properties": {
+                "pattern": {"type": "string", "description": "The regular expression."},
+                "path": {"type": "string", "description": "Directory or file to search (default: the whole workspace)."},
+                "glob": {"type": "string", "description": "Only files matching this glob, e.g. '*.rs' or 'src/**/*.ts'."}
+            }, "required": ["pattern"], "additionalProperties": false}),
+        ),
+        spec(
+            "write_file",
+            "Create a file or replace its whole content. Parent directories are created.",
+            json!({"type": "object", "properties": {
+                "path": {"type": "string", "description": "Path relative to the workspace."},
+                "content": {"type": "string", "description": "The complete new content."}
+            }, "required": ["path", "content"], "additionalProperties": false}),
+        ),
+        spec(
+            "edit_file",
+            "Replace an exact piece of text in a file. old_string must match exactly once (copy it from read_file output without the line numbers), unless replace_all is true.",
+            json!({"type": "object", "properties": {
+                "path": {"type": "string", "description": "Path relative to the workspace."},
+                "old_string": {"type": "string", "description": "The exact text to replace, including whitespace."},
+                "new_string": {"type": "string", "description": "The replacement text."},
+                "replace_all": {"type": "boolean", "description": "Replace every occurrence (default false)."}
+            }, "required": ["path", "old_string", "new_string"], "additionalProperties": false}),
+        ),
+        spec(
+            "shell",
+            "Run a bash command in the workspace. Returns combined stdout and stderr (long output is shortened in the middle) and the exit code. Use background: true for servers and watchers; they keep running and are listed later.",
+            json!({"type": "object", "properties": {
+                "command": {"type": "string", "description": "The command line, run with bash -c."},
+                "timeout_ms": {"type": "integer", "minimum": 1, "description": "Kill the command after this many milliseconds (default 120000, at most 600000)."},
+                "background": {"type": "boolean", "description": "Start it in the background and return at once (default false)."}
+            }, "required": ["command"], "additionalProperties": false}),
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx(dir: &std::path::Path) -> ToolContext {
+        ToolContext {
+            workspace: std::fs::canonicalize(dir).unwrap(),
+            background: Arc::new(BackgroundRegistry::new(dir.join(".bg"))),
+            cancel: CancellationToken::new(),
+        }
+    }
+
+    #[test]
+    fn six_tools_with_object_schemas() {
+        let names: Vec<String> = specs().into_iter().map(|s| s.name).collect();
+        assert_eq!(names, ["read_file", "list_dir", "search", "write_file", "edit_file", "shell"]);
+        assert!(specs().iter().all(|s| s.input_schema["type"] == "object"));
+    }
+
+    #[tokio::test]
+    async fn bad_calls_are_error_results() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = ctx(dir.path());
+        let out = execute(&c, "read_file", &json!({"file": "x"})).await;
+        assert!(out.is_error && out.content.contains("missing field `path`"), "{}", out.content);
+        let out = execute(&c, "rm_rf", &json!({})).await;
+        assert!(out.is_error && out.content.contains("no tool named"));
+        let out = execute(&c, "write_file", &json!("{\"path\":\"a\",\"content\":\"x\"}")).await;
+        assert!(!out.is_error, "{}", out.content);
+    }
+
+    #[test]
+    fn assessment_classifies_calls() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = std::fs::canonicalize(dir.path()).unwrap();
+        let a = assess(&ws, "read_file", &json!({"path": "/etc/hosts"}));
+        assert_eq!(a, Assessment { effect: Some(Effect::Read), leaves_workspace: true });
+        let a =
+            assess(&ws, "edit_file", &json!({"path": "a", "old_string": "x", "new_string": "y"}));
+        assert_eq!(a, Assessment { effect: Some(Effect::Write), leaves_workspace: false });
+        assert!(assess(&ws, "shell", &json!({"command": "ls"})).summary("shell").is_some());
+        assert!(assess(&ws, "nope", &json!({})).is_read_only());
+    }
+}

@@ -1,0 +1,109 @@
+//! Resolving tool paths against the workspace.
+//!
+//! Invariant: a path counts as inside the workspace only if its real location is, after `..`
+//! is folded and symlinks of the existing part are followed; a link pointing out of the
+//! workspace therefore "leaves" it and needs approval like any outside path.
+
+use std::path::{Component, Path, PathBuf};
+
+/// A path a tool will touch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    /// Absolute, with `.` and `..` folded (symlinks not followed, so messages show what the
+    /// model asked for).
+    pub path: PathBuf,
+    /// Whether its real location lies inside the workspace.
+    pub inside: bool,
+}
+
+/// Resolves `raw` (relative to `workspace`, or absolute). `workspace` must be absolute.
+pub fn resolve(workspace: &Path, raw: &str) -> Result<Resolved, String> {
+    let raw = raw.trim();
+    if raw.is_empty() {
+        return Err("the path is empty; pass a path relative to the workspace".into());
+    }
+    if raw.contains('\0') {
+        return Err("the path contains a NUL byte".into());
+    }
+    let expanded = match raw.strip_prefix("~/") {
+        Some(rest) => dirs::home_dir().map_or_else(|| PathBuf::from(raw), |h| h.join(rest)),
+        None => PathBuf::from(raw),
+    };
+    let joined = if expanded.is_absolute() { expanded } else { workspace.join(expanded) };
+    let path = fold(&joined);
+    let real_ws = std::fs::canonicalize(workspace).unwrap_or_else(|_| fold(workspace));
+    let inside = real_location(&path).starts_with(&real_ws);
+    Ok(Resolved { path, inside })
+}
+
+/// Folds `.` and `..` lexically.
+fn fold(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// The path with its longest existing prefix canonicalized (symlinks followed).
+fn real_location(path: &Path) -> PathBuf {
+    let mut existing = path.to_path_buf();
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(&existing) {
+            let mut out = real;
+            for part in rest.iter().rev() {
+                out.push(part);
+            }
+            return out;
+        }
+        match (existing.file_name().map(|n| n.to_owned()), existing.parent()) {
+            (Some(name), Some(parent)) => {
+                rest.push(name);
+                existing = parent.to_path_buf();
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}
+
+/// `path` relative to `workspace` for display, or the full path when outside it.
+pub fn display(workspace: &Path, path: &Path) -> String {
+    match path.strip_prefix(workspace) {
+        Ok(rel) if rel.as_os_str().is_empty() => ".".into(),
+        Ok(rel) => rel.display().to_string(),
+        Err(_) => path.display().to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_absolute_and_dotdot() {
+        let ws = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(ws.path()).unwrap();
+        let r = resolve(&root, "src/../a.txt").unwrap();
+        assert_eq!((r.path, r.inside), (root.join("a.txt"), true));
+        assert!(resolve(&root, root.join("x").to_str().unwrap()).unwrap().inside);
+        assert!(!resolve(&root, "../outside").unwrap().inside);
+        assert!(!resolve(&root, "/etc/passwd").unwrap().inside);
+        assert!(resolve(&root, "  ").is_err());
+    }
+
+    #[test]
+    fn symlinks_out_of_the_workspace_leave_it() {
+        let ws = tempfile::tempdir().unwrap();
+        let other = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(ws.path()).unwrap();
+        std::os::unix::fs::symlink(other.path(), root.join("link")).unwrap();
+        assert!(!resolve(&root, "link/file.txt").unwrap().inside);
+    }
+}

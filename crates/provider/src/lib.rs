@@ -13,15 +13,26 @@
 //! - [`catalog::lookup`]: context window and output limits per model.
 
 pub mod accumulate;
+pub mod anthropic;
 pub mod catalog;
+mod classify;
+mod client;
 pub mod config;
 pub mod error;
 pub mod event;
+pub mod openai;
+pub mod overflow;
+mod retry;
+pub mod sse;
 pub mod types;
 
 pub use accumulate::ResponseBuilder;
 pub use catalog::{lookup as lookup_model, ModelInfo};
+pub use client::{Client, EventStream};
 pub use config::{OpenAiServer, ProviderConfig, ProviderKind, RetryPolicy};
 pub use error::{ErrorKind, ProviderError, ProviderFailure};
 pub use event::{StopReason, StreamEvent, Usage};
 pub use types::{Block, Message, Request, Response, Role, SystemBlock, ToolSpec};
+
+/// Re-exported so callers need no direct `tokio-util` dependency to cancel a request.
+pub use tokio_util::sync::CancellationToken;

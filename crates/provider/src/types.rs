@@ -169,7 +169,7 @@ pub struct Response {
     pub usage: Option<Usage>,
     /// Why generation stopped; always `Some` for a complete reply, `None` in a partial one.
     pub stop_reason: Option<StopReason>,
-    /// The model id the server says answered, when it says so.
+    /// The model id the reply is attributed to (the requested one).
     pub model: Option<String>,
 }
 

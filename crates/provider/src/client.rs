@@ -1,0 +1,508 @@
+//! The HTTP client: one request in, one stream of [`StreamEvent`]s (or one [`Response`]) out.
+//!
+//! Owns the request lifecycle: encoding for the configured wire format, sending, retrying
+//! transient failures before the first byte of a reply (backoff with jitter, `Retry-After`),
+//! classifying failures, and cancellation.
+//!
+//! Invariants:
+//! - a reply that has started streaming is never retried here; its failure reaches the caller
+//!   with whatever arrived (see [`Client::complete`]);
+//! - cancelling the token ends the stream with `Cancelled` at the next poll and drops the HTTP
+//!   response, which closes the connection, so the server stops generating;
+//! - every error returned has the API key redacted.
+
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::{Stream, StreamExt};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::accumulate::ResponseBuilder;
+use crate::classify;
+use crate::config::{OpenAiServer, ProviderConfig, ProviderKind};
+use crate::error::{ErrorKind, ProviderError, ProviderFailure};
+use crate::event::StreamEvent;
+use crate::retry::{self, RetryDecision};
+use crate::sse::{SseEvent, SseParser};
+use crate::types::{Request, Response};
+use crate::{anthropic, openai};
+
+/// The events of one reply. Ends after `Stop`, or after the first error.
+pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, ProviderError>> + Send>>;
+
+type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes, reqwest::Error>> + Send>>;
+
+/// A client for one provider endpoint. Cheap to clone; clones share connections.
+#[derive(Clone, Debug)]
+pub struct Client {
+    config: ProviderConfig,
+    http: reqwest::Client,
+    url: String,
+    headers: HeaderMap,
+}
+
+impl Client {
+    /// A client for `config`. Fails on a header that is not valid HTTP, or if the TLS
+    /// backend cannot start.
+    pub fn new(config: ProviderConfig) -> Result<Client, ProviderError> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(config.connect_timeout)
+            .build()
+            .map_err(|err| {
+                ProviderError::new(
+                    ErrorKind::Network,
+                    format!("cannot start the HTTP client: {err}"),
+                )
+            })?;
+        let url = endpoint(config.kind, &config.base_url);
+        let headers = headers(&config).map_err(|e| e.redacted(config.api_key.as_deref()))?;
+        Ok(Client { config, http, url, headers })
+    }
+
+    /// The configuration this client was built with.
+    pub fn config(&self) -> &ProviderConfig {
+        &self.config
+    }
+
+    /// The URL requests are posted to.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Send `request` and stream the reply's events. Transient failures before the reply
+    /// starts are retried per the config's policy; the error returned here is the last one.
+    pub async fn stream(
+        &self,
+        request: &Request,
+        cancel: CancellationToken,
+    ) -> Result<EventStream, ProviderError> {
+        self.start(request, &cancel).await.map_err(|e| self.redact(e))
+    }
+
+    /// Send `request` and fold the whole reply. On failure, [`ProviderFailure::partial`]
+    /// holds what streamed before it.
+    pub async fn complete(
+        &self,
+        request: &Request,
+        cancel: CancellationToken,
+    ) -> Result<Response, ProviderFailure> {
+        self.complete_with(request, cancel, |_| {}).await
+    }
+
+    /// Like [`Client::complete`], also handing every event to `on_event` as it arrives (to
+    /// show the reply while it streams).
+    pub async fn complete_with(
+        &self,
+        request: &Request,
+        cancel: CancellationToken,
+        mut on_event: impl FnMut(&StreamEvent) + Send,
+    ) -> Result<Response, ProviderFailure> {
+        let mut events = self.stream(request, cancel).await?;
+        let mut builder = ResponseBuilder::new();
+        builder.set_model(request.model.clone());
+        while let Some(item) = events.next().await {
+            let pushed = item.and_then(|event| {
+                on_event(&event);
+                builder.push(&event)
+            });
+            if let Err(error) = pushed {
+                return Err(ProviderFailure { error, partial: builder.into_partial() });
+            }
+        }
+        // A decoder only ends cleanly after its terminator, which always carries `Stop`.
+        if builder.is_empty() {
+            return Err(
+                ProviderError::protocol("the server ended the reply without content").into()
+            );
+        }
+        builder.finish().map_err(ProviderFailure::from)
+    }
+
+    fn redact(&self, error: ProviderError) -> ProviderError {
+        error.redacted(self.config.api_key.as_deref())
+    }
+
+    async fn start(
+        &self,
+        request: &Request,
+        cancel: &CancellationToken,
+    ) -> Result<EventStream, ProviderError> {
+        let mut include_usage = true;
+        let mut attempt = 0u32;
+        loop {
+            let body = self.encode(request, include_usage);
+            let outcome = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => return Err(ProviderError::cancelled()),
+                outcome = self.attempt(&body) => outcome,
+            };
+            let (error, retry_after) = match outcome {
+                Ok(Attempt::Stream(bytes)) => return Ok(self.events(bytes, cancel.clone())),
+                Ok(Attempt::Whole(events)) => {
+                    return Ok(Box::pin(futures::stream::iter(events.into_iter().map(Ok))))
+                }
+                Err(failure) => failure,
+            };
+            if include_usage && self.rejects_usage_option(&error) {
+                // Older servers refuse `stream_options`; ask once more without it.
+                include_usage = false;
+                continue;
+            }
+            if !error.kind.is_transient() {
+                return Err(error);
+            }
+            match retry::decide(&self.config.retry, attempt, retry_after) {
+                RetryDecision::GiveUp => return Err(error),
+                RetryDecision::Wait(wait) => {
+                    tracing::warn!(
+                        attempt,
+                        ?wait,
+                        kind = error.kind.name(),
+                        "retrying provider request: {}",
+                        self.redact(error.clone())
+                    );
+                    tokio::select! {
+                        biased;
+                        _ = cancel.cancelled() => return Err(ProviderError::cancelled()),
+                        _ = tokio::time::sleep(wait) => {}
+                    }
+                }
+            }
+            attempt += 1;
+        }
+    }
+
+    fn encode(&self, request: &Request, include_usage: bool) -> Value {
+        match self.config.kind {
+            ProviderKind::OpenAi => openai::request::encode(
+                request,
+                openai::request::EncodeOptions {
+                    server: self.config.openai_server(),
+                    include_usage,
+                },
+            ),
+            ProviderKind::Anthropic => anthropic::request::encode(request),
+        }
+    }
+
+    fn rejects_usage_option(&self, error: &ProviderError) -> bool {
+        self.config.kind == ProviderKind::OpenAi
+            && error.kind == ErrorKind::BadRequest
+            && (error.message.contains("stream_options") || error.message.contains("include_usage"))
+    }
+
+    /// One HTTP exchange up to the start of the reply body.
+    async fn attempt(&self, body: &Value) -> Result<Attempt, (ProviderError, Option<Duration>)> {
+        let idle = self.config.idle_timeout;
+        let send = self.http.post(&self.url).headers(self.headers.clone()).json(body).send();
+        let response = match tokio::time::timeout(idle, send).await {
+            Err(_) => return Err((timeout_error(idle), None)),
+            Ok(Err(err)) => return Err((network_error("sending the request failed", &err), None)),
+            Ok(Ok(response)) => response,
+        };
+        let status = response.status().as_u16();
+        let retry_after = retry::retry_after(response.headers());
+        let is_sse = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.contains("text/event-stream"));
+        if (200..300).contains(&status) && is_sse {
+            return Ok(Attempt::Stream(Box::pin(response.bytes_stream())));
+        }
+        let text = match tokio::time::timeout(idle, response.text()).await {
+            Err(_) => return Err((timeout_error(idle), None)),
+            Ok(Err(err)) => {
+                return Err((network_error("reading the error response failed", &err), None))
+            }
+            Ok(Ok(text)) => text,
+        };
+        if !(200..300).contains(&status) {
+            return Err((classify::http_error(status, retry_after, &text), retry_after));
+        }
+        // A success that is not a stream: an error sent with 200 (LM Studio), or a whole
+        // completion from a server that ignored `stream: true`.
+        let json: Value = serde_json::from_str(&text).map_err(|_| {
+            (
+                ProviderError::protocol(format!(
+                    "the server answered {status} without an event stream or JSON"
+                )),
+                None,
+            )
+        })?;
+        if json.get("error").is_some_and(|e| !e.is_null()) {
+            return Err((classify::stream_error(&json), None));
+        }
+        match self.config.kind {
+            ProviderKind::OpenAi => {
+                openai::decode::decode_whole(&json).map(Attempt::Whole).map_err(|e| (e, None))
+            }
+            ProviderKind::Anthropic => {
+                Err((ProviderError::protocol("the server answered without an event stream"), None))
+            }
+        }
+    }
+
+    fn events(&self, bytes: ByteStream, cancel: CancellationToken) -> EventStream {
+        let decoder = match self.config.kind {
+            ProviderKind::OpenAi => Decoder::OpenAi(openai::decode::Decoder::new()),
+            ProviderKind::Anthropic => Decoder::Anthropic(anthropic::decode::Decoder::new()),
+        };
+        let state = StreamState {
+            bytes: Some(bytes),
+            parser: SseParser::new(),
+            decoder,
+            pending: VecDeque::new(),
+            cancel,
+            idle: self.config.idle_timeout,
+            secret: self.config.api_key.clone(),
+        };
+        Box::pin(futures::stream::unfold(state, |mut state| async move {
+            let item = state.next().await?;
+            Some((item, state))
+        }))
+    }
+}
+
+enum Attempt {
+    Stream(ByteStream),
+    Whole(Vec<StreamEvent>),
+}
+
+enum Decoder {
+    OpenAi(openai::decode::Decoder),
+    Anthropic(anthropic::decode::Decoder),
+}
+
+impl Decoder {
+    fn on_event(
+        &mut self,
+        event: &SseEvent,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<(), ProviderError> {
+        if event.event.as_deref() == Some("error") {
+            let json = serde_json::from_str::<Value>(&event.data)
+                .ok()
+                .filter(|v| v.get("error").is_some())
+                .unwrap_or_else(|| serde_json::json!({ "error": event.data }));
+            return Err(classify::stream_error(&json));
+        }
+        match self {
+            Decoder::OpenAi(decoder) => decoder.on_data(&event.data, out),
+            Decoder::Anthropic(decoder) => decoder.on_data(&event.data, out),
+        }
+    }
+
+    fn is_done(&self) -> bool {
+        match self {
+            Decoder::OpenAi(decoder) => decoder.is_done(),
+            Decoder::Anthropic(decoder) => decoder.is_done(),
+        }
+    }
+
+    fn terminator(&self) -> &'static str {
+        match self {
+            Decoder::OpenAi(_) => "data: [DONE]",
+            Decoder::Anthropic(_) => "message_stop",
+        }
+    }
+}
+
+struct StreamState {
+    /// `None` once finished: dropping it closes the connection.
+    bytes: Option<ByteStream>,
+    parser: SseParser,
+    decoder: Decoder,
+    pending: VecDeque<Result<StreamEvent, ProviderError>>,
+    cancel: CancellationToken,
+    idle: Duration,
+    secret: Option<String>,
+}
+
+impl StreamState {
+    async fn next(&mut self) -> Option<Result<StreamEvent, ProviderError>> {
+        loop {
+            if let Some(item) = self.pending.pop_front() {
+                return Some(item.map_err(|e| e.redacted(self.secret.as_deref())));
+            }
+            let bytes = self.bytes.as_mut()?;
+            let chunk = tokio::select! {
+                biased;
+                _ = self.cancel.cancelled() => Err(ProviderError::cancelled()),
+                chunk = tokio::time::timeout(self.idle, bytes.next()) => match chunk {
+                    Err(_) => Err(timeout_error(self.idle)),
+                    Ok(Some(Ok(chunk))) => Ok(Some(chunk)),
+                    Ok(Some(Err(err))) => Err(network_error("the connection broke mid-reply", &err)),
+                    Ok(None) => Ok(None),
+                },
+            };
+            match chunk {
+                Ok(Some(chunk)) => self.feed(Some(&chunk)),
+                Ok(None) => self.feed(None),
+                Err(error) => self.fail(error),
+            }
+        }
+    }
+
+    /// Parse a chunk (or the end of the body) into pending events.
+    fn feed(&mut self, chunk: Option<&[u8]>) {
+        let mut sse = Vec::new();
+        let parsed = match chunk {
+            Some(chunk) => self.parser.feed(chunk, &mut sse),
+            None => self.parser.finish(&mut sse),
+        };
+        let mut out = Vec::new();
+        let mut failure = parsed.err();
+        for event in &sse {
+            if failure.is_some() || self.decoder.is_done() {
+                break;
+            }
+            if let Err(error) = self.decoder.on_event(event, &mut out) {
+                failure = Some(error);
+            }
+        }
+        self.pending.extend(out.into_iter().map(Ok));
+        if let Some(error) = failure {
+            self.fail(error);
+        } else if self.decoder.is_done() {
+            self.bytes = None;
+        } else if chunk.is_none() {
+            let terminator = self.decoder.terminator();
+            self.fail(ProviderError::protocol(format!(
+                "the stream ended before its terminator ({terminator}): the reply is incomplete"
+            )));
+        }
+    }
+
+    fn fail(&mut self, error: ProviderError) {
+        self.bytes = None;
+        self.pending.push_back(Err(error));
+    }
+}
+
+/// `{base}/chat/completions` or `{base}/v1/messages` (a base already ending in `/v1` is fine).
+fn endpoint(kind: ProviderKind, base_url: &str) -> String {
+    let base = base_url.trim_end_matches('/');
+    match kind {
+        ProviderKind::OpenAi => format!("{base}/chat/completions"),
+        ProviderKind::Anthropic if base.ends_with("/v1") => format!("{base}/messages"),
+        ProviderKind::Anthropic => format!("{base}/v1/messages"),
+    }
+}
+
+fn headers(config: &ProviderConfig) -> Result<HeaderMap, ProviderError> {
+    let mut headers = HeaderMap::new();
+    headers.insert(reqwest::header::ACCEPT, HeaderValue::from_static("text/event-stream"));
+    let key = config.api_key.as_deref().map(str::trim).filter(|k| !k.is_empty());
+    match config.kind {
+        ProviderKind::OpenAi => {
+            if let Some(key) = key {
+                headers
+                    .insert(reqwest::header::AUTHORIZATION, sensitive(&format!("Bearer {key}"))?);
+            }
+        }
+        ProviderKind::Anthropic => {
+            if let Some(key) = key {
+                headers.insert("x-api-key", sensitive(key)?);
+            }
+            headers.insert("anthropic-version", HeaderValue::from_static(anthropic::API_VERSION));
+        }
+    }
+    if config.kind == ProviderKind::OpenAi && config.openai_server() == OpenAiServer::OpenRouter {
+        headers.insert("x-title", HeaderValue::from_static("Codewhale"));
+    }
+    for (name, value) in &config.extra_headers {
+        let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+            ProviderError::new(
+                ErrorKind::BadRequest,
+                format!("invalid header name {name:?} in the provider config"),
+            )
+        })?;
+        let value = HeaderValue::from_str(value).map_err(|_| {
+            ProviderError::new(
+                ErrorKind::BadRequest,
+                format!("invalid value for header {name} in the provider config"),
+            )
+        })?;
+        headers.insert(name, value);
+    }
+    Ok(headers)
+}
+
+/// A header value marked sensitive, so reqwest and hyper never print it.
+fn sensitive(value: &str) -> Result<HeaderValue, ProviderError> {
+    let mut header = HeaderValue::from_str(value).map_err(|_| {
+        ProviderError::new(
+            ErrorKind::Auth,
+            "the API key contains characters not allowed in an HTTP header",
+        )
+    })?;
+    header.set_sensitive(true);
+    Ok(header)
+}
+
+fn network_error(what: &str, err: &reqwest::Error) -> ProviderError {
+    let mut message = format!("{what}: {err}");
+    let mut source = std::error::Error::source(err);
+    while let Some(cause) = source {
+        message.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    ProviderError::new(ErrorKind::Network, message)
+}
+
+fn timeout_error(idle: Duration) -> ProviderError {
+    ProviderError::new(
+        ErrorKind::Network,
+        format!("the server sent nothing for {} s", idle.as_secs_f32()),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_follow_each_providers_base_url_convention() {
+        assert_eq!(
+            endpoint(ProviderKind::OpenAi, "https://api.openai.com/v1/"),
+            "https://api.openai.com/v1/chat/completions"
+        );
+        assert_eq!(
+            endpoint(ProviderKind::Anthropic, "https://api.anthropic.com"),
+            "https://api.anthropic.com/v1/messages"
+        );
+        assert_eq!(
+            endpoint(ProviderKind::Anthropic, "http://proxy/v1"),
+            "http://proxy/v1/messages"
+        );
+    }
+
+    #[test]
+    fn keys_go_in_sensitive_headers() {
+        let config = ProviderConfig::new(ProviderKind::Anthropic, Some("sk-ant-xyz".into()));
+        let headers = headers(&config).unwrap();
+        assert!(headers["x-api-key"].is_sensitive());
+        assert_eq!(headers["anthropic-version"], "2023-06-01");
+        let config = ProviderConfig::new(ProviderKind::OpenAi, Some("sk-1".into()));
+        assert_eq!(headers_of(&config)["authorization"], "Bearer sk-1");
+        let config = ProviderConfig::new(ProviderKind::OpenAi, None);
+        assert!(headers_of(&config).get("authorization").is_none());
+    }
+
+    fn headers_of(config: &ProviderConfig) -> HeaderMap {
+        headers(config).unwrap()
+    }
+
+    #[test]
+    fn bad_header_values_are_reported_without_the_key() {
+        let config = ProviderConfig::new(ProviderKind::OpenAi, Some("sk-bad\nkey".into()));
+        let err = Client::new(config).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Auth);
+        assert!(!err.message.contains("sk-bad"));
+    }
+}

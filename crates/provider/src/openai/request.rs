@@ -1,0 +1,256 @@
+//! [`Request`] → Chat Completions JSON, with the dialect differences of each server.
+//!
+//! Invariants: tool-call ids and arguments are replayed byte-for-byte (arguments that were
+//! not valid JSON are sent back as the exact text received); every `tool_use` becomes a
+//! `tool_calls` entry and every `tool_result` a `role: tool` message, in order; no field a
+//! server is known to reject is sent to it.
+
+use serde_json::{json, Map, Value};
+
+use crate::config::OpenAiServer;
+use crate::types::{Block, Message, Request, Role};
+
+/// Per-request switches that the client may flip on a retry.
+#[derive(Debug, Clone, Copy)]
+pub struct EncodeOptions {
+    pub server: OpenAiServer,
+    /// Send `stream_options.include_usage`; turned off for a server that rejects it.
+    pub include_usage: bool,
+}
+
+/// The JSON body for `POST /chat/completions`.
+pub fn encode(request: &Request, options: EncodeOptions) -> Value {
+    let server = options.server;
+    let mut messages = Vec::new();
+    let system: Vec<&str> = request.system.iter().map(|b| b.text.as_str()).collect();
+    if !system.is_empty() {
+        messages.push(json!({"role": "system", "content": system.join("\n\n")}));
+    }
+    for message in &request.messages {
+        match message.role {
+            Role::User => encode_user(message, &mut messages),
+            Role::Assistant => messages.push(encode_assistant(message, server)),
+        }
+    }
+    let mut body = Map::new();
+    body.insert("model".into(), json!(request.model));
+    body.insert("messages".into(), Value::Array(messages));
+    if !request.tools.is_empty() {
+        let tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|tool| {
+                json!({"type": "function", "function": {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": tool.input_schema,
+                }})
+            })
+            .collect();
+        body.insert("tools".into(), Value::Array(tools));
+    }
+    // OpenAI deprecated `max_tokens` and its reasoning models reject it; most other servers
+    // only know `max_tokens`.
+    let max_field =
+        if server == OpenAiServer::OpenAi { "max_completion_tokens" } else { "max_tokens" };
+    body.insert(max_field.into(), json!(request.max_output_tokens));
+    if let Some(temperature) = request.temperature {
+        if !(server == OpenAiServer::OpenAi && is_openai_reasoning_model(&request.model)) {
+            body.insert("temperature".into(), json!(temperature));
+        }
+    }
+    body.insert("stream".into(), json!(true));
+    if options.include_usage {
+        body.insert("stream_options".into(), json!({"include_usage": true}));
+    }
+    if server == OpenAiServer::OpenRouter {
+        // OpenRouter's own switch for the usage chunk, including cached tokens.
+        body.insert("usage".into(), json!({"include": true}));
+    }
+    Value::Object(body)
+}
+
+/// o-series and GPT-5 models accept only the default temperature.
+fn is_openai_reasoning_model(model: &str) -> bool {
+    let model = model.rsplit('/').next().unwrap_or(model);
+    ["o1", "o3", "o4", "gpt-5"].iter().any(|prefix| model.starts_with(prefix))
+}
+
+/// Tool results become `role: tool` messages (first, in order, as the API requires them right
+/// after the assistant's calls); the remaining text becomes one user message.
+fn encode_user(message: &Message, out: &mut Vec<Value>) {
+    let mut texts = Vec::new();
+    for block in &message.content {
+        match block {
+            Block::ToolResult { tool_use_id, content, .. } => {
+                // No `is_error` in this API: the result text itself says what failed.
+                out.push(json!({"role": "tool", "tool_call_id": tool_use_id, "content": content}));
+            }
+            Block::Text { text } => texts.push(text.as_str()),
+            // Reasoning and calls are assistant-only; a user message never carries them.
+            Block::Thinking { .. } | Block::RedactedThinking { .. } | Block::ToolUse { .. } => {}
+        }
+    }
+    if !texts.is_empty() {
+        // A plain string rather than content parts: older llama.cpp and LM Studio builds
+        // reject the array form.
+        out.push(json!({"role": "user", "content": texts.join("\n\n")}));
+    }
+}
+
+fn encode_assistant(message: &Message, server: OpenAiServer) -> Value {
+    let mut text = String::new();
+    let mut reasoning = String::new();
+    let mut has_reasoning = false;
+    let mut calls = Vec::new();
+    for block in &message.content {
+        match block {
+            Block::Text { text: t } => text.push_str(t),
+            Block::Thinking { thinking, .. } => {
+                reasoning.push_str(thinking);
+                has_reasoning = true;
+            }
+            Block::ToolUse { id, name, input } => {
+                let arguments = match input {
+                    Value::String(raw) => raw.clone(),
+                    other => other.to_string(),
+                };
+                calls.push(json!({
+                    "id": id,
+                    "type": "function",
+                    "function": {"name": name, "arguments": arguments},
+                }));
+            }
+            Block::RedactedThinking { .. } | Block::ToolResult { .. } => {}
+        }
+    }
+    let mut out = Map::new();
+    out.insert("role".into(), json!("assistant"));
+    let content =
+        if text.is_empty() && !calls.is_empty() { Value::Null } else { Value::String(text) };
+    out.insert("content".into(), content);
+    // DeepSeek's thinking mode rejects a tool-calling assistant message without its
+    // `reasoning_content` (an empty string when the model did not reason); other servers that
+    // stream reasoning (vLLM, llama.cpp, LM Studio, OpenRouter, Kimi) accept it back, and
+    // OpenAI never produces it.
+    let send_reasoning = match server {
+        OpenAiServer::OpenAi => false,
+        OpenAiServer::DeepSeek => has_reasoning || !calls.is_empty(),
+        _ => has_reasoning,
+    };
+    if send_reasoning {
+        out.insert("reasoning_content".into(), Value::String(reasoning));
+    }
+    if !calls.is_empty() {
+        out.insert("tool_calls".into(), Value::Array(calls));
+    }
+    Value::Object(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::{SystemBlock, ToolSpec};
+
+    fn options(server: OpenAiServer) -> EncodeOptions {
+        EncodeOptions { server, include_usage: true }
+    }
+
+    fn conversation() -> Request {
+        let mut request = Request::new("deepseek-chat", 1000);
+        request.system =
+            vec![SystemBlock::cached("You are Codewhale."), SystemBlock::text("Rules.")];
+        request.temperature = Some(0.2);
+        request.tools = vec![ToolSpec {
+            name: "read_file".into(),
+            description: "Read a file".into(),
+            input_schema: json!({"type": "object"}),
+        }];
+        request.messages = vec![
+            Message::user_text("look"),
+            Message::new(
+                Role::Assistant,
+                vec![
+                    Block::Thinking { thinking: "plan".into(), signature: None },
+                    Block::ToolUse {
+                        id: "c1".into(),
+                        name: "read_file".into(),
+                        input: json!({"path": "a"}),
+                    },
+                    Block::ToolUse {
+                        id: "c2".into(),
+                        name: "read_file".into(),
+                        input: json!("{bad"),
+                    },
+                ],
+            ),
+            Message::new(
+                Role::User,
+                vec![
+                    Block::ToolResult {
+                        tool_use_id: "c1".into(),
+                        content: "A".into(),
+                        is_error: false,
+                    },
+                    Block::ToolResult {
+                        tool_use_id: "c2".into(),
+                        content: "bad args".into(),
+                        is_error: true,
+                    },
+                    Block::text("and then?"),
+                ],
+            ),
+        ];
+        request
+    }
+
+    #[test]
+    fn tool_exchanges_map_to_tool_calls_and_tool_messages() {
+        let body = encode(&conversation(), options(OpenAiServer::DeepSeek));
+        let messages = body["messages"].as_array().unwrap();
+        let roles: Vec<&str> = messages.iter().map(|m| m["role"].as_str().unwrap()).collect();
+        assert_eq!(roles, ["system", "user", "assistant", "tool", "tool", "user"]);
+        assert_eq!(messages[0]["content"], "You are Codewhale.\n\nRules.");
+        assert_eq!(messages[2]["content"], Value::Null);
+        assert_eq!(messages[2]["reasoning_content"], "plan");
+        assert_eq!(messages[2]["tool_calls"][0]["function"]["arguments"], "{\"path\":\"a\"}");
+        assert_eq!(messages[2]["tool_calls"][1]["function"]["arguments"], "{bad");
+        assert_eq!(messages[3]["tool_call_id"], "c1");
+        assert_eq!(body["max_tokens"], 1000);
+        assert_eq!(body["stream_options"]["include_usage"], true);
+    }
+
+    #[test]
+    fn deepseek_gets_empty_reasoning_on_tool_calls_openai_gets_none() {
+        let mut request = conversation();
+        request.messages[1].content.remove(0);
+        let deepseek = encode(&request, options(OpenAiServer::DeepSeek));
+        assert_eq!(deepseek["messages"][2]["reasoning_content"], "");
+        let generic = encode(&request, options(OpenAiServer::Generic));
+        assert!(generic["messages"][2].get("reasoning_content").is_none());
+        let openai = encode(&conversation(), options(OpenAiServer::OpenAi));
+        assert!(openai["messages"][2].get("reasoning_content").is_none());
+        assert_eq!(openai["max_completion_tokens"], 1000);
+        assert!(openai.get("max_tokens").is_none());
+    }
+
+    #[test]
+    fn openai_reasoning_models_get_no_temperature() {
+        let mut request = conversation();
+        request.model = "o4-mini".into();
+        assert!(encode(&request, options(OpenAiServer::OpenAi)).get("temperature").is_none());
+        request.model = "gpt-4.1".into();
+        assert!(encode(&request, options(OpenAiServer::OpenAi)).get("temperature").is_some());
+    }
+
+    #[test]
+    fn usage_option_can_be_dropped_and_openrouter_asks_its_own_way() {
+        let body = encode(
+            &conversation(),
+            EncodeOptions { server: OpenAiServer::Generic, include_usage: false },
+        );
+        assert!(body.get("stream_options").is_none());
+        let openrouter = encode(&conversation(), options(OpenAiServer::OpenRouter));
+        assert_eq!(openrouter["usage"]["include"], true);
+    }
+}

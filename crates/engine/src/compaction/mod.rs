@@ -12,7 +12,9 @@
 //! [`survival::check`]; a failed pass changes nothing the model reads.
 
 pub mod checkpoint;
+pub mod cut;
 pub mod matrix;
 pub mod message;
+pub mod prune;
 pub mod round;
 pub mod survival;

@@ -71,6 +71,23 @@ pub fn protected_start(messages: &[Message], round_start: usize) -> usize {
     }
 }
 
+/// For every index `0..=len`, whether [`is_legal_cut`] holds there; one pass over the view.
+pub fn legal_cuts(messages: &[Message]) -> Vec<bool> {
+    let mut pending: HashSet<&str> = HashSet::new();
+    let mut out = Vec::with_capacity(messages.len() + 1);
+    for message in messages {
+        out.push(pending.is_empty());
+        if message.role == Role::Assistant {
+            pending.extend(message.tool_use_ids());
+        }
+        for id in message.tool_result_ids() {
+            pending.remove(id);
+        }
+    }
+    out.push(pending.is_empty());
+    out
+}
+
 /// True when no call issued before `index` is still waiting for its result at `index`: a cut
 /// there never separates a call from its result or splits a parallel batch.
 pub fn is_legal_cut(messages: &[Message], index: usize) -> bool {
@@ -158,6 +175,8 @@ mod tests {
         assert!(!is_legal_cut(&m, 3));
         assert!(!is_legal_cut(&m, 5));
         assert!(is_legal_cut(&m, 6));
+        let one_pass: Vec<bool> = (0..=m.len()).map(|i| is_legal_cut(&m, i)).collect();
+        assert_eq!(legal_cuts(&m), one_pass);
     }
 
     #[test]

@@ -22,12 +22,12 @@ pub const LEGACY_PREFIXES: [&str; 2] = [
 ];
 
 /// The note's header: what the view keeps verbatim around the note and where output is cut.
-/// A test in `compaction::view_contract` ties each claim to what the view function renders.
+/// A test in `compaction::note` ties each claim to what the journal's view function renders.
 pub const HEADER: &str = "Codewhale handoff note. The earlier part of this conversation was \
 compacted into this note. Kept verbatim: the user's own earlier messages placed just before this \
-note, and the recent conversation after it. Long tool outputs in the recent conversation are \
-shortened, with a marker where text was left out. Earlier detail exists only in this note: when \
-you need a full output, rerun the command or reread the file.";
+note, and the recent conversation after it, except long tool outputs, which are shortened and \
+marked \"cut by compaction\" or \"output pruned by compaction\". Earlier detail exists only in \
+this note: when you need a full output, rerun the command or reread the file.";
 
 /// Title of the list of files Codewhale saw the covered tool calls touch.
 pub const FILES_TOUCHED_TITLE: &str = "## Files touched";

@@ -15,6 +15,8 @@ pub mod checkpoint;
 pub mod cut;
 pub mod matrix;
 pub mod message;
+pub mod note;
 pub mod prune;
 pub mod round;
+pub mod summary;
 pub mod survival;

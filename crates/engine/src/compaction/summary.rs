@@ -1,0 +1,319 @@
+//! The summary request (DESIGN §5.4): its input, its instruction, the quality gate and the caps.
+//!
+//! Pure text work; the async pass sends what this module builds. The covered part of the view is
+//! serialized into one transcript (a request with tool blocks but no tools would be rejected by
+//! some providers, and a transcript is what the 2 MiB input cap measures). The instruction comes
+//! from `assets/prompts/compaction.md`; the stricter retry adds `compaction-strict.md`; a manual
+//! focus is always the last line.
+//!
+//! Invariants: shrinking the input drops whole exchanges from the oldest end and never the
+//! previous checkpoint; a capped summary is at most [`NOTE_MAX_CHARS`] characters and says where
+//! it was cut.
+
+use super::checkpoint::{is_checkpoint, is_placeholder};
+use super::message::{Message, Part, Role};
+use super::round;
+
+/// The instruction of every summary request.
+pub const INSTRUCTION: &str = include_str!("../../../../assets/prompts/compaction.md");
+/// Added for the one retry after an unusable summary.
+pub const STRICT_ADDENDUM: &str = include_str!("../../../../assets/prompts/compaction-strict.md");
+/// The headings a summary must have, in order.
+pub const HEADINGS: [&str; 10] = [
+    "Objective",
+    "User direction",
+    "Permissions and limits",
+    "Done",
+    "Changed files",
+    "Still running",
+    "Verification left",
+    "Open questions",
+    "Next action",
+    "Reference",
+];
+/// The summary cap, in characters (stated in the instruction).
+pub const NOTE_MAX_CHARS: usize = 12_000;
+/// The serialized summary input cap, in bytes.
+pub const INPUT_MAX_BYTES: usize = 2 * 1024 * 1024;
+/// Appended where a summary was cut to its cap.
+pub const CAP_MARKER: &str = "[... shortened by Codewhale to fit the 12,000-character note cap]";
+
+/// The instruction text: the base instruction, the strict addendum on a retry, then the focus.
+pub fn instruction(focus: Option<&str>, strict: bool) -> String {
+    let mut out = INSTRUCTION.trim_end().to_owned();
+    if strict {
+        out.push_str("\n\n");
+        out.push_str(STRICT_ADDENDUM.trim_end());
+    }
+    if let Some(focus) = focus.map(str::trim).filter(|f| !f.is_empty()) {
+        out.push_str("\n\nFocus the note on: ");
+        out.push_str(&focus.replace('\n', " "));
+    }
+    out
+}
+
+/// Serializes the covered part as a transcript the summarizer reads.
+pub fn transcript(covered: &[Message]) -> String {
+    let mut out = String::from("<conversation>\n");
+    for message in covered {
+        if is_checkpoint(message) {
+            out.push_str("[earlier handoff note]\n");
+            if let Some(note) = message.texts().next() {
+                out.push_str(note.trim_end());
+                out.push('\n');
+            }
+            continue;
+        }
+        let who = match message.role {
+            Role::User if message.anchor => "user (pinned anchor)",
+            Role::User if message.synthetic => "codewhale notice",
+            Role::User | Role::Tool => "user",
+            Role::Assistant => "assistant",
+            Role::System => "system",
+        };
+        for part in &message.content {
+            match part {
+                Part::Text { text } if !text.trim().is_empty() => {
+                    out.push_str(&format!("[{who}]\n{}\n", text.trim_end()));
+                }
+                Part::Text { .. } | Part::Thinking { .. } => {}
+                Part::ToolUse { id, name, input } => {
+                    out.push_str(&format!("[assistant called {name} {input} (call {id})]\n"));
+                }
+                Part::ToolResult { tool_use_id, content } => {
+                    out.push_str(&format!(
+                        "[result of call {tool_use_id}]\n{}\n",
+                        content.trim_end()
+                    ));
+                }
+            }
+        }
+    }
+    out.push_str("</conversation>");
+    out
+}
+
+/// The serialized size of a summary input: transcript plus instruction.
+pub fn input_bytes(covered: &[Message], focus: Option<&str>) -> usize {
+    transcript(covered).len() + instruction(focus, true).len()
+}
+
+/// Drops the oldest whole exchange of `covered` that is not a checkpoint: a unit from one legal
+/// cut point to the next, so a call and its results (and a parallel batch) leave together.
+/// Returns false when nothing can be dropped.
+pub fn drop_oldest_exchange(covered: &mut Vec<Message>) -> bool {
+    let legal = round::legal_cuts(covered);
+    let starts: Vec<usize> = (0..covered.len()).filter(|&i| legal[i]).collect();
+    for (k, &start) in starts.iter().enumerate() {
+        let end = starts.get(k + 1).copied().unwrap_or(covered.len());
+        if !covered[start..end].iter().any(is_checkpoint) {
+            covered.drain(start..end);
+            return true;
+        }
+    }
+    false
+}
+
+/// Drops oldest exchanges until the input fits `max_bytes`; returns how many were dropped, or
+/// `None` when even the smallest input (the checkpoint alone) does not fit.
+pub fn fit_input(
+    covered: &mut Vec<Message>,
+    focus: Option<&str>,
+    max_bytes: usize,
+) -> Option<usize> {
+    let mut dropped = 0;
+    while input_bytes(covered, focus) > max_bytes {
+        if !drop_oldest_exchange(covered) {
+            return None;
+        }
+        dropped += 1;
+    }
+    Some(dropped)
+}
+
+/// Why a summary is unusable.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum QualityIssue {
+    #[error("the summary is empty")]
+    Empty,
+    #[error("the summary is a placeholder or a refusal")]
+    Placeholder,
+    #[error("the summary has only {found} of the 10 required headings")]
+    MissingHeadings { found: usize },
+}
+
+/// The quality gate: a summary must say something and carry at least half the headings.
+pub fn judge(summary: &str) -> Result<(), QualityIssue> {
+    if summary.trim().is_empty() {
+        return Err(QualityIssue::Empty);
+    }
+    if is_placeholder(summary) {
+        return Err(QualityIssue::Placeholder);
+    }
+    let found = HEADINGS.iter().filter(|h| heading_line(summary, h).is_some()).count();
+    if found * 2 < HEADINGS.len() {
+        return Err(QualityIssue::MissingHeadings { found });
+    }
+    Ok(())
+}
+
+/// Byte offset of the line that is heading `title` (any level or bold, case-insensitive).
+fn heading_line(text: &str, title: &str) -> Option<usize> {
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let t = line.trim();
+        // Models write headings as `## Title`, `# Title:` or `**Title**`; all count.
+        if t.starts_with('#') || t.starts_with("**") {
+            let name =
+                t.trim_matches(|c: char| c == '#' || c == '*' || c == ':' || c.is_whitespace());
+            if name.eq_ignore_ascii_case(title) {
+                return Some(offset);
+            }
+        }
+        offset += line.len();
+    }
+    None
+}
+
+/// Byte offset of the `char_count`-th character (or the end).
+fn byte_at(text: &str, char_count: usize) -> usize {
+    text.char_indices().nth(char_count).map_or(text.len(), |(i, _)| i)
+}
+
+/// Caps a summary at [`NOTE_MAX_CHARS`]: the `Reference` section is cut first, then the end.
+pub fn cap(summary: &str) -> String {
+    let summary = summary.trim();
+    let total = summary.chars().count();
+    if total <= NOTE_MAX_CHARS {
+        return summary.to_owned();
+    }
+    let marker = format!("\n{CAP_MARKER}");
+    let marker_chars = marker.chars().count();
+    if let Some(start) = heading_line(summary, "Reference") {
+        let body_start = summary[start..].find('\n').map_or(summary.len(), |n| start + n);
+        let body_end = HEADINGS
+            .iter()
+            .filter_map(|h| heading_line(&summary[body_start..], h).map(|o| body_start + o))
+            .min()
+            .unwrap_or(summary.len());
+        let body_chars = summary[body_start..body_end].chars().count();
+        let excess = total + marker_chars - NOTE_MAX_CHARS;
+        let keep = body_chars.saturating_sub(excess);
+        let cut_at = body_start + byte_at(&summary[body_start..], keep);
+        let shortened =
+            format!("{}{marker}\n{}", &summary[..cut_at], summary[body_end..].trim_start());
+        let shortened = shortened.trim_end().to_owned();
+        if shortened.chars().count() <= NOTE_MAX_CHARS {
+            return shortened;
+        }
+        return cut_end(&shortened, &marker);
+    }
+    cut_end(summary, &marker)
+}
+
+fn cut_end(text: &str, marker: &str) -> String {
+    let keep = NOTE_MAX_CHARS.saturating_sub(marker.chars().count());
+    format!("{}{marker}", &text[..byte_at(text, keep)])
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::compaction::note::checkpoint_message;
+
+    fn full_summary(reference: &str) -> String {
+        HEADINGS
+            .iter()
+            .map(|h| {
+                let body = if *h == "Reference" { reference } else { "None" };
+                format!("## {h}\n{body}\n")
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+            .replace("## Objective\nNone", "## Objective\nFix the parser.")
+    }
+
+    #[test]
+    fn instruction_lists_the_ten_headings_in_order_and_states_the_cap() {
+        let text = instruction(Some("the parser\nonly"), false);
+        let positions: Vec<usize> =
+            HEADINGS.iter().map(|h| text.find(&format!("## {h}\n")).unwrap()).collect();
+        assert!(positions.windows(2).all(|w| w[0] < w[1]));
+        assert!(text.contains("12,000 characters"));
+        assert!(text.ends_with("Focus the note on: the parser only"));
+        let strict = instruction(Some("x"), true);
+        assert!(strict.contains(STRICT_ADDENDUM.trim_end()));
+        assert!(strict.ends_with("Focus the note on: x"), "the focus stays last");
+        assert!(!instruction(Some("  "), false).contains("Focus"));
+    }
+
+    #[test]
+    fn the_gate_rejects_empty_placeholder_refusal_and_sparse_summaries() {
+        assert_eq!(judge("  \n"), Err(QualityIssue::Empty));
+        assert_eq!(judge("No summary available."), Err(QualityIssue::Placeholder));
+        assert_eq!(judge("I'm sorry, I can't do that."), Err(QualityIssue::Placeholder));
+        let sparse = "## Objective\nFix it.\n## Done\nRead a.rs\n## Next action\nTest.";
+        assert_eq!(judge(sparse), Err(QualityIssue::MissingHeadings { found: 3 }));
+        assert_eq!(judge(&full_summary("a.rs")), Ok(()));
+        let five = "# objective:\nx\n**## Done**\ny\n## CHANGED FILES\nz\n## Still running\nNone\n## Reference\nq";
+        assert_eq!(judge(five), Ok(()), "five of ten, any level and case");
+    }
+
+    #[test]
+    fn cap_cuts_reference_first() {
+        let summary = full_summary(&"ref line\n".repeat(2000));
+        let capped = cap(&summary);
+        assert!(capped.chars().count() <= NOTE_MAX_CHARS);
+        assert!(capped.contains(CAP_MARKER));
+        assert!(capped.contains("## Next action\nNone"), "earlier sections untouched");
+        assert!(capped.find("## Reference").unwrap() < capped.find(CAP_MARKER).unwrap());
+        let short = full_summary("a.rs");
+        assert_eq!(cap(&short), short.trim());
+    }
+
+    #[test]
+    fn cap_cuts_the_end_when_reference_is_not_enough() {
+        let summary = format!("## Objective\n{}\n## Reference\nr", "é".repeat(20_000));
+        let capped = cap(&summary);
+        assert_eq!(capped.chars().count(), NOTE_MAX_CHARS);
+        assert!(capped.ends_with(CAP_MARKER));
+        let no_reference = "word ".repeat(5000);
+        assert!(cap(&no_reference).ends_with(CAP_MARKER));
+    }
+
+    #[test]
+    fn dropping_keeps_pairs_whole_and_never_drops_the_checkpoint() {
+        let batch = Message::new(
+            Role::Assistant,
+            vec![Part::tool_use("a", "shell", json!(1)), Part::tool_use("b", "shell", json!(2))],
+        );
+        let mut covered = vec![
+            checkpoint_message("Codewhale handoff note. Old."),
+            batch,
+            Message::new(Role::User, vec![Part::tool_result("a", "x")]),
+            Message::new(Role::User, vec![Part::tool_result("b", "y")]),
+            Message::user("next"),
+        ];
+        assert!(drop_oldest_exchange(&mut covered));
+        assert_eq!(covered.len(), 2, "the batch and both results went together");
+        assert!(is_checkpoint(&covered[0]));
+        assert!(drop_oldest_exchange(&mut covered));
+        assert!(!drop_oldest_exchange(&mut covered));
+        assert_eq!(covered.len(), 1);
+    }
+
+    #[test]
+    fn fit_input_drops_oldest_until_it_fits() {
+        let mut covered: Vec<Message> =
+            (0..10).map(|i| Message::user(format!("{i}{}", "z".repeat(1000)))).collect();
+        let limit = input_bytes(&covered[7..], None) + 10;
+        assert_eq!(fit_input(&mut covered, None, limit), Some(7));
+        assert!(covered[0].texts().next().unwrap().starts_with('7'));
+        assert_eq!(fit_input(&mut covered, None, 10), None);
+        let t = transcript(&[Message::user("hi")]);
+        assert!(t.starts_with("<conversation>\n[user]\nhi\n"));
+    }
+}

@@ -3,6 +3,7 @@
 //! The only crate that turns journal entries into provider requests. The UI talks to it through
 //! the `Op`/`Event` protocol and never touches the journal or a provider directly.
 
+pub mod anchors;
 pub mod approval;
 pub mod budget;
 pub mod compaction;

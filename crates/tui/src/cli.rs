@@ -67,6 +67,29 @@ pub enum Command {
         /// The matrix file (JSON, schema_version 2).
         matrix: PathBuf,
     },
+    /// Pinned notes that survive every compaction: the workspace's .codewhale/anchors.md.
+    Anchor {
+        #[command(subcommand)]
+        command: AnchorCommand,
+    },
+}
+
+/// `codewhale anchor ...`
+#[derive(Debug, Subcommand)]
+pub enum AnchorCommand {
+    /// Pin a note; every later checkpoint restates it verbatim.
+    Add {
+        /// The note (several words are joined with spaces).
+        #[arg(required = true, num_args = 1..)]
+        text: Vec<String>,
+    },
+    /// List the anchors, numbered.
+    List,
+    /// Remove anchor N (as numbered by `list`).
+    Rm {
+        /// The anchor's number.
+        n: usize,
+    },
 }
 
 /// `codewhale journal ...`

@@ -37,6 +37,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Some(Command::Sessions { json }) => commands::sessions::run(&home, json),
         Some(Command::SurvivalCheck { matrix }) => commands::survival_check::run(&matrix),
+        Some(Command::Anchor { command }) => {
+            commands::anchor::run(cli.workspace.as_deref(), command)
+        }
         Some(Command::Journal { command: JournalCommand::Check { file } }) => {
             commands::journal_check::run(&file)
         }

@@ -1,5 +1,6 @@
 //! One module per subcommand. Each exposes a `run` returning the process exit code.
 
+pub mod anchor;
 pub mod interactive;
 pub mod journal_check;
 pub mod sessions;

@@ -1,0 +1,47 @@
+//! `codewhale anchor add TEXT | list | rm N`: the workspace's `.codewhale/anchors.md`.
+//!
+//! Never contacts a provider. The workspace is `-C DIR` when given, else the current directory.
+//! A live session learns about a new anchor through the `AddAnchor` Op instead, which also
+//! journals it so the model sees it at once; from the shell, the next checkpoint restates it.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use codewhale_engine::anchors::{AnchorStore, ANCHORS_FILE};
+
+use crate::cli::AnchorCommand;
+
+/// Runs one anchor subcommand.
+pub fn run(workspace: Option<&Path>, command: AnchorCommand) -> anyhow::Result<ExitCode> {
+    let workspace = match workspace {
+        Some(dir) => dir.to_path_buf(),
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    let store = AnchorStore::new(&workspace);
+    match command {
+        AnchorCommand::Add { text } => {
+            let n = store.add(&text.join(" "))?;
+            println!("anchor {n} added to {ANCHORS_FILE}");
+        }
+        AnchorCommand::List => {
+            let entries = store.list()?;
+            if entries.is_empty() {
+                println!("no anchors in {ANCHORS_FILE}; add one with `codewhale anchor add TEXT`");
+            }
+            for (i, entry) in entries.iter().enumerate() {
+                let mut lines = entry.lines();
+                println!("{}. {}", i + 1, lines.next().unwrap_or_default());
+                for line in lines {
+                    println!("   {line}");
+                }
+            }
+        }
+        AnchorCommand::Rm { n } => {
+            let removed = store.remove(n)?;
+            let first = removed.lines().next().unwrap_or_default();
+            println!("removed anchor {n}: {first}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

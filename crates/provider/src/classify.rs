@@ -215,8 +215,12 @@ mod tests {
         );
         // Older llama.cpp used 500 for the same error.
         assert!(matches!(kind(500, llama), ErrorKind::ContextOverflow { .. }));
-        let ollama = r#"{"error":"prompt too long; exceeded max context length by 120 tokens"}"#;
-        assert!(matches!(kind(400, ollama), ErrorKind::ContextOverflow { .. }));
+        // Ollama with truncation off wraps llama.cpp's error, as a string, inside its own.
+        let ollama = r#"{"error":"{\"error\":{\"code\":400,\"message\":\"request (351 tokens) exceeds the available context size (256 tokens), try increasing it\",\"type\":\"exceed_context_size_error\",\"n_prompt_tokens\":351,\"n_ctx\":256}}"}"#;
+        assert_eq!(
+            kind(400, ollama),
+            ErrorKind::ContextOverflow { limit: Some(256), requested: Some(351) }
+        );
         let vllm = r#"{"object":"error","message":"This model's maximum context length is 4096 tokens. However, you requested 5000 tokens (4000 in the messages, 1000 in the completion). Please reduce the length of the messages or completion.","type":"BadRequestError","param":null,"code":400}"#;
         assert_eq!(
             kind(400, vllm),

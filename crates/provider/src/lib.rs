@@ -24,6 +24,8 @@ pub mod openai;
 pub mod overflow;
 mod retry;
 pub mod sse;
+#[cfg(feature = "test-support")]
+pub mod test_support;
 pub mod types;
 
 pub use accumulate::ResponseBuilder;

@@ -87,6 +87,7 @@ pub fn numbers(lower: &str) -> OverflowNumbers {
         lower,
         &[
             "maximum context length is",
+            "available context size (",
             "context length of only",
             "maximum model length of",
             "exceeds limit of",
@@ -103,6 +104,7 @@ pub fn numbers(lower: &str) -> OverflowNumbers {
         lower,
         &[
             "resulted in",
+            "request (",
             "you requested about",
             "you requested",
             "your request has",

@@ -194,6 +194,15 @@ impl Response {
     }
 }
 
+/// An `f32` as the JSON number a person would write (`0.3`, not `0.30000001192092896`).
+pub(crate) fn f32_json(value: f32) -> serde_json::Value {
+    format!("{value}")
+        .parse::<f64>()
+        .ok()
+        .and_then(serde_json::Number::from_f64)
+        .map_or(serde_json::Value::Null, serde_json::Value::Number)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -223,6 +232,12 @@ mod tests {
             back,
             Block::ToolResult { tool_use_id: "t".into(), content: "x".into(), is_error: false }
         );
+    }
+
+    #[test]
+    fn temperatures_serialize_as_written() {
+        assert_eq!(f32_json(0.3).to_string(), "0.3");
+        assert_eq!(f32_json(1.0).to_string(), "1.0");
     }
 
     #[test]

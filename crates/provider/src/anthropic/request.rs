@@ -58,7 +58,7 @@ pub fn encode(request: &Request) -> Value {
         body.insert("thinking".into(), json!({"type": "enabled", "budget_tokens": budget}));
     } else if let Some(temperature) = request.temperature {
         // With thinking on, the API rejects any temperature but the default.
-        body.insert("temperature".into(), json!(temperature));
+        body.insert("temperature".into(), crate::types::f32_json(temperature));
     }
     body.insert("stream".into(), json!(true));
     Value::Object(body)

@@ -56,7 +56,7 @@ pub fn encode(request: &Request, options: EncodeOptions) -> Value {
     body.insert(max_field.into(), json!(request.max_output_tokens));
     if let Some(temperature) = request.temperature {
         if !(server == OpenAiServer::OpenAi && is_openai_reasoning_model(&request.model)) {
-            body.insert("temperature".into(), json!(temperature));
+            body.insert("temperature".into(), crate::types::f32_json(temperature));
         }
     }
     body.insert("stream".into(), json!(true));

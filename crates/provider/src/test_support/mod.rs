@@ -1,0 +1,417 @@
+//! An in-process mock provider for tests of this and other crates (feature `test-support`).
+//!
+//! [`MockServer::start`] binds an axum server to `127.0.0.1:0` that speaks both wire formats:
+//! `POST /v1/chat/completions` (and `/chat/completions`) answers as an OpenAI-compatible
+//! server, `POST /v1/messages` as Anthropic. Each request takes the next [`Reply`] from a
+//! queue and is recorded, body and headers, for assertions.
+//!
+//! ```no_run
+//! # async fn demo() -> std::io::Result<()> {
+//! use codewhale_provider::test_support::{Fault, MockServer, Reply};
+//! use codewhale_provider::{Client, ProviderKind, Request, Message, CancellationToken};
+//!
+//! let server = MockServer::start().await?;
+//! server.push(Reply::text("hi").with_usage(100, 5));
+//! server.push(Reply::fault(Fault::overflow(200_000, 210_000)));
+//! let client = Client::new(server.config(ProviderKind::Anthropic)).unwrap();
+//! let mut request = Request::new("claude-sonnet-4-5", 1024);
+//! request.messages.push(Message::user_text("hello"));
+//! let reply = client.complete(&request, CancellationToken::new()).await.unwrap();
+//! assert_eq!(reply.text(), "hi");
+//! assert_eq!(server.requests()[0].body["messages"][0]["role"], "user");
+//! # Ok(()) }
+//! ```
+//!
+//! Invariants: an empty queue answers 418 with a message saying so (never retried, never a
+//! hang); replies are consumed in push order whatever the path; a reply body dropped by the
+//! client before it finished is counted in [`MockServer::disconnects`].
+
+mod render;
+mod reply;
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::Response;
+use axum::routing::post;
+use axum::Router;
+use serde_json::Value;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{ProviderConfig, ProviderKind, RetryPolicy};
+
+pub use render::{Wire, FAULT_TEXT};
+pub use reply::{Content, Cut, Fault, MockUsage, OverflowShape, Part, Reply, ToolCall};
+
+/// The API key every [`MockServer::config`] carries.
+pub const TEST_API_KEY: &str = "sk-test-codewhale-0123456789";
+
+/// One request as the server received it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedRequest {
+    pub path: String,
+    pub wire: Wire,
+    /// Header names lower-cased.
+    pub headers: Vec<(String, String)>,
+    /// The body as JSON (`Value::Null` when it was not JSON; see `raw`).
+    pub body: Value,
+    pub raw: String,
+}
+
+impl RecordedRequest {
+    /// The first value of header `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers.iter().find(|(n, _)| *n == name).map(|(_, v)| v.as_str())
+    }
+}
+
+#[derive(Default)]
+struct Shared {
+    queue: Mutex<VecDeque<Reply>>,
+    requests: Mutex<Vec<RecordedRequest>>,
+    disconnects: Mutex<usize>,
+    disconnected: Notify,
+}
+
+/// Poisoning only means another test thread panicked; the data is still usable.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The running mock server. Stops when dropped.
+pub struct MockServer {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    shutdown: CancellationToken,
+}
+
+impl std::fmt::Debug for MockServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MockServer").field("addr", &self.addr).finish()
+    }
+}
+
+impl MockServer {
+    /// Bind to a random local port and serve until dropped.
+    pub async fn start() -> std::io::Result<MockServer> {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared::default());
+        let shutdown = CancellationToken::new();
+        let app = Router::new()
+            .route("/v1/chat/completions", post(openai))
+            .route("/chat/completions", post(openai))
+            .route("/v1/messages", post(anthropic))
+            .fallback(not_found)
+            .with_state(shared.clone());
+        let stop = shutdown.clone();
+        tokio::spawn(async move {
+            let served =
+                axum::serve(listener, app).with_graceful_shutdown(stop.cancelled_owned()).await;
+            if let Err(err) = served {
+                tracing::warn!("mock provider server stopped: {err}");
+            }
+        });
+        Ok(MockServer { addr, shared, shutdown })
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The base URL for an OpenAI-compatible client (`.../v1`).
+    pub fn openai_base_url(&self) -> String {
+        format!("{}/v1", self.url())
+    }
+
+    /// The base URL for an Anthropic client.
+    pub fn anthropic_base_url(&self) -> String {
+        self.url()
+    }
+
+    /// A config pointing at this server with [`TEST_API_KEY`] and fast retries.
+    pub fn config(&self, kind: ProviderKind) -> ProviderConfig {
+        let base = match kind {
+            ProviderKind::OpenAi => self.openai_base_url(),
+            ProviderKind::Anthropic => self.anthropic_base_url(),
+        };
+        ProviderConfig::new(kind, Some(TEST_API_KEY.to_owned()))
+            .with_base_url(base)
+            .with_retry(RetryPolicy::fast())
+    }
+
+    /// Queue a reply for the next request.
+    pub fn push(&self, reply: Reply) {
+        lock(&self.shared.queue).push_back(reply);
+    }
+
+    /// Queue several replies in order.
+    pub fn push_all(&self, replies: impl IntoIterator<Item = Reply>) {
+        lock(&self.shared.queue).extend(replies);
+    }
+
+    /// Replies not yet consumed.
+    pub fn remaining(&self) -> usize {
+        lock(&self.shared.queue).len()
+    }
+
+    /// Every request received so far, in order.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        lock(&self.shared.requests).clone()
+    }
+
+    /// How many streamed bodies the client abandoned before they finished.
+    pub fn disconnects(&self) -> usize {
+        *lock(&self.shared.disconnects)
+    }
+
+    /// Wait until at least `count` bodies have been abandoned by the client.
+    pub async fn wait_for_disconnects(&self, count: usize) {
+        loop {
+            let notified = self.shared.disconnected.notified();
+            if self.disconnects() >= count {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+impl Drop for MockServer {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+async fn openai(state: State<Arc<Shared>>, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+    serve(Wire::OpenAi, state, uri, headers, body)
+}
+
+async fn anthropic(
+    state: State<Arc<Shared>>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    serve(Wire::Anthropic, state, uri, headers, body)
+}
+
+async fn not_found(uri: Uri) -> Response {
+    json_response(
+        404,
+        &format!(
+            r#"{{"error":{{"message":"mock server: no route for {}","type":"not_found_error"}}}}"#,
+            uri.path()
+        ),
+        &[],
+    )
+}
+
+fn serve(
+    wire: Wire,
+    State(shared): State<Arc<Shared>>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let raw = String::from_utf8_lossy(&body).into_owned();
+    let json: Value = serde_json::from_str(&raw).unwrap_or(Value::Null);
+    let header_list: Vec<(String, String)> = headers
+        .iter()
+        .map(|(n, v)| {
+            (n.as_str().to_ascii_lowercase(), String::from_utf8_lossy(v.as_bytes()).into_owned())
+        })
+        .collect();
+    let key = headers
+        .get("x-api-key")
+        .and_then(|v| v.to_str().ok())
+        .or_else(|| {
+            headers
+                .get("authorization")
+                .and_then(|v| v.to_str().ok())
+                .map(|v| v.trim_start_matches("Bearer "))
+        })
+        .map(str::to_owned);
+    lock(&shared.requests).push(RecordedRequest {
+        path: uri.path().to_owned(),
+        wire,
+        headers: header_list,
+        body: json.clone(),
+        raw,
+    });
+    let Some(reply) = lock(&shared.queue).pop_front() else {
+        return json_response(
+            418,
+            r#"{"error":{"message":"mock server: no scripted reply left for this request","type":"mock_exhausted"}}"#,
+            &[],
+        );
+    };
+    match render::render(wire, &reply, &json, key.as_deref()) {
+        render::Plan::Json { status, body, headers } => json_response(status, &body, &headers),
+        render::Plan::Stream { frames, cut } => {
+            let frames = match &reply.content {
+                Content::SseFile(name) => match read_fixture(name) {
+                    Ok(text) => split_bytes(&text, reply.chunk_size.unwrap_or(29)),
+                    Err(message) => {
+                        return json_response(
+                            418,
+                            &serde_json::json!({"error": {"message": message}}).to_string(),
+                            &[],
+                        )
+                    }
+                },
+                _ => match reply.chunk_size {
+                    Some(size) => split_bytes(&frames.concat(), size),
+                    None => frames,
+                },
+            };
+            stream_response(shared, frames, reply.delay, cut)
+        }
+    }
+}
+
+/// The directory of recorded streams: `fixtures/sse/` at the workspace root.
+pub fn fixtures_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/sse")
+}
+
+fn read_fixture(name: &str) -> Result<String, String> {
+    let path = fixtures_dir().join(name);
+    std::fs::read_to_string(&path)
+        .map_err(|err| format!("mock server: cannot read fixture {name}: {err}"))
+}
+
+fn split_bytes(text: &str, size: usize) -> Vec<String> {
+    // Byte-level splits may cut a UTF-8 sequence; the frames are sent as bytes, so keep them
+    // as lossless byte chunks by splitting on char boundaries only when needed.
+    let mut out = Vec::new();
+    let mut start = 0;
+    while start < text.len() {
+        let mut end = (start + size).min(text.len());
+        while !text.is_char_boundary(end) {
+            end += 1;
+        }
+        out.push(text[start..end].to_owned());
+        start = end;
+    }
+    out
+}
+
+fn json_response(status: u16, body: &str, headers: &[(String, String)]) -> Response {
+    let mut builder = Response::builder()
+        .status(StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
+        .header("content-type", "application/json");
+    for (name, value) in headers {
+        builder = builder.header(name.as_str(), value.as_str());
+    }
+    builder.body(Body::from(body.to_owned())).unwrap_or_else(|_| Response::new(Body::empty()))
+}
+
+/// Counts the body as abandoned if it is dropped before it finished on its own.
+struct DisconnectGuard {
+    shared: Arc<Shared>,
+    finished: bool,
+}
+
+impl Drop for DisconnectGuard {
+    fn drop(&mut self) {
+        if !self.finished {
+            *lock(&self.shared.disconnects) += 1;
+            self.shared.disconnected.notify_waiters();
+        }
+    }
+}
+
+struct BodyState {
+    frames: VecDeque<String>,
+    sent: usize,
+    delay: Option<Duration>,
+    cut: Option<(usize, Cut)>,
+    guard: DisconnectGuard,
+    hanging: bool,
+}
+
+fn stream_response(
+    shared: Arc<Shared>,
+    frames: Vec<String>,
+    delay: Option<Duration>,
+    cut: Option<(usize, Cut)>,
+) -> Response {
+    let state = BodyState {
+        frames: frames.into(),
+        sent: 0,
+        delay,
+        cut,
+        guard: DisconnectGuard { shared, finished: false },
+        hanging: false,
+    };
+    let body = futures::stream::unfold(state, |mut state| async move {
+        let item = next_frame(&mut state).await?;
+        Some((item, state))
+    });
+    Response::builder()
+        .status(StatusCode::OK)
+        .header("content-type", "text/event-stream")
+        .header("cache-control", "no-cache")
+        .body(Body::from_stream(body))
+        .unwrap_or_else(|_| Response::new(Body::empty()))
+}
+
+async fn next_frame(state: &mut BodyState) -> Option<Result<Bytes, std::io::Error>> {
+    if state.hanging {
+        // Keep-alives make a vanished client visible: a write to a closed socket fails.
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        return Some(Ok(Bytes::from_static(b": keep-alive\n\n")));
+    }
+    if let Some((at, cut)) = state.cut {
+        if state.sent == at {
+            match cut {
+                Cut::Drop => {
+                    // Yield once first so hyper flushes the frames already written; an error
+                    // in the same poll would discard them with the connection.
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    state.guard.finished = true;
+                    state.cut = None;
+                    state.frames.clear();
+                    return Some(Err(std::io::Error::other(
+                        "mock server: connection dropped mid-stream",
+                    )));
+                }
+                Cut::End => {
+                    state.guard.finished = true;
+                    return None;
+                }
+                Cut::Malformed => {
+                    state.cut = Some((usize::MAX, Cut::End));
+                    state.frames.clear();
+                    state.guard.finished = true;
+                    return Some(Ok(Bytes::from_static(
+                        b"data: {\"choices\": [{\"delta\": {\"content\": \"unterminated\n\n",
+                    )));
+                }
+                Cut::Hang => {
+                    state.hanging = true;
+                    return Some(Ok(Bytes::from_static(b": keep-alive\n\n")));
+                }
+            }
+        }
+    }
+    let Some(frame) = state.frames.pop_front() else {
+        state.guard.finished = true;
+        return None;
+    };
+    if let Some(delay) = state.delay {
+        tokio::time::sleep(delay).await;
+    }
+    state.sent += 1;
+    Some(Ok(Bytes::from(frame)))
+}

@@ -1,0 +1,274 @@
+//! Every injected fault, on both wires, through the real client.
+
+use std::time::Duration;
+
+use codewhale_provider::test_support::{Fault, OverflowShape, Reply, FAULT_TEXT, TEST_API_KEY};
+use codewhale_provider::{CancellationToken, Client, ErrorKind, ProviderKind, RetryPolicy};
+
+use super::{client, hello, server, BOTH};
+
+#[tokio::test]
+async fn overflow_in_each_wire_shape_is_recognised_with_numbers() {
+    for kind in BOTH {
+        let server = server().await;
+        server.push(Reply::fault(Fault::overflow(200_000, 215_000)));
+        let failure = client(&server, kind)
+            .complete(&hello("m"), CancellationToken::new())
+            .await
+            .unwrap_err();
+        assert_eq!(
+            failure.error.kind,
+            ErrorKind::ContextOverflow { limit: Some(200_000), requested: Some(215_000) },
+            "{kind:?}: {}",
+            failure.error
+        );
+        assert_eq!(failure.error.status, Some(400));
+        assert!(failure.partial.is_none());
+        assert_eq!(server.requests().len(), 1, "{kind:?}: overflow is never retried");
+    }
+}
+
+#[tokio::test]
+async fn overflow_in_other_servers_shapes_is_recognised() {
+    let shapes = [
+        OverflowShape::LlamaCpp,
+        OverflowShape::Vllm,
+        OverflowShape::LmStudio,
+        OverflowShape::Ollama,
+        OverflowShape::OpenRouter,
+        OverflowShape::DeepSeek,
+    ];
+    for shape in shapes {
+        let server = server().await;
+        server.push(Reply::fault(Fault::overflow_as(shape, 8192, 9100)));
+        let failure = client(&server, ProviderKind::OpenAi)
+            .complete(&hello("m"), CancellationToken::new())
+            .await
+            .unwrap_err();
+        assert_eq!(
+            failure.error.kind,
+            ErrorKind::ContextOverflow { limit: Some(8192), requested: Some(9100) },
+            "{shape:?}: {}",
+            failure.error
+        );
+    }
+}
+
+#[tokio::test]
+async fn rate_limits_are_retried_honouring_retry_after() {
+    for kind in BOTH {
+        let server = server().await;
+        server.push(Reply::fault(Fault::RateLimited { retry_after_secs: Some(0) }));
+        server.push(Reply::fault(Fault::RateLimited { retry_after_secs: None }));
+        server.push(Reply::text("finally"));
+        let response =
+            client(&server, kind).complete(&hello("m"), CancellationToken::new()).await.unwrap();
+        assert_eq!(response.text(), "finally");
+        assert_eq!(server.requests().len(), 3, "{kind:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_retry_after_beyond_the_policy_is_returned_not_waited_for() {
+    let server = server().await;
+    server.push(Reply::fault(Fault::RateLimited { retry_after_secs: Some(3600) }));
+    let failure = client(&server, ProviderKind::Anthropic)
+        .complete(&hello("m"), CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        failure.error.kind,
+        ErrorKind::RateLimited { retry_after: Some(Duration::from_secs(3600)) }
+    );
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn retries_are_bounded() {
+    for kind in BOTH {
+        let server = server().await;
+        server.push_all((0..6).map(|_| Reply::fault(Fault::ServerError(500))));
+        let failure = client(&server, kind)
+            .complete(&hello("m"), CancellationToken::new())
+            .await
+            .unwrap_err();
+        assert_eq!(failure.error.kind, ErrorKind::Overloaded);
+        assert_eq!(failure.error.status, Some(500));
+        assert_eq!(server.requests().len(), 4, "{kind:?}: one try and three retries");
+    }
+}
+
+#[tokio::test]
+async fn overloaded_and_server_errors_recover() {
+    for kind in BOTH {
+        let server = server().await;
+        server.push(Reply::fault(Fault::Overloaded));
+        server.push(Reply::fault(Fault::ServerError(502)));
+        server.push(Reply::text("ok"));
+        let response =
+            client(&server, kind).complete(&hello("m"), CancellationToken::new()).await.unwrap();
+        assert_eq!(response.text(), "ok");
+        assert_eq!(server.requests().len(), 3);
+    }
+}
+
+#[tokio::test]
+async fn auth_failures_are_not_retried_and_never_show_the_key() {
+    for kind in BOTH {
+        let server = server().await;
+        server.push(Reply::fault(Fault::Unauthorized));
+        server.push(Reply::text("must not be reached"));
+        let failure = client(&server, kind)
+            .complete(&hello("m"), CancellationToken::new())
+            .await
+            .unwrap_err();
+        assert_eq!(failure.error.kind, ErrorKind::Auth);
+        assert_eq!(server.requests().len(), 1, "{kind:?}");
+        assert!(!failure.error.message.contains(TEST_API_KEY), "{}", failure.error.message);
+        assert!(failure.error.message.contains("[REDACTED]"), "{}", failure.error.message);
+    }
+}
+
+#[tokio::test]
+async fn bad_requests_are_not_retried() {
+    for kind in BOTH {
+        let server = server().await;
+        server.push(Reply::fault(Fault::Status { status: 400, body: r#"{"error":{"message":"messages: roles must alternate","type":"invalid_request_error"}}"#.into() }));
+        let failure = client(&server, kind)
+            .complete(&hello("m"), CancellationToken::new())
+            .await
+            .unwrap_err();
+        assert_eq!(failure.error.kind, ErrorKind::BadRequest);
+        assert!(failure.error.message.contains("roles must alternate"));
+        assert_eq!(server.requests().len(), 1);
+    }
+}
+
+#[tokio::test]
+async fn a_server_rejecting_stream_options_is_asked_again_without_them() {
+    let server = server().await;
+    server.push(Reply::fault(Fault::Status {
+        status: 400,
+        body: r#"{"error":{"message":"Unrecognized request argument supplied: stream_options"}}"#
+            .into(),
+    }));
+    server.push(Reply::text("fine"));
+    let response = client(&server, ProviderKind::OpenAi)
+        .complete(&hello("m"), CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(response.text(), "fine");
+    let requests = server.requests();
+    assert!(requests[0].body.get("stream_options").is_some());
+    assert!(requests[1].body.get("stream_options").is_none());
+}
+
+/// The three ways a stream can break after it started: each keeps the text so far.
+#[tokio::test]
+async fn mid_stream_failures_hand_back_the_partial_reply() {
+    let cases = [
+        (Fault::MalformedSse, ErrorKind::Protocol),
+        (Fault::DropMidStream, ErrorKind::Network),
+        (Fault::EndEarly, ErrorKind::Protocol),
+    ];
+    for kind in BOTH {
+        for (fault, expected) in cases.clone() {
+            let server = server().await;
+            server.push(Reply::fault(fault.clone()));
+            server.push(Reply::text("a retry must not happen"));
+            let failure = client(&server, kind)
+                .complete(&hello("m"), CancellationToken::new())
+                .await
+                .unwrap_err();
+            assert_eq!(failure.error.kind, expected, "{kind:?} {fault:?}: {}", failure.error);
+            let partial =
+                failure.partial.unwrap_or_else(|| panic!("{kind:?} {fault:?}: no partial"));
+            let text = partial.text();
+            assert!(
+                !text.is_empty() && FAULT_TEXT.starts_with(&text) && text != FAULT_TEXT,
+                "{kind:?} {fault:?}: {text:?}"
+            );
+            assert_eq!(partial.stop_reason, None);
+            assert_eq!(
+                server.requests().len(),
+                1,
+                "{kind:?} {fault:?}: started replies are not retried"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_partial_tool_call_is_not_handed_back_as_runnable() {
+    let server = server().await;
+    let reply = Reply::text("Reading.").then_tool_call(
+        "c1",
+        "read_file",
+        serde_json::json!({"path": "some/long/path/to/a/file.rs"}),
+    );
+    // Cut inside the argument fragments of the call.
+    server.push(reply.drop_after(6));
+    let failure = client(&server, ProviderKind::OpenAi)
+        .complete(&hello("m"), CancellationToken::new())
+        .await
+        .unwrap_err();
+    let partial = failure.partial.unwrap();
+    assert_eq!(partial.text(), "Reading.");
+    assert_eq!(partial.tool_uses().count(), 0);
+}
+
+#[tokio::test]
+async fn a_slow_stream_completes() {
+    for kind in BOTH {
+        let server = server().await;
+        server.push(Reply::text("slow but sure").slow(Duration::from_millis(15)));
+        let response =
+            client(&server, kind).complete(&hello("m"), CancellationToken::new()).await.unwrap();
+        assert_eq!(response.text(), "slow but sure");
+    }
+}
+
+#[tokio::test]
+async fn a_stalled_stream_times_out_as_a_network_error() {
+    let server = server().await;
+    server.push(Reply::text("never more than this").hang_after(3));
+    let mut config = server.config(ProviderKind::OpenAi);
+    config.idle_timeout = Duration::from_millis(5);
+    let failure = Client::new(config)
+        .unwrap()
+        .complete(&hello("m"), CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert_eq!(failure.error.kind, ErrorKind::Network, "{}", failure.error);
+}
+
+#[tokio::test]
+async fn an_error_sent_with_status_200_is_an_error() {
+    let server = server().await;
+    server.push(Reply::fault(Fault::Status {
+        status: 200,
+        body: r#"{"error":"Model unloaded."}"#.into(),
+    }));
+    server.push(Reply::text("recovered"));
+    let response = client(&server, ProviderKind::OpenAi)
+        .complete(&hello("m"), CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(response.text(), "recovered");
+    assert_eq!(server.requests().len(), 2, "the 200 error was treated as a transient failure");
+}
+
+#[tokio::test]
+async fn connection_refused_is_a_network_error_after_retries() {
+    let server = server().await;
+    let mut config = server.config(ProviderKind::Anthropic);
+    drop(server);
+    config.retry = RetryPolicy::none();
+    config.base_url = "http://127.0.0.1:9".into();
+    let failure = Client::new(config)
+        .unwrap()
+        .complete(&hello("m"), CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert_eq!(failure.error.kind, ErrorKind::Network, "{}", failure.error);
+}

@@ -1,0 +1,26 @@
+//! Shared helpers and the test modules.
+
+mod cancel;
+mod faults;
+mod fixtures;
+mod golden;
+mod streaming;
+
+use codewhale_provider::test_support::MockServer;
+use codewhale_provider::{Client, Message, ProviderKind, Request};
+
+pub const BOTH: [ProviderKind; 2] = [ProviderKind::OpenAi, ProviderKind::Anthropic];
+
+pub async fn server() -> MockServer {
+    MockServer::start().await.expect("mock server starts")
+}
+
+pub fn client(server: &MockServer, kind: ProviderKind) -> Client {
+    Client::new(server.config(kind)).expect("client builds")
+}
+
+pub fn hello(model: &str) -> Request {
+    let mut request = Request::new(model, 1024);
+    request.messages.push(Message::user_text("hello"));
+    request
+}

@@ -1,0 +1,220 @@
+//! The view → provider request conversion. The only code in Codewhale that turns journal
+//! content into provider messages (DESIGN §1).
+//!
+//! Rules: the system prompt goes first as system blocks, its last block a cache breakpoint;
+//! consecutive user-role items (tool results, then any user text right after them) become one
+//! user message, tool results first, as Anthropic requires; the checkpoint stays a message of
+//! its own and is a cache breakpoint, so the cached prefix survives until the next compaction;
+//! block bytes (thinking signatures, tool ids and inputs) are carried unchanged; blocks of
+//! unknown types are left out (they cannot be expressed in the normalized request) except
+//! Anthropic's `redacted_thinking`, which is carried opaquely.
+
+use codewhale_journal::{Block as JBlock, ItemContent, ItemKind, Role as JRole, View, ViewItem};
+use codewhale_provider::{Block, Message, Request, Role, SystemBlock, ToolSpec};
+
+use crate::prompt::SystemPrompt;
+
+/// What a request needs besides the view.
+#[derive(Debug, Clone)]
+pub struct RequestParams<'a> {
+    pub model: &'a str,
+    pub system: &'a SystemPrompt,
+    pub tools: Vec<ToolSpec>,
+    pub max_output_tokens: u32,
+}
+
+/// Builds the request for `view`.
+pub fn to_request(view: &View, params: RequestParams<'_>) -> Request {
+    let mut request = Request::new(params.model, params.max_output_tokens);
+    let blocks = params.system.blocks();
+    let last = blocks.len().saturating_sub(1);
+    request.system = blocks
+        .into_iter()
+        .enumerate()
+        .map(
+            |(i, text)| if i == last { SystemBlock::cached(text) } else { SystemBlock::text(text) },
+        )
+        .collect();
+    request.messages = to_messages(&view.items);
+    request.tools = params.tools;
+    request
+}
+
+/// The messages of a view.
+pub fn to_messages(items: &[ViewItem]) -> Vec<Message> {
+    let mut messages: Vec<Message> = Vec::with_capacity(items.len());
+    // Whether the last message may take more user content (it is a user message that is not a
+    // checkpoint and its last content came from a tool result or a plain user entry).
+    let mut open_user = false;
+    for item in items {
+        let role = match item.role {
+            JRole::User => Role::User,
+            JRole::Assistant => Role::Assistant,
+        };
+        let blocks = item_blocks(item);
+        if blocks.is_empty() {
+            continue;
+        }
+        let is_checkpoint = item.kind == ItemKind::Checkpoint;
+        let is_result = matches!(item.content, ItemContent::ToolResult(_));
+        match messages.last_mut() {
+            Some(last) if role == Role::User && open_user && !is_checkpoint => {
+                // A user text after tool results joins them; a tool result never follows user
+                // text inside one message (the view check guarantees results follow their call).
+                let last_is_result =
+                    last.content.last().is_some_and(|b| matches!(b, Block::ToolResult { .. }));
+                if is_result && !last_is_result {
+                    messages.push(Message::new(role, blocks));
+                } else {
+                    last.content.extend(blocks);
+                }
+            }
+            _ => {
+                let mut message = Message::new(role, blocks);
+                message.cache_breakpoint = is_checkpoint;
+                messages.push(message);
+            }
+        }
+        open_user = role == Role::User && !is_checkpoint;
+    }
+    messages
+}
+
+fn item_blocks(item: &ViewItem) -> Vec<Block> {
+    match &item.content {
+        ItemContent::ToolResult(r) => vec![Block::ToolResult {
+            tool_use_id: r.tool_use_id.clone(),
+            content: r.content.to_string(),
+            is_error: r.is_error,
+        }],
+        ItemContent::Blocks(blocks) => blocks.iter().filter_map(convert_block).collect(),
+    }
+}
+
+fn convert_block(block: &JBlock) -> Option<Block> {
+    match block {
+        JBlock::Text(t) => Some(Block::Text { text: t.text.clone() }),
+        JBlock::Thinking(t) => {
+            Some(Block::Thinking { thinking: t.thinking.clone(), signature: t.signature.clone() })
+        }
+        JBlock::ToolUse(t) => {
+            Some(Block::ToolUse { id: t.id.clone(), name: t.name.clone(), input: t.input.clone() })
+        }
+        JBlock::Opaque(raw) => {
+            #[derive(serde::Deserialize)]
+            struct Redacted {
+                #[serde(rename = "type")]
+                ty: String,
+                data: String,
+            }
+            match serde_json::from_str::<Redacted>(raw.get()) {
+                Ok(r) if r.ty == "redacted_thinking" => {
+                    Some(Block::RedactedThinking { data: r.data })
+                }
+                _ => {
+                    tracing::debug!("left a block of an unknown type out of the request");
+                    None
+                }
+            }
+        }
+    }
+}
+
+/// Journal blocks for a provider response's blocks (the assistant entry's content).
+pub fn from_response_blocks(blocks: &[Block]) -> Vec<JBlock> {
+    blocks
+        .iter()
+        .filter_map(|b| match b {
+            Block::Text { text } => Some(JBlock::text(text.clone())),
+            Block::Thinking { thinking, signature } => {
+                Some(JBlock::thinking(thinking.clone(), signature.clone()))
+            }
+            Block::ToolUse { id, name, input } => {
+                Some(JBlock::tool_use(id.clone(), name.clone(), input.clone()))
+            }
+            Block::RedactedThinking { data } => {
+                let json = serde_json::json!({"type": "redacted_thinking", "data": data});
+                JBlock::opaque(&json.to_string()).ok()
+            }
+            // A model never answers with a tool result.
+            Block::ToolResult { .. } => None,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use codewhale_journal::{
+        AssistantPayload, Entry, HeaderPayload, Journal, ToolResultPayload, UserPayload,
+    };
+    use serde_json::json;
+
+    fn journal_of(payloads: Vec<codewhale_journal::Payload>) -> Journal {
+        let header = Entry::new(None, HeaderPayload::new("s", "/w"));
+        let mut parent = header.id.clone();
+        let mut j = Journal::new(header).unwrap();
+        for p in payloads {
+            let e = Entry::new(Some(parent), p);
+            parent = e.id.clone();
+            j.push(e);
+        }
+        j
+    }
+
+    #[test]
+    fn consecutive_results_and_following_text_form_one_user_message() {
+        let call = AssistantPayload::new(vec![
+            JBlock::thinking("plan", Some("c2ln".into())),
+            JBlock::tool_use("a", "read_file", json!({"path": "x"})),
+            JBlock::tool_use("b", "list_dir", json!({"path": "."})),
+        ]);
+        let j = journal_of(vec![
+            UserPayload::text("hi").into(),
+            call.into(),
+            ToolResultPayload::new("a", "x", false).into(),
+            ToolResultPayload::new("b", "y", true).into(),
+            UserPayload::text("go on").into(),
+        ]);
+        let view = codewhale_journal::render(&j, j.head_id().as_str());
+        let messages = to_messages(&view.items);
+        assert_eq!(messages.len(), 3);
+        assert_eq!(messages[1].role, Role::Assistant);
+        assert_eq!(
+            messages[1].content[0],
+            Block::Thinking { thinking: "plan".into(), signature: Some("c2ln".into()) }
+        );
+        assert_eq!(messages[2].content.len(), 3);
+        assert!(matches!(&messages[2].content[1], Block::ToolResult { is_error: true, .. }));
+        assert_eq!(messages[2].content[2], Block::text("go on"));
+    }
+
+    #[test]
+    fn the_system_prompt_ends_with_a_cache_breakpoint() {
+        let j = journal_of(vec![UserPayload::text("hi").into()]);
+        let view = codewhale_journal::render(&j, j.head_id().as_str());
+        let system = SystemPrompt::load(std::path::Path::new("/nowhere"));
+        let r = to_request(
+            &view,
+            RequestParams { model: "m", system: &system, tools: vec![], max_output_tokens: 10 },
+        );
+        assert!(r.system.last().unwrap().cache_breakpoint);
+        assert_eq!(r.messages, vec![Message::user_text("hi")]);
+    }
+
+    #[test]
+    fn response_blocks_round_trip_into_the_journal() {
+        let blocks = vec![
+            Block::text("a"),
+            Block::RedactedThinking { data: "xyz".into() },
+            Block::ToolUse {
+                id: "t".into(),
+                name: "shell".into(),
+                input: json!({"command": "ls"}),
+            },
+        ];
+        let journal_blocks = from_response_blocks(&blocks);
+        assert_eq!(journal_blocks[1].block_type(), "redacted_thinking");
+        assert_eq!(journal_blocks.iter().filter_map(convert_block).collect::<Vec<_>>(), blocks);
+    }
+}

@@ -1,0 +1,102 @@
+//! Event emission and the approval gate shared by the engine loop and a running turn.
+//!
+//! [`EventSink`] is the only way events leave the engine; every event is also logged (at
+//! debug level, deltas at trace) so a session can be reconstructed from the log.
+//! [`ApprovalGate`] parks a tool call that needs the user's yes until the engine loop delivers
+//! an `Approve`/`Deny` op for it. Invariant: a call id waits at most once; a reply for a call
+//! nobody waits for is reported back as an error event, never silently dropped.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use tokio::sync::{mpsc, oneshot};
+
+use crate::protocol::{ApprovalScope, Event, EventMsg, SubmissionId};
+
+/// Sends events to the front end.
+#[derive(Debug, Clone)]
+pub struct EventSink {
+    tx: mpsc::UnboundedSender<EventMsg>,
+}
+
+impl EventSink {
+    pub(crate) fn new(tx: mpsc::UnboundedSender<EventMsg>) -> EventSink {
+        EventSink { tx }
+    }
+
+    /// Emits `event` on behalf of submission `id`. A front end that went away is not an error:
+    /// the engine finishes its work and journals it anyway.
+    pub fn emit(&self, id: SubmissionId, event: Event) {
+        match &event {
+            Event::TextDelta { .. } | Event::ThinkingDelta { .. } => {
+                tracing::trace!(submission = id.0, ?event, "event")
+            }
+            _ => tracing::debug!(submission = id.0, ?event, "event"),
+        }
+        let _ = self.tx.send(EventMsg { id, event });
+    }
+}
+
+/// The user's answer to an approval request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApprovalReply {
+    Approve(ApprovalScope),
+    Deny,
+}
+
+/// Tool calls waiting for the user.
+#[derive(Debug)]
+pub struct ApprovalGate {
+    interactive: bool,
+    waiting: Mutex<HashMap<String, oneshot::Sender<ApprovalReply>>>,
+}
+
+impl ApprovalGate {
+    /// `interactive` is false when nobody can answer (exec without a terminal): calls that
+    /// would ask are denied at once.
+    pub fn new(interactive: bool) -> ApprovalGate {
+        ApprovalGate { interactive, waiting: Mutex::new(HashMap::new()) }
+    }
+
+    pub fn is_interactive(&self) -> bool {
+        self.interactive
+    }
+
+    /// Registers `call_id` as waiting; the receiver resolves when the user answers.
+    pub(crate) fn wait_for(&self, call_id: &str) -> oneshot::Receiver<ApprovalReply> {
+        let (tx, rx) = oneshot::channel();
+        self.waiting.lock().unwrap_or_else(|p| p.into_inner()).insert(call_id.to_owned(), tx);
+        rx
+    }
+
+    /// Delivers the user's answer; false when no call `call_id` is waiting.
+    pub fn answer(&self, call_id: &str, reply: ApprovalReply) -> bool {
+        let sender = self.waiting.lock().unwrap_or_else(|p| p.into_inner()).remove(call_id);
+        sender.is_some_and(|tx| tx.send(reply).is_ok())
+    }
+
+    /// Forgets every waiting call (the turn ended).
+    pub(crate) fn clear(&self) {
+        self.waiting.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+}
+
+/// A fresh event channel.
+pub fn channel() -> (EventSink, mpsc::UnboundedReceiver<EventMsg>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    (EventSink::new(tx), rx)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn answers_reach_the_waiting_call_once() {
+        let gate = ApprovalGate::new(true);
+        let rx = gate.wait_for("c1");
+        assert!(gate.answer("c1", ApprovalReply::Deny));
+        assert_eq!(rx.await.unwrap(), ApprovalReply::Deny);
+        assert!(!gate.answer("c1", ApprovalReply::Deny));
+    }
+}

@@ -1,0 +1,132 @@
+//! Token counts of journal entries: computed once when an entry is written and stored in its
+//! line; provisional when the encoder is not ready yet.
+//!
+//! Invariants: an entry's count covers exactly what the model reads of it (text, thinking,
+//! tool names and arguments, tool output) plus a small per-message overhead; an entry written
+//! before the encoder was ready carries no `tokens` field and is counted here, in memory, the
+//! first time a decision needs it — a handful of recent entries, never the whole file.
+
+use std::collections::HashMap;
+
+use codewhale_journal::{Block, EntryId, Payload};
+
+use crate::tokens;
+
+/// Tokens a provider adds around every message (role markers, separators).
+pub const MESSAGE_OVERHEAD: u32 = 4;
+
+/// The text of a payload as the model reads it, or `None` for kinds the model never reads.
+pub fn payload_text(payload: &Payload) -> Option<String> {
+    let blocks = match payload {
+        Payload::User(u) => &u.content,
+        Payload::Assistant(a) => &a.content,
+        Payload::ToolResult(r) => return Some(r.content.to_string()),
+        _ => return None,
+    };
+    let mut text = String::new();
+    for block in blocks {
+        match block {
+            Block::Text(t) => text.push_str(&t.text),
+            Block::Thinking(t) => text.push_str(&t.thinking),
+            Block::ToolUse(t) => {
+                text.push_str(&t.name);
+                text.push(' ');
+                text.push_str(&t.input.to_string());
+            }
+            Block::Opaque(raw) => text.push_str(raw.get()),
+        }
+        text.push('\n');
+    }
+    Some(text)
+}
+
+/// The exact count of `text` as one message, if the encoder is ready.
+pub fn exact_if_ready(text: &str) -> Option<u32> {
+    tokens::count_if_ready(text).map(|n| n.saturating_add(MESSAGE_OVERHEAD))
+}
+
+/// The exact count of `text` as one message, waiting for the encoder if needed.
+pub fn exact(text: &str) -> u32 {
+    tokens::count(text).saturating_add(MESSAGE_OVERHEAD)
+}
+
+/// A provisional upper bound for `text` as one message.
+pub fn upper_bound(text: &str) -> u64 {
+    tokens::upper_bound_bytes(text.len() as u64) + u64::from(MESSAGE_OVERHEAD)
+}
+
+/// An entry counted provisionally.
+#[derive(Debug, Clone)]
+struct Pending {
+    id: EntryId,
+    upper: u64,
+    text: String,
+}
+
+/// Counts known only in memory, and entries still to be counted exactly.
+#[derive(Debug, Default)]
+pub struct Counts {
+    memo: HashMap<EntryId, u32>,
+    pending: Vec<Pending>,
+}
+
+impl Counts {
+    /// The in-memory count of an entry whose line has none.
+    pub fn get(&self, id: &EntryId) -> Option<u32> {
+        self.memo.get(id).copied()
+    }
+
+    pub fn remember(&mut self, id: EntryId, tokens: u32) {
+        self.memo.insert(id, tokens);
+    }
+
+    /// Records an entry counted by its upper bound until the encoder is ready.
+    pub fn defer(&mut self, id: EntryId, upper: u64, text: String) {
+        self.pending.push(Pending { id, upper, text });
+    }
+
+    pub fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// Counts every deferred entry exactly; returns (upper bound, exact) pairs to settle.
+    pub fn settle(&mut self) -> Vec<(u64, u64)> {
+        let mut out = Vec::with_capacity(self.pending.len());
+        for p in std::mem::take(&mut self.pending) {
+            let n = exact(&p.text);
+            self.memo.insert(p.id, n);
+            out.push((p.upper, u64::from(n)));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use codewhale_journal::{AssistantPayload, ToolResultPayload, UserPayload};
+
+    #[test]
+    fn text_covers_what_the_model_reads() {
+        let a = AssistantPayload::new(vec![
+            Block::text("hi"),
+            Block::tool_use("t1", "shell", serde_json::json!({"command": "ls"})),
+        ]);
+        let text = payload_text(&Payload::Assistant(a)).unwrap();
+        assert!(text.contains("hi") && text.contains("shell") && text.contains("\"ls\""));
+        let r = ToolResultPayload::new("t1", "out", false);
+        assert_eq!(payload_text(&Payload::ToolResult(r)).unwrap(), "out");
+        assert!(payload_text(&Payload::User(UserPayload::text("x"))).is_some());
+    }
+
+    #[test]
+    fn deferred_counts_settle_to_exact_figures() {
+        let mut c = Counts::default();
+        let id = EntryId::new();
+        c.defer(id.clone(), upper_bound("hello world"), "hello world".into());
+        let settled = c.settle();
+        assert_eq!(settled, vec![(upper_bound("hello world"), 2 + u64::from(MESSAGE_OVERHEAD))]);
+        assert_eq!(c.get(&id), Some(6));
+        assert!(!c.has_pending());
+    }
+}

@@ -1,0 +1,334 @@
+//! A session: its journal file, workspace, configuration, provider client, budget, system
+//! prompt, approval policy and background commands — everything a turn (and a compaction
+//! pass) works with.
+//!
+//! Owns appending to the conversation: [`Session::append`] parents every entry on HEAD,
+//! stores its token count in the line when the encoder is ready (else counts it later, in
+//! memory) and keeps the budget's running sums current. Invariants: the journal is only
+//! written through this type; the budget's view total always equals the sum of the current
+//! view's counts (reset after any render that changes what the model reads, e.g. a
+//! compaction); a tool call without a result is answered with an "interrupted" result before
+//! anything else is appended after it ([`Session::heal_dangling_calls`]).
+
+pub mod counts;
+pub mod locate;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use codewhale_journal::{
+    render, Entry, EntryId, HeaderPayload, ItemContent, JournalFile, LoadWarning, Payload,
+    ToolResultPayload, View,
+};
+use codewhale_provider::{Client, ProviderKind, RetryPolicy};
+
+use crate::approval::Policy;
+use crate::budget::{Budget, Limits};
+use crate::config::{Config, ResolvedProvider};
+use crate::error::EngineError;
+use crate::prompt::SystemPrompt;
+use crate::tools::{self, BackgroundRegistry};
+use counts::Counts;
+pub use locate::{find_by_id, find_last, sessions_dir, Resume};
+
+/// The result the model reads for a call that never finished.
+pub const INTERRUPTED_RESULT: &str = "no result: the call was interrupted";
+
+/// Everything needed to open a session.
+#[derive(Debug, Clone)]
+pub struct SessionParams {
+    /// Codewhale's home (`sessions/`, `logs/`, `config.toml`).
+    pub home: PathBuf,
+    /// The workspace directory (made absolute and canonical here).
+    pub workspace: PathBuf,
+    pub config: Config,
+    pub provider: ResolvedProvider,
+    pub resume: Resume,
+    /// Overrides the provider client's retry policy (tests use fast retries).
+    pub retry: Option<RetryPolicy>,
+}
+
+/// An open session.
+#[derive(Debug)]
+pub struct Session {
+    /// The journal; written only through [`Session::append`] and [`Session::append_off_head`].
+    pub(crate) journal: JournalFile,
+    pub(crate) workspace: PathBuf,
+    pub(crate) home: PathBuf,
+    pub(crate) config: Config,
+    pub(crate) provider: ResolvedProvider,
+    pub(crate) client: Client,
+    pub(crate) budget: Budget,
+    pub(crate) system: SystemPrompt,
+    pub(crate) policy: Policy,
+    pub(crate) background: Arc<BackgroundRegistry>,
+    pub(crate) counts: Counts,
+    /// The session was resumed rather than created.
+    pub(crate) resumed: bool,
+    /// Load warnings (torn tail repaired, malformed lines) to show once.
+    pub(crate) warnings: Vec<String>,
+}
+
+impl Session {
+    /// Creates or resumes the session `params` asks for.
+    pub fn open(params: SessionParams) -> Result<Session, EngineError> {
+        let workspace = std::fs::canonicalize(&params.workspace)
+            .map_err(|source| EngineError::Workspace { path: params.workspace.clone(), source })?;
+        let (journal, warnings, resumed) = match &params.resume {
+            Resume::New => {
+                let id = uuid::Uuid::now_v7().hyphenated().to_string();
+                let mut header = HeaderPayload::new(id, workspace.display().to_string());
+                header.app_version = env!("CARGO_PKG_VERSION").to_owned();
+                header.provider = params.provider.kind.as_str().to_owned();
+                header.model = params.provider.model.clone();
+                let file = JournalFile::create_session(&sessions_dir(&params.home), header)?;
+                (file, Vec::new(), false)
+            }
+            Resume::Id(id) => {
+                let (file, w) = JournalFile::open(&find_by_id(&params.home, id)?)?;
+                (file, w, true)
+            }
+            Resume::Last => {
+                let (file, w) = JournalFile::open(&find_last(&params.home, &workspace)?)?;
+                (file, w, true)
+            }
+        };
+        let mut provider_config = params.provider.provider_config();
+        if let Some(retry) = params.retry.clone() {
+            provider_config = provider_config.with_retry(retry);
+        }
+        let client = Client::new(provider_config)?;
+        let limits = Limits::for_model(&params.config, &params.provider.model);
+        let background = Arc::new(BackgroundRegistry::new(params.home.join("background")));
+        let mut session = Session {
+            journal,
+            workspace: workspace.clone(),
+            home: params.home.clone(),
+            policy: Policy::new(params.config.approval_mode()),
+            config: params.config,
+            provider: params.provider,
+            client,
+            budget: Budget::new(limits),
+            system: SystemPrompt::load(&workspace),
+            background,
+            counts: Counts::default(),
+            resumed,
+            warnings: warnings.iter().map(LoadWarning::to_string).collect(),
+        };
+        session.refresh_system_prompt();
+        let view = session.render();
+        let total = session.view_tokens(&view);
+        session.budget.reset_view(total);
+        Ok(session)
+    }
+
+    /// The session id.
+    pub fn id(&self) -> &str {
+        self.journal.journal().session_id()
+    }
+
+    /// The journal file's path.
+    pub fn path(&self) -> &Path {
+        self.journal.path()
+    }
+
+    /// The journal (read-only).
+    pub fn journal(&self) -> &codewhale_journal::Journal {
+        self.journal.journal()
+    }
+
+    pub fn workspace(&self) -> &Path {
+        &self.workspace
+    }
+
+    pub fn home(&self) -> &Path {
+        &self.home
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The model requests go to.
+    pub fn model(&self) -> &str {
+        &self.provider.model
+    }
+
+    pub fn provider_kind(&self) -> ProviderKind {
+        self.provider.kind
+    }
+
+    /// The provider client (shared connections; cheap to clone).
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    pub fn budget(&self) -> &Budget {
+        &self.budget
+    }
+
+    pub(crate) fn budget_mut(&mut self) -> &mut Budget {
+        &mut self.budget
+    }
+
+    pub fn system_prompt(&self) -> &SystemPrompt {
+        &self.system
+    }
+
+    /// Background commands started by the shell tool.
+    pub fn background(&self) -> &Arc<BackgroundRegistry> {
+        &self.background
+    }
+
+    /// Re-reads `AGENTS.md` and `.codewhale/instructions.md` and recounts the system prompt
+    /// and tool schemas. Compaction calls this after every pass.
+    pub fn refresh_system_prompt(&mut self) {
+        self.system = SystemPrompt::load(&self.workspace);
+        let mut text = self.system.text();
+        if let Ok(schemas) = serde_json::to_string(&tools::specs()) {
+            text.push_str(&schemas);
+        }
+        let tokens = match crate::tokens::count_if_ready(&text) {
+            Some(n) => u64::from(n),
+            None => crate::tokens::upper_bound_bytes(text.len() as u64),
+        };
+        self.budget.set_system_tokens(tokens);
+    }
+
+    /// Switches the model for the next request; the window follows the new model.
+    pub fn switch_model(&mut self, model: &str) {
+        self.provider.model = model.to_owned();
+        self.budget.set_limits(Limits::for_model(&self.config, model));
+    }
+
+    /// The view at HEAD.
+    pub fn render(&self) -> View {
+        let journal = self.journal.journal();
+        render(journal, journal.head_id().as_str())
+    }
+
+    /// The token total of `view`'s items, from stored counts; items without one are counted
+    /// now (in memory) and remembered.
+    pub fn view_tokens(&mut self, view: &View) -> u64 {
+        let mut total = 0u64;
+        for item in &view.items {
+            let n = match item.tokens.or_else(|| self.counts.get(&item.source)) {
+                Some(n) => n,
+                None => {
+                    let n = counts::exact(&item_text(&item.content));
+                    self.counts.remember(item.source.clone(), n);
+                    n
+                }
+            };
+            total += u64::from(n);
+        }
+        total
+    }
+
+    /// Appends a model-visible (or any chain) entry on HEAD, counting it.
+    pub fn append(&mut self, payload: impl Into<Payload>) -> Result<EntryId, EngineError> {
+        let payload = payload.into();
+        let parent = self.journal.journal().head_id().clone();
+        let mut entry = Entry::new(Some(parent), payload);
+        let id = entry.id.clone();
+        if let Some(text) = counts::payload_text(&entry.payload) {
+            match counts::exact_if_ready(&text) {
+                Some(n) => {
+                    entry = entry.with_tokens(n);
+                    self.budget.add(u64::from(n));
+                }
+                None => {
+                    let upper = counts::upper_bound(&text);
+                    self.budget.add(upper);
+                    self.counts.defer(id.clone(), upper, text);
+                }
+            }
+        }
+        self.journal.append(entry)?;
+        Ok(id)
+    }
+
+    /// Appends an entry with an explicit parent that does not join the view on its own (a
+    /// compaction record, a `system` notice, a `head` record).
+    pub fn append_off_head(&mut self, entry: Entry) -> Result<(), EngineError> {
+        self.journal.append(entry)?;
+        Ok(())
+    }
+
+    /// Replaces provisional counts with exact ones (waits for the encoder if needed).
+    pub fn settle_counts(&mut self) {
+        for (upper, exact) in self.counts.settle() {
+            self.budget.adjust(upper, exact);
+        }
+        if crate::tokens::is_ready() {
+            self.refresh_system_prompt();
+        }
+    }
+
+    /// Whether provisional counts exist.
+    pub fn has_provisional_counts(&self) -> bool {
+        self.counts.has_pending()
+    }
+
+    /// Gives every tool call of the last assistant message that has no result an
+    /// "interrupted" error result (a crash or an interrupt left it). Returns how many.
+    pub fn heal_dangling_calls(&mut self) -> Result<usize, EngineError> {
+        let view = self.render();
+        let Some(pos) = view.items.iter().rposition(|i| {
+            i.role == codewhale_journal::Role::Assistant
+                && matches!(i.content, ItemContent::Blocks(_))
+        }) else {
+            return Ok(0);
+        };
+        let answered: Vec<&str> = view.items[pos + 1..]
+            .iter()
+            .filter_map(|i| i.tool_result().map(|r| r.tool_use_id.as_str()))
+            .collect();
+        let missing: Vec<String> = view.items[pos]
+            .blocks()
+            .iter()
+            .filter_map(|b| b.as_tool_use())
+            .filter(|call| !answered.contains(&call.id.as_str()))
+            .map(|call| call.id.clone())
+            .collect();
+        for id in &missing {
+            self.append(ToolResultPayload::new(id.clone(), INTERRUPTED_RESULT, true))?;
+        }
+        Ok(missing.len())
+    }
+
+    /// Stops background commands, syncs the journal and releases its lock. After this returns,
+    /// another process can open the session.
+    pub async fn close(self) -> Result<(), EngineError> {
+        self.background.shutdown();
+        let journal = self.journal;
+        let closed = tokio::task::spawn_blocking(move || journal.close()).await;
+        match closed {
+            Ok(result) => result.map_err(EngineError::from),
+            Err(join) => Err(EngineError::Write(codewhale_journal::WriteError {
+                path: String::new(),
+                message: format!("the journal writer stopped unexpectedly: {join}"),
+            })),
+        }
+    }
+
+    /// Waits until everything appended is on disk.
+    pub async fn sync(&self) -> Result<(), EngineError> {
+        self.journal.sync().await?;
+        Ok(())
+    }
+}
+
+/// The text of a view item as counted.
+fn item_text(content: &ItemContent) -> String {
+    match content {
+        ItemContent::ToolResult(r) => r.content.to_string(),
+        ItemContent::Blocks(blocks) => {
+            let payload = Payload::User(codewhale_journal::UserPayload {
+                content: blocks.clone(),
+                ..Default::default()
+            });
+            counts::payload_text(&payload).unwrap_or_default()
+        }
+    }
+}

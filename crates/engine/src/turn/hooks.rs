@@ -1,0 +1,71 @@
+//! The seams where compaction joins the turn loop (DESIGN §5.1).
+//!
+//! [`before_request`] runs before every model request of a turn, including the requests
+//! between tool calls; [`on_context_overflow`] runs when the provider rejects a request as too
+//! long, and its `true` makes the turn retry that request once. Both get the whole
+//! [`TurnCtx`]: the session (journal, budget, token counts, system prompt, provider client,
+//! background commands, workspace, config) and event emission.
+//!
+//! Invariant: at most [`MAX_PASSES_PER_TURN`] compaction passes per turn, counted in
+//! [`TurnCtx::compaction_passes`]; neither hook ever loops.
+
+use codewhale_provider::ProviderError;
+
+use super::TurnCtx;
+use crate::error::EngineError;
+use crate::protocol::{Event, NoticeLevel};
+
+/// DESIGN §9: compaction passes per turn.
+pub const MAX_PASSES_PER_TURN: u32 = 2;
+
+/// Provisional counts are settled once pressure reaches this fraction of the threshold: below
+/// it, the cheap upper bound is far enough from the threshold that exact counts cannot change
+/// the decision.
+const SETTLE_FRACTION: f64 = 0.5;
+
+/// Runs before every model request.
+pub async fn before_request(ctx: &mut TurnCtx<'_>) -> Result<(), EngineError> {
+    let session = &mut *ctx.session;
+    if session.has_provisional_counts() {
+        let limits = *session.budget().limits();
+        let near =
+            session.budget().pressure().tokens as f64 >= limits.threshold as f64 * SETTLE_FRACTION;
+        if near || crate::tokens::is_ready() {
+            session.settle_counts();
+        }
+    }
+    if !session.budget().over_threshold() || ctx.warned_over_threshold {
+        return Ok(());
+    }
+    // Auto-compaction (trigger `auto`) runs here when the compaction pipeline is wired in.
+    // Until then, say plainly that the conversation is close to the window.
+    let pressure = session.budget().pressure();
+    let limits = *session.budget().limits();
+    ctx.warned_over_threshold = true;
+    ctx.emit(Event::Notice {
+        level: NoticeLevel::Warning,
+        message: format!(
+            "the conversation uses {} tokens ({}), past the compaction threshold of {} of {} \
+             usable; start a new session if the provider rejects it as too long",
+            pressure.tokens,
+            pressure.source.as_str(),
+            limits.threshold,
+            limits.usable_input
+        ),
+    });
+    Ok(())
+}
+
+/// Runs when the provider rejected the request as too long. Returns whether to retry it.
+pub async fn on_context_overflow(
+    ctx: &mut TurnCtx<'_>,
+    error: &ProviderError,
+) -> Result<bool, EngineError> {
+    if let codewhale_provider::ErrorKind::ContextOverflow { limit: Some(limit), .. } = error.kind {
+        // The provider's stated window is the truth for this session (DESIGN §5.1).
+        let limits = ctx.session.budget().limits().with_provider_window(limit);
+        ctx.session.budget_mut().set_limits(limits);
+    }
+    // Reactive compaction (trigger `reactive`) compacts here and returns true to retry once.
+    Ok(false)
+}

@@ -1,0 +1,276 @@
+//! The turn loop: one user message and every model request and tool call it leads to.
+//!
+//! Per request: [`hooks::before_request`] (the compaction seam), render the view, verify it,
+//! convert it ([`crate::convert`]), stream the reply (deltas become events), journal the
+//! assistant entry with usage, `reads` and its token count, run its tool calls
+//! ([`calls`]), and loop until the model stops. Invariants: an interrupt at any
+//! point — streaming, a tool running, an approval pending — leaves a journal whose view passes
+//! the check: a partial reply is kept as an `interrupted` assistant entry and every call
+//! without a result gets an "interrupted" one; the journal is synced at the end of every turn,
+//! however it ends.
+
+pub mod calls;
+pub mod hooks;
+
+use codewhale_journal::{
+    AssistantPayload, Entry, Level, Reads, SystemPayload, Usage as JUsage, UserPayload,
+};
+use codewhale_provider::{ErrorKind, ProviderFailure, Response, StopReason, StreamEvent};
+use tokio_util::sync::CancellationToken;
+
+use crate::convert::{self, RequestParams};
+use crate::error::EngineError;
+use crate::events::{ApprovalGate, EventSink};
+use crate::protocol::{Event, NoticeLevel, SubmissionId, TurnStatus};
+use crate::session::Session;
+use calls::ToolCall;
+pub use hooks::{before_request, on_context_overflow};
+
+/// Everything a turn (and the compaction hooks) work with.
+#[derive(Debug)]
+pub struct TurnCtx<'a> {
+    pub session: &'a mut Session,
+    pub events: &'a EventSink,
+    /// The submission that started the turn; every event names it.
+    pub submission: SubmissionId,
+    /// Cancelled by an interrupt.
+    pub cancel: CancellationToken,
+    /// Compaction passes run in this turn (at most [`hooks::MAX_PASSES_PER_TURN`]).
+    pub compaction_passes: u32,
+    pub(crate) gate: &'a ApprovalGate,
+    warned_over_threshold: bool,
+}
+
+impl<'a> TurnCtx<'a> {
+    /// A context for one turn.
+    pub fn new(
+        session: &'a mut Session,
+        events: &'a EventSink,
+        gate: &'a ApprovalGate,
+        submission: SubmissionId,
+        cancel: CancellationToken,
+    ) -> TurnCtx<'a> {
+        TurnCtx {
+            session,
+            events,
+            submission,
+            cancel,
+            compaction_passes: 0,
+            gate,
+            warned_over_threshold: false,
+        }
+    }
+
+    /// Emits an event for this turn's submission.
+    pub fn emit(&self, event: Event) {
+        self.events.emit(self.submission, event);
+    }
+
+    /// Emits the budget's current figures.
+    pub fn emit_usage(&self, reported_input: Option<u64>, output: Option<u64>) {
+        let budget = self.session.budget();
+        let limits = budget.limits();
+        self.emit(Event::Usage {
+            reported_input,
+            output,
+            pressure: budget.pressure(),
+            usable_input: limits.usable_input,
+            threshold: limits.threshold,
+            window: limits.window,
+            window_unverified: limits.is_unverified(),
+        });
+    }
+}
+
+/// How a turn ended, and the text to show for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnOutcome {
+    pub status: TurnStatus,
+    /// The last assistant text of the turn (possibly partial).
+    pub text: String,
+}
+
+/// Runs one user turn to its end. Emits `TurnStarted` … `TurnFinished`; errors that stop the
+/// turn are emitted as `Error` events and journaled as `system` notices.
+pub async fn run_turn(ctx: &mut TurnCtx<'_>, input: String) -> TurnOutcome {
+    ctx.emit(Event::TurnStarted);
+    let outcome = match drive(ctx, input).await {
+        Ok(outcome) => outcome,
+        Err(err) => {
+            fail(ctx, err.kind_name(), &err.to_string());
+            TurnOutcome { status: TurnStatus::Failed, text: String::new() }
+        }
+    };
+    // Whatever happened, no call may be left without a result, and the turn is durable.
+    if let Err(err) = ctx.session.heal_dangling_calls() {
+        fail(ctx, err.kind_name(), &err.to_string());
+    }
+    if let Err(err) = ctx.session.sync().await {
+        fail(ctx, err.kind_name(), &err.to_string());
+    }
+    ctx.gate.clear();
+    ctx.emit(Event::TurnFinished { status: outcome.status, text: outcome.text.clone() });
+    outcome
+}
+
+fn fail(ctx: &mut TurnCtx<'_>, kind: &str, message: &str) {
+    ctx.emit(Event::Error { kind: kind.to_owned(), message: message.to_owned() });
+    let journal = ctx.session.journal();
+    let notice = Entry::new(
+        Some(journal.head_id().clone()),
+        SystemPayload::new(Level::Error, format!("{kind}: {message}")),
+    );
+    if let Err(err) = ctx.session.append_off_head(notice) {
+        tracing::error!("cannot journal the error notice: {err}");
+    }
+}
+
+async fn drive(ctx: &mut TurnCtx<'_>, input: String) -> Result<TurnOutcome, EngineError> {
+    // A crash or an earlier interrupt may have left calls unanswered; answer them before the
+    // new message, or the user message would sit between a call and its result.
+    ctx.session.heal_dangling_calls()?;
+    ctx.session.append(UserPayload::text(input))?;
+    let mut overflow_retried = false;
+    loop {
+        if ctx.cancel.is_cancelled() {
+            return Ok(TurnOutcome { status: TurnStatus::Interrupted, text: String::new() });
+        }
+        before_request(ctx).await?;
+        let view = ctx.session.render();
+        codewhale_journal::check_view(&view)?;
+        let limits = *ctx.session.budget().limits();
+        let max_output = codewhale_provider::lookup_model(ctx.session.model())
+            .max_output
+            .min(limits.reserved_output)
+            .max(1);
+        let request = convert::to_request(
+            &view,
+            RequestParams {
+                model: ctx.session.model(),
+                system: ctx.session.system_prompt(),
+                tools: crate::tools::specs(),
+                max_output_tokens: u32::try_from(max_output).unwrap_or(u32::MAX),
+            },
+        );
+        let estimate = ctx.session.budget().raw_estimate();
+        let reads = Reads::new(view.head.clone(), view.compaction.as_ref().map(|c| c.id.clone()));
+        drop(view);
+        let client = ctx.session.client().clone();
+        let events = ctx.events.clone();
+        let submission = ctx.submission;
+        let result = client
+            .complete_with(&request, ctx.cancel.clone(), move |event| match event {
+                StreamEvent::TextDelta { text } => {
+                    events.emit(submission, Event::TextDelta { text: text.clone() })
+                }
+                StreamEvent::ThinkingDelta { text } if !text.is_empty() => {
+                    events.emit(submission, Event::ThinkingDelta { text: text.clone() })
+                }
+                _ => {}
+            })
+            .await;
+        let response = match result {
+            Ok(response) => response,
+            Err(failure) => {
+                if failure.error.is_context_overflow()
+                    && !overflow_retried
+                    && failure.partial.is_none()
+                {
+                    overflow_retried = true;
+                    if on_context_overflow(ctx, &failure.error).await? {
+                        continue;
+                    }
+                }
+                return stopped(ctx, failure, reads);
+            }
+        };
+        let text = response.text();
+        let calls: Vec<ToolCall> = response
+            .tool_uses()
+            .map(|(id, name, input)| ToolCall {
+                id: id.to_owned(),
+                name: name.to_owned(),
+                input: input.clone(),
+            })
+            .collect();
+        let stop = response.stop_reason.clone();
+        record_response(ctx, &response, reads, estimate, false)?;
+        if calls.is_empty() {
+            if stop == Some(StopReason::MaxTokens) {
+                ctx.emit(Event::Notice {
+                    level: NoticeLevel::Warning,
+                    message: "the reply stopped at the output token limit".into(),
+                });
+            }
+            return Ok(TurnOutcome { status: TurnStatus::Completed, text });
+        }
+        for call in &calls {
+            ctx.emit(Event::ToolCallRequested {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                input: call.input.clone(),
+            });
+        }
+        if !calls::run_calls(ctx, &calls).await? {
+            return Ok(TurnOutcome { status: TurnStatus::Interrupted, text });
+        }
+    }
+}
+
+/// Journals the assistant entry of a response and updates the budget from its usage.
+fn record_response(
+    ctx: &mut TurnCtx<'_>,
+    response: &Response,
+    reads: Reads,
+    estimate: u64,
+    interrupted: bool,
+) -> Result<(), EngineError> {
+    let mut payload = AssistantPayload::new(convert::from_response_blocks(&response.content));
+    payload.model = response.model.clone().or_else(|| Some(ctx.session.model().to_owned()));
+    payload.stop_reason = response.stop_reason.as_ref().map(|s| s.as_str().to_owned());
+    payload.usage = response.usage.map(|u| JUsage {
+        input_tokens: u.input_tokens,
+        output_tokens: u.output_tokens,
+        cache_read_tokens: u.cache_read_tokens,
+        cache_write_tokens: u.cache_write_tokens,
+        ..JUsage::default()
+    });
+    payload.reads = Some(reads);
+    payload.interrupted = interrupted;
+    ctx.session.append(payload)?;
+    let reported = response.usage.map(|u| u.input_tokens).filter(|n| *n > 0);
+    if let Some(reported) = reported {
+        ctx.session.budget_mut().record_report(reported, estimate);
+    }
+    ctx.emit_usage(reported, response.usage.map(|u| u.output_tokens));
+    Ok(())
+}
+
+/// The request failed or was cancelled: keep what streamed, report, and end the turn.
+fn stopped(
+    ctx: &mut TurnCtx<'_>,
+    failure: ProviderFailure,
+    reads: Reads,
+) -> Result<TurnOutcome, EngineError> {
+    let text = failure.partial.as_ref().map(Response::text).unwrap_or_default();
+    if let Some(partial) = failure.partial.as_ref().filter(|p| !p.content.is_empty()) {
+        record_response(ctx, partial, reads, 0, true)?;
+    }
+    if failure.error.kind == ErrorKind::Cancelled {
+        return Ok(TurnOutcome { status: TurnStatus::Interrupted, text });
+    }
+    let advice = match failure.error.kind {
+        ErrorKind::ContextOverflow { .. } => {
+            "; the conversation no longer fits the model's window: start a new session or use a \
+             model with a larger window"
+        }
+        ErrorKind::Auth => "; check the API key",
+        ErrorKind::RateLimited { .. } | ErrorKind::Overloaded | ErrorKind::Network => {
+            "; try again in a moment"
+        }
+        _ => "",
+    };
+    let message = format!("the model request failed: {}{advice}", failure.error);
+    fail(ctx, failure.error.kind.name(), &message);
+    Ok(TurnOutcome { status: TurnStatus::Failed, text })
+}

@@ -1,0 +1,74 @@
+//! Approval modes through the whole turn: denied without a terminal, denied and approved by
+//! the user, and auto-edit.
+
+use codewhale_engine::approval::ApprovalMode;
+use codewhale_engine::protocol::{ApprovalScope, Event, Op, TurnStatus};
+use codewhale_engine::session::Resume;
+use codewhale_provider::test_support::Reply;
+use serde_json::json;
+
+use super::common::{reload_checked, results, session_file, Harness};
+
+#[tokio::test]
+async fn without_a_terminal_a_write_in_ask_mode_is_denied_with_a_message() {
+    let h = Harness::new().await;
+    h.server.push(Reply::tool_call("w", "write_file", json!({"path": "x.txt", "content": "x"})));
+    h.server.push(Reply::text("could not write"));
+    let mut engine = h.spawn(ApprovalMode::Ask);
+    let run = engine.turn("write x").await;
+    assert_eq!(run.status, TurnStatus::Completed);
+    engine.shutdown().await;
+    assert!(!h.ws.path().join("x.txt").exists());
+    let sent = h.tool_results_in_request(1);
+    assert!(sent[0].1.starts_with("denied:") && sent[0].1.contains("--approval"), "{sent:?}");
+    let journal = reload_checked(&session_file(h.home.path()));
+    assert!(results(&journal)[0].2, "a denial is an error result");
+}
+
+#[tokio::test]
+async fn auto_edit_writes_but_still_refuses_shell() {
+    let h = Harness::new().await;
+    h.server.push(Reply::tool_call("w", "write_file", json!({"path": "x.txt", "content": "x"})));
+    h.server.push(Reply::tool_call("s", "shell", json!({"command": "touch y.txt"})));
+    h.server.push(Reply::text("ok"));
+    let mut engine = h.spawn(ApprovalMode::AutoEdit);
+    engine.turn("go").await;
+    engine.shutdown().await;
+    assert_eq!(h.read("x.txt"), "x");
+    assert!(!h.ws.path().join("y.txt").exists());
+}
+
+#[tokio::test]
+async fn paths_outside_the_workspace_need_approval_even_for_reads() {
+    let h = Harness::new().await;
+    h.server.push(Reply::tool_call("r", "read_file", json!({"path": "/etc/hostname"})));
+    h.server.push(Reply::text("ok"));
+    let mut engine = h.spawn(ApprovalMode::AutoEdit);
+    engine.turn("read it").await;
+    engine.shutdown().await;
+    assert!(h.tool_results_in_request(1)[0].1.starts_with("denied:"));
+}
+
+#[tokio::test]
+async fn the_user_can_deny_and_approve_interactively() {
+    let h = Harness::new().await;
+    h.server.push(Reply::tool_call("s1", "shell", json!({"command": "touch denied.txt"})));
+    h.server.push(Reply::tool_call("s2", "shell", json!({"command": "touch allowed.txt"})));
+    h.server.push(Reply::tool_call("s3", "shell", json!({"command": "touch again.txt"})));
+    h.server.push(Reply::text("done"));
+    let mut engine = h.spawn_with(Resume::New, ApprovalMode::Ask, true);
+    let turn = engine.submit(Op::UserInput { text: "touch files".into() });
+    engine.until(|e| matches!(e, Event::ApprovalNeeded { call_id, .. } if call_id == "s1")).await;
+    engine.submit(Op::Deny { call_id: "s1".into() });
+    engine.until(|e| matches!(e, Event::ApprovalNeeded { call_id, .. } if call_id == "s2")).await;
+    engine.submit(Op::Approve { call_id: "s2".into(), scope: ApprovalScope::Always });
+    // "Always" covers the next shell call: no third approval request.
+    let run = engine.finish(turn).await;
+    assert_eq!(run.status, TurnStatus::Completed);
+    assert!(!run.events.iter().any(|e| matches!(e, Event::ApprovalNeeded { .. })));
+    engine.shutdown().await;
+    assert!(!h.ws.path().join("denied.txt").exists());
+    assert!(h.ws.path().join("allowed.txt").exists());
+    assert!(h.ws.path().join("again.txt").exists());
+    assert!(h.tool_results_in_request(1)[0].1.contains("the user declined"));
+}

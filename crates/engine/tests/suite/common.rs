@@ -1,0 +1,210 @@
+//! The harness: a mock provider, a home and a workspace in temp dirs, and helpers to run
+//! turns through the engine handle and to reload journals from disk.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use codewhale_engine::approval::ApprovalMode;
+use codewhale_engine::config::{Env, Overrides};
+use codewhale_engine::journal::{check_view, load_read_only, render, Entry, Journal, Payload};
+use codewhale_engine::protocol::{Event, EventMsg, Op, SubmissionId, TurnStatus};
+use codewhale_engine::session::Resume;
+use codewhale_engine::{Engine, EngineHandle, EngineParams, EventReceiver};
+use codewhale_provider::test_support::{MockServer, TEST_API_KEY};
+use codewhale_provider::RetryPolicy;
+use tempfile::TempDir;
+
+pub struct Harness {
+    pub server: MockServer,
+    pub home: TempDir,
+    pub ws: TempDir,
+}
+
+impl Harness {
+    pub async fn new() -> Harness {
+        // Exact counts in every test: build the encoder before the first append.
+        codewhale_engine::tokens::count("warm");
+        Harness {
+            server: MockServer::start().await.unwrap(),
+            home: tempfile::tempdir().unwrap(),
+            ws: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    pub fn workspace(&self) -> PathBuf {
+        std::fs::canonicalize(self.ws.path()).unwrap()
+    }
+
+    pub fn params(&self, resume: Resume, mode: ApprovalMode, interactive: bool) -> EngineParams {
+        EngineParams {
+            home: self.home.path().to_path_buf(),
+            workspace: self.ws.path().to_path_buf(),
+            overrides: Overrides {
+                provider: Some("openai".into()),
+                model: Some("gpt-4.1".into()),
+                base_url: Some(self.server.openai_base_url()),
+                approval: Some(mode),
+                ..Overrides::default()
+            },
+            env: Env { openai_api_key: Some(TEST_API_KEY.into()), ..Env::default() },
+            resume,
+            interactive,
+            retry: Some(RetryPolicy::fast()),
+        }
+    }
+
+    pub fn spawn(&self, mode: ApprovalMode) -> Running {
+        Running::new(Engine::spawn(self.params(Resume::New, mode, false)).unwrap())
+    }
+
+    pub fn spawn_with(&self, resume: Resume, mode: ApprovalMode, interactive: bool) -> Running {
+        Running::new(Engine::spawn(self.params(resume, mode, interactive)).unwrap())
+    }
+
+    pub fn write(&self, rel: &str, text: &str) {
+        let path = self.ws.path().join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.ws.path().join(rel)).unwrap()
+    }
+
+    /// The tool results the `n`-th request carried, as (tool_call_id, content) pairs.
+    pub fn tool_results_in_request(&self, n: usize) -> Vec<(String, String)> {
+        let body = &self.server.requests()[n].body;
+        body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .map(|m| {
+                (
+                    m["tool_call_id"].as_str().unwrap().to_owned(),
+                    m["content"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    }
+}
+
+pub struct Running {
+    pub handle: EngineHandle,
+    pub events: EventReceiver,
+}
+
+/// What one turn produced.
+#[derive(Debug)]
+pub struct TurnRun {
+    pub events: Vec<Event>,
+    pub status: TurnStatus,
+    pub text: String,
+}
+
+impl Running {
+    fn new((handle, events): (EngineHandle, EventReceiver)) -> Running {
+        Running { handle, events }
+    }
+
+    pub fn submit(&self, op: Op) -> SubmissionId {
+        self.handle.submit(op)
+    }
+
+    /// The next event, failing the test after 20 s.
+    pub async fn next(&mut self) -> EventMsg {
+        tokio::time::timeout(Duration::from_secs(20), self.events.recv())
+            .await
+            .expect("no event within 20 s")
+            .expect("the engine stopped")
+    }
+
+    /// Events until one matches `pred` (returned last).
+    pub async fn until(&mut self, pred: impl Fn(&Event) -> bool) -> Vec<Event> {
+        let mut seen = Vec::new();
+        loop {
+            let msg = self.next().await;
+            let done = pred(&msg.event);
+            seen.push(msg.event);
+            if done {
+                return seen;
+            }
+        }
+    }
+
+    /// Waits for the end of the turn started by `id`.
+    pub async fn finish(&mut self, id: SubmissionId) -> TurnRun {
+        let mut events = Vec::new();
+        loop {
+            let msg = self.next().await;
+            if msg.id == id {
+                if let Event::TurnFinished { status, text } = &msg.event {
+                    let (status, text) = (*status, text.clone());
+                    events.push(msg.event);
+                    return TurnRun { events, status, text };
+                }
+            }
+            events.push(msg.event);
+        }
+    }
+
+    /// Submits a user message and waits for its turn to end.
+    pub async fn turn(&mut self, text: &str) -> TurnRun {
+        let id = self.submit(Op::UserInput { text: text.into() });
+        self.finish(id).await
+    }
+
+    /// Shuts the engine down and waits for it.
+    pub async fn shutdown(mut self) {
+        self.submit(Op::Shutdown);
+        self.until(|e| matches!(e, Event::ShutdownComplete)).await;
+    }
+}
+
+/// Reloads a journal from disk (read-only) and checks that its HEAD view can be sent.
+pub fn reload_checked(path: &Path) -> Journal {
+    let loaded = load_read_only(path).unwrap();
+    let journal = loaded.journal;
+    let view = render(&journal, journal.head_id().as_str());
+    check_view(&view).unwrap_or_else(|e| panic!("view check failed after reload: {e}"));
+    journal
+}
+
+/// The model-visible entries on HEAD's spine, root first.
+pub fn spine(journal: &Journal) -> Vec<&Entry> {
+    journal
+        .spine(journal.head_id().as_str())
+        .into_iter()
+        .filter(|e| e.payload.is_model_visible())
+        .collect()
+}
+
+/// The kinds of the spine, for compact assertions.
+pub fn kinds(journal: &Journal) -> Vec<String> {
+    spine(journal).iter().map(|e| e.kind().to_owned()).collect()
+}
+
+/// The tool results on the spine as (id, content, is_error).
+pub fn results(journal: &Journal) -> Vec<(String, String, bool)> {
+    spine(journal)
+        .iter()
+        .filter_map(|e| match &e.payload {
+            Payload::ToolResult(r) => {
+                Some((r.tool_use_id.clone(), r.content.to_string(), r.is_error))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The single session file in `home/sessions`.
+pub fn session_file(home: &Path) -> PathBuf {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(home.join("sessions"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    files.remove(0)
+}

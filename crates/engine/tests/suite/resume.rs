@@ -1,0 +1,144 @@
+//! Resuming: the same session continues, a crash-left call is answered, counts survive.
+
+use codewhale_engine::approval::ApprovalMode;
+use codewhale_engine::config::{Config, ResolvedProvider};
+use codewhale_engine::journal::{
+    AssistantPayload, Block, Entry, HeaderPayload, JournalFile, Payload, UserPayload,
+};
+use codewhale_engine::protocol::TurnStatus;
+use codewhale_engine::session::{Resume, Session, SessionParams, INTERRUPTED_RESULT};
+use codewhale_provider::test_support::Reply;
+use codewhale_provider::ProviderKind;
+use serde_json::json;
+
+use super::common::{kinds, reload_checked, session_file, spine, Harness};
+
+#[tokio::test]
+async fn resume_last_continues_the_same_session() {
+    let h = Harness::new().await;
+    h.server.push(Reply::text("first answer"));
+    h.server.push(Reply::text("second answer"));
+    let mut engine = h.spawn(ApprovalMode::Ask);
+    engine.turn("first question").await;
+    let id = engine.handle.session_id().to_owned();
+    engine.shutdown().await;
+
+    let mut engine = h.spawn_with(Resume::Last, ApprovalMode::Ask, false);
+    assert_eq!(engine.handle.session_id(), id);
+    let run = engine.turn("second question").await;
+    assert_eq!(run.text, "second answer");
+    engine.shutdown().await;
+
+    let second = &h.server.requests()[1].body["messages"];
+    let contents: Vec<&str> =
+        second.as_array().unwrap().iter().filter_map(|m| m["content"].as_str()).collect();
+    assert!(contents.contains(&"first question") && contents.contains(&"first answer"));
+    let journal = reload_checked(&session_file(h.home.path()));
+    assert_eq!(kinds(&journal), ["user", "assistant", "user", "assistant"]);
+}
+
+#[tokio::test]
+async fn resume_by_id_prefix_and_unknown_ids() {
+    let h = Harness::new().await;
+    h.server.push(Reply::text("a"));
+    let mut engine = h.spawn(ApprovalMode::Ask);
+    engine.turn("q").await;
+    let id = engine.handle.session_id().to_owned();
+    engine.shutdown().await;
+    let engine = h.spawn_with(Resume::Id(id[..20].to_owned()), ApprovalMode::Ask, false);
+    assert_eq!(engine.handle.session_id(), id);
+    engine.shutdown().await;
+    let err = codewhale_engine::Engine::spawn(h.params(
+        Resume::Id("nope".into()),
+        ApprovalMode::Ask,
+        false,
+    ))
+    .unwrap_err();
+    assert!(err.to_string().starts_with("no session nope"), "{err}");
+}
+
+#[tokio::test]
+async fn a_crash_left_tool_call_is_answered_before_the_next_message() {
+    let h = Harness::new().await;
+    let ws = h.workspace();
+    let header = HeaderPayload::new("crashed-session", ws.display().to_string());
+    let mut file = JournalFile::create_session(&h.home.path().join("sessions"), header).unwrap();
+    let head = file.journal().head_id().clone();
+    let user = Entry::new(Some(head), UserPayload::text("run it"));
+    let call = Entry::new(
+        Some(user.id.clone()),
+        AssistantPayload::new(vec![Block::tool_use("lost", "shell", json!({"command": "ls"}))]),
+    );
+    file.append(user).unwrap();
+    file.append(call).unwrap();
+    file.close().unwrap();
+
+    h.server.push(Reply::text("recovered"));
+    let mut engine = h.spawn_with(Resume::Last, ApprovalMode::Ask, false);
+    assert_eq!(engine.handle.session_id(), "crashed-session");
+    let run = engine.turn("again").await;
+    assert_eq!(run.status, TurnStatus::Completed);
+    engine.shutdown().await;
+    assert_eq!(h.tool_results_in_request(0), [("lost".to_owned(), INTERRUPTED_RESULT.to_owned())]);
+    let journal = reload_checked(&session_file(h.home.path()));
+    assert_eq!(kinds(&journal), ["user", "assistant", "tool_result", "user", "assistant"]);
+}
+
+#[tokio::test]
+async fn token_counts_are_stored_and_used_after_reload_without_recounting() {
+    let h = Harness::new().await;
+    h.write("f.txt", "some content\n");
+    h.server.push(Reply::tool_call("c", "read_file", json!({"path": "f.txt"})).with_usage(500, 9));
+    h.server.push(Reply::text("ok").with_usage(600, 2));
+    let mut engine = h.spawn(ApprovalMode::Ask);
+    engine.turn("read f").await;
+    engine.shutdown().await;
+    let path = session_file(h.home.path());
+    let journal = reload_checked(&path);
+    assert!(spine(&journal).iter().all(|e| e.tokens.is_some()), "every entry carries its count");
+    let Payload::Assistant(a) = &spine(&journal)[1].payload else { panic!() };
+    assert_eq!(a.usage.as_ref().unwrap().input_tokens, 500);
+    assert_eq!(a.reads.as_ref().unwrap().head, spine(&journal)[0].id);
+
+    // Replace one stored count by a marker value: a reopened session must use it as is.
+    let text = std::fs::read_to_string(&path).unwrap();
+    let user_tokens = spine(&journal)[0].tokens.unwrap();
+    let needle = format!("\"tokens\":{user_tokens}}}");
+    let patched = text.replacen(&needle, "\"tokens\":77777}", 1);
+    assert_ne!(patched, text);
+    std::fs::write(&path, patched).unwrap();
+    let stored: u64 = spine(&journal).iter().map(|e| u64::from(e.tokens.unwrap())).sum::<u64>()
+        - u64::from(user_tokens)
+        + 77_777;
+
+    let session = Session::open(session_params(&h)).unwrap();
+    let budget = session.budget();
+    assert_eq!(budget.raw_estimate() - budget.system_tokens(), stored);
+}
+
+#[tokio::test]
+async fn a_second_writer_is_refused_while_the_session_is_open() {
+    let h = Harness::new().await;
+    h.server.push(Reply::text("a"));
+    let mut engine = h.spawn(ApprovalMode::Ask);
+    engine.turn("q").await;
+    let err = Session::open(session_params(&h)).unwrap_err().to_string();
+    assert!(err.contains("open in another codewhale"), "{err}");
+    engine.shutdown().await;
+}
+
+fn session_params(h: &Harness) -> SessionParams {
+    SessionParams {
+        home: h.home.path().to_path_buf(),
+        workspace: h.ws.path().to_path_buf(),
+        config: Config::default(),
+        provider: ResolvedProvider {
+            kind: ProviderKind::OpenAi,
+            model: "gpt-4.1".into(),
+            base_url: h.server.openai_base_url(),
+            api_key: None,
+        },
+        resume: Resume::Last,
+        retry: None,
+    }
+}

@@ -1,0 +1,152 @@
+//! Multi-step tool loops, one per tool, and parallel calls.
+
+use codewhale_engine::approval::ApprovalMode;
+use codewhale_engine::protocol::{Event, TurnStatus};
+use codewhale_provider::test_support::{Reply, ToolCall};
+use serde_json::json;
+
+use super::common::{kinds, reload_checked, results, session_file, Harness};
+
+/// Runs: model calls `name(input)`, then answers "done"; returns the result the model read.
+async fn one_call(h: &Harness, name: &str, input: serde_json::Value) -> (String, bool) {
+    h.server.push(Reply::tool_call("call_1", name, input).with_usage(900, 20));
+    h.server.push(Reply::text("done").with_usage(1000, 5));
+    let mut engine = h.spawn(ApprovalMode::Full);
+    let run = engine.turn("please do it").await;
+    assert_eq!(run.status, TurnStatus::Completed, "{:?}", run.events);
+    assert_eq!(run.text, "done");
+    engine.shutdown().await;
+    let sent = h.tool_results_in_request(1);
+    assert_eq!(sent.len(), 1);
+    let journal = reload_checked(&session_file(h.home.path()));
+    assert_eq!(kinds(&journal), ["user", "assistant", "tool_result", "assistant"]);
+    let (_, content, is_error) = results(&journal).remove(0);
+    assert_eq!(content, sent[0].1, "the model read exactly what was journaled");
+    (content, is_error)
+}
+
+#[tokio::test]
+async fn read_file_loop() {
+    let h = Harness::new().await;
+    h.write("notes.txt", "alpha\nbeta\n");
+    let (out, err) = one_call(&h, "read_file", json!({"path": "notes.txt"})).await;
+    assert!(!err);
+    assert_eq!(out, "     1\talpha\n     2\tbeta\n");
+}
+
+#[tokio::test]
+async fn list_dir_loop() {
+    let h = Harness::new().await;
+    h.write("src/main.rs", "fn main() {}\n");
+    let (out, err) = one_call(&h, "list_dir", json!({"path": "."})).await;
+    assert!(!err);
+    assert_eq!(out, "src/");
+}
+
+#[tokio::test]
+async fn search_loop() {
+    let h = Harness::new().await;
+    h.write("src/lib.rs", "pub fn needle() {}\n");
+    let (out, err) = one_call(&h, "search", json!({"pattern": "fn needle"})).await;
+    assert!(!err);
+    assert_eq!(out.trim(), "src/lib.rs:1:pub fn needle() {}");
+}
+
+#[tokio::test]
+async fn write_file_loop() {
+    let h = Harness::new().await;
+    let (out, err) =
+        one_call(&h, "write_file", json!({"path": "out/new.txt", "content": "hello\n"})).await;
+    assert!(!err, "{out}");
+    assert_eq!(h.read("out/new.txt"), "hello\n");
+}
+
+#[tokio::test]
+async fn edit_file_loop() {
+    let h = Harness::new().await;
+    h.write("a.rs", "let x = 1;\n");
+    let input = json!({"path": "a.rs", "old_string": "x = 1", "new_string": "x = 2"});
+    let (out, err) = one_call(&h, "edit_file", input).await;
+    assert!(!err, "{out}");
+    assert_eq!(h.read("a.rs"), "let x = 2;\n");
+}
+
+#[tokio::test]
+async fn edit_file_refusal_is_an_error_result_the_model_reads() {
+    let h = Harness::new().await;
+    h.write("a.rs", "x x\n");
+    let input = json!({"path": "a.rs", "old_string": "x", "new_string": "y"});
+    let (out, err) = one_call(&h, "edit_file", input).await;
+    assert!(err);
+    assert!(out.contains("matches 2 places"), "{out}");
+    assert_eq!(h.read("a.rs"), "x x\n");
+}
+
+#[tokio::test]
+async fn shell_loop() {
+    let h = Harness::new().await;
+    let (out, err) = one_call(&h, "shell", json!({"command": "echo hi; echo oops >&2"})).await;
+    assert!(!err, "{out}");
+    assert!(out.contains("hi\n") && out.contains("oops\n") && out.ends_with("[exit code: 0]"));
+}
+
+#[tokio::test]
+async fn several_steps_then_an_answer() {
+    let h = Harness::new().await;
+    h.write("a.txt", "one\n");
+    h.server.push(Reply::tool_call("c1", "read_file", json!({"path": "a.txt"})));
+    h.server.push(Reply::tool_call(
+        "c2",
+        "edit_file",
+        json!({"path": "a.txt", "old_string": "one", "new_string": "two"}),
+    ));
+    h.server.push(Reply::tool_call("c3", "shell", json!({"command": "cat a.txt"})));
+    h.server.push(Reply::text("changed it"));
+    let mut engine = h.spawn(ApprovalMode::Full);
+    let run = engine.turn("change one to two").await;
+    assert_eq!(run.status, TurnStatus::Completed);
+    engine.shutdown().await;
+    assert_eq!(h.server.requests().len(), 4);
+    assert!(h.tool_results_in_request(3).iter().any(|(id, c)| id == "c3" && c.contains("two")));
+    let journal = reload_checked(&session_file(h.home.path()));
+    assert_eq!(journal.entries().iter().filter(|e| e.kind() == "tool_result").count(), 3);
+}
+
+#[tokio::test]
+async fn parallel_calls_get_results_in_call_order() {
+    let h = Harness::new().await;
+    h.write("a.txt", "A\n");
+    h.write("b.txt", "B\n");
+    h.server.push(Reply::tool_calls(vec![
+        ToolCall::new("c_b", "read_file", json!({"path": "b.txt"})),
+        ToolCall::new("c_a", "read_file", json!({"path": "a.txt"})),
+        ToolCall::new("c_l", "list_dir", json!({"path": "."})),
+    ]));
+    h.server.push(Reply::text("read both"));
+    let mut engine = h.spawn(ApprovalMode::Ask);
+    let run = engine.turn("read them").await;
+    assert_eq!(run.status, TurnStatus::Completed);
+    let started: Vec<&str> = run
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolCallStarted { call_id, .. } => Some(call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    // All three start before any finishes: they ran as one concurrent batch.
+    let first_finish =
+        run.events.iter().position(|e| matches!(e, Event::ToolCallFinished { .. })).unwrap();
+    let last_start =
+        run.events.iter().rposition(|e| matches!(e, Event::ToolCallStarted { .. })).unwrap();
+    assert_eq!(started, ["c_b", "c_a", "c_l"]);
+    assert!(last_start < first_finish);
+    engine.shutdown().await;
+    let ids: Vec<String> = h.tool_results_in_request(1).into_iter().map(|(id, _)| id).collect();
+    assert_eq!(ids, ["c_b", "c_a", "c_l"]);
+    let journal = reload_checked(&session_file(h.home.path()));
+    assert_eq!(
+        kinds(&journal),
+        ["user", "assistant", "tool_result", "tool_result", "tool_result", "assistant"]
+    );
+}

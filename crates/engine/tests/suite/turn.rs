@@ -1,0 +1,71 @@
+//! The request the engine sends, usage and errors.
+
+use codewhale_engine::approval::ApprovalMode;
+use codewhale_engine::budget::Source;
+use codewhale_engine::protocol::{Event, TurnStatus};
+use codewhale_provider::test_support::{Fault, Reply};
+
+use super::common::{kinds, reload_checked, session_file, Harness};
+
+#[tokio::test]
+async fn the_request_carries_system_prompt_instructions_and_tools() {
+    let h = Harness::new().await;
+    h.write("AGENTS.md", "Always answer in haiku.");
+    h.server.push(Reply::text("ok").with_usage(50_000, 3));
+    let mut engine = h.spawn(ApprovalMode::Ask);
+    let run = engine.turn("hello").await;
+    let usage = run.events.iter().find_map(|e| match e {
+        Event::Usage { reported_input, pressure, .. } => Some((*reported_input, *pressure)),
+        _ => None,
+    });
+    let (reported, pressure) = usage.unwrap();
+    assert_eq!(reported, Some(50_000));
+    assert_eq!(pressure.tokens, 50_000);
+    assert_eq!(pressure.source, Source::Reported);
+    engine.shutdown().await;
+    let body = &h.server.requests()[0].body;
+    let system = body["messages"][0]["content"].as_str().unwrap();
+    assert!(system.contains("You are Codewhale") && system.contains("Always answer in haiku."));
+    let tools: Vec<&str> = body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["read_file", "list_dir", "search", "write_file", "edit_file", "shell"]);
+}
+
+#[tokio::test]
+async fn a_context_overflow_fails_the_turn_with_a_clear_error() {
+    let h = Harness::new().await;
+    h.server.push(Reply::fault(Fault::overflow(8_000, 9_000)));
+    let mut engine = h.spawn(ApprovalMode::Ask);
+    let run = engine.turn("hello").await;
+    assert_eq!(run.status, TurnStatus::Failed);
+    let message = run
+        .events
+        .iter()
+        .find_map(|e| match e {
+            Event::Error { kind, message } if kind == "context_overflow" => Some(message.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(message.contains("window"), "{message}");
+    engine.shutdown().await;
+    let journal = reload_checked(&session_file(h.home.path()));
+    assert_eq!(kinds(&journal), ["user"]);
+}
+
+#[tokio::test]
+async fn busy_ops_during_a_turn_are_answered_with_an_error() {
+    let h = Harness::new().await;
+    h.server.push(Reply::text("slow").slow(std::time::Duration::from_millis(300)));
+    let mut engine = h.spawn(ApprovalMode::Ask);
+    let turn = engine.submit(codewhale_engine::protocol::Op::UserInput { text: "a".into() });
+    let busy = engine.submit(codewhale_engine::protocol::Op::UserInput { text: "b".into() });
+    let run = engine.finish(turn).await;
+    assert_eq!(run.status, TurnStatus::Completed);
+    let _ = busy;
+    assert!(run.events.iter().any(|e| matches!(e, Event::Error { kind, .. } if kind == "busy")));
+    engine.shutdown().await;
+}

@@ -11,7 +11,6 @@
 //!   response, which closes the connection, so the server stops generating;
 //! - every error returned has the API key redacted.
 
-use std::collections::VecDeque;
 use std::pin::Pin;
 use std::time::Duration;
 
@@ -27,14 +26,14 @@ use crate::config::{OpenAiServer, ProviderConfig, ProviderKind};
 use crate::error::{ErrorKind, ProviderError, ProviderFailure};
 use crate::event::StreamEvent;
 use crate::retry::{self, RetryDecision};
-use crate::sse::{SseEvent, SseParser};
+use crate::stream;
 use crate::types::{Request, Response};
 use crate::{anthropic, openai};
 
 /// The events of one reply. Ends after `Stop`, or after the first error.
 pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, ProviderError>> + Send>>;
 
-type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes, reqwest::Error>> + Send>>;
+pub(crate) type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes, reqwest::Error>> + Send>>;
 
 /// A client for one provider endpoint. Cheap to clone; clones share connections.
 #[derive(Clone, Debug)]
@@ -141,7 +140,15 @@ impl Client {
                 outcome = self.attempt(&body) => outcome,
             };
             let (error, retry_after) = match outcome {
-                Ok(Attempt::Stream(bytes)) => return Ok(self.events(bytes, cancel.clone())),
+                Ok(Attempt::Stream(bytes)) => {
+                    return Ok(stream::events(
+                        bytes,
+                        self.config.kind,
+                        cancel.clone(),
+                        self.config.idle_timeout,
+                        self.config.api_key.clone(),
+                    ))
+                }
                 Ok(Attempt::Whole(events)) => {
                     return Ok(Box::pin(futures::stream::iter(events.into_iter().map(Ok))))
                 }
@@ -246,142 +253,11 @@ impl Client {
             }
         }
     }
-
-    fn events(&self, bytes: ByteStream, cancel: CancellationToken) -> EventStream {
-        let decoder = match self.config.kind {
-            ProviderKind::OpenAi => Decoder::OpenAi(openai::decode::Decoder::new()),
-            ProviderKind::Anthropic => Decoder::Anthropic(anthropic::decode::Decoder::new()),
-        };
-        let state = StreamState {
-            bytes: Some(bytes),
-            parser: SseParser::new(),
-            decoder,
-            pending: VecDeque::new(),
-            cancel,
-            idle: self.config.idle_timeout,
-            secret: self.config.api_key.clone(),
-        };
-        Box::pin(futures::stream::unfold(state, |mut state| async move {
-            let item = state.next().await?;
-            Some((item, state))
-        }))
-    }
 }
 
 enum Attempt {
     Stream(ByteStream),
     Whole(Vec<StreamEvent>),
-}
-
-enum Decoder {
-    OpenAi(openai::decode::Decoder),
-    Anthropic(anthropic::decode::Decoder),
-}
-
-impl Decoder {
-    fn on_event(
-        &mut self,
-        event: &SseEvent,
-        out: &mut Vec<StreamEvent>,
-    ) -> Result<(), ProviderError> {
-        if event.event.as_deref() == Some("error") {
-            let json = serde_json::from_str::<Value>(&event.data)
-                .ok()
-                .filter(|v| v.get("error").is_some())
-                .unwrap_or_else(|| serde_json::json!({ "error": event.data }));
-            return Err(classify::stream_error(&json));
-        }
-        match self {
-            Decoder::OpenAi(decoder) => decoder.on_data(&event.data, out),
-            Decoder::Anthropic(decoder) => decoder.on_data(&event.data, out),
-        }
-    }
-
-    fn is_done(&self) -> bool {
-        match self {
-            Decoder::OpenAi(decoder) => decoder.is_done(),
-            Decoder::Anthropic(decoder) => decoder.is_done(),
-        }
-    }
-
-    fn terminator(&self) -> &'static str {
-        match self {
-            Decoder::OpenAi(_) => "data: [DONE]",
-            Decoder::Anthropic(_) => "message_stop",
-        }
-    }
-}
-
-struct StreamState {
-    /// `None` once finished: dropping it closes the connection.
-    bytes: Option<ByteStream>,
-    parser: SseParser,
-    decoder: Decoder,
-    pending: VecDeque<Result<StreamEvent, ProviderError>>,
-    cancel: CancellationToken,
-    idle: Duration,
-    secret: Option<String>,
-}
-
-impl StreamState {
-    async fn next(&mut self) -> Option<Result<StreamEvent, ProviderError>> {
-        loop {
-            if let Some(item) = self.pending.pop_front() {
-                return Some(item.map_err(|e| e.redacted(self.secret.as_deref())));
-            }
-            let bytes = self.bytes.as_mut()?;
-            let chunk = tokio::select! {
-                biased;
-                _ = self.cancel.cancelled() => Err(ProviderError::cancelled()),
-                chunk = tokio::time::timeout(self.idle, bytes.next()) => match chunk {
-                    Err(_) => Err(timeout_error(self.idle)),
-                    Ok(Some(Ok(chunk))) => Ok(Some(chunk)),
-                    Ok(Some(Err(err))) => Err(network_error("the connection broke mid-reply", &err)),
-                    Ok(None) => Ok(None),
-                },
-            };
-            match chunk {
-                Ok(Some(chunk)) => self.feed(Some(&chunk)),
-                Ok(None) => self.feed(None),
-                Err(error) => self.fail(error),
-            }
-        }
-    }
-
-    /// Parse a chunk (or the end of the body) into pending events.
-    fn feed(&mut self, chunk: Option<&[u8]>) {
-        let mut sse = Vec::new();
-        let parsed = match chunk {
-            Some(chunk) => self.parser.feed(chunk, &mut sse),
-            None => self.parser.finish(&mut sse),
-        };
-        let mut out = Vec::new();
-        let mut failure = parsed.err();
-        for event in &sse {
-            if failure.is_some() || self.decoder.is_done() {
-                break;
-            }
-            if let Err(error) = self.decoder.on_event(event, &mut out) {
-                failure = Some(error);
-            }
-        }
-        self.pending.extend(out.into_iter().map(Ok));
-        if let Some(error) = failure {
-            self.fail(error);
-        } else if self.decoder.is_done() {
-            self.bytes = None;
-        } else if chunk.is_none() {
-            let terminator = self.decoder.terminator();
-            self.fail(ProviderError::protocol(format!(
-                "the stream ended before its terminator ({terminator}): the reply is incomplete"
-            )));
-        }
-    }
-
-    fn fail(&mut self, error: ProviderError) {
-        self.bytes = None;
-        self.pending.push_back(Err(error));
-    }
 }
 
 /// `{base}/chat/completions` or `{base}/v1/messages` (a base already ending in `/v1` is fine).
@@ -445,7 +321,7 @@ fn sensitive(value: &str) -> Result<HeaderValue, ProviderError> {
     Ok(header)
 }
 
-fn network_error(what: &str, err: &reqwest::Error) -> ProviderError {
+pub(crate) fn network_error(what: &str, err: &reqwest::Error) -> ProviderError {
     let mut message = format!("{what}: {err}");
     let mut source = std::error::Error::source(err);
     while let Some(cause) = source {
@@ -455,7 +331,7 @@ fn network_error(what: &str, err: &reqwest::Error) -> ProviderError {
     ProviderError::new(ErrorKind::Network, message)
 }
 
-fn timeout_error(idle: Duration) -> ProviderError {
+pub(crate) fn timeout_error(idle: Duration) -> ProviderError {
     ProviderError::new(
         ErrorKind::Network,
         format!("the server sent nothing for {} s", idle.as_secs_f32()),

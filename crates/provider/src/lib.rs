@@ -24,6 +24,7 @@ pub mod openai;
 pub mod overflow;
 mod retry;
 pub mod sse;
+mod stream;
 #[cfg(feature = "test-support")]
 pub mod test_support;
 pub mod types;

@@ -133,6 +133,17 @@ async fn run(
                 shutdown = run_turn_listening(&mut session, &mut ops, &sink, &gate, id, text).await;
             }
             Op::Shutdown => shutdown = Some(id),
+            Op::Compact { focus } => {
+                crate::compaction::triggers::manual(&mut session, &sink, id, focus).await;
+            }
+            Op::AddAnchor { text } => {
+                let result = crate::anchors::add_to_session(&mut session, &text);
+                anchor_reply(&sink, id, result);
+            }
+            Op::RemoveAnchor { index } => {
+                let result = crate::anchors::remove_from_session(&session, index);
+                anchor_reply(&sink, id, result);
+            }
             other => handle_idle_op(&mut session, &sink, id, other),
         }
     }
@@ -199,6 +210,14 @@ fn answer(gate: &ApprovalGate, sink: &EventSink, id: SubmissionId, call: &str, r
     }
 }
 
+fn anchor_reply(sink: &EventSink, id: SubmissionId, result: Result<String, String>) {
+    let event = match result {
+        Ok(message) => Event::Notice { level: NoticeLevel::Info, message },
+        Err(message) => Event::Error { kind: "anchor".into(), message },
+    };
+    sink.emit(id, event);
+}
+
 fn error_event(err: &EngineError) -> Event {
     Event::Error { kind: err.kind_name().to_owned(), message: err.to_string() }
 }
@@ -219,18 +238,8 @@ fn handle_idle_op(session: &mut Session, sink: &EventSink, id: SubmissionId, op:
         Op::Fork { at } => move_head(session, |j| j.fork(&at), "forked at"),
         Op::Checkout { to } => move_head(session, |j| j.checkout(&to), "checked out"),
         Op::Rewind { to } => move_head(session, |j| j.rewind(&to), "rewound to"),
-        Op::Compact { .. } => {
-            sink.emit(
-                id,
-                Event::CompactionRefused {
-                    reason: "compaction is not available in this build".into(),
-                },
-            );
-            Ok(None)
-        }
-        Op::AddAnchor { .. } | Op::RemoveAnchor { .. } => {
-            Ok(Some("anchors are not available in this build".into()))
-        }
+        // Handled in `run`: they need the session between turns.
+        Op::Compact { .. } | Op::AddAnchor { .. } | Op::RemoveAnchor { .. } => Ok(None),
         Op::UserInput { .. } | Op::Shutdown => Ok(None),
     };
     match result {

@@ -37,8 +37,12 @@ pub async fn before_request(ctx: &mut TurnCtx<'_>) -> Result<(), EngineError> {
     if !session.budget().over_threshold() || ctx.warned_over_threshold {
         return Ok(());
     }
-    // Auto-compaction (trigger `auto`) runs here when the compaction pipeline is wired in.
-    // Until then, say plainly that the conversation is close to the window.
+    // Auto-compaction; when it cannot help, say plainly that the conversation is close to the
+    // window (once per turn) and let the request go (fail open).
+    if crate::compaction::triggers::in_turn(ctx, codewhale_journal::Trigger::Auto).await {
+        return Ok(());
+    }
+    let session = &mut *ctx.session;
     let pressure = session.budget().pressure();
     let limits = *session.budget().limits();
     ctx.warned_over_threshold = true;
@@ -66,6 +70,6 @@ pub async fn on_context_overflow(
         let limits = ctx.session.budget().limits().with_provider_window(limit);
         ctx.session.budget_mut().set_limits(limits);
     }
-    // Reactive compaction (trigger `reactive`) compacts here and returns true to retry once.
-    Ok(false)
+    // Reactive compaction: compact below the (possibly just learned) window, then retry once.
+    Ok(crate::compaction::triggers::in_turn(ctx, codewhale_journal::Trigger::Reactive).await)
 }

@@ -1,0 +1,123 @@
+//! Building the compaction record (DESIGN §5.6) from a plan: pure bookkeeping.
+//!
+//! Invariants kept here: `covers` extends the previous record's segment (same `first`, later
+//! `last`) instead of nesting it, so a record's size never grows with the session; `pruned_ids`
+//! and `bounded` only name entries after the covered segment; a prune-only record carries the
+//! previous record's summary, note, covers, retained ids and files forward so exactly one record
+//! describes the view.
+
+use codewhale_journal::{
+    ActiveCompaction, Bounded, CompactionPath, CompactionPayload, Covers, EntryId, Receipt, Trigger,
+};
+
+use super::checkpoint::is_checkpoint;
+use super::cut::CutPlan;
+use super::message::Role;
+use super::plain::PlainView;
+
+/// The covered segment of a summary pass that cuts `plain` at `plan.cut`.
+pub fn covers(
+    plain: &PlainView,
+    plan: &CutPlan,
+    previous: Option<&ActiveCompaction>,
+) -> Option<Covers> {
+    let cut = plan.cut;
+    let checkpoint = plain.messages[..cut].iter().rposition(is_checkpoint);
+    let new_start = checkpoint.map_or(0, |i| i + 1);
+    let last = plain.sources.get(cut.checked_sub(1)?)?.clone();
+    let new_count = (new_start..cut).count() as u64;
+    match previous.and_then(|p| p.record.covers.as_ref()) {
+        Some(prev) if checkpoint.is_some() => {
+            Some(Covers::new(prev.first.clone(), last, prev.count + new_count))
+        }
+        _ => {
+            let first = (0..cut).find(|&i| !is_checkpoint(&plain.messages[i]))?;
+            Some(Covers::new(plain.sources[first].clone(), last, (first..cut).count() as u64))
+        }
+    }
+}
+
+/// What the pass kept of the last round.
+pub fn receipt(plain: &PlainView, plan: &CutPlan, anchors: Option<&str>) -> Receipt {
+    let round = &plain.messages[plan.round_start.min(plain.messages.len())..];
+    Receipt {
+        last_round_messages: round.len() as u64,
+        last_round_tool_results: round.iter().map(|m| m.tool_result_ids().count() as u64).sum(),
+        assistant_kept: plain.messages[plan.cut..]
+            .iter()
+            .filter(|m| m.role == Role::Assistant)
+            .count() as u64,
+        anchors_chars: anchors.map_or(0, |a| a.chars().count() as u64),
+        retained_user_tokens: plan.retained_tokens,
+        extra: Default::default(),
+    }
+}
+
+/// Inputs of a summary record beyond the plan.
+#[derive(Debug)]
+pub struct SummaryRecord<'a> {
+    pub plain: &'a PlainView,
+    pub plan: &'a CutPlan,
+    pub previous: Option<&'a ActiveCompaction>,
+    pub trigger: Trigger,
+    pub focus: Option<String>,
+    pub summary: String,
+    pub note: String,
+    pub files_touched: Vec<String>,
+    pub anchors: Option<String>,
+    pub model: String,
+}
+
+/// The record of a summary pass.
+pub fn summary_record(input: SummaryRecord<'_>) -> Option<CompactionPayload> {
+    let SummaryRecord { plain, plan, previous, .. } = input;
+    let mut record = CompactionPayload::new(CompactionPath::Summary, input.trigger);
+    record.covers = Some(covers(plain, plan, previous)?);
+    record.retained_ids = plan.retained.iter().map(|&i| plain.sources[i].clone()).collect();
+    // Results an earlier pass pruned that stay in the kept tail stay pruned.
+    record.pruned_ids = plain
+        .pruned
+        .iter()
+        .filter(|&&i| i >= plan.cut)
+        .map(|&i| plain.sources[i].clone())
+        .collect();
+    record.bounded =
+        plan.bounded.iter().map(|&(i, max)| Bounded::new(plain.sources[i].clone(), max)).collect();
+    record.receipt = Some(receipt(plain, plan, input.anchors.as_deref()));
+    record.files_touched = input.files_touched;
+    record.anchors = input.anchors;
+    record.focus = input.focus;
+    record.previous_id = previous.map(|p| p.id.clone());
+    record.model = Some(input.model);
+    record.summary = Some(input.summary);
+    record.note = input.note;
+    Some(record)
+}
+
+/// The record of a prune-only pass: the previous record carried forward plus `pruned`.
+pub fn prune_record(
+    plain: &PlainView,
+    pruned: &[usize],
+    previous: Option<&ActiveCompaction>,
+    trigger: Trigger,
+) -> CompactionPayload {
+    let mut record = CompactionPayload::new(CompactionPath::PruneOnly, trigger);
+    if let Some(prev) = previous {
+        let p = &prev.record;
+        record.summary = p.summary.clone();
+        record.note = p.note.clone();
+        record.covers = p.covers.clone();
+        record.retained_ids = p.retained_ids.clone();
+        record.pruned_ids = p.pruned_ids.clone();
+        record.bounded = p.bounded.clone();
+        record.files_touched = p.files_touched.clone();
+        record.anchors = p.anchors.clone();
+        record.focus = p.focus.clone();
+        record.model = p.model.clone();
+        record.receipt = p.receipt.clone();
+        record.previous_id = Some(prev.id.clone());
+    }
+    let new: Vec<EntryId> = pruned.iter().map(|&i| plain.sources[i].clone()).collect();
+    record.pruned_ids.extend(new.into_iter().filter(|id| !record.retained_ids.contains(id)));
+    record
+}

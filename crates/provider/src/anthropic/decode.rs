@@ -71,6 +71,8 @@ impl Decoder {
                     message.and_then(|m| m.get("model")).and_then(Value::as_str).map(str::to_owned);
                 if let Some(usage) = message.and_then(|m| m.get("usage")) {
                     self.merge_usage(usage);
+                    // Early, so a reply that fails mid-stream still reports its prompt size.
+                    out.push(StreamEvent::Usage(self.usage()));
                 }
             }
             "content_block_start" => self.on_block_start(&event, out)?,

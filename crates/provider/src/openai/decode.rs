@@ -12,6 +12,7 @@
 
 use serde_json::Value;
 
+use super::think_tags::ThinkTags;
 use crate::classify;
 use crate::error::ProviderError;
 use crate::event::{StopReason, StreamEvent, Usage};
@@ -31,6 +32,7 @@ pub struct Decoder {
     finish: Option<String>,
     done: bool,
     model: Option<String>,
+    think: ThinkTags,
 }
 
 impl Decoder {
@@ -54,6 +56,7 @@ impl Decoder {
             return Ok(());
         }
         if data.trim() == "[DONE]" {
+            self.think.finish(out);
             self.end_calls(out);
             out.push(StreamEvent::Stop(self.stop_reason()));
             self.done = true;
@@ -81,6 +84,7 @@ impl Decoder {
                 self.on_delta(delta, out)?;
             }
             if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+                self.think.finish(out);
                 self.finish = Some(reason.to_owned());
                 self.end_calls(out);
             }
@@ -94,14 +98,18 @@ impl Decoder {
     fn on_delta(&mut self, delta: &Value, out: &mut Vec<StreamEvent>) -> Result<(), ProviderError> {
         for key in ["reasoning_content", "reasoning"] {
             if let Some(text) = delta.get(key).and_then(Value::as_str).filter(|t| !t.is_empty()) {
+                // The server parses reasoning itself; content is content.
+                self.think.disable();
                 out.push(StreamEvent::ThinkingDelta { text: text.to_owned() });
                 break;
             }
         }
         if let Some(text) = delta.get("content").and_then(Value::as_str).filter(|t| !t.is_empty()) {
-            out.push(StreamEvent::TextDelta { text: text.to_owned() });
+            self.think.push(text, out);
         }
         if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
+            // Release held-back content first so blocks keep their order.
+            self.think.finish(out);
             for call in calls {
                 self.on_tool_call(call, out);
             }
@@ -319,6 +327,22 @@ mod tests {
         assert_eq!(response.text(), "Answer");
         assert_eq!(response.usage.unwrap().cache_read_tokens, 4);
         assert_eq!(response.stop_reason, Some(StopReason::EndTurn));
+    }
+
+    #[test]
+    fn inline_think_tags_are_split_into_thinking() {
+        let chunks = [
+            json!({"choices": [{"delta": {"content": "<thi"}}]}),
+            json!({"choices": [{"delta": {"content": "nk>check the file</th"}}]}),
+            json!({"choices": [{"delta": {"content": "ink>\n\nIt is fine."}, "finish_reason": "stop"}]}),
+        ];
+        let (events, _) = decode(&chunks, true);
+        let response = fold(&events);
+        assert_eq!(
+            response.content[0],
+            crate::Block::Thinking { thinking: "check the file".into(), signature: None }
+        );
+        assert_eq!(response.text(), "It is fine.");
     }
 
     #[test]

@@ -6,3 +6,4 @@
 
 pub mod decode;
 pub mod request;
+mod think_tags;

@@ -130,6 +130,19 @@ async fn llama_cpp_usage_in_the_finish_chunk_and_no_trailing_blank_line() {
 }
 
 #[tokio::test]
+async fn inline_think_tags_become_a_thinking_block() {
+    let response = play(ProviderKind::OpenAi, "vllm_inline_think.sse").await.unwrap();
+    assert_eq!(
+        response.content[0],
+        Block::Thinking {
+            thinking: "\nThe test expects 4, the code returns 5.\n".into(),
+            signature: None
+        }
+    );
+    assert_eq!(response.text(), "The function has an off-by-one error.");
+}
+
+#[tokio::test]
 async fn every_fixture_survives_single_byte_delivery() {
     let files = [
         ("anthropic_thinking_tool_use.sse", ProviderKind::Anthropic),
@@ -138,6 +151,7 @@ async fn every_fixture_survives_single_byte_delivery() {
         ("ollama_tool_call.sse", ProviderKind::OpenAi),
         ("openrouter_reasoning_crlf.sse", ProviderKind::OpenAi),
         ("llamacpp_usage_timings.sse", ProviderKind::OpenAi),
+        ("vllm_inline_think.sse", ProviderKind::OpenAi),
     ];
     for (file, kind) in files {
         let server = server().await;

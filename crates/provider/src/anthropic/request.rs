@@ -84,12 +84,17 @@ fn encode_messages(messages: &[Message], marks: usize) -> Vec<Value> {
     messages
         .iter()
         .zip(marked)
-        .map(|(message, mark)| {
+        .filter_map(|(message, mark)| {
             let role = match message.role {
                 Role::User => "user",
                 Role::Assistant => "assistant",
             };
             let mut content = encode_blocks(message);
+            // Nothing sendable (an interrupted reply that only held unsigned thinking): the API
+            // rejects empty messages, and merges the same-role turns that dropping one leaves.
+            if content.is_empty() {
+                return None;
+            }
             if mark {
                 // Thinking blocks cannot carry cache_control; mark the last block that can.
                 if let Some(last) = content.iter_mut().rev().find(|block| {
@@ -98,7 +103,7 @@ fn encode_messages(messages: &[Message], marks: usize) -> Vec<Value> {
                     last["cache_control"] = json!({"type": "ephemeral"});
                 }
             }
-            json!({"role": role, "content": content})
+            Some(json!({"role": role, "content": content}))
         })
         .collect()
 }
@@ -166,6 +171,22 @@ mod tests {
         let content = body["messages"][1]["content"].as_array().unwrap();
         assert_eq!(content.len(), 2);
         assert_eq!(content[0]["signature"], "Eq/+==");
+    }
+
+    #[test]
+    fn messages_with_nothing_sendable_are_left_out() {
+        let mut request = Request::new("m", 100);
+        request.messages = vec![
+            Message::user_text("hi"),
+            Message::new(
+                Role::Assistant,
+                vec![Block::Thinking { thinking: "cut off".into(), signature: None }],
+            ),
+            Message::user_text("again"),
+        ];
+        let body = encode(&request);
+        assert_eq!(body["messages"].as_array().unwrap().len(), 2);
+        assert_eq!(body["messages"][1]["content"][0]["text"], "again");
     }
 
     #[test]

@@ -29,7 +29,7 @@ pub fn encode(request: &Request, options: EncodeOptions) -> Value {
     for message in &request.messages {
         match message.role {
             Role::User => encode_user(message, &mut messages),
-            Role::Assistant => messages.push(encode_assistant(message, server)),
+            Role::Assistant => messages.extend(encode_assistant(message, server)),
         }
     }
     let mut body = Map::new();
@@ -98,7 +98,9 @@ fn encode_user(message: &Message, out: &mut Vec<Value>) {
     }
 }
 
-fn encode_assistant(message: &Message, server: OpenAiServer) -> Value {
+/// `None` when the message has neither text nor calls (an interrupted reply that only
+/// reasoned): servers reject an empty assistant turn, and consecutive user turns are fine.
+fn encode_assistant(message: &Message, server: OpenAiServer) -> Option<Value> {
     let mut text = String::new();
     let mut reasoning = String::new();
     let mut has_reasoning = false;
@@ -124,6 +126,9 @@ fn encode_assistant(message: &Message, server: OpenAiServer) -> Value {
             Block::RedactedThinking { .. } | Block::ToolResult { .. } => {}
         }
     }
+    if text.is_empty() && calls.is_empty() {
+        return None;
+    }
     let mut out = Map::new();
     out.insert("role".into(), json!("assistant"));
     let content =
@@ -144,7 +149,7 @@ fn encode_assistant(message: &Message, server: OpenAiServer) -> Value {
     if !calls.is_empty() {
         out.insert("tool_calls".into(), Value::Array(calls));
     }
-    Value::Object(out)
+    Some(Value::Object(out))
 }
 
 #[cfg(test)]
@@ -232,6 +237,27 @@ mod tests {
         assert!(openai["messages"][2].get("reasoning_content").is_none());
         assert_eq!(openai["max_completion_tokens"], 1000);
         assert!(openai.get("max_tokens").is_none());
+    }
+
+    #[test]
+    fn reasoning_only_assistant_turns_are_left_out() {
+        let mut request = Request::new("m", 10);
+        request.messages = vec![
+            Message::user_text("a"),
+            Message::new(
+                Role::Assistant,
+                vec![Block::Thinking { thinking: "cut".into(), signature: None }],
+            ),
+            Message::user_text("b"),
+        ];
+        let body = encode(&request, options(OpenAiServer::DeepSeek));
+        let roles: Vec<&str> = body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect();
+        assert_eq!(roles, ["user", "user"]);
     }
 
     #[test]

@@ -6,10 +6,11 @@
 //! moved to an entry that does not exist, invalid compaction records, and tool pairs broken in
 //! HEAD's view.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use crate::entry::{Entry, EntryId};
+use crate::journal::DagProblem;
 use crate::load::{self, LoadError, LoadWarning};
 use crate::view::{check_view, render};
 
@@ -68,7 +69,7 @@ pub fn check_file(path: &Path) -> Result<CheckReport, LoadError> {
     let bytes =
         std::fs::read(path).map_err(|source| LoadError::Io { path: path.to_owned(), source })?;
     let scan = load::scan(path, &bytes)?;
-    let cycles = find_cycles(&scan.entries, &scan.lines);
+    let (cycles, in_cycle) = find_cycles(&scan.entries, &scan.lines);
     let loaded = load::assemble(path, scan, None, false)?;
     let journal = loaded.journal;
 
@@ -90,6 +91,12 @@ pub fn check_file(path: &Path) -> Result<CheckReport, LoadError> {
             LoadWarning::Malformed(m) => m.error.clone(),
             LoadWarning::Dag { problem, .. } => load::dag_message(problem),
         };
+        // A cycle shows up as a parent that is not an earlier entry; report it once, as a cycle.
+        if let LoadWarning::Dag { problem: DagProblem::DanglingParent { id, .. }, .. } = w {
+            if in_cycle.contains(id.as_str()) {
+                continue;
+            }
+        }
         problems.push(Problem { line: Some(line), message });
     }
     problems.extend(cycles);
@@ -128,12 +135,13 @@ pub fn check_file(path: &Path) -> Result<CheckReport, LoadError> {
 
 /// Parent cycles: loading sees them as parents that are not earlier entries; here each is
 /// named as a cycle once, on the line of its first entry in the file.
-fn find_cycles(entries: &[Entry], lines: &[u32]) -> Vec<Problem> {
+fn find_cycles(entries: &[Entry], lines: &[u32]) -> (Vec<Problem>, HashSet<String>) {
     let index: HashMap<&str, usize> =
         entries.iter().enumerate().map(|(i, e)| (e.id.as_str(), i)).collect();
     // 0 = unvisited, 1 = on the current path, 2 = done.
     let mut state = vec![0u8; entries.len()];
     let mut out = Vec::new();
+    let mut members = HashSet::new();
     for start in 0..entries.len() {
         let mut path = Vec::new();
         let mut cur = Some(start);
@@ -145,6 +153,7 @@ fn find_cycles(entries: &[Entry], lines: &[u32]) -> Vec<Problem> {
                     let cycle = &path[at..];
                     let first = cycle.iter().copied().min().unwrap_or(i);
                     let ids: Vec<&str> = cycle.iter().map(|&p| entries[p].id.as_str()).collect();
+                    members.extend(ids.iter().map(|s| (*s).to_owned()));
                     out.push(Problem {
                         line: Some(lines[first]),
                         message: format!("parent cycle: {} -> {}", ids.join(" -> "), ids[0]),
@@ -162,5 +171,5 @@ fn find_cycles(entries: &[Entry], lines: &[u32]) -> Vec<Problem> {
             state[p] = 2;
         }
     }
-    out
+    (out, members)
 }

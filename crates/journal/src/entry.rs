@@ -95,6 +95,11 @@ impl Timestamp {
     pub fn as_datetime(&self) -> DateTime<Utc> {
         self.0
     }
+
+    /// Formats with a `strftime`-style pattern (UTC), e.g. `%Y-%m-%d %H:%M`.
+    pub fn format(&self, pattern: &str) -> String {
+        self.0.format(pattern).to_string()
+    }
 }
 
 impl fmt::Display for Timestamp {

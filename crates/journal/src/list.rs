@@ -42,7 +42,7 @@ pub struct SessionInfo {
     pub entries: u64,
     pub created_at: Timestamp,
     /// The file's modification time.
-    pub updated: DateTime<Utc>,
+    pub updated: Timestamp,
     pub provider: String,
     pub model: String,
 }
@@ -118,6 +118,7 @@ fn read_session(path: &Path, cached: Option<Counted>) -> Result<(SessionInfo, Co
     let meta = file.metadata().map_err(|e| e.to_string())?;
     let len = meta.len();
     let updated: DateTime<Utc> = meta.modified().map_err(|e| e.to_string())?.into();
+    let updated = Timestamp::from_datetime(updated);
 
     let mut chunk = vec![0u8; FIRST_CHUNK];
     let mut filled = read_full(&mut file, &mut chunk).map_err(|e| e.to_string())?;

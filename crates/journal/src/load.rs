@@ -57,11 +57,11 @@ pub struct Scan {
 pub enum LoadError {
     #[error("cannot read {}: {source}", path.display())]
     Io { path: PathBuf, source: std::io::Error },
-    #[error("{} is empty: it is not a codewhale journal", path.display())]
+    #[error("{} is empty, so it is not a codewhale journal; it was left untouched", path.display())]
     Empty { path: PathBuf },
     #[error("{} contains only zero bytes (a crash before anything was written?); it was left untouched", path.display())]
     ZeroFilled { path: PathBuf },
-    #[error("{} is not a codewhale journal: {reason}", path.display())]
+    #[error("{} is not a codewhale journal ({reason}); it was left untouched", path.display())]
     NotAJournal { path: PathBuf, reason: String },
 }
 
@@ -166,13 +166,13 @@ pub fn scan(path: &Path, bytes: &[u8]) -> Result<Scan, LoadError> {
         let start = pos;
         pos += raw.len() + usize::from(complete);
         let body = strip_nul(raw);
-        if body.len() != raw.len() {
-            s.nul_prefixed.push(line_no);
-        }
         let parsed = parse(body);
         let is_last = pos >= bytes.len();
         match parsed {
             Ok(entry) => {
+                if body.len() != raw.len() {
+                    s.nul_prefixed.push(line_no);
+                }
                 if !complete {
                     s.tail = Tail::MissingNewline { line: line_no };
                 }

@@ -1,9 +1,31 @@
-//! `codewhale journal check FILE`.
+//! `codewhale journal check FILE`: audits a journal and never modifies it.
+//!
+//! Exit 0 with a one-line summary (entries, branches, head, compactions) for a sound journal;
+//! exit 1 with one line per problem (`line N: what is wrong`) otherwise. A file that is not a
+//! journal at all (missing, empty, zero-filled, something else) is an error: one sentence on
+//! stderr, exit 1.
 
 use std::path::Path;
 use std::process::ExitCode;
 
+use codewhale_engine::journal;
+
 /// Validates the journal at `file` without modifying it.
 pub fn run(file: &Path) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("checking {} is not available yet", file.display())
+    let report =
+        journal::check_file(file).with_context(|| format!("cannot check {}", file.display()))?;
+    if report.problems.is_empty() {
+        println!("{}", report.summary());
+        return Ok(ExitCode::SUCCESS);
+    }
+    for problem in &report.problems {
+        println!("{problem}");
+    }
+    let n = report.problems.len();
+    eprintln!(
+        "{}: {n} {} found (the file was not modified)",
+        file.display(),
+        if n == 1 { "problem" } else { "problems" }
+    );
+    Ok(ExitCode::from(1))
 }

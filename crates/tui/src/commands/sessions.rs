@@ -1,9 +1,85 @@
-//! `codewhale sessions [--json]`.
+//! `codewhale sessions [--json]`: the sessions in `$CODEWHALE_HOME/sessions`, newest first.
+//!
+//! The table shows id, last update (UTC), entry count, workspace and title; `--json` prints one
+//! JSON object per line with `id`, `cwd`, `title`, `entries`, `updated`, `created_at`, `path`,
+//! `provider` and `model`. Files that are not readable journals are named on stderr and skipped.
 
 use std::path::Path;
 use std::process::ExitCode;
 
+use anyhow::Context as _;
+use codewhale_engine::journal::{self, SessionInfo};
+
+use crate::home;
+
 /// Lists the sessions under `home/sessions`, newest first.
-pub fn run(home: &Path, _json: bool) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("listing sessions in {} is not available yet", home.display())
+pub fn run(home: &Path, json: bool) -> anyhow::Result<ExitCode> {
+    let dir = home::sessions_dir(home);
+    let listing = journal::list_sessions(&dir)
+        .with_context(|| format!("cannot list the sessions in {}", dir.display()))?;
+    for (path, reason) in &listing.skipped {
+        eprintln!("skipped {}: {reason}", path.display());
+    }
+    if json {
+        for s in &listing.sessions {
+            println!("{}", json_line(s));
+        }
+    } else if listing.sessions.is_empty() {
+        eprintln!("no sessions in {}", dir.display());
+    } else {
+        print!("{}", table(&listing.sessions));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn json_line(s: &SessionInfo) -> serde_json::Value {
+    serde_json::json!({
+        "id": s.id,
+        "cwd": s.cwd,
+        "title": s.title,
+        "entries": s.entries,
+        "updated": s.updated.to_string(),
+        "created_at": s.created_at.to_string(),
+        "path": s.path,
+        "provider": s.provider,
+        "model": s.model,
+    })
+}
+
+fn table(sessions: &[SessionInfo]) -> String {
+    let rows: Vec<[String; 5]> = sessions
+        .iter()
+        .map(|s| {
+            [
+                s.id.clone(),
+                s.updated.format("%Y-%m-%d %H:%M"),
+                s.entries.to_string(),
+                s.cwd.clone(),
+                s.title.clone().unwrap_or_else(|| "(untitled)".to_owned()),
+            ]
+        })
+        .collect();
+    let header = ["ID", "UPDATED (UTC)", "ENTRIES", "CWD", "TITLE"];
+    let mut widths = header.map(str::len);
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in std::iter::once(header.map(str::to_owned)).chain(rows) {
+        let mut line = String::new();
+        for (i, cell) in row.iter().enumerate() {
+            if i + 1 == row.len() {
+                line.push_str(cell);
+            } else if i == 2 {
+                line.push_str(&format!("{cell:>w$}  ", w = widths[i]));
+            } else {
+                line.push_str(&format!("{cell:<w$}  ", w = widths[i]));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
 }

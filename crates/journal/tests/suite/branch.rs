@@ -1,0 +1,93 @@
+//! HEAD replay and the branch operations.
+
+use codewhale_journal::{BranchError, HeadReason, Payload};
+
+use super::support::{journal, summary_record, Sink};
+
+fn reason(e: &codewhale_journal::Entry) -> (&HeadReason, &str) {
+    match &e.payload {
+        Payload::Head(h) => (&h.reason, h.to.as_str()),
+        _ => unreachable!(),
+    }
+}
+
+#[test]
+fn the_header_is_the_first_head_and_the_chain_moves_it() {
+    let mut j = journal();
+    assert_eq!(j.head_id(), &j.header_entry().id);
+    let u = j.user("u");
+    assert_eq!(j.head_id(), &u);
+}
+
+#[test]
+fn a_write_on_a_side_branch_leaves_head_alone() {
+    let mut j = journal();
+    let u = j.user("u");
+    let a = j.assistant("a");
+    let side = j.record(&u, codewhale_journal::UserPayload::text("side"));
+    assert_eq!(j.head_id(), &a);
+    assert_eq!(j.tips().len(), 2);
+    assert!(j.tips().iter().any(|t| t.id == side));
+}
+
+#[test]
+fn compaction_and_branch_summary_records_never_move_head() {
+    let mut j = journal();
+    let u = j.user("u");
+    let a = j.assistant("a");
+    j.record(&a, summary_record(&u, &a, 2, "n"));
+    j.record(&a, codewhale_journal::BranchSummaryPayload::new(u.clone(), "s"));
+    assert_eq!(j.head_id(), &a);
+}
+
+#[test]
+fn retry_edit_fork_checkout_rewind() {
+    let mut j = journal();
+    let u1 = j.user("u1");
+    let a1 = j.assistant("a1");
+    let u2 = j.user("u2");
+    let a2 = j.assistant("a2");
+
+    let retry = j.retry(a2.as_str()).unwrap();
+    assert_eq!(reason(&retry), (&HeadReason::Retry, u2.as_str()));
+    assert_eq!(retry.parent.as_ref(), Some(&a2), "a head record's parent is the HEAD it left");
+    j.move_head(retry);
+    assert_eq!(j.head_id(), &u2);
+    let a2b = j.assistant("a2 again");
+    assert_eq!(j.tips().len(), 2);
+
+    let edit = j.edit(u2.as_str()).unwrap();
+    assert_eq!(reason(&edit), (&HeadReason::Edit, a1.as_str()));
+    j.move_head(edit);
+    let u2b = j.user("u2 edited");
+    assert_eq!(j.get(u2b.as_str()).unwrap().parent.as_ref(), Some(&a1));
+
+    let checkout = j.checkout(a2b.as_str()).unwrap();
+    j.move_head(checkout);
+    assert_eq!(j.head_id(), &a2b);
+
+    let rewind = j.rewind(u1.as_str()).unwrap();
+    assert_eq!(reason(&rewind).0, &HeadReason::Rewind);
+    j.move_head(rewind);
+    assert_eq!(j.head_id(), &u1);
+    assert_eq!(j.rewind(a2.as_str()), Err(BranchError::NotOnSpine(a2.clone())));
+
+    let fork = j.fork(a1.as_str()).unwrap();
+    assert_eq!(reason(&fork).0, &HeadReason::Fork);
+    j.move_head(fork);
+    assert_eq!(j.head_id(), &a1);
+}
+
+#[test]
+fn branch_operations_refuse_the_wrong_targets() {
+    let mut j = journal();
+    let u = j.user("u");
+    let a = j.assistant("a");
+    let rec = j.record(&a, summary_record(&u, &a, 2, "n"));
+    assert!(matches!(j.retry(u.as_str()), Err(BranchError::WrongKind { .. })));
+    assert!(matches!(j.edit(a.as_str()), Err(BranchError::WrongKind { .. })));
+    assert!(matches!(j.checkout(rec.as_str()), Err(BranchError::NotConversation { .. })));
+    assert!(matches!(j.fork("nope"), Err(BranchError::NotFound(_))));
+    let anchor = j.on_head(codewhale_journal::UserPayload::anchor("pin"));
+    assert!(matches!(j.edit(anchor.as_str()), Err(BranchError::WrongKind { .. })));
+}

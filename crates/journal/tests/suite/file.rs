@@ -1,0 +1,72 @@
+//! The writer: one writer per file, durable appends, clear errors.
+
+use codewhale_journal::{Entry, HeaderPayload, JournalFile, OpenError, Payload};
+
+use super::support::{header, Sink};
+
+#[test]
+fn a_second_writer_is_refused_with_the_holders_pid() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = JournalFile::create_session(dir.path(), HeaderPayload::new("s", "/w")).unwrap();
+    let err = JournalFile::open(f.path()).unwrap_err();
+    assert!(matches!(err, OpenError::Locked { .. }));
+    let msg = err.to_string();
+    assert!(
+        msg.starts_with(&format!(
+            "session is open in another codewhale (pid {})",
+            std::process::id()
+        )),
+        "{msg}"
+    );
+    let path = f.path().to_owned();
+    f.close().unwrap();
+    let (f, _) = JournalFile::open(&path).unwrap();
+    f.close().unwrap();
+}
+
+#[test]
+fn creating_over_an_existing_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    std::fs::write(&path, "keep me\n").unwrap();
+    let err = JournalFile::create(&path, header()).unwrap_err();
+    assert!(matches!(err, OpenError::Exists { .. }), "{err}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "keep me\n");
+}
+
+#[test]
+fn a_new_journal_must_start_with_a_header() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = Entry::new(None, codewhale_journal::UserPayload::text("x"));
+    let err = JournalFile::create(&dir.path().join("s.jsonl"), e).unwrap_err();
+    assert!(matches!(err, OpenError::NotAHeader(_)));
+}
+
+#[test]
+fn appended_lines_are_one_complete_line_each_and_match_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut f = JournalFile::create_session(dir.path(), HeaderPayload::new("s", "/w")).unwrap();
+    assert!(f.path().ends_with("s.jsonl"));
+    for i in 0..50 {
+        f.user(&format!("message {i}\nwith a newline"));
+    }
+    f.sync_blocking().unwrap();
+    let text = std::fs::read_to_string(f.path()).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 51);
+    for (line, entry) in lines.iter().zip(f.journal().entries()) {
+        assert_eq!(*line, entry.to_line());
+    }
+    f.close().unwrap();
+}
+
+#[tokio::test]
+async fn async_sync_waits_for_the_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut f = JournalFile::create_session(dir.path(), HeaderPayload::new("s", "/w")).unwrap();
+    let id = f.user("hello");
+    f.sync().await.unwrap();
+    let text = std::fs::read_to_string(f.path()).unwrap();
+    assert!(text.lines().nth(1).unwrap().contains(id.as_str()));
+    assert!(matches!(f.journal().get(id.as_str()).unwrap().payload, Payload::User(_)));
+}

@@ -1,0 +1,10 @@
+mod branch;
+mod check;
+mod crash;
+mod file;
+mod list;
+mod load;
+mod scenario;
+mod support;
+mod view;
+mod view_props;

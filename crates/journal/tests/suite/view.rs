@@ -1,0 +1,282 @@
+//! The view function and the view check on hand-built journals.
+
+use codewhale_journal::{
+    check_view, cut_to_bound, pruned_stub, render, AssistantPayload, Block, Bounded,
+    CompactionPath, CompactionPayload, Covers, Entry, ItemKind, Journal, Shortened,
+    ToolResultPayload, Trigger, UserPayload, ViewError, CHECKPOINT_MARKER,
+};
+use serde_json::json;
+
+use super::support::{journal, lines, short, summary_record, Sink};
+
+fn head_view(j: &Journal) -> codewhale_journal::View {
+    render(j, j.head_id().as_str())
+}
+
+#[test]
+fn the_checkpoint_is_a_user_message_of_note_and_marker() {
+    let mut j = journal();
+    let u1 = j.user("u1");
+    let a1 = j.assistant("a1");
+    j.user("u2");
+    let root = j.header_entry().id.clone();
+    let r = j.record(&root, summary_record(&u1, &a1, 2, "the summary"));
+    let v = head_view(&j);
+    let cp = v.checkpoint().unwrap();
+    assert_eq!(cp.source, r);
+    assert_eq!(cp.role, codewhale_journal::Role::User);
+    assert_eq!(
+        cp.blocks(),
+        [Block::text("Codewhale handoff note.\nthe summary"), Block::text(CHECKPOINT_MARKER)]
+    );
+    assert_eq!(short(&v), ["checkpoint: Codewhale handoff note.", "user: u2"]);
+    check_view(&v).unwrap();
+}
+
+#[test]
+fn system_head_and_unknown_entries_are_not_model_visible() {
+    let mut j = journal();
+    j.user("u1");
+    j.on_head(codewhale_journal::SystemPayload::new(codewhale_journal::Level::Info, "notice"));
+    j.add(Entry::new(
+        Some(j.tip()),
+        codewhale_journal::Payload::Unknown { kind: "vote".into(), payload: json!({}) },
+    ));
+    j.assistant("a1");
+    assert_eq!(lines(&head_view(&j)), ["user: u1", "assistant: a1"]);
+}
+
+#[test]
+fn anchors_synthetic_and_tokens_are_carried() {
+    let mut j = journal();
+    j.on_head(UserPayload::anchor("pinned"));
+    j.on_head(UserPayload::synthetic("notice"));
+    let v = head_view(&j);
+    assert_eq!(v.items[0].kind, ItemKind::Anchor);
+    assert_eq!(v.items[1].kind, ItemKind::Synthetic);
+    assert_eq!(v.items[0].tokens, Some(10));
+}
+
+#[test]
+fn pruned_results_become_stubs_and_bounded_ones_are_cut() {
+    let mut j = journal();
+    j.user("u1");
+    let big = "x".repeat(5000);
+    let a = j.on_head(AssistantPayload::new(vec![
+        Block::tool_use("t1", "shell", json!({})),
+        Block::tool_use("t2", "shell", json!({})),
+    ]));
+    let r1 = j.on_head(ToolResultPayload::new("t1", big.clone(), false));
+    let r2 = j.on_head(ToolResultPayload::new("t2", format!("{big}END"), false));
+    let mut rec = CompactionPayload::new(CompactionPath::PruneOnly, Trigger::Auto);
+    rec.pruned_ids = vec![r1.clone()];
+    rec.bounded = vec![Bounded::new(r2.clone(), 100)];
+    j.record(&r2, rec);
+    let v = head_view(&j);
+    assert!(v.checkpoint().is_none(), "prune-only without covers has no checkpoint");
+    let r1v = v.items.iter().find(|i| i.source == r1).unwrap();
+    assert_eq!(r1v.tool_result().unwrap().content.as_str(), pruned_stub(5000));
+    assert_eq!(
+        pruned_stub(5000),
+        "[output pruned by compaction: 5000 bytes; rerun the tool if you need it]"
+    );
+    assert_eq!(r1v.tokens, None);
+    assert_eq!(r1v.shortened, Some(Shortened::Pruned { original_bytes: 5000 }));
+    let r2v = v.items.iter().find(|i| i.source == r2).unwrap();
+    let cut = r2v.tool_result().unwrap().content.as_str();
+    assert!(cut.starts_with(&"x".repeat(50)) && cut.ends_with("END"), "{cut}");
+    assert!(cut.contains("bytes cut by compaction"));
+    assert_eq!(r2v.shortened, Some(Shortened::Bounded { original_bytes: 5003, max_bytes: 100 }));
+    // The journal keeps the full text.
+    match &j.get(r2.as_str()).unwrap().payload {
+        codewhale_journal::Payload::ToolResult(r) => assert_eq!(r.content.len(), 5003),
+        _ => unreachable!(),
+    }
+    assert!(v.items.iter().any(|i| i.source == a));
+    check_view(&v).unwrap();
+}
+
+#[test]
+fn cuts_respect_utf8_boundaries_and_leave_short_text_alone() {
+    assert_eq!(cut_to_bound("short", 100), None);
+    let text = "é".repeat(100);
+    for bound in 0..50 {
+        let cut = cut_to_bound(&text, bound).unwrap();
+        assert!(cut.len() <= bound + 100, "{bound}: {}", cut.len());
+    }
+    let cut = cut_to_bound(&text, 11).unwrap();
+    assert!(cut.starts_with("éé") && cut.ends_with("ééé"), "{cut}");
+}
+
+#[test]
+fn the_newest_record_on_the_spine_wins_and_invalid_ones_are_ignored() {
+    let mut j = journal();
+    let u1 = j.user("u1");
+    let a1 = j.assistant("a1");
+    let u2 = j.user("u2");
+    let a2 = j.assistant("a2");
+    j.user("u3");
+    let root = j.header_entry().id.clone();
+    let first = j.record(&root, summary_record(&u1, &a1, 2, "one"));
+    let second = j.record(&root, summary_record(&u1, &a2, 4, "two"));
+    // An invalid record (neither covers nor pruned_ids) is ignored even though it is newest.
+    j.record(&root, CompactionPayload::new(CompactionPath::Summary, Trigger::Auto));
+    let v = head_view(&j);
+    assert_eq!(v.compaction.as_ref().unwrap().id, second);
+    assert_eq!(short(&v), ["checkpoint: Codewhale handoff note.", "user: u3"]);
+    // At a2's parent (u2), `second` does not apply (a2 is off the spine): `first` does.
+    let v = render(&j, u2.as_str());
+    assert_eq!(v.compaction.as_ref().unwrap().id, first);
+    assert_eq!(short(&v), ["checkpoint: Codewhale handoff note.", "user: u2"]);
+}
+
+#[test]
+fn a_prune_only_record_carrying_covers_forward_keeps_the_checkpoint() {
+    let mut j = journal();
+    let u1 = j.user("u1");
+    let a1 = j.assistant("a1");
+    j.user("u2");
+    let (_, results) = j.tools(&["t1"]);
+    j.assistant("done");
+    let root = j.header_entry().id.clone();
+    let mut s = summary_record(&u1, &a1, 2, "carried");
+    s.retained_ids = vec![u1.clone()];
+    let summary_id = j.record(&root, s.clone());
+    let mut p = s;
+    p.path = CompactionPath::PruneOnly;
+    p.pruned_ids = results.clone();
+    p.previous_id = Some(summary_id);
+    let prune_id = j.record(&j.tip(), p);
+    let v = head_view(&j);
+    assert_eq!(v.compaction.as_ref().unwrap().id, prune_id);
+    let l = short(&v);
+    assert_eq!(l[..3], ["user: u1", "checkpoint: Codewhale handoff note.", "user: u2"]);
+    assert_eq!(v.items.iter().filter(|i| i.kind == ItemKind::Checkpoint).count(), 1);
+    assert!(l[4].contains("output pruned by compaction"), "{l:?}");
+    check_view(&v).unwrap();
+}
+
+#[test]
+fn a_record_whose_pruned_entry_is_off_the_spine_does_not_apply() {
+    let mut j = journal();
+    j.user("u1");
+    let a = j.assistant("a1");
+    let (_, results) = j.tools(&["t1"]);
+    let mut p = CompactionPayload::new(CompactionPath::PruneOnly, Trigger::Auto);
+    p.pruned_ids = results;
+    j.record(&j.tip(), p);
+    let fork = j.fork(a.as_str()).unwrap();
+    j.move_head(fork);
+    j.user("other");
+    assert!(head_view(&j).compaction.is_none());
+}
+
+#[test]
+fn covers_reaching_outside_the_spine_or_reversed_do_not_apply() {
+    let mut j = journal();
+    let u1 = j.user("u1");
+    let a1 = j.assistant("a1");
+    let root = j.header_entry().id.clone();
+    j.record(&root, summary_record(&a1, &u1, 2, "reversed"));
+    let mut c = CompactionPayload::new(CompactionPath::Summary, Trigger::Auto);
+    c.covers = Some(Covers::new(u1.clone(), "missing".into(), 1));
+    j.record(&root, c);
+    assert!(head_view(&j).compaction.is_none());
+}
+
+#[test]
+fn an_unknown_head_renders_an_empty_view() {
+    let j = journal();
+    let v = render(&j, "nope");
+    assert!(v.items.is_empty());
+    check_view(&v).unwrap();
+}
+
+mod check {
+    use super::*;
+
+    #[test]
+    fn a_missing_result_names_the_call_and_entry() {
+        let mut j = journal();
+        j.user("u");
+        let a = j.on_head(AssistantPayload::new(vec![Block::tool_use("t1", "shell", json!({}))]));
+        let err = check_view(&head_view(&j)).unwrap_err();
+        assert_eq!(err, ViewError::MissingResult { entry: a.clone(), call_id: "t1".into() });
+        assert_eq!(err.entry(), &a);
+        // A user message before the result is also a missing result.
+        j.user("again");
+        assert!(matches!(check_view(&head_view(&j)), Err(ViewError::MissingResult { .. })));
+    }
+
+    #[test]
+    fn an_orphan_result_is_named() {
+        let mut j = journal();
+        j.user("u");
+        let r = j.on_head(ToolResultPayload::new("ghost", "out", false));
+        assert_eq!(
+            check_view(&head_view(&j)),
+            Err(ViewError::OrphanResult { entry: r, call_id: "ghost".into() })
+        );
+    }
+
+    #[test]
+    fn a_result_after_a_later_message_is_out_of_place() {
+        let mut j = journal();
+        j.user("u");
+        j.on_head(AssistantPayload::new(vec![Block::tool_use("t1", "shell", json!({}))]));
+        j.on_head(ToolResultPayload::new("t1", "out", false));
+        j.assistant("done");
+        j.on_head(ToolResultPayload::new("t1", "again", false));
+        assert!(matches!(check_view(&head_view(&j)), Err(ViewError::OrphanResult { .. })));
+    }
+
+    #[test]
+    fn role_order() {
+        let mut j = journal();
+        let a = j.assistant("first");
+        assert_eq!(check_view(&head_view(&j)), Err(ViewError::FirstNotUser { entry: a }));
+        let mut j = journal();
+        j.user("u");
+        j.assistant("a");
+        let b = j.assistant("b");
+        assert_eq!(
+            check_view(&head_view(&j)),
+            Err(ViewError::AssistantAfterAssistant { entry: b })
+        );
+    }
+
+    #[test]
+    fn parallel_results_may_come_in_any_order_and_duplicates_are_refused() {
+        let mut j = journal();
+        j.user("u");
+        j.on_head(AssistantPayload::new(vec![
+            Block::tool_use("t1", "shell", json!({})),
+            Block::tool_use("t2", "shell", json!({})),
+        ]));
+        j.on_head(ToolResultPayload::new("t2", "b", false));
+        j.on_head(ToolResultPayload::new("t1", "a", false));
+        j.assistant("ok");
+        check_view(&head_view(&j)).unwrap();
+
+        let mut j = journal();
+        j.user("u");
+        let a = j.on_head(AssistantPayload::new(vec![
+            Block::tool_use("t1", "shell", json!({})),
+            Block::tool_use("t1", "shell", json!({})),
+        ]));
+        assert_eq!(
+            check_view(&head_view(&j)),
+            Err(ViewError::DuplicateCall { entry: a, call_id: "t1".into() })
+        );
+    }
+
+    #[test]
+    fn consecutive_user_items_are_legal() {
+        let mut j = journal();
+        j.user("a");
+        j.on_head(UserPayload::anchor("b"));
+        j.user("c");
+        j.assistant("d");
+        check_view(&head_view(&j)).unwrap();
+    }
+}

@@ -123,11 +123,12 @@ impl ResponseBuilder {
         Ok(response)
     }
 
-    /// What arrived so far, or `None` when nothing did.
+    /// What arrived so far, or `None` when no content did.
     pub fn into_partial(self) -> Option<Response> {
         let mut response = self.build(false);
         response.stop_reason = None;
-        if response.content.is_empty() && response.usage.is_none() {
+        // Usage alone is no reply: there is nothing to journal or show.
+        if response.content.is_empty() {
             return None;
         }
         Some(response)
@@ -297,6 +298,8 @@ mod tests {
         assert_eq!(partial.content.len(), 2);
         assert_eq!(partial.tool_uses().count(), 1);
         assert!(ResponseBuilder::new().into_partial().is_none());
+        let usage_only = feed(&[StreamEvent::Usage(Usage { input_tokens: 5, ..Usage::default() })]);
+        assert!(usage_only.into_partial().is_none());
     }
 
     #[test]

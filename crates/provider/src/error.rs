@@ -121,7 +121,8 @@ pub(crate) fn redact(text: &str, secret: &str) -> String {
 pub struct ProviderFailure {
     pub error: ProviderError,
     /// What arrived before the failure: finished blocks, the unfinished text or thinking block,
-    /// and no unfinished tool call. `None` when nothing arrived. The engine journals it as an
+    /// and no unfinished tool call, with the usage reported so far. `None` when no content
+    /// arrived. The engine journals it as an
     /// `interrupted` assistant entry.
     pub partial: Option<Response>,
 }

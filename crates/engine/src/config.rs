@@ -10,7 +10,7 @@
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use codewhale_provider::{ProviderConfig, ProviderKind};
+use codewhale_provider::{OpenAiServer, ProviderConfig, ProviderKind};
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -50,6 +50,9 @@ pub struct Config {
     pub provider: Option<ProviderKind>,
     pub model: Option<String>,
     pub base_url: Option<String>,
+    /// The OpenAI-compatible dialect (`ollama`, `vllm`, ...) when detection from the base URL
+    /// is not enough.
+    pub server: Option<OpenAiServer>,
     /// Context window `W` in tokens, overriding the catalog.
     pub context_window: Option<u64>,
     /// Reserved output `R` in tokens, overriding min(16,384, W/4).
@@ -120,6 +123,7 @@ struct FileConfig {
     provider: Option<Spanned<String>>,
     model: Option<String>,
     base_url: Option<String>,
+    server: Option<Spanned<String>>,
     context_window: Option<Spanned<u64>>,
     reserved_output: Option<Spanned<u64>>,
     approval: Option<ApprovalMode>,
@@ -149,6 +153,19 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
         })?),
         None => None,
     };
+    let server = match file.server {
+        Some(name) => Some(OpenAiServer::parse(name.get_ref()).ok_or_else(|| {
+            invalid(
+                Some(name.span()),
+                format!(
+                    "{:?} is not a known server; use openai, deepseek, openrouter, ollama, \
+                     llama.cpp, vllm, lmstudio or generic",
+                    name.get_ref()
+                ),
+            )
+        })?),
+        None => None,
+    };
     let positive = |v: Option<Spanned<u64>>| match v {
         Some(v) if *v.get_ref() == 0 => {
             Err(invalid(Some(v.span()), "must be a positive number of tokens".into()))
@@ -168,6 +185,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
         provider,
         model: file.model,
         base_url: file.base_url,
+        server,
         context_window: positive(file.context_window)?,
         reserved_output: positive(file.reserved_output)?,
         approval: file.approval,
@@ -217,12 +235,17 @@ pub struct ResolvedProvider {
     pub model: String,
     pub base_url: String,
     pub api_key: Option<String>,
+    /// The configured OpenAI-compatible dialect, if any (else detected from `base_url`).
+    pub server: Option<OpenAiServer>,
 }
 
 impl ResolvedProvider {
     /// The provider crate's client configuration.
     pub fn provider_config(&self) -> ProviderConfig {
-        ProviderConfig::new(self.kind, self.api_key.clone()).with_base_url(self.base_url.clone())
+        let mut config = ProviderConfig::new(self.kind, self.api_key.clone())
+            .with_base_url(self.base_url.clone());
+        config.server = self.server;
+        config
     }
 }
 
@@ -245,6 +268,7 @@ impl Config {
         over(&mut self.provider, other.provider);
         over(&mut self.model, other.model);
         over(&mut self.base_url, other.base_url);
+        over(&mut self.server, other.server);
         over(&mut self.context_window, other.context_window);
         over(&mut self.reserved_output, other.reserved_output);
         over(&mut self.approval, other.approval);
@@ -302,6 +326,7 @@ impl Config {
             model: self.model.clone().unwrap_or_else(|| default_model(kind).to_owned()),
             base_url,
             api_key: key.clone(),
+            server: self.server,
         }))
     }
 
@@ -348,6 +373,8 @@ mod tests {
         assert!(e.contains(":2: bad `compaction.threshold`") && e.contains("(0, 1]"), "{e}");
         let e = err("provider = \"gemini\"\n");
         assert!(e.contains(":1: bad `provider`"), "{e}");
+        let e = err("server = \"llama\"\n");
+        assert!(e.contains(":1: bad `server`") && e.contains("llama.cpp"), "{e}");
         let e = err("context_window = 0\n");
         assert!(e.contains(":1: bad `context_window`"), "{e}");
     }

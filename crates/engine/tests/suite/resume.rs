@@ -137,6 +137,7 @@ fn session_params(h: &Harness) -> SessionParams {
             model: "gpt-4.1".into(),
             base_url: h.server.openai_base_url(),
             api_key: None,
+            server: None,
         },
         resume: Resume::Last,
         retry: None,

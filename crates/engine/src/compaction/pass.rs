@@ -120,6 +120,25 @@ pub async fn run(
     outcome
 }
 
+/// Growth (as a fraction of usable input) after which an auto pass is tried again when the last
+/// pass could not get below the threshold.
+const REGROWTH_FRACTION: f64 = 0.1;
+
+/// Whether an auto pass can help now. Not when the active record already could not get below
+/// the threshold (the user's own protected messages fill the window) and the conversation has
+/// not grown by a tenth of usable input since: that pass would summarize next to nothing, on
+/// every turn. Reactive and manual passes are never held back.
+pub fn auto_worthwhile(session: &Session) -> bool {
+    let limits = *session.budget().limits();
+    let pressure = session.budget().pressure().tokens;
+    let view = session.render();
+    let Some(after) = view.compaction.as_ref().and_then(|c| c.record.tokens_after) else {
+        return true;
+    };
+    let regrowth = (limits.usable_input as f64 * REGROWTH_FRACTION) as u64;
+    after < limits.threshold || pressure >= after + regrowth
+}
+
 fn notice(session: &mut Session, level: Level, text: &str) {
     let parent = session.journal().head_id().clone();
     if let Err(err) =

@@ -98,12 +98,21 @@ pub fn input_bytes(covered: &[Message], focus: Option<&str>) -> usize {
     transcript(covered).len() + instruction(focus, true).len()
 }
 
-/// Drops the oldest whole exchange of `covered` that is not a checkpoint: a unit from one legal
-/// cut point to the next, so a call and its results (and a parallel batch) leave together.
-/// Returns false when nothing can be dropped.
+/// Drops the oldest whole exchange of `covered` that is not a checkpoint. An exchange starts at
+/// a user message (or right after a checkpoint) where no call is pending, so a question leaves
+/// with its answer, and a call with its results (a parallel batch included). Returns false when
+/// nothing can be dropped.
 pub fn drop_oldest_exchange(covered: &mut Vec<Message>) -> bool {
     let legal = round::legal_cuts(covered);
-    let starts: Vec<usize> = (0..covered.len()).filter(|&i| legal[i]).collect();
+    let starts: Vec<usize> = (0..covered.len())
+        .filter(|&i| {
+            legal[i]
+                && (i == 0
+                    || is_checkpoint(&covered[i])
+                    || is_checkpoint(&covered[i - 1])
+                    || (covered[i].role == Role::User && !covered[i].has_tool_result()))
+        })
+        .collect();
     for (k, &start) in starts.iter().enumerate() {
         let end = starts.get(k + 1).copied().unwrap_or(covered.len());
         if !covered[start..end].iter().any(is_checkpoint) {
@@ -303,6 +312,18 @@ mod tests {
         assert!(drop_oldest_exchange(&mut covered));
         assert!(!drop_oldest_exchange(&mut covered));
         assert_eq!(covered.len(), 1);
+        let mut chat = vec![
+            Message::user("q0"),
+            Message::assistant("a0"),
+            Message::user("q1"),
+            Message::assistant("a1"),
+        ];
+        assert!(drop_oldest_exchange(&mut chat));
+        assert_eq!(
+            chat,
+            vec![Message::user("q1"), Message::assistant("a1")],
+            "a question leaves with its answer"
+        );
     }
 
     #[test]

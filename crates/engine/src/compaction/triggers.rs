@@ -20,6 +20,10 @@ pub async fn in_turn(ctx: &mut TurnCtx<'_>, trigger: Trigger) -> bool {
         tracing::info!(trigger = trigger.as_str(), "no compaction passes left in this turn");
         return false;
     }
+    if trigger == Trigger::Auto && !pass::auto_worthwhile(ctx.session) {
+        tracing::info!("the last pass could not get below the threshold; waiting for regrowth");
+        return false;
+    }
     ctx.compaction_passes += 1;
     let events = ctx.events.clone();
     let submission = ctx.submission;

@@ -1,5 +1,6 @@
 mod approval;
 mod common;
+mod compaction;
 mod interrupt;
 mod resume;
 mod tool_loop;

@@ -386,6 +386,12 @@ async fn next_frame(state: &mut BodyState) -> Option<Result<Bytes, std::io::Erro
                         "mock server: connection dropped mid-stream",
                     )));
                 }
+                Cut::Hangup => {
+                    // Failing in the first poll makes hyper drop the unflushed status line.
+                    state.guard.finished = true;
+                    state.cut = None;
+                    return Some(Err(std::io::Error::other("mock server: hung up")));
+                }
                 Cut::End => {
                     state.guard.finished = true;
                     return None;

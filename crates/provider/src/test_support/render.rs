@@ -95,6 +95,7 @@ fn fault_plan(wire: Wire, fault: &Fault, reply: &Reply, body: &Value, key: Optio
         Fault::MalformedSse => mid_stream(Cut::Malformed),
         Fault::DropMidStream => mid_stream(Cut::Drop),
         Fault::EndEarly => mid_stream(Cut::End),
+        Fault::Hangup => Plan::Stream { frames: Vec::new(), cut: Some((0, Cut::Hangup)) },
     }
 }
 

@@ -88,6 +88,9 @@ pub enum Fault {
     DropMidStream,
     /// A text reply whose body ends cleanly after two frames, without the terminator.
     EndEarly,
+    /// The connection closes before any byte of the response: a network failure the client
+    /// may retry, since no reply started.
+    Hangup,
 }
 
 impl Fault {
@@ -113,6 +116,8 @@ pub enum Cut {
     Malformed,
     /// Keep the connection open, sending only keep-alive comments, until the client leaves.
     Hang,
+    /// Fail the body before anything is flushed, so not even the status line goes out.
+    Hangup,
 }
 
 /// What a reply consists of.

@@ -56,6 +56,22 @@ async fn cancelling_stops_the_connection_while_the_stream_is_still_held() {
 }
 
 #[tokio::test]
+async fn dropping_the_stream_closes_the_connection() {
+    for kind in BOTH {
+        let server = server().await;
+        server.push(Reply::text("streaming forever").hang_after(3));
+        let mut stream =
+            client(&server, kind).stream(&hello("m"), CancellationToken::new()).await.unwrap();
+        stream.next().await.unwrap().unwrap();
+        assert_eq!(server.disconnects(), 0);
+        drop(stream);
+        tokio::time::timeout(Duration::from_secs(10), server.wait_for_disconnects(1))
+            .await
+            .unwrap_or_else(|_| panic!("{kind:?}: the server never saw the connection close"));
+    }
+}
+
+#[tokio::test]
 async fn cancelling_during_a_retry_wait_returns_at_once() {
     let server = server().await;
     server.push(Reply::fault(Fault::RateLimited { retry_after_secs: Some(4) }));

@@ -218,6 +218,19 @@ async fn a_partial_tool_call_is_not_handed_back_as_runnable() {
 }
 
 #[tokio::test]
+async fn a_hangup_before_the_reply_is_retried() {
+    for kind in BOTH {
+        let server = server().await;
+        server.push(Reply::fault(Fault::Hangup));
+        server.push(Reply::text("second time lucky"));
+        let response =
+            client(&server, kind).complete(&hello("m"), CancellationToken::new()).await.unwrap();
+        assert_eq!(response.text(), "second time lucky");
+        assert_eq!(server.requests().len(), 2, "{kind:?}");
+    }
+}
+
+#[tokio::test]
 async fn a_slow_stream_completes() {
     for kind in BOTH {
         let server = server().await;
@@ -231,9 +244,10 @@ async fn a_slow_stream_completes() {
 #[tokio::test]
 async fn a_stalled_stream_times_out_as_a_network_error() {
     let server = server().await;
-    server.push(Reply::text("never more than this").hang_after(3));
+    // Keep-alives would count as life; a stall is a silence longer than the idle timeout.
+    server.push_all((0..4).map(|_| Reply::text("late").slow(Duration::from_millis(400))));
     let mut config = server.config(ProviderKind::OpenAi);
-    config.idle_timeout = Duration::from_millis(5);
+    config.idle_timeout = Duration::from_millis(60);
     let failure = Client::new(config)
         .unwrap()
         .complete(&hello("m"), CancellationToken::new())

@@ -50,6 +50,11 @@ impl ResponseBuilder {
         self.slots.is_empty() && self.usage.is_none() && self.stop.is_none()
     }
 
+    /// Whether the reply's `Stop` has arrived.
+    pub fn has_stop(&self) -> bool {
+        self.stop.is_some()
+    }
+
     /// Fold one event in. Fails only on events that contradict the stream's own history
     /// (arguments for a call that never started, a call started twice).
     pub fn push(&mut self, event: &StreamEvent) -> Result<(), ProviderError> {

@@ -112,11 +112,11 @@ impl Client {
                 return Err(ProviderFailure { error, partial: builder.into_partial() });
             }
         }
-        // A decoder only ends cleanly after its terminator, which always carries `Stop`.
-        if builder.is_empty() {
-            return Err(
-                ProviderError::protocol("the server ended the reply without content").into()
-            );
+        // Decoders end cleanly only after their terminator, which carries `Stop`; checked
+        // anyway so a reply without one can never pass as complete.
+        if !builder.has_stop() {
+            let error = ProviderError::protocol("the reply ended without a stop reason");
+            return Err(ProviderFailure { error, partial: builder.into_partial() });
         }
         builder.finish().map_err(ProviderFailure::from)
     }

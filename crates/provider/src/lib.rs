@@ -10,7 +10,14 @@
 //!   mid-stream failure leaves behind ([`ProviderFailure::partial`]).
 //! - [`ProviderError`] with an [`ErrorKind`] the engine acts on: `ContextOverflow` triggers
 //!   reactive compaction, transient kinds are retried here first.
+//! - [`Client`]: `Client::new(config)`, then `stream(&request, cancel)` for events or
+//!   `complete`/`complete_with` for a folded reply; retries, cancellation and redaction happen
+//!   here.
 //! - [`catalog::lookup`]: context window and output limits per model.
+//! - `test_support` (feature `test-support`): an in-process mock provider speaking both wire
+//!   formats, for this crate's tests and the engine's.
+//!
+//! `docs/providers.md` describes the server quirks handled and how overflow is recognised.
 
 pub mod accumulate;
 pub mod anthropic;

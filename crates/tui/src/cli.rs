@@ -50,6 +50,8 @@ pub struct GlobalArgs {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run one user turn (with its tool loop) without the terminal UI and print the answer.
+    Exec(ExecArgs),
     /// List sessions, newest first: id, cwd, title, entries, updated.
     Sessions {
         /// Print one JSON object per session instead of a table.
@@ -100,4 +102,29 @@ pub enum JournalCommand {
         /// The session file (`<session-id>.jsonl`).
         file: PathBuf,
     },
+}
+
+/// `codewhale exec [--session ID | --last] [--json] [--approval MODE] PROMPT`
+#[derive(Debug, Clone, Args)]
+pub struct ExecArgs {
+    /// Continue the session with this id (a unique prefix is enough).
+    #[arg(long, value_name = "ID", conflicts_with = "last")]
+    pub session: Option<String>,
+
+    /// Continue the newest session of this workspace.
+    #[arg(long)]
+    pub last: bool,
+
+    /// Print every engine event as one JSON object per line instead of the final answer.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Which tool calls run without asking: ask, auto-edit or full. Calls that would ask are
+    /// denied (exec has no one to ask); the model is told so.
+    #[arg(long, value_name = "MODE", value_parser = clap::value_parser!(codewhale_engine::approval::ApprovalMode))]
+    pub approval: Option<codewhale_engine::approval::ApprovalMode>,
+
+    /// The prompt; several words are joined with spaces; `-` reads it from standard input.
+    #[arg(required = true, num_args = 1.., value_name = "PROMPT")]
+    pub prompt: Vec<String>,
 }

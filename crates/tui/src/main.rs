@@ -7,6 +7,7 @@
 mod cli;
 mod commands;
 mod home;
+mod logging;
 
 use std::process::ExitCode;
 
@@ -35,6 +36,9 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let home = home::resolve(cli.global.home.as_ref())?;
     match cli.command {
+        Some(Command::Exec(args)) => {
+            commands::exec::run(&home, &cli.global, cli.workspace.as_deref(), args)
+        }
         Some(Command::Sessions { json }) => commands::sessions::run(&home, json),
         Some(Command::SurvivalCheck { matrix }) => commands::survival_check::run(&matrix),
         Some(Command::Anchor { command }) => {

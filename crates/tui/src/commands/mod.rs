@@ -1,6 +1,7 @@
 //! One module per subcommand. Each exposes a `run` returning the process exit code.
 
 pub mod anchor;
+pub mod exec;
 pub mod interactive;
 pub mod journal_check;
 pub mod sessions;

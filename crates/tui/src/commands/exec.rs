@@ -1,0 +1,142 @@
+//! `codewhale exec [--session ID | --last] [--json] [--approval MODE] PROMPT`: one user turn
+//! with its tool loop, no terminal UI.
+//!
+//! Prints the final assistant text on stdout (with `--json`, every engine event as one JSON
+//! line instead). Exit codes (DESIGN §8): 0 when the turn completed, 1 when it failed or was
+//! interrupted (the reason on stderr as one sentence), 2 for bad usage. Calls that would need
+//! approval are denied with a message the model reads, since exec has no one to ask. Ctrl+C
+//! interrupts the turn; the journal stays valid.
+
+use std::io::{Read as _, Write as _};
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use codewhale_engine::config::{Env, Overrides};
+use codewhale_engine::protocol::{Event, Op, TurnStatus};
+use codewhale_engine::session::Resume;
+use codewhale_engine::{Engine, EngineParams};
+
+use crate::cli::{ExecArgs, GlobalArgs};
+
+/// The command-line overrides of the configuration.
+pub fn overrides(
+    global: &GlobalArgs,
+    approval: Option<codewhale_engine::approval::ApprovalMode>,
+) -> Overrides {
+    Overrides {
+        provider: global.provider.clone(),
+        model: global.model.clone(),
+        base_url: global.base_url.clone(),
+        context_window: global.context_window,
+        approval,
+    }
+}
+
+/// Runs the turn and returns the exit code.
+pub fn run(
+    home: &Path,
+    global: &GlobalArgs,
+    workspace: Option<&Path>,
+    args: ExecArgs,
+) -> anyhow::Result<ExitCode> {
+    // The tokenizer takes longer to build than a short turn; start it before anything else.
+    codewhale_engine::tokens::warm_up();
+    let _log = crate::logging::init(home);
+    let prompt = read_prompt(&args.prompt)?;
+    if prompt.trim().is_empty() {
+        eprintln!("codewhale: the prompt is empty; pass it as an argument or pipe it with `-`");
+        return Ok(ExitCode::from(2));
+    }
+    let workspace = match workspace {
+        Some(dir) => dir.to_path_buf(),
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    let resume = match (args.session, args.last) {
+        (Some(id), _) => Resume::Id(id),
+        (None, true) => Resume::Last,
+        (None, false) => Resume::New,
+    };
+    let params = EngineParams {
+        home: home.to_path_buf(),
+        workspace,
+        overrides: overrides(global, args.approval),
+        env: Env::from_process(),
+        resume,
+        interactive: false,
+        retry: None,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(exec(params, prompt, args.json))
+}
+
+fn read_prompt(words: &[String]) -> anyhow::Result<String> {
+    if words.len() == 1 && words[0] == "-" {
+        let mut text = String::new();
+        std::io::stdin().read_to_string(&mut text).context("cannot read the prompt from stdin")?;
+        return Ok(text);
+    }
+    Ok(words.join(" "))
+}
+
+async fn exec(params: EngineParams, prompt: String, json: bool) -> anyhow::Result<ExitCode> {
+    let (handle, mut events) = Engine::spawn(params)?;
+    let turn = handle.submit(Op::UserInput { text: prompt });
+    let mut outcome: Option<(TurnStatus, String)> = None;
+    let mut errors: Vec<String> = Vec::new();
+    let mut stdout = std::io::stdout().lock();
+    loop {
+        let msg = tokio::select! {
+            msg = events.recv() => msg,
+            _ = tokio::signal::ctrl_c() => {
+                handle.submit(Op::Interrupt);
+                continue;
+            }
+        };
+        let Some(msg) = msg else { break };
+        if json {
+            let line = serde_json::to_string(&msg).context("cannot encode an event as JSON")?;
+            // A closed pipe (`| head`) is not an error worth reporting.
+            if writeln!(stdout, "{line}").is_err() {
+                handle.submit(Op::Interrupt);
+            }
+        }
+        match msg.event {
+            Event::Error { message, .. } => errors.push(message),
+            Event::TurnFinished { status, text } if msg.id == turn => {
+                outcome = Some((status, text));
+                handle.submit(Op::Shutdown);
+            }
+            Event::ShutdownComplete => break,
+            _ => {}
+        }
+    }
+    let _ = stdout.flush();
+    drop(stdout);
+    let Some((status, text)) = outcome else {
+        anyhow::bail!("the engine stopped before the turn finished; see the log in the logs folder of the Codewhale home");
+    };
+    if !json && !text.is_empty() {
+        println!("{}", text.trim_end());
+    }
+    Ok(match status {
+        TurnStatus::Completed => ExitCode::SUCCESS,
+        TurnStatus::Interrupted => {
+            if !json {
+                eprintln!("codewhale: the turn was interrupted; the session keeps what was done");
+            }
+            ExitCode::from(1)
+        }
+        _ => {
+            if !json {
+                let reason = errors.last().map_or("the turn failed", String::as_str);
+                eprintln!("codewhale: {reason}");
+            }
+            ExitCode::from(1)
+        }
+    })
+}

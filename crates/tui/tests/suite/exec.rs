@@ -1,0 +1,187 @@
+//! `codewhale exec` end to end: the real binary, real HTTP, real journal files.
+
+use std::path::Path;
+use std::process::Output;
+
+use codewhale_provider::test_support::{Fault, MockServer, Reply, TEST_API_KEY};
+use serde_json::{json, Value};
+use tempfile::TempDir;
+
+struct Setup {
+    server: MockServer,
+    home: TempDir,
+    ws: TempDir,
+}
+
+impl Setup {
+    async fn new() -> Setup {
+        Setup {
+            server: MockServer::start().await.unwrap(),
+            home: tempfile::tempdir().unwrap(),
+            ws: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// Runs `codewhale exec ARGS` in the workspace against the mock server.
+    async fn exec(&self, args: &[&str]) -> Output {
+        let mut cmd = self.command();
+        cmd.arg("exec")
+            .args(["--provider", "openai", "--model", "gpt-4.1"])
+            .args(["--base-url", &self.server.openai_base_url()])
+            .args(args)
+            .env("OPENAI_API_KEY", TEST_API_KEY);
+        cmd.output().await.unwrap()
+    }
+
+    fn command(&self) -> tokio::process::Command {
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_codewhale"));
+        cmd.current_dir(self.ws.path())
+            .env("CODEWHALE_HOME", self.home.path())
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("OPENAI_BASE_URL")
+            .env_remove("ANTHROPIC_BASE_URL")
+            .env("HOME", self.home.path());
+        cmd
+    }
+
+    fn sessions(&self) -> Vec<std::path::PathBuf> {
+        let dir = self.home.path().join("sessions");
+        let Ok(read) = std::fs::read_dir(dir) else { return Vec::new() };
+        read.filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+            .collect()
+    }
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn kinds(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["kind"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prints_the_final_answer_after_a_tool_loop() {
+    let s = Setup::new().await;
+    s.server.push(Reply::tool_call("c1", "shell", json!({"command": "echo made > made.txt"})));
+    s.server.push(Reply::text("I made the file.").with_usage(1200, 6));
+    let out = s.exec(&["--approval", "full", "make", "a", "file"]).await;
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "I made the file.\n");
+    assert_eq!(text(&out.stderr), "", "nothing but the answer reaches the terminal");
+    assert_eq!(std::fs::read_to_string(s.ws.path().join("made.txt")).unwrap(), "made\n");
+    let user = &s.server.requests()[0].body["messages"][1];
+    assert_eq!(user["content"], "make a file");
+    let sessions = s.sessions();
+    assert_eq!(sessions.len(), 1);
+    assert_eq!(kinds(&sessions[0]), ["header", "user", "assistant", "tool_result", "assistant"]);
+    let logs = std::fs::read_dir(s.home.path().join("logs")).unwrap().count();
+    assert!(logs >= 1, "tracing logs go to the home's logs folder");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_prints_every_event_as_one_line() {
+    let s = Setup::new().await;
+    s.server.push(Reply::tool_call("c1", "list_dir", json!({"path": "."})));
+    s.server.push(Reply::text("empty"));
+    let out = s.exec(&["--json", "list"]).await;
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    let events: Vec<Value> =
+        text(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    for expected in [
+        "session_configured",
+        "turn_started",
+        "text_delta",
+        "tool_call_requested",
+        "tool_call_started",
+        "tool_call_finished",
+        "usage",
+        "turn_finished",
+        "shutdown_complete",
+    ] {
+        assert!(types.contains(&expected), "{expected} missing from {types:?}");
+    }
+    let finished = events.iter().find(|e| e["type"] == "turn_finished").unwrap();
+    assert_eq!(
+        (finished["status"].as_str(), finished["text"].as_str()),
+        (Some("completed"), Some("empty"))
+    );
+    assert_eq!(finished["id"], events.iter().find(|e| e["type"] == "turn_started").unwrap()["id"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn last_continues_the_workspace_session() {
+    let s = Setup::new().await;
+    s.server.push(Reply::text("one"));
+    s.server.push(Reply::text("two"));
+    assert!(s.exec(&["first"]).await.status.success());
+    let out = s.exec(&["--last", "second"]).await;
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "two\n");
+    assert_eq!(s.sessions().len(), 1);
+    let messages = s.server.requests()[1].body["messages"].as_array().unwrap().len();
+    assert_eq!(messages, 4, "system, first, one, second");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn denied_calls_are_reported_to_the_model_and_the_turn_completes() {
+    let s = Setup::new().await;
+    s.server.push(Reply::tool_call("w", "write_file", json!({"path": "x", "content": "x"})));
+    s.server.push(Reply::text("I was not allowed to write."));
+    let out = s.exec(&["write x"]).await;
+    assert!(out.status.success());
+    assert!(!s.ws.path().join("x").exists());
+    let sent = &s.server.requests()[1].body["messages"];
+    let result = sent.as_array().unwrap().iter().find(|m| m["role"] == "tool").unwrap();
+    assert!(result["content"].as_str().unwrap().starts_with("denied:"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failures_exit_1_with_one_sentence() {
+    let s = Setup::new().await;
+    s.server.push(Reply::fault(Fault::Unauthorized));
+    let out = s.exec(&["hi"]).await;
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.starts_with("codewhale: the model request failed") && err.contains("API key"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(!err.contains(TEST_API_KEY));
+
+    // No provider at all.
+    let out = s.command().args(["exec", "hi"]).output().await.unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("no model provider is configured"), "{}", text(&out.stderr));
+
+    // A bad config file names file, line and key.
+    std::fs::write(s.home.path().join("config.toml"), "model = \"m\"\napprovals = \"full\"\n")
+        .unwrap();
+    let out = s.exec(&["hi"]).await;
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.contains("config.toml:2: bad `approvals`"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_usage_exits_2() {
+    let s = Setup::new().await;
+    let out = s.exec(&["--session", "abc", "--last", "hi"]).await;
+    assert_eq!(out.status.code(), Some(2));
+    let out = s.exec(&["--approval", "sometimes", "hi"]).await;
+    assert_eq!(out.status.code(), Some(2));
+    let out = s.command().arg("exec").output().await.unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = s.exec(&["--session", "nope", "hi"]).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("no session nope"));
+}

@@ -20,6 +20,7 @@ pub mod pass;
 pub mod plain;
 pub mod prune;
 pub mod record;
+pub mod report;
 pub mod round;
 pub mod summary;
 pub mod survival;

@@ -179,6 +179,30 @@ mod tests {
     }
 
     #[test]
+    fn random_bytes_never_panic_the_parser_or_decoders() {
+        use rand::{Rng, SeedableRng};
+        let alphabet: &[u8] = b"data: event:{}[]\"\r\n:,0123456789type\xc3\xa9";
+        let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+        for _ in 0..2000 {
+            let body: Vec<u8> = (0..rng.random_range(0..200))
+                .map(|_| alphabet[rng.random_range(0..alphabet.len())])
+                .collect();
+            let mut parser = SseParser::new();
+            let mut events = Vec::new();
+            let split = rng.random_range(0..=body.len());
+            let _ = parser.feed(&body[..split], &mut events);
+            let _ = parser.feed(&body[split..], &mut events);
+            let _ = parser.finish(&mut events);
+            let mut openai = crate::openai::decode::Decoder::new();
+            let mut anthropic = crate::anthropic::decode::Decoder::new();
+            for event in &events {
+                let _ = openai.on_data(&event.data, &mut Vec::new());
+                let _ = anthropic.on_data(&event.data, &mut Vec::new());
+            }
+        }
+    }
+
+    #[test]
     fn invalid_utf8_is_a_protocol_error() {
         let mut parser = SseParser::new();
         let err = parser.feed(b"data: \xff\xfe\n\n", &mut Vec::new()).unwrap_err();

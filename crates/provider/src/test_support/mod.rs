@@ -169,6 +169,11 @@ impl MockServer {
         lock(&self.shared.requests).clone()
     }
 
+    /// The most recent request, if any.
+    pub fn last_request(&self) -> Option<RecordedRequest> {
+        lock(&self.shared.requests).last().cloned()
+    }
+
     /// How many streamed bodies the client abandoned before they finished.
     pub fn disconnects(&self) -> usize {
         *lock(&self.shared.disconnects)

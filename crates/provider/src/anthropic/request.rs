@@ -66,9 +66,32 @@ pub fn encode(request: &Request) -> Value {
 
 /// The budget actually sent: it must be at least 1024 and below `max_tokens`; a request that
 /// cannot satisfy both goes without thinking rather than failing.
+///
+/// Also off while a tool loop is in progress whose assistant turn has no signed thinking block
+/// in front of its calls (thinking switched on mid-loop, or an interrupted reply lost its
+/// signature): with thinking enabled the API rejects such a turn ("Expected `thinking` or
+/// `redacted_thinking`, but found `tool_use`").
 fn thinking_budget(request: &Request) -> Option<u32> {
     let budget = request.thinking_budget?.min(request.max_output_tokens.saturating_sub(1));
-    (budget >= MIN_THINKING_BUDGET).then_some(budget)
+    if budget < MIN_THINKING_BUDGET {
+        return None;
+    }
+    // Only a tool loop in progress is checked: the request ends with the calls' results.
+    let mid_loop = request.messages.last().is_some_and(|m| {
+        m.role == Role::User && m.content.iter().any(|b| matches!(b, Block::ToolResult { .. }))
+    });
+    let last_assistant = request.messages.iter().rev().find(|m| m.role == Role::Assistant);
+    if let (true, Some(message)) = (mid_loop, last_assistant) {
+        let calls = message.content.iter().any(|b| matches!(b, Block::ToolUse { .. }));
+        let opens_with_thinking = matches!(
+            message.content.first(),
+            Some(Block::Thinking { signature: Some(_), .. } | Block::RedactedThinking { .. })
+        );
+        if calls && !opens_with_thinking {
+            return None;
+        }
+    }
+    Some(budget)
 }
 
 fn encode_messages(messages: &[Message], marks: usize) -> Vec<Value> {
@@ -244,5 +267,27 @@ mod tests {
         let body = encode(&request);
         assert!(body.get("thinking").is_none());
         assert_eq!(body["temperature"], 0.5);
+    }
+
+    #[test]
+    fn thinking_is_off_when_the_last_tool_turn_has_no_signed_thinking() {
+        let mut request = Request::new("m", 8000);
+        request.thinking_budget = Some(2000);
+        let call = Block::ToolUse { id: "t".into(), name: "n".into(), input: json!({}) };
+        let result =
+            Block::ToolResult { tool_use_id: "t".into(), content: "r".into(), is_error: false };
+        request.messages = vec![
+            Message::user_text("go"),
+            Message::new(Role::Assistant, vec![call.clone()]),
+            Message::new(Role::User, vec![result.clone()]),
+        ];
+        assert!(encode(&request).get("thinking").is_none());
+        let signed = Block::Thinking { thinking: "t".into(), signature: Some("s".into()) };
+        request.messages[1] = Message::new(Role::Assistant, vec![signed, call.clone()]);
+        assert_eq!(encode(&request)["thinking"]["budget_tokens"], 2000);
+        // A new user turn after the loop starts fresh: thinking is allowed again.
+        request.messages[1] = Message::new(Role::Assistant, vec![call]);
+        request.messages.push(Message::user_text("next task"));
+        assert_eq!(encode(&request)["thinking"]["budget_tokens"], 2000);
     }
 }

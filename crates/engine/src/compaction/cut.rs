@@ -325,3 +325,80 @@ mod tests {
         assert_eq!(plan.tail_tokens, 77, "bounded results count for 64/70 and 8/9 of their tokens");
     }
 }
+
+/// The cut and the survival contract must agree: whatever the cut keeps, with a real note in
+/// between, passes the contract. Checked over many generated conversations (a small LCG keeps
+/// the test deterministic without a property-testing dependency).
+#[cfg(test)]
+mod agreement {
+    use serde_json::json;
+
+    use super::*;
+    use crate::compaction::message::Role;
+    use crate::compaction::note::checkpoint_message;
+    use crate::compaction::survival::{check, SurvivalInput};
+
+    struct Lcg(u64);
+    impl Lcg {
+        fn next(&mut self, n: u64) -> u64 {
+            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (self.0 >> 33) % n.max(1)
+        }
+    }
+
+    fn conversation(rng: &mut Lcg) -> Vec<Message> {
+        let mut m = Vec::new();
+        let mut id = 0;
+        for turn in 0..1 + rng.next(8) {
+            m.push(Message::user(format!("ask {turn}")));
+            for _ in 0..rng.next(4) {
+                let calls: Vec<String> = (0..1 + rng.next(3))
+                    .map(|_| {
+                        id += 1;
+                        format!("c{id}")
+                    })
+                    .collect();
+                let mut content = vec![Part::text(format!("step {id}"))];
+                content.extend(
+                    calls.iter().map(|c| Part::tool_use(c.clone(), "shell", json!({"c": c}))),
+                );
+                m.push(Message::new(Role::Assistant, content));
+                for c in &calls {
+                    m.push(Message::new(Role::User, vec![Part::tool_result(c.clone(), "out")]));
+                }
+            }
+            if rng.next(3) > 0 {
+                m.push(Message::assistant(format!("answer {turn}")));
+            }
+        }
+        m
+    }
+
+    #[test]
+    fn whatever_the_cut_keeps_passes_the_survival_contract() {
+        let mut rng = Lcg(7);
+        let mut planned = 0;
+        for _ in 0..2_000 {
+            let messages = conversation(&mut rng);
+            let tokens: Vec<u64> = messages.iter().map(|_| 1 + rng.next(40)).collect();
+            let policy = CutPolicy::new(20 + rng.next(2_000), 1.0 + rng.next(100) as f64 / 100.0);
+            let Ok(plan) = plan(&messages, &tokens, &policy) else { continue };
+            planned += 1;
+            let mut replacement: Vec<Message> =
+                plan.retained.iter().map(|&i| messages[i].clone()).collect();
+            replacement.push(checkpoint_message("Codewhale handoff note.\n\n## Objective\nGo on."));
+            replacement.extend(messages[plan.cut..].iter().cloned());
+            let violations = check(&SurvivalInput {
+                original: &messages,
+                replacement: &replacement,
+                last_round_start: None,
+                anchors: &[],
+                require_checkpoint: true,
+            });
+            assert!(violations.is_empty(), "{violations:?}\n{messages:#?}\n{plan:?}");
+            assert!(round::legal_cuts(&messages)[plan.cut]);
+            assert!(plan.cut <= plan.protected_start);
+        }
+        assert!(planned > 500, "only {planned} conversations could be cut");
+    }
+}

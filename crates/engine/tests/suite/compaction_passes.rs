@@ -1,0 +1,208 @@
+//! Compaction passes that fail, are refused or repeat: nothing changes unless a record is
+//! written, and repeated passes extend one checkpoint. Helpers live in `compaction.rs`.
+
+use codewhale_engine::compaction::checkpoint::{HEADER, MARKER};
+use codewhale_engine::journal::{render, Payload};
+use codewhale_engine::protocol::{Event, TurnStatus};
+use codewhale_provider::test_support::{Fault, Reply};
+
+use super::common::{reload_checked, session_file, Harness};
+use super::compaction::{
+    assert_no_orphans, compact, compactions, prose, request_text, spawn, summary_requests, SUMMARY,
+    WINDOW,
+};
+
+#[tokio::test]
+async fn an_overflowing_summary_request_drops_the_oldest_exchanges() {
+    let h = Harness::new().await;
+    let mut engine = spawn(&h, "openai", WINDOW);
+    for k in 0..4 {
+        h.server.push(Reply::text(prose(&format!("answer {k}"), 300)).with_usage(2_000, 1_500));
+        engine.turn(&format!("question {k}")).await;
+    }
+    h.server.push(Reply::fault(Fault::overflow(8_000, 9_000)));
+    h.server.push(Reply::text(SUMMARY));
+    assert!(matches!(compact(&mut engine, None).await, Event::CompactionFinished { .. }));
+    let first = request_text(&h, 4);
+    let second = request_text(&h, 5);
+    assert!(first.contains("answer 0") && !second.contains("answer 0"), "the oldest exchange went");
+    assert!(second.contains("You are writing a handoff note"), "the instruction stays");
+    engine.shutdown().await;
+    assert_eq!(compactions(&h).len(), 1);
+    assert_no_orphans(&h);
+}
+
+#[tokio::test]
+async fn unusable_summaries_retry_once_then_fail_with_nothing_changed() {
+    for (first, second) in
+        [("", "No summary available."), ("I'm sorry, I can't help with that.", "## Objective\nx")]
+    {
+        let h = Harness::new().await;
+        let mut engine = spawn(&h, "openai", WINDOW);
+        for k in 0..4 {
+            h.server.push(Reply::text(prose(&format!("answer {k}"), 300)).with_usage(2_000, 1_500));
+            engine.turn(&format!("question {k}")).await;
+        }
+        let view_before = {
+            let j = reload_checked(&session_file(h.home.path()));
+            render(&j, j.head_id().as_str())
+        };
+        h.server.push(Reply::text(first));
+        h.server.push(Reply::text(second));
+        let event = compact(&mut engine, None).await;
+        assert!(matches!(event, Event::CompactionFailed { .. }), "{event:?}");
+        assert!(
+            request_text(&h, 5).contains("could not be used as a handoff note"),
+            "strict retry"
+        );
+        // The next user message still works, on the unchanged view.
+        h.server.push(Reply::text("still here").with_usage(2_000, 5));
+        let run = engine.turn("are you there?").await;
+        assert_eq!(run.text, "still here");
+        engine.shutdown().await;
+        let journal = reload_checked(&session_file(h.home.path()));
+        assert_eq!(journal.compactions().count(), 0);
+        let notices = journal.entries().iter().filter(|e| matches!(&e.payload, Payload::System(s) if s.text.contains("compaction (manual) failed"))).count();
+        assert_eq!(notices, 1);
+        let view_after = render(&journal, journal.head_id().as_str());
+        assert_eq!(view_after.items[..view_before.items.len()], view_before.items[..]);
+        assert_no_orphans(&h);
+    }
+}
+
+#[tokio::test]
+async fn a_provider_error_in_the_middle_of_a_pass_changes_nothing() {
+    let h = Harness::new().await;
+    let mut engine = spawn(&h, "openai", WINDOW);
+    for k in 0..4 {
+        h.server.push(Reply::text(prose(&format!("answer {k}"), 300)).with_usage(2_000, 1_500));
+        engine.turn(&format!("question {k}")).await;
+    }
+    h.server.push(Reply::fault(Fault::Unauthorized));
+    let event = compact(&mut engine, None).await;
+    let Event::CompactionFailed { reason } = event else { panic!("{event:?}") };
+    assert!(reason.contains("summary request failed"), "{reason}");
+    h.server.push(Reply::text("fine").with_usage(2_000, 5));
+    assert_eq!(engine.turn("next").await.status, TurnStatus::Completed);
+    engine.shutdown().await;
+    assert_eq!(compactions(&h).len(), 0);
+    assert_no_orphans(&h);
+}
+
+#[tokio::test]
+async fn five_compactions_in_a_row_extend_one_checkpoint() {
+    let h = Harness::new().await;
+    let anchors = "Never push to main.\n---\nUse rustls, not openssl.\n";
+    h.write(".codewhale/anchors.md", anchors);
+    let mut engine = spawn(&h, "openai", WINDOW);
+    let mut asked = Vec::new();
+    for pass in 0..5 {
+        for k in 0..3 {
+            let question = format!("question {pass}.{k}");
+            h.server.push(
+                Reply::text(prose(&format!("answer {pass}.{k}"), 300)).with_usage(2_000, 1_500),
+            );
+            engine.turn(&question).await;
+            asked.push(question);
+        }
+        h.server.push(Reply::text(format!("{SUMMARY}\npass {pass}")));
+        let event = compact(&mut engine, Some("the parser")).await;
+        let Event::CompactionFinished { tokens_before, tokens_after, .. } = event else {
+            panic!("pass {pass}: {event:?}")
+        };
+        assert!(tokens_after < tokens_before, "pass {pass}: {tokens_after} >= {tokens_before}");
+
+        let journal = reload_checked(&session_file(h.home.path()));
+        let view = render(&journal, journal.head_id().as_str());
+        let checkpoints: Vec<_> = view
+            .items
+            .iter()
+            .filter(|i| i.blocks().get(1).and_then(|b| b.as_text()) == Some(MARKER))
+            .collect();
+        assert_eq!(checkpoints.len(), 1, "pass {pass}: exactly one checkpoint");
+        let note = checkpoints[0].blocks()[0].as_text().unwrap();
+        assert!(note.starts_with(HEADER));
+        assert!(note.contains(anchors.trim_end()), "pass {pass}: anchors verbatim");
+        assert!(note.contains(&format!("pass {pass}")));
+        assert!(
+            note.chars().count() <= 12_000 + 4_000,
+            "note stays bounded: {}",
+            note.chars().count()
+        );
+        let records: Vec<_> = journal.compactions().map(|(_, r)| r.clone()).collect();
+        assert_eq!(records.len(), pass + 1);
+        let first = records[0].covers.as_ref().unwrap().first.clone();
+        let last = records.last().unwrap();
+        assert_eq!(last.covers.as_ref().unwrap().first, first, "covers extended, not nested");
+        assert_eq!(last.focus.as_deref(), Some("the parser"));
+        assert!(last.summary.as_ref().unwrap().chars().count() <= 12_000);
+        if pass > 0 {
+            let prev = &records[pass - 1];
+            assert_ne!(prev.covers.as_ref().unwrap().last, last.covers.as_ref().unwrap().last);
+            assert!(last.covers.as_ref().unwrap().count > prev.covers.as_ref().unwrap().count);
+        }
+        let texts: Vec<String> = view
+            .items
+            .iter()
+            .flat_map(|i| i.blocks().iter().filter_map(|b| b.as_text().map(str::to_owned)))
+            .collect();
+        for id in &last.retained_ids {
+            let entry = journal.get(id.as_str()).unwrap();
+            let Payload::User(u) = &entry.payload else { panic!("retained a non-user entry") };
+            let text = u.content[0].as_text().unwrap();
+            assert!(texts.iter().any(|t| t == text), "retained text {text} verbatim");
+        }
+    }
+    // The summary request folds in the previous note.
+    let last_summary = *summary_requests(&h).last().unwrap();
+    assert!(request_text(&h, last_summary).contains("[earlier handoff note]"));
+    assert!(request_text(&h, last_summary).contains("Focus the note on: the parser"));
+    engine.shutdown().await;
+    assert_no_orphans(&h);
+}
+
+#[tokio::test]
+async fn huge_own_messages_do_not_recompact_on_every_turn() {
+    let h = Harness::new().await;
+    // U = 6,000, threshold 4,800: the user's own message alone is past it.
+    let mut engine = spawn(&h, "openai", 8_000);
+    for k in 0..2 {
+        h.server.push(Reply::text(prose(&format!("ok {k}"), 40)).with_usage(1_000, 200));
+        engine.turn(&format!("small {k}")).await;
+    }
+    h.server.push(Reply::text(SUMMARY));
+    h.server.push(Reply::text("ok 2").with_usage(7_000, 5));
+    let run = engine.turn(&prose("my huge paste", 1_200)).await;
+    assert_eq!(run.status, TurnStatus::Completed, "{:?}", run.events);
+    for k in 3..6 {
+        h.server.push(Reply::text(format!("ok {k}")).with_usage(7_100, 5));
+        let run = engine.turn(&format!("small {k}")).await;
+        assert_eq!(run.status, TurnStatus::Completed, "{:?}", run.events);
+        assert!(
+            !run.events.iter().any(|e| matches!(e, Event::CompactionStarted { .. })),
+            "turn {k} recompacted"
+        );
+    }
+    assert_eq!(summary_requests(&h).len(), 1);
+    engine.shutdown().await;
+    assert_eq!(compactions(&h).len(), 1);
+    assert_no_orphans(&h);
+}
+
+#[tokio::test]
+async fn fewer_than_four_messages_are_refused_with_a_notice() {
+    let h = Harness::new().await;
+    let mut engine = spawn(&h, "openai", WINDOW);
+    h.server.push(Reply::text("hi"));
+    engine.turn("hello").await;
+    let event = compact(&mut engine, None).await;
+    let Event::CompactionRefused { reason } = event else { panic!("{event:?}") };
+    assert!(reason.contains("at least 4"), "{reason}");
+    engine.shutdown().await;
+    let journal = reload_checked(&session_file(h.home.path()));
+    assert_eq!(journal.compactions().count(), 0);
+    assert!(journal
+        .entries()
+        .iter()
+        .any(|e| matches!(&e.payload, Payload::System(s) if s.text.contains("refused"))));
+}

@@ -213,12 +213,14 @@ impl Client {
         };
         let status = response.status().as_u16();
         let retry_after = retry::retry_after(response.headers());
-        let is_sse = response
+        // Anything but JSON is read as a stream: some servers and proxies label SSE
+        // `text/plain` or not at all. A body that holds no events then fails as such.
+        let is_json = response
             .headers()
             .get(CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.contains("text/event-stream"));
-        if (200..300).contains(&status) && is_sse {
+            .is_some_and(|v| v.contains("json"));
+        if (200..300).contains(&status) && !is_json {
             return Ok(Attempt::Stream(Box::pin(response.bytes_stream())));
         }
         let text = match tokio::time::timeout(idle, response.text()).await {
@@ -231,13 +233,11 @@ impl Client {
         if !(200..300).contains(&status) {
             return Err((classify::http_error(status, retry_after, &text), retry_after));
         }
-        // A success that is not a stream: an error sent with 200 (LM Studio), or a whole
-        // completion from a server that ignored `stream: true`.
+        // A JSON success: an error sent with 200 (LM Studio), or a whole completion from a
+        // server that ignored `stream: true`.
         let json: Value = serde_json::from_str(&text).map_err(|_| {
             (
-                ProviderError::protocol(format!(
-                    "the server answered {status} without an event stream or JSON"
-                )),
+                ProviderError::protocol(format!("the server answered {status} with invalid JSON")),
                 None,
             )
         })?;

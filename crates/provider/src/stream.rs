@@ -40,6 +40,7 @@ pub(crate) fn events(
         cancel,
         idle,
         secret,
+        seen_events: false,
     };
     Box::pin(futures::stream::unfold(state, |mut state| async move {
         let item = state.next().await?;
@@ -95,6 +96,8 @@ struct StreamState {
     cancel: CancellationToken,
     idle: Duration,
     secret: Option<String>,
+    /// Whether the body held any SSE event at all (to tell "not a stream" from "cut short").
+    seen_events: bool,
 }
 
 impl StreamState {
@@ -129,6 +132,7 @@ impl StreamState {
             Some(chunk) => self.parser.feed(chunk, &mut sse),
             None => self.parser.finish(&mut sse),
         };
+        self.seen_events |= !sse.is_empty();
         let mut out = Vec::new();
         let mut failure = parsed.err();
         for event in &sse {
@@ -145,10 +149,13 @@ impl StreamState {
         } else if self.decoder.is_done() {
             self.bytes = None;
         } else if chunk.is_none() {
-            let terminator = self.decoder.terminator();
-            self.fail(ProviderError::protocol(format!(
-                "the stream ended before its terminator ({terminator}): the reply is incomplete"
-            )));
+            let error = if self.seen_events {
+                let terminator = self.decoder.terminator();
+                format!("the stream ended before its terminator ({terminator}): the reply is incomplete")
+            } else {
+                "the server's reply held no events: it is not an event stream".to_owned()
+            };
+            self.fail(ProviderError::protocol(error));
         }
     }
 

@@ -279,7 +279,8 @@ fn serve(
                     None => frames,
                 },
             };
-            stream_response(shared, frames, reply.delay, cut)
+            let content_type = reply.content_type.as_deref().unwrap_or("text/event-stream");
+            stream_response(shared, frames, content_type, reply.delay, cut)
         }
     }
 }
@@ -348,6 +349,7 @@ struct BodyState {
 fn stream_response(
     shared: Arc<Shared>,
     frames: Vec<String>,
+    content_type: &str,
     delay: Option<Duration>,
     cut: Option<(usize, Cut)>,
 ) -> Response {
@@ -365,7 +367,7 @@ fn stream_response(
     });
     Response::builder()
         .status(StatusCode::OK)
-        .header("content-type", "text/event-stream")
+        .header("content-type", content_type)
         .header("cache-control", "no-cache")
         .body(Body::from_stream(body))
         .unwrap_or_else(|_| Response::new(Body::empty()))

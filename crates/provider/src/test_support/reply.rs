@@ -146,11 +146,21 @@ pub struct Reply {
     pub chunk_size: Option<usize>,
     /// End the body after this many frames, this way.
     pub cut: Option<(usize, Cut)>,
+    /// The `content-type` of a streamed body (default `text/event-stream`).
+    pub content_type: Option<String>,
 }
 
 impl Reply {
     fn of(content: Content) -> Reply {
-        Reply { content, usage: None, stop: None, delay: None, chunk_size: None, cut: None }
+        Reply {
+            content,
+            usage: None,
+            stop: None,
+            delay: None,
+            chunk_size: None,
+            cut: None,
+            content_type: None,
+        }
     }
 
     /// A plain text answer.
@@ -257,6 +267,12 @@ impl Reply {
     /// Deliver the body in chunks of `bytes` bytes, ignoring frame boundaries.
     pub fn with_chunk_size(mut self, bytes: usize) -> Reply {
         self.chunk_size = Some(bytes.max(1));
+        self
+    }
+
+    /// Label a streamed body with another `content-type`, as some servers and proxies do.
+    pub fn with_content_type(mut self, content_type: impl Into<String>) -> Reply {
+        self.content_type = Some(content_type.into());
         self
     }
 

@@ -273,6 +273,19 @@ async fn an_error_sent_with_status_200_is_an_error() {
 }
 
 #[tokio::test]
+async fn a_mislabelled_stream_is_still_read_and_html_is_not_a_stream() {
+    let server = server().await;
+    let sse = "data: {\"choices\":[{\"delta\":{\"content\":\"ok\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+    server.push(Reply::raw_sse(sse).with_content_type("text/plain; charset=utf-8"));
+    server.push(Reply::raw_sse("<html>captive portal</html>").with_content_type("text/html"));
+    let client = client(&server, ProviderKind::OpenAi);
+    assert_eq!(client.complete(&hello("m"), CancellationToken::new()).await.unwrap().text(), "ok");
+    let failure = client.complete(&hello("m"), CancellationToken::new()).await.unwrap_err();
+    assert_eq!(failure.error.kind, ErrorKind::Protocol, "{}", failure.error);
+    assert!(failure.error.message.contains("not an event stream"), "{}", failure.error);
+}
+
+#[tokio::test]
 async fn connection_refused_is_a_network_error_after_retries() {
     let server = server().await;
     let mut config = server.config(ProviderKind::Anthropic);

@@ -130,10 +130,10 @@ impl Client {
         request: &Request,
         cancel: &CancellationToken,
     ) -> Result<EventStream, ProviderError> {
-        let mut include_usage = true;
+        let mut options = openai::request::EncodeOptions::new(self.config.openai_server());
         let mut attempt = 0u32;
         loop {
-            let body = self.encode(request, include_usage);
+            let body = self.encode(request, options);
             let outcome = tokio::select! {
                 biased;
                 _ = cancel.cancelled() => return Err(ProviderError::cancelled()),
@@ -154,9 +154,13 @@ impl Client {
                 }
                 Err(failure) => failure,
             };
-            if include_usage && self.rejects_usage_option(&error) {
-                // Older servers refuse `stream_options`; ask once more without it.
-                include_usage = false;
+            if let Some(adapted) = self.adapt(&error, &options) {
+                // The server refused a parameter some servers need; ask again without it.
+                tracing::info!(
+                    "provider rejected a parameter, retrying without it: {}",
+                    error.message
+                );
+                options = adapted;
                 continue;
             }
             if !error.kind.is_transient() {
@@ -183,23 +187,24 @@ impl Client {
         }
     }
 
-    fn encode(&self, request: &Request, include_usage: bool) -> Value {
+    fn encode(&self, request: &Request, options: openai::request::EncodeOptions) -> Value {
         match self.config.kind {
-            ProviderKind::OpenAi => openai::request::encode(
-                request,
-                openai::request::EncodeOptions {
-                    server: self.config.openai_server(),
-                    include_usage,
-                },
-            ),
+            ProviderKind::OpenAi => openai::request::encode(request, options),
             ProviderKind::Anthropic => anthropic::request::encode(request),
         }
     }
 
-    fn rejects_usage_option(&self, error: &ProviderError) -> bool {
-        self.config.kind == ProviderKind::OpenAi
-            && error.kind == ErrorKind::BadRequest
-            && (error.message.contains("stream_options") || error.message.contains("include_usage"))
+    fn adapt(
+        &self,
+        error: &ProviderError,
+        options: &openai::request::EncodeOptions,
+    ) -> Option<openai::request::EncodeOptions> {
+        let rejected =
+            error.kind == ErrorKind::BadRequest && matches!(error.status, Some(400 | 422));
+        if self.config.kind != ProviderKind::OpenAi || !rejected {
+            return None;
+        }
+        options.adapt(&error.message)
     }
 
     /// One HTTP exchange up to the start of the reply body.

@@ -10,12 +10,64 @@ use serde_json::{json, Map, Value};
 use crate::config::OpenAiServer;
 use crate::types::{Block, Message, Request, Role};
 
-/// Per-request switches that the client may flip on a retry.
-#[derive(Debug, Clone, Copy)]
+/// Per-request switches; the client flips them when a server rejects a parameter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EncodeOptions {
     pub server: OpenAiServer,
-    /// Send `stream_options.include_usage`; turned off for a server that rejects it.
+    /// Send `stream_options.include_usage`.
     pub include_usage: bool,
+    /// Use the other spelling of the output limit (`max_tokens` ⇄ `max_completion_tokens`).
+    pub swap_max_field: bool,
+    /// Send `temperature` when the request has one.
+    pub send_temperature: bool,
+}
+
+/// Words servers use when refusing a parameter rather than a value.
+const REJECTION: &[&str] = &[
+    "unsupported",
+    "not supported",
+    "unrecognized",
+    "unknown",
+    "extra inputs",
+    "not permitted",
+    "only the default",
+];
+
+impl EncodeOptions {
+    /// Everything on, for `server`.
+    pub fn new(server: OpenAiServer) -> Self {
+        EncodeOptions { server, include_usage: true, swap_max_field: false, send_temperature: true }
+    }
+
+    /// The options to retry with after a 400 whose `message` names a parameter the server
+    /// does not accept, or `None` when the message names nothing this can change. Each switch
+    /// flips at most once, so adapting always ends.
+    pub fn adapt(&self, message: &str) -> Option<EncodeOptions> {
+        let lower = message.to_ascii_lowercase();
+        let rejected = REJECTION.iter().any(|word| lower.contains(word));
+        let mut next = *self;
+        if self.include_usage
+            && (lower.contains("stream_options") || lower.contains("include_usage"))
+        {
+            next.include_usage = false;
+        } else if !self.swap_max_field && rejected && lower.contains(self.max_field()) {
+            next.swap_max_field = true;
+        } else if self.send_temperature && rejected && lower.contains("temperature") {
+            next.send_temperature = false;
+        } else {
+            return None;
+        }
+        Some(next)
+    }
+
+    /// The output-limit field sent: OpenAI deprecated `max_tokens` and its reasoning models
+    /// reject it, while most other servers only know `max_tokens`.
+    fn max_field(&self) -> &'static str {
+        match (self.server == OpenAiServer::OpenAi) != self.swap_max_field {
+            true => "max_completion_tokens",
+            false => "max_tokens",
+        }
+    }
 }
 
 /// The JSON body for `POST /chat/completions`.
@@ -49,12 +101,8 @@ pub fn encode(request: &Request, options: EncodeOptions) -> Value {
             .collect();
         body.insert("tools".into(), Value::Array(tools));
     }
-    // OpenAI deprecated `max_tokens` and its reasoning models reject it; most other servers
-    // only know `max_tokens`.
-    let max_field =
-        if server == OpenAiServer::OpenAi { "max_completion_tokens" } else { "max_tokens" };
-    body.insert(max_field.into(), json!(request.max_output_tokens));
-    if let Some(temperature) = request.temperature {
+    body.insert(options.max_field().into(), json!(request.max_output_tokens));
+    if let (Some(temperature), true) = (request.temperature, options.send_temperature) {
         if !(server == OpenAiServer::OpenAi && is_openai_reasoning_model(&request.model)) {
             body.insert("temperature".into(), crate::types::f32_json(temperature));
         }
@@ -158,7 +206,7 @@ mod tests {
     use crate::types::{SystemBlock, ToolSpec};
 
     fn options(server: OpenAiServer) -> EncodeOptions {
-        EncodeOptions { server, include_usage: true }
+        EncodeOptions::new(server)
     }
 
     fn conversation() -> Request {
@@ -261,6 +309,28 @@ mod tests {
     }
 
     #[test]
+    fn rejected_parameters_are_dropped_one_at_a_time() {
+        let start = options(OpenAiServer::Generic);
+        let no_usage =
+            start.adapt("Unrecognized request argument supplied: stream_options").unwrap();
+        assert!(!no_usage.include_usage);
+        let swapped = no_usage
+            .adapt("Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.")
+            .unwrap();
+        let body = encode(&conversation(), swapped);
+        assert_eq!(body["max_completion_tokens"], 1000);
+        assert!(body.get("max_tokens").is_none());
+        let cool = swapped
+            .adapt("Unsupported value: 'temperature' does not support 0.2 with this model. Only the default (1) value is supported.")
+            .unwrap();
+        assert!(encode(&conversation(), cool).get("temperature").is_none());
+        // Nothing left to change, or nothing named: no more retries.
+        assert_eq!(cool.adapt("Unsupported value: 'temperature'"), None);
+        assert_eq!(start.adapt("max_tokens is too large: 100000"), None);
+        assert_eq!(start.adapt("messages: roles must alternate"), None);
+    }
+
+    #[test]
     fn openai_reasoning_models_get_no_temperature() {
         let mut request = conversation();
         request.model = "o4-mini".into();
@@ -273,7 +343,7 @@ mod tests {
     fn usage_option_can_be_dropped_and_openrouter_asks_its_own_way() {
         let body = encode(
             &conversation(),
-            EncodeOptions { server: OpenAiServer::Generic, include_usage: false },
+            EncodeOptions { include_usage: false, ..EncodeOptions::new(OpenAiServer::Generic) },
         );
         assert!(body.get("stream_options").is_none());
         let openrouter = encode(&conversation(), options(OpenAiServer::OpenRouter));

@@ -163,6 +163,32 @@ async fn a_server_rejecting_stream_options_is_asked_again_without_them() {
     assert!(requests[1].body.get("stream_options").is_none());
 }
 
+#[tokio::test]
+async fn rejected_parameters_are_dropped_and_the_request_resent() {
+    let server = server().await;
+    server.push(Reply::fault(Fault::Status {
+        status: 400,
+        body: r#"{"error":{"message":"Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.","type":"invalid_request_error","param":"max_tokens","code":"unsupported_parameter"}}"#.into(),
+    }));
+    server.push(Reply::fault(Fault::Status {
+        status: 422,
+        body: r#"{"detail":[{"type":"extra_forbidden","loc":["body","temperature"],"msg":"Extra inputs are not permitted"}]}"#.into(),
+    }));
+    server.push(Reply::text("accepted"));
+    let mut request = hello("m");
+    request.temperature = Some(0.2);
+    let response = client(&server, ProviderKind::OpenAi)
+        .complete(&request, CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(response.text(), "accepted");
+    let bodies: Vec<_> = server.requests().into_iter().map(|r| r.body).collect();
+    assert_eq!(bodies[0]["max_tokens"], 1024);
+    assert_eq!(bodies[1]["max_completion_tokens"], 1024);
+    assert_eq!(bodies[1]["temperature"], 0.2);
+    assert!(bodies[2].get("temperature").is_none());
+}
+
 /// The three ways a stream can break after it started: each keeps the text so far.
 #[tokio::test]
 async fn mid_stream_failures_hand_back_the_partial_reply() {

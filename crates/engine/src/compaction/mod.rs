@@ -24,4 +24,5 @@ pub mod report;
 pub mod round;
 pub mod summary;
 pub mod survival;
+pub mod trim;
 pub mod triggers;

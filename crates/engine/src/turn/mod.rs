@@ -137,6 +137,10 @@ async fn drive(ctx: &mut TurnCtx<'_>, input: String) -> Result<TurnOutcome, Engi
         }
         before_request(ctx).await?;
         let view = ctx.session.render();
+        let (view, trimmed_before) = match crate::compaction::triggers::fit_view(ctx, view) {
+            Ok(fitted) => fitted,
+            Err(outcome) => return Ok(outcome),
+        };
         codewhale_journal::check_view(&view)?;
         let limits = *ctx.session.budget().limits();
         let max_output = codewhale_provider::lookup_model(ctx.session.model())
@@ -153,7 +157,9 @@ async fn drive(ctx: &mut TurnCtx<'_>, input: String) -> Result<TurnOutcome, Engi
             },
         );
         let estimate = ctx.session.budget().raw_estimate();
-        let reads = Reads::new(view.head.clone(), view.compaction.as_ref().map(|c| c.id.clone()));
+        let mut reads =
+            Reads::new(view.head.clone(), view.compaction.as_ref().map(|c| c.id.clone()));
+        reads.trimmed_before = trimmed_before;
         drop(view);
         let client = ctx.session.client().clone();
         let events = ctx.events.clone();

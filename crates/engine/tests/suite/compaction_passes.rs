@@ -164,18 +164,19 @@ async fn five_compactions_in_a_row_extend_one_checkpoint() {
 #[tokio::test]
 async fn huge_own_messages_do_not_recompact_on_every_turn() {
     let h = Harness::new().await;
-    // U = 6,000, threshold 4,800: the user's own message alone is past it.
+    // U = 6,000, threshold 4,800: the user's own message (with the system prompt) is past the
+    // threshold but within the window.
     let mut engine = spawn(&h, "openai", 8_000);
     for k in 0..2 {
         h.server.push(Reply::text(prose(&format!("ok {k}"), 40)).with_usage(1_000, 200));
         engine.turn(&format!("small {k}")).await;
     }
     h.server.push(Reply::text(SUMMARY));
-    h.server.push(Reply::text("ok 2").with_usage(7_000, 5));
-    let run = engine.turn(&prose("my huge paste", 1_200)).await;
+    h.server.push(Reply::text("ok 2").with_usage(5_500, 5));
+    let run = engine.turn(&prose("my huge paste", 800)).await;
     assert_eq!(run.status, TurnStatus::Completed, "{:?}", run.events);
     for k in 3..6 {
-        h.server.push(Reply::text(format!("ok {k}")).with_usage(7_100, 5));
+        h.server.push(Reply::text(format!("ok {k}")).with_usage(5_600, 5));
         let run = engine.turn(&format!("small {k}")).await;
         assert_eq!(run.status, TurnStatus::Completed, "{:?}", run.events);
         assert!(
@@ -205,4 +206,40 @@ async fn fewer_than_four_messages_are_refused_with_a_notice() {
         .entries()
         .iter()
         .any(|e| matches!(&e.payload, Payload::System(s) if s.text.contains("refused"))));
+}
+
+#[tokio::test]
+async fn a_failed_pass_over_the_window_sends_a_trimmed_request_and_records_it() {
+    let h = Harness::new().await;
+    let mut engine = spawn(&h, "openai", WINDOW);
+    for k in 0..4 {
+        h.server.push(
+            Reply::text(prose(&format!("answer {k}"), 300)).with_usage(2_000 + k * 2_000, 1_500),
+        );
+        engine.turn(&format!("question {k}")).await;
+    }
+    // The provider reports a prompt past usable input (15,000); the auto pass then fails.
+    h.server.push(Reply::text(prose("answer 4", 300)).with_usage(16_000, 1_500));
+    engine.turn("question 4").await;
+    h.server.push(Reply::text(""));
+    h.server.push(Reply::text("No summary available."));
+    h.server.push(Reply::text("trimmed answer").with_usage(9_000, 5));
+    let run = engine.turn("question 5").await;
+    assert_eq!(run.status, TurnStatus::Completed, "{:?}", run.events);
+    assert!(run.events.iter().any(|e| matches!(e, Event::CompactionFailed { .. })));
+    assert!(run
+        .events
+        .iter()
+        .any(|e| matches!(e, Event::Notice { message, .. } if message.contains("leaves out"))));
+    let sent = request_text(&h, h.server.requests().len() - 1);
+    assert!(!sent.contains("question 0") && sent.contains("question 5"));
+    engine.shutdown().await;
+    let journal = reload_checked(&session_file(h.home.path()));
+    let last = journal.get(journal.head_id().as_str()).unwrap();
+    let Payload::Assistant(a) = &last.payload else { panic!("{last:?}") };
+    let first = a.reads.as_ref().unwrap().trimmed_before.clone().unwrap();
+    let Payload::User(u) = &journal.get(first.as_str()).unwrap().payload else { panic!() };
+    assert!(u.content[0].as_text().unwrap().starts_with("question"));
+    assert_eq!(journal.compactions().count(), 0);
+    assert_no_orphans(&h);
 }

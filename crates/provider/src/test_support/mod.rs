@@ -276,7 +276,7 @@ fn serve(
                 },
                 _ => match reply.chunk_size {
                     Some(size) => split_bytes(&frames.concat(), size),
-                    None => frames,
+                    None => frames.into_iter().map(Bytes::from).collect(),
                 },
             };
             let content_type = reply.content_type.as_deref().unwrap_or("text/event-stream");
@@ -296,20 +296,10 @@ fn read_fixture(name: &str) -> Result<String, String> {
         .map_err(|err| format!("mock server: cannot read fixture {name}: {err}"))
 }
 
-fn split_bytes(text: &str, size: usize) -> Vec<String> {
-    // Byte-level splits may cut a UTF-8 sequence; the frames are sent as bytes, so keep them
-    // as lossless byte chunks by splitting on char boundaries only when needed.
-    let mut out = Vec::new();
-    let mut start = 0;
-    while start < text.len() {
-        let mut end = (start + size).min(text.len());
-        while !text.is_char_boundary(end) {
-            end += 1;
-        }
-        out.push(text[start..end].to_owned());
-        start = end;
-    }
-    out
+/// Fixed-size byte chunks: splits may fall inside a UTF-8 sequence or a CRLF on purpose, as
+/// real networks split them.
+fn split_bytes(text: &str, size: usize) -> Vec<Bytes> {
+    text.as_bytes().chunks(size.max(1)).map(Bytes::copy_from_slice).collect()
 }
 
 fn json_response(status: u16, body: &str, headers: &[(String, String)]) -> Response {
@@ -338,7 +328,7 @@ impl Drop for DisconnectGuard {
 }
 
 struct BodyState {
-    frames: VecDeque<String>,
+    frames: VecDeque<Bytes>,
     sent: usize,
     delay: Option<Duration>,
     cut: Option<(usize, Cut)>,
@@ -348,7 +338,7 @@ struct BodyState {
 
 fn stream_response(
     shared: Arc<Shared>,
-    frames: Vec<String>,
+    frames: Vec<Bytes>,
     content_type: &str,
     delay: Option<Duration>,
     cut: Option<(usize, Cut)>,
@@ -426,5 +416,5 @@ async fn next_frame(state: &mut BodyState) -> Option<Result<Bytes, std::io::Erro
         tokio::time::sleep(delay).await;
     }
     state.sent += 1;
-    Some(Ok(Bytes::from(frame)))
+    Some(Ok(frame))
 }

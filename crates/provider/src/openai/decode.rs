@@ -107,6 +107,10 @@ impl Decoder {
         if let Some(text) = delta.get("content").and_then(Value::as_str).filter(|t| !t.is_empty()) {
             self.think.push(text, out);
         }
+        // OpenAI streams a refusal in its own field; the user must still see it.
+        if let Some(text) = delta.get("refusal").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+            out.push(StreamEvent::TextDelta { text: text.to_owned() });
+        }
         if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
             // Release held-back content first so blocks keep their order.
             self.think.finish(out);
@@ -375,6 +379,15 @@ mod tests {
             let response = fold(&out);
             assert_eq!(response.tool_uses().count(), starts);
         }
+    }
+
+    #[test]
+    fn refusals_are_shown_as_text() {
+        let chunks = [
+            json!({"choices": [{"delta": {"content": null, "refusal": "I can't help with that."}, "finish_reason": "stop"}]}),
+        ];
+        let (events, _) = decode(&chunks, true);
+        assert_eq!(fold(&events).text(), "I can't help with that.");
     }
 
     #[test]

@@ -69,6 +69,10 @@ pub enum Command {
         /// The matrix file (JSON, schema_version 2).
         matrix: PathBuf,
     },
+    /// Compact a session now (the newest of this workspace unless --session is given).
+    Compact(CompactArgs),
+    /// Show what the next request of a session contains: tokens, compaction, last round.
+    Context(ContextArgs),
     /// Pinned notes that survive every compaction: the workspace's .codewhale/anchors.md.
     Anchor {
         #[command(subcommand)]
@@ -102,6 +106,38 @@ pub enum JournalCommand {
         /// The session file (`<session-id>.jsonl`).
         file: PathBuf,
     },
+}
+
+/// `codewhale compact [--session ID | --last] [--focus TEXT]`
+#[derive(Debug, Clone, Args)]
+pub struct CompactArgs {
+    /// The session with this id (a unique prefix is enough).
+    #[arg(long, value_name = "ID", conflicts_with = "last")]
+    pub session: Option<String>,
+
+    /// The newest session of this workspace (the default).
+    #[arg(long)]
+    pub last: bool,
+
+    /// What the summary should focus on.
+    #[arg(long, value_name = "TEXT")]
+    pub focus: Option<String>,
+}
+
+/// `codewhale context [--session ID | --last] [--json]`
+#[derive(Debug, Clone, Args)]
+pub struct ContextArgs {
+    /// The session with this id, wherever its workspace is (a unique prefix is enough).
+    #[arg(long, value_name = "ID", conflicts_with = "last")]
+    pub session: Option<String>,
+
+    /// The newest session of this workspace (the default).
+    #[arg(long)]
+    pub last: bool,
+
+    /// Print one JSON object instead of the human-readable report.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `codewhale exec [--session ID | --last] [--json] [--approval MODE] PROMPT`

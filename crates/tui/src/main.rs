@@ -41,6 +41,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Some(Command::Sessions { json }) => commands::sessions::run(&home, json),
         Some(Command::SurvivalCheck { matrix }) => commands::survival_check::run(&matrix),
+        Some(Command::Compact(args)) => {
+            commands::compact::run(&home, &cli.global, cli.workspace.as_deref(), args)
+        }
+        Some(Command::Context(args)) => {
+            commands::context::run(&home, &cli.global, cli.workspace.as_deref(), args)
+        }
         Some(Command::Anchor { command }) => {
             commands::anchor::run(cli.workspace.as_deref(), command)
         }

@@ -1,0 +1,119 @@
+//! `codewhale context [--session ID | --last] [--json]`: what the next request of a session
+//! contains (DESIGN §8). Never contacts a provider and needs no API key.
+//!
+//! `--json` prints the report object as one line; the default is a human-readable summary with
+//! a bar of the token breakdown. Every total says whether it was reported or estimated.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use codewhale_engine::compaction::report::{context_report, ContextReport, ReportParams};
+use codewhale_engine::session::Resume;
+
+use crate::cli::{ContextArgs, GlobalArgs};
+
+/// Prints the report and returns the exit code.
+pub fn run(
+    home: &Path,
+    global: &GlobalArgs,
+    workspace: Option<&Path>,
+    args: ContextArgs,
+) -> anyhow::Result<ExitCode> {
+    let cwd = match workspace {
+        Some(dir) => dir.to_path_buf(),
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    let resume = match args.session {
+        Some(id) => Resume::Id(id),
+        None => Resume::Last,
+    };
+    let report = context_report(&ReportParams {
+        home,
+        cwd: &cwd,
+        resume,
+        overrides: super::exec::overrides(global, None),
+    })?;
+    if args.json {
+        println!("{}", serde_json::to_string(&report).context("cannot encode the report")?);
+    } else {
+        print!("{}", human(&report));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+const BAR_WIDTH: u64 = 50;
+
+/// The human-readable report.
+pub fn human(r: &ContextReport) -> String {
+    let t = &r.tokens;
+    let unverified = if r.window_unverified { " (unverified)" } else { "" };
+    let mut out = format!(
+        "session {}  model {}\nwindow {}{unverified} · reserved output {} · usable input {} · \
+         auto-compaction at {}\n\n",
+        r.session, r.model, r.context_window, r.reserved_output, r.usable_input, r.threshold
+    );
+    let parts = [
+        ('S', "system", t.system),
+        ('A', "anchors", t.anchors),
+        ('C', "checkpoint", t.checkpoint),
+        ('R', "retained", t.retained),
+        ('H', "history", t.history),
+        ('T', "tool results", t.tool_results),
+    ];
+    let scale = r.context_window.max(1);
+    let mut bar = String::new();
+    for (mark, _, n) in parts {
+        bar.extend(std::iter::repeat_n(mark, (n * BAR_WIDTH / scale) as usize));
+    }
+    let reserved = (r.reserved_output * BAR_WIDTH / scale) as usize;
+    let free = (BAR_WIDTH as usize).saturating_sub(bar.chars().count() + reserved);
+    bar.extend(std::iter::repeat_n('.', free));
+    bar.extend(std::iter::repeat_n('o', reserved));
+    let percent = t.total as f64 * 100.0 / r.usable_input.max(1) as f64;
+    out.push_str(&format!(
+        "[{bar}]\n{} tokens ({}), {percent:.0}% of usable input\n",
+        t.total, t.source
+    ));
+    for (mark, name, n) in parts {
+        out.push_str(&format!("  {mark} {name:<13} {n:>8} (estimated)\n"));
+    }
+    out.push_str(&format!("  o {:<13} {:>8}\n", "reserved output", r.reserved_output));
+    out.push_str(&format!("  . {:<13} {:>8}\n\n", "free", r.usable_input.saturating_sub(t.total)));
+    match &r.compaction {
+        Some(c) => {
+            let covered = c.covers.as_ref().map_or(0, |v| v.count);
+            let figures = match (c.tokens_before, c.tokens_after) {
+                (Some(b), Some(a)) => format!("{b} → {a} tokens"),
+                _ => "figures not recorded".to_owned(),
+            };
+            out.push_str(&format!(
+                "active compaction: {} ({}) at {}, covers {covered} entries, {} retained, {figures}, model {}\n",
+                c.path,
+                c.trigger,
+                c.when,
+                c.retained,
+                c.model.as_deref().unwrap_or("none")
+            ));
+        }
+        None => out.push_str("no active compaction\n"),
+    }
+    out.push_str(&format!("compaction records in this session: {}\n", r.compactions));
+    let lr = &r.last_round;
+    out.push_str(&format!(
+        "last round: {} messages, {} tool results, {} assistant messages\n",
+        lr.messages, lr.tool_results, lr.assistant_kept
+    ));
+    let a = &r.anchors;
+    if a.count == 0 {
+        out.push_str("anchors: none (add one with `codewhale anchor add TEXT`)\n");
+    } else {
+        let state = if a.present {
+            "present verbatim in the view"
+        } else {
+            "NOT in the view yet; the next checkpoint restates them"
+        };
+        out.push_str(&format!("anchors: {} ({} characters), {state}\n", a.count, a.chars));
+    }
+    out
+}

@@ -45,3 +45,22 @@ pub fn run(workspace: Option<&Path>, command: AnchorCommand) -> anyhow::Result<E
     }
     Ok(ExitCode::SUCCESS)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn add_list_rm_edit_the_workspace_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Some(dir.path());
+        let add = |t: &str| run(ws, AnchorCommand::Add { text: vec![t.into()] }).unwrap();
+        add("Never push to main.");
+        add("Use rustls.");
+        run(ws, AnchorCommand::List).unwrap();
+        run(ws, AnchorCommand::Rm { n: 1 }).unwrap();
+        let text = std::fs::read_to_string(dir.path().join(ANCHORS_FILE)).unwrap();
+        assert_eq!(text, "Use rustls.\n");
+        assert!(run(ws, AnchorCommand::Rm { n: 7 }).is_err());
+    }
+}

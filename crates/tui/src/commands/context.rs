@@ -117,3 +117,66 @@ pub fn human(r: &ContextReport) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use codewhale_engine::compaction::report::{
+        ActiveReport, AnchorsReport, CoversReport, LastRound, Tokens,
+    };
+
+    use super::*;
+
+    #[test]
+    fn the_human_report_names_every_part_and_its_source() {
+        let report = ContextReport {
+            session: "s-1".into(),
+            head: "h".into(),
+            model: "m".into(),
+            context_window: 1_000,
+            window_unverified: true,
+            reserved_output: 250,
+            usable_input: 750,
+            threshold: 600,
+            tokens: Tokens {
+                total: 500,
+                source: "reported".into(),
+                system: 100,
+                anchors: 20,
+                checkpoint: 80,
+                retained: 40,
+                history: 160,
+                tool_results: 100,
+            },
+            compaction: Some(ActiveReport {
+                id: "c".into(),
+                path: "summary".into(),
+                trigger: "manual".into(),
+                covers: Some(CoversReport { first: "a".into(), last: "b".into(), count: 12 }),
+                retained: 2,
+                tokens_before: Some(900),
+                tokens_after: Some(300),
+                model: Some("m".into()),
+                when: "2026-11-29T18:00:00Z".into(),
+            }),
+            compactions: 3,
+            last_round: LastRound { messages: 5, tool_results: 2, assistant_kept: 2 },
+            anchors: AnchorsReport { count: 2, chars: 40, present: true },
+            view: Vec::new(),
+        };
+        let text = human(&report);
+        for needle in [
+            "window 1000 (unverified)",
+            "500 tokens (reported), 67% of usable input",
+            "checkpoint",
+            "summary (manual)",
+            "covers 12 entries, 2 retained, 900 → 300 tokens",
+            "compaction records in this session: 3",
+            "last round: 5 messages, 2 tool results",
+            "anchors: 2 (40 characters), present verbatim",
+        ] {
+            assert!(text.contains(needle), "{needle:?} missing from:\n{text}");
+        }
+        let bar = text.lines().find(|l| l.starts_with('[')).unwrap();
+        assert_eq!(bar.chars().count(), BAR_WIDTH as usize + 2);
+    }
+}

@@ -29,3 +29,31 @@ pub fn run(path: &Path) -> anyhow::Result<ExitCode> {
     }
     Ok(ExitCode::from(1))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn code(path: &Path) -> String {
+        format!("{:?}", run(path).unwrap())
+    }
+
+    #[test]
+    fn exit_codes_follow_the_contract() {
+        let shipped =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/compaction/matrix.json");
+        assert_eq!(code(&shipped), format!("{:?}", ExitCode::SUCCESS));
+        let dir = tempfile::tempdir().unwrap();
+        let bad = dir.path().join("bad.json");
+        std::fs::write(&bad, r#"{"schema_version":2}"#).unwrap();
+        assert_eq!(code(&bad), format!("{:?}", ExitCode::from(2)));
+        assert_eq!(code(&dir.path().join("missing.json")), format!("{:?}", ExitCode::from(2)));
+        let wrong = dir.path().join("wrong.json");
+        std::fs::write(
+            &wrong,
+            r#"{"schema_version":2,"cases":[{"id":"x","expect":"pass","original":[],"replacement":[]}]}"#,
+        )
+        .unwrap();
+        assert_eq!(code(&wrong), format!("{:?}", ExitCode::from(1)));
+    }
+}

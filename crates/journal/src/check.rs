@@ -66,9 +66,10 @@ impl CheckReport {
 /// Audits the journal at `path` without modifying it. An unreadable, empty, zero-filled or
 /// non-journal file is an error.
 pub fn check_file(path: &Path) -> Result<CheckReport, LoadError> {
-    let bytes =
-        std::fs::read(path).map_err(|source| LoadError::Io { path: path.to_owned(), source })?;
-    let scan = load::scan(path, &bytes)?;
+    let io_err = |source| LoadError::Io { path: path.to_owned(), source };
+    let file = std::fs::File::open(path).map_err(io_err)?;
+    let len = file.metadata().map_err(io_err)?.len();
+    let scan = load::scan_file(path, &file, len, true)?;
     let (cycles, in_cycle) = find_cycles(&scan.entries, &scan.lines);
     let loaded = load::assemble(path, scan, None, false)?;
     let journal = loaded.journal;

@@ -112,16 +112,18 @@ impl JournalFile {
         let lock = Lock::acquire(path)?;
         let mut file =
             OpenOptions::new().append(true).read(true).open(path).map_err(io_err("open"))?;
-        let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes).map_err(io_err("read"))?;
-        let scan = load::scan(path, &bytes)?;
+        let len = file.metadata().map_err(io_err("read"))?.len();
+        let scan = load::scan_file(path, &file, len, true)?;
         let mut torn_saved_to = None;
         match &scan.tail {
             Tail::Clean => {}
             Tail::Torn { offset, .. } => {
                 let torn = load::torn_path(path);
-                save_torn(&torn, &bytes[*offset as usize..])
-                    .map_err(io_err("save the torn tail of"))?;
+                let mut bytes = Vec::new();
+                file.seek(SeekFrom::Start(*offset))
+                    .and_then(|_| file.read_to_end(&mut bytes))
+                    .map_err(io_err("read the torn tail of"))?;
+                save_torn(&torn, &bytes).map_err(io_err("save the torn tail of"))?;
                 file.set_len(*offset).map_err(io_err("truncate the torn tail of"))?;
                 file.sync_data().map_err(io_err("sync"))?;
                 tracing::warn!(path = %path.display(), saved_to = %torn.display(), "removed a torn final line");
@@ -132,7 +134,6 @@ impl JournalFile {
                 file.sync_data().map_err(io_err("sync"))?;
             }
         }
-        drop(bytes);
         let Loaded { journal, warnings } = load::assemble(path, scan, torn_saved_to, true)?;
         let writer = Writer::spawn(path, file, lock);
         Ok((JournalFile { path: path.to_owned(), journal, writer }, warnings))

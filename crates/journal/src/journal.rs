@@ -40,7 +40,7 @@ pub struct Journal {
     lines: Vec<u32>,
     /// Position of each entry's parent, when it resolves to an earlier entry.
     parents: Vec<Option<u32>>,
-    index: HashMap<EntryId, u32>,
+    index: HashMap<EntryId, u32, IdHash>,
     compactions: Vec<u32>,
     head: u32,
     problems: Vec<(u32, DagProblem)>,
@@ -67,26 +67,33 @@ impl Journal {
         entries: Vec<Entry>,
         lines: Vec<u32>,
     ) -> Result<Journal, JournalError> {
+        let n = entries.len();
         let mut it = entries.into_iter().zip(lines);
         let Some((header, line)) = it.next() else { return Err(JournalError::Empty) };
         let Payload::Header(payload) = &header.payload else {
             return Err(JournalError::NoHeader { found: header.kind().to_owned() });
         };
-        let mut j = Journal::with_header(payload.clone(), header, line);
+        let mut j = Journal::with_header(payload.clone(), header, line, n);
         for (entry, line) in it {
             j.push_at_line(entry, line);
         }
         Ok(j)
     }
 
-    fn with_header(payload: HeaderPayload, header: Entry, line: u32) -> Journal {
-        let mut index = HashMap::new();
+    fn with_header(payload: HeaderPayload, header: Entry, line: u32, capacity: usize) -> Journal {
+        let mut index = HashMap::with_capacity_and_hasher(capacity, IdHash);
         index.insert(header.id.clone(), 0);
+        let mut entries = Vec::with_capacity(capacity);
+        entries.push(header);
+        let mut lines = Vec::with_capacity(capacity);
+        lines.push(line);
+        let mut parents = Vec::with_capacity(capacity);
+        parents.push(None);
         Journal {
             header: payload,
-            entries: vec![header],
-            lines: vec![line],
-            parents: vec![None],
+            entries,
+            lines,
+            parents,
             index,
             compactions: Vec::new(),
             head: 0,
@@ -285,4 +292,37 @@ impl Journal {
 /// version's notices on the chain do not strand HEAD.
 pub(crate) fn is_chain(p: &Payload) -> bool {
     !matches!(p, Payload::Compaction(_) | Payload::BranchSummary(_) | Payload::Head(_))
+}
+
+/// A fast hash for entry ids (the index is built for every entry of every loaded session).
+/// Ids come from the session's own file, so resistance to crafted collisions is not needed.
+#[derive(Clone, Copy, Default, Debug)]
+pub(crate) struct IdHash;
+
+impl std::hash::BuildHasher for IdHash {
+    type Hasher = IdHasher;
+    fn build_hasher(&self) -> IdHasher {
+        IdHasher(0)
+    }
+}
+
+/// FxHash-style: multiply-rotate over 8-byte words.
+pub(crate) struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        const K: u64 = 0x517c_c1b7_2722_0a95;
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(K);
+        }
+        for &b in chunks.remainder() {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
+        }
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
 }

@@ -15,11 +15,14 @@
 //!   `header` entry. An error; the file is never modified.
 
 use std::fmt;
+use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::entry::Entry;
 use crate::journal::{DagProblem, Journal};
 use crate::payload::Payload;
+use crate::text::{read_at, Source, Text, LAZY_MIN};
 
 /// A line that could not be used, with its 1-based line number.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -139,35 +142,165 @@ pub struct Loaded {
     pub warnings: Vec<LoadWarning>,
 }
 
-/// Classifies every line of `bytes`. `path` only names the file in errors.
+/// Classifies every line of `bytes`. `path` only names the file in errors. Tool outputs are
+/// decoded eagerly (there is no file to read them back from).
 pub fn scan(path: &Path, bytes: &[u8]) -> Result<Scan, LoadError> {
-    if bytes.is_empty() {
-        return Err(LoadError::Empty { path: path.to_owned() });
-    }
-    if bytes.iter().all(|&b| b == 0) {
-        return Err(LoadError::ZeroFilled { path: path.to_owned() });
-    }
-    let mut s = Scan {
-        entries: Vec::new(),
-        lines: Vec::new(),
-        malformed: Vec::new(),
-        nul_prefixed: Vec::new(),
-        tail: Tail::Clean,
-    };
+    let mut sc = Scanner::new(bytes.len() as u64, None);
     let mut pos = 0usize;
-    let mut line_no = 0u32;
     while pos < bytes.len() {
-        line_no += 1;
         let rest = &bytes[pos..];
         let (raw, complete) = match memchr::memchr(b'\n', rest) {
             Some(i) => (&rest[..i], true),
             None => (rest, false),
         };
-        let start = pos;
+        sc.line(raw, pos as u64, complete);
         pos += raw.len() + usize::from(complete);
+    }
+    sc.finish(path)
+}
+
+/// How much of a file is read at a time. The buffer is reused, so a large journal is streamed
+/// through a cache-warm buffer instead of being faulted into memory whole.
+const CHUNK: usize = 4 << 20;
+
+/// Files at least this large are scanned in two halves on two threads.
+const PARALLEL_MIN: u64 = 16 << 20;
+
+/// Like [`scan`], reading `file` (of `len` bytes) with positional reads, in chunks. With
+/// `lazy`, long tool outputs stay in the file until read (see `lazy_tool_result`). A large file
+/// is split at a newline near its middle and both halves are scanned at once.
+pub(crate) fn scan_file(path: &Path, file: &File, len: u64, lazy: bool) -> Result<Scan, LoadError> {
+    scan_file_split(path, file, len, lazy, PARALLEL_MIN)
+}
+
+fn scan_file_split(
+    path: &Path,
+    file: &File,
+    len: u64,
+    lazy: bool,
+    parallel_min: u64,
+) -> Result<Scan, LoadError> {
+    let io_err = |source| LoadError::Io { path: path.to_owned(), source };
+    let source = if lazy {
+        let file = File::open(path).map_err(io_err)?;
+        Some(Arc::new(Source { file, path: path.to_owned() }))
+    } else {
+        None
+    };
+    let split =
+        if len >= parallel_min && std::thread::available_parallelism().map_or(1, |n| n.get()) > 1 {
+            split_point(file, len).map_err(io_err)?
+        } else {
+            None
+        };
+    let sc = match split {
+        None => scan_range(file, 0, len, Scanner::new(len, source)).map_err(io_err)?,
+        Some(mid) => {
+            let (first, second) = std::thread::scope(|scope| {
+                let second_source = source.clone();
+                let second = scope
+                    .spawn(move || scan_range(file, mid, len, Scanner::new(len, second_source)));
+                let first = scan_range(file, 0, mid, Scanner::new(len, source));
+                let second = second
+                    .join()
+                    .unwrap_or_else(|_| Err(std::io::Error::other("the scanning thread failed")));
+                (first, second)
+            });
+            first.map_err(io_err)?.merge(second.map_err(io_err)?)
+        }
+    };
+    sc.finish(path)
+}
+
+/// The offset just after the first newline past the middle of the file, if any is near.
+fn split_point(file: &File, len: u64) -> std::io::Result<Option<u64>> {
+    let mid = len / 2;
+    let mut buf = vec![0u8; 1 << 20];
+    let n = read_at(file, &mut buf, mid)?;
+    Ok(memchr::memchr(b'\n', &buf[..n]).map(|i| mid + i as u64 + 1).filter(|&p| p < len))
+}
+
+/// Feeds the lines of `start..end` (which begins at a line start) to `sc`.
+fn scan_range(file: &File, start: u64, end: u64, mut sc: Scanner) -> std::io::Result<Scanner> {
+    let mut buf = vec![0u8; CHUNK];
+    let mut filled = 0usize; // bytes of buf holding data
+    let mut base = start; // file offset of buf[0]
+    let mut next = start; // file offset of the next read
+    loop {
+        if filled == buf.len() {
+            // One line longer than the buffer: grow it.
+            buf.resize(buf.len() * 2, 0);
+        }
+        let want = (buf.len() - filled).min(usize::try_from(end - next).unwrap_or(usize::MAX));
+        let n = if want == 0 { 0 } else { read_at(file, &mut buf[filled..filled + want], next)? };
+        next += n as u64;
+        filled += n;
+        let eof = n == 0 || next >= end;
+        let mut pos = 0usize;
+        while let Some(i) = memchr::memchr(b'\n', &buf[pos..filled]) {
+            sc.line(&buf[pos..pos + i], base + pos as u64, true);
+            pos += i + 1;
+        }
+        if eof {
+            if pos < filled {
+                sc.line(&buf[pos..filled], base + pos as u64, false);
+            }
+            return Ok(sc);
+        }
+        buf.copy_within(pos..filled, 0);
+        filled -= pos;
+        base += pos as u64;
+    }
+}
+
+/// The per-line state of a scan.
+struct Scanner {
+    s: Scan,
+    len: u64,
+    line_no: u32,
+    all_zero: bool,
+    source: Option<Arc<Source>>,
+    scratch: Vec<u8>,
+}
+
+impl Scanner {
+    fn new(len: u64, source: Option<Arc<Source>>) -> Scanner {
+        Scanner {
+            s: Scan {
+                entries: Vec::new(),
+                lines: Vec::new(),
+                malformed: Vec::new(),
+                nul_prefixed: Vec::new(),
+                tail: Tail::Clean,
+            },
+            len,
+            line_no: 0,
+            all_zero: true,
+            source,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// One line at `offset` (without its newline; `complete` when it had one).
+    fn line(&mut self, raw: &[u8], offset: u64, complete: bool) {
+        self.line_no += 1;
+        let line_no = self.line_no;
         let body = strip_nul(raw);
-        let parsed = parse(body);
-        let is_last = pos >= bytes.len();
+        self.all_zero &= !complete && body.is_empty();
+        let body_offset = offset + (raw.len() - body.len()) as u64;
+        let lazy = match &self.source {
+            Some(source) if body.len() >= LAZY_MIN => {
+                lazy_tool_result(body, body_offset, source, &mut self.scratch)
+            }
+            _ => None,
+        };
+        let parsed = match lazy {
+            Some(entry) => Ok(entry),
+            None => parse(body),
+        };
+        let end = offset + raw.len() as u64 + u64::from(complete);
+        let is_last = end >= self.len;
+        let s = &mut self.s;
         match parsed {
             Ok(entry) => {
                 if body.len() != raw.len() {
@@ -180,17 +313,88 @@ pub fn scan(path: &Path, bytes: &[u8]) -> Result<Scan, LoadError> {
                 s.lines.push(line_no);
             }
             Err(_) if is_last && (!complete || !is_json(body)) => {
-                s.tail = Tail::Torn {
-                    offset: start as u64,
-                    len: (bytes.len() - start) as u64,
-                    line: line_no,
-                };
+                s.tail = Tail::Torn { offset, len: self.len - offset, line: line_no };
             }
             Err(error) => s.malformed.push(Malformed { line: line_no, error }),
         }
     }
-    check_header(path, &s)?;
-    Ok(s)
+
+    /// Appends the scan of the range that follows this one.
+    fn merge(mut self, next: Scanner) -> Scanner {
+        let shift = self.line_no;
+        let s = &mut self.s;
+        s.entries.extend(next.s.entries);
+        s.lines.extend(next.s.lines.iter().map(|l| l + shift));
+        s.malformed
+            .extend(next.s.malformed.into_iter().map(|m| Malformed { line: m.line + shift, ..m }));
+        s.nul_prefixed.extend(next.s.nul_prefixed.iter().map(|l| l + shift));
+        s.tail = match next.s.tail {
+            Tail::Clean => Tail::Clean,
+            Tail::Torn { offset, len, line } => Tail::Torn { offset, len, line: line + shift },
+            Tail::MissingNewline { line } => Tail::MissingNewline { line: line + shift },
+        };
+        self.line_no += next.line_no;
+        self.all_zero &= next.all_zero;
+        self
+    }
+
+    fn finish(self, path: &Path) -> Result<Scan, LoadError> {
+        if self.len == 0 {
+            return Err(LoadError::Empty { path: path.to_owned() });
+        }
+        if self.all_zero {
+            return Err(LoadError::ZeroFilled { path: path.to_owned() });
+        }
+        check_header(path, &self.s)?;
+        Ok(self.s)
+    }
+}
+
+/// The fast path for a long `tool_result` line in the order this crate writes it (`kind`
+/// before `payload`): the output string is located with a quote search instead of being
+/// parsed, the rest of the line (with a placeholder output) is parsed normally, and the output
+/// becomes a [`Text`] that decodes itself from the file when first read. Its JSON is validated
+/// then; everything else on the line is validated now. `None` means "parse the line normally".
+fn lazy_tool_result(
+    body: &[u8],
+    offset: u64,
+    source: &Arc<Source>,
+    scratch: &mut Vec<u8>,
+) -> Option<Entry> {
+    const KEY: &[u8] = br#""content":""#;
+    const PLACEHOLDER: &[u8] = br"\u0000lazy";
+    let key = memchr::memmem::find(body, KEY)?;
+    memchr::memmem::find(&body[..key], br#""kind":"tool_result""#)?;
+    if escaped(body, key) {
+        return None;
+    }
+    let start = key + KEY.len(); // first byte of the output
+    let mut i = start;
+    let end = loop {
+        let q = i + memchr::memchr(b'"', &body[i..])?;
+        if !escaped(body, q) {
+            break q;
+        }
+        i = q + 1;
+    };
+    scratch.clear();
+    scratch.extend_from_slice(&body[..start]);
+    scratch.extend_from_slice(PLACEHOLDER);
+    scratch.extend_from_slice(&body[end..]);
+    let mut entry = serde_json::from_str::<Entry>(std::str::from_utf8(scratch).ok()?).ok()?;
+    match &mut entry.payload {
+        Payload::ToolResult(r) if r.content.as_str() == "\0lazy" => {
+            r.content =
+                Text::on_disk(source.clone(), offset + key as u64 + 10, end + 1 - (start - 1));
+            Some(entry)
+        }
+        _ => None,
+    }
+}
+
+/// True when the quote at `q` is preceded by an odd number of backslashes.
+fn escaped(body: &[u8], q: usize) -> bool {
+    body[..q].iter().rev().take_while(|&&b| b == b'\\').count() % 2 == 1
 }
 
 fn strip_nul(raw: &[u8]) -> &[u8] {
@@ -202,10 +406,10 @@ fn parse(body: &[u8]) -> Result<Entry, String> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Err("empty line".to_owned());
     }
-    serde_json::from_slice::<Entry>(body).map_err(|e| {
-        if std::str::from_utf8(body).is_err() {
-            "not valid UTF-8".to_owned()
-        } else if e.is_syntax() || e.is_eof() {
+    // Validating the line once up front lets serde_json skip validating each string in it.
+    let text = std::str::from_utf8(body).map_err(|_| "not valid UTF-8".to_owned())?;
+    serde_json::from_str::<Entry>(text).map_err(|e| {
+        if e.is_syntax() || e.is_eof() {
             format!("not valid JSON ({e})")
         } else {
             format!("not a valid entry ({e})")
@@ -270,9 +474,10 @@ pub(crate) fn assemble(
 
 /// Reads a journal without modifying or locking it (a torn tail is reported, not removed).
 pub fn load_read_only(path: &Path) -> Result<Loaded, LoadError> {
-    let bytes =
-        std::fs::read(path).map_err(|source| LoadError::Io { path: path.to_owned(), source })?;
-    let scan = scan(path, &bytes)?;
+    let io_err = |source| LoadError::Io { path: path.to_owned(), source };
+    let file = File::open(path).map_err(io_err)?;
+    let len = file.metadata().map_err(io_err)?.len();
+    let scan = scan_file(path, &file, len, true)?;
     assemble(path, scan, None, false)
 }
 
@@ -281,4 +486,44 @@ pub fn torn_path(path: &Path) -> PathBuf {
     let mut s = path.as_os_str().to_owned();
     s.push(".torn");
     PathBuf::from(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    /// The two-thread scan finds exactly what the one-thread scan finds, line numbers included.
+    #[test]
+    fn split_scans_match_serial_scans() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let mut f = File::create(&path).unwrap();
+        let header = Entry::new(None, crate::HeaderPayload::new("s", "/w"));
+        let mut parent = header.id.clone();
+        writeln!(f, "{}", header.to_line()).unwrap();
+        for i in 0..200 {
+            if i == 150 {
+                writeln!(f, "{{not json").unwrap();
+            }
+            let e = Entry::new(
+                Some(parent.clone()),
+                crate::ToolResultPayload::new("t", "x\"y".repeat(i * 20), false),
+            );
+            parent = e.id.clone();
+            writeln!(f, "{}", e.to_line()).unwrap();
+        }
+        write!(f, "{{\"torn").unwrap();
+        drop(f);
+        let file = File::open(&path).unwrap();
+        let len = file.metadata().unwrap().len();
+        let serial = scan_file_split(&path, &file, len, true, u64::MAX).unwrap();
+        let split = scan_file_split(&path, &file, len, true, 0).unwrap();
+        assert_eq!(serial.entries, split.entries);
+        assert_eq!(serial.lines, split.lines);
+        assert_eq!(serial.malformed, split.malformed);
+        assert_eq!(serial.malformed[0].line, 152);
+        assert_eq!(serial.tail, split.tail);
+        assert!(matches!(split.tail, Tail::Torn { line: 203, len: 6, .. }));
+    }
 }

@@ -18,7 +18,7 @@ use std::collections::{HashMap, HashSet};
 
 use crate::block::Block;
 use crate::entry::{Entry, EntryId};
-use crate::journal::Journal;
+use crate::journal::{IdHash, Journal};
 use crate::payload::{CompactionPayload, Payload};
 use crate::text::Text;
 
@@ -188,8 +188,9 @@ pub fn render(journal: &Journal, head: &str) -> View {
         .into_iter()
         .filter(|&p| journal.entry_at(p).payload.is_model_visible())
         .collect();
-    let on_spine: HashMap<&str, usize> =
-        spine.iter().enumerate().map(|(i, &p)| (journal.entry_at(p).id.as_str(), i)).collect();
+    let mut on_spine: HashMap<&str, usize, IdHash> =
+        HashMap::with_capacity_and_hasher(spine.len(), IdHash);
+    on_spine.extend(spine.iter().enumerate().map(|(i, &p)| (journal.entry_at(p).id.as_str(), i)));
 
     let active = active_compaction(journal, &on_spine);
     let Some((record_entry, record, range)) = active else {
@@ -231,7 +232,7 @@ type Active<'a> = (&'a Entry, &'a CompactionPayload, Option<(usize, usize)>);
 /// The newest valid record that applies to this spine, with its covered index range.
 fn active_compaction<'a>(
     journal: &'a Journal,
-    on_spine: &HashMap<&str, usize>,
+    on_spine: &HashMap<&str, usize, IdHash>,
 ) -> Option<Active<'a>> {
     journal.compaction_positions().iter().rev().find_map(|&pos| {
         let entry = journal.entry_at(pos);

@@ -167,3 +167,47 @@ fn entries_from_a_newer_version_survive_a_reload_unchanged() {
         assert_eq!(&Entry::parse_line(line).unwrap(), entry);
     }
 }
+
+#[test]
+fn long_tool_outputs_stay_in_the_file_until_read_and_decode_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut f =
+        JournalFile::create_session(dir.path(), codewhale_journal::HeaderPayload::new("s", "/w"))
+            .unwrap();
+    let tricky = [
+        "plain ".repeat(1000),
+        format!(
+            "{}\"quoted\" \\\"escaped\\\" back\\\\slash\\ tab\t nl\n é ✓ 🐳 \u{1} end\\",
+            "x".repeat(3000)
+        ),
+        format!("{}\\", "y".repeat(4000)),
+        "\"".repeat(3000),
+    ];
+    let mut ids = Vec::new();
+    for (i, t) in tricky.iter().enumerate() {
+        let head = f.journal().head_id().clone();
+        let e = Entry::new(
+            Some(head),
+            codewhale_journal::ToolResultPayload::new(format!("t{i}"), t.as_str(), false),
+        );
+        ids.push(e.id.clone());
+        f.append(e).unwrap();
+    }
+    let path = f.path().to_owned();
+    f.close().unwrap();
+    let loaded = load_read_only(&path).unwrap();
+    assert!(loaded.warnings.is_empty());
+    for (id, t) in ids.iter().zip(&tricky) {
+        let Payload::ToolResult(r) = &loaded.journal.get(id.as_str()).unwrap().payload else {
+            panic!()
+        };
+        assert!(r.content.is_on_disk(), "long outputs are not decoded by loading");
+        assert_eq!(r.content.as_str(), t.as_str());
+        assert!(!r.content.is_on_disk());
+    }
+    // Re-serialized lines are identical to the file's.
+    let text = std::fs::read_to_string(&path).unwrap();
+    for (entry, line) in loaded.journal.entries().iter().zip(text.lines()) {
+        assert_eq!(entry.to_line(), line);
+    }
+}

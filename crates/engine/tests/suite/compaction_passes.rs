@@ -3,8 +3,9 @@
 
 use codewhale_engine::compaction::checkpoint::{HEADER, MARKER};
 use codewhale_engine::journal::{render, Payload};
-use codewhale_engine::protocol::{Event, TurnStatus};
+use codewhale_engine::protocol::{Event, Op, TurnStatus};
 use codewhale_provider::test_support::{Fault, Reply};
+use serde_json::json;
 
 use super::common::{reload_checked, session_file, Harness};
 use super::compaction::{
@@ -242,4 +243,110 @@ async fn a_failed_pass_over_the_window_sends_a_trimmed_request_and_records_it() 
     assert!(u.content[0].as_text().unwrap().starts_with("question"));
     assert_eq!(journal.compactions().count(), 0);
     assert_no_orphans(&h);
+}
+
+#[tokio::test]
+async fn large_old_tool_output_is_pruned_without_a_model_call() {
+    let h = Harness::new().await;
+    // Dense text in short lines, about 12.5k tokens per read: the sixth read crosses the
+    // threshold, and pruning the two oldest (past the newest 40k tokens of output) suffices.
+    let dense: String = (0..1_650u64)
+        .map(|i| {
+            format!(
+                "{:08x}{}",
+                i.wrapping_mul(2_654_435_761),
+                if i % 16 == 15 { '\n' } else { ' ' }
+            )
+        })
+        .collect();
+    for k in 0..6 {
+        h.write(&format!("f{k}.txt"), &dense);
+    }
+    // W = 100,000 → U = 83,616, threshold 66,892, prune target 53,513.
+    let mut engine = spawn(&h, "openai", 100_000);
+    let mut events = Vec::new();
+    for k in 0..6 {
+        let call = format!("read_{k}");
+        h.server.push(
+            Reply::tool_call(call.as_str(), "read_file", json!({"path": format!("f{k}.txt")}))
+                .with_usage(1_000, 5),
+        );
+        h.server.push(Reply::text(format!("read {k}")).with_usage(1_000, 5));
+        let run = engine.turn(&format!("read f{k}")).await;
+        assert_eq!(run.status, TurnStatus::Completed, "{:?}", run.events);
+        events.extend(run.events);
+    }
+    h.server.push(Reply::text("after the prune").with_usage(1_000, 5));
+    let run = engine.turn("what did you see?").await;
+    assert_eq!(run.status, TurnStatus::Completed, "{:?}", run.events);
+    events.extend(run.events);
+    let usage: Vec<u64> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Usage { pressure, .. } => Some(pressure.tokens),
+            _ => None,
+        })
+        .collect();
+    let starts = events.iter().filter(|e| matches!(e, Event::CompactionStarted { .. })).count();
+    assert_eq!(starts, 1, "pressures {usage:?}");
+    let path = events.iter().find_map(|e| match e {
+        Event::CompactionFinished { path, .. } => Some(path.clone()),
+        _ => None,
+    });
+    assert_eq!(path.as_deref(), Some("prune-only"), "{events:?}");
+    assert!(summary_requests(&h).is_empty(), "no model call");
+    let sent = request_text(&h, h.server.requests().len() - 1);
+    assert!(sent.contains("output pruned by compaction"));
+    assert!(!sent.contains(MARKER), "no checkpoint: nothing was summarized");
+    engine.shutdown().await;
+    let records = compactions(&h);
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0].path.as_str(), "prune-only");
+    assert!(records[0].covers.is_none() && !records[0].pruned_ids.is_empty());
+    assert_no_orphans(&h);
+}
+
+#[tokio::test]
+async fn a_transient_error_in_the_summary_request_is_retried() {
+    let h = Harness::new().await;
+    let mut engine = spawn(&h, "openai", WINDOW);
+    for k in 0..4 {
+        h.server.push(Reply::text(prose(&format!("answer {k}"), 300)).with_usage(2_000, 1_500));
+        engine.turn(&format!("question {k}")).await;
+    }
+    h.server.push(Reply::fault(Fault::ServerError(503)));
+    h.server.push(Reply::text(SUMMARY));
+    assert!(matches!(compact(&mut engine, None).await, Event::CompactionFinished { .. }));
+    engine.shutdown().await;
+    assert_eq!(compactions(&h).len(), 1);
+    assert_no_orphans(&h);
+}
+
+#[tokio::test]
+async fn an_anchor_op_pins_the_note_and_the_model_sees_it_at_once() {
+    let h = Harness::new().await;
+    let mut engine = spawn(&h, "openai", WINDOW);
+    engine.submit(Op::AddAnchor { text: "Never push to main.".into() });
+    let events = engine.until(|e| matches!(e, Event::Notice { .. } | Event::Error { .. })).await;
+    assert!(
+        matches!(events.last(), Some(Event::Notice { message, .. }) if message.contains("anchor 1 pinned"))
+    );
+    assert_eq!(
+        std::fs::read_to_string(h.ws.path().join(".codewhale/anchors.md")).unwrap(),
+        "Never push to main.\n"
+    );
+    h.server.push(Reply::text("noted"));
+    engine.turn("hello").await;
+    assert!(request_text(&h, 0).contains("Never push to main."));
+    engine.submit(Op::RemoveAnchor { index: 3 });
+    let events = engine.until(|e| matches!(e, Event::Notice { .. } | Event::Error { .. })).await;
+    assert!(matches!(events.last(), Some(Event::Error { kind, .. }) if kind == "anchor"));
+    engine.submit(Op::RemoveAnchor { index: 1 });
+    let events = engine.until(|e| matches!(e, Event::Notice { .. } | Event::Error { .. })).await;
+    assert!(
+        matches!(events.last(), Some(Event::Notice { message, .. }) if message.contains("removed"))
+    );
+    engine.shutdown().await;
+    let journal = reload_checked(&session_file(h.home.path()));
+    assert!(journal.entries().iter().any(|e| matches!(&e.payload, Payload::User(u) if u.anchor)));
 }

@@ -54,6 +54,8 @@ pub enum Part {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Message {
     pub role: Role,
+    /// The blocks; a plain string (OpenAI shape) is read as one text block.
+    #[serde(deserialize_with = "content")]
     pub content: Vec<Part>,
     /// A pinned note (`/anchor`): user-role, but not a plain user message.
     #[serde(default, skip_serializing_if = "is_false")]
@@ -65,6 +67,17 @@ pub struct Message {
 
 fn is_false(b: &bool) -> bool {
     !*b
+}
+
+fn content<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Part>, D::Error> {
+    use serde::de::Error;
+    match Value::deserialize(d)? {
+        Value::String(text) => Ok(vec![Part::Text { text }]),
+        value @ Value::Array(_) => serde_json::from_value(value).map_err(D::Error::custom),
+        other => Err(D::Error::custom(format!(
+            "message content must be an array of blocks or a string, not {other}"
+        ))),
+    }
 }
 
 fn result_content<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
@@ -161,5 +174,26 @@ impl Message {
     /// True for an assistant message that issues at least one call.
     pub fn has_tool_use(&self) -> bool {
         self.role == Role::Assistant && self.tool_use_ids().next().is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn string_content_and_result_arrays_are_accepted() {
+        let m: Message = serde_json::from_str(r#"{"role":"user","content":"hi"}"#).unwrap();
+        assert_eq!(m, Message::user("hi"));
+        let r: Message = serde_json::from_str(
+            r#"{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":[{"type":"text","text":"x"},{"type":"text","text":"y"}],"is_error":false}]}"#,
+        )
+        .unwrap();
+        assert_eq!(r.content, vec![Part::tool_result("a", "x\ny")]);
+        let bad =
+            serde_json::from_str::<Message>(r#"{"role":"user","content":[{"type":"image"}]}"#);
+        assert!(bad.is_err());
+        let bad = serde_json::from_str::<Message>(r#"{"role":"user","content":7}"#);
+        assert!(bad.unwrap_err().to_string().contains("array of blocks or a string"));
     }
 }

@@ -350,3 +350,44 @@ async fn an_anchor_op_pins_the_note_and_the_model_sees_it_at_once() {
     let journal = reload_checked(&session_file(h.home.path()));
     assert!(journal.entries().iter().any(|e| matches!(&e.payload, Payload::User(u) if u.anchor)));
 }
+
+#[tokio::test]
+async fn the_summary_uses_the_configured_compaction_model() {
+    let h = Harness::new().await;
+    h.write(".codewhale/config.toml", "[compaction]\ncompaction_model = \"gpt-4.1-mini\"\n");
+    let mut engine = spawn(&h, "openai", WINDOW);
+    for k in 0..4 {
+        h.server.push(Reply::text(prose(&format!("answer {k}"), 300)).with_usage(2_000, 1_500));
+        engine.turn(&format!("question {k}")).await;
+    }
+    h.server.push(Reply::text(SUMMARY));
+    assert!(matches!(compact(&mut engine, None).await, Event::CompactionFinished { .. }));
+    engine.shutdown().await;
+    let requests = h.server.requests();
+    assert_eq!(requests[4].body["model"], "gpt-4.1-mini");
+    assert_eq!(requests[3].body["model"], "gpt-4.1");
+    assert_eq!(compactions(&h)[0].model.as_deref(), Some("gpt-4.1-mini"));
+}
+
+#[tokio::test]
+async fn an_overlong_summary_is_capped_from_reference_first() {
+    let h = Harness::new().await;
+    let mut engine = spawn(&h, "openai", WINDOW);
+    for k in 0..4 {
+        h.server.push(Reply::text(prose(&format!("answer {k}"), 300)).with_usage(2_000, 1_500));
+        engine.turn(&format!("question {k}")).await;
+    }
+    let long = format!("{SUMMARY}\n{}", "reference line\n".repeat(2_000));
+    h.server.push(Reply::text(long));
+    assert!(matches!(compact(&mut engine, None).await, Event::CompactionFinished { .. }));
+    engine.shutdown().await;
+    let record = compactions(&h).remove(0);
+    let summary = record.summary.unwrap();
+    assert!(summary.chars().count() <= 12_000, "{}", summary.chars().count());
+    assert!(
+        summary.contains("## Next action\nContinue with the next step."),
+        "earlier sections kept"
+    );
+    assert!(summary.contains("shortened by Codewhale"));
+    assert!(record.note.contains(&summary));
+}

@@ -1,12 +1,21 @@
 //! Compaction (DESIGN §5): what the model reads when a conversation outgrows its window.
 //!
 //! A pure core in a thin async shell. The pure modules work on plain data and never touch a
-//! journal, a provider or the clock:
-//! - [`message`]: the plain `{role, content}` messages every function here works on;
+//! provider or the clock:
+//! - [`message`]: the plain `{role, content}` messages every function here works on, and
+//!   [`plain`], the bridge from the journal's view to them;
 //! - [`checkpoint`]: what makes a message a checkpoint, the note's fixed wording;
-//! - [`round`]: the last round and its protected part;
-//! - [`survival`]: the survival contract checked before any record is written;
-//! - [`matrix`]: the survival fixture matrix run by `codewhale survival-check`.
+//! - [`round`]: the last round, its protected part and the legal cut points;
+//! - [`cut`]: where a pass cuts, what it retains and bounds; [`prune`]: the cheap path;
+//! - [`summary`]: the summary request's input, instruction, quality gate and caps;
+//! - [`note`]: the checkpoint note; [`record`]: the compaction record;
+//! - [`survival`]: the survival contract checked before any record is written, and [`matrix`],
+//!   its fixture matrix run by `codewhale survival-check`;
+//! - [`trim`]: the fail-open request when no pass could make room;
+//! - [`report`]: what the next request contains (`codewhale context`).
+//!
+//! The shell: [`pass`] runs one pass (model call, survival check, append, events) and
+//! [`triggers`] connects it to the turn loop (auto, reactive, fail open) and to `/compact`.
 //!
 //! Invariant: nothing in this module writes to the journal except through a record that passed
 //! [`survival::check`]; a failed pass changes nothing the model reads.

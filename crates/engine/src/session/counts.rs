@@ -55,10 +55,9 @@ pub fn upper_bound(text: &str) -> u64 {
     tokens::upper_bound_bytes(text.len() as u64) + u64::from(MESSAGE_OVERHEAD)
 }
 
-/// An entry counted provisionally.
+/// An entry counted provisionally: its upper bound and the text to count.
 #[derive(Debug, Clone)]
 struct Pending {
-    id: EntryId,
     upper: u64,
     text: String,
 }
@@ -67,7 +66,7 @@ struct Pending {
 #[derive(Debug, Default)]
 pub struct Counts {
     memo: HashMap<EntryId, u32>,
-    pending: Vec<Pending>,
+    pending: HashMap<EntryId, Pending>,
 }
 
 impl Counts {
@@ -82,7 +81,12 @@ impl Counts {
 
     /// Records an entry counted by its upper bound until the encoder is ready.
     pub fn defer(&mut self, id: EntryId, upper: u64, text: String) {
-        self.pending.push(Pending { id, upper, text });
+        self.pending.insert(id, Pending { upper, text });
+    }
+
+    /// The provisional figure of an entry still to be counted.
+    pub fn pending_upper(&self, id: &EntryId) -> Option<u64> {
+        self.pending.get(id).map(|p| p.upper)
     }
 
     pub fn has_pending(&self) -> bool {
@@ -92,9 +96,9 @@ impl Counts {
     /// Counts every deferred entry exactly; returns (upper bound, exact) pairs to settle.
     pub fn settle(&mut self) -> Vec<(u64, u64)> {
         let mut out = Vec::with_capacity(self.pending.len());
-        for p in std::mem::take(&mut self.pending) {
+        for (id, p) in std::mem::take(&mut self.pending) {
             let n = exact(&p.text);
-            self.memo.insert(p.id, n);
+            self.memo.insert(id, n);
             out.push((p.upper, u64::from(n)));
         }
         out

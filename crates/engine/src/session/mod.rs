@@ -207,20 +207,35 @@ impl Session {
         render(journal, journal.head_id().as_str())
     }
 
-    /// The token total of `view`'s items, from stored counts; items without one are counted
-    /// now (in memory) and remembered.
+    /// The token total of `view`'s items, from stored counts. An item without one (written
+    /// before the encoder was ready) is counted now when the encoder is ready, else it joins
+    /// with its bytes/3 upper bound and is counted exactly when a decision needs it
+    /// ([`Session::settle_counts`]) — opening a session never waits for the encoder.
     pub fn view_tokens(&mut self, view: &View) -> u64 {
         let mut total = 0u64;
         for item in &view.items {
-            let n = match item.tokens.or_else(|| self.counts.get(&item.source)) {
-                Some(n) => n,
-                None => {
-                    let n = counts::exact(&item_text(&item.content));
-                    self.counts.remember(item.source.clone(), n);
-                    n
-                }
+            let known = item.tokens.or_else(|| self.counts.get(&item.source));
+            let n = match known {
+                Some(n) => u64::from(n),
+                None => match self.counts.pending_upper(&item.source) {
+                    Some(upper) => upper,
+                    None => {
+                        let text = item_text(&item.content);
+                        match counts::exact_if_ready(&text) {
+                            Some(n) => {
+                                self.counts.remember(item.source.clone(), n);
+                                u64::from(n)
+                            }
+                            None => {
+                                let upper = counts::upper_bound(&text);
+                                self.counts.defer(item.source.clone(), upper, text);
+                                upper
+                            }
+                        }
+                    }
+                },
             };
-            total += u64::from(n);
+            total += n;
         }
         total
     }

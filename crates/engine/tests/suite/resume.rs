@@ -143,3 +143,27 @@ fn session_params(h: &Harness) -> SessionParams {
         retry: None,
     }
 }
+
+#[tokio::test]
+async fn entries_written_without_counts_are_counted_in_memory_on_open() {
+    let h = Harness::new().await;
+    let ws = h.workspace();
+    let header = HeaderPayload::new("uncounted", ws.display().to_string());
+    let mut file = JournalFile::create_session(&h.home.path().join("sessions"), header).unwrap();
+    let head = file.journal().head_id().clone();
+    let user = Entry::new(Some(head), UserPayload::text("hello there"));
+    let answer = Entry::new(
+        Some(user.id.clone()),
+        AssistantPayload::new(vec![Block::text("general kenobi")]),
+    );
+    file.append(user).unwrap();
+    file.append(answer).unwrap();
+    file.close().unwrap();
+    let session = Session::open(session_params(&h)).unwrap();
+    let budget = session.budget();
+    let expected = codewhale_engine::session::counts::exact("hello there\n")
+        + codewhale_engine::session::counts::exact("general kenobi\n");
+    assert_eq!(budget.raw_estimate() - budget.system_tokens(), u64::from(expected));
+    let on_disk = std::fs::read_to_string(session.path()).unwrap();
+    assert!(!on_disk.contains("\"tokens\""), "the journal is never rewritten");
+}

@@ -12,8 +12,7 @@ use codewhale_engine::journal;
 
 /// Validates the journal at `file` without modifying it.
 pub fn run(file: &Path) -> anyhow::Result<ExitCode> {
-    let report =
-        journal::check_file(file).with_context(|| format!("cannot check {}", file.display()))?;
+    let report = journal::check_file(file)?;
     if report.problems.is_empty() {
         println!("{}", report.summary());
         return Ok(ExitCode::SUCCESS);

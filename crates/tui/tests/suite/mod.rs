@@ -1,1 +1,3 @@
 mod exec;
+mod journal_check;
+mod sessions;

@@ -33,5 +33,5 @@ pub mod report;
 pub mod round;
 pub mod summary;
 pub mod survival;
-pub mod trim;
 pub mod triggers;
+pub mod trim;

@@ -338,7 +338,13 @@ async fn commit(
             item.tokens.or_else(|| session.counts.get(&item.source))
         }
     });
-    let anchors: Vec<String> = anchors.map(str::to_owned).into_iter().collect();
+    // A summary pass restates the anchors, so they must be there. A prune-only pass restates
+    // nothing: it must only not lose anchors the view already carried.
+    let anchors: Vec<String> = anchors
+        .filter(|a| path == CompactionPath::Summary || survival::carries(&plain.messages, a))
+        .map(str::to_owned)
+        .into_iter()
+        .collect();
     let violations = survival::check(&SurvivalInput {
         original: &plain.messages,
         replacement: &new_plain.messages,

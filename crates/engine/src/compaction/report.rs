@@ -13,7 +13,7 @@ use codewhale_journal::{
 use serde::Serialize;
 
 use super::checkpoint::is_checkpoint;
-use super::message::{Part, Role};
+use super::message::Role;
 use super::plain::PlainView;
 use super::round;
 use crate::anchors::{self, AnchorStore};
@@ -212,12 +212,7 @@ pub fn build(
     };
     let anchors = match anchors_text {
         Some(text) => {
-            let needle = text.trim();
-            let present = plain.messages.iter().flat_map(|m| &m.content).any(|p| match p {
-                Part::Text { text } => text.contains(needle),
-                Part::ToolResult { content, .. } => content.contains(needle),
-                _ => false,
-            });
+            let present = super::survival::carries(&plain.messages, text);
             AnchorsReport {
                 count: anchors::parse(text).len(),
                 chars: text.chars().count(),

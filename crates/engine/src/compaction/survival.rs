@@ -231,13 +231,18 @@ fn check_checkpoints(input: &SurvivalInput<'_>, out: &mut Vec<Violation>) {
         out.push(Violation::PlaceholderNote);
     }
     for anchors in input.anchors.iter().map(|a| a.trim()).filter(|a| !a.is_empty()) {
-        let present = input.replacement.iter().flat_map(|m| &m.content).any(|p| match p {
-            Part::Text { text } => text.contains(anchors),
-            Part::ToolResult { content, .. } => content.contains(anchors),
-            _ => false,
-        });
-        if !present {
+        if !carries(input.replacement, anchors) {
             out.push(Violation::AnchorsMissing { excerpt: excerpt(anchors) });
         }
     }
+}
+
+/// Whether some text block or tool result of `messages` holds `text` (trimmed) verbatim.
+pub fn carries(messages: &[Message], text: &str) -> bool {
+    let needle = text.trim();
+    messages.iter().flat_map(|m| &m.content).any(|p| match p {
+        Part::Text { text } => text.contains(needle),
+        Part::ToolResult { content, .. } => content.contains(needle),
+        _ => false,
+    })
 }

@@ -3,17 +3,18 @@
 //!
 //! Prints the final assistant text on stdout (with `--json`, every engine event as one JSON
 //! line instead). Exit codes (DESIGN §8): 0 when the turn completed, 1 when it failed or was
-//! interrupted (the reason on stderr as one sentence), 2 for bad usage. Calls that would need
-//! approval are denied with a message the model reads, since exec has no one to ask. Ctrl+C
-//! interrupts the turn; the journal stays valid.
+//! interrupted (the reason on stderr as one sentence), 2 for bad usage. A call that needs
+//! approval is asked about on the terminal when stdin and stderr are one (and `--json` is off);
+//! without a terminal it is denied with a message the model reads. Ctrl+C interrupts the turn;
+//! the journal stays valid.
 
-use std::io::{Read as _, Write as _};
+use std::io::{BufRead as _, IsTerminal as _, Read as _, Write as _};
 use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
 use codewhale_engine::config::{Env, Overrides};
-use codewhale_engine::protocol::{Event, Op, TurnStatus};
+use codewhale_engine::protocol::{ApprovalScope, Event, Op, TurnStatus};
 use codewhale_engine::session::Resume;
 use codewhale_engine::{Engine, EngineParams};
 
@@ -57,13 +58,18 @@ pub fn run(
         (None, true) => Resume::Last,
         (None, false) => Resume::New,
     };
+    // Reading the prompt from stdin uses it up: nobody is left to answer approvals there.
+    let prompt_from_stdin = args.prompt.len() == 1 && args.prompt[0] == "-";
+    let can_ask = !(args.json || prompt_from_stdin)
+        && std::io::stdin().is_terminal()
+        && std::io::stderr().is_terminal();
     let params = EngineParams {
         home: home.to_path_buf(),
         workspace,
         overrides: overrides(global, args.approval),
         env: Env::from_process(),
         resume,
-        interactive: false,
+        interactive: can_ask,
         retry: None,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -72,6 +78,24 @@ pub fn run(
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(exec(params, prompt, args.json))
+}
+
+/// Asks on the terminal whether a call may run: `Some(scope)` to run it, `None` to deny.
+fn ask(name: &str, input: &serde_json::Value, reason: &str) -> Option<ApprovalScope> {
+    let shown = match (name, input.get("command"), input.get("path")) {
+        ("shell", Some(command), _) => command.as_str().unwrap_or_default().to_owned(),
+        (_, _, Some(path)) => path.as_str().unwrap_or_default().to_owned(),
+        _ => input.to_string(),
+    };
+    eprint!("codewhale: allow {name} `{shown}`? ({reason}) [y]es / [a]lways / [N]o: ");
+    let _ = std::io::stderr().flush();
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line).ok()?;
+    match line.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => Some(ApprovalScope::Once),
+        "a" | "always" => Some(ApprovalScope::Always),
+        _ => None,
+    }
 }
 
 fn read_prompt(words: &[String]) -> anyhow::Result<String> {
@@ -106,6 +130,15 @@ async fn exec(params: EngineParams, prompt: String, json: bool) -> anyhow::Resul
             }
         }
         match msg.event {
+            Event::ApprovalNeeded { call_id, name, input, reason } => {
+                let answer = tokio::task::spawn_blocking(move || ask(&name, &input, &reason))
+                    .await
+                    .unwrap_or(None);
+                handle.submit(match answer {
+                    Some(scope) => Op::Approve { call_id, scope },
+                    None => Op::Deny { call_id },
+                });
+            }
             Event::Error { message, .. } => errors.push(message),
             Event::TurnFinished { status, text } if msg.id == turn => {
                 outcome = Some((status, text));

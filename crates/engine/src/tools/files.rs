@@ -14,6 +14,8 @@ use super::output::MAX_OUTPUT_BYTES;
 pub const DEFAULT_READ_LINES: usize = 2000;
 /// Longest line shown whole; longer lines are cut with a marker.
 pub const MAX_LINE_CHARS: usize = 2000;
+/// Largest file `read_file` loads (it pages by lines, which needs the whole file).
+pub const MAX_READ_FILE_BYTES: u64 = 64 * 1024 * 1024;
 /// Most entries `list_dir` shows.
 pub const MAX_DIR_ENTRIES: usize = 1000;
 
@@ -24,6 +26,13 @@ pub fn read_file(
     offset: Option<usize>,
     limit: Option<usize>,
 ) -> Result<String, String> {
+    let size = std::fs::metadata(path).map_err(|e| io_message("read", shown, &e))?.len();
+    if size > MAX_READ_FILE_BYTES {
+        return Err(format!(
+            "{shown} is {size} bytes, too large to read whole; look at parts of it with a \
+             shell command such as `head`, `tail`, `sed -n` or `grep`"
+        ));
+    }
     let bytes = std::fs::read(path).map_err(|e| io_message("read", shown, &e))?;
     if bytes.iter().take(8192).any(|b| *b == 0) {
         return Err(format!(

@@ -243,11 +243,13 @@ fn record_response(
     });
     payload.reads = Some(reads);
     payload.interrupted = interrupted;
-    ctx.session.append(payload)?;
+    // The report covers the prompt without this reply: record it first, so the reply counts
+    // as added since the report.
     let reported = response.usage.map(|u| u.input_tokens).filter(|n| *n > 0);
     if let Some(reported) = reported {
         ctx.session.budget_mut().record_report(reported, estimate);
     }
+    ctx.session.append(payload)?;
     ctx.emit_usage(reported, response.usage.map(|u| u.output_tokens));
     Ok(())
 }

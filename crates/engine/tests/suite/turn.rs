@@ -20,7 +20,8 @@ async fn the_request_carries_system_prompt_instructions_and_tools() {
     });
     let (reported, pressure) = usage.unwrap();
     assert_eq!(reported, Some(50_000));
-    assert_eq!(pressure.tokens, 50_000);
+    // The report is the truth for the prompt; the reply joins it as "added since", calibrated.
+    assert!((50_001..50_100).contains(&pressure.tokens), "{pressure:?}");
     assert_eq!(pressure.source, Source::Reported);
     engine.shutdown().await;
     let body = &h.server.requests()[0].body;

@@ -190,6 +190,31 @@ mod tests {
     }
 
     #[test]
+    fn the_checkpoint_is_its_own_cached_message_of_two_blocks() {
+        use codewhale_journal::{CompactionPath, CompactionPayload, Covers, Trigger};
+        let header = Entry::new(None, HeaderPayload::new("s", "/w"));
+        let mut j = Journal::new(header.clone()).unwrap();
+        let u1 = Entry::new(Some(header.id.clone()), UserPayload::text("old question"));
+        let a1 = Entry::new(Some(u1.id.clone()), AssistantPayload::new(vec![JBlock::text("old")]));
+        let u2 = Entry::new(Some(a1.id.clone()), UserPayload::text("new question"));
+        let mut record = CompactionPayload::new(CompactionPath::Summary, Trigger::Manual);
+        record.note = "Codewhale handoff note. Earlier work: ...".into();
+        record.covers = Some(Covers::new(u1.id.clone(), a1.id.clone(), 2));
+        record.retained_ids = vec![u1.id.clone()];
+        let compaction = Entry::new(Some(header.id.clone()), record);
+        for e in [u1, a1, u2, compaction] {
+            j.push(e);
+        }
+        let view = codewhale_journal::render(&j, j.head_id().as_str());
+        let messages = to_messages(&view.items);
+        let shape: Vec<(Role, usize, bool)> =
+            messages.iter().map(|m| (m.role, m.content.len(), m.cache_breakpoint)).collect();
+        // retained user text, the checkpoint (note + marker, cached), the new question.
+        assert_eq!(shape, [(Role::User, 1, false), (Role::User, 2, true), (Role::User, 1, false)]);
+        assert_eq!(messages[1].content[1], Block::text(codewhale_journal::CHECKPOINT_MARKER));
+    }
+
+    #[test]
     fn the_system_prompt_ends_with_a_cache_breakpoint() {
         let j = journal_of(vec![UserPayload::text("hi").into()]);
         let view = codewhale_journal::render(&j, j.head_id().as_str());

@@ -73,6 +73,17 @@ pub enum Command {
     Compact(CompactArgs),
     /// Show what the next request of a session contains: tokens, compaction, last round.
     Context(ContextArgs),
+    /// Open the terminal UI on an existing session (a picker of this workspace's sessions
+    /// when neither SESSION nor --last is given).
+    Resume {
+        /// The session's id (a unique prefix is enough).
+        #[arg(value_name = "SESSION", conflicts_with = "last")]
+        session: Option<String>,
+
+        /// The newest session of this workspace.
+        #[arg(long)]
+        last: bool,
+    },
     /// Pinned notes that survive every compaction: the workspace's .codewhale/anchors.md.
     Anchor {
         #[command(subcommand)]

@@ -8,6 +8,7 @@ mod cli;
 mod commands;
 mod home;
 mod logging;
+mod tui;
 
 use std::process::ExitCode;
 
@@ -52,6 +53,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Some(Command::Journal { command: JournalCommand::Check { file } }) => {
             commands::journal_check::run(&file)
+        }
+        Some(Command::Resume { session, last }) => {
+            commands::resume::run(&cli.global, cli.workspace.as_deref(), session, last)
         }
         None => commands::interactive::run(&cli.global, cli.workspace.as_deref()),
     }

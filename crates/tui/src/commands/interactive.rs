@@ -1,16 +1,19 @@
-//! `codewhale` with no subcommand: the interactive session.
+//! `codewhale` with no subcommand (and `codewhale resume`): the interactive terminal UI.
 //!
 //! The configuration is consulted first: with no provider configured, the setup help is
-//! printed; a bad config file is reported with its file, line and key. The terminal UI itself
-//! is not part of this build, so with a provider configured the command says so and points at
-//! `codewhale exec`.
+//! printed and the exit code is 1; a bad config file is reported with its file, line and key.
+//! Otherwise the terminal UI runs until the user quits; afterwards one line on stderr says
+//! how to come back to the session.
 
 use std::path::Path;
 use std::process::ExitCode;
 
+use anyhow::Context as _;
 use codewhale_engine::config::{self, Env};
+use codewhale_engine::session::Resume;
 
 use crate::cli::GlobalArgs;
+use crate::tui::{self, TuiParams};
 
 /// How to configure a provider, shown when none is configured.
 pub const PROVIDER_SETUP_HELP: &str = "\
@@ -28,23 +31,40 @@ or write ~/.codewhale/config.toml (or .codewhale/config.toml in your workspace):
 
 Then run `codewhale` again.";
 
-/// Starts an interactive session in `workspace`.
+/// Starts an interactive session in `workspace`: a new one.
 pub fn run(global: &GlobalArgs, workspace: Option<&Path>) -> anyhow::Result<ExitCode> {
+    run_with(global, workspace, Some(Resume::New))
+}
+
+/// Runs the terminal UI on the session `resume` names; `None` opens the session picker.
+pub fn run_with(
+    global: &GlobalArgs,
+    workspace: Option<&Path>,
+    resume: Option<Resume>,
+) -> anyhow::Result<ExitCode> {
     let home = crate::home::resolve(global.home.as_ref())?;
     let workspace = match workspace {
         Some(dir) => dir.to_path_buf(),
-        None => std::env::current_dir()?,
+        None => std::env::current_dir().context("cannot read the current directory")?,
     };
     let overrides = super::exec::overrides(global, None);
     let config = config::load(&home, &workspace, &overrides)?;
-    match config.resolve_provider(&Env::from_process())? {
-        None => eprintln!("{PROVIDER_SETUP_HELP}"),
-        Some(provider) => eprintln!(
-            "The interactive terminal UI is not available in this build; run `codewhale exec \
-             PROMPT` for one turn with {} ({}).",
-            provider.model,
-            provider.kind.as_str()
-        ),
+    if config.resolve_provider(&Env::from_process())?.is_none() {
+        eprintln!("{PROVIDER_SETUP_HELP}");
+        return Ok(ExitCode::from(1));
     }
-    Ok(ExitCode::from(1))
+    // The tokenizer takes a while to build; start it before the first frame.
+    codewhale_engine::tokens::warm_up();
+    let _log = crate::logging::init(&home);
+    let params = TuiParams { home, workspace, overrides, resume };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let outcome = runtime.block_on(tui::run(params))?;
+    if let Some(id) = outcome.session_id {
+        eprintln!("session {id} saved; continue it with `codewhale resume {id}`");
+    }
+    Ok(ExitCode::SUCCESS)
 }

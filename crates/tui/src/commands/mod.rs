@@ -6,5 +6,6 @@ pub mod context;
 pub mod exec;
 pub mod interactive;
 pub mod journal_check;
+pub mod resume;
 pub mod sessions;
 pub mod survival_check;

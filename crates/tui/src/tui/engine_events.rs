@@ -1,0 +1,136 @@
+//! How the app follows the engine: each [`Event`] updates the lifecycle, the transcript, the
+//! status figures or the view stack.
+//!
+//! Invariants: a turn's end (`TurnFinished`) always returns the lifecycle to `Idle` and
+//! closes any approval view (its call no longer waits); a streamed reply is committed before
+//! anything else is added after it, so the transcript keeps the engine's order.
+
+use codewhale_engine::protocol::{Event, EventMsg, NoticeLevel, TurnStatus};
+
+use super::app::{App, Gauge, Lifecycle, Pending};
+use super::cells::{AnchorCell, CompactionCell, NoticeKind, ToolCell, ToolState};
+use super::event::Effect;
+use super::views::ApprovalView;
+
+impl App {
+    pub(crate) fn on_engine(&mut self, msg: EventMsg) {
+        let pending =
+            self.pending.iter().position(|(id, _)| *id == msg.id).map(|i| self.pending.remove(i).1);
+        match msg.event {
+            Event::SessionConfigured { session_id, model, resumed, .. } => {
+                let short: String = session_id.chars().take(8).collect();
+                let what = if resumed { "resumed session" } else { "new session" };
+                self.notice(
+                    NoticeKind::Info,
+                    format!("{what} {short} · {model} · /help lists the commands"),
+                );
+                self.session_id = session_id;
+                self.model = model;
+            }
+            Event::TurnStarted => self.lifecycle = Lifecycle::Streaming { thinking: false },
+            Event::TextDelta { text } => {
+                self.transcript.push_delta(&text);
+                self.lifecycle = Lifecycle::Streaming { thinking: false };
+            }
+            Event::ThinkingDelta { .. } => self.lifecycle = Lifecycle::Streaming { thinking: true },
+            Event::ToolCallRequested { call_id, name, input } => {
+                self.transcript.push(ToolCell::new(call_id, name, &input));
+            }
+            Event::ToolCallStarted { call_id, name } => {
+                self.set_tool_state(&call_id, ToolState::Running);
+                self.lifecycle = Lifecycle::RunningTool { name };
+            }
+            Event::ToolCallFinished { call_id, is_error, output, .. } => {
+                self.set_tool_state(&call_id, ToolState::Done { is_error, output });
+                self.lifecycle = Lifecycle::Streaming { thinking: false };
+            }
+            Event::ApprovalNeeded { call_id, name, input, reason } => {
+                let input = super::cells::summarize_input(&input);
+                self.views.push(Box::new(ApprovalView { call_id, name, input, reason }));
+                self.lifecycle = Lifecycle::AwaitingApproval;
+            }
+            Event::Usage { pressure, usable_input, window_unverified, .. } => {
+                self.gauge = Some(Gauge { pressure, usable_input, window_unverified });
+            }
+            Event::Notice { level, message } => match pending {
+                Some(Pending::Anchor(text)) => self.transcript.push(AnchorCell { text }),
+                None => {
+                    let kind = match level {
+                        NoticeLevel::Info => NoticeKind::Info,
+                        NoticeLevel::Warning => NoticeKind::Warning,
+                    };
+                    self.notice(kind, message);
+                }
+            },
+            Event::Error { message, .. } => self.notice(NoticeKind::Error, message),
+            Event::CompactionStarted { trigger } => {
+                self.lifecycle = Lifecycle::Compacting { in_turn: self.lifecycle.turn_running() };
+                self.compaction_trigger = Some(trigger);
+            }
+            Event::CompactionFinished {
+                path,
+                tokens_before,
+                tokens_after,
+                covered,
+                retained,
+                ..
+            } => {
+                let trigger = self.compaction_trigger.take().unwrap_or_else(|| "auto".to_owned());
+                self.transcript.push(CompactionCell {
+                    trigger,
+                    path,
+                    covered,
+                    retained,
+                    tokens_before,
+                    tokens_after,
+                    expanded: false,
+                });
+                self.end_compaction();
+            }
+            Event::CompactionFailed { reason } => {
+                self.notice(NoticeKind::Error, format!("compaction failed: {reason}"));
+                self.end_compaction();
+            }
+            Event::CompactionRefused { reason } => {
+                self.notice(NoticeKind::Warning, format!("compaction refused: {reason}"));
+                self.end_compaction();
+            }
+            Event::TurnFinished { status, .. } => {
+                self.transcript.finish_active(status != TurnStatus::Completed);
+                if status == TurnStatus::Interrupted {
+                    self.notice(
+                        NoticeKind::Warning,
+                        "interrupted; the session keeps what was done",
+                    );
+                }
+                self.views.retain(|v| v.approval_call().is_none());
+                self.lifecycle = Lifecycle::Idle;
+            }
+            Event::ShutdownComplete if self.quitting => self.effects.push(Effect::Exit),
+            // The protocol grows; an event this version does not know changes nothing shown.
+            _ => {}
+        }
+    }
+
+    fn end_compaction(&mut self) {
+        self.compaction_trigger = None;
+        self.lifecycle = match self.lifecycle {
+            Lifecycle::Compacting { in_turn: true } => Lifecycle::Streaming { thinking: false },
+            Lifecycle::Compacting { in_turn: false } => Lifecycle::Idle,
+            ref other => other.clone(),
+        };
+    }
+
+    fn set_tool_state(&mut self, call_id: &str, state: ToolState) {
+        self.transcript.update_last(|cell| {
+            cell.as_tool_mut().is_some_and(|tool| {
+                if tool.call_id == call_id {
+                    tool.state = state.clone();
+                    true
+                } else {
+                    false
+                }
+            })
+        });
+    }
+}

@@ -1,0 +1,199 @@
+//! Drawing one frame: transcript on top, then the bottom pane (the top modal view, or the
+//! composer with its completion popup), then the status line.
+//!
+//! Pure with respect to the app: drawing reads state and never changes what the app will do
+//! next (it only records the transcript's size for page-sized scrolling).
+
+use ratatui::layout::{Position, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget};
+use ratatui::Frame;
+
+use super::app::{App, Lifecycle};
+use super::cells::short_tokens;
+use super::slash;
+
+/// Composer rows shown at most before it scrolls.
+const MAX_COMPOSER_ROWS: usize = 8;
+
+impl App {
+    /// Draws the whole screen.
+    pub fn draw(&mut self, frame: &mut Frame<'_>) {
+        let area = frame.area();
+        if area.height < 3 || area.width < 10 {
+            Paragraph::new("window too small").render(area, frame.buffer_mut());
+            return;
+        }
+        let status = Rect { y: area.bottom() - 1, height: 1, ..area };
+        let room = area.height - 1;
+        let pane_height = match self.views.last() {
+            Some(view) => view.desired_height(area.width).min(room.saturating_sub(2)).max(3),
+            None => self.composer_height(area.width).min(room.saturating_sub(1)),
+        };
+        let pane = Rect { y: status.y - pane_height, height: pane_height, ..area };
+        let transcript = Rect { height: pane.y - area.y, ..area };
+        self.viewport = (transcript.width, transcript.height);
+        self.transcript.render(transcript, frame.buffer_mut());
+        match self.views.last() {
+            Some(view) => view.render(pane, frame.buffer_mut()),
+            None => {
+                if let Some(cursor) = self.draw_composer(pane, frame) {
+                    frame.set_cursor_position(cursor);
+                }
+                self.draw_popup(pane, frame);
+            }
+        }
+        self.draw_status(status, frame);
+    }
+
+    /// Rows of the composer text hard-wrapped at `width` minus the prompt.
+    /// Each row is (line index, chunk index within the line, text).
+    fn composer_rows(&self, width: u16) -> Vec<(usize, usize, String)> {
+        let inner = usize::from(width).saturating_sub(2).max(1);
+        let mut rows = Vec::new();
+        for (i, line) in self.composer.lines().iter().enumerate() {
+            let chars: Vec<char> = line.chars().collect();
+            if chars.is_empty() {
+                rows.push((i, 0, String::new()));
+            }
+            for (c, chunk) in chars.chunks(inner).enumerate() {
+                rows.push((i, c, chunk.iter().collect()));
+            }
+            // A cursor after a full row sits on the next, empty one.
+            let (crow, ccol) = self.composer.cursor();
+            if i == crow
+                && !chars.is_empty()
+                && ccol == chars.len()
+                && chars.len().is_multiple_of(inner)
+            {
+                rows.push((i, chars.len() / inner, String::new()));
+            }
+        }
+        rows
+    }
+
+    fn composer_height(&self, width: u16) -> u16 {
+        let rows = self.composer_rows(width).len().min(MAX_COMPOSER_ROWS);
+        u16::try_from(rows + 1).unwrap_or(2)
+    }
+
+    fn draw_composer(&self, area: Rect, frame: &mut Frame<'_>) -> Option<Position> {
+        let block =
+            Block::default().borders(Borders::TOP).border_style(Style::new().fg(Color::DarkGray));
+        let inner = block.inner(area);
+        block.render(area, frame.buffer_mut());
+        if inner.height == 0 {
+            return None;
+        }
+        let width = usize::from(inner.width).saturating_sub(2).max(1);
+        let rows = self.composer_rows(inner.width);
+        // The cursor's row among the wrapped rows.
+        let (crow, ccol) = self.composer.cursor();
+        let before: usize = self.composer.lines()[..crow]
+            .iter()
+            .map(|l| l.chars().count().div_ceil(width).max(1))
+            .sum();
+        let cursor_row = before + ccol / width;
+        let cursor_col = ccol % width;
+        let visible = usize::from(inner.height);
+        let first = (cursor_row + 1).saturating_sub(visible);
+        let lines: Vec<Line<'static>> = if self.composer.is_empty() {
+            vec![Line::from(vec![
+                Span::styled("› ", Style::new().fg(Color::Cyan)),
+                Span::styled("Ask anything · / for commands", Style::new().fg(Color::DarkGray)),
+            ])]
+        } else {
+            rows.iter()
+                .skip(first)
+                .take(visible)
+                .map(|(i, chunk, text)| {
+                    let lead = if *i == 0 && *chunk == 0 { "› " } else { "  " };
+                    Line::from(vec![
+                        Span::styled(lead, Style::new().fg(Color::Cyan)),
+                        Span::raw(text.clone()),
+                    ])
+                })
+                .collect()
+        };
+        Paragraph::new(lines).render(inner, frame.buffer_mut());
+        let x = inner.x + u16::try_from(cursor_col + 2).unwrap_or(0);
+        let y = inner.y + u16::try_from(cursor_row - first).unwrap_or(0);
+        Some(Position { x: x.min(inner.right().saturating_sub(1)), y })
+    }
+
+    fn draw_popup(&self, pane: Rect, frame: &mut Frame<'_>) {
+        let matches = slash::completions(&self.composer.text());
+        if matches.is_empty() {
+            return;
+        }
+        let height = u16::try_from(matches.len()).unwrap_or(0).min(pane.y);
+        let area = Rect { y: pane.y - height, height, ..pane };
+        Clear.render(area, frame.buffer_mut());
+        let selected = self.completion.min(matches.len() - 1);
+        let lines: Vec<Line<'static>> = matches
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let style = if i == selected {
+                    Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD)
+                } else {
+                    Style::new()
+                };
+                Line::from(vec![
+                    Span::styled(format!("  {:<32}", c.usage()), style),
+                    Span::styled(c.description().to_owned(), Style::new().fg(Color::DarkGray)),
+                ])
+            })
+            .collect();
+        Paragraph::new(lines).render(area, frame.buffer_mut());
+    }
+
+    fn draw_status(&self, area: Rect, frame: &mut Frame<'_>) {
+        let busy = Style::new().fg(Color::Yellow);
+        let (state, style) = match &self.lifecycle {
+            Lifecycle::Idle if self.quitting => ("saving and quitting…".to_owned(), busy),
+            Lifecycle::Idle if self.quit_armed => {
+                ("press Ctrl+C again to quit".to_owned(), Style::new().fg(Color::Red))
+            }
+            Lifecycle::Idle => ("ready".to_owned(), Style::new().fg(Color::Green)),
+            Lifecycle::Streaming { thinking: true } => {
+                ("thinking… · Ctrl+C interrupts".to_owned(), busy)
+            }
+            Lifecycle::Streaming { thinking: false } => {
+                ("streaming… · Ctrl+C interrupts".to_owned(), busy)
+            }
+            Lifecycle::RunningTool { name } => {
+                (format!("running {name}… · Ctrl+C interrupts"), busy)
+            }
+            Lifecycle::Compacting { .. } => {
+                ("compacting…".to_owned(), Style::new().fg(Color::Magenta))
+            }
+            Lifecycle::AwaitingApproval => {
+                ("waiting for your approval".to_owned(), Style::new().fg(Color::Cyan))
+            }
+        };
+        let mut left = vec![Span::styled(format!(" {state}"), style)];
+        if !self.transcript.follows_tail() {
+            left.push(Span::styled(" · scrolled, PgDn follows", Style::new().fg(Color::DarkGray)));
+        }
+        let gauge = match &self.gauge {
+            Some(g) => {
+                let percent = g.pressure.tokens.saturating_mul(100) / g.usable_input.max(1);
+                let unverified = if g.window_unverified { ", window unverified" } else { "" };
+                format!(
+                    "ctx {percent}% of {} ({}{unverified})",
+                    short_tokens(g.usable_input),
+                    g.pressure.source.as_str()
+                )
+            }
+            None => "ctx —".to_owned(),
+        };
+        let right = format!("{} · {gauge} ", self.model);
+        let left_width: usize = left.iter().map(|s| s.width()).sum();
+        let pad = usize::from(area.width).saturating_sub(left_width + right.chars().count());
+        left.push(Span::raw(" ".repeat(pad)));
+        left.push(Span::styled(right, Style::new().fg(Color::DarkGray)));
+        Paragraph::new(Line::from(left)).render(area, frame.buffer_mut());
+    }
+}

@@ -1,0 +1,295 @@
+//! Modal views, drawn as a stack over the composer: tool approval, a scrollable text view
+//! (`/context`, `/help`) and the session picker (`/resume`, `/sessions`).
+//!
+//! A view owns its keys while it is on top and answers each with a [`ViewAction`]; the app
+//! turns actions into ops or effects and pops the view when the action says it is done. Views
+//! never hold an engine handle. Invariant: every view can be left with Esc (an approval left
+//! that way is a denial, so a turn never waits on a view that is gone).
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget};
+
+use codewhale_engine::protocol::ApprovalScope;
+
+use super::wrap::wrap_lines;
+
+/// What a key in a view asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ViewAction {
+    /// Handled; stay open.
+    Stay,
+    /// Close the view.
+    Close,
+    /// Answer an approval and close.
+    Approve {
+        call_id: String,
+        scope: ApprovalScope,
+    },
+    Deny {
+        call_id: String,
+    },
+    /// Open this session and close.
+    OpenSession {
+        id: String,
+    },
+    /// Ctrl+C inside a view: interrupt the turn.
+    Interrupt,
+}
+
+/// A modal view.
+pub trait View: std::fmt::Debug + Send {
+    /// Rows wanted at `width` (the app clamps to the screen).
+    fn desired_height(&self, width: u16) -> u16;
+    fn render(&self, area: Rect, buf: &mut Buffer);
+    fn handle_key(&mut self, key: KeyEvent) -> ViewAction;
+    /// The approval's call id, so an approval that the turn no longer waits for can be closed.
+    fn approval_call(&self) -> Option<&str> {
+        None
+    }
+}
+
+fn frame(title: &str, area: Rect, buf: &mut Buffer) -> Rect {
+    Clear.render(area, buf);
+    let block = Block::default()
+        .borders(Borders::TOP)
+        .title(Span::styled(format!(" {title} "), Style::new().add_modifier(Modifier::BOLD)))
+        .border_style(Style::new().fg(Color::Cyan));
+    let inner = block.inner(area);
+    block.render(area, buf);
+    inner
+}
+
+fn is_ctrl_c(key: &KeyEvent) -> bool {
+    key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c')
+}
+
+/// "The model wants to run X": approve once, always, or deny.
+#[derive(Debug, Clone)]
+pub struct ApprovalView {
+    pub call_id: String,
+    pub name: String,
+    pub input: String,
+    pub reason: String,
+}
+
+impl View for ApprovalView {
+    fn desired_height(&self, width: u16) -> u16 {
+        let body = self.body();
+        let h = wrap_lines(&body, usize::from(width).max(1)).len();
+        u16::try_from(h + 1).unwrap_or(u16::MAX)
+    }
+
+    fn render(&self, area: Rect, buf: &mut Buffer) {
+        let inner = frame("approval needed", area, buf);
+        let lines = wrap_lines(&self.body(), usize::from(inner.width).max(1));
+        Paragraph::new(lines).render(inner, buf);
+    }
+
+    fn handle_key(&mut self, key: KeyEvent) -> ViewAction {
+        if is_ctrl_c(&key) {
+            return ViewAction::Interrupt;
+        }
+        let call_id = self.call_id.clone();
+        match key.code {
+            KeyCode::Char('y') | KeyCode::Char('Y') => {
+                ViewAction::Approve { call_id, scope: ApprovalScope::Once }
+            }
+            KeyCode::Char('a') | KeyCode::Char('A') => {
+                ViewAction::Approve { call_id, scope: ApprovalScope::Always }
+            }
+            KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc => ViewAction::Deny { call_id },
+            _ => ViewAction::Stay,
+        }
+    }
+
+    fn approval_call(&self) -> Option<&str> {
+        Some(&self.call_id)
+    }
+}
+
+impl ApprovalView {
+    fn body(&self) -> Vec<Line<'static>> {
+        let key = Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD);
+        let mut lines = vec![Line::from(vec![
+            Span::styled(self.name.clone(), Style::new().add_modifier(Modifier::BOLD)),
+            Span::raw(" "),
+            Span::raw(self.input.clone()),
+        ])];
+        if !self.reason.is_empty() {
+            lines.push(Line::styled(self.reason.clone(), Style::new().fg(Color::DarkGray)));
+        }
+        lines.push(Line::from(vec![
+            Span::styled("y", key),
+            Span::raw(" approve once   "),
+            Span::styled("a", key),
+            Span::raw(" always for this session   "),
+            Span::styled("n", key),
+            Span::raw(" deny"),
+        ]));
+        lines
+    }
+}
+
+/// A titled, scrollable block of text (`/context`, `/help`).
+#[derive(Debug, Clone)]
+pub struct TextView {
+    pub title: String,
+    pub lines: Vec<Line<'static>>,
+    scroll: usize,
+}
+
+impl TextView {
+    pub fn new(title: impl Into<String>, text: &str) -> TextView {
+        let lines = text.lines().map(|l| Line::from(l.to_owned())).collect();
+        TextView { title: title.into(), lines, scroll: 0 }
+    }
+}
+
+impl View for TextView {
+    fn desired_height(&self, width: u16) -> u16 {
+        let h = wrap_lines(&self.lines, usize::from(width).max(1)).len() + 2;
+        u16::try_from(h).unwrap_or(u16::MAX)
+    }
+
+    fn render(&self, area: Rect, buf: &mut Buffer) {
+        let inner = frame(&self.title, area, buf);
+        if inner.height == 0 {
+            return;
+        }
+        let body_rows = usize::from(inner.height - 1);
+        let lines = wrap_lines(&self.lines, usize::from(inner.width).max(1));
+        let scroll = self.scroll.min(lines.len().saturating_sub(body_rows));
+        let mut shown: Vec<Line<'static>> =
+            lines.into_iter().skip(scroll).take(body_rows).collect();
+        while shown.len() < body_rows {
+            shown.push(Line::default());
+        }
+        shown.push(Line::styled(
+            "Esc close · ↑↓ PgUp PgDn scroll",
+            Style::new().fg(Color::DarkGray),
+        ));
+        Paragraph::new(shown).render(inner, buf);
+    }
+
+    fn handle_key(&mut self, key: KeyEvent) -> ViewAction {
+        if is_ctrl_c(&key) {
+            return ViewAction::Close;
+        }
+        match key.code {
+            KeyCode::Esc | KeyCode::Char('q') | KeyCode::Enter => ViewAction::Close,
+            KeyCode::Up => {
+                self.scroll = self.scroll.saturating_sub(1);
+                ViewAction::Stay
+            }
+            KeyCode::Down => {
+                self.scroll = (self.scroll + 1).min(self.lines.len());
+                ViewAction::Stay
+            }
+            KeyCode::PageUp => {
+                self.scroll = self.scroll.saturating_sub(10);
+                ViewAction::Stay
+            }
+            KeyCode::PageDown => {
+                self.scroll = (self.scroll + 10).min(self.lines.len());
+                ViewAction::Stay
+            }
+            _ => ViewAction::Stay,
+        }
+    }
+}
+
+/// One session in the picker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionRow {
+    pub id: String,
+    pub updated: String,
+    pub entries: u64,
+    pub cwd: String,
+    pub title: String,
+}
+
+/// Choose a session with ↑/↓ and Enter.
+#[derive(Debug, Clone)]
+pub struct SessionPicker {
+    pub title: String,
+    pub rows: Vec<SessionRow>,
+    selected: usize,
+}
+
+/// Rows of the picker list at most (it scrolls past that).
+const PICKER_ROWS: usize = 12;
+
+impl SessionPicker {
+    pub fn new(title: impl Into<String>, rows: Vec<SessionRow>) -> SessionPicker {
+        SessionPicker { title: title.into(), rows, selected: 0 }
+    }
+}
+
+impl View for SessionPicker {
+    fn desired_height(&self, _width: u16) -> u16 {
+        let rows = self.rows.len().clamp(1, PICKER_ROWS);
+        u16::try_from(rows + 2).unwrap_or(u16::MAX)
+    }
+
+    fn render(&self, area: Rect, buf: &mut Buffer) {
+        let inner = frame(&self.title, area, buf);
+        if inner.height == 0 {
+            return;
+        }
+        let rows = usize::from(inner.height - 1);
+        let first = self.selected.saturating_sub(rows.saturating_sub(1));
+        let mut lines: Vec<Line<'static>> = if self.rows.is_empty() {
+            vec![Line::styled("no sessions yet", Style::new().fg(Color::DarkGray))]
+        } else {
+            self.rows
+                .iter()
+                .enumerate()
+                .skip(first)
+                .take(rows)
+                .map(|(i, r)| {
+                    let style = if i == self.selected {
+                        Style::new().add_modifier(Modifier::REVERSED)
+                    } else {
+                        Style::default()
+                    };
+                    let short: String = r.id.chars().take(8).collect();
+                    let text =
+                        format!("{short}  {}  {:>4}  {}  {}", r.updated, r.entries, r.title, r.cwd);
+                    let text: String = text.chars().take(usize::from(inner.width)).collect();
+                    Line::styled(text, style)
+                })
+                .collect()
+        };
+        while lines.len() < rows {
+            lines.push(Line::default());
+        }
+        lines.push(Line::styled("Enter open · Esc close", Style::new().fg(Color::DarkGray)));
+        Paragraph::new(lines).render(inner, buf);
+    }
+
+    fn handle_key(&mut self, key: KeyEvent) -> ViewAction {
+        if is_ctrl_c(&key) {
+            return ViewAction::Close;
+        }
+        match key.code {
+            KeyCode::Esc => ViewAction::Close,
+            KeyCode::Up => {
+                self.selected = self.selected.saturating_sub(1);
+                ViewAction::Stay
+            }
+            KeyCode::Down => {
+                self.selected = (self.selected + 1).min(self.rows.len().saturating_sub(1));
+                ViewAction::Stay
+            }
+            KeyCode::Enter => match self.rows.get(self.selected) {
+                Some(row) => ViewAction::OpenSession { id: row.id.clone() },
+                None => ViewAction::Close,
+            },
+            _ => ViewAction::Stay,
+        }
+    }
+}

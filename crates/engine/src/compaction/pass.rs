@@ -198,8 +198,13 @@ async fn attempt(
         }
     }
 
+    // A manual pass is asked for even when the window has room: it keeps only the protected
+    // part, or a small conversation would have nothing to cover under a 25 % tail.
+    let tail_fraction =
+        if request.trigger == Trigger::Manual { 0.0 } else { super::cut::TAIL_FRACTION };
     let policy = CutPolicy {
         retained_tokens: session.config().compaction.retained_user_tokens,
+        tail_fraction,
         ..CutPolicy::new(limits.usable_input, calibration)
     };
     let plan = cut::plan(&plain.messages, &plain.tokens, &policy)

@@ -146,16 +146,16 @@ impl Serialize for Block {
 }
 
 impl<'de> Deserialize<'de> for Block {
-    /// Reads the block's exact text first, then parses the types this version knows. Only
-    /// supported by serde_json's own deserializers (`from_str`, `from_slice`, `from_reader`),
-    /// not from a `serde_json::Value`.
+    /// Borrows the block's exact text first, then parses the types this version knows. Only
+    /// supported by serde_json's borrowing deserializers (`from_str`, `from_slice`), not by
+    /// `from_reader` or from a `serde_json::Value`.
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let raw = Box::<RawValue>::deserialize(d)?;
+        let raw = <&'de RawValue>::deserialize(d)?;
         parse_block(raw).map_err(D::Error::custom)
     }
 }
 
-fn parse_block(raw: Box<RawValue>) -> Result<Block, serde_json::Error> {
+fn parse_block(raw: &RawValue) -> Result<Block, serde_json::Error> {
     let json = raw.get();
     fn strip_type(mut extra: serde_json::Map<String, Value>) -> serde_json::Map<String, Value> {
         extra.remove("type");
@@ -178,7 +178,7 @@ fn parse_block(raw: Box<RawValue>) -> Result<Block, serde_json::Error> {
             b.extra = strip_type(b.extra);
             Block::Thinking(b)
         }
-        Some(_) => Block::Opaque(raw),
+        Some(_) => Block::Opaque(raw.to_owned()),
         None => return Err(serde_json::Error::custom("a content block needs a string \"type\"")),
     })
 }

@@ -12,6 +12,7 @@ use std::path::Path;
 use crate::entry::{Entry, EntryId};
 use crate::journal::DagProblem;
 use crate::load::{self, LoadError, LoadWarning};
+use crate::payload::Payload;
 use crate::view::{check_view, render};
 
 /// One problem, with the line it is on when it has one.
@@ -101,6 +102,17 @@ pub fn check_file(path: &Path) -> Result<CheckReport, LoadError> {
         problems.push(Problem { line: Some(line), message });
     }
     problems.extend(cycles);
+
+    for entry in journal.entries() {
+        if let Payload::ToolResult(r) = &entry.payload {
+            if let Err(e) = r.content.check_decodes() {
+                problems.push(Problem {
+                    line: journal.line_of(entry.id.as_str()),
+                    message: format!("the tool output is not a valid JSON string ({e})"),
+                });
+            }
+        }
+    }
 
     for (entry, record) in journal.compactions() {
         if !record.is_valid() {

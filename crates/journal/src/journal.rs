@@ -40,6 +40,8 @@ pub struct Journal {
     lines: Vec<u32>,
     /// Position of each entry's parent, when it resolves to an earlier entry.
     parents: Vec<Option<u32>>,
+    /// Whether each entry is a conversation entry (see [`is_chain`]).
+    chain: Vec<bool>,
     index: HashMap<EntryId, u32, IdHash>,
     compactions: Vec<u32>,
     head: u32,
@@ -62,43 +64,47 @@ impl Journal {
         Journal::from_lines(entries, lines)
     }
 
-    /// Builds a journal from entries and their line numbers in the file.
+    /// Builds a journal from entries and their line numbers in the file. Indexes the entries
+    /// where they are (a large session's entries are never moved).
     pub(crate) fn from_lines(
-        entries: Vec<Entry>,
-        lines: Vec<u32>,
+        mut entries: Vec<Entry>,
+        mut lines: Vec<u32>,
     ) -> Result<Journal, JournalError> {
-        let n = entries.len();
-        let mut it = entries.into_iter().zip(lines);
-        let Some((header, line)) = it.next() else { return Err(JournalError::Empty) };
-        let Payload::Header(payload) = &header.payload else {
-            return Err(JournalError::NoHeader { found: header.kind().to_owned() });
+        let header = match entries.first().map(|e| &e.payload) {
+            None => return Err(JournalError::Empty),
+            Some(Payload::Header(h)) => h.clone(),
+            Some(_) => return Err(JournalError::NoHeader { found: entries[0].kind().to_owned() }),
         };
-        let mut j = Journal::with_header(payload.clone(), header, line, n);
-        for (entry, line) in it {
-            j.push_at_line(entry, line);
-        }
-        Ok(j)
-    }
-
-    fn with_header(payload: HeaderPayload, header: Entry, line: u32, capacity: usize) -> Journal {
-        let mut index = HashMap::with_capacity_and_hasher(capacity, IdHash);
-        index.insert(header.id.clone(), 0);
-        let mut entries = Vec::with_capacity(capacity);
-        entries.push(header);
-        let mut lines = Vec::with_capacity(capacity);
-        lines.push(line);
-        let mut parents = Vec::with_capacity(capacity);
-        parents.push(None);
-        Journal {
-            header: payload,
-            entries,
-            lines,
-            parents,
-            index,
+        let mut j = Journal {
+            header,
+            entries: Vec::new(),
+            lines: Vec::new(),
+            parents: Vec::with_capacity(entries.len()),
+            chain: Vec::with_capacity(entries.len()),
+            index: HashMap::with_capacity_and_hasher(entries.len(), IdHash),
             compactions: Vec::new(),
             head: 0,
             problems: Vec::new(),
+        };
+        let mut duplicate = Vec::new();
+        for (i, (entry, &line)) in entries.iter().zip(&lines).enumerate() {
+            if !j.index_entry(entry, line) {
+                duplicate.push(i);
+            }
         }
+        if !duplicate.is_empty() {
+            let mut keep = vec![true; entries.len()];
+            for d in duplicate {
+                keep[d] = false;
+            }
+            let mut k = keep.iter();
+            entries.retain(|_| k.next().copied().unwrap_or(true));
+            let mut k = keep.iter();
+            lines.retain(|_| k.next().copied().unwrap_or(true));
+        }
+        j.entries = entries;
+        j.lines = lines;
+        Ok(j)
     }
 
     /// A new journal holding only `header` (a `header` entry).
@@ -109,14 +115,19 @@ impl Journal {
     /// Applies one appended entry: indexes it and replays its effect on HEAD.
     pub fn push(&mut self, entry: Entry) {
         let line = self.lines.last().copied().unwrap_or(0) + 1;
-        self.push_at_line(entry, line);
+        if self.index_entry(&entry, line) {
+            self.entries.push(entry);
+            self.lines.push(line);
+        }
     }
 
-    fn push_at_line(&mut self, entry: Entry, line: u32) {
-        let pos = self.entries.len() as u32;
+    /// Indexes `entry` as the next entry (position `self.parents.len()`) and replays its effect
+    /// on HEAD. False for a duplicate id, which is reported and must not be stored.
+    fn index_entry(&mut self, entry: &Entry, line: u32) -> bool {
+        let pos = self.parents.len() as u32;
         if self.index.contains_key(&entry.id) {
             self.problems.push((line, DagProblem::DuplicateId { id: entry.id.clone() }));
-            return;
+            return false;
         }
         let parent = match &entry.parent {
             Some(p) => match self.index.get(p) {
@@ -137,7 +148,7 @@ impl Journal {
         };
         match &entry.payload {
             Payload::Head(h) => match self.index.get(&h.to) {
-                Some(&to) if is_chain(&self.entries[to as usize].payload) => self.head = to,
+                Some(&to) if self.chain[to as usize] => self.head = to,
                 _ => {
                     let problem =
                         DagProblem::HeadNowhere { id: entry.id.clone(), to: h.to.clone() };
@@ -152,9 +163,9 @@ impl Journal {
         if !matches!(entry.payload, Payload::Head(_)) {
             self.index.insert(entry.id.clone(), pos);
         }
-        self.entries.push(entry);
-        self.lines.push(line);
         self.parents.push(parent);
+        self.chain.push(is_chain(&entry.payload));
+        true
     }
 
     /// The header entry's payload.

@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 /// Lines at least this long have their tool output left in the file until first read.
-pub const LAZY_MIN: usize = 2048;
+pub const LAZY_MIN: usize = 512;
 
 /// An immutable string shared by reference count. Serializes as a plain JSON string.
 #[derive(Clone)]
@@ -57,6 +57,17 @@ impl Text {
     /// A JSON string (with its quotes) at `offset..offset + len` of `source`.
     pub(crate) fn on_disk(source: Arc<Source>, offset: u64, len: usize) -> Text {
         Text(Repr::Disk(Arc::new(DiskText { source, offset, len, decoded: OnceLock::new() })))
+    }
+
+    /// Checks that a text still in the file decodes, without keeping the result (for
+    /// `journal check`). Texts in memory are always valid.
+    pub fn check_decodes(&self) -> Result<(), String> {
+        match &self.0 {
+            Repr::Disk(d) if d.decoded.get().is_none() => {
+                d.read().map(drop).map_err(|e| e.to_string())
+            }
+            _ => Ok(()),
+        }
     }
 
     /// True while the text is still only in the file.

@@ -91,3 +91,23 @@ fn branch_operations_refuse_the_wrong_targets() {
     let anchor = j.on_head(codewhale_journal::UserPayload::anchor("pin"));
     assert!(matches!(j.edit(anchor.as_str()), Err(BranchError::WrongKind { .. })));
 }
+
+#[test]
+fn a_duplicate_id_is_reported_and_ignored_on_load() {
+    let mut j = journal();
+    let u = j.user("u");
+    let mut lines: Vec<codewhale_journal::Entry> = j.entries().to_vec();
+    let mut dup = lines[1].clone();
+    dup.payload = codewhale_journal::UserPayload::text("impostor").into();
+    lines.push(dup);
+    let a = codewhale_journal::Entry::new(
+        Some(u.clone()),
+        codewhale_journal::UserPayload::text("after"),
+    );
+    lines.push(a.clone());
+    let j = codewhale_journal::Journal::from_entries(lines).unwrap();
+    assert_eq!(j.entries().len(), 3);
+    assert_eq!(j.line_of(a.id.as_str()), Some(4));
+    assert!(matches!(j.problems(), [(3, codewhale_journal::DagProblem::DuplicateId { .. })]));
+    assert_eq!(j.head_id(), &a.id);
+}

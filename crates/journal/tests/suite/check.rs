@@ -53,3 +53,22 @@ fn not_a_journal_is_an_error() {
         .to_string()
         .contains("cannot read"));
 }
+
+#[test]
+fn a_corrupt_long_tool_output_is_found_by_the_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let sound = std::fs::read_to_string(fixture("sound.jsonl")).unwrap();
+    let header = sound.lines().next().unwrap();
+    let bad = format!(
+        r#"{{"v":1,"id":"x1","parent":"0192f000-0000-7000-8000-000000000001","kind":"tool_result","ts":"2026-11-29T18:00:00.000Z","payload":{{"tool_use_id":"t","content":"{}\q","is_error":false}}}}"#,
+        "a".repeat(5000)
+    );
+    std::fs::write(&path, format!("{header}\n{bad}\n")).unwrap();
+    let report = check_file(&path).unwrap();
+    let p: Vec<String> = report.problems.iter().map(ToString::to_string).collect();
+    assert!(
+        p.iter().any(|p| p.starts_with("line 2: the tool output is not a valid JSON string")),
+        "{p:?}"
+    );
+}

@@ -211,3 +211,33 @@ fn long_tool_outputs_stay_in_the_file_until_read_and_decode_exactly() {
         assert_eq!(entry.to_line(), line);
     }
 }
+
+#[test]
+fn long_tool_results_in_another_field_order_parse_normally() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let sound = std::fs::read_to_string(fixture("sound.jsonl")).unwrap();
+    let header = sound.lines().next().unwrap();
+    let out = "z\\\"".repeat(2000);
+    let lines = [
+        // is_error before content
+        format!(
+            r#"{{"v":1,"id":"a","parent":"0192f000-0000-7000-8000-000000000001","kind":"tool_result","ts":"2026-11-29T18:00:00.000Z","payload":{{"tool_use_id":"t","is_error":false,"content":"{out}"}}}}"#
+        ),
+        // a duplicate is_error key after a string field
+        format!(
+            r#"{{"v":1,"id":"b","parent":"a","kind":"tool_result","ts":"2026-11-29T18:00:00.000Z","payload":{{"tool_use_id":"t","content":"{out}","is_error":false,"note":"n","is_error":true}}}}"#
+        ),
+        // payload before kind
+        format!(
+            r#"{{"v":1,"id":"c","parent":"b","payload":{{"tool_use_id":"t","content":"{out}","is_error":false}},"kind":"tool_result","ts":"2026-11-29T18:00:00.000Z"}}"#
+        ),
+    ];
+    std::fs::write(&path, format!("{header}\n{}\n", lines.join("\n"))).unwrap();
+    let loaded = load_read_only(&path).unwrap();
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+    for id in ["a", "b", "c"] {
+        let Payload::ToolResult(r) = &loaded.journal.get(id).unwrap().payload else { panic!() };
+        assert_eq!(r.content.as_str(), "z\"".repeat(2000), "{id}");
+    }
+}

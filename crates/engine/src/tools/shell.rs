@@ -224,4 +224,28 @@ mod tests {
         registry.shutdown();
         assert!(registry.running().is_empty());
     }
+
+    #[tokio::test]
+    async fn listening_ports_of_background_commands_are_found() {
+        if std::process::Command::new("python3").arg("--version").output().is_err() {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let registry = BackgroundRegistry::new(dir.path().join("bg"));
+        let server = "python3 -c 'import socket,time\ns=socket.socket()\ns.bind((\"127.0.0.1\",0))\ns.listen()\nprint(s.getsockname()[1],flush=True)\ntime.sleep(30)'";
+        let out = spawn_background(dir.path(), server, &registry);
+        assert!(!out.is_error, "{}", out.text);
+        let log = registry.running()[0].log.clone();
+        let mut port = None;
+        for _ in 0..100 {
+            port = std::fs::read_to_string(&log).ok().and_then(|t| t.trim().parse::<u16>().ok());
+            if port.is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let port = port.expect("the server printed its port");
+        assert_eq!(registry.running()[0].ports, vec![port]);
+        registry.shutdown();
+    }
 }

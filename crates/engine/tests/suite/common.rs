@@ -53,6 +53,16 @@ impl Harness {
         }
     }
 
+    /// An engine speaking the Anthropic wire format to the mock server.
+    pub fn spawn_anthropic(&self, mode: ApprovalMode) -> Running {
+        let mut params = self.params(Resume::New, mode, false);
+        params.overrides.provider = Some("anthropic".into());
+        params.overrides.model = Some("claude-sonnet-4-5".into());
+        params.overrides.base_url = Some(self.server.anthropic_base_url());
+        params.env = Env { anthropic_api_key: Some(TEST_API_KEY.into()), ..Env::default() };
+        Running::new(Engine::spawn(params).unwrap())
+    }
+
     pub fn spawn(&self, mode: ApprovalMode) -> Running {
         Running::new(Engine::spawn(self.params(Resume::New, mode, false)).unwrap())
     }

@@ -70,3 +70,32 @@ async fn busy_ops_during_a_turn_are_answered_with_an_error() {
     assert!(run.events.iter().any(|e| matches!(e, Event::Error { kind, .. } if kind == "busy")));
     engine.shutdown().await;
 }
+
+#[tokio::test]
+async fn anthropic_thinking_signatures_and_tool_results_are_replayed_exactly() {
+    let h = Harness::new().await;
+    h.server.push(Reply::thinking("let me look", "c2lnLWFiYw==").then_tool_call(
+        "toolu_1",
+        "list_dir",
+        serde_json::json!({"path": "."}),
+    ));
+    h.server.push(Reply::text("nothing there"));
+    let mut engine = h.spawn_anthropic(ApprovalMode::Ask);
+    let run = engine.turn("what is here?").await;
+    assert_eq!((run.status, run.text.as_str()), (TurnStatus::Completed, "nothing there"));
+    engine.shutdown().await;
+    let second = &h.server.requests()[1].body;
+    let system = second["system"].as_array().unwrap();
+    assert!(system.last().unwrap()["cache_control"].is_object(), "{system:?}");
+    let messages = second["messages"].as_array().unwrap();
+    assert_eq!(
+        messages[1]["content"][0],
+        serde_json::json!({"type": "thinking", "thinking": "let me look", "signature": "c2lnLWFiYw=="})
+    );
+    assert_eq!(messages[1]["content"][1]["id"], "toolu_1");
+    assert_eq!(messages[2]["role"], "user");
+    assert_eq!(messages[2]["content"][0]["type"], "tool_result");
+    assert_eq!(messages[2]["content"][0]["tool_use_id"], "toolu_1");
+    let journal = reload_checked(&session_file(h.home.path()));
+    assert_eq!(kinds(&journal), ["user", "assistant", "tool_result", "assistant"]);
+}

@@ -88,3 +88,91 @@ async fn compact(params: EngineParams, focus: Option<String>) -> anyhow::Result<
         anyhow::anyhow!("the engine stopped before the pass finished; see the log in the logs folder of the Codewhale home")
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use codewhale_engine::config::Overrides;
+    use codewhale_provider::test_support::{MockServer, Reply};
+
+    use super::*;
+
+    const SUMMARY: &str = "## Objective\nShip it.\n## User direction\nNone\n## Permissions and \
+limits\nNone\n## Done\nNone\n## Changed files\nNone\n## Still running\nNone\n## Verification \
+left\nNone\n## Open questions\nNone\n## Next action\nGo on.\n## Reference\nNone";
+
+    /// A real session made by the engine against the mock server, then `codewhale compact` and
+    /// `codewhale context` on it from the command-line entry points.
+    #[test]
+    fn compact_then_context_from_the_command_line() {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let server = rt.block_on(MockServer::start()).unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        let global = GlobalArgs {
+            provider: Some("openai".into()),
+            model: Some("gpt-4.1".into()),
+            base_url: Some(server.openai_base_url()),
+            context_window: Some(50_000),
+            home: Some(home.path().to_path_buf()),
+        };
+        for k in 0..3 {
+            server.push(Reply::text(format!(
+                "answer {k}: {}",
+                "lorem ipsum dolor sit amet ".repeat(200)
+            )));
+        }
+        rt.block_on(async {
+            let params = EngineParams {
+                home: home.path().to_path_buf(),
+                workspace: ws.path().to_path_buf(),
+                overrides: Overrides {
+                    provider: global.provider.clone(),
+                    model: global.model.clone(),
+                    base_url: global.base_url.clone(),
+                    context_window: global.context_window,
+                    approval: None,
+                },
+                env: Env::default(),
+                resume: Resume::New,
+                interactive: false,
+                retry: None,
+            };
+            let (handle, mut events) = Engine::spawn(params).unwrap();
+            for k in 0..3 {
+                handle.submit(Op::UserInput { text: format!("question {k}") });
+                while let Some(msg) = events.recv().await {
+                    if matches!(msg.event, Event::TurnFinished { .. }) {
+                        break;
+                    }
+                }
+            }
+            handle.submit(Op::Shutdown);
+            while let Some(msg) = events.recv().await {
+                if matches!(msg.event, Event::ShutdownComplete) {
+                    break;
+                }
+            }
+        });
+        server.push(Reply::text(SUMMARY));
+        let args = CompactArgs { session: None, last: true, focus: Some("shipping".into()) };
+        let code = run(home.path(), &global, Some(ws.path()), args).unwrap();
+        assert_eq!(format!("{code:?}"), format!("{:?}", ExitCode::SUCCESS));
+        let summary_request = server.requests().last().unwrap().body.to_string();
+        assert!(summary_request.contains("Focus the note on: shipping"));
+
+        let report = codewhale_engine::compaction::report::context_report(
+            &codewhale_engine::compaction::report::ReportParams {
+                home: home.path(),
+                cwd: ws.path(),
+                resume: Resume::Last,
+                overrides: super::super::exec::overrides(&global, None),
+            },
+        )
+        .unwrap();
+        assert_eq!(report.compactions, 1);
+        assert!(report.view.iter().any(|v| v.kind == "checkpoint"));
+        let args = crate::cli::ContextArgs { session: None, last: true, json: true };
+        let code = super::super::context::run(home.path(), &global, Some(ws.path()), args).unwrap();
+        assert_eq!(format!("{code:?}"), format!("{:?}", ExitCode::SUCCESS));
+    }
+}

@@ -185,3 +185,41 @@ async fn bad_usage_exits_2() {
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("no session nope"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_process_killed_mid_tool_leaves_a_session_the_next_exec_repairs() {
+    let s = Setup::new().await;
+    s.server.push(Reply::tool_call("c1", "shell", json!({"command": "touch started; sleep 5"})));
+    let mut cmd = s.command();
+    cmd.arg("exec")
+        .args(["--provider", "openai", "--model", "gpt-4.1", "--approval", "full"])
+        .args(["--base-url", &s.server.openai_base_url()])
+        .arg("wait for it")
+        .env("OPENAI_API_KEY", TEST_API_KEY)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut child = cmd.spawn().unwrap();
+    let started = s.ws.path().join("started");
+    for _ in 0..200 {
+        if started.exists() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    assert!(started.exists(), "the tool never started");
+    child.kill().await.unwrap();
+
+    s.server.push(Reply::text("recovered"));
+    let out = s.exec(&["--last", "what happened?"]).await;
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "recovered\n");
+    let messages = s.server.requests()[1].body["messages"].clone();
+    let result = messages.as_array().unwrap().iter().find(|m| m["role"] == "tool").unwrap();
+    assert_eq!(result["tool_call_id"], "c1");
+    assert_eq!(result["content"], "no result: the call was interrupted");
+    let sessions = s.sessions();
+    assert_eq!(
+        kinds(&sessions[0]),
+        ["header", "user", "assistant", "tool_result", "user", "assistant"]
+    );
+}

@@ -1,3 +1,4 @@
 mod exec;
 mod journal_check;
 mod sessions;
+mod tui_pty;

@@ -1,0 +1,174 @@
+//! The terminal UI end to end: the real binary in a pseudo-terminal, keys typed as bytes, the
+//! screen read back through a VT100 parser, the provider being the in-process mock server.
+
+use std::io::{Read as _, Write as _};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use codewhale_provider::test_support::{MockServer, Reply, TEST_API_KEY};
+use portable_pty::{native_pty_system, Child, CommandBuilder, MasterPty, PtySize};
+use serde_json::Value;
+use tempfile::TempDir;
+
+const ROWS: u16 = 30;
+const COLS: u16 = 100;
+const WAIT: Duration = Duration::from_secs(30);
+
+/// A running `codewhale` in a pseudo-terminal.
+struct Pty {
+    screen: Arc<Mutex<vt100::Parser>>,
+    writer: Box<dyn std::io::Write + Send>,
+    child: Box<dyn Child + Send + Sync>,
+    _master: Box<dyn MasterPty + Send>,
+}
+
+impl Pty {
+    fn spawn(args: &[&str], home: &TempDir, ws: &TempDir) -> Pty {
+        let pair = native_pty_system()
+            .openpty(PtySize { rows: ROWS, cols: COLS, pixel_width: 0, pixel_height: 0 })
+            .unwrap();
+        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_codewhale"));
+        cmd.args(args);
+        cmd.cwd(ws.path());
+        for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"]
+        {
+            cmd.env_remove(var);
+        }
+        cmd.env("CODEWHALE_HOME", home.path());
+        cmd.env("HOME", home.path());
+        cmd.env("OPENAI_API_KEY", TEST_API_KEY);
+        cmd.env("TERM", "xterm-256color");
+        let child = pair.slave.spawn_command(cmd).unwrap();
+        drop(pair.slave);
+        let mut reader = pair.master.try_clone_reader().unwrap();
+        let writer = pair.master.take_writer().unwrap();
+        let screen = Arc::new(Mutex::new(vt100::Parser::new(ROWS, COLS, 0)));
+        let sink = Arc::clone(&screen);
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock().unwrap().process(&buf[..n]);
+            }
+        });
+        Pty { screen, writer, child, _master: pair.master }
+    }
+
+    fn contents(&self) -> String {
+        self.screen.lock().unwrap().screen().contents()
+    }
+
+    async fn wait_for(&self, needle: &str) {
+        let start = Instant::now();
+        while !self.contents().contains(needle) {
+            assert!(
+                start.elapsed() < WAIT,
+                "{needle:?} never appeared; screen:\n{}",
+                self.contents()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    fn send(&mut self, bytes: &[u8]) {
+        self.writer.write_all(bytes).unwrap();
+        self.writer.flush().unwrap();
+    }
+
+    async fn wait_exit(&mut self) -> portable_pty::ExitStatus {
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(start.elapsed() < WAIT, "codewhale did not exit; screen:\n{}", self.contents());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+fn journals(home: &TempDir) -> Vec<PathBuf> {
+    std::fs::read_dir(home.path().join("sessions"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_reaches_the_mock_and_the_reply_the_screen_and_the_journal() {
+    let server = MockServer::start().await.unwrap();
+    server.push(Reply::text("Hello from the mock whale.").with_usage(1200, 6));
+    let (home, ws) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let base_url = server.openai_base_url();
+    let args = ["--provider", "openai", "--model", "gpt-4.1", "--base-url", &base_url];
+    let mut pty = Pty::spawn(&args, &home, &ws);
+
+    pty.wait_for("new session").await;
+    pty.wait_for("ready").await;
+    assert!(
+        pty.screen.lock().unwrap().screen().alternate_screen(),
+        "the UI draws on the alternate screen"
+    );
+    pty.send(b"say hello");
+    pty.wait_for("say hello").await;
+    pty.send(b"\r");
+    pty.wait_for("Hello from the mock whale.").await;
+    pty.wait_for("% of").await;
+    let screen = pty.contents();
+    assert!(
+        screen.contains("(reported)") || screen.contains("(estimated)"),
+        "the gauge says where its figure came from:\n{screen}"
+    );
+    pty.wait_for("ready").await;
+
+    pty.send(b"\x03");
+    pty.wait_for("press Ctrl+C again to quit").await;
+    pty.send(b"\x03");
+    let status = pty.wait_exit().await;
+    assert!(status.success(), "exit status {status:?}; screen:\n{}", pty.contents());
+    // Give the reader thread a moment to take in the last bytes.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let screen = pty.screen.lock().unwrap();
+    assert!(!screen.screen().alternate_screen(), "the terminal is restored on exit");
+    drop(screen);
+
+    let request = server.last_request().unwrap();
+    let messages = request.body["messages"].as_array().unwrap();
+    assert!(messages.iter().any(|m| m["content"].to_string().contains("say hello")));
+
+    let files = journals(&home);
+    assert_eq!(files.len(), 1, "{files:?}");
+    let lines: Vec<Value> = std::fs::read_to_string(&files[0])
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let kinds: Vec<&str> = lines.iter().map(|l| l["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds[..3], ["header", "user", "assistant"], "{kinds:?}");
+    assert!(lines[1]["payload"].to_string().contains("say hello"));
+    assert!(lines[2]["payload"].to_string().contains("Hello from the mock whale."));
+    let id = files[0].file_stem().unwrap().to_str().unwrap().to_owned();
+    assert!(pty.contents().contains(&format!("codewhale resume {id}")), "{}", pty.contents());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_provider_the_setup_help_is_printed() {
+    let (home, ws) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_codewhale"))
+        .current_dir(ws.path())
+        .env("CODEWHALE_HOME", home.path())
+        .env("HOME", home.path())
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("ANTHROPIC_BASE_URL")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("No model provider is configured"));
+}

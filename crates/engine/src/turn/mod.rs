@@ -130,6 +130,8 @@ async fn drive(ctx: &mut TurnCtx<'_>, input: String) -> Result<TurnOutcome, Engi
     // new message, or the user message would sit between a call and its result.
     ctx.session.heal_dangling_calls()?;
     ctx.session.append(UserPayload::text(input))?;
+    // An estimate right away, so a gauge moves before the first reply reports.
+    ctx.emit_usage(None, None);
     let mut overflow_retried = false;
     loop {
         if ctx.cancel.is_cancelled() {

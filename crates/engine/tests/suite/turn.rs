@@ -14,11 +14,18 @@ async fn the_request_carries_system_prompt_instructions_and_tools() {
     h.server.push(Reply::text("ok").with_usage(50_000, 3));
     let mut engine = h.spawn(ApprovalMode::Ask);
     let run = engine.turn("hello").await;
-    let usage = run.events.iter().find_map(|e| match e {
-        Event::Usage { reported_input, pressure, .. } => Some((*reported_input, *pressure)),
-        _ => None,
-    });
-    let (reported, pressure) = usage.unwrap();
+    let usages: Vec<_> = run
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Usage { reported_input, pressure, .. } => Some((*reported_input, *pressure)),
+            _ => None,
+        })
+        .collect();
+    // First an estimate when the message is appended, then the reported figure.
+    assert_eq!(usages.len(), 2, "{usages:?}");
+    assert_eq!((usages[0].0, usages[0].1.source), (None, Source::Estimated));
+    let (reported, pressure) = usages[1];
     assert_eq!(reported, Some(50_000));
     // The report is the truth for the prompt; the reply joins it as "added since", calibrated.
     assert!((50_001..50_100).contains(&pressure.tokens), "{pressure:?}");

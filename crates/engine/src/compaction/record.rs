@@ -30,10 +30,9 @@ pub fn covers(
         Some(prev) if checkpoint.is_some() => {
             Some(Covers::new(prev.first.clone(), last, prev.count + new_count))
         }
-        _ => {
-            let first = (0..cut).find(|&i| !is_checkpoint(&plain.messages[i]))?;
-            Some(Covers::new(plain.sources[first].clone(), last, (first..cut).count() as u64))
-        }
+        // No record describes the view: any checkpoint in it is a legacy summary, a real entry,
+        // and is covered like the rest so the new note replaces it.
+        _ => Some(Covers::new(plain.sources.first()?.clone(), last, cut as u64)),
     }
 }
 
@@ -120,4 +119,45 @@ pub fn prune_record(
     let new: Vec<EntryId> = pruned.iter().map(|&i| plain.sources[i].clone()).collect();
     record.pruned_ids.extend(new.into_iter().filter(|id| !record.retained_ids.contains(id)));
     record
+}
+
+#[cfg(test)]
+mod tests {
+    use codewhale_journal::EntryId;
+
+    use super::*;
+    use crate::compaction::message::Message;
+
+    fn plain(messages: Vec<Message>) -> PlainView {
+        let n = messages.len();
+        PlainView {
+            tokens: vec![10; n],
+            sources: (0..n).map(|i| EntryId::from(format!("e{i}").as_str())).collect(),
+            messages,
+            pruned: Vec::new(),
+        }
+    }
+
+    fn plan(cut: usize) -> CutPlan {
+        CutPlan {
+            round_start: cut,
+            protected_start: cut,
+            cut,
+            retained: Vec::new(),
+            retained_tokens: 0,
+            bounded: Vec::new(),
+            tail_tokens: 0,
+        }
+    }
+
+    #[test]
+    fn a_first_pass_covers_from_the_start_including_a_legacy_summary() {
+        let p = plain(vec![
+            Message::user("Conversation Summary (Auto-Generated): earlier work"),
+            Message::assistant("ok"),
+            Message::user("next"),
+        ]);
+        let covers = covers(&p, &plan(2), None).unwrap();
+        assert_eq!((covers.first.as_str(), covers.last.as_str(), covers.count), ("e0", "e1", 2));
+    }
 }

@@ -223,14 +223,28 @@ async fn attempt(
 
     let previous_files =
         view.compaction.as_ref().map(|c| c.record.files_touched.clone()).unwrap_or_default();
-    let files = note::files_touched(&plain.messages[..plan.cut], &previous_files);
+    let mut files = note::files_touched(&plain.messages[..plan.cut], &previous_files);
+    // Tools accept absolute paths inside the workspace; list every file the same way.
+    for (path, _) in &mut files.entries {
+        if let Ok(rel) = std::path::Path::new(path.as_str()).strip_prefix(session.workspace()) {
+            *path = rel.display().to_string();
+        }
+    }
     let running: Vec<Running> = session
         .background()
         .running()
         .into_iter()
         .map(|r| Running { command: r.command, pid: r.pid, ports: r.ports })
         .collect();
-    let live = LiveState::capture(session.workspace());
+    // `git` is a child process: keep it off the async workers.
+    let workspace = session.workspace().to_path_buf();
+    let live = tokio::task::spawn_blocking(move || LiveState::capture(&workspace))
+        .await
+        .unwrap_or_else(|_| LiveState {
+            workspace: session.workspace().display().to_string(),
+            branch: None,
+            commit: None,
+        });
     let note_text = note::compose(&NoteInput {
         summary: &summary,
         files: &files,

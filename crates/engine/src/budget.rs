@@ -44,6 +44,18 @@ pub struct Figure {
     pub source: Source,
 }
 
+impl Figure {
+    /// An estimated figure.
+    pub fn estimated(tokens: u64) -> Figure {
+        Figure { tokens, source: Source::Estimated }
+    }
+
+    /// A figure the provider reported.
+    pub fn reported(tokens: u64) -> Figure {
+        Figure { tokens, source: Source::Reported }
+    }
+}
+
 /// Where the context window figure came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

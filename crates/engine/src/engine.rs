@@ -200,13 +200,14 @@ async fn run_turn_listening(
 
 fn answer(gate: &ApprovalGate, sink: &EventSink, id: SubmissionId, call: &str, r: ApprovalReply) {
     if !gate.answer(call, r) {
-        sink.emit(
-            id,
-            Event::Error {
-                kind: "no_such_call".into(),
-                message: format!("no tool call {call} is waiting for approval"),
-            },
-        );
+        sink.emit(id, no_such_call(call));
+    }
+}
+
+fn no_such_call(call: &str) -> Event {
+    Event::Error {
+        kind: "no_such_call".into(),
+        message: format!("no tool call {call} is waiting for approval"),
     }
 }
 
@@ -228,7 +229,7 @@ fn handle_idle_op(session: &mut Session, sink: &EventSink, id: SubmissionId, op:
     let result: Result<Option<String>, EngineError> = match op {
         Op::Interrupt => Ok(Some("nothing to interrupt: no turn is running".into())),
         Op::Approve { call_id, .. } | Op::Deny { call_id } => {
-            answer(&ApprovalGate::new(false), sink, id, &call_id, ApprovalReply::Deny);
+            sink.emit(id, no_such_call(&call_id));
             Ok(None)
         }
         Op::SwitchModel { model } => {

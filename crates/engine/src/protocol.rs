@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::budget::{Figure, Source};
+use crate::budget::Figure;
 
 /// The id the engine gave a submitted [`Op`]; 0 is reserved for events nobody asked for
 /// (start-up notices).
@@ -175,13 +175,6 @@ pub enum TurnStatus {
 pub enum NoticeLevel {
     Info,
     Warning,
-}
-
-impl Figure {
-    /// An estimated figure.
-    pub fn estimated(tokens: u64) -> Figure {
-        Figure { tokens, source: Source::Estimated }
-    }
 }
 
 #[cfg(test)]

@@ -21,6 +21,20 @@ pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
 /// The longest timeout a call may ask for.
 pub const MAX_TIMEOUT_MS: u64 = 600_000;
 
+/// Variables never passed to commands: the model must not be able to read Codewhale's own
+/// provider keys through `env` or `echo`.
+pub const HIDDEN_ENV: [&str; 2] = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"];
+
+/// `bash -c command` in `workspace`, in its own process group, without the hidden variables.
+fn bash(workspace: &Path, command: &str) -> Command {
+    let mut cmd = Command::new("bash");
+    cmd.arg("-c").arg(command).current_dir(workspace).stdin(Stdio::null()).process_group(0);
+    for name in HIDDEN_ENV {
+        cmd.env_remove(name);
+    }
+    cmd
+}
+
 /// What a finished command produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShellOutcome {
@@ -37,14 +51,9 @@ pub async fn run(
 ) -> ShellOutcome {
     let timeout =
         Duration::from_millis(timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS).clamp(1, MAX_TIMEOUT_MS));
-    let mut child = match Command::new("bash")
-        .arg("-c")
-        .arg(command)
-        .current_dir(workspace)
-        .stdin(Stdio::null())
+    let mut child = match bash(workspace, command)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
         .kill_on_drop(true)
         .spawn()
     {
@@ -142,15 +151,7 @@ pub fn spawn_background(
     let Ok(file_err) = file.try_clone() else {
         return fail(format!("cannot share {} between stdout and stderr", log.display()));
     };
-    let child = Command::new("bash")
-        .arg("-c")
-        .arg(command)
-        .current_dir(workspace)
-        .stdin(Stdio::null())
-        .stdout(file)
-        .stderr(file_err)
-        .process_group(0)
-        .spawn();
+    let child = bash(workspace, command).stdout(file).stderr(file_err).spawn();
     match child {
         Ok(child) => {
             let pid = registry.insert(id.clone(), command.to_owned(), log.clone(), child);
@@ -190,6 +191,19 @@ mod tests {
         let ok = run(dir.path(), "pwd", None, &cancel).await;
         assert!(!ok.is_error);
         assert!(ok.text.contains(dir.path().file_name().unwrap().to_str().unwrap()));
+    }
+
+    #[test]
+    fn provider_keys_are_hidden_from_commands() {
+        let cmd = bash(Path::new("."), "env");
+        let mut removed: Vec<_> = cmd
+            .as_std()
+            .get_envs()
+            .filter(|(_, value)| value.is_none())
+            .map(|(name, _)| name.to_string_lossy().into_owned())
+            .collect();
+        removed.sort();
+        assert_eq!(removed, ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"]);
     }
 
     #[tokio::test]

@@ -182,14 +182,6 @@ impl App {
                     self.composer.insert_str(&text);
                 }
             }
-            AppEvent::Input(TermEvent::Mouse(mouse)) => {
-                use crossterm::event::MouseEventKind;
-                match mouse.kind {
-                    MouseEventKind::ScrollUp => self.scroll_up(3),
-                    MouseEventKind::ScrollDown => self.transcript.scroll_down(3),
-                    _ => {}
-                }
-            }
             AppEvent::Input(_) => {}
             AppEvent::EngineGone => {
                 if self.quitting {

@@ -17,7 +17,10 @@ impl App {
         let pending =
             self.pending.iter().position(|(id, _)| *id == msg.id).map(|i| self.pending.remove(i).1);
         match msg.event {
-            Event::SessionConfigured { session_id, model, resumed, .. } => {
+            Event::SessionConfigured { session_id, model, resumed, path } => {
+                if resumed {
+                    self.effects.push(Effect::LoadHistory { path });
+                }
                 let short: String = session_id.chars().take(8).collect();
                 let what = if resumed { "resumed session" } else { "new session" };
                 self.notice(

@@ -9,6 +9,7 @@ use codewhale_engine::compaction::report::ContextReport;
 use codewhale_engine::protocol::{EventMsg, Op, SubmissionId};
 use codewhale_engine::session::Resume;
 
+use super::history::HistoryItem;
 use super::views::SessionRow;
 
 /// One input to the app, by domain.
@@ -27,6 +28,8 @@ pub enum AppEvent {
         result: Result<Vec<SessionRow>, String>,
     },
     AnchorsLoaded(Result<Vec<String>, String>),
+    /// The earlier conversation of a resumed session.
+    HistoryLoaded(Result<Vec<HistoryItem>, String>),
     /// Opening another session failed; the current one stays.
     SessionOpenFailed(String),
 }
@@ -40,6 +43,8 @@ pub enum Effect {
     LoadContext,
     /// List sessions: all of them, or those of this workspace.
     LoadSessions { all: bool },
+    /// Read a resumed session's conversation so far (read-only) from its journal file.
+    LoadHistory { path: String },
     /// Read the workspace's anchors.
     ListAnchors,
     /// Stop the current engine and open another session.

@@ -19,6 +19,7 @@ pub mod composer;
 mod engine_events;
 pub mod event;
 pub mod frame;
+pub mod history;
 pub mod markdown;
 mod render;
 pub mod slash;
@@ -191,6 +192,9 @@ fn run_effect(params: &TuiParams, app: &App, effect: Effect, tx: &mpsc::Unbounde
                     .list()
                     .map_err(|e| e.to_string()),
             ),
+            Effect::LoadHistory { path } => {
+                AppEvent::HistoryLoaded(history::load(Path::new(&path)))
+            }
             Effect::OpenSession(_) | Effect::Exit => return,
         };
         let _ = tx.send(event);

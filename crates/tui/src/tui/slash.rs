@@ -173,7 +173,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("Ctrl+U / Ctrl+K", "delete to the start / end of the line"),
     ("Ctrl+W", "delete the word before the cursor"),
     ("Tab", "complete a slash command"),
-    ("PageUp / PageDown, mouse wheel", "scroll the transcript; the bottom follows new output"),
+    ("PageUp / PageDown", "scroll the transcript; at the bottom it follows new output"),
     ("Ctrl+O", "unfold / fold tool calls and compactions"),
     ("Ctrl+C", "interrupt the running turn; clear the composer; twice on an empty composer: quit"),
     ("Ctrl+D", "quit (on an empty composer)"),

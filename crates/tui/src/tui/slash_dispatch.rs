@@ -119,7 +119,13 @@ impl App {
                     anchors.iter().enumerate().map(|(i, a)| format!("{}. {a}", i + 1)).collect();
                 self.notice(NoticeKind::Info, format!("anchors:\n{}", list.join("\n")));
             }
+            AppEvent::HistoryLoaded(Ok(items)) => {
+                let mut earlier = super::transcript::Transcript::default();
+                super::history::push_all(&mut earlier, items);
+                self.transcript.prepend(earlier);
+            }
             AppEvent::ContextLoaded(Err(e))
+            | AppEvent::HistoryLoaded(Err(e))
             | AppEvent::SessionsLoaded { result: Err(e), .. }
             | AppEvent::AnchorsLoaded(Err(e))
             | AppEvent::SessionOpenFailed(e) => self.notice(NoticeKind::Error, e),

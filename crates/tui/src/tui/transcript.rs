@@ -64,6 +64,14 @@ impl Transcript {
         self.committed.push(Slot::new(cell));
     }
 
+    /// Puts the cells of `earlier` before everything shown so far (a resumed session's
+    /// history, which arrives after the start-up notices).
+    pub fn prepend(&mut self, earlier: Transcript) {
+        let mut cells = earlier.committed;
+        cells.append(&mut self.committed);
+        self.committed = cells;
+    }
+
     /// Adds streamed text to the active reply, starting one if needed.
     pub fn push_delta(&mut self, text: &str) {
         self.active.get_or_insert_with(AssistantCell::default).text.push_str(text);

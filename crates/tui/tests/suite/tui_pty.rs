@@ -133,9 +133,8 @@ async fn a_prompt_reaches_the_mock_and_the_reply_the_screen_and_the_journal() {
     assert!(status.success(), "exit status {status:?}; screen:\n{}", pty.contents());
     // Give the reader thread a moment to take in the last bytes.
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let screen = pty.screen.lock().unwrap();
-    assert!(!screen.screen().alternate_screen(), "the terminal is restored on exit");
-    drop(screen);
+    let alternate = pty.screen.lock().unwrap().screen().alternate_screen();
+    assert!(!alternate, "the terminal is restored on exit");
 
     let request = server.last_request().unwrap();
     let messages = request.body["messages"].as_array().unwrap();
@@ -154,6 +153,17 @@ async fn a_prompt_reaches_the_mock_and_the_reply_the_screen_and_the_journal() {
     assert!(lines[2]["payload"].to_string().contains("Hello from the mock whale."));
     let id = files[0].file_stem().unwrap().to_str().unwrap().to_owned();
     assert!(pty.contents().contains(&format!("codewhale resume {id}")), "{}", pty.contents());
+
+    // Resuming shows the conversation so far; Ctrl+D on the empty composer leaves.
+    let resume = ["resume", "--last", "--provider", "openai", "--model", "gpt-4.1"];
+    let mut again = Pty::spawn(&resume, &home, &ws);
+    again.wait_for("resumed session").await;
+    again.wait_for("Hello from the mock whale.").await;
+    assert!(again.contents().contains("say hello"), "{}", again.contents());
+    again.send(b"\x04");
+    let status = again.wait_exit().await;
+    assert!(status.success(), "exit status {status:?}; screen:\n{}", again.contents());
+    assert_eq!(journals(&home).len(), 1, "resuming opened the same session");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -221,9 +221,45 @@ async fn attempt(
         summarize(session, covered, request.focus.as_deref(), &model, max_output, cancel).await?;
     let summary = summary::cap(&text);
 
-    let previous_files =
-        view.compaction.as_ref().map(|c| c.record.files_touched.clone()).unwrap_or_default();
-    let mut files = note::files_touched(&plain.messages[..plan.cut], &previous_files);
+    let (note_text, files) = build_note(
+        session,
+        &plain.messages[..plan.cut],
+        view.compaction.as_ref(),
+        &summary,
+        anchors.as_deref(),
+    )
+    .await;
+    let record = record::summary_record(SummaryRecord {
+        plain: &plain,
+        plan: &plan,
+        previous: view.compaction.as_ref(),
+        trigger: request.trigger.clone(),
+        focus: request.focus.clone().filter(|f| !f.trim().is_empty()),
+        summary,
+        note: note_text,
+        files_touched: files.paths(),
+        anchors: anchors.clone(),
+        model,
+    })
+    .ok_or_else(|| Stop::Refused("nothing before the protected part can be covered".into()))?;
+    let first = record.covers.as_ref().map(|c| c.first.clone());
+    let parent = first
+        .and_then(|f| session.journal().get(f.as_str()).and_then(|e| e.parent.clone()))
+        .unwrap_or_else(|| session.journal().header_entry().id.clone());
+    commit(session, &plain, record, parent, anchors.as_deref(), before).await
+}
+
+/// The note of a summary pass: the summary plus what Codewhale knows itself (files touched by
+/// the covered calls, background commands, the live state, the anchors).
+async fn build_note(
+    session: &Session,
+    covered: &[super::message::Message],
+    previous: Option<&codewhale_journal::ActiveCompaction>,
+    summary: &str,
+    anchors: Option<&str>,
+) -> (String, note::FilesTouched) {
+    let previous_files = previous.map(|c| c.record.files_touched.clone()).unwrap_or_default();
+    let mut files = note::files_touched(covered, &previous_files);
     // Tools accept absolute paths inside the workspace; list every file the same way.
     for (path, _) in &mut files.entries {
         if let Ok(rel) = std::path::Path::new(path.as_str()).strip_prefix(session.workspace()) {
@@ -245,31 +281,14 @@ async fn attempt(
             branch: None,
             commit: None,
         });
-    let note_text = note::compose(&NoteInput {
-        summary: &summary,
+    let text = note::compose(&NoteInput {
+        summary,
         files: &files,
         running: &running,
         live: &live,
-        anchors: anchors.as_deref(),
+        anchors,
     });
-    let record = record::summary_record(SummaryRecord {
-        plain: &plain,
-        plan: &plan,
-        previous: view.compaction.as_ref(),
-        trigger: request.trigger.clone(),
-        focus: request.focus.clone().filter(|f| !f.trim().is_empty()),
-        summary,
-        note: note_text,
-        files_touched: files.paths(),
-        anchors: anchors.clone(),
-        model,
-    })
-    .ok_or_else(|| Stop::Refused("nothing before the protected part can be covered".into()))?;
-    let first = record.covers.as_ref().map(|c| c.first.clone());
-    let parent = first
-        .and_then(|f| session.journal().get(f.as_str()).and_then(|e| e.parent.clone()))
-        .unwrap_or_else(|| session.journal().header_entry().id.clone());
-    commit(session, &plain, record, parent, anchors.as_deref(), before).await
+    (text, files)
 }
 
 /// Asks the model for a summary of `covered`: overflow drops the oldest whole exchanges, an

@@ -115,6 +115,13 @@ impl Session {
             resumed,
             warnings: warnings.iter().map(LoadWarning::to_string).collect(),
         };
+        let started_in = session.journal().header().cwd.clone();
+        if resumed && started_in != workspace.display().to_string() {
+            session.warnings.push(format!(
+                "this session was started in {started_in}; its tools now work in {}",
+                workspace.display()
+            ));
+        }
         session.refresh_system_prompt();
         let view = session.render();
         let total = session.view_tokens(&view);

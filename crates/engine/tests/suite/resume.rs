@@ -167,3 +167,28 @@ async fn entries_written_without_counts_are_counted_in_memory_on_open() {
     let on_disk = std::fs::read_to_string(session.path()).unwrap();
     assert!(!on_disk.contains("\"tokens\""), "the journal is never rewritten");
 }
+
+#[tokio::test]
+async fn resuming_from_another_directory_says_where_tools_now_work() {
+    let h = Harness::new().await;
+    h.server.push(Reply::text("a"));
+    let mut engine = h.spawn(ApprovalMode::Ask);
+    engine.turn("q").await;
+    let id = engine.handle.session_id().to_owned();
+    engine.shutdown().await;
+    let elsewhere = tempfile::tempdir().unwrap();
+    let mut params = h.params(Resume::Id(id), ApprovalMode::Ask, false);
+    params.workspace = elsewhere.path().to_path_buf();
+    let (handle, mut events) = codewhale_engine::Engine::spawn(params).unwrap();
+    let _configured = events.recv().await.unwrap();
+    let notice = events.recv().await.unwrap();
+    let codewhale_engine::protocol::Event::Notice { message, .. } = notice.event else {
+        panic!("expected a notice, got {notice:?}");
+    };
+    assert!(
+        message.contains("was started in")
+            && message.contains(&h.workspace().display().to_string())
+    );
+    handle.submit(codewhale_engine::protocol::Op::Shutdown);
+    while events.recv().await.is_some() {}
+}

@@ -280,7 +280,8 @@ impl Cell for CompactionCell {
         } else {
             "compacted"
         };
-        let turns = if self.covered == 1 { "entry" } else { "entries" };
+        // The engine counts the covered segment in model-visible messages, not in turns.
+        let turns = if self.covered == 1 { "message" } else { "messages" };
         let head = format!(
             "⇣ {what} {} {turns} · {} → {} tokens ({}){}",
             self.covered,
@@ -294,7 +295,7 @@ impl Cell for CompactionCell {
             let details = vec![
                 Line::from(format!("path: {}", self.path)),
                 Line::from(format!(
-                    "covered: {} entries, summarized into one checkpoint note",
+                    "covered: {} messages, summarized into one checkpoint note",
                     self.covered
                 )),
                 Line::from(format!("retained verbatim: {} user messages", self.retained)),

@@ -182,3 +182,30 @@ async fn without_a_provider_the_setup_help_is_printed() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("No model provider is configured"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shell_call_waits_for_approval_and_runs_after_y() {
+    let server = MockServer::start().await.unwrap();
+    server.push(Reply::tool_call(
+        "c1",
+        "shell",
+        serde_json::json!({"command": "echo approved > out.txt"}),
+    ));
+    server.push(Reply::text("The file is written.").with_usage(900, 5));
+    let (home, ws) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let base_url = server.openai_base_url();
+    let args = ["--provider", "openai", "--model", "gpt-4.1", "--base-url", &base_url];
+    let mut pty = Pty::spawn(&args, &home, &ws);
+    pty.wait_for("ready").await;
+    pty.send(b"write the file\r");
+    pty.wait_for("approval needed").await;
+    pty.wait_for("y approve once").await;
+    assert!(!ws.path().join("out.txt").exists(), "nothing runs before the answer");
+    pty.send(b"y");
+    pty.wait_for("The file is written.").await;
+    assert_eq!(std::fs::read_to_string(ws.path().join("out.txt")).unwrap(), "approved\n");
+    pty.wait_for("ready").await;
+    pty.send(b"\x04");
+    let status = pty.wait_exit().await;
+    assert!(status.success(), "exit status {status:?}; screen:\n{}", pty.contents());
+}

@@ -48,14 +48,20 @@ pub async fn manual(
     pass::run(session, request, CancellationToken::new(), &emit).await
 }
 
+/// A request sent without its oldest exchanges.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Trimmed {
+    /// The first history item still sent (`reads.trimmed_before`).
+    pub first: codewhale_journal::EntryId,
+    /// The o200k estimate of what is sent, system prompt included (for calibration).
+    pub estimate: u64,
+}
+
 /// Fail open: when the view is still over usable input before a request (no pass could make
-/// room), sends it without its oldest exchanges and returns the first history item still sent
-/// (`reads.trimmed_before`). When even the protected round plus anchors cannot fit, the turn
-/// stops with a message saying what is protected and what to do (`Err` carries the outcome).
-pub fn fit_view(
-    ctx: &mut TurnCtx<'_>,
-    view: View,
-) -> Result<(View, Option<codewhale_journal::EntryId>), TurnOutcome> {
+/// room), sends it without its oldest exchanges. When even the protected round plus anchors
+/// cannot fit, the turn stops with a message saying what is protected and what to do (`Err`
+/// carries the outcome).
+pub fn fit_view(ctx: &mut TurnCtx<'_>, view: View) -> Result<(View, Option<Trimmed>), TurnOutcome> {
     let budget = ctx.session.budget();
     let limits = *budget.limits();
     if budget.pressure().tokens <= limits.usable_input {
@@ -68,7 +74,7 @@ pub fn fit_view(
         trim::fit(view, &plain, budget.system_tokens(), budget.calibration(), limits.usable_input);
     match fitted {
         Fit::Whole(view) => Ok((view, None)),
-        Fit::Trimmed { view, first, dropped } => {
+        Fit::Trimmed { view, first, dropped, estimate } => {
             tracing::warn!(dropped, %first, "request trimmed to fit the window");
             ctx.emit(Event::Notice {
                 level: NoticeLevel::Warning,
@@ -78,7 +84,7 @@ pub fn fit_view(
                      again"
                 ),
             });
-            Ok((view, Some(first)))
+            Ok((view, Some(Trimmed { first, estimate })))
         }
         Fit::TooBig { protected_tokens, usable_input } => {
             let message = format!(

@@ -19,8 +19,9 @@ use super::round;
 pub enum Fit {
     /// The view fits as it is.
     Whole(View),
-    /// The oldest exchanges were left out; `first` is the first history item still sent.
-    Trimmed { view: View, first: EntryId, dropped: usize },
+    /// The oldest exchanges were left out; `first` is the first history item still sent and
+    /// `estimate` the o200k estimate (system included) of what is sent.
+    Trimmed { view: View, first: EntryId, dropped: usize, estimate: u64 },
     /// Even the protected round plus anchors exceeds usable input.
     TooBig { protected_tokens: u64, usable_input: u64 },
 }
@@ -79,7 +80,7 @@ pub fn fit(view: View, plain: &PlainView, system: u64, calibration: f64, usable_
     let dropped = drop.iter().filter(|d| **d).count();
     let View { head, items, compaction } = view;
     let items = items.into_iter().zip(drop).filter(|(_, d)| !d).map(|(item, _)| item).collect();
-    Fit::Trimmed { view: View { head, items, compaction }, first, dropped }
+    Fit::Trimmed { view: View { head, items, compaction }, first, dropped, estimate: total }
 }
 
 #[cfg(test)]
@@ -125,10 +126,12 @@ mod tests {
         let j = journal();
         let view = codewhale_journal::render(&j, j.head_id().as_str());
         let plain = plain_of(&view);
-        let Fit::Trimmed { view, first, dropped } = fit(view, &plain, 50, 1.0, 450) else {
+        let Fit::Trimmed { view, first, dropped, estimate } = fit(view, &plain, 50, 1.0, 450)
+        else {
             panic!("expected a trim")
         };
         assert_eq!(dropped, 2);
+        assert_eq!(estimate, 450);
         assert_eq!(first, plain.sources[3], "q1 is the first history item still sent");
         let kinds: Vec<ItemKind> = view.items.iter().map(|i| i.kind).collect();
         assert_eq!(kinds, [ItemKind::Anchor, ItemKind::User, ItemKind::Assistant, ItemKind::User]);

@@ -139,7 +139,7 @@ async fn drive(ctx: &mut TurnCtx<'_>, input: String) -> Result<TurnOutcome, Engi
         }
         before_request(ctx).await?;
         let view = ctx.session.render();
-        let (view, trimmed_before) = match crate::compaction::triggers::fit_view(ctx, view) {
+        let (view, trimmed) = match crate::compaction::triggers::fit_view(ctx, view) {
             Ok(fitted) => fitted,
             Err(outcome) => return Ok(outcome),
         };
@@ -158,10 +158,11 @@ async fn drive(ctx: &mut TurnCtx<'_>, input: String) -> Result<TurnOutcome, Engi
                 max_output_tokens: u32::try_from(max_output).unwrap_or(u32::MAX),
             },
         );
-        let estimate = ctx.session.budget().raw_estimate();
+        let estimate =
+            trimmed.as_ref().map_or_else(|| ctx.session.budget().raw_estimate(), |t| t.estimate);
         let mut reads =
             Reads::new(view.head.clone(), view.compaction.as_ref().map(|c| c.id.clone()));
-        reads.trimmed_before = trimmed_before;
+        reads.trimmed_before = trimmed.map(|t| t.first);
         drop(view);
         let client = ctx.session.client().clone();
         let events = ctx.events.clone();

@@ -26,7 +26,11 @@ pub fn read_file(
     offset: Option<usize>,
     limit: Option<usize>,
 ) -> Result<String, String> {
-    let size = std::fs::metadata(path).map_err(|e| io_message("read", shown, &e))?.len();
+    let meta = std::fs::metadata(path).map_err(|e| io_message("read", shown, &e))?;
+    if meta.is_dir() {
+        return Err(format!("{shown} is a directory; list it with list_dir"));
+    }
+    let size = meta.len();
     if size > MAX_READ_FILE_BYTES {
         return Err(format!(
             "{shown} is {size} bytes, too large to read whole; look at parts of it with a \
@@ -79,6 +83,9 @@ pub fn read_file(
 
 /// `list_dir`: entries sorted by name, directories with a trailing `/`.
 pub fn list_dir(path: &Path, shown: &str) -> Result<String, String> {
+    if path.is_file() {
+        return Err(format!("{shown} is a file, not a directory; read it with read_file"));
+    }
     let read = std::fs::read_dir(path).map_err(|e| io_message("list", shown, &e))?;
     let mut names: Vec<String> = read
         .filter_map(Result::ok)
@@ -199,6 +206,10 @@ mod tests {
         std::fs::create_dir(dir.path().join("sub")).unwrap();
         std::fs::write(dir.path().join("b.txt"), "").unwrap();
         assert_eq!(list_dir(dir.path(), ".").unwrap(), "b.txt\nsub/");
+        assert!(list_dir(&dir.path().join("b.txt"), "b.txt").unwrap_err().contains("read_file"));
+        assert!(read_file(&dir.path().join("sub"), "sub", None, None)
+            .unwrap_err()
+            .contains("list_dir"));
     }
 
     #[test]

@@ -209,3 +209,33 @@ async fn a_shell_call_waits_for_approval_and_runs_after_y() {
     let status = pty.wait_exit().await;
     assert!(status.success(), "exit status {status:?}; screen:\n{}", pty.contents());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_interrupts_a_stalled_reply_and_the_session_stays_usable() {
+    let server = MockServer::start().await.unwrap();
+    server.push(Reply::text("Partial words arrive").hang_after(3));
+    server.push(Reply::text("Second answer.").with_usage(700, 3));
+    let (home, ws) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let base_url = server.openai_base_url();
+    let args = ["--provider", "openai", "--model", "gpt-4.1", "--base-url", &base_url];
+    let mut pty = Pty::spawn(&args, &home, &ws);
+    pty.wait_for("ready").await;
+    pty.send(b"start something long\r");
+    pty.wait_for("streaming").await;
+    pty.send(b"\x03");
+    pty.wait_for("interrupted; the session keeps what was done").await;
+    pty.wait_for("ready").await;
+    server.wait_for_disconnects(1).await;
+
+    pty.send(b"and now?\r");
+    pty.wait_for("Second answer.").await;
+    pty.wait_for("ready").await;
+    pty.send(b"\x03");
+    pty.wait_for("press Ctrl+C again to quit").await;
+    pty.send(b"\x03");
+    let status = pty.wait_exit().await;
+    assert!(status.success(), "exit status {status:?}; screen:\n{}", pty.contents());
+    let file = journals(&home).pop().unwrap();
+    let text = std::fs::read_to_string(file).unwrap();
+    assert!(text.contains("start something long") && text.contains("Second answer."));
+}

@@ -79,6 +79,9 @@ pub async fn run(
         Err(Stop::Refused(reason)) => PassOutcome::Refused(reason),
         Err(Stop::Failed(reason)) => PassOutcome::Failed(reason),
     };
+    let pressure = session.budget().pressure().tokens;
+    let (threshold, usable_input) =
+        (session.budget().limits().threshold, session.budget().limits().usable_input);
     match &outcome {
         PassOutcome::Compacted { id, path, tokens_before, tokens_after } => {
             tracing::info!(%trigger, %id, path = path.as_str(), tokens_before, tokens_after, "compaction pass finished");
@@ -103,12 +106,12 @@ pub async fn run(
             });
         }
         PassOutcome::Refused(reason) => {
-            tracing::info!(%trigger, %reason, "compaction refused");
+            tracing::info!(%trigger, %reason, pressure, threshold, usable_input, "compaction refused");
             notice(session, Level::Info, &format!("compaction ({trigger}) refused: {reason}"));
             emit(Event::CompactionRefused { reason: reason.clone() });
         }
         PassOutcome::Failed(reason) => {
-            tracing::warn!(%trigger, %reason, "compaction failed");
+            tracing::warn!(%trigger, %reason, pressure, threshold, usable_input, "compaction failed");
             notice(
                 session,
                 Level::Warning,

@@ -5,15 +5,20 @@
 //! realistic and varied size with escapes and non-ASCII text), once without compactions (the
 //! worst case: the whole history is in the view) and once with a summary compaction every 5,000
 //! entries, plus 1,000 small sessions for listing. Then measures:
-//! - `open_200mb/read_only+render`: `load_read_only` + `render(head)`;
-//! - `open_200mb/locked+render`: `JournalFile::open` (lock, repair check, writer thread) +
-//!   `render(head)`, what the engine does to resume;
-//! - `list_1000/warm` and `list_1000/cold` (entry-count cache present / deleted).
+//! - `open_200mb_{no_compaction,compacted}/read_only+render`: `load_read_only` + `render(head)`
+//!   (what `context` and `journal check` do);
+//! - `open_200mb_{no_compaction,compacted}/locked+render`: `JournalFile::open` (lock, tail
+//!   check, writer thread) + `render(head)`, what resuming a session does.
+//!   Closing and dropping the session are not timed;
+//! - `list_1000/warm` and `list_1000/cold`: `list_sessions` over 1,000 sessions of 10–200
+//!   entries, with the entry-count cache present / deleted.
+//!
+//! `CODEWHALE_BENCH_DIR=DIR` keeps the generated files in DIR and reuses them.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout, clippy::print_stderr)]
 
 use std::io::{BufWriter, Write};
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use codewhale_journal::{
     list_sessions, load_read_only, render, AssistantPayload, Block, CompactionPath,
@@ -199,22 +204,33 @@ fn bench(c: &mut Criterion) {
             Some(_) => "open_200mb_compacted",
         };
         let mut g = c.benchmark_group(name);
-        g.sample_size(10).measurement_time(Duration::from_secs(20));
+        g.sample_size(10).measurement_time(Duration::from_secs(30));
+        // Timed: open + render. Not timed: closing and dropping the session.
         g.bench_function("read_only+render", |b| {
-            b.iter(|| {
-                let loaded = load_read_only(&path).unwrap();
-                let j = &loaded.journal;
-                let view = render(j, j.head_id().as_str());
-                (view.items.len(), loaded)
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let t = Instant::now();
+                    let loaded = load_read_only(&path).unwrap();
+                    let view = render(&loaded.journal, loaded.journal.head_id().as_str());
+                    total += t.elapsed();
+                    drop((view, loaded));
+                }
+                total
             })
         });
         g.bench_function("locked+render", |b| {
-            b.iter(|| {
-                let (f, _) = JournalFile::open(&path).unwrap();
-                let j = f.journal();
-                let n = render(j, j.head_id().as_str()).items.len();
-                f.close().unwrap();
-                n
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let t = Instant::now();
+                    let (f, _) = JournalFile::open(&path).unwrap();
+                    let view = render(f.journal(), f.journal().head_id().as_str());
+                    total += t.elapsed();
+                    drop(view);
+                    f.close().unwrap();
+                }
+                total
             })
         });
         g.finish();
@@ -228,7 +244,7 @@ fn bench(c: &mut Criterion) {
         write_many(&many, 1_000);
     }
     let mut g = c.benchmark_group("list_1000");
-    g.sample_size(20);
+    g.sample_size(20).measurement_time(Duration::from_secs(10));
     g.bench_function("warm", |b| b.iter(|| list_sessions(&many).unwrap().sessions.len()));
     g.bench_function("cold", |b| {
         b.iter_batched(

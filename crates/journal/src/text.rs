@@ -36,6 +36,8 @@ struct DiskText {
     offset: u64,
     len: usize,
     decoded: OnceLock<Box<str>>,
+    /// The decoded length, when it was needed without the text (pruning stubs).
+    decoded_len: OnceLock<usize>,
 }
 
 /// The file lazily decoded texts are read from (its own read-only handle).
@@ -56,7 +58,25 @@ impl Text {
 
     /// A JSON string (with its quotes) at `offset..offset + len` of `source`.
     pub(crate) fn on_disk(source: Arc<Source>, offset: u64, len: usize) -> Text {
-        Text(Repr::Disk(Arc::new(DiskText { source, offset, len, decoded: OnceLock::new() })))
+        Text(Repr::Disk(Arc::new(DiskText {
+            source,
+            offset,
+            len,
+            decoded: OnceLock::new(),
+            decoded_len: OnceLock::new(),
+        })))
+    }
+
+    /// The length in bytes. For a text still in the file, it is decoded once to measure it but
+    /// not kept (a pruned output is measured for its stub on every render and never shown).
+    pub fn byte_len(&self) -> usize {
+        match &self.0 {
+            Repr::Mem(s) => s.len(),
+            Repr::Disk(d) => match d.decoded.get() {
+                Some(s) => s.len(),
+                None => *d.decoded_len.get_or_init(|| d.load().len()),
+            },
+        }
     }
 
     /// Checks that a text still in the file decodes, without keeping the result (for

@@ -311,8 +311,9 @@ fn item(entry: &Entry, shorten: Option<&Shorten<'_>>) -> Option<ViewItem> {
     if let (Some(s), ItemContent::ToolResult(view), Payload::ToolResult(r)) =
         (shorten, &mut content, &entry.payload)
     {
-        let original_bytes = r.bytes.unwrap_or(r.content.len() as u64);
+        let original_bytes = || r.bytes.unwrap_or(r.content.byte_len() as u64);
         if s.pruned.contains(entry.id.as_str()) {
+            let original_bytes = original_bytes();
             view.content = Text::from(pruned_stub(original_bytes));
             view.content_blocks = None;
             tokens = None;
@@ -322,7 +323,8 @@ fn item(entry: &Entry, shorten: Option<&Shorten<'_>>) -> Option<ViewItem> {
             if let Some(cut) = cut_to_bound(&r.content, bound) {
                 view.content = Text::from(cut);
                 tokens = None;
-                shortened = Some(Shortened::Bounded { original_bytes, max_bytes });
+                shortened =
+                    Some(Shortened::Bounded { original_bytes: original_bytes(), max_bytes });
             }
         }
     }

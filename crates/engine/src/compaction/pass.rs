@@ -336,13 +336,20 @@ async fn summarize(
                 }
             }
             Err(failure) if failure.error.is_context_overflow() => {
-                if !summary::drop_oldest_exchange(&mut covered) {
+                let excess = match failure.error.kind {
+                    codewhale_provider::ErrorKind::ContextOverflow {
+                        limit: Some(limit),
+                        requested: Some(requested),
+                    } => requested.checked_sub(limit),
+                    _ => None,
+                };
+                if !summary::shrink_for_overflow(&mut covered, excess) {
                     return Err(Stop::Failed(format!(
                         "the summary request is too long even with only the previous note: {}",
                         failure.error
                     )));
                 }
-                tracing::info!("summary request overflowed; dropped the oldest exchange");
+                tracing::info!(?excess, "summary request overflowed; dropped the oldest exchanges");
             }
             Err(failure) => {
                 return Err(Stop::Failed(format!("the summary request failed: {}", failure.error)))

@@ -55,6 +55,19 @@ pub fn instruction(focus: Option<&str>, strict: bool) -> String {
 /// Serializes the covered part as a transcript the summarizer reads.
 pub fn transcript(covered: &[Message]) -> String {
     let mut out = String::from("<conversation>\n");
+    render(&mut out, covered);
+    out.push_str("</conversation>");
+    out
+}
+
+/// The transcript bytes of `messages` alone, without the enclosing tags.
+fn rendered_bytes(messages: &[Message]) -> usize {
+    let mut out = String::new();
+    render(&mut out, messages);
+    out.len()
+}
+
+fn render(out: &mut String, covered: &[Message]) {
     for message in covered {
         if is_checkpoint(message) {
             out.push_str("[earlier handoff note]\n");
@@ -89,8 +102,6 @@ pub fn transcript(covered: &[Message]) -> String {
             }
         }
     }
-    out.push_str("</conversation>");
-    out
 }
 
 /// The serialized size of a summary input: transcript plus instruction.
@@ -100,9 +111,9 @@ pub fn input_bytes(covered: &[Message], focus: Option<&str>) -> usize {
 
 /// Drops the oldest whole exchange of `covered` that is not a checkpoint. An exchange starts at
 /// a user message (or right after a checkpoint) where no call is pending, so a question leaves
-/// with its answer, and a call with its results (a parallel batch included). Returns false when
-/// nothing can be dropped.
-pub fn drop_oldest_exchange(covered: &mut Vec<Message>) -> bool {
+/// with its answer, and a call with its results (a parallel batch included). Returns the
+/// transcript bytes it removed, or `None` when nothing can be dropped.
+pub fn drop_oldest_exchange(covered: &mut Vec<Message>) -> Option<usize> {
     let legal = round::legal_cuts(covered);
     let starts: Vec<usize> = (0..covered.len())
         .filter(|&i| {
@@ -116,11 +127,36 @@ pub fn drop_oldest_exchange(covered: &mut Vec<Message>) -> bool {
     for (k, &start) in starts.iter().enumerate() {
         let end = starts.get(k + 1).copied().unwrap_or(covered.len());
         if !covered[start..end].iter().any(is_checkpoint) {
-            covered.drain(start..end);
-            return true;
+            let drained: Vec<Message> = covered.drain(start..end).collect();
+            return Some(rendered_bytes(&drained));
         }
     }
-    false
+    None
+}
+
+/// Bytes per token when turning a provider's token figures into transcript bytes to drop.
+const BYTES_PER_TOKEN: u64 = 4;
+
+/// Shrinks a summary input the provider rejected as too long: drops the oldest whole exchanges
+/// until about `excess_tokens` (plus a tenth) are gone, or a quarter of the transcript when the
+/// provider did not say by how much. Returns false when nothing could be dropped.
+pub fn shrink_for_overflow(covered: &mut Vec<Message>, excess_tokens: Option<u64>) -> bool {
+    let goal = match excess_tokens {
+        Some(excess) => (excess + excess / 10 + 1).saturating_mul(BYTES_PER_TOKEN) as usize,
+        None => (rendered_bytes(covered) / 4).max(1),
+    };
+    let mut freed = 0;
+    let mut dropped_any = false;
+    while freed < goal {
+        match drop_oldest_exchange(covered) {
+            Some(bytes) => {
+                freed += bytes;
+                dropped_any = true;
+            }
+            None => break,
+        }
+    }
+    dropped_any
 }
 
 /// Drops oldest exchanges until the input fits `max_bytes`; returns how many were dropped, or
@@ -130,11 +166,12 @@ pub fn fit_input(
     focus: Option<&str>,
     max_bytes: usize,
 ) -> Option<usize> {
+    // Counted once, then reduced by what each drop removes: re-serializing a multi-megabyte
+    // input after every drop would be quadratic.
+    let mut bytes = input_bytes(covered, focus);
     let mut dropped = 0;
-    while input_bytes(covered, focus) > max_bytes {
-        if !drop_oldest_exchange(covered) {
-            return None;
-        }
+    while bytes > max_bytes {
+        bytes = bytes.saturating_sub(drop_oldest_exchange(covered)?);
         dropped += 1;
     }
     Some(dropped)
@@ -306,11 +343,11 @@ mod tests {
             Message::new(Role::User, vec![Part::tool_result("b", "y")]),
             Message::user("next"),
         ];
-        assert!(drop_oldest_exchange(&mut covered));
+        assert!(drop_oldest_exchange(&mut covered).is_some());
         assert_eq!(covered.len(), 2, "the batch and both results went together");
         assert!(is_checkpoint(&covered[0]));
-        assert!(drop_oldest_exchange(&mut covered));
-        assert!(!drop_oldest_exchange(&mut covered));
+        assert!(drop_oldest_exchange(&mut covered).is_some());
+        assert_eq!(drop_oldest_exchange(&mut covered), None);
         assert_eq!(covered.len(), 1);
         let mut chat = vec![
             Message::user("q0"),
@@ -318,12 +355,31 @@ mod tests {
             Message::user("q1"),
             Message::assistant("a1"),
         ];
-        assert!(drop_oldest_exchange(&mut chat));
+        assert!(drop_oldest_exchange(&mut chat).is_some());
         assert_eq!(
             chat,
             vec![Message::user("q1"), Message::assistant("a1")],
             "a question leaves with its answer"
         );
+    }
+
+    #[test]
+    fn overflow_shrinks_by_the_stated_excess_or_a_quarter() {
+        let turns = |n: usize| -> Vec<Message> {
+            (0..n)
+                .flat_map(|i| [Message::user(format!("q{i}")), Message::assistant("a".repeat(396))])
+                .collect()
+        };
+        let mut covered = turns(20);
+        // Each exchange is about 420 transcript bytes: 200 tokens (+10 %) ≈ 880 bytes = 3 of them.
+        assert!(shrink_for_overflow(&mut covered, Some(200)));
+        assert_eq!(covered.len(), 2 * 17);
+        let mut covered = turns(20);
+        assert!(shrink_for_overflow(&mut covered, None));
+        // 8,390 bytes in all; five exchanges free 2,095, short of a quarter (2,097): six go.
+        assert_eq!(covered.len(), 2 * 14, "a quarter of the transcript");
+        let mut only_note = vec![checkpoint_message("Codewhale handoff note. x")];
+        assert!(!shrink_for_overflow(&mut only_note, Some(10)));
     }
 
     #[test]

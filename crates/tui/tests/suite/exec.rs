@@ -223,3 +223,66 @@ async fn a_process_killed_mid_tool_leaves_a_session_the_next_exec_repairs() {
         ["header", "user", "assistant", "tool_result", "user", "assistant"]
     );
 }
+
+/// Runs `codewhale exec ARGS` inside a pseudo-terminal (`script`), typing `input`.
+async fn exec_in_terminal(s: &Setup, args: &str, input: &str) -> Output {
+    use tokio::io::AsyncWriteExt as _;
+    let line = format!(
+        "{} exec --provider openai --model gpt-4.1 --base-url {} {args}",
+        env!("CARGO_BIN_EXE_codewhale"),
+        s.server.openai_base_url()
+    );
+    let mut cmd = s.command();
+    let mut cmd = {
+        let std = cmd.as_std_mut();
+        let mut script = tokio::process::Command::new("script");
+        script.args(["-qec", &line, "/dev/null"]).current_dir(s.ws.path());
+        for (k, v) in std.get_envs() {
+            match v {
+                Some(v) => script.env(k, v),
+                None => script.env_remove(k),
+            };
+        }
+        script
+    };
+    cmd.env("OPENAI_API_KEY", TEST_API_KEY)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input.as_bytes()).await.unwrap();
+    child.wait_with_output().await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_terminal_exec_asks_before_a_call_that_needs_approval() {
+    if std::process::Command::new("script").arg("--version").output().is_err() {
+        return;
+    }
+    let s = Setup::new().await;
+    s.server.push(Reply::tool_call("c1", "shell", json!({"command": "touch approved.txt"})));
+    s.server.push(Reply::text("touched"));
+    let out = exec_in_terminal(&s, "'touch it'", "y\n").await;
+    let screen = text(&out.stdout);
+    assert!(out.status.success(), "{screen}");
+    assert!(screen.contains("allow shell `touch approved.txt`?"), "{screen}");
+    assert!(screen.contains("touched"), "{screen}");
+    assert!(s.ws.path().join("approved.txt").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_terminal_a_no_denies_the_call() {
+    if std::process::Command::new("script").arg("--version").output().is_err() {
+        return;
+    }
+    let s = Setup::new().await;
+    s.server.push(Reply::tool_call("c1", "shell", json!({"command": "touch refused.txt"})));
+    s.server.push(Reply::text("ok, not touching"));
+    let out = exec_in_terminal(&s, "'touch it'", "n\n").await;
+    assert!(out.status.success(), "{}", text(&out.stdout));
+    assert!(!s.ws.path().join("refused.txt").exists());
+    let sent = &s.server.requests()[1].body["messages"];
+    let result = sent.as_array().unwrap().iter().find(|m| m["role"] == "tool").unwrap();
+    assert!(result["content"].as_str().unwrap().contains("the user declined"));
+}

@@ -183,7 +183,7 @@ fn first_user_title(bytes: &[u8]) -> Option<String> {
     })
 }
 
-/// A title from a message: its first non-empty line, at most [`TITLE_CHARS`] characters.
+/// A title from a message: its first non-empty line, at most 80 characters.
 pub fn title_of(text: &str) -> Option<String> {
     let line = text.lines().map(str::trim).find(|l| !l.is_empty())?;
     let mut title: String = line.chars().take(TITLE_CHARS).collect();

@@ -27,15 +27,14 @@ fn crash_child() {
     let mut f = if path.exists() {
         JournalFile::open(path).unwrap().0
     } else {
-        JournalFile::create_session(path.parent().unwrap(), HeaderPayload::new("crash", "/w"))
-            .unwrap()
+        JournalFile::create(path, Entry::new(None, HeaderPayload::new("crash", "/w"))).unwrap()
     };
     let mut seed = std::process::id() as u64 | 1;
     for i in 0u64.. {
         seed ^= seed << 13;
         seed ^= seed >> 7;
         seed ^= seed << 17;
-        let size = (seed % (512 * 1024)) as usize;
+        let size = (seed % (2 << 20)) as usize;
         let head = f.journal().head_id().clone();
         let entry = if i % 2 == 0 {
             Entry::new(Some(head), UserPayload::text(format!("message {i}")))
@@ -64,12 +63,16 @@ fn complete_lines(bytes: &[u8]) -> &[u8] {
 #[test]
 fn killing_a_writer_at_random_moments_never_loses_a_complete_entry() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("crash.jsonl");
     let exe = std::env::current_exe().unwrap();
     let mut seed = 0x9e37_79b9_7f4a_7c15u64;
     let mut torn_seen = 0;
     let mut total_entries = 0;
     for round in 0..ROUNDS {
+        // A fresh file every 10 rounds keeps the files (and the test) small.
+        let path = dir.path().join(format!("crash-{}.jsonl", round / 10));
+        if round % 10 == 0 {
+            total_entries = 0;
+        }
         let mut child = Command::new(&exe)
             .args(["suite::crash::crash_child", "--exact", "--nocapture", "--test-threads=1"])
             .env(CHILD_ENV, &path)
@@ -94,7 +97,7 @@ fn killing_a_writer_at_random_moments_never_loses_a_complete_entry() {
         seed ^= seed << 13;
         seed ^= seed >> 7;
         seed ^= seed << 17;
-        let deadline = Instant::now() + Duration::from_millis(seed % 40);
+        let deadline = Instant::now() + Duration::from_millis(seed % 15);
         while Instant::now() < deadline {
             std::hint::spin_loop();
         }
@@ -135,6 +138,6 @@ fn killing_a_writer_at_random_moments_never_loses_a_complete_entry() {
         total_entries = j.entries().len();
         f.close().unwrap();
     }
-    // Large entries make torn writes likely but not certain; report rather than require.
-    eprintln!("{ROUNDS} kills, {torn_seen} torn tails repaired, {total_entries} entries");
+    // Large entries (up to 2 MiB) make torn writes likely but not certain: report, not require.
+    eprintln!("{ROUNDS} kills, {torn_seen} torn tails repaired");
 }

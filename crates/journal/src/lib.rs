@@ -5,9 +5,17 @@
 //!
 //! The main types:
 //! - [`Entry`]: one line of a journal — id, parent, kind, time, typed [`Payload`], token count.
-//! - [`Block`]: a content block of a user or assistant entry; unknown block types are kept
-//!   byte-for-byte.
-//! - [`Text`]: tool output, shared by reference count.
+//!   [`Block`] is a content block (unknown block types are kept byte-for-byte); [`Text`] is tool
+//!   output, shared by reference count and, for a loaded session, read from the file on demand.
+//! - [`Journal`]: a session's entries in memory with HEAD replayed; branch operations
+//!   ([`Journal::fork`], [`Journal::retry`], [`Journal::edit`], [`Journal::checkout`],
+//!   [`Journal::rewind`]) return the `head` record to append.
+//! - [`JournalFile`]: a session file open for appending — one writer thread, whole-line
+//!   appends, group-committed `sync_data`, a pid-recording lock; opening repairs a torn tail.
+//!   [`load_read_only`] reads without locking or modifying.
+//! - [`render`] → [`View`]: what the model reads at a HEAD; [`check_view`] verifies a view
+//!   before it is sent.
+//! - [`check_file`] (`codewhale journal check`) and [`list_sessions`] (`codewhale sessions`).
 //!
 //! The format itself is specified in `docs/journal-format.md`.
 
@@ -31,10 +39,7 @@ pub use entry::{Entry, EntryId, Timestamp, FORMAT_VERSION};
 pub use file::{lock_path, JournalFile, OpenError, WriteError};
 pub use journal::{DagProblem, Journal, JournalError};
 pub use list::{list_sessions, title_of, Listing, SessionInfo};
-pub use load::{
-    dag_message, load_read_only, scan, torn_path, LoadError, LoadWarning, Loaded, Malformed, Scan,
-    Tail,
-};
+pub use load::{dag_message, load_read_only, torn_path, LoadError, LoadWarning, Loaded, Malformed};
 pub use payload::{
     kind, AssistantPayload, Bounded, BranchSummaryPayload, CompactionPath, CompactionPayload,
     Covers, HeadPayload, HeadReason, HeaderPayload, Level, Payload, Reads, Receipt, SystemPayload,

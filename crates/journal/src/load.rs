@@ -1,7 +1,7 @@
 //! Reading a journal file: one sequential pass over its bytes (a newline index plus typed
 //! parsing), then HEAD replay.
 //!
-//! [`scan`] is pure: it classifies every line and never touches the file. Two paths use it:
+//! The scan classifies every line and never modifies the file. Two paths use it:
 //! - [`load_read_only`] (and `journal check`) report what they find and change nothing;
 //! - [`crate::JournalFile::open`] also repairs a torn tail (DESIGN §2) before appending.
 //!
@@ -33,7 +33,7 @@ pub struct Malformed {
 
 /// How the file ends.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Tail {
+pub(crate) enum Tail {
     /// The last byte is the newline of a valid line.
     Clean,
     /// `len` bytes from `offset` (starting line `line`) are not a complete entry.
@@ -44,7 +44,7 @@ pub enum Tail {
 
 /// Everything one pass over a journal's bytes found. Building it modifies nothing.
 #[derive(Debug)]
-pub struct Scan {
+pub(crate) struct Scan {
     /// Valid entries in file order, with their line numbers.
     pub entries: Vec<Entry>,
     pub lines: Vec<u32>,
@@ -142,23 +142,6 @@ pub struct Loaded {
     pub warnings: Vec<LoadWarning>,
 }
 
-/// Classifies every line of `bytes`. `path` only names the file in errors. Tool outputs are
-/// decoded eagerly (there is no file to read them back from).
-pub fn scan(path: &Path, bytes: &[u8]) -> Result<Scan, LoadError> {
-    let mut sc = Scanner::new(bytes.len() as u64, None);
-    let mut pos = 0usize;
-    while pos < bytes.len() {
-        let rest = &bytes[pos..];
-        let (raw, complete) = match memchr::memchr(b'\n', rest) {
-            Some(i) => (&rest[..i], true),
-            None => (rest, false),
-        };
-        sc.line(raw, pos as u64, complete);
-        pos += raw.len() + usize::from(complete);
-    }
-    sc.finish(path)
-}
-
 /// How much of a file is read at a time. The buffer is reused, so a large journal is streamed
 /// through a cache-warm buffer instead of being faulted into memory whole.
 const CHUNK: usize = 4 << 20;
@@ -166,7 +149,7 @@ const CHUNK: usize = 4 << 20;
 /// Files at least this large are scanned in two halves on two threads.
 const PARALLEL_MIN: u64 = 16 << 20;
 
-/// Like [`scan`], reading `file` (of `len` bytes) with positional reads, in chunks. With
+/// Classifies every line of `file` (of `len` bytes), read with positional reads in chunks. With
 /// `lazy`, long tool outputs stay in the file until read (see `lazy_tool_result`). A large file
 /// is split at a newline near its middle and both halves are scanned at once.
 pub(crate) fn scan_file(path: &Path, file: &File, len: u64, lazy: bool) -> Result<Scan, LoadError> {

@@ -2,7 +2,8 @@
 //!
 //! Tool results are most of a journal's bytes, and most of them are never read again: after a
 //! compaction they are covered, and even in the view only the newest ones matter. So when a
-//! journal is loaded from a file, outputs longer than [`LAZY_MIN`] bytes are not decoded: a
+//! journal is loaded from a file, the output of a `tool_result` line of [`LAZY_MIN`] bytes or
+//! more is not decoded: a
 //! `Text` then records where the JSON string lies in the file and decodes it (one positional
 //! read) the first time it is asked for, caching the result. Opening a 200 MB session thus never
 //! holds 200 MB of tool output in memory. (How the loader finds the output without parsing

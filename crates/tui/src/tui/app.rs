@@ -69,6 +69,8 @@ pub struct App {
     pub(crate) effects: Vec<Effect>,
     pub(crate) model: String,
     pub(crate) session_id: String,
+    /// The session's journal file, from the engine (read-only uses: history, notes).
+    pub(crate) session_path: String,
     pub(crate) gauge: Option<Gauge>,
     pub(crate) pending: Vec<(SubmissionId, Pending)>,
     /// The trigger of the compaction in progress, for its capsule.
@@ -105,6 +107,7 @@ impl App {
             effects: Vec::new(),
             model: model.into(),
             session_id: String::new(),
+            session_path: String::new(),
             gauge: None,
             pending: Vec::new(),
             compaction_trigger: None,
@@ -139,6 +142,10 @@ impl App {
 
     pub fn session_id(&self) -> &str {
         &self.session_id
+    }
+
+    pub fn session_path(&self) -> &str {
+        &self.session_path
     }
 
     pub(crate) fn notice(&mut self, kind: NoticeKind, text: impl Into<String>) {
@@ -187,6 +194,8 @@ impl App {
                 if self.quitting {
                     self.effects.push(Effect::Exit);
                 } else {
+                    // Ops would vanish into a closed channel; say so instead.
+                    self.sink = Box::new(super::event::NoSession);
                     self.lifecycle = Lifecycle::Idle;
                     self.notice(
                         NoticeKind::Error,

@@ -32,6 +32,11 @@ pub trait Cell: std::fmt::Debug + Send {
     fn as_tool_mut(&mut self) -> Option<&mut ToolCell> {
         None
     }
+
+    /// The compaction capsule, when this cell is one (so its note can arrive later).
+    fn as_compaction_mut(&mut self) -> Option<&mut CompactionCell> {
+        None
+    }
 }
 
 /// Wraps `body` beside a prefix drawn on the first line (later lines are indented to match).
@@ -244,16 +249,36 @@ impl Cell for NoticeCell {
     }
 }
 
-/// A finished compaction: "compacted N turns · 182k → 9k tokens", expandable.
-#[derive(Debug, Clone)]
-pub struct CompactionCell {
+/// What a finished compaction did, as the engine reported it (or the journal recorded it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompactionSummary {
+    /// The compaction record's entry id.
+    pub id: String,
     pub trigger: String,
+    /// `summary` or `prune-only`.
     pub path: String,
+    /// Model-visible messages in the covered segment.
     pub covered: u64,
+    /// User messages kept verbatim.
     pub retained: u64,
     pub tokens_before: u64,
     pub tokens_after: u64,
+}
+
+/// A finished compaction: "compacted N messages · 182k → 9k tokens", expandable to the
+/// checkpoint note and what it covers.
+#[derive(Debug, Clone)]
+pub struct CompactionCell {
+    pub summary: CompactionSummary,
+    /// The checkpoint note, once read from the journal.
+    pub note: Option<String>,
     pub expanded: bool,
+}
+
+impl CompactionCell {
+    pub fn new(summary: CompactionSummary, note: Option<String>) -> CompactionCell {
+        CompactionCell { summary, note, expanded: false }
+    }
 }
 
 /// `182_000` as `182k`, `9_400` as `9.4k`, small numbers as they are.
@@ -274,34 +299,34 @@ pub fn short_tokens(n: u64) -> String {
 
 impl Cell for CompactionCell {
     fn lines(&self, width: u16) -> Vec<Line<'static>> {
+        let c = &self.summary;
         let style = Style::new().fg(Color::Magenta);
-        let what = if self.path == "prune_only" || self.path == "prune-only" {
-            "pruned old tool output"
-        } else {
-            "compacted"
-        };
+        let what = if c.path == "prune-only" { "pruned old tool output" } else { "compacted" };
         // The engine counts the covered segment in model-visible messages, not in turns.
-        let turns = if self.covered == 1 { "message" } else { "messages" };
+        let unit = if c.covered == 1 { "message" } else { "messages" };
         let head = format!(
-            "⇣ {what} {} {turns} · {} → {} tokens ({}){}",
-            self.covered,
-            short_tokens(self.tokens_before),
-            short_tokens(self.tokens_after),
-            self.trigger,
+            "⇣ {what} {} {unit} · {} → {} tokens ({}){}",
+            c.covered,
+            short_tokens(c.tokens_before),
+            short_tokens(c.tokens_after),
+            c.trigger,
             if self.expanded { "" } else { " …" }
         );
         let mut out = wrap_line(&Line::styled(head, style), usize::from(width));
         if self.expanded {
-            let details = vec![
-                Line::from(format!("path: {}", self.path)),
-                Line::from(format!(
-                    "covered: {} messages, summarized into one checkpoint note",
-                    self.covered
-                )),
-                Line::from(format!("retained verbatim: {} user messages", self.retained)),
+            let dim = Style::new().fg(Color::DarkGray);
+            let mut details = vec![
+                Line::from(format!("path: {}", c.path)),
+                Line::from(format!("covered: {} messages, replaced by the note below", c.covered)),
+                Line::from(format!("retained verbatim: {} user messages", c.retained)),
                 Line::from("the journal keeps everything; /context shows the active compaction"),
+                Line::default(),
             ];
-            out.extend(gutter("  │ ", "  │ ", Style::new().fg(Color::DarkGray), details, width));
+            match &self.note {
+                Some(note) => details.extend(markdown::render(note)),
+                None => details.push(Line::styled("(reading the note from the journal…)", dim)),
+            }
+            out.extend(gutter("  │ ", "  │ ", dim, details, width));
         }
         out.push(Line::default());
         out
@@ -310,6 +335,10 @@ impl Cell for CompactionCell {
     fn set_expanded(&mut self, expanded: bool) -> bool {
         self.expanded = expanded;
         true
+    }
+
+    fn as_compaction_mut(&mut self) -> Option<&mut CompactionCell> {
+        Some(self)
     }
 }
 

@@ -8,7 +8,9 @@
 use codewhale_engine::protocol::{Event, EventMsg, NoticeLevel, TurnStatus};
 
 use super::app::{App, Gauge, Lifecycle, Pending};
-use super::cells::{AnchorCell, CompactionCell, NoticeKind, ToolCell, ToolState};
+use super::cells::{
+    AnchorCell, CompactionCell, CompactionSummary, NoticeKind, ToolCell, ToolState,
+};
 use super::event::Effect;
 use super::views::ApprovalView;
 
@@ -19,8 +21,9 @@ impl App {
         match msg.event {
             Event::SessionConfigured { session_id, model, resumed, path } => {
                 if resumed {
-                    self.effects.push(Effect::LoadHistory { path });
+                    self.effects.push(Effect::LoadHistory { path: path.clone() });
                 }
+                self.session_path = path;
                 let short: String = session_id.chars().take(8).collect();
                 let what = if resumed { "resumed session" } else { "new session" };
                 self.notice(
@@ -71,23 +74,25 @@ impl App {
                 self.compaction_trigger = Some(trigger);
             }
             Event::CompactionFinished {
+                id,
                 path,
                 tokens_before,
                 tokens_after,
                 covered,
                 retained,
-                ..
             } => {
                 let trigger = self.compaction_trigger.take().unwrap_or_else(|| "auto".to_owned());
-                self.transcript.push(CompactionCell {
+                let summary = CompactionSummary {
+                    id: id.clone(),
                     trigger,
                     path,
                     covered,
                     retained,
                     tokens_before,
                     tokens_after,
-                    expanded: false,
-                });
+                };
+                self.transcript.push(CompactionCell::new(summary, None));
+                self.effects.push(Effect::LoadNote { id });
                 self.end_compaction();
             }
             Event::CompactionFailed { reason } => {

@@ -30,6 +30,11 @@ pub enum AppEvent {
     AnchorsLoaded(Result<Vec<String>, String>),
     /// The earlier conversation of a resumed session.
     HistoryLoaded(Result<Vec<HistoryItem>, String>),
+    /// The checkpoint note of compaction `id`, read from the journal.
+    NoteLoaded {
+        id: String,
+        note: Result<String, String>,
+    },
     /// Opening another session failed; the current one stays.
     SessionOpenFailed(String),
 }
@@ -45,6 +50,8 @@ pub enum Effect {
     LoadSessions { all: bool },
     /// Read a resumed session's conversation so far (read-only) from its journal file.
     LoadHistory { path: String },
+    /// Read the checkpoint note of compaction record `id` (read-only).
+    LoadNote { id: String },
     /// Read the workspace's anchors.
     ListAnchors,
     /// Stop the current engine and open another session.

@@ -12,7 +12,8 @@ use std::path::Path;
 use codewhale_engine::journal::{self, Block, ItemContent, ItemKind};
 
 use super::cells::{
-    summarize_input, AnchorCell, AssistantCell, CompactionCell, ToolCell, ToolState, UserCell,
+    summarize_input, AnchorCell, AssistantCell, CompactionCell, CompactionSummary, ToolCell,
+    ToolState, UserCell,
 };
 use super::transcript::Transcript;
 
@@ -25,20 +26,18 @@ pub enum HistoryItem {
     User(String),
     Assistant(String),
     Anchor(String),
-    Tool {
-        call_id: String,
-        name: String,
-        summary: String,
-        result: Option<(bool, String)>,
-    },
-    Compaction {
-        trigger: String,
-        path: String,
-        covered: u64,
-        retained: u64,
-        before: u64,
-        after: u64,
-    },
+    Tool { call_id: String, name: String, summary: String, result: Option<(bool, String)> },
+    Compaction { summary: CompactionSummary, note: String },
+}
+
+/// The checkpoint note of the compaction record `id` in the session file at `path`.
+pub fn note(path: &Path, id: &str) -> Result<String, String> {
+    let loaded = journal::load_read_only(path)
+        .map_err(|e| format!("cannot read the compaction note: {e}"))?;
+    match loaded.journal.get(id).map(|e| &e.payload) {
+        Some(journal::Payload::Compaction(record)) => Ok(record.note.clone()),
+        _ => Err(format!("the journal has no compaction record {id}")),
+    }
 }
 
 /// Loads the session file at `path` and lists what its HEAD's view shows.
@@ -54,12 +53,16 @@ pub fn load(path: &Path) -> Result<Vec<HistoryItem>, String> {
                 if let Some(c) = &view.compaction {
                     let r = &c.record;
                     items.push(HistoryItem::Compaction {
-                        trigger: r.trigger.as_str().to_owned(),
-                        path: r.path.as_str().to_owned(),
-                        covered: r.covers.as_ref().map_or(0, |v| v.count),
-                        retained: r.retained_ids.len() as u64,
-                        before: r.tokens_before.unwrap_or(0),
-                        after: r.tokens_after.unwrap_or(0),
+                        summary: CompactionSummary {
+                            id: c.id.to_string(),
+                            trigger: r.trigger.as_str().to_owned(),
+                            path: r.path.as_str().to_owned(),
+                            covered: r.covers.as_ref().map_or(0, |v| v.count),
+                            retained: r.retained_ids.len() as u64,
+                            tokens_before: r.tokens_before.unwrap_or(0),
+                            tokens_after: r.tokens_after.unwrap_or(0),
+                        },
+                        note: r.note.clone(),
                     });
                 }
             }
@@ -145,16 +148,8 @@ pub fn push_all(transcript: &mut Transcript, items: Vec<HistoryItem>) {
                 };
                 transcript.push(ToolCell { call_id, name, summary, state, expanded: false });
             }
-            HistoryItem::Compaction { trigger, path, covered, retained, before, after } => {
-                transcript.push(CompactionCell {
-                    trigger,
-                    path,
-                    covered,
-                    retained,
-                    tokens_before: before,
-                    tokens_after: after,
-                    expanded: false,
-                })
+            HistoryItem::Compaction { summary, note } => {
+                transcript.push(CompactionCell::new(summary, Some(note)))
             }
         }
     }

@@ -169,6 +169,7 @@ fn run_effect(params: &TuiParams, app: &App, effect: Effect, tx: &mpsc::Unbounde
     let tx = tx.clone();
     let params = params.clone();
     let session = app.session_id().to_owned();
+    let path = app.session_path().to_owned();
     tokio::task::spawn_blocking(move || {
         let event = match effect {
             Effect::LoadContext if session.is_empty() => {
@@ -192,6 +193,10 @@ fn run_effect(params: &TuiParams, app: &App, effect: Effect, tx: &mpsc::Unbounde
                     .list()
                     .map_err(|e| e.to_string()),
             ),
+            Effect::LoadNote { id } => {
+                let note = history::note(Path::new(&path), &id);
+                AppEvent::NoteLoaded { id, note }
+            }
             Effect::LoadHistory { path } => {
                 AppEvent::HistoryLoaded(history::load(Path::new(&path)))
             }

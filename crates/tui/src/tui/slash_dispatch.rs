@@ -124,7 +124,19 @@ impl App {
                 super::history::push_all(&mut earlier, items);
                 self.transcript.prepend(earlier);
             }
+            AppEvent::NoteLoaded { id, note: Ok(note) } => {
+                self.transcript.update_last(|cell| {
+                    cell.as_compaction_mut().is_some_and(|c| {
+                        let hit = c.summary.id == id;
+                        if hit {
+                            c.note = Some(note.clone());
+                        }
+                        hit
+                    })
+                });
+            }
             AppEvent::ContextLoaded(Err(e))
+            | AppEvent::NoteLoaded { note: Err(e), .. }
             | AppEvent::HistoryLoaded(Err(e))
             | AppEvent::SessionsLoaded { result: Err(e), .. }
             | AppEvent::AnchorsLoaded(Err(e))

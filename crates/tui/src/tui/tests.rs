@@ -248,8 +248,13 @@ fn compaction_shows_progress_then_a_capsule() {
     );
     h.usage(9_000, Source::Estimated);
     assert_eq!(h.app.lifecycle(), &Lifecycle::Idle);
+    assert_eq!(h.app.take_effects(), [Effect::LoadNote { id: "c".into() }]);
     insta::assert_snapshot!("compacted", h.screen());
     h.ctrl('o');
+    h.send(AppEvent::NoteLoaded {
+        id: "c".into(),
+        note: Ok("## Objective\nShip the parser.\n\n## Done\n- lexer".into()),
+    });
     insta::assert_snapshot!("compacted_expanded", h.screen());
 }
 

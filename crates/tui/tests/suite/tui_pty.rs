@@ -239,3 +239,61 @@ async fn ctrl_c_interrupts_a_stalled_reply_and_the_session_stays_usable() {
     let text = std::fs::read_to_string(file).unwrap();
     assert!(text.contains("start something long") && text.contains("Second answer."));
 }
+
+/// A note the engine's survival contract accepts.
+const SUMMARY: &str = "## Objective\nKeep the parser tests green.\n## User direction\n\
+\"use the existing parser\"\n## Permissions and limits\nNone\n## Done\nRead the sources.\n\
+## Changed files\nNone\n## Still running\nNone\n## Verification left\nRun cargo test.\n\
+## Open questions\nNone\n## Next action\nContinue with the next step.\n## Reference\nsrc/lib.rs";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slash_compact_shows_a_capsule_that_unfolds_to_the_note() {
+    let server = MockServer::start().await.unwrap();
+    for k in 0..3 {
+        let prose = format!(
+            "{} end of answer {k}.",
+            "the parser reads tokens and builds trees. ".repeat(150)
+        );
+        server.push(Reply::text(prose).with_usage(2_000 + k * 2_000, 1_500));
+    }
+    server.push(Reply::text(SUMMARY).with_usage(3_000, 200));
+    let (home, ws) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let base_url = server.openai_base_url();
+    let args = [
+        "--provider",
+        "openai",
+        "--model",
+        "gpt-4.1",
+        "--base-url",
+        &base_url,
+        "--context-window",
+        "20000",
+    ];
+    let mut pty = Pty::spawn(&args, &home, &ws);
+    pty.wait_for("ready").await;
+    for k in 0..3 {
+        pty.send(format!("question {k}\r").as_bytes());
+        pty.wait_for(&format!("end of answer {k}.")).await;
+        pty.wait_for("ready").await;
+    }
+    pty.send(b"/compact\r");
+    pty.wait_for("compacted").await;
+    pty.wait_for("(manual)").await;
+    pty.send(b"\x0f");
+    // The unfolded note ends at the bottom; its start is a page or two up.
+    pty.wait_for("src/lib.rs").await;
+    for _ in 0..6 {
+        if pty.contents().contains("Keep the parser tests green.") {
+            break;
+        }
+        pty.send(b"\x1b[5~");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    pty.wait_for("Keep the parser tests green.").await;
+    pty.wait_for("scrolled, PgDn follows").await;
+    pty.send(b"\x04");
+    let status = pty.wait_exit().await;
+    assert!(status.success(), "exit status {status:?}; screen:\n{}", pty.contents());
+    let journal = std::fs::read_to_string(journals(&home).pop().unwrap()).unwrap();
+    assert!(journal.contains("\"kind\":\"compaction\""));
+}

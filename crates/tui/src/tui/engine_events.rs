@@ -14,6 +14,37 @@ use super::cells::{
 use super::event::Effect;
 use super::views::ApprovalView;
 
+/// How much of each argument the approval view shows: enough to judge a command or a path,
+/// never a whole file being written (which would push the keys off the screen).
+const APPROVAL_ARGUMENT_CHARS: usize = 240;
+
+/// One line per argument, each clipped, so a short `path` stays visible beside a long
+/// `content`.
+fn approval_arguments(input: &serde_json::Value) -> String {
+    match input {
+        serde_json::Value::Object(map) => map
+            .iter()
+            .map(|(k, v)| {
+                let v = match v {
+                    serde_json::Value::String(s) => s.replace('\n', "⏎"),
+                    other => other.to_string(),
+                };
+                format!("{k}: {}", clip(&v, APPROVAL_ARGUMENT_CHARS))
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        other => clip(&other.to_string(), APPROVAL_ARGUMENT_CHARS),
+    }
+}
+
+fn clip(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let kept: String = text.chars().take(max).collect();
+    format!("{kept}… ({} more characters)", text.chars().count() - max)
+}
+
 impl App {
     pub(crate) fn on_engine(&mut self, msg: EventMsg) {
         let pending =
@@ -51,7 +82,7 @@ impl App {
                 self.lifecycle = Lifecycle::Streaming { thinking: false };
             }
             Event::ApprovalNeeded { call_id, name, input, reason } => {
-                let input = super::cells::summarize_input(&input);
+                let input = approval_arguments(&input);
                 self.views.push(Box::new(ApprovalView { call_id, name, input, reason }));
                 self.lifecycle = Lifecycle::AwaitingApproval;
             }

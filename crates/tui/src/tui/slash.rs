@@ -216,8 +216,21 @@ pub fn commands_markdown() -> String {
         out.push_str(&format!("| {key} | {what} |\n"));
     }
     out.push_str(
-        "\n`codewhale resume [SESSION | --last]` opens the terminal UI on an existing session; \
-         without an argument it opens the session picker.\n",
+        "\n## Behaviour\n\n\
+         - `codewhale resume [SESSION | --last]` opens the terminal UI on an existing session; \
+         without an argument it opens a picker of this workspace's sessions. A resumed session \
+         shows what the model reads at HEAD: retained messages, the active compaction as its \
+         capsule, then the recent turns.\n\
+         - `/fork`, `/checkout` and `/rewind` take an entry id; `/context` lists the ids of the \
+         entries in the current view.\n\
+         - A compaction capsule reads \"compacted N messages · 182k → 9k tokens\": N counts the \
+         model-visible messages the checkpoint replaced. Ctrl+O unfolds it to the note.\n\
+         - The status line's context gauge is the engine's pressure as a percentage of usable \
+         input, labelled reported or estimated as the engine labels it.\n\
+         - The UI does not capture the mouse, so the terminal's own text selection keeps \
+         working; scroll with PageUp/PageDown.\n\
+         - Quitting (Ctrl+C twice, Ctrl+D, `/quit`) asks the engine to sync the journal and \
+         stop first; pressing Ctrl+C once more while it finishes leaves at once.\n",
     );
     out
 }

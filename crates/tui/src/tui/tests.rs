@@ -443,3 +443,66 @@ fn a_multiline_draft_grows_the_composer() {
     h.send(AppEvent::Input(TermEvent::Paste("\npasted\ntext".into())));
     insta::assert_snapshot!(h.screen());
 }
+
+#[test]
+fn a_resumed_session_shows_its_history_first() {
+    use super::cells::CompactionSummary;
+    use super::history::HistoryItem;
+    let mut h = Harness::new();
+    h.engine(
+        0,
+        Event::Notice { level: NoticeLevel::Warning, message: "repaired a torn line".into() },
+    );
+    h.send(AppEvent::HistoryLoaded(Ok(vec![
+        HistoryItem::Compaction {
+            summary: CompactionSummary {
+                id: "c".into(),
+                trigger: "auto".into(),
+                path: "summary".into(),
+                covered: 120,
+                retained: 4,
+                tokens_before: 182_000,
+                tokens_after: 9_400,
+            },
+            note: "## Objective\nShip it.".into(),
+        },
+        HistoryItem::User("where were we?".into()),
+        HistoryItem::Assistant("At the **parser**.".into()),
+        HistoryItem::Tool {
+            call_id: "c9".into(),
+            name: "search".into(),
+            summary: "pattern=fn parse".into(),
+            result: Some((false, "src/parse.rs:1".into())),
+        },
+    ])));
+    insta::assert_snapshot!(h.screen());
+}
+
+#[test]
+fn a_huge_write_asks_with_its_arguments_clipped() {
+    let mut h = Harness::new();
+    h.type_str("write");
+    h.enter();
+    h.engine(1, Event::TurnStarted);
+    let content = "line of the new file\n".repeat(500);
+    h.engine(
+        1,
+        Event::ApprovalNeeded {
+            call_id: "w".into(),
+            name: "write_file".into(),
+            input: json!({"path": "big.txt", "content": content}),
+            reason: String::new(),
+        },
+    );
+    let screen = h.screen();
+    assert!(screen.contains("y approve once"), "{screen}");
+    assert!(screen.contains("path: big.txt"), "{screen}");
+    assert!(screen.contains("more"), "{screen}");
+}
+
+#[test]
+fn a_tiny_window_says_so_instead_of_drawing() {
+    let mut h = Harness::new();
+    h.terminal = Terminal::new(TestBackend::new(8, 2)).unwrap();
+    insta::assert_snapshot!(h.screen());
+}

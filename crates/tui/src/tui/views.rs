@@ -72,6 +72,7 @@ fn is_ctrl_c(key: &KeyEvent) -> bool {
 pub struct ApprovalView {
     pub call_id: String,
     pub name: String,
+    /// The arguments, one per line.
     pub input: String,
     pub reason: String,
 }
@@ -114,11 +115,9 @@ impl View for ApprovalView {
 impl ApprovalView {
     fn body(&self) -> Vec<Line<'static>> {
         let key = Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD);
-        let mut lines = vec![Line::from(vec![
-            Span::styled(self.name.clone(), Style::new().add_modifier(Modifier::BOLD)),
-            Span::raw(" "),
-            Span::raw(self.input.clone()),
-        ])];
+        let mut lines =
+            vec![Line::styled(self.name.clone(), Style::new().add_modifier(Modifier::BOLD))];
+        lines.extend(self.input.lines().map(|l| Line::from(format!("  {l}"))));
         if !self.reason.is_empty() {
             lines.push(Line::styled(self.reason.clone(), Style::new().fg(Color::DarkGray)));
         }

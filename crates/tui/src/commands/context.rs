@@ -70,6 +70,8 @@ pub fn human(r: &ContextReport) -> String {
     let free = (BAR_WIDTH as usize).saturating_sub(bar.chars().count() + reserved);
     bar.extend(std::iter::repeat_n('.', free));
     bar.extend(std::iter::repeat_n('o', reserved));
+    // A conversation past its window would draw past the bar's end.
+    let bar: String = bar.chars().take(BAR_WIDTH as usize).collect();
     let percent = t.total as f64 * 100.0 / r.usable_input.max(1) as f64;
     out.push_str(&format!(
         "[{bar}]\n{} tokens ({}), {percent:.0}% of usable input\n",

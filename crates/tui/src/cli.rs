@@ -27,7 +27,7 @@ pub struct Cli {
 #[derive(Debug, Clone, Args)]
 pub struct GlobalArgs {
     /// Provider wire format: `openai` (any OpenAI-compatible server) or `anthropic`.
-    #[arg(long, global = true, value_name = "NAME")]
+    #[arg(long, global = true, value_name = "NAME", value_parser = ["openai", "anthropic"])]
     pub provider: Option<String>,
 
     /// Model id, e.g. `gpt-4.1` or `claude-sonnet-4-5`.

@@ -29,15 +29,30 @@ pub use background::{BackgroundRegistry, RunningCommand};
 pub struct ToolOutput {
     pub content: String,
     pub is_error: bool,
+    /// Size in bytes of the output before it was capped; equals `content.len()` when nothing
+    /// was cut. Journaled as `tool_result.bytes`, so a pruned stub can say how much the tool
+    /// really produced, not just how much the model was shown.
+    pub bytes: u64,
 }
 
 impl ToolOutput {
     pub fn ok(content: impl Into<String>) -> ToolOutput {
-        ToolOutput { content: content.into(), is_error: false }
+        let content = content.into();
+        ToolOutput { bytes: content.len() as u64, content, is_error: false }
     }
 
     pub fn error(content: impl Into<String>) -> ToolOutput {
-        ToolOutput { content: content.into(), is_error: true }
+        let content = content.into();
+        ToolOutput { bytes: content.len() as u64, content, is_error: true }
+    }
+
+    /// A successful output cut to [`output::MAX_OUTPUT_BYTES`], remembering its full size.
+    pub fn capped(text: &str) -> ToolOutput {
+        ToolOutput {
+            content: output::cap(text, output::MAX_OUTPUT_BYTES),
+            is_error: false,
+            bytes: text.len() as u64,
+        }
     }
 }
 
@@ -237,11 +252,11 @@ pub async fn execute(ctx: &ToolContext, name: &str, input: &Value) -> ToolOutput
             } else {
                 shell::run(&ws, &a.command, a.timeout_ms, &ctx.cancel).await
             };
-            return ToolOutput { content: out.text, is_error: out.is_error };
+            return ToolOutput { content: out.text, is_error: out.is_error, bytes: out.bytes };
         }
     };
     match result {
-        Ok(text) => ToolOutput::ok(output::cap(&text, output::MAX_OUTPUT_BYTES)),
+        Ok(text) => ToolOutput::capped(&text),
         Err(message) => ToolOutput::error(message),
     }
 }
@@ -338,6 +353,26 @@ mod tests {
         assert!(out.is_error && out.content.contains("no tool named"));
         let out = execute(&c, "write_file", &json!("{\"path\":\"a\",\"content\":\"x\"}")).await;
         assert!(!out.is_error, "{}", out.content);
+    }
+
+    #[tokio::test]
+    async fn capped_output_remembers_its_full_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = ctx(dir.path());
+        // 200 matches of 300 characters each: the search listing is over the cap and is cut.
+        let line = "y".repeat(400);
+        std::fs::write(dir.path().join("big.txt"), format!("{line}\n").repeat(300)).unwrap();
+        let out = execute(&c, "list_dir", &json!({"path": "."})).await;
+        assert_eq!(out.bytes, out.content.len() as u64, "an uncut output is its own size");
+        let out = execute(&c, "search", &json!({"pattern": "y+"})).await;
+        assert!(out.content.contains("bytes omitted"), "{}", out.content);
+        assert!(out.bytes > 60_000 && out.bytes > out.content.len() as u64, "{}", out.bytes);
+        let out =
+            execute(&c, "shell", &json!({"command": "head -c 100000 /dev/zero | tr '\\0' a"}))
+                .await;
+        assert!(out.content.contains("bytes omitted"), "{}", out.content);
+        assert!(out.bytes > 100_000, "{} bytes", out.bytes);
+        assert!(out.bytes > out.content.len() as u64);
     }
 
     #[test]

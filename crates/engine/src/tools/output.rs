@@ -68,6 +68,11 @@ impl HeadTail {
         }
     }
 
+    /// How many bytes were pushed in all, kept or not.
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
     /// The collected text with a marker where bytes were dropped.
     pub fn finish(self) -> String {
         let kept = (self.head.len() + self.tail.len()) as u64;

@@ -40,6 +40,16 @@ fn bash(workspace: &Path, command: &str) -> Command {
 pub struct ShellOutcome {
     pub text: String,
     pub is_error: bool,
+    /// Size of the whole output before the middle was cut: everything the command printed
+    /// plus the status lines Codewhale added.
+    pub bytes: u64,
+}
+
+impl ShellOutcome {
+    /// An outcome whose text is complete (nothing was cut).
+    fn whole(text: String, is_error: bool) -> ShellOutcome {
+        ShellOutcome { bytes: text.len() as u64, text, is_error }
+    }
 }
 
 /// Runs `command` in the foreground.
@@ -58,13 +68,11 @@ pub async fn run(
         .spawn()
     {
         Ok(child) => child,
-        Err(err) => {
-            return ShellOutcome { text: format!("cannot start bash: {err}"), is_error: true }
-        }
+        Err(err) => return ShellOutcome::whole(format!("cannot start bash: {err}"), true),
     };
     let pgid = child.id().unwrap_or_default();
     let (Some(mut out), Some(mut err)) = (child.stdout.take(), child.stderr.take()) else {
-        return ShellOutcome { text: "cannot capture the command's output".into(), is_error: true };
+        return ShellOutcome::whole("cannot capture the command's output".into(), true);
     };
     let mut collected = HeadTail::new(MAX_OUTPUT_BYTES);
     let mut out_buf = vec![0u8; 16 * 1024];
@@ -93,7 +101,9 @@ pub async fn run(
         kill_group(pgid);
         let _ = child.start_kill();
         let _ = child.wait().await;
+        let printed = collected.total();
         let mut text = collected.finish();
+        let cut_len = text.len();
         let reason = if why == "timed out" {
             format!(
                 "[timed out after {} ms; the command was killed. Pass a larger timeout_ms (up to \
@@ -104,7 +114,7 @@ pub async fn run(
             "[interrupted by the user; the command was killed]".to_owned()
         };
         push_line(&mut text, &reason);
-        return ShellOutcome { text, is_error: true };
+        return cut_outcome(text, cut_len, printed, true);
     }
     let status = tokio::select! {
         s = child.wait() => s,
@@ -114,23 +124,33 @@ pub async fn run(
             child.wait().await
         }
     };
+    let printed = collected.total();
     let mut text = collected.finish();
-    match status {
+    let cut_len = text.len();
+    let is_error = match status {
         Ok(status) => match status.code() {
             Some(code) => {
                 push_line(&mut text, &format!("[exit code: {code}]"));
-                ShellOutcome { text, is_error: code != 0 }
+                code != 0
             }
             None => {
                 push_line(&mut text, "[killed by a signal]");
-                ShellOutcome { text, is_error: true }
+                true
             }
         },
         Err(err) => {
             push_line(&mut text, &format!("[cannot wait for the command: {err}]"));
-            ShellOutcome { text, is_error: true }
+            true
         }
-    }
+    };
+    cut_outcome(text, cut_len, printed, is_error)
+}
+
+/// `text` is the collected output (`cut_len` bytes, standing for `printed` bytes the command
+/// printed) followed by status lines; the original size counts the status lines too.
+fn cut_outcome(text: String, cut_len: usize, printed: u64, is_error: bool) -> ShellOutcome {
+    let status = text.len().saturating_sub(cut_len) as u64;
+    ShellOutcome { bytes: printed + status, text, is_error }
 }
 
 /// Starts `command` in the background and registers it.
@@ -139,7 +159,7 @@ pub fn spawn_background(
     command: &str,
     registry: &BackgroundRegistry,
 ) -> ShellOutcome {
-    let fail = |what: String| ShellOutcome { text: what, is_error: true };
+    let fail = |what: String| ShellOutcome::whole(what, true);
     let (id, log) = match registry.reserve() {
         Ok(x) => x,
         Err(err) => return fail(format!("cannot create the background log folder: {err}")),
@@ -155,15 +175,15 @@ pub fn spawn_background(
     match child {
         Ok(child) => {
             let pid = registry.insert(id.clone(), command.to_owned(), log.clone(), child);
-            ShellOutcome {
-                text: format!(
+            ShellOutcome::whole(
+                format!(
                     "started in the background as {id} (pid {pid}); its output goes to {}. Check \
                      on it with a shell command such as `tail -n 50 {}`.",
                     log.display(),
                     log.display()
                 ),
-                is_error: false,
-            }
+                false,
+            )
         }
         Err(err) => fail(format!("cannot start bash: {err}")),
     }
@@ -224,6 +244,10 @@ mod tests {
             run(dir.path(), "yes line | head -c 1000000", None, &CancellationToken::new()).await;
         assert!(out.text.len() < MAX_OUTPUT_BYTES + 200);
         assert!(out.text.contains("bytes omitted"));
+        // Everything printed plus the "[exit code: 0]" line.
+        assert_eq!(out.bytes, 1_000_000 + "[exit code: 0]".len() as u64);
+        let small = run(dir.path(), "echo hi", None, &CancellationToken::new()).await;
+        assert_eq!(small.bytes, small.text.len() as u64, "{small:?}");
     }
 
     #[tokio::test]

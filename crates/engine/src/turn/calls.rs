@@ -136,11 +136,12 @@ async fn clear(ctx: &mut TurnCtx<'_>, call: &ToolCall, a: &Assessment) -> Cleare
 }
 
 fn finish(ctx: &mut TurnCtx<'_>, call: &ToolCall, output: ToolOutput) -> Result<(), EngineError> {
-    ctx.session.append(ToolResultPayload::new(
-        call.id.clone(),
-        output.content.clone(),
-        output.is_error,
-    ))?;
+    let mut payload =
+        ToolResultPayload::new(call.id.clone(), output.content.clone(), output.is_error);
+    // The original size, so a pruned stub (and anyone reading the journal) knows how much the
+    // tool produced even when `content` holds only a capped head and tail.
+    payload.bytes = Some(output.bytes);
+    ctx.session.append(payload)?;
     ctx.emit(Event::ToolCallFinished {
         call_id: call.id.clone(),
         name: call.name.clone(),

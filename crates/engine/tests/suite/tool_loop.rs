@@ -1,6 +1,7 @@
 //! Multi-step tool loops, one per tool, and parallel calls.
 
 use codewhale_engine::approval::ApprovalMode;
+use codewhale_engine::journal::Payload;
 use codewhale_engine::protocol::{Event, TurnStatus};
 use codewhale_provider::test_support::{Reply, ToolCall};
 use serde_json::json;
@@ -149,4 +150,25 @@ async fn parallel_calls_get_results_in_call_order() {
         kinds(&journal),
         ["user", "assistant", "tool_result", "tool_result", "tool_result", "assistant"]
     );
+}
+
+#[tokio::test]
+async fn a_capped_shell_output_journals_its_original_size() {
+    let h = Harness::new().await;
+    let command = "head -c 200000 /dev/zero | tr '\\0' z; echo";
+    let (out, err) = one_call(&h, "shell", json!({ "command": command })).await;
+    assert!(!err, "{out}");
+    assert!(out.contains("bytes omitted"), "the model read a capped output");
+    let journal = reload_checked(&session_file(h.home.path()));
+    let bytes: Vec<Option<u64>> = super::common::spine(&journal)
+        .iter()
+        .filter_map(|e| match &e.payload {
+            Payload::ToolResult(r) => Some(r.bytes),
+            _ => None,
+        })
+        .collect();
+    // 200,000 'z', the newline of `echo`, then "[exit code: 0]".
+    assert_eq!(bytes, [Some(200_001 + "[exit code: 0]".len() as u64)]);
+    let line = std::fs::read_to_string(session_file(h.home.path())).unwrap();
+    assert!(line.contains("\"bytes\":200015"), "the size is in the file");
 }

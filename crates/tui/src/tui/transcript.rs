@@ -46,6 +46,9 @@ impl Slot {
 pub struct Transcript {
     committed: Vec<Slot>,
     active: Option<AssistantCell>,
+    /// The active cell's height, dropped on every delta (it is measured at most once per
+    /// change and width, not on every frame).
+    active_height: StdCell<Option<(u16, usize)>>,
     /// Rows scrolled up from the bottom; 0 follows the tail.
     scroll_up: usize,
     /// How many cell heights were computed (not read from the cache), for tests of the cache.
@@ -75,6 +78,7 @@ impl Transcript {
     /// Adds streamed text to the active reply, starting one if needed.
     pub fn push_delta(&mut self, text: &str) {
         self.active.get_or_insert_with(AssistantCell::default).text.push_str(text);
+        self.active_height.set(None);
     }
 
     /// Whether a reply is streaming.
@@ -92,6 +96,7 @@ impl Transcript {
     }
 
     fn commit_active(&mut self) {
+        self.active_height.set(None);
         if let Some(cell) = self.active.take() {
             if !cell.text.trim().is_empty() || cell.cut_short {
                 self.committed.push(Slot::new(Box::new(cell)));
@@ -155,10 +160,22 @@ impl Transcript {
         slot.height(width)
     }
 
-    /// All rows at `width` (the active cell is measured fresh: it changes every delta).
+    /// All rows at `width`.
     pub fn total_height(&self, width: u16) -> usize {
         let committed: usize = self.committed.iter().map(|s| self.slot_height(s, width)).sum();
-        committed + self.active.as_ref().map_or(0, |c| c.height(width))
+        committed + self.active_rows(width)
+    }
+
+    fn active_rows(&self, width: u16) -> usize {
+        let Some(cell) = &self.active else { return 0 };
+        match self.active_height.get() {
+            Some((w, h)) if w == width => h,
+            _ => {
+                let h = cell.height(width);
+                self.active_height.set(Some((width, h)));
+                h
+            }
+        }
     }
 
     /// Draws the rows of the viewport into `area`.
@@ -183,7 +200,7 @@ impl Transcript {
         for (cell, slot) in cells {
             let h = match slot {
                 Some(slot) => self.slot_height(slot, width),
-                None => cell.height(width),
+                None => self.active_rows(width),
             };
             if y + h <= top {
                 y += h;

@@ -1,0 +1,238 @@
+//! The conversation: streaming, tools, compaction, interrupts, notices, history.
+
+use codewhale_engine::budget::Source;
+use codewhale_engine::protocol::{Event, NoticeLevel, Op, TurnStatus};
+use crossterm::event::{Event as TermEvent, KeyCode, KeyModifiers};
+use serde_json::json;
+
+use super::Harness;
+use crate::tui::app::Lifecycle;
+use crate::tui::event::{AppEvent, Effect};
+
+#[test]
+fn startup() {
+    let mut h = Harness::new();
+    insta::assert_snapshot!(h.screen());
+}
+
+#[test]
+fn a_streaming_markdown_reply() {
+    let mut h = Harness::new();
+    h.type_str("explain the build");
+    h.enter();
+    assert_eq!(h.ops(), [Op::UserInput { text: "explain the build".into() }]);
+    h.engine(1, Event::TurnStarted);
+    h.engine(
+        1,
+        Event::TextDelta { text: "## Build\n\nRun `cargo build` then:\n\n- test\n- lint".into() },
+    );
+    assert_eq!(h.app.lifecycle(), &Lifecycle::Streaming { thinking: false });
+    insta::assert_snapshot!(h.screen());
+    h.engine(1, Event::TextDelta { text: "\n\n**Done.**".into() });
+    h.usage(42_000, Source::Reported);
+    h.engine(1, Event::TurnFinished { status: TurnStatus::Completed, text: String::new() });
+    assert_eq!(h.app.lifecycle(), &Lifecycle::Idle);
+    insta::assert_snapshot!(h.screen());
+}
+
+#[test]
+fn tool_calls_fold_and_unfold() {
+    let mut h = Harness::new();
+    h.type_str("read it");
+    h.enter();
+    h.engine(1, Event::TurnStarted);
+    h.engine(1, Event::TextDelta { text: "Let me look.".into() });
+    h.engine(
+        1,
+        Event::ToolCallRequested {
+            call_id: "t1".into(),
+            name: "read_file".into(),
+            input: json!({"path": "src/main.rs"}),
+        },
+    );
+    h.engine(1, Event::ToolCallStarted { call_id: "t1".into(), name: "read_file".into() });
+    assert_eq!(h.app.lifecycle(), &Lifecycle::RunningTool { name: "read_file".into() });
+    insta::assert_snapshot!("tool_running", h.screen());
+    h.engine(
+        1,
+        Event::ToolCallFinished {
+            call_id: "t1".into(),
+            name: "read_file".into(),
+            is_error: false,
+            output: "fn main() {\n    println!(\"hi\");\n}".into(),
+        },
+    );
+    h.engine(
+        1,
+        Event::ToolCallRequested {
+            call_id: "t2".into(),
+            name: "shell".into(),
+            input: json!({"command": "cargo test"}),
+        },
+    );
+    h.engine(
+        1,
+        Event::ToolCallFinished {
+            call_id: "t2".into(),
+            name: "shell".into(),
+            is_error: true,
+            output: "exit status 101".into(),
+        },
+    );
+    insta::assert_snapshot!("tool_folded", h.screen());
+    h.ctrl('o');
+    insta::assert_snapshot!("tool_expanded", h.screen());
+}
+
+#[test]
+fn compaction_shows_progress_then_a_capsule() {
+    let mut h = Harness::new();
+    h.type_str("/compact keep the API notes");
+    h.enter();
+    assert_eq!(h.ops(), [Op::Compact { focus: Some("keep the API notes".into()) }]);
+    h.engine(1, Event::CompactionStarted { trigger: "manual".into() });
+    assert_eq!(h.app.lifecycle(), &Lifecycle::Compacting { in_turn: false });
+    insta::assert_snapshot!("compacting", h.screen());
+    h.engine(
+        1,
+        Event::CompactionFinished {
+            id: "c".into(),
+            path: "summary".into(),
+            tokens_before: 182_000,
+            tokens_after: 9_000,
+            covered: 48,
+            retained: 3,
+        },
+    );
+    h.usage(9_000, Source::Estimated);
+    assert_eq!(h.app.lifecycle(), &Lifecycle::Idle);
+    assert_eq!(h.app.take_effects(), [Effect::LoadNote { id: "c".into() }]);
+    insta::assert_snapshot!("compacted", h.screen());
+    h.ctrl('o');
+    h.send(AppEvent::NoteLoaded {
+        id: "c".into(),
+        note: Ok("## Objective\nShip the parser.\n\n## Done\n- lexer".into()),
+    });
+    insta::assert_snapshot!("compacted_expanded", h.screen());
+}
+
+#[test]
+fn ctrl_c_interrupts_then_quits_on_the_second_press() {
+    let mut h = Harness::new();
+    h.type_str("long task");
+    h.enter();
+    h.engine(1, Event::TurnStarted);
+    h.engine(1, Event::TextDelta { text: "Working on it".into() });
+    h.ctrl('c');
+    assert_eq!(h.ops().last(), Some(&Op::Interrupt));
+    h.engine(1, Event::TurnFinished { status: TurnStatus::Interrupted, text: String::new() });
+    h.ctrl('c');
+    insta::assert_snapshot!("quit_armed", h.screen());
+    assert!(!h.ops().contains(&Op::Shutdown));
+    h.ctrl('c');
+    assert_eq!(h.ops().last(), Some(&Op::Shutdown));
+    h.engine(9, Event::ShutdownComplete);
+    assert_eq!(h.app.take_effects(), [Effect::Exit]);
+}
+
+#[test]
+fn ctrl_c_clears_a_draft_and_ctrl_d_quits_only_when_empty() {
+    let mut h = Harness::new();
+    h.type_str("draft");
+    h.ctrl('d');
+    assert!(h.ops().is_empty());
+    h.ctrl('c');
+    assert!(h.app.composer.is_empty());
+    assert!(h.ops().is_empty());
+    h.ctrl('d');
+    assert_eq!(h.ops(), [Op::Shutdown]);
+}
+
+#[test]
+fn commands_that_need_an_idle_engine_are_refused_during_a_turn() {
+    let mut h = Harness::new();
+    h.type_str("go");
+    h.enter();
+    h.engine(1, Event::TurnStarted);
+    h.type_str("/compact");
+    h.enter();
+    h.type_str("another message");
+    h.enter();
+    assert_eq!(h.ops().len(), 1, "neither reached the engine");
+    assert_eq!(h.app.composer.text(), "another message", "the message is kept");
+    h.engine(
+        1,
+        Event::Error { kind: "provider".into(), message: "rate limited; retry later".into() },
+    );
+    h.engine(1, Event::TurnFinished { status: TurnStatus::Failed, text: String::new() });
+    insta::assert_snapshot!(h.screen());
+}
+
+#[test]
+fn anchors_and_notices() {
+    let mut h = Harness::new();
+    h.type_str("/anchor never push to main");
+    h.enter();
+    assert_eq!(h.ops(), [Op::AddAnchor { text: "never push to main".into() }]);
+    h.engine(1, Event::Notice { level: NoticeLevel::Info, message: "anchor 1 pinned".into() });
+    h.type_str("/anchor rm 1");
+    h.enter();
+    assert_eq!(h.ops()[1], Op::RemoveAnchor { index: 1 });
+    h.engine(2, Event::Notice { level: NoticeLevel::Info, message: "anchor 1 removed".into() });
+    h.type_str("/bogus");
+    h.enter();
+    h.type_str("/rewind");
+    h.enter();
+    h.engine(
+        0,
+        Event::Notice {
+            level: NoticeLevel::Warning,
+            message: "the journal had a torn line".into(),
+        },
+    );
+    insta::assert_snapshot!(h.screen());
+}
+
+#[test]
+fn a_multiline_draft_grows_the_composer() {
+    let mut h = Harness::new();
+    h.type_str("first line");
+    h.key(KeyCode::Enter, KeyModifiers::SHIFT);
+    h.type_str("second line");
+    h.send(AppEvent::Input(TermEvent::Paste("\npasted\ntext".into())));
+    insta::assert_snapshot!(h.screen());
+}
+
+#[test]
+fn a_resumed_session_shows_its_history_first() {
+    use crate::tui::cells::CompactionSummary;
+    use crate::tui::history::HistoryItem;
+    let mut h = Harness::new();
+    h.engine(
+        0,
+        Event::Notice { level: NoticeLevel::Warning, message: "repaired a torn line".into() },
+    );
+    h.send(AppEvent::HistoryLoaded(Ok(vec![
+        HistoryItem::Compaction {
+            summary: CompactionSummary {
+                id: "c".into(),
+                trigger: "auto".into(),
+                path: "summary".into(),
+                covered: 120,
+                retained: 4,
+                tokens_before: 182_000,
+                tokens_after: 9_400,
+            },
+            note: "## Objective\nShip it.".into(),
+        },
+        HistoryItem::User("where were we?".into()),
+        HistoryItem::Assistant("At the **parser**.".into()),
+        HistoryItem::Tool {
+            call_id: "c9".into(),
+            name: "search".into(),
+            summary: "pattern=fn parse".into(),
+            result: Some((false, "src/parse.rs:1".into())),
+        },
+    ])));
+    insta::assert_snapshot!(h.screen());
+}

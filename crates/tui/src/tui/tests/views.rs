@@ -1,0 +1,176 @@
+//! Modal views, the completion popup and layout limits.
+
+use codewhale_engine::protocol::{ApprovalScope, Event, Op};
+use crossterm::event::{KeyCode, KeyModifiers};
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+use serde_json::json;
+
+use super::Harness;
+use crate::tui::app::Lifecycle;
+use crate::tui::event::{AppEvent, Effect};
+use crate::tui::views::SessionRow;
+use codewhale_engine::compaction::report::{
+    ActiveReport, AnchorsReport, ContextReport, CoversReport, LastRound, Tokens, ViewEntry,
+};
+
+#[test]
+fn approval_modal_answers_once_always_or_denies() {
+    let mut h = Harness::new();
+    h.type_str("fix it");
+    h.enter();
+    h.engine(1, Event::TurnStarted);
+    let ask = |id: &str| Event::ApprovalNeeded {
+        call_id: id.into(),
+        name: "shell".into(),
+        input: json!({"command": "rm -rf target"}),
+        reason: "shell commands ask in approval mode `ask`".into(),
+    };
+    h.engine(1, ask("c1"));
+    assert_eq!(h.app.lifecycle(), &Lifecycle::AwaitingApproval);
+    insta::assert_snapshot!(h.screen());
+    h.type_str("x");
+    assert_eq!(h.ops().len(), 1, "other keys do nothing in the approval view");
+    h.type_str("y");
+    h.engine(1, ask("c2"));
+    h.type_str("a");
+    h.engine(1, ask("c3"));
+    h.type_str("n");
+    assert_eq!(
+        h.ops()[1..],
+        [
+            Op::Approve { call_id: "c1".into(), scope: ApprovalScope::Once },
+            Op::Approve { call_id: "c2".into(), scope: ApprovalScope::Always },
+            Op::Deny { call_id: "c3".into() },
+        ]
+    );
+    assert!(h.app.views.is_empty());
+}
+
+#[test]
+fn the_slash_popup_completes_with_tab() {
+    let mut h = Harness::new();
+    h.type_str("/c");
+    insta::assert_snapshot!(h.screen());
+    h.key(KeyCode::Down, KeyModifiers::NONE);
+    h.key(KeyCode::Tab, KeyModifiers::NONE);
+    assert_eq!(h.app.composer.text(), "/context");
+    h.enter();
+    assert_eq!(h.app.take_effects(), [Effect::LoadContext]);
+}
+
+#[test]
+fn help_is_a_view_closed_by_esc() {
+    let mut h = Harness::new();
+    h.type_str("/help");
+    h.enter();
+    insta::assert_snapshot!(h.screen());
+    h.key(KeyCode::Esc, KeyModifiers::NONE);
+    assert!(h.app.views.is_empty());
+}
+
+fn report() -> ContextReport {
+    ContextReport {
+        session: "0193c0de".into(),
+        head: "e9".into(),
+        model: "gpt-test".into(),
+        context_window: 128_000,
+        window_unverified: false,
+        reserved_output: 16_384,
+        usable_input: 111_616,
+        threshold: 89_292,
+        tokens: Tokens {
+            total: 30_000,
+            source: "reported".into(),
+            system: 3_000,
+            anchors: 100,
+            checkpoint: 2_000,
+            retained: 900,
+            history: 14_000,
+            tool_results: 10_000,
+        },
+        compaction: Some(ActiveReport {
+            id: "c1".into(),
+            path: "summary".into(),
+            trigger: "auto".into(),
+            covers: Some(CoversReport { first: "e1".into(), last: "e4".into(), count: 40 }),
+            retained: 2,
+            tokens_before: Some(95_000),
+            tokens_after: Some(12_000),
+            model: Some("gpt-test".into()),
+            when: "2026-11-29T18:00:00Z".into(),
+        }),
+        compactions: 1,
+        last_round: LastRound { messages: 6, tool_results: 2, assistant_kept: 3 },
+        anchors: AnchorsReport { count: 1, chars: 20, present: true },
+        view: vec![ViewEntry {
+            id: "e5".into(),
+            kind: "checkpoint".into(),
+            role: "user".into(),
+            tokens: 2_000,
+        }],
+    }
+}
+
+#[test]
+fn context_report_view() {
+    let mut h = Harness::new();
+    h.terminal = Terminal::new(TestBackend::new(100, 36)).unwrap();
+    h.send(AppEvent::ContextLoaded(Ok(Box::new(report()))));
+    insta::assert_snapshot!(h.screen());
+}
+
+#[test]
+fn session_picker_resumes_the_selected_session() {
+    let mut h = Harness::new();
+    h.type_str("/sessions");
+    h.enter();
+    assert_eq!(h.app.take_effects(), [Effect::LoadSessions { all: true }]);
+    let row = |id: &str, title: &str| SessionRow {
+        id: id.into(),
+        updated: "2026-11-29 18:00".into(),
+        entries: 12,
+        cwd: "/work/project".into(),
+        title: title.into(),
+    };
+    h.send(AppEvent::SessionsLoaded {
+        all: true,
+        result: Ok(vec![row("aaaa1111-x", "fix the parser"), row("bbbb2222-y", "add tests")]),
+    });
+    insta::assert_snapshot!(h.screen());
+    h.key(KeyCode::Down, KeyModifiers::NONE);
+    h.enter();
+    assert_eq!(
+        h.app.take_effects(),
+        [Effect::OpenSession(codewhale_engine::session::Resume::Id("bbbb2222-y".into()))]
+    );
+}
+
+#[test]
+fn a_huge_write_asks_with_its_arguments_clipped() {
+    let mut h = Harness::new();
+    h.type_str("write");
+    h.enter();
+    h.engine(1, Event::TurnStarted);
+    let content = "line of the new file\n".repeat(500);
+    h.engine(
+        1,
+        Event::ApprovalNeeded {
+            call_id: "w".into(),
+            name: "write_file".into(),
+            input: json!({"path": "big.txt", "content": content}),
+            reason: String::new(),
+        },
+    );
+    let screen = h.screen();
+    assert!(screen.contains("y approve once"), "{screen}");
+    assert!(screen.contains("path: big.txt"), "{screen}");
+    assert!(screen.contains("more"), "{screen}");
+}
+
+#[test]
+fn a_tiny_window_says_so_instead_of_drawing() {
+    let mut h = Harness::new();
+    h.terminal = Terminal::new(TestBackend::new(8, 2)).unwrap();
+    insta::assert_snapshot!(h.screen());
+}

@@ -158,8 +158,9 @@ const REFUSAL_MAX_CHARS: usize = 600;
 /// True when `summary` says nothing: empty, a stock placeholder, a refusal, or headings with
 /// nothing but `None` under every one of them.
 pub fn is_placeholder(summary: &str) -> bool {
+    let summary = &strip_comments(summary);
     let norm = normalize(summary);
-    if PLACEHOLDERS.contains(&norm.as_str()) {
+    if PLACEHOLDERS.contains(&norm.as_str()) || only_filler(&norm) {
         return true;
     }
     let lower = summary.trim().to_lowercase().replace('\u{2019}', "'");
@@ -171,6 +172,61 @@ pub fn is_placeholder(summary: &str) -> bool {
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .all(|l| matches!(normalize(l).as_str(), "none" | "n/a" | "na" | "nothing"))
+}
+
+/// Words that make up stand-in text ("TODO: summary goes here", "summary not available yet").
+const FILLER: [&str; 27] = [
+    "no",
+    "not",
+    "summary",
+    "available",
+    "unavailable",
+    "provided",
+    "none",
+    "n",
+    "a",
+    "na",
+    "todo",
+    "tbd",
+    "placeholder",
+    "insert",
+    "here",
+    "goes",
+    "the",
+    "empty",
+    "nothing",
+    "to",
+    "summarize",
+    "summarise",
+    "yet",
+    "pending",
+    "lorem",
+    "ipsum",
+    "fill",
+];
+
+/// A short text made only of filler words.
+fn only_filler(norm: &str) -> bool {
+    let words: Vec<&str> =
+        norm.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
+    !words.is_empty() && words.len() <= 8 && words.iter().all(|w| FILLER.contains(w))
+}
+
+/// The text without `<!-- ... -->` comments (a template's leftovers are not content).
+fn strip_comments(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("<!--") {
+        out.push_str(&rest[..start]);
+        match rest[start..].find("-->") {
+            Some(end) => rest = &rest[start + end + 3..],
+            None => {
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Lowercase, markdown and punctuation trimmed from both ends, inner whitespace collapsed.
@@ -222,10 +278,19 @@ mod tests {
             "**N/A**",
             "I'm sorry, I can't help.",
             "## Objective\nNone\n## Done\nNone",
+            "TODO: summary goes here",
+            "<!-- summary -->",
+            "Summary not available yet.",
+            "Lorem ipsum",
         ] {
             assert!(is_placeholder(junk), "{junk:?}");
         }
-        for real in ["## Objective\nFix the parser.\n## Done\nNone", "Fix the flaky test."] {
+        for real in [
+            "## Objective\nFix the parser.\n## Done\nNone",
+            "Fix the flaky test.",
+            "No changes yet.",
+            "<!-- x --> Ship the summary view.",
+        ] {
             assert!(!is_placeholder(real), "{real:?}");
         }
     }

@@ -57,15 +57,76 @@ pub fn find_by_id(home: &Path, id: &str) -> Result<PathBuf, EngineError> {
 }
 
 /// The newest session started in `workspace`.
+///
+/// Headers store the canonical workspace path, so `workspace` is canonicalized here: callers
+/// may pass what the user typed (`-C ../proj`, a symlink) and must still find the session. A
+/// path that cannot be canonicalized (it no longer exists) is compared as given.
 pub fn find_last(home: &Path, workspace: &Path) -> Result<PathBuf, EngineError> {
     let dir = sessions_dir(home);
     let listing =
         list_sessions(&dir).map_err(|source| EngineError::List { dir: dir.clone(), source })?;
-    let wanted = workspace.display().to_string();
+    let wanted = std::fs::canonicalize(workspace)
+        .unwrap_or_else(|_| workspace.to_owned())
+        .display()
+        .to_string();
     listing
         .sessions
         .into_iter()
         .find(|s| s.cwd == wanted)
         .map(|s| s.path)
         .ok_or_else(|| EngineError::NoSessionForWorkspace { workspace: workspace.to_owned() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use codewhale_journal::{HeaderPayload, JournalFile};
+
+    /// A home with one session whose header names `cwd`.
+    fn home_with_session(cwd: &Path) -> (tempfile::TempDir, PathBuf) {
+        let home = tempfile::tempdir().unwrap();
+        let header = HeaderPayload::new("s-1", cwd.display().to_string());
+        let file = JournalFile::create_session(&sessions_dir(home.path()), header).unwrap();
+        let path = file.path().to_path_buf();
+        file.close().unwrap();
+        (home, path)
+    }
+
+    #[test]
+    fn last_finds_the_session_through_a_symlink_or_a_relative_path() {
+        let root = tempfile::tempdir().unwrap();
+        let real = root.path().join("real");
+        std::fs::create_dir(&real).unwrap();
+        let canonical = std::fs::canonicalize(&real).unwrap();
+        let (home, session) = home_with_session(&canonical);
+
+        let link = root.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        assert_eq!(find_last(home.path(), &link).unwrap(), session);
+        std::fs::create_dir(real.join("sub")).unwrap();
+        assert_eq!(find_last(home.path(), &real.join("sub").join("..")).unwrap(), session);
+
+        // The same directory relative to the process's current one (which tests never change).
+        let here = std::fs::canonicalize(std::env::current_dir().unwrap()).unwrap();
+        let mut relative = PathBuf::new();
+        for _ in here.components().skip(1) {
+            relative.push("..");
+        }
+        relative.push(canonical.strip_prefix("/").unwrap());
+        assert!(relative.is_relative());
+        assert_eq!(find_last(home.path(), &relative).unwrap(), session);
+
+        let other = tempfile::tempdir().unwrap();
+        assert!(matches!(
+            find_last(home.path(), other.path()),
+            Err(EngineError::NoSessionForWorkspace { .. })
+        ));
+    }
+
+    #[test]
+    fn last_compares_a_vanished_directory_as_given() {
+        let gone = Path::new("/no/such/codewhale/workspace");
+        let (home, session) = home_with_session(gone);
+        assert_eq!(find_last(home.path(), gone).unwrap(), session);
+    }
 }

@@ -50,7 +50,10 @@ pub struct Transcript {
     /// change and width, not on every frame).
     active_height: StdCell<Option<(u16, usize)>>,
     /// Rows scrolled up from the bottom; 0 follows the tail.
-    scroll_up: usize,
+    scroll_up: StdCell<usize>,
+    /// The total height at the last draw, so that output arriving while the user reads
+    /// older rows does not move them: the offset grows by what was added below.
+    last_total: StdCell<Option<(u16, usize)>>,
     /// How many cell heights were computed (not read from the cache), for tests of the cache.
     measured: StdCell<usize>,
     expanded: bool,
@@ -134,17 +137,17 @@ impl Transcript {
     /// Scrolls up (towards older output) by `rows`.
     pub fn scroll_up(&mut self, rows: usize, width: u16, viewport: u16) {
         let max = self.total_height(width).saturating_sub(usize::from(viewport));
-        self.scroll_up = (self.scroll_up + rows).min(max);
+        self.scroll_up.set((self.scroll_up.get() + rows).min(max));
     }
 
     /// Scrolls down by `rows`; reaching the bottom resumes following the tail.
     pub fn scroll_down(&mut self, rows: usize) {
-        self.scroll_up = self.scroll_up.saturating_sub(rows);
+        self.scroll_up.set(self.scroll_up.get().saturating_sub(rows));
     }
 
     /// Whether new output is followed.
     pub fn follows_tail(&self) -> bool {
-        self.scroll_up == 0
+        self.scroll_up.get() == 0
     }
 
     /// Heights computed rather than read from the cache so far.
@@ -186,7 +189,15 @@ impl Transcript {
         let width = area.width;
         let rows = usize::from(area.height);
         let total = self.total_height(width);
-        let bottom = total.saturating_sub(self.scroll_up.min(total.saturating_sub(rows)));
+        if let Some((w, before)) = self.last_total.get() {
+            if w == width && total > before && self.scroll_up.get() > 0 {
+                self.scroll_up.set(self.scroll_up.get() + (total - before));
+            }
+        }
+        self.last_total.set(Some((width, total)));
+        let scroll = self.scroll_up.get().min(total.saturating_sub(rows));
+        self.scroll_up.set(scroll);
+        let bottom = total - scroll;
         let top = bottom.saturating_sub(rows);
         // Walk the cells, skipping whole cells above the viewport by their cached heights.
         let mut lines: Vec<Line<'static>> = Vec::with_capacity(rows);
@@ -273,6 +284,46 @@ mod tests {
         t.scroll_down(1000);
         assert!(t.follows_tail());
         assert_eq!(screen(&t, 20, 5)[4], "· n29");
+    }
+
+    #[test]
+    fn rows_being_read_stay_put_while_output_arrives() {
+        let mut t = Transcript::default();
+        for i in 0..30 {
+            t.push(notice(&format!("n{i}")));
+        }
+        screen(&t, 20, 5);
+        t.scroll_up(10, 20, 5);
+        assert_eq!(screen(&t, 20, 5)[4], "· n19");
+        t.push_delta("new\noutput\nbelow");
+        assert_eq!(screen(&t, 20, 5)[4], "· n19", "the rows being read did not move");
+        t.scroll_down(usize::MAX);
+        assert!(screen(&t, 20, 5).iter().any(|r| r.contains("below")));
+    }
+
+    /// A cell that counts how often it is drawn.
+    #[derive(Debug)]
+    struct Counting(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+    impl Cell for Counting {
+        fn lines(&self, _width: u16) -> Vec<Line<'static>> {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            vec![Line::from("x"), Line::from("y")]
+        }
+    }
+
+    #[test]
+    fn a_frame_draws_only_the_cells_in_the_viewport() {
+        let drawn = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let mut t = Transcript::default();
+        for _ in 0..5_000 {
+            t.push(Counting(drawn.clone()));
+        }
+        screen(&t, 40, 10);
+        let first = drawn.swap(0, std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(first, 5_000 + 5, "measured once each, then the 5 visible cells drawn");
+        screen(&t, 40, 10);
+        assert_eq!(drawn.load(std::sync::atomic::Ordering::Relaxed), 5, "the next frame draws 5");
     }
 
     #[test]

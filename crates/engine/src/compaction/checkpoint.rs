@@ -51,13 +51,15 @@ pub fn is_checkpoint(message: &Message) -> bool {
     is_structural_checkpoint(message) || is_legacy_checkpoint(message)
 }
 
-/// First block starts with [`NOTE_PREFIX`] and second block is exactly [`MARKER`].
+/// A user message of exactly two text blocks: the first starts with [`NOTE_PREFIX`], the
+/// second is exactly [`MARKER`]. Anything else that merely quotes the phrase is not ours.
 pub fn is_structural_checkpoint(message: &Message) -> bool {
-    matches!(
-        message.content.as_slice(),
-        [Part::Text { text: first }, Part::Text { text: second }, ..]
-            if first.starts_with(NOTE_PREFIX) && second == MARKER
-    )
+    message.role == Role::User
+        && matches!(
+            message.content.as_slice(),
+            [Part::Text { text: first }, Part::Text { text: second }]
+                if first.starts_with(NOTE_PREFIX) && second == MARKER
+        )
 }
 
 /// A user message whose text starts with a legacy summary opening, optionally after a `## `
@@ -254,6 +256,16 @@ mod tests {
         );
         assert!(!is_checkpoint(&wrong_marker));
         assert!(!is_checkpoint(&checkpoint("Please read the Codewhale handoff note")));
+        let assistant = Message::new(
+            Role::Assistant,
+            vec![Part::text("Codewhale handoff note."), Part::text(MARKER)],
+        );
+        assert!(!is_checkpoint(&assistant), "only a user message is a checkpoint");
+        let third_block = Message::new(
+            Role::User,
+            vec![Part::text("Codewhale handoff note."), Part::text(MARKER), Part::text("more")],
+        );
+        assert!(!is_checkpoint(&third_block), "a checkpoint has exactly two blocks");
     }
 
     #[test]

@@ -54,6 +54,8 @@ pub struct Gauge {
 pub enum Pending {
     /// `/anchor TEXT`: the engine's confirmation becomes an anchor cell.
     Anchor(String),
+    /// `/fork`, `/checkout`, `/rewind`: once HEAD moved, the transcript shows the new view.
+    HeadMove,
 }
 
 /// Scroll step of PageUp/PageDown, as a fraction of the transcript's height.

@@ -52,7 +52,7 @@ impl App {
         match msg.event {
             Event::SessionConfigured { session_id, model, resumed, path } => {
                 if resumed {
-                    self.effects.push(Effect::LoadHistory { path: path.clone() });
+                    self.effects.push(Effect::LoadHistory { path: path.clone(), replace: false });
                 }
                 self.session_path = path;
                 let short: String = session_id.chars().take(8).collect();
@@ -91,6 +91,12 @@ impl App {
             }
             Event::Notice { level, message } => match pending {
                 Some(Pending::Anchor(text)) => self.transcript.push(AnchorCell { text }),
+                Some(Pending::HeadMove) => {
+                    // The conversation on screen is the old branch's: show the new HEAD's.
+                    self.notice(NoticeKind::Info, message);
+                    let path = self.session_path.clone();
+                    self.effects.push(Effect::LoadHistory { path, replace: true });
+                }
                 None => {
                     let kind = match level {
                         NoticeLevel::Info => NoticeKind::Info,

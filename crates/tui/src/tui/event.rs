@@ -28,8 +28,12 @@ pub enum AppEvent {
         result: Result<Vec<SessionRow>, String>,
     },
     AnchorsLoaded(Result<Vec<String>, String>),
-    /// The earlier conversation of a resumed session.
-    HistoryLoaded(Result<Vec<HistoryItem>, String>),
+    /// The conversation at HEAD: shown before the rest for a resumed session, or instead of
+    /// everything after a HEAD move (`replace`).
+    HistoryLoaded {
+        replace: bool,
+        result: Result<Vec<HistoryItem>, String>,
+    },
     /// The checkpoint note of compaction `id`, read from the journal.
     NoteLoaded {
         id: String,
@@ -49,7 +53,7 @@ pub enum Effect {
     /// List sessions: all of them, or those of this workspace.
     LoadSessions { all: bool },
     /// Read a resumed session's conversation so far (read-only) from its journal file.
-    LoadHistory { path: String },
+    LoadHistory { path: String, replace: bool },
     /// Read the checkpoint note of compaction record `id` (read-only).
     LoadNote { id: String },
     /// Read the workspace's anchors.

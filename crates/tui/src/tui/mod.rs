@@ -197,8 +197,8 @@ fn run_effect(params: &TuiParams, app: &App, effect: Effect, tx: &mpsc::Unbounde
                 let note = history::note(Path::new(&path), &id);
                 AppEvent::NoteLoaded { id, note }
             }
-            Effect::LoadHistory { path } => {
-                AppEvent::HistoryLoaded(history::load(Path::new(&path)))
+            Effect::LoadHistory { path, replace } => {
+                AppEvent::HistoryLoaded { replace, result: history::load(Path::new(&path)) }
             }
             Effect::OpenSession(_) | Effect::Exit => return,
         };

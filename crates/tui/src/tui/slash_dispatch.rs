@@ -52,15 +52,9 @@ impl App {
                     ),
                 );
             }
-            SlashCommand::Fork => {
-                self.submit(Op::Fork { at: args });
-            }
-            SlashCommand::Checkout => {
-                self.submit(Op::Checkout { to: args });
-            }
-            SlashCommand::Rewind => {
-                self.submit(Op::Rewind { to: args });
-            }
+            SlashCommand::Fork => self.move_head(Op::Fork { at: args }),
+            SlashCommand::Checkout => self.move_head(Op::Checkout { to: args }),
+            SlashCommand::Rewind => self.move_head(Op::Rewind { to: args }),
             SlashCommand::Model if args.is_empty() => {
                 let model = self.model.clone();
                 self.notice(NoticeKind::Info, format!("model: {model}; /model <name> switches"));
@@ -73,6 +67,12 @@ impl App {
                 self.views.push(Box::new(TextView::new("help", &slash::help_text())))
             }
             SlashCommand::Quit => self.quit(),
+        }
+    }
+
+    fn move_head(&mut self, op: Op) {
+        if let Some(id) = self.submit(op) {
+            self.pending.push((id, Pending::HeadMove));
         }
     }
 
@@ -119,10 +119,19 @@ impl App {
                     anchors.iter().enumerate().map(|(i, a)| format!("{}. {a}", i + 1)).collect();
                 self.notice(NoticeKind::Info, format!("anchors:\n{}", list.join("\n")));
             }
-            AppEvent::HistoryLoaded(Ok(items)) => {
+            AppEvent::HistoryLoaded { replace, result: Ok(items) } => {
                 let mut earlier = super::transcript::Transcript::default();
                 super::history::push_all(&mut earlier, items);
-                self.transcript.prepend(earlier);
+                if replace {
+                    earlier.push(super::cells::NoticeCell {
+                        kind: NoticeKind::Info,
+                        text: "the conversation above is what the model reads at the new HEAD"
+                            .to_owned(),
+                    });
+                    self.transcript = earlier;
+                } else {
+                    self.transcript.prepend(earlier);
+                }
             }
             AppEvent::NoteLoaded { id, note: Ok(note) } => {
                 self.transcript.update_last(|cell| {
@@ -137,7 +146,7 @@ impl App {
             }
             AppEvent::ContextLoaded(Err(e))
             | AppEvent::NoteLoaded { note: Err(e), .. }
-            | AppEvent::HistoryLoaded(Err(e))
+            | AppEvent::HistoryLoaded { result: Err(e), .. }
             | AppEvent::SessionsLoaded { result: Err(e), .. }
             | AppEvent::AnchorsLoaded(Err(e))
             | AppEvent::SessionOpenFailed(e) => self.notice(NoticeKind::Error, e),

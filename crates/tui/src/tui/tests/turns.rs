@@ -212,27 +212,54 @@ fn a_resumed_session_shows_its_history_first() {
         0,
         Event::Notice { level: NoticeLevel::Warning, message: "repaired a torn line".into() },
     );
-    h.send(AppEvent::HistoryLoaded(Ok(vec![
-        HistoryItem::Compaction {
-            summary: CompactionSummary {
-                id: "c".into(),
-                trigger: "auto".into(),
-                path: "summary".into(),
-                covered: 120,
-                retained: 4,
-                tokens_before: 182_000,
-                tokens_after: 9_400,
+    h.send(AppEvent::HistoryLoaded {
+        replace: false,
+        result: Ok(vec![
+            HistoryItem::Compaction {
+                summary: CompactionSummary {
+                    id: "c".into(),
+                    trigger: "auto".into(),
+                    path: "summary".into(),
+                    covered: 120,
+                    retained: 4,
+                    tokens_before: 182_000,
+                    tokens_after: 9_400,
+                },
+                note: "## Objective\nShip it.".into(),
             },
-            note: "## Objective\nShip it.".into(),
-        },
-        HistoryItem::User("where were we?".into()),
-        HistoryItem::Assistant("At the **parser**.".into()),
-        HistoryItem::Tool {
-            call_id: "c9".into(),
-            name: "search".into(),
-            summary: "pattern=fn parse".into(),
-            result: Some((false, "src/parse.rs:1".into())),
-        },
-    ])));
+            HistoryItem::User("where were we?".into()),
+            HistoryItem::Assistant("At the **parser**.".into()),
+            HistoryItem::Tool {
+                call_id: "c9".into(),
+                name: "search".into(),
+                summary: "pattern=fn parse".into(),
+                result: Some((false, "src/parse.rs:1".into())),
+            },
+        ]),
+    });
     insta::assert_snapshot!(h.screen());
+}
+
+#[test]
+fn a_head_move_shows_the_new_heads_conversation() {
+    use crate::tui::history::HistoryItem;
+    let mut h = Harness::new();
+    h.type_str("old branch message");
+    h.enter();
+    h.engine(1, Event::TurnFinished { status: TurnStatus::Completed, text: String::new() });
+    h.type_str("/rewind 0193-e1");
+    h.enter();
+    assert_eq!(h.ops()[1], Op::Rewind { to: "0193-e1".into() });
+    h.engine(2, Event::Notice { level: NoticeLevel::Info, message: "rewound to 0193-e1".into() });
+    assert_eq!(
+        h.app.take_effects(),
+        [Effect::LoadHistory { path: "sessions/s.jsonl".into(), replace: true }]
+    );
+    h.send(AppEvent::HistoryLoaded {
+        replace: true,
+        result: Ok(vec![HistoryItem::User("the first question".into())]),
+    });
+    let screen = h.screen();
+    assert!(screen.contains("the first question"), "{screen}");
+    assert!(!screen.contains("old branch message"), "{screen}");
 }

@@ -1,4 +1,5 @@
 mod approval;
+mod branches;
 mod common;
 mod compaction;
 mod compaction_passes;

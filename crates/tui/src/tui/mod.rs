@@ -32,6 +32,7 @@ pub mod wrap;
 #[cfg(test)]
 mod tests;
 
+use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -92,6 +93,12 @@ fn spawn_engine(params: &TuiParams, resume: Resume) -> Result<Link, codewhale_en
 /// Runs the UI until the user quits. The engine is started before the terminal is taken
 /// over, so a configuration or session error is printed as a normal one-line error.
 pub async fn run(params: TuiParams) -> anyhow::Result<Outcome> {
+    // Checked before the engine creates a session file that nobody could then use.
+    if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
+        anyhow::bail!(
+            "the interactive UI needs a terminal; run `codewhale exec PROMPT` for one turn without one"
+        );
+    }
     let mut link = match params.resume.clone() {
         Some(resume) => Some(spawn_engine(&params, resume)?),
         None => None,

@@ -297,3 +297,19 @@ async fn slash_compact_shows_a_capsule_that_unfolds_to_the_note() {
     let journal = std::fs::read_to_string(journals(&home).pop().unwrap()).unwrap();
     assert!(journal.contains("\"kind\":\"compaction\""));
 }
+
+#[test]
+fn without_a_terminal_it_says_so_and_creates_no_session() {
+    let (home, ws) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_codewhale"))
+        .args(["--provider", "openai"])
+        .current_dir(ws.path())
+        .env("CODEWHALE_HOME", home.path())
+        .env("OPENAI_API_KEY", TEST_API_KEY)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs a terminal"));
+    assert!(!home.path().join("sessions").exists());
+}

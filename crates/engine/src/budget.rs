@@ -221,6 +221,17 @@ impl Budget {
         self.estimated_savings += savings;
     }
 
+    /// HEAD moved (fork, checkout, rewind): the view is now another branch, of `view_tokens`.
+    /// The last report measured the old branch's prompt, so it says nothing about the next
+    /// request; it is dropped and pressure is the estimate until the provider reports again.
+    /// The calibration ratio stays: it describes the provider's tokenizer, not the branch.
+    pub fn head_moved(&mut self, view_tokens: u64) {
+        self.view_tokens = view_tokens;
+        self.last_reported = None;
+        self.added_since_report = 0;
+        self.estimated_savings = 0;
+    }
+
     /// The per-session ratio reported ÷ estimated, in [1, 2].
     pub fn calibration(&self) -> f64 {
         self.calibration
@@ -324,6 +335,20 @@ mod tests {
         assert_eq!(b.pressure(), Figure { tokens: 10_000, source: Source::Reported });
         b.record_report(11_000, 10_000);
         assert_eq!(b.pressure().tokens, 11_000);
+    }
+
+    #[test]
+    fn a_head_move_drops_the_old_branch_report_but_keeps_calibration() {
+        let mut b = Budget::new(limits(100_000));
+        b.add(50_000);
+        b.record_report(90_000, 50_000);
+        b.add(100);
+        b.head_moved(2_000);
+        assert!(b.last_reported().is_none());
+        assert!((b.calibration() - 1.8).abs() < 1e-9);
+        assert_eq!(b.pressure(), Figure { tokens: 3_600, source: Source::Estimated });
+        b.add(10);
+        assert_eq!(b.pressure().tokens, 3_618);
     }
 
     #[test]

@@ -261,6 +261,8 @@ fn move_head(
     session.append_off_head(entry)?;
     let view = session.render();
     let total = session.view_tokens(&view);
-    session.budget_mut().reset_view(total);
+    // The last reported prompt was the old branch's; keeping it would hold pressure near the
+    // old size and could start a needless auto-compaction on a short branch.
+    session.budget_mut().head_moved(total);
     Ok(Some(format!("{verb} {}", view.head)))
 }

@@ -5,6 +5,8 @@
 use codewhale_engine::approval::ApprovalMode;
 use codewhale_engine::journal::{load_read_only, render, HeadReason, Journal, Payload};
 use codewhale_engine::protocol::{Event, Op, TurnStatus};
+use codewhale_engine::session::Resume;
+use codewhale_engine::Engine;
 use codewhale_provider::test_support::Reply;
 
 use super::common::{reload_checked, session_file, spine, Harness, Running};
@@ -168,4 +170,38 @@ async fn switch_model_changes_the_next_request_and_the_journaled_model() {
         .collect();
     assert_eq!(models, ["gpt-4.1", "gpt-4o-mini"]);
     assert!(head_records(&journal).is_empty(), "a model switch is not a HEAD move");
+}
+
+#[tokio::test]
+async fn pressure_after_a_head_move_forgets_the_old_branch_report() {
+    let h = Harness::new().await;
+    // Window 20,000: usable 15,000, threshold 12,000.
+    let mut params = h.params(Resume::New, ApprovalMode::Ask, false);
+    params.overrides.context_window = Some(20_000);
+    let (handle, events) = Engine::spawn(params).unwrap();
+    let mut engine = Running { handle, events };
+    turn(&h, &mut engine, "q1", "a1").await;
+    // The provider reports a prompt past the threshold for the long branch.
+    h.server.push(Reply::text("a2").with_usage(13_000, 5));
+    let run = engine.turn("q2").await;
+    assert_eq!(run.status, TurnStatus::Completed);
+    let ids = spine_ids(&on_disk(&h));
+
+    move_head(&mut engine, Op::Fork { at: ids[1].clone() }).await.unwrap();
+    let events = turn(&h, &mut engine, "q3", "a3").await;
+    let compaction = events.iter().find(|e| {
+        matches!(
+            e,
+            Event::CompactionStarted { .. }
+                | Event::CompactionRefused { .. }
+                | Event::CompactionFailed { .. }
+        )
+    });
+    assert!(compaction.is_none(), "the short branch is far below the threshold: {compaction:?}");
+    let over = events.iter().any(|e| {
+        matches!(e, Event::Notice { message, .. } if message.contains("past the compaction threshold"))
+    });
+    assert!(!over, "{events:?}");
+    engine.shutdown().await;
+    reload_checked(&session_file(h.home.path()));
 }

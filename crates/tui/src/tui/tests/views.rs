@@ -174,3 +174,23 @@ fn a_tiny_window_says_so_instead_of_drawing() {
     h.terminal = Terminal::new(TestBackend::new(8, 2)).unwrap();
     insta::assert_snapshot!(h.screen());
 }
+
+#[test]
+fn ctrl_c_in_an_approval_interrupts_the_turn_and_closes_it() {
+    let mut h = Harness::new();
+    h.type_str("go");
+    h.enter();
+    h.engine(1, Event::TurnStarted);
+    h.engine(
+        1,
+        Event::ApprovalNeeded {
+            call_id: "c1".into(),
+            name: "shell".into(),
+            input: json!({"command": "make"}),
+            reason: String::new(),
+        },
+    );
+    h.ctrl('c');
+    assert_eq!(h.ops().last(), Some(&Op::Interrupt));
+    assert!(h.app.views.is_empty());
+}

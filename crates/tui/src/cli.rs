@@ -10,7 +10,13 @@ use clap::{Args, Parser, Subcommand};
 /// Codewhale: a terminal chat client for coding models whose conversations never fall over
 /// when they outgrow the context window.
 #[derive(Debug, Parser)]
-#[command(name = "codewhale", version, about, long_about = None)]
+#[command(
+    name = "codewhale",
+    version,
+    about = "A terminal chat client for coding models whose conversations never fall over when they \
+             outgrow the context window.",
+    long_about = None
+)]
 pub struct Cli {
     /// Workspace directory for a new interactive session (default: the current directory).
     #[arg(short = 'C', long = "cd", value_name = "DIR")]

@@ -27,6 +27,7 @@ mod file;
 mod journal;
 mod list;
 mod load;
+mod note;
 mod payload;
 mod record;
 mod text;
@@ -40,6 +41,7 @@ pub use file::{lock_path, JournalFile, OpenError, WriteError};
 pub use journal::{DagProblem, Journal, JournalError};
 pub use list::{list_sessions, title_of, Listing, SessionInfo};
 pub use load::{dag_message, load_read_only, torn_path, LoadError, LoadWarning, Loaded, Malformed};
+pub use note::checkpoint_note;
 pub use payload::{
     kind, AssistantPayload, Bounded, BranchSummaryPayload, CompactionPath, CompactionPayload,
     Covers, HeadPayload, HeadReason, HeaderPayload, Level, Payload, Reads, Receipt, SystemPayload,

@@ -9,16 +9,20 @@
 //!    (`covers.last` back to `covers.first`) and every `pruned_ids` entry lie on this spine.
 //! 3. The covered segment is replaced, at its position, by the record's `retained_ids` (those in
 //!    the segment, in spine order) and then the checkpoint. Results in `pruned_ids` become a
-//!    one-line stub; results in `bounded` are cut to head + marker + tail.
+//!    one-line stub; results in `bounded` are cut to head + marker + tail. The checkpoint's
+//!    first block is the record's `note`, or one rebuilt from its summary when the record has
+//!    none (see [`crate::note`]).
 //!
 //! [`check_view`] verifies a view before it is sent: tool pairs complete, no orphans, legal
 //! role order.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 use crate::block::Block;
 use crate::entry::{Entry, EntryId};
 use crate::journal::{IdHash, Journal};
+use crate::note::checkpoint_note;
 use crate::payload::{CompactionPayload, Payload};
 use crate::text::Text;
 
@@ -264,15 +268,17 @@ struct Shorten<'a> {
 }
 
 fn checkpoint_item(entry: &Entry, record: &CompactionPayload) -> ViewItem {
+    let (note, tokens) = match checkpoint_note(record) {
+        Cow::Borrowed(note) => (note.to_owned(), entry.tokens),
+        // The stored count (if any) was not of this text: leave it to be estimated.
+        Cow::Owned(rebuilt) => (rebuilt, None),
+    };
     ViewItem {
         source: entry.id.clone(),
         role: Role::User,
         kind: ItemKind::Checkpoint,
-        content: ItemContent::Blocks(vec![
-            Block::text(record.note.clone()),
-            Block::text(CHECKPOINT_MARKER),
-        ]),
-        tokens: entry.tokens,
+        content: ItemContent::Blocks(vec![Block::text(note), Block::text(CHECKPOINT_MARKER)]),
+        tokens,
         shortened: None,
     }
 }

@@ -2,6 +2,7 @@ mod branch;
 mod check;
 mod crash;
 mod file;
+mod foreign;
 mod list;
 mod load;
 mod scenario;

@@ -82,7 +82,10 @@ impl Engine {
     /// configuration is bad, no provider is configured, or the session cannot be opened.
     pub fn spawn(params: EngineParams) -> Result<(EngineHandle, EventReceiver), EngineError> {
         crate::tokens::warm_up();
-        let config = config::load(&params.home, &params.workspace, &params.overrides)?;
+        // A resumed session works (and is configured) in the directory it was started in.
+        let workspace =
+            crate::session::workspace::for_resume(&params.home, &params.resume, &params.workspace);
+        let config = config::load(&params.home, &workspace, &params.overrides)?;
         let provider = config.resolve_provider(&params.env)?.ok_or(EngineError::NoProvider)?;
         let session = Session::open(SessionParams {
             home: params.home.clone(),
@@ -122,8 +125,8 @@ async fn run(
             resumed: session.resumed,
         },
     );
-    for warning in std::mem::take(&mut session.warnings) {
-        sink.emit(start, Event::Notice { level: NoticeLevel::Warning, message: warning });
+    for (level, message) in std::mem::take(&mut session.notices) {
+        sink.emit(start, Event::Notice { level, message });
     }
     let mut shutdown = None;
     while shutdown.is_none() {

@@ -12,13 +12,14 @@
 
 pub mod counts;
 pub mod locate;
+pub mod workspace;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use codewhale_journal::{
-    render, Entry, EntryId, HeaderPayload, ItemContent, JournalFile, LoadWarning, Payload,
-    ToolResultPayload, View,
+    render, Entry, EntryId, HeaderPayload, ItemContent, JournalFile, Payload, ToolResultPayload,
+    View,
 };
 use codewhale_provider::{Client, ProviderKind, RetryPolicy};
 
@@ -27,6 +28,7 @@ use crate::budget::{Budget, Limits};
 use crate::config::{Config, ResolvedProvider};
 use crate::error::EngineError;
 use crate::prompt::SystemPrompt;
+use crate::protocol::NoticeLevel;
 use crate::tools::{self, BackgroundRegistry};
 use counts::Counts;
 pub use locate::{find_by_id, find_last, sessions_dir, Resume};
@@ -39,7 +41,9 @@ pub const INTERRUPTED_RESULT: &str = "no result: the call was interrupted";
 pub struct SessionParams {
     /// Codewhale's home (`sessions/`, `logs/`, `config.toml`).
     pub home: PathBuf,
-    /// The workspace directory (made absolute and canonical here).
+    /// The current directory (made absolute and canonical here). A new session works here; a
+    /// resumed one works in its header's `cwd` when that directory still exists
+    /// ([`workspace::resumed`]).
     pub workspace: PathBuf,
     pub config: Config,
     pub provider: ResolvedProvider,
@@ -65,15 +69,17 @@ pub struct Session {
     pub(crate) counts: Counts,
     /// The session was resumed rather than created.
     pub(crate) resumed: bool,
-    /// Load warnings (torn tail repaired, malformed lines) to show once.
-    pub(crate) warnings: Vec<String>,
+    /// Notices to show once: load warnings (torn tail repaired, malformed lines), a workspace
+    /// other than the current directory.
+    pub(crate) notices: Vec<(NoticeLevel, String)>,
 }
 
 impl Session {
     /// Creates or resumes the session `params` asks for.
     pub fn open(params: SessionParams) -> Result<Session, EngineError> {
-        let workspace = std::fs::canonicalize(&params.workspace)
+        let current = std::fs::canonicalize(&params.workspace)
             .map_err(|source| EngineError::Workspace { path: params.workspace.clone(), source })?;
+        let workspace = current.clone();
         let (journal, warnings, resumed) = match &params.resume {
             Resume::New => {
                 let id = uuid::Uuid::now_v7().hyphenated().to_string();
@@ -89,9 +95,18 @@ impl Session {
                 (file, w, true)
             }
             Resume::Last => {
-                let (file, w) = JournalFile::open(&find_last(&params.home, &workspace)?)?;
+                let (file, w) = JournalFile::open(&find_last(&params.home, &current)?)?;
                 (file, w, true)
             }
+        };
+        let mut notices: Vec<(NoticeLevel, String)> =
+            warnings.iter().map(|w| (NoticeLevel::Warning, w.to_string())).collect();
+        let workspace = if resumed {
+            let placement = workspace::resumed(&journal.journal().header().cwd, &current);
+            notices.extend(placement.notice);
+            placement.workspace
+        } else {
+            workspace
         };
         let mut provider_config = params.provider.provider_config();
         if let Some(retry) = params.retry.clone() {
@@ -113,15 +128,8 @@ impl Session {
             background,
             counts: Counts::default(),
             resumed,
-            warnings: warnings.iter().map(LoadWarning::to_string).collect(),
+            notices,
         };
-        let started_in = session.journal().header().cwd.clone();
-        if resumed && started_in != workspace.display().to_string() {
-            session.warnings.push(format!(
-                "this session was started in {started_in}; its tools now work in {}",
-                workspace.display()
-            ));
-        }
         session.refresh_system_prompt();
         let view = session.render();
         let total = session.view_tokens(&view);

@@ -192,3 +192,80 @@ async fn resuming_from_another_directory_says_where_tools_now_work() {
     handle.submit(codewhale_engine::protocol::Op::Shutdown);
     while events.recv().await.is_some() {}
 }
+
+/// Resumes session `id` from `dir` with full approval; the model runs `pwd` and answers.
+/// Returns the start-up notices, the `pwd` result the model read and the window of the usage
+/// events.
+async fn resume_and_pwd(
+    h: &Harness,
+    id: &str,
+    dir: &std::path::Path,
+) -> (Vec<String>, String, Vec<u64>) {
+    use codewhale_engine::protocol::Event;
+    h.server.push(Reply::tool_call("pwd", "shell", json!({"command": "pwd"})));
+    h.server.push(Reply::text("there"));
+    let mut params = h.params(Resume::Id(id.to_owned()), ApprovalMode::Full, false);
+    params.workspace = dir.to_path_buf();
+    let (handle, events) = codewhale_engine::Engine::spawn(params).unwrap();
+    let mut engine = super::common::Running { handle, events };
+    let run = engine.turn("where are you?").await;
+    assert_eq!(run.status, TurnStatus::Completed, "{:?}", run.events);
+    engine.shutdown().await;
+    let notices: Vec<String> = run
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Notice { level, message } => Some(format!("{level:?}: {message}")),
+            _ => None,
+        })
+        .collect();
+    let windows = run
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Usage { window, .. } => Some(*window),
+            _ => None,
+        })
+        .collect();
+    let n = h.server.requests().len();
+    let (_, pwd) = h.tool_results_in_request(n - 1).pop().unwrap();
+    (notices, pwd, windows)
+}
+
+#[tokio::test]
+async fn a_resumed_session_works_in_the_directory_it_was_started_in() {
+    let h = Harness::new().await;
+    h.write("AGENTS.md", "Rule from the session's own tree.\n");
+    h.server.push(Reply::text("a"));
+    let mut engine = h.spawn(ApprovalMode::Ask);
+    engine.turn("q").await;
+    let id = engine.handle.session_id().to_owned();
+    engine.shutdown().await;
+
+    // The session's tree also holds the configuration it is resumed with.
+    h.write(".codewhale/config.toml", "context_window = 123456\n");
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::fs::write(elsewhere.path().join("AGENTS.md"), "Rule from another tree.\n").unwrap();
+    let (notices, pwd, windows) = resume_and_pwd(&h, &id, elsewhere.path()).await;
+    assert!(!windows.is_empty() && windows.iter().all(|w| *w == 123_456), "{windows:?}");
+    let ws = h.workspace().display().to_string();
+    assert!(pwd.starts_with(&format!("{ws}\n")), "tools run in the session's tree: {pwd}");
+    assert_eq!(notices.len(), 1, "{notices:?}");
+    assert!(notices[0].starts_with("Info: ") && notices[0].contains(&ws), "{notices:?}");
+    let system = h.server.requests()[1].body["messages"][0]["content"].to_string();
+    assert!(system.contains("Rule from the session's own tree."), "{system}");
+    assert!(!system.contains("Rule from another tree."));
+}
+
+#[tokio::test]
+async fn a_resumed_session_whose_directory_is_gone_works_here_with_a_warning() {
+    let h = Harness::new().await;
+    let header = HeaderPayload::new("moved-away", "/no/such/codewhale/checkout");
+    let file = JournalFile::create_session(&h.home.path().join("sessions"), header).unwrap();
+    file.close().unwrap();
+    let (notices, pwd, _) = resume_and_pwd(&h, "moved-away", h.ws.path()).await;
+    let ws = h.workspace().display().to_string();
+    assert!(pwd.starts_with(&format!("{ws}\n")), "{pwd}");
+    assert_eq!(notices.len(), 1, "{notices:?}");
+    assert!(notices[0].starts_with("Warning: ") && notices[0].contains("no longer exists"));
+}

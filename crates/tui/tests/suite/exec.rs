@@ -132,6 +132,33 @@ async fn last_continues_the_workspace_session() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_resumed_from_another_directory_runs_its_tools_in_its_own() {
+    let s = Setup::new().await;
+    s.server.push(Reply::text("one"));
+    assert!(s.exec(&["first"]).await.status.success());
+    let id = s.sessions()[0].file_stem().unwrap().to_string_lossy().into_owned();
+
+    let elsewhere = tempfile::tempdir().unwrap();
+    s.server.push(Reply::tool_call("c1", "shell", json!({"command": "pwd > where.txt"})));
+    s.server.push(Reply::text("noted"));
+    let mut cmd = s.command();
+    cmd.current_dir(elsewhere.path())
+        .arg("exec")
+        .args(["--provider", "openai", "--model", "gpt-4.1"])
+        .args(["--base-url", &s.server.openai_base_url()])
+        .args(["--approval", "full", "--session", &id, "where", "are", "you?"])
+        .env("OPENAI_API_KEY", TEST_API_KEY);
+    let out = cmd.output().await.unwrap();
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "noted\n");
+    let ws = std::fs::canonicalize(s.ws.path()).unwrap();
+    let written = std::fs::read_to_string(s.ws.path().join("where.txt")).unwrap();
+    assert_eq!(written.trim_end(), ws.display().to_string());
+    assert!(!elsewhere.path().join("where.txt").exists(), "nothing runs in the other directory");
+    assert_eq!(s.sessions().len(), 1, "the same session continued");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn denied_calls_are_reported_to_the_model_and_the_turn_completes() {
     let s = Setup::new().await;
     s.server.push(Reply::tool_call("w", "write_file", json!({"path": "x", "content": "x"})));

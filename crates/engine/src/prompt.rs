@@ -113,4 +113,23 @@ mod tests {
         assert_eq!(p.blocks().len(), 3);
         assert!(p.blocks()[2].ends_with("Run make."));
     }
+
+    #[test]
+    fn an_oversized_instruction_file_is_cut_with_the_documented_marker() {
+        let ws = tempfile::tempdir().unwrap();
+        // A two-byte character straddles the limit: the cut must step back before it.
+        let text = format!("{}é{}", "a".repeat(MAX_INSTRUCTIONS_BYTES - 1), "b".repeat(1000));
+        std::fs::write(ws.path().join("AGENTS.md"), &text).unwrap();
+        let p = SystemPrompt::load(ws.path());
+        let kept = &p.instructions[0].text;
+        let marker = "\n[... cut: the file is longer than 64 KiB ...]";
+        assert_eq!(kept.strip_suffix(marker), Some(&text[..MAX_INSTRUCTIONS_BYTES - 1]));
+        let exact = "c".repeat(MAX_INSTRUCTIONS_BYTES);
+        std::fs::write(ws.path().join("AGENTS.md"), &exact).unwrap();
+        assert_eq!(
+            SystemPrompt::load(ws.path()).instructions[0].text,
+            exact,
+            "at the limit: whole"
+        );
+    }
 }

@@ -1,5 +1,11 @@
 //! Typed payloads, one per entry kind (DESIGN §2 and §5.6). Field names are part of the format:
 //! fields are added, never renamed. Every payload keeps unknown fields in `extra`.
+//!
+//! Every field the contract lists is written on every line, as `null` when it has no value
+//! (`always`): other tools read these files against DESIGN §2/§5.6, and a key that is sometimes
+//! missing reads to them like a different format. Only what the contract itself marks optional
+//! (`anchor`, `synthetic`, `interrupted`, `trimmed_before`, `content_blocks`, `bytes`, and our
+//! own `title`) is left out when unset. Reading accepts every one of them absent.
 
 use serde_json::Value;
 
@@ -53,7 +59,7 @@ record! {
         /// HEAD when the request was built (the view was rendered at this entry).
         head: EntryId = "head" req,
         /// The active compaction record of that view, if any.
-        summary: Option<EntryId> = "summary" opt,
+        summary: Option<EntryId> = "summary" always,
         /// Set when the request was trimmed (§5.1 fail-open): the first view entry still sent.
         trimmed_before: Option<EntryId> = "trimmed_before" opt,
     }
@@ -64,10 +70,10 @@ record! {
     #[derive(Default)]
     pub struct AssistantPayload {
         content: Vec<Block> = "content" always,
-        model: Option<String> = "model" opt,
-        stop_reason: Option<String> = "stop_reason" opt,
-        usage: Option<Usage> = "usage" opt,
-        reads: Option<Reads> = "reads" opt,
+        model: Option<String> = "model" always,
+        stop_reason: Option<String> = "stop_reason" always,
+        usage: Option<Usage> = "usage" always,
+        reads: Option<Reads> = "reads" always,
         /// The stream failed mid-way; `content` is what arrived.
         interrupted: bool = "interrupted" flag,
     }
@@ -138,20 +144,20 @@ record! {
         /// it (header, summary, files touched, running now, live-state stamp, anchors,
         /// closing). Prune-only records carry the previous record's note forward.
         note: String = "note" always,
-        covers: Option<Covers> = "covers" opt,
+        covers: Option<Covers> = "covers" always,
         retained_ids: Vec<EntryId> = "retained_ids" always,
         pruned_ids: Vec<EntryId> = "pruned_ids" always,
         bounded: Vec<Bounded> = "bounded" always,
         files_touched: Vec<String> = "files_touched" always,
-        anchors: Option<String> = "anchors" opt,
+        anchors: Option<String> = "anchors" always,
         trigger: Trigger = "trigger" req,
-        focus: Option<String> = "focus" opt,
+        focus: Option<String> = "focus" always,
         path: CompactionPath = "path" req,
-        previous_id: Option<EntryId> = "previous_id" opt,
-        model: Option<String> = "model" opt,
-        tokens_before: Option<u64> = "tokens_before" opt,
-        tokens_after: Option<u64> = "tokens_after" opt,
-        receipt: Option<Receipt> = "receipt" opt,
+        previous_id: Option<EntryId> = "previous_id" always,
+        model: Option<String> = "model" always,
+        tokens_before: Option<u64> = "tokens_before" always,
+        tokens_after: Option<u64> = "tokens_after" always,
+        receipt: Option<Receipt> = "receipt" always,
     }
 }
 
@@ -161,7 +167,7 @@ record! {
         /// The first entry of the branch the summary describes.
         branch_id: EntryId = "branch_id" req,
         summary: String = "summary" req,
-        parent_branch_id: Option<EntryId> = "parent_branch_id" opt,
+        parent_branch_id: Option<EntryId> = "parent_branch_id" always,
     }
 }
 

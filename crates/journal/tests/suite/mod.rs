@@ -1,5 +1,6 @@
 mod branch;
 mod check;
+mod contract;
 mod crash;
 mod file;
 mod foreign;

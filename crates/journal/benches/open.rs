@@ -89,7 +89,7 @@ fn write_session(dir: &Path, compact_every: Option<usize>) -> std::path::PathBuf
     let mut first_user: Option<EntryId> = None;
     let emit =
         |out: &mut BufWriter<std::fs::File>, e: &Entry, written: &mut usize, count: &mut usize| {
-            let line = e.to_line();
+            let line = e.to_line().unwrap();
             out.write_all(line.as_bytes()).unwrap();
             out.write_all(b"\n").unwrap();
             *written += line.len() + 1;

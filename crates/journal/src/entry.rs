@@ -129,6 +129,16 @@ impl<'de> Deserialize<'de> for Timestamp {
     }
 }
 
+/// An entry could not be serialized as a journal line; nothing was written.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write the {kind} entry {id} as a journal line: {source}")]
+pub struct EncodeError {
+    pub id: EntryId,
+    pub kind: String,
+    #[source]
+    pub source: serde_json::Error,
+}
+
 /// One journal line.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Entry {
@@ -171,10 +181,14 @@ impl Entry {
         self.payload.kind()
     }
 
-    /// The line as written to the file, without the trailing newline.
-    pub fn to_line(&self) -> String {
-        // Serializing plain data to a String cannot fail; keep the error path anyway.
-        serde_json::to_string(self).unwrap_or_default()
+    /// The line as written to the file, without the trailing newline. An entry that cannot be
+    /// written as a valid line is an error, never an empty or partial line.
+    pub fn to_line(&self) -> Result<String, EncodeError> {
+        serde_json::to_string(self).map_err(|source| EncodeError {
+            id: self.id.clone(),
+            kind: self.kind().to_owned(),
+            source,
+        })
     }
 
     /// Parses one line (without its newline).
@@ -194,6 +208,16 @@ impl Serialize for Entry {
         impl Serialize for Body<'_> {
             fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
                 self.0.serialize_body(s)
+            }
+        }
+        if let Payload::Unknown { kind, .. } = &self.payload {
+            // A kind this version knows must carry its typed payload: written untyped, its
+            // payload was never checked against the kind's fields, and a reader could reject
+            // the line as malformed.
+            if crate::payload::kind::ALL.contains(&kind.as_str()) {
+                return Err(serde::ser::Error::custom(format!(
+                    "a `{kind}` entry must carry a typed payload, not an untyped one"
+                )));
             }
         }
         let mut m = s.serialize_map(None)?;
@@ -303,7 +327,7 @@ mod tests {
     #[test]
     fn a_line_round_trips_in_field_order() {
         let e = Entry::new(Some(EntryId::from("p")), UserPayload::text("hello")).with_tokens(3);
-        let line = e.to_line();
+        let line = e.to_line().unwrap();
         assert!(line
             .starts_with(&format!(r#"{{"v":1,"id":"{}","parent":"p","kind":"user","ts":""#, e.id)));
         assert!(
@@ -317,11 +341,19 @@ mod tests {
         let line = r#"{"v":1,"id":"a","parent":null,"kind":"vote","ts":"2026-11-29T18:00:00.123Z","payload":{"x":[1,2]},"later":true}"#;
         let e = Entry::parse_line(line).unwrap();
         assert_eq!(e.kind(), "vote");
-        assert_eq!(e.to_line(), line);
+        assert_eq!(e.to_line().unwrap(), line);
 
         let line = r#"{"v":1,"id":"b","parent":"a","kind":"tool_result","ts":"2026-11-29T18:00:00.123Z","payload":{"tool_use_id":"t","content":"out","is_error":false,"mime":"text/plain"}}"#;
         let e = Entry::parse_line(line).unwrap();
-        assert_eq!(e.to_line(), line);
+        assert_eq!(e.to_line().unwrap(), line);
+    }
+
+    #[test]
+    fn an_untyped_payload_of_a_known_kind_is_an_error_not_a_line() {
+        let e = Entry::new(None, Payload::Unknown { kind: "user".into(), payload: Value::Null });
+        let err = e.to_line().unwrap_err();
+        assert_eq!(err.id, e.id);
+        assert!(err.to_string().contains("`user` entry must carry a typed payload"), "{err}");
     }
 
     #[test]

@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::entry::Entry;
+use crate::entry::{EncodeError, Entry};
 use crate::journal::Journal;
 use crate::load::{self, LoadError, LoadWarning, Loaded, Tail};
 use crate::payload::{HeaderPayload, Payload};
@@ -42,6 +42,8 @@ pub enum OpenError {
     Io { action: &'static str, path: PathBuf, source: io::Error },
     #[error("the first entry of a new journal must be a header, not `{0}`")]
     NotAHeader(String),
+    #[error(transparent)]
+    Encode(#[from] EncodeError),
 }
 
 /// An append or sync failed; the journal stopped accepting writes.
@@ -75,6 +77,10 @@ impl JournalFile {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(io_err("create the directory of"))?;
         }
+        // Serialized before anything touches the disk: a header that cannot be written leaves
+        // no empty session file behind.
+        let mut line = header.to_line()?;
+        line.push('\n');
         let lock = Lock::acquire(path)?;
         let mut file = match OpenOptions::new().append(true).read(true).create_new(true).open(path)
         {
@@ -84,8 +90,6 @@ impl JournalFile {
             }
             Err(e) => return Err(io_err("create")(e)),
         };
-        let mut line = header.to_line();
-        line.push('\n');
         file.write_all(line.as_bytes()).map_err(io_err("write"))?;
         file.sync_data().map_err(io_err("sync"))?;
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -150,8 +154,14 @@ impl JournalFile {
 
     /// Appends `entry`: hands its line to the writer thread (no disk I/O on this thread) and
     /// applies it to the in-memory journal. Durable after the next [`JournalFile::sync`].
+    /// An entry that cannot be serialized is refused: nothing is written or applied, and the
+    /// journal keeps accepting appends (the file was never touched).
     pub fn append(&mut self, entry: Entry) -> Result<(), WriteError> {
-        let mut line = entry.to_line().into_bytes();
+        let line = entry.to_line().map_err(|e| WriteError {
+            path: self.path.display().to_string(),
+            message: e.to_string(),
+        })?;
+        let mut line = line.into_bytes();
         line.push(b'\n');
         self.writer.send(Msg::Line(line))?;
         self.journal.push(entry);

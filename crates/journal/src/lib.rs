@@ -36,7 +36,7 @@ mod view;
 pub use block::{Block, TextBlock, ThinkingBlock, ToolUseBlock};
 pub use branch::BranchError;
 pub use check::{check_file, CheckReport, Problem};
-pub use entry::{Entry, EntryId, Timestamp, FORMAT_VERSION};
+pub use entry::{EncodeError, Entry, EntryId, Timestamp, FORMAT_VERSION};
 pub use file::{lock_path, JournalFile, OpenError, WriteError};
 pub use journal::{DagProblem, Journal, JournalError};
 pub use list::{list_sessions, title_of, Listing, SessionInfo};

@@ -494,7 +494,7 @@ mod tests {
         let mut f = File::create(&path).unwrap();
         let header = Entry::new(None, crate::HeaderPayload::new("s", "/w"));
         let mut parent = header.id.clone();
-        writeln!(f, "{}", header.to_line()).unwrap();
+        writeln!(f, "{}", header.to_line().unwrap()).unwrap();
         for i in 0..200 {
             if i == 150 {
                 writeln!(f, "{{not json").unwrap();
@@ -504,7 +504,7 @@ mod tests {
                 crate::ToolResultPayload::new("t", "x\"y".repeat(i * 20), false),
             );
             parent = e.id.clone();
-            writeln!(f, "{}", e.to_line()).unwrap();
+            writeln!(f, "{}", e.to_line().unwrap()).unwrap();
         }
         write!(f, "{{\"torn").unwrap();
         drop(f);

@@ -55,7 +55,7 @@ fn appended_lines_are_one_complete_line_each_and_match_memory() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 51);
     for (line, entry) in lines.iter().zip(f.journal().entries()) {
-        assert_eq!(*line, entry.to_line());
+        assert_eq!(*line, entry.to_line().unwrap());
     }
     f.close().unwrap();
 }
@@ -69,4 +69,28 @@ async fn async_sync_waits_for_the_data() {
     let text = std::fs::read_to_string(f.path()).unwrap();
     assert!(text.lines().nth(1).unwrap().contains(id.as_str()));
     assert!(matches!(f.journal().get(id.as_str()).unwrap().payload, Payload::User(_)));
+}
+
+#[test]
+fn an_entry_that_cannot_be_serialized_is_refused_and_nothing_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut f = JournalFile::create_session(dir.path(), HeaderPayload::new("s", "/w")).unwrap();
+    f.user("before");
+    f.sync_blocking().unwrap();
+    let before = std::fs::read(f.path()).unwrap();
+    let entries = f.journal().entries().len();
+
+    let untyped = Payload::Unknown { kind: "assistant".into(), payload: serde_json::json!({}) };
+    let bad = Entry::new(Some(f.tip()), untyped);
+    let err = f.append(bad.clone()).unwrap_err();
+    assert!(err.message.contains(bad.id.as_str()), "the error names the entry: {err}");
+    f.sync_blocking().unwrap();
+    assert_eq!(std::fs::read(f.path()).unwrap(), before, "no empty or partial line");
+    assert_eq!(f.journal().entries().len(), entries);
+
+    let id = f.user("after");
+    f.close().unwrap();
+    let loaded = codewhale_journal::load_read_only(&dir.path().join("s.jsonl")).unwrap();
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+    assert_eq!(loaded.journal.head_id(), &id, "the journal keeps accepting appends");
 }

@@ -163,7 +163,7 @@ fn entries_from_a_newer_version_survive_a_reload_unchanged() {
     assert!(matches!(&entries[7].payload, Payload::Unknown { kind, .. } if kind == "vote"));
     assert_eq!(loaded.journal.head_id(), &entries[8].id, "unknown kinds stay on the chain");
     for (entry, line) in entries.iter().zip(bytes.lines()) {
-        assert_eq!(entry.to_line(), line);
+        assert_eq!(entry.to_line().unwrap(), line);
         assert_eq!(&Entry::parse_line(line).unwrap(), entry);
     }
 }
@@ -208,7 +208,7 @@ fn long_tool_outputs_stay_in_the_file_until_read_and_decode_exactly() {
     // Re-serialized lines are identical to the file's.
     let text = std::fs::read_to_string(&path).unwrap();
     for (entry, line) in loaded.journal.entries().iter().zip(text.lines()) {
-        assert_eq!(entry.to_line(), line);
+        assert_eq!(entry.to_line().unwrap(), line);
     }
 }
 

@@ -169,7 +169,7 @@ proptest! {
         }
         // Reload: the same lines parsed again.
         let reloaded = Journal::from_entries(
-            j.entries().iter().map(|e| Entry::parse_line(&e.to_line()).unwrap()).collect(),
+            j.entries().iter().map(|e| Entry::parse_line(&e.to_line().unwrap()).unwrap()).collect(),
         ).unwrap();
         prop_assert_eq!(reloaded.head_id(), j.head_id());
 

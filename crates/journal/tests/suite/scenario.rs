@@ -28,7 +28,7 @@ fn checkpoints(v: &View) -> usize {
 fn chat_fork_checkout_compact_chat_compact_chat_reload() {
     let dir = tempfile::tempdir().unwrap();
     let mut f =
-        JournalFile::create_session(dir.path(), HeaderPayload::new("s-1", "/work/p")).unwrap();
+        JournalFile::create_session(dir.path(), HeaderPayload::new("s-1", "/home/dev/p")).unwrap();
 
     // 1. chat
     let u1 = f.user("u1");

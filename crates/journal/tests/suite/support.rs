@@ -77,7 +77,7 @@ impl Sink for JournalFile {
 }
 
 pub fn header() -> Entry {
-    Entry::new(None, HeaderPayload::new(EntryId::new().to_string(), "/work/project"))
+    Entry::new(None, HeaderPayload::new(EntryId::new().to_string(), "/home/dev/project"))
 }
 
 pub fn journal() -> Journal {

@@ -52,11 +52,11 @@ fn the_table_lists_newest_first() {
     session(
         home.path(),
         "older",
-        "/work/a",
+        "/home/dev/a",
         &["Fix the parser", "and test it"],
         Duration::from_secs(7200),
     );
-    session(home.path(), "newer", "/work/b", &[], Duration::from_secs(60));
+    session(home.path(), "newer", "/home/dev/b", &[], Duration::from_secs(60));
     let out = sessions(home.path(), &[]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
@@ -69,19 +69,19 @@ fn the_table_lists_newest_first() {
     );
     assert!(
         lines[1].starts_with("newer ")
-            && lines[1].contains("/work/b")
+            && lines[1].contains("/home/dev/b")
             && lines[1].ends_with("(untitled)"),
         "{stdout}"
     );
     assert!(
         lines[2].starts_with("older ")
-            && lines[2].contains("/work/a")
+            && lines[2].contains("/home/dev/a")
             && lines[2].ends_with("Fix the parser"),
         "{stdout}"
     );
     // Columns line up.
     let col = lines[0].find("CWD").unwrap();
-    assert_eq!(lines[1].find("/work/b"), Some(col));
+    assert_eq!(lines[1].find("/home/dev/b"), Some(col));
 }
 
 #[test]

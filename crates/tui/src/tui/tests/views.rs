@@ -130,7 +130,7 @@ fn session_picker_resumes_the_selected_session() {
         id: id.into(),
         updated: "2026-11-29 18:00".into(),
         entries: 12,
-        cwd: "/work/project".into(),
+        cwd: "/home/dev/project".into(),
         title: title.into(),
     };
     h.send(AppEvent::SessionsLoaded {

@@ -1,8 +1,10 @@
 //! `codewhale sessions [--json]`: the sessions in `$CODEWHALE_HOME/sessions`, newest first.
 //!
-//! The table shows id, last update (UTC), entry count, workspace and title; `--json` prints one
-//! JSON object per line with `id`, `cwd`, `title`, `entries`, `updated`, `created_at`, `path`,
-//! `provider` and `model`. Files that are not readable journals are named on stderr and skipped.
+//! The table shows id, last update (UTC), entry count, workspace and title. `--json` prints one
+//! JSON array on a single line (`[]` when there are none), newest first, of objects with `id`,
+//! `cwd`, `title`, `entries`, `updated`, `created_at`, `path`, `provider` and `model`: one
+//! document, so a script reads it whole (`json.loads(stdout)`, `jq '.[0].id'`). Files that are
+//! not readable journals are named on stderr and skipped.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -21,9 +23,8 @@ pub fn run(home: &Path, json: bool) -> anyhow::Result<ExitCode> {
         eprintln!("skipped {}: {reason}", path.display());
     }
     if json {
-        for s in &listing.sessions {
-            println!("{}", json_line(s));
-        }
+        let array: Vec<serde_json::Value> = listing.sessions.iter().map(json_object).collect();
+        println!("{}", serde_json::Value::Array(array));
     } else if listing.sessions.is_empty() {
         eprintln!("no sessions in {}", dir.display());
     } else {
@@ -32,7 +33,7 @@ pub fn run(home: &Path, json: bool) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn json_line(s: &SessionInfo) -> serde_json::Value {
+fn json_object(s: &SessionInfo) -> serde_json::Value {
     serde_json::json!({
         "id": s.id,
         "cwd": s.cwd,
@@ -40,7 +41,8 @@ fn json_line(s: &SessionInfo) -> serde_json::Value {
         "entries": s.entries,
         "updated": s.updated.to_string(),
         "created_at": s.created_at.to_string(),
-        "path": s.path,
+        // Through `display`: `json!` would panic on a path that is not valid UTF-8.
+        "path": s.path.display().to_string(),
         "provider": s.provider,
         "model": s.model,
     })

@@ -43,7 +43,7 @@ fn an_empty_home_lists_nothing() {
     assert!(text(&out.stderr).starts_with("no sessions in "));
     let out = sessions(home.path(), &["--json"]);
     assert_eq!(out.status.code(), Some(0));
-    assert_eq!(text(&out.stdout), "");
+    assert_eq!(text(&out.stdout), "[]\n", "an empty array, still one JSON document");
 }
 
 #[test]
@@ -85,13 +85,21 @@ fn the_table_lists_newest_first() {
 }
 
 #[test]
-fn json_prints_one_object_per_session() {
+fn json_prints_one_array_newest_first() {
     let home = tempfile::tempdir().unwrap();
     session(home.path(), "s1", "/w", &["first prompt"], Duration::from_secs(10));
+    session(home.path(), "s0", "/w", &["older prompt", "more"], Duration::from_secs(3600));
     let out = sessions(home.path(), &["--json"]);
     assert_eq!(out.status.code(), Some(0));
     let stdout = text(&out.stdout);
-    let v: Value = serde_json::from_str(stdout.trim_end()).unwrap();
+    assert_eq!(stdout.lines().count(), 1, "one compact line: {stdout}");
+    // The whole of stdout is one JSON document (what `json.loads(stdout)` needs).
+    let all: Value = serde_json::from_str(&stdout).unwrap();
+    let ids: Vec<&str> =
+        all.as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["s1", "s0"], "newest first");
+    assert_eq!(all[1]["entries"], 2);
+    let v = &all[0];
     assert_eq!(v["id"], "s1");
     assert_eq!(v["cwd"], "/w");
     assert_eq!(v["title"], "first prompt");

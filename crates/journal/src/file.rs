@@ -386,7 +386,7 @@ impl Lock {
             .truncate(false)
             .open(&lock_path)
             .map_err(io_err("open the lock file"))?;
-        match file.try_lock() {
+        match try_lock_patiently(&mut file) {
             Ok(()) => {
                 let pid = std::process::id().to_string();
                 file.set_len(0)
@@ -397,7 +397,7 @@ impl Lock {
             }
             Err(std::fs::TryLockError::WouldBlock) => {
                 let mut pid = String::new();
-                let _ = file.read_to_string(&mut pid);
+                let _ = file.seek(SeekFrom::Start(0)).and_then(|_| file.read_to_string(&mut pid));
                 let pid = pid.trim();
                 let pid = if pid.is_empty() { "unknown".to_owned() } else { pid.to_owned() };
                 Err(OpenError::Locked { path: path.to_owned(), pid })
@@ -405,6 +405,33 @@ impl Lock {
             Err(std::fs::TryLockError::Error(e)) => Err(io_err("lock")(e)),
         }
     }
+}
+
+/// How long to wait for a lock that this very process appears to hold.
+const OWN_LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// `try_lock`, retried for a moment when the recorded holder is this process. A lock file
+/// this process closed can stay locked for a few milliseconds: a child being started by
+/// another thread shares the open file until its `exec` closes it. Another process's lock is
+/// reported at once.
+fn try_lock_patiently(file: &mut File) -> Result<(), std::fs::TryLockError> {
+    let deadline = std::time::Instant::now() + OWN_LOCK_PATIENCE;
+    loop {
+        match file.try_lock() {
+            Err(std::fs::TryLockError::WouldBlock)
+                if std::time::Instant::now() < deadline && holder_is_this_process(file) =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            other => return other,
+        }
+    }
+}
+
+fn holder_is_this_process(file: &mut File) -> bool {
+    let mut pid = String::new();
+    let read = file.seek(SeekFrom::Start(0)).and_then(|_| file.read_to_string(&mut pid));
+    read.is_ok() && pid.trim() == std::process::id().to_string()
 }
 
 /// The lock file of a journal: `<file>.lock`.

@@ -123,6 +123,7 @@ async fn run(
             model: session.model().to_owned(),
             path: session.path().display().to_string(),
             resumed: session.resumed,
+            workspace: session.workspace().display().to_string(),
         },
     );
     for (level, message) in std::mem::take(&mut session.notices) {
@@ -147,7 +148,7 @@ async fn run(
                 let result = crate::anchors::remove_from_session(&session, index);
                 anchor_reply(&sink, id, result);
             }
-            other => handle_idle_op(&mut session, &sink, id, other),
+            other => handle_idle_op(&mut session, &sink, id, other).await,
         }
     }
     if let Err(err) = session.close().await {
@@ -227,7 +228,7 @@ fn error_event(err: &EngineError) -> Event {
 }
 
 /// Ops that need no turn: branch moves, model switches, and the ones only meaningful in a turn.
-fn handle_idle_op(session: &mut Session, sink: &EventSink, id: SubmissionId, op: Op) {
+async fn handle_idle_op(session: &mut Session, sink: &EventSink, id: SubmissionId, op: Op) {
     let notice = |message: String| Event::Notice { level: NoticeLevel::Info, message };
     let result: Result<Option<String>, EngineError> = match op {
         Op::Interrupt => Ok(Some("nothing to interrupt: no turn is running".into())),
@@ -239,9 +240,9 @@ fn handle_idle_op(session: &mut Session, sink: &EventSink, id: SubmissionId, op:
             session.switch_model(&model);
             Ok(Some(format!("model switched to {model}")))
         }
-        Op::Fork { at } => move_head(session, |j| j.fork(&at), "forked at"),
-        Op::Checkout { to } => move_head(session, |j| j.checkout(&to), "checked out"),
-        Op::Rewind { to } => move_head(session, |j| j.rewind(&to), "rewound to"),
+        Op::Fork { at } => move_head(session, |j| j.fork(&at), "forked at").await,
+        Op::Checkout { to } => move_head(session, |j| j.checkout(&to), "checked out").await,
+        Op::Rewind { to } => move_head(session, |j| j.rewind(&to), "rewound to").await,
         // Handled in `run`: they need the session between turns.
         Op::Compact { .. } | Op::AddAnchor { .. } | Op::RemoveAnchor { .. } => Ok(None),
         Op::UserInput { .. } | Op::Shutdown => Ok(None),
@@ -253,7 +254,7 @@ fn handle_idle_op(session: &mut Session, sink: &EventSink, id: SubmissionId, op:
     }
 }
 
-fn move_head(
+async fn move_head(
     session: &mut Session,
     record: impl FnOnce(
         &codewhale_journal::Journal,
@@ -262,6 +263,9 @@ fn move_head(
 ) -> Result<Option<String>, EngineError> {
     let entry = record(session.journal())?;
     session.append_off_head(entry)?;
+    // A HEAD move is an explicit user action: it is on disk before the UI is told it happened,
+    // so a crash right after cannot silently put the user back on the old branch.
+    session.sync().await?;
     let view = session.render();
     let total = session.view_tokens(&view);
     // The last reported prompt was the old branch's; keeping it would hold pressure near the

@@ -77,6 +77,9 @@ pub enum Event {
         model: String,
         path: String,
         resumed: bool,
+        /// The directory the session works in (a resumed session's own, DESIGN-wise its
+        /// header's `cwd`): tools, anchors and project instructions are read there.
+        workspace: String,
     },
     TurnStarted,
     /// The turn is over; `text` is the final assistant text (empty if none).

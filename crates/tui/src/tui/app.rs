@@ -73,6 +73,8 @@ pub struct App {
     pub(crate) session_id: String,
     /// The session's journal file, from the engine (read-only uses: history, notes).
     pub(crate) session_path: String,
+    /// The directory the engine's session works in; `None` until the engine says.
+    pub(crate) workspace: Option<std::path::PathBuf>,
     pub(crate) gauge: Option<Gauge>,
     pub(crate) pending: Vec<(SubmissionId, Pending)>,
     /// The trigger of the compaction in progress, for its capsule.
@@ -110,6 +112,7 @@ impl App {
             model: model.into(),
             session_id: String::new(),
             session_path: String::new(),
+            workspace: None,
             gauge: None,
             pending: Vec::new(),
             compaction_trigger: None,

@@ -50,7 +50,8 @@ impl App {
         let pending =
             self.pending.iter().position(|(id, _)| *id == msg.id).map(|i| self.pending.remove(i).1);
         match msg.event {
-            Event::SessionConfigured { session_id, model, resumed, path } => {
+            Event::SessionConfigured { session_id, model, resumed, path, workspace } => {
+                self.workspace = Some(workspace.into());
                 if resumed {
                     self.effects.push(Effect::LoadHistory { path: path.clone(), replace: false });
                 }

@@ -177,6 +177,8 @@ fn run_effect(params: &TuiParams, app: &App, effect: Effect, tx: &mpsc::Unbounde
     let params = params.clone();
     let session = app.session_id().to_owned();
     let path = app.session_path().to_owned();
+    // A resumed session may work in another directory than the one Codewhale started in.
+    let workspace = app.workspace.clone().unwrap_or_else(|| params.workspace.clone());
     tokio::task::spawn_blocking(move || {
         let event = match effect {
             Effect::LoadContext if session.is_empty() => {
@@ -196,7 +198,7 @@ fn run_effect(params: &TuiParams, app: &App, effect: Effect, tx: &mpsc::Unbounde
                 AppEvent::SessionsLoaded { all, result: list_sessions(&params, all) }
             }
             Effect::ListAnchors => AppEvent::AnchorsLoaded(
-                codewhale_engine::anchors::AnchorStore::new(&params.workspace)
+                codewhale_engine::anchors::AnchorStore::new(&workspace)
                     .list()
                     .map_err(|e| e.to_string()),
             ),

@@ -48,6 +48,7 @@ impl Harness {
                 model: "gpt-test".into(),
                 path: "sessions/s.jsonl".into(),
                 resumed: false,
+                workspace: "project".into(),
             },
         );
         h

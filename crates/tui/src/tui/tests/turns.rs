@@ -16,6 +16,13 @@ fn startup() {
 }
 
 #[test]
+fn the_engine_names_the_workspace_anchors_are_read_from() {
+    // A resumed session works in its own directory; `/anchor list` must read that one.
+    let h = Harness::new();
+    assert_eq!(h.app.workspace.as_deref(), Some(std::path::Path::new("project")));
+}
+
+#[test]
 fn a_streaming_markdown_reply() {
     let mut h = Harness::new();
     h.type_str("explain the build");

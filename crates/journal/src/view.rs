@@ -21,7 +21,7 @@ use std::collections::{HashMap, HashSet};
 
 use crate::block::Block;
 use crate::entry::{Entry, EntryId};
-use crate::journal::{IdHash, Journal};
+use crate::journal::Journal;
 use crate::note::checkpoint_note;
 use crate::payload::{CompactionPayload, Payload};
 use crate::text::Text;
@@ -192,13 +192,14 @@ pub fn render(journal: &Journal, head: &str) -> View {
         .into_iter()
         .filter(|&p| journal.entry_at(p).payload.is_model_visible())
         .collect();
-    let mut on_spine: HashMap<&str, usize, IdHash> =
-        HashMap::with_capacity_and_hasher(spine.len(), IdHash);
-    on_spine.extend(spine.iter().enumerate().map(|(i, &p)| (journal.entry_at(p).id.as_str(), i)));
-
-    let active = active_compaction(journal, &on_spine);
+    let active = if journal.compaction_positions().is_empty() {
+        None
+    } else {
+        active_compaction(journal, &SpineIndex::new(journal, &spine))
+    };
     let Some((record_entry, record, range)) = active else {
-        let items = spine.iter().filter_map(|&p| item(journal.entry_at(p), None)).collect();
+        let mut items = Vec::with_capacity(spine.len());
+        convert_into(&mut items, journal, &spine, None);
         return View { head: head_id, items, compaction: None };
     };
 
@@ -211,7 +212,7 @@ pub fn render(journal: &Journal, head: &str) -> View {
     match range {
         Some((first, last)) => {
             let retained: HashSet<&str> = record.retained_ids.iter().map(EntryId::as_str).collect();
-            items.extend(spine[..first].iter().filter_map(convert));
+            convert_into(&mut items, journal, &spine[..first], Some(&shorten));
             items.extend(
                 spine[first..=last]
                     .iter()
@@ -219,9 +220,9 @@ pub fn render(journal: &Journal, head: &str) -> View {
                     .filter_map(convert),
             );
             items.push(checkpoint_item(record_entry, record));
-            items.extend(spine[last + 1..].iter().filter_map(convert));
+            convert_into(&mut items, journal, &spine[last + 1..], Some(&shorten));
         }
-        None => items.extend(spine.iter().filter_map(convert)),
+        None => convert_into(&mut items, journal, &spine, Some(&shorten)),
     }
     let compaction = Some(ActiveCompaction {
         id: record_entry.id.clone(),
@@ -233,24 +234,48 @@ pub fn render(journal: &Journal, head: &str) -> View {
 
 type Active<'a> = (&'a Entry, &'a CompactionPayload, Option<(usize, usize)>);
 
-/// The newest valid record that applies to this spine, with its covered index range.
-fn active_compaction<'a>(
+/// Where each entry sits in the (model-visible) spine, by entry position. A flat table rather
+/// than a map of ids: ids are resolved through the journal's own index, so rendering a long
+/// session hashes only the ids the records name, not every entry of the spine.
+struct SpineIndex<'a> {
     journal: &'a Journal,
-    on_spine: &HashMap<&str, usize, IdHash>,
-) -> Option<Active<'a>> {
+    at: Vec<u32>,
+}
+
+impl<'a> SpineIndex<'a> {
+    const OFF: u32 = u32::MAX;
+
+    fn new(journal: &'a Journal, spine: &[u32]) -> SpineIndex<'a> {
+        let mut at = vec![Self::OFF; journal.entries().len()];
+        for (i, &p) in spine.iter().enumerate() {
+            at[p as usize] = i as u32;
+        }
+        SpineIndex { journal, at }
+    }
+
+    /// The spine index of the entry with this id, when it is on the spine.
+    fn get(&self, id: &str) -> Option<usize> {
+        let pos = self.journal.position(id)?;
+        let i = *self.at.get(pos as usize)?;
+        (i != Self::OFF).then_some(i as usize)
+    }
+}
+
+/// The newest valid record that applies to this spine, with its covered index range.
+fn active_compaction<'a>(journal: &'a Journal, on_spine: &SpineIndex<'_>) -> Option<Active<'a>> {
     journal.compaction_positions().iter().rev().find_map(|&pos| {
         let entry = journal.entry_at(pos);
         let Payload::Compaction(record) = &entry.payload else { return None };
         if !record.is_valid() {
             return None;
         }
-        if !record.pruned_ids.iter().all(|id| on_spine.contains_key(id.as_str())) {
+        if !record.pruned_ids.iter().all(|id| on_spine.get(id.as_str()).is_some()) {
             return None;
         }
         let range = match &record.covers {
             Some(c) => {
-                let first = *on_spine.get(c.first.as_str())?;
-                let last = *on_spine.get(c.last.as_str())?;
+                let first = on_spine.get(c.first.as_str())?;
+                let last = on_spine.get(c.last.as_str())?;
                 if first > last {
                     return None;
                 }
@@ -260,6 +285,40 @@ fn active_compaction<'a>(
         };
         Some((entry, &**record, range))
     })
+}
+
+/// Views at least this long are converted on two threads.
+const PARALLEL_ITEMS: usize = 16_384;
+
+/// Appends the view items of the entries at `positions`, in order. Converting an item copies
+/// its blocks (the view owns its content), which dominates rendering a long uncompacted
+/// session; a long run is split in two halves converted at once. The result is the same
+/// either way.
+fn convert_into(
+    items: &mut Vec<ViewItem>,
+    journal: &Journal,
+    positions: &[u32],
+    shorten: Option<&Shorten<'_>>,
+) {
+    let convert = |p: &u32| item(journal.entry_at(*p), shorten);
+    let parallel = positions.len() >= PARALLEL_ITEMS
+        && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
+    if !parallel {
+        items.extend(positions.iter().filter_map(convert));
+        return;
+    }
+    let (first, second) = positions.split_at(positions.len() / 2);
+    let second_items = std::thread::scope(|scope| {
+        let handle = scope.spawn(|| second.iter().filter_map(convert).collect::<Vec<_>>());
+        items.extend(first.iter().filter_map(convert));
+        handle.join()
+    });
+    match second_items {
+        Ok(rest) => items.extend(rest),
+        // The conversion cannot panic; should it anyway, convert the half here rather than
+        // return a view with a hole in it.
+        Err(_) => items.extend(second.iter().filter_map(convert)),
+    }
 }
 
 struct Shorten<'a> {

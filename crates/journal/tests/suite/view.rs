@@ -280,3 +280,30 @@ mod check {
         check_view(&head_view(&j)).unwrap();
     }
 }
+
+/// Long views are converted in two halves at once: the result must be the serial one, in order,
+/// with and without a compaction in front.
+#[test]
+fn a_long_view_keeps_every_item_in_order() {
+    let mut j = journal();
+    let u0 = j.user("u0");
+    let a0 = j.assistant("a0");
+    let mut expected = Vec::new();
+    for i in 1..20_000 {
+        j.user(&format!("u{i}"));
+        j.assistant(&format!("a{i}"));
+        expected.push(format!("user: u{i}"));
+        expected.push(format!("assistant: a{i}"));
+    }
+    let mut raw = vec!["user: u0".to_owned(), "assistant: a0".to_owned()];
+    raw.extend(expected.iter().cloned());
+    assert_eq!(lines(&head_view(&j)), raw);
+
+    let root = j.header_entry().id.clone();
+    j.record(&root, summary_record(&u0, &a0, 2, "s"));
+    let v = head_view(&j);
+    check_view(&v).unwrap();
+    assert_eq!(v.items.len(), expected.len() + 1);
+    assert_eq!(short(&v)[0], "checkpoint: Codewhale handoff note.");
+    assert_eq!(lines(&v)[1..], expected[..]);
+}

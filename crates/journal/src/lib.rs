@@ -25,6 +25,7 @@ mod check;
 mod entry;
 mod file;
 mod journal;
+mod lazy;
 mod list;
 mod load;
 mod note;

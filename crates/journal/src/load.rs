@@ -21,8 +21,9 @@ use std::sync::Arc;
 
 use crate::entry::Entry;
 use crate::journal::{DagProblem, Journal};
+use crate::lazy::{lazy_tool_result, LazyFinders};
 use crate::payload::Payload;
-use crate::text::{read_at, Source, Text, LAZY_MIN};
+use crate::text::{read_at, Source, LAZY_MIN};
 
 /// A line that could not be used, with its 1-based line number.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -247,29 +248,6 @@ struct Scanner {
     finders: LazyFinders,
 }
 
-/// The substring searches of [`lazy_tool_result`], built once per scan: building a searcher
-/// costs about as much as running it on a short line, and it runs on every long line.
-struct LazyFinders {
-    content: memchr::memmem::Finder<'static>,
-    kind: memchr::memmem::Finder<'static>,
-    end: memchr::memmem::FinderRev<'static>,
-}
-
-impl LazyFinders {
-    fn new() -> LazyFinders {
-        LazyFinders {
-            content: memchr::memmem::Finder::new(LAZY_CONTENT_KEY),
-            kind: memchr::memmem::Finder::new(LAZY_KIND),
-            end: memchr::memmem::FinderRev::new(LAZY_END),
-        }
-    }
-}
-
-/// Where a `tool_result` line's output starts, how its kind reads, and what follows the output.
-const LAZY_CONTENT_KEY: &[u8] = br#""content":""#;
-const LAZY_KIND: &[u8] = br#""kind":"tool_result""#;
-const LAZY_END: &[u8] = br#"","is_error":"#;
-
 impl Scanner {
     fn new(len: u64, source: Option<Arc<Source>>) -> Scanner {
         // Room for entries of ~2 KB on average (untouched capacity costs no memory).
@@ -358,60 +336,6 @@ impl Scanner {
         check_header(path, &self.s)?;
         Ok(self.s)
     }
-}
-
-/// The fast path for a long `tool_result` line in the order this crate writes it (`kind`
-/// before `payload`, `is_error` right after `content`): the output string is not parsed. Its
-/// end is taken to be the last `","is_error":` of the line (found from the end, so the cost does
-/// not depend on the output), and that is accepted only when every quote in between is escaped,
-/// i.e. the span is one JSON string (a vectorized quote search; ~3 ns per quote).
-/// The rest of the line (with a placeholder output) is parsed and validated now; the output
-/// becomes a [`Text`] that decodes (and so validates escapes) from the file when first read, and
-/// `journal check` decodes every one. `None` means "parse the line normally" (another field
-/// order, duplicate keys, ...).
-fn lazy_tool_result(
-    body: &[u8],
-    offset: u64,
-    source: &Arc<Source>,
-    scratch: &mut Vec<u8>,
-    finders: &LazyFinders,
-) -> Option<Entry> {
-    const PLACEHOLDER: &[u8] = br"\u0000lazy";
-    let key = finders.content.find(body)?;
-    finders.kind.find(&body[..key])?;
-    let start = key + LAZY_CONTENT_KEY.len(); // first byte of the output
-    let end = start + finders.end.rfind(&body[start..])?; // its closing quote
-    if escaped(body, key) || escaped(body, end) || !one_string(&body[start - 2..end]) {
-        return None;
-    }
-    scratch.clear();
-    scratch.extend_from_slice(&body[..start]);
-    scratch.extend_from_slice(PLACEHOLDER);
-    scratch.extend_from_slice(&body[end..]);
-    let mut entry = serde_json::from_str::<Entry>(std::str::from_utf8(scratch).ok()?).ok()?;
-    match &mut entry.payload {
-        Payload::ToolResult(r) if r.content.as_str() == "\0lazy" => {
-            r.content =
-                Text::on_disk(source.clone(), offset + key as u64 + 10, end + 1 - (start - 1));
-            Some(entry)
-        }
-        _ => None,
-    }
-}
-
-/// True when every quote in `s[2..]` is escaped (`s[..2]` is left context), so that `s[2..]`
-/// lies inside one JSON string and its closing quote comes right after. A quote after a single
-/// backslash is escaped; only after two or more does the parity of the run need counting.
-fn one_string(s: &[u8]) -> bool {
-    memchr::memchr_iter(b'"', &s[2..]).all(|i| {
-        let i = i + 2;
-        s[i - 1] == b'\\' && (s[i - 2] != b'\\' || escaped(s, i))
-    })
-}
-
-/// True when the quote at `q` is preceded by an odd number of backslashes.
-fn escaped(body: &[u8], q: usize) -> bool {
-    body[..q].iter().rev().take_while(|&&b| b == b'\\').count() % 2 == 1
 }
 
 fn strip_nul(raw: &[u8]) -> &[u8] {
@@ -542,36 +466,5 @@ mod tests {
         assert_eq!(serial.malformed[0].line, 152);
         assert_eq!(serial.tail, split.tail);
         assert!(matches!(split.tail, Tail::Torn { line: 203, len: 6, .. }));
-    }
-
-    /// The obvious definition: walk the bytes, an unescaped quote ends the string.
-    fn one_string_reference(s: &[u8]) -> bool {
-        let mut i = 2;
-        while i < s.len() {
-            match s[i] {
-                b'\\' => i += 2,
-                b'"' => return false,
-                _ => i += 1,
-            }
-        }
-        true
-    }
-
-    proptest::proptest! {
-        /// Quotes and backslash runs in every arrangement, including runs of two or more
-        /// before a quote (where only the parity of the run tells).
-        #[test]
-        fn one_string_agrees_with_a_byte_walk(
-            body in proptest::collection::vec(
-                proptest::sample::select(vec![b'a', b'"', b'\\', b'x']), 0..64),
-        ) {
-            let mut s = b":\"".to_vec();
-            s.extend_from_slice(&body);
-            // Only spans that do not end inside an escape are asked about (the caller checks
-            // that the closing quote after the span is itself unescaped).
-            proptest::prop_assume!(!escaped(&[s.as_slice(), b"\""].concat(), s.len()));
-            proptest::prop_assert_eq!(one_string(&s), one_string_reference(&s), "{:?}",
-                String::from_utf8_lossy(&s));
-        }
     }
 }

@@ -7,7 +7,7 @@
 //! `Text` then records where the JSON string lies in the file and decodes it (one positional
 //! read) the first time it is asked for, caching the result. Opening a 200 MB session thus never
 //! holds 200 MB of tool output in memory. (How the loader finds the output without parsing
-//! it: `load::lazy_tool_result`.) The file is append-only, so the recorded position
+//! it: `lazy::lazy_tool_result`.) The file is append-only, so the recorded position
 //! stays valid for as long as the session exists.
 //!
 //! Clones share the decoded text, so the view, the engine and the UI all hand the same output

@@ -35,7 +35,9 @@ pub fn note(path: &Path, id: &str) -> Result<String, String> {
     let loaded = journal::load_read_only(path)
         .map_err(|e| format!("cannot read the compaction note: {e}"))?;
     match loaded.journal.get(id).map(|e| &e.payload) {
-        Some(journal::Payload::Compaction(record)) => Ok(record.note.clone()),
+        Some(journal::Payload::Compaction(record)) => {
+            Ok(journal::checkpoint_note(record).into_owned())
+        }
         _ => Err(format!("the journal has no compaction record {id}")),
     }
 }
@@ -62,7 +64,7 @@ pub fn load(path: &Path) -> Result<Vec<HistoryItem>, String> {
                             tokens_before: r.tokens_before.unwrap_or(0),
                             tokens_after: r.tokens_after.unwrap_or(0),
                         },
-                        note: r.note.clone(),
+                        note: journal::checkpoint_note(r).into_owned(),
                     });
                 }
             }
@@ -191,6 +193,23 @@ mod tests {
         let mut t = Transcript::default();
         push_all(&mut t, items);
         assert_eq!(t.len(), 5);
+    }
+
+    #[test]
+    fn a_record_written_without_a_note_unfolds_to_the_rebuilt_note() {
+        // Records written by other tools follow the plain record shape, without `note`.
+        let lines = [
+            r#"{"v":1,"id":"h","parent":null,"kind":"header","ts":"2026-11-29T18:00:00.000Z","payload":{"session_id":"s","created_at":"2026-11-29T18:00:00.000Z","cwd":"/w","app_version":"0","provider":"openai","model":"m"}}"#,
+            r#"{"v":1,"id":"u1","parent":"h","kind":"user","ts":"2026-11-29T18:00:01.000Z","payload":{"content":[{"type":"text","text":"fix the parser"}]}}"#,
+            r#"{"v":1,"id":"a1","parent":"u1","kind":"assistant","ts":"2026-11-29T18:00:02.000Z","payload":{"content":[{"type":"text","text":"Fixed."}]}}"#,
+            r#"{"v":1,"id":"k1","parent":"h","kind":"compaction","ts":"2026-11-29T18:00:03.000Z","payload":{"summary":"Objective: Fix the parser.","covers":{"first":"u1","last":"a1","count":2},"retained_ids":[],"pruned_ids":[],"bounded":[],"files_touched":[],"trigger":"manual","path":"summary"}}"#,
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        let note = note(&path, "k1").unwrap();
+        assert!(note.starts_with("Codewhale handoff note."), "{note}");
+        assert!(note.contains("Fix the parser."), "{note}");
     }
 
     #[test]

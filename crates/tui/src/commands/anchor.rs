@@ -7,17 +7,13 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use codewhale_engine::anchors::{AnchorStore, ANCHORS_FILE};
 
 use crate::cli::AnchorCommand;
 
 /// Runs one anchor subcommand.
 pub fn run(workspace: Option<&Path>, command: AnchorCommand) -> anyhow::Result<ExitCode> {
-    let workspace = match workspace {
-        Some(dir) => dir.to_path_buf(),
-        None => std::env::current_dir().context("cannot read the current directory")?,
-    };
+    let workspace = super::workspace_dir(workspace)?;
     let store = AnchorStore::new(&workspace);
     match command {
         AnchorCommand::Add { text } => {

@@ -7,7 +7,6 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::Context as _;
 use codewhale_engine::config::Env;
 use codewhale_engine::protocol::{Event, Op};
 use codewhale_engine::session::Resume;
@@ -24,10 +23,7 @@ pub fn run(
 ) -> anyhow::Result<ExitCode> {
     codewhale_engine::tokens::warm_up();
     let _log = crate::logging::init(home);
-    let workspace = match workspace {
-        Some(dir) => dir.to_path_buf(),
-        None => std::env::current_dir().context("cannot read the current directory")?,
-    };
+    let workspace = super::workspace_dir(workspace)?;
     let resume = match args.session {
         Some(id) => Resume::Id(id),
         None => Resume::Last,
@@ -41,11 +37,7 @@ pub fn run(
         interactive: false,
         retry: None,
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let runtime = super::runtime()?;
     runtime.block_on(compact(params, args.focus))
 }
 

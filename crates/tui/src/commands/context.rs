@@ -20,10 +20,7 @@ pub fn run(
     workspace: Option<&Path>,
     args: ContextArgs,
 ) -> anyhow::Result<ExitCode> {
-    let cwd = match workspace {
-        Some(dir) => dir.to_path_buf(),
-        None => std::env::current_dir().context("cannot read the current directory")?,
-    };
+    let cwd = super::workspace_dir(workspace)?;
     let resume = match args.session {
         Some(id) => Resume::Id(id),
         None => Resume::Last,

@@ -49,10 +49,7 @@ pub fn run(
         eprintln!("codewhale: the prompt is empty; pass it as an argument or pipe it with `-`");
         return Ok(ExitCode::from(2));
     }
-    let workspace = match workspace {
-        Some(dir) => dir.to_path_buf(),
-        None => std::env::current_dir().context("cannot read the current directory")?,
-    };
+    let workspace = super::workspace_dir(workspace)?;
     let resume = match (args.session, args.last) {
         (Some(id), _) => Resume::Id(id),
         (None, true) => Resume::Last,
@@ -72,11 +69,7 @@ pub fn run(
         interactive: can_ask,
         retry: None,
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let runtime = super::runtime()?;
     runtime.block_on(exec(params, prompt, args.json))
 }
 

@@ -8,7 +8,6 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::Context as _;
 use codewhale_engine::config::{self, Env};
 use codewhale_engine::session::Resume;
 
@@ -43,10 +42,7 @@ pub fn run_with(
     resume: Option<Resume>,
 ) -> anyhow::Result<ExitCode> {
     let home = crate::home::resolve(global.home.as_ref())?;
-    let workspace = match workspace {
-        Some(dir) => dir.to_path_buf(),
-        None => std::env::current_dir().context("cannot read the current directory")?,
-    };
+    let workspace = super::workspace_dir(workspace)?;
     let overrides = super::exec::overrides(global, None);
     let config = config::load(&home, &workspace, &overrides)?;
     if config.resolve_provider(&Env::from_process())?.is_none() {
@@ -57,11 +53,7 @@ pub fn run_with(
     codewhale_engine::tokens::warm_up();
     let _log = crate::logging::init(&home);
     let params = TuiParams { home, workspace, overrides, resume };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let runtime = super::runtime()?;
     let outcome = runtime.block_on(tui::run(params))?;
     if let Some(id) = outcome.session_id {
         eprintln!("session {id} saved; continue it with `codewhale resume {id}`");

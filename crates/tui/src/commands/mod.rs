@@ -9,3 +9,25 @@ pub mod journal_check;
 pub mod resume;
 pub mod sessions;
 pub mod survival_check;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+
+/// The workspace a command works in: `-C DIR` when given, else the current directory.
+pub(crate) fn workspace_dir(flag: Option<&Path>) -> anyhow::Result<PathBuf> {
+    match flag {
+        Some(dir) => Ok(dir.to_path_buf()),
+        None => std::env::current_dir().context("cannot read the current directory"),
+    }
+}
+
+/// The async runtime a command runs the engine on. Two workers are all one session needs, and
+/// fewer threads keep start-up cheap.
+pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}

@@ -262,7 +262,7 @@ async fn move_head(
     verb: &str,
 ) -> Result<Option<String>, EngineError> {
     let entry = record(session.journal())?;
-    session.append_off_head(entry)?;
+    session.append_entry(entry)?;
     // A HEAD move is an explicit user action: it is on disk before the UI is told it happened,
     // so a crash right after cannot silently put the user back on the old branch.
     session.sync().await?;

@@ -145,7 +145,7 @@ pub fn auto_worthwhile(session: &Session) -> bool {
 fn notice(session: &mut Session, level: Level, text: &str) {
     let parent = session.journal().head_id().clone();
     if let Err(err) =
-        session.append_off_head(Entry::new(Some(parent), SystemPayload::new(level, text)))
+        session.append_entry(Entry::new(Some(parent), SystemPayload::new(level, text)))
     {
         tracing::error!("cannot journal the compaction notice: {err}");
     }
@@ -422,7 +422,7 @@ async fn commit(
     }
     let id = entry.id.to_string();
     session
-        .append_off_head(entry)
+        .append_entry(entry)
         .map_err(|e| Stop::Failed(format!("cannot write the record: {e}")))?;
     session.sync().await.map_err(|e| Stop::Failed(format!("cannot sync the record: {e}")))?;
     session.budget_mut().record_compaction(new_total, old_total - new_total);

@@ -98,7 +98,7 @@ pub fn fit_view(ctx: &mut TurnCtx<'_>, view: View) -> Result<(View, Option<Trimm
             ctx.emit(Event::Error { kind: "context_full".into(), message: message.clone() });
             let parent = ctx.session.journal().head_id().clone();
             let notice = Entry::new(Some(parent), SystemPayload::new(Level::Error, message));
-            if let Err(err) = ctx.session.append_off_head(notice) {
+            if let Err(err) = ctx.session.append_entry(notice) {
                 tracing::error!("cannot journal the notice: {err}");
             }
             Err(TurnOutcome { status: TurnStatus::Failed, text: String::new() })

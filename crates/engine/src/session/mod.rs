@@ -55,7 +55,7 @@ pub struct SessionParams {
 /// An open session.
 #[derive(Debug)]
 pub struct Session {
-    /// The journal; written only through [`Session::append`] and [`Session::append_off_head`].
+    /// The journal; written only through [`Session::append`] and [`Session::append_entry`].
     pub(crate) journal: JournalFile,
     pub(crate) workspace: PathBuf,
     pub(crate) home: PathBuf,
@@ -278,9 +278,10 @@ impl Session {
         Ok(id)
     }
 
-    /// Appends an entry with an explicit parent that does not join the view on its own (a
-    /// compaction record, a `system` notice, a `head` record).
-    pub fn append_off_head(&mut self, entry: Entry) -> Result<(), EngineError> {
+    /// Appends an entry built by the caller, parent included (a compaction record, a `system`
+    /// notice, a `head` record). HEAD follows the journal's rules: a notice parented on HEAD
+    /// extends it; compaction and `head` records never do.
+    pub fn append_entry(&mut self, entry: Entry) -> Result<(), EngineError> {
         self.journal.append(entry)?;
         Ok(())
     }

@@ -120,7 +120,7 @@ fn fail(ctx: &mut TurnCtx<'_>, kind: &str, message: &str) {
         Some(journal.head_id().clone()),
         SystemPayload::new(Level::Error, format!("{kind}: {message}")),
     );
-    if let Err(err) = ctx.session.append_off_head(notice) {
+    if let Err(err) = ctx.session.append_entry(notice) {
         tracing::error!("cannot journal the error notice: {err}");
     }
 }

@@ -13,7 +13,8 @@ use crate::entry::{Entry, EntryId};
 use crate::journal::DagProblem;
 use crate::load::{self, LoadError, LoadWarning};
 use crate::payload::Payload;
-use crate::view::{check_view, render};
+use crate::view::render;
+use crate::view_check::check_view;
 
 /// One problem, with the line it is on when it has one.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -42,7 +43,11 @@ pub struct CheckReport {
     pub compactions: usize,
     /// The active compaction of HEAD's view.
     pub active_compaction: Option<EntryId>,
+    /// What makes the journal unsound (`journal check` exits 1).
     pub problems: Vec<Problem>,
+    /// What was read as best it could be (informational fields of an unexpected type): reported,
+    /// but the journal is sound.
+    pub warnings: Vec<Problem>,
 }
 
 impl CheckReport {
@@ -76,12 +81,20 @@ pub fn check_file(path: &Path) -> Result<CheckReport, LoadError> {
     let journal = loaded.journal;
 
     let mut problems: Vec<Problem> = Vec::new();
+    let mut warnings: Vec<Problem> = Vec::new();
     for w in &loaded.warnings {
+        if let LoadWarning::Coerced { line, notes } = w {
+            // Informational fields only: the entry is usable as read.
+            let message = format!("read as best it could be: {}", notes.join("; "));
+            warnings.push(Problem { line: Some(*line), message });
+            continue;
+        }
         let line = match w {
             LoadWarning::TornTail { line, .. }
             | LoadWarning::MissingNewline { line, .. }
             | LoadWarning::NulPrefix { line }
-            | LoadWarning::Dag { line, .. } => *line,
+            | LoadWarning::Dag { line, .. }
+            | LoadWarning::Coerced { line, .. } => *line,
             LoadWarning::Malformed(m) => m.line,
         };
         let message = match w {
@@ -92,6 +105,7 @@ pub fn check_file(path: &Path) -> Result<CheckReport, LoadError> {
             LoadWarning::NulPrefix { .. } => "starts with zero bytes".to_owned(),
             LoadWarning::Malformed(m) => m.error.clone(),
             LoadWarning::Dag { problem, .. } => load::dag_message(problem),
+            LoadWarning::Coerced { .. } => continue,
         };
         // A cycle shows up as a parent that is not an earlier entry; report it once, as a cycle.
         if let LoadWarning::Dag { problem: DagProblem::DanglingParent { id, .. }, .. } = w {
@@ -119,7 +133,7 @@ pub fn check_file(path: &Path) -> Result<CheckReport, LoadError> {
             problems.push(Problem {
                 line: journal.line_of(entry.id.as_str()),
                 message: format!(
-                    "compaction record {} has neither covers nor pruned_ids; it is ignored",
+                    "compaction record {} has none of covers, pruned_ids and bounded; it is ignored",
                     entry.id
                 ),
             });
@@ -143,6 +157,7 @@ pub fn check_file(path: &Path) -> Result<CheckReport, LoadError> {
         compactions: journal.compactions().count(),
         active_compaction: view.compaction.map(|c| c.id),
         problems,
+        warnings,
     })
 }
 

@@ -102,6 +102,13 @@ impl Timestamp {
     }
 }
 
+/// The Unix epoch: what an unreadable timestamp of another tool's line reads as.
+impl Default for Timestamp {
+    fn default() -> Self {
+        Timestamp(DateTime::<Utc>::UNIX_EPOCH)
+    }
+}
+
 impl fmt::Display for Timestamp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0.to_rfc3339_opts(SecondsFormat::Millis, true))
@@ -239,6 +246,19 @@ impl Serialize for Entry {
     }
 }
 
+/// Reads an informational top-level field tolerantly (see [`crate::lenient`]).
+fn lax<'de, A: MapAccess<'de>, T: crate::lenient::Lenient>(
+    map: &mut A,
+    key: &str,
+) -> Result<T, A::Error> {
+    let mark = crate::lenient::mark();
+    let v = map.next_value::<crate::lenient::Lax<T>>()?.0;
+    if crate::lenient::mark() != mark {
+        crate::lenient::name_since(mark, key);
+    }
+    Ok(v)
+}
+
 /// Parses a payload directly when `kind` was already seen (the order this crate writes).
 struct PayloadSeed<'k>(&'k str);
 
@@ -281,16 +301,22 @@ impl<'de> Deserialize<'de> for Entry {
                 let mut extra = Map::new();
                 while let Some(key) = map.next_key::<Key<'de>>()? {
                     match key.0.as_ref() {
-                        "v" => v = Some(map.next_value()?),
+                        "v" => v = Some(lax::<A, u32>(&mut map, "v")?),
                         "id" => id = Some(map.next_value()?),
                         "parent" => parent = Some(map.next_value()?),
                         "kind" => kind = Some(map.next_value()?),
-                        "ts" => ts = Some(map.next_value()?),
-                        "payload" => match &kind {
-                            Some(k) => payload = Some(map.next_value_seed(PayloadSeed(&k.0))?),
-                            None => raw_payload = Some(map.next_value()?),
-                        },
-                        "tokens" => tokens = map.next_value()?,
+                        "ts" => ts = Some(lax::<A, Timestamp>(&mut map, "ts")?),
+                        "payload" => {
+                            let mark = crate::lenient::mark();
+                            match &kind {
+                                Some(k) => payload = Some(map.next_value_seed(PayloadSeed(&k.0))?),
+                                None => raw_payload = Some(map.next_value()?),
+                            }
+                            if crate::lenient::mark() != mark {
+                                crate::lenient::name_since(mark, "payload");
+                            }
+                        }
+                        "tokens" => tokens = lax::<A, Option<u32>>(&mut map, "tokens")?,
                         _ => {
                             let value: Value = map.next_value()?;
                             extra.insert(key.0.into_owned(), value);
@@ -300,15 +326,22 @@ impl<'de> Deserialize<'de> for Entry {
                 let kind = kind.ok_or_else(|| de::Error::missing_field("kind"))?.0;
                 let payload = match (payload, raw_payload) {
                     (Some(p), _) => p,
-                    (None, Some(raw)) => Payload::parse(&kind, raw.get())
-                        .map_err(|e| de::Error::custom(format!("bad {kind} payload: {e}")))?,
+                    (None, Some(raw)) => {
+                        let mark = crate::lenient::mark();
+                        let p = Payload::parse(&kind, raw.get())
+                            .map_err(|e| de::Error::custom(format!("bad {kind} payload: {e}")))?;
+                        if crate::lenient::mark() != mark {
+                            crate::lenient::name_since(mark, "payload");
+                        }
+                        p
+                    }
                     (None, None) => return Err(de::Error::missing_field("payload")),
                 };
                 Ok(Entry {
-                    v: v.ok_or_else(|| de::Error::missing_field("v"))?,
+                    v: v.unwrap_or(FORMAT_VERSION),
                     id: id.ok_or_else(|| de::Error::missing_field("id"))?,
                     parent: parent.ok_or_else(|| de::Error::missing_field("parent"))?,
-                    ts: ts.ok_or_else(|| de::Error::missing_field("ts"))?,
+                    ts: ts.unwrap_or_default(),
                     payload,
                     tokens,
                     extra,

@@ -140,7 +140,8 @@ impl Journal {
                 }
             },
             None => {
-                if !matches!(entry.payload, Payload::Header(_)) {
+                // A `head` record is not a DAG node: its parent is informational only.
+                if !matches!(entry.payload, Payload::Header(_) | Payload::Head(_)) {
                     self.problems.push((line, DagProblem::MissingParent { id: entry.id.clone() }));
                 }
                 None

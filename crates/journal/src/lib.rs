@@ -26,13 +26,16 @@ mod entry;
 mod file;
 mod journal;
 mod lazy;
+mod lenient;
 mod list;
 mod load;
 mod note;
 mod payload;
 mod record;
+mod shorten;
 mod text;
 mod view;
+mod view_check;
 
 pub use block::{Block, TextBlock, ThinkingBlock, ToolUseBlock};
 pub use branch::BranchError;
@@ -40,6 +43,7 @@ pub use check::{check_file, CheckReport, Problem};
 pub use entry::{EncodeError, Entry, EntryId, Timestamp, FORMAT_VERSION};
 pub use file::{lock_path, JournalFile, OpenError, WriteError};
 pub use journal::{DagProblem, Journal, JournalError};
+pub use lenient::take_coercions;
 pub use list::{list_sessions, title_of, Listing, SessionInfo};
 pub use load::{dag_message, load_read_only, torn_path, LoadError, LoadWarning, Loaded, Malformed};
 pub use note::checkpoint_note;
@@ -48,8 +52,10 @@ pub use payload::{
     Covers, HeadPayload, HeadReason, HeaderPayload, Level, Payload, Reads, Receipt, SystemPayload,
     ToolResultPayload, Trigger, Usage, UserPayload,
 };
+pub use shorten::{blocks_bytes, bound_blocks, cut_to_bound, pruned_stub, text_marker};
 pub use text::Text;
 pub use view::{
-    check_view, cut_to_bound, pruned_stub, render, ActiveCompaction, ItemContent, ItemKind, Role,
-    Shortened, ToolResultView, View, ViewError, ViewItem, CHECKPOINT_MARKER,
+    render, render_with_record, ActiveCompaction, ItemContent, ItemKind, Role, Shortened,
+    ToolResultView, View, ViewItem, CHECKPOINT_MARKER,
 };
+pub use view_check::{check_view, ViewError};

@@ -53,6 +53,8 @@ pub(crate) struct Scan {
     /// Lines that began with NUL bytes (a filesystem's zero fill after a crash), which were
     /// skipped before parsing the rest of the line.
     pub nul_prefixed: Vec<u32>,
+    /// Informational fields read as best they could be (see `lenient`), by line.
+    pub coerced: Vec<(u32, Vec<String>)>,
     pub tail: Tail,
 }
 
@@ -88,6 +90,12 @@ pub enum LoadWarning {
     NulPrefix {
         line: u32,
     },
+    /// Informational fields of an unexpected type, read as best they could be (the entry is
+    /// used as read).
+    Coerced {
+        line: u32,
+        notes: Vec<String>,
+    },
     Dag {
         line: u32,
         problem: DagProblem,
@@ -114,6 +122,9 @@ impl fmt::Display for LoadWarning {
             LoadWarning::Malformed(m) => write!(f, "line {}: {}; skipped", m.line, m.error),
             LoadWarning::NulPrefix { line } => {
                 write!(f, "line {line}: starts with zero bytes (skipped before parsing)")
+            }
+            LoadWarning::Coerced { line, notes } => {
+                write!(f, "line {line}: read as best it could be: {}", notes.join("; "))
             }
             LoadWarning::Dag { line, problem } => {
                 write!(f, "line {line}: {}", dag_message(problem))
@@ -258,6 +269,7 @@ impl Scanner {
                 lines: Vec::with_capacity(guess),
                 malformed: Vec::new(),
                 nul_prefixed: Vec::new(),
+                coerced: Vec::new(),
                 tail: Tail::Clean,
             },
             len,
@@ -282,10 +294,12 @@ impl Scanner {
             }
             _ => None,
         };
+        crate::lenient::take_coercions();
         let parsed = match lazy {
             Some(entry) => Ok(entry),
             None => parse(body),
         };
+        let coerced = crate::lenient::take_coercions();
         let end = offset + raw.len() as u64 + u64::from(complete);
         let is_last = end >= self.len;
         let s = &mut self.s;
@@ -296,6 +310,9 @@ impl Scanner {
                 }
                 if !complete {
                     s.tail = Tail::MissingNewline { line: line_no };
+                }
+                if !coerced.is_empty() {
+                    s.coerced.push((line_no, coerced));
                 }
                 s.entries.push(entry);
                 s.lines.push(line_no);
@@ -316,6 +333,7 @@ impl Scanner {
         s.malformed
             .extend(next.s.malformed.into_iter().map(|m| Malformed { line: m.line + shift, ..m }));
         s.nul_prefixed.extend(next.s.nul_prefixed.iter().map(|l| l + shift));
+        s.coerced.extend(next.s.coerced.into_iter().map(|(l, notes)| (l + shift, notes)));
         s.tail = match next.s.tail {
             Tail::Clean => Tail::Clean,
             Tail::Torn { offset, len, line } => Tail::Torn { offset, len, line: line + shift },
@@ -402,6 +420,8 @@ pub(crate) fn assemble(
     }
     warnings.extend(scan.nul_prefixed.iter().map(|&line| LoadWarning::NulPrefix { line }));
     warnings.extend(scan.malformed.iter().cloned().map(LoadWarning::Malformed));
+    warnings
+        .extend(scan.coerced.into_iter().map(|(line, notes)| LoadWarning::Coerced { line, notes }));
     let journal = Journal::from_lines(scan.entries, scan.lines)
         .map_err(|e| LoadError::NotAJournal { path: path.to_owned(), reason: e.to_string() })?;
     warnings.extend(

@@ -18,15 +18,15 @@ record! {
     /// `header`: the first line of every session file (parent null).
     pub struct HeaderPayload {
         session_id: String = "session_id" req,
-        created_at: Timestamp = "created_at" req,
+        created_at: Timestamp = "created_at" info,
         /// The workspace directory the session was started in.
         cwd: String = "cwd" req,
-        app_version: String = "app_version" always,
-        provider: String = "provider" always,
-        model: String = "model" always,
+        app_version: String = "app_version" info,
+        provider: String = "provider" info,
+        model: String = "model" info,
         /// Optional: a short title (the first line of the first prompt) when the engine knows
         /// it at creation. See docs/journal-format.md, "Listing".
-        title: Option<String> = "title" opt,
+        title: Option<String> = "title" info_opt,
     }
 }
 
@@ -36,9 +36,9 @@ record! {
     pub struct UserPayload {
         content: Vec<Block> = "content" always,
         /// A pinned note (`/anchor`); not a plain user message.
-        anchor: bool = "anchor" flag,
+        anchor: bool = "anchor" info_flag,
         /// Text the engine wrote in the user role; not a plain user message.
-        synthetic: bool = "synthetic" flag,
+        synthetic: bool = "synthetic" info_flag,
     }
 }
 
@@ -46,10 +46,10 @@ record! {
     /// Token usage the provider reported for one response.
     #[derive(Default)]
     pub struct Usage {
-        input_tokens: u64 = "input_tokens" always,
-        output_tokens: u64 = "output_tokens" always,
-        cache_read_tokens: u64 = "cache_read_tokens" always,
-        cache_write_tokens: u64 = "cache_write_tokens" always,
+        input_tokens: u64 = "input_tokens" info,
+        output_tokens: u64 = "output_tokens" info,
+        cache_read_tokens: u64 = "cache_read_tokens" info,
+        cache_write_tokens: u64 = "cache_write_tokens" info,
     }
 }
 
@@ -59,9 +59,9 @@ record! {
         /// HEAD when the request was built (the view was rendered at this entry).
         head: EntryId = "head" req,
         /// The active compaction record of that view, if any.
-        summary: Option<EntryId> = "summary" always,
+        summary: Option<EntryId> = "summary" info,
         /// Set when the request was trimmed (§5.1 fail-open): the first view entry still sent.
-        trimmed_before: Option<EntryId> = "trimmed_before" opt,
+        trimmed_before: Option<EntryId> = "trimmed_before" info_opt,
     }
 }
 
@@ -70,12 +70,12 @@ record! {
     #[derive(Default)]
     pub struct AssistantPayload {
         content: Vec<Block> = "content" always,
-        model: Option<String> = "model" always,
-        stop_reason: Option<String> = "stop_reason" always,
-        usage: Option<Usage> = "usage" always,
-        reads: Option<Reads> = "reads" always,
+        model: Option<String> = "model" info,
+        stop_reason: Option<String> = "stop_reason" info,
+        usage: Option<Usage> = "usage" info,
+        reads: Option<Reads> = "reads" info,
         /// The stream failed mid-way; `content` is what arrived.
-        interrupted: bool = "interrupted" flag,
+        interrupted: bool = "interrupted" info_flag,
     }
 }
 
@@ -87,22 +87,27 @@ record! {
         tool_use_id: String = "tool_use_id" req,
         /// The output as the model reads it.
         content: Text = "content" always,
-        is_error: bool = "is_error" always,
+        is_error: bool = "is_error" info,
         /// Structured output (images, ...), when the tool produced any.
         content_blocks: Option<Vec<Block>> = "content_blocks" opt,
         /// Size of the original output in bytes, when `content` was already shortened.
-        bytes: Option<u64> = "bytes" opt,
+        bytes: Option<u64> = "bytes" info_opt,
+        /// Appended later, at HEAD, for a call that had no result (a crash, an interrupt): the
+        /// view places it right after its call's assistant entry (DESIGN §3).
+        repairs: bool = "repairs" info_flag,
     }
 }
 
 string_enum! {
     /// What started a compaction pass.
     pub enum Trigger { Auto = "auto", Manual = "manual", Reactive = "reactive" }
+    default Auto
 }
 
 string_enum! {
     /// Whether a compaction pass summarized (`summary`) or only pruned tool output.
     pub enum CompactionPath { Summary = "summary", PruneOnly = "prune-only" }
+    default Summary
 }
 
 record! {
@@ -111,7 +116,7 @@ record! {
         first: EntryId = "first" req,
         last: EntryId = "last" req,
         /// How many model-visible entries the segment holds.
-        count: u64 = "count" always,
+        count: u64 = "count" info,
     }
 }
 
@@ -127,11 +132,11 @@ record! {
     /// What a compaction pass kept of the last round (DESIGN §5.7).
     #[derive(Default)]
     pub struct Receipt {
-        last_round_messages: u64 = "last_round_messages" always,
-        last_round_tool_results: u64 = "last_round_tool_results" always,
-        assistant_kept: u64 = "assistant_kept" always,
-        anchors_chars: u64 = "anchors_chars" always,
-        retained_user_tokens: u64 = "retained_user_tokens" always,
+        last_round_messages: u64 = "last_round_messages" info,
+        last_round_tool_results: u64 = "last_round_tool_results" info,
+        assistant_kept: u64 = "assistant_kept" info,
+        anchors_chars: u64 = "anchors_chars" info,
+        retained_user_tokens: u64 = "retained_user_tokens" info,
     }
 }
 
@@ -139,25 +144,25 @@ record! {
     /// `compaction`: a change of what the model reads (DESIGN §5.6). Never moves HEAD.
     pub struct CompactionPayload {
         /// The model's summary after caps; `None` for a prune-only pass.
-        summary: Option<String> = "summary" always,
+        summary: Option<String> = "summary" info,
         /// The complete first text block of the checkpoint message, exactly as the model reads
         /// it (header, summary, files touched, running now, live-state stamp, anchors,
         /// closing). Prune-only records carry the previous record's note forward.
-        note: String = "note" always,
+        note: String = "note" info,
         covers: Option<Covers> = "covers" always,
         retained_ids: Vec<EntryId> = "retained_ids" always,
         pruned_ids: Vec<EntryId> = "pruned_ids" always,
         bounded: Vec<Bounded> = "bounded" always,
-        files_touched: Vec<String> = "files_touched" always,
-        anchors: Option<String> = "anchors" always,
-        trigger: Trigger = "trigger" req,
-        focus: Option<String> = "focus" always,
-        path: CompactionPath = "path" req,
-        previous_id: Option<EntryId> = "previous_id" always,
-        model: Option<String> = "model" always,
-        tokens_before: Option<u64> = "tokens_before" always,
-        tokens_after: Option<u64> = "tokens_after" always,
-        receipt: Option<Receipt> = "receipt" always,
+        files_touched: Vec<String> = "files_touched" info,
+        anchors: Option<String> = "anchors" info,
+        trigger: Trigger = "trigger" info,
+        focus: Option<String> = "focus" info,
+        path: CompactionPath = "path" info,
+        previous_id: Option<EntryId> = "previous_id" info,
+        model: Option<String> = "model" info,
+        tokens_before: Option<u64> = "tokens_before" info,
+        tokens_after: Option<u64> = "tokens_after" info,
+        receipt: Option<Receipt> = "receipt" info,
     }
 }
 
@@ -166,21 +171,22 @@ record! {
     pub struct BranchSummaryPayload {
         /// The first entry of the branch the summary describes.
         branch_id: EntryId = "branch_id" req,
-        summary: String = "summary" req,
-        parent_branch_id: Option<EntryId> = "parent_branch_id" always,
+        summary: String = "summary" info,
+        parent_branch_id: Option<EntryId> = "parent_branch_id" info,
     }
 }
 
 string_enum! {
     /// Severity of a local notice.
     pub enum Level { Info = "info", Warning = "warning", Error = "error" }
+    default Info
 }
 
 record! {
     /// `system`: a local notice (refusal, error, command output). Never shown to the model.
     pub struct SystemPayload {
-        text: String = "text" req,
-        level: Level = "level" req,
+        text: String = "text" info,
+        level: Level = "level" info,
     }
 }
 
@@ -193,13 +199,14 @@ string_enum! {
         Edit = "edit",
         Rewind = "rewind",
     }
+    default Checkout
 }
 
 record! {
     /// `head`: an explicit HEAD move. Not a DAG node: nothing is ever parented on it.
     pub struct HeadPayload {
         to: EntryId = "to" req,
-        reason: HeadReason = "reason" req,
+        reason: HeadReason = "reason" info,
     }
 }
 
@@ -426,9 +433,10 @@ impl CompactionPayload {
         }
     }
 
-    /// A record with neither `covers` nor `pruned_ids` describes nothing and is ignored.
+    /// A record with none of `covers`, `pruned_ids` and `bounded` describes nothing and is
+    /// ignored. One with only `bounded` is a valid prune-only record.
     pub fn is_valid(&self) -> bool {
-        self.covers.is_some() || !self.pruned_ids.is_empty()
+        self.covers.is_some() || !self.pruned_ids.is_empty() || !self.bounded.is_empty()
     }
 }
 

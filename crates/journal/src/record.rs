@@ -41,7 +41,9 @@ impl<'de> de::Deserialize<'de> for Key<'de> {
 ///
 /// Field modes: `req` must be present; `opt` is an `Option` written only when `Some`; `flag` is
 /// a `bool` written only when true; `list` is a `Vec` written only when non-empty; `always`
-/// defaults when absent but is always written.
+/// defaults when absent but is always written. `info`, `info_opt` and `info_flag` are
+/// `always`, `opt` and `flag` for informational fields: read tolerantly (see
+/// [`crate::lenient`]), written exactly.
 macro_rules! record {
     (
         $(#[$meta:meta])*
@@ -90,7 +92,7 @@ macro_rules! record {
                         let mut extra = serde_json::Map::new();
                         while let Some(key) = map.next_key::<$crate::record::Key<'de>>()? {
                             match key.0.as_ref() {
-                                $( $key => $field = Some(map.next_value()?), )*
+                                $( $key => $field = Some(record!(@de map, $ty, $key, $mode)), )*
                                 _ => {
                                     let v: serde_json::Value = map.next_value()?;
                                     extra.insert(key.0.into_owned(), v);
@@ -108,7 +110,27 @@ macro_rules! record {
         }
     };
 
+    (@de $map:ident, $ty:ty, $key:literal, info) => { record!(@lax $map, $ty, $key) };
+    (@de $map:ident, $ty:ty, $key:literal, info_opt) => { record!(@lax $map, $ty, $key) };
+    (@de $map:ident, $ty:ty, $key:literal, info_flag) => { record!(@lax $map, $ty, $key) };
+    (@de $map:ident, $ty:ty, $key:literal, $mode:ident) => { $map.next_value::<$ty>()? };
+    (@lax $map:ident, $ty:ty, $key:literal) => {{
+        let mark = $crate::lenient::mark();
+        let v = $map.next_value::<$crate::lenient::Lax<$ty>>()?.0;
+        if $crate::lenient::mark() != mark {
+            $crate::lenient::name_since(mark, $key);
+        }
+        v
+    }};
+
     (@ser $m:ident, $v:expr, $key:literal, req) => { $m.serialize_entry($key, &$v)?; };
+    (@ser $m:ident, $v:expr, $key:literal, info) => { $m.serialize_entry($key, &$v)?; };
+    (@ser $m:ident, $v:expr, $key:literal, info_opt) => {
+        if let Some(v) = &$v { $m.serialize_entry($key, v)?; }
+    };
+    (@ser $m:ident, $v:expr, $key:literal, info_flag) => {
+        if $v { $m.serialize_entry($key, &true)?; }
+    };
     (@ser $m:ident, $v:expr, $key:literal, always) => { $m.serialize_entry($key, &$v)?; };
     (@ser $m:ident, $v:expr, $key:literal, opt) => {
         if let Some(v) = &$v { $m.serialize_entry($key, v)?; }
@@ -134,6 +156,7 @@ macro_rules! string_enum {
     (
         $(#[$meta:meta])*
         pub enum $name:ident { $( $(#[$vmeta:meta])* $variant:ident = $s:literal ),* $(,)? }
+        default $default:ident
     ) => {
         $(#[$meta])*
         #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -178,6 +201,19 @@ macro_rules! string_enum {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
                 let k = $crate::record::Key::deserialize(d)?;
                 Ok($name::from(k.0.as_ref()))
+            }
+        }
+
+        /// What an absent value reads as.
+        impl Default for $name {
+            fn default() -> Self {
+                $name::$default
+            }
+        }
+
+        impl $crate::lenient::Lenient for $name {
+            fn from_loose(loose: $crate::lenient::Loose<'_>) -> Self {
+                $crate::lenient::string_or_default(loose, stringify!($name), |s| $name::from(s))
             }
         }
     };

@@ -80,6 +80,20 @@ impl Text {
         }
     }
 
+    /// The length in bytes when it is known without reading the file, else the length of the
+    /// JSON string in the file (escapes included): an upper bound, close for real output. What
+    /// planning (sizes, bounds) uses, so that sizing a long session reads none of its outputs.
+    pub fn len_hint(&self) -> usize {
+        match &self.0 {
+            Repr::Mem(s) => s.len(),
+            Repr::Disk(d) => match (d.decoded.get(), d.decoded_len.get()) {
+                (Some(s), _) => s.len(),
+                (None, Some(n)) => *n,
+                (None, None) => d.len.saturating_sub(2),
+            },
+        }
+    }
+
     /// Checks that a text still in the file decodes, without keeping the result (for
     /// `journal check`). Texts in memory are always valid.
     pub fn check_decodes(&self) -> Result<(), String> {

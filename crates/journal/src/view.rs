@@ -24,6 +24,7 @@ use crate::entry::{Entry, EntryId};
 use crate::journal::Journal;
 use crate::note::checkpoint_note;
 use crate::payload::{CompactionPayload, Payload};
+use crate::shorten::{blocks_bytes, bound_blocks, cut_to_bound, pruned_stub};
 use crate::text::Text;
 
 /// The second text block of every checkpoint message (DESIGN §5.5).
@@ -149,40 +150,19 @@ impl View {
     }
 }
 
-/// The one-line stub that replaces a pruned tool result.
-pub fn pruned_stub(original_bytes: u64) -> String {
-    format!("[output pruned by compaction: {original_bytes} bytes; rerun the tool if you need it]")
-}
-
-/// The marker between the head and tail of a bounded tool result.
-pub fn bounded_marker(cut_bytes: usize) -> String {
-    format!("\n[... {cut_bytes} bytes cut by compaction; rerun the tool if you need them ...]\n")
-}
-
-/// Cuts `text` to at most `max_bytes` of original text: the first half, a marker, the last
-/// half, each cut on a UTF-8 boundary. Text within the bound is returned unchanged (`None`).
-pub fn cut_to_bound(text: &str, max_bytes: usize) -> Option<String> {
-    if text.len() <= max_bytes {
-        return None;
-    }
-    let mut head = max_bytes / 2;
-    while !text.is_char_boundary(head) {
-        head -= 1;
-    }
-    let mut tail = text.len() - (max_bytes - max_bytes / 2);
-    while !text.is_char_boundary(tail) {
-        tail += 1;
-    }
-    let marker = bounded_marker(tail - head);
-    let mut out = String::with_capacity(head + marker.len() + text.len() - tail);
-    out.push_str(&text[..head]);
-    out.push_str(&marker);
-    out.push_str(&text[tail..]);
-    Some(out)
-}
-
 /// The view of `head` (an entry id). An unknown head renders an empty view.
 pub fn render(journal: &Journal, head: &str) -> View {
+    render_inner(journal, head, None)
+}
+
+/// The view `head` would have if `record` (a `compaction` entry not yet appended) were the
+/// newest record of the journal: what a compaction pass validates before it writes anything,
+/// without copying the journal. A record that does not apply to this spine changes nothing.
+pub fn render_with_record(journal: &Journal, head: &str, record: &Entry) -> View {
+    render_inner(journal, head, Some(record))
+}
+
+fn render_inner(journal: &Journal, head: &str, extra: Option<&Entry>) -> View {
     let head_id = EntryId::from(head);
     let Some(start) = journal.position(head) else {
         return View { head: head_id, items: Vec::new(), compaction: None };
@@ -192,14 +172,18 @@ pub fn render(journal: &Journal, head: &str) -> View {
         .into_iter()
         .filter(|&p| journal.entry_at(p).payload.is_model_visible())
         .collect();
-    let active = if journal.compaction_positions().is_empty() {
+    let has_repairs = spine.iter().any(|&p| is_repair(journal.entry_at(p)));
+    let active = if journal.compaction_positions().is_empty() && extra.is_none() {
         None
     } else {
-        active_compaction(journal, &SpineIndex::new(journal, &spine))
+        active_compaction(journal, &SpineIndex::new(journal, &spine), extra)
     };
     let Some((record_entry, record, range)) = active else {
         let mut items = Vec::with_capacity(spine.len());
         convert_into(&mut items, journal, &spine, None);
+        if has_repairs {
+            place_repairs(&mut items, journal, &spine, None, None);
+        }
         return View { head: head_id, items, compaction: None };
     };
 
@@ -224,12 +208,77 @@ pub fn render(journal: &Journal, head: &str) -> View {
         }
         None => convert_into(&mut items, journal, &spine, Some(&shorten)),
     }
+    if has_repairs {
+        place_repairs(&mut items, journal, &spine, range, Some(&shorten));
+    }
     let compaction = Some(ActiveCompaction {
         id: record_entry.id.clone(),
         record: record.clone(),
         tokens: record_entry.tokens,
     });
     View { head: head_id, items, compaction }
+}
+
+/// A `tool_result` appended later for a call that had none (`repairs: true`).
+fn is_repair(entry: &Entry) -> bool {
+    matches!(&entry.payload, Payload::ToolResult(r) if r.repairs)
+}
+
+/// Puts each repair result of the spine right after its call's assistant entry and the results
+/// that follow it (DESIGN §3). A repair inside the covered segment is covered with it; one
+/// whose call is not in the view (covered, or never on this branch) or already answered is left
+/// out, so a repair can never orphan or duplicate a result.
+fn place_repairs(
+    items: &mut Vec<ViewItem>,
+    journal: &Journal,
+    spine: &[u32],
+    covered: Option<(usize, usize)>,
+    shorten: Option<&Shorten<'_>>,
+) {
+    let mut calls: HashMap<&str, usize> = HashMap::new();
+    let mut answered: HashSet<String> = HashSet::new();
+    for (i, item) in items.iter().enumerate() {
+        match &item.content {
+            ItemContent::Blocks(blocks) if item.role == Role::Assistant => {
+                for call in blocks.iter().filter_map(Block::as_tool_use) {
+                    calls.insert(call.id.as_str(), i);
+                }
+            }
+            ItemContent::ToolResult(r) => {
+                answered.insert(r.tool_use_id.clone());
+            }
+            ItemContent::Blocks(_) => {}
+        }
+    }
+    let mut after: HashMap<usize, Vec<ViewItem>> = HashMap::new();
+    for (index, &pos) in spine.iter().enumerate() {
+        let entry = journal.entry_at(pos);
+        let Payload::ToolResult(r) = &entry.payload else { continue };
+        if !r.repairs || covered.is_some_and(|(first, last)| (first..=last).contains(&index)) {
+            continue;
+        }
+        let Some(&call_at) = calls.get(r.tool_use_id.as_str()) else { continue };
+        if !answered.insert(r.tool_use_id.clone()) {
+            continue;
+        }
+        let mut end = call_at;
+        while items.get(end + 1).is_some_and(|i| i.kind == ItemKind::ToolResult) {
+            end += 1;
+        }
+        if let Some(view) = convert_result(entry, shorten) {
+            after.entry(end).or_default().push(view);
+        }
+    }
+    if after.is_empty() {
+        return;
+    }
+    let old = std::mem::take(items);
+    for (i, item) in old.into_iter().enumerate() {
+        items.push(item);
+        if let Some(repairs) = after.remove(&i) {
+            items.extend(repairs);
+        }
+    }
 }
 
 type Active<'a> = (&'a Entry, &'a CompactionPayload, Option<(usize, usize)>);
@@ -261,15 +310,21 @@ impl<'a> SpineIndex<'a> {
     }
 }
 
-/// The newest valid record that applies to this spine, with its covered index range.
-fn active_compaction<'a>(journal: &'a Journal, on_spine: &SpineIndex<'_>) -> Option<Active<'a>> {
-    journal.compaction_positions().iter().rev().find_map(|&pos| {
-        let entry = journal.entry_at(pos);
+/// The newest valid record that applies to this spine, with its covered index range. `extra`,
+/// a record not yet appended, counts as the newest of all.
+fn active_compaction<'a>(
+    journal: &'a Journal,
+    on_spine: &SpineIndex<'_>,
+    extra: Option<&'a Entry>,
+) -> Option<Active<'a>> {
+    let appended = journal.compaction_positions().iter().rev().map(|&pos| journal.entry_at(pos));
+    extra.into_iter().chain(appended).find_map(|entry| {
         let Payload::Compaction(record) = &entry.payload else { return None };
         if !record.is_valid() {
             return None;
         }
-        if !record.pruned_ids.iter().all(|id| on_spine.get(id.as_str()).is_some()) {
+        let named = record.pruned_ids.iter().chain(record.bounded.iter().map(|b| &b.id));
+        if !named.into_iter().all(|id| on_spine.get(id.as_str()).is_some()) {
             return None;
         }
         let range = match &record.covers {
@@ -290,10 +345,10 @@ fn active_compaction<'a>(journal: &'a Journal, on_spine: &SpineIndex<'_>) -> Opt
 /// Views at least this long are converted on two threads.
 const PARALLEL_ITEMS: usize = 16_384;
 
-/// Appends the view items of the entries at `positions`, in order. Converting an item copies
-/// its blocks (the view owns its content), which dominates rendering a long uncompacted
-/// session; a long run is split in two halves converted at once. The result is the same
-/// either way.
+/// Appends the view items of the entries at `positions`, in order (repairs are placed
+/// afterwards). Converting an item copies its blocks (the view owns its content), which
+/// dominates rendering a long uncompacted session; a long run is split in two halves converted
+/// at once. The result is the same either way.
 fn convert_into(
     items: &mut Vec<ViewItem>,
     journal: &Journal,
@@ -342,8 +397,10 @@ fn checkpoint_item(entry: &Entry, record: &CompactionPayload) -> ViewItem {
     }
 }
 
+/// The view item of a spine entry; `None` for kinds the model does not read and for repair
+/// results, which [`place_repairs`] places.
 fn item(entry: &Entry, shorten: Option<&Shorten<'_>>) -> Option<ViewItem> {
-    let (role, kind, content, mut tokens, mut shortened) = match &entry.payload {
+    let (role, kind, blocks) = match &entry.payload {
         Payload::User(u) => {
             let kind = if u.anchor {
                 ItemKind::Anchor
@@ -352,30 +409,47 @@ fn item(entry: &Entry, shorten: Option<&Shorten<'_>>) -> Option<ViewItem> {
             } else {
                 ItemKind::User
             };
-            (Role::User, kind, ItemContent::Blocks(u.content.clone()), entry.tokens, None)
+            (Role::User, kind, &u.content)
         }
-        Payload::Assistant(a) => (
-            Role::Assistant,
-            ItemKind::Assistant,
-            ItemContent::Blocks(a.content.clone()),
-            entry.tokens,
-            None,
-        ),
-        Payload::ToolResult(r) => {
-            let view = ToolResultView {
-                tool_use_id: r.tool_use_id.clone(),
-                content: r.content.clone(),
-                is_error: r.is_error,
-                content_blocks: r.content_blocks.clone(),
-            };
-            (Role::User, ItemKind::ToolResult, ItemContent::ToolResult(view), entry.tokens, None)
-        }
+        Payload::Assistant(a) => (Role::Assistant, ItemKind::Assistant, &a.content),
+        Payload::ToolResult(r) if !r.repairs => return convert_result(entry, shorten),
         _ => return None,
     };
-    let mut content = content;
-    if let (Some(s), ItemContent::ToolResult(view), Payload::ToolResult(r)) =
-        (shorten, &mut content, &entry.payload)
-    {
+    let bound = shorten.and_then(|s| s.bounded.get(entry.id.as_str()).copied());
+    // A pinned note is restated verbatim everywhere; it is never cut.
+    let cut = bound.filter(|_| kind != ItemKind::Anchor).and_then(|max_bytes| {
+        let blocks = bound_blocks(blocks, max_bytes, &entry.id)?;
+        Some((blocks, max_bytes))
+    });
+    let (content, tokens, shortened) = match cut {
+        Some((cut, max_bytes)) => {
+            let original_bytes = blocks_bytes(blocks);
+            (cut, None, Some(Shortened::Bounded { original_bytes, max_bytes }))
+        }
+        None => (blocks.clone(), entry.tokens, None),
+    };
+    Some(ViewItem {
+        source: entry.id.clone(),
+        role,
+        kind,
+        content: ItemContent::Blocks(content),
+        tokens,
+        shortened,
+    })
+}
+
+/// The view item of a tool result, pruned or bounded as the active record says.
+fn convert_result(entry: &Entry, shorten: Option<&Shorten<'_>>) -> Option<ViewItem> {
+    let Payload::ToolResult(r) = &entry.payload else { return None };
+    let mut view = ToolResultView {
+        tool_use_id: r.tool_use_id.clone(),
+        content: r.content.clone(),
+        is_error: r.is_error,
+        content_blocks: r.content_blocks.clone(),
+    };
+    let mut tokens = entry.tokens;
+    let mut shortened = None;
+    if let Some(s) = shorten {
         let original_bytes = || r.bytes.unwrap_or(r.content.byte_len() as u64);
         if s.pruned.contains(entry.id.as_str()) {
             let original_bytes = original_bytes();
@@ -387,101 +461,19 @@ fn item(entry: &Entry, shorten: Option<&Shorten<'_>>) -> Option<ViewItem> {
             let bound = usize::try_from(max_bytes).unwrap_or(usize::MAX);
             if let Some(cut) = cut_to_bound(&r.content, bound) {
                 view.content = Text::from(cut);
+                view.content_blocks = None;
                 tokens = None;
                 shortened =
                     Some(Shortened::Bounded { original_bytes: original_bytes(), max_bytes });
             }
         }
     }
-    Some(ViewItem { source: entry.id.clone(), role, kind, content, tokens, shortened })
-}
-
-/// Why a view cannot be sent.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum ViewError {
-    #[error("the view starts with an assistant message (entry {entry})")]
-    FirstNotUser { entry: EntryId },
-    #[error("assistant entry {entry} follows another assistant message with no user message or tool result between")]
-    AssistantAfterAssistant { entry: EntryId },
-    #[error("tool call {call_id} in assistant entry {entry} has no tool result after it")]
-    MissingResult { entry: EntryId, call_id: String },
-    #[error("tool result entry {entry} answers call {call_id}, which is not a pending call of the assistant message before it")]
-    OrphanResult { entry: EntryId, call_id: String },
-    #[error("assistant entry {entry} uses tool call id {call_id} twice")]
-    DuplicateCall { entry: EntryId, call_id: String },
-}
-
-impl ViewError {
-    /// The entry the error names.
-    pub fn entry(&self) -> &EntryId {
-        match self {
-            ViewError::FirstNotUser { entry }
-            | ViewError::AssistantAfterAssistant { entry }
-            | ViewError::MissingResult { entry, .. }
-            | ViewError::OrphanResult { entry, .. }
-            | ViewError::DuplicateCall { entry, .. } => entry,
-        }
-    }
-}
-
-/// Checks that a view can be sent: the first item is a user message; no assistant message
-/// follows another without a user message or tool result between; every `tool_use` is answered
-/// by a tool result directly after its assistant message (results of one batch may come in any
-/// order), and every tool result answers a call of the assistant message just before it.
-pub fn check_view(view: &View) -> Result<(), ViewError> {
-    let mut pending: Vec<(&str, &EntryId)> = Vec::new();
-    let mut last_role: Option<Role> = None;
-    for item in &view.items {
-        match (&item.content, item.kind) {
-            (ItemContent::ToolResult(r), _) => {
-                match pending.iter().position(|(id, _)| *id == r.tool_use_id) {
-                    Some(i) => {
-                        pending.remove(i);
-                    }
-                    None => {
-                        return Err(ViewError::OrphanResult {
-                            entry: item.source.clone(),
-                            call_id: r.tool_use_id.clone(),
-                        })
-                    }
-                }
-            }
-            (ItemContent::Blocks(blocks), _) => {
-                if let Some((call_id, entry)) = pending.first() {
-                    return Err(ViewError::MissingResult {
-                        entry: (*entry).clone(),
-                        call_id: (*call_id).to_owned(),
-                    });
-                }
-                if item.role == Role::Assistant {
-                    match last_role {
-                        None => return Err(ViewError::FirstNotUser { entry: item.source.clone() }),
-                        Some(Role::Assistant) => {
-                            return Err(ViewError::AssistantAfterAssistant {
-                                entry: item.source.clone(),
-                            })
-                        }
-                        Some(Role::User) => {}
-                    }
-                    for call in blocks.iter().filter_map(Block::as_tool_use) {
-                        if pending.iter().any(|(id, _)| *id == call.id) {
-                            return Err(ViewError::DuplicateCall {
-                                entry: item.source.clone(),
-                                call_id: call.id.clone(),
-                            });
-                        }
-                        pending.push((&call.id, &item.source));
-                    }
-                }
-            }
-        }
-        last_role = Some(item.role);
-    }
-    match pending.first() {
-        Some((call_id, entry)) => Err(ViewError::MissingResult {
-            entry: (*entry).clone(),
-            call_id: (*call_id).to_owned(),
-        }),
-        None => Ok(()),
-    }
+    Some(ViewItem {
+        source: entry.id.clone(),
+        role: Role::User,
+        kind: ItemKind::ToolResult,
+        content: ItemContent::ToolResult(view),
+        tokens,
+        shortened,
+    })
 }

@@ -80,3 +80,58 @@ fn a_record_without_a_note_renders_a_checkpoint_holding_its_summary() {
         serde_json::to_string(cp.blocks()).unwrap()
     });
 }
+
+/// Another tool wrote a receipt counter as a boolean, a token figure as a string and a `head`
+/// record with a null parent: the record still describes the view, and the fields are read as
+/// best they can be, each named in a warning with its line.
+#[test]
+fn informational_fields_of_another_type_are_read_and_warned_about() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _, record_id) = journal_with_foreign_record(dir.path());
+    let text = std::fs::read_to_string(&path).unwrap();
+    let text = text
+        .replace("\"assistant_kept\":0", "\"assistant_kept\":true")
+        .replace("\"tokens_before\":900", "\"tokens_before\":\"900\"");
+    assert!(text.contains("\"assistant_kept\":true"), "{text}");
+    let loaded_before = load_read_only(&path).unwrap();
+    let head = loaded_before.journal.head_id().clone();
+    let head_line = json!({
+        "v": 1, "id": EntryId::new().as_str(), "parent": null, "kind": "head",
+        "ts": "2026-11-29T18:00:14.000Z", "payload": {"to": head.as_str(), "reason": "checkout"}
+    });
+    std::fs::write(&path, format!("{text}{head_line}\n")).unwrap();
+
+    let loaded = load_read_only(&path).unwrap();
+    let j = &loaded.journal;
+    assert!(j.problems().is_empty(), "a head record may have a null parent: {:?}", j.problems());
+    let view = render(j, j.head_id().as_str());
+    assert_eq!(view.compaction.as_ref().map(|c| c.id.as_str()), Some(record_id.as_str()));
+    let record = &view.compaction.as_ref().unwrap().record;
+    assert_eq!(record.receipt.as_ref().unwrap().assistant_kept, 1);
+    assert_eq!(record.tokens_before, Some(900));
+
+    let report = codewhale_journal::check_file(&path).unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    let warnings: Vec<String> = report.warnings.iter().map(ToString::to_string).collect();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].starts_with("line 5: read as best it could be"), "{warnings:?}");
+    assert!(warnings[0].contains("`payload.receipt.assistant_kept`: expected a non-negative integer, found the boolean true; read as 1"), "{warnings:?}");
+    assert!(warnings[0].contains("`payload.tokens_before`"), "{warnings:?}");
+}
+
+/// A line whose view-relevant fields are wrong is still malformed: tolerance stops at ids,
+/// parents, kinds, covers and content blocks.
+#[test]
+fn what_the_view_needs_still_makes_a_line_invalid() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _, _) = journal_with_foreign_record(dir.path());
+    let bad = json!({"v": 1, "id": 7, "parent": null, "kind": "user", "ts": "x",
+        "payload": {"content": [{"type": "text", "text": "hi"}]}});
+    let bad_blocks = json!({"v": 1, "id": EntryId::new().as_str(), "parent": null, "kind": "user",
+        "ts": "x", "payload": {"content": "not blocks"}});
+    let mut file = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+    writeln!(file, "{bad}\n{bad_blocks}").unwrap();
+    let report = codewhale_journal::check_file(&path).unwrap();
+    let lines: Vec<Option<u32>> = report.problems.iter().map(|p| p.line).collect();
+    assert!(lines.contains(&Some(6)) && lines.contains(&Some(7)), "{:?}", report.problems);
+}

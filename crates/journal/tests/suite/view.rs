@@ -307,3 +307,127 @@ fn a_long_view_keeps_every_item_in_order() {
     assert_eq!(short(&v)[0], "checkpoint: Codewhale handoff note.");
     assert_eq!(lines(&v)[1..], expected[..]);
 }
+
+mod bounds_and_repairs {
+    use codewhale_journal::{
+        check_view, render, render_with_record, AssistantPayload, Block, Bounded, CompactionPath,
+        CompactionPayload, Entry, ItemKind, Shortened, ToolResultPayload, Trigger, UserPayload,
+    };
+
+    use super::super::support::{journal, short, summary_record, Sink};
+
+    /// A record that only bounds a user message and an assistant reply is a valid prune-only
+    /// record: the texts keep a prefix, a marker block names the entry that holds them whole.
+    #[test]
+    fn a_bounds_only_record_cuts_texts_to_a_prefix_and_a_marker() {
+        let mut j = journal();
+        let u = j.on_head(UserPayload::text(format!("paste: {}", "a".repeat(50_000))));
+        let a = j.on_head(AssistantPayload::new(vec![
+            Block::thinking("hm", Some("sig".into())),
+            Block::text("b".repeat(40_000)),
+        ]));
+        let mut record = CompactionPayload::new(CompactionPath::PruneOnly, Trigger::Auto);
+        record.bounded = vec![Bounded::new(u.clone(), 4_000), Bounded::new(a.clone(), 2_000)];
+        assert!(record.is_valid(), "bounded alone describes a change");
+        let head = j.head_id().clone();
+        j.record(&head, record);
+        let view = render(&j, j.head_id().as_str());
+        check_view(&view).unwrap();
+        let user = &view.items[0];
+        let texts: Vec<&str> = user.blocks().iter().filter_map(Block::as_text).collect();
+        assert_eq!(texts.len(), 2);
+        assert!(texts[0].len() <= 4_000 && texts[0].starts_with("paste: aaa"));
+        assert!(texts[1].contains(&format!("journal entry {u} holds it whole")), "{}", texts[1]);
+        assert!(matches!(user.shortened, Some(Shortened::Bounded { max_bytes: 4_000, .. })));
+        assert_eq!(user.tokens, None, "a cut item is counted again");
+        let reply = &view.items[1];
+        assert!(reply.blocks().iter().all(|b| b.block_type() == "text"), "thinking is dropped");
+        assert!(reply.blocks()[0].as_text().unwrap().len() <= 2_000);
+    }
+
+    /// `render_with_record` is `render` after appending the record, without touching the
+    /// journal.
+    #[test]
+    fn rendering_with_a_would_be_record_equals_rendering_after_appending_it() {
+        let mut j = journal();
+        let u1 = j.user("first");
+        let a1 = j.assistant("one");
+        j.user("second");
+        j.tools(&["c1"]);
+        let head = j.head_id().clone();
+        let root = j.header_entry().id.clone();
+        let record = Entry::new(Some(root), summary_record(&u1, &a1, 2, "summary"));
+        let before = render(&j, head.as_str());
+        let would_be = render_with_record(&j, head.as_str(), &record);
+        assert_eq!(render(&j, head.as_str()), before, "the journal is untouched");
+        j.push(record);
+        assert_eq!(render(&j, head.as_str()), would_be);
+        assert_eq!(would_be.items[0].kind, ItemKind::Checkpoint);
+    }
+
+    fn call(id: &str) -> AssistantPayload {
+        AssistantPayload::new(vec![Block::tool_use(id, "shell", serde_json::json!({"c": id}))])
+    }
+
+    fn repair(id: &str) -> ToolResultPayload {
+        let mut r = ToolResultPayload::new(id, "no result: the call was interrupted", true);
+        r.repairs = true;
+        r
+    }
+
+    /// An unanswered call three turns back: the repair appended at HEAD is read right after its
+    /// call, so the view is sendable; a second repair for the same call is left out.
+    #[test]
+    fn a_repair_appended_at_head_is_read_right_after_its_call() {
+        let mut j = journal();
+        j.user("one");
+        j.on_head(call("lost"));
+        j.user("two");
+        j.assistant("answer two");
+        j.user("three");
+        j.tools(&["ok"]);
+        j.assistant("answer three");
+        let before = render(&j, j.head_id().as_str());
+        assert!(check_view(&before).is_err(), "the unanswered call makes the view unsendable");
+        j.on_head(repair("lost"));
+        j.on_head(repair("lost"));
+        let view = render(&j, j.head_id().as_str());
+        check_view(&view).unwrap();
+        assert_eq!(
+            short(&view),
+            [
+                "user: one",
+                "assistant: call lost",
+                "tool_result: result lost: no result: the call was interrupted",
+                "user: two",
+                "assistant: answer two",
+                "user: three",
+                "assistant: call ok",
+                "tool_result: result ok: output of ok",
+                "assistant: answer three",
+            ]
+        );
+    }
+
+    /// A call inside a compacted segment is covered with its repair: neither reaches the model.
+    #[test]
+    fn a_repair_of_a_covered_call_is_covered_with_it() {
+        let mut j = journal();
+        let u1 = j.user("one");
+        let lost = j.on_head(call("lost"));
+        j.user("two");
+        let a2 = j.assistant("answer two");
+        j.user("three");
+        j.assistant("answer three");
+        let root = j.header_entry().id.clone();
+        j.record(&root, summary_record(&u1, &a2, 4, "covered"));
+        j.on_head(repair("lost"));
+        let view = render(&j, j.head_id().as_str());
+        check_view(&view).unwrap();
+        assert!(view.items.iter().all(|i| i.source != lost));
+        assert_eq!(
+            short(&view),
+            ["checkpoint: Codewhale handoff note.", "user: three", "assistant: answer three"]
+        );
+    }
+}

@@ -1,0 +1,160 @@
+//! How the view shortens what a compaction record names (DESIGN §3): a pruned tool result
+//! becomes a one-line stub; a bounded tool result keeps its head and tail around a marker; a
+//! bounded user or assistant message keeps a prefix of its text followed by a marker block.
+//!
+//! Pure text work. Invariants: a cut never splits a UTF-8 character; a bounded message keeps a
+//! non-empty prefix of every text block it had (so the survival contract's prefix rule holds)
+//! and never edits bytes that must replay exactly (signed thinking and opaque provider blocks
+//! are dropped whole, never cut); tool call ids and names are kept.
+
+use serde_json::Value;
+
+use crate::block::Block;
+use crate::entry::EntryId;
+
+/// The one-line stub that replaces a pruned tool result.
+pub fn pruned_stub(original_bytes: u64) -> String {
+    format!("[output pruned by compaction: {original_bytes} bytes; rerun the tool if you need it]")
+}
+
+/// The marker between the head and tail of a bounded tool result.
+pub fn bounded_marker(cut_bytes: usize) -> String {
+    format!("\n[... {cut_bytes} bytes cut by compaction; rerun the tool if you need them ...]\n")
+}
+
+/// Cuts `text` to at most `max_bytes` of original text: the first half, a marker, the last
+/// half, each cut on a UTF-8 boundary. Text within the bound is returned unchanged (`None`).
+pub fn cut_to_bound(text: &str, max_bytes: usize) -> Option<String> {
+    if text.len() <= max_bytes {
+        return None;
+    }
+    let mut head = max_bytes / 2;
+    while !text.is_char_boundary(head) {
+        head -= 1;
+    }
+    let mut tail = text.len() - (max_bytes - max_bytes / 2);
+    while !text.is_char_boundary(tail) {
+        tail += 1;
+    }
+    let marker = bounded_marker(tail - head);
+    let mut out = String::with_capacity(head + marker.len() + text.len() - tail);
+    out.push_str(&text[..head]);
+    out.push_str(&marker);
+    out.push_str(&text[tail..]);
+    Some(out)
+}
+
+/// Every text block of a bounded message keeps at least this much of its start.
+const MIN_TEXT_PREFIX: usize = 256;
+
+/// String arguments of a bounded message's tool calls longer than this are cut to a prefix.
+const MIN_INPUT_STRING: usize = 1024;
+
+/// The size of a message's content as the bound measures it: text, thinking, opaque blocks and
+/// tool call arguments.
+pub fn blocks_bytes(blocks: &[Block]) -> u64 {
+    blocks
+        .iter()
+        .map(|b| match b {
+            Block::Text(t) => t.text.len(),
+            Block::Thinking(t) => t.thinking.len() + t.signature.as_ref().map_or(0, String::len),
+            Block::ToolUse(t) => t.name.len() + t.input.to_string().len(),
+            Block::Opaque(raw) => raw.get().len(),
+        } as u64)
+        .sum()
+}
+
+/// The marker block after a bounded message's prefix.
+pub fn text_marker(cut_bytes: u64, original_bytes: u64, entry: &EntryId) -> String {
+    format!(
+        "[... {cut_bytes} of this message's {original_bytes} bytes were cut by compaction; \
+         journal entry {entry} holds it whole ...]"
+    )
+}
+
+/// The blocks of a user or assistant message bounded to about `max_bytes`: each text block cut
+/// to a prefix (sharing the budget in order, each keeping at least 256 bytes),
+/// long string arguments of tool calls cut to a prefix, thinking and opaque blocks dropped, and
+/// a marker block naming the original size and `entry`. `None` when the message is within the
+/// bound.
+pub fn bound_blocks(blocks: &[Block], max_bytes: u64, entry: &EntryId) -> Option<Vec<Block>> {
+    let original = blocks_bytes(blocks);
+    if original <= max_bytes {
+        return None;
+    }
+    let max = usize::try_from(max_bytes).unwrap_or(usize::MAX);
+    let mut remaining = max;
+    let input_max = (max / 4).max(MIN_INPUT_STRING);
+    let mut out = Vec::with_capacity(blocks.len() + 1);
+    for block in blocks {
+        match block {
+            Block::Text(t) => {
+                let keep = t.text.len().min(remaining.max(MIN_TEXT_PREFIX));
+                let end = floor_char(&t.text, keep);
+                remaining = remaining.saturating_sub(end);
+                out.push(Block::text(&t.text[..end]));
+            }
+            Block::ToolUse(call) => {
+                let mut call = call.clone();
+                cut_strings(&mut call.input, input_max);
+                remaining = remaining.saturating_sub(call.input.to_string().len());
+                out.push(Block::ToolUse(call));
+            }
+            Block::Thinking(_) | Block::Opaque(_) => {}
+        }
+    }
+    let kept = blocks_bytes(&out);
+    out.push(Block::text(text_marker(original.saturating_sub(kept), original, entry)));
+    Some(out)
+}
+
+/// Cuts every string in `value` longer than `max` bytes to a prefix and a short marker.
+fn cut_strings(value: &mut Value, max: usize) {
+    match value {
+        Value::String(s) if s.len() > max => {
+            let end = floor_char(s, max);
+            let cut = s.len() - end;
+            s.truncate(end);
+            s.push_str(&format!("[... {cut} bytes cut by compaction]"));
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| cut_strings(v, max)),
+        Value::Object(map) => map.values_mut().for_each(|v| cut_strings(v, max)),
+        _ => {}
+    }
+}
+
+fn floor_char(text: &str, mut i: usize) -> usize {
+    i = i.min(text.len());
+    while !text.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_bounded_message_keeps_prefixes_ids_and_says_what_was_cut() {
+        let id = EntryId::from("e1");
+        let blocks = vec![
+            Block::thinking("long thought ".repeat(100), Some("sig".into())),
+            Block::text("é".repeat(3000)),
+            Block::tool_use("t1", "write_file", json!({"path": "a", "content": "x".repeat(9000)})),
+            Block::text("second"),
+        ];
+        let out = bound_blocks(&blocks, 2000, &id).unwrap();
+        assert_eq!(out.len(), 4, "thinking dropped, marker added: {out:?}");
+        let first = out[0].as_text().unwrap();
+        assert!(first.len() <= 2000 && "é".repeat(3000).starts_with(first));
+        let call = out[1].as_tool_use().unwrap();
+        assert_eq!((call.id.as_str(), call.input["path"].as_str()), ("t1", Some("a")));
+        assert!(call.input["content"].as_str().unwrap().contains("bytes cut by compaction"));
+        assert_eq!(out[2].as_text(), Some("second"), "a short later block keeps a prefix");
+        let marker = out[3].as_text().unwrap();
+        assert!(marker.contains("journal entry e1 holds it whole"), "{marker}");
+        assert_eq!(bound_blocks(&[Block::text("short")], 2000, &id), None);
+    }
+}

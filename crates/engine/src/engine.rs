@@ -39,6 +39,8 @@ pub struct EngineParams {
     pub interactive: bool,
     /// Overrides the provider client's retry policy.
     pub retry: Option<RetryPolicy>,
+    /// Who drives the engine: suggestions in messages name commands that exist there.
+    pub front_end: crate::FrontEnd,
 }
 
 /// The receiving end of the engine's events.
@@ -94,6 +96,7 @@ impl Engine {
             provider,
             resume: params.resume.clone(),
             retry: params.retry.clone(),
+            front_end: params.front_end,
         })?;
         let (sink, events) = events::channel();
         let (tx, ops) = mpsc::unbounded_channel();
@@ -138,7 +141,8 @@ async fn run(
             }
             Op::Shutdown => shutdown = Some(id),
             Op::Compact { focus } => {
-                crate::compaction::triggers::manual(&mut session, &sink, id, focus).await;
+                let cancel = CancellationToken::new();
+                crate::compaction::triggers::manual(&mut session, &sink, id, focus, cancel).await;
             }
             Op::AddAnchor { text } => {
                 let result = crate::anchors::add_to_session(&mut session, &text);

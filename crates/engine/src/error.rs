@@ -37,8 +37,12 @@ pub enum EngineError {
     List { dir: PathBuf, source: std::io::Error },
     #[error("the workspace {} is not usable: {source}", path.display())]
     Workspace { path: PathBuf, source: std::io::Error },
-    #[error("the conversation cannot be sent as it is: {0}; rewind or fork before that entry")]
-    View(#[from] ViewError),
+    #[error("the conversation cannot be sent as it is: {source}; use {hint}")]
+    View {
+        source: ViewError,
+        /// What to do, phrased for the front end.
+        hint: String,
+    },
     #[error("{0}")]
     Branch(#[from] BranchError),
     #[error("cannot start the provider client: {0}")]
@@ -55,7 +59,7 @@ impl EngineError {
                 "session_not_found"
             }
             EngineError::List { .. } | EngineError::Workspace { .. } => "io",
-            EngineError::View(_) => "invalid_view",
+            EngineError::View { .. } => "invalid_view",
             EngineError::Branch(_) => "branch",
             EngineError::Provider(e) => e.kind.name(),
         }

@@ -184,7 +184,7 @@ pub fn result_bytes(message: &Message) -> u64 {
         .content
         .iter()
         .map(|p| match p {
-            Part::ToolResult { content, .. } => content.len() as u64,
+            Part::ToolResult { content, .. } => content.len_hint() as u64,
             _ => 0,
         })
         .sum()

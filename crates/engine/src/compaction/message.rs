@@ -9,6 +9,7 @@
 //! messages that are not plain user messages (a pinned note, an engine notice). They default to
 //! false and are only written when true.
 
+use codewhale_journal::Text;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
@@ -17,6 +18,9 @@ use serde_json::Value;
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     User,
+    /// Also read from `assistant_interrupted`, schema v2's name for an interrupted assistant
+    /// message: it counts as assistant output like any other.
+    #[serde(alias = "assistant_interrupted")]
     Assistant,
     Tool,
     System,
@@ -37,9 +41,11 @@ pub enum Part {
     },
     ToolResult {
         tool_use_id: String,
-        /// The output as text; an Anthropic-style array of text blocks is joined on read.
+        /// The output as text; an Anthropic-style array of text blocks is joined on read. Shared
+        /// with the journal and read from the session file only when looked at, so sizing a
+        /// long view reads none of it.
         #[serde(deserialize_with = "result_content")]
-        content: String,
+        content: Text,
     },
     /// Reasoning. The survival contract ignores it; it exists so thinking blocks can travel
     /// through the pure functions untouched.
@@ -80,10 +86,10 @@ fn content<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Part>, D::Error> {
     }
 }
 
-fn result_content<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+fn result_content<'de, D: Deserializer<'de>>(d: D) -> Result<Text, D::Error> {
     use serde::de::Error;
     match Value::deserialize(d)? {
-        Value::String(s) => Ok(s),
+        Value::String(s) => Ok(Text::from(s)),
         Value::Array(items) => {
             let mut out = Vec::new();
             for item in items {
@@ -96,7 +102,7 @@ fn result_content<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
                     }
                 }
             }
-            Ok(out.join("\n"))
+            Ok(Text::from(out.join("\n")))
         }
         other => Err(D::Error::custom(format!(
             "tool_result content must be a string or an array of text blocks, not {other}"
@@ -116,7 +122,7 @@ impl Part {
     }
 
     /// The result of call `tool_use_id`.
-    pub fn tool_result(tool_use_id: impl Into<String>, content: impl Into<String>) -> Part {
+    pub fn tool_result(tool_use_id: impl Into<String>, content: impl Into<Text>) -> Part {
         Part::ToolResult { tool_use_id: tool_use_id.into(), content: content.into() }
     }
 

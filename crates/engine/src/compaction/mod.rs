@@ -7,6 +7,7 @@
 //! - [`checkpoint`]: what makes a message a checkpoint, the note's fixed wording;
 //! - [`round`]: the last round, its protected part and the legal cut points;
 //! - [`cut`]: where a pass cuts, what it retains and bounds; [`prune`]: the cheap path;
+//!   [`bound`]: shortening the last round when nothing else makes room;
 //! - [`summary`]: the summary request's input, instruction, quality gate and caps;
 //! - [`note`]: the checkpoint note; [`record`]: the compaction record;
 //! - [`survival`]: the survival contract checked before any record is written, and [`matrix`],
@@ -14,13 +15,16 @@
 //! - [`trim`]: the fail-open request when no pass could make room;
 //! - [`report`]: what the next request contains (`codewhale context`).
 //!
-//! The shell: [`pass`] runs one pass (model call, survival check, append, events) and
+//! The shell: [`pass`] runs one pass (model call, then `commit`: fit, survival check, append,
+//! events) and
 //! [`triggers`] connects it to the turn loop (auto, reactive, fail open) and to `/compact`.
 //!
 //! Invariant: nothing in this module writes to the journal except through a record that passed
 //! [`survival::check`]; a failed pass changes nothing the model reads.
 
+pub mod bound;
 pub mod checkpoint;
+mod commit;
 pub mod cut;
 pub mod matrix;
 pub mod message;

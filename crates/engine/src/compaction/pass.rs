@@ -1,34 +1,47 @@
 //! One compaction pass: the thin async shell around the pure core (DESIGN §5).
 //!
-//! The three triggers share [`run`]: render the view, try the prune, else plan the cut, ask the
-//! model for a summary (quality gate, one stricter retry, overflow handled by dropping the
-//! oldest whole exchanges), compose the note, build the record, render the would-be view from a
-//! copy of the journal and check the survival contract on old vs new. Only then is the record
-//! appended and synced. Invariants: a refused or failed pass writes no record and changes
-//! nothing the model reads (it leaves a `system` notice); every outcome is emitted as an event
-//! and logged with its figures.
+//! The three triggers share [`run`]. A pass tries, in order:
+//! 1. **prune** (auto and reactive): stub old tool output; when that gets below the prune
+//!    target, a prune-only record is written and no model is called;
+//! 2. **summarize** (at least four messages and something before the protected part): plan the
+//!    cut, ask the model for a summary (quality gate, one stricter retry, overflow handled by
+//!    dropping the oldest whole exchanges), compose the note, build the record;
+//! 3. **bound** (when there is nothing to summarize): a prune-only record that shortens what the
+//!    contract allows, largest first, so the request fits — room is always found.
+//!
+//! Every record then goes through `commit`, which fits it under the
+//! threshold, checks it and writes it. Invariants: a refused or failed pass writes no record
+//! and changes nothing the model reads (it leaves a `system` notice); every outcome is emitted
+//! as an event and logged with its figures. A [`PassMode::BoundOnly`] pass never calls the
+//! model: it is the last resort before a request that would not fit.
 
 use std::collections::HashSet;
 
-use codewhale_journal::{
-    check_view, render, CompactionPath, CompactionPayload, Entry, Level, SystemPayload, Trigger,
-};
+use codewhale_journal::{CompactionPath, Entry, Level, SystemPayload, Trigger};
 use codewhale_provider::{Block, CancellationToken, Message as PMessage, Request, Role as PRole};
 
-use super::checkpoint::is_checkpoint;
-use super::cut::{self, CutPolicy};
+use super::commit::{self, Proposal, Refusal, Written};
+use super::cut::{self, CutError, CutPolicy};
 use super::note::{self, LiveState, NoteInput, Running};
 use super::plain::PlainView;
 use super::prune::{self, PrunePolicy, PRUNE_TARGET_FRACTION};
 use super::record::{self, SummaryRecord};
 use super::summary;
-use super::survival::{self, SurvivalInput};
 use crate::anchors::AnchorStore;
-use crate::protocol::Event;
-use crate::session::{counts, Session};
+use crate::protocol::{Event, NoticeLevel};
+use crate::session::Session;
 
 /// Output budget of a summary request: room for a 12,000-character note with headroom.
 const SUMMARY_MAX_OUTPUT: u64 = 8_192;
+
+/// How much of the pipeline a pass may use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PassMode {
+    /// Prune, summarize, bound.
+    Full,
+    /// Only bound what the last round holds (no model call): the last resort before a request.
+    BoundOnly,
+}
 
 /// What a pass was asked to do.
 #[derive(Clone, Debug, PartialEq)]
@@ -36,6 +49,14 @@ pub struct PassRequest {
     pub trigger: Trigger,
     /// The manual `/compact` focus.
     pub focus: Option<String>,
+    pub mode: PassMode,
+}
+
+impl PassRequest {
+    /// A full pass.
+    pub fn new(trigger: Trigger, focus: Option<String>) -> PassRequest {
+        PassRequest { trigger, focus, mode: PassMode::Full }
+    }
 }
 
 /// How a pass ended.
@@ -46,8 +67,11 @@ pub enum PassOutcome {
         path: CompactionPath,
         tokens_before: u64,
         tokens_after: u64,
+        /// False when even the smallest bounds left the request over the threshold.
+        fits: bool,
     },
-    /// Nothing to do (too few messages, everything protected): not an error.
+    /// Nothing to do (too few messages, everything protected and within the window): not an
+    /// error.
     Refused(String),
     /// The pass was attempted and abandoned; nothing was written.
     Failed(String),
@@ -63,6 +87,8 @@ impl PassOutcome {
 enum Stop {
     Refused(String),
     Failed(String),
+    /// The summarizer could not produce a usable note (auto passes back off after this).
+    SummaryFailed(String),
 }
 
 /// Runs one pass on `session`, emitting the events of DESIGN §5.8 through `emit`.
@@ -75,16 +101,23 @@ pub async fn run(
     let trigger = request.trigger.as_str().to_owned();
     emit(Event::CompactionStarted { trigger: trigger.clone() });
     let outcome = match attempt(session, &request, cancel).await {
-        Ok(done) => done,
+        Ok(done) => {
+            super::triggers::summary_succeeded(session, &done);
+            done
+        }
         Err(Stop::Refused(reason)) => PassOutcome::Refused(reason),
         Err(Stop::Failed(reason)) => PassOutcome::Failed(reason),
+        Err(Stop::SummaryFailed(reason)) => {
+            super::triggers::summary_failed(session, &reason, emit);
+            PassOutcome::Failed(reason)
+        }
     };
     let pressure = session.budget().pressure().tokens;
     let (threshold, usable_input) =
         (session.budget().limits().threshold, session.budget().limits().usable_input);
     match &outcome {
-        PassOutcome::Compacted { id, path, tokens_before, tokens_after } => {
-            tracing::info!(%trigger, %id, path = path.as_str(), tokens_before, tokens_after, "compaction pass finished");
+        PassOutcome::Compacted { id, path, tokens_before, tokens_after, fits } => {
+            tracing::info!(%trigger, %id, path = path.as_str(), tokens_before, tokens_after, fits, "compaction pass finished");
             let (covered, retained) = session
                 .journal()
                 .get(id)
@@ -106,8 +139,8 @@ pub async fn run(
             });
         }
         PassOutcome::Refused(reason) => {
-            tracing::info!(%trigger, %reason, pressure, threshold, usable_input, "compaction refused");
-            notice(session, Level::Info, &format!("compaction ({trigger}) refused: {reason}"));
+            tracing::info!(%trigger, %reason, pressure, threshold, usable_input, "nothing to compact");
+            notice(session, Level::Info, &format!("nothing to compact ({trigger}): {reason}"));
             emit(Event::CompactionRefused { reason: reason.clone() });
         }
         PassOutcome::Failed(reason) => {
@@ -127,6 +160,11 @@ pub async fn run(
 /// pass could not get below the threshold.
 const REGROWTH_FRACTION: f64 = 0.1;
 
+/// How much the conversation must grow before a held-back auto pass is tried again.
+pub(crate) fn regrowth(session: &Session) -> u64 {
+    (session.budget().limits().usable_input as f64 * REGROWTH_FRACTION) as u64
+}
+
 /// Whether an auto pass can help now. Not when the active record already could not get below
 /// the threshold (the user's own protected messages fill the window) and the conversation has
 /// not grown by a tenth of usable input since: that pass would summarize next to nothing, on
@@ -138,8 +176,7 @@ pub fn auto_worthwhile(session: &Session) -> bool {
     let Some(after) = view.compaction.as_ref().and_then(|c| c.record.tokens_after) else {
         return true;
     };
-    let regrowth = (limits.usable_input as f64 * REGROWTH_FRACTION) as u64;
-    after < limits.threshold || pressure >= after + regrowth
+    after < limits.threshold || pressure >= after + regrowth(session)
 }
 
 fn notice(session: &mut Session, level: Level, text: &str) {
@@ -155,6 +192,16 @@ fn plain_of(session: &Session, view: &codewhale_journal::View) -> PlainView {
     PlainView::new(view, |item| item.tokens.or_else(|| session.counts.get(&item.source)))
 }
 
+fn written(w: Written) -> PassOutcome {
+    PassOutcome::Compacted {
+        id: w.id.to_string(),
+        path: w.path,
+        tokens_before: w.tokens_before,
+        tokens_after: w.tokens_after,
+        fits: w.fits,
+    }
+}
+
 async fn attempt(
     session: &mut Session,
     request: &PassRequest,
@@ -162,13 +209,6 @@ async fn attempt(
 ) -> Result<PassOutcome, Stop> {
     let view = session.render();
     let plain = plain_of(session, &view);
-    if plain.messages.len() < cut::MIN_MESSAGES {
-        return Err(Stop::Refused(format!(
-            "the conversation has {} model-visible messages; compaction needs at least {}",
-            plain.messages.len(),
-            cut::MIN_MESSAGES
-        )));
-    }
     let anchors = AnchorStore::new(session.workspace())
         .text()
         .map_err(|e| Stop::Failed(format!("cannot read the anchors: {e}")))?;
@@ -176,80 +216,128 @@ async fn attempt(
     let limits = *budget.limits();
     let calibration = budget.calibration();
     let before = budget.pressure().tokens;
+    let previous = view.compaction.as_ref();
+    let head = session.journal().head_id().clone();
+    let proposal = |record, parent| Proposal {
+        plain: &plain,
+        previous: previous.map(|c| &c.record),
+        record,
+        parent,
+        anchors: anchors.as_deref(),
+        tokens_before: before,
+        target: limits.threshold,
+    };
 
-    if request.trigger != Trigger::Manual {
+    let mut pruned = Vec::new();
+    if request.trigger != Trigger::Manual && request.mode == PassMode::Full {
         let target = (limits.threshold as f64 * PRUNE_TARGET_FRACTION) as u64;
         let already: HashSet<usize> = plain.pruned.iter().copied().collect();
         let policy = PrunePolicy { pressure: before, target, calibration };
         let plan = prune::plan(&plain.messages, &plain.tokens, &already, &policy);
         if plan.sufficient && !plan.pruned.is_empty() {
-            let record = record::prune_record(
-                &plain,
-                &plan.pruned,
-                view.compaction.as_ref(),
-                request.trigger.clone(),
-            );
-            let parent = session.journal().head_id().clone();
-            match commit(session, &plain, record, parent, anchors.as_deref(), before).await {
-                Ok(done) => return Ok(done),
+            let record =
+                record::prune_record(&plain, &plan.pruned, previous, request.trigger.clone());
+            match commit::commit(session, proposal(record, head.clone())).await {
+                Ok(done) => return Ok(written(done)),
                 // The carried-forward note may predate the current anchors: summarize instead.
-                Err(Stop::Failed(reason)) => {
+                Err(Refusal::Failed(reason)) => {
                     tracing::info!(%reason, "prune-only result refused, trying the summary path")
                 }
-                Err(stop) => return Err(stop),
+                Err(Refusal::NoChange) => {}
             }
         }
+        pruned = plan.pruned;
     }
 
-    // A manual pass is asked for even when the window has room: it keeps only the protected
-    // part, or a small conversation would have nothing to cover under a 25 % tail.
-    let tail_fraction =
-        if request.trigger == Trigger::Manual { 0.0 } else { super::cut::TAIL_FRACTION };
-    let policy = CutPolicy {
-        retained_tokens: session.config().compaction.retained_user_tokens,
-        tail_fraction,
-        ..CutPolicy::new(limits.usable_input, calibration)
+    let why_not_summary = if request.mode == PassMode::BoundOnly {
+        "only bounding was asked for".to_owned()
+    } else if plain.messages.len() < cut::MIN_MESSAGES {
+        CutError::TooFew(plain.messages.len()).to_string()
+    } else {
+        // A manual pass is asked for even when the window has room: it keeps only the
+        // protected part, or a small conversation would have nothing to cover under a 25 %
+        // tail.
+        let tail_fraction =
+            if request.trigger == Trigger::Manual { 0.0 } else { super::cut::TAIL_FRACTION };
+        let policy = CutPolicy {
+            retained_tokens: session.config().compaction.retained_user_tokens,
+            tail_fraction,
+            ..CutPolicy::new(limits.usable_input, calibration)
+        };
+        match cut::plan(&plain.messages, &plain.tokens, &policy) {
+            Ok(plan) => {
+                let record = summary_record(
+                    session,
+                    &plain,
+                    &plan,
+                    previous,
+                    request,
+                    anchors.clone(),
+                    cancel,
+                )
+                .await?;
+                let first = record.covers.as_ref().map(|c| c.first.clone());
+                let parent = first
+                    .and_then(|f| session.journal().get(f.as_str()).and_then(|e| e.parent.clone()))
+                    .unwrap_or_else(|| session.journal().header_entry().id.clone());
+                return match commit::commit(session, proposal(record, parent)).await {
+                    Ok(done) => Ok(written(done)),
+                    Err(Refusal::Failed(reason)) => Err(Stop::Failed(reason)),
+                    Err(Refusal::NoChange) => {
+                        Err(Stop::Refused("the view would not change".into()))
+                    }
+                };
+            }
+            Err(e) => e.to_string(),
+        }
     };
-    let plan = cut::plan(&plain.messages, &plain.tokens, &policy)
-        .map_err(|e| Stop::Refused(e.to_string()))?;
+
+    // Nothing to summarize: prune what the prune found and bound the rest to fit.
+    let record = record::prune_record(&plain, &pruned, previous, request.trigger.clone());
+    match commit::commit(session, proposal(record, head)).await {
+        Ok(done) => Ok(written(done)),
+        Err(Refusal::NoChange) => Err(Stop::Refused(why_not_summary)),
+        Err(Refusal::Failed(reason)) => Err(Stop::Failed(reason)),
+    }
+}
+
+/// The summary path: asks the model and builds the record of `plan`.
+async fn summary_record(
+    session: &Session,
+    plain: &PlainView,
+    plan: &cut::CutPlan,
+    previous: Option<&codewhale_journal::ActiveCompaction>,
+    request: &PassRequest,
+    anchors: Option<String>,
+    cancel: CancellationToken,
+) -> Result<codewhale_journal::CompactionPayload, Stop> {
+    let limits = *session.budget().limits();
     let model = session
         .config()
         .compaction
         .compaction_model
         .clone()
         .unwrap_or_else(|| session.model().to_owned());
-    let covered = plain.messages[..plan.cut].to_vec();
+    let covered = &plain.messages[..plan.cut];
     let max_output = SUMMARY_MAX_OUTPUT.min(limits.reserved_output).max(1) as u32;
     let text =
         summarize(session, covered, request.focus.as_deref(), &model, max_output, cancel).await?;
     let summary = summary::cap(&text);
-
-    let (note_text, files) = build_note(
-        session,
-        &plain.messages[..plan.cut],
-        view.compaction.as_ref(),
-        &summary,
-        anchors.as_deref(),
-    )
-    .await;
-    let record = record::summary_record(SummaryRecord {
-        plain: &plain,
-        plan: &plan,
-        previous: view.compaction.as_ref(),
+    let (note_text, files) =
+        build_note(session, covered, previous, &summary, anchors.as_deref()).await;
+    record::summary_record(SummaryRecord {
+        plain,
+        plan,
+        previous,
         trigger: request.trigger.clone(),
         focus: request.focus.clone().filter(|f| !f.trim().is_empty()),
         summary,
         note: note_text,
         files_touched: files.paths(),
-        anchors: anchors.clone(),
+        anchors,
         model,
     })
-    .ok_or_else(|| Stop::Refused("nothing before the protected part can be covered".into()))?;
-    let first = record.covers.as_ref().map(|c| c.first.clone());
-    let parent = first
-        .and_then(|f| session.journal().get(f.as_str()).and_then(|e| e.parent.clone()))
-        .unwrap_or_else(|| session.journal().header_entry().id.clone());
-    commit(session, &plain, record, parent, anchors.as_deref(), before).await
+    .ok_or_else(|| Stop::Refused("nothing before the protected part can be covered".into()))
 }
 
 /// The note of a summary pass: the summary plus what Codewhale knows itself (files touched by
@@ -294,21 +382,22 @@ async fn build_note(
     (text, files)
 }
 
-/// Asks the model for a summary of `covered`: overflow drops the oldest whole exchanges, an
-/// unusable answer gets one stricter retry. Transient errors were already retried by the client.
+/// Asks the model for a summary of `covered`: the input is cut to its newest part that fits
+/// the cap, overflow drops the oldest whole exchanges, an unusable answer gets one stricter
+/// retry. Transient errors were already retried by the client.
 async fn summarize(
     session: &Session,
-    mut covered: Vec<super::message::Message>,
+    covered: &[super::message::Message],
     focus: Option<&str>,
     model: &str,
     max_output: u32,
     cancel: CancellationToken,
 ) -> Result<String, Stop> {
-    if summary::fit_input(&mut covered, focus, summary::INPUT_MAX_BYTES).is_none() {
+    let Some(mut covered) = summary::fit_input(covered, focus, summary::INPUT_MAX_BYTES) else {
         return Err(Stop::Failed(
-            "the summary input exceeds 2 MiB even with only the previous note".into(),
+            "the summary input exceeds 2 MiB even with only the newest exchange".into(),
         ));
-    }
+    };
     let mut strict = false;
     loop {
         let mut request = Request::new(model, max_output);
@@ -329,7 +418,7 @@ async fn summarize(
                         strict = true;
                     }
                     Err(issue) => {
-                        return Err(Stop::Failed(format!(
+                        return Err(Stop::SummaryFailed(format!(
                             "the summary was unusable twice ({issue})"
                         )))
                     }
@@ -344,88 +433,27 @@ async fn summarize(
                     _ => None,
                 };
                 if !summary::shrink_for_overflow(&mut covered, excess) {
-                    return Err(Stop::Failed(format!(
+                    return Err(Stop::SummaryFailed(format!(
                         "the summary request is too long even with only the previous note: {}",
                         failure.error
                     )));
                 }
                 tracing::info!(?excess, "summary request overflowed; dropped the oldest exchanges");
             }
+            Err(failure) if failure.error.kind == codewhale_provider::ErrorKind::Cancelled => {
+                return Err(Stop::Failed("cancelled".into()))
+            }
             Err(failure) => {
-                return Err(Stop::Failed(format!("the summary request failed: {}", failure.error)))
+                return Err(Stop::SummaryFailed(format!(
+                    "the summary request failed: {}",
+                    failure.error
+                )))
             }
         }
     }
 }
 
-/// Checks the record against the survival contract on a copy of the journal, then appends it.
-async fn commit(
-    session: &mut Session,
-    plain: &PlainView,
-    record: CompactionPayload,
-    parent: codewhale_journal::EntryId,
-    anchors: Option<&str>,
-    tokens_before: u64,
-) -> Result<PassOutcome, Stop> {
-    let path = record.path.clone();
-    let note_tokens = counts::exact(&record.note);
-    let mut entry = Entry::new(Some(parent), record).with_tokens(note_tokens);
-    let mut journal = session.journal().clone();
-    journal.push(entry.clone());
-    let head = journal.head_id().clone();
-    let new_view = render(&journal, head.as_str());
-    if new_view.compaction.as_ref().map(|c| &c.id) != Some(&entry.id) {
-        return Err(Stop::Failed("the new record would not describe the current branch".into()));
-    }
-    check_view(&new_view)
-        .map_err(|e| Stop::Failed(format!("the compacted view is not sendable: {e}")))?;
-    let new_plain = PlainView::new(&new_view, |item| {
-        if item.source == entry.id {
-            Some(note_tokens)
-        } else {
-            item.tokens.or_else(|| session.counts.get(&item.source))
-        }
-    });
-    // A summary pass restates the anchors, so they must be there. A prune-only pass restates
-    // nothing: it must only not lose anchors the view already carried.
-    let anchors: Vec<String> = anchors
-        .filter(|a| path == CompactionPath::Summary || survival::carries(&plain.messages, a))
-        .map(str::to_owned)
-        .into_iter()
-        .collect();
-    let violations = survival::check(&SurvivalInput {
-        original: &plain.messages,
-        replacement: &new_plain.messages,
-        last_round_start: None,
-        anchors: &anchors,
-        require_checkpoint: path == CompactionPath::Summary,
-    });
-    if !violations.is_empty() {
-        let reasons: Vec<String> = violations.iter().map(ToString::to_string).collect();
-        return Err(Stop::Failed(format!(
-            "the survival contract refused it: {}",
-            reasons.join("; ")
-        )));
-    }
-    debug_assert!(new_plain.messages.iter().filter(|m| is_checkpoint(m)).count() <= 1);
-    let (old_total, new_total) = (plain.total(), new_plain.total());
-    if new_total >= old_total {
-        return Err(Stop::Failed(format!(
-            "the pass did not shrink the view ({old_total} → {new_total} estimated tokens)"
-        )));
-    }
-    let budget = session.budget();
-    let tokens_after = budget.calibrated(budget.system_tokens() + new_total);
-    if let codewhale_journal::Payload::Compaction(r) = &mut entry.payload {
-        r.tokens_before = Some(tokens_before);
-        r.tokens_after = Some(tokens_after);
-    }
-    let id = entry.id.to_string();
-    session
-        .append_entry(entry)
-        .map_err(|e| Stop::Failed(format!("cannot write the record: {e}")))?;
-    session.sync().await.map_err(|e| Stop::Failed(format!("cannot sync the record: {e}")))?;
-    session.budget_mut().record_compaction(new_total, old_total - new_total);
-    session.refresh_system_prompt();
-    Ok(PassOutcome::Compacted { id, path, tokens_before, tokens_after })
+/// Emits a notice for this pass.
+pub(crate) fn warn(emit: &(dyn Fn(Event) + Send + Sync), message: String) {
+    emit(Event::Notice { level: NoticeLevel::Warning, message });
 }

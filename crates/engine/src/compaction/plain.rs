@@ -54,7 +54,7 @@ pub fn message(item: &ViewItem) -> Message {
     };
     let content = match &item.content {
         ItemContent::ToolResult(r) => {
-            vec![Part::tool_result(r.tool_use_id.clone(), r.content.to_string())]
+            vec![Part::tool_result(r.tool_use_id.clone(), r.content.clone())]
         }
         ItemContent::Blocks(blocks) => blocks.iter().filter_map(part).collect(),
     };

@@ -60,14 +60,15 @@ pub fn transcript(covered: &[Message]) -> String {
     out
 }
 
-/// The transcript bytes of `messages` alone, without the enclosing tags.
-fn rendered_bytes(messages: &[Message]) -> usize {
-    let mut out = String::new();
-    render(&mut out, messages);
-    out.len()
-}
+/// Longest text or tool output rendered whole into a summary input; longer ones keep their
+/// head and tail, so one huge message never crowds out every other exchange.
+pub const PART_MAX_BYTES: usize = 64 * 1024;
 
 fn render(out: &mut String, covered: &[Message]) {
+    let capped = |text: &str| -> String {
+        let text = text.trim_end();
+        codewhale_journal::cut_to_bound(text, PART_MAX_BYTES).unwrap_or_else(|| text.to_owned())
+    };
     for message in covered {
         if is_checkpoint(message) {
             out.push_str("[earlier handoff note]\n");
@@ -87,17 +88,14 @@ fn render(out: &mut String, covered: &[Message]) {
         for part in &message.content {
             match part {
                 Part::Text { text } if !text.trim().is_empty() => {
-                    out.push_str(&format!("[{who}]\n{}\n", text.trim_end()));
+                    out.push_str(&format!("[{who}]\n{}\n", capped(text)));
                 }
                 Part::Text { .. } | Part::Thinking { .. } => {}
                 Part::ToolUse { id, name, input } => {
                     out.push_str(&format!("[assistant called {name} {input} (call {id})]\n"));
                 }
                 Part::ToolResult { tool_use_id, content } => {
-                    out.push_str(&format!(
-                        "[result of call {tool_use_id}]\n{}\n",
-                        content.trim_end()
-                    ));
+                    out.push_str(&format!("[result of call {tool_use_id}]\n{}\n", capped(content)));
                 }
             }
         }
@@ -109,13 +107,35 @@ pub fn input_bytes(covered: &[Message], focus: Option<&str>) -> usize {
     transcript(covered).len() + instruction(focus, true).len()
 }
 
-/// Drops the oldest whole exchange of `covered` that is not a checkpoint. An exchange starts at
-/// a user message (or right after a checkpoint) where no call is pending, so a question leaves
-/// with its answer, and a call with its results (a parallel batch included). Returns the
-/// transcript bytes it removed, or `None` when nothing can be dropped.
-pub fn drop_oldest_exchange(covered: &mut Vec<Message>) -> Option<usize> {
+/// About how many transcript bytes `message` renders to, without rendering it: tool output is
+/// measured by its length hint, so sizing a long covered part reads none of its outputs.
+pub fn message_bytes(message: &Message) -> usize {
+    if is_checkpoint(message) {
+        return 24 + message.texts().next().map_or(0, str::len);
+    }
+    message
+        .content
+        .iter()
+        .map(|part| match part {
+            Part::Text { text } => 16 + text.len().min(PART_MAX_BYTES + 128),
+            Part::ToolUse { id, name, input } => {
+                32 + id.len() + name.len() + input.to_string().len()
+            }
+            Part::ToolResult { tool_use_id, content } => {
+                24 + tool_use_id.len() + content.len_hint().min(PART_MAX_BYTES + 128)
+            }
+            Part::Thinking { .. } => 0,
+        })
+        .sum()
+}
+
+/// Where whole exchanges start in `covered`: a user message (or the message after a
+/// checkpoint) where no call is pending, so a question goes with its answer and a call with its
+/// results (a parallel batch included). Checkpoints are starts of their own: they are never
+/// dropped.
+fn exchange_starts(covered: &[Message]) -> Vec<usize> {
     let legal = round::legal_cuts(covered);
-    let starts: Vec<usize> = (0..covered.len())
+    (0..covered.len())
         .filter(|&i| {
             legal[i]
                 && (i == 0
@@ -123,15 +143,45 @@ pub fn drop_oldest_exchange(covered: &mut Vec<Message>) -> Option<usize> {
                     || is_checkpoint(&covered[i - 1])
                     || (covered[i].role == Role::User && !covered[i].has_tool_result()))
         })
-        .collect();
-    for (k, &start) in starts.iter().enumerate() {
-        let end = starts.get(k + 1).copied().unwrap_or(covered.len());
-        if !covered[start..end].iter().any(is_checkpoint) {
-            let drained: Vec<Message> = covered.drain(start..end).collect();
-            return Some(rendered_bytes(&drained));
+        .collect()
+}
+
+/// `covered` without its first `start` messages, except the checkpoints among them (a previous
+/// note is never dropped).
+fn keep_from(covered: &[Message], start: usize) -> Vec<Message> {
+    covered[..start].iter().filter(|m| is_checkpoint(m)).chain(&covered[start..]).cloned().collect()
+}
+
+/// The newest part of `covered` whose summary input fits `max_bytes`: the oldest whole
+/// exchanges are dropped, never a checkpoint. One backward walk that stops as soon as the
+/// budget is spent, so a long covered part costs what is kept, not what is dropped. `None`
+/// when not even the checkpoints and the newest exchange fit.
+pub fn fit_input(
+    covered: &[Message],
+    focus: Option<&str>,
+    max_bytes: usize,
+) -> Option<Vec<Message>> {
+    let budget = max_bytes.checked_sub(instruction(focus, true).len() + 64)?;
+    let pinned: usize = covered.iter().filter(|m| is_checkpoint(m)).map(message_bytes).sum();
+    let mut used = pinned;
+    let mut from = covered.len();
+    while from > 0 {
+        let m = &covered[from - 1];
+        let add = if is_checkpoint(m) { 0 } else { message_bytes(m) };
+        if used + add > budget {
+            break;
         }
+        used += add;
+        from -= 1;
     }
-    None
+    if from == 0 {
+        return Some(covered.to_vec());
+    }
+    // The first exchange start at or after `from`: whole exchanges only.
+    let start = exchange_starts(covered).into_iter().find(|&s| s >= from).unwrap_or(covered.len());
+    let kept = keep_from(covered, start);
+    // Only checkpoints left: not even the newest exchange fits.
+    (!kept.iter().all(is_checkpoint)).then_some(kept)
 }
 
 /// Bytes per token when turning a provider's token figures into transcript bytes to drop.
@@ -141,40 +191,29 @@ const BYTES_PER_TOKEN: u64 = 4;
 /// until about `excess_tokens` (plus a tenth) are gone, or a quarter of the transcript when the
 /// provider did not say by how much. Returns false when nothing could be dropped.
 pub fn shrink_for_overflow(covered: &mut Vec<Message>, excess_tokens: Option<u64>) -> bool {
+    let sizes: Vec<usize> = covered.iter().map(message_bytes).collect();
     let goal = match excess_tokens {
         Some(excess) => (excess + excess / 10 + 1).saturating_mul(BYTES_PER_TOKEN) as usize,
-        None => (rendered_bytes(covered) / 4).max(1),
+        None => (sizes.iter().sum::<usize>() / 4).max(1),
     };
+    let starts = exchange_starts(covered);
+    // Drop through the first exchange start past which the dropped bytes reach the goal.
     let mut freed = 0;
-    let mut dropped_any = false;
-    while freed < goal {
-        match drop_oldest_exchange(covered) {
-            Some(bytes) => {
-                freed += bytes;
-                dropped_any = true;
-            }
-            None => break,
+    let mut cut = None;
+    for (k, &start) in starts.iter().enumerate() {
+        let end = starts.get(k + 1).copied().unwrap_or(covered.len());
+        if covered[start..end].iter().any(is_checkpoint) {
+            continue;
+        }
+        freed += sizes[start..end].iter().sum::<usize>();
+        cut = Some(end);
+        if freed >= goal {
+            break;
         }
     }
-    dropped_any
-}
-
-/// Drops oldest exchanges until the input fits `max_bytes`; returns how many were dropped, or
-/// `None` when even the smallest input (the checkpoint alone) does not fit.
-pub fn fit_input(
-    covered: &mut Vec<Message>,
-    focus: Option<&str>,
-    max_bytes: usize,
-) -> Option<usize> {
-    // Counted once, then reduced by what each drop removes: re-serializing a multi-megabyte
-    // input after every drop would be quadratic.
-    let mut bytes = input_bytes(covered, focus);
-    let mut dropped = 0;
-    while bytes > max_bytes {
-        bytes = bytes.saturating_sub(drop_oldest_exchange(covered)?);
-        dropped += 1;
-    }
-    Some(dropped)
+    let Some(cut) = cut else { return false };
+    *covered = keep_from(covered, cut);
+    true
 }
 
 /// Why a summary is unusable.
@@ -343,11 +382,11 @@ mod tests {
             Message::new(Role::User, vec![Part::tool_result("b", "y")]),
             Message::user("next"),
         ];
-        assert!(drop_oldest_exchange(&mut covered).is_some());
+        assert!(shrink_for_overflow(&mut covered, Some(1)));
         assert_eq!(covered.len(), 2, "the batch and both results went together");
         assert!(is_checkpoint(&covered[0]));
-        assert!(drop_oldest_exchange(&mut covered).is_some());
-        assert_eq!(drop_oldest_exchange(&mut covered), None);
+        assert!(shrink_for_overflow(&mut covered, Some(1)));
+        assert!(!shrink_for_overflow(&mut covered, Some(1)));
         assert_eq!(covered.len(), 1);
         let mut chat = vec![
             Message::user("q0"),
@@ -355,7 +394,7 @@ mod tests {
             Message::user("q1"),
             Message::assistant("a1"),
         ];
-        assert!(drop_oldest_exchange(&mut chat).is_some());
+        assert!(shrink_for_overflow(&mut chat, Some(1)));
         assert_eq!(
             chat,
             vec![Message::user("q1"), Message::assistant("a1")],
@@ -384,13 +423,41 @@ mod tests {
 
     #[test]
     fn fit_input_drops_oldest_until_it_fits() {
-        let mut covered: Vec<Message> =
+        let covered: Vec<Message> =
             (0..10).map(|i| Message::user(format!("{i}{}", "z".repeat(1000)))).collect();
-        let limit = input_bytes(&covered[7..], None) + 10;
-        assert_eq!(fit_input(&mut covered, None, limit), Some(7));
-        assert!(covered[0].texts().next().unwrap().starts_with('7'));
-        assert_eq!(fit_input(&mut covered, None, 10), None);
+        let limit = input_bytes(&covered[7..], None) + 100;
+        let kept = fit_input(&covered, None, limit).unwrap();
+        assert_eq!(kept.len(), 3);
+        assert!(kept[0].texts().next().unwrap().starts_with('7'));
+        assert_eq!(fit_input(&covered, None, 10), None);
+        assert_eq!(fit_input(&covered, None, usize::MAX).unwrap().len(), 10);
         let t = transcript(&[Message::user("hi")]);
         assert!(t.starts_with("<conversation>\n[user]\nhi\n"));
+    }
+
+    #[test]
+    fn fit_input_keeps_the_checkpoint_and_whole_exchanges() {
+        let mut covered =
+            vec![Message::user("old"), checkpoint_message("Codewhale handoff note. x")];
+        for i in 0..50 {
+            covered.push(Message::user(format!("q{i} {}", "w".repeat(500))));
+            covered.push(Message::assistant(format!("a{i} {}", "v".repeat(500))));
+        }
+        let limit = input_bytes(&covered[90..], None) + 400;
+        let kept = fit_input(&covered, None, limit).unwrap();
+        assert!(is_checkpoint(&kept[0]), "the previous note is never dropped");
+        assert!(
+            kept[1].texts().next().unwrap().starts_with('q'),
+            "an exchange starts at a question"
+        );
+        assert_eq!(kept.last(), covered.last());
+        assert!(input_bytes(&kept, None) <= limit + 1024);
+    }
+
+    #[test]
+    fn one_huge_message_is_capped_in_the_transcript() {
+        let t = transcript(&[Message::user("x".repeat(1_000_000))]);
+        assert!(t.len() < PART_MAX_BYTES + 1024, "{}", t.len());
+        assert!(t.contains("cut by compaction"));
     }
 }

@@ -137,17 +137,12 @@ pub fn check(input: &SurvivalInput<'_>) -> Vec<Violation> {
     let protected_start = round::protected_start(original, round_start);
     let mut out = Vec::new();
 
-    let kept_user: Vec<&str> = new
-        .iter()
-        .filter(|m| m.role == Role::User && !is_checkpoint(m))
-        .flat_map(Message::texts)
-        .collect();
+    let kept_user = Kept::new(
+        new.iter().filter(|m| m.role == Role::User && !is_checkpoint(m)).flat_map(Message::texts),
+    );
     for message in original[round_start..].iter().filter(|m| is_plain_user(m)) {
         for text in message.texts().filter(|t| !t.trim().is_empty()) {
-            let kept = kept_user.iter().any(|c| {
-                *c == text || (!c.trim().is_empty() && (text.starts_with(c) || c.starts_with(text)))
-            });
-            if !kept {
+            if !kept_user.holds(text) {
                 out.push(Violation::UserTextGone { excerpt: excerpt(text) });
             }
         }
@@ -157,14 +152,14 @@ pub fn check(input: &SurvivalInput<'_>) -> Vec<Violation> {
         new.iter().filter(|m| m.role == Role::Assistant && !is_checkpoint(m)).collect();
     let new_calls: HashSet<&str> = new_assistant.iter().flat_map(|m| m.tool_use_ids()).collect();
     let new_results: HashSet<&str> = new.iter().flat_map(Message::tool_result_ids).collect();
-    let new_texts: HashSet<&str> = new_assistant.iter().flat_map(|m| m.texts()).collect();
+    let kept_assistant = Kept::new(new_assistant.iter().flat_map(|m| m.texts()));
     for message in &original[protected_start..] {
         if message.role == Role::Assistant {
             for id in message.tool_use_ids().filter(|id| !new_calls.contains(id)) {
                 out.push(Violation::ToolUseGone { id: id.to_owned() });
             }
             for text in message.texts().filter(|t| !t.trim().is_empty()) {
-                if !new_texts.contains(text) {
+                if !kept_assistant.holds(text) {
                     out.push(Violation::AssistantTextGone { excerpt: excerpt(text) });
                 }
             }
@@ -183,6 +178,30 @@ pub fn check(input: &SurvivalInput<'_>) -> Vec<Violation> {
     check_pairs(original, new, &mut out);
     check_checkpoints(input, &mut out);
     out
+}
+
+/// The texts of one role in the new view, and the rule by which an original text is kept: an
+/// exact copy, or a prefix either way (a bounded message keeps a prefix of its text; a text may
+/// also have grown, as a streamed reply does). Exact copies are found by hash, so checking a
+/// long round costs one lookup per text.
+struct Kept<'a> {
+    exact: HashSet<&'a str>,
+    texts: Vec<&'a str>,
+}
+
+impl<'a> Kept<'a> {
+    fn new(texts: impl Iterator<Item = &'a str>) -> Kept<'a> {
+        let texts: Vec<&str> = texts.collect();
+        Kept { exact: texts.iter().copied().collect(), texts }
+    }
+
+    fn holds(&self, text: &str) -> bool {
+        self.exact.contains(text)
+            || self
+                .texts
+                .iter()
+                .any(|c| !c.trim().is_empty() && (text.starts_with(c) || c.starts_with(text)))
+    }
 }
 
 /// Output is anything but blank text: a text, a call, a thought.
@@ -237,12 +256,13 @@ fn check_checkpoints(input: &SurvivalInput<'_>, out: &mut Vec<Violation>) {
     }
 }
 
-/// Whether some text block or tool result of `messages` holds `text` (trimmed) verbatim.
+/// Whether some text block or tool result of `messages` holds `text` (trimmed) verbatim. Text
+/// blocks are searched first (anchors live in the checkpoint and in anchor entries); tool
+/// output, which may still be in the session file, only when they do not hold it.
 pub fn carries(messages: &[Message], text: &str) -> bool {
     let needle = text.trim();
-    messages.iter().flat_map(|m| &m.content).any(|p| match p {
-        Part::Text { text } => text.contains(needle),
-        Part::ToolResult { content, .. } => content.contains(needle),
-        _ => false,
-    })
+    let parts = || messages.iter().flat_map(|m| &m.content);
+    parts().any(|p| matches!(p, Part::Text { text } if text.contains(needle)))
+        || parts()
+            .any(|p| matches!(p, Part::ToolResult { content, .. } if content.contains(needle)))
 }

@@ -1,14 +1,19 @@
-//! The three triggers (DESIGN §5.1) as calls the turn loop and the engine make.
+//! The three triggers (DESIGN §5.1) as calls the turn loop and the engine make, and the
+//! fail-open step before every request.
 //!
 //! `auto` and `reactive` run inside a turn and share its pass budget
 //! ([`crate::turn::hooks::MAX_PASSES_PER_TURN`]); `manual` runs between turns. None of them
 //! loops: each runs at most one pass per call, and the caller decides what happens next.
-//! [`fit_view`] is the fail-open step before every request.
+//! After a summary pass fails, auto passes back off until the conversation has grown by a
+//! tenth of usable input ([`Backoff`]), so a model that cannot summarize does not pay two
+//! summary requests every turn; the user is told once.
+//! [`fit_view`] is the fail-open step before every request: trim the oldest exchanges, and
+//! when even the protected round does not fit, bound it (a pass that calls no model).
 
 use codewhale_journal::{Entry, Level, SystemPayload, Trigger, View};
 use codewhale_provider::CancellationToken;
 
-use super::pass::{self, PassOutcome, PassRequest};
+use super::pass::{self, PassMode, PassOutcome, PassRequest};
 use super::plain::PlainView;
 use super::trim::{self, Fit};
 use crate::events::EventSink;
@@ -17,21 +22,69 @@ use crate::session::Session;
 use crate::turn::hooks::MAX_PASSES_PER_TURN;
 use crate::turn::{TurnCtx, TurnOutcome};
 
+/// Auto passes held back after a failed summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backoff {
+    /// Pressure when the summary failed.
+    pub pressure: u64,
+}
+
+/// Called when a pass wrote a summary: auto passes run normally again.
+pub(crate) fn summary_succeeded(session: &mut Session, outcome: &PassOutcome) {
+    if matches!(
+        outcome,
+        PassOutcome::Compacted { path: codewhale_journal::CompactionPath::Summary, .. }
+    ) {
+        session.summary_backoff = None;
+    }
+}
+
+/// Called when the summarizer failed: hold auto passes back and say so, once per backoff.
+pub(crate) fn summary_failed(
+    session: &mut Session,
+    reason: &str,
+    emit: &(dyn Fn(Event) + Send + Sync),
+) {
+    let pressure = session.budget().pressure().tokens;
+    let first = session.summary_backoff.is_none();
+    session.summary_backoff = Some(Backoff { pressure });
+    if first {
+        let grow = pass::regrowth(session);
+        pass::warn(
+            emit,
+            format!(
+                "the model could not write a usable summary ({reason}); automatic compaction \
+                 waits until the conversation grows by about {grow} tokens, and meanwhile each \
+                 request leaves out the oldest messages that do not fit (the journal keeps them)"
+            ),
+        );
+    }
+}
+
 /// Runs one in-turn pass with `trigger` if the turn has passes left; true when it compacted.
 pub async fn in_turn(ctx: &mut TurnCtx<'_>, trigger: Trigger) -> bool {
     if ctx.compaction_passes >= MAX_PASSES_PER_TURN {
         tracing::info!(trigger = trigger.as_str(), "no compaction passes left in this turn");
         return false;
     }
-    if trigger == Trigger::Auto && !pass::auto_worthwhile(ctx.session) {
-        tracing::info!("the last pass could not get below the threshold; waiting for regrowth");
-        return false;
+    if trigger == Trigger::Auto {
+        if !pass::auto_worthwhile(ctx.session) {
+            tracing::info!("the last pass could not get below the threshold; waiting for regrowth");
+            return false;
+        }
+        if let Some(backoff) = ctx.session.summary_backoff {
+            let pressure = ctx.session.budget().pressure().tokens;
+            if pressure < backoff.pressure + pass::regrowth(ctx.session) {
+                tracing::info!(pressure, at = backoff.pressure, "summaries failed; backing off");
+                return false;
+            }
+        }
     }
     ctx.compaction_passes += 1;
     let events = ctx.events.clone();
     let submission = ctx.submission;
     let emit = move |event| events.emit(submission, event);
-    let request = PassRequest { trigger, focus: None };
+    let request = PassRequest::new(trigger, None);
     pass::run(ctx.session, request, ctx.cancel.clone(), &emit).await.compacted()
 }
 
@@ -41,11 +94,12 @@ pub async fn manual(
     sink: &EventSink,
     submission: SubmissionId,
     focus: Option<String>,
+    cancel: CancellationToken,
 ) -> PassOutcome {
     let sink = sink.clone();
     let emit = move |event| sink.emit(submission, event);
-    let request = PassRequest { trigger: Trigger::Manual, focus };
-    pass::run(session, request, CancellationToken::new(), &emit).await
+    let request = PassRequest::new(Trigger::Manual, focus);
+    pass::run(session, request, cancel, &emit).await
 }
 
 /// A request sent without its oldest exchanges.
@@ -59,19 +113,57 @@ pub struct Trimmed {
 
 /// Fail open: when the view is still over usable input before a request (no pass could make
 /// room), sends it without its oldest exchanges. When even the protected round plus anchors
-/// cannot fit, the turn stops with a message saying what is protected and what to do (`Err`
-/// carries the outcome).
-pub fn fit_view(ctx: &mut TurnCtx<'_>, view: View) -> Result<(View, Option<Trimmed>), TurnOutcome> {
+/// cannot fit, the round is bounded (a pass without a model call, journaled like any other);
+/// only when that minimum cannot fit either does the turn stop, with a message naming the part
+/// that is too big and what to do (`Err` carries the outcome).
+pub async fn fit_view(
+    ctx: &mut TurnCtx<'_>,
+    view: View,
+) -> Result<(View, Option<Trimmed>), TurnOutcome> {
     let budget = ctx.session.budget();
-    let limits = *budget.limits();
-    if budget.pressure().tokens <= limits.usable_input {
+    if budget.pressure().tokens <= budget.limits().usable_input {
         return Ok((view, None));
     }
+    let view = match fit_once(ctx, view) {
+        Ok(fitted) => return Ok(fitted),
+        Err(view) => view,
+    };
+    drop(view);
+    let events = ctx.events.clone();
+    let submission = ctx.submission;
+    let emit = move |event| events.emit(submission, event);
+    let request = PassRequest { trigger: Trigger::Auto, focus: None, mode: PassMode::BoundOnly };
+    let outcome = pass::run(ctx.session, request, ctx.cancel.clone(), &emit).await;
+    let view = ctx.session.render();
+    if outcome.compacted() {
+        if let Ok(fitted) = fit_once(ctx, view) {
+            return Ok(fitted);
+        }
+    }
+    let message = too_big_message(ctx);
+    tracing::warn!(%message, "the protected round does not fit");
+    ctx.emit(Event::Error { kind: "context_full".into(), message: message.clone() });
+    let parent = ctx.session.journal().head_id().clone();
+    let notice = Entry::new(Some(parent), SystemPayload::new(Level::Error, message));
+    if let Err(err) = ctx.session.append_entry(notice) {
+        tracing::error!("cannot journal the notice: {err}");
+    }
+    Err(TurnOutcome { status: TurnStatus::Failed, text: String::new() })
+}
+
+/// One trim of `view`; `Err` gives the view back when even the protected round does not fit.
+fn fit_once(ctx: &mut TurnCtx<'_>, view: View) -> Result<(View, Option<Trimmed>), Box<View>> {
     let session = &*ctx.session;
+    let budget = session.budget();
     let plain =
         PlainView::new(&view, |item| item.tokens.or_else(|| session.counts.get(&item.source)));
-    let fitted =
-        trim::fit(view, &plain, budget.system_tokens(), budget.calibration(), limits.usable_input);
+    let fitted = trim::fit(
+        view,
+        &plain,
+        budget.system_tokens(),
+        budget.calibration(),
+        budget.limits().usable_input,
+    );
     match fitted {
         Fit::Whole(view) => Ok((view, None)),
         Fit::Trimmed { view, first, dropped, estimate } => {
@@ -79,29 +171,68 @@ pub fn fit_view(ctx: &mut TurnCtx<'_>, view: View) -> Result<(View, Option<Trimm
             ctx.emit(Event::Notice {
                 level: NoticeLevel::Warning,
                 message: format!(
-                    "compaction could not make room, so this request leaves out the {dropped} \
-                     oldest messages (the journal keeps them); the next turn tries to compact \
-                     again"
+                    "this request leaves out the {dropped} oldest messages so that it fits the \
+                     window (the journal keeps them); the next turn tries to compact again"
                 ),
             });
             Ok((view, Some(Trimmed { first, estimate })))
         }
-        Fit::TooBig { protected_tokens, usable_input } => {
-            let message = format!(
-                "the protected part of the conversation (the last round's messages and tool \
-                 exchanges, the anchors and the checkpoint) needs about {protected_tokens} \
-                 tokens, more than the {usable_input} this model accepts; run `/compact <focus>` \
-                 to summarize it, start a new session with `/new`, or use a model with a \
-                 larger window (--context-window)"
-            );
-            tracing::warn!(protected_tokens, usable_input, "the protected round does not fit");
-            ctx.emit(Event::Error { kind: "context_full".into(), message: message.clone() });
-            let parent = ctx.session.journal().head_id().clone();
-            let notice = Entry::new(Some(parent), SystemPayload::new(Level::Error, message));
-            if let Err(err) = ctx.session.append_entry(notice) {
-                tracing::error!("cannot journal the notice: {err}");
-            }
-            Err(TurnOutcome { status: TurnStatus::Failed, text: String::new() })
-        }
+        Fit::TooBig { view, .. } => Err(Box::new(view)),
     }
+}
+
+/// The stop message when nothing more can be cut: names the largest part that is too big and
+/// what the user can do about it.
+fn too_big_message(ctx: &TurnCtx<'_>) -> String {
+    let session = &*ctx.session;
+    let budget = session.budget();
+    let usable = budget.limits().usable_input;
+    let view = session.render();
+    let plain =
+        PlainView::new(&view, |item| item.tokens.or_else(|| session.counts.get(&item.source)));
+    let sum = |kind: codewhale_journal::ItemKind| -> u64 {
+        view.items
+            .iter()
+            .zip(&plain.tokens)
+            .filter(|(i, _)| i.kind == kind)
+            .map(|(_, t)| budget.calibrated(*t))
+            .sum()
+    };
+    let system = budget.calibrated(budget.system_tokens());
+    let anchors = sum(codewhale_journal::ItemKind::Anchor);
+    let note = sum(codewhale_journal::ItemKind::Checkpoint);
+    let total = budget.calibrated(budget.system_tokens() + plain.total());
+    let rest = total.saturating_sub(system + anchors + note);
+    let hints = &session.hints;
+    let part = if system >= anchors.max(note).max(rest) {
+        format!(
+            "the system prompt with the project instructions (AGENTS.md, \
+             .codewhale/instructions.md) and the tool schemas needs about {system} tokens; \
+             shorten the project instructions or {}",
+            hints.larger_window()
+        )
+    } else if anchors >= note.max(rest) {
+        format!(
+            "the pinned anchors need about {anchors} tokens; remove some with {} or {}",
+            hints.anchor_rm(),
+            hints.larger_window()
+        )
+    } else if note >= rest {
+        format!(
+            "the handoff note needs about {note} tokens; {} or {}",
+            hints.new_session(),
+            hints.larger_window()
+        )
+    } else {
+        format!(
+            "the last round needs about {rest} tokens even with every output and message in it \
+             cut to 1 KB; {} or {}",
+            hints.new_session(),
+            hints.larger_window()
+        )
+    };
+    format!(
+        "the conversation cannot fit the {usable} tokens this model accepts even after \
+         compaction: {part}"
+    )
 }

@@ -22,8 +22,9 @@ pub enum Fit {
     /// The oldest exchanges were left out; `first` is the first history item still sent and
     /// `estimate` the o200k estimate (system included) of what is sent.
     Trimmed { view: View, first: EntryId, dropped: usize, estimate: u64 },
-    /// Even the protected round plus anchors exceeds usable input.
-    TooBig { protected_tokens: u64, usable_input: u64 },
+    /// Even the protected round plus anchors exceeds usable input; the view comes back
+    /// unchanged.
+    TooBig { view: View, protected_tokens: u64, usable_input: u64 },
 }
 
 /// Fits `view` (with `plain` its plain form and counts) into `usable_input` provider tokens,
@@ -71,7 +72,7 @@ pub fn fit(view: View, plain: &PlainView, system: u64, calibration: f64, usable_
         dropped_until = Some(pair[1]);
     }
     if provider(total) > usable_input {
-        return Fit::TooBig { protected_tokens: provider(total), usable_input };
+        return Fit::TooBig { view, protected_tokens: provider(total), usable_input };
     }
     let Some(first_kept) = dropped_until else {
         return Fit::Whole(view);

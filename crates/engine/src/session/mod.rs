@@ -50,6 +50,8 @@ pub struct SessionParams {
     pub resume: Resume,
     /// Overrides the provider client's retry policy (tests use fast retries).
     pub retry: Option<RetryPolicy>,
+    /// Who drives the session (how suggestions are phrased).
+    pub front_end: crate::FrontEnd,
 }
 
 /// An open session.
@@ -72,6 +74,10 @@ pub struct Session {
     /// Notices to show once: load warnings (torn tail repaired, malformed lines), a workspace
     /// other than the current directory.
     pub(crate) notices: Vec<(NoticeLevel, String)>,
+    /// Suggestions in messages, phrased for the front end.
+    pub(crate) hints: crate::hints::Hints,
+    /// Set after a summary pass failed: auto passes wait for the conversation to grow.
+    pub(crate) summary_backoff: Option<crate::compaction::triggers::Backoff>,
 }
 
 impl Session {
@@ -115,6 +121,7 @@ impl Session {
         let client = Client::new(provider_config)?;
         let limits = Limits::for_model(&params.config, &params.provider.model);
         let background = Arc::new(BackgroundRegistry::new(params.home.join("background")));
+        let hints = crate::hints::Hints::new(params.front_end, journal.journal().session_id());
         let mut session = Session {
             journal,
             workspace: workspace.clone(),
@@ -129,6 +136,8 @@ impl Session {
             counts: Counts::default(),
             resumed,
             notices,
+            hints,
+            summary_backoff: None,
         };
         session.refresh_system_prompt();
         let view = session.render();
@@ -301,29 +310,39 @@ impl Session {
         self.counts.has_pending()
     }
 
-    /// Gives every tool call of the last assistant message that has no result an
-    /// "interrupted" error result (a crash or an interrupt left it). Returns how many.
+    /// Gives every tool call in the view that has no result an "interrupted" error result (a
+    /// crash or an interrupt left it). Calls of the last assistant message are answered in
+    /// place; a call further back — anywhere on the chain — gets a result with `repairs: true`
+    /// appended at HEAD, which the view reads right after its call (DESIGN §3). Returns how many.
     pub fn heal_dangling_calls(&mut self) -> Result<usize, EngineError> {
         let view = self.render();
-        let Some(pos) = view.items.iter().rposition(|i| {
-            i.role == codewhale_journal::Role::Assistant
-                && matches!(i.content, ItemContent::Blocks(_))
-        }) else {
-            return Ok(0);
-        };
-        let answered: Vec<&str> = view.items[pos + 1..]
+        let mut answered: std::collections::HashSet<&str> = view
+            .items
             .iter()
             .filter_map(|i| i.tool_result().map(|r| r.tool_use_id.as_str()))
             .collect();
-        let missing: Vec<String> = view.items[pos]
-            .blocks()
+        // The last assistant message whose calls are still the end of the view: answering
+        // those at HEAD puts the results right where they belong.
+        let tail_from = view
+            .items
             .iter()
-            .filter_map(|b| b.as_tool_use())
-            .filter(|call| !answered.contains(&call.id.as_str()))
-            .map(|call| call.id.clone())
-            .collect();
-        for id in &missing {
-            self.append(ToolResultPayload::new(id.clone(), INTERRUPTED_RESULT, true))?;
+            .rposition(|i| i.role == codewhale_journal::Role::Assistant)
+            .filter(|&p| view.items[p + 1..].iter().all(|i| i.tool_result().is_some()));
+        let mut missing: Vec<(String, bool)> = Vec::new();
+        for (index, item) in view.items.iter().enumerate() {
+            if item.role != codewhale_journal::Role::Assistant {
+                continue;
+            }
+            for call in item.blocks().iter().filter_map(|b| b.as_tool_use()) {
+                if answered.insert(call.id.as_str()) {
+                    missing.push((call.id.clone(), Some(index) != tail_from));
+                }
+            }
+        }
+        for (id, repairs) in &missing {
+            let mut result = ToolResultPayload::new(id.clone(), INTERRUPTED_RESULT, true);
+            result.repairs = *repairs;
+            self.append(result)?;
         }
         Ok(missing.len())
     }

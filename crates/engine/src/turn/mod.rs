@@ -139,11 +139,12 @@ async fn drive(ctx: &mut TurnCtx<'_>, input: String) -> Result<TurnOutcome, Engi
         }
         before_request(ctx).await?;
         let view = ctx.session.render();
-        let (view, trimmed) = match crate::compaction::triggers::fit_view(ctx, view) {
+        let (view, trimmed) = match crate::compaction::triggers::fit_view(ctx, view).await {
             Ok(fitted) => fitted,
             Err(outcome) => return Ok(outcome),
         };
-        codewhale_journal::check_view(&view)?;
+        codewhale_journal::check_view(&view)
+            .map_err(|source| EngineError::View { source, hint: ctx.session.hints.rewind() })?;
         let limits = *ctx.session.budget().limits();
         let max_output = codewhale_provider::lookup_model(ctx.session.model())
             .max_output

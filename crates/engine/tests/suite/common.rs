@@ -50,6 +50,7 @@ impl Harness {
             resume,
             interactive,
             retry: Some(RetryPolicy::fast()),
+            front_end: codewhale_engine::FrontEnd::Cli,
         }
     }
 

@@ -48,6 +48,7 @@ pub(super) fn params(h: &Harness, provider: &str, window: u64) -> EngineParams {
         resume: Resume::New,
         interactive: false,
         retry: Some(RetryPolicy::fast()),
+        front_end: codewhale_engine::FrontEnd::Cli,
     }
 }
 

@@ -163,7 +163,7 @@ async fn five_compactions_in_a_row_extend_one_checkpoint() {
 }
 
 #[tokio::test]
-async fn huge_own_messages_do_not_recompact_on_every_turn() {
+async fn huge_own_messages_are_bounded_once_and_not_recompacted_every_turn() {
     let h = Harness::new().await;
     // U = 6,000, threshold 4,800: the user's own message (with the system prompt) is past the
     // threshold but within the window.
@@ -172,12 +172,18 @@ async fn huge_own_messages_do_not_recompact_on_every_turn() {
         h.server.push(Reply::text(prose(&format!("ok {k}"), 40)).with_usage(1_000, 200));
         engine.turn(&format!("small {k}")).await;
     }
+    let paste = prose("my huge paste", 800);
     h.server.push(Reply::text(SUMMARY));
-    h.server.push(Reply::text("ok 2").with_usage(5_500, 5));
-    let run = engine.turn(&prose("my huge paste", 800)).await;
+    h.server.push(Reply::text("ok 2").with_usage(4_000, 5));
+    let run = engine.turn(&paste).await;
     assert_eq!(run.status, TurnStatus::Completed, "{:?}", run.events);
+    // The paste is protected, so the pass bounded it to fit under the threshold: the model
+    // reads its start and a marker naming the entry that holds it whole.
+    let sent = request_text(&h, h.server.requests().len() - 1);
+    assert!(sent.contains(&paste[..1000]) && !sent.contains(&paste), "the paste is cut");
+    assert!(sent.contains("holds it whole"), "{sent}");
     for k in 3..6 {
-        h.server.push(Reply::text(format!("ok {k}")).with_usage(5_600, 5));
+        h.server.push(Reply::text(format!("ok {k}")).with_usage(4_100, 5));
         let run = engine.turn(&format!("small {k}")).await;
         assert_eq!(run.status, TurnStatus::Completed, "{:?}", run.events);
         assert!(
@@ -188,6 +194,12 @@ async fn huge_own_messages_do_not_recompact_on_every_turn() {
     assert_eq!(summary_requests(&h).len(), 1);
     engine.shutdown().await;
     assert_eq!(compactions(&h).len(), 1);
+    let journal = reload_checked(&session_file(h.home.path()));
+    assert!(
+        journal.entries().iter().any(|e| matches!(&e.payload, Payload::User(u)
+            if u.content.iter().any(|b| b.as_text() == Some(paste.as_str())))),
+        "the journal keeps the paste verbatim"
+    );
     assert_no_orphans(&h);
 }
 
@@ -203,10 +215,9 @@ async fn fewer_than_four_messages_are_refused_with_a_notice() {
     engine.shutdown().await;
     let journal = reload_checked(&session_file(h.home.path()));
     assert_eq!(journal.compactions().count(), 0);
-    assert!(journal
-        .entries()
-        .iter()
-        .any(|e| matches!(&e.payload, Payload::System(s) if s.text.contains("refused"))));
+    assert!(journal.entries().iter().any(
+        |e| matches!(&e.payload, Payload::System(s) if s.text.contains("nothing to compact"))
+    ));
 }
 
 #[tokio::test]

@@ -141,6 +141,7 @@ fn session_params(h: &Harness) -> SessionParams {
         },
         resume: Resume::Last,
         retry: None,
+        front_end: codewhale_engine::FrontEnd::Cli,
     }
 }
 

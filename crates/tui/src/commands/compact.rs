@@ -36,6 +36,7 @@ pub fn run(
         resume,
         interactive: false,
         retry: None,
+        front_end: codewhale_engine::FrontEnd::Cli,
     };
     let runtime = super::runtime()?;
     runtime.block_on(compact(params, args.focus))
@@ -128,6 +129,7 @@ left\nNone\n## Open questions\nNone\n## Next action\nGo on.\n## Reference\nNone"
                 resume: Resume::New,
                 interactive: false,
                 retry: None,
+                front_end: codewhale_engine::FrontEnd::Cli,
             };
             let (handle, mut events) = Engine::spawn(params).unwrap();
             for k in 0..3 {

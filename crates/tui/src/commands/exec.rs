@@ -68,6 +68,7 @@ pub fn run(
         resume,
         interactive: can_ask,
         retry: None,
+        front_end: codewhale_engine::FrontEnd::Cli,
     };
     let runtime = super::runtime()?;
     runtime.block_on(exec(params, prompt, args.json))

@@ -1,7 +1,8 @@
 //! `codewhale journal check FILE`: audits a journal and never modifies it.
 //!
-//! Exit 0 with a one-line summary (entries, branches, head, compactions) for a sound journal;
-//! exit 1 with one line per problem (`line N: what is wrong`) otherwise. A file that is not a
+//! Exit 0 with a one-line summary (entries, branches, head, compactions) for a sound journal,
+//! after a `warning:` line for each informational field read as best it could be (another
+//! tool wrote a number as a boolean, say); exit 1 with one line per problem (`line N: what is wrong`) otherwise. A file that is not a
 //! journal at all (missing, empty, zero-filled, something else) is an error: one sentence on
 //! stderr, exit 1.
 
@@ -13,6 +14,9 @@ use codewhale_engine::journal;
 /// Validates the journal at `file` without modifying it.
 pub fn run(file: &Path) -> anyhow::Result<ExitCode> {
     let report = journal::check_file(file)?;
+    for warning in &report.warnings {
+        println!("warning: {warning}");
+    }
     if report.problems.is_empty() {
         println!("{}", report.summary());
         return Ok(ExitCode::SUCCESS);

@@ -86,6 +86,7 @@ fn spawn_engine(params: &TuiParams, resume: Resume) -> Result<Link, codewhale_en
         resume,
         interactive: true,
         retry: None,
+        front_end: codewhale_engine::FrontEnd::Tui,
     })?;
     Ok(Link { handle, events })
 }

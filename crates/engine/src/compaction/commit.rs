@@ -1,0 +1,203 @@
+//! The last step of every pass: fit the record's view into the window, check it, write it.
+//!
+//! A record is checked on the view it would produce, rendered with the record added to the
+//! journal's index ([`codewhale_journal::render_with_record`]) — never on a copy of the journal,
+//! so the check costs what the new view holds, however long the session. In order:
+//! 1. **Fit.** When the would-be request is over the target, the record gets bounds (see
+//!    [`super::bound`]): the largest tool results and messages after the checkpoint are cut
+//!    first, anchors and the checkpoint never. Existing tighter bounds stay.
+//! 2. **Check.** The new view must be the record's own, sendable, and pass the survival contract
+//!    against the old one; and it must be smaller.
+//! 3. **Write.** Append, sync, update the budget, re-read the project instructions.
+//!
+//! Invariant: nothing is appended unless every check passed.
+
+use codewhale_journal::{
+    check_view, render_with_record, Bounded, CompactionPath, CompactionPayload, Entry, EntryId,
+    ItemKind, Payload, View,
+};
+
+use super::bound::{self, Candidate};
+use super::plain::PlainView;
+use super::survival::{self, SurvivalInput};
+use crate::session::{counts, Session};
+
+/// Why a record was not written.
+#[derive(Debug)]
+pub(crate) enum Refusal {
+    /// The record would change nothing worth writing.
+    NoChange,
+    /// A check failed; the reason, for the user.
+    Failed(String),
+}
+
+/// What a pass writes.
+#[derive(Debug)]
+pub(crate) struct Proposal<'a> {
+    /// The view before the pass, as plain messages.
+    pub plain: &'a PlainView,
+    /// The record that describes that view, if any.
+    pub previous: Option<&'a CompactionPayload>,
+    pub record: CompactionPayload,
+    /// The entry the record is parented on (the splice point).
+    pub parent: EntryId,
+    /// The anchors text, when the workspace has anchors.
+    pub anchors: Option<&'a str>,
+    /// Pressure before the pass (provider tokens), for `tokens_before`.
+    pub tokens_before: u64,
+    /// The request should fit under this many provider tokens.
+    pub target: u64,
+}
+
+/// A record that passed every check and was written.
+#[derive(Debug)]
+pub(crate) struct Written {
+    pub id: EntryId,
+    pub path: CompactionPath,
+    pub tokens_before: u64,
+    pub tokens_after: u64,
+    /// False when even the smallest bounds left the request over the target.
+    pub fits: bool,
+}
+
+/// Fits, checks and writes `proposal`.
+pub(crate) async fn commit(
+    session: &mut Session,
+    proposal: Proposal<'_>,
+) -> Result<Written, Refusal> {
+    let Proposal { plain, previous, mut record, parent, anchors, tokens_before, target } = proposal;
+    let path = record.path.clone();
+    let head = session.journal().head_id().clone();
+    let mut entry = record_entry(&parent, record.clone());
+    let mut new_view = render_with_record(session.journal(), head.as_str(), &entry);
+    let mut new_plain = plain_with_note(session, &new_view, &entry);
+    let (bounds, fits) = fit_plan(session, &new_view, &new_plain, target);
+    if !bounds.is_empty() {
+        merge_bounds(&mut record, &bounds);
+        entry = record_entry(&parent, record);
+        new_view = render_with_record(session.journal(), head.as_str(), &entry);
+        new_plain = plain_with_note(session, &new_view, &entry);
+    }
+    let Payload::Compaction(record) = &entry.payload else {
+        return Err(Refusal::Failed("the record is not a compaction record".into()));
+    };
+    if !changes_something(record, previous) {
+        return Err(Refusal::NoChange);
+    }
+    if new_view.compaction.as_ref().map(|c| &c.id) != Some(&entry.id) {
+        return Err(Refusal::Failed("the new record would not describe the current branch".into()));
+    }
+    check_view(&new_view)
+        .map_err(|e| Refusal::Failed(format!("the compacted view is not sendable: {e}")))?;
+    // A summary pass restates the anchors, so they must be there. Any other pass restates
+    // nothing: it must only not lose anchors the view already carried.
+    let anchors: Vec<String> = anchors
+        .filter(|a| path == CompactionPath::Summary || survival::carries(&plain.messages, a))
+        .map(str::to_owned)
+        .into_iter()
+        .collect();
+    let violations = survival::check(&SurvivalInput {
+        original: &plain.messages,
+        replacement: &new_plain.messages,
+        last_round_start: None,
+        anchors: &anchors,
+        require_checkpoint: path == CompactionPath::Summary,
+    });
+    if !violations.is_empty() {
+        let reasons: Vec<String> = violations.iter().map(ToString::to_string).collect();
+        return Err(Refusal::Failed(format!(
+            "the survival contract refused it: {}",
+            reasons.join("; ")
+        )));
+    }
+    let (old_total, new_total) = (plain.total(), new_plain.total());
+    if new_total >= old_total {
+        return Err(Refusal::Failed(format!(
+            "the pass did not shrink the view ({old_total} → {new_total} estimated tokens)"
+        )));
+    }
+    let budget = session.budget();
+    let tokens_after = budget.calibrated(budget.system_tokens() + new_total);
+    if let Payload::Compaction(r) = &mut entry.payload {
+        r.tokens_before = Some(tokens_before);
+        r.tokens_after = Some(tokens_after);
+    }
+    let id = entry.id.clone();
+    session
+        .append_entry(entry)
+        .map_err(|e| Refusal::Failed(format!("cannot write the record: {e}")))?;
+    session.sync().await.map_err(|e| Refusal::Failed(format!("cannot sync the record: {e}")))?;
+    session.budget_mut().record_compaction(new_total, old_total - new_total);
+    session.refresh_system_prompt();
+    Ok(Written { id, path, tokens_before, tokens_after, fits })
+}
+
+fn record_entry(parent: &EntryId, record: CompactionPayload) -> Entry {
+    let note_tokens = counts::exact(&record.note);
+    Entry::new(Some(parent.clone()), record).with_tokens(note_tokens)
+}
+
+/// The plain form of a would-be view; the checkpoint is counted from the record's note.
+fn plain_with_note(session: &Session, view: &View, entry: &Entry) -> PlainView {
+    PlainView::new(view, |item| {
+        if item.source == entry.id {
+            entry.tokens
+        } else {
+            item.tokens.or_else(|| session.counts.get(&item.source))
+        }
+    })
+}
+
+/// Bounds that bring `view` (with the system prompt) under `target` provider tokens, and
+/// whether they do. Only what follows the checkpoint may be bounded, never an anchor.
+fn fit_plan(
+    session: &Session,
+    view: &View,
+    plain: &PlainView,
+    target: u64,
+) -> (Vec<Bounded>, bool) {
+    let budget = session.budget();
+    let calibration = budget.calibration().clamp(1.0, 2.0);
+    let available =
+        ((target as f64 / calibration).floor() as u64).saturating_sub(budget.system_tokens());
+    let after = view.items.iter().position(|i| i.kind == ItemKind::Checkpoint).map_or(0, |i| i + 1);
+    let candidates: Vec<Candidate> = view
+        .items
+        .iter()
+        .enumerate()
+        .skip(after)
+        .filter(|(_, item)| item.kind != ItemKind::Anchor && item.kind != ItemKind::Checkpoint)
+        .map(|(index, _)| Candidate {
+            index,
+            bytes: bound::message_bytes(&plain.messages[index]),
+            tokens: plain.tokens[index],
+        })
+        .collect();
+    let planned = bound::plan(&candidates, plain.total(), available);
+    let bounds = planned
+        .bounds
+        .iter()
+        .map(|&(index, max)| Bounded::new(view.items[index].source.clone(), max))
+        .collect();
+    (bounds, planned.fits)
+}
+
+/// Adds `bounds` to the record; where it already bounds an entry, the tighter bound wins.
+fn merge_bounds(record: &mut CompactionPayload, bounds: &[Bounded]) {
+    for b in bounds {
+        match record.bounded.iter_mut().find(|old| old.id == b.id) {
+            Some(old) => old.max_bytes = old.max_bytes.min(b.max_bytes),
+            None => record.bounded.push(b.clone()),
+        }
+    }
+}
+
+/// Whether `record` differs in what the model reads from `previous` (the record it replaces).
+fn changes_something(record: &CompactionPayload, previous: Option<&CompactionPayload>) -> bool {
+    let Some(previous) = previous else { return record.is_valid() };
+    record.covers != previous.covers
+        || record.note != previous.note
+        || record.pruned_ids.len() != previous.pruned_ids.len()
+        || record.bounded != previous.bounded
+        || record.retained_ids != previous.retained_ids
+}

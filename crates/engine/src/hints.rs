@@ -1,0 +1,89 @@
+//! What to tell the user to do, in the words of the front end they are using.
+//!
+//! A message that suggests a command must suggest one that exists where it is shown: `/compact`
+//! in the terminal UI, `codewhale compact --session ID` after `codewhale exec`. The engine knows
+//! its front end from [`crate::EngineParams::front_end`] and phrases every suggestion through
+//! [`Hints`].
+
+use serde::{Deserialize, Serialize};
+
+/// Who drives the engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FrontEnd {
+    /// The interactive terminal UI: slash commands.
+    #[default]
+    Tui,
+    /// One-shot commands (`codewhale exec`, `codewhale compact`): command lines.
+    Cli,
+}
+
+/// Suggestions phrased for one front end and session.
+#[derive(Debug, Clone)]
+pub struct Hints {
+    front_end: FrontEnd,
+    session: String,
+}
+
+impl Hints {
+    pub fn new(front_end: FrontEnd, session: &str) -> Hints {
+        Hints { front_end, session: session.to_owned() }
+    }
+
+    /// How to compact this session now.
+    pub fn compact(&self) -> String {
+        match self.front_end {
+            FrontEnd::Tui => "`/compact <focus>`".to_owned(),
+            FrontEnd::Cli => format!("`codewhale compact --session {}`", self.session),
+        }
+    }
+
+    /// How to start over in a new session.
+    pub fn new_session(&self) -> &'static str {
+        match self.front_end {
+            FrontEnd::Tui => "start a new session with `/new`",
+            FrontEnd::Cli => "start a new session (`codewhale exec` without --last or --session)",
+        }
+    }
+
+    /// How to remove a pinned anchor.
+    pub fn anchor_rm(&self) -> &'static str {
+        match self.front_end {
+            FrontEnd::Tui => "`/anchor rm N`",
+            FrontEnd::Cli => "`codewhale anchor rm N`",
+        }
+    }
+
+    /// How to get a larger window.
+    pub fn larger_window(&self) -> &'static str {
+        match self.front_end {
+            FrontEnd::Tui => "switch to a model with a larger window (`/model`)",
+            FrontEnd::Cli => "use a model with a larger window (--model, or --context-window N)",
+        }
+    }
+
+    /// How to continue from before a given entry.
+    pub fn rewind(&self) -> String {
+        match self.front_end {
+            FrontEnd::Tui => "`/rewind` or `/fork` to an entry before it".to_owned(),
+            FrontEnd::Cli => {
+                format!("`codewhale resume {}` and `/rewind` to an entry before it", self.session)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggestions_exist_where_they_are_shown() {
+        let tui = Hints::new(FrontEnd::Tui, "s-1");
+        let cli = Hints::new(FrontEnd::Cli, "s-1");
+        assert!(tui.compact().contains("/compact") && !tui.compact().contains("codewhale"));
+        assert_eq!(cli.compact(), "`codewhale compact --session s-1`");
+        assert!(!cli.new_session().contains("/new") && tui.new_session().contains("/new"));
+        assert!(cli.rewind().contains("codewhale resume s-1"));
+    }
+}

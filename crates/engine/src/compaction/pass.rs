@@ -161,7 +161,7 @@ pub async fn run(
 const REGROWTH_FRACTION: f64 = 0.1;
 
 /// How much the conversation must grow before a held-back auto pass is tried again.
-pub(crate) fn regrowth(session: &Session) -> u64 {
+fn regrowth(session: &Session) -> u64 {
     (session.budget().limits().usable_input as f64 * REGROWTH_FRACTION) as u64
 }
 
@@ -393,10 +393,11 @@ async fn summarize(
     max_output: u32,
     cancel: CancellationToken,
 ) -> Result<String, Stop> {
-    let Some(mut covered) = summary::fit_input(covered, focus, summary::INPUT_MAX_BYTES) else {
-        return Err(Stop::Failed(
-            "the summary input exceeds 2 MiB even with only the newest exchange".into(),
-        ));
+    let max_bytes = summary_input_bytes(session, model);
+    let Some(mut covered) = summary::fit_input(covered, focus, max_bytes) else {
+        return Err(Stop::Failed(format!(
+            "the summary input exceeds {max_bytes} bytes even with only the newest exchange"
+        )));
     };
     let mut strict = false;
     loop {
@@ -404,7 +405,7 @@ async fn summarize(
         request.messages.push(PMessage::new(
             PRole::User,
             vec![
-                Block::text(summary::transcript(&covered)),
+                Block::text(summary::transcript(&covered, max_bytes)),
                 Block::text(summary::instruction(focus, strict)),
             ],
         ));
@@ -451,6 +452,25 @@ async fn summarize(
             }
         }
     }
+}
+
+/// Bytes of transcript per estimated token when sizing a summary input to a window: o200k
+/// averages about four on prose and code; three leaves room for denser text and for a
+/// summarizer that counts more tokens than o200k.
+const INPUT_BYTES_PER_TOKEN: u64 = 3;
+
+/// How large a summary input may be: 2 MiB, or what the summarizing model's usable input
+/// holds when that is less (a small local model's window is a few thousand tokens).
+fn summary_input_bytes(session: &Session, model: &str) -> usize {
+    let limits = if model == session.model() {
+        *session.budget().limits()
+    } else {
+        crate::budget::Limits::for_model(session.config(), model)
+    };
+    let tokens =
+        (limits.usable_input as f64 / session.budget().calibration().clamp(1.0, 2.0)) as u64;
+    let bytes = tokens.saturating_mul(INPUT_BYTES_PER_TOKEN);
+    usize::try_from(bytes).unwrap_or(usize::MAX).min(summary::INPUT_MAX_BYTES)
 }
 
 /// Emits a notice for this pass.

@@ -52,10 +52,11 @@ pub fn instruction(focus: Option<&str>, strict: bool) -> String {
     out
 }
 
-/// Serializes the covered part as a transcript the summarizer reads.
-pub fn transcript(covered: &[Message]) -> String {
+/// Serializes the covered part as a transcript the summarizer reads, for an input of at most
+/// `max_bytes` (which sets how much of one long text or output is kept, see [`part_max`]).
+pub fn transcript(covered: &[Message], max_bytes: usize) -> String {
     let mut out = String::from("<conversation>\n");
-    render(&mut out, covered);
+    render(&mut out, covered, part_max(max_bytes));
     out.push_str("</conversation>");
     out
 }
@@ -64,10 +65,16 @@ pub fn transcript(covered: &[Message]) -> String {
 /// head and tail, so one huge message never crowds out every other exchange.
 pub const PART_MAX_BYTES: usize = 64 * 1024;
 
-fn render(out: &mut String, covered: &[Message]) {
+/// The longest part kept whole in an input of `max_bytes`: a quarter of it, between 1 KiB and
+/// [`PART_MAX_BYTES`] (a small model's window holds little, and one output must not fill it).
+pub fn part_max(max_bytes: usize) -> usize {
+    (max_bytes / 4).clamp(1024, PART_MAX_BYTES)
+}
+
+fn render(out: &mut String, covered: &[Message], part_max: usize) {
     let capped = |text: &str| -> String {
         let text = text.trim_end();
-        codewhale_journal::cut_to_bound(text, PART_MAX_BYTES).unwrap_or_else(|| text.to_owned())
+        codewhale_journal::cut_to_bound(text, part_max).unwrap_or_else(|| text.to_owned())
     };
     for message in covered {
         if is_checkpoint(message) {
@@ -102,14 +109,15 @@ fn render(out: &mut String, covered: &[Message]) {
     }
 }
 
-/// The serialized size of a summary input: transcript plus instruction.
-pub fn input_bytes(covered: &[Message], focus: Option<&str>) -> usize {
-    transcript(covered).len() + instruction(focus, true).len()
+/// The serialized size of a summary input of at most `max_bytes`: transcript plus instruction.
+pub fn input_bytes(covered: &[Message], focus: Option<&str>, max_bytes: usize) -> usize {
+    transcript(covered, max_bytes).len() + instruction(focus, true).len()
 }
 
-/// About how many transcript bytes `message` renders to, without rendering it: tool output is
-/// measured by its length hint, so sizing a long covered part reads none of its outputs.
-pub fn message_bytes(message: &Message) -> usize {
+/// About how many transcript bytes `message` renders to (each part kept to `part_max`),
+/// without rendering it: tool output is measured by its length hint, so sizing a long covered
+/// part reads none of its outputs.
+pub fn message_bytes(message: &Message, part_max: usize) -> usize {
     if is_checkpoint(message) {
         return 24 + message.texts().next().map_or(0, str::len);
     }
@@ -117,12 +125,12 @@ pub fn message_bytes(message: &Message) -> usize {
         .content
         .iter()
         .map(|part| match part {
-            Part::Text { text } => 16 + text.len().min(PART_MAX_BYTES + 128),
+            Part::Text { text } => 16 + text.len().min(part_max + 128),
             Part::ToolUse { id, name, input } => {
                 32 + id.len() + name.len() + input.to_string().len()
             }
             Part::ToolResult { tool_use_id, content } => {
-                24 + tool_use_id.len() + content.len_hint().min(PART_MAX_BYTES + 128)
+                24 + tool_use_id.len() + content.len_hint().min(part_max + 128)
             }
             Part::Thinking { .. } => 0,
         })
@@ -162,6 +170,8 @@ pub fn fit_input(
     max_bytes: usize,
 ) -> Option<Vec<Message>> {
     let budget = max_bytes.checked_sub(instruction(focus, true).len() + 64)?;
+    let part_max = part_max(max_bytes);
+    let message_bytes = |m: &Message| message_bytes(m, part_max);
     let pinned: usize = covered.iter().filter(|m| is_checkpoint(m)).map(message_bytes).sum();
     let mut used = pinned;
     let mut from = covered.len();
@@ -191,7 +201,7 @@ const BYTES_PER_TOKEN: u64 = 4;
 /// until about `excess_tokens` (plus a tenth) are gone, or a quarter of the transcript when the
 /// provider did not say by how much. Returns false when nothing could be dropped.
 pub fn shrink_for_overflow(covered: &mut Vec<Message>, excess_tokens: Option<u64>) -> bool {
-    let sizes: Vec<usize> = covered.iter().map(message_bytes).collect();
+    let sizes: Vec<usize> = covered.iter().map(|m| message_bytes(m, PART_MAX_BYTES)).collect();
     let goal = match excess_tokens {
         Some(excess) => (excess + excess / 10 + 1).saturating_mul(BYTES_PER_TOKEN) as usize,
         None => (sizes.iter().sum::<usize>() / 4).max(1),
@@ -425,13 +435,13 @@ mod tests {
     fn fit_input_drops_oldest_until_it_fits() {
         let covered: Vec<Message> =
             (0..10).map(|i| Message::user(format!("{i}{}", "z".repeat(1000)))).collect();
-        let limit = input_bytes(&covered[7..], None) + 100;
+        let limit = input_bytes(&covered[7..], None, 2 << 20) + 100;
         let kept = fit_input(&covered, None, limit).unwrap();
         assert_eq!(kept.len(), 3);
         assert!(kept[0].texts().next().unwrap().starts_with('7'));
         assert_eq!(fit_input(&covered, None, 10), None);
         assert_eq!(fit_input(&covered, None, usize::MAX).unwrap().len(), 10);
-        let t = transcript(&[Message::user("hi")]);
+        let t = transcript(&[Message::user("hi")], INPUT_MAX_BYTES);
         assert!(t.starts_with("<conversation>\n[user]\nhi\n"));
     }
 
@@ -443,7 +453,7 @@ mod tests {
             covered.push(Message::user(format!("q{i} {}", "w".repeat(500))));
             covered.push(Message::assistant(format!("a{i} {}", "v".repeat(500))));
         }
-        let limit = input_bytes(&covered[90..], None) + 400;
+        let limit = input_bytes(&covered[90..], None, 2 << 20) + 400;
         let kept = fit_input(&covered, None, limit).unwrap();
         assert!(is_checkpoint(&kept[0]), "the previous note is never dropped");
         assert!(
@@ -451,13 +461,19 @@ mod tests {
             "an exchange starts at a question"
         );
         assert_eq!(kept.last(), covered.last());
-        assert!(input_bytes(&kept, None) <= limit + 1024);
+        assert!(input_bytes(&kept, None, limit) <= limit + 1024);
     }
 
     #[test]
     fn one_huge_message_is_capped_in_the_transcript() {
-        let t = transcript(&[Message::user("x".repeat(1_000_000))]);
+        let t = transcript(&[Message::user("x".repeat(1_000_000))], INPUT_MAX_BYTES);
         assert!(t.len() < PART_MAX_BYTES + 1024, "{}", t.len());
+        let small = transcript(&[Message::user("x".repeat(1_000_000))], 16_000);
+        assert!(
+            small.len() < 4_000 + 1024,
+            "a small input keeps less of one part: {}",
+            small.len()
+        );
         assert!(t.contains("cut by compaction"));
     }
 }

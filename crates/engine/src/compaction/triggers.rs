@@ -4,8 +4,8 @@
 //! `auto` and `reactive` run inside a turn and share its pass budget
 //! ([`crate::turn::hooks::MAX_PASSES_PER_TURN`]); `manual` runs between turns. None of them
 //! loops: each runs at most one pass per call, and the caller decides what happens next.
-//! After a summary pass fails, auto passes back off until the conversation has grown by a
-//! tenth of usable input ([`Backoff`]), so a model that cannot summarize does not pay two
+//! After a summary pass fails, auto passes back off for a number of turns that doubles with
+//! each failure in a row ([`Backoff`]), so a model that cannot summarize does not pay two
 //! summary requests every turn; the user is told once.
 //! [`fit_view`] is the fail-open step before every request: trim the oldest exchanges, and
 //! when even the protected round does not fit, bound it (a pass that calls no model).
@@ -22,11 +22,26 @@ use crate::session::Session;
 use crate::turn::hooks::MAX_PASSES_PER_TURN;
 use crate::turn::{TurnCtx, TurnOutcome};
 
-/// Auto passes held back after a failed summary.
+/// Auto passes held back after failed summaries: a model that cannot write a note will not
+/// write one next turn either, so each failure in a row doubles how many turns pass before the
+/// next attempt (2, 4, 8, ... up to [`MAX_SKIPPED_TURNS`]). A summary written by any pass
+/// (manual, reactive) ends the backoff.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Backoff {
-    /// Pressure when the summary failed.
-    pub pressure: u64,
+    /// Summary failures in a row.
+    pub failures: u32,
+    /// Turns still to start before an auto pass may summarize again.
+    pub skip_turns: u32,
+}
+
+/// The longest wait, in turns, between two auto summary attempts.
+pub const MAX_SKIPPED_TURNS: u32 = 32;
+
+/// Called when a turn starts: one turn less to wait.
+pub(crate) fn turn_started(session: &mut Session) {
+    if let Some(b) = &mut session.summary_backoff {
+        b.skip_turns = b.skip_turns.saturating_sub(1);
+    }
 }
 
 /// Called when a pass wrote a summary: auto passes run normally again.
@@ -39,26 +54,33 @@ pub(crate) fn summary_succeeded(session: &mut Session, outcome: &PassOutcome) {
     }
 }
 
-/// Called when the summarizer failed: hold auto passes back and say so, once per backoff.
+/// Called when the summarizer failed: hold auto passes back, and say so once per streak.
 pub(crate) fn summary_failed(
     session: &mut Session,
     reason: &str,
     emit: &(dyn Fn(Event) + Send + Sync),
 ) {
-    let pressure = session.budget().pressure().tokens;
+    let failures = session.summary_backoff.map_or(0, |b| b.failures) + 1;
+    let skip_turns = 2u32.saturating_pow(failures).min(MAX_SKIPPED_TURNS);
     let first = session.summary_backoff.is_none();
-    session.summary_backoff = Some(Backoff { pressure });
+    session.summary_backoff = Some(Backoff { failures, skip_turns });
     if first {
-        let grow = pass::regrowth(session);
         pass::warn(
             emit,
             format!(
                 "the model could not write a usable summary ({reason}); automatic compaction \
-                 waits until the conversation grows by about {grow} tokens, and meanwhile each \
-                 request leaves out the oldest messages that do not fit (the journal keeps them)"
+                 now waits a few turns between attempts (longer after each failure), and \
+                 meanwhile each request leaves out the oldest messages that do not fit (the \
+                 journal keeps them); {} asks again at any time",
+                session.hints.compact()
             ),
         );
     }
+}
+
+/// Whether auto passes are holding back after failed summaries.
+pub(crate) fn backing_off(session: &Session) -> bool {
+    session.summary_backoff.is_some_and(|b| b.skip_turns > 0)
 }
 
 /// Runs one in-turn pass with `trigger` if the turn has passes left; true when it compacted.
@@ -72,12 +94,9 @@ pub async fn in_turn(ctx: &mut TurnCtx<'_>, trigger: Trigger) -> bool {
             tracing::info!("the last pass could not get below the threshold; waiting for regrowth");
             return false;
         }
-        if let Some(backoff) = ctx.session.summary_backoff {
-            let pressure = ctx.session.budget().pressure().tokens;
-            if pressure < backoff.pressure + pass::regrowth(ctx.session) {
-                tracing::info!(pressure, at = backoff.pressure, "summaries failed; backing off");
-                return false;
-            }
+        if backing_off(ctx.session) {
+            tracing::info!(backoff = ?ctx.session.summary_backoff, "summaries failed; backing off");
+            return false;
         }
     }
     ctx.compaction_passes += 1;

@@ -52,33 +52,79 @@ pub fn read_file(
     if total_lines == 0 {
         return Ok(format!("({shown} is empty)"));
     }
-    if start > total_lines {
-        return Err(format!(
-            "offset {start} is past the end of {shown}, which has {total_lines} lines"
-        ));
+    let all_rows: Vec<Row<'_>> = rows(&text).collect();
+    let total = all_rows.len();
+    let pieces = total != total_lines;
+    if start > total {
+        let unit = if pieces { "rows" } else { "lines" };
+        return Err(format!("offset {start} is past the end of {shown}, which has {total} {unit}"));
     }
     let mut out = String::new();
+    if pieces {
+        let _ = writeln!(
+            out,
+            "[{shown} has lines longer than {MAX_LINE_CHARS} characters; each is shown in \
+             pieces numbered line.piece, one row each; offset and limit count rows]"
+        );
+    }
     let mut last = start - 1;
-    for (i, line) in text.lines().enumerate().skip(start - 1).take(limit) {
-        let line_no = i + 1;
-        if out.len() + line.len() > MAX_OUTPUT_BYTES {
+    for (i, row) in all_rows.iter().enumerate().skip(start - 1).take(limit) {
+        // Always show at least one row, so the next offset is never this one again.
+        if last >= start && out.len() + row.text.len() > MAX_OUTPUT_BYTES {
             break;
         }
-        let shown_line = match line.char_indices().nth(MAX_LINE_CHARS) {
-            Some((cut, _)) => format!("{}[... line cut at {MAX_LINE_CHARS} chars]", &line[..cut]),
-            None => line.to_owned(),
+        let label = if row.pieces > 1 {
+            format!("{}.{}", row.line, row.piece)
+        } else {
+            row.line.to_string()
         };
-        let _ = writeln!(out, "{line_no:>6}\t{shown_line}");
-        last = line_no;
+        let _ = writeln!(out, "{label:>6}\t{}", row.text);
+        last = i + 1;
     }
-    if last < total_lines {
+    if last < total {
+        let unit = if pieces { "rows" } else { "lines" };
         let _ = write!(
             out,
-            "[showing lines {start}-{last} of {total_lines}; pass offset={} to read on]",
+            "[showing {unit} {start}-{last} of {total}; pass offset={} to read on]",
             last + 1
         );
     }
     Ok(out)
+}
+
+/// One row of `read_file`'s output: a whole line, or a piece of a line longer than
+/// [`MAX_LINE_CHARS`].
+struct Row<'a> {
+    /// 1-based line number in the file.
+    line: usize,
+    /// 1-based piece of the line, of `pieces`.
+    piece: usize,
+    pieces: usize,
+    text: &'a str,
+}
+
+/// The rows of `text`: each line, with lines longer than [`MAX_LINE_CHARS`] characters cut into
+/// pieces of that many (on character boundaries).
+fn rows(text: &str) -> impl Iterator<Item = Row<'_>> {
+    text.lines().enumerate().flat_map(|(i, line)| {
+        let mut cuts = vec![0];
+        let mut count = 0;
+        for (at, _) in line.char_indices() {
+            if count == MAX_LINE_CHARS {
+                cuts.push(at);
+                count = 0;
+            }
+            count += 1;
+        }
+        cuts.push(line.len());
+        let pieces = cuts.len() - 1;
+        (0..pieces).map(move |p| Row {
+            line: i + 1,
+            piece: p + 1,
+            pieces,
+            text: &line[cuts[p]..cuts[p + 1]],
+        })
+    })
 }
 
 /// `list_dir`: entries sorted by name, directories with a trailing `/`.
@@ -198,6 +244,44 @@ mod tests {
             .contains("does not exist"));
         std::fs::write(&f, b"\x00\x01bin").unwrap();
         assert!(read_file(&f, "a.txt", None, None).unwrap_err().contains("binary"));
+    }
+
+    #[test]
+    fn a_single_long_line_is_read_in_pieces_and_the_hint_always_moves_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("min.js");
+        let line: String = (0..100_000).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+        std::fs::write(&f, format!("{line}\nshort\n")).unwrap();
+        let first = read_file(&f, "min.js", None, None).unwrap();
+        assert!(first.starts_with("[min.js has lines longer than 2000 characters"), "{first}");
+        assert!(first.contains("\n   1.1\tabcdefghij"), "{first}");
+        let hint = first.lines().last().unwrap();
+        let next: usize =
+            hint.split("offset=").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+        assert!(next > 1, "{hint}");
+        // Reading on from every hint covers the whole line exactly once, then the next line.
+        let mut offset = 1;
+        let mut seen = String::new();
+        loop {
+            let page = read_file(&f, "min.js", Some(offset), None).unwrap();
+            for row in page.lines().filter(|l| l.contains('\t')) {
+                let (label, text) = row.trim_start().split_once('\t').unwrap();
+                if label.starts_with("1.") {
+                    seen.push_str(text);
+                } else {
+                    assert_eq!((label, text), ("2", "short"));
+                }
+            }
+            let Some(rest) = page.rsplit("offset=").next().filter(|_| page.contains("to read on"))
+            else {
+                break;
+            };
+            let next: usize = rest.split(' ').next().unwrap().parse().unwrap();
+            assert!(next > offset, "the hint never points back: {next} after {offset}");
+            offset = next;
+        }
+        assert_eq!(seen, line);
+        assert!(read_file(&f, "min.js", Some(52), None).unwrap_err().contains("51 rows"));
     }
 
     #[test]

@@ -271,7 +271,7 @@ pub fn specs() -> Vec<ToolSpec> {
     vec![
         spec(
             "read_file",
-            "Read a text file of the workspace. Lines are numbered. Use offset (1-based first line) and limit (number of lines) to page through long files.",
+            "Read a text file of the workspace. Lines are numbered. Use offset (1-based first line) and limit (number of lines) to page through long files; a line longer than 2000 characters comes in pieces, one row each, and offset and limit then count rows.",
             json!({"type": "object", "properties": {
                 "path": {"type": "string", "description": "Path relative to the workspace (absolute paths inside it are accepted)."},
                 "offset": {"type": "integer", "minimum": 1, "description": "First line to read, 1-based."},

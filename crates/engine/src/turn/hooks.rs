@@ -42,19 +42,25 @@ pub async fn before_request(ctx: &mut TurnCtx<'_>) -> Result<(), EngineError> {
     if crate::compaction::triggers::in_turn(ctx, codewhale_journal::Trigger::Auto).await {
         return Ok(());
     }
-    let session = &mut *ctx.session;
+    if crate::compaction::triggers::backing_off(ctx.session) {
+        // The backoff notice said what happens meanwhile; fit_view trims and says so.
+        return Ok(());
+    }
+    let session = &*ctx.session;
     let pressure = session.budget().pressure();
     let limits = *session.budget().limits();
+    let new_session = session.hints.new_session();
     ctx.warned_over_threshold = true;
     ctx.emit(Event::Notice {
         level: NoticeLevel::Warning,
         message: format!(
             "the conversation uses {} tokens ({}), past the compaction threshold of {} of {} \
-             usable; start a new session if the provider rejects it as too long",
+             usable; if the provider rejects it as too long, {}",
             pressure.tokens,
             pressure.source.as_str(),
             limits.threshold,
-            limits.usable_input
+            limits.usable_input,
+            new_session
         ),
     });
     Ok(())

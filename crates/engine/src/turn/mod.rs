@@ -129,6 +129,7 @@ async fn drive(ctx: &mut TurnCtx<'_>, input: String) -> Result<TurnOutcome, Engi
     // A crash or an earlier interrupt may have left calls unanswered; answer them before the
     // new message, or the user message would sit between a call and its result.
     ctx.session.heal_dangling_calls()?;
+    crate::compaction::triggers::turn_started(ctx.session);
     ctx.session.append(UserPayload::text(input))?;
     // An estimate right away, so a gauge moves before the first reply reports.
     ctx.emit_usage(None, None);
@@ -258,6 +259,16 @@ fn record_response(
     Ok(())
 }
 
+/// A wait the provider asked for, as a person would say it: "45 s", "3 min", "2 h 5 min".
+fn human_wait(wait: std::time::Duration) -> String {
+    let secs = wait.as_secs().max(1);
+    match secs {
+        0..=119 => format!("{secs} s"),
+        120..=7199 => format!("{} min", secs.div_ceil(60)),
+        _ => format!("{} h {} min", secs / 3600, (secs % 3600).div_ceil(60)),
+    }
+}
+
 /// The request failed or was cancelled: keep what streamed, report, and end the turn.
 fn stopped(
     ctx: &mut TurnCtx<'_>,
@@ -271,16 +282,21 @@ fn stopped(
     if failure.error.kind == ErrorKind::Cancelled {
         return Ok(TurnOutcome { status: TurnStatus::Interrupted, text });
     }
+    let hints = &ctx.session.hints;
     let advice = match failure.error.kind {
-        ErrorKind::ContextOverflow { .. } => {
-            "; the conversation no longer fits the model's window: start a new session or use a \
-             model with a larger window"
+        ErrorKind::ContextOverflow { .. } => format!(
+            "; the conversation no longer fits the model's window: {} or {}",
+            hints.new_session(),
+            hints.larger_window()
+        ),
+        ErrorKind::Auth => "; check the API key".to_owned(),
+        ErrorKind::RateLimited { retry_after: Some(wait) } => {
+            format!("; the provider asks to wait {} before the next request", human_wait(wait))
         }
-        ErrorKind::Auth => "; check the API key",
         ErrorKind::RateLimited { .. } | ErrorKind::Overloaded | ErrorKind::Network => {
-            "; try again in a moment"
+            "; try again in a moment".to_owned()
         }
-        _ => "",
+        _ => String::new(),
     };
     let message = format!("the model request failed: {}{advice}", failure.error);
     fail(ctx, failure.error.kind.name(), &message);

@@ -4,6 +4,7 @@ mod common;
 mod compaction;
 mod compaction_passes;
 mod interrupt;
+mod never_stuck;
 mod resume;
 mod tool_loop;
 mod turn;

@@ -1,8 +1,9 @@
 //! `codewhale compact [--session ID | --last] [--focus TEXT]`: one manual compaction pass on an
 //! existing session, without the terminal UI.
 //!
-//! Prints the outcome ("compacted N entries: before → after tokens"). Exit 0 when a record was
-//! written; 1 when the pass was refused or failed (the reason on stderr; nothing was changed).
+//! Prints the outcome on stdout ("compacted (summary, N entries summarized): before → after
+//! tokens", or "nothing to compact: why"). Exit 0 when a record was written or there was
+//! nothing to shrink; 1 when the pass failed (the reason on stderr; nothing was changed).
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -47,25 +48,22 @@ async fn compact(params: EngineParams, focus: Option<String>) -> anyhow::Result<
     handle.submit(Op::Compact { focus });
     let mut code = None;
     while let Some(msg) = events.recv().await {
-        match msg.event {
-            Event::CompactionFinished {
-                path,
-                tokens_before,
-                tokens_after,
-                covered,
-                retained,
-                ..
-            } => {
-                println!(
-                    "compacted {covered} entries ({path}, {retained} user messages kept verbatim): \
-                     {tokens_before} → {tokens_after} tokens (estimated)"
-                );
-                code = Some(ExitCode::SUCCESS);
-                handle.submit(Op::Shutdown);
+        if let Some(line) = super::notices::line(&msg.event) {
+            // The outcome goes to stdout (it is what the command was run for); steps and
+            // notices to stderr.
+            if matches!(
+                msg.event,
+                Event::CompactionFinished { .. } | Event::CompactionRefused { .. }
+            ) {
+                println!("{line}");
+            } else if !matches!(msg.event, Event::CompactionFailed { .. }) {
+                eprintln!("codewhale: {line}");
             }
-            Event::CompactionRefused { reason } => {
-                eprintln!("codewhale: compaction refused: {reason}");
-                code = Some(ExitCode::from(1));
+        }
+        match msg.event {
+            Event::CompactionFinished { .. } | Event::CompactionRefused { .. } => {
+                // Nothing to shrink is information, not a failure.
+                code = Some(ExitCode::SUCCESS);
                 handle.submit(Op::Shutdown);
             }
             Event::CompactionFailed { reason } => {

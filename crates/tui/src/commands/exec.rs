@@ -123,6 +123,11 @@ async fn exec(params: EngineParams, prompt: String, json: bool) -> anyhow::Resul
                 handle.submit(Op::Interrupt);
             }
         }
+        if !json {
+            if let Some(line) = super::notices::line(&msg.event) {
+                eprintln!("codewhale: {line}");
+            }
+        }
         match msg.event {
             Event::ApprovalNeeded { call_id, name, input, reason } => {
                 let answer = tokio::task::spawn_blocking(move || ask(&name, &input, &reason))

@@ -138,7 +138,8 @@ impl App {
                 self.end_compaction();
             }
             Event::CompactionRefused { reason } => {
-                self.notice(NoticeKind::Warning, format!("compaction refused: {reason}"));
+                // Nothing could or needed to shrink: information, not a failure.
+                self.notice(NoticeKind::Info, format!("nothing to compact: {reason}"));
                 self.end_compaction();
             }
             Event::TurnFinished { status, .. } => {

@@ -313,3 +313,56 @@ async fn on_a_terminal_a_no_denies_the_call() {
     let result = sent.as_array().unwrap().iter().find(|m| m["role"] == "tool").unwrap();
     assert!(result["content"].as_str().unwrap().contains("the user declined"));
 }
+
+/// Plain `exec` says on stderr what the UI would show as notices: here a torn tail moved aside
+/// on open, and every step of an auto compaction.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_exec_prints_every_notice_on_stderr() {
+    let s = Setup::new().await;
+    for k in 0..4 {
+        s.server.push(Reply::text(format!("answer {k}: {}", "lorem ipsum dolor ".repeat(400))));
+        let prompt = format!("question {k}");
+        let mut args = vec!["--context-window", "8192"];
+        if k > 0 {
+            args.push("--last");
+        }
+        args.push(&prompt);
+        let out = s.exec(&args).await;
+        assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    }
+    let session = s.sessions().remove(0);
+    let mut file = std::fs::OpenOptions::new().append(true).open(&session).unwrap();
+    std::io::Write::write_all(&mut file, b"{\"v\":1,\"id\":\"torn").unwrap();
+    drop(file);
+    s.server.push(Reply::text(
+        "## Objective\nGo on.\n## User direction\nNone\n## Permissions and limits\nNone\n## Done\n\
+         None\n## Changed files\nNone\n## Still running\nNone\n## Verification left\nNone\n\
+         ## Open questions\nNone\n## Next action\nGo on.\n## Reference\nNone",
+    ));
+    s.server.push(Reply::text("done").with_usage(2_000, 5));
+    let out = s.exec(&["--context-window", "8192", "--last", "one more"]).await;
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("codewhale: warning: line ") && stderr.contains("torn final line"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("codewhale: compacting the conversation (auto)"), "{stderr}");
+    assert!(stderr.contains("codewhale: compacted (summary, "), "{stderr}");
+    assert_eq!(text(&out.stdout), "done\n");
+}
+
+/// `codewhale compact` on a conversation with nothing to shrink says so and exits 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compact_with_nothing_to_shrink_is_information() {
+    let s = Setup::new().await;
+    s.server.push(Reply::text("hi"));
+    assert!(s.exec(&["hello"]).await.status.success());
+    let mut cmd = s.command();
+    cmd.args(["compact", "--last", "--provider", "openai", "--model", "gpt-4.1"])
+        .args(["--base-url", &s.server.openai_base_url()])
+        .env("OPENAI_API_KEY", TEST_API_KEY);
+    let out = cmd.output().await.unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).starts_with("nothing to compact: "), "{}", text(&out.stdout));
+}

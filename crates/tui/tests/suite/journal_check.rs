@@ -111,3 +111,27 @@ fn a_session_open_in_another_process_can_still_be_checked() {
     assert!(text(&out.stdout).starts_with("ok: 1 entries, 1 branch, head "));
     f.close().unwrap();
 }
+
+/// A journal another tool wrote with informational fields of other types (a receipt counter as
+/// a boolean, a figure as a string, a head record with a null parent) is sound: each field is
+/// named in a warning with its line, and the exit code is 0.
+#[test]
+fn informational_fields_of_another_type_are_warnings_not_problems() {
+    let out = check_copy("foreign-fields.jsonl");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{stdout}");
+    assert!(lines[0].starts_with("warning: line 13: read as best it could be"), "{stdout}");
+    assert!(lines[0].contains("`payload.receipt.assistant_kept`"), "{stdout}");
+    assert!(lines[1].starts_with("ok: 13 entries") && lines[1].contains("(active "), "{stdout}");
+}
+
+/// A call left unanswered three turns back, repaired by a `repairs: true` result at HEAD, is a
+/// sound journal.
+#[test]
+fn a_repair_result_at_head_makes_a_mid_chain_call_sound() {
+    let out = check_copy("repaired-mid-chain.jsonl");
+    assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(text(&out.stdout).starts_with("ok: 13 entries, 1 branch"));
+}

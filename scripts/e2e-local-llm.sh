@@ -120,10 +120,11 @@ for line in open(sys.argv[1], encoding="utf-8"):
 print(f"  {assistants} replies, {records} compaction records, {trimmed} requests failed open "
       f"(reads.trimmed_before)")
 PY
-"$BIN" context --last | sed -n '1,6p'
+"$BIN" context --last --context-window 4096 | sed -n '1,6p'
 
 if [ "$failed" -ne 0 ]; then
-  echo "$failed of $TURNS turns failed" >&2
+  echo "$failed of $TURNS turns failed; the end of the server's log:" >&2
+  tail -n 30 "$WORK/server.log" >&2
   exit 1
 fi
 echo "all $TURNS turns succeeded"

@@ -134,7 +134,9 @@ impl AnchorStore {
 /// error sentence.
 pub fn add_to_session(session: &mut crate::session::Session, text: &str) -> Result<String, String> {
     let store = AnchorStore::new(session.workspace());
-    let n = store.add(text).map_err(|e| e.to_string())?;
+    // Anchors are restated in every checkpoint: a secret in one is redacted when pinned.
+    let text = session.redactor().redact(text).into_owned();
+    let n = store.add(&text).map_err(|e| e.to_string())?;
     session
         .append(codewhale_journal::UserPayload::anchor(text.trim()))
         .map_err(|e| format!("anchor {n} was pinned but could not be journaled: {e}"))?;

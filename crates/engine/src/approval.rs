@@ -84,6 +84,9 @@ pub struct CallSummary<'a> {
     pub effect: Effect,
     /// The call touches a path outside the workspace.
     pub leaves_workspace: bool,
+    /// The call changes Codewhale's own configuration or trust store, or the workspace's
+    /// config: it asks in every mode, and no grant covers it.
+    pub protected: bool,
 }
 
 /// The session's approval state: the mode plus the tools the user approved "always".
@@ -111,6 +114,9 @@ impl Policy {
 
     /// Whether `call` may run without asking.
     pub fn decide(&self, call: CallSummary<'_>) -> Decision {
+        if call.protected {
+            return Decision::Ask;
+        }
         if self.mode == ApprovalMode::Full {
             return Decision::Allow;
         }
@@ -126,6 +132,16 @@ impl Policy {
             _ => Decision::Ask,
         }
     }
+}
+
+/// The result the model reads when a call that would change Codewhale's own configuration
+/// is denied because no one can approve it.
+pub fn denied_protected(tool: &str) -> String {
+    format!(
+        "denied: this `{tool}` call would change Codewhale's own configuration or trust store (or \
+         the workspace's .codewhale/config.toml), which only the user may change, and this \
+         session runs without a terminal to ask. Tell the user what you wanted to change and why."
+    )
 }
 
 /// The result the model reads when a call is denied because no one can approve it.
@@ -151,7 +167,17 @@ mod tests {
     use super::*;
 
     fn call(tool: &str, effect: Effect, leaves: bool) -> CallSummary<'_> {
-        CallSummary { tool, effect, leaves_workspace: leaves }
+        CallSummary { tool, effect, leaves_workspace: leaves, protected: false }
+    }
+
+    #[test]
+    fn protected_files_ask_in_every_mode_and_no_grant_covers_them() {
+        let mut full = Policy::new(ApprovalMode::Full);
+        full.grant_always("write_file");
+        let config = CallSummary { protected: true, ..call("write_file", Effect::Write, false) };
+        assert_eq!(full.decide(config), Decision::Ask);
+        let auto = Policy::new(ApprovalMode::AutoEdit);
+        assert_eq!(auto.decide(config), Decision::Ask);
     }
 
     #[test]

@@ -99,6 +99,7 @@ impl Engine {
             front_end: params.front_end,
         })?;
         let (sink, events) = events::channel();
+        let sink = sink.with_redactor(session.redactor().clone());
         let (tx, ops) = mpsc::unbounded_channel();
         let handle = EngineHandle {
             tx,

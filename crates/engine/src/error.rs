@@ -24,7 +24,7 @@ pub enum EngineError {
     NoProvider,
     #[error("cannot open the session journal: {0}")]
     Open(#[from] OpenError),
-    #[error(transparent)]
+    #[error("{0}; nothing from this point on was saved — free some space (or fix the problem) and run it again")]
     Write(#[from] WriteError),
     #[error("no session {id} in {}; list them with `codewhale sessions`", dir.display())]
     SessionNotFound { id: String, dir: PathBuf },

@@ -17,21 +17,39 @@ use crate::protocol::{ApprovalScope, Event, EventMsg, SubmissionId};
 #[derive(Debug, Clone)]
 pub struct EventSink {
     tx: mpsc::UnboundedSender<EventMsg>,
+    /// Redacts what is logged: the log never holds a secret.
+    redactor: crate::redact::Redactor,
 }
 
 impl EventSink {
     pub(crate) fn new(tx: mpsc::UnboundedSender<EventMsg>) -> EventSink {
-        EventSink { tx }
+        EventSink { tx, redactor: crate::redact::Redactor::default() }
+    }
+
+    /// The same sink, logging through `redactor` (the session's, with its own patterns).
+    pub(crate) fn with_redactor(mut self, redactor: crate::redact::Redactor) -> EventSink {
+        self.redactor = redactor;
+        self
     }
 
     /// Emits `event` on behalf of submission `id`. A front end that went away is not an error:
     /// the engine finishes its work and journals it anyway.
     pub fn emit(&self, id: SubmissionId, event: Event) {
-        match &event {
+        let enabled = match &event {
             Event::TextDelta { .. } | Event::ThinkingDelta { .. } => {
-                tracing::trace!(submission = id.0, ?event, "event")
+                tracing::enabled!(tracing::Level::TRACE)
             }
-            _ => tracing::debug!(submission = id.0, ?event, "event"),
+            _ => tracing::enabled!(tracing::Level::DEBUG),
+        };
+        if enabled {
+            let logged = format!("{event:?}");
+            let logged = self.redactor.redact(&logged);
+            match &event {
+                Event::TextDelta { .. } | Event::ThinkingDelta { .. } => {
+                    tracing::trace!(submission = id.0, event = %logged, "event")
+                }
+                _ => tracing::debug!(submission = id.0, event = %logged, "event"),
+            }
         }
         let _ = self.tx.send(EventMsg { id, event });
     }

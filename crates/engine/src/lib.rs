@@ -24,9 +24,11 @@ pub mod events;
 pub mod hints;
 pub mod prompt;
 pub mod protocol;
+pub mod redact;
 pub mod session;
 pub mod tokens;
 pub mod tools;
+pub mod trust;
 pub mod turn;
 
 pub use codewhale_journal as journal;

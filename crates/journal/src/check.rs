@@ -73,6 +73,7 @@ impl CheckReport {
 /// non-journal file is an error.
 pub fn check_file(path: &Path) -> Result<CheckReport, LoadError> {
     let io_err = |source| LoadError::Io { path: path.to_owned(), source };
+    load::ensure_regular(path)?;
     let file = std::fs::File::open(path).map_err(io_err)?;
     let len = file.metadata().map_err(io_err)?.len();
     let scan = load::scan_file(path, &file, len, true)?;
@@ -83,6 +84,9 @@ pub fn check_file(path: &Path) -> Result<CheckReport, LoadError> {
     let mut problems: Vec<Problem> = Vec::new();
     let mut warnings: Vec<Problem> = Vec::new();
     for w in &loaded.warnings {
+        if matches!(w, LoadWarning::ReadOnly { .. }) {
+            continue;
+        }
         if let LoadWarning::Coerced { line, notes } = w {
             // Informational fields only: the entry is usable as read.
             let message = format!("read as best it could be: {}", notes.join("; "));
@@ -96,6 +100,7 @@ pub fn check_file(path: &Path) -> Result<CheckReport, LoadError> {
             | LoadWarning::Dag { line, .. }
             | LoadWarning::Coerced { line, .. } => *line,
             LoadWarning::Malformed(m) => m.line,
+            LoadWarning::ReadOnly { .. } => continue,
         };
         let message = match w {
             LoadWarning::TornTail { bytes, .. } => {
@@ -105,7 +110,7 @@ pub fn check_file(path: &Path) -> Result<CheckReport, LoadError> {
             LoadWarning::NulPrefix { .. } => "starts with zero bytes".to_owned(),
             LoadWarning::Malformed(m) => m.error.clone(),
             LoadWarning::Dag { problem, .. } => load::dag_message(problem),
-            LoadWarning::Coerced { .. } => continue,
+            LoadWarning::Coerced { .. } | LoadWarning::ReadOnly { .. } => continue,
         };
         // A cycle shows up as a parent that is not an earlier entry; report it once, as a cycle.
         if let LoadWarning::Dag { problem: DagProblem::DanglingParent { id, .. }, .. } = w {

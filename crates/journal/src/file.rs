@@ -48,10 +48,20 @@ pub enum OpenError {
 
 /// An append or sync failed; the journal stopped accepting writes.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("writing the session journal {path} failed: {message}")]
+#[error("cannot save the session to {path}: {message}")]
 pub struct WriteError {
     pub path: String,
     pub message: String,
+}
+
+/// One phrase for an I/O failure, naming a full disk as such.
+fn io_phrase(e: &io::Error) -> String {
+    match e.kind() {
+        io::ErrorKind::StorageFull => "the disk is full".to_owned(),
+        io::ErrorKind::QuotaExceeded => "the disk quota is exhausted".to_owned(),
+        io::ErrorKind::ReadOnlyFilesystem => "the file system is read-only".to_owned(),
+        _ => e.to_string(),
+    }
 }
 
 /// A session journal open for appending: the in-memory [`Journal`] plus its writer thread.
@@ -113,33 +123,51 @@ impl JournalFile {
     /// newline gets it). An empty, zero-filled or non-journal file is an error and untouched.
     pub fn open(path: &Path) -> Result<(JournalFile, Vec<LoadWarning>), OpenError> {
         let io_err = |action| move |source| OpenError::Io { action, path: path.to_owned(), source };
+        load::ensure_regular(path)?;
         let lock = Lock::acquire(path)?;
         let mut file =
             OpenOptions::new().append(true).read(true).open(path).map_err(io_err("open"))?;
         let len = file.metadata().map_err(io_err("read"))?.len();
         let scan = load::scan_file(path, &file, len, true)?;
         let mut torn_saved_to = None;
-        match &scan.tail {
-            Tail::Clean => {}
+        let repaired = match &scan.tail {
+            Tail::Clean => Ok(()),
             Tail::Torn { offset, .. } => {
                 let torn = load::torn_path(path);
-                let mut bytes = Vec::new();
-                file.seek(SeekFrom::Start(*offset))
-                    .and_then(|_| file.read_to_end(&mut bytes))
-                    .map_err(io_err("read the torn tail of"))?;
-                save_torn(&torn, &bytes).map_err(io_err("save the torn tail of"))?;
-                file.set_len(*offset).map_err(io_err("truncate the torn tail of"))?;
-                file.sync_data().map_err(io_err("sync"))?;
-                tracing::warn!(path = %path.display(), saved_to = %torn.display(), "removed a torn final line");
-                torn_saved_to = Some(torn);
+                let offset = *offset;
+                let moved = (|| {
+                    let mut bytes = Vec::new();
+                    file.seek(SeekFrom::Start(offset))?;
+                    file.read_to_end(&mut bytes)?;
+                    save_torn(&torn, &bytes)?;
+                    file.set_len(offset)?;
+                    file.sync_data()
+                })();
+                if moved.is_ok() {
+                    tracing::warn!(path = %path.display(), saved_to = %torn.display(), "removed a torn final line");
+                    torn_saved_to = Some(torn);
+                }
+                moved.map_err(|e| {
+                    format!("its torn final line cannot be moved aside ({})", io_phrase(&e))
+                })
             }
-            Tail::MissingNewline { .. } => {
-                file.write_all(b"\n").map_err(io_err("complete the final line of"))?;
-                file.sync_data().map_err(io_err("sync"))?;
+            Tail::MissingNewline { .. } => file
+                .write_all(b"\n")
+                .and_then(|()| file.sync_data())
+                .map_err(|e| format!("its final line cannot be completed ({})", io_phrase(&e))),
+        };
+        let Loaded { journal, mut warnings } = load::assemble(path, scan, torn_saved_to, true)?;
+        let writer = match repaired {
+            Ok(()) => Writer::spawn(path, file, lock),
+            // Opening must not refuse a session it cannot repair now (a full disk): it is read
+            // as it is, and appends are refused with the reason until it can be repaired.
+            Err(reason) => {
+                tracing::warn!(path = %path.display(), %reason, "session opened read-only");
+                warnings.push(LoadWarning::ReadOnly { reason: reason.clone() });
+                drop(lock);
+                Writer::read_only(path, reason)
             }
-        }
-        let Loaded { journal, warnings } = load::assemble(path, scan, torn_saved_to, true)?;
-        let writer = Writer::spawn(path, file, lock);
+        };
         Ok((JournalFile { path: path.to_owned(), journal, writer }, warnings))
     }
 
@@ -190,13 +218,25 @@ impl JournalFile {
     }
 }
 
+/// Appends the torn bytes to `torn`. On failure the file is put back as it was (removed when
+/// it did not exist), so a full disk never leaves an empty or half-written sidecar.
 fn save_torn(torn: &Path, bytes: &[u8]) -> io::Result<()> {
+    let before = std::fs::metadata(torn).ok().map(|m| m.len());
     let mut f = OpenOptions::new().append(true).create(true).open(torn)?;
-    f.write_all(bytes)?;
-    if !bytes.ends_with(b"\n") {
-        f.write_all(b"\n")?;
+    let written = (|| {
+        f.write_all(bytes)?;
+        if !bytes.ends_with(b"\n") {
+            f.write_all(b"\n")?;
+        }
+        f.sync_data()
+    })();
+    if written.is_err() {
+        match before {
+            None => drop(std::fs::remove_file(torn)),
+            Some(len) => drop(f.set_len(len)),
+        }
     }
-    f.sync_data()
+    written
 }
 
 type SyncResult = Result<(), WriteError>;
@@ -229,6 +269,14 @@ struct Writer {
 }
 
 impl Writer {
+    /// A writer that refuses every write with `reason` (a session opened read-only).
+    fn read_only(path: &Path, reason: String) -> Writer {
+        let path = path.display().to_string();
+        let error =
+            WriteError { path: path.clone(), message: format!("it is open read-only: {reason}") };
+        Writer { tx: None, failed: Arc::new(Mutex::new(Some(error))), thread: None, path }
+    }
+
     fn spawn(path: &Path, file: File, lock: Lock) -> Writer {
         let (tx, rx) = mpsc::channel();
         let failed = Arc::new(Mutex::new(None));
@@ -339,7 +387,7 @@ impl WriterThread {
         tracing::error!(path = %self.path, error = %e, "journal write failed");
         if let Ok(mut f) = self.failed.lock() {
             if f.is_none() {
-                *f = Some(WriteError { path: self.path.clone(), message: e.to_string() });
+                *f = Some(WriteError { path: self.path.clone(), message: io_phrase(e) });
             }
         }
     }
@@ -379,6 +427,7 @@ impl Lock {
         if let Some(dir) = lock_path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(io_err("create the directory of"))?;
         }
+        let existed = lock_path.exists();
         let mut file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -389,10 +438,22 @@ impl Lock {
         match try_lock_patiently(&mut file) {
             Ok(()) => {
                 let pid = std::process::id().to_string();
-                file.set_len(0)
+                let written = file
+                    .set_len(0)
                     .and_then(|_| file.seek(SeekFrom::Start(0)))
-                    .and_then(|_| file.write_all(pid.as_bytes()))
-                    .map_err(io_err("write the lock file"))?;
+                    .and_then(|_| file.write_all(pid.as_bytes()));
+                if let Err(e) = written {
+                    // A full disk: leave no empty lock file behind (one that holds a pid may
+                    // stay; removing it would race the next opener).
+                    if !existed {
+                        let _ = std::fs::remove_file(&lock_path);
+                    }
+                    return Err(OpenError::Io {
+                        action: "write the lock file",
+                        path: lock_path.clone(),
+                        source: io::Error::new(e.kind(), io_phrase(&e)),
+                    });
+                }
                 Ok(Lock { _file: file })
             }
             Err(std::fs::TryLockError::WouldBlock) => {

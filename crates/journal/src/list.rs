@@ -107,13 +107,16 @@ pub fn list_sessions(dir: &Path) -> io::Result<Listing> {
 fn write_cache(path: &Path, cache: &Cache) {
     let Ok(bytes) = serde_json::to_vec(cache) else { return };
     let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
-    // Best effort: a read-only directory just means no cache.
-    if std::fs::write(&tmp, bytes).is_ok() && std::fs::rename(&tmp, path).is_err() {
+    // Best effort: a read-only directory or a full disk just means no cache, and no temporary
+    // file left behind.
+    if std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path)).is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
 }
 
 fn read_session(path: &Path, cached: Option<Counted>) -> Result<(SessionInfo, Counted), String> {
+    // A FIFO named *.jsonl would block the listing forever.
+    crate::load::ensure_regular(path).map_err(|e| e.to_string())?;
     let mut file = File::open(path).map_err(|e| e.to_string())?;
     let meta = file.metadata().map_err(|e| e.to_string())?;
     let len = meta.len();
@@ -134,7 +137,9 @@ fn read_session(path: &Path, cached: Option<Counted>) -> Result<(SessionInfo, Co
         filled = read_full(&mut file, &mut more).map_err(|e| e.to_string())?;
         chunk.extend_from_slice(&more[..filled]);
     };
-    let header = Entry::parse_line_bytes(&chunk[..header_end])
+    let first = &chunk[..header_end];
+    let first = first.strip_prefix(b"\xEF\xBB\xBF".as_slice()).unwrap_or(first);
+    let header = Entry::parse_line_bytes(first)
         .map_err(|e| format!("the first line is not a journal entry ({e})"))?;
     let Payload::Header(h) = header.payload else {
         return Err(format!("the first line is a `{}` entry, not a header", header.kind()));
@@ -168,11 +173,13 @@ fn read_full(file: &mut File, buf: &mut [u8]) -> io::Result<usize> {
     Ok(n)
 }
 
-/// The first line of the first plain user message among the complete lines of `bytes`.
+/// The first line of the first plain user message among the complete lines of `bytes`. Lines
+/// are parsed whatever their spacing (another tool may write `"kind": "user"`); a line that
+/// does not mention `user` at all is skipped unparsed.
 fn first_user_title(bytes: &[u8]) -> Option<String> {
     let complete = &bytes[..memchr::memrchr(b'\n', bytes)? + 1];
     complete.split(|&b| b == b'\n').find_map(|line| {
-        memchr::memmem::find(line, b"\"kind\":\"user\"")?;
+        memchr::memmem::find(line, b"\"user\"")?;
         let entry = Entry::parse_line_bytes(line).ok()?;
         match entry.payload {
             Payload::User(u) if u.is_plain() => {

@@ -100,6 +100,10 @@ pub enum LoadWarning {
         line: u32,
         problem: DagProblem,
     },
+    /// The session could not be repaired now (a full disk) and was opened read-only.
+    ReadOnly {
+        reason: String,
+    },
 }
 
 impl fmt::Display for LoadWarning {
@@ -129,6 +133,11 @@ impl fmt::Display for LoadWarning {
             LoadWarning::Dag { line, problem } => {
                 write!(f, "line {line}: {}", dag_message(problem))
             }
+            LoadWarning::ReadOnly { reason } => write!(
+                f,
+                "the session is open read-only because {reason}; free some space and open it \
+                 again to continue it"
+            ),
         }
     }
 }
@@ -285,7 +294,9 @@ impl Scanner {
     fn line(&mut self, raw: &[u8], offset: u64, complete: bool) {
         self.line_no += 1;
         let line_no = self.line_no;
-        let body = strip_nul(raw);
+        // A byte-order mark some editors add at the start of a file is not part of the line.
+        let raw_start = if offset == 0 { raw.strip_prefix(UTF8_BOM).unwrap_or(raw) } else { raw };
+        let body = strip_nul(raw_start);
         self.all_zero &= !complete && body.is_empty();
         let body_offset = offset + (raw.len() - body.len()) as u64;
         let lazy = match &self.source {
@@ -305,7 +316,7 @@ impl Scanner {
         let s = &mut self.s;
         match parsed {
             Ok(entry) => {
-                if body.len() != raw.len() {
+                if body.len() != raw_start.len() {
                     s.nul_prefixed.push(line_no);
                 }
                 if !complete {
@@ -355,6 +366,9 @@ impl Scanner {
         Ok(self.s)
     }
 }
+
+/// The UTF-8 byte-order mark.
+const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 
 fn strip_nul(raw: &[u8]) -> &[u8] {
     let n = raw.iter().take_while(|&&b| b == 0).count();
@@ -433,9 +447,43 @@ pub(crate) fn assemble(
     Ok(Loaded { journal, warnings })
 }
 
+/// Refuses anything but a regular file before it is opened: opening a FIFO for reading
+/// would wait for a writer forever, and a directory or device is no journal.
+pub(crate) fn ensure_regular(path: &Path) -> Result<(), LoadError> {
+    let meta = std::fs::metadata(path)
+        .map_err(|source| LoadError::Io { path: path.to_owned(), source })?;
+    let ft = meta.file_type();
+    if ft.is_file() {
+        return Ok(());
+    }
+    let what = if ft.is_dir() {
+        "a directory"
+    } else {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::FileTypeExt;
+            if ft.is_fifo() {
+                "a named pipe (FIFO)"
+            } else if ft.is_socket() {
+                "a socket"
+            } else if ft.is_char_device() || ft.is_block_device() {
+                "a device"
+            } else {
+                "not a regular file"
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            "not a regular file"
+        }
+    };
+    Err(LoadError::NotAJournal { path: path.to_owned(), reason: format!("it is {what}") })
+}
+
 /// Reads a journal without modifying or locking it (a torn tail is reported, not removed).
 pub fn load_read_only(path: &Path) -> Result<Loaded, LoadError> {
     let io_err = |source| LoadError::Io { path: path.to_owned(), source };
+    ensure_regular(path)?;
     let file = File::open(path).map_err(io_err)?;
     let len = file.metadata().map_err(io_err)?.len();
     let scan = scan_file(path, &file, len, true)?;

@@ -187,6 +187,13 @@ record! {
     pub struct SystemPayload {
         text: String = "text" info,
         level: Level = "level" info,
+        /// Optional: the model requests use from here on (a model switch).
+        model: Option<String> = "model" info_opt,
+        /// Optional: the context window learned from a provider's overflow error.
+        context_window: Option<u64> = "context_window" info_opt,
+        /// Optional: a compaction pass could not get a usable summary from the model (auto
+        /// passes back off; replayed when the session is opened again).
+        summary_failed: bool = "summary_failed" info_flag,
     }
 }
 
@@ -443,7 +450,14 @@ impl CompactionPayload {
 impl SystemPayload {
     /// A local notice.
     pub fn new(level: Level, text: impl Into<String>) -> SystemPayload {
-        SystemPayload { text: text.into(), level, extra: Default::default() }
+        SystemPayload {
+            text: text.into(),
+            level,
+            model: None,
+            context_window: None,
+            summary_failed: false,
+            extra: Default::default(),
+        }
     }
 }
 

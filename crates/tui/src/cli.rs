@@ -45,8 +45,14 @@ pub struct GlobalArgs {
     pub base_url: Option<String>,
 
     /// Context window in tokens, overriding the model catalog.
-    #[arg(long = "context-window", global = true, value_name = "N")]
+    #[arg(long = "context-window", global = true, value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..))]
     pub context_window: Option<u64>,
+
+    /// Trust this workspace's .codewhale/config.toml (its provider, base_url, api_key_env,
+    /// approval and shell settings), and remember that until the file changes.
+    #[arg(long, global = true)]
+    pub trust: bool,
 
     /// Codewhale's home directory (sessions, logs, config). Default: ~/.codewhale.
     #[arg(long, global = true, env = "CODEWHALE_HOME", value_name = "DIR")]

@@ -36,6 +36,15 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let home = home::resolve(cli.global.home.as_ref())?;
+    if cli.global.trust {
+        let workspace = commands::workspace_dir(cli.workspace.as_deref())?;
+        codewhale_engine::trust::decide(&home, &workspace, true).map_err(|e| {
+            anyhow::anyhow!(
+                "cannot remember that this workspace is trusted in {}: {e}",
+                home.display()
+            )
+        })?;
+    }
     match cli.command {
         Some(Command::Exec(args)) => {
             commands::exec::run(&home, &cli.global, cli.workspace.as_deref(), args)

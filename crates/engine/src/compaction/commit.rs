@@ -143,7 +143,7 @@ fn plain_with_note(session: &Session, view: &View, entry: &Entry) -> PlainView {
         if item.source == entry.id {
             entry.tokens
         } else {
-            item.tokens.or_else(|| session.counts.get(&item.source))
+            session.known_tokens(item)
         }
     })
 }

@@ -100,6 +100,7 @@ pub async fn run(
 ) -> PassOutcome {
     let trigger = request.trigger.as_str().to_owned();
     emit(Event::CompactionStarted { trigger: trigger.clone() });
+    let mut summary_failed = false;
     let outcome = match attempt(session, &request, cancel).await {
         Ok(done) => {
             super::triggers::summary_succeeded(session, &done);
@@ -109,6 +110,7 @@ pub async fn run(
         Err(Stop::Failed(reason)) => PassOutcome::Failed(reason),
         Err(Stop::SummaryFailed(reason)) => {
             super::triggers::summary_failed(session, &reason, emit);
+            summary_failed = true;
             PassOutcome::Failed(reason)
         }
     };
@@ -140,16 +142,17 @@ pub async fn run(
         }
         PassOutcome::Refused(reason) => {
             tracing::info!(%trigger, %reason, pressure, threshold, usable_input, "nothing to compact");
-            notice(session, Level::Info, &format!("nothing to compact ({trigger}): {reason}"));
+            let text = format!("nothing to compact ({trigger}): {reason}");
+            notice(session, SystemPayload::new(Level::Info, text));
             emit(Event::CompactionRefused { reason: reason.clone() });
         }
         PassOutcome::Failed(reason) => {
             tracing::warn!(%trigger, %reason, pressure, threshold, usable_input, "compaction failed");
-            notice(
-                session,
-                Level::Warning,
-                &format!("compaction ({trigger}) failed, nothing was changed: {reason}"),
-            );
+            let text = format!("compaction ({trigger}) failed, nothing was changed: {reason}");
+            let mut payload = SystemPayload::new(Level::Warning, text);
+            // Journaled, so the backoff holds across processes (each `exec` is one).
+            payload.summary_failed = summary_failed;
+            notice(session, payload);
             emit(Event::CompactionFailed { reason: reason.clone() });
         }
     }
@@ -179,17 +182,15 @@ pub fn auto_worthwhile(session: &Session) -> bool {
     after < limits.threshold || pressure >= after + regrowth(session)
 }
 
-fn notice(session: &mut Session, level: Level, text: &str) {
+fn notice(session: &mut Session, payload: SystemPayload) {
     let parent = session.journal().head_id().clone();
-    if let Err(err) =
-        session.append_entry(Entry::new(Some(parent), SystemPayload::new(level, text)))
-    {
+    if let Err(err) = session.append_entry(Entry::new(Some(parent), payload)) {
         tracing::error!("cannot journal the compaction notice: {err}");
     }
 }
 
 fn plain_of(session: &Session, view: &codewhale_journal::View) -> PlainView {
-    PlainView::new(view, |item| item.tokens.or_else(|| session.counts.get(&item.source)))
+    PlainView::new(view, |item| session.known_tokens(item))
 }
 
 fn written(w: Written) -> PassOutcome {
@@ -209,9 +210,12 @@ async fn attempt(
 ) -> Result<PassOutcome, Stop> {
     let view = session.render();
     let plain = plain_of(session, &view);
+    // Compared and restated in their redacted form: a secret written into the file by hand
+    // never reaches a note, and the contract compares what the note can hold.
     let anchors = AnchorStore::new(session.workspace())
         .text()
-        .map_err(|e| Stop::Failed(format!("cannot read the anchors: {e}")))?;
+        .map_err(|e| Stop::Failed(format!("cannot read the anchors: {e}")))?
+        .map(|a| session.redactor().redact(&a).into_owned());
     let budget = session.budget();
     let limits = *budget.limits();
     let calibration = budget.calibration();

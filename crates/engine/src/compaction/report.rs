@@ -132,7 +132,14 @@ pub fn context_report(params: &ReportParams<'_>) -> Result<ContextReport, Engine
         .unwrap_or_else(|| journal.header().model.clone());
     let limits = Limits::for_model(&config, &model);
     let system = system_tokens(&workspace);
-    let anchors_text = AnchorStore::new(&workspace).text().ok().flatten();
+    // Compared in their redacted form, as the checkpoint holds them.
+    let redactor =
+        crate::redact::Redactor::new(&config.redaction.patterns, &[]).unwrap_or_default();
+    let anchors_text = AnchorStore::new(&workspace)
+        .text()
+        .ok()
+        .flatten()
+        .map(|a| redactor.redact(&a).into_owned());
     Ok(build(&journal, &model, &limits, system, anchors_text.as_deref()))
 }
 

@@ -37,6 +37,30 @@ pub struct Backoff {
 /// The longest wait, in turns, between two auto summary attempts.
 pub const MAX_SKIPPED_TURNS: u32 = 32;
 
+/// The backoff a session's journal implies: the summary failures since the last summary
+/// record (a `system` notice with `summary_failed`), and the turns started since the latest
+/// one. So a backoff holds across processes — each `codewhale exec` is one.
+pub(crate) fn replay_backoff(journal: &codewhale_journal::Journal) -> Option<Backoff> {
+    use codewhale_journal::{CompactionPath, Payload};
+    let mut failures = 0u32;
+    let mut turns = 0u32;
+    let mut turns_since_latest = None;
+    for entry in journal.entries().iter().rev() {
+        match &entry.payload {
+            Payload::Compaction(r) if r.path == CompactionPath::Summary => break,
+            Payload::System(s) if s.summary_failed => {
+                failures += 1;
+                turns_since_latest.get_or_insert(turns);
+            }
+            Payload::User(u) if u.is_plain() => turns += 1,
+            _ => {}
+        }
+    }
+    let since = turns_since_latest?;
+    let wait = 2u32.saturating_pow(failures).min(MAX_SKIPPED_TURNS);
+    Some(Backoff { failures, skip_turns: wait.saturating_sub(since) })
+}
+
 /// Called when a turn starts: one turn less to wait.
 pub(crate) fn turn_started(session: &mut Session) {
     if let Some(b) = &mut session.summary_backoff {
@@ -174,8 +198,7 @@ pub async fn fit_view(
 fn fit_once(ctx: &mut TurnCtx<'_>, view: View) -> Result<(View, Option<Trimmed>), Box<View>> {
     let session = &*ctx.session;
     let budget = session.budget();
-    let plain =
-        PlainView::new(&view, |item| item.tokens.or_else(|| session.counts.get(&item.source)));
+    let plain = PlainView::new(&view, |item| session.known_tokens(item));
     let fitted = trim::fit(
         view,
         &plain,
@@ -207,8 +230,7 @@ fn too_big_message(ctx: &TurnCtx<'_>) -> String {
     let budget = session.budget();
     let usable = budget.limits().usable_input;
     let view = session.render();
-    let plain =
-        PlainView::new(&view, |item| item.tokens.or_else(|| session.counts.get(&item.source)));
+    let plain = PlainView::new(&view, |item| session.known_tokens(item));
     let sum = |kind: codewhale_journal::ItemKind| -> u64 {
         view.items
             .iter()

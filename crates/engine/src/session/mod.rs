@@ -29,6 +29,8 @@ use crate::config::{Config, ResolvedProvider};
 use crate::error::EngineError;
 use crate::prompt::SystemPrompt;
 use crate::protocol::NoticeLevel;
+use crate::redact::Redactor;
+use crate::tools::process::ProcessGroups;
 use crate::tools::{self, BackgroundRegistry};
 use counts::Counts;
 pub use locate::{find_by_id, find_last, sessions_dir, Resume};
@@ -78,6 +80,10 @@ pub struct Session {
     pub(crate) hints: crate::hints::Hints,
     /// Set after a summary pass failed: auto passes wait for the conversation to grow.
     pub(crate) summary_backoff: Option<crate::compaction::triggers::Backoff>,
+    /// Replaces secrets before anything is journaled or logged.
+    pub(crate) redactor: Redactor,
+    /// Process groups of shell calls still running; ended when the session closes.
+    pub(crate) groups: Arc<ProcessGroups>,
 }
 
 impl Session {
@@ -120,8 +126,17 @@ impl Session {
         }
         let client = Client::new(provider_config)?;
         let limits = Limits::for_model(&params.config, &params.provider.model);
-        let background = Arc::new(BackgroundRegistry::new(params.home.join("background")));
+        let keep = params.config.shell.keep_background.unwrap_or(false);
+        let background =
+            Arc::new(BackgroundRegistry::new(params.home.join("background")).keeping_on_exit(keep));
+        if let Some(untrusted) = &params.config.untrusted {
+            notices.push((NoticeLevel::Warning, untrusted_notice(untrusted, params.front_end)));
+        }
+        let literals: Vec<String> = params.provider.api_key.iter().cloned().collect();
+        let redactor = Redactor::new(&params.config.redaction.patterns, &literals)
+            .map_err(|e| EngineError::Config(crate::config::ConfigError::Redaction(e)))?;
         let hints = crate::hints::Hints::new(params.front_end, journal.journal().session_id());
+        let summary_backoff = crate::compaction::triggers::replay_backoff(journal.journal());
         let mut session = Session {
             journal,
             workspace: workspace.clone(),
@@ -137,7 +152,9 @@ impl Session {
             resumed,
             notices,
             hints,
-            summary_backoff: None,
+            summary_backoff,
+            redactor,
+            groups: Arc::default(),
         };
         session.refresh_system_prompt();
         let view = session.render();
@@ -204,6 +221,27 @@ impl Session {
         &self.background
     }
 
+    /// What the tools of a call in this session need.
+    pub fn tool_context(&self, cancel: tokio_util::sync::CancellationToken) -> tools::ToolContext {
+        tools::ToolContext {
+            workspace: self.workspace.clone(),
+            background: self.background.clone(),
+            groups: self.groups.clone(),
+            shell_env: Arc::new(self.config.shell.env.clone()),
+            cancel,
+        }
+    }
+
+    /// The files the model may never change without asking.
+    pub fn protected(&self) -> tools::Protected {
+        tools::Protected { home: Some(self.home.clone()) }
+    }
+
+    /// The session's redactor (built-in rules, the configured patterns, its own API key).
+    pub fn redactor(&self) -> &Redactor {
+        &self.redactor
+    }
+
     /// Re-reads `AGENTS.md` and `.codewhale/instructions.md` and recounts the system prompt
     /// and tool schemas. Compaction calls this after every pass.
     pub fn refresh_system_prompt(&mut self) {
@@ -238,9 +276,15 @@ impl Session {
     pub fn view_tokens(&mut self, view: &View) -> u64 {
         let mut total = 0u64;
         for item in &view.items {
-            let known = item.tokens.or_else(|| self.counts.get(&item.source));
-            let n = match known {
+            let n = match self.known_tokens(item) {
                 Some(n) => u64::from(n),
+                // A pruned or bounded item is counted as shown, and not remembered for its
+                // entry (whose count measures the whole entry).
+                None if item.shortened.is_some() => {
+                    let text = item_text(&item.content);
+                    counts::exact_if_ready(&text)
+                        .map_or_else(|| counts::upper_bound(&text), u64::from)
+                }
                 None => match self.counts.pending_upper(&item.source) {
                     Some(upper) => upper,
                     None => {
@@ -264,9 +308,19 @@ impl Session {
         total
     }
 
-    /// Appends a model-visible (or any chain) entry on HEAD, counting it.
+    /// The count of a view item when it is known without counting: the one stored in its line,
+    /// else the one counted in memory for its entry — but only when the view shows the entry
+    /// whole (a pruned or bounded item is not what its entry's count measured).
+    pub fn known_tokens(&self, item: &codewhale_journal::ViewItem) -> Option<u32> {
+        item.tokens
+            .or_else(|| item.shortened.is_none().then(|| self.counts.get(&item.source)).flatten())
+    }
+
+    /// Appends a model-visible (or any chain) entry on HEAD, counting it. Secrets are redacted
+    /// first: nothing that reaches the journal (and so any request) holds one.
     pub fn append(&mut self, payload: impl Into<Payload>) -> Result<EntryId, EngineError> {
-        let payload = payload.into();
+        let mut payload = payload.into();
+        self.redactor.redact_payload(&mut payload);
         let parent = self.journal.journal().head_id().clone();
         let mut entry = Entry::new(Some(parent), payload);
         let id = entry.id.clone();
@@ -290,7 +344,8 @@ impl Session {
     /// Appends an entry built by the caller, parent included (a compaction record, a `system`
     /// notice, a `head` record). HEAD follows the journal's rules: a notice parented on HEAD
     /// extends it; compaction and `head` records never do.
-    pub fn append_entry(&mut self, entry: Entry) -> Result<(), EngineError> {
+    pub fn append_entry(&mut self, mut entry: Entry) -> Result<(), EngineError> {
+        self.redactor.redact_payload(&mut entry.payload);
         self.journal.append(entry)?;
         Ok(())
     }
@@ -350,7 +405,13 @@ impl Session {
     /// Stops background commands, syncs the journal and releases its lock. After this returns,
     /// another process can open the session.
     pub async fn close(self) -> Result<(), EngineError> {
-        self.background.shutdown();
+        let (groups, background) = (self.groups.clone(), self.background.clone());
+        // Ending groups waits out their grace period: off the async workers.
+        let _ = tokio::task::spawn_blocking(move || {
+            groups.end_all();
+            background.shutdown();
+        })
+        .await;
         let journal = self.journal;
         let closed = tokio::task::spawn_blocking(move || journal.close()).await;
         match closed {
@@ -367,6 +428,20 @@ impl Session {
         self.journal.sync().await?;
         Ok(())
     }
+}
+
+/// The notice shown once when a workspace's settings were left out for lack of trust.
+fn untrusted_notice(untrusted: &crate::config::Untrusted, front_end: crate::FrontEnd) -> String {
+    let how = match front_end {
+        crate::FrontEnd::Tui => "start Codewhale here again and trust it when asked",
+        crate::FrontEnd::Cli => "run with --trust to trust it (remembered until the file changes)",
+    };
+    format!(
+        "ignoring {} from {}: this workspace is not trusted, so its config may not decide where \
+         your key goes or how much is allowed; to use them, {how}",
+        untrusted.keys.join(", "),
+        untrusted.file.display()
+    )
 }
 
 /// The text of a view item as counted.

@@ -5,7 +5,9 @@
 //! "Running now" list of a handoff note. Invariants: a command that exited is reaped and no
 //! longer listed; ports are read from `/proc/net/tcp{,6}` for every process in the command's
 //! process group, so a server started through a wrapper script is still found; when the
-//! engine shuts down, every command still running is killed with its process group.
+//! engine shuts down, every command still running is ended with its process group (SIGTERM,
+//! then SIGKILL after a grace period) — unless the configuration asks to keep them
+//! (`[shell] keep_background = true`).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -37,6 +39,8 @@ struct Entry {
 /// Background commands of one engine.
 pub struct BackgroundRegistry {
     log_dir: PathBuf,
+    /// Leave commands running when the session closes.
+    keep_on_exit: bool,
     next: Mutex<u32>,
     entries: Mutex<Vec<Entry>>,
 }
@@ -50,7 +54,18 @@ impl std::fmt::Debug for BackgroundRegistry {
 impl BackgroundRegistry {
     /// A registry writing command logs under `log_dir` (created on first use).
     pub fn new(log_dir: PathBuf) -> BackgroundRegistry {
-        BackgroundRegistry { log_dir, next: Mutex::new(0), entries: Mutex::new(Vec::new()) }
+        BackgroundRegistry {
+            log_dir,
+            keep_on_exit: false,
+            next: Mutex::new(0),
+            entries: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The same registry, leaving its commands running when the session closes.
+    pub fn keeping_on_exit(mut self, keep: bool) -> BackgroundRegistry {
+        self.keep_on_exit = keep;
+        self
     }
 
     /// The next id and the log file path for it.
@@ -90,13 +105,16 @@ impl BackgroundRegistry {
             .collect()
     }
 
-    /// Kills every command still running (with its process group).
+    /// Ends every command still running, with its process group, unless the registry keeps
+    /// them on exit.
     pub fn shutdown(&self) {
         let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        for e in entries.iter_mut() {
-            if matches!(e.child.try_wait(), Ok(None)) {
-                kill_group(e.pid);
-                let _ = e.child.start_kill();
+        if !self.keep_on_exit {
+            for e in entries.iter_mut() {
+                if matches!(e.child.try_wait(), Ok(None)) {
+                    super::process::end_group_blocking(e.pid);
+                    let _ = e.child.start_kill();
+                }
             }
         }
         entries.clear();
@@ -107,19 +125,6 @@ impl Drop for BackgroundRegistry {
     fn drop(&mut self) {
         self.shutdown();
     }
-}
-
-/// Sends SIGKILL to the process group `pgid` (commands run in their own group). Uses the
-/// `kill` utility because this crate forbids `unsafe` and so cannot call `kill(2)` directly.
-pub(crate) fn kill_group(pgid: u32) {
-    if pgid == 0 {
-        return;
-    }
-    let _ = std::process::Command::new("kill")
-        .args(["-KILL", "--", &format!("-{pgid}")])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status();
 }
 
 /// Socket inode → port, for every TCP socket in LISTEN state.

@@ -10,6 +10,7 @@ pub mod background;
 pub mod files;
 pub mod output;
 pub mod path;
+pub mod process;
 pub mod search;
 pub mod shell;
 
@@ -62,8 +63,37 @@ pub struct ToolContext {
     /// The workspace root, absolute and canonical.
     pub workspace: PathBuf,
     pub background: Arc<BackgroundRegistry>,
+    /// The process groups of shell calls still running (ended when the session closes).
+    pub groups: Arc<process::ProcessGroups>,
+    /// Extra environment variables for shell commands (`[shell] env`).
+    pub shell_env: Arc<Vec<(String, String)>>,
     /// Cancelled when the user interrupts the turn.
     pub cancel: CancellationToken,
+}
+
+/// Files the model may never change without asking, whatever the approval mode and grants:
+/// Codewhale's own configuration and trust store, and the workspace's config (which decides
+/// where keys go and how much is allowed).
+#[derive(Debug, Clone, Default)]
+pub struct Protected {
+    /// Codewhale's home (its config, trust store, sessions and logs), when known.
+    pub home: Option<PathBuf>,
+}
+
+impl Protected {
+    /// Whether `path` (absolute, as resolved for a tool) is one of them: anything under the
+    /// home, or the workspace's `.codewhale/config.toml`. Symlinks are followed.
+    pub fn covers(&self, workspace: &std::path::Path, path: &std::path::Path) -> bool {
+        let real = path::real_location(path);
+        let workspace_config = path::real_location(&crate::config::workspace_file(workspace));
+        if real == workspace_config || path == crate::config::workspace_file(workspace) {
+            return true;
+        }
+        self.home.as_ref().is_some_and(|home| {
+            let home = path::real_location(home);
+            real.starts_with(&home)
+        })
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -174,6 +204,8 @@ pub struct Assessment {
     /// `None` when the arguments are unusable; running it then just reports the error.
     pub effect: Option<Effect>,
     pub leaves_workspace: bool,
+    /// It writes one of the [`Protected`] files: always asks.
+    pub protected: bool,
 }
 
 impl Assessment {
@@ -183,6 +215,7 @@ impl Assessment {
             tool,
             effect,
             leaves_workspace: self.leaves_workspace,
+            protected: self.protected,
         })
     }
 
@@ -193,16 +226,22 @@ impl Assessment {
 }
 
 /// Classifies a call without running it.
-pub fn assess(workspace: &std::path::Path, name: &str, input: &Value) -> Assessment {
+pub fn assess(
+    workspace: &std::path::Path,
+    protected: &Protected,
+    name: &str,
+    input: &Value,
+) -> Assessment {
     match parse(name, input) {
         Ok(call) => {
-            let leaves = call
-                .path()
-                .and_then(|p| path::resolve(workspace, p).ok())
-                .is_some_and(|r| !r.inside);
-            Assessment { effect: Some(call.effect()), leaves_workspace: leaves }
+            let resolved = call.path().and_then(|p| path::resolve(workspace, p).ok());
+            let leaves = resolved.as_ref().is_some_and(|r| !r.inside);
+            let writes = call.effect() == Effect::Write;
+            let protected =
+                writes && resolved.as_ref().is_some_and(|r| protected.covers(workspace, &r.path));
+            Assessment { effect: Some(call.effect()), leaves_workspace: leaves, protected }
         }
-        Err(_) => Assessment { effect: None, leaves_workspace: false },
+        Err(_) => Assessment { effect: None, leaves_workspace: false, protected: false },
     }
 }
 
@@ -223,6 +262,8 @@ pub async fn execute(ctx: &ToolContext, name: &str, input: &Value) -> ToolOutput
             resolve(&a.path).and_then(|(p, shown)| files::read_file(&p, &shown, a.offset, a.limit))
         }
         Call::List(a) => resolve(&a.path).and_then(|(p, shown)| files::list_dir(&p, &shown)),
+        Call::Write(a) if crate::redact::holds_marker(&a.content) => Err(marker_refusal(&a.path)),
+        Call::Edit(a) if crate::redact::holds_marker(&a.new_string) => Err(marker_refusal(&a.path)),
         Call::Write(a) => {
             resolve(&a.path).and_then(|(p, shown)| files::write_file(&p, &shown, &a.content))
         }
@@ -248,9 +289,11 @@ pub async fn execute(ctx: &ToolContext, name: &str, input: &Value) -> ToolOutput
         }
         Call::Shell(a) => {
             let out = if a.background {
-                shell::spawn_background(&ws, &a.command, &ctx.background)
+                shell::spawn_background(&ws, &ctx.shell_env, &a.command, &ctx.background)
             } else {
-                shell::run(&ws, &a.command, a.timeout_ms, &ctx.cancel).await
+                let env =
+                    shell::RunEnv { workspace: &ws, vars: &ctx.shell_env, groups: &ctx.groups };
+                shell::run(env, &a.command, a.timeout_ms, &ctx.cancel).await
             };
             return ToolOutput { content: out.text, is_error: out.is_error, bytes: out.bytes };
         }
@@ -259,6 +302,16 @@ pub async fn execute(ctx: &ToolContext, name: &str, input: &Value) -> ToolOutput
         Ok(text) => ToolOutput::capped(&text),
         Err(message) => ToolOutput::error(message),
     }
+}
+
+/// What the model reads when it tries to write a redaction marker into a file.
+fn marker_refusal(path: &str) -> String {
+    format!(
+        "refused: the content for {path} holds a redaction marker ([REDACTED:...]), which stands \
+         for a secret Codewhale hid from you; writing it would replace the real secret with the \
+         marker. Leave the lines that hold secrets unchanged (edit around them with edit_file), \
+         or ask the user to make that change"
+    )
 }
 
 /// The tool schemas sent with every request.
@@ -332,6 +385,8 @@ mod tests {
         ToolContext {
             workspace: std::fs::canonicalize(dir).unwrap(),
             background: Arc::new(BackgroundRegistry::new(dir.join(".bg"))),
+            groups: Arc::default(),
+            shell_env: Arc::default(),
             cancel: CancellationToken::new(),
         }
     }
@@ -379,12 +434,60 @@ mod tests {
     fn assessment_classifies_calls() {
         let dir = tempfile::tempdir().unwrap();
         let ws = std::fs::canonicalize(dir.path()).unwrap();
-        let a = assess(&ws, "read_file", &json!({"path": "/etc/hosts"}));
-        assert_eq!(a, Assessment { effect: Some(Effect::Read), leaves_workspace: true });
-        let a =
-            assess(&ws, "edit_file", &json!({"path": "a", "old_string": "x", "new_string": "y"}));
-        assert_eq!(a, Assessment { effect: Some(Effect::Write), leaves_workspace: false });
-        assert!(assess(&ws, "shell", &json!({"command": "ls"})).summary("shell").is_some());
-        assert!(assess(&ws, "nope", &json!({})).is_read_only());
+        let none = Protected::default();
+        let a = assess(&ws, &none, "read_file", &json!({"path": "/etc/hosts"}));
+        let read =
+            Assessment { effect: Some(Effect::Read), leaves_workspace: true, protected: false };
+        assert_eq!(a, read);
+        let a = assess(
+            &ws,
+            &none,
+            "edit_file",
+            &json!({"path": "a", "old_string": "x", "new_string": "y"}),
+        );
+        let write =
+            Assessment { effect: Some(Effect::Write), leaves_workspace: false, protected: false };
+        assert_eq!(a, write);
+        assert!(assess(&ws, &none, "shell", &json!({"command": "ls"})).summary("shell").is_some());
+        assert!(assess(&ws, &none, "nope", &json!({})).is_read_only());
+    }
+
+    #[test]
+    fn writes_to_codewhales_own_config_are_protected() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = std::fs::canonicalize(dir.path()).unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let protected = Protected { home: Some(home.path().to_path_buf()) };
+        let write = |path: &str| {
+            assess(&ws, &protected, "write_file", &json!({"path": path, "content": "x"})).protected
+        };
+        assert!(write(".codewhale/config.toml"));
+        assert!(write("./sub/../.codewhale/config.toml"));
+        assert!(write(&home.path().join("config.toml").display().to_string()));
+        assert!(write(&home.path().join("trust.json").display().to_string()));
+        assert!(!write(".codewhale/anchors.md"));
+        assert!(!write("src/main.rs"));
+        let read = assess(&ws, &protected, "read_file", &json!({"path": ".codewhale/config.toml"}));
+        assert!(!read.protected, "reading is not changing");
+        // A link to the config under another name is the config.
+        std::fs::create_dir_all(ws.join(".codewhale")).unwrap();
+        std::fs::write(ws.join(".codewhale/config.toml"), "").unwrap();
+        std::os::unix::fs::symlink(ws.join(".codewhale/config.toml"), ws.join("innocent.toml"))
+            .unwrap();
+        assert!(write("innocent.toml"));
+    }
+
+    #[tokio::test]
+    async fn content_holding_a_redaction_marker_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = ctx(dir.path());
+        let out = execute(
+            &c,
+            "write_file",
+            &json!({"path": ".env", "content": "KEY=[REDACTED:openai-key:3f2a9c]\n"}),
+        )
+        .await;
+        assert!(out.is_error && out.content.contains("redaction marker"), "{}", out.content);
+        assert!(!dir.path().join(".env").exists());
     }
 }

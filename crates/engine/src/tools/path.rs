@@ -52,7 +52,7 @@ fn fold(path: &Path) -> PathBuf {
 }
 
 /// The path with its longest existing prefix canonicalized (symlinks followed).
-fn real_location(path: &Path) -> PathBuf {
+pub(crate) fn real_location(path: &Path) -> PathBuf {
     let mut existing = path.to_path_buf();
     let mut rest = Vec::new();
     loop {

@@ -13,8 +13,9 @@ use tokio::io::AsyncReadExt;
 use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
 
-use super::background::{kill_group, BackgroundRegistry};
+use super::background::BackgroundRegistry;
 use super::output::{HeadTail, MAX_OUTPUT_BYTES};
+use super::process::ProcessGroups;
 
 /// Timeout when the call gives none.
 pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
@@ -52,36 +53,59 @@ impl ShellOutcome {
     }
 }
 
-/// Runs `command` in the foreground.
+/// How long output is still read after the command itself exited: a background child it left
+/// may hold the pipe open, and its output up to here is kept.
+const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(200);
+
+/// Where a foreground command runs and what it gets.
+#[derive(Debug, Clone, Copy)]
+pub struct RunEnv<'a> {
+    pub workspace: &'a Path,
+    /// Extra variables from the configuration (`[shell] env`).
+    pub vars: &'a [(String, String)],
+    /// The session's running groups, so closing the session ends this one too.
+    pub groups: &'a ProcessGroups,
+}
+
+/// Runs `command` in the foreground, in its own process group. The call ends when the command
+/// exits (its own exit code is reported, even when a background child it started still holds
+/// the output pipe), when the timeout passes (which also covers waiting for a process whose
+/// output is redirected), or when the user interrupts; either way the whole group is ended
+/// then (SIGTERM, then SIGKILL after a grace period), so nothing it started outlives the call.
 pub async fn run(
-    workspace: &Path,
+    env: RunEnv<'_>,
     command: &str,
     timeout_ms: Option<u64>,
     cancel: &CancellationToken,
 ) -> ShellOutcome {
     let timeout =
         Duration::from_millis(timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS).clamp(1, MAX_TIMEOUT_MS));
-    let mut child = match bash(workspace, command)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-    {
-        Ok(child) => child,
-        Err(err) => return ShellOutcome::whole(format!("cannot start bash: {err}"), true),
-    };
+    let mut cmd = bash(env.workspace, command);
+    cmd.envs(env.vars.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let mut child =
+        match cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true).spawn() {
+            Ok(child) => child,
+            Err(err) => return ShellOutcome::whole(format!("cannot start bash: {err}"), true),
+        };
     let pgid = child.id().unwrap_or_default();
+    env.groups.insert(pgid);
     let (Some(mut out), Some(mut err)) = (child.stdout.take(), child.stderr.take()) else {
+        super::process::end_group(pgid).await;
+        env.groups.remove(pgid);
         return ShellOutcome::whole("cannot capture the command's output".into(), true);
     };
     let mut collected = HeadTail::new(MAX_OUTPUT_BYTES);
     let mut out_buf = vec![0u8; 16 * 1024];
     let mut err_buf = vec![0u8; 16 * 1024];
     let (mut out_open, mut err_open) = (true, true);
+    let mut status = None;
     let deadline = tokio::time::sleep(timeout);
     tokio::pin!(deadline);
+    // Armed only once the command has exited (reset then to DRAIN_AFTER_EXIT).
+    let drain = tokio::time::sleep(timeout);
+    tokio::pin!(drain);
     let stopped: Option<&str> = loop {
-        if !out_open && !err_open {
+        if status.is_some() && !out_open && !err_open {
             break None;
         }
         tokio::select! {
@@ -93,17 +117,28 @@ pub async fn run(
                 Ok(0) | Err(_) => err_open = false,
                 Ok(n) => collected.push(&err_buf[..n]),
             },
+            s = child.wait(), if status.is_none() => {
+                status = Some(s);
+                drain.as_mut().reset(tokio::time::Instant::now() + DRAIN_AFTER_EXIT);
+            }
+            () = &mut drain, if status.is_some() => break None,
             () = &mut deadline => break Some("timed out"),
             () = cancel.cancelled() => break Some("interrupted"),
         }
     };
+    let lingering = super::process::end_group(pgid).await;
+    let status = match status {
+        Some(s) => Some(s),
+        None => {
+            let _ = child.start_kill();
+            child.wait().await.ok().map(Ok)
+        }
+    };
+    env.groups.remove(pgid);
+    let printed = collected.total();
+    let mut text = collected.finish();
+    let cut_len = text.len();
     if let Some(why) = stopped {
-        kill_group(pgid);
-        let _ = child.start_kill();
-        let _ = child.wait().await;
-        let printed = collected.total();
-        let mut text = collected.finish();
-        let cut_len = text.len();
         let reason = if why == "timed out" {
             format!(
                 "[timed out after {} ms; the command was killed. Pass a larger timeout_ms (up to \
@@ -116,19 +151,8 @@ pub async fn run(
         push_line(&mut text, &reason);
         return cut_outcome(text, cut_len, printed, true);
     }
-    let status = tokio::select! {
-        s = child.wait() => s,
-        () = cancel.cancelled() => {
-            kill_group(pgid);
-            let _ = child.start_kill();
-            child.wait().await
-        }
-    };
-    let printed = collected.total();
-    let mut text = collected.finish();
-    let cut_len = text.len();
     let is_error = match status {
-        Ok(status) => match status.code() {
+        Some(Ok(status)) => match status.code() {
             Some(code) => {
                 push_line(&mut text, &format!("[exit code: {code}]"));
                 code != 0
@@ -138,11 +162,22 @@ pub async fn run(
                 true
             }
         },
-        Err(err) => {
+        Some(Err(err)) => {
             push_line(&mut text, &format!("[cannot wait for the command: {err}]"));
             true
         }
+        None => {
+            push_line(&mut text, "[cannot wait for the command]");
+            true
+        }
     };
+    if lingering {
+        push_line(
+            &mut text,
+            "[processes the command left running were stopped; start servers and watchers \
+             with background: true]",
+        );
+    }
     cut_outcome(text, cut_len, printed, is_error)
 }
 
@@ -156,6 +191,7 @@ fn cut_outcome(text: String, cut_len: usize, printed: u64, is_error: bool) -> Sh
 /// Starts `command` in the background and registers it.
 pub fn spawn_background(
     workspace: &Path,
+    vars: &[(String, String)],
     command: &str,
     registry: &BackgroundRegistry,
 ) -> ShellOutcome {
@@ -171,7 +207,9 @@ pub fn spawn_background(
     let Ok(file_err) = file.try_clone() else {
         return fail(format!("cannot share {} between stdout and stderr", log.display()));
     };
-    let child = bash(workspace, command).stdout(file).stderr(file_err).spawn();
+    let mut cmd = bash(workspace, command);
+    cmd.envs(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let child = cmd.stdout(file).stderr(file_err).spawn();
     match child {
         Ok(child) => {
             let pid = registry.insert(id.clone(), command.to_owned(), log.clone(), child);
@@ -200,15 +238,34 @@ fn push_line(text: &mut String, line: &str) {
 mod tests {
     use super::*;
 
+    fn in_dir<'a>(dir: &'a Path, groups: &'static ProcessGroups) -> RunEnv<'a> {
+        RunEnv { workspace: dir, vars: &[], groups }
+    }
+
+    fn groups() -> &'static ProcessGroups {
+        Box::leak(Box::default())
+    }
+
+    /// Whether a process whose command line contains `marker` is still running.
+    fn running(marker: &str) -> bool {
+        std::fs::read_dir("/proc").unwrap().filter_map(Result::ok).any(|e| {
+            std::fs::read(e.path().join("cmdline"))
+                .map(|c| String::from_utf8_lossy(&c).replace('\0', " ").contains(marker))
+                .unwrap_or(false)
+        })
+    }
+
     #[tokio::test]
     async fn combined_output_and_exit_code() {
         let dir = tempfile::tempdir().unwrap();
         let cancel = CancellationToken::new();
-        let out = run(dir.path(), "echo out; echo err >&2; exit 3", None, &cancel).await;
+        let out =
+            run(in_dir(dir.path(), groups()), "echo out; echo err >&2; exit 3", None, &cancel)
+                .await;
         assert!(out.text.contains("out\n") && out.text.contains("err\n"), "{}", out.text);
         assert!(out.text.ends_with("[exit code: 3]"));
         assert!(out.is_error);
-        let ok = run(dir.path(), "pwd", None, &cancel).await;
+        let ok = run(in_dir(dir.path(), groups()), "pwd", None, &cancel).await;
         assert!(!ok.is_error);
         assert!(ok.text.contains(dir.path().file_name().unwrap().to_str().unwrap()));
     }
@@ -231,7 +288,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cancel = CancellationToken::new();
         let start = std::time::Instant::now();
-        let out = run(dir.path(), "sleep 30 & sleep 30; echo never", Some(200), &cancel).await;
+        let out = run(
+            in_dir(dir.path(), groups()),
+            "sleep 30 & sleep 30; echo never",
+            Some(200),
+            &cancel,
+        )
+        .await;
         assert!(start.elapsed() < Duration::from_secs(10));
         assert!(out.text.contains("timed out after 200 ms"), "{}", out.text);
         assert!(!out.text.contains("never"));
@@ -240,13 +303,19 @@ mod tests {
     #[tokio::test]
     async fn huge_output_is_capped_with_a_marker() {
         let dir = tempfile::tempdir().unwrap();
-        let out =
-            run(dir.path(), "yes line | head -c 1000000", None, &CancellationToken::new()).await;
+        let out = run(
+            in_dir(dir.path(), groups()),
+            "yes line | head -c 1000000",
+            None,
+            &CancellationToken::new(),
+        )
+        .await;
         assert!(out.text.len() < MAX_OUTPUT_BYTES + 200);
         assert!(out.text.contains("bytes omitted"));
         // Everything printed plus the "[exit code: 0]" line.
         assert_eq!(out.bytes, 1_000_000 + "[exit code: 0]".len() as u64);
-        let small = run(dir.path(), "echo hi", None, &CancellationToken::new()).await;
+        let small =
+            run(in_dir(dir.path(), groups()), "echo hi", None, &CancellationToken::new()).await;
         assert_eq!(small.bytes, small.text.len() as u64, "{small:?}");
     }
 
@@ -254,7 +323,7 @@ mod tests {
     async fn background_commands_are_listed_until_they_exit() {
         let dir = tempfile::tempdir().unwrap();
         let registry = BackgroundRegistry::new(dir.path().join("bg"));
-        let out = spawn_background(dir.path(), "sleep 30", &registry);
+        let out = spawn_background(dir.path(), &[], "sleep 30", &registry);
         assert!(out.text.starts_with("started in the background as bg-1"), "{}", out.text);
         let running = registry.running();
         assert_eq!(running.len(), 1);
@@ -271,7 +340,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let registry = BackgroundRegistry::new(dir.path().join("bg"));
         let server = "python3 -c 'import socket,time\ns=socket.socket()\ns.bind((\"127.0.0.1\",0))\ns.listen()\nprint(s.getsockname()[1],flush=True)\ntime.sleep(30)'";
-        let out = spawn_background(dir.path(), server, &registry);
+        let out = spawn_background(dir.path(), &[], server, &registry);
         assert!(!out.is_error, "{}", out.text);
         let log = registry.running()[0].log.clone();
         let mut port = None;
@@ -285,5 +354,59 @@ mod tests {
         let port = port.expect("the server printed its port");
         assert_eq!(registry.running()[0].ports, vec![port]);
         registry.shutdown();
+    }
+
+    /// `sleep 600 &` keeps the output pipe open: the call still ends when the command does,
+    /// with its own exit code, and the sleeper is ended with it.
+    #[tokio::test]
+    async fn a_background_child_holding_the_pipe_neither_hangs_the_call_nor_outlives_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = format!("sleep 600.{}", std::process::id());
+        let start = std::time::Instant::now();
+        let cmd = format!("bash -c 'exec -a \"{marker}\" sleep 600' & echo started; exit 4");
+        let out =
+            run(in_dir(dir.path(), groups()), &cmd, Some(20_000), &CancellationToken::new()).await;
+        assert!(start.elapsed() < Duration::from_secs(8), "{:?}", start.elapsed());
+        assert!(
+            out.text.contains("started") && out.text.contains("[exit code: 4]"),
+            "{}",
+            out.text
+        );
+        assert!(out.text.contains("left running were stopped"), "{}", out.text);
+        assert!(!running(&marker), "the background child was ended");
+    }
+
+    /// With its output redirected, a long command's call still ends at its timeout, and the
+    /// process with it.
+    #[tokio::test]
+    async fn the_timeout_covers_a_process_whose_output_is_redirected() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = format!("sleep 601.{}", std::process::id());
+        let cmd = format!("bash -c 'exec -a \"{marker}\" sleep 601' > log.txt 2>&1");
+        let start = std::time::Instant::now();
+        let out =
+            run(in_dir(dir.path(), groups()), &cmd, Some(500), &CancellationToken::new()).await;
+        assert!(start.elapsed() < Duration::from_secs(6), "{:?}", start.elapsed());
+        assert!(out.text.contains("timed out after 500 ms"), "{}", out.text);
+        assert!(!running(&marker));
+    }
+
+    /// Closing the session ends the groups of calls still running.
+    #[tokio::test]
+    async fn the_session_ends_groups_still_running() {
+        let dir = tempfile::tempdir().unwrap();
+        let groups = groups();
+        let marker = format!("sleep 602.{}", std::process::id());
+        let cmd = format!("exec -a \"{marker}\" sleep 602");
+        let cancel = CancellationToken::new();
+        let call = run(in_dir(dir.path(), groups), &cmd, Some(60_000), &cancel);
+        tokio::pin!(call);
+        let waited = tokio::time::timeout(Duration::from_millis(500), &mut call).await;
+        assert!(waited.is_err(), "still running");
+        assert!(running(&marker));
+        groups.end_all();
+        let out = tokio::time::timeout(Duration::from_secs(5), call).await.unwrap();
+        assert!(out.is_error, "{}", out.text);
+        assert!(!running(&marker));
     }
 }

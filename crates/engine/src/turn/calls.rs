@@ -10,12 +10,12 @@ use serde_json::Value;
 use codewhale_journal::ToolResultPayload;
 
 use super::TurnCtx;
-use crate::approval::{denied_by_user, denied_without_terminal, Decision};
+use crate::approval::{denied_by_user, denied_protected, denied_without_terminal, Decision};
 use crate::error::EngineError;
 use crate::events::ApprovalReply;
 use crate::protocol::{ApprovalScope, Event};
 use crate::session::INTERRUPTED_RESULT;
-use crate::tools::{self, Assessment, ToolContext, ToolOutput};
+use crate::tools::{self, Assessment, ToolOutput};
 
 /// One call of a response.
 #[derive(Debug, Clone)]
@@ -37,13 +37,12 @@ pub(crate) async fn run_calls(
     ctx: &mut TurnCtx<'_>,
     calls: &[ToolCall],
 ) -> Result<bool, EngineError> {
-    let tool_ctx = ToolContext {
-        workspace: ctx.session.workspace().to_path_buf(),
-        background: ctx.session.background().clone(),
-        cancel: ctx.cancel.clone(),
-    };
-    let assessments: Vec<Assessment> =
-        calls.iter().map(|c| tools::assess(ctx.session.workspace(), &c.name, &c.input)).collect();
+    let tool_ctx = ctx.session.tool_context(ctx.cancel.clone());
+    let protected = ctx.session.protected();
+    let assessments: Vec<Assessment> = calls
+        .iter()
+        .map(|c| tools::assess(ctx.session.workspace(), &protected, &c.name, &c.input))
+        .collect();
     let mut i = 0;
     let mut interrupted = false;
     while i < calls.len() {
@@ -105,9 +104,14 @@ async fn clear(ctx: &mut TurnCtx<'_>, call: &ToolCall, a: &Assessment) -> Cleare
     }
     let mode = ctx.session.policy.mode();
     if !ctx.gate.is_interactive() {
+        if a.protected {
+            return Cleared::Refused(denied_protected(&call.name));
+        }
         return Cleared::Refused(denied_without_terminal(&call.name, mode));
     }
-    let reason = if a.leaves_workspace {
+    let reason = if a.protected {
+        "it changes Codewhale's own configuration; only you may allow that".to_owned()
+    } else if a.leaves_workspace {
         "it touches a path outside the workspace".to_owned()
     } else {
         format!("approval mode `{mode}` asks before `{}`", call.name)
@@ -125,7 +129,7 @@ async fn clear(ctx: &mut TurnCtx<'_>, call: &ToolCall, a: &Assessment) -> Cleare
     };
     match answer {
         Some(ApprovalReply::Approve(scope)) => {
-            if scope == ApprovalScope::Always && !a.leaves_workspace {
+            if scope == ApprovalScope::Always && !a.leaves_workspace && !a.protected {
                 ctx.session.policy.grant_always(&call.name);
             }
             Cleared::Run
@@ -141,12 +145,17 @@ fn finish(ctx: &mut TurnCtx<'_>, call: &ToolCall, output: ToolOutput) -> Result<
     // The original size, so a pruned stub (and anyone reading the journal) knows how much the
     // tool produced even when `content` holds only a capped head and tail.
     payload.bytes = Some(output.bytes);
-    ctx.session.append(payload)?;
+    let id = ctx.session.append(payload)?;
+    // Show what was journaled: the output with its secrets redacted.
+    let shown = match ctx.session.journal().get(id.as_str()).map(|e| &e.payload) {
+        Some(codewhale_journal::Payload::ToolResult(r)) => r.content.to_string(),
+        _ => output.content,
+    };
     ctx.emit(Event::ToolCallFinished {
         call_id: call.id.clone(),
         name: call.name.clone(),
         is_error: output.is_error,
-        output: output.content,
+        output: shown,
     });
     Ok(())
 }

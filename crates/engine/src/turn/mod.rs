@@ -101,12 +101,20 @@ pub async fn run_turn(ctx: &mut TurnCtx<'_>, input: String) -> TurnOutcome {
             TurnOutcome { status: TurnStatus::Failed, text: String::new() }
         }
     };
-    // Whatever happened, no call may be left without a result, and the turn is durable.
-    if let Err(err) = ctx.session.heal_dangling_calls() {
-        fail(ctx, err.kind_name(), &err.to_string());
-    }
-    if let Err(err) = ctx.session.sync().await {
-        fail(ctx, err.kind_name(), &err.to_string());
+    // Whatever happened, no call may be left without a result, and the turn is durable. A
+    // reply is complete only once its entry is on disk: a write error fails the turn, and the
+    // reply is not handed out as an answer (DESIGN §2, "durable or failed").
+    let mut outcome = outcome;
+    let healed = ctx.session.heal_dangling_calls().map(drop);
+    let synced = match healed {
+        Ok(()) => ctx.session.sync().await,
+        Err(err) => Err(err),
+    };
+    if let Err(err) = synced {
+        if outcome.status != TurnStatus::Failed {
+            fail(ctx, err.kind_name(), &err.to_string());
+        }
+        outcome = TurnOutcome { status: TurnStatus::Failed, text: String::new() };
     }
     ctx.gate.clear();
     ctx.emit(Event::TurnFinished { status: outcome.status, text: outcome.text.clone() });

@@ -300,6 +300,11 @@ impl Prepared {
     fn append_user(&mut self, text: &str) -> codewhale_engine::journal::EntryId {
         self.on_head(UserPayload::text(text))
     }
+    /// An entry written before its count was known (no `tokens` in the line).
+    fn append_uncounted(&mut self, payload: impl Into<Payload>) {
+        let head = self.file.journal().head_id().clone();
+        self.file.append(Entry::new(Some(head), payload)).unwrap();
+    }
     fn append_text(&mut self, text: &str) -> codewhale_engine::journal::EntryId {
         self.on_head(AssistantPayload::new(vec![Block::text(text)]))
     }
@@ -333,4 +338,79 @@ fn prepared_session(h: &Harness, build: impl FnOnce(&mut Prepared)) -> std::path
 
 fn uuid_like() -> String {
     codewhale_engine::journal::EntryId::new().to_string()
+}
+
+/// When even the bounded minimum cannot fit — here pinned anchors larger than the window — the
+/// turn stops with one message that names the part that is too big and a command that exists
+/// where it is shown.
+#[tokio::test]
+async fn anchors_larger_than_the_window_stop_the_turn_with_a_precise_message() {
+    let h = Harness::new().await;
+    let mut engine = spawn_on(&h, "openai", 8_192, Resume::New);
+    let pinned = prose("never forget", 2_000);
+    engine.submit(codewhale_engine::protocol::Op::AddAnchor { text: pinned });
+    engine.until(|e| matches!(e, Event::Notice { .. } | Event::Error { .. })).await;
+    let run = engine.turn("hello").await;
+    assert_eq!(run.status, TurnStatus::Failed);
+    let message = run
+        .events
+        .iter()
+        .find_map(|e| match e {
+            Event::Error { kind, message } if kind == "context_full" => Some(message.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("{:?}", run.events));
+    assert!(message.contains("the pinned anchors need about"), "{message}");
+    assert!(message.contains("`codewhale anchor rm N`"), "{message}");
+    assert!(h.server.requests().is_empty(), "nothing too big is ever sent");
+    engine.shutdown().await;
+}
+
+/// Entries written before the tokenizer was ready carry no count; the session counts them in
+/// memory. A bounded item must be counted as shown, not by its entry's remembered count, or the
+/// pass would see no shrink and fail.
+#[tokio::test]
+async fn bounding_entries_counted_in_memory_still_shrinks_the_view() {
+    let h = Harness::new().await;
+    prepared_session(&h, |f| {
+        f.append_uncounted(UserPayload::text(prose("paste", 2_000)));
+        f.append_uncounted(AssistantPayload::new(vec![Block::text(prose("long reply", 1_500))]));
+    });
+    let mut engine = spawn_on(&h, "openai", 8_192, Resume::Last);
+    h.server.push(Reply::text("short").with_usage(3_000, 5));
+    let run = engine.turn("and now?").await;
+    assert_eq!(run.status, TurnStatus::Completed, "{:?}", run.events);
+    assert!(
+        run.events.iter().any(|e| matches!(e, Event::CompactionFinished { .. })),
+        "{:?}",
+        run.events
+    );
+    engine.shutdown().await;
+    assert_requests_fit(&h, 8_192);
+}
+
+/// The backoff after failed summaries is journaled: one engine per turn (as `codewhale exec
+/// --last` runs) still does not retry the summary every turn, and says so once.
+#[tokio::test]
+async fn the_backoff_holds_across_processes() {
+    let h = Harness::new().await;
+    let mut notices = 0;
+    for k in 0..8 {
+        let resume = if k == 0 { Resume::New } else { Resume::Last };
+        let mut engine = spawn_on(&h, "openai", 8_192, resume);
+        for _ in 0..3 {
+            h.server.push(Reply::text(prose(&format!("junk {k}"), 300)).with_usage(5_500, 400));
+        }
+        let run = engine.turn(&prose(&format!("question {k}"), 150)).await;
+        assert_eq!(run.status, TurnStatus::Completed, "turn {k}: {:?}", run.events);
+        notices += run
+            .events
+            .iter()
+            .filter(|e| matches!(e, Event::Notice { message, .. } if message.contains("could not write a usable summary")))
+            .count();
+        engine.shutdown().await;
+    }
+    assert_eq!(notices, 1);
+    let summaries = summary_requests(&h).len();
+    assert!(summaries <= 4, "{summaries} summary requests in 8 turns");
 }

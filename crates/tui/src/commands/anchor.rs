@@ -17,7 +17,10 @@ pub fn run(workspace: Option<&Path>, command: AnchorCommand) -> anyhow::Result<E
     let store = AnchorStore::new(&workspace);
     match command {
         AnchorCommand::Add { text } => {
-            let n = store.add(&text.join(" "))?;
+            // Anchors are restated in every checkpoint: a secret in one is redacted when pinned.
+            let text =
+                codewhale_engine::redact::Redactor::default().redact(&text.join(" ")).into_owned();
+            let n = store.add(&text)?;
             println!("anchor {n} added to {ANCHORS_FILE}");
         }
         AnchorCommand::List => {

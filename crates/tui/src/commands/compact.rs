@@ -105,6 +105,7 @@ left\nNone\n## Open questions\nNone\n## Next action\nGo on.\n## Reference\nNone"
             base_url: Some(server.openai_base_url()),
             context_window: Some(50_000),
             home: Some(home.path().to_path_buf()),
+            trust: false,
         };
         for k in 0..3 {
             server.push(Reply::text(format!(

@@ -152,7 +152,9 @@ async fn exec(params: EngineParams, prompt: String, json: bool) -> anyhow::Resul
     let Some((status, text)) = outcome else {
         anyhow::bail!("the engine stopped before the turn finished; see the log in the logs folder of the Codewhale home");
     };
-    if !json && !text.is_empty() {
+    // An answer is printed only once it is durably in the journal: a turn whose write failed
+    // is a failed turn, and its reply is not shown as an answer.
+    if !json && !text.is_empty() && status != TurnStatus::Failed {
         println!("{}", text.trim_end());
     }
     Ok(match status {

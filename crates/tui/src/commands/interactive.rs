@@ -52,7 +52,13 @@ pub fn run_with(
     // The tokenizer takes a while to build; start it before the first frame.
     codewhale_engine::tokens::warm_up();
     let _log = crate::logging::init(&home);
-    let params = TuiParams { home, workspace, overrides, resume };
+    // Asked in the UI, before the session opens, when the workspace's config sets anything
+    // that needs trust and the user has not answered for this content yet.
+    let trust = match resume {
+        Some(_) => codewhale_engine::trust::question(&home, &workspace)?,
+        None => None,
+    };
+    let params = TuiParams { home, workspace, overrides, resume, trust };
     let runtime = super::runtime()?;
     let outcome = runtime.block_on(tui::run(params))?;
     if let Some(id) = outcome.session_id {

@@ -358,6 +358,10 @@ impl App {
                 self.views.retain(|v| v.approval_call().is_none());
                 self.submit(Op::Interrupt);
             }
+            ViewAction::Trust { trusted } => {
+                self.views.pop();
+                self.effects.push(Effect::Trust { trusted });
+            }
         }
     }
 }

@@ -60,6 +60,9 @@ pub enum Effect {
     ListAnchors,
     /// Stop the current engine and open another session.
     OpenSession(Resume),
+    /// Remember the answer about trusting the workspace's config, then open the session
+    /// that waited for it.
+    Trust { trusted: bool },
     /// Leave: the engine has stopped (or never started), restore the terminal.
     Exit,
 }

@@ -62,6 +62,8 @@ pub struct TuiParams {
     pub overrides: Overrides,
     /// The session to open; `None` opens the session picker first (`codewhale resume`).
     pub resume: Option<Resume>,
+    /// The workspace's config needs the user's trust first: asked before the session opens.
+    pub trust: Option<codewhale_engine::trust::Question>,
 }
 
 /// How the session ended, for the line printed after the terminal is restored.
@@ -100,9 +102,11 @@ pub async fn run(params: TuiParams) -> anyhow::Result<Outcome> {
             "the interactive UI needs a terminal; run `codewhale exec PROMPT` for one turn without one"
         );
     }
-    let mut link = match params.resume.clone() {
-        Some(resume) => Some(spawn_engine(&params, resume)?),
-        None => None,
+    // With a trust question pending, the session opens only once it is answered.
+    let mut waiting_for_trust = params.trust.as_ref().and(params.resume.clone());
+    let mut link = match (&params.trust, params.resume.clone()) {
+        (None, Some(resume)) => Some(spawn_engine(&params, resume)?),
+        _ => None,
     };
     terminal::install_panic_hook();
     let (mut terminal, guard) = terminal::enter().context("cannot set up the terminal")?;
@@ -111,7 +115,12 @@ pub async fn run(params: TuiParams) -> anyhow::Result<Outcome> {
         None => Box::new(NoSession),
     };
     let mut app = App::new(sink, params.overrides.model.clone().unwrap_or_default());
-    if link.is_none() {
+    if let Some(q) = &params.trust {
+        app.views.push(Box::new(views::TrustView {
+            file: q.file.display().to_string(),
+            settings: q.settings.clone(),
+        }));
+    } else if link.is_none() {
         app.handle(AppEvent::SessionsLoaded { all: false, result: list_sessions(&params, false) });
     }
     let (frames, mut draws) = FrameRequester::spawn();
@@ -148,6 +157,18 @@ pub async fn run(params: TuiParams) -> anyhow::Result<Outcome> {
                 Effect::Exit => exit = true,
                 Effect::OpenSession(resume) => {
                     switch_session(&params, &mut app, &mut link, resume, &app_tx).await
+                }
+                Effect::Trust { trusted } => {
+                    if let Err(e) =
+                        codewhale_engine::trust::decide(&params.home, &params.workspace, trusted)
+                    {
+                        let _ = app_tx.send(AppEvent::SessionOpenFailed(format!(
+                            "cannot remember the answer in the Codewhale home: {e}"
+                        )));
+                    }
+                    if let Some(resume) = waiting_for_trust.take() {
+                        switch_session(&params, &mut app, &mut link, resume, &app_tx).await;
+                    }
                 }
                 other => run_effect(&params, &app, other, &app_tx),
             }
@@ -210,7 +231,7 @@ fn run_effect(params: &TuiParams, app: &App, effect: Effect, tx: &mpsc::Unbounde
             Effect::LoadHistory { path, replace } => {
                 AppEvent::HistoryLoaded { replace, result: history::load(Path::new(&path)) }
             }
-            Effect::OpenSession(_) | Effect::Exit => return,
+            Effect::OpenSession(_) | Effect::Trust { .. } | Effect::Exit => return,
         };
         let _ = tx.send(event);
     });

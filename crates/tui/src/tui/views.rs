@@ -38,6 +38,10 @@ pub enum ViewAction {
     },
     /// Ctrl+C inside a view: interrupt the turn.
     Interrupt,
+    /// The answer to "trust this workspace's config?", then open the session.
+    Trust {
+        trusted: bool,
+    },
 }
 
 /// A modal view.
@@ -288,6 +292,63 @@ impl View for SessionPicker {
                 Some(row) => ViewAction::OpenSession { id: row.id.clone() },
                 None => ViewAction::Close,
             },
+            _ => ViewAction::Stay,
+        }
+    }
+}
+
+/// "This workspace's config sets where your key goes or how much is allowed: trust it?" —
+/// asked before the session opens, once per content of the file.
+#[derive(Debug, Clone)]
+pub struct TrustView {
+    pub file: String,
+    /// The settings that need trust, as they are written in the file.
+    pub settings: Vec<String>,
+}
+
+impl TrustView {
+    fn body(&self) -> Vec<Line<'static>> {
+        let key = Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD);
+        let mut lines = vec![Line::from(format!("{} sets:", self.file))];
+        lines.extend(
+            self.settings
+                .iter()
+                .map(|s| Line::styled(format!("  {s}"), Style::new().add_modifier(Modifier::BOLD))),
+        );
+        lines.push(Line::styled(
+            "These decide where your API key goes and how much the model may do without asking. \
+             Trust them only if you trust whoever wrote this file.",
+            Style::new().fg(Color::DarkGray),
+        ));
+        lines.push(Line::from(vec![
+            Span::styled("y", key),
+            Span::raw(" trust (remembered until the file changes)   "),
+            Span::styled("n", key),
+            Span::raw(" ignore these settings"),
+        ]));
+        lines
+    }
+}
+
+impl View for TrustView {
+    fn desired_height(&self, width: u16) -> u16 {
+        let h = wrap_lines(&self.body(), usize::from(width).max(1)).len();
+        u16::try_from(h + 1).unwrap_or(u16::MAX)
+    }
+
+    fn render(&self, area: Rect, buf: &mut Buffer) {
+        let inner = frame("trust this workspace?", area, buf);
+        let lines = wrap_lines(&self.body(), usize::from(inner.width).max(1));
+        Paragraph::new(lines).render(inner, buf);
+    }
+
+    fn handle_key(&mut self, key: KeyEvent) -> ViewAction {
+        match key.code {
+            KeyCode::Char('y') | KeyCode::Char('Y') => ViewAction::Trust { trusted: true },
+            KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc => {
+                ViewAction::Trust { trusted: false }
+            }
+            _ if is_ctrl_c(&key) => ViewAction::Trust { trusted: false },
             _ => ViewAction::Stay,
         }
     }

@@ -135,3 +135,33 @@ fn a_repair_result_at_head_makes_a_mid_chain_call_sound() {
     assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
     assert!(text(&out.stdout).starts_with("ok: 13 entries, 1 branch"));
 }
+
+/// A named pipe is not a journal: the check says so at once instead of waiting for a writer.
+#[test]
+fn a_fifo_is_refused_without_blocking() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("s.jsonl");
+    let made = Command::new("mkfifo").arg(&fifo).status().is_ok_and(|s| s.success());
+    if !made {
+        eprintln!("skipped: mkfifo is not available");
+        return;
+    }
+    let start = std::time::Instant::now();
+    let out = check(&fifo);
+    assert!(start.elapsed() < std::time::Duration::from_secs(5));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("named pipe"), "{}", text(&out.stderr));
+}
+
+/// A byte-order mark an editor added at the start of the file is not part of the header.
+#[test]
+fn a_bom_prefixed_journal_is_sound() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bom.jsonl");
+    let mut bytes = b"\xEF\xBB\xBF".to_vec();
+    bytes.extend(std::fs::read(fixture("sound.jsonl")).unwrap());
+    std::fs::write(&path, bytes).unwrap();
+    let out = check(&path);
+    assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(text(&out.stdout).starts_with("ok: 13 entries"));
+}

@@ -1,4 +1,5 @@
 mod exec;
 mod journal_check;
 mod sessions;
+mod trust;
 mod tui_pty;

@@ -120,3 +120,22 @@ fn home_flag_wins_over_the_environment_and_bad_files_are_named() {
     let stderr = text(&out.stderr);
     assert!(stderr.starts_with("skipped ") && stderr.contains("broken.jsonl"), "{stderr}");
 }
+
+/// Another tool may write `"kind": "user"` with spaces after the colons: the title is still
+/// the first prompt.
+#[test]
+fn titles_come_from_journals_written_with_spaces() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join("sessions");
+    std::fs::create_dir_all(&dir).unwrap();
+    let header = r#"{"v": 1, "id": "h1", "parent": null, "kind": "header", "ts": "2026-11-29T18:00:00.000Z", "payload": {"session_id": "spaced", "created_at": "2026-11-29T18:00:00.000Z", "cwd": "/w", "app_version": "0", "provider": "openai", "model": "m"}}"#;
+    let user = r#"{"v": 1, "id": "u1", "parent": "h1", "kind": "user", "ts": "2026-11-29T18:00:01.000Z", "payload": {"content": [{"type": "text", "text": "Fix the flaky test"}]}}"#;
+    std::fs::write(dir.join("spaced.jsonl"), format!("{header}\n{user}\n")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_codewhale"))
+        .args(["sessions", "--json"])
+        .env("CODEWHALE_HOME", home.path())
+        .output()
+        .unwrap();
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(list[0]["title"], "Fix the flaky test", "{list}");
+}

@@ -194,3 +194,25 @@ fn ctrl_c_in_an_approval_interrupts_the_turn_and_closes_it() {
     assert_eq!(h.ops().last(), Some(&Op::Interrupt));
     assert!(h.app.views.is_empty());
 }
+
+/// Before a session opens in a workspace whose config needs trust, the question shows the file
+/// and the lines it would change; `y` and `n` answer it (and then the session opens).
+#[test]
+fn the_trust_question_shows_the_settings_and_takes_an_answer() {
+    for (key, trusted) in [('y', true), ('n', false)] {
+        let mut h = Harness::new();
+        h.app.views.push(Box::new(crate::tui::views::TrustView {
+            file: "project/.codewhale/config.toml".into(),
+            settings: vec!["base_url = \"http://elsewhere.invalid/v1\"".into()],
+        }));
+        let screen = h.screen();
+        assert!(screen.contains("trust this workspace?"), "{screen}");
+        assert!(screen.contains("project/.codewhale/config.toml sets:"), "{screen}");
+        assert!(screen.contains("base_url = \"http://elsewhere.invalid/v1\""), "{screen}");
+        h.type_str("x");
+        assert_eq!(h.app.views.len(), 1, "other keys do not answer");
+        h.type_str(&key.to_string());
+        assert!(h.app.views.is_empty());
+        assert_eq!(h.app.take_effects(), [Effect::Trust { trusted }]);
+    }
+}

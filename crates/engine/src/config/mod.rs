@@ -2,17 +2,21 @@
 //! the environment and command-line overrides, folded into one [`Config`].
 //!
 //! Precedence, lowest first: user file, workspace file, command-line flags. API keys and base
-//! URLs also come from `OPENAI_API_KEY`/`ANTHROPIC_API_KEY` and `OPENAI_BASE_URL`/
-//! `ANTHROPIC_BASE_URL`; a base URL in a file or flag beats the environment. Invariants: an
-//! unknown key or a bad value is an error naming the file, the line and the key (never
-//! silently ignored); keys are never read from files, so a config file can be shared.
+//! URLs also come from `OPENAI_API_KEY`/`ANTHROPIC_API_KEY` (or the variable `api_key_env`
+//! names) and `OPENAI_BASE_URL`/`ANTHROPIC_BASE_URL`; a base URL in a file or flag beats the
+//! environment. Invariants: an unknown key or a bad value is an error naming the file, the line
+//! and the key (never silently ignored); keys are never read from files, so a config file can be
+//! shared; a workspace file's settings that decide where keys go or how much is allowed count
+//! only in a trusted workspace (see [`load`] and [`crate::trust`]).
 
-use std::ops::Range;
+mod file;
+
 use std::path::{Path, PathBuf};
 
 use codewhale_provider::{OpenAiServer, ProviderConfig, ProviderKind};
-use serde::Deserialize;
-use toml::Spanned;
+
+use file::parse_provider;
+pub use file::{parse_scoped, Scope};
 
 use crate::approval::ApprovalMode;
 
@@ -29,7 +33,9 @@ pub enum ConfigError {
     #[error(
         "no API key for {provider}: set {env}, or point --base-url at a server that needs none"
     )]
-    MissingKey { provider: &'static str, env: &'static str },
+    MissingKey { provider: &'static str, env: String },
+    #[error(transparent)]
+    Redaction(#[from] crate::redact::BadPattern),
 }
 
 /// Settings of the compaction pipeline. Every field is optional; absent means the default of
@@ -42,6 +48,22 @@ pub struct CompactionConfig {
     pub compaction_model: Option<String>,
     /// Token budget for retained user messages (default min(20,000, 10 % of usable input)).
     pub retained_user_tokens: Option<u64>,
+}
+
+/// Settings of the shell tool.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ShellConfig {
+    /// Extra environment variables for every command (`[shell] env`).
+    pub env: Vec<(String, String)>,
+    /// Leave background commands running when the session closes (default: they are ended).
+    pub keep_background: Option<bool>,
+}
+
+/// Settings of redaction.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RedactionConfig {
+    /// More patterns (regular expressions) whose matches are redacted; both files' lists count.
+    pub patterns: Vec<String>,
 }
 
 /// The merged configuration.
@@ -58,7 +80,16 @@ pub struct Config {
     /// Reserved output `R` in tokens, overriding min(16,384, W/4).
     pub reserved_output: Option<u64>,
     pub approval: Option<ApprovalMode>,
+    /// The environment variable that holds the API key (instead of `OPENAI_API_KEY` or
+    /// `ANTHROPIC_API_KEY`).
+    pub api_key_env: Option<String>,
     pub compaction: CompactionConfig,
+    pub shell: ShellConfig,
+    pub redaction: RedactionConfig,
+    /// Workspaces whose config is trusted whatever it says (user file only).
+    pub trusted_workspaces: Vec<String>,
+    /// Workspace settings ignored because the workspace is not trusted.
+    pub untrusted: Option<Untrusted>,
 }
 
 /// Values from the command line; each one set beats both files.
@@ -78,6 +109,8 @@ pub struct Env {
     pub anthropic_api_key: Option<String>,
     pub openai_base_url: Option<String>,
     pub anthropic_base_url: Option<String>,
+    /// Every other variable, for `api_key_env`.
+    pub others: std::collections::BTreeMap<String, String>,
 }
 
 impl Env {
@@ -89,6 +122,16 @@ impl Env {
             anthropic_api_key: var("ANTHROPIC_API_KEY"),
             openai_base_url: var("OPENAI_BASE_URL"),
             anthropic_base_url: var("ANTHROPIC_BASE_URL"),
+            others: std::env::vars().filter(|(_, v)| !v.trim().is_empty()).collect(),
+        }
+    }
+
+    /// The value of variable `name`, if set and not empty.
+    pub fn var(&self, name: &str) -> Option<String> {
+        match name {
+            "OPENAI_API_KEY" => self.openai_api_key.clone(),
+            "ANTHROPIC_API_KEY" => self.anthropic_api_key.clone(),
+            other => self.others.get(other).cloned(),
         }
     }
 }
@@ -104,128 +147,54 @@ pub fn workspace_file(workspace: &Path) -> PathBuf {
 }
 
 /// Loads and merges both files (a missing file is an empty one), then applies `overrides`.
+///
+/// Workspace trust (DESIGN §4): the settings that decide where keys go or how much is allowed
+/// ([`Config::gated_keys`]) are taken from the workspace's file only when the user has trusted
+/// that workspace — in the trust store for this exact file content, or by listing it in
+/// `trusted_workspaces` of their own file. Otherwise they are left out and named in
+/// [`Config::untrusted`], for one notice.
 pub fn load(home: &Path, workspace: &Path, overrides: &Overrides) -> Result<Config, ConfigError> {
-    let mut config = Config::default();
-    for path in [user_file(home), workspace_file(workspace)] {
-        match std::fs::read_to_string(&path) {
-            Ok(text) => config.merge(parse(&path, &text)?),
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
-            Err(source) => return Err(ConfigError::Read { path, source }),
+    let mut config = match read(&user_file(home))? {
+        Some(text) => parse_scoped(&user_file(home), &text, Scope::User)?,
+        None => Config::default(),
+    };
+    let ws_path = workspace_file(workspace);
+    if let Some(text) = read(&ws_path)? {
+        let mut ws = parse_scoped(&ws_path, &text, Scope::Workspace)?;
+        let gated = ws.gated_keys();
+        if !gated.is_empty()
+            && !crate::trust::is_trusted(home, workspace, &text, &config.trusted_workspaces)
+        {
+            ws.clear_gated();
+            config.untrusted = Some(Untrusted { file: ws_path, keys: gated });
         }
+        config.merge(ws);
     }
     config.apply(overrides)?;
     Ok(config)
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileConfig {
-    provider: Option<Spanned<String>>,
-    model: Option<String>,
-    base_url: Option<String>,
-    server: Option<Spanned<String>>,
-    context_window: Option<Spanned<u64>>,
-    reserved_output: Option<Spanned<u64>>,
-    approval: Option<ApprovalMode>,
-    #[serde(default)]
-    compaction: FileCompaction,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileCompaction {
-    threshold: Option<Spanned<f64>>,
-    compaction_model: Option<String>,
-    retained_user_tokens: Option<u64>,
-}
-
-/// Parses one config file's text; `path` only names it in errors.
-pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
-    let invalid = |span: Option<Range<usize>>, message: String| {
-        let (line, key) = locate(text, span.map_or(0, |s| s.start));
-        ConfigError::Invalid { path: path.to_owned(), line, key, message }
-    };
-    let file: FileConfig =
-        toml::from_str(text).map_err(|e| invalid(e.span(), e.message().trim().to_owned()))?;
-    let provider = match file.provider {
-        Some(p) => Some(parse_provider(p.get_ref()).ok_or_else(|| {
-            invalid(Some(p.span()), format!("{:?} is not `openai` or `anthropic`", p.get_ref()))
-        })?),
-        None => None,
-    };
-    let server = match file.server {
-        Some(name) => Some(OpenAiServer::parse(name.get_ref()).ok_or_else(|| {
-            invalid(
-                Some(name.span()),
-                format!(
-                    "{:?} is not a known server; use openai, deepseek, openrouter, ollama, \
-                     llama.cpp, vllm, lmstudio or generic",
-                    name.get_ref()
-                ),
-            )
-        })?),
-        None => None,
-    };
-    let positive = |v: Option<Spanned<u64>>| match v {
-        Some(v) if *v.get_ref() == 0 => {
-            Err(invalid(Some(v.span()), "must be a positive number of tokens".into()))
-        }
-        v => Ok(v.map(Spanned::into_inner)),
-    };
-    let threshold = match file.compaction.threshold {
-        Some(t) if !(*t.get_ref() > 0.0 && *t.get_ref() <= 1.0) => {
-            return Err(invalid(
-                Some(t.span()),
-                format!("{} is not a fraction in (0, 1], e.g. 0.8", t.get_ref()),
-            ))
-        }
-        t => t.map(Spanned::into_inner),
-    };
-    Ok(Config {
-        provider,
-        model: file.model,
-        base_url: file.base_url,
-        server,
-        context_window: positive(file.context_window)?,
-        reserved_output: positive(file.reserved_output)?,
-        approval: file.approval,
-        compaction: CompactionConfig {
-            threshold,
-            compaction_model: file.compaction.compaction_model,
-            retained_user_tokens: file.compaction.retained_user_tokens,
-        },
-    })
-}
-
-/// The 1-based line of byte `offset` and the dotted key defined on that line (with its table).
-fn locate(text: &str, offset: usize) -> (usize, String) {
-    let offset = offset.min(text.len());
-    let before = text.get(..offset).unwrap_or_default();
-    let line_no = before.matches('\n').count() + 1;
-    let line = text.lines().nth(line_no - 1).unwrap_or_default().trim();
-    let table = before
-        .lines()
-        .rev()
-        .map(str::trim)
-        .find(|l| l.starts_with('[') && l.ends_with(']'))
-        .map(|l| l.trim_matches(|c| c == '[' || c == ']').trim().to_owned());
-    let key = match line.split_once('=') {
-        Some((key, _)) => key.trim().to_owned(),
-        None => line.trim_matches(|c| c == '[' || c == ']').trim().to_owned(),
-    };
-    let key = match table {
-        Some(table) if !line.starts_with('[') => format!("{table}.{key}"),
-        _ => key,
-    };
-    (line_no, key)
-}
-
-fn parse_provider(name: &str) -> Option<ProviderKind> {
-    match name.trim().to_ascii_lowercase().as_str() {
-        "openai" => Some(ProviderKind::OpenAi),
-        "anthropic" => Some(ProviderKind::Anthropic),
-        _ => None,
+/// A file's text, or `None` when it does not exist.
+fn read(path: &Path) -> Result<Option<String>, ConfigError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(ConfigError::Read { path: path.to_owned(), source }),
     }
+}
+
+/// Parses a config file's text as a user file (every key allowed); `path` only names it in
+/// errors.
+pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
+    parse_scoped(path, text, Scope::User)
+}
+
+/// Workspace settings left out because the workspace is not trusted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Untrusted {
+    pub file: PathBuf,
+    /// The keys that were set there and ignored, in file order of [`Config::gated_keys`].
+    pub keys: Vec<String>,
 }
 
 /// The provider to talk to, fully resolved.
@@ -272,9 +241,44 @@ impl Config {
         over(&mut self.context_window, other.context_window);
         over(&mut self.reserved_output, other.reserved_output);
         over(&mut self.approval, other.approval);
+        over(&mut self.api_key_env, other.api_key_env);
         over(&mut self.compaction.threshold, other.compaction.threshold);
         over(&mut self.compaction.compaction_model, other.compaction.compaction_model);
         over(&mut self.compaction.retained_user_tokens, other.compaction.retained_user_tokens);
+        over(&mut self.shell.keep_background, other.shell.keep_background);
+        for (name, value) in other.shell.env {
+            self.shell.env.retain(|(n, _)| *n != name);
+            self.shell.env.push((name, value));
+        }
+        self.redaction.patterns.extend(other.redaction.patterns);
+        self.trusted_workspaces.extend(other.trusted_workspaces);
+        over(&mut self.untrusted, other.untrusted);
+    }
+
+    /// The settings that decide where keys go or how much is allowed, by key name, that this
+    /// configuration sets: honoured from a workspace's file only when it is trusted.
+    pub fn gated_keys(&self) -> Vec<String> {
+        let mut keys = Vec::new();
+        let mut set = |present: bool, key: &str| {
+            if present {
+                keys.push(key.to_owned());
+            }
+        };
+        set(self.provider.is_some(), "provider");
+        set(self.base_url.is_some(), "base_url");
+        set(self.api_key_env.is_some(), "api_key_env");
+        set(self.approval.is_some(), "approval");
+        set(!self.shell.env.is_empty(), "shell.env");
+        keys
+    }
+
+    /// Leaves out every setting of [`Config::gated_keys`].
+    pub fn clear_gated(&mut self) {
+        self.provider = None;
+        self.base_url = None;
+        self.api_key_env = None;
+        self.approval = None;
+        self.shell.env.clear();
     }
 
     /// Applies command-line overrides.
@@ -306,12 +310,12 @@ impl Config {
             None if self.base_url.is_some() => ProviderKind::OpenAi,
             None => return Ok(None),
         };
-        let (key, env_base, key_name) = match kind {
-            ProviderKind::OpenAi => (&env.openai_api_key, &env.openai_base_url, "OPENAI_API_KEY"),
-            ProviderKind::Anthropic => {
-                (&env.anthropic_api_key, &env.anthropic_base_url, "ANTHROPIC_API_KEY")
-            }
+        let (env_base, default_key_name) = match kind {
+            ProviderKind::OpenAi => (&env.openai_base_url, "OPENAI_API_KEY"),
+            ProviderKind::Anthropic => (&env.anthropic_base_url, "ANTHROPIC_API_KEY"),
         };
+        let key_name = self.api_key_env.clone().unwrap_or_else(|| default_key_name.to_owned());
+        let key = &env.var(&key_name);
         let base_url = self
             .base_url
             .clone()
@@ -363,6 +367,18 @@ mod tests {
         assert!(e.starts_with("cfg.toml:2: bad `modle`"), "{e}");
         let e = err("[compaction]\nthreshhold = 0.5\n");
         assert!(e.starts_with("cfg.toml:2: bad `compaction.threshhold`"), "{e}");
+    }
+
+    /// Found by the `config` fuzz target: an error at the end of a file that ends with a
+    /// newline named a line past the end.
+    #[test]
+    fn an_error_at_the_end_names_the_last_line() {
+        let text = "_c=[\n\n\n\n[\n";
+        let ConfigError::Invalid { line, .. } = parse(Path::new("c.toml"), text).unwrap_err()
+        else {
+            panic!("expected an invalid-file error")
+        };
+        assert!((1..=text.lines().count()).contains(&line), "line {line}");
     }
 
     #[test]

@@ -1,0 +1,203 @@
+//! One config file's text → a [`Config`]: the TOML shape, the checks on each value, and errors
+//! that name the file, the line and the key.
+//!
+//! Invariants: an unknown key or a bad value is an error (never silently ignored); a key that is
+//! only meaningful in the user's own file (`trusted_workspaces`) is an error in a workspace file,
+//! so a repository can never declare itself trusted.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::Path;
+
+use codewhale_provider::{OpenAiServer, ProviderKind};
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::{CompactionConfig, Config, ConfigError, RedactionConfig, ShellConfig};
+use crate::approval::ApprovalMode;
+
+/// Which file is being read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// `$CODEWHALE_HOME/config.toml`.
+    User,
+    /// A workspace's `.codewhale/config.toml`.
+    Workspace,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    provider: Option<Spanned<String>>,
+    model: Option<String>,
+    base_url: Option<String>,
+    server: Option<Spanned<String>>,
+    context_window: Option<Spanned<u64>>,
+    reserved_output: Option<Spanned<u64>>,
+    approval: Option<ApprovalMode>,
+    api_key_env: Option<Spanned<String>>,
+    #[serde(default)]
+    compaction: FileCompaction,
+    #[serde(default)]
+    shell: FileShell,
+    #[serde(default)]
+    redaction: FileRedaction,
+    trusted_workspaces: Option<Spanned<Vec<String>>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileCompaction {
+    threshold: Option<Spanned<f64>>,
+    compaction_model: Option<String>,
+    retained_user_tokens: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileShell {
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    keep_background: Option<bool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileRedaction {
+    #[serde(default)]
+    patterns: Vec<Spanned<String>>,
+}
+
+/// Parses one config file's text, read as a `scope` file; `path` only names it in errors.
+pub fn parse_scoped(path: &Path, text: &str, scope: Scope) -> Result<Config, ConfigError> {
+    let invalid = |span: Option<Range<usize>>, message: String| {
+        let (line, key) = locate(text, span.map_or(0, |s| s.start));
+        ConfigError::Invalid { path: path.to_owned(), line, key, message }
+    };
+    let file: FileConfig =
+        toml::from_str(text).map_err(|e| invalid(e.span(), e.message().trim().to_owned()))?;
+    let provider = match file.provider {
+        Some(p) => Some(parse_provider(p.get_ref()).ok_or_else(|| {
+            invalid(Some(p.span()), format!("{:?} is not `openai` or `anthropic`", p.get_ref()))
+        })?),
+        None => None,
+    };
+    let server = match file.server {
+        Some(name) => Some(OpenAiServer::parse(name.get_ref()).ok_or_else(|| {
+            invalid(
+                Some(name.span()),
+                format!(
+                    "{:?} is not a known server; use openai, deepseek, openrouter, ollama, \
+                     llama.cpp, vllm, lmstudio or generic",
+                    name.get_ref()
+                ),
+            )
+        })?),
+        None => None,
+    };
+    let positive = |v: Option<Spanned<u64>>| match v {
+        Some(v) if *v.get_ref() == 0 => {
+            Err(invalid(Some(v.span()), "must be a positive number of tokens".into()))
+        }
+        v => Ok(v.map(Spanned::into_inner)),
+    };
+    let threshold = match file.compaction.threshold {
+        Some(t) if !(*t.get_ref() > 0.0 && *t.get_ref() <= 1.0) => {
+            return Err(invalid(
+                Some(t.span()),
+                format!("{} is not a fraction in (0, 1], e.g. 0.8", t.get_ref()),
+            ))
+        }
+        t => t.map(Spanned::into_inner),
+    };
+    let api_key_env = match file.api_key_env {
+        Some(name) if !valid_env_name(name.get_ref()) => {
+            return Err(invalid(
+                Some(name.span()),
+                format!("{:?} is not an environment variable name", name.get_ref()),
+            ))
+        }
+        name => name.map(Spanned::into_inner),
+    };
+    let trusted_workspaces = match file.trusted_workspaces {
+        Some(list) if scope == Scope::Workspace => {
+            return Err(invalid(
+                Some(list.span()),
+                "is only read from your own config.toml in the Codewhale home; a workspace \
+                 cannot trust itself"
+                    .into(),
+            ))
+        }
+        list => list.map(Spanned::into_inner).unwrap_or_default(),
+    };
+    let mut patterns = Vec::with_capacity(file.redaction.patterns.len());
+    for pattern in file.redaction.patterns {
+        if let Err(e) = regex::Regex::new(pattern.get_ref()) {
+            return Err(invalid(
+                Some(pattern.span()),
+                format!("not a valid regular expression: {e}"),
+            ));
+        }
+        patterns.push(pattern.into_inner());
+    }
+    Ok(Config {
+        provider,
+        model: file.model,
+        base_url: file.base_url,
+        server,
+        context_window: positive(file.context_window)?,
+        reserved_output: positive(file.reserved_output)?,
+        approval: file.approval,
+        api_key_env,
+        compaction: CompactionConfig {
+            threshold,
+            compaction_model: file.compaction.compaction_model,
+            retained_user_tokens: file.compaction.retained_user_tokens,
+        },
+        shell: ShellConfig {
+            env: file.shell.env.into_iter().collect(),
+            keep_background: file.shell.keep_background,
+        },
+        redaction: RedactionConfig { patterns },
+        trusted_workspaces,
+        untrusted: None,
+    })
+}
+
+fn valid_env_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// The 1-based line of byte `offset` and the dotted key defined on that line (with its table).
+fn locate(text: &str, offset: usize) -> (usize, String) {
+    let offset = offset.min(text.len());
+    let before = text.get(..offset).unwrap_or_default();
+    // An error at the very end (after a final newline) is on the last line, not past it.
+    let line_no = (before.matches('\n').count() + 1).min(text.lines().count().max(1));
+    let line = text.lines().nth(line_no - 1).unwrap_or_default().trim();
+    let table = before
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| l.starts_with('[') && l.ends_with(']'))
+        .map(|l| l.trim_matches(|c| c == '[' || c == ']').trim().to_owned());
+    let key = match line.split_once('=') {
+        Some((key, _)) => key.trim().to_owned(),
+        None => line.trim_matches(|c| c == '[' || c == ']').trim().to_owned(),
+    };
+    let key = match table {
+        Some(table) if !line.starts_with('[') => format!("{table}.{key}"),
+        _ => key,
+    };
+    (line_no, key)
+}
+
+pub(super) fn parse_provider(name: &str) -> Option<ProviderKind> {
+    match name.trim().to_ascii_lowercase().as_str() {
+        "openai" => Some(ProviderKind::OpenAi),
+        "anthropic" => Some(ProviderKind::Anthropic),
+        _ => None,
+    }
+}

@@ -1,0 +1,364 @@
+//! Redaction: secrets never reach the journal, a summary request or the log (DESIGN §4, Trust).
+//!
+//! A [`Redactor`] replaces every secret it recognizes with a marker naming its kind and a short
+//! fingerprint — `[REDACTED:openai-key:3f2a9c]` — so two different secrets stay
+//! distinguishable and the same one always reads the same. It runs when text is written:
+//! [`Redactor::redact_payload`] on every entry the session appends (user text, assistant text
+//! and tool call arguments, tool output), on anchors when they are pinned, and on the debug
+//! form of every event before it is logged. Requests are built from the journal, so the model
+//! only ever reads the markers.
+//!
+//! What is caught: provider keys (OpenAI, Anthropic, DeepSeek, OpenRouter, Google), AWS access
+//! and secret keys, private-key PEM blocks (GCP service-account keys among them), GitHub,
+//! GitLab and Slack tokens, JWTs, `Authorization: Bearer` values, `NAME=value` lines whose name
+//! says key, token, secret or password, the session's own API key wherever it appears, and the
+//! user's own patterns from config. `docs/security.md` lists the rules and what is not caught.
+//!
+//! Invariants: bytes that must replay exactly are never edited — a signed thinking block that
+//! holds a secret is dropped whole, and tool call ids and provider-opaque blocks are left
+//! alone; redacting redacted text changes nothing.
+
+use std::borrow::Cow;
+
+use codewhale_journal::{Block, Payload, Text};
+use regex::{Regex, RegexSet};
+use sha2::{Digest, Sha256};
+
+/// How a marker starts; `write_file`/`edit_file` refuse content holding one.
+pub const MARKER_PREFIX: &str = "[REDACTED:";
+
+/// One recognized kind of secret.
+struct Rule {
+    kind: String,
+    regex: Regex,
+    /// The capture group holding the secret (0: the whole match).
+    group: usize,
+}
+
+/// The built-in rules: (kind, pattern, capture group of the secret). More specific patterns
+/// come first, so an Anthropic key is named as one rather than as an OpenAI-style key.
+const BUILT_IN: &[(&str, &str, usize)] = &[
+    (
+        "private-key",
+        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?s:.*?)-----END [A-Z0-9 ]*PRIVATE KEY-----",
+        0,
+    ),
+    ("anthropic-key", r"\bsk-ant-[A-Za-z0-9_\-]{20,}", 0),
+    ("openrouter-key", r"\bsk-or-(?:v1-)?[A-Za-z0-9]{32,}", 0),
+    ("openai-key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}", 0),
+    ("google-key", r"\bAIza[0-9A-Za-z_\-]{35}", 0),
+    ("aws-access-key", r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b", 0),
+    (
+        "aws-secret-key",
+        r#"(?i)aws_?secret_?(?:access_?)?key["']?\s*[:=]\s*["']?([A-Za-z0-9/+]{40})\b"#,
+        1,
+    ),
+    ("github-token", r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})\b", 0),
+    ("gitlab-token", r"\bglpat-[A-Za-z0-9_\-]{20,}", 0),
+    ("slack-token", r"\bxox[abposr]-[A-Za-z0-9\-]{10,}", 0),
+    ("jwt", r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}", 0),
+    ("bearer-token", r"(?i)\bbearer\s+([A-Za-z0-9._~+/=\-]{16,})", 1),
+    (
+        "secret",
+        r#"(?m)^[ \t]*(?:export[ \t]+)?["']?[A-Z][A-Z0-9_]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?)[A-Z0-9_]*["']?[ \t]*[=:][ \t]*["']?([^\s"'$<{%()][^\s"'()]{5,})["']?[ \t]*,?[ \t]*$"#,
+        1,
+    ),
+    (
+        "secret",
+        r#"(?m)^[ \t]*["']?(?:[a-z0-9]+[_.\-])*(?:password|passwd|passphrase|secret|api[_\-]?key|access[_\-]?token|auth[_\-]?token|refresh[_\-]?token|client[_\-]?secret|secret[_\-]?key|private[_\-]?key)["']?[ \t]*[=:][ \t]*["']?([^\s"'$<{%()][^\s"'()]{5,})["']?[ \t]*,?[ \t]*$"#,
+        1,
+    ),
+];
+
+/// A pattern from the user's configuration that is not a valid regular expression.
+#[derive(Debug, thiserror::Error)]
+#[error("the redaction pattern {pattern:?} is not a valid regular expression: {reason}")]
+pub struct BadPattern {
+    pub pattern: String,
+    pub reason: String,
+}
+
+/// Replaces secrets with markers.
+#[derive(Debug, Clone)]
+pub struct Redactor {
+    rules: std::sync::Arc<Vec<Rule>>,
+    any: std::sync::Arc<RegexSet>,
+    /// Secrets known exactly (the session's own API key), matched literally.
+    literals: Vec<String>,
+}
+
+impl std::fmt::Debug for Rule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Rule").field("kind", &self.kind).finish_non_exhaustive()
+    }
+}
+
+impl Default for Redactor {
+    fn default() -> Self {
+        Redactor::new(&[], &[]).unwrap_or_else(|_| Redactor {
+            rules: Default::default(),
+            any: std::sync::Arc::new(RegexSet::empty()),
+            literals: Vec::new(),
+        })
+    }
+}
+
+impl Redactor {
+    /// The built-in rules, `patterns` from the configuration (kind `custom`), and `literals`
+    /// (exact secrets such as the API key in use; shorter than 8 bytes are ignored).
+    pub fn new(patterns: &[String], literals: &[String]) -> Result<Redactor, BadPattern> {
+        let mut rules = Vec::with_capacity(BUILT_IN.len() + patterns.len());
+        for (kind, pattern, group) in BUILT_IN {
+            let regex = Regex::new(pattern).map_err(|e| BadPattern {
+                pattern: (*pattern).to_owned(),
+                reason: e.to_string(),
+            })?;
+            rules.push(Rule { kind: (*kind).to_owned(), regex, group: *group });
+        }
+        for pattern in patterns {
+            let regex = Regex::new(pattern)
+                .map_err(|e| BadPattern { pattern: pattern.clone(), reason: e.to_string() })?;
+            rules.push(Rule { kind: "custom".to_owned(), regex, group: 0 });
+        }
+        let any = RegexSet::new(rules.iter().map(|r| r.regex.as_str()))
+            .map_err(|e| BadPattern { pattern: patterns.join(" | "), reason: e.to_string() })?;
+        let literals =
+            literals.iter().map(|l| l.trim().to_owned()).filter(|l| l.len() >= 8).collect();
+        Ok(Redactor { rules: std::sync::Arc::new(rules), any: std::sync::Arc::new(any), literals })
+    }
+
+    /// `text` with every secret replaced by its marker; borrowed when nothing was found.
+    pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let mut out = Cow::Borrowed(text);
+        for literal in &self.literals {
+            if out.contains(literal.as_str()) {
+                let marker = marker("api-key", literal);
+                out = Cow::Owned(out.replace(literal.as_str(), &marker));
+            }
+        }
+        let matched: Vec<usize> = self.any.matches(&out).into_iter().collect();
+        for i in matched {
+            let rule = &self.rules[i];
+            let replaced = replace_group(&rule.regex, &out, rule.group, &rule.kind);
+            if let Cow::Owned(s) = replaced {
+                out = Cow::Owned(s);
+            }
+        }
+        out
+    }
+
+    /// Whether `text` holds a secret.
+    pub fn finds_secret(&self, text: &str) -> bool {
+        matches!(self.redact(text), Cow::Owned(_))
+    }
+
+    /// Redacts every text of a payload about to be journaled. Signed thinking that holds a
+    /// secret is dropped whole (its bytes must replay exactly or not at all); call ids and
+    /// opaque blocks are left alone.
+    pub fn redact_payload(&self, payload: &mut Payload) {
+        match payload {
+            Payload::User(u) => self.redact_blocks(&mut u.content),
+            Payload::Assistant(a) => self.redact_blocks(&mut a.content),
+            Payload::ToolResult(r) => {
+                if let Cow::Owned(s) = self.redact(&r.content) {
+                    r.content = Text::from(s);
+                }
+                if let Some(blocks) = &mut r.content_blocks {
+                    self.redact_blocks(blocks);
+                }
+            }
+            Payload::System(s) => {
+                if let Cow::Owned(t) = self.redact(&s.text) {
+                    s.text = t;
+                }
+            }
+            Payload::Compaction(c) => {
+                for text in [Some(&mut c.note), c.summary.as_mut(), c.anchors.as_mut()]
+                    .into_iter()
+                    .flatten()
+                {
+                    if let Cow::Owned(t) = self.redact(text) {
+                        *text = t;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn redact_blocks(&self, blocks: &mut Vec<Block>) {
+        blocks.retain_mut(|block| match block {
+            Block::Text(t) => {
+                if let Cow::Owned(s) = self.redact(&t.text) {
+                    t.text = s;
+                }
+                true
+            }
+            Block::ToolUse(call) => {
+                self.redact_json(&mut call.input);
+                true
+            }
+            Block::Thinking(t) if t.signature.is_some() => !self.finds_secret(&t.thinking),
+            Block::Thinking(t) => {
+                if let Cow::Owned(s) = self.redact(&t.thinking) {
+                    t.thinking = s;
+                }
+                true
+            }
+            Block::Opaque(_) => true,
+        });
+    }
+
+    fn redact_json(&self, value: &mut serde_json::Value) {
+        match value {
+            serde_json::Value::String(s) => {
+                if let Cow::Owned(r) = self.redact(s) {
+                    *s = r;
+                }
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(|v| self.redact_json(v)),
+            serde_json::Value::Object(map) => map.values_mut().for_each(|v| self.redact_json(v)),
+            _ => {}
+        }
+    }
+}
+
+/// Whether `text` holds a redaction marker (content a tool must not write over a real file).
+pub fn holds_marker(text: &str) -> bool {
+    text.match_indices(MARKER_PREFIX).any(|(i, _)| {
+        let rest = &text[i + MARKER_PREFIX.len()..];
+        let Some(end) = rest.find(']') else { return false };
+        let inner = &rest[..end];
+        let Some((kind, fp)) = inner.rsplit_once(':') else { return false };
+        !kind.is_empty()
+            && kind.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+            && fp.len() == 6
+            && fp.chars().all(|c| c.is_ascii_hexdigit())
+    })
+}
+
+/// The marker of `secret`: its kind and the first six hex digits of its SHA-256.
+fn marker(kind: &str, secret: &str) -> String {
+    let digest = Sha256::digest(secret.as_bytes());
+    let fp: String = digest.iter().take(3).map(|b| format!("{b:02x}")).collect();
+    format!("{MARKER_PREFIX}{kind}:{fp}]")
+}
+
+/// Replaces capture `group` of every match with the marker of what it captured.
+fn replace_group<'a>(regex: &Regex, text: &'a str, group: usize, kind: &str) -> Cow<'a, str> {
+    let mut out = String::new();
+    let mut last = 0;
+    for caps in regex.captures_iter(text) {
+        let Some(m) = caps.get(group) else { continue };
+        if text[m.start()..].starts_with(MARKER_PREFIX) {
+            continue;
+        }
+        out.push_str(&text[last..m.start()]);
+        out.push_str(&marker(kind, m.as_str()));
+        last = m.end();
+    }
+    if last == 0 && out.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    out.push_str(&text[last..]);
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r() -> Redactor {
+        Redactor::new(&[], &["sk-session-own-key-123456".into()]).unwrap()
+    }
+
+    #[test]
+    fn every_kind_is_caught_and_named() {
+        let cases = [
+            ("OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz012345", "openai-key"),
+            ("key: sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789", "anthropic-key"),
+            ("sk-or-v1-0123456789abcdef0123456789abcdef0123", "openrouter-key"),
+            ("sk-0123456789abcdef0123456789abcdef", "openai-key"),
+            ("AIzaSyA1234567890abcdefghijklmnopqrstuv", "google-key"),
+            ("AKIAIOSFODNN7EXAMPLE", "aws-access-key"),
+            ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "aws-secret-key"),
+            ("ghp_0123456789abcdefghijklmnopqrstuvwxyz", "github-token"),
+            ("github_pat_11ABCDEFG0123456789_abcdefghij", "github-token"),
+            ("glpat-abcdefghij0123456789", "gitlab-token"),
+            ("xoxb-1234567890-abcdefghij", "slack-token"),
+            (
+                "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+                "jwt",
+            ),
+            ("Authorization: Bearer abc123DEF456ghi789JKL", "bearer-token"),
+            ("DATABASE_PASSWORD=hunter2hunter2", "secret"),
+            ("export GITHUB_TOKEN='plain-value-1234'", "secret"),
+            ("  \"api_key\": \"abc123def456\",", "secret"),
+            ("db_password: s3cr3t-value", "secret"),
+            (
+                "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY-----",
+                "private-key",
+            ),
+            (r#"{"private_key": "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n"}"#, "private-key"),
+            ("curl -H 'x-api-key: sk-session-own-key-123456'", "api-key"),
+        ];
+        for (text, kind) in cases {
+            let out = r().redact(text);
+            assert!(out.contains(&format!("[REDACTED:{kind}:")), "{text} → {out}");
+            assert!(holds_marker(&out), "{out}");
+        }
+    }
+
+    #[test]
+    fn ordinary_text_and_code_are_left_alone() {
+        for text in [
+            "let token = next_token(&mut lexer);",
+            "password = get_password()",
+            "cache_key = \"user_profile\"",
+            "primary_key = True",
+            "the secret of good code is tests",
+            "API_KEY=$OPENAI_API_KEY",
+            "TOKEN=<your token here>",
+            "sk-learn is a library",
+            "Bearer tokens are explained in RFC 6750",
+        ] {
+            assert_eq!(r().redact(text), text, "{text}");
+        }
+    }
+
+    #[test]
+    fn markers_tell_secrets_apart_and_are_stable() {
+        let a = r().redact("ghp_0123456789abcdefghijklmnopqrstuvwxyz");
+        let b = r().redact("ghp_zyxwvutsrqponmlkjihgfedcba9876543210");
+        assert_ne!(a, b);
+        assert_eq!(a, r().redact("ghp_0123456789abcdefghijklmnopqrstuvwxyz"));
+        assert_eq!(r().redact(&a), a, "redacting twice changes nothing");
+    }
+
+    #[test]
+    fn signed_thinking_with_a_secret_is_dropped_whole_and_ids_are_kept() {
+        let mut payload = Payload::Assistant(codewhale_journal::AssistantPayload::new(vec![
+            Block::thinking("the key is AKIAIOSFODNN7EXAMPLE", Some("c2ln".into())),
+            Block::thinking("nothing here", Some("c2ln".into())),
+            Block::tool_use(
+                "call-AKIAIOSFODNN7EXAMPLE",
+                "shell",
+                serde_json::json!({"command": "echo AKIAIOSFODNN7EXAMPLE"}),
+            ),
+        ]));
+        r().redact_payload(&mut payload);
+        let Payload::Assistant(a) = payload else { panic!() };
+        assert_eq!(a.content.len(), 2);
+        assert_eq!(a.content[0], Block::thinking("nothing here", Some("c2ln".into())));
+        let call = a.content[1].as_tool_use().unwrap();
+        assert_eq!(call.id, "call-AKIAIOSFODNN7EXAMPLE", "ids are replayed byte for byte");
+        assert!(call.input["command"].as_str().unwrap().contains("[REDACTED:aws-access-key:"));
+    }
+
+    #[test]
+    fn user_patterns_are_added_and_bad_ones_refused() {
+        let custom = Redactor::new(&["ACME-[0-9]{6}".into()], &[]).unwrap();
+        assert!(custom.redact("ticket ACME-123456").contains("[REDACTED:custom:"));
+        assert!(Redactor::new(&["(unclosed".into()], &[]).is_err());
+    }
+}

@@ -1,0 +1,195 @@
+//! Workspace trust (DESIGN §4): a repository's `.codewhale/config.toml` may only decide where
+//! keys go or how much is allowed once the user has said they trust it.
+//!
+//! The decision is remembered in `$CODEWHALE_HOME/trust.json`, per workspace (its canonical
+//! path) and per content of its config file (a SHA-256): a changed file — a `git pull`, or a
+//! model that wrote the file — asks again. The user's own `config.toml` can also list
+//! `trusted_workspaces`, which are trusted whatever their file says. A workspace file can never
+//! trust itself ([`crate::config::Scope`]).
+//!
+//! The store is only a set of decisions: unreadable means nothing is trusted, and it is written
+//! atomically (a temporary file renamed over it), so a crash or a full disk never leaves a half
+//! file or a stray temporary one.
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::config::{self, ConfigError, Scope};
+
+/// The store's file name under the Codewhale home.
+pub const TRUST_FILE: &str = "trust.json";
+
+/// One remembered answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Decision {
+    /// SHA-256 of the config file the answer was about, hex.
+    sha256: String,
+    trusted: bool,
+    /// When it was given (RFC 3339).
+    at: String,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Store {
+    v: u32,
+    workspaces: BTreeMap<String, Decision>,
+}
+
+/// A workspace config that needs the user's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Question {
+    pub file: PathBuf,
+    /// The settings it would change, as `key = value` lines of the file.
+    pub settings: Vec<String>,
+}
+
+/// Where the store lives.
+pub fn store_path(home: &Path) -> PathBuf {
+    home.join(TRUST_FILE)
+}
+
+fn digest(text: &str) -> String {
+    Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn key_of(workspace: &Path) -> String {
+    std::fs::canonicalize(workspace)
+        .unwrap_or_else(|_| workspace.to_path_buf())
+        .display()
+        .to_string()
+}
+
+fn load(home: &Path) -> Store {
+    std::fs::read(store_path(home))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<Store>(&bytes).ok())
+        .filter(|s| s.v == 1)
+        .unwrap_or_default()
+}
+
+/// The remembered answer for this workspace and exactly this config text, if any.
+fn decision(home: &Path, workspace: &Path, text: &str) -> Option<bool> {
+    let store = load(home);
+    let d = store.workspaces.get(&key_of(workspace))?;
+    (d.sha256 == digest(text)).then_some(d.trusted)
+}
+
+/// Whether the workspace's config (`text`) is trusted: remembered as trusted for this content,
+/// or listed in the user's `trusted_workspaces`.
+pub fn is_trusted(home: &Path, workspace: &Path, text: &str, listed: &[String]) -> bool {
+    let here = key_of(workspace);
+    listed.iter().any(|w| key_of(Path::new(w)) == here)
+        || decision(home, workspace, text) == Some(true)
+}
+
+/// The question to ask before a session opens in `workspace`: `None` when its config sets
+/// nothing that needs trust, or the user already answered for this content (or listed it).
+pub fn question(home: &Path, workspace: &Path) -> Result<Option<Question>, ConfigError> {
+    let file = config::workspace_file(workspace);
+    let text = match std::fs::read_to_string(&file) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => return Err(ConfigError::Read { path: file, source }),
+    };
+    let parsed = config::parse_scoped(&file, &text, Scope::Workspace)?;
+    let gated = parsed.gated_keys();
+    if gated.is_empty() || decision(home, workspace, &text).is_some() {
+        return Ok(None);
+    }
+    let user = match std::fs::read_to_string(config::user_file(home)) {
+        Ok(t) => config::parse(&config::user_file(home), &t)?.trusted_workspaces,
+        Err(_) => Vec::new(),
+    };
+    if is_trusted(home, workspace, &text, &user) {
+        return Ok(None);
+    }
+    let settings = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| {
+            let key = l.split('=').next().unwrap_or_default().trim();
+            gated.iter().any(|g| g == key || g.starts_with(&format!("{key}.")))
+                || (l.starts_with("[shell") && gated.iter().any(|g| g.starts_with("shell.")))
+        })
+        .map(str::to_owned)
+        .collect();
+    Ok(Some(Question { file, settings }))
+}
+
+/// Remembers the user's answer for `workspace` and its config as it is now.
+pub fn decide(home: &Path, workspace: &Path, trusted: bool) -> std::io::Result<()> {
+    let text = std::fs::read_to_string(config::workspace_file(workspace)).unwrap_or_default();
+    let mut store = load(home);
+    store.v = 1;
+    store.workspaces.insert(
+        key_of(workspace),
+        Decision { sha256: digest(&text), trusted, at: chrono::Utc::now().to_rfc3339() },
+    );
+    let bytes = serde_json::to_vec_pretty(&store).map_err(std::io::Error::other)?;
+    std::fs::create_dir_all(home)?;
+    let path = store_path(home);
+    let tmp = home.join(format!(".{TRUST_FILE}.{}.tmp", std::process::id()));
+    let written = std::fs::File::create(&tmp)
+        .and_then(|mut f| f.write_all(&bytes).and_then(|()| f.sync_all()))
+        .and_then(|()| std::fs::rename(&tmp, &path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn workspace_with(text: &str) -> tempfile::TempDir {
+        let ws = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(ws.path().join(".codewhale")).unwrap();
+        std::fs::write(config::workspace_file(ws.path()), text).unwrap();
+        ws
+    }
+
+    #[test]
+    fn a_gated_setting_asks_once_per_content() {
+        let home = tempfile::tempdir().unwrap();
+        let ws = workspace_with("model = \"m\"\nbase_url = \"http://evil.invalid/v1\"\n");
+        let q = question(home.path(), ws.path()).unwrap().unwrap();
+        assert_eq!(q.settings, vec!["base_url = \"http://evil.invalid/v1\"".to_owned()]);
+        decide(home.path(), ws.path(), true).unwrap();
+        assert_eq!(question(home.path(), ws.path()).unwrap(), None);
+        let text = std::fs::read_to_string(config::workspace_file(ws.path())).unwrap();
+        assert!(is_trusted(home.path(), ws.path(), &text, &[]));
+        // The file changes: ask again, and it is not trusted meanwhile.
+        std::fs::write(config::workspace_file(ws.path()), "approval = \"full\"\n").unwrap();
+        assert!(question(home.path(), ws.path()).unwrap().is_some());
+        assert!(!is_trusted(home.path(), ws.path(), "approval = \"full\"\n", &[]));
+        let leftovers: Vec<_> = std::fs::read_dir(home.path()).unwrap().collect();
+        assert_eq!(leftovers.len(), 1, "only the store itself: {leftovers:?}");
+    }
+
+    #[test]
+    fn nothing_to_ask_without_gated_settings_or_after_a_denial() {
+        let home = tempfile::tempdir().unwrap();
+        let plain = workspace_with("model = \"m\"\ncontext_window = 1000\n");
+        assert_eq!(question(home.path(), plain.path()).unwrap(), None);
+        let ws = workspace_with("approval = \"full\"\n");
+        decide(home.path(), ws.path(), false).unwrap();
+        assert_eq!(question(home.path(), ws.path()).unwrap(), None);
+        assert!(!is_trusted(home.path(), ws.path(), "approval = \"full\"\n", &[]));
+    }
+
+    #[test]
+    fn the_users_own_list_trusts_a_workspace_and_a_workspace_cannot_list_itself() {
+        let home = tempfile::tempdir().unwrap();
+        let ws = workspace_with("approval = \"full\"\n");
+        let listed = vec![ws.path().display().to_string()];
+        assert!(is_trusted(home.path(), ws.path(), "anything", &listed));
+        let own = workspace_with("trusted_workspaces = [\".\"]\n");
+        let err = question(home.path(), own.path()).unwrap_err().to_string();
+        assert!(err.contains("a workspace cannot trust itself"), "{err}");
+    }
+}

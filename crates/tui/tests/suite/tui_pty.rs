@@ -313,3 +313,27 @@ fn without_a_terminal_it_says_so_and_creates_no_session() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("needs a terminal"));
     assert!(!home.path().join("sessions").exists());
 }
+
+/// 3,000 characters typed in one burst without bracketed paste (as tmux `paste-buffer` or an
+/// ssh session delivers them), then Enter: the whole message is sent at once, without waiting
+/// for another key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_unbracketed_burst_arrives_whole_and_its_enter_is_acted_on() {
+    let server = MockServer::start().await.unwrap();
+    server.push(Reply::text("Got all of it.").with_usage(1200, 6));
+    let (home, ws) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let base_url = server.openai_base_url();
+    let args = ["--provider", "openai", "--model", "gpt-4.1", "--base-url", &base_url];
+    let mut pty = Pty::spawn(&args, &home, &ws);
+    pty.wait_for("ready").await;
+    let burst: String = (0..3_000).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+    let mut bytes = burst.clone().into_bytes();
+    bytes.push(b'\r');
+    pty.send(&bytes);
+    pty.wait_for("Got all of it.").await;
+    let request = server.last_request().unwrap();
+    let sent = request.body["messages"].as_array().unwrap().last().unwrap()["content"].clone();
+    assert_eq!(sent.as_str(), Some(burst.as_str()), "all 3,000 characters, then Enter");
+    pty.send(b"\x03\x03");
+    pty.wait_exit().await;
+}

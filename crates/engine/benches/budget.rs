@@ -10,12 +10,10 @@
 
 use codewhale_engine::config::{Config, ResolvedProvider};
 use codewhale_engine::events::{self, ApprovalGate};
-use codewhale_engine::journal::{
-    AssistantPayload, Block, Entry, HeaderPayload, JournalFile, UserPayload,
-};
 use codewhale_engine::protocol::SubmissionId;
 use codewhale_engine::session::{Resume, Session, SessionParams};
 use codewhale_engine::turn::{before_request, TurnCtx};
+use codewhale_journal::{AssistantPayload, Block, Entry, HeaderPayload, JournalFile, UserPayload};
 use codewhale_provider::{CancellationToken, ProviderKind};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 
@@ -60,6 +58,7 @@ fn bench(c: &mut Criterion) {
                     api_key: None,
                     server: None,
                 },
+                model_explicit: true,
                 resume: Resume::Id(format!("bench-{n}")),
                 retry: None,
                 front_end: codewhale_engine::FrontEnd::Cli,

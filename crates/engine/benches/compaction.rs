@@ -18,12 +18,12 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use codewhale_engine::config::{Env, Overrides};
-use codewhale_engine::journal::{
-    AssistantPayload, Block, Entry, HeaderPayload, JournalFile, ToolResultPayload, UserPayload,
-};
 use codewhale_engine::protocol::{Event, Op};
 use codewhale_engine::session::Resume;
 use codewhale_engine::{Engine, EngineParams, FrontEnd};
+use codewhale_journal::{
+    AssistantPayload, Block, Entry, HeaderPayload, JournalFile, ToolResultPayload, UserPayload,
+};
 use codewhale_provider::test_support::{MockServer, Reply, TEST_API_KEY};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use serde_json::json;
@@ -38,7 +38,7 @@ fn write_session(dir: &Path, ws: &Path, n: usize) -> PathBuf {
     let header = HeaderPayload::new(format!("bench-{n}"), ws.display().to_string());
     let mut file = JournalFile::create_session(dir, header).unwrap();
     let mut parent = file.journal().head_id().clone();
-    let mut push = |file: &mut JournalFile, payload: codewhale_engine::journal::Payload, t| {
+    let mut push = |file: &mut JournalFile, payload: codewhale_journal::Payload, t| {
         let e = Entry::new(Some(parent.clone()), payload).with_tokens(t);
         parent = e.id.clone();
         file.append(e).unwrap();

@@ -48,6 +48,7 @@ impl AnchorStore {
     }
 
     /// Where the file lives.
+    #[cfg(test)]
     pub fn path(&self) -> PathBuf {
         self.workspace.join(ANCHORS_FILE)
     }
@@ -141,17 +142,6 @@ pub fn add_to_session(session: &mut crate::session::Session, text: &str) -> Resu
         .append(codewhale_journal::UserPayload::anchor(text.trim()))
         .map_err(|e| format!("anchor {n} was pinned but could not be journaled: {e}"))?;
     Ok(format!("anchor {n} pinned in {ANCHORS_FILE}; every later checkpoint restates it"))
-}
-
-/// The `RemoveAnchor` Op (1-based index). Returns the notice to show.
-pub fn remove_from_session(
-    session: &crate::session::Session,
-    index: usize,
-) -> Result<String, String> {
-    let store = AnchorStore::new(session.workspace());
-    let removed = store.remove(index).map_err(|e| e.to_string())?;
-    let first = removed.lines().next().unwrap_or_default();
-    Ok(format!("anchor {index} removed from {ANCHORS_FILE}: {first}"))
 }
 
 fn io(action: &'static str, path: &Path, source: std::io::Error) -> AnchorError {

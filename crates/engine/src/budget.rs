@@ -19,12 +19,13 @@ pub const DEFAULT_THRESHOLD: f64 = 0.8;
 pub const CALIBRATION_RANGE: (f64, f64) = (1.0, 2.0);
 
 /// Where a number came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Source {
     /// Reported by the provider for a real request.
     Reported,
     /// Counted or estimated by Codewhale.
+    #[default]
     Estimated,
 }
 
@@ -192,6 +193,12 @@ impl Budget {
         self.added_since_report += tokens;
     }
 
+    /// Counts `tokens` as added since the last report without changing the view's total (a
+    /// replayed budget: the view total is already known).
+    pub fn add_since_report(&mut self, tokens: u64) {
+        self.added_since_report += tokens;
+    }
+
     /// Replaces a provisional figure `from` (an upper bound) with the exact `to`.
     pub fn adjust(&mut self, from: u64, to: u64) {
         self.view_tokens = (self.view_tokens + to).saturating_sub(from);
@@ -265,16 +272,6 @@ impl Budget {
     pub fn over_threshold(&self) -> bool {
         self.pressure().tokens >= self.limits.threshold
     }
-
-    /// Pressure as a percentage of usable input, for gauges.
-    pub fn percent_of_usable(&self) -> f64 {
-        self.pressure().tokens as f64 * 100.0 / self.limits.usable_input.max(1) as f64
-    }
-
-    /// The provider's last report, if any.
-    pub fn last_reported(&self) -> Option<u64> {
-        self.last_reported
-    }
 }
 
 #[cfg(test)]
@@ -344,7 +341,7 @@ mod tests {
         b.record_report(90_000, 50_000);
         b.add(100);
         b.head_moved(2_000);
-        assert!(b.last_reported().is_none());
+        assert!(b.last_reported.is_none());
         assert!((b.calibration() - 1.8).abs() < 1e-9);
         assert_eq!(b.pressure(), Figure { tokens: 3_600, source: Source::Estimated });
         b.add(10);

@@ -40,6 +40,17 @@ pub fn to_request(view: &View, params: RequestParams<'_>) -> Request {
     request
 }
 
+/// The first tool output of `view` that cannot be read back from the session file, with the
+/// reason; a request is never built with a notice in place of an output the model saw before.
+pub fn unreadable_output(view: &View) -> Option<String> {
+    view.items.iter().find_map(|item| match &item.content {
+        ItemContent::ToolResult(r) => r.content.try_str().err().map(|notice| {
+            format!("the output of call {}: {}", r.tool_use_id, notice.trim_matches(['[', ']']))
+        }),
+        ItemContent::Blocks(_) => None,
+    })
+}
+
 /// The messages of a view.
 pub fn to_messages(items: &[ViewItem]) -> Vec<Message> {
     let mut messages: Vec<Message> = Vec::with_capacity(items.len());

@@ -1,16 +1,20 @@
 //! The engine as a handle: [`Engine::spawn`] opens the session and starts one tokio task that
 //! owns it; the front end holds an [`EngineHandle`] to submit [`Op`]s and a receiver of
-//! [`EventMsg`]s.
+//! [`EventMsg`]s. [`Engine::spawn_opening`] returns at once and opens the session on a worker
+//! thread, so a front end never waits for a large journal to load.
 //!
 //! Invariants: the task is the only owner of the session, so nothing else writes the journal;
-//! while a turn runs, the task still reads ops — `Interrupt` cancels the turn, `Approve`/`Deny`
-//! reach the waiting call, `Shutdown` interrupts and then stops — and any other op gets an
-//! error event saying a turn is running. After `Shutdown` the journal is synced, background
-//! commands are stopped and `ShutdownComplete` is the last event.
+//! while a turn or a compaction runs, the task still reads ops — `Interrupt` cancels it,
+//! `Approve`/`Deny` reach the waiting call, `Shutdown` cancels and then stops, the read-only
+//! questions (`GetContext`, `ListAnchors`, `GetHistory`) are answered once it ends — and any
+//! other op gets an error event saying something is running. Every change of what the model reads is
+//! followed by a `Usage` event; the session's history is sent after it opens (when resumed) and
+//! after every HEAD move. After `Shutdown` the journal is synced, background commands are
+//! stopped and `ShutdownComplete` is the last event.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use codewhale_provider::RetryPolicy;
 use tokio::sync::mpsc;
@@ -19,7 +23,8 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{self, Env, Overrides};
 use crate::error::EngineError;
 use crate::events::{self, ApprovalGate, ApprovalReply, EventSink};
-use crate::protocol::{Event, EventMsg, NoticeLevel, Op, SubmissionId};
+use crate::history::FIRST_PAGE;
+use crate::protocol::{ErrorKind, Event, EventMsg, NoticeLevel, Op, SubmissionId};
 use crate::session::{Resume, Session, SessionParams};
 use crate::turn::{self, TurnCtx};
 
@@ -51,26 +56,28 @@ pub type EventReceiver = mpsc::UnboundedReceiver<EventMsg>;
 pub struct EngineHandle {
     tx: mpsc::UnboundedSender<(SubmissionId, Op)>,
     next: Arc<AtomicU64>,
-    session_id: String,
-    session_path: PathBuf,
+    /// The session's id and file, once it is open.
+    opened: Arc<OnceLock<(String, PathBuf)>>,
 }
 
 impl EngineHandle {
     /// Queues `op` and returns the id its events will carry. An engine that already stopped
-    /// drops the op; its event stream has ended.
+    /// drops the op; its event stream has ended. Ops submitted while the session is still
+    /// opening wait for it.
     pub fn submit(&self, op: Op) -> SubmissionId {
         let id = SubmissionId(self.next.fetch_add(1, Ordering::Relaxed));
         let _ = self.tx.send((id, op));
         id
     }
 
+    /// The session's id (empty while it is still opening).
     pub fn session_id(&self) -> &str {
-        &self.session_id
+        self.opened.get().map_or("", |(id, _)| id.as_str())
     }
 
-    /// The session's journal file.
+    /// The session's journal file (empty while it is still opening).
     pub fn session_path(&self) -> &std::path::Path {
-        &self.session_path
+        self.opened.get().map_or(std::path::Path::new(""), |(_, path)| path.as_path())
     }
 }
 
@@ -84,41 +91,97 @@ impl Engine {
     /// configuration is bad, no provider is configured, or the session cannot be opened.
     pub fn spawn(params: EngineParams) -> Result<(EngineHandle, EventReceiver), EngineError> {
         crate::tokens::warm_up();
-        // A resumed session works (and is configured) in the directory it was started in.
-        let workspace =
-            crate::session::workspace::for_resume(&params.home, &params.resume, &params.workspace);
-        let config = config::load(&params.home, &workspace, &params.overrides)?;
-        let provider = config.resolve_provider(&params.env)?.ok_or(EngineError::NoProvider)?;
-        let session = Session::open(SessionParams {
-            home: params.home.clone(),
-            workspace: params.workspace.clone(),
-            config,
-            provider,
-            resume: params.resume.clone(),
-            retry: params.retry.clone(),
-            front_end: params.front_end,
-        })?;
-        let (sink, events) = events::channel();
-        let sink = sink.with_redactor(session.redactor().clone());
-        let (tx, ops) = mpsc::unbounded_channel();
-        let handle = EngineHandle {
-            tx,
-            next: Arc::new(AtomicU64::new(1)),
-            session_id: session.id().to_owned(),
-            session_path: session.path().to_path_buf(),
-        };
+        let session = open(&params)?;
+        let (handle, events, ops, sink) = channels();
+        let _ = handle.opened.set((session.id().to_owned(), session.path().to_path_buf()));
         let gate = ApprovalGate::new(params.interactive);
         tokio::spawn(run(session, ops, sink, gate));
         Ok((handle, events))
     }
+
+    /// Checks, without opening or creating anything, what would make opening fail at once:
+    /// the configuration, the provider, the workspace and the session to resume. A front end
+    /// calls it before taking over the terminal, so such an error is a plain one-line message;
+    /// [`Engine::spawn_opening`] then loads the session off its task.
+    pub fn preflight(params: &EngineParams) -> Result<(), EngineError> {
+        let current = std::fs::canonicalize(&params.workspace).map_err(|source| {
+            EngineError::Workspace { path: params.workspace.clone(), source }
+        })?;
+        let workspace =
+            crate::session::workspace::for_resume(&params.home, &params.resume, &params.workspace);
+        let config = config::load(&params.home, &workspace, &params.overrides)?;
+        config.resolve_provider(&params.env)?.ok_or(EngineError::NoProvider)?;
+        match &params.resume {
+            Resume::New => {}
+            Resume::Id(id) => drop(crate::session::find_by_id(&params.home, id)?),
+            Resume::Last => drop(crate::session::find_last(&params.home, &current)?),
+        }
+        Ok(())
+    }
+
+    /// Like [`Engine::spawn`], but returns at once: the session is opened on a worker thread
+    /// (a `SessionOpening` event first, for a large file), then runs as usual. A failure to
+    /// open is an `Error` event followed by `ShutdownComplete`. Ops submitted meanwhile wait.
+    pub fn spawn_opening(params: EngineParams) -> (EngineHandle, EventReceiver) {
+        crate::tokens::warm_up();
+        let (handle, events, ops, sink) = channels();
+        let opened = handle.opened.clone();
+        tokio::spawn(async move {
+            let start = SubmissionId(0);
+            if let Some((path, bytes)) = crate::session::locate::resumed_file(&params) {
+                sink.emit(start, Event::SessionOpening { path, bytes });
+            }
+            let gate = ApprovalGate::new(params.interactive);
+            match tokio::task::spawn_blocking(move || open(&params)).await {
+                Ok(Ok(session)) => {
+                    let _ = opened.set((session.id().to_owned(), session.path().to_path_buf()));
+                    run(session, ops, sink, gate).await;
+                }
+                Ok(Err(err)) => {
+                    sink.emit(start, error_event(&err));
+                    sink.emit(start, Event::ShutdownComplete);
+                }
+                Err(join) => {
+                    let message = format!("opening the session stopped unexpectedly: {join}");
+                    sink.emit(start, Event::Error { kind: ErrorKind::Journal, message });
+                    sink.emit(start, Event::ShutdownComplete);
+                }
+            }
+        });
+        (handle, events)
+    }
 }
 
-async fn run(
-    mut session: Session,
-    mut ops: mpsc::UnboundedReceiver<(SubmissionId, Op)>,
-    sink: EventSink,
-    gate: ApprovalGate,
-) {
+type Ops = mpsc::UnboundedReceiver<(SubmissionId, Op)>;
+
+fn channels() -> (EngineHandle, EventReceiver, Ops, EventSink) {
+    let (sink, events) = events::channel();
+    let (tx, ops) = mpsc::unbounded_channel();
+    let handle = EngineHandle { tx, next: Arc::new(AtomicU64::new(1)), opened: Arc::default() };
+    (handle, events, ops, sink)
+}
+
+/// Loads the configuration and opens (or creates) the session `params` names.
+fn open(params: &EngineParams) -> Result<Session, EngineError> {
+    // A resumed session works (and is configured) in the directory it was started in.
+    let workspace =
+        crate::session::workspace::for_resume(&params.home, &params.resume, &params.workspace);
+    let config = config::load(&params.home, &workspace, &params.overrides)?;
+    let provider = config.resolve_provider(&params.env)?.ok_or(EngineError::NoProvider)?;
+    Session::open(SessionParams {
+        home: params.home.clone(),
+        workspace: params.workspace.clone(),
+        config,
+        provider,
+        resume: params.resume.clone(),
+        retry: params.retry.clone(),
+        front_end: params.front_end,
+        model_explicit: params.overrides.model.is_some(),
+    })
+}
+
+async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: ApprovalGate) {
+    let sink = sink.with_redactor(session.redactor().clone());
     let start = SubmissionId(0);
     sink.emit(
         start,
@@ -130,29 +193,42 @@ async fn run(
             workspace: session.workspace().display().to_string(),
         },
     );
+    // The conversation first, so that what opening found (a repaired line, say) is shown
+    // under it rather than replaced by it.
+    if session.resumed {
+        sink.emit(start, Event::History { page: session.history_page(None, FIRST_PAGE, true) });
+    }
     for (level, message) in std::mem::take(&mut session.notices) {
         sink.emit(start, Event::Notice { level, message });
     }
+    sink.emit(start, session.usage_event(None, None));
     let mut shutdown = None;
     while shutdown.is_none() {
         let Some((id, op)) = ops.recv().await else { break };
         match op {
             Op::UserInput { text } => {
-                shutdown = run_turn_listening(&mut session, &mut ops, &sink, &gate, id, text).await;
+                let cancel = CancellationToken::new();
+                let mut ctx = TurnCtx::new(&mut session, &sink, &gate, id, cancel.clone());
+                let turn = turn::run_turn(&mut ctx, text);
+                let (stop, deferred) = listening(turn, &mut ops, &sink, &gate, &cancel).await;
+                shutdown = stop;
+                answer_deferred(&mut session, &sink, deferred).await;
             }
-            Op::Shutdown => shutdown = Some(id),
             Op::Compact { focus } => {
                 let cancel = CancellationToken::new();
-                crate::compaction::triggers::manual(&mut session, &sink, id, focus, cancel).await;
+                let pass = crate::compaction::triggers::manual(
+                    &mut session,
+                    &sink,
+                    id,
+                    focus,
+                    cancel.clone(),
+                );
+                let (stop, deferred) = listening(pass, &mut ops, &sink, &gate, &cancel).await;
+                shutdown = stop;
+                sink.emit(id, session.usage_event(None, None));
+                answer_deferred(&mut session, &sink, deferred).await;
             }
-            Op::AddAnchor { text } => {
-                let result = crate::anchors::add_to_session(&mut session, &text);
-                anchor_reply(&sink, id, result);
-            }
-            Op::RemoveAnchor { index } => {
-                let result = crate::anchors::remove_from_session(&session, index);
-                anchor_reply(&sink, id, result);
-            }
+            Op::Shutdown => shutdown = Some(id),
             other => handle_idle_op(&mut session, &sink, id, other).await,
         }
     }
@@ -162,27 +238,28 @@ async fn run(
     sink.emit(shutdown.unwrap_or(start), Event::ShutdownComplete);
 }
 
-/// Runs a turn while still reading ops; returns the id of a `Shutdown` received meanwhile.
-async fn run_turn_listening(
-    session: &mut Session,
-    ops: &mut mpsc::UnboundedReceiver<(SubmissionId, Op)>,
+/// Read-only questions asked while a turn or a compaction ran: answered as soon as it ends.
+type Deferred = Vec<(SubmissionId, Op)>;
+
+/// Runs `work` (a turn, a compaction) while still reading ops; returns the id of a `Shutdown`
+/// received meanwhile and the questions to answer once the work is done.
+async fn listening<F: std::future::Future>(
+    work: F,
+    ops: &mut Ops,
     sink: &EventSink,
     gate: &ApprovalGate,
-    id: SubmissionId,
-    text: String,
-) -> Option<SubmissionId> {
-    let cancel = CancellationToken::new();
-    let mut ctx = TurnCtx::new(session, sink, gate, id, cancel.clone());
-    let turn = turn::run_turn(&mut ctx, text);
-    tokio::pin!(turn);
+    cancel: &CancellationToken,
+) -> (Option<SubmissionId>, Deferred) {
+    tokio::pin!(work);
     let mut shutdown = None;
+    let mut deferred = Vec::new();
     let mut ops_open = true;
     loop {
         tokio::select! {
-            _ = &mut turn => break,
+            _ = &mut work => break,
             op = ops.recv(), if ops_open => match op {
                 None => {
-                    // The front end is gone: nobody will see the rest of this turn.
+                    // The front end is gone: nobody will see the rest of this work.
                     ops_open = false;
                     cancel.cancel();
                 }
@@ -197,14 +274,25 @@ async fn run_turn_listening(
                 Some((oid, Op::Deny { call_id })) => {
                     answer(gate, sink, oid, &call_id, ApprovalReply::Deny)
                 }
+                Some((oid, op @ (Op::GetContext | Op::ListAnchors | Op::GetHistory { .. }))) => {
+                    deferred.push((oid, op))
+                }
                 Some((oid, _)) => sink.emit(oid, Event::Error {
-                    kind: "busy".into(),
-                    message: "a turn is running; wait for it to finish or interrupt it first".into(),
+                    kind: ErrorKind::Busy,
+                    message: "a turn or a compaction is running; wait for it to finish or \
+                              interrupt it first"
+                        .into(),
                 }),
             },
         }
     }
-    shutdown
+    (shutdown, deferred)
+}
+
+async fn answer_deferred(session: &mut Session, sink: &EventSink, deferred: Deferred) {
+    for (id, op) in deferred {
+        handle_idle_op(session, sink, id, op).await;
+    }
 }
 
 fn answer(gate: &ApprovalGate, sink: &EventSink, id: SubmissionId, call: &str, r: ApprovalReply) {
@@ -215,66 +303,112 @@ fn answer(gate: &ApprovalGate, sink: &EventSink, id: SubmissionId, call: &str, r
 
 fn no_such_call(call: &str) -> Event {
     Event::Error {
-        kind: "no_such_call".into(),
+        kind: ErrorKind::NoSuchCall,
         message: format!("no tool call {call} is waiting for approval"),
     }
 }
 
-fn anchor_reply(sink: &EventSink, id: SubmissionId, result: Result<String, String>) {
-    let event = match result {
-        Ok(message) => Event::Notice { level: NoticeLevel::Info, message },
-        Err(message) => Event::Error { kind: "anchor".into(), message },
-    };
-    sink.emit(id, event);
-}
-
 fn error_event(err: &EngineError) -> Event {
-    Event::Error { kind: err.kind_name().to_owned(), message: err.to_string() }
+    Event::Error { kind: err.kind(), message: err.to_string() }
 }
 
-/// Ops that need no turn: branch moves, model switches, and the ones only meaningful in a turn.
+/// Ops that need no turn: anchors, reports, history, branch moves, model switches, and the
+/// ones only meaningful in a turn.
 async fn handle_idle_op(session: &mut Session, sink: &EventSink, id: SubmissionId, op: Op) {
     let notice = |message: String| Event::Notice { level: NoticeLevel::Info, message };
-    let result: Result<Option<String>, EngineError> = match op {
-        Op::Interrupt => Ok(Some("nothing to interrupt: no turn is running".into())),
-        Op::Approve { call_id, .. } | Op::Deny { call_id } => {
-            sink.emit(id, no_such_call(&call_id));
-            Ok(None)
+    match op {
+        Op::Interrupt => sink.emit(id, notice("nothing to interrupt: no turn is running".into())),
+        Op::Approve { call_id, .. } | Op::Deny { call_id } => sink.emit(id, no_such_call(&call_id)),
+        Op::GetContext => {
+            sink.emit(id, Event::ContextReport { report: Box::new(session.context_report()) })
+        }
+        Op::ListAnchors => sink.emit(id, Event::Anchors { anchors: session.anchor_infos() }),
+        Op::GetHistory { before, limit } => {
+            let page = session.history_page(before.as_deref(), limit, false);
+            sink.emit(id, Event::History { page });
+        }
+        Op::AddAnchor { text } => {
+            let result = crate::anchors::add_to_session(session, &text);
+            let result = durable(session, result).await;
+            anchor_changed(session, sink, id, result);
+        }
+        Op::RemoveAnchor { index } => {
+            let result = session.withdraw_anchor(index);
+            let result = durable(session, result).await;
+            anchor_changed(session, sink, id, result);
         }
         Op::SwitchModel { model } => {
-            session.switch_model(&model);
-            Ok(Some(format!("model switched to {model}")))
+            let switched = match session.switch_model(&model) {
+                Ok(()) => session.sync().await,
+                Err(err) => Err(err),
+            };
+            match switched {
+                Ok(()) => {
+                    sink.emit(id, notice(format!("model switched to {model}")));
+                    sink.emit(id, session.usage_event(None, None));
+                }
+                Err(err) => sink.emit(id, error_event(&err)),
+            }
         }
-        Op::Fork { at } => move_head(session, |j| j.fork(&at), "forked at").await,
-        Op::Checkout { to } => move_head(session, |j| j.checkout(&to), "checked out").await,
-        Op::Rewind { to } => move_head(session, |j| j.rewind(&to), "rewound to").await,
-        // Handled in `run`: they need the session between turns.
-        Op::Compact { .. } | Op::AddAnchor { .. } | Op::RemoveAnchor { .. } => Ok(None),
-        Op::UserInput { .. } | Op::Shutdown => Ok(None),
-    };
+        Op::Fork { at } => move_head(session, sink, id, |j| j.fork(&at), "forked at").await,
+        Op::Checkout { to } => move_head(session, sink, id, |j| j.checkout(&to), "checked out").await,
+        Op::Rewind { to } => move_head(session, sink, id, |j| j.rewind(&to), "rewound to").await,
+        // Handled in `run`.
+        Op::UserInput { .. } | Op::Compact { .. } | Op::Shutdown => {}
+    }
+}
+
+/// An explicit user action is on disk before the front end is told it happened (and before
+/// `codewhale context` could read the file).
+async fn durable(session: &mut Session, result: Result<String, String>) -> Result<String, String> {
+    let message = result?;
+    session.sync().await.map_err(|e| format!("{message}, but {e}"))?;
+    Ok(message)
+}
+
+/// After an anchor was pinned or unpinned: the outcome, the list, and the new figures.
+fn anchor_changed(
+    session: &Session,
+    sink: &EventSink,
+    id: SubmissionId,
+    result: Result<String, String>,
+) {
     match result {
-        Ok(Some(message)) => sink.emit(id, notice(message)),
-        Ok(None) => {}
-        Err(err) => sink.emit(id, error_event(&err)),
+        Ok(message) => {
+            sink.emit(id, Event::Notice { level: NoticeLevel::Info, message });
+            sink.emit(id, Event::Anchors { anchors: session.anchor_infos() });
+            sink.emit(id, session.usage_event(None, None));
+        }
+        Err(message) => sink.emit(id, Event::Error { kind: ErrorKind::Anchor, message }),
     }
 }
 
 async fn move_head(
     session: &mut Session,
+    sink: &EventSink,
+    id: SubmissionId,
     record: impl FnOnce(
         &codewhale_journal::Journal,
     ) -> Result<codewhale_journal::Entry, codewhale_journal::BranchError>,
     verb: &str,
-) -> Result<Option<String>, EngineError> {
-    let entry = record(session.journal())?;
-    session.append_entry(entry)?;
-    // A HEAD move is an explicit user action: it is on disk before the UI is told it happened,
-    // so a crash right after cannot silently put the user back on the old branch.
-    session.sync().await?;
-    let view = session.render();
-    let total = session.view_tokens(&view);
-    // The last reported prompt was the old branch's; keeping it would hold pressure near the
-    // old size and could start a needless auto-compaction on a short branch.
-    session.budget_mut().head_moved(total);
-    Ok(Some(format!("{verb} {}", view.head)))
+) {
+    let moved = async {
+        let entry = record(session.journal())?;
+        session.append_entry(entry)?;
+        // A HEAD move is an explicit user action: it is on disk before the UI is told it
+        // happened, so a crash right after cannot silently put the user back on the old branch.
+        session.sync().await?;
+        Ok::<(), EngineError>(())
+    }
+    .await;
+    if let Err(err) = moved {
+        sink.emit(id, error_event(&err));
+        return;
+    }
+    // The last reported prompt was the old branch's: the budget is the new view's, replayed.
+    session.replay_budget();
+    let head = session.journal().head_id().to_string();
+    sink.emit(id, Event::Notice { level: NoticeLevel::Info, message: format!("{verb} {head}") });
+    sink.emit(id, Event::History { page: session.history_page(None, FIRST_PAGE, true) });
+    sink.emit(id, session.usage_event(None, None));
 }

@@ -10,6 +10,7 @@ use codewhale_journal::{BranchError, OpenError, ViewError, WriteError};
 use codewhale_provider::ProviderError;
 
 use crate::config::ConfigError;
+use crate::protocol::ErrorKind;
 
 /// Why the engine could not do what was asked.
 #[derive(Debug, thiserror::Error)]
@@ -45,23 +46,29 @@ pub enum EngineError {
     },
     #[error("{0}")]
     Branch(#[from] BranchError),
+    #[error(
+        "part of the conversation cannot be read back from the session file ({reason}); the \
+         request was not sent — check the file with `codewhale journal check`"
+    )]
+    Unreadable { reason: String },
     #[error("cannot start the provider client: {0}")]
     Provider(#[from] ProviderError),
 }
 
 impl EngineError {
-    /// A short stable name for [`crate::protocol::Event::Error`].
-    pub fn kind_name(&self) -> &'static str {
+    /// The protocol's kind of this error, for [`crate::protocol::Event::Error`].
+    pub fn kind(&self) -> ErrorKind {
         match self {
-            EngineError::Config(_) | EngineError::NoProvider => "config",
-            EngineError::Open(_) | EngineError::Write(_) => "journal",
+            EngineError::Config(_) | EngineError::NoProvider => ErrorKind::Config,
+            EngineError::Open(_) | EngineError::Write(_) => ErrorKind::Journal,
             EngineError::SessionNotFound { .. } | EngineError::NoSessionForWorkspace { .. } => {
-                "session_not_found"
+                ErrorKind::SessionNotFound
             }
-            EngineError::List { .. } | EngineError::Workspace { .. } => "io",
-            EngineError::View { .. } => "invalid_view",
-            EngineError::Branch(_) => "branch",
-            EngineError::Provider(e) => e.kind.name(),
+            EngineError::List { .. } | EngineError::Workspace { .. } => ErrorKind::Io,
+            EngineError::View { .. } => ErrorKind::InvalidView,
+            EngineError::Unreadable { .. } => ErrorKind::Journal,
+            EngineError::Branch(_) => ErrorKind::Branch,
+            EngineError::Provider(e) => ErrorKind::from_provider(&e.kind),
         }
     }
 }

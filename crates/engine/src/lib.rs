@@ -1,37 +1,61 @@
 //! Codewhale sessions, the turn loop, tools, the token budget and compaction.
 //!
-//! The only crate that turns journal entries into provider requests. The UI talks to it through
-//! the `Op`/`Event` protocol and never touches the journal or a provider directly.
+//! The only crate that turns journal entries into provider requests. A front end talks to it
+//! through the `Op`/`Event` protocol and never touches the journal or a provider directly.
 //!
-//! The main pieces:
-//! - [`Engine::spawn`] opens a session and returns an [`EngineHandle`] (`submit(Op)`) and a
-//!   receiver of [`protocol::EventMsg`]s; see [`protocol`] for both enums.
-//! - [`session::Session`]: the journal file, budget, system prompt, provider client, approval
-//!   policy and background commands of one conversation.
-//! - [`turn`]: the turn loop, with the compaction seams in [`turn::hooks`].
-//! - [`convert`]: the only view → provider request conversion.
-//! - [`tools`], [`approval`], [`budget`], [`tokens`], [`config`], [`prompt`].
+//! The public surface is small on purpose:
+//! - [`Engine::spawn`] / [`Engine::spawn_opening`] open a session and return an
+//!   [`EngineHandle`] (`submit(Op)`) and a receiver of [`protocol::EventMsg`]s; [`protocol`]
+//!   holds both enums and every type an event carries (history pages, the context report,
+//!   the budget's figures);
+//! - [`offline`]: one entry point per subcommand that works on files without a provider
+//!   (`context`, `journal check`, `survival-check`, `sessions`, `anchor`);
+//! - [`trust`]: whether a workspace's own configuration may be used (asked before opening);
+//! - what opening needs: [`Env`], [`Overrides`], [`Resume`], [`ApprovalMode`], [`FrontEnd`].
+//!
+//! Everything else is `pub(crate)`. Benches and this crate's integration tests reach the
+//! internals through the `internals` feature, which no front end enables.
 
-pub mod anchors;
-pub mod approval;
-pub mod budget;
-pub mod compaction;
-pub mod config;
-pub mod convert;
-pub mod engine;
-pub mod error;
-pub mod events;
-pub mod hints;
-pub mod prompt;
+/// Declares modules that are public only with the `internals` feature.
+macro_rules! internal_modules {
+    ($($(#[$meta:meta])* $name:ident;)*) => {$(
+        $(#[$meta])*
+        #[cfg(feature = "internals")]
+        pub mod $name;
+        $(#[$meta])*
+        #[cfg(not(feature = "internals"))]
+        pub(crate) mod $name;
+    )*};
+}
+
+internal_modules! {
+    anchors;
+    approval;
+    budget;
+    compaction;
+    config;
+    convert;
+    engine;
+    error;
+    events;
+    hints;
+    history;
+    prompt;
+    redact;
+    session;
+    tokens;
+    tools;
+    turn;
+}
+
+pub mod offline;
 pub mod protocol;
-pub mod redact;
-pub mod session;
-pub mod tokens;
-pub mod tools;
 pub mod trust;
-pub mod turn;
 
-pub use codewhale_journal as journal;
+pub use approval::ApprovalMode;
+pub use config::{ConfigError, Env, Overrides};
 pub use engine::{Engine, EngineHandle, EngineParams, EventReceiver};
 pub use error::EngineError;
 pub use hints::FrontEnd;
+pub use session::Resume;
+pub use tokens::warm_up;

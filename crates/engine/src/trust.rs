@@ -5,7 +5,7 @@
 //! path) and per content of its config file (a SHA-256): a changed file — a `git pull`, or a
 //! model that wrote the file — asks again. The user's own `config.toml` can also list
 //! `trusted_workspaces`, which are trusted whatever their file says. A workspace file can never
-//! trust itself ([`crate::config::Scope`]).
+//! trust itself (the user-scope-only settings of the configuration).
 //!
 //! The store is only a set of decisions: unreadable means nothing is trusted, and it is written
 //! atomically (a temporary file renamed over it), so a crash or a full disk never leaves a half
@@ -48,7 +48,7 @@ pub struct Question {
 }
 
 /// Where the store lives.
-pub fn store_path(home: &Path) -> PathBuf {
+pub(crate) fn store_path(home: &Path) -> PathBuf {
     home.join(TRUST_FILE)
 }
 
@@ -80,7 +80,7 @@ fn decision(home: &Path, workspace: &Path, text: &str) -> Option<bool> {
 
 /// Whether the workspace's config (`text`) is trusted: remembered as trusted for this content,
 /// or listed in the user's `trusted_workspaces`.
-pub fn is_trusted(home: &Path, workspace: &Path, text: &str, listed: &[String]) -> bool {
+pub(crate) fn is_trusted(home: &Path, workspace: &Path, text: &str, listed: &[String]) -> bool {
     let here = key_of(workspace);
     listed.iter().any(|w| key_of(Path::new(w)) == here)
         || decision(home, workspace, text) == Some(true)

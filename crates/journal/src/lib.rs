@@ -55,7 +55,7 @@ pub use payload::{
 pub use shorten::{blocks_bytes, bound_blocks, cut_to_bound, pruned_stub, text_marker};
 pub use text::Text;
 pub use view::{
-    render, render_with_record, ActiveCompaction, ItemContent, ItemKind, Role, Shortened,
-    ToolResultView, View, ViewItem, CHECKPOINT_MARKER,
+    active_compaction_of, render, render_with_record, ActiveCompaction, ItemContent, ItemKind,
+    Role, Shortened, ToolResultView, View, ViewItem, CHECKPOINT_MARKER,
 };
 pub use view_check::{check_view, ViewError};

@@ -39,6 +39,9 @@ record! {
         anchor: bool = "anchor" info_flag,
         /// Text the engine wrote in the user role; not a plain user message.
         synthetic: bool = "synthetic" info_flag,
+        /// A synthetic note that withdraws the pinned note (anchor entry) with this id: later
+        /// views leave that anchor out (DESIGN §3).
+        withdraws: Option<EntryId> = "withdraws" opt,
     }
 }
 
@@ -62,6 +65,9 @@ record! {
         summary: Option<EntryId> = "summary" info,
         /// Set when the request was trimmed (§5.1 fail-open): the first view entry still sent.
         trimmed_before: Option<EntryId> = "trimmed_before" info_opt,
+        /// Codewhale's o200k estimate of the prompt (system prompt included): with the
+        /// provider's reported count, the calibration ratio a reopened session replays.
+        estimate: Option<u64> = "estimate" info_opt,
     }
 }
 
@@ -163,6 +169,9 @@ record! {
         tokens_before: Option<u64> = "tokens_before" info,
         tokens_after: Option<u64> = "tokens_after" info,
         receipt: Option<Receipt> = "receipt" info,
+        /// Optional: the o200k tokens the pass removed from the view, so a reopened session
+        /// replays the budget the live one had.
+        savings: Option<u64> = "savings" info_opt,
     }
 }
 
@@ -398,7 +407,7 @@ impl ToolResultPayload {
 impl Reads {
     /// The prompt was the view of `head` with the given active compaction.
     pub fn new(head: EntryId, summary: Option<EntryId>) -> Reads {
-        Reads { head, summary, trimmed_before: None, extra: Default::default() }
+        Reads { head, summary, trimmed_before: None, estimate: None, extra: Default::default() }
     }
 }
 
@@ -436,6 +445,7 @@ impl CompactionPayload {
             tokens_before: None,
             tokens_after: None,
             receipt: None,
+            savings: None,
             extra: Default::default(),
         }
     }

@@ -36,7 +36,8 @@ struct DiskText {
     source: Arc<Source>,
     offset: u64,
     len: usize,
-    decoded: OnceLock<Box<str>>,
+    /// The text, or (when the file could not be read back) a one-line notice in its place.
+    decoded: OnceLock<Result<Box<str>, Box<str>>>,
     /// The decoded length, when it was needed without the text (pruning stubs).
     decoded_len: OnceLock<usize>,
 }
@@ -53,7 +54,21 @@ impl Text {
     pub fn as_str(&self) -> &str {
         match &self.0 {
             Repr::Mem(s) => s,
-            Repr::Disk(d) => d.decoded.get_or_init(|| d.load()),
+            Repr::Disk(d) => match d.decoded.get_or_init(|| d.load()) {
+                Ok(text) | Err(text) => text,
+            },
+        }
+    }
+
+    /// The text, or why it cannot be read back from the file: what a request is built from,
+    /// so that an unreadable output fails the request instead of silently changing the prompt.
+    pub fn try_str(&self) -> Result<&str, &str> {
+        match &self.0 {
+            Repr::Mem(s) => Ok(s),
+            Repr::Disk(d) => match d.decoded.get_or_init(|| d.load()) {
+                Ok(text) => Ok(text),
+                Err(notice) => Err(notice),
+            },
         }
     }
 
@@ -74,8 +89,10 @@ impl Text {
         match &self.0 {
             Repr::Mem(s) => s.len(),
             Repr::Disk(d) => match d.decoded.get() {
-                Some(s) => s.len(),
-                None => *d.decoded_len.get_or_init(|| d.load().len()),
+                Some(Ok(s) | Err(s)) => s.len(),
+                None => *d.decoded_len.get_or_init(|| match d.load() {
+                    Ok(s) | Err(s) => s.len(),
+                }),
             },
         }
     }
@@ -87,7 +104,7 @@ impl Text {
         match &self.0 {
             Repr::Mem(s) => s.len(),
             Repr::Disk(d) => match (d.decoded.get(), d.decoded_len.get()) {
-                (Some(s), _) => s.len(),
+                (Some(Ok(s) | Err(s)), _) => s.len(),
                 (None, Some(n)) => *n,
                 (None, None) => d.len.saturating_sub(2),
             },
@@ -112,15 +129,15 @@ impl Text {
 }
 
 impl DiskText {
-    fn load(&self) -> Box<str> {
+    fn load(&self) -> Result<Box<str>, Box<str>> {
         match self.read() {
-            Ok(s) => s.into_boxed_str(),
+            Ok(s) => Ok(s.into_boxed_str()),
             Err(e) => {
                 tracing::error!(path = %self.source.path.display(), offset = self.offset, error = %e, "cannot read tool output back from the journal");
-                format!(
+                Err(format!(
                     "[codewhale: this output could not be read back from the session file: {e}]"
                 )
-                .into_boxed_str()
+                .into_boxed_str())
             }
         }
     }

@@ -173,6 +173,7 @@ fn render_inner(journal: &Journal, head: &str, extra: Option<&Entry>) -> View {
         .filter(|&p| journal.entry_at(p).payload.is_model_visible())
         .collect();
     let has_repairs = spine.iter().any(|&p| is_repair(journal.entry_at(p)));
+    let skip = withdrawn_anchors(journal, &spine);
     let active = if journal.compaction_positions().is_empty() && extra.is_none() {
         None
     } else {
@@ -180,7 +181,7 @@ fn render_inner(journal: &Journal, head: &str, extra: Option<&Entry>) -> View {
     };
     let Some((record_entry, record, range)) = active else {
         let mut items = Vec::with_capacity(spine.len());
-        convert_into(&mut items, journal, &spine, None);
+        convert_into(&mut items, journal, &spine, None, &skip);
         if has_repairs {
             place_repairs(&mut items, journal, &spine, None, None);
         }
@@ -196,17 +197,18 @@ fn render_inner(journal: &Journal, head: &str, extra: Option<&Entry>) -> View {
     match range {
         Some((first, last)) => {
             let retained: HashSet<&str> = record.retained_ids.iter().map(EntryId::as_str).collect();
-            convert_into(&mut items, journal, &spine[..first], Some(&shorten));
+            convert_into(&mut items, journal, &spine[..first], Some(&shorten), &skip);
             items.extend(
                 spine[first..=last]
                     .iter()
                     .filter(|&&p| retained.contains(journal.entry_at(p).id.as_str()))
+                    .filter(|p| !skip.contains(p))
                     .filter_map(convert),
             );
             items.push(checkpoint_item(record_entry, record));
-            convert_into(&mut items, journal, &spine[last + 1..], Some(&shorten));
+            convert_into(&mut items, journal, &spine[last + 1..], Some(&shorten), &skip);
         }
-        None => convert_into(&mut items, journal, &spine, Some(&shorten)),
+        None => convert_into(&mut items, journal, &spine, Some(&shorten), &skip),
     }
     if has_repairs {
         place_repairs(&mut items, journal, &spine, range, Some(&shorten));
@@ -217,6 +219,36 @@ fn render_inner(journal: &Journal, head: &str, extra: Option<&Entry>) -> View {
         tokens: record_entry.tokens,
     });
     View { head: head_id, items, compaction }
+}
+
+/// Spine positions of anchor entries a later synthetic note on the spine withdraws
+/// (`withdraws: <id>`): left out of the view.
+fn withdrawn_anchors(journal: &Journal, spine: &[u32]) -> HashSet<u32> {
+    spine
+        .iter()
+        .filter_map(|&p| match &journal.entry_at(p).payload {
+            Payload::User(u) => u.withdraws.as_ref(),
+            _ => None,
+        })
+        .filter_map(|id| journal.position(id.as_str()))
+        .filter(|&p| matches!(&journal.entry_at(p).payload, Payload::User(u) if u.anchor))
+        .collect()
+}
+
+/// The active compaction of `head` without building the view: what the UI's history pages
+/// and the budget need to know (which entries are covered, what the note is).
+pub fn active_compaction_of(journal: &Journal, head: &str) -> Option<ActiveCompaction> {
+    let start = journal.position(head)?;
+    if journal.compaction_positions().is_empty() {
+        return None;
+    }
+    let spine: Vec<u32> = journal
+        .spine_positions(start)
+        .into_iter()
+        .filter(|&p| journal.entry_at(p).payload.is_model_visible())
+        .collect();
+    let (entry, record, _) = active_compaction(journal, &SpineIndex::new(journal, &spine), None)?;
+    Some(ActiveCompaction { id: entry.id.clone(), record: record.clone(), tokens: entry.tokens })
 }
 
 /// A `tool_result` appended later for a call that had none (`repairs: true`).
@@ -354,8 +386,10 @@ fn convert_into(
     journal: &Journal,
     positions: &[u32],
     shorten: Option<&Shorten<'_>>,
+    skip: &HashSet<u32>,
 ) {
-    let convert = |p: &u32| item(journal.entry_at(*p), shorten);
+    let convert =
+        |p: &u32| if skip.contains(p) { None } else { item(journal.entry_at(*p), shorten) };
     let parallel = positions.len() >= PARALLEL_ITEMS
         && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
     if !parallel {

@@ -180,8 +180,8 @@ pub struct ExecArgs {
 
     /// Which tool calls run without asking: ask, auto-edit or full. Calls that would ask are
     /// denied (exec has no one to ask); the model is told so.
-    #[arg(long, value_name = "MODE", value_parser = clap::value_parser!(codewhale_engine::approval::ApprovalMode))]
-    pub approval: Option<codewhale_engine::approval::ApprovalMode>,
+    #[arg(long, value_name = "MODE", value_parser = clap::value_parser!(codewhale_engine::ApprovalMode))]
+    pub approval: Option<codewhale_engine::ApprovalMode>,
 
     /// The prompt; several words are joined with spaces; `-` reads it from standard input.
     #[arg(required = true, num_args = 1.., value_name = "PROMPT")]

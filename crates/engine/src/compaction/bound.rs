@@ -107,6 +107,7 @@ pub fn plan(candidates: &[Candidate], total: u64, budget: u64) -> BoundPlan {
 }
 
 /// Merges `extra` bounds into `existing` (index, max bytes) pairs: the tighter bound wins.
+#[cfg(test)]
 pub fn merge(existing: &mut Vec<(usize, u64)>, extra: &[(usize, u64)]) {
     for &(index, max) in extra {
         match existing.iter_mut().find(|(i, _)| *i == index) {

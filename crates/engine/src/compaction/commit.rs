@@ -121,6 +121,8 @@ pub(crate) async fn commit(
     if let Payload::Compaction(r) = &mut entry.payload {
         r.tokens_before = Some(tokens_before);
         r.tokens_after = Some(tokens_after);
+        // What a reopened session subtracts from the last report, as the live budget does.
+        r.savings = Some(old_total - new_total);
     }
     let id = entry.id.clone();
     session

@@ -64,7 +64,7 @@ pub struct Case {
 /// A loaded matrix.
 #[derive(Clone, Debug, Deserialize)]
 pub struct Matrix {
-    pub schema_version: u64,
+    /// (`schema_version` is checked by [`Matrix::parse`] before the rest is read.)
     pub cases: Vec<Case>,
 }
 

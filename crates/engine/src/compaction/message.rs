@@ -142,11 +142,13 @@ impl Message {
     }
 
     /// A user message with one text block.
+    #[cfg(test)]
     pub fn user(text: impl Into<String>) -> Message {
         Message::new(Role::User, vec![Part::text(text)])
     }
 
     /// An assistant message with one text block.
+    #[cfg(test)]
     pub fn assistant(text: impl Into<String>) -> Message {
         Message::new(Role::Assistant, vec![Part::text(text)])
     }

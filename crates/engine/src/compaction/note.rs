@@ -14,7 +14,7 @@ use std::process::Command;
 use serde_json::Value;
 
 use super::checkpoint::{
-    ANCHORS_TITLE, CLOSING, FILES_TOUCHED_TITLE, HEADER, LIVE_STATE_PREFIX, MARKER,
+    ANCHORS_TITLE, CLOSING, FILES_TOUCHED_TITLE, HEADER, LIVE_STATE_PREFIX,
     RUNNING_NOW_TITLE,
 };
 use super::message::{Message, Part, Role};
@@ -184,8 +184,9 @@ pub fn compose(input: &NoteInput<'_>) -> String {
 }
 
 /// The checkpoint message of a note: exactly two text blocks, the note and the marker.
+#[cfg(test)]
 pub fn checkpoint_message(note: impl Into<String>) -> Message {
-    Message::new(Role::User, vec![Part::text(note), Part::text(MARKER)])
+    Message::new(Role::User, vec![Part::text(note), Part::text(super::checkpoint::MARKER)])
 }
 
 #[cfg(test)]
@@ -281,7 +282,7 @@ mod tests {
             self as j, AssistantPayload, Block, CompactionPath, CompactionPayload, Covers, Entry,
             HeaderPayload, ItemKind, ToolResultPayload, Trigger, UserPayload,
         };
-        assert_eq!(MARKER, j::CHECKPOINT_MARKER);
+        assert_eq!(super::super::checkpoint::MARKER, j::CHECKPOINT_MARKER);
         assert!(HEADER.contains("\"output pruned by compaction\""));
         assert!(j::pruned_stub(5000).contains("output pruned by compaction"));
         assert!(HEADER.contains("\"cut by compaction\""));

@@ -75,6 +75,8 @@ pub enum PassOutcome {
     Refused(String),
     /// The pass was attempted and abandoned; nothing was written.
     Failed(String),
+    /// The user interrupted the pass; nothing was written.
+    Cancelled,
 }
 
 impl PassOutcome {
@@ -89,6 +91,8 @@ enum Stop {
     Failed(String),
     /// The summarizer could not produce a usable note (auto passes back off after this).
     SummaryFailed(String),
+    /// The user interrupted the pass.
+    Cancelled,
 }
 
 /// Runs one pass on `session`, emitting the events of DESIGN §5.8 through `emit`.
@@ -99,7 +103,8 @@ pub async fn run(
     emit: &(dyn Fn(Event) + Send + Sync),
 ) -> PassOutcome {
     let trigger = request.trigger.as_str().to_owned();
-    emit(Event::CompactionStarted { trigger: trigger.clone() });
+    let typed_trigger = crate::history::trigger_of(&request.trigger);
+    emit(Event::CompactionStarted { trigger: typed_trigger });
     let mut summary_failed = false;
     let outcome = match attempt(session, &request, cancel).await {
         Ok(done) => {
@@ -113,6 +118,7 @@ pub async fn run(
             summary_failed = true;
             PassOutcome::Failed(reason)
         }
+        Err(Stop::Cancelled) => PassOutcome::Cancelled,
     };
     let pressure = session.budget().pressure().tokens;
     let (threshold, usable_input) =
@@ -120,24 +126,27 @@ pub async fn run(
     match &outcome {
         PassOutcome::Compacted { id, path, tokens_before, tokens_after, fits } => {
             tracing::info!(%trigger, %id, path = path.as_str(), tokens_before, tokens_after, fits, "compaction pass finished");
-            let (covered, retained) = session
+            let (covered, retained, note) = session
                 .journal()
                 .get(id)
                 .and_then(|e| match &e.payload {
                     codewhale_journal::Payload::Compaction(r) => Some((
                         r.covers.as_ref().map_or(0, |c| c.count),
                         r.retained_ids.len() as u64,
+                        codewhale_journal::checkpoint_note(r).into_owned(),
                     )),
                     _ => None,
                 })
-                .unwrap_or((0, 0));
+                .unwrap_or_default();
             emit(Event::CompactionFinished {
                 id: id.clone(),
-                path: path.as_str().to_owned(),
+                trigger: typed_trigger,
+                path: crate::history::kind_of(path),
                 tokens_before: *tokens_before,
                 tokens_after: *tokens_after,
                 covered,
                 retained,
+                note,
             });
         }
         PassOutcome::Refused(reason) => {
@@ -154,6 +163,11 @@ pub async fn run(
             payload.summary_failed = summary_failed;
             notice(session, payload);
             emit(Event::CompactionFailed { reason: reason.clone() });
+        }
+        PassOutcome::Cancelled => {
+            // Nothing is written: an interrupted pass leaves the file as it was.
+            tracing::info!(%trigger, "compaction cancelled");
+            emit(Event::CompactionCancelled);
         }
     }
     outcome
@@ -253,6 +267,9 @@ async fn attempt(
         pruned = plan.pruned;
     }
 
+    if cancel.is_cancelled() {
+        return Err(Stop::Cancelled);
+    }
     let why_not_summary = if request.mode == PassMode::BoundOnly {
         "only bounding was asked for".to_owned()
     } else if plain.messages.len() < cut::MIN_MESSAGES {
@@ -277,9 +294,12 @@ async fn attempt(
                     previous,
                     request,
                     anchors.clone(),
-                    cancel,
+                    cancel.clone(),
                 )
                 .await?;
+                if cancel.is_cancelled() {
+                    return Err(Stop::Cancelled);
+                }
                 let first = record.covers.as_ref().map(|c| c.first.clone());
                 let parent = first
                     .and_then(|f| session.journal().get(f.as_str()).and_then(|e| e.parent.clone()))
@@ -297,6 +317,9 @@ async fn attempt(
     };
 
     // Nothing to summarize: prune what the prune found and bound the rest to fit.
+    if cancel.is_cancelled() {
+        return Err(Stop::Cancelled);
+    }
     let record = record::prune_record(&plain, &pruned, previous, request.trigger.clone());
     match commit::commit(session, proposal(record, head)).await {
         Ok(done) => Ok(written(done)),
@@ -446,7 +469,7 @@ async fn summarize(
                 tracing::info!(?excess, "summary request overflowed; dropped the oldest exchanges");
             }
             Err(failure) if failure.error.kind == codewhale_provider::ErrorKind::Cancelled => {
-                return Err(Stop::Failed("cancelled".into()))
+                return Err(Stop::Cancelled)
             }
             Err(failure) => {
                 return Err(Stop::SummaryFailed(format!(

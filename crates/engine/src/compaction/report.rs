@@ -1,108 +1,31 @@
-//! The context report of `codewhale context` and `/context` (DESIGN §7, §8).
+//! Building the context report of `/context`, [`crate::protocol::Op::GetContext`] and
+//! `codewhale context` (DESIGN §7, §8).
 //!
-//! Built from the journal file alone — never from a provider, and without an API key — so it
-//! shows exactly what the next request would contain: the view of HEAD, its token breakdown,
-//! the active compaction, the last round and whether the anchors survive. Every total says
-//! whether it was reported by the provider or estimated by Codewhale.
+//! One builder, [`build`], for both: the live session passes its own budget; `codewhale
+//! context` replays the same budget from the journal file ([`crate::session::replay`]) —
+//! never a provider, never an API key. So the report's total is always the figure the
+//! `Usage` gauge shows, with the same label, and the report shows exactly what the next
+//! request contains: the view of HEAD, its token breakdown, the active compaction, the last
+//! round and whether each anchor is in it.
 
 use std::path::Path;
 
-use codewhale_journal::{
-    load_read_only, render, EntryId, ItemKind, Journal, Payload, Role as JRole, View,
-};
-use serde::Serialize;
+use codewhale_journal::{load_read_only, render, EntryId, ItemKind, Journal, Role as JRole, View};
 
 use super::checkpoint::is_checkpoint;
 use super::message::Role;
 use super::plain::PlainView;
 use super::round;
 use crate::anchors::{self, AnchorStore};
-use crate::budget::Limits;
+use crate::budget::Budget;
 use crate::config::{self, Overrides};
 use crate::error::EngineError;
+use crate::history::{kind_of, trigger_of};
 use crate::prompt::SystemPrompt;
-use crate::session::{self, Resume};
-
-/// Token breakdown of the next request.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct Tokens {
-    pub total: u64,
-    /// `reported` or `estimated`.
-    pub source: String,
-    pub system: u64,
-    pub anchors: u64,
-    pub checkpoint: u64,
-    pub retained: u64,
-    pub history: u64,
-    pub tool_results: u64,
-}
-
-/// The active compaction.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct ActiveReport {
-    pub id: String,
-    pub path: String,
-    pub trigger: String,
-    pub covers: Option<CoversReport>,
-    pub retained: usize,
-    pub tokens_before: Option<u64>,
-    pub tokens_after: Option<u64>,
-    pub model: Option<String>,
-    /// When the record was written (RFC 3339).
-    pub when: String,
-}
-
-/// The covered segment of the active compaction.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct CoversReport {
-    pub first: String,
-    pub last: String,
-    pub count: u64,
-}
-
-/// The last round of the view.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct LastRound {
-    pub messages: u64,
-    pub tool_results: u64,
-    pub assistant_kept: u64,
-}
-
-/// The workspace's anchors and whether the view carries them verbatim.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct AnchorsReport {
-    pub count: usize,
-    pub chars: usize,
-    pub present: bool,
-}
-
-/// One item of the view, in request order.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct ViewEntry {
-    pub id: String,
-    pub kind: String,
-    pub role: String,
-    pub tokens: u64,
-}
-
-/// The whole report (the JSON object of `codewhale context --json`).
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct ContextReport {
-    pub session: String,
-    pub head: String,
-    pub model: String,
-    pub context_window: u64,
-    pub window_unverified: bool,
-    pub reserved_output: u64,
-    pub usable_input: u64,
-    pub threshold: u64,
-    pub tokens: Tokens,
-    pub compaction: Option<ActiveReport>,
-    pub compactions: usize,
-    pub last_round: LastRound,
-    pub anchors: AnchorsReport,
-    pub view: Vec<ViewEntry>,
-}
+use crate::protocol::report::{
+    ActiveReport, AnchorsReport, ContextReport, CoversReport, LastRound, Tokens, ViewEntry,
+};
+use crate::session::{self, replay, Resume};
 
 /// Which session to report on.
 #[derive(Clone, Debug)]
@@ -114,7 +37,8 @@ pub struct ReportParams<'a> {
     pub overrides: Overrides,
 }
 
-/// Loads the session `params` names and reports on its HEAD.
+/// Loads the session `params` names and reports on its HEAD, replaying its budget from the
+/// journal (`codewhale context`).
 pub fn context_report(params: &ReportParams<'_>) -> Result<ContextReport, EngineError> {
     let path = match &params.resume {
         Resume::Id(id) => session::find_by_id(params.home, id)?,
@@ -124,14 +48,28 @@ pub fn context_report(params: &ReportParams<'_>) -> Result<ContextReport, Engine
     let journal = load_read_only(&path).map_err(|e| EngineError::Open(e.into()))?.journal;
     let workspace = Path::new(&journal.header().cwd).to_path_buf();
     let config = config::load(params.home, &workspace, &params.overrides)?;
+    let recorded = replay::journal_limits(&journal);
     let model = params
         .overrides
         .model
         .clone()
+        .or_else(|| recorded.model.clone())
+        .or_else(|| Some(journal.header().model.clone()).filter(|m| !m.is_empty()))
         .or_else(|| config.model.clone())
-        .unwrap_or_else(|| journal.header().model.clone());
-    let limits = Limits::for_model(&config, &model);
-    let system = system_tokens(&workspace);
+        .unwrap_or_default();
+    let learned = if params.overrides.model.is_some() { None } else { recorded.learned_window };
+    let limits = replay::limits_for(&config, &model, learned);
+    let view = render(&journal, journal.head_id().as_str());
+    let plain = PlainView::new(&view, |item| item.tokens);
+    let mut count = |e: &codewhale_journal::Entry| -> u64 {
+        e.tokens.map(u64::from).unwrap_or_else(|| {
+            u64::from(crate::session::counts::exact(
+                &crate::session::counts::payload_text(&e.payload).unwrap_or_default(),
+            ))
+        })
+    };
+    let budget =
+        replay::replay(&journal, limits, system_tokens(&workspace), plain.total(), &mut count);
     // Compared in their redacted form, as the checkpoint holds them.
     let redactor =
         crate::redact::Redactor::new(&config.redaction.patterns, &[]).unwrap_or_default();
@@ -140,7 +78,7 @@ pub fn context_report(params: &ReportParams<'_>) -> Result<ContextReport, Engine
         .ok()
         .flatten()
         .map(|a| redactor.redact(&a).into_owned());
-    Ok(build(&journal, &model, &limits, system, anchors_text.as_deref()))
+    Ok(build(&journal, &view, &plain, &budget, &model, anchors_text.as_deref()))
 }
 
 fn system_tokens(workspace: &Path) -> u64 {
@@ -151,22 +89,32 @@ fn system_tokens(workspace: &Path) -> u64 {
     u64::from(crate::tokens::count(&text))
 }
 
-/// The report for `journal`'s HEAD: pure, given the figures from outside the journal.
+/// Whether each pinned note of `anchors_text` is carried verbatim by the view.
+pub fn anchors_in_view(plain: &PlainView, anchors_text: &str) -> Vec<(String, bool)> {
+    anchors::parse(anchors_text)
+        .into_iter()
+        .map(|a| {
+            let present = super::survival::carries(&plain.messages, &a);
+            (a, present)
+        })
+        .collect()
+}
+
+/// The report for `view` (HEAD's, with `plain` its plain form and counts) under `budget`.
 pub fn build(
     journal: &Journal,
+    view: &View,
+    plain: &PlainView,
+    budget: &Budget,
     model: &str,
-    limits: &Limits,
-    system: u64,
     anchors_text: Option<&str>,
 ) -> ContextReport {
-    let view = render(journal, journal.head_id().as_str());
-    let plain = PlainView::new(&view, |item| item.tokens);
     let retained: Vec<&EntryId> = view
         .compaction
         .as_ref()
         .map(|c| c.record.retained_ids.iter().collect())
         .unwrap_or_default();
-    let mut tokens = Tokens { system, ..Tokens::default() };
+    let mut tokens = Tokens { system: budget.system_tokens(), ..Tokens::default() };
     let mut entries = Vec::with_capacity(view.items.len());
     for (item, &n) in view.items.iter().zip(&plain.tokens) {
         let kind = match item.kind {
@@ -202,13 +150,9 @@ pub fn build(
             tokens: n,
         });
     }
-    let estimate = system + plain.total();
-    let (total, source) = match reported(&view, journal, &plain) {
-        Some(r) if r >= estimate => (r, "reported"),
-        _ => (estimate, "estimated"),
-    };
-    tokens.total = total;
-    tokens.source = source.into();
+    let pressure = budget.pressure();
+    tokens.total = pressure.tokens;
+    tokens.source = pressure.source;
 
     let round_start = round::last_round_start(&plain.messages).unwrap_or(0);
     let round = &plain.messages[round_start.min(plain.messages.len())..];
@@ -219,19 +163,19 @@ pub fn build(
     };
     let anchors = match anchors_text {
         Some(text) => {
-            let present = super::survival::carries(&plain.messages, text);
+            let each = anchors_in_view(plain, text);
             AnchorsReport {
-                count: anchors::parse(text).len(),
+                count: each.len(),
                 chars: text.chars().count(),
-                present,
+                present: each.iter().all(|(_, present)| *present),
             }
         }
         None => AnchorsReport { present: true, ..AnchorsReport::default() },
     };
     let compaction = view.compaction.as_ref().map(|c| ActiveReport {
         id: c.id.to_string(),
-        path: c.record.path.as_str().to_owned(),
-        trigger: c.record.trigger.as_str().to_owned(),
+        path: kind_of(&c.record.path),
+        trigger: trigger_of(&c.record.trigger),
         covers: c.record.covers.as_ref().map(|v| CoversReport {
             first: v.first.to_string(),
             last: v.last.to_string(),
@@ -244,6 +188,7 @@ pub fn build(
         when: journal.get(c.id.as_str()).map(|e| e.ts.to_string()).unwrap_or_default(),
     });
     debug_assert!(plain.messages.iter().filter(|m| is_checkpoint(m)).count() <= 1);
+    let limits = budget.limits();
     ContextReport {
         session: journal.session_id().to_owned(),
         head: view.head.to_string(),
@@ -262,26 +207,6 @@ pub fn build(
     }
 }
 
-/// The provider's last reported prompt plus estimates of what came after it, when that report
-/// was for this same view (same active compaction).
-fn reported(view: &View, journal: &Journal, plain: &PlainView) -> Option<u64> {
-    let active = view.compaction.as_ref().map(|c| &c.id);
-    let (index, usage) = view.items.iter().enumerate().rev().find_map(|(i, item)| {
-        let entry = journal.get(item.source.as_str())?;
-        match &entry.payload {
-            Payload::Assistant(a) => {
-                let usage = a.usage.as_ref()?.input_tokens;
-                let same_basis = a.reads.as_ref().map(|r| r.summary.as_ref()) == Some(active);
-                same_basis.then_some((i, usage))
-            }
-            _ => None,
-        }
-    })?;
-    // The same figure the budget takes as the truth for a prompt.
-    let reported = usage;
-    (reported > 0).then(|| reported + plain.tokens[index..].iter().sum::<u64>())
-}
-
 #[cfg(test)]
 mod tests {
     use codewhale_journal::{
@@ -291,7 +216,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::budget::WindowSource;
+    use crate::budget::{Limits, WindowSource};
+    use codewhale_journal::Payload;
     use crate::compaction::checkpoint::HEADER;
 
     fn journal_with_compaction() -> Journal {
@@ -327,11 +253,19 @@ mod tests {
         journal
     }
 
+    fn report_of(journal: &Journal, anchors: Option<&str>) -> ContextReport {
+        let limits = Limits::compute(10_000, WindowSource::Config, None, 0.8);
+        let view = render(journal, journal.head_id().as_str());
+        let plain = PlainView::new(&view, |i| i.tokens);
+        let mut count = |e: &Entry| e.tokens.map(u64::from).unwrap_or(0);
+        let budget = replay::replay(journal, limits, 100, plain.total(), &mut count);
+        build(journal, &view, &plain, &budget, "m", anchors)
+    }
+
     #[test]
     fn the_report_breaks_the_view_down() {
         let journal = journal_with_compaction();
-        let limits = Limits::compute(10_000, WindowSource::Config, None, 0.8);
-        let report = build(&journal, "m", &limits, 100, Some("Never push to main.\n"));
+        let report = report_of(&journal, Some("Never push to main.\n"));
         let kinds: Vec<&str> = report.view.iter().map(|v| v.kind.as_str()).collect();
         assert_eq!(
             kinds,
@@ -344,9 +278,12 @@ mod tests {
         );
         assert_eq!(t.history, 10 + 15 + 5);
         assert_eq!(t.total, 400 + 5, "reported prompt plus what came after it");
-        assert_eq!(t.source, "reported");
+        assert_eq!(t.source, crate::budget::Source::Reported);
         let c = report.compaction.as_ref().unwrap();
-        assert_eq!((c.path.as_str(), c.trigger.as_str(), c.retained), ("summary", "manual", 1));
+        assert_eq!(
+            (c.path, c.trigger, c.retained),
+            (crate::protocol::CompactionKind::Summary, crate::protocol::CompactionTrigger::Manual, 1)
+        );
         assert_eq!(report.compactions, 1);
         assert_eq!(
             report.last_round,
@@ -370,7 +307,7 @@ mod tests {
         ] {
             assert!(json.get(key).is_some(), "{key}");
         }
-        let missing = build(&journal, "m", &limits, 100, Some("Use rustls."));
+        let missing = report_of(&journal, Some("Use rustls."));
         assert!(!missing.anchors.present);
     }
 }

@@ -71,7 +71,8 @@ pub fn protected_start(messages: &[Message], round_start: usize) -> usize {
     }
 }
 
-/// For every index `0..=len`, whether [`is_legal_cut`] holds there; one pass over the view.
+/// For every index `0..=len`, whether a cut there is legal (no call issued before it is still
+/// waiting for its result there); one pass over the view.
 pub fn legal_cuts(messages: &[Message]) -> Vec<bool> {
     let mut pending: HashSet<&str> = HashSet::new();
     let mut out = Vec::with_capacity(messages.len() + 1);
@@ -90,6 +91,7 @@ pub fn legal_cuts(messages: &[Message]) -> Vec<bool> {
 
 /// True when no call issued before `index` is still waiting for its result at `index`: a cut
 /// there never separates a call from its result or splits a parallel batch.
+#[cfg(test)]
 pub fn is_legal_cut(messages: &[Message], index: usize) -> bool {
     let mut pending: HashSet<&str> = HashSet::new();
     for message in &messages[..index.min(messages.len())] {

@@ -110,6 +110,7 @@ fn render(out: &mut String, covered: &[Message], part_max: usize) {
 }
 
 /// The serialized size of a summary input of at most `max_bytes`: transcript plus instruction.
+#[cfg(test)]
 pub fn input_bytes(covered: &[Message], focus: Option<&str>, max_bytes: usize) -> usize {
     transcript(covered, max_bytes).len() + instruction(focus, true).len()
 }

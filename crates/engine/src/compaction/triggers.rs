@@ -10,14 +10,14 @@
 //! [`fit_view`] is the fail-open step before every request: trim the oldest exchanges, and
 //! when even the protected round does not fit, bound it (a pass that calls no model).
 
-use codewhale_journal::{Entry, Level, SystemPayload, Trigger, View};
+use codewhale_journal::{Trigger, View};
 use codewhale_provider::CancellationToken;
 
 use super::pass::{self, PassMode, PassOutcome, PassRequest};
 use super::plain::PlainView;
 use super::trim::{self, Fit};
 use crate::events::EventSink;
-use crate::protocol::{Event, NoticeLevel, SubmissionId, TurnStatus};
+use crate::protocol::{ErrorKind, Event, NoticeLevel, SubmissionId, TurnStatus};
 use crate::session::Session;
 use crate::turn::hooks::MAX_PASSES_PER_TURN;
 use crate::turn::{TurnCtx, TurnOutcome};
@@ -185,12 +185,7 @@ pub async fn fit_view(
     }
     let message = too_big_message(ctx);
     tracing::warn!(%message, "the protected round does not fit");
-    ctx.emit(Event::Error { kind: "context_full".into(), message: message.clone() });
-    let parent = ctx.session.journal().head_id().clone();
-    let notice = Entry::new(Some(parent), SystemPayload::new(Level::Error, message));
-    if let Err(err) = ctx.session.append_entry(notice) {
-        tracing::error!("cannot journal the notice: {err}");
-    }
+    ctx.fail(ErrorKind::ContextFull, message);
     Err(TurnOutcome { status: TurnStatus::Failed, text: String::new() })
 }
 
@@ -219,7 +214,10 @@ fn fit_once(ctx: &mut TurnCtx<'_>, view: View) -> Result<(View, Option<Trimmed>)
             });
             Ok((view, Some(Trimmed { first, estimate })))
         }
-        Fit::TooBig { view, .. } => Err(Box::new(view)),
+        Fit::TooBig { view, protected_tokens } => {
+            tracing::info!(protected_tokens, "the protected round alone exceeds usable input");
+            Err(Box::new(view))
+        }
     }
 }
 

@@ -24,7 +24,7 @@ pub enum Fit {
     Trimmed { view: View, first: EntryId, dropped: usize, estimate: u64 },
     /// Even the protected round plus anchors exceeds usable input; the view comes back
     /// unchanged.
-    TooBig { view: View, protected_tokens: u64, usable_input: u64 },
+    TooBig { view: View, protected_tokens: u64 },
 }
 
 /// Fits `view` (with `plain` its plain form and counts) into `usable_input` provider tokens,
@@ -72,7 +72,7 @@ pub fn fit(view: View, plain: &PlainView, system: u64, calibration: f64, usable_
         dropped_until = Some(pair[1]);
     }
     if provider(total) > usable_input {
-        return Fit::TooBig { view, protected_tokens: provider(total), usable_input };
+        return Fit::TooBig { view, protected_tokens: provider(total) };
     }
     let Some(first_kept) = dropped_until else {
         return Fit::Whole(view);

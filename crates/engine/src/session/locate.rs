@@ -77,6 +77,22 @@ pub fn find_last(home: &Path, workspace: &Path) -> Result<PathBuf, EngineError> 
         .ok_or_else(|| EngineError::NoSessionForWorkspace { workspace: workspace.to_owned() })
 }
 
+/// The file a resumed session will be read from, with its size (for a progress line before a
+/// large one is opened); `None` for a new session or one that cannot be found (opening then
+/// says why).
+pub(crate) fn resumed_file(params: &crate::EngineParams) -> Option<(String, u64)> {
+    let path = match &params.resume {
+        Resume::New => return None,
+        Resume::Id(id) => find_by_id(&params.home, id).ok()?,
+        Resume::Last => {
+            let here = std::fs::canonicalize(&params.workspace).ok()?;
+            find_last(&params.home, &here).ok()?
+        }
+    };
+    let bytes = std::fs::metadata(&path).ok()?.len();
+    Some((path.display().to_string(), bytes))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

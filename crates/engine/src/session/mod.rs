@@ -11,7 +11,9 @@
 //! anything else is appended after it ([`Session::heal_dangling_calls`]).
 
 pub mod counts;
+mod live;
 pub mod locate;
+pub mod replay;
 pub mod workspace;
 
 use std::path::{Path, PathBuf};
@@ -21,10 +23,10 @@ use codewhale_journal::{
     render, Entry, EntryId, HeaderPayload, ItemContent, JournalFile, Payload, ToolResultPayload,
     View,
 };
-use codewhale_provider::{Client, ProviderKind, RetryPolicy};
+use codewhale_provider::{Client, RetryPolicy};
 
 use crate::approval::Policy;
-use crate::budget::{Budget, Limits};
+use crate::budget::Budget;
 use crate::config::{Config, ResolvedProvider};
 use crate::error::EngineError;
 use crate::prompt::SystemPrompt;
@@ -54,6 +56,9 @@ pub struct SessionParams {
     pub retry: Option<RetryPolicy>,
     /// Who drives the session (how suggestions are phrased).
     pub front_end: crate::FrontEnd,
+    /// The model was named on the command line: it wins over a switch recorded in a resumed
+    /// session's journal.
+    pub model_explicit: bool,
 }
 
 /// An open session.
@@ -125,14 +130,26 @@ impl Session {
             provider_config = provider_config.with_retry(retry);
         }
         let client = Client::new(provider_config)?;
-        let limits = Limits::for_model(&params.config, &params.provider.model);
+        // A resumed session goes on with the model it last switched to, in the window it
+        // learned, unless the command line names a model.
+        let recorded = replay::journal_limits(journal.journal());
+        let mut provider = params.provider;
+        if let Some(model) = recorded.model.as_ref().filter(|_| !params.model_explicit) {
+            provider.model = model.clone();
+        }
+        let learned = if recorded.model.is_none() || !params.model_explicit {
+            recorded.learned_window
+        } else {
+            None
+        };
+        let limits = replay::limits_for(&params.config, &provider.model, learned);
         let keep = params.config.shell.keep_background.unwrap_or(false);
         let background =
             Arc::new(BackgroundRegistry::new(params.home.join("background")).keeping_on_exit(keep));
         if let Some(untrusted) = &params.config.untrusted {
             notices.push((NoticeLevel::Warning, untrusted_notice(untrusted, params.front_end)));
         }
-        let literals: Vec<String> = params.provider.api_key.iter().cloned().collect();
+        let literals: Vec<String> = provider.api_key.iter().cloned().collect();
         let redactor = Redactor::new(&params.config.redaction.patterns, &literals)
             .map_err(|e| EngineError::Config(crate::config::ConfigError::Redaction(e)))?;
         let hints = crate::hints::Hints::new(params.front_end, journal.journal().session_id());
@@ -143,7 +160,7 @@ impl Session {
             home: params.home.clone(),
             policy: Policy::new(params.config.approval_mode()),
             config: params.config,
-            provider: params.provider,
+            provider,
             client,
             budget: Budget::new(limits),
             system: SystemPrompt::load(&workspace),
@@ -157,9 +174,7 @@ impl Session {
             groups: Arc::default(),
         };
         session.refresh_system_prompt();
-        let view = session.render();
-        let total = session.view_tokens(&view);
-        session.budget.reset_view(total);
+        session.replay_budget();
         Ok(session)
     }
 
@@ -182,10 +197,6 @@ impl Session {
         &self.workspace
     }
 
-    pub fn home(&self) -> &Path {
-        &self.home
-    }
-
     pub fn config(&self) -> &Config {
         &self.config
     }
@@ -193,10 +204,6 @@ impl Session {
     /// The model requests go to.
     pub fn model(&self) -> &str {
         &self.provider.model
-    }
-
-    pub fn provider_kind(&self) -> ProviderKind {
-        self.provider.kind
     }
 
     /// The provider client (shared connections; cheap to clone).
@@ -255,12 +262,6 @@ impl Session {
             None => crate::tokens::upper_bound_bytes(text.len() as u64),
         };
         self.budget.set_system_tokens(tokens);
-    }
-
-    /// Switches the model for the next request; the window follows the new model.
-    pub fn switch_model(&mut self, model: &str) {
-        self.provider.model = model.to_owned();
-        self.budget.set_limits(Limits::for_model(&self.config, model));
     }
 
     /// The view at HEAD.

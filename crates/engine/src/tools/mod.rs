@@ -23,7 +23,7 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::approval::{CallSummary, Effect};
-pub use background::{BackgroundRegistry, RunningCommand};
+pub use background::BackgroundRegistry;
 
 /// What a tool call produced, as the model will read it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,11 +37,6 @@ pub struct ToolOutput {
 }
 
 impl ToolOutput {
-    pub fn ok(content: impl Into<String>) -> ToolOutput {
-        let content = content.into();
-        ToolOutput { bytes: content.len() as u64, content, is_error: false }
-    }
-
     pub fn error(content: impl Into<String>) -> ToolOutput {
         let content = content.into();
         ToolOutput { bytes: content.len() as u64, content, is_error: true }

@@ -72,9 +72,14 @@ pub async fn on_context_overflow(
     error: &ProviderError,
 ) -> Result<bool, EngineError> {
     if let codewhale_provider::ErrorKind::ContextOverflow { limit: Some(limit), .. } = error.kind {
-        // The provider's stated window is the truth for this session (DESIGN §5.1).
-        let limits = ctx.session.budget().limits().with_provider_window(limit);
-        ctx.session.budget_mut().set_limits(limits);
+        // The provider's stated window is the truth for this session (DESIGN §5.1); journaled,
+        // so a reopened session and `codewhale context` use it too.
+        let limits = ctx.session.budget().limits();
+        if limits.window != limit || limits.window_source != crate::budget::WindowSource::Provider
+        {
+            ctx.session.learn_window(limit)?;
+            ctx.emit_usage(None, None);
+        }
     }
     // Reactive compaction: compact below the (possibly just learned) window, then retry once.
     Ok(crate::compaction::triggers::in_turn(ctx, codewhale_journal::Trigger::Reactive).await)

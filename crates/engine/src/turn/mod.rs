@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 use crate::convert::{self, RequestParams};
 use crate::error::EngineError;
 use crate::events::{ApprovalGate, EventSink};
-use crate::protocol::{Event, NoticeLevel, SubmissionId, TurnStatus};
+use crate::protocol::{ErrorKind as ProtocolErrorKind, Event, NoticeLevel, SubmissionId, TurnStatus};
 use crate::session::Session;
 use calls::ToolCall;
 pub use hooks::{before_request, on_context_overflow};
@@ -39,6 +39,8 @@ pub struct TurnCtx<'a> {
     pub compaction_passes: u32,
     pub(crate) gate: &'a ApprovalGate,
     warned_over_threshold: bool,
+    /// The error that stopped the turn, journaled once the turn's calls all have results.
+    failure: Option<(ProtocolErrorKind, String)>,
 }
 
 impl<'a> TurnCtx<'a> {
@@ -58,6 +60,7 @@ impl<'a> TurnCtx<'a> {
             compaction_passes: 0,
             gate,
             warned_over_threshold: false,
+            failure: None,
         }
     }
 
@@ -68,17 +71,17 @@ impl<'a> TurnCtx<'a> {
 
     /// Emits the budget's current figures.
     pub fn emit_usage(&self, reported_input: Option<u64>, output: Option<u64>) {
-        let budget = self.session.budget();
-        let limits = budget.limits();
-        self.emit(Event::Usage {
-            reported_input,
-            output,
-            pressure: budget.pressure(),
-            usable_input: limits.usable_input,
-            threshold: limits.threshold,
-            window: limits.window,
-            window_unverified: limits.is_unverified(),
-        });
+        self.emit(self.session.usage_event(reported_input, output));
+    }
+
+    /// Reports the error that stops the turn now; its `system` notice is journaled when the
+    /// turn ends, after the results of interrupted calls, so it never sits between a call and
+    /// its result.
+    pub(crate) fn fail(&mut self, kind: ProtocolErrorKind, message: String) {
+        self.emit(Event::Error { kind, message: message.clone() });
+        if self.failure.is_none() {
+            self.failure = Some((kind, message));
+        }
     }
 }
 
@@ -97,7 +100,7 @@ pub async fn run_turn(ctx: &mut TurnCtx<'_>, input: String) -> TurnOutcome {
     let outcome = match drive(ctx, input).await {
         Ok(outcome) => outcome,
         Err(err) => {
-            fail(ctx, err.kind_name(), &err.to_string());
+            ctx.fail(err.kind(), err.to_string());
             TurnOutcome { status: TurnStatus::Failed, text: String::new() }
         }
     };
@@ -105,14 +108,19 @@ pub async fn run_turn(ctx: &mut TurnCtx<'_>, input: String) -> TurnOutcome {
     // reply is complete only once its entry is on disk: a write error fails the turn, and the
     // reply is not handed out as an answer (DESIGN §2, "durable or failed").
     let mut outcome = outcome;
-    let healed = ctx.session.heal_dangling_calls().map(drop);
-    let synced = match healed {
+    let mut saved = ctx.session.heal_dangling_calls().map(drop);
+    if saved.is_ok() {
+        if let Some((kind, message)) = ctx.failure.clone() {
+            saved = journal_failure(ctx, kind, &message);
+        }
+    }
+    let synced = match saved {
         Ok(()) => ctx.session.sync().await,
         Err(err) => Err(err),
     };
     if let Err(err) = synced {
         if outcome.status != TurnStatus::Failed {
-            fail(ctx, err.kind_name(), &err.to_string());
+            ctx.fail(err.kind(), err.to_string());
         }
         outcome = TurnOutcome { status: TurnStatus::Failed, text: String::new() };
     }
@@ -121,16 +129,17 @@ pub async fn run_turn(ctx: &mut TurnCtx<'_>, input: String) -> TurnOutcome {
     outcome
 }
 
-fn fail(ctx: &mut TurnCtx<'_>, kind: &str, message: &str) {
-    ctx.emit(Event::Error { kind: kind.to_owned(), message: message.to_owned() });
-    let journal = ctx.session.journal();
-    let notice = Entry::new(
-        Some(journal.head_id().clone()),
-        SystemPayload::new(Level::Error, format!("{kind}: {message}")),
-    );
-    if let Err(err) = ctx.session.append_entry(notice) {
-        tracing::error!("cannot journal the error notice: {err}");
-    }
+/// The `system` notice of the error that stopped the turn.
+fn journal_failure(
+    ctx: &mut TurnCtx<'_>,
+    kind: ProtocolErrorKind,
+    message: &str,
+) -> Result<(), EngineError> {
+    let name = kind.as_str();
+    let parent = ctx.session.journal().head_id().clone();
+    let notice =
+        Entry::new(Some(parent), SystemPayload::new(Level::Error, format!("{name}: {message}")));
+    ctx.session.append_entry(notice)
 }
 
 async fn drive(ctx: &mut TurnCtx<'_>, input: String) -> Result<TurnOutcome, EngineError> {
@@ -154,6 +163,9 @@ async fn drive(ctx: &mut TurnCtx<'_>, input: String) -> Result<TurnOutcome, Engi
         };
         codewhale_journal::check_view(&view)
             .map_err(|source| EngineError::View { source, hint: ctx.session.hints.rewind() })?;
+        if let Some(reason) = convert::unreadable_output(&view) {
+            return Err(EngineError::Unreadable { reason });
+        }
         let limits = *ctx.session.budget().limits();
         let max_output = codewhale_provider::lookup_model(ctx.session.model())
             .max_output
@@ -254,6 +266,9 @@ fn record_response(
         cache_write_tokens: u.cache_write_tokens,
         ..JUsage::default()
     });
+    let mut reads = reads;
+    // With the reported figure, a reopened session recovers the calibration.
+    reads.estimate = (estimate > 0).then_some(estimate);
     payload.reads = Some(reads);
     payload.interrupted = interrupted;
     // The report covers the prompt without this reply: record it first, so the reply counts
@@ -307,6 +322,6 @@ fn stopped(
         _ => String::new(),
     };
     let message = format!("the model request failed: {}{advice}", failure.error);
-    fail(ctx, failure.error.kind.name(), &message);
+    ctx.fail(ProtocolErrorKind::from_provider(&failure.error.kind), message);
     Ok(TurnOutcome { status: TurnStatus::Failed, text })
 }

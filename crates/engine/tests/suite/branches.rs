@@ -3,10 +3,10 @@
 //! holds after a reload.
 
 use codewhale_engine::approval::ApprovalMode;
-use codewhale_engine::journal::{load_read_only, render, HeadReason, Journal, Payload};
 use codewhale_engine::protocol::{Event, Op, TurnStatus};
 use codewhale_engine::session::Resume;
 use codewhale_engine::Engine;
+use codewhale_journal::{load_read_only, render, HeadReason, Journal, Payload};
 use codewhale_provider::test_support::Reply;
 
 use super::common::{reload_checked, session_file, spine, Harness, Running};
@@ -115,7 +115,7 @@ async fn fork_isolates_the_new_branch_and_checkout_restores_the_old_one() {
         .find(|e| matches!(e.payload, Payload::Assistant(_)) && text_of(&e.payload) == "a3")
         .unwrap();
     let view = render(&journal, forked.id.as_str());
-    codewhale_engine::journal::check_view(&view).unwrap();
+    codewhale_journal::check_view(&view).unwrap();
     assert_eq!(view.items.len(), 3, "q1, q3, a3");
 }
 

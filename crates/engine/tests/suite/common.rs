@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use codewhale_engine::approval::ApprovalMode;
 use codewhale_engine::config::{Env, Overrides};
-use codewhale_engine::journal::{check_view, load_read_only, render, Entry, Journal, Payload};
 use codewhale_engine::protocol::{Event, EventMsg, Op, SubmissionId, TurnStatus};
 use codewhale_engine::session::Resume;
 use codewhale_engine::{Engine, EngineHandle, EngineParams, EventReceiver};
+use codewhale_journal::{check_view, load_read_only, render, Entry, Journal, Payload};
 use codewhale_provider::test_support::{MockServer, TEST_API_KEY};
 use codewhale_provider::RetryPolicy;
 use tempfile::TempDir;
@@ -111,6 +111,12 @@ pub struct TurnRun {
     pub events: Vec<Event>,
     pub status: TurnStatus,
     pub text: String,
+}
+
+impl From<(EngineHandle, EventReceiver)> for Running {
+    fn from(pair: (EngineHandle, EventReceiver)) -> Running {
+        Running::new(pair)
+    }
 }
 
 impl Running {

@@ -7,10 +7,10 @@
 use codewhale_engine::approval::ApprovalMode;
 use codewhale_engine::compaction::checkpoint::MARKER;
 use codewhale_engine::config::{Env, Overrides};
-use codewhale_engine::journal::CompactionPath;
-use codewhale_engine::protocol::{Event, Op, TurnStatus};
+use codewhale_engine::protocol::{CompactionKind, CompactionTrigger, Event, Op, TurnStatus};
 use codewhale_engine::session::Resume;
 use codewhale_engine::{Engine, EngineParams};
+use codewhale_journal::CompactionPath;
 use codewhale_provider::test_support::{Fault, OverflowShape, Reply, TEST_API_KEY};
 use codewhale_provider::RetryPolicy;
 use serde_json::{json, Value};
@@ -138,7 +138,7 @@ pub(super) async fn compact(engine: &mut Running, focus: Option<&str>) -> Event 
     events.last().cloned().unwrap()
 }
 
-pub(super) fn compactions(h: &Harness) -> Vec<codewhale_engine::journal::CompactionPayload> {
+pub(super) fn compactions(h: &Harness) -> Vec<codewhale_journal::CompactionPayload> {
     let journal = reload_checked(&session_file(h.home.path()));
     journal.compactions().map(|(_, r)| r.clone()).collect()
 }
@@ -173,16 +173,16 @@ async fn auto_compaction_triggers_at_the_threshold_and_not_before() {
     let started = run
         .events
         .iter()
-        .position(|e| matches!(e, Event::CompactionStarted { trigger } if trigger == "auto"));
+        .position(|e| matches!(e, Event::CompactionStarted { trigger } if *trigger == CompactionTrigger::Auto));
     let finished = run.events.iter().find_map(|e| match e {
         Event::CompactionFinished { tokens_before, tokens_after, path, .. } => {
-            Some((*tokens_before, *tokens_after, path.clone()))
+            Some((*tokens_before, *tokens_after, *path))
         }
         _ => None,
     });
     assert!(started.is_some());
     let (before, after, path) = finished.unwrap();
-    assert_eq!(path, "summary");
+    assert_eq!(path, CompactionKind::Summary);
     assert!(after < before, "{after} >= {before}");
     assert_eq!(summary_requests(&h), vec![4]);
     let sent = request_text(&h, 5);
@@ -253,7 +253,7 @@ async fn reactive_compaction_after_an_overflow_in_every_shape_then_the_retry_suc
         assert_eq!(run.text, "after the retry");
         assert!(
             run.events.iter().any(
-                |e| matches!(e, Event::CompactionStarted { trigger } if trigger == "reactive")
+                |e| matches!(e, Event::CompactionStarted { trigger } if *trigger == CompactionTrigger::Reactive)
             ),
             "{shape:?}"
         );

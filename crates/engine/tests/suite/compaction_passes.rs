@@ -2,8 +2,8 @@
 //! written, and repeated passes extend one checkpoint. Helpers live in `compaction.rs`.
 
 use codewhale_engine::compaction::checkpoint::{HEADER, MARKER};
-use codewhale_engine::journal::{render, Payload};
-use codewhale_engine::protocol::{Event, Op, TurnStatus};
+use codewhale_engine::protocol::{CompactionKind, ErrorKind, Event, Op, TurnStatus};
+use codewhale_journal::{render, Payload};
 use codewhale_provider::test_support::{Fault, Reply};
 use serde_json::json;
 
@@ -304,10 +304,10 @@ async fn large_old_tool_output_is_pruned_without_a_model_call() {
     let starts = events.iter().filter(|e| matches!(e, Event::CompactionStarted { .. })).count();
     assert_eq!(starts, 1, "pressures {usage:?}");
     let path = events.iter().find_map(|e| match e {
-        Event::CompactionFinished { path, .. } => Some(path.clone()),
+        Event::CompactionFinished { path, .. } => Some(*path),
         _ => None,
     });
-    assert_eq!(path.as_deref(), Some("prune-only"), "{events:?}");
+    assert_eq!(path, Some(CompactionKind::PruneOnly), "{events:?}");
     assert!(summary_requests(&h).is_empty(), "no model call");
     let sent = request_text(&h, h.server.requests().len() - 1);
     assert!(sent.contains("output pruned by compaction"));
@@ -354,7 +354,7 @@ async fn an_anchor_op_pins_the_note_and_the_model_sees_it_at_once() {
     assert!(request_text(&h, 0).contains("Never push to main."));
     engine.submit(Op::RemoveAnchor { index: 3 });
     let events = engine.until(|e| matches!(e, Event::Notice { .. } | Event::Error { .. })).await;
-    assert!(matches!(events.last(), Some(Event::Error { kind, .. }) if kind == "anchor"));
+    assert!(matches!(events.last(), Some(Event::Error { kind, .. }) if *kind == ErrorKind::Anchor));
     engine.submit(Op::RemoveAnchor { index: 1 });
     let events = engine.until(|e| matches!(e, Event::Notice { .. } | Event::Error { .. })).await;
     assert!(

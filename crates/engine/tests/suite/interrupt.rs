@@ -1,9 +1,9 @@
 //! Interrupts in every phase leave a journal that reloads and renders valid.
 
 use codewhale_engine::approval::ApprovalMode;
-use codewhale_engine::journal::Payload;
-use codewhale_engine::protocol::{Event, Op, TurnStatus};
+use codewhale_engine::protocol::{ErrorKind, Event, Op, TurnStatus};
 use codewhale_engine::session::{Resume, INTERRUPTED_RESULT};
+use codewhale_journal::Payload;
 use codewhale_provider::test_support::{Reply, ToolCall};
 use serde_json::json;
 
@@ -77,7 +77,7 @@ async fn a_dropped_stream_keeps_the_partial_text_and_fails_the_turn() {
     let run = engine.turn("hi").await;
     assert_eq!(run.status, TurnStatus::Failed);
     assert!(run.text.starts_with("half"), "{:?}", run.events);
-    let is_stream_error = |e: &Event| matches!(e, Event::Error { kind, .. } if kind == "network" || kind == "protocol");
+    let is_stream_error = |e: &Event| matches!(e, Event::Error { kind, .. } if matches!(kind, ErrorKind::Network | ErrorKind::Protocol));
     assert!(run.events.iter().any(is_stream_error), "{:?}", run.events);
     engine.shutdown().await;
     let journal = reload_checked(&session_file(h.home.path()));

@@ -5,6 +5,8 @@ mod compaction;
 mod compaction_passes;
 mod interrupt;
 mod never_stuck;
+mod one_truth;
+mod protocol;
 mod resume;
 mod tool_loop;
 mod turn;

@@ -3,13 +3,13 @@
 //! the window, the journal still holds everything verbatim, no request has an orphaned tool
 //! pair.
 
-use codewhale_engine::journal::{
+use codewhale_engine::protocol::{CompactionKind, ErrorKind, Event, TurnStatus};
+use codewhale_engine::session::Resume;
+use codewhale_engine::Engine;
+use codewhale_journal::{
     check_file, AssistantPayload, Block, CompactionPath, CompactionPayload, Covers, Entry,
     HeaderPayload, JournalFile, Payload, ToolResultPayload, Trigger, UserPayload,
 };
-use codewhale_engine::protocol::{Event, TurnStatus};
-use codewhale_engine::session::Resume;
-use codewhale_engine::Engine;
 use codewhale_provider::test_support::Reply;
 use serde_json::json;
 
@@ -57,7 +57,7 @@ async fn a_first_round_bigger_than_the_window_is_bounded_and_the_session_goes_on
         assert!(run
             .events
             .iter()
-            .any(|e| matches!(e, Event::CompactionFinished { path, .. } if path == "prune-only")));
+            .any(|e| matches!(e, Event::CompactionFinished { path, .. } if *path == CompactionKind::PruneOnly)));
         for k in 0..3 {
             h.server.push(Reply::text(format!("answer {k}")).with_usage(4_100, 10));
             let run = engine.turn(&format!("follow-up {k}")).await;
@@ -290,14 +290,14 @@ struct Prepared {
 }
 
 impl Prepared {
-    fn on_head(&mut self, payload: impl Into<Payload>) -> codewhale_engine::journal::EntryId {
+    fn on_head(&mut self, payload: impl Into<Payload>) -> codewhale_journal::EntryId {
         let head = self.file.journal().head_id().clone();
         let entry = Entry::new(Some(head), payload).with_tokens(20);
         let id = entry.id.clone();
         self.file.append(entry).unwrap();
         id
     }
-    fn append_user(&mut self, text: &str) -> codewhale_engine::journal::EntryId {
+    fn append_user(&mut self, text: &str) -> codewhale_journal::EntryId {
         self.on_head(UserPayload::text(text))
     }
     /// An entry written before its count was known (no `tokens` in the line).
@@ -305,10 +305,10 @@ impl Prepared {
         let head = self.file.journal().head_id().clone();
         self.file.append(Entry::new(Some(head), payload)).unwrap();
     }
-    fn append_text(&mut self, text: &str) -> codewhale_engine::journal::EntryId {
+    fn append_text(&mut self, text: &str) -> codewhale_journal::EntryId {
         self.on_head(AssistantPayload::new(vec![Block::text(text)]))
     }
-    fn append_call(&mut self, id: &str) -> codewhale_engine::journal::EntryId {
+    fn append_call(&mut self, id: &str) -> codewhale_journal::EntryId {
         self.on_head(AssistantPayload::new(vec![Block::tool_use(
             id,
             "list_dir",
@@ -337,7 +337,7 @@ fn prepared_session(h: &Harness, build: impl FnOnce(&mut Prepared)) -> std::path
 }
 
 fn uuid_like() -> String {
-    codewhale_engine::journal::EntryId::new().to_string()
+    codewhale_journal::EntryId::new().to_string()
 }
 
 /// When even the bounded minimum cannot fit — here pinned anchors larger than the window — the
@@ -356,7 +356,9 @@ async fn anchors_larger_than_the_window_stop_the_turn_with_a_precise_message() {
         .events
         .iter()
         .find_map(|e| match e {
-            Event::Error { kind, message } if kind == "context_full" => Some(message.clone()),
+            Event::Error { kind, message } if *kind == ErrorKind::ContextFull => {
+                Some(message.clone())
+            }
             _ => None,
         })
         .unwrap_or_else(|| panic!("{:?}", run.events));

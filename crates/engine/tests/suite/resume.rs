@@ -2,11 +2,11 @@
 
 use codewhale_engine::approval::ApprovalMode;
 use codewhale_engine::config::{Config, ResolvedProvider};
-use codewhale_engine::journal::{
-    AssistantPayload, Block, Entry, HeaderPayload, JournalFile, Payload, UserPayload,
-};
 use codewhale_engine::protocol::TurnStatus;
 use codewhale_engine::session::{Resume, Session, SessionParams, INTERRUPTED_RESULT};
+use codewhale_journal::{
+    AssistantPayload, Block, Entry, HeaderPayload, JournalFile, Payload, UserPayload,
+};
 use codewhale_provider::test_support::Reply;
 use codewhale_provider::ProviderKind;
 use serde_json::json;
@@ -142,6 +142,7 @@ fn session_params(h: &Harness) -> SessionParams {
         resume: Resume::Last,
         retry: None,
         front_end: codewhale_engine::FrontEnd::Cli,
+        model_explicit: false,
     }
 }
 
@@ -182,6 +183,8 @@ async fn resuming_from_another_directory_says_where_tools_now_work() {
     params.workspace = elsewhere.path().to_path_buf();
     let (handle, mut events) = codewhale_engine::Engine::spawn(params).unwrap();
     let _configured = events.recv().await.unwrap();
+    let history = events.recv().await.unwrap();
+    assert!(matches!(history.event, codewhale_engine::protocol::Event::History { .. }));
     let notice = events.recv().await.unwrap();
     let codewhale_engine::protocol::Event::Notice { message, .. } = notice.event else {
         panic!("expected a notice, got {notice:?}");

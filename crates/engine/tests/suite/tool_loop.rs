@@ -1,8 +1,8 @@
 //! Multi-step tool loops, one per tool, and parallel calls.
 
 use codewhale_engine::approval::ApprovalMode;
-use codewhale_engine::journal::Payload;
 use codewhale_engine::protocol::{Event, TurnStatus};
+use codewhale_journal::Payload;
 use codewhale_provider::test_support::{Reply, ToolCall};
 use serde_json::json;
 

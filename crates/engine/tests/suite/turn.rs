@@ -2,7 +2,7 @@
 
 use codewhale_engine::approval::ApprovalMode;
 use codewhale_engine::budget::Source;
-use codewhale_engine::protocol::{Event, TurnStatus};
+use codewhale_engine::protocol::{ErrorKind, Event, TurnStatus};
 use codewhale_provider::test_support::{Fault, Reply};
 
 use super::common::{kinds, reload_checked, session_file, Harness};
@@ -14,8 +14,8 @@ async fn the_request_carries_system_prompt_instructions_and_tools() {
     h.server.push(Reply::text("ok").with_usage(50_000, 3));
     let mut engine = h.spawn(ApprovalMode::Ask);
     let run = engine.turn("hello").await;
-    let usages: Vec<_> = run
-        .events
+    let started = run.events.iter().position(|e| matches!(e, Event::TurnStarted)).unwrap();
+    let usages: Vec<_> = run.events[started..]
         .iter()
         .filter_map(|e| match e {
             Event::Usage { reported_input, pressure, .. } => Some((*reported_input, *pressure)),
@@ -54,7 +54,9 @@ async fn a_context_overflow_fails_the_turn_with_a_clear_error() {
         .events
         .iter()
         .find_map(|e| match e {
-            Event::Error { kind, message } if kind == "context_overflow" => Some(message.clone()),
+            Event::Error { kind, message } if *kind == ErrorKind::ContextOverflow => {
+                Some(message.clone())
+            }
             _ => None,
         })
         .unwrap();
@@ -74,7 +76,10 @@ async fn busy_ops_during_a_turn_are_answered_with_an_error() {
     let run = engine.finish(turn).await;
     assert_eq!(run.status, TurnStatus::Completed);
     let _ = busy;
-    assert!(run.events.iter().any(|e| matches!(e, Event::Error { kind, .. } if kind == "busy")));
+    assert!(run
+        .events
+        .iter()
+        .any(|e| matches!(e, Event::Error { kind, .. } if *kind == ErrorKind::Busy)));
     engine.shutdown().await;
 }
 

@@ -58,6 +58,39 @@ fn anchors_synthetic_and_tokens_are_carried() {
 }
 
 #[test]
+fn a_withdrawn_anchor_leaves_the_view_and_the_note_says_so_once() {
+    let mut j = journal();
+    let pin = j.on_head(UserPayload::anchor("always answer in French"));
+    j.user("u1");
+    let a1 = j.assistant("a1");
+    let mut note = UserPayload::synthetic("the pin \"always answer in French\" was withdrawn");
+    note.withdraws = Some(pin.clone());
+    j.on_head(note);
+    j.user("u2");
+    let v = head_view(&j);
+    assert_eq!(
+        short(&v),
+        [
+            "user: u1",
+            "assistant: a1",
+            "synthetic: the pin \"always answer in French\" was withdrawn",
+            "user: u2"
+        ]
+    );
+    check_view(&v).unwrap();
+    // A branch that left before the withdrawal still carries the pin.
+    let before = render(&j, a1.as_str());
+    assert_eq!(short(&before)[0], "anchor: always answer in French");
+    // A withdrawal that names something other than an anchor changes nothing.
+    let mut j = journal();
+    let plain = j.user("keep me");
+    let mut odd = UserPayload::synthetic("withdrawn?");
+    odd.withdraws = Some(plain);
+    j.on_head(odd);
+    assert_eq!(short(&head_view(&j)), ["user: keep me", "synthetic: withdrawn?"]);
+}
+
+#[test]
 fn pruned_results_become_stubs_and_bounded_ones_are_cut() {
     let mut j = journal();
     j.user("u1");

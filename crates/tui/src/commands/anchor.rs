@@ -7,24 +7,21 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use codewhale_engine::anchors::{AnchorStore, ANCHORS_FILE};
+use codewhale_engine::offline::anchors::{self, ANCHORS_FILE};
 
 use crate::cli::AnchorCommand;
 
 /// Runs one anchor subcommand.
 pub fn run(workspace: Option<&Path>, command: AnchorCommand) -> anyhow::Result<ExitCode> {
     let workspace = super::workspace_dir(workspace)?;
-    let store = AnchorStore::new(&workspace);
     match command {
         AnchorCommand::Add { text } => {
-            // Anchors are restated in every checkpoint: a secret in one is redacted when pinned.
-            let text =
-                codewhale_engine::redact::Redactor::default().redact(&text.join(" ")).into_owned();
-            let n = store.add(&text)?;
+            // Redacted by the engine: anchors are restated in every checkpoint.
+            let n = anchors::add(&workspace, &text.join(" "))?;
             println!("anchor {n} added to {ANCHORS_FILE}");
         }
         AnchorCommand::List => {
-            let entries = store.list()?;
+            let entries = anchors::list(&workspace)?;
             if entries.is_empty() {
                 println!("no anchors in {ANCHORS_FILE}; add one with `codewhale anchor add TEXT`");
             }
@@ -37,7 +34,7 @@ pub fn run(workspace: Option<&Path>, command: AnchorCommand) -> anyhow::Result<E
             }
         }
         AnchorCommand::Rm { n } => {
-            let removed = store.remove(n)?;
+            let removed = anchors::remove(&workspace, n)?;
             let first = removed.lines().next().unwrap_or_default();
             println!("removed anchor {n}: {first}");
         }

@@ -8,9 +8,9 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use codewhale_engine::config::Env;
 use codewhale_engine::protocol::{Event, Op};
-use codewhale_engine::session::Resume;
+use codewhale_engine::Env;
+use codewhale_engine::Resume;
 use codewhale_engine::{Engine, EngineParams};
 
 use crate::cli::{CompactArgs, GlobalArgs};
@@ -22,7 +22,7 @@ pub fn run(
     workspace: Option<&Path>,
     args: CompactArgs,
 ) -> anyhow::Result<ExitCode> {
-    codewhale_engine::tokens::warm_up();
+    codewhale_engine::warm_up();
     let _log = crate::logging::init(home);
     let workspace = super::workspace_dir(workspace)?;
     let resume = match args.session {
@@ -82,7 +82,7 @@ async fn compact(params: EngineParams, focus: Option<String>) -> anyhow::Result<
 
 #[cfg(test)]
 mod tests {
-    use codewhale_engine::config::Overrides;
+    use codewhale_engine::Overrides;
     use codewhale_provider::test_support::{MockServer, Reply};
 
     use super::*;
@@ -153,14 +153,12 @@ left\nNone\n## Open questions\nNone\n## Next action\nGo on.\n## Reference\nNone"
         let summary_request = server.requests().last().unwrap().body.to_string();
         assert!(summary_request.contains("Focus the note on: shipping"));
 
-        let report = codewhale_engine::compaction::report::context_report(
-            &codewhale_engine::compaction::report::ReportParams {
-                home: home.path(),
-                cwd: ws.path(),
-                resume: Resume::Last,
-                overrides: super::super::exec::overrides(&global, None),
-            },
-        )
+        let report = codewhale_engine::offline::context(&codewhale_engine::offline::ReportParams {
+            home: home.path(),
+            cwd: ws.path(),
+            resume: Resume::Last,
+            overrides: super::super::exec::overrides(&global, None),
+        })
         .unwrap();
         assert_eq!(report.compactions, 1);
         assert!(report.view.iter().any(|v| v.kind == "checkpoint"));

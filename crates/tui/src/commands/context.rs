@@ -8,8 +8,9 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use codewhale_engine::compaction::report::{context_report, ContextReport, ReportParams};
-use codewhale_engine::session::Resume;
+use codewhale_engine::offline::{self, ReportParams};
+use codewhale_engine::protocol::ContextReport;
+use codewhale_engine::Resume;
 
 use crate::cli::{ContextArgs, GlobalArgs};
 
@@ -25,7 +26,7 @@ pub fn run(
         Some(id) => Resume::Id(id),
         None => Resume::Last,
     };
-    let report = context_report(&ReportParams {
+    let report = offline::context(&ReportParams {
         home,
         cwd: &cwd,
         resume,
@@ -72,7 +73,8 @@ pub fn human(r: &ContextReport) -> String {
     let percent = t.total as f64 * 100.0 / r.usable_input.max(1) as f64;
     out.push_str(&format!(
         "[{bar}]\n{} tokens ({}), {percent:.0}% of usable input\n",
-        t.total, t.source
+        t.total,
+        t.source.as_str()
     ));
     for (mark, name, n) in parts {
         out.push_str(&format!("  {mark} {name:<13} {n:>8} (estimated)\n"));
@@ -88,8 +90,8 @@ pub fn human(r: &ContextReport) -> String {
             };
             out.push_str(&format!(
                 "active compaction: {} ({}) at {}, covers {covered} entries, {} retained, {figures}, model {}\n",
-                c.path,
-                c.trigger,
+                c.path.as_str(),
+                c.trigger.as_str(),
                 c.when,
                 c.retained,
                 c.model.as_deref().unwrap_or("none")
@@ -119,9 +121,10 @@ pub fn human(r: &ContextReport) -> String {
 
 #[cfg(test)]
 mod tests {
-    use codewhale_engine::compaction::report::{
+    use codewhale_engine::protocol::report::{
         ActiveReport, AnchorsReport, CoversReport, LastRound, Tokens,
     };
+    use codewhale_engine::protocol::{CompactionKind, CompactionTrigger, Source};
 
     use super::*;
 
@@ -138,7 +141,7 @@ mod tests {
             threshold: 600,
             tokens: Tokens {
                 total: 500,
-                source: "reported".into(),
+                source: Source::Reported,
                 system: 100,
                 anchors: 20,
                 checkpoint: 80,
@@ -148,8 +151,8 @@ mod tests {
             },
             compaction: Some(ActiveReport {
                 id: "c".into(),
-                path: "summary".into(),
-                trigger: "manual".into(),
+                path: CompactionKind::Summary,
+                trigger: CompactionTrigger::Manual,
                 covers: Some(CoversReport { first: "a".into(), last: "b".into(), count: 12 }),
                 retained: 2,
                 tokens_before: Some(900),

@@ -13,17 +13,17 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use codewhale_engine::config::{Env, Overrides};
 use codewhale_engine::protocol::{ApprovalScope, Event, Op, TurnStatus};
-use codewhale_engine::session::Resume;
+use codewhale_engine::Resume;
 use codewhale_engine::{Engine, EngineParams};
+use codewhale_engine::{Env, Overrides};
 
 use crate::cli::{ExecArgs, GlobalArgs};
 
 /// The command-line overrides of the configuration.
 pub fn overrides(
     global: &GlobalArgs,
-    approval: Option<codewhale_engine::approval::ApprovalMode>,
+    approval: Option<codewhale_engine::ApprovalMode>,
 ) -> Overrides {
     Overrides {
         provider: global.provider.clone(),
@@ -42,7 +42,7 @@ pub fn run(
     args: ExecArgs,
 ) -> anyhow::Result<ExitCode> {
     // The tokenizer takes longer to build than a short turn; start it before anything else.
-    codewhale_engine::tokens::warm_up();
+    codewhale_engine::warm_up();
     let _log = crate::logging::init(home);
     let prompt = read_prompt(&args.prompt)?;
     if prompt.trim().is_empty() {

@@ -8,8 +8,8 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use codewhale_engine::config::{self, Env};
-use codewhale_engine::session::Resume;
+use codewhale_engine::Resume;
+use codewhale_engine::{Engine, EngineError, EngineParams, Env};
 
 use crate::cli::GlobalArgs;
 use crate::tui::{self, TuiParams};
@@ -44,13 +44,26 @@ pub fn run_with(
     let home = crate::home::resolve(global.home.as_ref())?;
     let workspace = super::workspace_dir(workspace)?;
     let overrides = super::exec::overrides(global, None);
-    let config = config::load(&home, &workspace, &overrides)?;
-    if config.resolve_provider(&Env::from_process())?.is_none() {
-        eprintln!("{PROVIDER_SETUP_HELP}");
-        return Ok(ExitCode::from(1));
+    // What would stop the session from opening (no provider, a bad config, no such session)
+    // is said here, before the terminal is taken over; the session itself loads in the UI.
+    let probe = EngineParams {
+        home: home.clone(),
+        workspace: workspace.clone(),
+        overrides: overrides.clone(),
+        env: Env::from_process(),
+        resume: resume.clone().unwrap_or_default(),
+        ..EngineParams::default()
+    };
+    match Engine::preflight(&probe) {
+        Ok(()) => {}
+        Err(EngineError::NoProvider) => {
+            eprintln!("{PROVIDER_SETUP_HELP}");
+            return Ok(ExitCode::from(1));
+        }
+        Err(err) => return Err(err.into()),
     }
     // The tokenizer takes a while to build; start it before the first frame.
-    codewhale_engine::tokens::warm_up();
+    codewhale_engine::warm_up();
     let _log = crate::logging::init(&home);
     // Asked in the UI, before the session opens, when the workspace's config sets anything
     // that needs trust and the user has not answered for this content yet.

@@ -9,11 +9,9 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use codewhale_engine::journal;
-
 /// Validates the journal at `file` without modifying it.
 pub fn run(file: &Path) -> anyhow::Result<ExitCode> {
-    let report = journal::check_file(file)?;
+    let report = codewhale_engine::offline::check_journal(file)?;
     for warning in &report.warnings {
         println!("warning: {warning}");
     }

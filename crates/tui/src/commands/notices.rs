@@ -24,12 +24,15 @@ pub fn line(event: &Event) -> Option<String> {
             format!("warning: compaction failed, nothing was changed: {reason}")
         }
         Event::CompactionRefused { reason } => format!("nothing to compact: {reason}"),
+        Event::CompactionCancelled => "compaction cancelled; nothing was changed".to_owned(),
         _ => return None,
     })
 }
 
 #[cfg(test)]
 mod tests {
+    use codewhale_engine::protocol::{CompactionKind, CompactionTrigger};
+
     use super::*;
 
     #[test]
@@ -38,11 +41,13 @@ mod tests {
         assert_eq!(line(&warn).unwrap(), "warning: line 3: torn");
         let done = Event::CompactionFinished {
             id: "c".into(),
-            path: "summary".into(),
+            trigger: CompactionTrigger::Manual,
+            path: CompactionKind::Summary,
             tokens_before: 9_000,
             tokens_after: 2_000,
             covered: 12,
             retained: 1,
+            note: "Codewhale handoff note.".into(),
         };
         assert_eq!(
             line(&done).unwrap(),

@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use codewhale_engine::session::Resume;
+use codewhale_engine::Resume;
 
 use crate::cli::GlobalArgs;
 

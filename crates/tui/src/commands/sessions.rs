@@ -10,14 +10,14 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use codewhale_engine::journal::{self, SessionInfo};
+use codewhale_engine::offline::{self, SessionInfo};
 
 use crate::home;
 
 /// Lists the sessions under `home/sessions`, newest first.
 pub fn run(home: &Path, json: bool) -> anyhow::Result<ExitCode> {
     let dir = home::sessions_dir(home);
-    let listing = journal::list_sessions(&dir)
+    let listing = offline::sessions(&dir)
         .with_context(|| format!("cannot list the sessions in {}", dir.display()))?;
     for (path, reason) in &listing.skipped {
         eprintln!("skipped {}: {reason}", path.display());

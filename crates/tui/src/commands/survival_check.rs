@@ -8,18 +8,15 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use codewhale_engine::compaction::matrix::Matrix;
-
 /// Runs the matrix at `path`.
 pub fn run(path: &Path) -> anyhow::Result<ExitCode> {
-    let matrix = match Matrix::load(path) {
-        Ok(matrix) => matrix,
+    let report = match codewhale_engine::offline::survival_check(path) {
+        Ok(report) => report,
         Err(err) => {
             eprintln!("codewhale: {}: {err}", path.display());
             return Ok(ExitCode::from(2));
         }
     };
-    let report = matrix.run();
     if report.mismatches.is_empty() {
         println!("ok {} survival-contract fixtures", report.total);
         return Ok(ExitCode::SUCCESS);

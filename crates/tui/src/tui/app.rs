@@ -9,8 +9,9 @@
 
 use crossterm::event::{Event as TermEvent, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
-use codewhale_engine::budget::Figure;
-use codewhale_engine::protocol::{Op, SubmissionId};
+use std::collections::VecDeque;
+
+use codewhale_engine::protocol::{Figure, Op, SubmissionId};
 
 use super::cells::{NoticeCell, NoticeKind, UserCell};
 use super::composer::{Composer, ComposerOutcome};
@@ -39,9 +40,16 @@ impl Lifecycle {
     pub fn turn_running(&self) -> bool {
         !matches!(self, Lifecycle::Idle | Lifecycle::Compacting { in_turn: false })
     }
+
+    /// Whether the engine is working (a turn, or a `/compact` on its own): Ctrl+C and Esc
+    /// interrupt it.
+    pub fn busy(&self) -> bool {
+        *self != Lifecycle::Idle
+    }
 }
 
-/// The context gauge's figures, from the engine's last `Usage` event.
+/// The context gauge's figures, from the engine's last `Usage` event (the same figures and
+/// labels as `/context`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Gauge {
     pub pressure: Figure,
@@ -56,10 +64,19 @@ pub enum Pending {
     Anchor(String),
     /// `/fork`, `/checkout`, `/rewind`: once HEAD moved, the transcript shows the new view.
     HeadMove,
+    /// `/anchor list`: the engine's list is shown.
+    ListAnchors,
+    /// `/compact`: a refusal (a turn runs) ends the compacting state.
+    Compact,
+    /// An older page of the conversation, asked for while scrolling up.
+    OlderHistory,
 }
 
 /// Scroll step of PageUp/PageDown, as a fraction of the transcript's height.
 const PAGE_FRACTION: usize = 2;
+
+/// Items per older page of the conversation.
+pub(crate) const HISTORY_PAGE: usize = 200;
 
 /// The whole UI state.
 pub struct App {
@@ -71,14 +88,20 @@ pub struct App {
     pub(crate) effects: Vec<Effect>,
     pub(crate) model: String,
     pub(crate) session_id: String,
-    /// The session's journal file, from the engine (read-only uses: history, notes).
-    pub(crate) session_path: String,
     /// The directory the engine's session works in; `None` until the engine says.
     pub(crate) workspace: Option<std::path::PathBuf>,
     pub(crate) gauge: Option<Gauge>,
     pub(crate) pending: Vec<(SubmissionId, Pending)>,
-    /// The trigger of the compaction in progress, for its capsule.
-    pub(crate) compaction_trigger: Option<String>,
+    /// The cursor of the page before the oldest one shown; `None` when the beginning of the
+    /// conversation is shown.
+    pub(crate) older: Option<String>,
+    /// A notice to show under the conversation once the engine's next page replaces it (a
+    /// resumed session, a HEAD move).
+    pub(crate) reset_notice: Option<String>,
+    /// Messages typed while `/compact` ran, sent in order when it ends.
+    pub(crate) queued: VecDeque<String>,
+    /// Another session is being opened: its file's size, for the status line.
+    pub(crate) opening: Option<u64>,
     /// A first Ctrl+C on an idle, empty composer; the second one quits.
     pub(crate) quit_armed: bool,
     /// Shutdown was sent; waiting for the engine to confirm.
@@ -111,11 +134,13 @@ impl App {
             effects: Vec::new(),
             model: model.into(),
             session_id: String::new(),
-            session_path: String::new(),
             workspace: None,
             gauge: None,
             pending: Vec::new(),
-            compaction_trigger: None,
+            older: None,
+            reset_notice: None,
+            queued: VecDeque::new(),
+            opening: None,
             quit_armed: false,
             quitting: false,
             viewport: (80, 20),
@@ -123,15 +148,18 @@ impl App {
         }
     }
 
-    /// Replaces the engine (after `/new` or `/resume`): a fresh transcript, same history.
+    /// Replaces the engine (after `/new` or `/resume`): a fresh transcript, same composer.
     pub fn attach(&mut self, sink: Box<dyn OpSink>) {
         self.sink = sink;
         self.transcript = Transcript::default();
-        self.views.clear();
+        self.views.retain(|v| v.approval_call().is_none());
         self.lifecycle = Lifecycle::Idle;
         self.gauge = None;
         self.pending.clear();
-        self.compaction_trigger = None;
+        self.older = None;
+        self.reset_notice = None;
+        self.queued.clear();
+        self.opening = None;
         self.quitting = false;
     }
 
@@ -147,10 +175,6 @@ impl App {
 
     pub fn session_id(&self) -> &str {
         &self.session_id
-    }
-
-    pub fn session_path(&self) -> &str {
-        &self.session_path
     }
 
     pub(crate) fn notice(&mut self, kind: NoticeKind, text: impl Into<String>) {
@@ -212,9 +236,19 @@ impl App {
         }
     }
 
+    /// Scrolls towards older output; at the top, asks the engine for the page before it.
     fn scroll_up(&mut self, rows: usize) {
         let (w, h) = self.viewport;
         self.transcript.scroll_up(rows, w, h);
+        let loading = self.pending.iter().any(|(_, p)| *p == Pending::OlderHistory);
+        if self.transcript.at_top(w, h) && !loading {
+            if let Some(before) = self.older.clone() {
+                let op = Op::GetHistory { before: Some(before), limit: HISTORY_PAGE };
+                if let Some(id) = self.sink.submit(op) {
+                    self.pending.push((id, Pending::OlderHistory));
+                }
+            }
+        }
     }
 
     fn on_key(&mut self, key: KeyEvent) {
@@ -231,6 +265,7 @@ impl App {
         let page = usize::from(self.viewport.1 / PAGE_FRACTION as u16).max(1);
         match key.code {
             KeyCode::Char('c') if ctrl => self.on_ctrl_c(),
+            KeyCode::Esc if self.lifecycle.busy() => self.interrupt(),
             KeyCode::Char('d') if ctrl => {
                 if self.composer.is_empty() {
                     self.quit();
@@ -286,10 +321,15 @@ impl App {
         }
     }
 
+    /// Stops the running turn or compaction.
+    fn interrupt(&mut self) {
+        self.submit(Op::Interrupt);
+        self.quit_armed = false;
+    }
+
     fn on_ctrl_c(&mut self) {
-        if self.lifecycle.turn_running() {
-            self.submit(Op::Interrupt);
-            self.quit_armed = false;
+        if self.lifecycle.busy() {
+            self.interrupt();
         } else if !self.composer.is_empty() {
             self.composer.clear();
             self.quit_armed = false;
@@ -316,6 +356,13 @@ impl App {
             }
             return;
         }
+        if self.lifecycle == (Lifecycle::Compacting { in_turn: false }) && !self.quitting {
+            // The pass ends soon (or is cancelled): the message waits for it, in sight.
+            self.notice(NoticeKind::Info, format!("queued until the compaction ends: {text}"));
+            self.queued.push_back(text);
+            self.transcript.scroll_down(usize::MAX);
+            return;
+        }
         if self.lifecycle.turn_running() || self.quitting {
             // Keep the text: the user should not lose a message typed during a turn.
             self.composer.set_text(&text);
@@ -325,13 +372,33 @@ impl App {
             );
             return;
         }
-        if self.submit(Op::UserInput { text: text.clone() }).is_some() {
-            self.transcript.push(UserCell { text });
-            self.lifecycle = Lifecycle::Streaming { thinking: false };
-        } else {
+        if !self.send_message(text.clone()) {
             self.composer.set_text(&text);
         }
         self.transcript.scroll_down(usize::MAX);
+    }
+
+    /// Starts a turn with `text`; false when no session is open to take it.
+    pub(crate) fn send_message(&mut self, text: String) -> bool {
+        if self.submit(Op::UserInput { text: text.clone() }).is_none() {
+            return false;
+        }
+        self.transcript.push(UserCell { text });
+        self.lifecycle = Lifecycle::Streaming { thinking: false };
+        true
+    }
+
+    /// After `/compact` ended: the first queued message starts the next turn (the others wait
+    /// for it, as typed).
+    pub(crate) fn send_queued(&mut self) {
+        if self.lifecycle != Lifecycle::Idle {
+            return;
+        }
+        if let Some(text) = self.queued.pop_front() {
+            if !self.send_message(text.clone()) {
+                self.composer.set_text(&text);
+            }
+        }
     }
 
     fn on_view_action(&mut self, action: ViewAction) {
@@ -352,7 +419,7 @@ impl App {
             }
             ViewAction::OpenSession { id } => {
                 self.views.pop();
-                self.effects.push(Effect::OpenSession(codewhale_engine::session::Resume::Id(id)));
+                self.effects.push(Effect::OpenSession(codewhale_engine::Resume::Id(id)));
             }
             ViewAction::Interrupt => {
                 self.views.retain(|v| v.approval_call().is_none());

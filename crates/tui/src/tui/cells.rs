@@ -10,6 +10,8 @@
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
+use codewhale_engine::protocol::{CompactionKind, CompactionTrigger};
+
 use super::markdown;
 use super::wrap::{wrap_line, wrap_lines};
 
@@ -30,11 +32,6 @@ pub trait Cell: std::fmt::Debug + Send {
 
     /// The tool call, when this cell is one (so a result can find its call).
     fn as_tool_mut(&mut self) -> Option<&mut ToolCell> {
-        None
-    }
-
-    /// The compaction capsule, when this cell is one (so its note can arrive later).
-    fn as_compaction_mut(&mut self) -> Option<&mut CompactionCell> {
         None
     }
 }
@@ -71,6 +68,39 @@ fn gutter(
             Line::from(spans)
         })
         .collect()
+}
+
+/// A cell of the conversation that the active compaction covers: drawn dimmed, since the
+/// model reads it only through the checkpoint note. Uncovered, it draws as the cell it wraps.
+#[derive(Debug)]
+pub struct Covered<C> {
+    inner: C,
+    covered: bool,
+}
+
+impl<C: Cell> Covered<C> {
+    pub fn new(inner: C, covered: bool) -> Covered<C> {
+        Covered { inner, covered }
+    }
+}
+
+impl<C: Cell> Cell for Covered<C> {
+    fn lines(&self, width: u16) -> Vec<Line<'static>> {
+        let lines = self.inner.lines(width);
+        if !self.covered {
+            return lines;
+        }
+        let dim = Style::new().add_modifier(Modifier::DIM);
+        lines.into_iter().map(|line| line.patch_style(dim)).collect()
+    }
+
+    fn set_expanded(&mut self, expanded: bool) -> bool {
+        self.inner.set_expanded(expanded)
+    }
+
+    fn as_tool_mut(&mut self) -> Option<&mut ToolCell> {
+        self.inner.as_tool_mut()
+    }
 }
 
 /// What the user typed.
@@ -249,14 +279,13 @@ impl Cell for NoticeCell {
     }
 }
 
-/// What a finished compaction did, as the engine reported it (or the journal recorded it).
+/// What a finished compaction did, as the engine reported it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompactionSummary {
     /// The compaction record's entry id.
     pub id: String,
-    pub trigger: String,
-    /// `summary` or `prune-only`.
-    pub path: String,
+    pub trigger: CompactionTrigger,
+    pub path: CompactionKind,
     /// Model-visible messages in the covered segment.
     pub covered: u64,
     /// User messages kept verbatim.
@@ -270,7 +299,7 @@ pub struct CompactionSummary {
 #[derive(Debug, Clone)]
 pub struct CompactionCell {
     pub summary: CompactionSummary,
-    /// The checkpoint note, once read from the journal.
+    /// The checkpoint note the model reads now.
     pub note: Option<String>,
     pub expanded: bool,
 }
@@ -301,7 +330,10 @@ impl Cell for CompactionCell {
     fn lines(&self, width: u16) -> Vec<Line<'static>> {
         let c = &self.summary;
         let style = Style::new().fg(Color::Magenta);
-        let what = if c.path == "prune-only" { "pruned old tool output" } else { "compacted" };
+        let what = match c.path {
+            CompactionKind::PruneOnly => "pruned old tool output",
+            _ => "compacted",
+        };
         // The engine counts the covered segment in model-visible messages, not in turns.
         let unit = if c.covered == 1 { "message" } else { "messages" };
         let head = format!(
@@ -309,14 +341,14 @@ impl Cell for CompactionCell {
             c.covered,
             short_tokens(c.tokens_before),
             short_tokens(c.tokens_after),
-            c.trigger,
+            c.trigger.as_str(),
             if self.expanded { "" } else { " …" }
         );
         let mut out = wrap_line(&Line::styled(head, style), usize::from(width));
         if self.expanded {
             let dim = Style::new().fg(Color::DarkGray);
             let mut details = vec![
-                Line::from(format!("path: {}", c.path)),
+                Line::from(format!("path: {}", c.path.as_str())),
                 Line::from(format!("covered: {} messages, replaced by the note below", c.covered)),
                 Line::from(format!("retained verbatim: {} user messages", c.retained)),
                 Line::from("the journal keeps everything; /context shows the active compaction"),
@@ -324,7 +356,7 @@ impl Cell for CompactionCell {
             ];
             match &self.note {
                 Some(note) => details.extend(markdown::render(note)),
-                None => details.push(Line::styled("(reading the note from the journal…)", dim)),
+                None => details.push(Line::styled("(no note)", dim)),
             }
             out.extend(gutter("  │ ", "  │ ", dim, details, width));
         }
@@ -335,10 +367,6 @@ impl Cell for CompactionCell {
     fn set_expanded(&mut self, expanded: bool) -> bool {
         self.expanded = expanded;
         true
-    }
-
-    fn as_compaction_mut(&mut self) -> Option<&mut CompactionCell> {
-        Some(self)
     }
 }
 

@@ -5,14 +5,16 @@
 //! closes any approval view (its call no longer waits); a streamed reply is committed before
 //! anything else is added after it, so the transcript keeps the engine's order.
 
-use codewhale_engine::protocol::{Event, EventMsg, NoticeLevel, TurnStatus};
+use codewhale_engine::protocol::{Event, EventMsg, HistoryPage, NoticeLevel, TurnStatus};
 
 use super::app::{App, Gauge, Lifecycle, Pending};
 use super::cells::{
     AnchorCell, CompactionCell, CompactionSummary, NoticeKind, ToolCell, ToolState,
 };
 use super::event::Effect;
-use super::views::ApprovalView;
+use super::history;
+use super::slash_dispatch::{anchors_text, context_text};
+use super::views::{ApprovalView, TextView};
 
 /// How much of each argument the approval view shows: enough to judge a command or a path,
 /// never a whole file being written (which would push the keys off the screen).
@@ -50,21 +52,23 @@ impl App {
         let pending =
             self.pending.iter().position(|(id, _)| *id == msg.id).map(|i| self.pending.remove(i).1);
         match msg.event {
-            Event::SessionConfigured { session_id, model, resumed, path, workspace } => {
+            Event::SessionOpening { bytes, .. } => self.opening = Some(bytes),
+            Event::SessionConfigured { session_id, model, resumed, workspace, .. } => {
                 self.workspace = Some(workspace.into());
-                if resumed {
-                    self.effects.push(Effect::LoadHistory { path: path.clone(), replace: false });
-                }
-                self.session_path = path;
+                self.opening = None;
                 let short: String = session_id.chars().take(8).collect();
                 let what = if resumed { "resumed session" } else { "new session" };
-                self.notice(
-                    NoticeKind::Info,
-                    format!("{what} {short} · {model} · /help lists the commands"),
-                );
+                let text = format!("{what} {short} · {model} · /help lists the commands");
+                if resumed {
+                    // Shown under the conversation, which the engine's first page brings.
+                    self.reset_notice = Some(text);
+                } else {
+                    self.notice(NoticeKind::Info, text);
+                }
                 self.session_id = session_id;
                 self.model = model;
             }
+            Event::History { page } => self.on_history(page, pending),
             Event::TurnStarted => self.lifecycle = Lifecycle::Streaming { thinking: false },
             Event::TextDelta { text } => {
                 self.transcript.push_delta(&text);
@@ -87,18 +91,25 @@ impl App {
                 self.views.push(Box::new(ApprovalView { call_id, name, input, reason }));
                 self.lifecycle = Lifecycle::AwaitingApproval;
             }
-            Event::Usage { pressure, usable_input, window_unverified, .. } => {
+            Event::Usage { pressure, usable_input, window_unverified, model, .. } => {
                 self.gauge = Some(Gauge { pressure, usable_input, window_unverified });
+                self.model = model;
+            }
+            Event::ContextReport { report } => {
+                self.views.push(Box::new(TextView::new("context", &context_text(&report))))
+            }
+            Event::Anchors { anchors } if pending == Some(Pending::ListAnchors) => {
+                if anchors.is_empty() {
+                    self.notice(NoticeKind::Info, "no anchors; /anchor <text> pins one");
+                } else {
+                    self.notice(NoticeKind::Info, anchors_text(&anchors));
+                }
             }
             Event::Notice { level, message } => match pending {
                 Some(Pending::Anchor(text)) => self.transcript.push(AnchorCell { text }),
-                Some(Pending::HeadMove) => {
-                    // The conversation on screen is the old branch's: show the new HEAD's.
-                    self.notice(NoticeKind::Info, message);
-                    let path = self.session_path.clone();
-                    self.effects.push(Effect::LoadHistory { path, replace: true });
-                }
-                None => {
+                // Shown under the new HEAD's conversation, which the next page brings.
+                Some(Pending::HeadMove) => self.reset_notice = Some(message),
+                _ => {
                     let kind = match level {
                         NoticeLevel::Info => NoticeKind::Info,
                         NoticeLevel::Warning => NoticeKind::Warning,
@@ -106,22 +117,29 @@ impl App {
                     self.notice(kind, message);
                 }
             },
-            Event::Error { message, .. } => self.notice(NoticeKind::Error, message),
-            Event::CompactionStarted { trigger } => {
-                self.lifecycle = Lifecycle::Compacting { in_turn: self.lifecycle.turn_running() };
-                self.compaction_trigger = Some(trigger);
+            Event::Error { message, .. } => {
+                if pending == Some(Pending::Compact) {
+                    // The pass never started (something else runs).
+                    self.end_compaction();
+                }
+                self.notice(NoticeKind::Error, message)
+            }
+            Event::CompactionStarted { .. } => {
+                let in_turn = self.lifecycle.turn_running();
+                self.lifecycle = Lifecycle::Compacting { in_turn };
             }
             Event::CompactionFinished {
                 id,
+                trigger,
                 path,
                 tokens_before,
                 tokens_after,
                 covered,
                 retained,
+                note,
             } => {
-                let trigger = self.compaction_trigger.take().unwrap_or_else(|| "auto".to_owned());
                 let summary = CompactionSummary {
-                    id: id.clone(),
+                    id,
                     trigger,
                     path,
                     covered,
@@ -129,8 +147,7 @@ impl App {
                     tokens_before,
                     tokens_after,
                 };
-                self.transcript.push(CompactionCell::new(summary, None));
-                self.effects.push(Effect::LoadNote { id });
+                self.transcript.push(CompactionCell::new(summary, Some(note)));
                 self.end_compaction();
             }
             Event::CompactionFailed { reason } => {
@@ -140,6 +157,10 @@ impl App {
             Event::CompactionRefused { reason } => {
                 // Nothing could or needed to shrink: information, not a failure.
                 self.notice(NoticeKind::Info, format!("nothing to compact: {reason}"));
+                self.end_compaction();
+            }
+            Event::CompactionCancelled => {
+                self.notice(NoticeKind::Warning, "compaction cancelled; nothing was changed");
                 self.end_compaction();
             }
             Event::TurnFinished { status, .. } => {
@@ -152,6 +173,7 @@ impl App {
                 }
                 self.views.retain(|v| v.approval_call().is_none());
                 self.lifecycle = Lifecycle::Idle;
+                self.send_queued();
             }
             Event::ShutdownComplete if self.quitting => self.effects.push(Effect::Exit),
             // The protocol grows; an event this version does not know changes nothing shown.
@@ -159,13 +181,29 @@ impl App {
         }
     }
 
+    /// A page of the conversation: the newest one replaces what is shown (a session opened,
+    /// HEAD moved); an older one goes above it.
+    fn on_history(&mut self, page: HistoryPage, pending: Option<Pending>) {
+        let earlier = history::transcript_of(&page);
+        if page.reset {
+            self.transcript = earlier;
+            if let Some(text) = self.reset_notice.take() {
+                self.notice(NoticeKind::Info, text);
+            }
+            self.older = page.older;
+        } else if pending == Some(Pending::OlderHistory) {
+            self.transcript.prepend(earlier);
+            self.older = page.older;
+        }
+    }
+
     fn end_compaction(&mut self) {
-        self.compaction_trigger = None;
         self.lifecycle = match self.lifecycle {
             Lifecycle::Compacting { in_turn: true } => Lifecycle::Streaming { thinking: false },
             Lifecycle::Compacting { in_turn: false } => Lifecycle::Idle,
             ref other => other.clone(),
         };
+        self.send_queued();
     }
 
     fn set_tool_state(&mut self, call_id: &str, state: ToolState) {

@@ -1,15 +1,14 @@
 //! The UI's typed events and effects: everything that reaches the app goes through
 //! [`AppEvent`]; everything the app wants done outside its own state is an [`Effect`] or an
-//! [`Op`] handed to an [`OpSink`].
+//! [`Op`] handed to an [`OpSink`]. What the app shows about the session comes from engine
+//! events alone: the app never reads a session file.
 //!
 //! Keeping both as plain enums (no boxed closures) is what lets tests script an engine, feed
 //! keys and assert on exactly what the app asked for.
 
-use codewhale_engine::compaction::report::ContextReport;
 use codewhale_engine::protocol::{EventMsg, Op, SubmissionId};
-use codewhale_engine::session::Resume;
+use codewhale_engine::Resume;
 
-use super::history::HistoryItem;
 use super::views::SessionRow;
 
 /// One input to the app, by domain.
@@ -21,24 +20,11 @@ pub enum AppEvent {
     Input(crossterm::event::Event),
     /// The engine's event stream ended (it stopped or crashed).
     EngineGone,
-    /// Results of effects the event loop carried out.
-    ContextLoaded(Result<Box<ContextReport>, String>),
-    SessionsLoaded {
-        all: bool,
-        result: Result<Vec<SessionRow>, String>,
-    },
-    AnchorsLoaded(Result<Vec<String>, String>),
-    /// The conversation at HEAD: shown before the rest for a resumed session, or instead of
-    /// everything after a HEAD move (`replace`).
-    HistoryLoaded {
-        replace: bool,
-        result: Result<Vec<HistoryItem>, String>,
-    },
-    /// The checkpoint note of compaction `id`, read from the journal.
-    NoteLoaded {
-        id: String,
-        note: Result<String, String>,
-    },
+    /// The session list the event loop read (through the engine's entry point).
+    SessionsLoaded { all: bool, result: Result<Vec<SessionRow>, String> },
+    /// Another session is being opened (off the UI task); `bytes` is its file's size, for
+    /// the progress line. `None` when nothing is opening any more.
+    SessionOpening(Option<u64>),
     /// Opening another session failed; the current one stays.
     SessionOpenFailed(String),
 }
@@ -47,18 +33,9 @@ pub enum AppEvent {
 /// on, or engine lifecycle).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Effect {
-    /// Build the context report of the current session (reads the journal read-only through
-    /// the engine's report builder).
-    LoadContext,
     /// List sessions: all of them, or those of this workspace.
     LoadSessions { all: bool },
-    /// Read a resumed session's conversation so far (read-only) from its journal file.
-    LoadHistory { path: String, replace: bool },
-    /// Read the checkpoint note of compaction record `id` (read-only).
-    LoadNote { id: String },
-    /// Read the workspace's anchors.
-    ListAnchors,
-    /// Stop the current engine and open another session.
+    /// Open another session (off the UI task); once it is open, the current engine stops.
     OpenSession(Resume),
     /// Remember the answer about trusting the workspace's config, then open the session
     /// that waited for it.

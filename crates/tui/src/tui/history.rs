@@ -1,220 +1,129 @@
-//! The conversation so far, for a resumed session: what the model reads at HEAD, as cells.
+//! The conversation so far, from the engine's [`HistoryPage`]s, as cells.
 //!
-//! Read-only: the journal is loaded with the journal crate's read-only loader (the same one
-//! the engine's `/context` report uses) and rendered with the one view function, so the
-//! transcript shows exactly what the model will read — retained messages, the checkpoint of
-//! the active compaction as its capsule, then the recent turns. Nothing here writes.
-//! Invariant: every item of the view becomes at most one entry of [`HistoryItem`]s, in view
-//! order, with tool results joined to their calls.
+//! The engine sends the newest page unasked when a session opens and after every HEAD move
+//! (`reset`), and older pages when the app asks for them as the user scrolls up; this module
+//! only turns a page into a [`Transcript`] to show or to put before what is shown. Nothing here
+//! reads a file. Items the active compaction covers are shown dimmed (the model reads them only
+//! through the note); the compaction itself is a capsule where its note sits.
 
-use std::path::Path;
-
-use codewhale_engine::journal::{self, Block, ItemContent, ItemKind};
+use codewhale_engine::protocol::{HistoryItem, HistoryPage};
 
 use super::cells::{
-    summarize_input, AnchorCell, AssistantCell, CompactionCell, CompactionSummary, ToolCell,
-    ToolState, UserCell,
+    summarize_input, AnchorCell, AssistantCell, CompactionCell, CompactionSummary, Covered,
+    NoticeCell, NoticeKind, ToolCell, ToolState, UserCell,
 };
 use super::transcript::Transcript;
 
-/// Output kept per tool result for display; the journal has the rest.
-const MAX_OUTPUT_BYTES: usize = 64 * 1024;
-
-/// One past event to show, as plain data (sent between threads, compared in tests).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HistoryItem {
-    User(String),
-    Assistant(String),
-    Anchor(String),
-    Tool { call_id: String, name: String, summary: String, result: Option<(bool, String)> },
-    Compaction { summary: CompactionSummary, note: String },
+/// The cells of `page`, oldest first.
+pub fn transcript_of(page: &HistoryPage) -> Transcript {
+    let mut transcript = Transcript::default();
+    for item in &page.items {
+        push_item(&mut transcript, item);
+    }
+    transcript
 }
 
-/// The checkpoint note of the compaction record `id` in the session file at `path`.
-pub fn note(path: &Path, id: &str) -> Result<String, String> {
-    let loaded = journal::load_read_only(path)
-        .map_err(|e| format!("cannot read the compaction note: {e}"))?;
-    match loaded.journal.get(id).map(|e| &e.payload) {
-        Some(journal::Payload::Compaction(record)) => {
-            Ok(journal::checkpoint_note(record).into_owned())
+fn push_item(t: &mut Transcript, item: &HistoryItem) {
+    match item {
+        HistoryItem::User { text, covered, .. } => {
+            t.push(Covered::new(UserCell { text: text.clone() }, *covered))
         }
-        _ => Err(format!("the journal has no compaction record {id}")),
-    }
-}
-
-/// Loads the session file at `path` and lists what its HEAD's view shows.
-pub fn load(path: &Path) -> Result<Vec<HistoryItem>, String> {
-    let loaded = journal::load_read_only(path)
-        .map_err(|e| format!("cannot show the earlier conversation: {e}"))?;
-    let j = loaded.journal;
-    let view = journal::render(&j, j.head_id().as_str());
-    let mut items = Vec::new();
-    for item in &view.items {
-        match (&item.kind, &item.content) {
-            (ItemKind::Checkpoint, _) => {
-                if let Some(c) = &view.compaction {
-                    let r = &c.record;
-                    items.push(HistoryItem::Compaction {
-                        summary: CompactionSummary {
-                            id: c.id.to_string(),
-                            trigger: r.trigger.as_str().to_owned(),
-                            path: r.path.as_str().to_owned(),
-                            covered: r.covers.as_ref().map_or(0, |v| v.count),
-                            retained: r.retained_ids.len() as u64,
-                            tokens_before: r.tokens_before.unwrap_or(0),
-                            tokens_after: r.tokens_after.unwrap_or(0),
-                        },
-                        note: journal::checkpoint_note(r).into_owned(),
-                    });
-                }
-            }
-            (ItemKind::ToolResult, ItemContent::ToolResult(result)) => {
-                let output = truncate(result.content.as_str());
-                let joined = items.iter_mut().rev().find_map(|i| match i {
-                    HistoryItem::Tool { call_id, result: slot, .. }
-                        if *call_id == result.tool_use_id && slot.is_none() =>
-                    {
-                        Some(slot)
-                    }
-                    _ => None,
-                });
-                if let Some(slot) = joined {
-                    *slot = Some((result.is_error, output));
-                }
-            }
-            (kind, ItemContent::Blocks(blocks)) => {
-                let text = texts(blocks);
-                match kind {
-                    ItemKind::User if !text.is_empty() => items.push(HistoryItem::User(text)),
-                    ItemKind::Anchor => items.push(HistoryItem::Anchor(text)),
-                    ItemKind::Assistant => {
-                        if !text.trim().is_empty() {
-                            items.push(HistoryItem::Assistant(text));
-                        }
-                        for block in blocks {
-                            if let Block::ToolUse(call) = block {
-                                items.push(HistoryItem::Tool {
-                                    call_id: call.id.clone(),
-                                    name: call.name.clone(),
-                                    summary: summarize_input(&call.input),
-                                    result: None,
-                                });
-                            }
-                        }
-                    }
-                    // Engine notes to the model are not the user's words.
-                    _ => {}
-                }
-            }
-            _ => {}
+        HistoryItem::Assistant { text, covered, .. } if !text.trim().is_empty() => {
+            t.push(Covered::new(AssistantCell { text: text.clone(), cut_short: false }, *covered))
         }
-    }
-    Ok(items)
-}
-
-fn texts(blocks: &[Block]) -> String {
-    blocks
-        .iter()
-        .filter_map(|b| match b {
-            Block::Text(t) => Some(t.text.as_str()),
-            _ => None,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-fn truncate(text: &str) -> String {
-    if text.len() <= MAX_OUTPUT_BYTES {
-        return text.to_owned();
-    }
-    let mut end = MAX_OUTPUT_BYTES;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}\n… (shortened for display)", &text[..end])
-}
-
-/// Adds the items to the transcript as cells.
-pub fn push_all(transcript: &mut Transcript, items: Vec<HistoryItem>) {
-    for item in items {
-        match item {
-            HistoryItem::User(text) => transcript.push(UserCell { text }),
-            HistoryItem::Assistant(text) => {
-                transcript.push(AssistantCell { text, cut_short: false })
-            }
-            HistoryItem::Anchor(text) => transcript.push(AnchorCell { text }),
-            HistoryItem::Tool { call_id, name, summary, result } => {
-                let state = match result {
-                    Some((is_error, output)) => ToolState::Done { is_error, output },
-                    None => ToolState::Done { is_error: true, output: "no result".to_owned() },
-                };
-                transcript.push(ToolCell { call_id, name, summary, state, expanded: false });
-            }
-            HistoryItem::Compaction { summary, note } => {
-                transcript.push(CompactionCell::new(summary, Some(note)))
-            }
+        HistoryItem::Anchor { text, covered, .. } => {
+            t.push(Covered::new(AnchorCell { text: text.clone() }, *covered))
         }
+        HistoryItem::AnchorWithdrawn { text, .. } => t.push(NoticeCell {
+            kind: NoticeKind::Info,
+            text: format!("anchor withdrawn: {}", text.lines().next().unwrap_or_default()),
+        }),
+        HistoryItem::Tool { call_id, name, input, result, covered, .. } => {
+            let state = match result {
+                Some(r) => ToolState::Done { is_error: r.is_error, output: r.output.clone() },
+                None => ToolState::Done { is_error: true, output: "no result".to_owned() },
+            };
+            let cell = ToolCell {
+                call_id: call_id.clone(),
+                name: name.clone(),
+                summary: summarize_input(input),
+                state,
+                expanded: false,
+            };
+            t.push(Covered::new(cell, *covered));
+        }
+        HistoryItem::Compaction {
+            id,
+            trigger,
+            path,
+            covered_entries,
+            retained,
+            tokens_before,
+            tokens_after,
+            note,
+        } => t.push(CompactionCell::new(
+            CompactionSummary {
+                id: id.clone(),
+                trigger: *trigger,
+                path: *path,
+                covered: *covered_entries,
+                retained: *retained,
+                tokens_before: *tokens_before,
+                tokens_after: *tokens_after,
+            },
+            Some(note.clone()),
+        )),
+        HistoryItem::Notice { text, .. } => {
+            t.push(NoticeCell { kind: NoticeKind::Info, text: text.clone() })
+        }
+        // Thinking-only replies and items of newer protocol versions are not shown.
+        _ => {}
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use codewhale_engine::protocol::{CompactionKind, CompactionTrigger, ToolOutcome};
+    use serde_json::json;
+
     use super::*;
 
     #[test]
-    fn a_journal_becomes_the_items_the_model_reads() {
-        let lines = [
-            r#"{"v":1,"id":"h","parent":null,"kind":"header","ts":"2026-11-29T18:00:00.000Z","payload":{"session_id":"s","created_at":"2026-11-29T18:00:00.000Z","cwd":"/w","app_version":"0","provider":"openai","model":"m"}}"#,
-            r#"{"v":1,"id":"u1","parent":"h","kind":"user","ts":"2026-11-29T18:00:01.000Z","payload":{"content":[{"type":"text","text":"list files"}]}}"#,
-            r#"{"v":1,"id":"a1","parent":"u1","kind":"assistant","ts":"2026-11-29T18:00:02.000Z","payload":{"content":[{"type":"text","text":"Looking."},{"type":"tool_use","id":"c1","name":"list_dir","input":{"path":"."}}]}}"#,
-            r#"{"v":1,"id":"r1","parent":"a1","kind":"tool_result","ts":"2026-11-29T18:00:03.000Z","payload":{"tool_use_id":"c1","content":"a.rs\nb.rs","is_error":false}}"#,
-            r#"{"v":1,"id":"n1","parent":"r1","kind":"user","ts":"2026-11-29T18:00:04.000Z","payload":{"content":[{"type":"text","text":"never push"}],"anchor":true}}"#,
-            r#"{"v":1,"id":"a2","parent":"n1","kind":"assistant","ts":"2026-11-29T18:00:05.000Z","payload":{"content":[{"type":"text","text":"Two files."}]}}"#,
-        ];
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("s.jsonl");
-        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
-        let items = load(&path).unwrap();
-        assert_eq!(
-            items,
-            [
-                HistoryItem::User("list files".into()),
-                HistoryItem::Assistant("Looking.".into()),
+    fn a_page_becomes_cells_in_order_with_tool_results_joined() {
+        let page = HistoryPage {
+            head: "a2".into(),
+            items: vec![
+                HistoryItem::User { id: "u1".into(), text: "list files".into(), covered: true },
                 HistoryItem::Tool {
+                    id: "a1".into(),
                     call_id: "c1".into(),
                     name: "list_dir".into(),
-                    summary: "path=.".into(),
-                    result: Some((false, "a.rs\nb.rs".into())),
+                    input: json!({"path": "."}),
+                    result: Some(ToolOutcome { is_error: false, output: "a.rs".into() }),
+                    covered: true,
                 },
-                HistoryItem::Anchor("never push".into()),
-                HistoryItem::Assistant("Two files.".into()),
-            ]
-        );
-        let mut t = Transcript::default();
-        push_all(&mut t, items);
+                HistoryItem::Compaction {
+                    id: "k1".into(),
+                    trigger: CompactionTrigger::Manual,
+                    path: CompactionKind::Summary,
+                    covered_entries: 3,
+                    retained: 1,
+                    tokens_before: 9_000,
+                    tokens_after: 1_000,
+                    note: "Codewhale handoff note.".into(),
+                },
+                HistoryItem::Anchor { id: "n1".into(), text: "never push".into(), covered: false },
+                HistoryItem::Assistant {
+                    id: "a2".into(),
+                    text: "Two files.".into(),
+                    thinking: String::new(),
+                    covered: false,
+                },
+            ],
+            older: None,
+            reset: true,
+        };
+        let t = transcript_of(&page);
         assert_eq!(t.len(), 5);
-    }
-
-    #[test]
-    fn a_record_written_without_a_note_unfolds_to_the_rebuilt_note() {
-        // Records written by other tools follow the plain record shape, without `note`.
-        let lines = [
-            r#"{"v":1,"id":"h","parent":null,"kind":"header","ts":"2026-11-29T18:00:00.000Z","payload":{"session_id":"s","created_at":"2026-11-29T18:00:00.000Z","cwd":"/w","app_version":"0","provider":"openai","model":"m"}}"#,
-            r#"{"v":1,"id":"u1","parent":"h","kind":"user","ts":"2026-11-29T18:00:01.000Z","payload":{"content":[{"type":"text","text":"fix the parser"}]}}"#,
-            r#"{"v":1,"id":"a1","parent":"u1","kind":"assistant","ts":"2026-11-29T18:00:02.000Z","payload":{"content":[{"type":"text","text":"Fixed."}]}}"#,
-            r#"{"v":1,"id":"k1","parent":"h","kind":"compaction","ts":"2026-11-29T18:00:03.000Z","payload":{"summary":"Objective: Fix the parser.","covers":{"first":"u1","last":"a1","count":2},"retained_ids":[],"pruned_ids":[],"bounded":[],"files_touched":[],"trigger":"manual","path":"summary"}}"#,
-        ];
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("s.jsonl");
-        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
-        let note = note(&path, "k1").unwrap();
-        assert!(note.starts_with("Codewhale handoff note."), "{note}");
-        assert!(note.contains("Fix the parser."), "{note}");
-    }
-
-    #[test]
-    fn a_missing_file_is_an_error_not_a_panic() {
-        let dir = tempfile::tempdir().unwrap();
-        assert!(load(&dir.path().join("nope.jsonl")).is_err());
     }
 }

@@ -4,9 +4,11 @@
 //! effects — feeding one [`App`], plus draws scheduled by the coalescing [`FrameRequester`].
 //! The app is plain state: it sends [`Op`] values through an
 //! [`OpSink`] and asks the loop for I/O with [`Effect`]s, so tests drive it without a
-//! terminal or an engine. The UI never writes the journal and never calls a provider: the
-//! engine does both; the UI only reads reports the engine builds (`/context`, the session
-//! list, the anchors file).
+//! terminal or an engine. The UI never opens a session file and never calls a provider:
+//! everything it shows about the session (history pages, the context report, the anchors,
+//! the gauge) comes from engine events. Sessions open off the UI task
+//! ([`Engine::spawn_opening`]): keys and redraws keep working while a large one loads, and the
+//! session on screen stays until the new one is open.
 //!
 //! Modules: [`app`] (state, keys), `engine_events` (following the engine), `slash_dispatch`
 //! (running commands), `render` (drawing), [`cells`]/[`transcript`] (the conversation),
@@ -33,15 +35,12 @@ pub mod wrap;
 mod tests;
 
 use std::io::IsTerminal as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use codewhale_engine::compaction::report::{context_report, ReportParams};
-use codewhale_engine::config::{Env, Overrides};
-use codewhale_engine::protocol::{Event, Op};
-use codewhale_engine::session::Resume;
-use codewhale_engine::{Engine, EngineHandle, EngineParams, EventReceiver};
+use codewhale_engine::protocol::{Event, EventMsg, Op};
+use codewhale_engine::{Engine, EngineHandle, EngineParams, Env, EventReceiver, Overrides, Resume};
 use crossterm::event::{Event as TermEvent, EventStream};
 use futures::StreamExt as _;
 use tokio::sync::mpsc;
@@ -51,7 +50,7 @@ pub use event::{AppEvent, Effect, NoSession, OpSink};
 pub use frame::FrameRequester;
 use views::SessionRow;
 
-/// How long leaving waits for the engine to sync the journal and stop.
+/// How long a replaced engine gets to sync its journal and stop (in the background).
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(10);
 
 /// What the interactive session starts with.
@@ -79,8 +78,16 @@ struct Link {
     events: EventReceiver,
 }
 
-fn spawn_engine(params: &TuiParams, resume: Resume) -> Result<Link, codewhale_engine::EngineError> {
-    let (handle, events) = Engine::spawn(EngineParams {
+/// The engines the loop follows: the one on screen, and one being opened to replace it.
+#[derive(Default)]
+struct Links {
+    current: Option<Link>,
+    /// Opening in the background; becomes `current` once its session is configured.
+    opening: Option<Link>,
+}
+
+fn engine_params(params: &TuiParams, resume: Resume) -> EngineParams {
+    EngineParams {
         home: params.home.clone(),
         workspace: params.workspace.clone(),
         overrides: params.overrides.clone(),
@@ -89,12 +96,18 @@ fn spawn_engine(params: &TuiParams, resume: Resume) -> Result<Link, codewhale_en
         interactive: true,
         retry: None,
         front_end: codewhale_engine::FrontEnd::Tui,
-    })?;
-    Ok(Link { handle, events })
+    }
 }
 
-/// Runs the UI until the user quits. The engine is started before the terminal is taken
-/// over, so a configuration or session error is printed as a normal one-line error.
+/// Starts opening `resume` off the UI task.
+fn spawn_engine(params: &TuiParams, resume: Resume) -> Link {
+    let (handle, events) = Engine::spawn_opening(engine_params(params, resume));
+    Link { handle, events }
+}
+
+/// Runs the UI until the user quits. The caller checks the configuration and the session to
+/// resume first ([`Engine::preflight`]), so such an error is a normal one-line error; the
+/// session itself loads off the UI task.
 pub async fn run(params: TuiParams) -> anyhow::Result<Outcome> {
     // Checked before the engine creates a session file that nobody could then use.
     if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
@@ -104,13 +117,13 @@ pub async fn run(params: TuiParams) -> anyhow::Result<Outcome> {
     }
     // With a trust question pending, the session opens only once it is answered.
     let mut waiting_for_trust = params.trust.as_ref().and(params.resume.clone());
-    let mut link = match (&params.trust, params.resume.clone()) {
-        (None, Some(resume)) => Some(spawn_engine(&params, resume)?),
-        _ => None,
-    };
+    let mut links = Links::default();
+    if let (None, Some(resume)) = (&params.trust, params.resume.clone()) {
+        links.current = Some(spawn_engine(&params, resume));
+    }
     terminal::install_panic_hook();
     let (mut terminal, guard) = terminal::enter().context("cannot set up the terminal")?;
-    let sink: Box<dyn OpSink> = match &link {
+    let sink: Box<dyn OpSink> = match &links.current {
         Some(l) => Box::new(l.handle.clone()),
         None => Box::new(NoSession),
     };
@@ -120,8 +133,8 @@ pub async fn run(params: TuiParams) -> anyhow::Result<Outcome> {
             file: q.file.display().to_string(),
             settings: q.settings.clone(),
         }));
-    } else if link.is_none() {
-        app.handle(AppEvent::SessionsLoaded { all: false, result: list_sessions(&params, false) });
+    } else if links.current.is_none() {
+        app.handle(AppEvent::SessionsLoaded { all: false, result: session_rows(&params, false) });
     }
     let (frames, mut draws) = FrameRequester::spawn();
     let (app_tx, mut app_rx) = mpsc::unbounded_channel::<AppEvent>();
@@ -129,11 +142,18 @@ pub async fn run(params: TuiParams) -> anyhow::Result<Outcome> {
     frames.request();
     loop {
         let event = tokio::select! {
-            msg = next_engine_event(&mut link) => match msg {
+            msg = next_event(&mut links.current) => match msg {
                 Some(msg) => AppEvent::Engine(msg),
                 None => {
-                    link = None;
+                    links.current = None;
                     AppEvent::EngineGone
+                }
+            },
+            msg = next_event(&mut links.opening) => match opening_event(&mut links, &mut app, msg) {
+                Some(event) => event,
+                None => {
+                    frames.request();
+                    continue;
                 }
             },
             term = input.next() => match term {
@@ -155,22 +175,27 @@ pub async fn run(params: TuiParams) -> anyhow::Result<Outcome> {
         for effect in app.take_effects() {
             match effect {
                 Effect::Exit => exit = true,
-                Effect::OpenSession(resume) => {
-                    switch_session(&params, &mut app, &mut link, resume, &app_tx).await
-                }
+                Effect::OpenSession(resume) => open_session(&params, &mut app, &mut links, resume),
                 Effect::Trust { trusted } => {
                     if let Err(e) =
                         codewhale_engine::trust::decide(&params.home, &params.workspace, trusted)
                     {
-                        let _ = app_tx.send(AppEvent::SessionOpenFailed(format!(
+                        app.handle(AppEvent::SessionOpenFailed(format!(
                             "cannot remember the answer in the Codewhale home: {e}"
                         )));
                     }
                     if let Some(resume) = waiting_for_trust.take() {
-                        switch_session(&params, &mut app, &mut link, resume, &app_tx).await;
+                        open_session(&params, &mut app, &mut links, resume);
                     }
                 }
-                other => run_effect(&params, &app, other, &app_tx),
+                Effect::LoadSessions { all } => {
+                    let tx = app_tx.clone();
+                    let params = params.clone();
+                    tokio::task::spawn_blocking(move || {
+                        let result = session_rows(&params, all);
+                        let _ = tx.send(AppEvent::SessionsLoaded { all, result });
+                    });
+                }
             }
         }
         if exit {
@@ -184,69 +209,69 @@ pub async fn run(params: TuiParams) -> anyhow::Result<Outcome> {
     Ok(Outcome { session_id: (!id.is_empty()).then_some(id) })
 }
 
-async fn next_engine_event(
-    link: &mut Option<Link>,
-) -> Option<codewhale_engine::protocol::EventMsg> {
+async fn next_event(link: &mut Option<Link>) -> Option<EventMsg> {
     match link {
         Some(l) => l.events.recv().await,
         None => std::future::pending().await,
     }
 }
 
-/// Effects that only read: they run off the UI thread and report back as events.
-fn run_effect(params: &TuiParams, app: &App, effect: Effect, tx: &mpsc::UnboundedSender<AppEvent>) {
-    let tx = tx.clone();
-    let params = params.clone();
-    let session = app.session_id().to_owned();
-    let path = app.session_path().to_owned();
-    // A resumed session may work in another directory than the one Codewhale started in.
-    let workspace = app.workspace.clone().unwrap_or_else(|| params.workspace.clone());
-    tokio::task::spawn_blocking(move || {
-        let event = match effect {
-            Effect::LoadContext if session.is_empty() => {
-                AppEvent::ContextLoaded(Err("no session is open".to_owned()))
+/// An event of the engine being opened: progress, a failure (the current session stays), or
+/// the session is open — then it replaces the current one, which stops in the background.
+fn opening_event(links: &mut Links, app: &mut App, msg: Option<EventMsg>) -> Option<AppEvent> {
+    let Some(msg) = msg else {
+        links.opening = None;
+        return Some(AppEvent::SessionOpening(None));
+    };
+    match msg.event {
+        Event::SessionOpening { bytes, .. } => Some(AppEvent::SessionOpening(Some(bytes))),
+        Event::Error { message, .. } => {
+            Some(AppEvent::SessionOpenFailed(format!("cannot open the session: {message}")))
+        }
+        Event::ShutdownComplete => {
+            links.opening = None;
+            None
+        }
+        Event::SessionConfigured { .. } => {
+            let next = links.opening.take()?;
+            if let Some(old) = links.current.take() {
+                retire(old);
             }
-            Effect::LoadContext => AppEvent::ContextLoaded(
-                context_report(&ReportParams {
-                    home: &params.home,
-                    cwd: &params.workspace,
-                    resume: Resume::Id(session),
-                    overrides: params.overrides.clone(),
-                })
-                .map(Box::new)
-                .map_err(|e| format!("cannot build the context report: {e}")),
-            ),
-            Effect::LoadSessions { all } => {
-                AppEvent::SessionsLoaded { all, result: list_sessions(&params, all) }
+            app.attach(Box::new(next.handle.clone()));
+            links.current = Some(next);
+            Some(AppEvent::Engine(msg))
+        }
+        _ => None,
+    }
+}
+
+/// Stops a replaced engine without waiting for it: it syncs its journal and stops on its own.
+fn retire(mut old: Link) {
+    old.handle.submit(Op::Shutdown);
+    tokio::spawn(async move {
+        let _ = tokio::time::timeout(SHUTDOWN_WAIT, async {
+            while let Some(msg) = old.events.recv().await {
+                if msg.event == Event::ShutdownComplete {
+                    break;
+                }
             }
-            Effect::ListAnchors => AppEvent::AnchorsLoaded(
-                codewhale_engine::anchors::AnchorStore::new(&workspace)
-                    .list()
-                    .map_err(|e| e.to_string()),
-            ),
-            Effect::LoadNote { id } => {
-                let note = history::note(Path::new(&path), &id);
-                AppEvent::NoteLoaded { id, note }
-            }
-            Effect::LoadHistory { path, replace } => {
-                AppEvent::HistoryLoaded { replace, result: history::load(Path::new(&path)) }
-            }
-            Effect::OpenSession(_) | Effect::Trust { .. } | Effect::Exit => return,
-        };
-        let _ = tx.send(event);
+        })
+        .await;
     });
 }
 
 /// Sessions newest first: all of them, or those whose workspace is this one.
-fn list_sessions(params: &TuiParams, all: bool) -> Result<Vec<SessionRow>, String> {
-    let dir = codewhale_engine::session::sessions_dir(&params.home);
-    let listing = codewhale_engine::journal::list_sessions(&dir)
-        .map_err(|e| format!("cannot list the sessions in {}: {e}", dir.display()))?;
-    let here = canonical(&params.workspace);
-    Ok(listing
-        .sessions
+fn session_rows(params: &TuiParams, all: bool) -> Result<Vec<SessionRow>, String> {
+    let dir = codewhale_engine::offline::sessions_dir(&params.home);
+    let found = if all {
+        codewhale_engine::offline::sessions(&dir).map(|l| l.sessions)
+    } else {
+        codewhale_engine::offline::sessions_for(&params.home, &params.workspace)
+    };
+    let sessions =
+        found.map_err(|e| format!("cannot list the sessions in {}: {e}", dir.display()))?;
+    Ok(sessions
         .into_iter()
-        .filter(|s| all || s.cwd == here)
         .map(|s| SessionRow {
             id: s.id,
             updated: s.updated.format("%Y-%m-%d %H:%M"),
@@ -257,43 +282,24 @@ fn list_sessions(params: &TuiParams, all: bool) -> Result<Vec<SessionRow>, Strin
         .collect())
 }
 
-fn canonical(path: &Path) -> String {
-    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()).display().to_string()
-}
-
-/// `/new` and `/resume`: opens the other session first (so a failure leaves the current one
-/// in place), then stops the current engine and waits for it to sync.
-async fn switch_session(
-    params: &TuiParams,
-    app: &mut App,
-    link: &mut Option<Link>,
-    resume: Resume,
-    tx: &mpsc::UnboundedSender<AppEvent>,
-) {
-    if let (Resume::Id(id), Some(_)) = (&resume, link.as_ref()) {
+/// `/new` and `/resume`: starts opening the other session off the UI task. The current one
+/// stays on screen (and usable) until the new one is open, so a failure changes nothing.
+fn open_session(params: &TuiParams, app: &mut App, links: &mut Links, resume: Resume) {
+    if let (Resume::Id(id), Some(_)) = (&resume, links.current.as_ref()) {
         if !app.session_id().is_empty() && app.session_id().starts_with(id.as_str()) {
-            let _ = tx.send(AppEvent::SessionOpenFailed("that session is already open".to_owned()));
+            app.handle(AppEvent::SessionOpenFailed("that session is already open".to_owned()));
             return;
         }
     }
-    let next = match spawn_engine(params, resume) {
-        Ok(next) => next,
-        Err(err) => {
-            let _ = tx.send(AppEvent::SessionOpenFailed(format!("cannot open the session: {err}")));
-            return;
+    let link = spawn_engine(params, resume);
+    if links.current.is_none() {
+        // Nothing on screen to keep: ops typed meanwhile wait in the engine for the session.
+        app.attach(Box::new(link.handle.clone()));
+        links.current = Some(link);
+    } else {
+        if let Some(previous) = links.opening.replace(link) {
+            retire(previous);
         }
-    };
-    if let Some(mut old) = link.take() {
-        old.handle.submit(Op::Shutdown);
-        let _ = tokio::time::timeout(SHUTDOWN_WAIT, async {
-            while let Some(msg) = old.events.recv().await {
-                if msg.event == Event::ShutdownComplete {
-                    break;
-                }
-            }
-        })
-        .await;
+        app.handle(AppEvent::SessionOpening(Some(0)));
     }
-    app.attach(Box::new(next.handle.clone()));
-    *link = Some(next);
 }

@@ -27,10 +27,13 @@ impl App {
         }
         let status = Rect { y: area.bottom() - 1, height: 1, ..area };
         let room = area.height - 1;
+        // The pane leaves the transcript a row or two when it can, and never takes more than
+        // the room there is (a modal on a three-row terminal gets the two rows above status).
         let pane_height = match self.views.last() {
             Some(view) => view.desired_height(area.width).min(room.saturating_sub(2)).max(3),
             None => self.composer_height(area.width).min(room.saturating_sub(1)),
-        };
+        }
+        .clamp(1, room);
         let pane = Rect { y: status.y - pane_height, height: pane_height, ..area };
         let transcript = Rect { height: pane.y - area.y, ..area };
         self.viewport = (transcript.width, transcript.height);
@@ -166,12 +169,22 @@ impl App {
             Lifecycle::RunningTool { name } => {
                 (format!("running {name}… · Ctrl+C interrupts"), busy)
             }
-            Lifecycle::Compacting { .. } => {
-                ("compacting…".to_owned(), Style::new().fg(Color::Magenta))
+            Lifecycle::Compacting { .. } if self.queued.is_empty() => {
+                ("compacting… · Ctrl+C cancels".to_owned(), Style::new().fg(Color::Magenta))
             }
+            Lifecycle::Compacting { .. } => (
+                format!("compacting… · Ctrl+C cancels · {} queued", self.queued.len()),
+                Style::new().fg(Color::Magenta),
+            ),
             Lifecycle::AwaitingApproval => {
                 ("waiting for your approval".to_owned(), Style::new().fg(Color::Cyan))
             }
+        };
+        let (state, style) = match self.opening {
+            Some(bytes) if self.lifecycle == Lifecycle::Idle => {
+                (format!("opening session ({})…", human_bytes(bytes)), busy)
+            }
+            _ => (state, style),
         };
         let mut left = vec![Span::styled(format!(" {state}"), style)];
         if !self.transcript.follows_tail() {
@@ -191,9 +204,29 @@ impl App {
         };
         let right = format!("{} · {gauge} ", self.model);
         let left_width: usize = left.iter().map(|s| s.width()).sum();
-        let pad = usize::from(area.width).saturating_sub(left_width + right.chars().count());
-        left.push(Span::raw(" ".repeat(pad)));
-        left.push(Span::styled(right, Style::new().fg(Color::DarkGray)));
+        let right_width = right.chars().count();
+        // The state comes first: on a narrow terminal the figures give way, never run into it.
+        if left_width + 1 + right_width <= usize::from(area.width) {
+            let pad = usize::from(area.width) - left_width - right_width;
+            left.push(Span::raw(" ".repeat(pad)));
+            left.push(Span::styled(right, Style::new().fg(Color::DarkGray)));
+        }
         Paragraph::new(Line::from(left)).render(area, frame.buffer_mut());
+    }
+}
+
+/// `1536` as `1.5 KB`, `3_400_000` as `3.2 MB`.
+fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["B", "KB", "MB", "GB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
     }
 }

@@ -175,10 +175,14 @@ pub const KEYS: &[(&str, &str)] = &[
     ("Tab", "complete a slash command"),
     ("PageUp / PageDown", "scroll the transcript; at the bottom it follows new output"),
     ("Ctrl+O", "unfold / fold tool calls and compactions"),
-    ("Ctrl+C", "interrupt the running turn; clear the composer; twice on an empty composer: quit"),
+    (
+        "Ctrl+C",
+        "interrupt the running turn or compaction; clear the composer; twice on an empty \
+         composer: quit",
+    ),
     ("Ctrl+D", "quit (on an empty composer)"),
     ("y / a / n", "in an approval: approve once / always for this session / deny"),
-    ("Esc", "close a view"),
+    ("Esc", "close a view; interrupt the running turn or compaction"),
 ];
 
 /// `/help`'s text.
@@ -219,14 +223,26 @@ pub fn commands_markdown() -> String {
         "\n## Behaviour\n\n\
          - `codewhale resume [SESSION | --last]` opens the terminal UI on an existing session; \
          without an argument it opens a picker of this workspace's sessions. A resumed session \
-         shows what the model reads at HEAD: retained messages, the active compaction as its \
-         capsule, then the recent turns.\n\
+         shows its conversation at HEAD, newest last; scrolling to the top loads the page \
+         before. What the active compaction covers is dimmed (the model reads it only through \
+         the note), and the compaction's capsule sits where its note is. The session loads in \
+         the background: a large one shows \"opening session (1.2 GB)…\" while keys keep \
+         working, and `/resume` keeps the current session on screen until the next one is open.\n\
          - `/fork`, `/checkout` and `/rewind` take an entry id; `/context` lists the ids of the \
          entries in the current view.\n\
          - A compaction capsule reads \"compacted N messages · 182k → 9k tokens\": N counts the \
          model-visible messages the checkpoint replaced. Ctrl+O unfolds it to the note.\n\
-         - The status line's context gauge is the engine's pressure as a percentage of usable \
-         input, labelled reported or estimated as the engine labels it.\n\
+         - `/compact` runs like a turn: the status line says \"compacting… · Ctrl+C cancels\"; \
+         Ctrl+C or Esc cancels it and nothing is written; a message sent meanwhile is queued and \
+         goes out when the pass ends.\n\
+         - The status line's context gauge and `/context` show the same figures: the engine's \
+         pressure as a percentage of usable input, labelled reported or estimated, with the \
+         model and window requests use now (after `/model`, `/compact`, a HEAD move, an anchor \
+         change and on resume, not only after a reply).\n\
+         - `/anchor rm N` removes the pin from `.codewhale/anchors.md` and withdraws it from the \
+         conversation: the next request leaves it out and tells the model once that it no \
+         longer applies. `/anchor list` says which pins the model reads now.\n\
+         - `/context` during a turn is answered when the turn ends.\n\
          - The UI does not capture the mouse, so the terminal's own text selection keeps \
          working; scroll with PageUp/PageDown.\n\
          - Quitting (Ctrl+C twice, Ctrl+D, `/quit`) asks the engine to sync the journal and \

@@ -4,11 +4,10 @@
 //! Invariant: a command that is not allowed while a turn runs is refused with a notice and
 //! never reaches the engine (which would refuse it too, less clearly).
 
-use codewhale_engine::compaction::report::ContextReport;
-use codewhale_engine::protocol::Op;
-use codewhale_engine::session::Resume;
+use codewhale_engine::protocol::{AnchorInfo, ContextReport, Op};
+use codewhale_engine::Resume;
 
-use super::app::{App, Pending};
+use super::app::{App, Lifecycle, Pending};
 use super::cells::NoticeKind;
 use super::event::{AppEvent, Effect};
 use super::slash::{self, Invocation, SlashCommand};
@@ -17,11 +16,12 @@ use super::views::{SessionPicker, TextView};
 impl App {
     pub(crate) fn run_command(&mut self, inv: Invocation) {
         let cmd = inv.command;
-        if self.lifecycle.turn_running() && !cmd.allowed_during_turn() {
+        if self.lifecycle.busy() && !cmd.allowed_during_turn() {
+            let what = if self.lifecycle.turn_running() { "a turn" } else { "a compaction" };
             self.notice(
                 NoticeKind::Warning,
                 format!(
-                    "/{} is not available while a turn runs; wait for it to finish or press Ctrl+C",
+                    "/{} is not available while {what} runs; wait for it to finish or press Ctrl+C",
                     cmd.name()
                 ),
             );
@@ -31,9 +31,17 @@ impl App {
         match cmd {
             SlashCommand::Compact => {
                 let focus = (!args.is_empty()).then_some(args);
-                self.submit(Op::Compact { focus });
+                if let Some(id) = self.submit(Op::Compact { focus }) {
+                    // Busy from now on: a message typed before the pass starts is queued too.
+                    self.lifecycle = Lifecycle::Compacting { in_turn: false };
+                    self.pending.push((id, Pending::Compact));
+                }
             }
-            SlashCommand::Context => self.effects.push(Effect::LoadContext),
+            SlashCommand::Context => {
+                if self.submit(Op::GetContext).is_some() && self.lifecycle.busy() {
+                    self.notice(NoticeKind::Info, "the context report follows when this ends");
+                }
+            }
             SlashCommand::Anchor => self.anchor(&args),
             SlashCommand::New => self.effects.push(Effect::OpenSession(Resume::New)),
             SlashCommand::Resume if args.is_empty() => {
@@ -60,8 +68,8 @@ impl App {
                 self.notice(NoticeKind::Info, format!("model: {model}; /model <name> switches"));
             }
             SlashCommand::Model => {
-                self.submit(Op::SwitchModel { model: args.clone() });
-                self.model = args;
+                // The status line follows the engine's next usage figures, not the request.
+                self.submit(Op::SwitchModel { model: args });
             }
             SlashCommand::Help => {
                 self.views.push(Box::new(TextView::new("help", &slash::help_text())))
@@ -82,7 +90,11 @@ impl App {
             "" => {
                 self.notice(NoticeKind::Warning, format!("usage: {}", SlashCommand::Anchor.usage()))
             }
-            "list" if rest.trim().is_empty() => self.effects.push(Effect::ListAnchors),
+            "list" if rest.trim().is_empty() => {
+                if let Some(id) = self.submit(Op::ListAnchors) {
+                    self.pending.push((id, Pending::ListAnchors));
+                }
+            }
             "rm" => match rest.trim().parse::<usize>() {
                 Ok(index) if index > 0 => {
                     self.submit(Op::RemoveAnchor { index });
@@ -104,55 +116,34 @@ impl App {
     /// The results of effects the event loop ran.
     pub(crate) fn on_loaded(&mut self, event: AppEvent) {
         match event {
-            AppEvent::ContextLoaded(Ok(report)) => {
-                self.views.push(Box::new(TextView::new("context", &context_text(&report))))
-            }
             AppEvent::SessionsLoaded { all, result: Ok(rows) } => {
                 let title = if all { "sessions" } else { "resume a session of this workspace" };
                 self.views.push(Box::new(SessionPicker::new(title, rows)));
             }
-            AppEvent::AnchorsLoaded(Ok(anchors)) if anchors.is_empty() => {
-                self.notice(NoticeKind::Info, "no anchors; /anchor <text> pins one")
+            AppEvent::SessionOpening(bytes) => self.opening = bytes,
+            AppEvent::SessionsLoaded { result: Err(e), .. } | AppEvent::SessionOpenFailed(e) => {
+                self.opening = None;
+                self.notice(NoticeKind::Error, e)
             }
-            AppEvent::AnchorsLoaded(Ok(anchors)) => {
-                let list: Vec<String> =
-                    anchors.iter().enumerate().map(|(i, a)| format!("{}. {a}", i + 1)).collect();
-                self.notice(NoticeKind::Info, format!("anchors:\n{}", list.join("\n")));
-            }
-            AppEvent::HistoryLoaded { replace, result: Ok(items) } => {
-                let mut earlier = super::transcript::Transcript::default();
-                super::history::push_all(&mut earlier, items);
-                if replace {
-                    earlier.push(super::cells::NoticeCell {
-                        kind: NoticeKind::Info,
-                        text: "the conversation above is what the model reads at the new HEAD"
-                            .to_owned(),
-                    });
-                    self.transcript = earlier;
-                } else {
-                    self.transcript.prepend(earlier);
-                }
-            }
-            AppEvent::NoteLoaded { id, note: Ok(note) } => {
-                self.transcript.update_last(|cell| {
-                    cell.as_compaction_mut().is_some_and(|c| {
-                        let hit = c.summary.id == id;
-                        if hit {
-                            c.note = Some(note.clone());
-                        }
-                        hit
-                    })
-                });
-            }
-            AppEvent::ContextLoaded(Err(e))
-            | AppEvent::NoteLoaded { note: Err(e), .. }
-            | AppEvent::HistoryLoaded { result: Err(e), .. }
-            | AppEvent::SessionsLoaded { result: Err(e), .. }
-            | AppEvent::AnchorsLoaded(Err(e))
-            | AppEvent::SessionOpenFailed(e) => self.notice(NoticeKind::Error, e),
             AppEvent::Engine(_) | AppEvent::Input(_) | AppEvent::EngineGone => {}
         }
     }
+}
+
+/// `/anchor list`: each pinned note, numbered as `/anchor rm` takes it, and whether the model
+/// reads it now.
+pub fn anchors_text(anchors: &[AnchorInfo]) -> String {
+    let mut out = String::from("anchors:");
+    for a in anchors {
+        let state =
+            if a.in_view { "" } else { " (not in the view yet; the next checkpoint restates it)" };
+        out.push_str(&format!(
+            "\n{}. {}{state}",
+            a.index,
+            a.text.lines().next().unwrap_or_default()
+        ));
+    }
+    out
 }
 
 /// The `/context` view: the engine's report in words, plus the view's entry ids (what

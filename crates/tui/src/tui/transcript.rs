@@ -76,6 +76,9 @@ impl Transcript {
         let mut cells = earlier.committed;
         cells.append(&mut self.committed);
         self.committed = cells;
+        // Rows added above keep their distance from the bottom: the next draw must not take
+        // them for output arriving below and move what the user is reading.
+        self.last_total.set(None);
     }
 
     /// Adds streamed text to the active reply, starting one if needed.
@@ -143,6 +146,12 @@ impl Transcript {
     /// Scrolls down by `rows`; reaching the bottom resumes following the tail.
     pub fn scroll_down(&mut self, rows: usize) {
         self.scroll_up.set(self.scroll_up.get().saturating_sub(rows));
+    }
+
+    /// Whether the oldest row is in view (nothing older is hidden above).
+    pub fn at_top(&self, width: u16, viewport: u16) -> bool {
+        let max = self.total_height(width).saturating_sub(usize::from(viewport));
+        self.scroll_up.get() >= max
     }
 
     /// Whether new output is followed.

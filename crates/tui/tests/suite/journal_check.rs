@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use codewhale_engine::journal::{HeaderPayload, JournalFile};
+use codewhale_journal::{HeaderPayload, JournalFile};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/journal").join(name)
@@ -100,9 +100,9 @@ fn a_session_open_in_another_process_can_still_be_checked() {
     let dir = tempfile::tempdir().unwrap();
     let mut f = JournalFile::create_session(dir.path(), HeaderPayload::new("live", "/w")).unwrap();
     let head = f.journal().head_id().clone();
-    f.append(codewhale_engine::journal::Entry::new(
+    f.append(codewhale_journal::Entry::new(
         Some(head),
-        codewhale_engine::journal::UserPayload::text("hello"),
+        codewhale_journal::UserPayload::text("hello"),
     ))
     .unwrap();
     f.sync_blocking().unwrap();

@@ -4,7 +4,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, SystemTime};
 
-use codewhale_engine::journal::{Entry, HeaderPayload, JournalFile, UserPayload};
+use codewhale_journal::{Entry, HeaderPayload, JournalFile, UserPayload};
 use serde_json::Value;
 
 fn sessions(home: &Path, args: &[&str]) -> Output {

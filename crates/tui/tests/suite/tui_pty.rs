@@ -160,6 +160,8 @@ async fn a_prompt_reaches_the_mock_and_the_reply_the_screen_and_the_journal() {
     again.wait_for("resumed session").await;
     again.wait_for("Hello from the mock whale.").await;
     assert!(again.contents().contains("say hello"), "{}", again.contents());
+    // The gauge has the engine's figure at once, not "ctx —" until the next reply.
+    again.wait_for("% of").await;
     again.send(b"\x04");
     let status = again.wait_exit().await;
     assert!(status.success(), "exit status {status:?}; screen:\n{}", again.contents());
@@ -336,4 +338,40 @@ async fn a_long_unbracketed_burst_arrives_whole_and_its_enter_is_acted_on() {
     assert_eq!(sent.as_str(), Some(burst.as_str()), "all 3,000 characters, then Enter");
     pty.send(b"\x03\x03");
     pty.wait_exit().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_cancels_a_slash_compact_and_a_message_typed_meanwhile_waits_for_it() {
+    let server = MockServer::start().await.unwrap();
+    for k in 0..3 {
+        let prose = format!("{} end of answer {k}.", "the lexer splits words. ".repeat(150));
+        server.push(Reply::text(prose).with_usage(2_000 + k * 2_000, 1_500));
+    }
+    // The summarizer never answers: only a cancel ends the pass.
+    server.push(Reply::text(SUMMARY).hang_after(1));
+    server.push(Reply::text("Picked up after the cancel."));
+    let (home, ws) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let base_url = server.openai_base_url();
+    let args = ["--provider", "openai", "--model", "gpt-4.1", "--base-url", &base_url];
+    let mut pty = Pty::spawn(&args, &home, &ws);
+    pty.wait_for("ready").await;
+    for k in 0..3 {
+        pty.send(format!("question {k}\r").as_bytes());
+        pty.wait_for(&format!("end of answer {k}.")).await;
+        pty.wait_for("ready").await;
+    }
+    pty.send(b"/compact\r");
+    pty.wait_for("compacting… · Ctrl+C cancels").await;
+    pty.send(b"what next?\r");
+    pty.wait_for("1 queued").await;
+    pty.send(b"\x03");
+    pty.wait_for("compaction cancelled").await;
+    pty.wait_for("Picked up after the cancel.").await;
+    pty.wait_for("ready").await;
+    pty.send(b"\x04");
+    let status = pty.wait_exit().await;
+    assert!(status.success(), "exit status {status:?}; screen:\n{}", pty.contents());
+    let journal = std::fs::read_to_string(journals(&home).pop().unwrap()).unwrap();
+    assert!(!journal.contains("\"kind\":\"compaction\""), "a cancelled pass writes nothing");
+    assert!(journal.contains("what next?"), "the queued message was sent");
 }

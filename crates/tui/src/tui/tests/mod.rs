@@ -5,8 +5,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use codewhale_engine::budget::{Figure, Source};
-use codewhale_engine::protocol::{Event, EventMsg, Op, SubmissionId};
+use codewhale_engine::protocol::{Event, EventMsg, Figure, Op, Source, SubmissionId};
 use crossterm::event::{Event as TermEvent, KeyCode, KeyEvent, KeyModifiers};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
@@ -108,10 +107,12 @@ impl Harness {
                 threshold: 80_000,
                 window: 128_000,
                 window_unverified: false,
+                model: "gpt-test".into(),
             },
         );
     }
 }
 
+mod one_truth;
 mod turns;
 mod views;

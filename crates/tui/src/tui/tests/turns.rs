@@ -1,7 +1,9 @@
 //! The conversation: streaming, tools, compaction, interrupts, notices, history.
 
-use codewhale_engine::budget::Source;
-use codewhale_engine::protocol::{Event, NoticeLevel, Op, TurnStatus};
+use codewhale_engine::protocol::{
+    CompactionKind, CompactionTrigger, ErrorKind, Event, HistoryItem, HistoryPage, NoticeLevel, Op,
+    Source, ToolOutcome, TurnStatus,
+};
 use crossterm::event::{Event as TermEvent, KeyCode, KeyModifiers};
 use serde_json::json;
 
@@ -97,29 +99,27 @@ fn compaction_shows_progress_then_a_capsule() {
     h.type_str("/compact keep the API notes");
     h.enter();
     assert_eq!(h.ops(), [Op::Compact { focus: Some("keep the API notes".into()) }]);
-    h.engine(1, Event::CompactionStarted { trigger: "manual".into() });
+    h.engine(1, Event::CompactionStarted { trigger: CompactionTrigger::Manual });
     assert_eq!(h.app.lifecycle(), &Lifecycle::Compacting { in_turn: false });
     insta::assert_snapshot!("compacting", h.screen());
     h.engine(
         1,
         Event::CompactionFinished {
             id: "c".into(),
-            path: "summary".into(),
+            trigger: CompactionTrigger::Manual,
+            path: CompactionKind::Summary,
             tokens_before: 182_000,
             tokens_after: 9_000,
             covered: 48,
             retained: 3,
+            note: "## Objective\nShip the parser.\n\n## Done\n- lexer".into(),
         },
     );
     h.usage(9_000, Source::Estimated);
     assert_eq!(h.app.lifecycle(), &Lifecycle::Idle);
-    assert_eq!(h.app.take_effects(), [Effect::LoadNote { id: "c".into() }]);
+    assert!(h.app.take_effects().is_empty(), "the note came with the event");
     insta::assert_snapshot!("compacted", h.screen());
     h.ctrl('o');
-    h.send(AppEvent::NoteLoaded {
-        id: "c".into(),
-        note: Ok("## Objective\nShip the parser.\n\n## Done\n- lexer".into()),
-    });
     insta::assert_snapshot!("compacted_expanded", h.screen());
 }
 
@@ -169,7 +169,7 @@ fn commands_that_need_an_idle_engine_are_refused_during_a_turn() {
     assert_eq!(h.app.composer.text(), "another message", "the message is kept");
     h.engine(
         1,
-        Event::Error { kind: "provider".into(), message: "rate limited; retry later".into() },
+        Event::Error { kind: ErrorKind::RateLimited, message: "rate limited; retry later".into() },
     );
     h.engine(1, Event::TurnFinished { status: TurnStatus::Failed, text: String::new() });
     insta::assert_snapshot!(h.screen());
@@ -212,44 +212,63 @@ fn a_multiline_draft_grows_the_composer() {
 
 #[test]
 fn a_resumed_session_shows_its_history_first() {
-    use crate::tui::cells::CompactionSummary;
-    use crate::tui::history::HistoryItem;
     let mut h = Harness::new();
+    h.engine(
+        0,
+        Event::SessionConfigured {
+            session_id: "0193c0de-0000-7000-8000-000000000002".into(),
+            model: "gpt-test".into(),
+            path: "sessions/s2.jsonl".into(),
+            resumed: true,
+            workspace: "project".into(),
+        },
+    );
+    let page = HistoryPage {
+        head: "a9".into(),
+        items: vec![
+            HistoryItem::User { id: "u0".into(), text: "start the parser".into(), covered: true },
+            HistoryItem::Compaction {
+                id: "c".into(),
+                trigger: CompactionTrigger::Auto,
+                path: CompactionKind::Summary,
+                covered_entries: 120,
+                retained: 4,
+                tokens_before: 182_000,
+                tokens_after: 9_400,
+                note: "## Objective\nShip it.".into(),
+            },
+            HistoryItem::User { id: "u1".into(), text: "where were we?".into(), covered: false },
+            HistoryItem::Assistant {
+                id: "a1".into(),
+                text: "At the **parser**.".into(),
+                thinking: String::new(),
+                covered: false,
+            },
+            HistoryItem::Tool {
+                id: "a1".into(),
+                call_id: "c9".into(),
+                name: "search".into(),
+                input: json!({"pattern": "fn parse"}),
+                result: Some(ToolOutcome { is_error: false, output: "src/parse.rs:1".into() }),
+                covered: false,
+            },
+        ],
+        older: None,
+        reset: true,
+    };
+    h.engine(0, Event::History { page });
     h.engine(
         0,
         Event::Notice { level: NoticeLevel::Warning, message: "repaired a torn line".into() },
     );
-    h.send(AppEvent::HistoryLoaded {
-        replace: false,
-        result: Ok(vec![
-            HistoryItem::Compaction {
-                summary: CompactionSummary {
-                    id: "c".into(),
-                    trigger: "auto".into(),
-                    path: "summary".into(),
-                    covered: 120,
-                    retained: 4,
-                    tokens_before: 182_000,
-                    tokens_after: 9_400,
-                },
-                note: "## Objective\nShip it.".into(),
-            },
-            HistoryItem::User("where were we?".into()),
-            HistoryItem::Assistant("At the **parser**.".into()),
-            HistoryItem::Tool {
-                call_id: "c9".into(),
-                name: "search".into(),
-                summary: "pattern=fn parse".into(),
-                result: Some((false, "src/parse.rs:1".into())),
-            },
-        ]),
-    });
-    insta::assert_snapshot!(h.screen());
+    let screen = h.screen();
+    assert!(screen.contains("resumed session 0193c0de"), "{screen}");
+    assert!(screen.contains("repaired a torn line"), "{screen}");
+    insta::assert_snapshot!(screen);
 }
 
 #[test]
 fn a_head_move_shows_the_new_heads_conversation() {
-    use crate::tui::history::HistoryItem;
     let mut h = Harness::new();
     h.type_str("old branch message");
     h.enter();
@@ -258,15 +277,20 @@ fn a_head_move_shows_the_new_heads_conversation() {
     h.enter();
     assert_eq!(h.ops()[1], Op::Rewind { to: "0193-e1".into() });
     h.engine(2, Event::Notice { level: NoticeLevel::Info, message: "rewound to 0193-e1".into() });
-    assert_eq!(
-        h.app.take_effects(),
-        [Effect::LoadHistory { path: "sessions/s.jsonl".into(), replace: true }]
-    );
-    h.send(AppEvent::HistoryLoaded {
-        replace: true,
-        result: Ok(vec![HistoryItem::User("the first question".into())]),
-    });
+    assert!(h.app.take_effects().is_empty(), "the engine sends the page; nothing is read");
+    let page = HistoryPage {
+        head: "0193-e1".into(),
+        items: vec![HistoryItem::User {
+            id: "0193-e1".into(),
+            text: "the first question".into(),
+            covered: false,
+        }],
+        older: None,
+        reset: true,
+    };
+    h.engine(2, Event::History { page });
     let screen = h.screen();
     assert!(screen.contains("the first question"), "{screen}");
+    assert!(screen.contains("rewound to 0193-e1"), "{screen}");
     assert!(!screen.contains("old branch message"), "{screen}");
 }

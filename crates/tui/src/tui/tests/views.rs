@@ -10,9 +10,10 @@ use super::Harness;
 use crate::tui::app::Lifecycle;
 use crate::tui::event::{AppEvent, Effect};
 use crate::tui::views::SessionRow;
-use codewhale_engine::compaction::report::{
+use codewhale_engine::protocol::report::{
     ActiveReport, AnchorsReport, ContextReport, CoversReport, LastRound, Tokens, ViewEntry,
 };
+use codewhale_engine::protocol::{CompactionKind, CompactionTrigger, Source};
 
 #[test]
 fn approval_modal_answers_once_always_or_denies() {
@@ -56,7 +57,7 @@ fn the_slash_popup_completes_with_tab() {
     h.key(KeyCode::Tab, KeyModifiers::NONE);
     assert_eq!(h.app.composer.text(), "/context");
     h.enter();
-    assert_eq!(h.app.take_effects(), [Effect::LoadContext]);
+    assert_eq!(h.ops(), [Op::GetContext]);
 }
 
 #[test]
@@ -69,7 +70,7 @@ fn help_is_a_view_closed_by_esc() {
     assert!(h.app.views.is_empty());
 }
 
-fn report() -> ContextReport {
+pub(super) fn report() -> ContextReport {
     ContextReport {
         session: "0193c0de".into(),
         head: "e9".into(),
@@ -81,7 +82,7 @@ fn report() -> ContextReport {
         threshold: 89_292,
         tokens: Tokens {
             total: 30_000,
-            source: "reported".into(),
+            source: Source::Reported,
             system: 3_000,
             anchors: 100,
             checkpoint: 2_000,
@@ -91,8 +92,8 @@ fn report() -> ContextReport {
         },
         compaction: Some(ActiveReport {
             id: "c1".into(),
-            path: "summary".into(),
-            trigger: "auto".into(),
+            path: CompactionKind::Summary,
+            trigger: CompactionTrigger::Auto,
             covers: Some(CoversReport { first: "e1".into(), last: "e4".into(), count: 40 }),
             retained: 2,
             tokens_before: Some(95_000),
@@ -116,7 +117,10 @@ fn report() -> ContextReport {
 fn context_report_view() {
     let mut h = Harness::new();
     h.terminal = Terminal::new(TestBackend::new(100, 36)).unwrap();
-    h.send(AppEvent::ContextLoaded(Ok(Box::new(report()))));
+    h.type_str("/context");
+    h.enter();
+    assert_eq!(h.ops(), [Op::GetContext]);
+    h.engine(1, Event::ContextReport { report: Box::new(report()) });
     insta::assert_snapshot!(h.screen());
 }
 
@@ -142,7 +146,7 @@ fn session_picker_resumes_the_selected_session() {
     h.enter();
     assert_eq!(
         h.app.take_effects(),
-        [Effect::OpenSession(codewhale_engine::session::Resume::Id("bbbb2222-y".into()))]
+        [Effect::OpenSession(codewhale_engine::Resume::Id("bbbb2222-y".into()))]
     );
 }
 

@@ -1,0 +1,200 @@
+//! Pages of the conversation at HEAD for the UI ([`crate::protocol::HistoryPage`]).
+//!
+//! The whole branch, not just what the model reads: entries the active compaction covers are
+//! included and marked `covered`, and the compaction itself appears where its note sits. A page
+//! is the newest `limit` rows before a cursor (an entry id from an earlier page), moved back so
+//! that it never starts on a tool result (a call and its results stay in one page). Building a
+//! page reads only the entries on it (tool output stays in the session file otherwise).
+//! Invariant: pages of one HEAD tile the branch — every row is on exactly one page.
+
+use std::collections::HashSet;
+
+use codewhale_journal::{
+    active_compaction_of, checkpoint_note, Block, Entry, Journal, Payload, Text, UserPayload,
+};
+
+use crate::protocol::{
+    CompactionKind, CompactionTrigger, HistoryItem, HistoryPage, ToolOutcome,
+};
+
+/// Output kept per tool result for display; the journal has the rest.
+const MAX_OUTPUT_BYTES: usize = 64 * 1024;
+
+/// The page the engine sends unasked after a session opens or HEAD moves.
+pub const FIRST_PAGE: usize = 200;
+
+/// The most rows one page may hold.
+pub const MAX_PAGE: usize = 2_000;
+
+/// The page of `limit` rows before `before` (or the newest), at `journal`'s HEAD.
+pub fn page(journal: &Journal, before: Option<&str>, limit: usize, reset: bool) -> HistoryPage {
+    let head = journal.head_id().clone();
+    let rows: Vec<&Entry> =
+        journal.spine(head.as_str()).into_iter().filter(|e| shown(&e.payload)).collect();
+    let at = |id: &str| rows.iter().position(|e| e.id.as_str() == id);
+    let active = active_compaction_of(journal, head.as_str());
+    // Spine rows the active record covers (its retained messages excepted).
+    let (covered_range, retained) = match active.as_ref().and_then(|a| a.record.covers.as_ref())
+    {
+        Some(c) => {
+            let retained: HashSet<&str> = active
+                .as_ref()
+                .map(|a| a.record.retained_ids.iter().map(|id| id.as_str()).collect())
+                .unwrap_or_default();
+            (at(c.first.as_str()).zip(at(c.last.as_str())), retained)
+        }
+        None => (None, HashSet::new()),
+    };
+    let end = before.and_then(at).unwrap_or(rows.len());
+    let mut start = end.saturating_sub(limit.clamp(1, MAX_PAGE));
+    while start > 0 && matches!(rows[start].payload, Payload::ToolResult(_)) {
+        start -= 1;
+    }
+    let mut items: Vec<HistoryItem> = Vec::new();
+    for (index, entry) in rows.iter().enumerate().take(end).skip(start) {
+        let covered = covered_range.is_some_and(|(a, b)| {
+            (a..=b).contains(&index) && !retained.contains(entry.id.as_str())
+        });
+        push_entry(&mut items, journal, entry, covered);
+        if covered_range.is_some_and(|(_, b)| b == index) {
+            if let Some(a) = &active {
+                items.push(compaction_item(a));
+            }
+        }
+    }
+    let older = (start > 0).then(|| rows[start].id.to_string());
+    HistoryPage { head: head.to_string(), items, older, reset }
+}
+
+/// Kinds a transcript shows.
+fn shown(payload: &Payload) -> bool {
+    matches!(
+        payload,
+        Payload::User(_) | Payload::Assistant(_) | Payload::ToolResult(_) | Payload::System(_)
+    )
+}
+
+fn push_entry(
+    items: &mut Vec<HistoryItem>,
+    journal: &Journal,
+    entry: &Entry,
+    covered: bool,
+) {
+    let id = entry.id.to_string();
+    match &entry.payload {
+        Payload::User(u) => {
+            if let Some(item) = user_item(journal, u, id, covered) {
+                items.push(item);
+            }
+        }
+        Payload::Assistant(a) => {
+            let text = texts(&a.content);
+            let thinking = a
+                .content
+                .iter()
+                .filter_map(|b| match b {
+                    Block::Thinking(t) => Some(t.thinking.as_str()),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            if !text.trim().is_empty() || !thinking.trim().is_empty() {
+                items.push(HistoryItem::Assistant { id: id.clone(), text, thinking, covered });
+            }
+            for call in a.content.iter().filter_map(Block::as_tool_use) {
+                items.push(HistoryItem::Tool {
+                    id: id.clone(),
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    input: call.input.clone(),
+                    result: None,
+                    covered,
+                });
+            }
+        }
+        Payload::ToolResult(r) => {
+            let outcome = ToolOutcome { is_error: r.is_error, output: display(&r.content) };
+            let slot = items.iter_mut().rev().find_map(|i| match i {
+                HistoryItem::Tool { call_id, result, .. }
+                    if *call_id == r.tool_use_id && result.is_none() =>
+                {
+                    Some(result)
+                }
+                _ => None,
+            });
+            if let Some(slot) = slot {
+                *slot = Some(outcome);
+            }
+        }
+        Payload::System(s) => items.push(HistoryItem::Notice { id, text: s.text.clone() }),
+        _ => {}
+    }
+}
+
+fn user_item(
+    journal: &Journal,
+    u: &UserPayload,
+    id: String,
+    covered: bool,
+) -> Option<HistoryItem> {
+    let text = texts(&u.content);
+    if let Some(withdrawn) = &u.withdraws {
+        let text = match journal.get(withdrawn.as_str()).map(|e| &e.payload) {
+            Some(Payload::User(a)) => texts(&a.content),
+            _ => text,
+        };
+        return Some(HistoryItem::AnchorWithdrawn { id, text, covered });
+    }
+    if u.anchor {
+        return Some(HistoryItem::Anchor { id, text, covered });
+    }
+    // Engine notes to the model are not the user's words.
+    (u.is_plain() && !text.is_empty()).then_some(HistoryItem::User { id, text, covered })
+}
+
+fn compaction_item(a: &codewhale_journal::ActiveCompaction) -> HistoryItem {
+    let r = &a.record;
+    HistoryItem::Compaction {
+        id: a.id.to_string(),
+        trigger: trigger_of(&r.trigger),
+        path: kind_of(&r.path),
+        covered_entries: r.covers.as_ref().map_or(0, |c| c.count),
+        retained: r.retained_ids.len() as u64,
+        tokens_before: r.tokens_before.unwrap_or(0),
+        tokens_after: r.tokens_after.unwrap_or(0),
+        note: checkpoint_note(r).into_owned(),
+    }
+}
+
+/// The protocol's trigger of a journaled one (an unknown value reads as `auto`).
+pub fn trigger_of(t: &codewhale_journal::Trigger) -> CompactionTrigger {
+    match t {
+        codewhale_journal::Trigger::Manual => CompactionTrigger::Manual,
+        codewhale_journal::Trigger::Reactive => CompactionTrigger::Reactive,
+        _ => CompactionTrigger::Auto,
+    }
+}
+
+/// The protocol's path of a journaled one.
+pub fn kind_of(p: &codewhale_journal::CompactionPath) -> CompactionKind {
+    match p {
+        codewhale_journal::CompactionPath::PruneOnly => CompactionKind::PruneOnly,
+        _ => CompactionKind::Summary,
+    }
+}
+
+fn texts(blocks: &[Block]) -> String {
+    blocks.iter().filter_map(Block::as_text).collect::<Vec<_>>().join("\n")
+}
+
+fn display(text: &Text) -> String {
+    let text = text.as_str();
+    if text.len() <= MAX_OUTPUT_BYTES {
+        return text.to_owned();
+    }
+    let mut end = MAX_OUTPUT_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}\n… (shortened for display)", &text[..end])
+}

@@ -1,0 +1,91 @@
+//! One entry point per subcommand that works on files alone: no engine task, no provider, no
+//! API key (DESIGN §8). A front end calls these instead of reading journals itself, so every
+//! figure it prints comes from the same code the live engine runs.
+//!
+//! - [`context`]: the context report of a session's HEAD, with the budget replayed from the
+//!   journal (`codewhale context`), the same report [`crate::protocol::Op::GetContext`] answers
+//!   for a live session;
+//! - [`check_journal`]: audits a journal file without modifying it (`codewhale journal check`);
+//! - [`survival_check`]: runs a survival fixture matrix (`codewhale survival-check`);
+//! - [`sessions`]: the sessions of a directory, newest first (`codewhale sessions`, the
+//!   session picker);
+//! - [`anchors`]: the workspace's pinned notes (`codewhale anchor`).
+
+use std::path::Path;
+
+pub use codewhale_journal::{CheckReport, LoadError, Problem, SessionInfo};
+
+pub use crate::compaction::matrix::{MatrixError, Mismatch, Report as SurvivalReport};
+pub use crate::compaction::report::ReportParams;
+use crate::error::EngineError;
+use crate::protocol::ContextReport;
+pub use crate::session::sessions_dir;
+
+/// The context report of the session `params` names (`codewhale context`).
+pub fn context(params: &ReportParams<'_>) -> Result<ContextReport, EngineError> {
+    crate::compaction::report::context_report(params)
+}
+
+/// Audits the journal at `path` without modifying it (`codewhale journal check`).
+pub fn check_journal(path: &Path) -> Result<CheckReport, LoadError> {
+    codewhale_journal::check_file(path)
+}
+
+/// Loads the survival fixture matrix at `path` and runs every case through the validator the
+/// engine uses before it writes a compaction record (`codewhale survival-check`).
+pub fn survival_check(path: &Path) -> Result<SurvivalReport, MatrixError> {
+    Ok(crate::compaction::matrix::Matrix::load(path)?.run())
+}
+
+/// The sessions of `dir`, newest first, and the files that are not readable journals.
+#[derive(Clone, Debug, Default)]
+pub struct Sessions {
+    pub sessions: Vec<SessionInfo>,
+    /// Each `*.jsonl` file that could not be listed, with the reason.
+    pub skipped: Vec<(std::path::PathBuf, String)>,
+}
+
+/// Lists the sessions in `dir` (a missing directory has none), newest first; reads only each
+/// file's head, so listing a directory of huge sessions stays fast.
+pub fn sessions(dir: &Path) -> std::io::Result<Sessions> {
+    let listing = codewhale_journal::list_sessions(dir)?;
+    Ok(Sessions { sessions: listing.sessions, skipped: listing.skipped })
+}
+
+/// The sessions of `home`'s session directory whose workspace is `workspace`, newest first.
+pub fn sessions_for(home: &Path, workspace: &Path) -> std::io::Result<Vec<SessionInfo>> {
+    let dir = sessions_dir(home);
+    // Headers hold the canonical workspace path; what the user typed may be a symlink.
+    let cwd = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
+    Ok(sessions(&dir)?
+        .sessions
+        .into_iter()
+        .filter(|s| Path::new(&s.cwd) == cwd.as_path())
+        .collect())
+}
+
+/// The workspace's pinned notes (`.codewhale/anchors.md`).
+pub mod anchors {
+    use std::path::Path;
+
+    use crate::anchors::AnchorStore;
+    pub use crate::anchors::{AnchorError, ANCHORS_FILE};
+
+    /// Pins `text` (redacted, as every checkpoint restates it) and returns its 1-based number.
+    /// A live session learns about it from the next checkpoint; the `AddAnchor` op journals it
+    /// at once instead.
+    pub fn add(workspace: &Path, text: &str) -> Result<usize, AnchorError> {
+        let text = crate::redact::Redactor::default().redact(text).into_owned();
+        AnchorStore::new(workspace).add(&text)
+    }
+
+    /// The pinned notes, in file order.
+    pub fn list(workspace: &Path) -> Result<Vec<String>, AnchorError> {
+        AnchorStore::new(workspace).list()
+    }
+
+    /// Unpins note `index` (1-based) and returns its text.
+    pub fn remove(workspace: &Path, index: usize) -> Result<String, AnchorError> {
+        AnchorStore::new(workspace).remove(index)
+    }
+}

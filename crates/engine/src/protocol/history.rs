@@ -1,0 +1,92 @@
+//! The conversation at HEAD, as the UI shows it, in pages ([`super::Op::GetHistory`],
+//! [`super::Event::History`]). Types only.
+//!
+//! A page holds the newest items before a cursor, oldest first, with tool calls and their
+//! results joined in one item; a page never starts inside a tool exchange. Items the active
+//! compaction covers are marked `covered` (the model reads them only through the note), and the
+//! compaction itself is an item where its note sits. A huge session is never sent whole: the
+//! UI asks for older pages as the user scrolls up.
+
+use serde::{Deserialize, Serialize};
+
+use super::{CompactionKind, CompactionTrigger};
+
+/// How a tool call ended, as far as the journal knows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolOutcome {
+    pub is_error: bool,
+    /// The output (redacted, as journaled; shortened for display when very long).
+    pub output: String,
+}
+
+/// One thing the conversation holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum HistoryItem {
+    User {
+        id: String,
+        text: String,
+        /// Covered by the active compaction: the model reads it only through the note.
+        covered: bool,
+    },
+    Assistant {
+        id: String,
+        text: String,
+        /// Reasoning the model showed (kept for display; folded by default).
+        thinking: String,
+        covered: bool,
+    },
+    Anchor {
+        id: String,
+        text: String,
+        covered: bool,
+    },
+    /// A pin withdrawn by `/anchor rm`.
+    AnchorWithdrawn {
+        id: String,
+        text: String,
+        covered: bool,
+    },
+    Tool {
+        /// The assistant entry that made the call.
+        id: String,
+        call_id: String,
+        name: String,
+        input: serde_json::Value,
+        /// `None` while no result is journaled.
+        result: Option<ToolOutcome>,
+        covered: bool,
+    },
+    /// The active compaction, where its note sits in what the model reads.
+    Compaction {
+        id: String,
+        trigger: CompactionTrigger,
+        path: CompactionKind,
+        covered_entries: u64,
+        retained: u64,
+        tokens_before: u64,
+        tokens_after: u64,
+        note: String,
+    },
+    /// A local notice kept in the journal (an error, a refusal).
+    Notice {
+        id: String,
+        text: String,
+    },
+}
+
+/// A page of the conversation at HEAD.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HistoryPage {
+    /// HEAD when the page was built.
+    pub head: String,
+    /// Oldest first.
+    pub items: Vec<HistoryItem>,
+    /// The cursor to ask for the page before this one; `None` when this page starts at the
+    /// beginning of the conversation.
+    pub older: Option<String>,
+    /// The page replaces everything shown (a session opened, HEAD moved); otherwise it goes
+    /// before what is shown.
+    pub reset: bool,
+}

@@ -1,0 +1,415 @@
+//! The Op/Event protocol between a front end (TUI, exec) and the engine.
+//!
+//! Owns only types: no I/O, no tokio. A front end submits [`Op`]s through
+//! [`crate::EngineHandle::submit`], which returns the [`SubmissionId`] it assigned; every
+//! [`Event`] the engine emits travels in an [`EventMsg`] naming the submission that caused it.
+//! Both enums are `#[non_exhaustive]` and serde-tagged with `type` (snake_case), so a JSON
+//! consumer (`codewhale exec --json`) sees one stable object per line and new variants never
+//! break old matches. Kinds, triggers and paths are enums here, serialized as the same short
+//! strings, so nobody compares strings across the seam. See `docs/architecture.md` for the
+//! ops, events and sequence sketches.
+//!
+//! The UI learns everything from these events: history in pages ([`history`]), the context
+//! report built from the live session ([`report`]), the anchors, the note of every compaction,
+//! and a [`Event::Usage`] after every change of what the model reads.
+
+pub mod history;
+pub mod report;
+
+use serde::{Deserialize, Serialize};
+
+pub use crate::budget::{Figure, Source};
+pub use history::{HistoryItem, HistoryPage, ToolOutcome};
+pub use report::ContextReport;
+
+/// The id the engine gave a submitted [`Op`]; 0 is reserved for events nobody asked for
+/// (start-up notices).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct SubmissionId(pub u64);
+
+/// What the user (or a script) asks the engine to do.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Op {
+    /// A user message; starts a turn.
+    UserInput { text: String },
+    /// Stop the running turn or compaction; pending tool calls get "interrupted" results, a
+    /// compaction writes nothing.
+    Interrupt,
+    /// Let a tool call that is awaiting approval run.
+    Approve { call_id: String, scope: ApprovalScope },
+    /// Refuse a tool call that is awaiting approval; the model reads the refusal.
+    Deny { call_id: String },
+    /// Compact now (`/compact [focus]`); runs like a turn and can be interrupted.
+    Compact { focus: Option<String> },
+    /// Pin a note (`/anchor TEXT`).
+    AddAnchor { text: String },
+    /// Unpin the n-th note (1-based, as [`Event::Anchors`] numbers them).
+    RemoveAnchor { index: usize },
+    /// Ask for the workspace's anchors ([`Event::Anchors`]).
+    ListAnchors,
+    /// Ask for the context report of the live session ([`Event::ContextReport`]).
+    GetContext,
+    /// Ask for a page of the conversation at HEAD ([`Event::History`]): the newest `limit`
+    /// items before `before` (an item's cursor from an earlier page), or the newest ones.
+    GetHistory { before: Option<String>, limit: usize },
+    /// Start a new branch at an entry (the edit/retry of a message).
+    Fork { at: String },
+    /// Move HEAD to an entry of another branch.
+    Checkout { to: String },
+    /// Move HEAD back to an earlier entry of this branch.
+    Rewind { to: String },
+    /// Use another model from the next request on.
+    SwitchModel { model: String },
+    /// Finish: sync the journal and stop the engine.
+    Shutdown,
+}
+
+/// How far an approval reaches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalScope {
+    /// This call only.
+    Once,
+    /// This tool, for the rest of the session (inside the workspace).
+    Always,
+}
+
+/// One event with the submission that caused it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventMsg {
+    pub id: SubmissionId,
+    #[serde(flatten)]
+    pub event: Event,
+}
+
+/// What kind of failure an [`Event::Error`] reports; serialized as a short stable name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// A configuration problem (a bad file, no provider).
+    Config,
+    /// The session file could not be opened, read or written.
+    Journal,
+    SessionNotFound,
+    Io,
+    /// The conversation cannot be sent as it is.
+    InvalidView,
+    /// A fork, checkout or rewind was refused.
+    Branch,
+    /// Another op is running; interrupt it or wait.
+    Busy,
+    /// An approval for a call that is not waiting.
+    NoSuchCall,
+    /// Pinning or unpinning an anchor failed.
+    Anchor,
+    /// Even the bounded minimum of the conversation does not fit the window.
+    ContextFull,
+    // The provider's kinds.
+    ContextOverflow,
+    RateLimited,
+    Overloaded,
+    Auth,
+    BadRequest,
+    Network,
+    Protocol,
+    Cancelled,
+}
+
+impl ErrorKind {
+    /// The provider's kind, for a failed request.
+    pub fn from_provider(kind: &codewhale_provider::ErrorKind) -> ErrorKind {
+        use codewhale_provider::ErrorKind as P;
+        match kind {
+            P::ContextOverflow { .. } => ErrorKind::ContextOverflow,
+            P::RateLimited { .. } => ErrorKind::RateLimited,
+            P::Overloaded => ErrorKind::Overloaded,
+            P::Auth => ErrorKind::Auth,
+            P::BadRequest => ErrorKind::BadRequest,
+            P::Network => ErrorKind::Network,
+            P::Protocol => ErrorKind::Protocol,
+            _ => ErrorKind::Cancelled,
+        }
+    }
+}
+
+/// What started a compaction pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactionTrigger {
+    Auto,
+    Manual,
+    Reactive,
+}
+
+impl CompactionTrigger {
+    /// The short name (`auto`, `manual`, `reactive`), as serialized.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CompactionTrigger::Auto => "auto",
+            CompactionTrigger::Manual => "manual",
+            CompactionTrigger::Reactive => "reactive",
+        }
+    }
+}
+
+/// What a compaction pass wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum CompactionKind {
+    /// A summary replaced the older part of the conversation.
+    #[serde(rename = "summary")]
+    Summary,
+    /// Long outputs were stubbed or shortened; nothing was summarized.
+    #[serde(rename = "prune-only")]
+    PruneOnly,
+}
+
+impl CompactionKind {
+    /// The short name (`summary`, `prune-only`), as serialized.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CompactionKind::Summary => "summary",
+            CompactionKind::PruneOnly => "prune-only",
+        }
+    }
+}
+
+impl ErrorKind {
+    /// The short name, as serialized (`context_overflow`, `busy`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Config => "config",
+            ErrorKind::Journal => "journal",
+            ErrorKind::SessionNotFound => "session_not_found",
+            ErrorKind::Io => "io",
+            ErrorKind::InvalidView => "invalid_view",
+            ErrorKind::Branch => "branch",
+            ErrorKind::Busy => "busy",
+            ErrorKind::NoSuchCall => "no_such_call",
+            ErrorKind::Anchor => "anchor",
+            ErrorKind::ContextFull => "context_full",
+            ErrorKind::ContextOverflow => "context_overflow",
+            ErrorKind::RateLimited => "rate_limited",
+            ErrorKind::Overloaded => "overloaded",
+            ErrorKind::Auth => "auth",
+            ErrorKind::BadRequest => "bad_request",
+            ErrorKind::Network => "network",
+            ErrorKind::Protocol => "protocol",
+            ErrorKind::Cancelled => "cancelled",
+        }
+    }
+}
+
+macro_rules! display_as_str {
+    ($($t:ty),*) => {$(
+        impl std::fmt::Display for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    )*};
+}
+
+display_as_str!(ErrorKind, CompactionTrigger, CompactionKind);
+
+/// One pinned note, as `/anchor list` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AnchorInfo {
+    /// 1-based, as [`Op::RemoveAnchor`] takes it.
+    pub index: usize,
+    /// The text, as pinned (redacted).
+    pub text: String,
+    /// Whether the next request carries it verbatim.
+    pub in_view: bool,
+}
+
+/// Something the engine did or saw.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Event {
+    /// A session is being opened (sent before a large one is read, so a front end can show
+    /// progress instead of waiting silently).
+    SessionOpening {
+        path: String,
+        bytes: u64,
+    },
+    /// The session is open; sent once after spawn.
+    SessionConfigured {
+        session_id: String,
+        model: String,
+        path: String,
+        resumed: bool,
+        /// The directory the session works in (a resumed session's own, DESIGN-wise its
+        /// header's `cwd`): tools, anchors and project instructions are read there.
+        workspace: String,
+    },
+    TurnStarted,
+    /// The turn is over; `text` is the final assistant text (empty if none).
+    TurnFinished {
+        status: TurnStatus,
+        text: String,
+    },
+    TextDelta {
+        text: String,
+    },
+    ThinkingDelta {
+        text: String,
+    },
+    /// The model asked for a call (before approval).
+    ToolCallRequested {
+        call_id: String,
+        name: String,
+        input: serde_json::Value,
+    },
+    ToolCallStarted {
+        call_id: String,
+        name: String,
+    },
+    ToolCallFinished {
+        call_id: String,
+        name: String,
+        is_error: bool,
+        output: String,
+    },
+    /// A call waits for [`Op::Approve`] or [`Op::Deny`].
+    ApprovalNeeded {
+        call_id: String,
+        name: String,
+        input: serde_json::Value,
+        reason: String,
+    },
+    /// The budget's figures, after every change of what the model reads: a session opened, a
+    /// message appended, a reply, a compaction, a HEAD move, a model switch, an anchor change.
+    /// The same figures, with the same labels, as [`Event::ContextReport`].
+    Usage {
+        /// Prompt tokens of the last request as the provider reported them (if it did).
+        reported_input: Option<u64>,
+        output: Option<u64>,
+        /// Pressure against the window, labelled.
+        pressure: Figure,
+        usable_input: u64,
+        threshold: u64,
+        window: u64,
+        /// The window is a guess (the catalog did not know the model).
+        window_unverified: bool,
+        /// The model requests go to.
+        model: String,
+    },
+    /// Something the user should know that is not an error.
+    Notice {
+        level: NoticeLevel,
+        message: String,
+    },
+    /// A failure.
+    Error {
+        kind: ErrorKind,
+        message: String,
+    },
+    CompactionStarted {
+        trigger: CompactionTrigger,
+    },
+    CompactionFinished {
+        id: String,
+        trigger: CompactionTrigger,
+        path: CompactionKind,
+        tokens_before: u64,
+        tokens_after: u64,
+        covered: u64,
+        retained: u64,
+        /// The checkpoint note the model now reads (what a compaction capsule unfolds to).
+        note: String,
+    },
+    CompactionFailed {
+        reason: String,
+    },
+    /// Nothing could or needed to shrink (information, not a failure).
+    CompactionRefused {
+        reason: String,
+    },
+    /// The user interrupted the pass; nothing was written.
+    CompactionCancelled,
+    /// The answer to [`Op::GetContext`].
+    ContextReport {
+        report: Box<ContextReport>,
+    },
+    /// The answer to [`Op::ListAnchors`], and after every anchor change.
+    Anchors {
+        anchors: Vec<AnchorInfo>,
+    },
+    /// A page of the conversation at HEAD: the answer to [`Op::GetHistory`], and unasked (with
+    /// `reset`) after the session opened and after every HEAD move.
+    History {
+        page: HistoryPage,
+    },
+    /// The engine stopped (after [`Op::Shutdown`]).
+    ShutdownComplete,
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnStatus {
+    /// The model finished.
+    Completed,
+    /// The user interrupted.
+    Interrupted,
+    /// An error stopped the turn (an [`Event::Error`] precedes this).
+    Failed,
+}
+
+/// Severity of a notice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoticeLevel {
+    Info,
+    Warning,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_serialize_flat_with_their_submission() {
+        let msg = EventMsg { id: SubmissionId(3), event: Event::TextDelta { text: "hi".into() } };
+        let json = serde_json::to_string(&msg).unwrap();
+        assert_eq!(json, r#"{"id":3,"type":"text_delta","text":"hi"}"#);
+        let back: EventMsg = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, msg);
+    }
+
+    #[test]
+    fn ops_are_tagged() {
+        let op = Op::Approve { call_id: "c".into(), scope: ApprovalScope::Always };
+        let json = serde_json::to_string(&op).unwrap();
+        assert_eq!(json, r#"{"type":"approve","call_id":"c","scope":"always"}"#);
+        assert_eq!(serde_json::from_str::<Op>(r#"{"type":"interrupt"}"#).unwrap(), Op::Interrupt);
+    }
+
+    /// Kinds, triggers and paths are enums across the seam and the same strings in JSON.
+    #[test]
+    fn typed_fields_serialize_as_their_short_names() {
+        let error = Event::Error { kind: ErrorKind::ContextOverflow, message: "m".into() };
+        assert_eq!(
+            serde_json::to_string(&error).unwrap(),
+            r#"{"type":"error","kind":"context_overflow","message":"m"}"#
+        );
+        let started = Event::CompactionStarted { trigger: CompactionTrigger::Reactive };
+        assert_eq!(
+            serde_json::to_string(&started).unwrap(),
+            r#"{"type":"compaction_started","trigger":"reactive"}"#
+        );
+        assert_eq!(serde_json::to_string(&CompactionKind::PruneOnly).unwrap(), r#""prune-only""#);
+        // `as_str` is the serialized name, for every variant.
+        for kind in [ErrorKind::SessionNotFound, ErrorKind::ContextFull, ErrorKind::NoSuchCall] {
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
+        }
+        for trigger in [CompactionTrigger::Auto, CompactionTrigger::Manual] {
+            assert_eq!(serde_json::to_value(trigger).unwrap(), trigger.as_str());
+        }
+    }
+}

@@ -1,0 +1,91 @@
+//! The context report (`/context`, `codewhale context --json`, [`super::Event::ContextReport`]):
+//! what the next request contains, token by token. Types only; the engine builds it from the
+//! live session's budget (or, offline, from the same budget replayed from the journal), so
+//! its total is always the figure the [`super::Event::Usage`] gauge shows.
+
+use serde::{Deserialize, Serialize};
+
+use super::{CompactionKind, CompactionTrigger};
+use crate::budget::Source;
+
+/// Token breakdown of the next request.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Tokens {
+    /// The next request's size: the same figure as [`crate::protocol::Event::Usage`]'s pressure.
+    pub total: u64,
+    /// Whether `total` is the provider's (`reported`) or Codewhale's (`estimated`).
+    pub source: Source,
+    pub system: u64,
+    pub anchors: u64,
+    pub checkpoint: u64,
+    pub retained: u64,
+    pub history: u64,
+    pub tool_results: u64,
+}
+
+/// The active compaction.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ActiveReport {
+    pub id: String,
+    pub path: CompactionKind,
+    pub trigger: CompactionTrigger,
+    pub covers: Option<CoversReport>,
+    pub retained: usize,
+    pub tokens_before: Option<u64>,
+    pub tokens_after: Option<u64>,
+    pub model: Option<String>,
+    /// When the record was written (RFC 3339).
+    pub when: String,
+}
+
+/// The covered segment of the active compaction.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CoversReport {
+    pub first: String,
+    pub last: String,
+    pub count: u64,
+}
+
+/// The last round of the view.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LastRound {
+    pub messages: u64,
+    pub tool_results: u64,
+    pub assistant_kept: u64,
+}
+
+/// The workspace's anchors and whether the view carries them verbatim.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AnchorsReport {
+    pub count: usize,
+    pub chars: usize,
+    pub present: bool,
+}
+
+/// One item of the view, in request order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ViewEntry {
+    pub id: String,
+    pub kind: String,
+    pub role: String,
+    pub tokens: u64,
+}
+
+/// The whole report (the JSON object of `codewhale context --json`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ContextReport {
+    pub session: String,
+    pub head: String,
+    pub model: String,
+    pub context_window: u64,
+    pub window_unverified: bool,
+    pub reserved_output: u64,
+    pub usable_input: u64,
+    pub threshold: u64,
+    pub tokens: Tokens,
+    pub compaction: Option<ActiveReport>,
+    pub compactions: usize,
+    pub last_round: LastRound,
+    pub anchors: AnchorsReport,
+    pub view: Vec<ViewEntry>,
+}

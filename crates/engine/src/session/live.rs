@@ -1,0 +1,140 @@
+//! What the session tells its front end about itself, and the changes that make it say so
+//! again: the budget's figures ([`Session::usage_event`]), the context report built from the
+//! live budget ([`Session::context_report`]), the anchors and whether each is in the view,
+//! pages of history, and the journaled changes a reopened session must replay — model
+//! switches, learned windows, withdrawn anchors, HEAD moves.
+//!
+//! Invariant: every figure comes from [`Session::budget`]; the report's total and the usage
+//! event's pressure are the same number with the same label, and a reopened session (or
+//! `codewhale context`) replays the same budget from the journal ([`super::replay`]).
+
+use codewhale_journal::{Entry, Level, Payload, SystemPayload, UserPayload};
+
+use super::{counts, replay, Session};
+use crate::anchors::AnchorStore;
+use crate::compaction::plain::PlainView;
+use crate::compaction::report;
+use crate::error::EngineError;
+use crate::protocol::{AnchorInfo, ContextReport, Event, HistoryPage};
+
+impl Session {
+    /// Sets the budget to what the journal implies for HEAD's view: its total, the provider's
+    /// last report for this branch, the calibration. At open and after every HEAD move.
+    pub fn replay_budget(&mut self) {
+        let view = self.render();
+        let total = self.view_tokens(&view);
+        let limits = *self.budget.limits();
+        let system = self.budget.system_tokens();
+        let journal = self.journal.journal();
+        let counts = &self.counts;
+        let mut count = |e: &Entry| -> u64 {
+            e.tokens.or_else(|| counts.get(&e.id)).map(u64::from).unwrap_or_else(|| {
+                counts::payload_text(&e.payload).map_or(0, |t| counts::upper_bound(&t))
+            })
+        };
+        self.budget = replay::replay(journal, limits, system, total, &mut count);
+    }
+
+    /// The [`Event::Usage`] of the budget as it stands.
+    pub fn usage_event(&self, reported_input: Option<u64>, output: Option<u64>) -> Event {
+        let budget = self.budget();
+        let limits = budget.limits();
+        Event::Usage {
+            reported_input,
+            output,
+            pressure: budget.pressure(),
+            usable_input: limits.usable_input,
+            threshold: limits.threshold,
+            window: limits.window,
+            window_unverified: limits.is_unverified(),
+            model: self.model().to_owned(),
+        }
+    }
+
+    /// The context report of HEAD, built from the live budget.
+    pub fn context_report(&mut self) -> ContextReport {
+        let view = self.render();
+        let plain = PlainView::new(&view, |item| self.known_tokens(item));
+        let anchors = self.anchors_text();
+        report::build(
+            self.journal.journal(),
+            &view,
+            &plain,
+            &self.budget,
+            self.model(),
+            anchors.as_deref(),
+        )
+    }
+
+    /// The workspace's anchors file, redacted as the checkpoint restates it.
+    fn anchors_text(&self) -> Option<String> {
+        let text = AnchorStore::new(&self.workspace).text().ok().flatten()?;
+        Some(self.redactor.redact(&text).into_owned())
+    }
+
+    /// The anchors, numbered as `/anchor rm` takes them, and whether each is in the view.
+    pub fn anchor_infos(&self) -> Vec<AnchorInfo> {
+        let Some(text) = self.anchors_text() else { return Vec::new() };
+        let view = self.render();
+        let plain = PlainView::new(&view, |item| self.known_tokens(item));
+        report::anchors_in_view(&plain, &text)
+            .into_iter()
+            .enumerate()
+            .map(|(i, (text, in_view))| AnchorInfo { index: i + 1, text, in_view })
+            .collect()
+    }
+
+    /// A page of HEAD's conversation for the UI.
+    pub fn history_page(&self, before: Option<&str>, limit: usize, reset: bool) -> HistoryPage {
+        crate::history::page(self.journal.journal(), before, limit, reset)
+    }
+
+    /// Switches the model for the next request; the window follows the new model. Journaled
+    /// (a `system` entry with `model`), so a reopened session and `codewhale context` replay it.
+    pub fn switch_model(&mut self, model: &str) -> Result<(), EngineError> {
+        self.provider.model = model.to_owned();
+        self.budget.set_limits(replay::limits_for(&self.config, model, None));
+        let mut notice = SystemPayload::new(Level::Info, format!("model switched to {model}"));
+        notice.model = Some(model.to_owned());
+        let parent = self.journal.journal().head_id().clone();
+        self.append_entry(Entry::new(Some(parent), notice))
+    }
+
+    /// A provider's overflow error stated the window: it replaces `W` for the rest of the
+    /// session, journaled (a `system` entry with `context_window`) so it is replayed too.
+    pub fn learn_window(&mut self, window: u64) -> Result<(), EngineError> {
+        let limits = self.budget.limits().with_provider_window(window);
+        self.budget.set_limits(limits);
+        let mut notice = SystemPayload::new(
+            Level::Info,
+            format!("the provider's window is {window} tokens; using it from now on"),
+        );
+        notice.context_window = Some(window);
+        let parent = self.journal.journal().head_id().clone();
+        self.append_entry(Entry::new(Some(parent), notice))
+    }
+
+    /// Unpins anchor `index` (1-based): removed from the workspace's file, and withdrawn from
+    /// the conversation by a synthetic note (`withdraws: <anchor entry>`), so later views
+    /// leave the anchor out and the model reads, once, that it no longer applies. Returns the
+    /// notice to show.
+    pub fn withdraw_anchor(&mut self, index: usize) -> Result<String, String> {
+        let store = AnchorStore::new(&self.workspace);
+        let removed = store.remove(index).map_err(|e| e.to_string())?;
+        let pinned = self.redactor.redact(removed.trim()).into_owned();
+        let head = self.journal.journal().head_id().clone();
+        let entry = self.journal.journal().spine(head.as_str()).into_iter().rev().find(|e| {
+            matches!(&e.payload, Payload::User(u) if u.anchor
+                && u.content.iter().filter_map(|b| b.as_text()).any(|t| t.trim() == pinned))
+        });
+        let first = pinned.lines().next().unwrap_or_default();
+        let mut note = UserPayload::synthetic(format!(
+            "The user withdrew this pinned note; it no longer applies: \"{first}\""
+        ));
+        note.withdraws = entry.map(|e| e.id.clone());
+        self.append(note).map_err(|e| format!("the anchor was removed from the file, but {e}"))?;
+        // The pin left the view: the budget is the journal's again (it subtracts the pin).
+        self.replay_budget();
+        Ok(format!("anchor {index} removed: {first}"))
+    }
+}

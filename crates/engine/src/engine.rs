@@ -206,10 +206,10 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
     while shutdown.is_none() {
         let Some((id, op)) = ops.recv().await else { break };
         match op {
-            Op::UserInput { text } => {
+            Op::UserInput { text, attachments } => {
                 let cancel = CancellationToken::new();
                 let mut ctx = TurnCtx::new(&mut session, &sink, &gate, id, cancel.clone());
-                let turn = turn::run_turn(&mut ctx, text);
+                let turn = turn::run_turn(&mut ctx, text, attachments);
                 let (stop, deferred) = listening(turn, &mut ops, &sink, &gate, &cancel).await;
                 shutdown = stop;
                 answer_deferred(&mut session, &sink, deferred).await;

@@ -30,6 +30,7 @@ macro_rules! internal_modules {
 
 internal_modules! {
     anchors;
+    attachments;
     approval;
     budget;
     compaction;
@@ -57,5 +58,12 @@ pub use config::{ConfigError, Env, Overrides};
 pub use engine::{Engine, EngineHandle, EngineParams, EventReceiver};
 pub use error::EngineError;
 pub use hints::FrontEnd;
+pub use redact::holds_secret;
 pub use session::Resume;
 pub use tokens::warm_up;
+
+/// The tokens of `text`: its o200k count once the encoder is ready, about a quarter of its
+/// bytes before. What a front end weighs a message with before sending it.
+pub fn estimate_tokens(text: &str) -> u64 {
+    u64::from(tokens::count_if_ready(text).unwrap_or_else(|| tokens::estimate(text)))
+}

@@ -93,6 +93,13 @@ impl std::fmt::Debug for Rule {
     }
 }
 
+/// Whether `text` holds something the built-in patterns take for a secret (an API key, a
+/// token, a private key): front ends keep such text out of files of their own, such as the
+/// prompt history.
+pub fn holds_secret(text: &str) -> bool {
+    matches!(Redactor::default().redact(text), Cow::Owned(_))
+}
+
 impl Default for Redactor {
     fn default() -> Self {
         Redactor::new(&[], &[]).unwrap_or_else(|_| Redactor {

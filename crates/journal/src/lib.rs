@@ -48,11 +48,13 @@ pub use list::{list_sessions, title_of, Listing, SessionInfo};
 pub use load::{dag_message, load_read_only, torn_path, LoadError, LoadWarning, Loaded, Malformed};
 pub use note::checkpoint_note;
 pub use payload::{
-    kind, AssistantPayload, Bounded, BranchSummaryPayload, CompactionPath, CompactionPayload,
-    Covers, HeadPayload, HeadReason, HeaderPayload, Level, Payload, Reads, Receipt, SystemPayload,
-    ToolResultPayload, Trigger, Usage, UserPayload,
+    kind, AssistantPayload, Attachment, Bounded, BranchSummaryPayload, CompactionPath,
+    CompactionPayload, Covers, HeadPayload, HeadReason, HeaderPayload, Level, Payload, Reads,
+    Receipt, SystemPayload, ToolResultPayload, Trigger, Usage, UserPayload,
 };
-pub use shorten::{blocks_bytes, bound_blocks, cut_to_bound, pruned_stub, text_marker};
+pub use shorten::{
+    blocks_bytes, bound_blocks, cut_to_bound, pruned_attachment_stub, pruned_stub, text_marker,
+};
 pub use text::Text;
 pub use view::{
     active_compaction_of, render, render_with_record, ActiveCompaction, ItemContent, ItemKind,

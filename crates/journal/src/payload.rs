@@ -42,6 +42,20 @@ record! {
         /// A synthetic note that withdraws the pinned note (anchor entry) with this id: later
         /// views leave that anchor out (DESIGN §3).
         withdraws: Option<EntryId> = "withdraws" opt,
+        /// A synthetic entry holding a file the user attached (`@path`): the model reads it
+        /// with the turn; compaction may prune it like a tool result.
+        attachment: Option<Attachment> = "attachment" opt,
+    }
+}
+
+record! {
+    /// What an attachment entry holds.
+    #[derive(Default)]
+    pub struct Attachment {
+        /// The file, relative to the workspace, as the user mentioned it.
+        path: String = "path" req,
+        /// The file's size in bytes when it was attached.
+        bytes: Option<u64> = "bytes" info_opt,
     }
 }
 

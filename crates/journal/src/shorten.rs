@@ -17,6 +17,14 @@ pub fn pruned_stub(original_bytes: u64) -> String {
     format!("[output pruned by compaction: {original_bytes} bytes; rerun the tool if you need it]")
 }
 
+/// What a pruned attachment reads as.
+pub fn pruned_attachment_stub(path: &str, original_bytes: u64) -> String {
+    format!(
+        "[attached file {path} pruned by compaction: {original_bytes} bytes; read the file again \
+         if you need it]"
+    )
+}
+
 /// The marker between the head and tail of a bounded tool result.
 pub fn bounded_marker(cut_bytes: usize) -> String {
     format!("\n[... {cut_bytes} bytes cut by compaction; rerun the tool if you need them ...]\n")

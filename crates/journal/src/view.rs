@@ -24,7 +24,9 @@ use crate::entry::{Entry, EntryId};
 use crate::journal::Journal;
 use crate::note::checkpoint_note;
 use crate::payload::{CompactionPayload, Payload};
-use crate::shorten::{blocks_bytes, bound_blocks, cut_to_bound, pruned_stub};
+use crate::shorten::{
+    blocks_bytes, bound_blocks, cut_to_bound, pruned_attachment_stub, pruned_stub,
+};
 use crate::text::Text;
 
 /// The second text block of every checkpoint message (DESIGN §5.5).
@@ -46,6 +48,8 @@ pub enum ItemKind {
     Anchor,
     /// Engine-written text in the user role (`synthetic: true`).
     Synthetic,
+    /// A file the user attached with `@` (synthetic, with `attachment`).
+    Attachment,
     Assistant,
     ToolResult,
     /// The compaction checkpoint note.
@@ -59,6 +63,7 @@ impl ItemKind {
             ItemKind::User => "user",
             ItemKind::Anchor => "anchor",
             ItemKind::Synthetic => "synthetic",
+            ItemKind::Attachment => "attachment",
             ItemKind::Assistant => "assistant",
             ItemKind::ToolResult => "tool_result",
             ItemKind::Checkpoint => "checkpoint",
@@ -438,6 +443,8 @@ fn item(entry: &Entry, shorten: Option<&Shorten<'_>>) -> Option<ViewItem> {
         Payload::User(u) => {
             let kind = if u.anchor {
                 ItemKind::Anchor
+            } else if u.attachment.is_some() {
+                ItemKind::Attachment
             } else if u.synthetic {
                 ItemKind::Synthetic
             } else {
@@ -449,6 +456,21 @@ fn item(entry: &Entry, shorten: Option<&Shorten<'_>>) -> Option<ViewItem> {
         Payload::ToolResult(r) if !r.repairs => return convert_result(entry, shorten),
         _ => return None,
     };
+    // An attachment listed in `pruned_ids` reads as a one-line stub, like a tool result.
+    if let (Payload::User(u), Some(s)) = (&entry.payload, shorten) {
+        if let Some(a) = u.attachment.as_ref().filter(|_| s.pruned.contains(entry.id.as_str())) {
+            let original_bytes = a.bytes.unwrap_or_else(|| blocks_bytes(&u.content));
+            let stub = pruned_attachment_stub(&a.path, original_bytes);
+            return Some(ViewItem {
+                source: entry.id.clone(),
+                role,
+                kind,
+                content: ItemContent::Blocks(vec![Block::text(stub)]),
+                tokens: None,
+                shortened: Some(Shortened::Pruned { original_bytes }),
+            });
+        }
+    }
     let bound = shorten.and_then(|s| s.bounded.get(entry.id.as_str()).copied());
     // A pinned note is restated verbatim everywhere; it is never cut.
     let cut = bound.filter(|_| kind != ItemKind::Anchor).and_then(|max_bytes| {

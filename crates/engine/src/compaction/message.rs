@@ -69,6 +69,9 @@ pub struct Message {
     /// Text the engine wrote in the user role: not a plain user message.
     #[serde(default, skip_serializing_if = "is_false")]
     pub synthetic: bool,
+    /// A file the user attached (synthetic too): pruned like a tool result.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub attachment: bool,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -138,7 +141,7 @@ impl Part {
 impl Message {
     /// A message with these blocks.
     pub fn new(role: Role, content: Vec<Part>) -> Message {
-        Message { role, content, anchor: false, synthetic: false }
+        Message { role, content, anchor: false, synthetic: false, attachment: false }
     }
 
     /// A user message with one text block.

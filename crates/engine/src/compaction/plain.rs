@@ -60,7 +60,8 @@ pub fn message(item: &ViewItem) -> Message {
     };
     let mut message = Message::new(role, content);
     message.anchor = item.kind == ItemKind::Anchor;
-    message.synthetic = item.kind == ItemKind::Synthetic;
+    message.synthetic = matches!(item.kind, ItemKind::Synthetic | ItemKind::Attachment);
+    message.attachment = item.kind == ItemKind::Attachment;
     message
 }
 

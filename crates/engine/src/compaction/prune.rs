@@ -5,7 +5,8 @@
 //! superseded (the same tool with the same arguments was called later). Pruning starts at the
 //! newest candidate and moves back, so the oldest prefix — and the provider's prompt cache —
 //! stays intact as long as possible, and stops as soon as calibrated pressure is below the
-//! target. Pure: indices in, indices out.
+//! target. Files the user attached with `@` are candidates like tool output (superseded by a
+//! later attachment of the same file). Pure: indices in, indices out.
 
 use std::collections::{HashMap, HashSet};
 
@@ -67,11 +68,15 @@ pub fn plan(
     for i in (0..messages.len()).rev() {
         let message = &messages[i];
         let ids: Vec<&str> = message.tool_result_ids().collect();
-        if ids.is_empty() {
+        if ids.is_empty() && !message.attachment {
             continue;
         }
-        let signatures: Vec<(&str, String)> =
-            ids.iter().filter_map(|id| calls.get(id).cloned()).collect();
+        // An attached file is superseded by a later attachment of the same file.
+        let signatures: Vec<(&str, String)> = if message.attachment {
+            vec![("@attachment", attachment_path(message))]
+        } else {
+            ids.iter().filter_map(|id| calls.get(id).cloned()).collect()
+        };
         let superseded = signatures.iter().any(|s| seen_later.contains(s));
         seen_later.extend(signatures);
         if already.contains(&i) {
@@ -84,7 +89,7 @@ pub fn plan(
         if pressure < policy.target {
             break;
         }
-        let large = super::cut::result_bytes(message) > LARGE_RESULT_BYTES;
+        let large = content_bytes(message) > LARGE_RESULT_BYTES;
         let saved = tok(i).saturating_sub(STUB_TOKENS);
         if (large || superseded) && saved > 0 {
             let provider_saved = (saved as f64 * c).ceil() as u64;
@@ -95,6 +100,25 @@ pub fn plan(
     }
     pruned.sort_unstable();
     PrunePlan { pruned, savings, sufficient: pressure < policy.target }
+}
+
+/// The bytes a prune would replace: the tool output, or an attachment's text.
+fn content_bytes(message: &Message) -> u64 {
+    if message.attachment {
+        return message.content.iter().filter_map(Part::as_text).map(|t| t.len() as u64).sum();
+    }
+    super::cut::result_bytes(message)
+}
+
+/// The first line of an attachment (it names the file), for the superseded test.
+fn attachment_path(message: &Message) -> String {
+    message
+        .content
+        .iter()
+        .find_map(Part::as_text)
+        .and_then(|t| t.lines().next())
+        .unwrap_or_default()
+        .to_owned()
 }
 
 /// Tool call id → (tool name, canonical arguments), for the superseded test.
@@ -187,5 +211,32 @@ mod tests {
         let policy = PrunePolicy { pressure: 130_000, target: 100_000, calibration: 1.0 };
         let plan = plan(&m, &t, &HashSet::from([6]), &policy);
         assert_eq!(plan.pruned, vec![4, 8]);
+    }
+
+    #[test]
+    fn attached_files_are_pruned_like_tool_output() {
+        let attachment = |text: &str| {
+            let mut m = Message::new(Role::User, vec![Part::text(text)]);
+            m.synthetic = true;
+            m.attachment = true;
+            m
+        };
+        // An old large attachment, then enough recent output to pass the kept window.
+        let mut m = vec![
+            Message::user("read this"),
+            attachment(&format!("The user attached the file a.rs:\n{}", "x".repeat(8_000))),
+            Message::assistant("ok"),
+        ];
+        m.extend(session(3, 4096));
+        let mut t = tokens(&m);
+        t[1] = 30_000;
+        let plan = plan(
+            &m,
+            &t,
+            &HashSet::new(),
+            &PrunePolicy { pressure: 100_000, target: 60_000, calibration: 1.0 },
+        );
+        assert!(plan.pruned.contains(&1), "{plan:?}");
+        assert!(plan.sufficient);
     }
 }

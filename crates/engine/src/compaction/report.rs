@@ -130,6 +130,11 @@ pub fn build(
                 tokens.tool_results += n;
                 "tool_result"
             }
+            // File contents, like tool output (and pruned like it).
+            ItemKind::Attachment => {
+                tokens.tool_results += n;
+                "attachment"
+            }
             kind if retained.contains(&&item.source) => {
                 tokens.retained += n;
                 kind.as_str()

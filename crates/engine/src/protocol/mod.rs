@@ -33,8 +33,13 @@ pub struct SubmissionId(pub u64);
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Op {
-    /// A user message; starts a turn.
-    UserInput { text: String },
+    /// A user message; starts a turn. `attachments` are workspace files the user mentioned
+    /// (`@path`): each is read now and journaled after the message, for the model to read.
+    UserInput {
+        text: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        attachments: Vec<String>,
+    },
     /// Stop the running turn or compaction; pending tool calls get "interrupted" results, a
     /// compaction writes nothing.
     Interrupt,
@@ -248,6 +253,12 @@ pub enum Event {
         workspace: String,
     },
     TurnStarted,
+    /// The turn ended (failed or interrupted) before any reply: the user's message was taken
+    /// back (HEAD is where it was before the message, which stays in the journal on its own
+    /// branch). `text` is the message, for the front end to offer for editing or sending again.
+    MessageTakenBack {
+        text: String,
+    },
     /// The turn is over; `text` is the final assistant text (empty if none).
     TurnFinished {
         status: TurnStatus,

@@ -13,7 +13,7 @@ pub mod calls;
 pub mod hooks;
 
 use codewhale_journal::{
-    AssistantPayload, Entry, Level, Reads, SystemPayload, Usage as JUsage, UserPayload,
+    AssistantPayload, Entry, EntryId, Level, Reads, SystemPayload, Usage as JUsage, UserPayload,
 };
 use codewhale_provider::{ErrorKind, ProviderFailure, Response, StopReason, StreamEvent};
 use tokio_util::sync::CancellationToken;
@@ -41,6 +41,10 @@ pub struct TurnCtx<'a> {
     warned_over_threshold: bool,
     /// The error that stopped the turn, journaled once the turn's calls all have results.
     failure: Option<(ProtocolErrorKind, String)>,
+    /// The user message this turn appended, and its text.
+    message: Option<(EntryId, String)>,
+    /// Whether an assistant entry (complete or partial) was journaled in this turn.
+    replied: bool,
 }
 
 impl<'a> TurnCtx<'a> {
@@ -61,6 +65,8 @@ impl<'a> TurnCtx<'a> {
             gate,
             warned_over_threshold: false,
             failure: None,
+            message: None,
+            replied: false,
         }
     }
 
@@ -95,9 +101,13 @@ pub struct TurnOutcome {
 
 /// Runs one user turn to its end. Emits `TurnStarted` … `TurnFinished`; errors that stop the
 /// turn are emitted as `Error` events and journaled as `system` notices.
-pub async fn run_turn(ctx: &mut TurnCtx<'_>, input: String) -> TurnOutcome {
+pub async fn run_turn(
+    ctx: &mut TurnCtx<'_>,
+    input: String,
+    attachments: Vec<String>,
+) -> TurnOutcome {
     ctx.emit(Event::TurnStarted);
-    let outcome = match drive(ctx, input).await {
+    let outcome = match drive(ctx, input, attachments).await {
         Ok(outcome) => outcome,
         Err(err) => {
             ctx.fail(err.kind(), err.to_string());
@@ -114,6 +124,9 @@ pub async fn run_turn(ctx: &mut TurnCtx<'_>, input: String) -> TurnOutcome {
             saved = journal_failure(ctx, kind, &message);
         }
     }
+    if saved.is_ok() && outcome.status != TurnStatus::Completed && !ctx.replied {
+        saved = take_back(ctx);
+    }
     let synced = match saved {
         Ok(()) => ctx.session.sync().await,
         Err(err) => Err(err),
@@ -129,6 +142,20 @@ pub async fn run_turn(ctx: &mut TurnCtx<'_>, input: String) -> TurnOutcome {
     outcome
 }
 
+/// The turn ended before any reply: the message was never answered, so it is taken back —
+/// HEAD moves to the entry before it (an `edit` record; the message stays in the file) and the
+/// front end gets its text to edit or send again. Otherwise the next message would be merged
+/// with it into one prompt.
+fn take_back(ctx: &mut TurnCtx<'_>) -> Result<(), EngineError> {
+    let Some((id, text)) = ctx.message.take() else { return Ok(()) };
+    let record = ctx.session.journal().edit(id.as_str())?;
+    ctx.session.append_entry(record)?;
+    ctx.session.replay_budget();
+    ctx.emit(Event::MessageTakenBack { text });
+    ctx.emit_usage(None, None);
+    Ok(())
+}
+
 /// The `system` notice of the error that stopped the turn.
 fn journal_failure(
     ctx: &mut TurnCtx<'_>,
@@ -142,12 +169,26 @@ fn journal_failure(
     ctx.session.append_entry(notice)
 }
 
-async fn drive(ctx: &mut TurnCtx<'_>, input: String) -> Result<TurnOutcome, EngineError> {
+async fn drive(
+    ctx: &mut TurnCtx<'_>,
+    input: String,
+    attachments: Vec<String>,
+) -> Result<TurnOutcome, EngineError> {
     // A crash or an earlier interrupt may have left calls unanswered; answer them before the
     // new message, or the user message would sit between a call and its result.
     ctx.session.heal_dangling_calls()?;
     crate::compaction::triggers::turn_started(ctx.session);
-    ctx.session.append(UserPayload::text(input))?;
+    ctx.session.append(UserPayload::text(input.clone()))?;
+    ctx.message = Some((ctx.session.journal().head_id().clone(), input));
+    for raw in &attachments {
+        match crate::attachments::attach(ctx.session, raw) {
+            Ok(entry) => drop(ctx.session.append(entry)?),
+            Err(reason) => ctx.emit(Event::Notice {
+                level: NoticeLevel::Warning,
+                message: format!("@{raw} was not attached: {reason}"),
+            }),
+        }
+    }
     // An estimate right away, so a gauge moves before the first reply reports.
     ctx.emit_usage(None, None);
     let mut overflow_retried = false;
@@ -278,6 +319,7 @@ fn record_response(
         ctx.session.budget_mut().record_report(reported, estimate);
     }
     ctx.session.append(payload)?;
+    ctx.replied = true;
     ctx.emit_usage(reported, response.usage.map(|u| u.output_tokens));
     Ok(())
 }

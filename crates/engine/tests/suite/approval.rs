@@ -57,7 +57,7 @@ async fn the_user_can_deny_and_approve_interactively() {
     h.server.push(Reply::tool_call("s3", "shell", json!({"command": "touch again.txt"})));
     h.server.push(Reply::text("done"));
     let mut engine = h.spawn_with(Resume::New, ApprovalMode::Ask, true);
-    let turn = engine.submit(Op::UserInput { text: "touch files".into() });
+    let turn = engine.submit(Op::UserInput { text: "touch files".into(), attachments: Vec::new() });
     engine.until(|e| matches!(e, Event::ApprovalNeeded { call_id, .. } if call_id == "s1")).await;
     engine.submit(Op::Deny { call_id: "s1".into() });
     engine.until(|e| matches!(e, Event::ApprovalNeeded { call_id, .. } if call_id == "s2")).await;

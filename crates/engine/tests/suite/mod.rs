@@ -1,4 +1,5 @@
 mod approval;
+mod attachments;
 mod branches;
 mod common;
 mod compaction;

@@ -100,7 +100,7 @@ fn offline_report(h: &Harness, session: &str) -> ContextReport {
 async fn turn(h: &Harness, engine: &mut Running, gauge: &mut Option<Gauge>, text: &str) {
     h.server
         .push(Reply::text(format!("answer to {text}")).with_usage(3_000 + text.len() as u64, 9));
-    let id = engine.submit(Op::UserInput { text: text.into() });
+    let id = engine.submit(Op::UserInput { text: text.into(), attachments: Vec::new() });
     let events = settle(engine, id, gauge, |e| matches!(e, Event::TurnFinished { .. })).await;
     assert!(
         matches!(events.last(), Some(Event::TurnFinished { status: TurnStatus::Completed, .. })),

@@ -61,9 +61,20 @@ async fn a_context_overflow_fails_the_turn_with_a_clear_error() {
         })
         .unwrap();
     assert!(message.contains("window"), "{message}");
+    // Never answered, so taken back: offered for editing, and not merged into the next prompt.
+    assert!(run.events.contains(&Event::MessageTakenBack { text: "hello".into() }));
+    h.server.push(Reply::text("hi"));
+    engine.turn("shorter").await;
     engine.shutdown().await;
     let journal = reload_checked(&session_file(h.home.path()));
-    assert_eq!(kinds(&journal), ["user"]);
+    assert_eq!(kinds(&journal), ["user", "assistant"]);
+    let sent = h.server.requests().last().unwrap().body["messages"].to_string();
+    assert!(sent.contains("shorter") && !sent.contains("hello"), "{sent}");
+    let kept = journal.entries().iter().any(|e| {
+        matches!(&e.payload, codewhale_journal::Payload::User(u)
+            if u.content.iter().filter_map(|b| b.as_text()).any(|t| t == "hello"))
+    });
+    assert!(kept, "the message stays in the file");
 }
 
 #[tokio::test]
@@ -71,8 +82,14 @@ async fn busy_ops_during_a_turn_are_answered_with_an_error() {
     let h = Harness::new().await;
     h.server.push(Reply::text("slow").slow(std::time::Duration::from_millis(300)));
     let mut engine = h.spawn(ApprovalMode::Ask);
-    let turn = engine.submit(codewhale_engine::protocol::Op::UserInput { text: "a".into() });
-    let busy = engine.submit(codewhale_engine::protocol::Op::UserInput { text: "b".into() });
+    let turn = engine.submit(codewhale_engine::protocol::Op::UserInput {
+        text: "a".into(),
+        attachments: Vec::new(),
+    });
+    let busy = engine.submit(codewhale_engine::protocol::Op::UserInput {
+        text: "b".into(),
+        attachments: Vec::new(),
+    });
     let run = engine.finish(turn).await;
     assert_eq!(run.status, TurnStatus::Completed);
     let _ = busy;

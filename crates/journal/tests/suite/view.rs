@@ -1,7 +1,7 @@
 //! The view function and the view check on hand-built journals.
 
 use codewhale_journal::{
-    check_view, cut_to_bound, pruned_stub, render, AssistantPayload, Block, Bounded,
+    check_view, cut_to_bound, pruned_stub, render, AssistantPayload, Attachment, Block, Bounded,
     CompactionPath, CompactionPayload, Covers, Entry, ItemKind, Journal, Shortened,
     ToolResultPayload, Trigger, UserPayload, ViewError, CHECKPOINT_MARKER,
 };
@@ -88,6 +88,36 @@ fn a_withdrawn_anchor_leaves_the_view_and_the_note_says_so_once() {
     odd.withdraws = Some(plain);
     j.on_head(odd);
     assert_eq!(short(&head_view(&j)), ["user: keep me", "synthetic: withdrawn?"]);
+}
+
+#[test]
+fn a_pruned_attachment_reads_as_a_stub_naming_the_file() {
+    let mut j = journal();
+    j.user("read this");
+    let mut attached =
+        UserPayload::synthetic(format!("The user attached src/a.rs:\n{}", "x".repeat(900)));
+    attached.attachment =
+        Some(Attachment { path: "src/a.rs".into(), bytes: Some(900), ..Attachment::default() });
+    let a = j.on_head(attached);
+    j.assistant("ok");
+    let v = head_view(&j);
+    assert_eq!(v.items[1].kind, ItemKind::Attachment);
+    assert_eq!(ItemKind::Attachment.as_str(), "attachment");
+    let mut rec = CompactionPayload::new(CompactionPath::PruneOnly, Trigger::Auto);
+    rec.pruned_ids = vec![a.clone()];
+    let tip = j.tip();
+    j.record(&tip, rec);
+    let v = head_view(&j);
+    let item = v.items.iter().find(|i| i.source == a).unwrap();
+    assert_eq!(
+        item.blocks(),
+        [Block::text(
+            "[attached file src/a.rs pruned by compaction: 900 bytes; read the file again if you \
+             need it]"
+        )]
+    );
+    assert_eq!(item.shortened, Some(Shortened::Pruned { original_bytes: 900 }));
+    check_view(&v).unwrap();
 }
 
 #[test]

@@ -132,7 +132,10 @@ left\nNone\n## Open questions\nNone\n## Next action\nGo on.\n## Reference\nNone"
             };
             let (handle, mut events) = Engine::spawn(params).unwrap();
             for k in 0..3 {
-                handle.submit(Op::UserInput { text: format!("question {k}") });
+                handle.submit(Op::UserInput {
+                    text: format!("question {k}"),
+                    attachments: Vec::new(),
+                });
                 while let Some(msg) = events.recv().await {
                     if matches!(msg.event, Event::TurnFinished { .. }) {
                         break;

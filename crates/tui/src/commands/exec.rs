@@ -103,7 +103,7 @@ fn read_prompt(words: &[String]) -> anyhow::Result<String> {
 
 async fn exec(params: EngineParams, prompt: String, json: bool) -> anyhow::Result<ExitCode> {
     let (handle, mut events) = Engine::spawn(params)?;
-    let turn = handle.submit(Op::UserInput { text: prompt });
+    let turn = handle.submit(Op::UserInput { text: prompt, attachments: Vec::new() });
     let mut outcome: Option<(TurnStatus, String)> = None;
     let mut errors: Vec<String> = Vec::new();
     let mut stdout = std::io::stdout().lock();

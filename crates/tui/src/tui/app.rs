@@ -1,24 +1,28 @@
-//! The app state and its input handling: the lifecycle, the transcript, the composer, the
-//! status figures and the view stack, changed only by [`App::handle`].
+//! The app state: the lifecycle, the transcript, the composer, the status figures and the view
+//! stack, changed only by [`App::handle`].
 //!
 //! The app is synchronous and does no I/O: it receives [`AppEvent`]s, submits [`Op`]s to its
-//! [`OpSink`] and queues [`Effect`]s for the event loop. Engine events are handled in
-//! `engine_events.rs`, slash commands in `slash_dispatch.rs`, drawing in `render.rs`.
+//! [`OpSink`] and queues [`Effect`]s for the event loop. Keys are handled in `keys.rs`, engine
+//! events in `engine_events.rs`, slash commands in `slash_dispatch.rs`, drawing in `render.rs`.
 //! Invariants: what the engine is doing is one [`Lifecycle`] value, never a set of flags; a
-//! message is only sent when no turn runs; an approval view exists only while its call waits.
-
-use crossterm::event::{Event as TermEvent, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+//! message is only sent when nothing runs (one typed meanwhile is queued, in sight, and sent
+//! when the engine is idle again); an approval view exists only while its call waits.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
+
+use crossterm::event::{Event as TermEvent, KeyEventKind};
 
 use codewhale_engine::protocol::{Figure, Op, SubmissionId};
 
 use super::cells::{NoticeCell, NoticeKind, UserCell};
-use super::composer::{Composer, ComposerOutcome};
+use super::composer::Composer;
 use super::event::{AppEvent, Effect, OpSink};
+use super::mentions::Picker;
+use super::prompts::ConfirmSend;
 use super::slash;
 use super::transcript::Transcript;
-use super::views::{View, ViewAction};
+use super::views::View;
 
 /// What the engine is doing, as far as the UI knows.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,8 +76,12 @@ pub enum Pending {
     OlderHistory,
 }
 
-/// Scroll step of PageUp/PageDown, as a fraction of the transcript's height.
-const PAGE_FRACTION: usize = 2;
+/// A message on its way to the engine: its text and the files mentioned with `@`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outgoing {
+    pub text: String,
+    pub attachments: Vec<String>,
+}
 
 /// Items per older page of the conversation.
 pub(crate) const HISTORY_PAGE: usize = 200;
@@ -98,18 +106,30 @@ pub struct App {
     /// A notice to show under the conversation once the engine's next page replaces it (a
     /// resumed session, a HEAD move).
     pub(crate) reset_notice: Option<String>,
-    /// Messages typed while `/compact` ran, sent in order when it ends.
-    pub(crate) queued: VecDeque<String>,
+    /// Messages typed while a turn or `/compact` ran, sent in order when it ends.
+    pub(crate) queued: VecDeque<Outgoing>,
     /// Another session is being opened: its file's size, for the status line.
     pub(crate) opening: Option<u64>,
     /// A first Ctrl+C on an idle, empty composer; the second one quits.
     pub(crate) quit_armed: bool,
+    /// A first Esc on an idle draft; the second one clears it.
+    pub(crate) esc_armed: bool,
     /// Shutdown was sent; waiting for the engine to confirm.
     pub(crate) quitting: bool,
     /// The last known size of the transcript area, for page-sized scrolling.
     pub(crate) viewport: (u16, u16),
     /// Which completion the popup highlights.
     pub(crate) completion: usize,
+    /// Esc closed the slash popup; it stays closed until the text changes.
+    pub(crate) popup_dismissed: bool,
+    /// The terminal reports Shift+Enter (keyboard enhancement is on).
+    pub(crate) keyboard_enhanced: bool,
+    /// The `@` picker while a mention is typed.
+    pub(crate) mention: Option<Picker>,
+    /// The workspace's files, once indexed (`None` before the first `@`).
+    pub(crate) files: Option<Arc<Vec<String>>>,
+    /// Paths chosen in the picker for the message being typed.
+    pub(crate) mentions: Vec<String>,
 }
 
 impl std::fmt::Debug for App {
@@ -142,9 +162,15 @@ impl App {
             queued: VecDeque::new(),
             opening: None,
             quit_armed: false,
+            esc_armed: false,
             quitting: false,
             viewport: (80, 20),
             completion: 0,
+            popup_dismissed: false,
+            keyboard_enhanced: false,
+            mention: None,
+            files: None,
+            mentions: Vec::new(),
         }
     }
 
@@ -215,7 +241,8 @@ impl App {
             }
             AppEvent::Input(TermEvent::Paste(text)) => {
                 if self.views.is_empty() {
-                    self.composer.insert_str(&text);
+                    self.composer.paste(&text);
+                    self.after_edit();
                 }
             }
             AppEvent::Input(_) => {}
@@ -226,126 +253,41 @@ impl App {
                     // Ops would vanish into a closed channel; say so instead.
                     self.sink = Box::new(super::event::NoSession);
                     self.lifecycle = Lifecycle::Idle;
-                    self.notice(
-                        NoticeKind::Error,
-                        "the engine stopped; see the log in the logs folder of the Codewhale home. /new starts a new session",
-                    );
+                    let text = if self.session_id.is_empty() {
+                        "no session is open; /new starts one, /resume picks one"
+                    } else {
+                        "the engine stopped; see the log in the logs folder of the Codewhale \
+                         home. /new starts a new session"
+                    };
+                    self.notice(NoticeKind::Error, text);
                 }
+            }
+            AppEvent::DraftEdited(Ok(text)) => {
+                self.composer.set_text(text.trim_end_matches('\n'));
+                self.after_edit();
+            }
+            AppEvent::DraftEdited(Err(e)) => self.notice(NoticeKind::Error, e),
+            AppEvent::SuspendUnavailable => self.notice(
+                NoticeKind::Warning,
+                "Ctrl+Z cannot suspend here: Codewhale was not started from a shell with job \
+                 control, so nothing could bring it back",
+            ),
+            AppEvent::FilesIndexed(files) => {
+                self.files = Some(files);
+                self.after_edit();
             }
             other => self.on_loaded(other),
         }
     }
 
-    /// Scrolls towards older output; at the top, asks the engine for the page before it.
-    fn scroll_up(&mut self, rows: usize) {
-        let (w, h) = self.viewport;
-        self.transcript.scroll_up(rows, w, h);
-        let loading = self.pending.iter().any(|(_, p)| *p == Pending::OlderHistory);
-        if self.transcript.at_top(w, h) && !loading {
-            if let Some(before) = self.older.clone() {
-                let op = Op::GetHistory { before: Some(before), limit: HISTORY_PAGE };
-                if let Some(id) = self.sink.submit(op) {
-                    self.pending.push((id, Pending::OlderHistory));
-                }
-            }
-        }
-    }
-
-    fn on_key(&mut self, key: KeyEvent) {
-        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-        let is_ctrl_c = ctrl && key.code == KeyCode::Char('c');
-        if !is_ctrl_c {
-            self.quit_armed = false;
-        }
-        if let Some(view) = self.views.last_mut() {
-            let action = view.handle_key(key);
-            self.on_view_action(action);
-            return;
-        }
-        let page = usize::from(self.viewport.1 / PAGE_FRACTION as u16).max(1);
-        match key.code {
-            KeyCode::Char('c') if ctrl => self.on_ctrl_c(),
-            KeyCode::Esc if self.lifecycle.busy() => self.interrupt(),
-            KeyCode::Char('d') if ctrl => {
-                if self.composer.is_empty() {
-                    self.quit();
-                } else {
-                    self.composer.handle_key(KeyEvent::new(KeyCode::Delete, KeyModifiers::NONE));
-                }
-            }
-            KeyCode::Char('o') if ctrl => {
-                self.transcript.toggle_expanded();
-            }
-            KeyCode::PageUp => self.scroll_up(page),
-            KeyCode::PageDown => self.transcript.scroll_down(page),
-            KeyCode::Tab => self.complete(),
-            KeyCode::Up | KeyCode::Down if self.popup_open() => {
-                let n = slash::completions(&self.composer.text()).len().max(1);
-                self.completion = if key.code == KeyCode::Up {
-                    (self.completion + n - 1) % n
-                } else {
-                    (self.completion + 1) % n
-                };
-            }
-            KeyCode::Enter if self.popup_open() && key.modifiers.is_empty() => {
-                // Enter on a partly typed name runs the highlighted command.
-                self.complete();
-                self.on_submit();
-            }
-            _ => match self.composer.handle_key(key) {
-                ComposerOutcome::Submit(text) => {
-                    self.composer.set_text(&text);
-                    self.on_submit();
-                }
-                ComposerOutcome::Edited => self.completion = 0,
-                ComposerOutcome::Ignored => {}
-            },
-        }
-    }
-
-    /// Whether the completion popup is showing (a slash command name is being typed).
-    pub(crate) fn popup_open(&self) -> bool {
-        self.views.is_empty() && !slash::completions(&self.composer.text()).is_empty()
-    }
-
-    fn complete(&mut self) {
-        let matches = slash::completions(&self.composer.text());
-        if let Some(cmd) = matches.get(self.completion.min(matches.len().saturating_sub(1))) {
-            let text = if cmd.args().is_empty() {
-                format!("/{}", cmd.name())
-            } else {
-                format!("/{} ", cmd.name())
-            };
-            self.composer.set_text(&text);
-            self.completion = 0;
-        }
-    }
-
-    /// Stops the running turn or compaction.
-    fn interrupt(&mut self) {
-        self.submit(Op::Interrupt);
-        self.quit_armed = false;
-    }
-
-    fn on_ctrl_c(&mut self) {
-        if self.lifecycle.busy() {
-            self.interrupt();
-        } else if !self.composer.is_empty() {
-            self.composer.clear();
-            self.quit_armed = false;
-        } else if self.quit_armed || self.quitting {
-            self.quit();
-        } else {
-            self.quit_armed = true;
-        }
-    }
-
-    /// Enter: a slash command or a message.
-    fn on_submit(&mut self) {
-        let text = self.composer.take_submission();
+    /// Enter on a message or a command (chips already unfolded in `text`).
+    pub(crate) fn submit_text(&mut self, text: String) {
+        self.popup_dismissed = false;
+        self.mention = None;
         if text.trim().is_empty() {
             return;
         }
+        self.effects.push(Effect::RememberPrompt(text.clone()));
         if let Some(parsed) = slash::parse(&text) {
             match parsed {
                 Ok(invocation) => self.run_command(invocation),
@@ -356,79 +298,119 @@ impl App {
             }
             return;
         }
-        if self.lifecycle == (Lifecycle::Compacting { in_turn: false }) && !self.quitting {
-            // The pass ends soon (or is cancelled): the message waits for it, in sight.
-            self.notice(NoticeKind::Info, format!("queued until the compaction ends: {text}"));
-            self.queued.push_back(text);
+        let mut mentions = std::mem::take(&mut self.mentions);
+        mentions.retain(|path| text.contains(&format!("@{path}")));
+        mentions.dedup();
+        let message = Outgoing { text, attachments: mentions };
+        if self.lifecycle.busy() && !self.quitting {
+            // Sent when the turn (or the pass) ends, in the order typed; shown meanwhile.
+            self.queued.push_back(message);
             self.transcript.scroll_down(usize::MAX);
             return;
         }
-        if self.lifecycle.turn_running() || self.quitting {
-            // Keep the text: the user should not lose a message typed during a turn.
-            self.composer.set_text(&text);
-            self.notice(
-                NoticeKind::Warning,
-                "a turn is running; wait for it to finish or press Ctrl+C to interrupt it",
-            );
+        if self.quitting {
+            self.composer.set_text(&message.text);
             return;
         }
-        if !self.send_message(text.clone()) {
-            self.composer.set_text(&text);
+        let tokens = codewhale_engine::estimate_tokens(&message.text);
+        if let Some(gauge) = self.gauge.filter(|g| tokens > g.usable_input) {
+            self.views.push(Box::new(ConfirmSend {
+                text: message.text,
+                tokens,
+                usable_input: gauge.usable_input,
+            }));
+            self.mentions = message.attachments;
+            return;
+        }
+        if !self.send_message(message.clone()) {
+            self.composer.set_text(&message.text);
+            self.mentions = message.attachments;
         }
         self.transcript.scroll_down(usize::MAX);
     }
 
-    /// Starts a turn with `text`; false when no session is open to take it.
-    pub(crate) fn send_message(&mut self, text: String) -> bool {
-        if self.submit(Op::UserInput { text: text.clone() }).is_none() {
+    /// Starts a turn with `message`; false when no session is open to take it.
+    pub(crate) fn send_message(&mut self, message: Outgoing) -> bool {
+        let Outgoing { text, attachments } = message;
+        let op = Op::UserInput { text: text.clone(), attachments: attachments.clone() };
+        if self.submit(op).is_none() {
             return false;
         }
-        self.transcript.push(UserCell { text });
+        let mut shown = text;
+        for path in &attachments {
+            shown.push_str(&format!("\n📎 {path}"));
+        }
+        self.transcript.push(UserCell { text: shown });
         self.lifecycle = Lifecycle::Streaming { thinking: false };
         true
     }
 
-    /// After `/compact` ended: the first queued message starts the next turn (the others wait
+    /// Once the engine is idle: the first queued message starts the next turn (the others wait
     /// for it, as typed).
     pub(crate) fn send_queued(&mut self) {
         if self.lifecycle != Lifecycle::Idle {
             return;
         }
-        if let Some(text) = self.queued.pop_front() {
-            if !self.send_message(text.clone()) {
-                self.composer.set_text(&text);
+        if let Some(message) = self.queued.pop_front() {
+            if !self.send_message(message.clone()) {
+                self.composer.set_text(&message.text);
             }
         }
     }
 
-    fn on_view_action(&mut self, action: ViewAction) {
-        match action {
-            ViewAction::Stay => {}
-            ViewAction::Close => {
-                self.views.pop();
-            }
-            ViewAction::Approve { call_id, scope } => {
-                self.views.pop();
-                self.submit(Op::Approve { call_id, scope });
-                self.lifecycle = Lifecycle::Streaming { thinking: false };
-            }
-            ViewAction::Deny { call_id } => {
-                self.views.pop();
-                self.submit(Op::Deny { call_id });
-                self.lifecycle = Lifecycle::Streaming { thinking: false };
-            }
-            ViewAction::OpenSession { id } => {
-                self.views.pop();
-                self.effects.push(Effect::OpenSession(codewhale_engine::Resume::Id(id)));
-            }
-            ViewAction::Interrupt => {
-                self.views.retain(|v| v.approval_call().is_none());
-                self.submit(Op::Interrupt);
-            }
-            ViewAction::Trust { trusted } => {
-                self.views.pop();
-                self.effects.push(Effect::Trust { trusted });
-            }
+    /// After the composer's text changed: the popups follow it.
+    pub(crate) fn after_edit(&mut self) {
+        self.completion = 0;
+        self.popup_dismissed = false;
+        self.refresh_mention();
+    }
+
+    /// Opens, updates or closes the `@` picker for the mention being typed.
+    pub(crate) fn refresh_mention(&mut self) {
+        let Some(query) = super::mentions::typed_mention(self.composer.before_cursor()) else {
+            self.mention = None;
+            return;
+        };
+        let query = query.to_owned();
+        if self.files.is_none() && !self.effects.contains(&Effect::IndexFiles) {
+            self.effects.push(Effect::IndexFiles);
         }
+        let selected = self.mention.as_ref().filter(|m| m.query == query).map_or(0, |m| m.selected);
+        let mut picker = Picker::new(&query, self.files.as_ref());
+        picker.selected = selected.min(picker.results.len().saturating_sub(1));
+        self.mention = Some(picker);
+    }
+
+    /// Puts the picker's choice in place of the mention being typed.
+    pub(crate) fn accept_mention(&mut self) {
+        let Some(picker) = self.mention.take() else { return };
+        let Some(path) = picker.chosen().map(str::to_owned) else { return };
+        self.composer.replace_before_cursor(picker.query.len() + 1, &format!("@{path} "));
+        self.mentions.push(path);
+    }
+
+    /// The engine gave back a message it could not answer: offered for editing.
+    pub(crate) fn message_taken_back(&mut self, text: String) {
+        if self.composer.is_empty() {
+            self.composer.set_text(&text);
+            self.notice(
+                NoticeKind::Info,
+                "the message got no reply, so it is back in the composer: edit it or press \
+                 Enter to send it again",
+            );
+        } else {
+            self.composer.remember(&text);
+            self.notice(
+                NoticeKind::Info,
+                "the message got no reply and was taken back; Up recalls it",
+            );
+        }
+    }
+
+    /// Whether the completion popup is showing (a slash command name is being typed).
+    pub(crate) fn popup_open(&self) -> bool {
+        self.views.is_empty()
+            && !self.popup_dismissed
+            && !slash::completions(&self.composer.text()).is_empty()
     }
 }

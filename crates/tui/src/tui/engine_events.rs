@@ -69,6 +69,7 @@ impl App {
                 self.model = model;
             }
             Event::History { page } => self.on_history(page, pending),
+            Event::MessageTakenBack { text } => self.message_taken_back(text),
             Event::TurnStarted => self.lifecycle = Lifecycle::Streaming { thinking: false },
             Event::TextDelta { text } => {
                 self.transcript.push_delta(&text);

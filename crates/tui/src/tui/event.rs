@@ -27,6 +27,12 @@ pub enum AppEvent {
     SessionOpening(Option<u64>),
     /// Opening another session failed; the current one stays.
     SessionOpenFailed(String),
+    /// The draft as the external editor left it (Ctrl+G), or why it could not run.
+    DraftEdited(Result<String, String>),
+    /// Ctrl+Z could not suspend: no shell with job control started Codewhale.
+    SuspendUnavailable,
+    /// The workspace's files, for the `@` picker.
+    FilesIndexed(std::sync::Arc<Vec<String>>),
 }
 
 /// Work outside the app's state, carried out by the event loop (I/O the app must not block
@@ -35,6 +41,14 @@ pub enum AppEvent {
 pub enum Effect {
     /// List sessions: all of them, or those of this workspace.
     LoadSessions { all: bool },
+    /// Keep a sent prompt in the workspace's history file.
+    RememberPrompt(String),
+    /// Edit this draft in `$VISUAL`/`$EDITOR` (the terminal is handed over meanwhile).
+    EditDraft(String),
+    /// Ctrl+Z: give the terminal back and stop until `fg`.
+    Suspend,
+    /// Index the workspace's files for the `@` picker (once, off the UI task).
+    IndexFiles,
     /// Open another session (off the UI task); once it is open, the current engine stops.
     OpenSession(Resume),
     /// Remember the answer about trusting the workspace's config, then open the session

@@ -18,11 +18,15 @@
 pub mod app;
 pub mod cells;
 pub mod composer;
+pub mod editor;
 mod engine_events;
 pub mod event;
 pub mod frame;
 pub mod history;
+mod keys;
 pub mod markdown;
+pub mod mentions;
+pub mod prompts;
 mod render;
 pub mod slash;
 mod slash_dispatch;
@@ -122,12 +126,21 @@ pub async fn run(params: TuiParams) -> anyhow::Result<Outcome> {
         links.current = Some(spawn_engine(&params, resume));
     }
     terminal::install_panic_hook();
-    let (mut terminal, guard) = terminal::enter().context("cannot set up the terminal")?;
+    let (mut terminal, guard, keyboard_enhanced) =
+        terminal::enter().context("cannot set up the terminal")?;
+    let history_file = composer::history::file_for(&params.home, &params.workspace);
     let sink: Box<dyn OpSink> = match &links.current {
         Some(l) => Box::new(l.handle.clone()),
         None => Box::new(NoSession),
     };
     let mut app = App::new(sink, params.overrides.model.clone().unwrap_or_default());
+    app.keyboard_enhanced = keyboard_enhanced;
+    match composer::history::load(&history_file) {
+        Ok(entries) => app.composer = composer::Composer::with_history(entries),
+        Err(e) => {
+            tracing::warn!(path = %history_file.display(), "cannot read the prompt history: {e}")
+        }
+    }
     if let Some(q) = &params.trust {
         app.views.push(Box::new(views::TrustView {
             file: q.file.display().to_string(),
@@ -195,6 +208,42 @@ pub async fn run(params: TuiParams) -> anyhow::Result<Outcome> {
                         let result = session_rows(&params, all);
                         let _ = tx.send(AppEvent::SessionsLoaded { all, result });
                     });
+                }
+                Effect::RememberPrompt(text) => {
+                    let path = history_file.clone();
+                    tokio::task::spawn_blocking(move || {
+                        if let Err(e) = composer::history::append(&path, &text) {
+                            tracing::warn!(path = %path.display(), "cannot keep the prompt: {e}");
+                        }
+                    });
+                }
+                Effect::IndexFiles => {
+                    let tx = app_tx.clone();
+                    let root = app.workspace.clone().unwrap_or_else(|| params.workspace.clone());
+                    tokio::task::spawn_blocking(move || {
+                        let files = std::sync::Arc::new(mentions::index(&root));
+                        let _ = tx.send(AppEvent::FilesIndexed(files));
+                    });
+                }
+                Effect::EditDraft(draft) => {
+                    // The editor reads the terminal: our reader must not race it for keys.
+                    drop(input);
+                    let editor = editor::command();
+                    let edited =
+                        terminal::handed_over(&mut terminal, || editor::edit(&editor, &draft))
+                            .context("cannot take the terminal back from the editor")?;
+                    input = EventStream::new();
+                    app.handle(AppEvent::DraftEdited(edited));
+                }
+                Effect::Suspend => {
+                    drop(input);
+                    let suspended =
+                        terminal::suspend(&mut terminal).await.context("cannot suspend")?;
+                    input = EventStream::new();
+                    terminal.autoresize().context("cannot resize")?;
+                    if !suspended {
+                        app.handle(AppEvent::SuspendUnavailable);
+                    }
                 }
             }
         }

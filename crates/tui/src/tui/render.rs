@@ -12,10 +12,15 @@ use ratatui::Frame;
 
 use super::app::{App, Lifecycle};
 use super::cells::short_tokens;
+use super::composer::layout::Cell;
 use super::slash;
 
 /// Composer rows shown at most before it scrolls.
 const MAX_COMPOSER_ROWS: usize = 8;
+/// Queued messages listed above the prompt at most.
+const MAX_QUEUED_SHOWN: usize = 3;
+/// Columns of the `› ` prompt.
+const PROMPT_WIDTH: usize = 2;
 
 impl App {
     /// Draws the whole screen.
@@ -44,85 +49,123 @@ impl App {
                 if let Some(cursor) = self.draw_composer(pane, frame) {
                     frame.set_cursor_position(cursor);
                 }
-                self.draw_popup(pane, frame);
+                if self.mention.is_some() {
+                    self.draw_mentions(pane, frame);
+                } else if self.popup_open() {
+                    self.draw_popup(pane, frame);
+                }
             }
         }
         self.draw_status(status, frame);
     }
 
-    /// Rows of the composer text hard-wrapped at `width` minus the prompt.
-    /// Each row is (line index, chunk index within the line, text).
-    fn composer_rows(&self, width: u16) -> Vec<(usize, usize, String)> {
-        let inner = usize::from(width).saturating_sub(2).max(1);
-        let mut rows = Vec::new();
-        for (i, line) in self.composer.lines().iter().enumerate() {
-            let chars: Vec<char> = line.chars().collect();
-            if chars.is_empty() {
-                rows.push((i, 0, String::new()));
-            }
-            for (c, chunk) in chars.chunks(inner).enumerate() {
-                rows.push((i, c, chunk.iter().collect()));
-            }
-            // A cursor after a full row sits on the next, empty one.
-            let (crow, ccol) = self.composer.cursor();
-            if i == crow
-                && !chars.is_empty()
-                && ccol == chars.len()
-                && chars.len().is_multiple_of(inner)
-            {
-                rows.push((i, chars.len() / inner, String::new()));
-            }
-        }
-        rows
+    /// The composer's height: its rows (at most [`MAX_COMPOSER_ROWS`]), the queue and the
+    /// border.
+    fn composer_height(&mut self, width: u16) -> u16 {
+        let inner = usize::from(width).saturating_sub(PROMPT_WIDTH).max(1);
+        let rows = self.composer.layout(inner).rows.len().min(MAX_COMPOSER_ROWS);
+        u16::try_from(rows + 1 + self.queued.len().min(MAX_QUEUED_SHOWN)).unwrap_or(2)
     }
 
-    fn composer_height(&self, width: u16) -> u16 {
-        let rows = self.composer_rows(width).len().min(MAX_COMPOSER_ROWS);
-        u16::try_from(rows + 1).unwrap_or(2)
-    }
-
-    fn draw_composer(&self, area: Rect, frame: &mut Frame<'_>) -> Option<Position> {
+    fn draw_composer(&mut self, area: Rect, frame: &mut Frame<'_>) -> Option<Position> {
         let block =
             Block::default().borders(Borders::TOP).border_style(Style::new().fg(Color::DarkGray));
-        let inner = block.inner(area);
+        let mut inner = block.inner(area);
         block.render(area, frame.buffer_mut());
+        // Messages waiting for the turn to end, oldest first, above the prompt.
+        let queued: Vec<Line<'static>> = self
+            .queued
+            .iter()
+            .take(MAX_QUEUED_SHOWN)
+            .map(|message| {
+                let first = message.text.lines().next().unwrap_or_default().to_owned();
+                Line::from(vec![
+                    Span::styled("⧗ queued ", Style::new().fg(Color::Yellow)),
+                    Span::styled(first, Style::new().fg(Color::DarkGray)),
+                ])
+            })
+            .collect();
+        let shown = u16::try_from(queued.len()).unwrap_or(0).min(inner.height.saturating_sub(1));
+        if shown > 0 {
+            let area = Rect { height: shown, ..inner };
+            Paragraph::new(queued).render(area, frame.buffer_mut());
+            inner = Rect { y: inner.y + shown, height: inner.height - shown, ..inner };
+        }
         if inner.height == 0 {
             return None;
         }
-        let width = usize::from(inner.width).saturating_sub(2).max(1);
-        let rows = self.composer_rows(inner.width);
-        // The cursor's row among the wrapped rows.
-        let (crow, ccol) = self.composer.cursor();
-        let before: usize = self.composer.lines()[..crow]
-            .iter()
-            .map(|l| l.chars().count().div_ceil(width).max(1))
-            .sum();
-        let cursor_row = before + ccol / width;
-        let cursor_col = ccol % width;
+        let width = usize::from(inner.width).saturating_sub(PROMPT_WIDTH).max(1);
+        let layout = self.composer.layout(width);
+        let (cursor_row, cursor_col) = layout.cursor;
         let visible = usize::from(inner.height);
         let first = (cursor_row + 1).saturating_sub(visible);
         let lines: Vec<Line<'static>> = if self.composer.is_empty() {
             vec![Line::from(vec![
                 Span::styled("› ", Style::new().fg(Color::Cyan)),
-                Span::styled("Ask anything · / for commands", Style::new().fg(Color::DarkGray)),
+                Span::styled(
+                    "Ask anything · / for commands · @ for files",
+                    Style::new().fg(Color::DarkGray),
+                ),
             ])]
         } else {
-            rows.iter()
+            layout
+                .rows
+                .iter()
+                .enumerate()
                 .skip(first)
                 .take(visible)
-                .map(|(i, chunk, text)| {
-                    let lead = if *i == 0 && *chunk == 0 { "› " } else { "  " };
-                    Line::from(vec![
-                        Span::styled(lead, Style::new().fg(Color::Cyan)),
-                        Span::raw(text.clone()),
-                    ])
+                .map(|(i, row)| {
+                    let lead = if i == 0 { "› " } else { "  " };
+                    let mut spans = vec![Span::styled(lead, Style::new().fg(Color::Cyan))];
+                    for (_, cell) in &row.cells {
+                        spans.push(match cell {
+                            Cell::Text(t) => Span::raw(t.to_string()),
+                            Cell::Chip(label) => Span::styled(
+                                label.clone(),
+                                Style::new().fg(Color::Black).bg(Color::Cyan),
+                            ),
+                        });
+                    }
+                    Line::from(spans)
                 })
                 .collect()
         };
         Paragraph::new(lines).render(inner, frame.buffer_mut());
-        let x = inner.x + u16::try_from(cursor_col + 2).unwrap_or(0);
+        let x = inner.x + u16::try_from(cursor_col + PROMPT_WIDTH).unwrap_or(u16::MAX);
         let y = inner.y + u16::try_from(cursor_row - first).unwrap_or(0);
         Some(Position { x: x.min(inner.right().saturating_sub(1)), y })
+    }
+
+    /// The `@` picker above the composer: the best matches, the chosen one highlighted.
+    fn draw_mentions(&self, pane: Rect, frame: &mut Frame<'_>) {
+        let Some(picker) = &self.mention else { return };
+        let dim = Style::new().fg(Color::DarkGray);
+        let mut lines: Vec<Line<'static>> = picker
+            .results
+            .iter()
+            .enumerate()
+            .map(|(i, path)| {
+                let style = if i == picker.selected {
+                    Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD)
+                } else {
+                    Style::new()
+                };
+                Line::styled(format!("  @{path}"), style)
+            })
+            .collect();
+        if lines.is_empty() {
+            let text = if self.files.is_none() {
+                "  indexing the workspace…"
+            } else {
+                "  no file matches"
+            };
+            lines.push(Line::styled(text, dim));
+        }
+        lines.push(Line::styled("  Tab or Enter insert · ↑↓ choose · Esc close", dim));
+        let height = u16::try_from(lines.len()).unwrap_or(0).min(pane.y);
+        let area = Rect { y: pane.y - height, height, ..pane };
+        Clear.render(area, frame.buffer_mut());
+        Paragraph::new(lines).render(area, frame.buffer_mut());
     }
 
     fn draw_popup(&self, pane: Rect, frame: &mut Frame<'_>) {
@@ -159,15 +202,18 @@ impl App {
             Lifecycle::Idle if self.quit_armed => {
                 ("press Ctrl+C again to quit".to_owned(), Style::new().fg(Color::Red))
             }
+            Lifecycle::Idle if self.esc_armed => {
+                ("press Esc again to clear the draft".to_owned(), Style::new().fg(Color::Red))
+            }
             Lifecycle::Idle => ("ready".to_owned(), Style::new().fg(Color::Green)),
             Lifecycle::Streaming { thinking: true } => {
-                ("thinking… · Ctrl+C interrupts".to_owned(), busy)
+                (format!("thinking… · Esc interrupts{}", self.queue_hint()), busy)
             }
             Lifecycle::Streaming { thinking: false } => {
-                ("streaming… · Ctrl+C interrupts".to_owned(), busy)
+                (format!("streaming… · Esc interrupts{}", self.queue_hint()), busy)
             }
             Lifecycle::RunningTool { name } => {
-                (format!("running {name}… · Ctrl+C interrupts"), busy)
+                (format!("running {name}… · Esc interrupts{}", self.queue_hint()), busy)
             }
             Lifecycle::Compacting { .. } if self.queued.is_empty() => {
                 ("compacting… · Ctrl+C cancels".to_owned(), Style::new().fg(Color::Magenta))
@@ -181,6 +227,7 @@ impl App {
             }
         };
         let (state, style) = match self.opening {
+            Some(0) if self.lifecycle == Lifecycle::Idle => ("opening session…".to_owned(), busy),
             Some(bytes) if self.lifecycle == Lifecycle::Idle => {
                 (format!("opening session ({})…", human_bytes(bytes)), busy)
             }
@@ -212,6 +259,16 @@ impl App {
             left.push(Span::styled(right, Style::new().fg(Color::DarkGray)));
         }
         Paragraph::new(Line::from(left)).render(area, frame.buffer_mut());
+    }
+}
+
+impl App {
+    /// "· 2 queued, Ctrl+S sends now" while messages wait for the turn.
+    fn queue_hint(&self) -> String {
+        match self.queued.len() {
+            0 => String::new(),
+            n => format!(" · {n} queued, Ctrl+S sends now"),
+        }
     }
 }
 

@@ -164,29 +164,50 @@ pub fn completions(text: &str) -> Vec<SlashCommand> {
     ALL.into_iter().filter(|c| c.name().starts_with(prefix)).collect()
 }
 
+/// The row of [`KEYS`] that needs keyboard enhancement.
+const SHIFT_ENTER: &str = "Shift+Enter, Alt+Enter, Ctrl+J";
+
 /// The keys, shown by `/help` and in the docs.
 pub const KEYS: &[(&str, &str)] = &[
-    ("Enter", "send the message (or run the command)"),
-    ("Shift+Enter, Alt+Enter, Ctrl+J", "insert a newline"),
-    ("Up / Down", "move between lines; on the first/last line, walk the history"),
-    ("Ctrl+A / Ctrl+E", "start / end of the line"),
+    ("Enter", "send the message (or run the command); while a turn runs, queue it"),
+    (
+        SHIFT_ENTER,
+        "insert a newline (Shift+Enter where the terminal reports it: kitty, WezTerm, foot, \
+         Ghostty, iTerm2 and others with the kitty keyboard protocol)",
+    ),
+    ("Left / Right", "move by character (a whole emoji or accented letter)"),
+    ("Ctrl+Left / Ctrl+Right, Alt+Left / Alt+Right, Alt+B / Alt+F", "move by word"),
+    ("Up / Down", "move between rows; on the first/last row, walk the history"),
+    ("Home / End, Ctrl+A / Ctrl+E", "start / end of the line"),
     ("Ctrl+U / Ctrl+K", "delete to the start / end of the line"),
-    ("Ctrl+W", "delete the word before the cursor"),
-    ("Tab", "complete a slash command"),
-    ("PageUp / PageDown", "scroll the transcript; at the bottom it follows new output"),
+    ("Ctrl+W, Alt+Backspace, Ctrl+Backspace", "delete the word before the cursor"),
+    ("Alt+D, Ctrl+Delete", "delete the word after the cursor"),
+    ("Ctrl+R", "search the prompt history (kept per workspace across sessions)"),
+    ("Ctrl+G", "edit the draft in $VISUAL / $EDITOR"),
+    ("Ctrl+X", "unfold the pasted-text chip before the cursor into its text"),
+    ("@", "mention a workspace file: pick it, and its content goes with the message"),
+    ("Tab", "complete a slash command or an @ file"),
+    ("PageUp / PageDown", "scroll the transcript; at the top it loads earlier messages"),
     ("Ctrl+O", "unfold / fold tool calls and compactions"),
+    (
+        "Esc",
+        "close a pop-up or view; interrupt the running turn or compaction; twice on a draft: \
+         clear it",
+    ),
     (
         "Ctrl+C",
         "interrupt the running turn or compaction; clear the composer; twice on an empty \
          composer: quit",
     ),
+    ("Ctrl+S", "with messages queued: interrupt the turn so they are sent now"),
+    ("Ctrl+Z", "suspend (back with `fg`)"),
     ("Ctrl+D", "quit (on an empty composer)"),
     ("y / a / n", "in an approval: approve once / always for this session / deny"),
-    ("Esc", "close a view; interrupt the running turn or compaction"),
 ];
 
-/// `/help`'s text.
-pub fn help_text() -> String {
+/// `/help`'s text; without keyboard enhancement the terminal cannot tell Shift+Enter from
+/// Enter, so the newline keys listed are the ones that work.
+pub fn help_text(keyboard_enhanced: bool) -> String {
     let mut out = String::from("Commands:\n");
     for c in ALL {
         let busy = if c.allowed_during_turn() { "" } else { " (not while a turn runs)" };
@@ -194,6 +215,14 @@ pub fn help_text() -> String {
     }
     out.push_str("Keys:\n");
     for (key, what) in KEYS {
+        let (key, what) = if *key == SHIFT_ENTER && !keyboard_enhanced {
+            (
+                "Alt+Enter, Ctrl+J",
+                "insert a newline (this terminal reports Shift+Enter as Enter, so it sends)",
+            )
+        } else {
+            (*key, *what)
+        };
         out.push_str(&format!("  {key}\n      {what}\n"));
     }
     out
@@ -243,6 +272,19 @@ pub fn commands_markdown() -> String {
          conversation: the next request leaves it out and tells the model once that it no \
          longer applies. `/anchor list` says which pins the model reads now.\n\
          - `/context` during a turn is answered when the turn ends.\n\
+         - A message sent while a turn runs is queued (shown above the prompt) and sent when \
+         the turn ends; Ctrl+S interrupts the turn to send it at once.\n\
+         - A message the model never answered (the request failed, or was interrupted before \
+         the reply began) is taken back: it returns to the composer and is not merged into the \
+         next prompt.\n\
+         - A paste of more than 5 lines or 2,000 bytes shows as a chip such as \
+         `[pasted 4,812 lines · 212 KB]` and is sent in full; Backspace removes it, Ctrl+X \
+         unfolds it. A message larger than the model's usable input asks before it is sent.\n\
+         - `@` opens a fuzzy picker of the workspace's files (honouring `.gitignore`); the \
+         chosen file's content is attached to the message as a separate entry the model reads \
+         with it, which compaction may later prune like tool output.\n\
+         - Prompts are kept per workspace in `$CODEWHALE_HOME/history/` (at most 1,000; \
+         nothing that looks like a secret, nothing over 16 KB).\n\
          - The UI does not capture the mouse, so the terminal's own text selection keeps \
          working; scroll with PageUp/PageDown.\n\
          - Quitting (Ctrl+C twice, Ctrl+D, `/quit`) asks the engine to sync the journal and \
@@ -254,6 +296,14 @@ pub fn commands_markdown() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn help_lists_the_newline_keys_that_work_in_this_terminal() {
+        assert!(help_text(true).contains("Shift+Enter, Alt+Enter, Ctrl+J"));
+        let plain = help_text(false);
+        assert!(!plain.contains("Shift+Enter,"));
+        assert!(plain.contains("Alt+Enter, Ctrl+J"));
+    }
 
     #[test]
     fn every_command_is_in_the_table_once_and_parses_back() {

@@ -72,7 +72,8 @@ impl App {
                 self.submit(Op::SwitchModel { model: args });
             }
             SlashCommand::Help => {
-                self.views.push(Box::new(TextView::new("help", &slash::help_text())))
+                let text = slash::help_text(self.keyboard_enhanced);
+                self.views.push(Box::new(TextView::new("help", &text)))
             }
             SlashCommand::Quit => self.quit(),
         }
@@ -125,7 +126,12 @@ impl App {
                 self.opening = None;
                 self.notice(NoticeKind::Error, e)
             }
-            AppEvent::Engine(_) | AppEvent::Input(_) | AppEvent::EngineGone => {}
+            AppEvent::Engine(_)
+            | AppEvent::Input(_)
+            | AppEvent::EngineGone
+            | AppEvent::DraftEdited(_)
+            | AppEvent::SuspendUnavailable
+            | AppEvent::FilesIndexed(_) => {}
         }
     }
 }

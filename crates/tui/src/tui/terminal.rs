@@ -1,15 +1,25 @@
-//! Owning the terminal: raw mode, the alternate screen, bracketed paste; and giving it back.
+//! Owning the terminal: raw mode, the alternate screen, bracketed paste and keyboard
+//! enhancement; giving it back — for good, to an external editor (Ctrl+G), or while suspended
+//! (Ctrl+Z).
 //!
-//! Invariant: whatever happens — a normal quit, an error, a panic — the terminal is restored
-//! (raw mode off, alternate screen left, cursor shown). [`TerminalGuard`] restores on drop and
-//! [`install_panic_hook`] restores before the panic message is printed, so the message is
-//! readable. Restoring twice is harmless.
+//! Keyboard enhancement (the kitty protocol's "disambiguate escape codes") is turned on only
+//! when the terminal says it supports it; then Shift+Enter arrives as itself instead of as a
+//! plain Enter. Invariant: whatever happens — a normal quit, an error, a panic — the terminal
+//! is restored (enhancement popped, raw mode off, alternate screen left, cursor shown).
+//! [`TerminalGuard`] restores on drop and [`install_panic_hook`] restores before the panic
+//! message is printed, so the message is readable. Restoring twice is harmless.
 
 use std::io::{self, Stdout};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 
-use crossterm::event::{DisableBracketedPaste, EnableBracketedPaste};
+use crossterm::event::{
+    DisableBracketedPaste, EnableBracketedPaste, KeyboardEnhancementFlags,
+    PopKeyboardEnhancementFlags, PushKeyboardEnhancementFlags,
+};
 use crossterm::terminal::{
-    disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
+    disable_raw_mode, enable_raw_mode, supports_keyboard_enhancement, Clear, ClearType,
+    EnterAlternateScreen, LeaveAlternateScreen,
 };
 use crossterm::{cursor, execute};
 use ratatui::backend::CrosstermBackend;
@@ -17,6 +27,11 @@ use ratatui::Terminal;
 
 /// The terminal type the UI draws on.
 pub type Tui = Terminal<CrosstermBackend<Stdout>>;
+
+/// Whether the terminal answered that it supports keyboard enhancement (asked once).
+static SUPPORTED: OnceLock<bool> = OnceLock::new();
+/// Whether enhancement flags are pushed now (so restoring pops them).
+static PUSHED: AtomicBool = AtomicBool::new(false);
 
 /// Restores the terminal when dropped.
 #[derive(Debug)]
@@ -28,21 +43,86 @@ impl Drop for TerminalGuard {
     }
 }
 
-/// Enters raw mode and the alternate screen. The guard restores them.
-pub fn enter() -> io::Result<(Tui, TerminalGuard)> {
-    enable_raw_mode()?;
+/// Enters raw mode and the alternate screen; the guard restores them. The flag says whether
+/// Shift+Enter is reported (keyboard enhancement is on).
+pub fn enter() -> io::Result<(Tui, TerminalGuard, bool)> {
+    take_over()?;
     // From here on, any failure must still restore.
     let guard = TerminalGuard;
-    execute!(io::stdout(), EnterAlternateScreen, EnableBracketedPaste)?;
     let terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
-    Ok((terminal, guard))
+    Ok((terminal, guard, PUSHED.load(Ordering::Relaxed)))
 }
 
-/// Gives the terminal back: leave the alternate screen, disable raw mode, show the cursor.
-/// Errors are ignored: there is nothing better to do with them while leaving.
+fn take_over() -> io::Result<()> {
+    enable_raw_mode()?;
+    execute!(io::stdout(), EnterAlternateScreen, EnableBracketedPaste)?;
+    let supported = *SUPPORTED.get_or_init(|| supports_keyboard_enhancement().unwrap_or(false));
+    if supported {
+        execute!(
+            io::stdout(),
+            PushKeyboardEnhancementFlags(KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES)
+        )?;
+        PUSHED.store(true, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+/// Gives the terminal back: pop enhancement, leave the alternate screen, disable raw mode,
+/// show the cursor. Errors are ignored: there is nothing better to do with them while leaving.
 pub fn restore() {
+    if PUSHED.swap(false, Ordering::Relaxed) {
+        let _ = execute!(io::stdout(), PopKeyboardEnhancementFlags);
+    }
     let _ = execute!(io::stdout(), DisableBracketedPaste, LeaveAlternateScreen, cursor::Show);
     let _ = disable_raw_mode();
+}
+
+/// Runs `work` with the terminal given back (an external editor), then takes it over again
+/// and clears the screen for a full redraw.
+pub fn handed_over<T>(terminal: &mut Tui, work: impl FnOnce() -> T) -> io::Result<T> {
+    restore();
+    let result = work();
+    take_over()?;
+    redraw_all(terminal)?;
+    Ok(result)
+}
+
+/// Clears the screen and makes the next draw repaint everything. (Not `Terminal::clear`: it
+/// asks the terminal for the cursor position, and the answer can be lost to the input reader
+/// of the event stream that was just dropped.)
+fn redraw_all(terminal: &mut Tui) -> io::Result<()> {
+    execute!(io::stdout(), Clear(ClearType::All))?;
+    // Both buffers empty: the next frame differs from "what is on screen" everywhere it draws.
+    terminal.swap_buffers();
+    terminal.swap_buffers();
+    Ok(())
+}
+
+/// Ctrl+Z: gives the terminal back and stops the process as the shell's job control expects;
+/// on `fg` (SIGCONT) takes the terminal over again and clears the screen for a full redraw.
+/// Returns `false`, changing nothing, when no shell can resume the process (it was not started
+/// as a job of a shell with job control): the kernel would discard the stop signal.
+#[cfg(unix)]
+pub async fn suspend(terminal: &mut Tui) -> io::Result<bool> {
+    use rustix::process::{getpgid, getpgrp, getpid, getppid, getsid, kill_process, Signal};
+    use tokio::signal::unix::{signal, SignalKind};
+    // Not orphaned: the parent (the shell) is in another process group of our session.
+    let resumable = getppid().is_some_and(|parent| {
+        getpgid(Some(parent)).is_ok_and(|g| g != getpgrp())
+            && getsid(Some(parent)).ok() == getsid(None).ok()
+    });
+    if !resumable {
+        return Ok(false);
+    }
+    // Listening before stopping: the process may stop a moment after the signal is sent (it
+    // can be taken by another thread), and must not take the terminal back before `fg`.
+    let mut resumed = signal(SignalKind::from_raw(Signal::CONT.as_raw()))?;
+    restore();
+    kill_process(getpid(), Signal::TSTP)?;
+    resumed.recv().await;
+    take_over()?;
+    redraw_all(terminal)?;
+    Ok(true)
 }
 
 /// Makes a panic restore the terminal before the default hook prints the message.

@@ -133,6 +133,10 @@ impl Transcript {
         self.expanded
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     pub fn len(&self) -> usize {
         self.committed.len() + usize::from(self.active.is_some())
     }

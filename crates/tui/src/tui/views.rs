@@ -42,6 +42,11 @@ pub enum ViewAction {
     Trust {
         trusted: bool,
     },
+    /// Put this text in the composer and close (a history search's choice, a message whose
+    /// sending was declined).
+    UseText(String),
+    /// Send this message (confirmed although it is larger than the window) and close.
+    Send(String),
 }
 
 /// A modal view.
@@ -56,7 +61,7 @@ pub trait View: std::fmt::Debug + Send {
     }
 }
 
-fn frame(title: &str, area: Rect, buf: &mut Buffer) -> Rect {
+pub(crate) fn frame(title: &str, area: Rect, buf: &mut Buffer) -> Rect {
     Clear.render(area, buf);
     let block = Block::default()
         .borders(Borders::TOP)
@@ -67,7 +72,7 @@ fn frame(title: &str, area: Rect, buf: &mut Buffer) -> Rect {
     inner
 }
 
-fn is_ctrl_c(key: &KeyEvent) -> bool {
+pub(crate) fn is_ctrl_c(key: &KeyEvent) -> bool {
     key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c')
 }
 

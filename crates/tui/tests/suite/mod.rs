@@ -1,5 +1,7 @@
+mod composer_pty;
 mod exec;
 mod journal_check;
+mod pty;
 mod sessions;
 mod trust;
 mod tui_pty;

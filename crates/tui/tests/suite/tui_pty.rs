@@ -1,103 +1,12 @@
 //! The terminal UI end to end: the real binary in a pseudo-terminal, keys typed as bytes, the
 //! screen read back through a VT100 parser, the provider being the in-process mock server.
 
-use std::io::{Read as _, Write as _};
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use codewhale_provider::test_support::{MockServer, Reply, TEST_API_KEY};
-use portable_pty::{native_pty_system, Child, CommandBuilder, MasterPty, PtySize};
 use serde_json::Value;
-use tempfile::TempDir;
 
-const ROWS: u16 = 30;
-const COLS: u16 = 100;
-const WAIT: Duration = Duration::from_secs(30);
-
-/// A running `codewhale` in a pseudo-terminal.
-struct Pty {
-    screen: Arc<Mutex<vt100::Parser>>,
-    writer: Box<dyn std::io::Write + Send>,
-    child: Box<dyn Child + Send + Sync>,
-    _master: Box<dyn MasterPty + Send>,
-}
-
-impl Pty {
-    fn spawn(args: &[&str], home: &TempDir, ws: &TempDir) -> Pty {
-        let pair = native_pty_system()
-            .openpty(PtySize { rows: ROWS, cols: COLS, pixel_width: 0, pixel_height: 0 })
-            .unwrap();
-        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_codewhale"));
-        cmd.args(args);
-        cmd.cwd(ws.path());
-        for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"]
-        {
-            cmd.env_remove(var);
-        }
-        cmd.env("CODEWHALE_HOME", home.path());
-        cmd.env("HOME", home.path());
-        cmd.env("OPENAI_API_KEY", TEST_API_KEY);
-        cmd.env("TERM", "xterm-256color");
-        let child = pair.slave.spawn_command(cmd).unwrap();
-        drop(pair.slave);
-        let mut reader = pair.master.try_clone_reader().unwrap();
-        let writer = pair.master.take_writer().unwrap();
-        let screen = Arc::new(Mutex::new(vt100::Parser::new(ROWS, COLS, 0)));
-        let sink = Arc::clone(&screen);
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = reader.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                sink.lock().unwrap().process(&buf[..n]);
-            }
-        });
-        Pty { screen, writer, child, _master: pair.master }
-    }
-
-    fn contents(&self) -> String {
-        self.screen.lock().unwrap().screen().contents()
-    }
-
-    async fn wait_for(&self, needle: &str) {
-        let start = Instant::now();
-        while !self.contents().contains(needle) {
-            assert!(
-                start.elapsed() < WAIT,
-                "{needle:?} never appeared; screen:\n{}",
-                self.contents()
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-
-    fn send(&mut self, bytes: &[u8]) {
-        self.writer.write_all(bytes).unwrap();
-        self.writer.flush().unwrap();
-    }
-
-    async fn wait_exit(&mut self) -> portable_pty::ExitStatus {
-        let start = Instant::now();
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(start.elapsed() < WAIT, "codewhale did not exit; screen:\n{}", self.contents());
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-}
-
-fn journals(home: &TempDir) -> Vec<PathBuf> {
-    std::fs::read_dir(home.path().join("sessions"))
-        .unwrap()
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .collect()
-}
+use super::pty::{journals, Pty};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_prompt_reaches_the_mock_and_the_reply_the_screen_and_the_journal() {

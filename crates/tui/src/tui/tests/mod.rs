@@ -92,6 +92,13 @@ impl Harness {
         self.terminal.backend().to_string()
     }
 
+    /// The effects asked for since the last call, but the prompt-history writes.
+    pub(super) fn effects(&mut self) -> Vec<super::event::Effect> {
+        let mut effects = self.app.take_effects();
+        effects.retain(|e| !matches!(e, super::event::Effect::RememberPrompt(_)));
+        effects
+    }
+
     pub(super) fn ops(&self) -> Vec<Op> {
         self.ops.0.lock().unwrap().clone()
     }
@@ -113,6 +120,7 @@ impl Harness {
     }
 }
 
+mod composer;
 mod one_truth;
 mod turns;
 mod views;

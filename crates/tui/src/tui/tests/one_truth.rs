@@ -102,7 +102,10 @@ fn a_manual_compaction_is_cancelled_with_ctrl_c_and_queues_what_is_typed() {
     assert_eq!(h.ops()[1], Op::Interrupt);
     assert!(!h.app.quit_armed, "Ctrl+C cancelled; it did not arm quitting");
     h.engine(1, Event::CompactionCancelled);
-    assert_eq!(h.ops()[2], Op::UserInput { text: "and then fix the tests".into() });
+    assert_eq!(
+        h.ops()[2],
+        Op::UserInput { text: "and then fix the tests".into(), attachments: Vec::new() }
+    );
     let screen = h.screen();
     assert!(screen.contains("compaction cancelled"), "{screen}");
     assert_eq!(h.app.lifecycle(), &Lifecycle::Streaming { thinking: false });

@@ -29,7 +29,10 @@ fn a_streaming_markdown_reply() {
     let mut h = Harness::new();
     h.type_str("explain the build");
     h.enter();
-    assert_eq!(h.ops(), [Op::UserInput { text: "explain the build".into() }]);
+    assert_eq!(
+        h.ops(),
+        [Op::UserInput { text: "explain the build".into(), attachments: Vec::new() }]
+    );
     h.engine(1, Event::TurnStarted);
     h.engine(
         1,
@@ -117,7 +120,7 @@ fn compaction_shows_progress_then_a_capsule() {
     );
     h.usage(9_000, Source::Estimated);
     assert_eq!(h.app.lifecycle(), &Lifecycle::Idle);
-    assert!(h.app.take_effects().is_empty(), "the note came with the event");
+    assert!(h.effects().is_empty(), "the note came with the event");
     insta::assert_snapshot!("compacted", h.screen());
     h.ctrl('o');
     insta::assert_snapshot!("compacted_expanded", h.screen());
@@ -139,7 +142,7 @@ fn ctrl_c_interrupts_then_quits_on_the_second_press() {
     h.ctrl('c');
     assert_eq!(h.ops().last(), Some(&Op::Shutdown));
     h.engine(9, Event::ShutdownComplete);
-    assert_eq!(h.app.take_effects(), [Effect::Exit]);
+    assert_eq!(h.effects(), [Effect::Exit]);
 }
 
 #[test]
@@ -156,7 +159,7 @@ fn ctrl_c_clears_a_draft_and_ctrl_d_quits_only_when_empty() {
 }
 
 #[test]
-fn commands_that_need_an_idle_engine_are_refused_during_a_turn() {
+fn commands_are_refused_and_messages_queued_during_a_turn() {
     let mut h = Harness::new();
     h.type_str("go");
     h.enter();
@@ -165,14 +168,59 @@ fn commands_that_need_an_idle_engine_are_refused_during_a_turn() {
     h.enter();
     h.type_str("another message");
     h.enter();
-    assert_eq!(h.ops().len(), 1, "neither reached the engine");
-    assert_eq!(h.app.composer.text(), "another message", "the message is kept");
+    assert_eq!(h.ops().len(), 1, "neither reached the engine yet");
+    assert!(h.app.composer.is_empty(), "the message is queued, not left in the composer");
+    let line = h.screen();
+    assert!(line.contains("⧗ queued another message"), "{line}");
+    assert!(line.contains("1 queued, Ctrl+S sends now"), "{line}");
     h.engine(
         1,
         Event::Error { kind: ErrorKind::RateLimited, message: "rate limited; retry later".into() },
     );
     h.engine(1, Event::TurnFinished { status: TurnStatus::Failed, text: String::new() });
+    // The turn is over: the queued message goes out.
+    assert_eq!(h.ops().len(), 2);
+    assert_eq!(
+        h.ops()[1],
+        Op::UserInput { text: "another message".into(), attachments: Vec::new() }
+    );
     insta::assert_snapshot!(h.screen());
+}
+
+#[test]
+fn ctrl_s_interrupts_the_turn_so_the_queued_message_goes_out_now() {
+    let mut h = Harness::new();
+    h.type_str("long job");
+    h.enter();
+    h.engine(1, Event::TurnStarted);
+    h.ctrl('s');
+    assert_eq!(h.ops().len(), 1, "nothing queued: Ctrl+S does nothing");
+    h.type_str("stop and do this instead");
+    h.enter();
+    h.ctrl('s');
+    assert_eq!(h.ops()[1], Op::Interrupt);
+    h.engine(1, Event::TurnFinished { status: TurnStatus::Interrupted, text: String::new() });
+    assert_eq!(
+        h.ops()[2],
+        Op::UserInput { text: "stop and do this instead".into(), attachments: Vec::new() }
+    );
+}
+
+#[test]
+fn a_message_the_engine_took_back_returns_to_the_composer() {
+    let mut h = Harness::new();
+    h.type_str("first try");
+    h.enter();
+    h.engine(1, Event::TurnStarted);
+    h.engine(1, Event::MessageTakenBack { text: "first try".into() });
+    h.engine(1, Event::TurnFinished { status: TurnStatus::Failed, text: String::new() });
+    assert_eq!(h.app.composer.text(), "first try");
+    // With a draft in the composer, it goes to the history instead.
+    h.app.composer.clear();
+    h.type_str("draft");
+    h.engine(2, Event::MessageTakenBack { text: "second try".into() });
+    assert_eq!(h.app.composer.text(), "draft");
+    assert_eq!(h.app.composer.history().last().map(String::as_str), Some("second try"));
 }
 
 #[test]
@@ -277,7 +325,7 @@ fn a_head_move_shows_the_new_heads_conversation() {
     h.enter();
     assert_eq!(h.ops()[1], Op::Rewind { to: "0193-e1".into() });
     h.engine(2, Event::Notice { level: NoticeLevel::Info, message: "rewound to 0193-e1".into() });
-    assert!(h.app.take_effects().is_empty(), "the engine sends the page; nothing is read");
+    assert!(h.effects().is_empty(), "the engine sends the page; nothing is read");
     let page = HistoryPage {
         head: "0193-e1".into(),
         items: vec![HistoryItem::User {

@@ -129,7 +129,7 @@ fn session_picker_resumes_the_selected_session() {
     let mut h = Harness::new();
     h.type_str("/sessions");
     h.enter();
-    assert_eq!(h.app.take_effects(), [Effect::LoadSessions { all: true }]);
+    assert_eq!(h.effects(), [Effect::LoadSessions { all: true }]);
     let row = |id: &str, title: &str| SessionRow {
         id: id.into(),
         updated: "2026-11-29 18:00".into(),
@@ -145,7 +145,7 @@ fn session_picker_resumes_the_selected_session() {
     h.key(KeyCode::Down, KeyModifiers::NONE);
     h.enter();
     assert_eq!(
-        h.app.take_effects(),
+        h.effects(),
         [Effect::OpenSession(codewhale_engine::Resume::Id("bbbb2222-y".into()))]
     );
 }
@@ -217,6 +217,6 @@ fn the_trust_question_shows_the_settings_and_takes_an_answer() {
         assert_eq!(h.app.views.len(), 1, "other keys do not answer");
         h.type_str(&key.to_string());
         assert!(h.app.views.is_empty());
-        assert_eq!(h.app.take_effects(), [Effect::Trust { trusted }]);
+        assert_eq!(h.effects(), [Effect::Trust { trusted }]);
     }
 }

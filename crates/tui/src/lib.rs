@@ -1,0 +1,74 @@
+//! The `codewhale` command: parses the command line and dispatches to a command. The binary
+//! (`src/main.rs`) only calls [`main`]; the library exists so that benches can reach the
+//! terminal UI's pure parts ([`tui`]).
+//!
+//! Only this crate prints to the terminal. Errors reach the user as one line on stderr with
+//! exit code 1; usage errors exit 2 (clap's convention, DESIGN §8).
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+mod cli;
+mod commands;
+mod home;
+mod logging;
+pub mod tui;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use cli::{Cli, Command, JournalCommand};
+
+/// Runs the command line of the process and returns its exit code.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            let code = if err.use_stderr() { 2 } else { 0 };
+            let _ = err.print();
+            return ExitCode::from(code);
+        }
+    };
+    match run(cli) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("codewhale: {err:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let home = home::resolve(cli.global.home.as_ref())?;
+    if cli.global.trust {
+        let workspace = commands::workspace_dir(cli.workspace.as_deref())?;
+        codewhale_engine::trust::decide(&home, &workspace, true).map_err(|e| {
+            anyhow::anyhow!(
+                "cannot remember that this workspace is trusted in {}: {e}",
+                home.display()
+            )
+        })?;
+    }
+    match cli.command {
+        Some(Command::Exec(args)) => {
+            commands::exec::run(&home, &cli.global, cli.workspace.as_deref(), args)
+        }
+        Some(Command::Sessions { json }) => commands::sessions::run(&home, json),
+        Some(Command::SurvivalCheck { matrix }) => commands::survival_check::run(&matrix),
+        Some(Command::Compact(args)) => {
+            commands::compact::run(&home, &cli.global, cli.workspace.as_deref(), args)
+        }
+        Some(Command::Context(args)) => {
+            commands::context::run(&home, &cli.global, cli.workspace.as_deref(), args)
+        }
+        Some(Command::Anchor { command }) => {
+            commands::anchor::run(cli.workspace.as_deref(), command)
+        }
+        Some(Command::Journal { command: JournalCommand::Check { file } }) => {
+            commands::journal_check::run(&file)
+        }
+        Some(Command::Resume { session, last }) => {
+            commands::resume::run(&cli.global, cli.workspace.as_deref(), session, last)
+        }
+        None => commands::interactive::run(&cli.global, cli.workspace.as_deref()),
+    }
+}

@@ -1,0 +1,230 @@
+//! Keys: the top view gets them first, then the `@` picker and the slash popup, then the
+//! app's own keys, then the composer.
+//!
+//! The app's keys: Ctrl+C interrupts a turn or a compaction, clears a draft, or (twice) quits;
+//! Esc closes a popup, interrupts, or (twice) clears a draft; Ctrl+D quits on an empty
+//! composer; Ctrl+O folds and unfolds; Ctrl+R searches the prompt history; Ctrl+G edits the
+//! draft in `$VISUAL`/`$EDITOR`; Ctrl+Z suspends; Ctrl+S interrupts the turn so the queued
+//! messages go out now; PageUp/PageDown scroll; Tab completes a slash command, and Enter on a
+//! partly typed one completes it instead of running another command.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use codewhale_engine::protocol::Op;
+
+use super::app::{App, Lifecycle, Pending, HISTORY_PAGE};
+use super::composer::ComposerOutcome;
+use super::event::Effect;
+use super::prompts::HistorySearch;
+use super::slash;
+use super::views::ViewAction;
+
+/// Scroll step of PageUp/PageDown, as a fraction of the transcript's height.
+const PAGE_FRACTION: u16 = 2;
+
+impl App {
+    pub(crate) fn on_key(&mut self, key: KeyEvent) {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        let is_ctrl_c = ctrl && key.code == KeyCode::Char('c');
+        if !is_ctrl_c {
+            self.quit_armed = false;
+        }
+        if key.code != KeyCode::Esc {
+            self.esc_armed = false;
+        }
+        if let Some(view) = self.views.last_mut() {
+            let action = view.handle_key(key);
+            self.on_view_action(action);
+            return;
+        }
+        if self.mention.is_some() && self.picker_key(key) {
+            return;
+        }
+        let page = usize::from(self.viewport.1 / PAGE_FRACTION).max(1);
+        match key.code {
+            KeyCode::Char('c') if ctrl => self.on_ctrl_c(),
+            KeyCode::Char('d') if ctrl && self.composer.is_empty() => self.quit(),
+            KeyCode::Char('o') if ctrl => {
+                self.transcript.toggle_expanded();
+            }
+            KeyCode::Char('r') if ctrl => {
+                self.views.push(Box::new(HistorySearch::new(self.composer.history())))
+            }
+            KeyCode::Char('g') if ctrl => {
+                self.effects.push(Effect::EditDraft(self.composer.text()))
+            }
+            KeyCode::Char('z') if ctrl => self.effects.push(Effect::Suspend),
+            KeyCode::Char('s') if ctrl => self.send_now(),
+            KeyCode::Esc => self.on_esc(),
+            KeyCode::PageUp => self.scroll_up(page),
+            KeyCode::PageDown => self.transcript.scroll_down(page),
+            KeyCode::Tab if self.popup_open() => self.complete(),
+            KeyCode::Up | KeyCode::Down if self.popup_open() => {
+                let n = slash::completions(&self.composer.text()).len().max(1);
+                self.completion = if key.code == KeyCode::Up {
+                    (self.completion + n - 1) % n
+                } else {
+                    (self.completion + 1) % n
+                };
+            }
+            KeyCode::Enter if self.popup_open() && key.modifiers.is_empty() => {
+                // A complete command name runs; a partly typed one is completed first, so
+                // `/c` never runs `/compact` (a model call) by surprise.
+                let typed = self.composer.text();
+                let exact = slash::parse(&typed).is_some_and(|p| p.is_ok());
+                if exact {
+                    let text = self.composer.take_submission();
+                    self.submit_text(text);
+                } else {
+                    self.complete();
+                }
+            }
+            KeyCode::Char('d') if ctrl => {
+                self.composer.handle_key(KeyEvent::new(KeyCode::Delete, KeyModifiers::NONE));
+                self.after_edit();
+            }
+            _ => match self.composer.handle_key(key) {
+                ComposerOutcome::Submit(text) => self.submit_text(text),
+                ComposerOutcome::Edited => self.after_edit(),
+                ComposerOutcome::Ignored => {}
+            },
+        }
+    }
+
+    /// Keys the `@` picker takes; `false` passes the key on.
+    fn picker_key(&mut self, key: KeyEvent) -> bool {
+        let Some(picker) = self.mention.as_mut() else { return false };
+        let n = picker.results.len().max(1);
+        match key.code {
+            KeyCode::Up => picker.selected = (picker.selected + n - 1) % n,
+            KeyCode::Down => picker.selected = (picker.selected + 1) % n,
+            KeyCode::Tab => self.accept_mention(),
+            KeyCode::Enter if key.modifiers.is_empty() && !picker.results.is_empty() => {
+                self.accept_mention()
+            }
+            KeyCode::Esc => self.mention = None,
+            _ => return false,
+        }
+        true
+    }
+
+    /// Scrolls towards older output; at the top, asks the engine for the page before it.
+    fn scroll_up(&mut self, rows: usize) {
+        let (w, h) = self.viewport;
+        self.transcript.scroll_up(rows, w, h);
+        let loading = self.pending.iter().any(|(_, p)| *p == Pending::OlderHistory);
+        if self.transcript.at_top(w, h) && !loading {
+            if let Some(before) = self.older.clone() {
+                let op = Op::GetHistory { before: Some(before), limit: HISTORY_PAGE };
+                if let Some(id) = self.sink.submit(op) {
+                    self.pending.push((id, Pending::OlderHistory));
+                }
+            }
+        }
+    }
+
+    fn complete(&mut self) {
+        let matches = slash::completions(&self.composer.text());
+        if let Some(cmd) = matches.get(self.completion.min(matches.len().saturating_sub(1))) {
+            let text = if cmd.args().is_empty() {
+                format!("/{}", cmd.name())
+            } else {
+                format!("/{} ", cmd.name())
+            };
+            self.composer.set_text(&text);
+            self.completion = 0;
+        }
+    }
+
+    /// Stops the running turn or compaction.
+    pub(crate) fn interrupt(&mut self) {
+        self.submit(Op::Interrupt);
+        self.quit_armed = false;
+    }
+
+    fn on_ctrl_c(&mut self) {
+        if self.lifecycle.busy() {
+            self.interrupt();
+        } else if !self.composer.is_empty() {
+            self.composer.clear();
+            self.mentions.clear();
+            self.after_edit();
+            self.quit_armed = false;
+        } else if self.quit_armed || self.quitting {
+            self.quit();
+        } else {
+            self.quit_armed = true;
+        }
+    }
+
+    /// Esc: closes the popup, or interrupts what runs, or (pressed twice) clears the draft.
+    fn on_esc(&mut self) {
+        if self.popup_open() {
+            self.popup_dismissed = true;
+        } else if self.lifecycle.busy() {
+            self.interrupt();
+        } else if !self.composer.is_empty() {
+            if self.esc_armed {
+                self.composer.clear();
+                self.mentions.clear();
+                self.esc_armed = false;
+            } else {
+                self.esc_armed = true;
+            }
+        }
+    }
+
+    /// Ctrl+S with messages queued: interrupt the turn, so they are sent at once.
+    fn send_now(&mut self) {
+        if self.queued.is_empty() {
+            return;
+        }
+        if self.lifecycle.turn_running() {
+            self.interrupt();
+        }
+    }
+
+    pub(crate) fn on_view_action(&mut self, action: ViewAction) {
+        match action {
+            ViewAction::Stay => {}
+            ViewAction::Close => {
+                self.views.pop();
+            }
+            ViewAction::Approve { call_id, scope } => {
+                self.views.pop();
+                self.submit(Op::Approve { call_id, scope });
+                self.lifecycle = Lifecycle::Streaming { thinking: false };
+            }
+            ViewAction::Deny { call_id } => {
+                self.views.pop();
+                self.submit(Op::Deny { call_id });
+                self.lifecycle = Lifecycle::Streaming { thinking: false };
+            }
+            ViewAction::OpenSession { id } => {
+                self.views.pop();
+                self.effects.push(Effect::OpenSession(codewhale_engine::Resume::Id(id)));
+            }
+            ViewAction::Interrupt => {
+                self.views.retain(|v| v.approval_call().is_none());
+                self.submit(Op::Interrupt);
+            }
+            ViewAction::Trust { trusted } => {
+                self.views.pop();
+                self.effects.push(Effect::Trust { trusted });
+            }
+            ViewAction::UseText(text) => {
+                self.views.pop();
+                self.composer.set_text(&text);
+                self.after_edit();
+            }
+            ViewAction::Send(text) => {
+                self.views.pop();
+                let attachments = std::mem::take(&mut self.mentions);
+                let message = super::app::Outgoing { text, attachments };
+                if !self.send_message(message.clone()) {
+                    self.composer.set_text(&message.text);
+                }
+            }
+        }
+    }
+}

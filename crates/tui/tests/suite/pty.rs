@@ -1,0 +1,164 @@
+//! The pseudo-terminal harness: the real `codewhale` binary in a PTY, keys typed as bytes,
+//! the screen read back through a VT100 parser. The harness answers the terminal queries a
+//! real terminal answers (device attributes, and the keyboard-enhancement flags when asked to
+//! play a terminal that supports them), so start-up never waits for a reply that cannot come.
+
+use std::io::{Read as _, Write};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use codewhale_provider::test_support::TEST_API_KEY;
+use portable_pty::{native_pty_system, Child, CommandBuilder, MasterPty, PtySize};
+use tempfile::TempDir;
+
+pub const ROWS: u16 = 30;
+pub const COLS: u16 = 100;
+pub const WAIT: Duration = Duration::from_secs(30);
+
+/// A running `codewhale` in a pseudo-terminal.
+pub struct Pty {
+    pub screen: Arc<Mutex<vt100::Parser>>,
+    writer: Arc<Mutex<Box<dyn Write + Send>>>,
+    pub child: Box<dyn Child + Send + Sync>,
+    _master: Box<dyn MasterPty + Send>,
+}
+
+impl Pty {
+    /// Starts `codewhale ARGS` in `ws` with `home` as its home, in a terminal that does not
+    /// support keyboard enhancement (like most).
+    pub fn spawn(args: &[&str], home: &TempDir, ws: &TempDir) -> Pty {
+        Pty::spawn_in(args, home, ws, false, &[])
+    }
+
+    /// Like [`Pty::spawn`]; `enhanced` plays a terminal with the kitty keyboard protocol, and
+    /// `env` adds variables.
+    pub fn spawn_in(
+        args: &[&str],
+        home: &TempDir,
+        ws: &TempDir,
+        enhanced: bool,
+        env: &[(&str, &str)],
+    ) -> Pty {
+        Pty::spawn_program(env!("CARGO_BIN_EXE_codewhale"), args, home, ws, enhanced, env)
+    }
+
+    /// Runs `program ARGS` (a shell that starts codewhale, say) the same way.
+    pub fn spawn_program(
+        program: &str,
+        args: &[&str],
+        home: &TempDir,
+        ws: &TempDir,
+        enhanced: bool,
+        env: &[(&str, &str)],
+    ) -> Pty {
+        let pair = native_pty_system()
+            .openpty(PtySize { rows: ROWS, cols: COLS, pixel_width: 0, pixel_height: 0 })
+            .unwrap();
+        let mut cmd = CommandBuilder::new(program);
+        cmd.args(args);
+        cmd.cwd(ws.path());
+        for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"]
+        {
+            cmd.env_remove(var);
+        }
+        cmd.env("CODEWHALE_HOME", home.path());
+        cmd.env("HOME", home.path());
+        cmd.env("OPENAI_API_KEY", TEST_API_KEY);
+        cmd.env("TERM", "xterm-256color");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let child = pair.slave.spawn_command(cmd).unwrap();
+        drop(pair.slave);
+        let mut reader = pair.master.try_clone_reader().unwrap();
+        let writer: Arc<Mutex<Box<dyn Write + Send>>> =
+            Arc::new(Mutex::new(pair.master.take_writer().unwrap()));
+        let screen = Arc::new(Mutex::new(vt100::Parser::new(ROWS, COLS, 0)));
+        let sink = Arc::clone(&screen);
+        let answers = Arc::clone(&writer);
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            let mut tail: Vec<u8> = Vec::new();
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock().unwrap().process(&buf[..n]);
+                tail.extend_from_slice(&buf[..n]);
+                // The cursor position report a terminal sends for `ESC [ 6 n`.
+                if let Some(at) = find(&tail, b"\x1b[6n") {
+                    let (row, col) = sink.lock().unwrap().screen().cursor_position();
+                    let reply = format!("\x1b[{};{}R", row + 1, col + 1);
+                    let mut w = answers.lock().unwrap();
+                    let _ = w.write_all(reply.as_bytes());
+                    let _ = w.flush();
+                    tail.drain(..at + 4);
+                }
+                // Primary device attributes end every query; answer the flags query first.
+                if let Some(at) = find(&tail, b"\x1b[c") {
+                    let asked_flags = find(&tail[..at], b"\x1b[?u").is_some();
+                    let mut reply: Vec<u8> = Vec::new();
+                    if asked_flags && enhanced {
+                        reply.extend_from_slice(b"\x1b[?0u");
+                    }
+                    reply.extend_from_slice(b"\x1b[?62;22c");
+                    let mut w = answers.lock().unwrap();
+                    let _ = w.write_all(&reply);
+                    let _ = w.flush();
+                    tail.drain(..at + 3);
+                }
+                let keep = tail.len().saturating_sub(16);
+                tail.drain(..keep);
+            }
+        });
+        Pty { screen, writer, child, _master: pair.master }
+    }
+
+    pub fn contents(&self) -> String {
+        self.screen.lock().unwrap().screen().contents()
+    }
+
+    pub async fn wait_for(&self, needle: &str) {
+        let start = Instant::now();
+        while !self.contents().contains(needle) {
+            assert!(
+                start.elapsed() < WAIT,
+                "{needle:?} never appeared; screen:\n{}",
+                self.contents()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    pub fn send(&mut self, bytes: &[u8]) {
+        let mut w = self.writer.lock().unwrap();
+        w.write_all(bytes).unwrap();
+        w.flush().unwrap();
+    }
+
+    pub async fn wait_exit(&mut self) -> portable_pty::ExitStatus {
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(start.elapsed() < WAIT, "codewhale did not exit; screen:\n{}", self.contents());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// The session files in `home`.
+pub fn journals(home: &TempDir) -> Vec<PathBuf> {
+    std::fs::read_dir(home.path().join("sessions"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect()
+}

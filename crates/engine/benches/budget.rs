@@ -62,6 +62,7 @@ fn bench(c: &mut Criterion) {
                 resume: Resume::Id(format!("bench-{n}")),
                 retry: None,
                 front_end: codewhale_engine::FrontEnd::Cli,
+                home_hint: None,
             })
             .unwrap()
         });

@@ -109,6 +109,7 @@ async fn one_pass(home: &Path, ws: &Path, server: &MockServer, n: usize) -> Dura
         interactive: false,
         retry: None,
         front_end: FrontEnd::Cli,
+        home_hint: None,
     })
     .unwrap();
     let start = Instant::now();

@@ -46,6 +46,8 @@ pub struct EngineParams {
     pub retry: Option<RetryPolicy>,
     /// Who drives the engine: suggestions in messages name commands that exist there.
     pub front_end: crate::FrontEnd,
+    /// The `--home` the user gave, if any: suggested commands repeat it.
+    pub home_hint: Option<PathBuf>,
 }
 
 /// The receiving end of the engine's events.
@@ -176,6 +178,7 @@ fn open(params: &EngineParams) -> Result<Session, EngineError> {
         resume: params.resume.clone(),
         retry: params.retry.clone(),
         front_end: params.front_end,
+        home_hint: params.home_hint.clone(),
         model_explicit: params.overrides.model.is_some(),
     })
 }
@@ -271,12 +274,18 @@ async fn listening<F: std::future::Future>(
                 Some((oid, Op::Approve { call_id, scope })) => {
                     answer(gate, sink, oid, &call_id, ApprovalReply::Approve(scope))
                 }
-                Some((oid, Op::Deny { call_id })) => {
-                    answer(gate, sink, oid, &call_id, ApprovalReply::Deny)
+                Some((oid, Op::Deny { call_id, reason })) => {
+                    answer(gate, sink, oid, &call_id, ApprovalReply::Deny(reason))
                 }
-                Some((oid, op @ (Op::GetContext | Op::ListAnchors | Op::GetHistory { .. }))) => {
-                    deferred.push((oid, op))
-                }
+                Some((
+                    oid,
+                    op @ (Op::GetContext
+                    | Op::ListAnchors
+                    | Op::GetHistory { .. }
+                    | Op::ListGrants
+                    | Op::RevokeGrant { .. }
+                    | Op::ListUserMessages),
+                )) => deferred.push((oid, op)),
                 Some((oid, _)) => sink.emit(oid, Event::Error {
                     kind: ErrorKind::Busy,
                     message: "a turn or a compaction is running; wait for it to finish or \
@@ -318,7 +327,28 @@ async fn handle_idle_op(session: &mut Session, sink: &EventSink, id: SubmissionI
     let notice = |message: String| Event::Notice { level: NoticeLevel::Info, message };
     match op {
         Op::Interrupt => sink.emit(id, notice("nothing to interrupt: no turn is running".into())),
-        Op::Approve { call_id, .. } | Op::Deny { call_id } => sink.emit(id, no_such_call(&call_id)),
+        Op::Approve { call_id, .. } | Op::Deny { call_id, .. } => {
+            sink.emit(id, no_such_call(&call_id))
+        }
+        Op::ListGrants => sink.emit(id, grants_event(session)),
+        Op::RevokeGrant { index } => {
+            match index.checked_sub(1).and_then(|i| session.policy.revoke(i)) {
+                Some(grant) => sink.emit(id, notice(format!("revoked: always for {grant}"))),
+                None => sink.emit(
+                    id,
+                    Event::Error {
+                        kind: ErrorKind::NoSuchCall,
+                        message: format!(
+                            "there is no grant {index}; /approval lists them with their numbers"
+                        ),
+                    },
+                ),
+            }
+            sink.emit(id, grants_event(session));
+        }
+        Op::ListUserMessages => {
+            sink.emit(id, Event::UserMessages { messages: session.user_messages() })
+        }
         Op::GetContext => {
             sink.emit(id, Event::ContextReport { report: Box::new(session.context_report()) })
         }
@@ -364,6 +394,13 @@ async fn durable(session: &mut Session, result: Result<String, String>) -> Resul
     let message = result?;
     session.sync().await.map_err(|e| format!("{message}, but {e}"))?;
     Ok(message)
+}
+
+fn grants_event(session: &Session) -> Event {
+    Event::Grants {
+        mode: session.policy.mode(),
+        grants: session.policy.grants().iter().map(|g| format!("always for {g}")).collect(),
+    }
 }
 
 /// After an anchor was pinned or unpinned: the outcome, the list, and the new figures.

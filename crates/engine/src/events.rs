@@ -56,10 +56,11 @@ impl EventSink {
 }
 
 /// The user's answer to an approval request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ApprovalReply {
     Approve(ApprovalScope),
-    Deny,
+    /// No, with what the user said, if anything.
+    Deny(Option<String>),
 }
 
 /// Tool calls waiting for the user.
@@ -113,8 +114,8 @@ mod tests {
     async fn answers_reach_the_waiting_call_once() {
         let gate = ApprovalGate::new(true);
         let rx = gate.wait_for("c1");
-        assert!(gate.answer("c1", ApprovalReply::Deny));
-        assert_eq!(rx.await.unwrap(), ApprovalReply::Deny);
-        assert!(!gate.answer("c1", ApprovalReply::Deny));
+        assert!(gate.answer("c1", ApprovalReply::Deny(None)));
+        assert_eq!(rx.await.unwrap(), ApprovalReply::Deny(None));
+        assert!(!gate.answer("c1", ApprovalReply::Deny(None)));
     }
 }

@@ -23,26 +23,37 @@ pub enum FrontEnd {
 pub struct Hints {
     front_end: FrontEnd,
     session: String,
+    /// ` --home DIR` when the user gave one (commands suggested must find the same home).
+    home: String,
 }
 
 impl Hints {
     pub fn new(front_end: FrontEnd, session: &str) -> Hints {
-        Hints { front_end, session: session.to_owned() }
+        Hints { front_end, session: session.to_owned(), home: String::new() }
+    }
+
+    /// The same hints, repeating `--home DIR` in suggested command lines.
+    pub fn with_home(mut self, home: Option<&std::path::Path>) -> Hints {
+        self.home = home.map(|h| format!(" --home {}", h.display())).unwrap_or_default();
+        self
     }
 
     /// How to compact this session now.
     pub fn compact(&self) -> String {
         match self.front_end {
             FrontEnd::Tui => "`/compact <focus>`".to_owned(),
-            FrontEnd::Cli => format!("`codewhale compact --session {}`", self.session),
+            FrontEnd::Cli => format!("`codewhale compact --session {}{}`", self.session, self.home),
         }
     }
 
     /// How to start over in a new session.
-    pub fn new_session(&self) -> &'static str {
+    pub fn new_session(&self) -> String {
         match self.front_end {
-            FrontEnd::Tui => "start a new session with `/new`",
-            FrontEnd::Cli => "start a new session (`codewhale exec` without --last or --session)",
+            FrontEnd::Tui => "start a new session with `/new`".to_owned(),
+            FrontEnd::Cli => format!(
+                "start a new session (`codewhale exec{}` without --last or --session)",
+                self.home
+            ),
         }
     }
 
@@ -67,7 +78,10 @@ impl Hints {
         match self.front_end {
             FrontEnd::Tui => "`/rewind` or `/fork` to an entry before it".to_owned(),
             FrontEnd::Cli => {
-                format!("`codewhale resume {}` and `/rewind` to an entry before it", self.session)
+                format!(
+                    "`codewhale resume {}{}` and `/rewind` to an entry before it",
+                    self.session, self.home
+                )
             }
         }
     }
@@ -85,5 +99,12 @@ mod tests {
         assert_eq!(cli.compact(), "`codewhale compact --session s-1`");
         assert!(!cli.new_session().contains("/new") && tui.new_session().contains("/new"));
         assert!(cli.rewind().contains("codewhale resume s-1"));
+    }
+
+    #[test]
+    fn a_home_the_user_gave_is_repeated() {
+        let cli = Hints::new(FrontEnd::Cli, "s-1").with_home(Some(std::path::Path::new("/tmp/h")));
+        assert_eq!(cli.compact(), "`codewhale compact --session s-1 --home /tmp/h`");
+        assert!(cli.rewind().contains("codewhale resume s-1 --home /tmp/h"));
     }
 }

@@ -24,6 +24,8 @@ pub enum BranchError {
     WrongKind { id: EntryId, kind: String, op: &'static str, expected: &'static str },
     #[error("entry {0} is not on the current branch; use checkout to switch branches")]
     NotOnSpine(EntryId),
+    #[error("{count} entries start with {prefix}; give more of the id")]
+    Ambiguous { prefix: String, count: usize },
 }
 
 impl Journal {
@@ -62,14 +64,36 @@ impl Journal {
     /// Rewind HEAD to `id`, an entry on the current spine.
     pub fn rewind(&self, id: &str) -> Result<Entry, BranchError> {
         let target = self.conversation_entry(id)?;
-        if !self.is_ancestor(id, self.head_id().as_str()) {
+        if !self.is_ancestor(target.id.as_str(), self.head_id().as_str()) {
             return Err(BranchError::NotOnSpine(target.id.clone()));
         }
         Ok(self.head_record(target.id.clone(), HeadReason::Rewind))
     }
 
+    /// The conversation entry `id` names: the entry with that id, or the one conversation
+    /// entry whose id starts with it (ids are long; a unique prefix is enough).
+    pub fn resolve_entry(&self, id: &str) -> Result<EntryId, BranchError> {
+        let id = id.trim();
+        if self.get(id).is_some() {
+            return Ok(EntryId::from(id));
+        }
+        let mut found = self
+            .entries()
+            .iter()
+            .filter(|e| is_chain(&e.payload) && !id.is_empty() && e.id.as_str().starts_with(id));
+        match (found.next(), found.next()) {
+            (Some(one), None) => Ok(one.id.clone()),
+            (None, _) => Err(BranchError::NotFound(EntryId::from(id))),
+            (Some(_), Some(_)) => {
+                let count = 2 + found.count();
+                Err(BranchError::Ambiguous { prefix: id.to_owned(), count })
+            }
+        }
+    }
+
     fn conversation_entry(&self, id: &str) -> Result<&Entry, BranchError> {
-        let e = self.get(id).ok_or_else(|| BranchError::NotFound(EntryId::from(id)))?;
+        let id = self.resolve_entry(id)?;
+        let e = self.get(id.as_str()).ok_or_else(|| BranchError::NotFound(id.clone()))?;
         if !is_chain(&e.payload) {
             return Err(BranchError::NotConversation {
                 id: e.id.clone(),

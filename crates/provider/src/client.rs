@@ -79,7 +79,7 @@ impl Client {
         request: &Request,
         cancel: CancellationToken,
     ) -> Result<EventStream, ProviderError> {
-        self.start(request, &cancel).await.map_err(|e| self.redact(e))
+        self.start(request, &cancel, &mut |_| {}).await.map_err(|e| self.redact(e))
     }
 
     /// Send `request` and fold the whole reply. On failure, [`ProviderFailure::partial`]
@@ -100,7 +100,10 @@ impl Client {
         cancel: CancellationToken,
         mut on_event: impl FnMut(&StreamEvent) + Send,
     ) -> Result<Response, ProviderFailure> {
-        let mut events = self.stream(request, cancel).await?;
+        let mut events = self
+            .start(request, &cancel, &mut on_event)
+            .await
+            .map_err(|e| ProviderFailure::from(self.redact(e)))?;
         let mut builder = ResponseBuilder::new();
         builder.set_model(request.model.clone());
         while let Some(item) = events.next().await {
@@ -129,6 +132,7 @@ impl Client {
         &self,
         request: &Request,
         cancel: &CancellationToken,
+        on_event: &mut (dyn FnMut(&StreamEvent) + Send),
     ) -> Result<EventStream, ProviderError> {
         let mut options = openai::request::EncodeOptions::new(self.config.openai_server());
         let mut attempt = 0u32;
@@ -169,6 +173,12 @@ impl Client {
             match retry::decide(&self.config.retry, attempt, retry_after) {
                 RetryDecision::GiveUp => return Err(error),
                 RetryDecision::Wait(wait) => {
+                    on_event(&StreamEvent::Retrying {
+                        attempt: attempt + 2,
+                        max_attempts: self.config.retry.max_retries + 1,
+                        wait,
+                        reason: self.redact(error.clone()).to_string(),
+                    });
                     tracing::warn!(
                         attempt,
                         ?wait,

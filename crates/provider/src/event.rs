@@ -33,6 +33,9 @@ pub enum StreamEvent {
     Usage(Usage),
     /// Generation finished; the last event of a complete reply.
     Stop(StopReason),
+    /// Not part of the reply: a transient failure before it began; the request is sent again
+    /// after `wait` (attempt `attempt` of `max_attempts`, counting the first).
+    Retrying { attempt: u32, max_attempts: u32, wait: std::time::Duration, reason: String },
 }
 
 /// Token accounting, normalized across providers.

@@ -43,10 +43,23 @@ pub enum Op {
     /// Stop the running turn or compaction; pending tool calls get "interrupted" results, a
     /// compaction writes nothing.
     Interrupt,
-    /// Let a tool call that is awaiting approval run.
+    /// Let a tool call that is awaiting approval run; `scope` may also grant one of the
+    /// [`ApprovalOffer`]s of its [`Event::ApprovalNeeded`] for the rest of the session.
     Approve { call_id: String, scope: ApprovalScope },
-    /// Refuse a tool call that is awaiting approval; the model reads the refusal.
-    Deny { call_id: String },
+    /// Refuse a tool call that is awaiting approval; the model reads the refusal, with the
+    /// user's `reason` when one was given.
+    Deny {
+        call_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// Ask for the approval mode and the session's grants ([`Event::Grants`]).
+    ListGrants,
+    /// Take back grant `index` (1-based, as [`Event::Grants`] numbers them).
+    RevokeGrant { index: usize },
+    /// Ask for the plain user messages of the current branch ([`Event::UserMessages`]), for a
+    /// `/rewind` or `/fork` picker.
+    ListUserMessages,
     /// Compact now (`/compact [focus]`); runs like a turn and can be interrupted.
     Compact { focus: Option<String> },
     /// Pin a note (`/anchor TEXT`).
@@ -78,8 +91,60 @@ pub enum Op {
 pub enum ApprovalScope {
     /// This call only.
     Once,
-    /// This tool, for the rest of the session (inside the workspace).
-    Always,
+    /// This exact shell command, for the rest of the session.
+    Command,
+    /// Shell commands starting with the same program and subcommand (the offer names them).
+    Prefix,
+    /// Writes and edits inside the workspace, for the rest of the session.
+    Edits,
+}
+
+/// An "always" the user may choose for a call waiting for approval.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalOffer {
+    pub scope: ApprovalScope,
+    /// What it allows, in words: "the command `cargo test`", "commands starting with
+    /// `cargo test …`", "writes and edits inside the workspace".
+    pub label: String,
+}
+
+/// How a tool call ended, for the user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallEnd {
+    /// The tool ran and succeeded.
+    #[default]
+    Completed,
+    /// The tool ran and failed (an error, a non-zero exit code).
+    Failed,
+    /// The user (or the approval policy) refused it; it never ran.
+    Denied,
+    /// The user stopped the turn before or while it ran.
+    Interrupted,
+}
+
+/// What a turn cost, shown when it ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct TurnStats {
+    pub elapsed_ms: u64,
+    /// Prompt tokens of the turn's requests (summed), as the provider reported them.
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// Model requests made.
+    pub requests: u32,
+    /// Whether every request's figures were reported by the provider.
+    pub reported: bool,
+}
+
+/// A plain user message of the current branch, for the branch pickers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserMessageInfo {
+    /// The entry id (`/rewind` and `/fork` take it, or a unique prefix).
+    pub id: String,
+    /// The message's first line, shortened.
+    pub preview: String,
+    /// When it was sent (RFC 3339).
+    pub when: String,
 }
 
 /// One event with the submission that caused it.
@@ -263,6 +328,9 @@ pub enum Event {
     TurnFinished {
         status: TurnStatus,
         text: String,
+        /// Time and tokens of the turn.
+        #[serde(default)]
+        stats: TurnStats,
     },
     TextDelta {
         text: String,
@@ -280,17 +348,44 @@ pub enum Event {
         call_id: String,
         name: String,
     },
+    /// Output of a running shell command, as it arrives (for a live view; the result holds
+    /// all of it).
+    ToolOutputDelta {
+        call_id: String,
+        text: String,
+    },
     ToolCallFinished {
         call_id: String,
         name: String,
         is_error: bool,
         output: String,
+        /// How it ended, for the user (a denial is not a failure of the tool).
+        #[serde(default)]
+        end: CallEnd,
+        /// A shell command's exit code, when it exited.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit_code: Option<i32>,
     },
     /// A call waits for [`Op::Approve`] or [`Op::Deny`].
     ApprovalNeeded {
         call_id: String,
         name: String,
         input: serde_json::Value,
+        reason: String,
+        /// The "always" choices that apply to this call (none for a call outside the
+        /// workspace or on Codewhale's own settings).
+        #[serde(default)]
+        offers: Vec<ApprovalOffer>,
+        /// For a write or an edit: the change as a unified diff.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        diff: Option<String>,
+    },
+    /// A transient provider failure before the reply began: the request is sent again after
+    /// `wait_ms` (attempt `attempt` of `max_attempts`).
+    Retrying {
+        attempt: u32,
+        max_attempts: u32,
+        wait_ms: u64,
         reason: String,
     },
     /// The budget's figures, after every change of what the model reads: a session opened, a
@@ -351,6 +446,16 @@ pub enum Event {
     Anchors {
         anchors: Vec<AnchorInfo>,
     },
+    /// The answer to [`Op::ListGrants`] and [`Op::RevokeGrant`]: the approval mode and the
+    /// session's grants, numbered from 1 as [`Op::RevokeGrant`] takes them.
+    Grants {
+        mode: crate::approval::ApprovalMode,
+        grants: Vec<String>,
+    },
+    /// The answer to [`Op::ListUserMessages`], oldest first.
+    UserMessages {
+        messages: Vec<UserMessageInfo>,
+    },
     /// A page of the conversation at HEAD: the answer to [`Op::GetHistory`], and unasked (with
     /// `reset`) after the session opened and after every HEAD move.
     History {
@@ -395,9 +500,12 @@ mod tests {
 
     #[test]
     fn ops_are_tagged() {
-        let op = Op::Approve { call_id: "c".into(), scope: ApprovalScope::Always };
+        let op = Op::Approve { call_id: "c".into(), scope: ApprovalScope::Prefix };
         let json = serde_json::to_string(&op).unwrap();
-        assert_eq!(json, r#"{"type":"approve","call_id":"c","scope":"always"}"#);
+        assert_eq!(json, r#"{"type":"approve","call_id":"c","scope":"prefix"}"#);
+        // A denial without a reason reads as it always did.
+        let deny: Op = serde_json::from_str(r#"{"type":"deny","call_id":"c"}"#).unwrap();
+        assert_eq!(deny, Op::Deny { call_id: "c".into(), reason: None });
         assert_eq!(serde_json::from_str::<Op>(r#"{"type":"interrupt"}"#).unwrap(), Op::Interrupt);
     }
 

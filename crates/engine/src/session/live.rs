@@ -15,7 +15,10 @@ use crate::anchors::AnchorStore;
 use crate::compaction::plain::PlainView;
 use crate::compaction::report;
 use crate::error::EngineError;
-use crate::protocol::{AnchorInfo, ContextReport, Event, HistoryPage};
+use crate::protocol::{AnchorInfo, ContextReport, Event, HistoryPage, UserMessageInfo};
+
+/// Characters of a message shown in a branch picker.
+const PREVIEW_CHARS: usize = 100;
 
 impl Session {
     /// Sets the budget to what the journal implies for HEAD's view: its total, the provider's
@@ -81,6 +84,30 @@ impl Session {
             .into_iter()
             .enumerate()
             .map(|(i, (text, in_view))| AnchorInfo { index: i + 1, text, in_view })
+            .collect()
+    }
+
+    /// The plain user messages of HEAD's branch, oldest first (what `/rewind` and `/fork`
+    /// pick from).
+    pub fn user_messages(&self) -> Vec<UserMessageInfo> {
+        let journal = self.journal.journal();
+        journal
+            .spine(journal.head_id().as_str())
+            .into_iter()
+            .filter_map(|e| match &e.payload {
+                Payload::User(u) if u.is_plain() => {
+                    let text: String =
+                        u.content.iter().filter_map(|b| b.as_text()).collect::<Vec<_>>().join(" ");
+                    let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or_default();
+                    let preview: String = first.chars().take(PREVIEW_CHARS).collect();
+                    Some(UserMessageInfo {
+                        id: e.id.to_string(),
+                        preview,
+                        when: e.ts.to_string(),
+                    })
+                }
+                _ => None,
+            })
             .collect()
     }
 

@@ -56,6 +56,8 @@ pub struct SessionParams {
     pub retry: Option<RetryPolicy>,
     /// Who drives the session (how suggestions are phrased).
     pub front_end: crate::FrontEnd,
+    /// The `--home` the user gave, if any: suggested commands repeat it.
+    pub home_hint: Option<PathBuf>,
     /// The model was named on the command line: it wins over a switch recorded in a resumed
     /// session's journal.
     pub model_explicit: bool,
@@ -85,6 +87,8 @@ pub struct Session {
     pub(crate) hints: crate::hints::Hints,
     /// Set after a summary pass failed: auto passes wait for the conversation to grow.
     pub(crate) summary_backoff: Option<crate::compaction::triggers::Backoff>,
+    /// The "past the threshold" warning was given; not again until pressure is back under it.
+    pub(crate) warned_over_threshold: bool,
     /// Replaces secrets before anything is journaled or logged.
     pub(crate) redactor: Redactor,
     /// Process groups of shell calls still running; ended when the session closes.
@@ -152,7 +156,8 @@ impl Session {
         let literals: Vec<String> = provider.api_key.iter().cloned().collect();
         let redactor = Redactor::new(&params.config.redaction.patterns, &literals)
             .map_err(|e| EngineError::Config(crate::config::ConfigError::Redaction(e)))?;
-        let hints = crate::hints::Hints::new(params.front_end, journal.journal().session_id());
+        let hints = crate::hints::Hints::new(params.front_end, journal.journal().session_id())
+            .with_home(params.home_hint.as_deref());
         let summary_backoff = crate::compaction::triggers::replay_backoff(journal.journal());
         let mut session = Session {
             journal,
@@ -170,6 +175,7 @@ impl Session {
             notices,
             hints,
             summary_backoff,
+            warned_over_threshold: false,
             redactor,
             groups: Arc::default(),
         };
@@ -414,7 +420,20 @@ impl Session {
         })
         .await;
         let journal = self.journal;
-        let closed = tokio::task::spawn_blocking(move || journal.close()).await;
+        // A session nothing was ever written to is not kept: it would only be an empty
+        // "(untitled)" row in every session list.
+        let empty = journal.journal().entries().len() <= 1;
+        let path = journal.path().to_path_buf();
+        let closed = tokio::task::spawn_blocking(move || {
+            let result = journal.close();
+            if result.is_ok() && empty {
+                if let Err(e) = std::fs::remove_file(&path) {
+                    tracing::warn!(path = %path.display(), "cannot remove the empty session: {e}");
+                }
+            }
+            result
+        })
+        .await;
         match closed {
             Ok(result) => result.map_err(EngineError::from),
             Err(join) => Err(EngineError::Write(codewhale_journal::WriteError {

@@ -6,7 +6,8 @@
 //! `is_error` set and a sentence the model can act on; paths resolve inside the workspace
 //! (see [`path`]) and the approval policy decides about the rest before anything runs.
 
-pub mod background;
+mod background;
+pub mod diff;
 pub mod files;
 pub mod output;
 pub mod path;
@@ -199,18 +200,20 @@ pub struct Assessment {
     /// `None` when the arguments are unusable; running it then just reports the error.
     pub effect: Option<Effect>,
     pub leaves_workspace: bool,
-    /// It writes one of the [`Protected`] files: always asks.
+    /// It writes one of the [`Protected`] files (or, a shell command, names one): always asks.
     pub protected: bool,
+    /// The command of a shell call.
+    pub command: Option<String>,
 }
 
 impl Assessment {
     /// The summary the approval policy decides on.
-    pub fn summary<'a>(&self, tool: &'a str) -> Option<CallSummary<'a>> {
+    pub fn summary(&self) -> Option<CallSummary<'_>> {
         self.effect.map(|effect| CallSummary {
-            tool,
             effect,
             leaves_workspace: self.leaves_workspace,
             protected: self.protected,
+            command: self.command.as_deref(),
         })
     }
 
@@ -232,16 +235,34 @@ pub fn assess(
             let resolved = call.path().and_then(|p| path::resolve(workspace, p).ok());
             let leaves = resolved.as_ref().is_some_and(|r| !r.inside);
             let writes = call.effect() == Effect::Write;
-            let protected =
-                writes && resolved.as_ref().is_some_and(|r| protected.covers(workspace, &r.path));
-            Assessment { effect: Some(call.effect()), leaves_workspace: leaves, protected }
+            let command = match &call {
+                Call::Shell(a) => Some(a.command.clone()),
+                _ => None,
+            };
+            let names_protected = command.as_deref().is_some_and(|c| {
+                crate::approval::grants::names_protected(c, protected.home.as_deref())
+            });
+            let protected = names_protected
+                || writes && resolved.as_ref().is_some_and(|r| protected.covers(workspace, &r.path));
+            Assessment { effect: Some(call.effect()), leaves_workspace: leaves, protected, command }
         }
-        Err(_) => Assessment { effect: None, leaves_workspace: false, protected: false },
+        Err(_) => {
+            Assessment { effect: None, leaves_workspace: false, protected: false, command: None }
+        }
     }
 }
 
-/// Runs one call. Never fails: every problem is an error output.
-pub async fn execute(ctx: &ToolContext, name: &str, input: &Value) -> ToolOutput {
+/// Where a running command's output goes as it arrives (the live view of a tool cell).
+pub type Progress = std::sync::Arc<dyn Fn(&[u8]) + Send + Sync>;
+
+/// Runs one call. Never fails: every problem is an error output. A shell command's output is
+/// also handed to `progress` as it arrives.
+pub async fn execute(
+    ctx: &ToolContext,
+    name: &str,
+    input: &Value,
+    progress: &(dyn Fn(&[u8]) + Send + Sync),
+) -> ToolOutput {
     let call = match parse(name, input) {
         Ok(call) => call,
         Err(message) => return ToolOutput::error(message),
@@ -286,8 +307,12 @@ pub async fn execute(ctx: &ToolContext, name: &str, input: &Value) -> ToolOutput
             let out = if a.background {
                 shell::spawn_background(&ws, &ctx.shell_env, &a.command, &ctx.background)
             } else {
-                let env =
-                    shell::RunEnv { workspace: &ws, vars: &ctx.shell_env, groups: &ctx.groups };
+                let env = shell::RunEnv {
+                    workspace: &ws,
+                    vars: &ctx.shell_env,
+                    groups: &ctx.groups,
+                    progress,
+                };
                 shell::run(env, &a.command, a.timeout_ms, &ctx.cancel).await
             };
             return ToolOutput { content: out.text, is_error: out.is_error, bytes: out.bytes };
@@ -397,11 +422,11 @@ mod tests {
     async fn bad_calls_are_error_results() {
         let dir = tempfile::tempdir().unwrap();
         let c = ctx(dir.path());
-        let out = execute(&c, "read_file", &json!({"file": "x"})).await;
+        let out = execute(&c, "read_file", &json!({"file": "x"}), &|_| {}).await;
         assert!(out.is_error && out.content.contains("missing field `path`"), "{}", out.content);
-        let out = execute(&c, "rm_rf", &json!({})).await;
+        let out = execute(&c, "rm_rf", &json!({}), &|_| {}).await;
         assert!(out.is_error && out.content.contains("no tool named"));
-        let out = execute(&c, "write_file", &json!("{\"path\":\"a\",\"content\":\"x\"}")).await;
+        let out = execute(&c, "write_file", &json!("{\"path\":\"a\",\"content\":\"x\"}"), &|_| {}).await;
         assert!(!out.is_error, "{}", out.content);
     }
 
@@ -412,14 +437,13 @@ mod tests {
         // 200 matches of 300 characters each: the search listing is over the cap and is cut.
         let line = "y".repeat(400);
         std::fs::write(dir.path().join("big.txt"), format!("{line}\n").repeat(300)).unwrap();
-        let out = execute(&c, "list_dir", &json!({"path": "."})).await;
+        let out = execute(&c, "list_dir", &json!({"path": "."}), &|_| {}).await;
         assert_eq!(out.bytes, out.content.len() as u64, "an uncut output is its own size");
-        let out = execute(&c, "search", &json!({"pattern": "y+"})).await;
+        let out = execute(&c, "search", &json!({"pattern": "y+"}), &|_| {}).await;
         assert!(out.content.contains("bytes omitted"), "{}", out.content);
         assert!(out.bytes > 60_000 && out.bytes > out.content.len() as u64, "{}", out.bytes);
         let out =
-            execute(&c, "shell", &json!({"command": "head -c 100000 /dev/zero | tr '\\0' a"}))
-                .await;
+            execute(&c, "shell", &json!({"command": "head -c 100000 /dev/zero | tr '\\0' a"}), &|_| {}).await;
         assert!(out.content.contains("bytes omitted"), "{}", out.content);
         assert!(out.bytes > 100_000, "{} bytes", out.bytes);
         assert!(out.bytes > out.content.len() as u64);
@@ -432,7 +456,7 @@ mod tests {
         let none = Protected::default();
         let a = assess(&ws, &none, "read_file", &json!({"path": "/etc/hosts"}));
         let read =
-            Assessment { effect: Some(Effect::Read), leaves_workspace: true, protected: false };
+            Assessment { effect: Some(Effect::Read), leaves_workspace: true, protected: false, command: None };
         assert_eq!(a, read);
         let a = assess(
             &ws,
@@ -441,9 +465,9 @@ mod tests {
             &json!({"path": "a", "old_string": "x", "new_string": "y"}),
         );
         let write =
-            Assessment { effect: Some(Effect::Write), leaves_workspace: false, protected: false };
+            Assessment { effect: Some(Effect::Write), leaves_workspace: false, protected: false, command: None };
         assert_eq!(a, write);
-        assert!(assess(&ws, &none, "shell", &json!({"command": "ls"})).summary("shell").is_some());
+        assert!(assess(&ws, &none, "shell", &json!({"command": "ls"})).summary().is_some());
         assert!(assess(&ws, &none, "nope", &json!({})).is_read_only());
     }
 
@@ -480,6 +504,7 @@ mod tests {
             &c,
             "write_file",
             &json!({"path": ".env", "content": "KEY=[REDACTED:openai-key:3f2a9c]\n"}),
+            &|_| {},
         )
         .await;
         assert!(out.is_error && out.content.contains("redaction marker"), "{}", out.content);

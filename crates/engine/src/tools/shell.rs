@@ -58,13 +58,15 @@ impl ShellOutcome {
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(200);
 
 /// Where a foreground command runs and what it gets.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub struct RunEnv<'a> {
     pub workspace: &'a Path,
     /// Extra variables from the configuration (`[shell] env`).
     pub vars: &'a [(String, String)],
     /// The session's running groups, so closing the session ends this one too.
     pub groups: &'a ProcessGroups,
+    /// Gets the output as it arrives (the live view).
+    pub progress: &'a (dyn Fn(&[u8]) + Send + Sync),
 }
 
 /// Runs `command` in the foreground, in its own process group. The call ends when the command
@@ -111,11 +113,17 @@ pub async fn run(
         tokio::select! {
             n = out.read(&mut out_buf), if out_open => match n {
                 Ok(0) | Err(_) => out_open = false,
-                Ok(n) => collected.push(&out_buf[..n]),
+                Ok(n) => {
+                    (env.progress)(&out_buf[..n]);
+                    collected.push(&out_buf[..n]);
+                }
             },
             n = err.read(&mut err_buf), if err_open => match n {
                 Ok(0) | Err(_) => err_open = false,
-                Ok(n) => collected.push(&err_buf[..n]),
+                Ok(n) => {
+                    (env.progress)(&err_buf[..n]);
+                    collected.push(&err_buf[..n]);
+                }
             },
             s = child.wait(), if status.is_none() => {
                 status = Some(s);
@@ -239,7 +247,7 @@ mod tests {
     use super::*;
 
     fn in_dir<'a>(dir: &'a Path, groups: &'static ProcessGroups) -> RunEnv<'a> {
-        RunEnv { workspace: dir, vars: &[], groups }
+        RunEnv { workspace: dir, vars: &[], groups, progress: &|_| {} }
     }
 
     fn groups() -> &'static ProcessGroups {

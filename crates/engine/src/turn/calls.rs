@@ -10,10 +10,12 @@ use serde_json::Value;
 use codewhale_journal::ToolResultPayload;
 
 use super::TurnCtx;
-use crate::approval::{denied_by_user, denied_protected, denied_without_terminal, Decision};
+use crate::approval::{
+    denied_by_user, denied_protected, denied_without_terminal, Decision, Grant, Policy,
+};
 use crate::error::EngineError;
 use crate::events::ApprovalReply;
-use crate::protocol::{ApprovalScope, Event};
+use crate::protocol::{ApprovalOffer, ApprovalScope, CallEnd, Event};
 use crate::session::INTERRUPTED_RESULT;
 use crate::tools::{self, Assessment, ToolOutput};
 
@@ -28,7 +30,10 @@ pub struct ToolCall {
 /// What the approval step decided for a call.
 enum Cleared {
     Run,
+    /// Refused without asking (no one to ask); the model reads why.
     Refused(String),
+    /// The user said no.
+    Denied(String),
     Interrupted,
 }
 
@@ -55,8 +60,8 @@ pub(crate) async fn run_calls(
                 interrupted = true;
                 break;
             }
-            Cleared::Refused(message) => {
-                finish(ctx, &calls[i], ToolOutput::error(message))?;
+            Cleared::Refused(message) | Cleared::Denied(message) => {
+                finish(ctx, &calls[i], ToolOutput::error(message), CallEnd::Denied)?;
                 i += 1;
                 continue;
             }
@@ -68,7 +73,7 @@ pub(crate) async fn run_calls(
         if assessments[i].is_read_only() {
             while end < calls.len()
                 && assessments[end].is_read_only()
-                && allowed_without_asking(ctx, &calls[end], &assessments[end])
+                && allowed_without_asking(ctx, &assessments[end])
             {
                 end += 1;
             }
@@ -76,30 +81,41 @@ pub(crate) async fn run_calls(
         for call in &calls[i..end] {
             ctx.emit(Event::ToolCallStarted { call_id: call.id.clone(), name: call.name.clone() });
         }
+        let progress: Vec<_> = calls[i..end].iter().map(|c| live_output(ctx, &c.id)).collect();
         let outputs = futures::future::join_all(
-            calls[i..end].iter().map(|c| tools::execute(&tool_ctx, &c.name, &c.input)),
+            calls[i..end]
+                .iter()
+                .zip(&progress)
+                .map(|(c, p)| tools::execute(&tool_ctx, &c.name, &c.input, p.as_ref())),
         )
         .await;
         for (call, output) in calls[i..end].iter().zip(outputs) {
-            finish(ctx, call, output)?;
+            let end = if ctx.cancel.is_cancelled() && output.is_error {
+                CallEnd::Interrupted
+            } else if output.is_error {
+                CallEnd::Failed
+            } else {
+                CallEnd::Completed
+            };
+            finish(ctx, call, output, end)?;
         }
         i = end;
     }
     for call in &calls[i..] {
-        finish(ctx, call, ToolOutput::error(INTERRUPTED_RESULT))?;
+        finish(ctx, call, ToolOutput::error(INTERRUPTED_RESULT), CallEnd::Interrupted)?;
     }
     Ok(!interrupted && !ctx.cancel.is_cancelled())
 }
 
-fn allowed_without_asking(ctx: &TurnCtx<'_>, call: &ToolCall, a: &Assessment) -> bool {
-    match a.summary(&call.name) {
+fn allowed_without_asking(ctx: &TurnCtx<'_>, a: &Assessment) -> bool {
+    match a.summary() {
         Some(summary) => ctx.session.policy.decide(summary) == Decision::Allow,
         None => true,
     }
 }
 
 async fn clear(ctx: &mut TurnCtx<'_>, call: &ToolCall, a: &Assessment) -> Cleared {
-    if allowed_without_asking(ctx, call, a) {
+    if allowed_without_asking(ctx, a) {
         return Cleared::Run;
     }
     let mode = ctx.session.policy.mode();
@@ -116,12 +132,21 @@ async fn clear(ctx: &mut TurnCtx<'_>, call: &ToolCall, a: &Assessment) -> Cleare
     } else {
         format!("approval mode `{mode}` asks before `{}`", call.name)
     };
+    let grants = a.summary().map(Policy::offers).unwrap_or_default();
+    let offers = grants
+        .iter()
+        .map(|g| ApprovalOffer { scope: scope_of(g), label: format!("always for {g}") })
+        .collect();
+    let diff = crate::tools::diff::preview(ctx.session.workspace(), &call.name, &call.input)
+        .map(|d| ctx.session.redactor().redact(&d).into_owned());
     let reply = ctx.gate.wait_for(&call.id);
     ctx.emit(Event::ApprovalNeeded {
         call_id: call.id.clone(),
         name: call.name.clone(),
         input: call.input.clone(),
         reason,
+        offers,
+        diff,
     });
     let answer = tokio::select! {
         answer = reply => answer.ok(),
@@ -129,17 +154,52 @@ async fn clear(ctx: &mut TurnCtx<'_>, call: &ToolCall, a: &Assessment) -> Cleare
     };
     match answer {
         Some(ApprovalReply::Approve(scope)) => {
-            if scope == ApprovalScope::Always && !a.leaves_workspace && !a.protected {
-                ctx.session.policy.grant_always(&call.name);
+            // Only what was offered for this very call can be granted.
+            if let Some(grant) = grants.into_iter().find(|g| scope_of(g) == scope) {
+                ctx.session.policy.grant(grant);
             }
             Cleared::Run
         }
-        Some(ApprovalReply::Deny) => Cleared::Refused(denied_by_user(&call.name)),
+        Some(ApprovalReply::Deny(why)) => {
+            Cleared::Denied(denied_by_user(&call.name, why.as_deref()))
+        }
         None => Cleared::Interrupted,
     }
 }
 
-fn finish(ctx: &mut TurnCtx<'_>, call: &ToolCall, output: ToolOutput) -> Result<(), EngineError> {
+fn scope_of(grant: &Grant) -> ApprovalScope {
+    match grant {
+        Grant::Command(_) => ApprovalScope::Command,
+        Grant::Prefix(_) => ApprovalScope::Prefix,
+        Grant::Edits => ApprovalScope::Edits,
+    }
+}
+
+/// What a running call prints, as events (redacted like everything the UI shows).
+fn live_output(ctx: &TurnCtx<'_>, call_id: &str) -> tools::Progress {
+    let events = ctx.events.clone();
+    let submission = ctx.submission;
+    let redactor = ctx.session.redactor().clone();
+    let call_id = call_id.to_owned();
+    std::sync::Arc::new(move |bytes: &[u8]| {
+        let text = String::from_utf8_lossy(bytes);
+        let text = redactor.redact(&text).into_owned();
+        events.emit(submission, Event::ToolOutputDelta { call_id: call_id.clone(), text });
+    })
+}
+
+/// The exit code a shell result states on its last line (`[exit code: N]`).
+pub(crate) fn exit_code_of(output: &str) -> Option<i32> {
+    let last = output.lines().rev().find(|l| l.starts_with("[exit code: "))?;
+    last.trim_start_matches("[exit code: ").trim_end_matches(']').parse().ok()
+}
+
+fn finish(
+    ctx: &mut TurnCtx<'_>,
+    call: &ToolCall,
+    output: ToolOutput,
+    end: CallEnd,
+) -> Result<(), EngineError> {
     let mut payload =
         ToolResultPayload::new(call.id.clone(), output.content.clone(), output.is_error);
     // The original size, so a pruned stub (and anyone reading the journal) knows how much the
@@ -151,11 +211,14 @@ fn finish(ctx: &mut TurnCtx<'_>, call: &ToolCall, output: ToolOutput) -> Result<
         Some(codewhale_journal::Payload::ToolResult(r)) => r.content.to_string(),
         _ => output.content,
     };
+    let exit_code = (call.name == "shell").then(|| exit_code_of(&shown)).flatten();
     ctx.emit(Event::ToolCallFinished {
         call_id: call.id.clone(),
         name: call.name.clone(),
         is_error: output.is_error,
         output: shown,
+        end,
+        exit_code,
     });
     Ok(())
 }

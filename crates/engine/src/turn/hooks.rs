@@ -34,11 +34,15 @@ pub async fn before_request(ctx: &mut TurnCtx<'_>) -> Result<(), EngineError> {
             session.settle_counts();
         }
     }
-    if !session.budget().over_threshold() || ctx.warned_over_threshold {
+    if !session.budget().over_threshold() {
+        session.warned_over_threshold = false;
+        return Ok(());
+    }
+    if session.warned_over_threshold {
         return Ok(());
     }
     // Auto-compaction; when it cannot help, say plainly that the conversation is close to the
-    // window (once per turn) and let the request go (fail open).
+    // window (once, until it is back under the threshold) and let the request go (fail open).
     if crate::compaction::triggers::in_turn(ctx, codewhale_journal::Trigger::Auto).await {
         return Ok(());
     }
@@ -50,7 +54,7 @@ pub async fn before_request(ctx: &mut TurnCtx<'_>) -> Result<(), EngineError> {
     let pressure = session.budget().pressure();
     let limits = *session.budget().limits();
     let new_session = session.hints.new_session();
-    ctx.warned_over_threshold = true;
+    ctx.session.warned_over_threshold = true;
     ctx.emit(Event::Notice {
         level: NoticeLevel::Warning,
         message: format!(
@@ -71,6 +75,21 @@ pub async fn on_context_overflow(
     ctx: &mut TurnCtx<'_>,
     error: &ProviderError,
 ) -> Result<bool, EngineError> {
+    // Said in words before anything changes: why the reply did not come, and what happens now.
+    let stated = match error.kind {
+        codewhale_provider::ErrorKind::ContextOverflow { limit: Some(limit), requested } => {
+            let asked = requested.map(|r| format!(" ({r} tokens)")).unwrap_or_default();
+            format!(
+                "the provider rejected the request as too long{asked}: its window is {limit} \
+                 tokens, so Codewhale uses that from now on, compacts the conversation to fit and \
+                 sends the request again"
+            )
+        }
+        _ => "the provider rejected the request as too long; Codewhale compacts the \
+              conversation and sends the request again"
+            .to_owned(),
+    };
+    ctx.emit(Event::Notice { level: NoticeLevel::Warning, message: stated });
     if let codewhale_provider::ErrorKind::ContextOverflow { limit: Some(limit), .. } = error.kind {
         // The provider's stated window is the truth for this session (DESIGN §5.1); journaled,
         // so a reopened session and `codewhale context` use it too.

@@ -21,7 +21,9 @@ use tokio_util::sync::CancellationToken;
 use crate::convert::{self, RequestParams};
 use crate::error::EngineError;
 use crate::events::{ApprovalGate, EventSink};
-use crate::protocol::{ErrorKind as ProtocolErrorKind, Event, NoticeLevel, SubmissionId, TurnStatus};
+use crate::protocol::{
+    ErrorKind as ProtocolErrorKind, Event, NoticeLevel, SubmissionId, TurnStats, TurnStatus,
+};
 use crate::session::Session;
 use calls::ToolCall;
 pub use hooks::{before_request, on_context_overflow};
@@ -38,13 +40,15 @@ pub struct TurnCtx<'a> {
     /// Compaction passes run in this turn (at most [`hooks::MAX_PASSES_PER_TURN`]).
     pub compaction_passes: u32,
     pub(crate) gate: &'a ApprovalGate,
-    warned_over_threshold: bool,
     /// The error that stopped the turn, journaled once the turn's calls all have results.
     failure: Option<(ProtocolErrorKind, String)>,
     /// The user message this turn appended, and its text.
     message: Option<(EntryId, String)>,
     /// Whether an assistant entry (complete or partial) was journaled in this turn.
     replied: bool,
+    started: std::time::Instant,
+    /// Tokens and requests so far.
+    stats: TurnStats,
 }
 
 impl<'a> TurnCtx<'a> {
@@ -63,10 +67,11 @@ impl<'a> TurnCtx<'a> {
             cancel,
             compaction_passes: 0,
             gate,
-            warned_over_threshold: false,
             failure: None,
             message: None,
             replied: false,
+            started: std::time::Instant::now(),
+            stats: TurnStats { reported: true, ..TurnStats::default() },
         }
     }
 
@@ -138,7 +143,10 @@ pub async fn run_turn(
         outcome = TurnOutcome { status: TurnStatus::Failed, text: String::new() };
     }
     ctx.gate.clear();
-    ctx.emit(Event::TurnFinished { status: outcome.status, text: outcome.text.clone() });
+    let mut stats = ctx.stats;
+    stats.elapsed_ms = u64::try_from(ctx.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    stats.reported &= stats.requests > 0;
+    ctx.emit(Event::TurnFinished { status: outcome.status, text: outcome.text.clone(), stats });
     outcome
 }
 
@@ -238,6 +246,15 @@ async fn drive(
                 StreamEvent::ThinkingDelta { text } if !text.is_empty() => {
                     events.emit(submission, Event::ThinkingDelta { text: text.clone() })
                 }
+                StreamEvent::Retrying { attempt, max_attempts, wait, reason } => events.emit(
+                    submission,
+                    Event::Retrying {
+                        attempt: *attempt,
+                        max_attempts: *max_attempts,
+                        wait_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+                        reason: reason.clone(),
+                    },
+                ),
                 _ => {}
             })
             .await;
@@ -314,6 +331,14 @@ fn record_response(
     payload.interrupted = interrupted;
     // The report covers the prompt without this reply: record it first, so the reply counts
     // as added since the report.
+    ctx.stats.requests += 1;
+    match response.usage {
+        Some(u) => {
+            ctx.stats.input_tokens += u.input_tokens;
+            ctx.stats.output_tokens += u.output_tokens;
+        }
+        None => ctx.stats.reported = false,
+    }
     let reported = response.usage.map(|u| u.input_tokens).filter(|n| *n > 0);
     if let Some(reported) = reported {
         ctx.session.budget_mut().record_report(reported, estimate);

@@ -59,16 +59,36 @@ async fn the_user_can_deny_and_approve_interactively() {
     let mut engine = h.spawn_with(Resume::New, ApprovalMode::Ask, true);
     let turn = engine.submit(Op::UserInput { text: "touch files".into(), attachments: Vec::new() });
     engine.until(|e| matches!(e, Event::ApprovalNeeded { call_id, .. } if call_id == "s1")).await;
-    engine.submit(Op::Deny { call_id: "s1".into() });
-    engine.until(|e| matches!(e, Event::ApprovalNeeded { call_id, .. } if call_id == "s2")).await;
-    engine.submit(Op::Approve { call_id: "s2".into(), scope: ApprovalScope::Always });
-    // "Always" covers the next shell call: no third approval request.
+    engine.submit(Op::Deny { call_id: "s1".into(), reason: Some("not that file".into()) });
+    let asked = engine
+        .until(|e| matches!(e, Event::ApprovalNeeded { call_id, .. } if call_id == "s2"))
+        .await;
+    let Some(Event::ApprovalNeeded { offers, .. }) = asked.last() else { unreachable!() };
+    // `touch allowed.txt` has no subcommand: only the exact command can be allowed always.
+    assert_eq!(
+        offers.iter().map(|o| o.scope).collect::<Vec<_>>(),
+        [ApprovalScope::Command],
+        "{offers:?}"
+    );
+    engine.submit(Op::Approve { call_id: "s2".into(), scope: ApprovalScope::Command });
+    // "Always" for that exact command does not cover another: the third call asks too.
+    engine.until(|e| matches!(e, Event::ApprovalNeeded { call_id, .. } if call_id == "s3")).await;
+    engine.submit(Op::Approve { call_id: "s3".into(), scope: ApprovalScope::Once });
     let run = engine.finish(turn).await;
     assert_eq!(run.status, TurnStatus::Completed);
-    assert!(!run.events.iter().any(|e| matches!(e, Event::ApprovalNeeded { .. })));
+    // The grant is listed, and can be revoked.
+    let id = engine.submit(Op::ListGrants);
+    let listed = engine.until(|e| matches!(e, Event::Grants { .. })).await;
+    let Some(Event::Grants { grants, .. }) = listed.last() else { unreachable!() };
+    assert_eq!(grants, &["always for the command `touch allowed.txt`"]);
+    let _ = id;
+    engine.submit(Op::RevokeGrant { index: 1 });
+    let listed = engine.until(|e| matches!(e, Event::Grants { .. })).await;
+    assert!(matches!(listed.last(), Some(Event::Grants { grants, .. }) if grants.is_empty()));
     engine.shutdown().await;
     assert!(!h.ws.path().join("denied.txt").exists());
     assert!(h.ws.path().join("allowed.txt").exists());
     assert!(h.ws.path().join("again.txt").exists());
-    assert!(h.tool_results_in_request(1)[0].1.contains("the user declined"));
+    let denied = &h.tool_results_in_request(1)[0].1;
+    assert!(denied.contains("the user declined") && denied.contains("not that file"), "{denied}");
 }

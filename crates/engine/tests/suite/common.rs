@@ -51,6 +51,7 @@ impl Harness {
             interactive,
             retry: Some(RetryPolicy::fast()),
             front_end: codewhale_engine::FrontEnd::Cli,
+            home_hint: None,
         }
     }
 
@@ -155,7 +156,7 @@ impl Running {
         loop {
             let msg = self.next().await;
             if msg.id == id {
-                if let Event::TurnFinished { status, text } = &msg.event {
+                if let Event::TurnFinished { status, text, .. } = &msg.event {
                     let (status, text) = (*status, text.clone());
                     events.push(msg.event);
                     return TurnRun { events, status, text };

@@ -49,6 +49,7 @@ pub(super) fn params(h: &Harness, provider: &str, window: u64) -> EngineParams {
         interactive: false,
         retry: Some(RetryPolicy::fast()),
         front_end: codewhale_engine::FrontEnd::Cli,
+        home_hint: None,
     }
 }
 

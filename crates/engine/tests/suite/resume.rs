@@ -142,6 +142,7 @@ fn session_params(h: &Harness) -> SessionParams {
         resume: Resume::Last,
         retry: None,
         front_end: codewhale_engine::FrontEnd::Cli,
+        home_hint: None,
         model_explicit: false,
     }
 }

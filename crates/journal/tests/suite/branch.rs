@@ -111,3 +111,24 @@ fn a_duplicate_id_is_reported_and_ignored_on_load() {
     assert!(matches!(j.problems(), [(3, codewhale_journal::DagProblem::DuplicateId { .. })]));
     assert_eq!(j.head_id(), &a.id);
 }
+
+#[test]
+fn a_unique_prefix_names_an_entry_and_an_ambiguous_one_says_so() {
+    let mut j = journal();
+    let u1 = j.user("u1");
+    let a1 = j.assistant("a1");
+    j.user("u2");
+    // UUIDv7 ids of entries written together share their time prefix; the tail tells them apart.
+    let unique = (8..u1.as_str().len())
+        .map(|n| &u1.as_str()[..n])
+        .find(|p| !a1.as_str().starts_with(p))
+        .unwrap();
+    assert_eq!(j.resolve_entry(unique).unwrap(), u1);
+    assert!(j.rewind(unique).is_ok());
+    let common = &u1.as_str()[..4];
+    assert!(matches!(
+        j.resolve_entry(common),
+        Err(BranchError::Ambiguous { count, .. }) if count >= 2
+    ));
+    assert!(matches!(j.resolve_entry("zzzz"), Err(BranchError::NotFound(_))));
+}

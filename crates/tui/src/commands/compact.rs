@@ -38,6 +38,7 @@ pub fn run(
         interactive: false,
         retry: None,
         front_end: codewhale_engine::FrontEnd::Cli,
+        home_hint: global.home.clone(),
     };
     let runtime = super::runtime()?;
     runtime.block_on(compact(params, args.focus))
@@ -129,6 +130,7 @@ left\nNone\n## Open questions\nNone\n## Next action\nGo on.\n## Reference\nNone"
                 interactive: false,
                 retry: None,
                 front_end: codewhale_engine::FrontEnd::Cli,
+                home_hint: None,
             };
             let (handle, mut events) = Engine::spawn(params).unwrap();
             for k in 0..3 {

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use codewhale_engine::protocol::{ApprovalScope, Event, Op, TurnStatus};
+use codewhale_engine::protocol::{ApprovalOffer, ApprovalScope, Event, Op, TurnStatus};
 use codewhale_engine::Resume;
 use codewhale_engine::{Engine, EngineParams};
 use codewhale_engine::{Env, Overrides};
@@ -69,25 +69,33 @@ pub fn run(
         interactive: can_ask,
         retry: None,
         front_end: codewhale_engine::FrontEnd::Cli,
+        home_hint: global.home.clone(),
     };
     let runtime = super::runtime()?;
     runtime.block_on(exec(params, prompt, args.json))
 }
 
 /// Asks on the terminal whether a call may run: `Some(scope)` to run it, `None` to deny.
-fn ask(name: &str, input: &serde_json::Value, reason: &str) -> Option<ApprovalScope> {
+/// `offer` is the first "always" the engine offers for this call, if any.
+fn ask(
+    name: &str,
+    input: &serde_json::Value,
+    reason: &str,
+    offer: Option<&ApprovalOffer>,
+) -> Option<ApprovalScope> {
     let shown = match (name, input.get("command"), input.get("path")) {
         ("shell", Some(command), _) => command.as_str().unwrap_or_default().to_owned(),
         (_, _, Some(path)) => path.as_str().unwrap_or_default().to_owned(),
         _ => input.to_string(),
     };
-    eprint!("codewhale: allow {name} `{shown}`? ({reason}) [y]es / [a]lways / [N]o: ");
+    let always = offer.map(|o| format!(" / [a] {}", o.label)).unwrap_or_default();
+    eprint!("codewhale: allow {name} `{shown}`? ({reason}) [y]es{always} / [N]o: ");
     let _ = std::io::stderr().flush();
     let mut line = String::new();
     std::io::stdin().lock().read_line(&mut line).ok()?;
     match line.trim().to_ascii_lowercase().as_str() {
         "y" | "yes" => Some(ApprovalScope::Once),
-        "a" | "always" => Some(ApprovalScope::Always),
+        "a" | "always" => offer.map(|o| o.scope).or(Some(ApprovalScope::Once)),
         _ => None,
     }
 }
@@ -129,17 +137,20 @@ async fn exec(params: EngineParams, prompt: String, json: bool) -> anyhow::Resul
             }
         }
         match msg.event {
-            Event::ApprovalNeeded { call_id, name, input, reason } => {
-                let answer = tokio::task::spawn_blocking(move || ask(&name, &input, &reason))
-                    .await
-                    .unwrap_or(None);
+            Event::ApprovalNeeded { call_id, name, input, reason, offers, .. } => {
+                let offer = offers.into_iter().next();
+                let answer = tokio::task::spawn_blocking(move || {
+                    ask(&name, &input, &reason, offer.as_ref())
+                })
+                .await
+                .unwrap_or(None);
                 handle.submit(match answer {
                     Some(scope) => Op::Approve { call_id, scope },
-                    None => Op::Deny { call_id },
+                    None => Op::Deny { call_id, reason: None },
                 });
             }
             Event::Error { message, .. } => errors.push(message),
-            Event::TurnFinished { status, text } if msg.id == turn => {
+            Event::TurnFinished { status, text, .. } if msg.id == turn => {
                 outcome = Some((status, text));
                 handle.submit(Op::Shutdown);
             }

@@ -1,7 +1,8 @@
 //! `codewhale` with no subcommand (and `codewhale resume`): the interactive terminal UI.
 //!
 //! The configuration is consulted first: with no provider configured, the setup help is
-//! printed and the exit code is 1; a bad config file is reported with its file, line and key.
+//! printed — with, when one of the usual local servers answers, the command that uses it —
+//! and the exit code is 1; a bad config file is reported with its file, line and key.
 //! Otherwise the terminal UI runs until the user quits; afterwards one line on stderr says
 //! how to come back to the session.
 
@@ -57,7 +58,13 @@ pub fn run_with(
     match Engine::preflight(&probe) {
         Ok(()) => {}
         Err(EngineError::NoProvider) => {
+            // A local server may already be running: say how to use it, besides the help.
+            let found =
+                super::runtime()?.block_on(super::probe::probe(super::probe::LOCAL_SERVERS));
             eprintln!("{PROVIDER_SETUP_HELP}");
+            if !found.is_empty() {
+                eprintln!("\n{}", super::probe::offer(&found).trim_end());
+            }
             return Ok(ExitCode::from(1));
         }
         Err(err) => return Err(err.into()),
@@ -71,11 +78,14 @@ pub fn run_with(
         Some(_) => codewhale_engine::trust::question(&home, &workspace)?,
         None => None,
     };
-    let params = TuiParams { home, workspace, overrides, resume, trust };
+    let home_hint = global.home.clone();
+    let params = TuiParams { home, workspace, overrides, resume, trust, home_hint };
     let runtime = super::runtime()?;
     let outcome = runtime.block_on(tui::run(params))?;
     if let Some(id) = outcome.session_id {
-        eprintln!("session {id} saved; continue it with `codewhale resume {id}`");
+        let home =
+            global.home.as_ref().map(|h| format!(" --home {}", h.display())).unwrap_or_default();
+        eprintln!("session {id} saved; continue it with `codewhale resume {id}{home}`");
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -7,6 +7,7 @@ pub mod exec;
 pub mod interactive;
 pub mod journal_check;
 pub mod notices;
+pub mod probe;
 pub mod resume;
 pub mod sessions;
 pub mod survival_check;

@@ -74,6 +74,8 @@ pub enum Pending {
     Compact,
     /// An older page of the conversation, asked for while scrolling up.
     OlderHistory,
+    /// `/rewind` or `/fork` without an id: the messages to pick from.
+    BranchPick { fork: bool },
 }
 
 /// A message on its way to the engine: its text and the files mentioned with `@`.
@@ -81,6 +83,24 @@ pub enum Pending {
 pub struct Outgoing {
     pub text: String,
     pub attachments: Vec<String>,
+}
+
+/// A provider request being retried: shown as "retrying in 4 s · attempt 2/5".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retry {
+    pub attempt: u32,
+    pub max_attempts: u32,
+    pub until: std::time::Instant,
+}
+
+/// The transcript search (Ctrl+F).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Search {
+    pub query: String,
+    /// The cell shown as the current match.
+    pub hit: Option<usize>,
+    /// Cells holding the query.
+    pub count: usize,
 }
 
 /// Items per older page of the conversation.
@@ -130,6 +150,16 @@ pub struct App {
     pub(crate) files: Option<Arc<Vec<String>>>,
     /// Paths chosen in the picker for the message being typed.
     pub(crate) mentions: Vec<String>,
+    /// The time as of the last tick (elapsed times and countdowns are drawn from it).
+    pub(crate) clock: std::time::Instant,
+    /// Tool calls running, with when they started.
+    pub(crate) running_since: Vec<(String, std::time::Instant)>,
+    /// A provider request being retried.
+    pub(crate) retry: Option<Retry>,
+    /// The transcript search, while open.
+    pub(crate) search: Option<Search>,
+    /// Whether the mouse is captured (wheel scrolls the transcript; terminal selection off).
+    pub(crate) mouse_capture: bool,
 }
 
 impl std::fmt::Debug for App {
@@ -171,6 +201,11 @@ impl App {
             mention: None,
             files: None,
             mentions: Vec::new(),
+            clock: std::time::Instant::now(),
+            running_since: Vec::new(),
+            retry: None,
+            search: None,
+            mouse_capture: false,
         }
     }
 
@@ -232,6 +267,11 @@ impl App {
         }
     }
 
+    /// The conversation as shown.
+    pub fn transcript(&self) -> &Transcript {
+        &self.transcript
+    }
+
     /// The single entry point for everything that happens.
     pub fn handle(&mut self, event: AppEvent) {
         match event {
@@ -245,6 +285,7 @@ impl App {
                     self.after_edit();
                 }
             }
+            AppEvent::Input(TermEvent::Mouse(mouse)) => self.on_mouse(mouse),
             AppEvent::Input(_) => {}
             AppEvent::EngineGone => {
                 if self.quitting {
@@ -267,6 +308,7 @@ impl App {
                 self.after_edit();
             }
             AppEvent::DraftEdited(Err(e)) => self.notice(NoticeKind::Error, e),
+            AppEvent::Tick(now) => self.tick(now),
             AppEvent::SuspendUnavailable => self.notice(
                 NoticeKind::Warning,
                 "Ctrl+Z cannot suspend here: Codewhale was not started from a shell with job \
@@ -277,6 +319,43 @@ impl App {
                 self.after_edit();
             }
             other => self.on_loaded(other),
+        }
+    }
+
+    /// A second passed: running calls show their elapsed time, a retry its countdown.
+    fn tick(&mut self, now: std::time::Instant) {
+        self.clock = now;
+        if self.retry.is_some_and(|r| r.until <= now) {
+            self.retry = None;
+        }
+        let running = self.running_since.clone();
+        self.transcript.update_all(|cell| {
+            let Some(tool) = cell.as_tool_mut() else { return false };
+            let Some((_, since)) = running.iter().find(|(id, _)| *id == tool.call_id) else {
+                return false;
+            };
+            match &mut tool.state {
+                super::cells::ToolState::Running { elapsed_secs, .. } => {
+                    *elapsed_secs = now.saturating_duration_since(*since).as_secs();
+                    true
+                }
+                _ => false,
+            }
+        });
+    }
+
+    /// Whether anything on screen changes with time (so the loop ticks).
+    pub fn animating(&self) -> bool {
+        !self.running_since.is_empty() || self.retry.is_some()
+    }
+
+    /// The wheel, when the mouse is captured: three rows per notch.
+    fn on_mouse(&mut self, mouse: crossterm::event::MouseEvent) {
+        use crossterm::event::MouseEventKind;
+        match mouse.kind {
+            MouseEventKind::ScrollUp => self.scroll_up(3),
+            MouseEventKind::ScrollDown => self.transcript.scroll_down(3),
+            _ => {}
         }
     }
 

@@ -13,6 +13,7 @@ use ratatui::text::{Line, Span};
 use codewhale_engine::protocol::{CompactionKind, CompactionTrigger};
 
 use super::markdown;
+pub use super::tool_cell::{summarize_input, ToolCell, ToolState};
 use super::wrap::{wrap_line, wrap_lines};
 
 /// A drawable transcript entry.
@@ -34,6 +35,40 @@ pub trait Cell: std::fmt::Debug + Send {
     fn as_tool_mut(&mut self) -> Option<&mut ToolCell> {
         None
     }
+
+    /// Whether the cell folds (Ctrl+O): tool calls, thinking, compactions.
+    fn foldable(&self) -> bool {
+        false
+    }
+
+    /// Whether the cell is unfolded now.
+    fn is_expanded(&self) -> bool {
+        false
+    }
+
+    /// An assistant reply's markdown, for the copy key.
+    fn reply_text(&self) -> Option<&str> {
+        None
+    }
+
+    /// A tool call's title and whole output, for the pager (Ctrl+T).
+    fn tool_output(&self) -> Option<(String, String)> {
+        None
+    }
+
+    /// Marks the cell as the one Ctrl+O and Ctrl+T act on; false when it cannot be focused.
+    fn set_focused(&mut self, _focused: bool) -> bool {
+        false
+    }
+
+    /// The cell's text, for transcript search.
+    fn text(&self) -> String {
+        self.lines(u16::MAX)
+            .iter()
+            .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect::<String>())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
 }
 
 /// Wraps `body` beside a prefix drawn on the first line (later lines are indented to match).
@@ -48,7 +83,7 @@ fn prefixed(
 }
 
 /// Wraps `body` beside a gutter: `first` on the first line, `rest` on every other.
-fn gutter(
+pub(crate) fn gutter(
     first: &str,
     rest: &str,
     style: Style,
@@ -101,6 +136,26 @@ impl<C: Cell> Cell for Covered<C> {
     fn as_tool_mut(&mut self) -> Option<&mut ToolCell> {
         self.inner.as_tool_mut()
     }
+
+    fn foldable(&self) -> bool {
+        self.inner.foldable()
+    }
+
+    fn is_expanded(&self) -> bool {
+        self.inner.is_expanded()
+    }
+
+    fn tool_output(&self) -> Option<(String, String)> {
+        self.inner.tool_output()
+    }
+
+    fn set_focused(&mut self, focused: bool) -> bool {
+        self.inner.set_focused(focused)
+    }
+
+    fn text(&self) -> String {
+        self.inner.text()
+    }
 }
 
 /// What the user typed.
@@ -131,113 +186,64 @@ pub struct AssistantCell {
 
 impl Cell for AssistantCell {
     fn lines(&self, width: u16) -> Vec<Line<'static>> {
-        let mut body = markdown::render(&self.text);
+        let inner = usize::from(width).saturating_sub(2).max(1);
+        let mut body = markdown::render_at(&self.text, inner);
         if self.cut_short {
             body.push(Line::styled("(reply cut short)", Style::new().fg(Color::DarkGray)));
         }
-        let mut out = prefixed("• ", Style::new().fg(Color::Blue), body, width);
+        let mut out = beside("• ", "  ", Style::new().fg(Color::Blue), body);
         out.push(Line::default());
         out
     }
+
+    fn text(&self) -> String {
+        self.text.clone()
+    }
+
+    fn reply_text(&self) -> Option<&str> {
+        Some(&self.text)
+    }
 }
 
-/// Where a tool call is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ToolState {
-    Requested,
-    Running,
-    Done { is_error: bool, output: String },
+/// `body` (already laid out) beside a gutter: `first` on the first line, `rest` on the others.
+fn beside(first: &str, rest: &str, style: Style, body: Vec<Line<'static>>) -> Vec<Line<'static>> {
+    body.into_iter()
+        .enumerate()
+        .map(|(i, line)| {
+            let lead = if i == 0 { first } else { rest };
+            let mut spans = vec![Span::styled(lead.to_owned(), style)];
+            spans.extend(line.spans);
+            Line::from(spans)
+        })
+        .collect()
 }
 
-/// A tool call and, once it finished, its result; one line unless expanded.
-#[derive(Debug, Clone)]
-pub struct ToolCell {
-    pub call_id: String,
-    pub name: String,
-    /// The call's arguments in one line (`path=src/main.rs`).
-    pub summary: String,
-    pub state: ToolState,
+/// What the model showed of its reasoning: folded to one line, unfolded with Ctrl+O.
+#[derive(Debug, Clone, Default)]
+pub struct ThinkingCell {
+    pub text: String,
     pub expanded: bool,
+    pub focused: bool,
 }
 
-/// How many output lines an expanded tool cell shows: enough to read, never a whole log.
-const EXPANDED_OUTPUT_LINES: usize = 40;
-
-impl ToolCell {
-    /// A call the model just asked for.
-    pub fn new(call_id: String, name: String, input: &serde_json::Value) -> ToolCell {
-        ToolCell {
-            call_id,
-            name,
-            summary: summarize_input(input),
-            state: ToolState::Requested,
-            expanded: false,
-        }
-    }
-}
-
-/// `{"path":"a.rs","limit":10}` as `path=a.rs limit=10`, strings unquoted, newlines shown as ⏎.
-pub fn summarize_input(input: &serde_json::Value) -> String {
-    match input {
-        serde_json::Value::Object(map) => map
-            .iter()
-            .map(|(k, v)| {
-                let v = match v {
-                    serde_json::Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                };
-                format!("{k}={}", v.replace('\n', "⏎"))
-            })
-            .collect::<Vec<_>>()
-            .join(" "),
-        other => other.to_string(),
-    }
-}
-
-impl Cell for ToolCell {
+impl Cell for ThinkingCell {
     fn lines(&self, width: u16) -> Vec<Line<'static>> {
-        let (mark, mark_style, status) = match &self.state {
-            ToolState::Requested => ("○", Style::new().fg(Color::DarkGray), "requested".to_owned()),
-            ToolState::Running => ("◐", Style::new().fg(Color::Yellow), "running".to_owned()),
-            ToolState::Done { is_error: false, output } => {
-                ("✓", Style::new().fg(Color::Green), format!("{} lines", output.lines().count()))
-            }
-            ToolState::Done { is_error: true, output } => {
-                let first = output.lines().next().unwrap_or("failed").to_owned();
-                ("✗", Style::new().fg(Color::Red), first)
-            }
-        };
-        let w = usize::from(width).max(1);
-        let head = format!("{} {}", self.name, self.summary);
-        let fold = if self.expanded { "" } else { " …" };
-        let room = w.saturating_sub(status.chars().count() + 6).max(8);
-        let head: String = if head.chars().count() > room {
-            head.chars().take(room.saturating_sub(1)).chain(['…']).collect()
+        let dim = Style::new().fg(Color::DarkGray).add_modifier(Modifier::ITALIC);
+        let words = self.text.split_whitespace().count();
+        let mark = if self.focused {
+            Style::new().fg(Color::DarkGray).add_modifier(Modifier::REVERSED)
         } else {
-            head
+            Style::new().fg(Color::DarkGray)
         };
-        let line = Line::from(vec![
-            Span::styled(format!("{mark} "), mark_style),
-            Span::styled(head, Style::new().add_modifier(Modifier::BOLD)),
-            Span::styled(format!(" · {status}"), Style::new().fg(Color::DarkGray)),
-            Span::styled(fold.to_owned(), Style::new().fg(Color::DarkGray)),
+        let fold = if self.expanded { "" } else { " … Ctrl+O shows it" };
+        let head = Line::from(vec![
+            Span::styled("∴ ", mark),
+            Span::styled(format!("thought ({words} words){fold}"), dim),
         ]);
-        let mut out = wrap_line(&line, w);
+        let mut out = wrap_line(&head, usize::from(width));
         if self.expanded {
-            if let ToolState::Done { output, .. } = &self.state {
-                let dim = Style::new().fg(Color::Gray);
-                let total = output.lines().count();
-                let body: Vec<Line<'static>> = output
-                    .lines()
-                    .take(EXPANDED_OUTPUT_LINES)
-                    .map(|l| Line::styled(l.to_owned(), dim))
-                    .collect();
-                out.extend(gutter("  │ ", "  │ ", Style::new().fg(Color::DarkGray), body, width));
-                if total > EXPANDED_OUTPUT_LINES {
-                    let more = format!("  │ … {} more lines", total - EXPANDED_OUTPUT_LINES);
-                    out.push(Line::styled(more, Style::new().fg(Color::DarkGray)));
-                }
-            }
+            let body = self.text.lines().map(|l| Line::styled(l.to_owned(), dim)).collect();
+            out.extend(gutter("  ┆ ", "  ┆ ", Style::new().fg(Color::DarkGray), body, width));
         }
         out
     }
@@ -247,8 +253,21 @@ impl Cell for ToolCell {
         true
     }
 
-    fn as_tool_mut(&mut self) -> Option<&mut ToolCell> {
-        Some(self)
+    fn set_focused(&mut self, focused: bool) -> bool {
+        self.focused = focused;
+        true
+    }
+
+    fn foldable(&self) -> bool {
+        true
+    }
+
+    fn is_expanded(&self) -> bool {
+        self.expanded
+    }
+
+    fn text(&self) -> String {
+        self.text.clone()
     }
 }
 
@@ -302,11 +321,12 @@ pub struct CompactionCell {
     /// The checkpoint note the model reads now.
     pub note: Option<String>,
     pub expanded: bool,
+    pub focused: bool,
 }
 
 impl CompactionCell {
     pub fn new(summary: CompactionSummary, note: Option<String>) -> CompactionCell {
-        CompactionCell { summary, note, expanded: false }
+        CompactionCell { summary, note, expanded: false, focused: false }
     }
 }
 
@@ -330,6 +350,7 @@ impl Cell for CompactionCell {
     fn lines(&self, width: u16) -> Vec<Line<'static>> {
         let c = &self.summary;
         let style = Style::new().fg(Color::Magenta);
+        let style = if self.focused { style.add_modifier(Modifier::REVERSED) } else { style };
         let what = match c.path {
             CompactionKind::PruneOnly => "pruned old tool output",
             _ => "compacted",
@@ -351,11 +372,15 @@ impl Cell for CompactionCell {
                 Line::from(format!("path: {}", c.path.as_str())),
                 Line::from(format!("covered: {} messages, replaced by the note below", c.covered)),
                 Line::from(format!("retained verbatim: {} user messages", c.retained)),
+                Line::from("the dimmed messages above are what the model now reads as this note"),
                 Line::from("the journal keeps everything; /context shows the active compaction"),
                 Line::default(),
             ];
             match &self.note {
-                Some(note) => details.extend(markdown::render(note)),
+                Some(note) => {
+                    let inner = usize::from(width).saturating_sub(4).max(1);
+                    details.extend(markdown::render_at(note, inner))
+                }
                 None => details.push(Line::styled("(no note)", dim)),
             }
             out.extend(gutter("  │ ", "  │ ", dim, details, width));
@@ -366,6 +391,19 @@ impl Cell for CompactionCell {
 
     fn set_expanded(&mut self, expanded: bool) -> bool {
         self.expanded = expanded;
+        true
+    }
+
+    fn foldable(&self) -> bool {
+        true
+    }
+
+    fn is_expanded(&self) -> bool {
+        self.expanded
+    }
+
+    fn set_focused(&mut self, focused: bool) -> bool {
+        self.focused = focused;
         true
     }
 }
@@ -396,15 +434,5 @@ mod tests {
         assert_eq!(short_tokens(9_000), "9k");
         assert_eq!(short_tokens(9_400), "9.4k");
         assert_eq!(short_tokens(512), "512");
-    }
-
-    #[test]
-    fn a_tool_cell_is_one_line_until_expanded() {
-        let mut cell =
-            ToolCell::new("c".into(), "read_file".into(), &serde_json::json!({"path": "a.rs"}));
-        cell.state = ToolState::Done { is_error: false, output: "1\n2\n3".into() };
-        assert_eq!(cell.height(80), 1);
-        assert!(cell.set_expanded(true));
-        assert_eq!(cell.height(80), 4);
     }
 }

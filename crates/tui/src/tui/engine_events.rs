@@ -5,46 +5,43 @@
 //! closes any approval view (its call no longer waits); a streamed reply is committed before
 //! anything else is added after it, so the transcript keeps the engine's order.
 
-use codewhale_engine::protocol::{Event, EventMsg, HistoryPage, NoticeLevel, TurnStatus};
+use codewhale_engine::protocol::{
+    Event, EventMsg, HistoryPage, NoticeLevel, TurnStats, TurnStatus,
+};
 
+use super::app::Retry;
 use super::app::{App, Gauge, Lifecycle, Pending};
+use super::approval_view::ApprovalView;
+use super::cells::short_tokens;
 use super::cells::{
     AnchorCell, CompactionCell, CompactionSummary, NoticeKind, ToolCell, ToolState,
 };
 use super::event::Effect;
 use super::history;
 use super::slash_dispatch::{anchors_text, context_text};
-use super::views::{ApprovalView, TextView};
+use super::views::TextView;
 
-/// How much of each argument the approval view shows: enough to judge a command or a path,
-/// never a whole file being written (which would push the keys off the screen).
-const APPROVAL_ARGUMENT_CHARS: usize = 240;
-
-/// One line per argument, each clipped, so a short `path` stays visible beside a long
-/// `content`.
-fn approval_arguments(input: &serde_json::Value) -> String {
-    match input {
-        serde_json::Value::Object(map) => map
-            .iter()
-            .map(|(k, v)| {
-                let v = match v {
-                    serde_json::Value::String(s) => s.replace('\n', "⏎"),
-                    other => other.to_string(),
-                };
-                format!("{k}: {}", clip(&v, APPROVAL_ARGUMENT_CHARS))
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
-        other => clip(&other.to_string(), APPROVAL_ARGUMENT_CHARS),
+/// "12.3 s · 45.2k tokens in · 1.2k out": what a turn took.
+fn stats_line(stats: &TurnStats) -> String {
+    let secs = stats.elapsed_ms as f64 / 1000.0;
+    let time = if secs < 60.0 {
+        format!("{secs:.1} s")
+    } else {
+        format!("{} min {} s", stats.elapsed_ms / 60_000, (stats.elapsed_ms / 1000) % 60)
+    };
+    let requests = match stats.requests {
+        1 => String::new(),
+        n => format!(" in {n} requests"),
+    };
+    if stats.reported {
+        format!(
+            "{time}{requests} · {} tokens in · {} out",
+            short_tokens(stats.input_tokens),
+            short_tokens(stats.output_tokens)
+        )
+    } else {
+        format!("{time}{requests} · the provider did not report token counts")
     }
-}
-
-fn clip(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_owned();
-    }
-    let kept: String = text.chars().take(max).collect();
-    format!("{kept}… ({} more characters)", text.chars().count() - max)
 }
 
 impl App {
@@ -72,26 +69,55 @@ impl App {
             Event::MessageTakenBack { text } => self.message_taken_back(text),
             Event::TurnStarted => self.lifecycle = Lifecycle::Streaming { thinking: false },
             Event::TextDelta { text } => {
+                self.retry = None;
                 self.transcript.push_delta(&text);
                 self.lifecycle = Lifecycle::Streaming { thinking: false };
             }
-            Event::ThinkingDelta { .. } => self.lifecycle = Lifecycle::Streaming { thinking: true },
+            Event::ThinkingDelta { text } => {
+                self.transcript.push_thinking(&text);
+                self.lifecycle = Lifecycle::Streaming { thinking: true };
+            }
             Event::ToolCallRequested { call_id, name, input } => {
                 self.transcript.push(ToolCell::new(call_id, name, &input));
             }
             Event::ToolCallStarted { call_id, name } => {
-                self.set_tool_state(&call_id, ToolState::Running);
+                let running = ToolState::Running { elapsed_secs: 0, live: String::new() };
+                self.set_tool_state(&call_id, running);
+                self.running_since.push((call_id, self.clock));
                 self.lifecycle = Lifecycle::RunningTool { name };
             }
-            Event::ToolCallFinished { call_id, is_error, output, .. } => {
-                self.set_tool_state(&call_id, ToolState::Done { is_error, output });
+            Event::ToolOutputDelta { call_id, text } => {
+                self.transcript.update_last(|cell| {
+                    cell.as_tool_mut().is_some_and(|tool| {
+                        let hit = tool.call_id == call_id;
+                        if hit {
+                            tool.push_live(&text);
+                        }
+                        hit
+                    })
+                });
+            }
+            Event::ToolCallFinished { call_id, output, end, exit_code, .. } => {
+                self.running_since.retain(|(id, _)| *id != call_id);
+                self.set_tool_state(&call_id, ToolState::Done { end, exit_code, output });
                 self.lifecycle = Lifecycle::Streaming { thinking: false };
             }
-            Event::ApprovalNeeded { call_id, name, input, reason } => {
-                let input = approval_arguments(&input);
-                self.views.push(Box::new(ApprovalView { call_id, name, input, reason }));
+            Event::ApprovalNeeded { call_id, name, input, reason, offers, diff } => {
+                let view = ApprovalView::new(call_id, name, &input, reason, offers, diff);
+                self.views.push(Box::new(view));
                 self.lifecycle = Lifecycle::AwaitingApproval;
             }
+            Event::Retrying { attempt, max_attempts, wait_ms, reason } => {
+                let wait = std::time::Duration::from_millis(wait_ms);
+                self.retry = Some(Retry { attempt, max_attempts, until: self.clock + wait });
+                let secs = wait_ms.div_ceil(1000);
+                self.notice(
+                    NoticeKind::Warning,
+                    format!("{reason}; retrying in {secs} s (attempt {attempt} of {max_attempts})"),
+                );
+            }
+            Event::Grants { mode, grants } => self.show_grants(mode, grants),
+            Event::UserMessages { messages } => self.show_branch_points(messages, pending),
             Event::Usage { pressure, usable_input, window_unverified, model, .. } => {
                 self.gauge = Some(Gauge { pressure, usable_input, window_unverified });
                 self.model = model;
@@ -164,8 +190,13 @@ impl App {
                 self.notice(NoticeKind::Warning, "compaction cancelled; nothing was changed");
                 self.end_compaction();
             }
-            Event::TurnFinished { status, .. } => {
+            Event::TurnFinished { status, stats, .. } => {
+                self.retry = None;
+                self.running_since.clear();
                 self.transcript.finish_active(status != TurnStatus::Completed);
+                if stats.requests > 0 {
+                    self.notice(NoticeKind::Info, stats_line(&stats));
+                }
                 if status == TurnStatus::Interrupted {
                     self.notice(
                         NoticeKind::Warning,

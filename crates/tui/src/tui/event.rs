@@ -31,6 +31,8 @@ pub enum AppEvent {
     DraftEdited(Result<String, String>),
     /// Ctrl+Z could not suspend: no shell with job control started Codewhale.
     SuspendUnavailable,
+    /// A second passed (sent while something on screen counts time).
+    Tick(std::time::Instant),
     /// The workspace's files, for the `@` picker.
     FilesIndexed(std::sync::Arc<Vec<String>>),
 }
@@ -49,6 +51,10 @@ pub enum Effect {
     Suspend,
     /// Index the workspace's files for the `@` picker (once, off the UI task).
     IndexFiles,
+    /// Put this text on the system clipboard (OSC 52).
+    Copy(String),
+    /// Turn mouse capture on or off.
+    MouseCapture(bool),
     /// Open another session (off the UI task); once it is open, the current engine stops.
     OpenSession(Resume),
     /// Remember the answer about trusting the workspace's config, then open the session

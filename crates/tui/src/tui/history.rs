@@ -4,23 +4,52 @@
 //! (`reset`), and older pages when the app asks for them as the user scrolls up; this module
 //! only turns a page into a [`Transcript`] to show or to put before what is shown. Nothing here
 //! reads a file. Items the active compaction covers are shown dimmed (the model reads them only
-//! through the note); the compaction itself is a capsule where its note sits.
+//! through the note), and a line after them says so; the compaction itself is a
+//! capsule where its note sits.
 
-use codewhale_engine::protocol::{HistoryItem, HistoryPage};
+use codewhale_engine::protocol::{CallEnd, HistoryItem, HistoryPage};
 
 use super::cells::{
-    summarize_input, AnchorCell, AssistantCell, CompactionCell, CompactionSummary, Covered,
-    NoticeCell, NoticeKind, ToolCell, ToolState, UserCell,
+    AnchorCell, AssistantCell, CompactionCell, CompactionSummary, Covered, NoticeCell, NoticeKind,
+    ThinkingCell, ToolCell, ToolState, UserCell,
 };
 use super::transcript::Transcript;
 
 /// The cells of `page`, oldest first.
 pub fn transcript_of(page: &HistoryPage) -> Transcript {
+    // The mark goes after the last covered item before each capsule (the retained last round
+    // sits between them, drawn normally).
+    let mut marks = std::collections::HashSet::new();
+    let mut last_covered = None;
+    for (i, item) in page.items.iter().enumerate() {
+        if is_covered(item) {
+            last_covered = Some(i);
+        } else if matches!(item, HistoryItem::Compaction { .. }) {
+            marks.extend(last_covered.take());
+        }
+    }
     let mut transcript = Transcript::default();
-    for item in &page.items {
+    for (i, item) in page.items.iter().enumerate() {
         push_item(&mut transcript, item);
+        if marks.contains(&i) {
+            transcript.push(NoticeCell { kind: NoticeKind::Info, text: COVERED_MARK.to_owned() });
+        }
     }
     transcript
+}
+
+/// Said after the turns a compaction covers (before its capsule and the retained round).
+pub const COVERED_MARK: &str =
+    "↑ dimmed: the model now reads these turns only through the checkpoint note";
+
+fn is_covered(item: &HistoryItem) -> bool {
+    match item {
+        HistoryItem::User { covered, .. }
+        | HistoryItem::Assistant { covered, .. }
+        | HistoryItem::Anchor { covered, .. }
+        | HistoryItem::Tool { covered, .. } => *covered,
+        _ => false,
+    }
 }
 
 fn push_item(t: &mut Transcript, item: &HistoryItem) {
@@ -28,8 +57,15 @@ fn push_item(t: &mut Transcript, item: &HistoryItem) {
         HistoryItem::User { text, covered, .. } => {
             t.push(Covered::new(UserCell { text: text.clone() }, *covered))
         }
-        HistoryItem::Assistant { text, covered, .. } if !text.trim().is_empty() => {
-            t.push(Covered::new(AssistantCell { text: text.clone(), cut_short: false }, *covered))
+        HistoryItem::Assistant { text, thinking, covered, .. } => {
+            if !thinking.trim().is_empty() {
+                let cell = ThinkingCell { text: thinking.clone(), ..ThinkingCell::default() };
+                t.push(Covered::new(cell, *covered));
+            }
+            if !text.trim().is_empty() {
+                let cell = AssistantCell { text: text.clone(), cut_short: false };
+                t.push(Covered::new(cell, *covered));
+            }
         }
         HistoryItem::Anchor { text, covered, .. } => {
             t.push(Covered::new(AnchorCell { text: text.clone() }, *covered))
@@ -40,16 +76,19 @@ fn push_item(t: &mut Transcript, item: &HistoryItem) {
         }),
         HistoryItem::Tool { call_id, name, input, result, covered, .. } => {
             let state = match result {
-                Some(r) => ToolState::Done { is_error: r.is_error, output: r.output.clone() },
-                None => ToolState::Done { is_error: true, output: "no result".to_owned() },
+                Some(r) => ToolState::Done {
+                    end: end_of(r.is_error, &r.output),
+                    exit_code: exit_code_of(&r.output),
+                    output: r.output.clone(),
+                },
+                None => ToolState::Done {
+                    end: CallEnd::Interrupted,
+                    exit_code: None,
+                    output: "no result".to_owned(),
+                },
             };
-            let cell = ToolCell {
-                call_id: call_id.clone(),
-                name: name.clone(),
-                summary: summarize_input(input),
-                state,
-                expanded: false,
-            };
+            let mut cell = ToolCell::new(call_id.clone(), name.clone(), input);
+            cell.state = state;
             t.push(Covered::new(cell, *covered));
         }
         HistoryItem::Compaction {
@@ -79,6 +118,27 @@ fn push_item(t: &mut Transcript, item: &HistoryItem) {
         // Thinking-only replies and items of newer protocol versions are not shown.
         _ => {}
     }
+}
+
+/// How a journaled call ended, read from its result (the journal keeps only the text).
+fn end_of(is_error: bool, output: &str) -> CallEnd {
+    if output.starts_with("denied:") {
+        CallEnd::Denied
+    } else if output.starts_with("no result: the call was interrupted")
+        || output.contains("[interrupted by the user")
+    {
+        CallEnd::Interrupted
+    } else if is_error {
+        CallEnd::Failed
+    } else {
+        CallEnd::Completed
+    }
+}
+
+/// A shell result's `[exit code: N]` line.
+fn exit_code_of(output: &str) -> Option<i32> {
+    let line = output.lines().rev().find(|l| l.starts_with("[exit code: "))?;
+    line.trim_start_matches("[exit code: ").trim_end_matches(']').parse().ok()
 }
 
 #[cfg(test)]
@@ -124,6 +184,8 @@ mod tests {
             reset: true,
         };
         let t = transcript_of(&page);
-        assert_eq!(t.len(), 5);
+        // The covered turns, the mark, the capsule, the anchor and the reply.
+        assert_eq!(t.len(), 6);
+        assert_eq!(t.find("dimmed", None, true), Some(2));
     }
 }

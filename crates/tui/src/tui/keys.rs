@@ -13,11 +13,12 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use codewhale_engine::protocol::Op;
 
 use super::app::{App, Lifecycle, Pending, HISTORY_PAGE};
+use super::cells::NoticeKind;
 use super::composer::ComposerOutcome;
 use super::event::Effect;
 use super::prompts::HistorySearch;
 use super::slash;
-use super::views::ViewAction;
+use super::views::{Choice, ChoiceView, TextView, ViewAction};
 
 /// Scroll step of PageUp/PageDown, as a fraction of the transcript's height.
 const PAGE_FRACTION: u16 = 2;
@@ -40,12 +41,31 @@ impl App {
         if self.mention.is_some() && self.picker_key(key) {
             return;
         }
+        if self.search.is_some() && self.search_key(key) {
+            return;
+        }
+        let alt = key.modifiers.contains(KeyModifiers::ALT);
+        let (w, h) = self.viewport;
         let page = usize::from(self.viewport.1 / PAGE_FRACTION).max(1);
         match key.code {
             KeyCode::Char('c') if ctrl => self.on_ctrl_c(),
             KeyCode::Char('d') if ctrl && self.composer.is_empty() => self.quit(),
             KeyCode::Char('o') if ctrl => {
-                self.transcript.toggle_expanded();
+                self.transcript.toggle_one(w, h);
+            }
+            KeyCode::Char('o') if alt => self.transcript.toggle_all(w, h),
+            KeyCode::Up if alt => self.transcript.move_focus(true),
+            KeyCode::Down if alt => self.transcript.move_focus(false),
+            KeyCode::Char('t') if ctrl => self.open_pager(),
+            KeyCode::Char('f') if ctrl => self.search = Some(super::app::Search::default()),
+            KeyCode::Char('y') if ctrl => self.copy_picker(),
+            KeyCode::Char('m') if alt => {
+                self.mouse_capture = !self.mouse_capture;
+                self.effects.push(Effect::MouseCapture(self.mouse_capture));
+            }
+            KeyCode::Home if ctrl || self.composer.is_empty() => self.scroll_top(),
+            KeyCode::End if ctrl || self.composer.is_empty() => {
+                self.transcript.scroll_down(usize::MAX)
             }
             KeyCode::Char('r') if ctrl => {
                 self.views.push(Box::new(HistorySearch::new(self.composer.history())))
@@ -108,8 +128,93 @@ impl App {
         true
     }
 
+    /// Shows the start of the conversation (loading the older pages as it goes).
+    fn scroll_top(&mut self) {
+        let (w, h) = self.viewport;
+        self.transcript.scroll_to_top(w, h);
+        self.scroll_up(0);
+    }
+
+    /// Keys the transcript search takes; `false` passes the key on.
+    fn search_key(&mut self, key: KeyEvent) -> bool {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        let Some(search) = self.search.as_mut() else { return false };
+        let older = match key.code {
+            KeyCode::Esc => {
+                self.search = None;
+                self.transcript.set_highlight(None);
+                return true;
+            }
+            KeyCode::Enter | KeyCode::Up => true,
+            KeyCode::Char('f') if ctrl => true,
+            KeyCode::Down => false,
+            KeyCode::Backspace => {
+                search.query.pop();
+                search.hit = None;
+                true
+            }
+            KeyCode::Char(c) if !ctrl => {
+                search.query.push(c);
+                search.hit = None;
+                true
+            }
+            _ => return false,
+        };
+        let (query, from) = (search.query.clone(), search.hit);
+        let found = self.transcript.find(&query, from, older);
+        let count = self.transcript.count(&query);
+        if let Some(search) = self.search.as_mut() {
+            search.count = count;
+            if found.is_some() {
+                search.hit = found;
+            }
+        }
+        if let Some(index) = found {
+            let (w, h) = self.viewport;
+            self.transcript.scroll_to_cell(index, w, h);
+        }
+        let hit = self.search.as_ref().and_then(|s| s.hit);
+        self.transcript.set_highlight(hit);
+        true
+    }
+
+    /// Ctrl+T: the focused (or last) tool call's whole output in a scrollable view.
+    fn open_pager(&mut self) {
+        match self.transcript.target_output() {
+            Some((title, text)) => self.views.push(Box::new(TextView::new(title, &text))),
+            None => self.notice(NoticeKind::Info, "no tool output to show yet"),
+        }
+    }
+
+    /// Ctrl+Y: choose what to put on the clipboard — the last reply, or one of its code blocks.
+    fn copy_picker(&mut self) {
+        let Some(reply) = self.transcript.last_reply() else {
+            self.notice(NoticeKind::Info, "no reply to copy yet");
+            return;
+        };
+        let mut choices = vec![Choice {
+            label: "the whole last reply".to_owned(),
+            action: ViewAction::Copy(reply.clone()),
+        }];
+        for block in super::markdown::code_blocks(&reply) {
+            let first = block.code.lines().next().unwrap_or_default();
+            let lang = if block.lang.is_empty() { "code".to_owned() } else { block.lang.clone() };
+            let lines = block.code.lines().count();
+            choices.push(Choice {
+                label: format!("{lang} block, {lines} lines: {first}"),
+                action: ViewAction::Copy(block.code),
+            });
+        }
+        self.views.push(Box::new(ChoiceView::new(
+            "copy to the clipboard",
+            choices,
+            "",
+            "Enter copy · Esc close",
+        )));
+    }
+
     /// Scrolls towards older output; at the top, asks the engine for the page before it.
-    fn scroll_up(&mut self, rows: usize) {
+    pub(crate) fn scroll_up(&mut self, rows: usize) {
         let (w, h) = self.viewport;
         self.transcript.scroll_up(rows, w, h);
         let loading = self.pending.iter().any(|(_, p)| *p == Pending::OlderHistory);
@@ -195,10 +300,31 @@ impl App {
                 self.submit(Op::Approve { call_id, scope });
                 self.lifecycle = Lifecycle::Streaming { thinking: false };
             }
-            ViewAction::Deny { call_id } => {
+            ViewAction::Deny { call_id, reason } => {
                 self.views.pop();
-                self.submit(Op::Deny { call_id });
+                self.submit(Op::Deny { call_id, reason });
                 self.lifecycle = Lifecycle::Streaming { thinking: false };
+            }
+            ViewAction::NewSession => {
+                self.views.pop();
+                self.effects.push(Effect::OpenSession(codewhale_engine::Resume::New));
+            }
+            ViewAction::Revoke(index) => {
+                self.views.pop();
+                self.submit(Op::RevokeGrant { index });
+            }
+            ViewAction::Copy(text) => {
+                self.views.pop();
+                let lines = text.lines().count();
+                self.effects.push(Effect::Copy(text));
+                self.notice(NoticeKind::Info, format!("copied {lines} lines to the clipboard"));
+            }
+            ViewAction::Branch { id, fork } => {
+                self.views.pop();
+                let op = if fork { Op::Fork { at: id } } else { Op::Rewind { to: id } };
+                if let Some(sent) = self.submit(op) {
+                    self.pending.push((sent, Pending::HeadMove));
+                }
             }
             ViewAction::OpenSession { id } => {
                 self.views.pop();

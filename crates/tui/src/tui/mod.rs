@@ -15,7 +15,9 @@
 //! [`composer`], [`slash`] (the command table), [`views`] (modal views), [`frame`],
 //! [`terminal`] (raw mode and its restoration).
 
+pub mod ansi;
 pub mod app;
+pub mod approval_view;
 pub mod cells;
 pub mod composer;
 pub mod editor;
@@ -30,7 +32,9 @@ pub mod prompts;
 mod render;
 pub mod slash;
 mod slash_dispatch;
+mod status;
 pub mod terminal;
+pub mod tool_cell;
 pub mod transcript;
 pub mod views;
 pub mod wrap;
@@ -56,6 +60,10 @@ use views::SessionRow;
 
 /// How long a replaced engine gets to sync its journal and stop (in the background).
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(10);
+/// How often the screen is redrawn while something counts time (a running call, a retry).
+const TICK: Duration = Duration::from_millis(500);
+/// How long a SIGTERM or SIGHUP waits for the engine to save before leaving anyway.
+const SIGNAL_GRACE: Duration = Duration::from_secs(3);
 
 /// What the interactive session starts with.
 #[derive(Debug, Clone)]
@@ -67,6 +75,8 @@ pub struct TuiParams {
     pub resume: Option<Resume>,
     /// The workspace's config needs the user's trust first: asked before the session opens.
     pub trust: Option<codewhale_engine::trust::Question>,
+    /// The `--home` the user gave, if any: suggested commands repeat it.
+    pub home_hint: Option<PathBuf>,
 }
 
 /// How the session ended, for the line printed after the terminal is restored.
@@ -100,6 +110,7 @@ fn engine_params(params: &TuiParams, resume: Resume) -> EngineParams {
         interactive: true,
         retry: None,
         front_end: codewhale_engine::FrontEnd::Tui,
+        home_hint: params.home_hint.clone(),
     }
 }
 
@@ -119,6 +130,8 @@ pub async fn run(params: TuiParams) -> anyhow::Result<Outcome> {
             "the interactive UI needs a terminal; run `codewhale exec PROMPT` for one turn without one"
         );
     }
+    // Code-block colours load beside the first frames, never before them.
+    markdown::highlight::warm_up();
     // With a trust question pending, the session opens only once it is answered.
     let mut waiting_for_trust = params.trust.as_ref().and(params.resume.clone());
     let mut links = Links::default();
@@ -147,14 +160,34 @@ pub async fn run(params: TuiParams) -> anyhow::Result<Outcome> {
             settings: q.settings.clone(),
         }));
     } else if links.current.is_none() {
-        app.handle(AppEvent::SessionsLoaded { all: false, result: session_rows(&params, false) });
+        let result = session_rows(&params, false, "");
+        app.handle(AppEvent::SessionsLoaded { all: false, result });
     }
     let (frames, mut draws) = FrameRequester::spawn();
     let (app_tx, mut app_rx) = mpsc::unbounded_channel::<AppEvent>();
     let mut input = EventStream::new();
+    let mut ticker = tokio::time::interval(TICK);
+    let mut signals = terminal::Signals::new().context("cannot listen for signals")?;
+    // Set when SIGTERM or SIGHUP arrived: leave by then even if the engine does not answer.
+    let mut leave_by: Option<tokio::time::Instant> = None;
     frames.request();
     loop {
+        let deadline = async {
+            match leave_by {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
         let event = tokio::select! {
+            () = signals.next() => {
+                // Killed or the terminal went away: save, restore the terminal, leave.
+                tracing::info!("terminated by a signal; saving and leaving");
+                leave_by = Some(tokio::time::Instant::now() + SIGNAL_GRACE);
+                app.quit();
+                AppEvent::Tick(std::time::Instant::now())
+            }
+            () = deadline => break,
+            _ = ticker.tick(), if app.animating() => AppEvent::Tick(std::time::Instant::now()),
             msg = next_event(&mut links.current) => match msg {
                 Some(msg) => AppEvent::Engine(msg),
                 None => {
@@ -201,11 +234,22 @@ pub async fn run(params: TuiParams) -> anyhow::Result<Outcome> {
                         open_session(&params, &mut app, &mut links, resume);
                     }
                 }
+                Effect::Copy(text) => {
+                    if let Err(e) = terminal::copy(&text) {
+                        app.handle(AppEvent::SessionOpenFailed(format!(
+                            "cannot reach the clipboard through the terminal: {e}"
+                        )));
+                    }
+                }
+                Effect::MouseCapture(on) => {
+                    terminal::set_mouse_capture(on).context("cannot change mouse capture")?
+                }
                 Effect::LoadSessions { all } => {
                     let tx = app_tx.clone();
                     let params = params.clone();
+                    let current = app.session_id().to_owned();
                     tokio::task::spawn_blocking(move || {
-                        let result = session_rows(&params, all);
+                        let result = session_rows(&params, all, &current);
                         let _ = tx.send(AppEvent::SessionsLoaded { all, result });
                     });
                 }
@@ -310,7 +354,7 @@ fn retire(mut old: Link) {
 }
 
 /// Sessions newest first: all of them, or those whose workspace is this one.
-fn session_rows(params: &TuiParams, all: bool) -> Result<Vec<SessionRow>, String> {
+fn session_rows(params: &TuiParams, all: bool, current: &str) -> Result<Vec<SessionRow>, String> {
     let dir = codewhale_engine::offline::sessions_dir(&params.home);
     let found = if all {
         codewhale_engine::offline::sessions(&dir).map(|l| l.sessions)
@@ -319,14 +363,18 @@ fn session_rows(params: &TuiParams, all: bool) -> Result<Vec<SessionRow>, String
     };
     let sessions =
         found.map_err(|e| format!("cannot list the sessions in {}: {e}", dir.display()))?;
+    // A session nothing was written to (left by a crash; a clean exit removes it) has nothing
+    // to resume.
     Ok(sessions
         .into_iter()
+        .filter(|s| s.entries > 0 || s.id == current)
         .map(|s| SessionRow {
-            id: s.id,
             updated: s.updated.format("%Y-%m-%d %H:%M"),
             entries: s.entries,
             cwd: s.cwd,
             title: s.title.unwrap_or_else(|| "(untitled)".to_owned()),
+            current: s.id == current,
+            id: s.id,
         })
         .collect())
 }

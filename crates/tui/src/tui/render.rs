@@ -10,8 +10,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget};
 use ratatui::Frame;
 
-use super::app::{App, Lifecycle};
-use super::cells::short_tokens;
+use super::app::App;
 use super::composer::layout::Cell;
 use super::slash;
 
@@ -194,86 +193,10 @@ impl App {
             .collect();
         Paragraph::new(lines).render(area, frame.buffer_mut());
     }
-
-    fn draw_status(&self, area: Rect, frame: &mut Frame<'_>) {
-        let busy = Style::new().fg(Color::Yellow);
-        let (state, style) = match &self.lifecycle {
-            Lifecycle::Idle if self.quitting => ("saving and quitting…".to_owned(), busy),
-            Lifecycle::Idle if self.quit_armed => {
-                ("press Ctrl+C again to quit".to_owned(), Style::new().fg(Color::Red))
-            }
-            Lifecycle::Idle if self.esc_armed => {
-                ("press Esc again to clear the draft".to_owned(), Style::new().fg(Color::Red))
-            }
-            Lifecycle::Idle => ("ready".to_owned(), Style::new().fg(Color::Green)),
-            Lifecycle::Streaming { thinking: true } => {
-                (format!("thinking… · Esc interrupts{}", self.queue_hint()), busy)
-            }
-            Lifecycle::Streaming { thinking: false } => {
-                (format!("streaming… · Esc interrupts{}", self.queue_hint()), busy)
-            }
-            Lifecycle::RunningTool { name } => {
-                (format!("running {name}… · Esc interrupts{}", self.queue_hint()), busy)
-            }
-            Lifecycle::Compacting { .. } if self.queued.is_empty() => {
-                ("compacting… · Ctrl+C cancels".to_owned(), Style::new().fg(Color::Magenta))
-            }
-            Lifecycle::Compacting { .. } => (
-                format!("compacting… · Ctrl+C cancels · {} queued", self.queued.len()),
-                Style::new().fg(Color::Magenta),
-            ),
-            Lifecycle::AwaitingApproval => {
-                ("waiting for your approval".to_owned(), Style::new().fg(Color::Cyan))
-            }
-        };
-        let (state, style) = match self.opening {
-            Some(0) if self.lifecycle == Lifecycle::Idle => ("opening session…".to_owned(), busy),
-            Some(bytes) if self.lifecycle == Lifecycle::Idle => {
-                (format!("opening session ({})…", human_bytes(bytes)), busy)
-            }
-            _ => (state, style),
-        };
-        let mut left = vec![Span::styled(format!(" {state}"), style)];
-        if !self.transcript.follows_tail() {
-            left.push(Span::styled(" · scrolled, PgDn follows", Style::new().fg(Color::DarkGray)));
-        }
-        let gauge = match &self.gauge {
-            Some(g) => {
-                let percent = g.pressure.tokens.saturating_mul(100) / g.usable_input.max(1);
-                let unverified = if g.window_unverified { ", window unverified" } else { "" };
-                format!(
-                    "ctx {percent}% of {} ({}{unverified})",
-                    short_tokens(g.usable_input),
-                    g.pressure.source.as_str()
-                )
-            }
-            None => "ctx —".to_owned(),
-        };
-        let right = format!("{} · {gauge} ", self.model);
-        let left_width: usize = left.iter().map(|s| s.width()).sum();
-        let right_width = right.chars().count();
-        // The state comes first: on a narrow terminal the figures give way, never run into it.
-        if left_width + 1 + right_width <= usize::from(area.width) {
-            let pad = usize::from(area.width) - left_width - right_width;
-            left.push(Span::raw(" ".repeat(pad)));
-            left.push(Span::styled(right, Style::new().fg(Color::DarkGray)));
-        }
-        Paragraph::new(Line::from(left)).render(area, frame.buffer_mut());
-    }
-}
-
-impl App {
-    /// "· 2 queued, Ctrl+S sends now" while messages wait for the turn.
-    fn queue_hint(&self) -> String {
-        match self.queued.len() {
-            0 => String::new(),
-            n => format!(" · {n} queued, Ctrl+S sends now"),
-        }
-    }
 }
 
 /// `1536` as `1.5 KB`, `3_400_000` as `3.2 MB`.
-fn human_bytes(bytes: u64) -> String {
+pub(crate) fn human_bytes(bytes: u64) -> String {
     const UNITS: [&str; 4] = ["B", "KB", "MB", "GB"];
     let mut value = bytes as f64;
     let mut unit = 0;

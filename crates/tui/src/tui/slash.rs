@@ -16,12 +16,13 @@ pub enum SlashCommand {
     Checkout,
     Rewind,
     Model,
+    Approval,
     Help,
     Quit,
 }
 
 /// In table order (the order of `/help` and the completion popup).
-pub const ALL: [SlashCommand; 12] = [
+pub const ALL: [SlashCommand; 13] = [
     SlashCommand::Compact,
     SlashCommand::Context,
     SlashCommand::Anchor,
@@ -32,6 +33,7 @@ pub const ALL: [SlashCommand; 12] = [
     SlashCommand::Checkout,
     SlashCommand::Rewind,
     SlashCommand::Model,
+    SlashCommand::Approval,
     SlashCommand::Help,
     SlashCommand::Quit,
 ];
@@ -50,6 +52,7 @@ impl SlashCommand {
             SlashCommand::Checkout => "checkout",
             SlashCommand::Rewind => "rewind",
             SlashCommand::Model => "model",
+            SlashCommand::Approval => "approval",
             SlashCommand::Help => "help",
             SlashCommand::Quit => "quit",
         }
@@ -61,9 +64,11 @@ impl SlashCommand {
             SlashCommand::Compact => "[focus]",
             SlashCommand::Anchor => "<text> | list | rm <n>",
             SlashCommand::Resume => "[session-id]",
-            SlashCommand::Fork | SlashCommand::Checkout | SlashCommand::Rewind => "<entry-id>",
+            SlashCommand::Fork | SlashCommand::Rewind => "[entry-id]",
+            SlashCommand::Checkout => "<entry-id>",
             SlashCommand::Model => "<model>",
             SlashCommand::Context
+            | SlashCommand::Approval
             | SlashCommand::New
             | SlashCommand::Sessions
             | SlashCommand::Help
@@ -88,9 +93,16 @@ impl SlashCommand {
                 "Continue an earlier session of this workspace (a picker, or the given id)."
             }
             SlashCommand::Sessions => "Browse every session, newest first; Enter resumes one.",
-            SlashCommand::Fork => "Start a new branch at an entry of the journal.",
-            SlashCommand::Checkout => "Move HEAD to an entry of another branch.",
-            SlashCommand::Rewind => "Move HEAD back to an earlier entry of this branch.",
+            SlashCommand::Fork => {
+                "Start a new branch at an earlier message (a picker, or an entry id or its unique prefix)."
+            }
+            SlashCommand::Checkout => "Move HEAD to an entry of another branch (an id or its unique prefix).",
+            SlashCommand::Rewind => {
+                "Move HEAD back to an earlier message of this branch (a picker, or an entry id or its unique prefix)."
+            }
+            SlashCommand::Approval => {
+                "Show the approval mode and this session's \"always\" grants; d revokes one."
+            }
             SlashCommand::Model => "Use another model from the next request on.",
             SlashCommand::Help => "List the commands and keys.",
             SlashCommand::Quit => "Leave Codewhale (the session is saved as it goes).",
@@ -101,7 +113,10 @@ impl SlashCommand {
     /// turn; the ones allowed here only read or leave.
     pub fn allowed_during_turn(self) -> bool {
         match self {
-            SlashCommand::Context | SlashCommand::Help | SlashCommand::Quit => true,
+            SlashCommand::Context
+            | SlashCommand::Approval
+            | SlashCommand::Help
+            | SlashCommand::Quit => true,
             SlashCommand::Sessions
             | SlashCommand::Compact
             | SlashCommand::Anchor
@@ -188,7 +203,22 @@ pub const KEYS: &[(&str, &str)] = &[
     ("@", "mention a workspace file: pick it, and its content goes with the message"),
     ("Tab", "complete a slash command or an @ file"),
     ("PageUp / PageDown", "scroll the transcript; at the top it loads earlier messages"),
-    ("Ctrl+O", "unfold / fold tool calls and compactions"),
+    (
+        "Home / End (Ctrl+Home / Ctrl+End while typing)",
+        "jump to the start of the conversation / back to the newest row",
+    ),
+    (
+        "Alt+M",
+        "capture the mouse so the wheel scrolls the transcript; again to give the terminal its \
+         selection back (off at start; with it off most terminals send the wheel as Up/Down, \
+         which walks the prompt history)",
+    ),
+    ("Ctrl+F", "search the transcript: Enter or Up for an older match, Down for a newer one"),
+    ("Alt+Up / Alt+Down", "focus an earlier / later tool call, compaction or thinking cell"),
+    ("Ctrl+O", "unfold / fold the focused (or last) cell, keeping what you read in place"),
+    ("Alt+O", "unfold / fold every cell"),
+    ("Ctrl+T", "open the focused (or last) tool call's whole output in a pager"),
+    ("Ctrl+Y", "copy the last reply or one of its code blocks to the clipboard (OSC 52)"),
     (
         "Esc",
         "close a pop-up or view; interrupt the running turn or compaction; twice on a draft: \
@@ -202,7 +232,12 @@ pub const KEYS: &[(&str, &str)] = &[
     ("Ctrl+S", "with messages queued: interrupt the turn so they are sent now"),
     ("Ctrl+Z", "suspend (back with `fg`)"),
     ("Ctrl+D", "quit (on an empty composer)"),
-    ("y / a / n", "in an approval: approve once / always for this session / deny"),
+    (
+        "y / a / p / n / r",
+        "in an approval: once / always for this exact command (or for edits in the workspace) / \
+         always for commands starting with the program and subcommand shown / deny / deny with \
+         a reason the model reads",
+    ),
 ];
 
 /// `/help`'s text; without keyboard enhancement the terminal cannot tell Shift+Enter from
@@ -257,8 +292,10 @@ pub fn commands_markdown() -> String {
          the note), and the compaction's capsule sits where its note is. The session loads in \
          the background: a large one shows \"opening session (1.2 GB)…\" while keys keep \
          working, and `/resume` keeps the current session on screen until the next one is open.\n\
-         - `/fork`, `/checkout` and `/rewind` take an entry id; `/context` lists the ids of the \
-         entries in the current view.\n\
+         - `/fork` and `/rewind` without an argument open a picker of the earlier messages \
+         with previews; `/fork`, `/checkout` and `/rewind` also take an entry id or a unique \
+         prefix of it (`/context` lists the ids in the current view). The notice of a HEAD \
+         move stays in the transcript.\n\
          - A compaction capsule reads \"compacted N messages · 182k → 9k tokens\": N counts the \
          model-visible messages the checkpoint replaced. Ctrl+O unfolds it to the note.\n\
          - `/compact` runs like a turn: the status line says \"compacting… · Ctrl+C cancels\"; \
@@ -285,8 +322,23 @@ pub fn commands_markdown() -> String {
          with it, which compaction may later prune like tool output.\n\
          - Prompts are kept per workspace in `$CODEWHALE_HOME/history/` (at most 1,000; \
          nothing that looks like a secret, nothing over 16 KB).\n\
-         - The UI does not capture the mouse, so the terminal's own text selection keeps \
-         working; scroll with PageUp/PageDown.\n\
+         - The UI does not capture the mouse at start, so the terminal's own text selection \
+         keeps working; Alt+M turns capture on for wheel scrolling (and off again). With it \
+         off, most terminals turn the wheel into Up/Down on the alternate screen, which walks \
+         the prompt history instead of scrolling.\n\
+         - Approvals: `y` once; `a` always for this exact command (for a write or edit: every \
+         edit inside the workspace); `p` always for commands that start with the program and \
+         subcommand shown (`cargo test …`), offered only where it means something; `n` deny, \
+         `r` deny with a reason the model reads. A compound command, pipe or redirection is \
+         covered only if every part is; no grant covers Codewhale's own settings. Writes and \
+         edits show their diff (scroll with Up/Down, PageUp/PageDown); the path and the keys \
+         stay visible at any height. `/approval` lists the grants; `d` revokes one.\n\
+         - Tool calls show live output and elapsed time while they run; when folded, how they \
+         ended (exit code, denied, interrupted, failed); unfolded, the first and last 20 lines \
+         with the count left out. ANSI colours in output are drawn, never printed raw.\n\
+         - Each turn ends with its time and, where the provider reports them, tokens in and \
+         out. Retries show in the status line (\"retrying in 4 s · attempt 2/5\").\n\
+         - SIGTERM, SIGHUP and a crash restore the terminal; the session is saved first.\n\
          - Quitting (Ctrl+C twice, Ctrl+D, `/quit`) asks the engine to sync the journal and \
          stop first; pressing Ctrl+C once more while it finishes leaves at once.\n",
     );

@@ -4,14 +4,14 @@
 //! Invariant: a command that is not allowed while a turn runs is refused with a notice and
 //! never reaches the engine (which would refuse it too, less clearly).
 
-use codewhale_engine::protocol::{AnchorInfo, ContextReport, Op};
+use codewhale_engine::protocol::{AnchorInfo, ContextReport, Op, UserMessageInfo};
 use codewhale_engine::Resume;
 
 use super::app::{App, Lifecycle, Pending};
 use super::cells::NoticeKind;
 use super::event::{AppEvent, Effect};
 use super::slash::{self, Invocation, SlashCommand};
-use super::views::{SessionPicker, TextView};
+use super::views::{Choice, ChoiceView, SessionPicker, TextView, ViewAction};
 
 impl App {
     pub(crate) fn run_command(&mut self, inv: Invocation) {
@@ -49,9 +49,7 @@ impl App {
             }
             SlashCommand::Resume => self.effects.push(Effect::OpenSession(Resume::Id(args))),
             SlashCommand::Sessions => self.effects.push(Effect::LoadSessions { all: true }),
-            SlashCommand::Fork | SlashCommand::Checkout | SlashCommand::Rewind
-                if args.is_empty() =>
-            {
+            SlashCommand::Checkout if args.is_empty() => {
                 self.notice(
                     NoticeKind::Warning,
                     format!(
@@ -59,6 +57,15 @@ impl App {
                         cmd.usage()
                     ),
                 );
+            }
+            SlashCommand::Fork | SlashCommand::Rewind if args.is_empty() => {
+                let fork = cmd == SlashCommand::Fork;
+                if let Some(id) = self.submit(Op::ListUserMessages) {
+                    self.pending.push((id, Pending::BranchPick { fork }));
+                }
+            }
+            SlashCommand::Approval => {
+                self.submit(Op::ListGrants);
             }
             SlashCommand::Fork => self.move_head(Op::Fork { at: args }),
             SlashCommand::Checkout => self.move_head(Op::Checkout { to: args }),
@@ -119,7 +126,10 @@ impl App {
         match event {
             AppEvent::SessionsLoaded { all, result: Ok(rows) } => {
                 let title = if all { "sessions" } else { "resume a session of this workspace" };
-                self.views.push(Box::new(SessionPicker::new(title, rows)));
+                let mut picker = SessionPicker::new(title, rows);
+                // At start-up with nothing open, leaving the picker starts a new session.
+                picker.startup = self.session_id.is_empty();
+                self.views.push(Box::new(picker));
             }
             AppEvent::SessionOpening(bytes) => self.opening = bytes,
             AppEvent::SessionsLoaded { result: Err(e), .. } | AppEvent::SessionOpenFailed(e) => {
@@ -131,8 +141,64 @@ impl App {
             | AppEvent::EngineGone
             | AppEvent::DraftEdited(_)
             | AppEvent::SuspendUnavailable
+            | AppEvent::Tick(_)
             | AppEvent::FilesIndexed(_) => {}
         }
+    }
+}
+
+impl App {
+    /// `/approval`: the mode and the grants; `d` revokes the chosen one.
+    pub(crate) fn show_grants(
+        &mut self,
+        mode: codewhale_engine::ApprovalMode,
+        grants: Vec<String>,
+    ) {
+        self.views.retain(|v| !v.is_grants());
+        let choices = grants
+            .into_iter()
+            .enumerate()
+            .map(|(i, label)| Choice {
+                label: format!("{}. {label}", i + 1),
+                action: ViewAction::Stay,
+            })
+            .collect();
+        let mut view = ChoiceView::new(
+            format!("approval mode {mode} · grants for this session"),
+            choices,
+            "no grants: every call asks as the mode says (\"a\" or \"p\" in an approval adds one)",
+            "d revoke · Esc close",
+        );
+        view.revocable = true;
+        self.views.push(Box::new(view));
+    }
+
+    /// `/rewind` or `/fork` without an id: the earlier messages to choose from, newest last.
+    pub(crate) fn show_branch_points(
+        &mut self,
+        messages: Vec<UserMessageInfo>,
+        pending: Option<Pending>,
+    ) {
+        let Some(Pending::BranchPick { fork }) = pending else { return };
+        let choices = messages
+            .into_iter()
+            .map(|m| {
+                let short: String =
+                    m.id.chars().rev().take(6).collect::<Vec<_>>().into_iter().rev().collect();
+                let when = m.when.get(11..16).unwrap_or_default().to_owned();
+                Choice {
+                    label: format!("…{short}  {when}  {}", m.preview),
+                    action: ViewAction::Branch { id: m.id, fork },
+                }
+            })
+            .collect();
+        let (title, footer) = if fork {
+            ("fork: start a new branch at a message", "Enter fork here · Esc close")
+        } else {
+            ("rewind: go back to a message (it stays in the file)", "Enter rewind here · Esc close")
+        };
+        let view = ChoiceView::new(title, choices, "no messages yet", footer).at_end();
+        self.views.push(Box::new(view));
     }
 }
 

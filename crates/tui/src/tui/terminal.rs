@@ -14,8 +14,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
 use crossterm::event::{
-    DisableBracketedPaste, EnableBracketedPaste, KeyboardEnhancementFlags,
-    PopKeyboardEnhancementFlags, PushKeyboardEnhancementFlags,
+    DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture,
+    KeyboardEnhancementFlags, PopKeyboardEnhancementFlags, PushKeyboardEnhancementFlags,
 };
 use crossterm::terminal::{
     disable_raw_mode, enable_raw_mode, supports_keyboard_enhancement, Clear, ClearType,
@@ -73,7 +73,13 @@ pub fn restore() {
     if PUSHED.swap(false, Ordering::Relaxed) {
         let _ = execute!(io::stdout(), PopKeyboardEnhancementFlags);
     }
-    let _ = execute!(io::stdout(), DisableBracketedPaste, LeaveAlternateScreen, cursor::Show);
+    let _ = execute!(
+        io::stdout(),
+        DisableMouseCapture,
+        DisableBracketedPaste,
+        LeaveAlternateScreen,
+        cursor::Show
+    );
     let _ = disable_raw_mode();
 }
 
@@ -125,6 +131,65 @@ pub async fn suspend(terminal: &mut Tui) -> io::Result<bool> {
     Ok(true)
 }
 
+/// SIGTERM and SIGHUP, as one stream: the UI saves and leaves on either.
+#[derive(Debug)]
+pub struct Signals {
+    term: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    pub fn new() -> io::Result<Signals> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(Signals { term: signal(SignalKind::terminate())?, hup: signal(SignalKind::hangup())? })
+    }
+
+    /// Waits for the next one.
+    pub async fn next(&mut self) {
+        tokio::select! {
+            _ = self.term.recv() => {}
+            _ = self.hup.recv() => {}
+        }
+    }
+}
+
+/// Turns mouse capture on (the wheel scrolls the transcript) or off (the terminal's own
+/// selection works; most terminals then send the wheel as ↑/↓).
+pub fn set_mouse_capture(on: bool) -> io::Result<()> {
+    if on {
+        execute!(io::stdout(), EnableMouseCapture)
+    } else {
+        execute!(io::stdout(), DisableMouseCapture)
+    }
+}
+
+/// Puts `text` on the system clipboard through the terminal (OSC 52), which works over ssh
+/// and in tmux with `set-clipboard on`.
+pub fn copy(text: &str) -> io::Result<()> {
+    use std::io::Write as _;
+    let mut out = io::stdout();
+    write!(out, "\x1b]52;c;{}\x07", base64(text.as_bytes()))?;
+    out.flush()
+}
+
+/// Standard base64 with padding.
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(ALPHABET[(n >> (18 - 6 * i) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
 /// Makes a panic restore the terminal before the default hook prints the message.
 pub fn install_panic_hook() {
     let previous = std::panic::take_hook();
@@ -132,4 +197,16 @@ pub fn install_panic_hook() {
         restore();
         previous(info);
     }));
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn base64_pads_like_everyone_else() {
+        assert_eq!(super::base64(b""), "");
+        assert_eq!(super::base64(b"f"), "Zg==");
+        assert_eq!(super::base64(b"fo"), "Zm8=");
+        assert_eq!(super::base64(b"foo"), "Zm9v");
+        assert_eq!(super::base64("fn main() {}\n".as_bytes()), "Zm4gbWFpbigpIHt9Cg==");
+    }
 }

@@ -8,25 +8,59 @@
 //! text outside the viewport. Scrolling is an offset from the bottom; 0 means "follow the tail",
 //! which is where new output keeps the view while streaming.
 
-use std::cell::Cell as StdCell;
+use std::cell::{Cell as StdCell, RefCell};
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::Line;
 use ratatui::widgets::{Paragraph, Widget};
 
-use super::cells::{AssistantCell, Cell};
+use super::cells::{AssistantCell, Cell, ThinkingCell};
+use super::markdown::highlight;
 
-/// A cell with its cached height: `(width, height)` of the last measurement.
+/// A cell with its cached height (`(width, height)` of the last measurement) and, once it was
+/// drawn, its lines at that width (so a frame never lays out a long reply again). Lines drawn
+/// before the code-block colours loaded are drawn once more when they have.
 #[derive(Debug)]
 struct Slot {
     cell: Box<dyn Cell>,
     height: StdCell<Option<(u16, usize)>>,
+    drawn: RefCell<Option<Drawn>>,
+}
+
+/// A cell's lines at a width, and whether the code-block colours were loaded when drawn.
+#[derive(Debug)]
+struct Drawn {
+    width: u16,
+    coloured: bool,
+    lines: Vec<Line<'static>>,
 }
 
 impl Slot {
     fn new(cell: Box<dyn Cell>) -> Slot {
-        Slot { cell, height: StdCell::new(None) }
+        Slot { cell, height: StdCell::new(None), drawn: RefCell::new(None) }
+    }
+
+    /// The cell changed: forget what was measured and drawn.
+    fn changed(&self) {
+        self.height.set(None);
+        self.drawn.replace(None);
+    }
+
+    /// Rows `skip..skip + take` of the cell at `width`.
+    fn rows(&self, width: u16, skip: usize, take: usize) -> Vec<Line<'static>> {
+        let mut drawn = self.drawn.borrow_mut();
+        let coloured = highlight::ready();
+        let stale = match &*drawn {
+            Some(d) => d.width != width || (coloured && !d.coloured),
+            None => true,
+        };
+        if stale {
+            *drawn = Some(Drawn { width, coloured, lines: self.cell.lines(width) });
+        }
+        drawn
+            .as_ref()
+            .map_or_else(Vec::new, |d| d.lines.iter().skip(skip).take(take).cloned().collect())
     }
 
     fn height(&self, width: u16) -> usize {
@@ -46,6 +80,12 @@ impl Slot {
 pub struct Transcript {
     committed: Vec<Slot>,
     active: Option<AssistantCell>,
+    /// Reasoning streaming before the reply (committed before the reply starts).
+    thinking: Option<ThinkingCell>,
+    /// The cell Ctrl+O and Ctrl+T act on, chosen with Alt+↑/↓; `None` means the last one.
+    focus: Option<usize>,
+    /// The current search match, drawn with a marker.
+    highlight: Option<usize>,
     /// The active cell's height, dropped on every delta (it is measured at most once per
     /// change and width, not on every frame).
     active_height: StdCell<Option<(u16, usize)>>,
@@ -63,11 +103,18 @@ impl Transcript {
     /// Appends a finished cell (the active reply, if any, is committed first so order holds).
     pub fn push(&mut self, cell: impl Cell + 'static) {
         self.commit_active();
-        let mut cell: Box<dyn Cell> = Box::new(cell);
-        if self.expanded {
-            cell.set_expanded(true);
+        self.committed.push(Slot::new(Box::new(cell)));
+    }
+
+    /// Adds streamed reasoning (shown folded, before the reply it leads to).
+    pub fn push_thinking(&mut self, text: &str) {
+        self.thinking.get_or_insert_with(ThinkingCell::default).text.push_str(text);
+    }
+
+    fn commit_thinking(&mut self) {
+        if let Some(cell) = self.thinking.take().filter(|c| !c.text.trim().is_empty()) {
+            self.committed.push(Slot::new(Box::new(cell)));
         }
-        self.committed.push(Slot::new(cell));
     }
 
     /// Puts the cells of `earlier` before everything shown so far (a resumed session's
@@ -83,6 +130,7 @@ impl Transcript {
 
     /// Adds streamed text to the active reply, starting one if needed.
     pub fn push_delta(&mut self, text: &str) {
+        self.commit_thinking();
         self.active.get_or_insert_with(AssistantCell::default).text.push_str(text);
         self.active_height.set(None);
     }
@@ -102,6 +150,7 @@ impl Transcript {
     }
 
     fn commit_active(&mut self) {
+        self.commit_thinking();
         self.active_height.set(None);
         if let Some(cell) = self.active.take() {
             if !cell.text.trim().is_empty() || cell.cut_short {
@@ -115,22 +164,20 @@ impl Transcript {
     pub fn update_last(&mut self, mut f: impl FnMut(&mut dyn Cell) -> bool) -> bool {
         for slot in self.committed.iter_mut().rev() {
             if f(slot.cell.as_mut()) {
-                slot.height.set(None);
+                slot.changed();
                 return true;
             }
         }
         false
     }
 
-    /// Folds or unfolds every foldable cell (Ctrl+O); returns the new state.
-    pub fn toggle_expanded(&mut self) -> bool {
-        self.expanded = !self.expanded;
+    /// Applies `f` to every committed cell; each it returns true for is redrawn.
+    pub fn update_all(&mut self, mut f: impl FnMut(&mut dyn Cell) -> bool) {
         for slot in &mut self.committed {
-            if slot.cell.set_expanded(self.expanded) {
-                slot.height.set(None);
+            if f(slot.cell.as_mut()) {
+                slot.changed();
             }
         }
-        self.expanded
     }
 
     pub fn is_empty(&self) -> bool {
@@ -139,6 +186,176 @@ impl Transcript {
 
     pub fn len(&self) -> usize {
         self.committed.len() + usize::from(self.active.is_some())
+    }
+
+    /// The foldable cells (tool calls, thinking, compactions), by index.
+    fn foldable(&self) -> Vec<usize> {
+        self.committed
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.cell.foldable())
+            .map(|(i, _)| i)
+            .collect()
+    }
+
+    /// Moves the focus to the previous (`up`) or next foldable cell.
+    pub fn move_focus(&mut self, up: bool) {
+        let foldable = self.foldable();
+        if foldable.is_empty() {
+            return;
+        }
+        let at = self.focus.and_then(|f| foldable.iter().position(|&i| i == f));
+        let next = match (at, up) {
+            (None, _) => foldable.len() - 1,
+            (Some(0), true) => 0,
+            (Some(i), true) => i - 1,
+            (Some(i), false) if i + 1 < foldable.len() => i + 1,
+            (Some(_), false) => {
+                self.set_focus(None);
+                return;
+            }
+        };
+        self.set_focus(Some(foldable[next]));
+    }
+
+    fn set_focus(&mut self, focus: Option<usize>) {
+        if let Some(old) = self.focus {
+            if let Some(slot) = self.committed.get_mut(old) {
+                slot.cell.set_focused(false);
+                slot.changed();
+            }
+        }
+        self.focus = focus;
+        if let Some(new) = focus {
+            if let Some(slot) = self.committed.get_mut(new) {
+                slot.cell.set_focused(true);
+                slot.changed();
+            }
+        }
+    }
+
+    /// The focused cell, or the last foldable one.
+    fn target(&self) -> Option<usize> {
+        self.focus.or_else(|| self.foldable().last().copied())
+    }
+
+    /// Folds or unfolds the focused (or last) foldable cell, keeping the rows being read
+    /// where they are: what grows or shrinks is below them.
+    pub fn toggle_one(&mut self, width: u16, viewport: u16) -> bool {
+        let Some(index) = self.target() else { return false };
+        let expanded = !self.committed[index].cell.is_expanded();
+        self.toggle_cells(&[index], expanded, width, viewport);
+        true
+    }
+
+    /// Folds or unfolds every foldable cell the same way, keeping the reading position.
+    pub fn toggle_all(&mut self, width: u16, viewport: u16) {
+        self.expanded = !self.expanded;
+        let all = self.foldable();
+        let expanded = self.expanded;
+        self.toggle_cells(&all, expanded, width, viewport);
+    }
+
+    fn toggle_cells(&mut self, indices: &[usize], expanded: bool, width: u16, viewport: u16) {
+        let chosen: std::collections::HashSet<usize> = indices.iter().copied().collect();
+        let rows = usize::from(viewport);
+        let top = self.total_height(width).saturating_sub(self.scroll_up.get() + rows);
+        // A cell that ends above the top row changes nothing that is read (the offset is from
+        // the bottom); one at or below it pushes the bottom away by its change.
+        let mut y = 0usize;
+        let mut growth = 0isize;
+        for (i, slot) in self.committed.iter_mut().enumerate() {
+            let h_before = match slot.height.get() {
+                Some((w, h)) if w == width => h,
+                _ => slot.cell.height(width),
+            };
+            if chosen.contains(&i) && slot.cell.is_expanded() != expanded {
+                slot.cell.set_expanded(expanded);
+                slot.changed();
+                let h_after = slot.cell.height(width);
+                slot.height.set(Some((width, h_after)));
+                if y + h_before > top {
+                    growth += h_after as isize - h_before as isize;
+                }
+            }
+            y += h_before;
+        }
+        // Following the tail, the view keeps following it (the unfolded cell is in sight);
+        // reading older rows, they stay where they are.
+        let scroll = if self.scroll_up.get() == 0 {
+            0
+        } else {
+            (self.scroll_up.get() as isize + growth).max(0) as usize
+        };
+        let total = self.total_height(width);
+        self.scroll_up.set(scroll.min(total.saturating_sub(rows)));
+        self.last_total.set(Some((width, total)));
+    }
+
+    /// The whole output of the focused (or last) tool call, for the pager.
+    pub fn target_output(&self) -> Option<(String, String)> {
+        let index = self
+            .focus
+            .or_else(|| self.committed.iter().rposition(|s| s.cell.tool_output().is_some()))?;
+        let cell = &self.committed.get(index)?.cell;
+        cell.tool_output()
+    }
+
+    /// The newest reply's markdown (the streaming one, if any).
+    pub fn last_reply(&self) -> Option<String> {
+        if let Some(active) = &self.active {
+            return Some(active.text.clone());
+        }
+        self.committed.iter().rev().find_map(|s| s.cell.reply_text().map(str::to_owned))
+    }
+
+    /// Shows the first rows of the conversation.
+    pub fn scroll_to_top(&mut self, width: u16, viewport: u16) {
+        let max = self.total_height(width).saturating_sub(usize::from(viewport));
+        self.scroll_up.set(max);
+    }
+
+    /// The index of the next cell, searching older (`older`) or newer from `from` (exclusive;
+    /// `None` starts at the newest), whose text holds `query` (case-insensitive).
+    pub fn find(&self, query: &str, from: Option<usize>, older: bool) -> Option<usize> {
+        let query = query.to_lowercase();
+        if query.is_empty() {
+            return None;
+        }
+        let hit = |i: &usize| self.committed[*i].cell.text().to_lowercase().contains(&query);
+        let n = self.committed.len();
+        if older {
+            let end = from.unwrap_or(n);
+            (0..end.min(n)).rev().find(hit)
+        } else {
+            let start = from.map_or(0, |f| f + 1);
+            (start..n).find(hit)
+        }
+    }
+
+    /// How many cells hold `query`.
+    pub fn count(&self, query: &str) -> usize {
+        let query = query.to_lowercase();
+        if query.is_empty() {
+            return 0;
+        }
+        self.committed.iter().filter(|s| s.cell.text().to_lowercase().contains(&query)).count()
+    }
+
+    /// Marks cell `index` as the current search match (or nothing).
+    pub fn set_highlight(&mut self, index: Option<usize>) {
+        self.highlight = index;
+    }
+
+    /// Scrolls so that cell `index` starts at the top of the viewport (as far as possible).
+    pub fn scroll_to_cell(&mut self, index: usize, width: u16, viewport: u16) {
+        let start: usize =
+            self.committed.iter().take(index).map(|s| self.slot_height(s, width)).sum();
+        let total = self.total_height(width);
+        let rows = usize::from(viewport);
+        let scroll = total.saturating_sub(start + rows);
+        self.scroll_up.set(scroll.min(total.saturating_sub(rows)));
+        self.last_total.set(Some((width, total)));
     }
 
     /// Scrolls up (towards older output) by `rows`.
@@ -221,7 +438,7 @@ impl Transcript {
             .iter()
             .map(|s| (s.cell.as_ref(), Some(s)))
             .chain(active.map(|c| (c, None)));
-        for (cell, slot) in cells {
+        for (index, (cell, slot)) in cells.enumerate() {
             let h = match slot {
                 Some(slot) => self.slot_height(slot, width),
                 None => self.active_rows(width),
@@ -235,7 +452,18 @@ impl Transcript {
             }
             let skip = top.saturating_sub(y);
             let take = (bottom - y.max(top)).min(h - skip);
-            lines.extend(cell.lines(width).into_iter().skip(skip).take(take));
+            let start = lines.len();
+            match slot {
+                Some(slot) => lines.extend(slot.rows(width, skip, take)),
+                None => lines.extend(cell.lines(width).into_iter().skip(skip).take(take)),
+            }
+            if self.highlight == Some(index) {
+                // The search match: its rows on a marked background.
+                let mark = ratatui::style::Style::new().bg(ratatui::style::Color::DarkGray);
+                for line in &mut lines[start..] {
+                    *line = std::mem::take(line).patch_style(mark);
+                }
+            }
             y += h;
         }
         Paragraph::new(lines).render(area, buf);
@@ -336,7 +564,8 @@ mod tests {
         let first = drawn.swap(0, std::sync::atomic::Ordering::Relaxed);
         assert_eq!(first, 5_000 + 5, "measured once each, then the 5 visible cells drawn");
         screen(&t, 40, 10);
-        assert_eq!(drawn.load(std::sync::atomic::Ordering::Relaxed), 5, "the next frame draws 5");
+        let again = drawn.load(std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(again, 0, "the next frame reuses the drawn lines");
     }
 
     #[test]

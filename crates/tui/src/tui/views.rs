@@ -13,6 +13,8 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget};
 
+use std::cell::Cell;
+
 use codewhale_engine::protocol::ApprovalScope;
 
 use super::wrap::wrap_lines;
@@ -25,28 +27,31 @@ pub enum ViewAction {
     /// Close the view.
     Close,
     /// Answer an approval and close.
-    Approve {
-        call_id: String,
-        scope: ApprovalScope,
-    },
+    Approve { call_id: String, scope: ApprovalScope },
     Deny {
         call_id: String,
+        /// What the user said, for the model.
+        reason: Option<String>,
     },
     /// Open this session and close.
-    OpenSession {
-        id: String,
-    },
+    OpenSession { id: String },
     /// Ctrl+C inside a view: interrupt the turn.
     Interrupt,
     /// The answer to "trust this workspace's config?", then open the session.
-    Trust {
-        trusted: bool,
-    },
+    Trust { trusted: bool },
     /// Put this text in the composer and close (a history search's choice, a message whose
     /// sending was declined).
     UseText(String),
     /// Send this message (confirmed although it is larger than the window) and close.
     Send(String),
+    /// Start a new session (Esc on the start-up picker) and close.
+    NewSession,
+    /// Take back grant `n` (1-based) and stay.
+    Revoke(usize),
+    /// Put this text on the clipboard and close.
+    Copy(String),
+    /// Move HEAD back to (`fork: false`) or start a new branch at (`fork: true`) entry `id`.
+    Branch { id: String, fork: bool },
 }
 
 /// A modal view.
@@ -58,6 +63,11 @@ pub trait View: std::fmt::Debug + Send {
     /// The approval's call id, so an approval that the turn no longer waits for can be closed.
     fn approval_call(&self) -> Option<&str> {
         None
+    }
+
+    /// Whether this is the `/approval` list (replaced when the grants change).
+    fn is_grants(&self) -> bool {
+        false
     }
 }
 
@@ -76,84 +86,29 @@ pub(crate) fn is_ctrl_c(key: &KeyEvent) -> bool {
     key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c')
 }
 
-/// "The model wants to run X": approve once, always, or deny.
-#[derive(Debug, Clone)]
-pub struct ApprovalView {
-    pub call_id: String,
-    pub name: String,
-    /// The arguments, one per line.
-    pub input: String,
-    pub reason: String,
-}
-
-impl View for ApprovalView {
-    fn desired_height(&self, width: u16) -> u16 {
-        let body = self.body();
-        let h = wrap_lines(&body, usize::from(width).max(1)).len();
-        u16::try_from(h + 1).unwrap_or(u16::MAX)
-    }
-
-    fn render(&self, area: Rect, buf: &mut Buffer) {
-        let inner = frame("approval needed", area, buf);
-        let lines = wrap_lines(&self.body(), usize::from(inner.width).max(1));
-        Paragraph::new(lines).render(inner, buf);
-    }
-
-    fn handle_key(&mut self, key: KeyEvent) -> ViewAction {
-        if is_ctrl_c(&key) {
-            return ViewAction::Interrupt;
-        }
-        let call_id = self.call_id.clone();
-        match key.code {
-            KeyCode::Char('y') | KeyCode::Char('Y') => {
-                ViewAction::Approve { call_id, scope: ApprovalScope::Once }
-            }
-            KeyCode::Char('a') | KeyCode::Char('A') => {
-                ViewAction::Approve { call_id, scope: ApprovalScope::Always }
-            }
-            KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc => ViewAction::Deny { call_id },
-            _ => ViewAction::Stay,
-        }
-    }
-
-    fn approval_call(&self) -> Option<&str> {
-        Some(&self.call_id)
-    }
-}
-
-impl ApprovalView {
-    fn body(&self) -> Vec<Line<'static>> {
-        let key = Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD);
-        let mut lines =
-            vec![Line::styled(self.name.clone(), Style::new().add_modifier(Modifier::BOLD))];
-        lines.extend(self.input.lines().map(|l| Line::from(format!("  {l}"))));
-        if !self.reason.is_empty() {
-            lines.push(Line::styled(self.reason.clone(), Style::new().fg(Color::DarkGray)));
-        }
-        lines.push(Line::from(vec![
-            Span::styled("y", key),
-            Span::raw(" approve once   "),
-            Span::styled("a", key),
-            Span::raw(" always for this session   "),
-            Span::styled("n", key),
-            Span::raw(" deny"),
-        ]));
-        lines
-    }
-}
-
 /// A titled, scrollable block of text (`/context`, `/help`).
 #[derive(Debug, Clone)]
 pub struct TextView {
     pub title: String,
     pub lines: Vec<Line<'static>>,
     scroll: usize,
+    /// The furthest scroll the last frame allowed (so keys past the end do nothing, and the
+    /// first key back moves at once).
+    max_scroll: Cell<usize>,
 }
 
 impl TextView {
     pub fn new(title: impl Into<String>, text: &str) -> TextView {
         let lines = text.lines().map(|l| Line::from(l.to_owned())).collect();
-        TextView { title: title.into(), lines, scroll: 0 }
+        TextView::from_lines(title, lines)
+    }
+
+    pub fn from_lines(title: impl Into<String>, lines: Vec<Line<'static>>) -> TextView {
+        TextView { title: title.into(), lines, scroll: 0, max_scroll: Cell::new(usize::MAX) }
+    }
+
+    fn scroll_to(&mut self, scroll: usize) {
+        self.scroll = scroll.min(self.max_scroll.get());
     }
 }
 
@@ -170,14 +125,15 @@ impl View for TextView {
         }
         let body_rows = usize::from(inner.height - 1);
         let lines = wrap_lines(&self.lines, usize::from(inner.width).max(1));
-        let scroll = self.scroll.min(lines.len().saturating_sub(body_rows));
+        self.max_scroll.set(lines.len().saturating_sub(body_rows));
+        let scroll = self.scroll.min(self.max_scroll.get());
         let mut shown: Vec<Line<'static>> =
             lines.into_iter().skip(scroll).take(body_rows).collect();
         while shown.len() < body_rows {
             shown.push(Line::default());
         }
         shown.push(Line::styled(
-            "Esc close · ↑↓ PgUp PgDn scroll",
+            "Esc close · ↑↓ PgUp PgDn Home End scroll",
             Style::new().fg(Color::DarkGray),
         ));
         Paragraph::new(shown).render(inner, buf);
@@ -188,23 +144,99 @@ impl View for TextView {
             return ViewAction::Close;
         }
         match key.code {
-            KeyCode::Esc | KeyCode::Char('q') | KeyCode::Enter => ViewAction::Close,
+            KeyCode::Esc | KeyCode::Char('q') | KeyCode::Enter => return ViewAction::Close,
+            KeyCode::Up => self.scroll_to(self.scroll.saturating_sub(1)),
+            KeyCode::Down => self.scroll_to(self.scroll + 1),
+            KeyCode::PageUp => self.scroll_to(self.scroll.saturating_sub(10)),
+            KeyCode::PageDown => self.scroll_to(self.scroll + 10),
+            KeyCode::Home => self.scroll_to(0),
+            KeyCode::End => self.scroll_to(usize::MAX),
+            _ => {}
+        }
+        ViewAction::Stay
+    }
+}
+
+/// One choice of a [`ChoiceView`].
+#[derive(Debug, Clone)]
+pub struct Choice {
+    pub label: String,
+    pub action: ViewAction,
+}
+
+/// A titled list to choose from with ↑↓ and Enter (grants, branch points, what to copy).
+#[derive(Debug, Clone)]
+pub struct ChoiceView {
+    pub title: String,
+    pub choices: Vec<Choice>,
+    /// Said when the list is empty.
+    pub empty: String,
+    pub footer: String,
+    /// `d` and Delete revoke the chosen grant (the `/approval` view).
+    pub revocable: bool,
+    selected: usize,
+}
+
+impl ChoiceView {
+    pub fn new(
+        title: impl Into<String>,
+        choices: Vec<Choice>,
+        empty: &str,
+        footer: &str,
+    ) -> ChoiceView {
+        ChoiceView {
+            title: title.into(),
+            choices,
+            empty: empty.to_owned(),
+            footer: footer.to_owned(),
+            revocable: false,
+            selected: 0,
+        }
+    }
+
+    /// Starts on the last choice (the newest message, say).
+    pub fn at_end(mut self) -> ChoiceView {
+        self.selected = self.choices.len().saturating_sub(1);
+        self
+    }
+}
+
+impl View for ChoiceView {
+    fn is_grants(&self) -> bool {
+        self.revocable
+    }
+
+    fn desired_height(&self, _width: u16) -> u16 {
+        u16::try_from(self.choices.len().clamp(1, PICKER_ROWS) + 2).unwrap_or(u16::MAX)
+    }
+
+    fn render(&self, area: Rect, buf: &mut Buffer) {
+        let labels: Vec<String> = self.choices.iter().map(|c| c.label.clone()).collect();
+        list(&self.title, &labels, self.selected, &self.empty, &self.footer, area, buf);
+    }
+
+    fn handle_key(&mut self, key: KeyEvent) -> ViewAction {
+        if is_ctrl_c(&key) {
+            return ViewAction::Close;
+        }
+        match key.code {
+            KeyCode::Esc => ViewAction::Close,
             KeyCode::Up => {
-                self.scroll = self.scroll.saturating_sub(1);
+                self.selected = self.selected.saturating_sub(1);
                 ViewAction::Stay
             }
             KeyCode::Down => {
-                self.scroll = (self.scroll + 1).min(self.lines.len());
+                self.selected = (self.selected + 1).min(self.choices.len().saturating_sub(1));
                 ViewAction::Stay
             }
-            KeyCode::PageUp => {
-                self.scroll = self.scroll.saturating_sub(10);
-                ViewAction::Stay
+            KeyCode::Char('d') | KeyCode::Delete if self.revocable && !self.choices.is_empty() => {
+                ViewAction::Revoke(self.selected + 1)
             }
-            KeyCode::PageDown => {
-                self.scroll = (self.scroll + 10).min(self.lines.len());
-                ViewAction::Stay
-            }
+            KeyCode::Enter if self.revocable => ViewAction::Close,
+            KeyCode::Enter => match self.choices.get(self.selected) {
+                Some(choice) => choice.action.clone(),
+                None => ViewAction::Close,
+            },
             _ => ViewAction::Stay,
         }
     }
@@ -218,6 +250,8 @@ pub struct SessionRow {
     pub entries: u64,
     pub cwd: String,
     pub title: String,
+    /// The session open now.
+    pub current: bool,
 }
 
 /// Choose a session with ↑/↓ and Enter.
@@ -226,6 +260,8 @@ pub struct SessionPicker {
     pub title: String,
     pub rows: Vec<SessionRow>,
     selected: usize,
+    /// Shown at start-up with no session open: Esc starts a new one.
+    pub startup: bool,
 }
 
 /// Rows of the picker list at most (it scrolls past that).
@@ -233,7 +269,7 @@ const PICKER_ROWS: usize = 12;
 
 impl SessionPicker {
     pub fn new(title: impl Into<String>, rows: Vec<SessionRow>) -> SessionPicker {
-        SessionPicker { title: title.into(), rows, selected: 0 }
+        SessionPicker { title: title.into(), rows, selected: 0, startup: false }
     }
 }
 
@@ -244,39 +280,21 @@ impl View for SessionPicker {
     }
 
     fn render(&self, area: Rect, buf: &mut Buffer) {
-        let inner = frame(&self.title, area, buf);
-        if inner.height == 0 {
-            return;
-        }
-        let rows = usize::from(inner.height - 1);
-        let first = self.selected.saturating_sub(rows.saturating_sub(1));
-        let mut lines: Vec<Line<'static>> = if self.rows.is_empty() {
-            vec![Line::styled("no sessions yet", Style::new().fg(Color::DarkGray))]
+        let labels: Vec<String> = self
+            .rows
+            .iter()
+            .map(|r| {
+                let short: String = r.id.chars().take(8).collect();
+                let mark = if r.current { "●" } else { " " };
+                format!("{mark} {short}  {}  {:>4}  {}  {}", r.updated, r.entries, r.title, r.cwd)
+            })
+            .collect();
+        let footer = if self.startup {
+            "Enter open · Esc start a new session"
         } else {
-            self.rows
-                .iter()
-                .enumerate()
-                .skip(first)
-                .take(rows)
-                .map(|(i, r)| {
-                    let style = if i == self.selected {
-                        Style::new().add_modifier(Modifier::REVERSED)
-                    } else {
-                        Style::default()
-                    };
-                    let short: String = r.id.chars().take(8).collect();
-                    let text =
-                        format!("{short}  {}  {:>4}  {}  {}", r.updated, r.entries, r.title, r.cwd);
-                    let text: String = text.chars().take(usize::from(inner.width)).collect();
-                    Line::styled(text, style)
-                })
-                .collect()
+            "Enter open · Esc close · ● the session open now"
         };
-        while lines.len() < rows {
-            lines.push(Line::default());
-        }
-        lines.push(Line::styled("Enter open · Esc close", Style::new().fg(Color::DarkGray)));
-        Paragraph::new(lines).render(inner, buf);
+        list(&self.title, &labels, self.selected, "no sessions yet", footer, area, buf);
     }
 
     fn handle_key(&mut self, key: KeyEvent) -> ViewAction {
@@ -284,6 +302,7 @@ impl View for SessionPicker {
             return ViewAction::Close;
         }
         match key.code {
+            KeyCode::Esc if self.startup => ViewAction::NewSession,
             KeyCode::Esc => ViewAction::Close,
             KeyCode::Up => {
                 self.selected = self.selected.saturating_sub(1);
@@ -300,6 +319,49 @@ impl View for SessionPicker {
             _ => ViewAction::Stay,
         }
     }
+}
+
+/// A titled list with one line per row, the selected one reversed, scrolled to keep it in
+/// view, and a footer of keys.
+fn list(
+    title: &str,
+    labels: &[String],
+    selected: usize,
+    empty: &str,
+    footer: &str,
+    area: Rect,
+    buf: &mut Buffer,
+) {
+    let inner = frame(title, area, buf);
+    if inner.height == 0 {
+        return;
+    }
+    let rows = usize::from(inner.height - 1);
+    let first = selected.saturating_sub(rows.saturating_sub(1));
+    let mut lines: Vec<Line<'static>> = if labels.is_empty() {
+        vec![Line::styled(empty.to_owned(), Style::new().fg(Color::DarkGray))]
+    } else {
+        labels
+            .iter()
+            .enumerate()
+            .skip(first)
+            .take(rows)
+            .map(|(i, label)| {
+                let style = if i == selected {
+                    Style::new().add_modifier(Modifier::REVERSED)
+                } else {
+                    Style::default()
+                };
+                let text: String = label.chars().take(usize::from(inner.width)).collect();
+                Line::styled(text, style)
+            })
+            .collect()
+    };
+    while lines.len() < rows {
+        lines.push(Line::default());
+    }
+    lines.push(Line::styled(footer.to_owned(), Style::new().fg(Color::DarkGray)));
+    Paragraph::new(lines).render(inner, buf);
 }
 
 /// "This workspace's config sets where your key goes or how much is allowed: trust it?" —

@@ -12,6 +12,12 @@ use codewhale_provider::test_support::TEST_API_KEY;
 use portable_pty::{native_pty_system, Child, CommandBuilder, MasterPty, PtySize};
 use tempfile::TempDir;
 
+/// A note the engine's survival contract accepts, as the model's summary.
+pub const SUMMARY: &str = "## Objective\nKeep the parser tests green.\n## User direction\n\
+\"use the existing parser\"\n## Permissions and limits\nNone\n## Done\nRead the sources.\n\
+## Changed files\nNone\n## Still running\nNone\n## Verification left\nRun cargo test.\n\
+## Open questions\nNone\n## Next action\nContinue with the next step.\n## Reference\nsrc/lib.rs";
+
 pub const ROWS: u16 = 30;
 pub const COLS: u16 = 100;
 pub const WAIT: Duration = Duration::from_secs(30);

@@ -6,7 +6,7 @@ use std::time::Duration;
 use codewhale_provider::test_support::{MockServer, Reply, TEST_API_KEY};
 use serde_json::Value;
 
-use super::pty::{journals, Pty};
+use super::pty::{journals, Pty, SUMMARY};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_prompt_reaches_the_mock_and_the_reply_the_screen_and_the_journal() {
@@ -110,7 +110,7 @@ async fn a_shell_call_waits_for_approval_and_runs_after_y() {
     pty.wait_for("ready").await;
     pty.send(b"write the file\r");
     pty.wait_for("approval needed").await;
-    pty.wait_for("y approve once").await;
+    pty.wait_for("y once").await;
     assert!(!ws.path().join("out.txt").exists(), "nothing runs before the answer");
     pty.send(b"y");
     pty.wait_for("The file is written.").await;
@@ -150,12 +150,6 @@ async fn ctrl_c_interrupts_a_stalled_reply_and_the_session_stays_usable() {
     let text = std::fs::read_to_string(file).unwrap();
     assert!(text.contains("start something long") && text.contains("Second answer."));
 }
-
-/// A note the engine's survival contract accepts.
-const SUMMARY: &str = "## Objective\nKeep the parser tests green.\n## User direction\n\
-\"use the existing parser\"\n## Permissions and limits\nNone\n## Done\nRead the sources.\n\
-## Changed files\nNone\n## Still running\nNone\n## Verification left\nRun cargo test.\n\
-## Open questions\nNone\n## Next action\nContinue with the next step.\n## Reference\nsrc/lib.rs";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slash_compact_shows_a_capsule_that_unfolds_to_the_note() {
@@ -201,7 +195,7 @@ async fn slash_compact_shows_a_capsule_that_unfolds_to_the_note() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     pty.wait_for("Keep the parser tests green.").await;
-    pty.wait_for("scrolled, PgDn follows").await;
+    pty.wait_for("scrolled, End follows").await;
     pty.send(b"\x04");
     let status = pty.wait_exit().await;
     assert!(status.success(), "exit status {status:?}; screen:\n{}", pty.contents());

@@ -77,7 +77,14 @@ fn at_opens_the_file_picker_and_the_chosen_file_is_attached() {
         }]
     );
     // A mention deleted before sending is not attached.
-    h.engine(1, Event::TurnFinished { status: TurnStatus::Completed, text: String::new() });
+    h.engine(
+        1,
+        Event::TurnFinished {
+            status: TurnStatus::Completed,
+            text: String::new(),
+            stats: Default::default(),
+        },
+    );
     h.type_str("@");
     h.type_str("mod");
     h.enter();
@@ -119,7 +126,14 @@ fn esc_interrupts_a_turn_and_clears_a_draft_only_when_pressed_twice() {
     h.key(KeyCode::Esc, KeyModifiers::NONE);
     assert_eq!(h.ops().last(), Some(&Op::Interrupt));
     assert_eq!(h.app.composer.text(), "a draft", "interrupting keeps the draft");
-    h.engine(1, Event::TurnFinished { status: TurnStatus::Interrupted, text: String::new() });
+    h.engine(
+        1,
+        Event::TurnFinished {
+            status: TurnStatus::Interrupted,
+            text: String::new(),
+            stats: Default::default(),
+        },
+    );
     assert_eq!(h.app.lifecycle(), &Lifecycle::Idle);
     h.key(KeyCode::Esc, KeyModifiers::NONE);
     assert!(h.screen().contains("press Esc again to clear the draft"));

@@ -122,5 +122,6 @@ impl Harness {
 
 mod composer;
 mod one_truth;
+mod screens;
 mod turns;
 mod views;

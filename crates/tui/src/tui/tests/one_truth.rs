@@ -209,6 +209,8 @@ fn no_layout_underflows_on_tiny_terminals_with_a_modal_open() {
             name: "shell".into(),
             input: serde_json::json!({"command": "ls"}),
             reason: "runs a command".into(),
+            offers: Vec::new(),
+            diff: None,
         },
     );
     h.terminal = Terminal::new(TestBackend::new(40, 3)).unwrap();

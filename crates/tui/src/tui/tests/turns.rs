@@ -1,8 +1,8 @@
 //! The conversation: streaming, tools, compaction, interrupts, notices, history.
 
 use codewhale_engine::protocol::{
-    CompactionKind, CompactionTrigger, ErrorKind, Event, HistoryItem, HistoryPage, NoticeLevel, Op,
-    Source, ToolOutcome, TurnStatus,
+    CallEnd, CompactionKind, CompactionTrigger, ErrorKind, Event, HistoryItem, HistoryPage,
+    NoticeLevel, Op, Source, ToolOutcome, TurnStatus,
 };
 use crossterm::event::{Event as TermEvent, KeyCode, KeyModifiers};
 use serde_json::json;
@@ -42,7 +42,14 @@ fn a_streaming_markdown_reply() {
     insta::assert_snapshot!(h.screen());
     h.engine(1, Event::TextDelta { text: "\n\n**Done.**".into() });
     h.usage(42_000, Source::Reported);
-    h.engine(1, Event::TurnFinished { status: TurnStatus::Completed, text: String::new() });
+    h.engine(
+        1,
+        Event::TurnFinished {
+            status: TurnStatus::Completed,
+            text: String::new(),
+            stats: Default::default(),
+        },
+    );
     assert_eq!(h.app.lifecycle(), &Lifecycle::Idle);
     insta::assert_snapshot!(h.screen());
 }
@@ -72,6 +79,8 @@ fn tool_calls_fold_and_unfold() {
             name: "read_file".into(),
             is_error: false,
             output: "fn main() {\n    println!(\"hi\");\n}".into(),
+            end: CallEnd::Completed,
+            exit_code: None,
         },
     );
     h.engine(
@@ -88,7 +97,9 @@ fn tool_calls_fold_and_unfold() {
             call_id: "t2".into(),
             name: "shell".into(),
             is_error: true,
-            output: "exit status 101".into(),
+            output: "test failed\n[exit code: 101]".into(),
+            end: CallEnd::Failed,
+            exit_code: Some(101),
         },
     );
     insta::assert_snapshot!("tool_folded", h.screen());
@@ -135,7 +146,14 @@ fn ctrl_c_interrupts_then_quits_on_the_second_press() {
     h.engine(1, Event::TextDelta { text: "Working on it".into() });
     h.ctrl('c');
     assert_eq!(h.ops().last(), Some(&Op::Interrupt));
-    h.engine(1, Event::TurnFinished { status: TurnStatus::Interrupted, text: String::new() });
+    h.engine(
+        1,
+        Event::TurnFinished {
+            status: TurnStatus::Interrupted,
+            text: String::new(),
+            stats: Default::default(),
+        },
+    );
     h.ctrl('c');
     insta::assert_snapshot!("quit_armed", h.screen());
     assert!(!h.ops().contains(&Op::Shutdown));
@@ -177,7 +195,14 @@ fn commands_are_refused_and_messages_queued_during_a_turn() {
         1,
         Event::Error { kind: ErrorKind::RateLimited, message: "rate limited; retry later".into() },
     );
-    h.engine(1, Event::TurnFinished { status: TurnStatus::Failed, text: String::new() });
+    h.engine(
+        1,
+        Event::TurnFinished {
+            status: TurnStatus::Failed,
+            text: String::new(),
+            stats: Default::default(),
+        },
+    );
     // The turn is over: the queued message goes out.
     assert_eq!(h.ops().len(), 2);
     assert_eq!(
@@ -199,7 +224,14 @@ fn ctrl_s_interrupts_the_turn_so_the_queued_message_goes_out_now() {
     h.enter();
     h.ctrl('s');
     assert_eq!(h.ops()[1], Op::Interrupt);
-    h.engine(1, Event::TurnFinished { status: TurnStatus::Interrupted, text: String::new() });
+    h.engine(
+        1,
+        Event::TurnFinished {
+            status: TurnStatus::Interrupted,
+            text: String::new(),
+            stats: Default::default(),
+        },
+    );
     assert_eq!(
         h.ops()[2],
         Op::UserInput { text: "stop and do this instead".into(), attachments: Vec::new() }
@@ -213,7 +245,14 @@ fn a_message_the_engine_took_back_returns_to_the_composer() {
     h.enter();
     h.engine(1, Event::TurnStarted);
     h.engine(1, Event::MessageTakenBack { text: "first try".into() });
-    h.engine(1, Event::TurnFinished { status: TurnStatus::Failed, text: String::new() });
+    h.engine(
+        1,
+        Event::TurnFinished {
+            status: TurnStatus::Failed,
+            text: String::new(),
+            stats: Default::default(),
+        },
+    );
     assert_eq!(h.app.composer.text(), "first try");
     // With a draft in the composer, it goes to the history instead.
     h.app.composer.clear();
@@ -320,7 +359,14 @@ fn a_head_move_shows_the_new_heads_conversation() {
     let mut h = Harness::new();
     h.type_str("old branch message");
     h.enter();
-    h.engine(1, Event::TurnFinished { status: TurnStatus::Completed, text: String::new() });
+    h.engine(
+        1,
+        Event::TurnFinished {
+            status: TurnStatus::Completed,
+            text: String::new(),
+            stats: Default::default(),
+        },
+    );
     h.type_str("/rewind 0193-e1");
     h.enter();
     assert_eq!(h.ops()[1], Op::Rewind { to: "0193-e1".into() });

@@ -1,6 +1,6 @@
 //! Modal views, the completion popup and layout limits.
 
-use codewhale_engine::protocol::{ApprovalScope, Event, Op};
+use codewhale_engine::protocol::{ApprovalOffer, ApprovalScope, Event, Op};
 use crossterm::event::{KeyCode, KeyModifiers};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
@@ -24,8 +24,19 @@ fn approval_modal_answers_once_always_or_denies() {
     let ask = |id: &str| Event::ApprovalNeeded {
         call_id: id.into(),
         name: "shell".into(),
-        input: json!({"command": "rm -rf target"}),
+        input: json!({"command": "cargo test --all"}),
         reason: "shell commands ask in approval mode `ask`".into(),
+        offers: vec![
+            ApprovalOffer {
+                scope: ApprovalScope::Command,
+                label: "always for the command `cargo test --all`".into(),
+            },
+            ApprovalOffer {
+                scope: ApprovalScope::Prefix,
+                label: "always for commands starting with `cargo test …`".into(),
+            },
+        ],
+        diff: None,
     };
     h.engine(1, ask("c1"));
     assert_eq!(h.app.lifecycle(), &Lifecycle::AwaitingApproval);
@@ -36,13 +47,21 @@ fn approval_modal_answers_once_always_or_denies() {
     h.engine(1, ask("c2"));
     h.type_str("a");
     h.engine(1, ask("c3"));
+    h.type_str("p");
+    h.engine(1, ask("c4"));
     h.type_str("n");
+    h.engine(1, ask("c5"));
+    h.type_str("r");
+    h.type_str("use make instead");
+    h.enter();
     assert_eq!(
         h.ops()[1..],
         [
             Op::Approve { call_id: "c1".into(), scope: ApprovalScope::Once },
-            Op::Approve { call_id: "c2".into(), scope: ApprovalScope::Always },
-            Op::Deny { call_id: "c3".into() },
+            Op::Approve { call_id: "c2".into(), scope: ApprovalScope::Command },
+            Op::Approve { call_id: "c3".into(), scope: ApprovalScope::Prefix },
+            Op::Deny { call_id: "c4".into(), reason: None },
+            Op::Deny { call_id: "c5".into(), reason: Some("use make instead".into()) },
         ]
     );
     assert!(h.app.views.is_empty());
@@ -136,6 +155,7 @@ fn session_picker_resumes_the_selected_session() {
         entries: 12,
         cwd: "/home/dev/project".into(),
         title: title.into(),
+        current: id.starts_with("aaaa"),
     };
     h.send(AppEvent::SessionsLoaded {
         all: true,
@@ -164,12 +184,20 @@ fn a_huge_write_asks_with_its_arguments_clipped() {
             name: "write_file".into(),
             input: json!({"path": "big.txt", "content": content}),
             reason: String::new(),
+            offers: Vec::new(),
+            diff: None,
         },
     );
     let screen = h.screen();
-    assert!(screen.contains("y approve once"), "{screen}");
-    assert!(screen.contains("path: big.txt"), "{screen}");
-    assert!(screen.contains("more"), "{screen}");
+    assert!(screen.contains("y once"), "{screen}");
+    assert!(screen.contains("write_file big.txt"), "the path is in sight: {screen}");
+    assert!(screen.contains("↕ 14/97"), "the body scrolls: {screen}");
+    for _ in 0..20 {
+        h.key(KeyCode::PageDown, KeyModifiers::NONE);
+    }
+    let screen = h.screen();
+    assert!(screen.contains("more characters"), "the end of the cut argument: {screen}");
+    assert!(screen.contains("write_file big.txt") && screen.contains("y once"), "{screen}");
 }
 
 #[test]
@@ -192,6 +220,8 @@ fn ctrl_c_in_an_approval_interrupts_the_turn_and_closes_it() {
             name: "shell".into(),
             input: json!({"command": "make"}),
             reason: String::new(),
+            offers: Vec::new(),
+            diff: None,
         },
     );
     h.ctrl('c');

@@ -1,12 +1,14 @@
 //! Approval policy: which tool calls run on their own and which need the user's yes.
 //!
-//! Owns the three modes of DESIGN §7/§8 and the per-session "always" grants. The decision is a
-//! pure function of (mode, what the call does, whether it leaves the workspace, grants), so it
-//! is tested without running anything. Invariant: a call that leaves the workspace always asks
-//! unless the mode is `full`, and with no one to ask (exec without a terminal) "ask" becomes a
-//! denial the model reads.
+//! Owns the three modes of DESIGN §7/§8 and the per-session "always" grants ([`grants`]). The
+//! decision is a pure function of (mode, what the call does, whether it leaves the workspace,
+//! grants), so it is tested without running anything. Invariants: a call that leaves the
+//! workspace always asks unless the mode is `full`; a call that touches Codewhale's own
+//! settings asks in every mode and no grant covers it; with no one to ask (exec without a
+//! terminal) "ask" becomes a denial the model reads.
 
-use std::collections::HashSet;
+pub mod grants;
+
 use std::fmt;
 use std::str::FromStr;
 
@@ -80,36 +82,50 @@ pub enum Decision {
 /// A tool call as the policy sees it.
 #[derive(Debug, Clone, Copy)]
 pub struct CallSummary<'a> {
-    pub tool: &'a str,
     pub effect: Effect,
     /// The call touches a path outside the workspace.
     pub leaves_workspace: bool,
-    /// The call changes Codewhale's own configuration or trust store, or the workspace's
-    /// config: it asks in every mode, and no grant covers it.
+    /// The call changes (or, for a shell command, names) Codewhale's own configuration or
+    /// trust store, or the workspace's config: it asks in every mode, and no grant covers it.
     pub protected: bool,
+    /// The shell command, for a shell call.
+    pub command: Option<&'a str>,
 }
 
-/// The session's approval state: the mode plus the tools the user approved "always".
+/// The session's approval state: the mode plus what the user approved "always".
 #[derive(Debug, Clone, Default)]
 pub struct Policy {
     mode: ApprovalMode,
-    always: HashSet<String>,
+    grants: Vec<Grant>,
 }
+
+pub use grants::Grant;
 
 impl Policy {
     /// A policy in `mode` with no grants.
     pub fn new(mode: ApprovalMode) -> Policy {
-        Policy { mode, always: HashSet::new() }
+        Policy { mode, grants: Vec::new() }
     }
 
     pub fn mode(&self) -> ApprovalMode {
         self.mode
     }
 
-    /// Remembers "always allow this tool" for the rest of the session. Grants never cover
-    /// paths outside the workspace: those ask every time.
-    pub fn grant_always(&mut self, tool: &str) {
-        self.always.insert(tool.to_owned());
+    /// The grants, in the order they were given.
+    pub fn grants(&self) -> &[Grant] {
+        &self.grants
+    }
+
+    /// Remembers `grant` for the rest of the session (once).
+    pub fn grant(&mut self, grant: Grant) {
+        if !self.grants.contains(&grant) {
+            self.grants.push(grant);
+        }
+    }
+
+    /// Takes back grant `index` (0-based); `None` when there is no such grant.
+    pub fn revoke(&mut self, index: usize) -> Option<Grant> {
+        (index < self.grants.len()).then(|| self.grants.remove(index))
     }
 
     /// Whether `call` may run without asking.
@@ -123,13 +139,36 @@ impl Policy {
         if call.leaves_workspace {
             return Decision::Ask;
         }
-        if self.always.contains(call.tool) {
-            return Decision::Allow;
+        let allowed = match call.effect {
+            Effect::Read => true,
+            Effect::Write => {
+                self.mode == ApprovalMode::AutoEdit || self.grants.contains(&Grant::Edits)
+            }
+            Effect::Shell => {
+                call.command.is_some_and(|c| grants::covers_command(&self.grants, c))
+            }
+        };
+        if allowed {
+            Decision::Allow
+        } else {
+            Decision::Ask
         }
-        match (self.mode, call.effect) {
-            (_, Effect::Read) => Decision::Allow,
-            (ApprovalMode::AutoEdit, Effect::Write) => Decision::Allow,
-            _ => Decision::Ask,
+    }
+
+    /// What the user may allow "always" along with this call (nothing for a call outside the
+    /// workspace or on Codewhale's own settings).
+    pub fn offers(call: CallSummary<'_>) -> Vec<Grant> {
+        if call.protected || call.leaves_workspace {
+            return Vec::new();
+        }
+        match (call.effect, call.command) {
+            (Effect::Write, _) => vec![Grant::Edits],
+            (Effect::Shell, Some(command)) => {
+                let mut offers = vec![Grant::Command(command.trim().to_owned())];
+                offers.extend(grants::prefix_of(command).map(Grant::Prefix));
+                offers
+            }
+            _ => Vec::new(),
         }
     }
 }
@@ -154,26 +193,36 @@ pub fn denied_without_terminal(tool: &str, mode: ApprovalMode) -> String {
     )
 }
 
-/// The result the model reads when the user said no.
-pub fn denied_by_user(tool: &str) -> String {
-    format!(
-        "denied: the user declined this `{tool}` call. Do not repeat it; ask the user how to \
-         proceed if you need it."
-    )
+/// The result the model reads when the user said no (with what they said, if anything).
+pub fn denied_by_user(tool: &str, reason: Option<&str>) -> String {
+    match reason.map(str::trim).filter(|r| !r.is_empty()) {
+        Some(reason) => format!(
+            "denied: the user declined this `{tool}` call and said: {reason}. Do not repeat it; \
+             follow what they said."
+        ),
+        None => format!(
+            "denied: the user declined this `{tool}` call. Do not repeat it; ask the user how to \
+             proceed if you need it."
+        ),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn call(tool: &str, effect: Effect, leaves: bool) -> CallSummary<'_> {
-        CallSummary { tool, effect, leaves_workspace: leaves, protected: false }
+    fn call(_tool: &str, effect: Effect, leaves: bool) -> CallSummary<'static> {
+        CallSummary { effect, leaves_workspace: leaves, protected: false, command: None }
+    }
+
+    fn shell(command: &str) -> CallSummary<'_> {
+        CallSummary { command: Some(command), ..call("shell", Effect::Shell, false) }
     }
 
     #[test]
     fn protected_files_ask_in_every_mode_and_no_grant_covers_them() {
         let mut full = Policy::new(ApprovalMode::Full);
-        full.grant_always("write_file");
+        full.grant(Grant::Edits);
         let config = CallSummary { protected: true, ..call("write_file", Effect::Write, false) };
         assert_eq!(full.decide(config), Decision::Ask);
         let auto = Policy::new(ApprovalMode::AutoEdit);
@@ -199,10 +248,32 @@ mod tests {
     #[test]
     fn leaving_the_workspace_asks_even_for_reads_and_grants() {
         let mut p = Policy::new(ApprovalMode::Ask);
-        p.grant_always("read_file");
+        p.grant(Grant::Edits);
         assert_eq!(p.decide(call("read_file", Effect::Read, true)), Decision::Ask);
-        p.grant_always("shell");
-        assert_eq!(p.decide(call("shell", Effect::Shell, false)), Decision::Allow);
+        assert_eq!(p.decide(call("write_file", Effect::Write, true)), Decision::Ask);
+        assert_eq!(p.decide(call("write_file", Effect::Write, false)), Decision::Allow);
+    }
+
+    #[test]
+    fn an_always_on_one_command_does_not_allow_the_next() {
+        let mut p = Policy::new(ApprovalMode::Ask);
+        let offers = Policy::offers(shell("echo one"));
+        assert_eq!(offers, [Grant::Command("echo one".into())]);
+        p.grant(offers[0].clone());
+        assert_eq!(p.decide(shell("echo one")), Decision::Allow);
+        assert_eq!(p.decide(shell("echo two; touch x")), Decision::Ask);
+        let offers = Policy::offers(shell("cargo test -q"));
+        assert_eq!(offers[1], Grant::Prefix(vec!["cargo".into(), "test".into()]));
+        p.grant(offers[1].clone());
+        assert_eq!(p.decide(shell("cargo test --all")), Decision::Allow);
+        assert_eq!(p.decide(shell("cargo test && curl x | sh")), Decision::Ask);
+        assert_eq!(p.revoke(1), Some(Grant::Prefix(vec!["cargo".into(), "test".into()])));
+        assert_eq!(p.decide(shell("cargo test --all")), Decision::Ask);
+        assert_eq!(p.revoke(5), None);
+        // Nothing to offer where a grant could not apply.
+        assert!(Policy::offers(call("read_file", Effect::Read, true)).is_empty());
+        let protected = CallSummary { protected: true, ..shell("rm ~/.codewhale/trust.json") };
+        assert!(Policy::offers(protected).is_empty());
     }
 
     #[test]

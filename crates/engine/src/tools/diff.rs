@@ -1,0 +1,83 @@
+//! The diff an approval shows for `write_file` and `edit_file`: the change the call would make,
+//! as a unified diff against the file as it is now (a new file diffs against nothing).
+//!
+//! Read-only: nothing is written. `None` when the call is not a write or an edit, its
+//! arguments are unusable, or an edit's text is not found (the call would fail anyway and
+//! says why). A very large diff is cut with a line saying how much was left out.
+
+use serde_json::Value;
+
+use super::path;
+
+/// The most of a diff an approval shows.
+pub const MAX_DIFF_BYTES: usize = 256 * 1024;
+
+/// The unified diff of the change `name` with `input` would make in `workspace`.
+pub fn preview(workspace: &std::path::Path, name: &str, input: &Value) -> Option<String> {
+    let raw = input.get("path")?.as_str()?;
+    let resolved = path::resolve(workspace, raw).ok()?;
+    let shown = path::display(workspace, &resolved.path);
+    let before = std::fs::read_to_string(&resolved.path).ok();
+    let after = match name {
+        "write_file" => input.get("content")?.as_str()?.to_owned(),
+        "edit_file" => {
+            let old = input.get("old_string")?.as_str()?;
+            let new = input.get("new_string")?.as_str()?;
+            let all = input.get("replace_all").and_then(Value::as_bool).unwrap_or(false);
+            let text = before.as_deref()?;
+            if old.is_empty() || !text.contains(old) {
+                return None;
+            }
+            if all {
+                text.replace(old, new)
+            } else {
+                text.replacen(old, new, 1)
+            }
+        }
+        _ => return None,
+    };
+    let old_text = before.as_deref().unwrap_or("");
+    let (from, to) = match before {
+        Some(_) => (format!("a/{shown}"), format!("b/{shown}")),
+        None => ("/dev/null".to_owned(), format!("b/{shown}")),
+    };
+    let diff = similar::TextDiff::from_lines(old_text, after.as_str());
+    let mut text = diff.unified_diff().context_radius(3).header(&from, &to).to_string();
+    if text.is_empty() {
+        text = format!("{shown}: no change\n");
+    }
+    if text.len() > MAX_DIFF_BYTES {
+        let mut end = MAX_DIFF_BYTES;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let left = text[end..].lines().count();
+        text.truncate(end);
+        text.push_str(&format!("\n[... {left} more lines of the diff not shown ...]\n"));
+    }
+    Some(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn writes_and_edits_diff_against_the_file_as_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::write(ws.join("a.rs"), "fn one() {}\nfn two() {}\n").unwrap();
+        let edit = json!({"path": "a.rs", "old_string": "fn two() {}", "new_string": "fn three() {}"});
+        let diff = preview(&ws, "edit_file", &edit).unwrap();
+        assert!(diff.starts_with("--- a/a.rs\n+++ b/a.rs\n"), "{diff}");
+        assert!(diff.contains("-fn two() {}\n+fn three() {}\n"), "{diff}");
+        let new = json!({"path": "new.txt", "content": "hello\n"});
+        let diff = preview(&ws, "write_file", &new).unwrap();
+        assert!(diff.starts_with("--- /dev/null\n+++ b/new.txt\n"), "{diff}");
+        assert!(diff.contains("+hello"), "{diff}");
+        assert_eq!(preview(&ws, "edit_file", &json!({"path": "a.rs", "old_string": "nope", "new_string": "x"})), None);
+        assert_eq!(preview(&ws, "shell", &json!({"command": "ls"})), None);
+    }
+}

@@ -1,0 +1,265 @@
+//! "The model wants to run X": the approval view.
+//!
+//! The headline (the command, or the path written) and the keys are always on screen, at any
+//! pane height; between them the body — a write's or an edit's diff, coloured, or the call's
+//! arguments — scrolls with ↑↓ and PgUp/PgDn. Keys: `y` once; `a` the first "always" offered
+//! (this exact command, or edits inside the workspace), `p` the second (commands starting with
+//! the same program and subcommand), each shown with what it allows; `n` or Esc deny; `r` deny
+//! with a reason the model reads. Ctrl+C interrupts the turn.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Widget};
+
+use codewhale_engine::protocol::{ApprovalOffer, ApprovalScope};
+
+use super::views::{frame, is_ctrl_c, View, ViewAction};
+use super::wrap::{wrap_line, wrap_lines};
+
+/// The approval view.
+#[derive(Debug, Clone)]
+pub struct ApprovalView {
+    pub call_id: String,
+    pub name: String,
+    /// What the call acts on: the command, or the path.
+    pub headline: String,
+    /// The diff, or the arguments one per line.
+    pub body: String,
+    pub is_diff: bool,
+    pub reason: String,
+    pub offers: Vec<ApprovalOffer>,
+    scroll: usize,
+    /// The reason being typed after `r`.
+    denial: Option<String>,
+}
+
+/// Keys for the offers, in order.
+const OFFER_KEYS: [char; 2] = ['a', 'p'];
+
+impl ApprovalView {
+    pub fn new(
+        call_id: String,
+        name: String,
+        input: &serde_json::Value,
+        reason: String,
+        offers: Vec<ApprovalOffer>,
+        diff: Option<String>,
+    ) -> ApprovalView {
+        let headline = match (input.get("command"), input.get("path")) {
+            (Some(c), _) => c.as_str().unwrap_or_default().to_owned(),
+            (_, Some(p)) => p.as_str().unwrap_or_default().to_owned(),
+            _ => String::new(),
+        };
+        let (body, is_diff) = match diff {
+            Some(diff) => (diff, true),
+            None => (arguments(input), false),
+        };
+        ApprovalView {
+            call_id,
+            name,
+            headline,
+            body,
+            is_diff,
+            reason,
+            offers,
+            scroll: 0,
+            denial: None,
+        }
+    }
+
+    fn head(&self, width: usize) -> Vec<Line<'static>> {
+        let bold = Style::new().add_modifier(Modifier::BOLD);
+        let mut lines = wrap_line(
+            &Line::from(vec![
+                Span::styled(format!("{} ", self.name), Style::new().fg(Color::Cyan)),
+                Span::styled(self.headline.replace('\n', " ⏎ "), bold),
+            ]),
+            width,
+        );
+        if !self.reason.is_empty() {
+            lines.extend(wrap_line(
+                &Line::styled(self.reason.clone(), Style::new().fg(Color::DarkGray)),
+                width,
+            ));
+        }
+        lines
+    }
+
+    fn keys(&self, width: usize) -> Vec<Line<'static>> {
+        let key = Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD);
+        if let Some(typed) = &self.denial {
+            return wrap_line(
+                &Line::from(vec![
+                    Span::styled("reason for the model: ", key),
+                    Span::raw(typed.clone()),
+                    Span::styled("▏ Enter deny · Esc back", Style::new().fg(Color::DarkGray)),
+                ]),
+                width,
+            );
+        }
+        let mut spans = vec![Span::styled("y", key), Span::raw(" once  ")];
+        for (offer, k) in self.offers.iter().zip(OFFER_KEYS) {
+            spans.push(Span::styled(k.to_string(), key));
+            spans.push(Span::raw(format!(" {}  ", offer.label)));
+        }
+        spans.extend([
+            Span::styled("n", key),
+            Span::raw(" deny  "),
+            Span::styled("r", key),
+            Span::raw(" deny, saying why"),
+        ]);
+        wrap_line(&Line::from(spans), width)
+    }
+
+    fn body_lines(&self, width: usize) -> Vec<Line<'static>> {
+        let lines: Vec<Line<'static>> = self
+            .body
+            .lines()
+            .map(|l| {
+                let style = if !self.is_diff {
+                    Style::new()
+                } else if l.starts_with("+++") || l.starts_with("---") {
+                    Style::new().add_modifier(Modifier::BOLD)
+                } else if l.starts_with('+') {
+                    Style::new().fg(Color::Green)
+                } else if l.starts_with('-') {
+                    Style::new().fg(Color::Red)
+                } else if l.starts_with("@@") {
+                    Style::new().fg(Color::Cyan)
+                } else {
+                    Style::new().fg(Color::Gray)
+                };
+                Line::styled(l.to_owned(), style)
+            })
+            .collect();
+        wrap_lines(&lines, width)
+    }
+}
+
+/// One line per argument, long values cut.
+fn arguments(input: &serde_json::Value) -> String {
+    const MAX: usize = 2_000;
+    match input {
+        serde_json::Value::Object(map) => map
+            .iter()
+            .map(|(k, v)| {
+                let v = match v {
+                    serde_json::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                let count = v.chars().count();
+                if count > MAX {
+                    let kept: String = v.chars().take(MAX).collect();
+                    format!("{k}: {kept}… ({} more characters)", count - MAX)
+                } else {
+                    format!("{k}: {v}")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        other => other.to_string(),
+    }
+}
+
+impl View for ApprovalView {
+    fn desired_height(&self, width: u16) -> u16 {
+        let w = usize::from(width).max(1);
+        let h = self.head(w).len() + self.body_lines(w).len().min(30) + self.keys(w).len() + 1;
+        u16::try_from(h).unwrap_or(u16::MAX)
+    }
+
+    fn render(&self, area: Rect, buf: &mut Buffer) {
+        let inner = frame("approval needed", area, buf);
+        let w = usize::from(inner.width).max(1);
+        let rows = usize::from(inner.height);
+        // The keys first (bottom), then the headline (top), then whatever room is left.
+        let keys = self.keys(w);
+        let keys_h = keys.len().min(rows);
+        let head = self.head(w);
+        let head_h = head.len().min(rows - keys_h);
+        let body_h = rows - keys_h - head_h;
+        let body = self.body_lines(w);
+        let scroll = self.scroll.min(body.len().saturating_sub(body_h));
+        let mut lines: Vec<Line<'static>> = head.into_iter().take(head_h).collect();
+        lines.extend(body.iter().skip(scroll).take(body_h).cloned());
+        if body.len() > body_h && body_h > 0 {
+            // Say there is more, in the body's last visible row.
+            if let Some(last) = lines.last_mut() {
+                let more = format!("↕ {}/{} · ↑↓ PgUp PgDn", scroll + body_h, body.len());
+                *last = Line::styled(more, Style::new().fg(Color::DarkGray));
+            }
+        }
+        while lines.len() < rows - keys_h {
+            lines.push(Line::default());
+        }
+        lines.extend(keys.into_iter().take(keys_h));
+        Paragraph::new(lines).render(inner, buf);
+    }
+
+    fn handle_key(&mut self, key: KeyEvent) -> ViewAction {
+        if is_ctrl_c(&key) {
+            return ViewAction::Interrupt;
+        }
+        let call_id = self.call_id.clone();
+        if let Some(typed) = self.denial.as_mut() {
+            match key.code {
+                KeyCode::Enter => {
+                    let reason = Some(typed.trim().to_owned()).filter(|r| !r.is_empty());
+                    return ViewAction::Deny { call_id, reason };
+                }
+                KeyCode::Esc => self.denial = None,
+                KeyCode::Backspace => {
+                    typed.pop();
+                }
+                KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => typed.push(c),
+                _ => {}
+            }
+            return ViewAction::Stay;
+        }
+        let offer = |i: usize| self.offers.get(i).map(|o| o.scope);
+        match key.code {
+            KeyCode::Char('y') | KeyCode::Char('Y') => {
+                ViewAction::Approve { call_id, scope: ApprovalScope::Once }
+            }
+            KeyCode::Char('a') | KeyCode::Char('A') => match offer(0) {
+                Some(scope) => ViewAction::Approve { call_id, scope },
+                None => ViewAction::Stay,
+            },
+            KeyCode::Char('p') | KeyCode::Char('P') => match offer(1) {
+                Some(scope) => ViewAction::Approve { call_id, scope },
+                None => ViewAction::Stay,
+            },
+            KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc => {
+                ViewAction::Deny { call_id, reason: None }
+            }
+            KeyCode::Char('r') | KeyCode::Char('R') => {
+                self.denial = Some(String::new());
+                ViewAction::Stay
+            }
+            KeyCode::Up => {
+                self.scroll = self.scroll.saturating_sub(1);
+                ViewAction::Stay
+            }
+            KeyCode::Down => {
+                self.scroll += 1;
+                ViewAction::Stay
+            }
+            KeyCode::PageUp => {
+                self.scroll = self.scroll.saturating_sub(10);
+                ViewAction::Stay
+            }
+            KeyCode::PageDown => {
+                self.scroll += 10;
+                ViewAction::Stay
+            }
+            _ => ViewAction::Stay,
+        }
+    }
+
+    fn approval_call(&self) -> Option<&str> {
+        Some(&self.call_id)
+    }
+}

@@ -1,0 +1,328 @@
+//! A tool call in the transcript: one line while folded (what ran, how it ended, in words for
+//! the user), the live tail of a running command with its elapsed time, and when unfolded the
+//! head and tail of the output with the exit code and how many lines were left out (Ctrl+T
+//! opens all of it). Colours in output are drawn, other escape sequences dropped.
+
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+
+use codewhale_engine::protocol::CallEnd;
+
+use super::ansi;
+use super::cells::{gutter, Cell};
+use super::wrap::wrap_line;
+
+/// Lines an unfolded output shows from its start and from its end.
+const HEAD_LINES: usize = 20;
+const TAIL_LINES: usize = 20;
+/// Lines of a running command's output shown live.
+const LIVE_LINES: usize = 4;
+/// Bytes of live output kept (the result has all of it).
+const LIVE_BYTES: usize = 8 * 1024;
+
+/// Where a tool call is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolState {
+    Requested,
+    Running {
+        elapsed_secs: u64,
+        /// The newest output, for the live view.
+        live: String,
+    },
+    Done {
+        end: CallEnd,
+        exit_code: Option<i32>,
+        output: String,
+    },
+}
+
+/// A tool call and, once it finished, its result.
+#[derive(Debug, Clone)]
+pub struct ToolCell {
+    pub call_id: String,
+    pub name: String,
+    /// The call's arguments in one line (`path=src/main.rs`).
+    pub summary: String,
+    pub state: ToolState,
+    pub expanded: bool,
+    /// Chosen with Alt+↑/↓: Ctrl+O and Ctrl+T act on it.
+    pub focused: bool,
+}
+
+impl ToolCell {
+    /// A call the model just asked for.
+    pub fn new(call_id: String, name: String, input: &serde_json::Value) -> ToolCell {
+        ToolCell {
+            call_id,
+            name,
+            summary: summarize_input(input),
+            state: ToolState::Requested,
+            expanded: false,
+            focused: false,
+        }
+    }
+
+    /// Adds output that just arrived to the live view.
+    pub fn push_live(&mut self, text: &str) {
+        if let ToolState::Running { live, .. } = &mut self.state {
+            live.push_str(text);
+            if live.len() > LIVE_BYTES {
+                let mut cut = live.len() - LIVE_BYTES;
+                while !live.is_char_boundary(cut) {
+                    cut += 1;
+                }
+                live.drain(..cut);
+            }
+        }
+    }
+
+    /// The whole output, for the pager.
+    pub fn output(&self) -> Option<&str> {
+        match &self.state {
+            ToolState::Done { output, .. } => Some(output),
+            ToolState::Running { live, .. } => Some(live),
+            ToolState::Requested => None,
+        }
+    }
+
+    fn status(&self) -> (&'static str, Style, String) {
+        let grey = Style::new().fg(Color::DarkGray);
+        match &self.state {
+            ToolState::Requested => ("○", grey, "waiting".to_owned()),
+            ToolState::Running { elapsed_secs, .. } => {
+                ("◐", Style::new().fg(Color::Yellow), format!("running {}", elapsed(*elapsed_secs)))
+            }
+            ToolState::Done { end: CallEnd::Completed, output, .. } => {
+                let n = output.lines().count();
+                let what = if n == 1 { "1 line".to_owned() } else { format!("{n} lines") };
+                ("✓", Style::new().fg(Color::Green), what)
+            }
+            ToolState::Done { end: CallEnd::Failed, exit_code: Some(code), .. } => {
+                ("✗", Style::new().fg(Color::Red), format!("failed, exit code {code}"))
+            }
+            ToolState::Done { end: CallEnd::Failed, output, .. } => {
+                let first = output.lines().find(|l| !l.trim().is_empty()).unwrap_or("failed");
+                ("✗", Style::new().fg(Color::Red), format!("failed: {}", ansi::strip(first)))
+            }
+            ToolState::Done { end: CallEnd::Denied, output, .. } => {
+                let what = if output.contains("the user declined") {
+                    match output.split_once("and said: ") {
+                        Some((_, said)) => {
+                            let said = said.split(". Do not repeat").next().unwrap_or(said);
+                            format!("denied by you: {said}")
+                        }
+                        None => "denied by you".to_owned(),
+                    }
+                } else {
+                    "not run: it needs an approval no one could give here".to_owned()
+                };
+                ("⊘", Style::new().fg(Color::Yellow), what)
+            }
+            ToolState::Done { end: CallEnd::Interrupted, .. } => {
+                ("◼", Style::new().fg(Color::Yellow), "interrupted".to_owned())
+            }
+        }
+    }
+}
+
+/// `65` as `1 min 5 s`.
+fn elapsed(secs: u64) -> String {
+    match secs {
+        0..=59 => format!("{secs} s"),
+        _ => format!("{} min {} s", secs / 60, secs % 60),
+    }
+}
+
+/// `{"path":"a.rs","limit":10}` as `path=a.rs limit=10`, strings unquoted, newlines shown as ⏎.
+pub fn summarize_input(input: &serde_json::Value) -> String {
+    match input {
+        serde_json::Value::Object(map) => map
+            .iter()
+            .map(|(k, v)| {
+                let v = match v {
+                    serde_json::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                format!("{k}={}", v.replace('\n', "⏎"))
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
+        other => other.to_string(),
+    }
+}
+
+impl Cell for ToolCell {
+    fn lines(&self, width: u16) -> Vec<Line<'static>> {
+        let (mark, mark_style, status) = self.status();
+        let w = usize::from(width).max(1);
+        let head = format!("{} {}", self.name, self.summary);
+        let fold = match (&self.state, self.expanded) {
+            (ToolState::Done { .. }, false) => " …",
+            _ => "",
+        };
+        let room = w.saturating_sub(status.chars().count() + 6).max(8);
+        let head: String = if head.chars().count() > room {
+            head.chars().take(room.saturating_sub(1)).chain(['…']).collect()
+        } else {
+            head
+        };
+        let mark_style =
+            if self.focused { mark_style.add_modifier(Modifier::REVERSED) } else { mark_style };
+        let line = Line::from(vec![
+            Span::styled(format!("{mark} "), mark_style),
+            Span::styled(head, Style::new().add_modifier(Modifier::BOLD)),
+            Span::styled(format!(" · {status}"), Style::new().fg(Color::DarkGray)),
+            Span::styled(fold.to_owned(), Style::new().fg(Color::DarkGray)),
+        ]);
+        let mut out = wrap_line(&line, w);
+        let grey = Style::new().fg(Color::DarkGray);
+        match &self.state {
+            ToolState::Running { live, .. } if !live.trim().is_empty() => {
+                let all = ansi::lines(live, Style::new().fg(Color::Gray));
+                let skip = all.len().saturating_sub(LIVE_LINES);
+                out.extend(gutter(
+                    "  ┆ ",
+                    "  ┆ ",
+                    grey,
+                    all.into_iter().skip(skip).collect(),
+                    width,
+                ));
+            }
+            ToolState::Done { output, exit_code, .. } if self.expanded => {
+                let all = ansi::lines(output, Style::new().fg(Color::Gray));
+                let total = all.len();
+                let mut body: Vec<Line<'static>> = Vec::new();
+                if total > HEAD_LINES + TAIL_LINES {
+                    body.extend(all[..HEAD_LINES].iter().cloned());
+                    let left = total - HEAD_LINES - TAIL_LINES;
+                    body.push(Line::styled(
+                        format!("… {left} lines left out · Ctrl+T shows all {total} …"),
+                        grey,
+                    ));
+                    body.extend(all[total - TAIL_LINES..].iter().cloned());
+                } else {
+                    body = all;
+                }
+                let stated = output.lines().last().is_some_and(|l| l.starts_with("[exit code: "));
+                if exit_code.is_some_and(|c| c != 0) && !stated {
+                    body.push(Line::styled(
+                        format!("exit code {}", exit_code.unwrap_or_default()),
+                        Style::new().fg(Color::Red),
+                    ));
+                }
+                out.extend(gutter("  │ ", "  │ ", grey, body, width));
+            }
+            _ => {}
+        }
+        out
+    }
+
+    fn set_expanded(&mut self, expanded: bool) -> bool {
+        self.expanded = expanded;
+        true
+    }
+
+    fn as_tool_mut(&mut self) -> Option<&mut ToolCell> {
+        Some(self)
+    }
+
+    fn set_focused(&mut self, focused: bool) -> bool {
+        self.focused = focused;
+        true
+    }
+
+    fn foldable(&self) -> bool {
+        true
+    }
+
+    fn is_expanded(&self) -> bool {
+        self.expanded
+    }
+
+    fn tool_output(&self) -> Option<(String, String)> {
+        let output = self.output()?;
+        Some((format!("{} {}", self.name, self.summary), ansi::strip(output)))
+    }
+
+    fn text(&self) -> String {
+        let mut text = format!("{} {}", self.name, self.summary);
+        if let Some(output) = self.output() {
+            text.push('\n');
+            text.push_str(&ansi::strip(output));
+        }
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn done(end: CallEnd, exit_code: Option<i32>, output: &str) -> ToolCell {
+        let mut cell =
+            ToolCell::new("c".into(), "shell".into(), &serde_json::json!({"command": "make"}));
+        cell.state = ToolState::Done { end, exit_code, output: output.into() };
+        cell
+    }
+
+    fn first_line(cell: &ToolCell) -> String {
+        cell.lines(80)[0].spans.iter().map(|s| s.content.as_ref()).collect()
+    }
+
+    #[test]
+    fn every_ending_is_said_in_words_for_the_user() {
+        assert!(first_line(&done(CallEnd::Completed, Some(0), "a\nb")).ends_with("· 2 lines …"));
+        assert!(first_line(&done(CallEnd::Failed, Some(2), "oops\n[exit code: 2]"))
+            .contains("failed, exit code 2"));
+        let denied = done(
+            CallEnd::Denied,
+            None,
+            "denied: the user declined this `shell` call and said: use the Makefile. Do not repeat it",
+        );
+        assert!(
+            first_line(&denied).contains("denied by you: use the Makefile"),
+            "{}",
+            first_line(&denied)
+        );
+        assert!(first_line(&done(CallEnd::Interrupted, None, "partial")).contains("interrupted"));
+    }
+
+    #[test]
+    fn unfolded_output_shows_head_tail_the_count_left_out_and_the_exit_code() {
+        let output: String =
+            (1..=100).map(|i| format!("line {i}\n")).collect::<String>() + "[exit code: 1]";
+        let mut cell = done(CallEnd::Failed, Some(1), &output);
+        assert_eq!(cell.height(80), 1);
+        cell.set_expanded(true);
+        let text: Vec<String> = cell
+            .lines(80)
+            .iter()
+            .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
+            .collect();
+        assert!(text[1].ends_with("line 1"));
+        assert!(text.iter().any(|l| l.contains("61 lines left out · Ctrl+T shows all 101")));
+        assert!(text.last().unwrap().ends_with("[exit code: 1]"), "stated once: {text:?}");
+        // Output that does not state its exit code gets a line that does.
+        let mut bare = done(CallEnd::Failed, Some(3), "oops");
+        bare.set_expanded(true);
+        let last: String =
+            bare.lines(80).last().unwrap().spans.iter().map(|s| s.content.as_ref()).collect();
+        assert!(last.ends_with("exit code 3"), "{last}");
+    }
+
+    #[test]
+    fn a_running_command_shows_its_newest_lines_and_time() {
+        let mut cell =
+            ToolCell::new("c".into(), "shell".into(), &serde_json::json!({"command": "make"}));
+        cell.state = ToolState::Running { elapsed_secs: 75, live: String::new() };
+        cell.push_live("one\ntwo\nthree\nfour\n\u{1b}[32mfive\u{1b}[0m\n");
+        let text: Vec<String> = cell
+            .lines(80)
+            .iter()
+            .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
+            .collect();
+        assert!(text[0].contains("running 1 min 15 s"), "{text:?}");
+        assert_eq!(text.len(), 1 + LIVE_LINES);
+        assert!(text.last().unwrap().ends_with("five"));
+    }
+}

@@ -142,6 +142,8 @@ impl Limits {
 pub struct Budget {
     limits: Limits,
     system_tokens: u64,
+    /// The part of `system_tokens` that is tool schemas.
+    tool_schema_tokens: u64,
     view_tokens: u64,
     last_reported: Option<u64>,
     added_since_report: u64,
@@ -155,6 +157,7 @@ impl Budget {
         Budget {
             limits,
             system_tokens: 0,
+            tool_schema_tokens: 0,
             view_tokens: 0,
             last_reported: None,
             added_since_report: 0,
@@ -179,6 +182,16 @@ impl Budget {
 
     pub fn system_tokens(&self) -> u64 {
         self.system_tokens
+    }
+
+    /// Records how much of the system count is tool schemas (built-in and MCP).
+    pub fn set_tool_schema_tokens(&mut self, tokens: u64) {
+        self.tool_schema_tokens = tokens;
+    }
+
+    /// The tool schemas' share of [`Budget::system_tokens`].
+    pub fn tool_schema_tokens(&self) -> u64 {
+        self.tool_schema_tokens.min(self.system_tokens)
     }
 
     /// Sets the view's total from a fresh render (session open, after a compaction pass).

@@ -186,6 +186,11 @@ fn open(params: &EngineParams) -> Result<Session, EngineError> {
 async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: ApprovalGate) {
     let sink = sink.with_redactor(session.redactor().clone());
     let start = SubmissionId(0);
+    // MCP servers connect in the background; the session goes on at once.
+    let reporter = sink.clone();
+    session.mcp().start(std::sync::Arc::new(move |event| {
+        reporter.emit(start, mcp_notice(event));
+    }));
     sink.emit(
         start,
         Event::SessionConfigured {
@@ -212,13 +217,16 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
             Op::UserInput { text, attachments } => {
                 let cancel = CancellationToken::new();
                 let mut ctx = TurnCtx::new(&mut session, &sink, &gate, id, cancel.clone());
+                let mcp = ctx.session.mcp().clone();
                 let turn = turn::run_turn(&mut ctx, text, attachments);
-                let (stop, deferred) = listening(turn, &mut ops, &sink, &gate, &cancel).await;
+                let (stop, deferred) =
+                    listening(turn, &mut ops, &sink, &gate, &cancel, &mcp).await;
                 shutdown = stop;
                 answer_deferred(&mut session, &sink, deferred).await;
             }
             Op::Compact { focus } => {
                 let cancel = CancellationToken::new();
+                let mcp = session.mcp().clone();
                 let pass = crate::compaction::triggers::manual(
                     &mut session,
                     &sink,
@@ -226,7 +234,8 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
                     focus,
                     cancel.clone(),
                 );
-                let (stop, deferred) = listening(pass, &mut ops, &sink, &gate, &cancel).await;
+                let (stop, deferred) =
+                    listening(pass, &mut ops, &sink, &gate, &cancel, &mcp).await;
                 shutdown = stop;
                 sink.emit(id, session.usage_event(None, None));
                 answer_deferred(&mut session, &sink, deferred).await;
@@ -252,6 +261,7 @@ async fn listening<F: std::future::Future>(
     sink: &EventSink,
     gate: &ApprovalGate,
     cancel: &CancellationToken,
+    mcp: &codewhale_mcp::Servers,
 ) -> (Option<SubmissionId>, Deferred) {
     tokio::pin!(work);
     let mut shutdown = None;
@@ -277,6 +287,7 @@ async fn listening<F: std::future::Future>(
                 Some((oid, Op::Deny { call_id, reason })) => {
                     answer(gate, sink, oid, &call_id, ApprovalReply::Deny(reason))
                 }
+                Some((oid, Op::ListMcpServers)) => sink.emit(oid, mcp_servers_event(mcp)),
                 Some((
                     oid,
                     op @ (Op::GetContext
@@ -317,6 +328,34 @@ fn no_such_call(call: &str) -> Event {
     }
 }
 
+fn mcp_servers_event(mcp: &codewhale_mcp::Servers) -> Event {
+    let servers = mcp.reports().into_iter().map(crate::protocol::McpServerInfo::from_report).collect();
+    Event::McpServers { servers }
+}
+
+/// What the user hears about an MCP server (once per failure).
+fn mcp_notice(event: codewhale_mcp::ServerEvent) -> Event {
+    use codewhale_mcp::ServerEvent;
+    let (level, message) = match event {
+        ServerEvent::Failed { server, reason } => (
+            NoticeLevel::Warning,
+            format!(
+                "MCP server `{server}` is not available: {reason}; the session goes on without \
+                 its tools (/mcp shows the servers)"
+            ),
+        ),
+        ServerEvent::Stopped { server, reason } => (
+            NoticeLevel::Warning,
+            format!("MCP server `{server}` stopped: {reason}; its tools are unavailable now"),
+        ),
+        ServerEvent::ToolsChanged { server, tools } => (
+            NoticeLevel::Info,
+            format!("MCP server `{server}` changed its tools ({tools} now); the next request offers them"),
+        ),
+    };
+    Event::Notice { level, message }
+}
+
 fn error_event(err: &EngineError) -> Event {
     Event::Error { kind: err.kind(), message: err.to_string() }
 }
@@ -331,6 +370,7 @@ async fn handle_idle_op(session: &mut Session, sink: &EventSink, id: SubmissionI
             sink.emit(id, no_such_call(&call_id))
         }
         Op::ListGrants => sink.emit(id, grants_event(session)),
+        Op::ListMcpServers => sink.emit(id, mcp_servers_event(session.mcp())),
         Op::RevokeGrant { index } => {
             match index.checked_sub(1).and_then(|i| session.policy.revoke(i)) {
                 Some(grant) => sink.emit(id, notice(format!("revoked: always for {grant}"))),

@@ -89,3 +89,23 @@ pub mod anchors {
         AnchorStore::new(workspace).remove(index)
     }
 }
+
+/// The workspace's MCP servers, each started and given its startup timeout, with its status
+/// and tools (`codewhale mcp list`); every server is stopped again before this returns. The
+/// second value lists workspace settings ignored because the workspace is not trusted.
+pub async fn mcp_servers(
+    home: &Path,
+    workspace: &Path,
+    overrides: &crate::config::Overrides,
+) -> Result<(Vec<crate::protocol::McpServerInfo>, Option<crate::config::Untrusted>), EngineError> {
+    let config = crate::config::load(home, workspace, overrides)?;
+    let servers = crate::session::mcp_servers(&config, workspace, home);
+    servers.start(std::sync::Arc::new(|_| {}));
+    servers.settle().await;
+    // Names as a session would offer them.
+    servers.offered().await;
+    let reports = servers.reports();
+    servers.shutdown().await;
+    let infos = reports.into_iter().map(crate::protocol::McpServerInfo::from_report).collect();
+    Ok((infos, config.untrusted))
+}

@@ -107,13 +107,23 @@ pub fn question(home: &Path, workspace: &Path) -> Result<Option<Question>, Confi
     if is_trusted(home, workspace, &text, &user) {
         return Ok(None);
     }
+    let servers = gated.iter().any(|g| g == "mcp_servers");
+    let mut in_servers = false;
     let settings = text
         .lines()
         .map(str::trim)
         .filter(|l| {
+            if l.starts_with('[') {
+                in_servers = l.starts_with("[mcp_servers");
+            }
             let key = l.split('=').next().unwrap_or_default().trim();
+            // What a server table runs or reaches is shown with the table's name.
+            let server_line = servers
+                && in_servers
+                && (l.starts_with('[') || ["command", "args", "url"].contains(&key));
             gated.iter().any(|g| g == key || g.starts_with(&format!("{key}.")))
                 || (l.starts_with("[shell") && gated.iter().any(|g| g.starts_with("shell.")))
+                || server_line
         })
         .map(str::to_owned)
         .collect();

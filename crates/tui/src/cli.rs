@@ -101,6 +101,22 @@ pub enum Command {
         #[command(subcommand)]
         command: AnchorCommand,
     },
+    /// Model Context Protocol servers configured in config.toml.
+    Mcp {
+        #[command(subcommand)]
+        command: McpCommand,
+    },
+}
+
+/// `codewhale mcp ...`
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Start each configured server, then show its status (ready, failed and why) and tools.
+    List {
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// `codewhale anchor ...`

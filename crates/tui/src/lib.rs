@@ -16,10 +16,11 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use cli::{Cli, Command, JournalCommand};
+use cli::{Cli, Command, JournalCommand, McpCommand};
 
 /// Runs the command line of the process and returns its exit code.
 pub fn main() -> ExitCode {
+    quiet_on_closed_stdout();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {
@@ -35,6 +36,25 @@ pub fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// `codewhale sessions | head` closes the pipe early; like other command-line tools, the
+/// command then ends quietly (status 141, as if killed by SIGPIPE) instead of reporting a
+/// failed print as a crash.
+fn quiet_on_closed_stdout() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(141);
+        }
+        previous(info);
+    }));
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -62,6 +82,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Some(Command::Anchor { command }) => {
             commands::anchor::run(cli.workspace.as_deref(), command)
+        }
+        Some(Command::Mcp { command: McpCommand::List { json } }) => {
+            commands::mcp::list(&home, &cli.global, cli.workspace.as_deref(), json)
         }
         Some(Command::Journal { command: JournalCommand::Check { file } }) => {
             commands::journal_check::run(&file)

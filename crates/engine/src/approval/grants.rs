@@ -20,6 +20,8 @@ pub enum Grant {
     Prefix(Vec<String>),
     /// `write_file` and `edit_file` inside the workspace.
     Edits,
+    /// One tool of one MCP server.
+    Tool { server: String, tool: String },
 }
 
 impl fmt::Display for Grant {
@@ -28,6 +30,7 @@ impl fmt::Display for Grant {
             Grant::Command(command) => write!(f, "the command `{command}`"),
             Grant::Prefix(words) => write!(f, "commands starting with `{} …`", words.join(" ")),
             Grant::Edits => f.write_str("writes and edits inside the workspace"),
+            Grant::Tool { server, tool } => write!(f, "the MCP tool `{tool}` of `{server}`"),
         }
     }
 }
@@ -74,7 +77,7 @@ pub fn covers_command(grants: &[Grant], command: &str) -> bool {
             grants.iter().any(|g| match g {
                 Grant::Command(c) => split(c).is_some_and(|p| p.len() == 1 && p[0] == *words),
                 Grant::Prefix(prefix) => words.starts_with(prefix),
-                Grant::Edits => false,
+                Grant::Edits | Grant::Tool { .. } => false,
             })
         })
 }

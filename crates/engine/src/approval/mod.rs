@@ -68,6 +68,8 @@ pub enum Effect {
     Write,
     /// Runs a command.
     Shell,
+    /// Runs a tool of an MCP server (one not in the server's `read_only_tools`).
+    Tool,
 }
 
 /// The policy's answer.
@@ -90,6 +92,8 @@ pub struct CallSummary<'a> {
     pub protected: bool,
     /// The shell command, for a shell call.
     pub command: Option<&'a str>,
+    /// The MCP server and tool, for an MCP call.
+    pub tool: Option<(&'a str, &'a str)>,
 }
 
 /// The session's approval state: the mode plus what the user approved "always".
@@ -147,6 +151,11 @@ impl Policy {
             Effect::Shell => {
                 call.command.is_some_and(|c| grants::covers_command(&self.grants, c))
             }
+            Effect::Tool => call.tool.is_some_and(|(server, tool)| {
+                self.grants.iter().any(|g| {
+                    matches!(g, Grant::Tool { server: s, tool: t } if s == server && t == tool)
+                })
+            }),
         };
         if allowed {
             Decision::Allow
@@ -168,6 +177,11 @@ impl Policy {
                 offers.extend(grants::prefix_of(command).map(Grant::Prefix));
                 offers
             }
+            (Effect::Tool, _) => call
+                .tool
+                .map(|(server, tool)| Grant::Tool { server: server.into(), tool: tool.into() })
+                .into_iter()
+                .collect(),
             _ => Vec::new(),
         }
     }
@@ -212,7 +226,7 @@ mod tests {
     use super::*;
 
     fn call(_tool: &str, effect: Effect, leaves: bool) -> CallSummary<'static> {
-        CallSummary { effect, leaves_workspace: leaves, protected: false, command: None }
+        CallSummary { effect, leaves_workspace: leaves, protected: false, command: None, tool: None }
     }
 
     fn shell(command: &str) -> CallSummary<'_> {
@@ -274,6 +288,23 @@ mod tests {
         assert!(Policy::offers(call("read_file", Effect::Read, true)).is_empty());
         let protected = CallSummary { protected: true, ..shell("rm ~/.codewhale/trust.json") };
         assert!(Policy::offers(protected).is_empty());
+    }
+
+    #[test]
+    fn mcp_tools_ask_until_granted_per_server_and_tool() {
+        let tool = |server, tool| CallSummary {
+            tool: Some((server, tool)),
+            ..call("mcp__s__t", Effect::Tool, false)
+        };
+        let mut p = Policy::new(ApprovalMode::AutoEdit);
+        assert_eq!(p.decide(tool("github", "create_issue")), Decision::Ask);
+        let offers = Policy::offers(tool("github", "create_issue"));
+        assert_eq!(offers, [Grant::Tool { server: "github".into(), tool: "create_issue".into() }]);
+        p.grant(offers[0].clone());
+        assert_eq!(p.decide(tool("github", "create_issue")), Decision::Allow);
+        assert_eq!(p.decide(tool("github", "delete_repo")), Decision::Ask);
+        assert_eq!(p.decide(tool("other", "create_issue")), Decision::Ask);
+        assert_eq!(Policy::new(ApprovalMode::Full).decide(tool("a", "b")), Decision::Allow);
     }
 
     #[test]

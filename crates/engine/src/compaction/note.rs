@@ -51,15 +51,18 @@ pub fn files_touched(covered: &[Message], previous: &[String]) -> FilesTouched {
     for message in covered.iter().rev().filter(|m| m.role == Role::Assistant) {
         for part in message.content.iter().rev() {
             let Part::ToolUse { name, input, .. } = part else { continue };
-            let Some((_, action)) = FILE_TOOLS.iter().find(|(tool, _)| tool == name) else {
-                continue;
+            // An MCP tool is listed only when its arguments name a path.
+            let action = match FILE_TOOLS.iter().find(|(tool, _)| tool == name) {
+                Some((_, action)) => *action,
+                None if name.starts_with(codewhale_mcp::PREFIX) => "used by an MCP tool",
+                None => continue,
             };
             let Some(path) = input.get("path").and_then(Value::as_str) else { continue };
             let seen = actions.entry(path.to_owned()).or_default();
             if seen.is_empty() {
                 order.push(path.to_owned());
             }
-            if !seen.contains(action) {
+            if !seen.contains(&action) {
                 seen.push(action);
             }
         }
@@ -218,6 +221,17 @@ mod tests {
             ]
         );
         assert_eq!(files.more, 0);
+    }
+
+    #[test]
+    fn mcp_calls_are_listed_only_when_they_name_a_path() {
+        let pathless = Message::new(
+            Role::Assistant,
+            vec![Part::tool_use("2", "mcp__github__create_issue", json!({"title": "x"}))],
+        );
+        let covered = vec![call("1", "mcp__fs__read_text_file", "docs/a.md"), pathless];
+        let files = files_touched(&covered, &[]);
+        assert_eq!(files.entries, [("docs/a.md".to_owned(), "used by an MCP tool".to_owned())]);
     }
 
     #[test]

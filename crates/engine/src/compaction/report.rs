@@ -68,8 +68,9 @@ pub fn context_report(params: &ReportParams<'_>) -> Result<ContextReport, Engine
             ))
         })
     };
-    let budget =
-        replay::replay(&journal, limits, system_tokens(&workspace), plain.total(), &mut count);
+    let (system, schemas) = system_tokens(&workspace, &config, params.home);
+    let mut budget = replay::replay(&journal, limits, system, plain.total(), &mut count);
+    budget.set_tool_schema_tokens(schemas);
     // Compared in their redacted form, as the checkpoint holds them.
     let redactor =
         crate::redact::Redactor::new(&config.redaction.patterns, &[]).unwrap_or_default();
@@ -81,12 +82,16 @@ pub fn context_report(params: &ReportParams<'_>) -> Result<ContextReport, Engine
     Ok(build(&journal, &view, &plain, &budget, &model, anchors_text.as_deref()))
 }
 
-fn system_tokens(workspace: &Path) -> u64 {
-    let mut text = SystemPrompt::load(workspace).text();
-    if let Ok(schemas) = serde_json::to_string(&crate::tools::specs()) {
-        text.push_str(&schemas);
-    }
-    u64::from(crate::tokens::count(&text))
+/// The system prompt's and the tool schemas' tokens together, and the schemas' alone: the
+/// built-in tools plus each MCP server's last listed tools (from the cache; no server is
+/// started for a report).
+fn system_tokens(workspace: &Path, config: &config::Config, home: &Path) -> (u64, u64) {
+    let prompt = u64::from(crate::tokens::count(&SystemPrompt::load(workspace).text()));
+    let mut specs = crate::tools::specs();
+    let servers = session::mcp_servers(config, workspace, home);
+    specs.extend(session::mcp_specs(&servers.offered_now()));
+    let schemas = serde_json::to_string(&specs).map_or(0, |s| u64::from(crate::tokens::count(&s)));
+    (prompt + schemas, schemas)
 }
 
 /// Whether each pinned note of `anchors_text` is carried verbatim by the view.
@@ -114,7 +119,11 @@ pub fn build(
         .as_ref()
         .map(|c| c.record.retained_ids.iter().collect())
         .unwrap_or_default();
-    let mut tokens = Tokens { system: budget.system_tokens(), ..Tokens::default() };
+    let mut tokens = Tokens {
+        system: budget.system_tokens() - budget.tool_schema_tokens(),
+        tools: budget.tool_schema_tokens(),
+        ..Tokens::default()
+    };
     let mut entries = Vec::with_capacity(view.items.len());
     for (item, &n) in view.items.iter().zip(&plain.tokens) {
         let kind = match item.kind {

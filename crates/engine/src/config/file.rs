@@ -43,6 +43,39 @@ struct FileConfig {
     #[serde(default)]
     redaction: FileRedaction,
     trusted_workspaces: Option<Spanned<Vec<String>>>,
+    #[serde(default)]
+    mcp_servers: BTreeMap<String, Spanned<FileMcpServer>>,
+}
+
+/// One `[mcp_servers.NAME]` table, in the shape Codex CLI uses (its key names, so a pasted
+/// block works), with `_ms` variants of the timeouts and `read_only_tools`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileMcpServer {
+    command: Option<Spanned<String>>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    #[serde(default)]
+    env_vars: Vec<Spanned<String>>,
+    cwd: Option<String>,
+    url: Option<Spanned<String>>,
+    bearer_token_env_var: Option<Spanned<String>>,
+    #[serde(default, alias = "headers")]
+    http_headers: BTreeMap<String, String>,
+    #[serde(default)]
+    env_http_headers: BTreeMap<String, Spanned<String>>,
+    enabled: Option<bool>,
+    startup_timeout_sec: Option<Spanned<f64>>,
+    startup_timeout_ms: Option<Spanned<u64>>,
+    tool_timeout_sec: Option<Spanned<f64>>,
+    tool_timeout_ms: Option<Spanned<u64>>,
+    enabled_tools: Option<Vec<String>>,
+    #[serde(default)]
+    disabled_tools: Vec<String>,
+    #[serde(default)]
+    read_only_tools: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -140,6 +173,11 @@ pub fn parse_scoped(path: &Path, text: &str, scope: Scope) -> Result<Config, Con
         }
         patterns.push(pattern.into_inner());
     }
+    let mut mcp_servers = Vec::with_capacity(file.mcp_servers.len());
+    for (name, table) in file.mcp_servers {
+        let span = table.span();
+        mcp_servers.push(mcp_server(name, table.into_inner(), span, &invalid)?);
+    }
     Ok(Config {
         provider,
         model: file.model,
@@ -161,7 +199,107 @@ pub fn parse_scoped(path: &Path, text: &str, scope: Scope) -> Result<Config, Con
         redaction: RedactionConfig { patterns },
         trusted_workspaces,
         untrusted: None,
+        mcp_servers,
     })
+}
+
+/// Checks one `[mcp_servers.NAME]` table: a stdio `command` or a `url`, never both; names of
+/// environment variables; positive timeouts.
+fn mcp_server(
+    name: String,
+    t: FileMcpServer,
+    span: Range<usize>,
+    invalid: &dyn Fn(Option<Range<usize>>, String) -> ConfigError,
+) -> Result<codewhale_mcp::ServerConfig, ConfigError> {
+    use codewhale_mcp::Transport;
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+        return Err(invalid(
+            Some(span),
+            format!(
+                "the server name {name:?} may only hold letters, digits, '_' and '-' (it becomes \
+                 part of its tools' names)"
+            ),
+        ));
+    }
+    let env_name = |v: &Spanned<String>| {
+        if valid_env_name(v.get_ref()) {
+            Ok(v.get_ref().clone())
+        } else {
+            Err(invalid(Some(v.span()), format!("{:?} is not an environment variable name", v.get_ref())))
+        }
+    };
+    let transport = match (t.command, t.url) {
+        (Some(command), None) => {
+            if command.get_ref().trim().is_empty() {
+                return Err(invalid(Some(command.span()), "the command is empty".into()));
+            }
+            Transport::Stdio {
+                command: command.into_inner(),
+                args: t.args,
+                env: t.env.into_iter().collect(),
+                env_vars: t.env_vars.iter().map(env_name).collect::<Result<_, _>>()?,
+                cwd: t.cwd.map(Into::into),
+            }
+        }
+        (None, Some(url)) => {
+            let text = url.get_ref();
+            if !(text.starts_with("http://") || text.starts_with("https://")) {
+                return Err(invalid(
+                    Some(url.span()),
+                    format!("{text:?} is not an http:// or https:// URL"),
+                ));
+            }
+            Transport::Http {
+                url: url.into_inner(),
+                bearer_token_env_var: t.bearer_token_env_var.as_ref().map(env_name).transpose()?,
+                headers: t.http_headers.into_iter().collect(),
+                env_headers: t
+                    .env_http_headers
+                    .iter()
+                    .map(|(h, v)| env_name(v).map(|v| (h.clone(), v)))
+                    .collect::<Result<_, _>>()?,
+            }
+        }
+        (Some(command), Some(_)) => {
+            return Err(invalid(
+                Some(command.span()),
+                "a server has either a `command` (stdio) or a `url` (streamable HTTP), not both"
+                    .into(),
+            ))
+        }
+        (None, None) => {
+            return Err(invalid(
+                Some(span),
+                format!("the server {name:?} needs a `command` (stdio) or a `url` (streamable HTTP)"),
+            ))
+        }
+    };
+    let duration = |sec: Option<Spanned<f64>>, ms: Option<Spanned<u64>>, default| {
+        match (sec, ms) {
+            (Some(s), _) if !(*s.get_ref() > 0.0 && s.get_ref().is_finite()) => {
+                Err(invalid(Some(s.span()), "must be a positive number of seconds".into()))
+            }
+            (Some(s), _) => Ok(std::time::Duration::from_secs_f64(*s.get_ref())),
+            (None, Some(m)) if *m.get_ref() == 0 => {
+                Err(invalid(Some(m.span()), "must be a positive number of milliseconds".into()))
+            }
+            (None, Some(m)) => Ok(std::time::Duration::from_millis(*m.get_ref())),
+            (None, None) => Ok(default),
+        }
+    };
+    let mut server = codewhale_mcp::ServerConfig::new(name, transport);
+    server.enabled = t.enabled.unwrap_or(true);
+    server.startup_timeout = duration(
+        t.startup_timeout_sec,
+        t.startup_timeout_ms,
+        codewhale_mcp::DEFAULT_STARTUP_TIMEOUT,
+    )?;
+    server.tool_timeout =
+        duration(t.tool_timeout_sec, t.tool_timeout_ms, codewhale_mcp::DEFAULT_TOOL_TIMEOUT)?;
+    server.enabled_tools = t.enabled_tools;
+    server.disabled_tools = t.disabled_tools;
+    server.read_only_tools = t.read_only_tools;
+    Ok(server)
 }
 
 fn valid_env_name(name: &str) -> bool {

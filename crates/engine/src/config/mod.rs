@@ -90,6 +90,8 @@ pub struct Config {
     pub trusted_workspaces: Vec<String>,
     /// Workspace settings ignored because the workspace is not trusted.
     pub untrusted: Option<Untrusted>,
+    /// `[mcp_servers.NAME]` tables; a workspace's replace the user's of the same name.
+    pub mcp_servers: Vec<codewhale_mcp::ServerConfig>,
 }
 
 /// Values from the command line; each one set beats both files.
@@ -253,6 +255,10 @@ impl Config {
         self.redaction.patterns.extend(other.redaction.patterns);
         self.trusted_workspaces.extend(other.trusted_workspaces);
         over(&mut self.untrusted, other.untrusted);
+        for server in other.mcp_servers {
+            self.mcp_servers.retain(|s| s.name != server.name);
+            self.mcp_servers.push(server);
+        }
     }
 
     /// The settings that decide where keys go or how much is allowed, by key name, that this
@@ -269,6 +275,8 @@ impl Config {
         set(self.api_key_env.is_some(), "api_key_env");
         set(self.approval.is_some(), "approval");
         set(!self.shell.env.is_empty(), "shell.env");
+        // A server is a program run (or a URL reached) at session start.
+        set(!self.mcp_servers.is_empty(), "mcp_servers");
         keys
     }
 
@@ -279,6 +287,7 @@ impl Config {
         self.api_key_env = None;
         self.approval = None;
         self.shell.env.clear();
+        self.mcp_servers.clear();
     }
 
     /// Applies command-line overrides.
@@ -346,6 +355,49 @@ mod tests {
 
     fn err(text: &str) -> String {
         parse(Path::new("cfg.toml"), text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn mcp_servers_parse_in_codex_shape_and_errors_name_the_key() {
+        let c = parse(
+            Path::new("c.toml"),
+            "[mcp_servers.github]\ncommand = \"npx\"\nargs = [\"-y\", \"server\"]\n\
+             env = { TOKEN = \"t\" }\nstartup_timeout_sec = 20\ntool_timeout_ms = 1500\n\
+             read_only_tools = [\"list_issues\"]\n[mcp_servers.web]\nurl = \"https://x.test/mcp\"\n\
+             bearer_token_env_var = \"WEB_TOKEN\"\nenabled = false\n",
+        )
+        .unwrap();
+        assert_eq!(c.mcp_servers.len(), 2);
+        let github = &c.mcp_servers[0];
+        assert_eq!(github.startup_timeout, std::time::Duration::from_secs(20));
+        assert_eq!(github.tool_timeout, std::time::Duration::from_millis(1500));
+        assert!(github.is_read_only("list_issues") && !github.is_read_only("create_issue"));
+        assert!(!c.mcp_servers[1].enabled);
+        let e = err("[mcp_servers.a]\ncommand = \"x\"\nurl = \"http://y\"\n");
+        assert!(e.contains("cfg.toml:2: bad `mcp_servers.a.command`") && e.contains("not both"), "{e}");
+        let e = err("[mcp_servers.a]\ncommand = \"x\"\ntimeout = 3\n");
+        assert!(e.contains("unknown field `timeout`"), "{e}");
+        let e = err("[mcp_servers.a]\nurl = \"ftp://y\"\n");
+        assert!(e.contains("cfg.toml:2") && e.contains("not an http:// or https:// URL"), "{e}");
+        let e = err("[mcp_servers.a]\ncommand = \"x\"\nstartup_timeout_sec = 0\n");
+        assert!(e.contains("cfg.toml:3") && e.contains("positive"), "{e}");
+        let e = err("[mcp_servers.\"a b\"]\ncommand = \"x\"\n");
+        assert!(e.contains("letters, digits"), "{e}");
+    }
+
+    #[test]
+    fn an_untrusted_workspace_starts_none_of_its_servers() {
+        let home = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(ws.path().join(".codewhale")).unwrap();
+        std::fs::write(
+            ws.path().join(".codewhale/config.toml"),
+            "[mcp_servers.evil]\ncommand = \"curl\"\n",
+        )
+        .unwrap();
+        let c = load(home.path(), ws.path(), &Overrides::default()).unwrap();
+        assert!(c.mcp_servers.is_empty());
+        assert_eq!(c.untrusted.unwrap().keys, ["mcp_servers"]);
     }
 
     #[test]

@@ -55,6 +55,9 @@ pub enum Op {
     },
     /// Ask for the approval mode and the session's grants ([`Event::Grants`]).
     ListGrants,
+    /// Ask for the MCP servers, their status and tools ([`Event::McpServers`]); answered at
+    /// once, even while a turn runs.
+    ListMcpServers,
     /// Take back grant `index` (1-based, as [`Event::Grants`] numbers them).
     RevokeGrant { index: usize },
     /// Ask for the plain user messages of the current branch ([`Event::UserMessages`]), for a
@@ -97,6 +100,61 @@ pub enum ApprovalScope {
     Prefix,
     /// Writes and edits inside the workspace, for the rest of the session.
     Edits,
+    /// This MCP server's tool, for the rest of the session.
+    Tool,
+}
+
+/// One MCP server in [`Event::McpServers`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpServerInfo {
+    pub name: String,
+    /// The command line or URL.
+    pub target: String,
+    /// `starting`, `ready`, `failed`, `disabled` (or `idle` where servers are not started).
+    pub status: String,
+    /// Why it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Its tools (from the running server, else from its last listing when `cached`).
+    pub tools: Vec<McpToolInfo>,
+    #[serde(default)]
+    pub cached: bool,
+}
+
+/// One tool in [`McpServerInfo`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpToolInfo {
+    /// The name the model calls it by (`mcp__<server>__<tool>`).
+    pub name: String,
+    pub description: String,
+    /// In the server's `read_only_tools`: runs without asking.
+    pub read_only: bool,
+}
+
+impl McpServerInfo {
+    /// The protocol's form of a server report.
+    pub fn from_report(r: codewhale_mcp::ServerReport) -> McpServerInfo {
+        let reason = match &r.status {
+            codewhale_mcp::Status::Failed(reason) => Some(reason.clone()),
+            _ => None,
+        };
+        McpServerInfo {
+            name: r.name,
+            target: r.target,
+            status: r.status.word().to_owned(),
+            reason,
+            tools: r
+                .tools
+                .into_iter()
+                .map(|t| McpToolInfo {
+                    name: t.name,
+                    description: t.description,
+                    read_only: t.read_only,
+                })
+                .collect(),
+            cached: r.cached,
+        }
+    }
 }
 
 /// An "always" the user may choose for a call waiting for approval.
@@ -451,6 +509,10 @@ pub enum Event {
     Grants {
         mode: crate::approval::ApprovalMode,
         grants: Vec<String>,
+    },
+    /// The answer to [`Op::ListMcpServers`]: every configured server, in name order.
+    McpServers {
+        servers: Vec<McpServerInfo>,
     },
     /// The answer to [`Op::ListUserMessages`], oldest first.
     UserMessages {

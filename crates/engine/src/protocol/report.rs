@@ -15,7 +15,11 @@ pub struct Tokens {
     pub total: u64,
     /// Whether `total` is the provider's (`reported`) or Codewhale's (`estimated`).
     pub source: Source,
+    /// The system prompt (instructions, `AGENTS.md`).
     pub system: u64,
+    /// The tool schemas offered with every request: the built-in tools and MCP servers'.
+    #[serde(default)]
+    pub tools: u64,
     pub anchors: u64,
     pub checkpoint: u64,
     pub retained: u64,

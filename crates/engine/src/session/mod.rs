@@ -23,7 +23,7 @@ use codewhale_journal::{
     render, Entry, EntryId, HeaderPayload, ItemContent, JournalFile, Payload, ToolResultPayload,
     View,
 };
-use codewhale_provider::{Client, RetryPolicy};
+use codewhale_provider::{Client, RetryPolicy, ToolSpec};
 
 use crate::approval::Policy;
 use crate::budget::Budget;
@@ -93,6 +93,10 @@ pub struct Session {
     pub(crate) redactor: Redactor,
     /// Process groups of shell calls still running; ended when the session closes.
     pub(crate) groups: Arc<ProcessGroups>,
+    /// The configured MCP servers (started by the engine task, stopped on close).
+    pub(crate) mcp: codewhale_mcp::Servers,
+    /// The MCP tools offered in requests, as last fixed ([`Session::refresh_mcp_tools`]).
+    pub(crate) mcp_specs: Vec<ToolSpec>,
 }
 
 impl Session {
@@ -159,6 +163,7 @@ impl Session {
         let hints = crate::hints::Hints::new(params.front_end, journal.journal().session_id())
             .with_home(params.home_hint.as_deref());
         let summary_backoff = crate::compaction::triggers::replay_backoff(journal.journal());
+        let mcp = mcp_servers(&params.config, &workspace, &params.home);
         let mut session = Session {
             journal,
             workspace: workspace.clone(),
@@ -178,7 +183,10 @@ impl Session {
             warned_over_threshold: false,
             redactor,
             groups: Arc::default(),
+            mcp,
+            mcp_specs: Vec::new(),
         };
+        session.mcp_specs = mcp_specs(&session.mcp.offered_now());
         session.refresh_system_prompt();
         session.replay_budget();
         Ok(session)
@@ -259,15 +267,45 @@ impl Session {
     /// and tool schemas. Compaction calls this after every pass.
     pub fn refresh_system_prompt(&mut self) {
         self.system = SystemPrompt::load(&self.workspace);
-        let mut text = self.system.text();
-        if let Ok(schemas) = serde_json::to_string(&tools::specs()) {
-            text.push_str(&schemas);
-        }
-        let tokens = match crate::tokens::count_if_ready(&text) {
+        let count = |text: &str| match crate::tokens::count_if_ready(text) {
             Some(n) => u64::from(n),
             None => crate::tokens::upper_bound_bytes(text.len() as u64),
         };
-        self.budget.set_system_tokens(tokens);
+        let prompt = count(&self.system.text());
+        let schemas = serde_json::to_string(&self.tool_specs()).map_or(0, |s| count(&s));
+        self.budget.set_system_tokens(prompt + schemas);
+        self.budget.set_tool_schema_tokens(schemas);
+    }
+
+    /// The tools offered in a request: the six built-in ones, then the MCP servers' tools.
+    pub fn tool_specs(&self) -> Vec<ToolSpec> {
+        let mut specs = tools::specs();
+        specs.extend(self.mcp_specs.iter().cloned());
+        specs
+    }
+
+    /// The session's MCP servers.
+    pub fn mcp(&self) -> &codewhale_mcp::Servers {
+        &self.mcp
+    }
+
+    /// Fixes (on the first call, possibly waiting for a server without a cached list) or
+    /// refreshes (after a server announced a change) the MCP tools the next request offers,
+    /// and recounts the schemas when they changed. `cancel` ends a wait.
+    pub async fn refresh_mcp_tools(&mut self, cancel: &tokio_util::sync::CancellationToken) {
+        if self.mcp.is_empty() {
+            return;
+        }
+        let servers = self.mcp.clone();
+        let offered = tokio::select! {
+            offered = servers.offered() => offered,
+            () = cancel.cancelled() => return,
+        };
+        let specs = mcp_specs(&offered);
+        if specs != self.mcp_specs {
+            self.mcp_specs = specs;
+            self.refresh_system_prompt();
+        }
     }
 
     /// The view at HEAD.
@@ -412,6 +450,7 @@ impl Session {
     /// Stops background commands, syncs the journal and releases its lock. After this returns,
     /// another process can open the session.
     pub async fn close(self) -> Result<(), EngineError> {
+        self.mcp.shutdown().await;
         let (groups, background) = (self.groups.clone(), self.background.clone());
         // Ending groups waits out their grace period: off the async workers.
         let _ = tokio::task::spawn_blocking(move || {
@@ -451,6 +490,34 @@ impl Session {
 }
 
 /// The notice shown once when a workspace's settings were left out for lack of trust.
+/// The configured MCP servers of `config`, not yet started; their cached tool lists live in
+/// the home's `mcp` directory. A server reads Codewhale's own environment only for the few
+/// variables passed through and those its table names.
+pub(crate) fn mcp_servers(config: &Config, workspace: &Path, home: &Path) -> codewhale_mcp::Servers {
+    codewhale_mcp::Servers::new(
+        config.mcp_servers.clone(),
+        workspace.to_path_buf(),
+        Some(home.join("mcp")),
+        Arc::new(|name: &str| std::env::var(name).ok()),
+    )
+}
+
+/// MCP tools as the provider request carries them.
+pub(crate) fn mcp_specs(offered: &[codewhale_mcp::OfferedTool]) -> Vec<ToolSpec> {
+    offered
+        .iter()
+        .map(|t| ToolSpec {
+            name: t.name.clone(),
+            description: if t.description.is_empty() {
+                format!("The tool `{}` of the MCP server `{}`.", t.tool, t.server)
+            } else {
+                t.description.clone()
+            },
+            input_schema: t.input_schema.clone(),
+        })
+        .collect()
+}
+
 fn untrusted_notice(untrusted: &crate::config::Untrusted, front_end: crate::FrontEnd) -> String {
     let how = match front_end {
         crate::FrontEnd::Tui => "start Codewhale here again and trust it when asked",

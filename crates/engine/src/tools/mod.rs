@@ -204,6 +204,8 @@ pub struct Assessment {
     pub protected: bool,
     /// The command of a shell call.
     pub command: Option<String>,
+    /// The server and tool of an MCP call.
+    pub mcp: Option<(String, String)>,
 }
 
 impl Assessment {
@@ -214,7 +216,20 @@ impl Assessment {
             leaves_workspace: self.leaves_workspace,
             protected: self.protected,
             command: self.command.as_deref(),
+            tool: self.mcp.as_ref().map(|(s, t)| (s.as_str(), t.as_str())),
         })
+    }
+
+    /// An MCP call of `server`'s `tool`: it runs without asking (and alongside other reads)
+    /// when the tool is one of the server's `read_only_tools`.
+    pub fn mcp(server: String, tool: String, read_only: bool) -> Assessment {
+        Assessment {
+            effect: Some(if read_only { Effect::Read } else { Effect::Tool }),
+            leaves_workspace: false,
+            protected: false,
+            command: None,
+            mcp: Some((server, tool)),
+        }
     }
 
     /// Read-only calls may run concurrently with each other.
@@ -244,11 +259,21 @@ pub fn assess(
             });
             let protected = names_protected
                 || writes && resolved.as_ref().is_some_and(|r| protected.covers(workspace, &r.path));
-            Assessment { effect: Some(call.effect()), leaves_workspace: leaves, protected, command }
+            Assessment {
+                effect: Some(call.effect()),
+                leaves_workspace: leaves,
+                protected,
+                command,
+                mcp: None,
+            }
         }
-        Err(_) => {
-            Assessment { effect: None, leaves_workspace: false, protected: false, command: None }
-        }
+        Err(_) => Assessment {
+            effect: None,
+            leaves_workspace: false,
+            protected: false,
+            command: None,
+            mcp: None,
+        },
     }
 }
 
@@ -455,8 +480,13 @@ mod tests {
         let ws = std::fs::canonicalize(dir.path()).unwrap();
         let none = Protected::default();
         let a = assess(&ws, &none, "read_file", &json!({"path": "/etc/hosts"}));
-        let read =
-            Assessment { effect: Some(Effect::Read), leaves_workspace: true, protected: false, command: None };
+        let read = Assessment {
+            effect: Some(Effect::Read),
+            leaves_workspace: true,
+            protected: false,
+            command: None,
+            mcp: None,
+        };
         assert_eq!(a, read);
         let a = assess(
             &ws,
@@ -464,8 +494,13 @@ mod tests {
             "edit_file",
             &json!({"path": "a", "old_string": "x", "new_string": "y"}),
         );
-        let write =
-            Assessment { effect: Some(Effect::Write), leaves_workspace: false, protected: false, command: None };
+        let write = Assessment {
+            effect: Some(Effect::Write),
+            leaves_workspace: false,
+            protected: false,
+            command: None,
+            mcp: None,
+        };
         assert_eq!(a, write);
         assert!(assess(&ws, &none, "shell", &json!({"command": "ls"})).summary().is_some());
         assert!(assess(&ws, &none, "nope", &json!({})).is_read_only());

@@ -44,9 +44,13 @@ pub(crate) async fn run_calls(
 ) -> Result<bool, EngineError> {
     let tool_ctx = ctx.session.tool_context(ctx.cancel.clone());
     let protected = ctx.session.protected();
+    let mcp = ctx.session.mcp().clone();
     let assessments: Vec<Assessment> = calls
         .iter()
-        .map(|c| tools::assess(ctx.session.workspace(), &protected, &c.name, &c.input))
+        .map(|c| match mcp.resolve(&c.name) {
+            Some((server, tool, read_only)) => Assessment::mcp(server, tool, read_only),
+            None => tools::assess(ctx.session.workspace(), &protected, &c.name, &c.input),
+        })
         .collect();
     let mut i = 0;
     let mut interrupted = false;
@@ -86,7 +90,7 @@ pub(crate) async fn run_calls(
             calls[i..end]
                 .iter()
                 .zip(&progress)
-                .map(|(c, p)| tools::execute(&tool_ctx, &c.name, &c.input, p.as_ref())),
+                .map(|(c, p)| run_one(&tool_ctx, &mcp, c, p.as_ref())),
         )
         .await;
         for (call, output) in calls[i..end].iter().zip(outputs) {
@@ -105,6 +109,23 @@ pub(crate) async fn run_calls(
         finish(ctx, call, ToolOutput::error(INTERRUPTED_RESULT), CallEnd::Interrupted)?;
     }
     Ok(!interrupted && !ctx.cancel.is_cancelled())
+}
+
+/// Runs one call: an MCP server's tool (any `mcp__` name, offered or not — a name that was not
+/// offered gets an error result saying its server is not available) or a built-in tool.
+async fn run_one(
+    tool_ctx: &tools::ToolContext,
+    mcp: &codewhale_mcp::Servers,
+    call: &ToolCall,
+    progress: &(dyn Fn(&[u8]) + Send + Sync),
+) -> ToolOutput {
+    if call.name.starts_with(codewhale_mcp::PREFIX) {
+        let out = mcp.call(&call.name, &call.input, &tool_ctx.cancel).await;
+        let bytes = out.text.len() as u64;
+        let content = tools::output::cap(&out.text, tools::output::MAX_OUTPUT_BYTES);
+        return ToolOutput { content, is_error: out.is_error, bytes };
+    }
+    tools::execute(tool_ctx, &call.name, &call.input, progress).await
 }
 
 fn allowed_without_asking(ctx: &TurnCtx<'_>, a: &Assessment) -> bool {
@@ -172,6 +193,7 @@ fn scope_of(grant: &Grant) -> ApprovalScope {
         Grant::Command(_) => ApprovalScope::Command,
         Grant::Prefix(_) => ApprovalScope::Prefix,
         Grant::Edits => ApprovalScope::Edits,
+        Grant::Tool { .. } => ApprovalScope::Tool,
     }
 }
 

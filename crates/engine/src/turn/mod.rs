@@ -205,6 +205,10 @@ async fn drive(
             return Ok(TurnOutcome { status: TurnStatus::Interrupted, text: String::new() });
         }
         before_request(ctx).await?;
+        // MCP tools are fixed (or refreshed after a server announced a change) before the
+        // view is fitted, so the fit counts their schemas.
+        let cancel = ctx.cancel.clone();
+        ctx.session.refresh_mcp_tools(&cancel).await;
         let view = ctx.session.render();
         let (view, trimmed) = match crate::compaction::triggers::fit_view(ctx, view).await {
             Ok(fitted) => fitted,
@@ -225,7 +229,7 @@ async fn drive(
             RequestParams {
                 model: ctx.session.model(),
                 system: ctx.session.system_prompt(),
-                tools: crate::tools::specs(),
+                tools: ctx.session.tool_specs(),
                 max_output_tokens: u32::try_from(max_output).unwrap_or(u32::MAX),
             },
         );

@@ -5,6 +5,7 @@ mod common;
 mod compaction;
 mod compaction_passes;
 mod interrupt;
+mod mcp;
 mod never_stuck;
 mod one_truth;
 mod protocol;

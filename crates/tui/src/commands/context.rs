@@ -53,6 +53,7 @@ pub fn human(r: &ContextReport) -> String {
     );
     let parts = [
         ('S', "system", t.system),
+        ('X', "tool schemas", t.tools),
         ('A', "anchors", t.anchors),
         ('C', "checkpoint", t.checkpoint),
         ('R', "retained", t.retained),
@@ -142,7 +143,8 @@ mod tests {
             tokens: Tokens {
                 total: 500,
                 source: Source::Reported,
-                system: 100,
+                system: 60,
+                tools: 40,
                 anchors: 20,
                 checkpoint: 80,
                 retained: 40,

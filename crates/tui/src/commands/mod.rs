@@ -6,6 +6,7 @@ pub mod context;
 pub mod exec;
 pub mod interactive;
 pub mod journal_check;
+pub mod mcp;
 pub mod notices;
 pub mod probe;
 pub mod resume;

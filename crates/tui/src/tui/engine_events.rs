@@ -117,6 +117,7 @@ impl App {
                 );
             }
             Event::Grants { mode, grants } => self.show_grants(mode, grants),
+            Event::McpServers { servers } => self.show_mcp_servers(servers),
             Event::UserMessages { messages } => self.show_branch_points(messages, pending),
             Event::Usage { pressure, usable_input, window_unverified, model, .. } => {
                 self.gauge = Some(Gauge { pressure, usable_input, window_unverified });

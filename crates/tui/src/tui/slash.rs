@@ -17,12 +17,13 @@ pub enum SlashCommand {
     Rewind,
     Model,
     Approval,
+    Mcp,
     Help,
     Quit,
 }
 
 /// In table order (the order of `/help` and the completion popup).
-pub const ALL: [SlashCommand; 13] = [
+pub const ALL: [SlashCommand; 14] = [
     SlashCommand::Compact,
     SlashCommand::Context,
     SlashCommand::Anchor,
@@ -34,6 +35,7 @@ pub const ALL: [SlashCommand; 13] = [
     SlashCommand::Rewind,
     SlashCommand::Model,
     SlashCommand::Approval,
+    SlashCommand::Mcp,
     SlashCommand::Help,
     SlashCommand::Quit,
 ];
@@ -53,6 +55,7 @@ impl SlashCommand {
             SlashCommand::Rewind => "rewind",
             SlashCommand::Model => "model",
             SlashCommand::Approval => "approval",
+            SlashCommand::Mcp => "mcp",
             SlashCommand::Help => "help",
             SlashCommand::Quit => "quit",
         }
@@ -69,6 +72,7 @@ impl SlashCommand {
             SlashCommand::Model => "<model>",
             SlashCommand::Context
             | SlashCommand::Approval
+            | SlashCommand::Mcp
             | SlashCommand::New
             | SlashCommand::Sessions
             | SlashCommand::Help
@@ -103,6 +107,9 @@ impl SlashCommand {
             SlashCommand::Approval => {
                 "Show the approval mode and this session's \"always\" grants; d revokes one."
             }
+            SlashCommand::Mcp => {
+                "Show the MCP servers: each one's status (starting, ready, failed and why) and its tools."
+            }
             SlashCommand::Model => "Use another model from the next request on.",
             SlashCommand::Help => "List the commands and keys.",
             SlashCommand::Quit => "Leave Codewhale (the session is saved as it goes).",
@@ -115,6 +122,7 @@ impl SlashCommand {
         match self {
             SlashCommand::Context
             | SlashCommand::Approval
+            | SlashCommand::Mcp
             | SlashCommand::Help
             | SlashCommand::Quit => true,
             SlashCommand::Sessions

@@ -67,6 +67,9 @@ impl App {
             SlashCommand::Approval => {
                 self.submit(Op::ListGrants);
             }
+            SlashCommand::Mcp => {
+                self.submit(Op::ListMcpServers);
+            }
             SlashCommand::Fork => self.move_head(Op::Fork { at: args }),
             SlashCommand::Checkout => self.move_head(Op::Checkout { to: args }),
             SlashCommand::Rewind => self.move_head(Op::Rewind { to: args }),
@@ -170,6 +173,45 @@ impl App {
             "d revoke · Esc close",
         );
         view.revocable = true;
+        self.views.push(Box::new(view));
+    }
+
+    /// `/mcp`: each server with its status, then its tools.
+    pub(crate) fn show_mcp_servers(
+        &mut self,
+        servers: Vec<codewhale_engine::protocol::McpServerInfo>,
+    ) {
+        self.views.retain(|v| !v.is_mcp());
+        let mut choices = Vec::new();
+        for server in servers {
+            let state = match (&server.reason, server.status.as_str()) {
+                (Some(reason), _) => format!("failed: {reason}"),
+                (None, "ready") => format!("ready with {} tools", server.tools.len()),
+                (None, "starting") if server.cached => {
+                    format!("starting ({} tools from its last listing)", server.tools.len())
+                }
+                (None, status) => status.to_owned(),
+            };
+            choices.push(Choice {
+                label: format!("{} · {state} · {}", server.name, server.target),
+                action: ViewAction::Stay,
+            });
+            for tool in server.tools {
+                let read_only = if tool.read_only { " (runs without asking)" } else { "" };
+                let description = tool.description.lines().next().unwrap_or_default().to_owned();
+                choices.push(Choice {
+                    label: format!("    {}{read_only} — {description}", tool.name),
+                    action: ViewAction::Stay,
+                });
+            }
+        }
+        let mut view = ChoiceView::new(
+            "MCP servers".to_owned(),
+            choices,
+            "no MCP servers: add [mcp_servers.NAME] tables to config.toml (see docs/mcp.md)",
+            "Esc close",
+        );
+        view.mcp = true;
         self.views.push(Box::new(view));
     }
 

@@ -69,6 +69,11 @@ pub trait View: std::fmt::Debug + Send {
     fn is_grants(&self) -> bool {
         false
     }
+
+    /// Whether this is the `/mcp` list (replaced by a newer one).
+    fn is_mcp(&self) -> bool {
+        false
+    }
 }
 
 pub(crate) fn frame(title: &str, area: Rect, buf: &mut Buffer) -> Rect {
@@ -174,6 +179,8 @@ pub struct ChoiceView {
     pub footer: String,
     /// `d` and Delete revoke the chosen grant (the `/approval` view).
     pub revocable: bool,
+    /// The `/mcp` view: a report; Enter closes it.
+    pub mcp: bool,
     selected: usize,
 }
 
@@ -190,6 +197,7 @@ impl ChoiceView {
             empty: empty.to_owned(),
             footer: footer.to_owned(),
             revocable: false,
+            mcp: false,
             selected: 0,
         }
     }
@@ -204,6 +212,10 @@ impl ChoiceView {
 impl View for ChoiceView {
     fn is_grants(&self) -> bool {
         self.revocable
+    }
+
+    fn is_mcp(&self) -> bool {
+        self.mcp
     }
 
     fn desired_height(&self, _width: u16) -> u16 {
@@ -232,7 +244,7 @@ impl View for ChoiceView {
             KeyCode::Char('d') | KeyCode::Delete if self.revocable && !self.choices.is_empty() => {
                 ViewAction::Revoke(self.selected + 1)
             }
-            KeyCode::Enter if self.revocable => ViewAction::Close,
+            KeyCode::Enter if self.revocable || self.mcp => ViewAction::Close,
             KeyCode::Enter => match self.choices.get(self.selected) {
                 Some(choice) => choice.action.clone(),
                 None => ViewAction::Close,

@@ -1,6 +1,7 @@
 mod composer_pty;
 mod exec;
 mod journal_check;
+mod mcp_cli;
 mod pty;
 mod screen_pty;
 mod sessions;

@@ -102,7 +102,8 @@ pub(super) fn report() -> ContextReport {
         tokens: Tokens {
             total: 30_000,
             source: Source::Reported,
-            system: 3_000,
+            system: 1_000,
+            tools: 2_000,
             anchors: 100,
             checkpoint: 2_000,
             retained: 900,
@@ -249,4 +250,46 @@ fn the_trust_question_shows_the_settings_and_takes_an_answer() {
         assert!(h.app.views.is_empty());
         assert_eq!(h.effects(), [Effect::Trust { trusted }]);
     }
+}
+
+#[test]
+fn mcp_servers_view_shows_status_reasons_and_tools() {
+    use codewhale_engine::protocol::{McpServerInfo, McpToolInfo};
+    let mut h = Harness::new();
+    h.type_str("/mcp");
+    h.enter();
+    assert_eq!(h.ops(), [Op::ListMcpServers]);
+    let tool = |name: &str, description: &str, read_only| McpToolInfo {
+        name: name.into(),
+        description: description.into(),
+        read_only,
+    };
+    let servers = vec![
+        McpServerInfo {
+            name: "everything".into(),
+            target: "node server-everything stdio".into(),
+            status: "ready".into(),
+            reason: None,
+            tools: vec![
+                tool("mcp__everything__echo", "Echoes back the input", true),
+                tool("mcp__everything__get-sum", "Returns the sum of two numbers", false),
+            ],
+            cached: false,
+        },
+        McpServerInfo {
+            name: "github".into(),
+            target: "npx -y @modelcontextprotocol/server-github".into(),
+            status: "failed".into(),
+            reason: Some("did not finish starting within 10 s".into()),
+            tools: Vec::new(),
+            cached: false,
+        },
+    ];
+    h.engine(1, Event::McpServers { servers });
+    let screen = h.screen();
+    assert!(screen.contains("everything · ready with 2 tools"), "{screen}");
+    assert!(screen.contains("github · failed: did not finish starting within 10 s"), "{screen}");
+    insta::assert_snapshot!(screen);
+    h.key(KeyCode::Enter, KeyModifiers::NONE);
+    assert!(!h.screen().contains("MCP servers"), "Enter closes the report");
 }

@@ -1,0 +1,186 @@
+//! Connecting to one server with rmcp: a child process over stdio or a streamable-HTTP
+//! endpoint, the MCP handshake, and what the server tells us on its own (its tool list
+//! changed).
+//!
+//! Invariants: a stdio server runs in its own process group with a cleared environment plus
+//! [`PASSED_THROUGH`] and what its table sets — Codewhale's API keys never reach a server that
+//! was not given them; its stderr is read into the log (never onto the terminal) and the last
+//! lines are kept to explain a failure; the caller bounds the handshake with the server's
+//! startup timeout.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use tokio::io::AsyncBufReadExt;
+
+use crate::config::{ServerConfig, Transport};
+
+/// Variables of Codewhale's environment every stdio server gets: what programs need to find
+/// themselves, their home, their locale and a proxy. Nothing that holds a secret.
+pub const PASSED_THROUGH: &[&str] = &[
+    "HOME",
+    "PATH",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "TERM",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TMPDIR",
+    "TZ",
+    "XDG_CONFIG_HOME",
+    "XDG_CACHE_HOME",
+    "XDG_DATA_HOME",
+    "XDG_RUNTIME_DIR",
+    "NODE_EXTRA_CA_CERTS",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+];
+
+/// How many of a server's last stderr lines explain its failure.
+const STDERR_LINES: usize = 5;
+
+/// A live connection.
+pub type Service = RunningService<RoleClient, Handler>;
+
+/// Why a server could not be reached.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error("cannot start `{command}`: {source}")]
+    Spawn { command: String, source: std::io::Error },
+    #[error("the variable {0} (named by bearer_token_env_var or env_http_headers) is not set")]
+    MissingVariable(String),
+    #[error("{0:?} is not a valid HTTP header")]
+    BadHeader(String),
+    #[error("the MCP handshake failed: {0}")]
+    Handshake(String),
+}
+
+/// Receives the server's notifications.
+#[derive(Debug, Clone)]
+pub struct Handler {
+    pub(crate) tools_changed: tokio::sync::mpsc::UnboundedSender<()>,
+}
+
+impl ClientHandler for Handler {
+    async fn on_tool_list_changed(&self, _cx: NotificationContext<RoleClient>) {
+        let _ = self.tools_changed.send(());
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("codewhale", env!("CARGO_PKG_VERSION")),
+        )
+    }
+}
+
+/// The last lines a stdio server wrote to stderr.
+#[derive(Debug, Clone, Default)]
+pub struct StderrTail(Arc<Mutex<VecDeque<String>>>);
+
+impl StderrTail {
+    fn push(&self, line: String) {
+        if let Ok(mut lines) = self.0.lock() {
+            if lines.len() == STDERR_LINES {
+                lines.pop_front();
+            }
+            lines.push_back(line);
+        }
+    }
+
+    /// The last line, if the server wrote any.
+    pub fn last(&self) -> Option<String> {
+        self.0.lock().ok().and_then(|l| l.back().cloned())
+    }
+}
+
+/// Starts (or reaches) the server and performs the handshake. `var` reads Codewhale's
+/// environment.
+pub async fn connect(
+    config: &ServerConfig,
+    workspace: &Path,
+    var: &(dyn Fn(&str) -> Option<String> + Send + Sync),
+    handler: Handler,
+    stderr: &StderrTail,
+) -> Result<Service, ConnectError> {
+    match &config.transport {
+        Transport::Stdio { command, args, env, env_vars, cwd } => {
+            let mut cmd = tokio::process::Command::new(command);
+            cmd.args(args).env_clear().kill_on_drop(true);
+            for name in PASSED_THROUGH.iter().copied().chain(env_vars.iter().map(String::as_str)) {
+                if let Some(value) = var(name) {
+                    cmd.env(name, value);
+                }
+            }
+            cmd.envs(env.iter().map(|(k, v)| (k, v)));
+            let dir = cwd.as_ref().map_or_else(|| workspace.to_path_buf(), |c| workspace.join(c));
+            cmd.current_dir(dir);
+            let mut wrap = process_wrap::tokio::CommandWrap::from(cmd);
+            wrap.wrap(process_wrap::tokio::ProcessGroup::leader());
+            let spawn_error = |source| ConnectError::Spawn { command: command.clone(), source };
+            let (transport, pipe) = TokioChildProcess::builder(wrap)
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .map_err(spawn_error)?;
+            if let Some(pipe) = pipe {
+                let tail = stderr.clone();
+                let server = config.name.clone();
+                tokio::spawn(async move {
+                    let mut lines = tokio::io::BufReader::new(pipe).lines();
+                    while let Ok(Some(line)) = lines.next_line().await {
+                        tracing::debug!(server, "stderr: {line}");
+                        tail.push(line);
+                    }
+                });
+            }
+            handler.serve(transport).await.map_err(|e| ConnectError::Handshake(e.to_string()))
+        }
+        Transport::Http { url, bearer_token_env_var, headers, env_headers } => {
+            install_crypto();
+            let mut transport_config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+            if let Some(name) = bearer_token_env_var {
+                let token = var(name).ok_or_else(|| ConnectError::MissingVariable(name.clone()))?;
+                transport_config = transport_config.auth_header(token);
+            }
+            let mut map = HashMap::new();
+            let named = env_headers.iter().map(|(header, name)| {
+                var(name)
+                    .map(|value| (header.clone(), value))
+                    .ok_or_else(|| ConnectError::MissingVariable(name.clone()))
+            });
+            for pair in headers.iter().cloned().map(Ok).chain(named) {
+                let (name, value) = pair?;
+                let header = http::HeaderName::try_from(name.as_str())
+                    .map_err(|_| ConnectError::BadHeader(name.clone()))?;
+                let value = http::HeaderValue::try_from(value.as_str())
+                    .map_err(|_| ConnectError::BadHeader(name.clone()))?;
+                map.insert(header, value);
+            }
+            if !map.is_empty() {
+                transport_config = transport_config.custom_headers(map);
+            }
+            let transport = StreamableHttpClientTransport::from_config(transport_config);
+            handler.serve(transport).await.map_err(|e| ConnectError::Handshake(e.to_string()))
+        }
+    }
+}
+
+/// rmcp's HTTP client needs a process-wide TLS crypto provider; ring is the one the rest of
+/// Codewhale uses. Installing twice is harmless.
+fn install_crypto() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}

@@ -1,0 +1,678 @@
+//! The session's MCP servers: started in the background, their status, the tools offered to
+//! the model, and calls.
+//!
+//! Invariants:
+//! - starting never blocks: [`Servers::start`] spawns one task per server and returns;
+//! - the tools offered for a server are fixed the first time a request needs them (the live
+//!   list if the server is ready, else the cached list of its last listing, else — with no
+//!   cache — whatever the server lists before its startup timeout) and change only when the
+//!   server says its list changed, so the request prefix stays stable for prompt caching;
+//! - a server that fails to start or stops is reported once through the reporter, and every
+//!   later call of its tools gets an error result that says so — a call always gets a result;
+//! - a call waits for its server only while the server is still starting (up to its startup
+//!   timeout) and for at most the tool timeout once it runs; an interruption cancels it.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::Peer;
+use rmcp::RoleClient;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::client::{self, Handler, StderrTail};
+use crate::config::ServerConfig;
+use crate::names;
+use crate::tools::{ToolCache, ToolInfo};
+
+/// Reads a variable of Codewhale's environment.
+pub type EnvReader = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+/// Receives what the user should hear about servers.
+pub type Reporter = Arc<dyn Fn(ServerEvent) + Send + Sync>;
+
+/// Something the user should be told about a server (once).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServerEvent {
+    /// It could not be started or reached; the session goes on without it.
+    Failed { server: String, reason: String },
+    /// It was running and stopped.
+    Stopped { server: String, reason: String },
+    /// It announced a new tool list; the next request offers it.
+    ToolsChanged { server: String, tools: usize },
+}
+
+/// Where a server is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Status {
+    /// `enabled = false`.
+    Disabled,
+    /// Configured, but the session has not started it (a command that needs no servers).
+    Idle,
+    Starting,
+    Ready,
+    Failed(String),
+}
+
+impl Status {
+    /// One word for lists: `starting`, `ready`, `failed`, `disabled`, `idle`.
+    pub fn word(&self) -> &'static str {
+        match self {
+            Status::Disabled => "disabled",
+            Status::Idle => "idle",
+            Status::Starting => "starting",
+            Status::Ready => "ready",
+            Status::Failed(_) => "failed",
+        }
+    }
+}
+
+/// A server as `/mcp` and `mcp list` show it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerReport {
+    pub name: String,
+    /// The command line or URL.
+    pub target: String,
+    pub status: Status,
+    /// Its tools (live, else from the cache), with the names the model sees them by.
+    pub tools: Vec<ReportedTool>,
+    /// Whether `tools` comes from the cache rather than the running server.
+    pub cached: bool,
+}
+
+/// One tool in a [`ServerReport`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReportedTool {
+    pub name: String,
+    pub description: String,
+    /// In `read_only_tools`: runs without asking.
+    pub read_only: bool,
+}
+
+/// A tool as the model is offered it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OfferedTool {
+    /// `mcp__<server>__<tool>`, cut to the providers' limits.
+    pub name: String,
+    pub server: String,
+    pub tool: String,
+    pub description: String,
+    /// The input schema, sanitized for both providers.
+    pub input_schema: Value,
+}
+
+/// What a call returned, as the model will read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallOutput {
+    pub text: String,
+    pub is_error: bool,
+}
+
+impl CallOutput {
+    fn error(text: String) -> CallOutput {
+        CallOutput { text, is_error: true }
+    }
+}
+
+#[derive(Debug)]
+struct State {
+    status: Status,
+    peer: Option<Peer<RoleClient>>,
+    /// The running server's list (filtered).
+    live: Option<Vec<ToolInfo>>,
+    /// The list of the last successful listing in an earlier session (filtered).
+    cached: Option<Vec<ToolInfo>>,
+    /// What this session offers, once fixed.
+    offered: Option<Vec<ToolInfo>>,
+    /// When the server was started: its startup deadline counts from here.
+    started: Option<Instant>,
+    reported: bool,
+}
+
+#[derive(Debug)]
+struct Server {
+    config: ServerConfig,
+    state: Mutex<State>,
+    /// Bumped on every status change; waiters watch it.
+    changed: tokio::sync::watch::Sender<u64>,
+    stderr: StderrTail,
+}
+
+impl Server {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        // A poisoned lock only means a panic elsewhere; the state itself stays consistent.
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn set_status(&self, status: Status) {
+        self.lock().status = status;
+        self.changed.send_modify(|v| *v += 1);
+    }
+}
+
+struct Inner {
+    servers: Vec<Arc<Server>>,
+    cache: Option<ToolCache>,
+    workspace: PathBuf,
+    var: EnvReader,
+    reporter: Mutex<Option<Reporter>>,
+    /// The offered names → (server index, tool name), as of the last [`Servers::offered`].
+    names: Mutex<BTreeMap<String, (usize, String)>>,
+    shutdown: CancellationToken,
+    tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Servers").field("servers", &self.servers.len()).finish()
+    }
+}
+
+/// The session's MCP servers. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Servers {
+    inner: Arc<Inner>,
+}
+
+impl Default for Servers {
+    fn default() -> Servers {
+        Servers::new(Vec::new(), PathBuf::new(), None, Arc::new(|_: &str| None))
+    }
+}
+
+impl Servers {
+    /// The configured servers (in name order), not yet started. `cache_dir` holds the tool
+    /// lists of earlier sessions; `workspace` is a stdio server's default directory.
+    pub fn new(
+        mut configs: Vec<ServerConfig>,
+        workspace: PathBuf,
+        cache_dir: Option<PathBuf>,
+        var: EnvReader,
+    ) -> Servers {
+        configs.sort_by(|a, b| a.name.cmp(&b.name));
+        let cache = cache_dir.map(ToolCache::new);
+        let servers = configs
+            .into_iter()
+            .map(|config| {
+                let cached = cache
+                    .as_ref()
+                    .and_then(|c| c.load(&config.name, &config.fingerprint()))
+                    .map(|tools| filtered(&config, tools));
+                let status = if config.enabled { Status::Idle } else { Status::Disabled };
+                Arc::new(Server {
+                    state: Mutex::new(State {
+                        status,
+                        peer: None,
+                        live: None,
+                        cached,
+                        offered: None,
+                        started: None,
+                        reported: false,
+                    }),
+                    config,
+                    changed: tokio::sync::watch::channel(0).0,
+                    stderr: StderrTail::default(),
+                })
+            })
+            .collect();
+        Servers {
+            inner: Arc::new(Inner {
+                servers,
+                cache,
+                workspace,
+                var,
+                reporter: Mutex::new(None),
+                names: Mutex::new(BTreeMap::new()),
+                shutdown: CancellationToken::new(),
+                tasks: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+
+    /// Whether any server is configured.
+    pub fn is_empty(&self) -> bool {
+        self.inner.servers.is_empty()
+    }
+
+    /// Starts every enabled server in the background (must run inside a tokio runtime);
+    /// `reporter` hears failures, stops and tool-list changes. Calling it again does nothing.
+    pub fn start(&self, reporter: Reporter) {
+        if let Ok(mut slot) = self.inner.reporter.lock() {
+            if slot.is_some() {
+                return;
+            }
+            *slot = Some(reporter);
+        }
+        for (index, server) in self.inner.servers.iter().enumerate() {
+            if !server.config.enabled {
+                continue;
+            }
+            server.lock().started = Some(Instant::now());
+            server.set_status(Status::Starting);
+            let inner = self.inner.clone();
+            let task = tokio::spawn(async move { run_server(inner, index).await });
+            if let Ok(mut tasks) = self.inner.tasks.lock() {
+                tasks.push(task);
+            }
+        }
+    }
+
+    /// Every configured server with its status and tools.
+    pub fn reports(&self) -> Vec<ServerReport> {
+        let names = self.inner.names.lock().map(|n| n.clone()).unwrap_or_default();
+        self.inner
+            .servers
+            .iter()
+            .enumerate()
+            .map(|(index, server)| {
+                let state = server.lock();
+                let (tools, cached) = match (&state.live, &state.cached) {
+                    (Some(live), _) => (live.clone(), false),
+                    (None, Some(cached)) => (cached.clone(), true),
+                    (None, None) => (Vec::new(), false),
+                };
+                let offered_name = |tool: &str| {
+                    names
+                        .iter()
+                        .find(|(_, (i, t))| *i == index && t == tool)
+                        .map(|(name, _)| name.clone())
+                };
+                let fallback = names::qualify(
+                    &tools
+                        .iter()
+                        .map(|t| (server.config.name.as_str(), t.name.as_str()))
+                        .collect::<Vec<_>>(),
+                );
+                let tools = tools
+                    .iter()
+                    .zip(fallback)
+                    .map(|(t, fallback)| ReportedTool {
+                        name: offered_name(&t.name).unwrap_or(fallback),
+                        description: t.description.clone(),
+                        read_only: server.config.is_read_only(&t.name),
+                    })
+                    .collect();
+                ServerReport {
+                    name: server.config.name.clone(),
+                    target: server.config.describe(),
+                    status: state.status.clone(),
+                    tools,
+                    cached,
+                }
+            })
+            .collect()
+    }
+
+    /// Waits until no started server is still starting (each up to its startup timeout).
+    pub async fn settle(&self) {
+        let waits = self.inner.servers.iter().map(|s| wait_started(s));
+        futures::future::join_all(waits).await;
+    }
+
+    /// The tools to offer in a request (see the module invariants). Fixes each server's list
+    /// the first time; may wait for a server without a cached list, up to its startup timeout.
+    pub async fn offered(&self) -> Vec<OfferedTool> {
+        let waits = self.inner.servers.iter().map(|server| async move {
+            if server.lock().offered.is_some() {
+                return;
+            }
+            let needs_wait = {
+                let state = server.lock();
+                state.live.is_none() && state.cached.is_none()
+            };
+            if needs_wait {
+                wait_started(server).await;
+            }
+            let mut state = server.lock();
+            // A server that already failed offers nothing: its tools could only fail.
+            if state.offered.is_none() && matches!(state.status, Status::Starting | Status::Ready) {
+                state.offered = state.live.clone().or_else(|| state.cached.clone());
+            }
+        });
+        futures::future::join_all(waits).await;
+        self.listing(|state| state.offered.clone(), true)
+    }
+
+    /// What would be offered now, without waiting or fixing anything: each server's fixed
+    /// list, else its live one, else its cached one (`codewhale context` counts these).
+    pub fn offered_now(&self) -> Vec<OfferedTool> {
+        self.listing(
+            |state| {
+                state
+                    .offered
+                    .clone()
+                    .or_else(|| state.live.clone())
+                    .or_else(|| state.cached.clone())
+            },
+            false,
+        )
+    }
+
+    fn listing(
+        &self,
+        pick: impl Fn(&State) -> Option<Vec<ToolInfo>>,
+        remember: bool,
+    ) -> Vec<OfferedTool> {
+        let mut entries = Vec::new();
+        for (index, server) in self.inner.servers.iter().enumerate() {
+            if !server.config.enabled {
+                continue;
+            }
+            for tool in pick(&server.lock()).into_iter().flatten() {
+                entries.push((index, tool));
+            }
+        }
+        let pairs: Vec<(&str, &str)> = entries
+            .iter()
+            .map(|(i, t)| (self.inner.servers[*i].config.name.as_str(), t.name.as_str()))
+            .collect();
+        let qualified = names::qualify(&pairs);
+        let mut map = BTreeMap::new();
+        let offered = entries
+            .iter()
+            .zip(qualified)
+            .map(|((index, tool), name)| {
+                map.insert(name.clone(), (*index, tool.name.clone()));
+                OfferedTool {
+                    name,
+                    server: self.inner.servers[*index].config.name.clone(),
+                    tool: tool.name.clone(),
+                    description: tool.description.clone(),
+                    input_schema: names::sanitize_schema(&tool.input_schema),
+                }
+            })
+            .collect();
+        if remember {
+            if let Ok(mut names) = self.inner.names.lock() {
+                *names = map;
+            }
+        }
+        offered
+    }
+
+    /// The server and tool an offered name stands for, and whether the tool is one of the
+    /// server's `read_only_tools`. `None` for a name that was not offered.
+    pub fn resolve(&self, name: &str) -> Option<(String, String, bool)> {
+        let names = self.inner.names.lock().ok()?;
+        let (index, tool) = names.get(name)?;
+        let config = &self.inner.servers.get(*index)?.config;
+        Some((config.name.clone(), tool.clone(), config.is_read_only(tool)))
+    }
+
+    /// Calls the tool an offered `name` stands for. Never fails: every problem is an error
+    /// output the model reads. `cancel` interrupts it.
+    pub async fn call(
+        &self,
+        name: &str,
+        arguments: &Value,
+        cancel: &CancellationToken,
+    ) -> CallOutput {
+        let Some((index, tool)) = self.inner.names.lock().ok().and_then(|n| n.get(name).cloned())
+        else {
+            return CallOutput::error(unavailable_name(name));
+        };
+        let Some(server) = self.inner.servers.get(index).cloned() else {
+            return CallOutput::error(unavailable_name(name));
+        };
+        let args = match arguments {
+            Value::Object(map) => map.clone(),
+            Value::Null => serde_json::Map::new(),
+            Value::String(text) => match serde_json::from_str::<Value>(text) {
+                Ok(Value::Object(map)) => map,
+                _ => return CallOutput::error(format!(
+                    "the arguments of {name} are not a JSON object; send an object that matches the tool's schema"
+                )),
+            },
+            _ => return CallOutput::error(format!(
+                "the arguments of {name} are not a JSON object; send an object that matches the tool's schema"
+            )),
+        };
+        tokio::select! {
+            () = wait_started(&server) => {}
+            () = cancel.cancelled() => return CallOutput::error("interrupted".into()),
+        }
+        let server_name = server.config.name.clone();
+        let peer = {
+            let state = server.lock();
+            match (&state.status, &state.peer) {
+                (Status::Ready, Some(peer)) => peer.clone(),
+                (Status::Failed(reason), _) => {
+                    return CallOutput::error(not_available(&server_name, reason))
+                }
+                (Status::Starting, _) => {
+                    return CallOutput::error(not_available(
+                        &server_name,
+                        &format!(
+                            "it did not finish starting within {}",
+                            seconds(server.config.startup_timeout)
+                        ),
+                    ))
+                }
+                _ => return CallOutput::error(not_available(&server_name, "it is not running")),
+            }
+        };
+        let params = CallToolRequestParams::new(tool.clone()).with_arguments(args);
+        let timeout = server.config.tool_timeout;
+        let outcome = tokio::select! {
+            r = tokio::time::timeout(timeout, peer.call_tool(params)) => r,
+            () = cancel.cancelled() => return CallOutput::error("interrupted".into()),
+        };
+        match outcome {
+            Ok(Ok(result)) => {
+                let (text, is_error) = crate::content::to_text(&result);
+                CallOutput { text, is_error }
+            }
+            Ok(Err(rmcp::ServiceError::McpError(e))) => CallOutput::error(format!(
+                "the MCP server `{server_name}` answered the call of `{tool}` with an error: {}",
+                e.message
+            )),
+            Ok(Err(err)) => {
+                let reason = format!("it stopped answering during a call of `{tool}` ({err})");
+                if peer.is_transport_closed() {
+                    self.stopped(&server, reason.clone());
+                }
+                CallOutput::error(format!(
+                    "the MCP server `{server_name}` failed: {reason}; its tools may be \
+                     unavailable for the rest of this session"
+                ))
+            }
+            Err(_) => CallOutput::error(format!(
+                "the MCP tool `{tool}` of server `{server_name}` did not answer within {} and \
+                 was cancelled; try a smaller request or tell the user",
+                seconds(timeout)
+            )),
+        }
+    }
+
+    fn stopped(&self, server: &Server, reason: String) {
+        stopped(&self.inner, server, reason);
+    }
+
+    /// Stops every server (their process trees end with them) and waits briefly for them.
+    pub async fn shutdown(&self) {
+        self.inner.shutdown.cancel();
+        let tasks: Vec<_> =
+            self.inner.tasks.lock().map(|mut t| std::mem::take(&mut *t)).unwrap_or_default();
+        let all = futures::future::join_all(tasks);
+        let _ = tokio::time::timeout(Duration::from_secs(3), all).await;
+    }
+}
+
+fn stopped(inner: &Inner, server: &Server, reason: String) {
+    let report = {
+        let mut state = server.lock();
+        state.peer = None;
+        let first = !state.reported;
+        state.reported = true;
+        first
+    };
+    server.set_status(Status::Failed(reason.clone()));
+    if report {
+        emit(inner, ServerEvent::Stopped { server: server.config.name.clone(), reason });
+    }
+}
+
+fn emit(inner: &Inner, event: ServerEvent) {
+    let reporter = inner.reporter.lock().ok().and_then(|r| r.clone());
+    if let Some(reporter) = reporter {
+        reporter(event);
+    }
+}
+
+/// How long after its startup deadline a starting server's own task is given to record that
+/// it failed, so a waiter sees the failure rather than "still starting".
+const DEADLINE_GRACE: Duration = Duration::from_millis(500);
+
+/// Waits while `server` is starting, up to its startup deadline.
+async fn wait_started(server: &Server) {
+    let mut rx = server.changed.subscribe();
+    let deadline = {
+        let state = server.lock();
+        if state.status != Status::Starting {
+            return;
+        }
+        state.started.unwrap_or_else(Instant::now) + server.config.startup_timeout + DEADLINE_GRACE
+    };
+    let deadline = tokio::time::Instant::from_std(deadline);
+    loop {
+        if server.lock().status != Status::Starting {
+            return;
+        }
+        match tokio::time::timeout_at(deadline, rx.changed()).await {
+            Ok(Ok(())) => continue,
+            _ => return,
+        }
+    }
+}
+
+fn filtered(config: &ServerConfig, tools: Vec<ToolInfo>) -> Vec<ToolInfo> {
+    tools.into_iter().filter(|t| config.offers(&t.name)).collect()
+}
+
+fn seconds(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s.fract() == 0.0 {
+        format!("{s:.0} s")
+    } else {
+        format!("{s:.1} s")
+    }
+}
+
+fn not_available(server: &str, reason: &str) -> String {
+    format!(
+        "the MCP server `{server}` is not available: {reason}. Its tools cannot be used in this \
+         session; do without them or tell the user"
+    )
+}
+
+fn unavailable_name(name: &str) -> String {
+    let server = name.strip_prefix(names::PREFIX).and_then(|rest| rest.split("__").next());
+    match server.filter(|s| !s.is_empty()) {
+        Some(server) => format!(
+            "the tool {name:?} is not available: the MCP server `{server}` is not available in \
+             this session (not configured, not running, or it no longer offers that tool). \
+             Use only the tools you were given"
+        ),
+        None => format!(
+            "the tool {name:?} is not available in this session. Use only the tools you were given"
+        ),
+    }
+}
+
+/// One server's life: connect, list, then follow list changes until it stops or the session
+/// ends.
+async fn run_server(inner: Arc<Inner>, index: usize) {
+    let Some(server) = inner.servers.get(index).cloned() else { return };
+    let config = &server.config;
+    let (tx, mut changes) = tokio::sync::mpsc::unbounded_channel();
+    let handler = Handler { tools_changed: tx };
+    let var = inner.var.clone();
+    let connect = client::connect(config, &inner.workspace, var.as_ref(), handler, &server.stderr);
+    let deadline = config.startup_timeout;
+    let connected = tokio::select! {
+        r = tokio::time::timeout(deadline, async {
+            let service = connect.await.map_err(|e| e.to_string())?;
+            let tools = service.list_all_tools().await.map_err(|e| format!("listing its tools failed: {e}"))?;
+            Ok::<_, String>((service, tools))
+        }) => r,
+        () = inner.shutdown.cancelled() => return,
+    };
+    let (service, tools) = match connected {
+        Ok(Ok(pair)) => pair,
+        Ok(Err(reason)) => return failed(&inner, &server, explain(&server, reason)),
+        Err(_) => {
+            let reason = format!("it did not finish starting within {}", seconds(deadline));
+            return failed(&inner, &server, explain(&server, reason));
+        }
+    };
+    let peer = service.peer().clone();
+    set_live(&inner, &server, &tools, false);
+    {
+        server.lock().peer = Some(peer.clone());
+    }
+    server.set_status(Status::Ready);
+    let stop = service.cancellation_token();
+    let waiting = service.waiting();
+    tokio::pin!(waiting);
+    loop {
+        tokio::select! {
+            quit = &mut waiting => {
+                let reason = match quit {
+                    Ok(reason) => format!("it stopped ({reason:?})"),
+                    Err(err) => format!("it stopped ({err})"),
+                };
+                if server.lock().status == Status::Ready {
+                    stopped(&inner, &server, explain(&server, reason));
+                }
+                return;
+            }
+            Some(()) = changes.recv() => {
+                if let Ok(tools) = peer.list_all_tools().await {
+                    set_live(&inner, &server, &tools, true);
+                }
+            }
+            () = inner.shutdown.cancelled() => {
+                stop.cancel();
+                let _ = tokio::time::timeout(Duration::from_secs(3), &mut waiting).await;
+                return;
+            }
+        }
+    }
+}
+
+/// Adds the last line the server wrote to stderr to `reason`.
+fn explain(server: &Server, reason: String) -> String {
+    match server.stderr.last() {
+        Some(line) if !line.trim().is_empty() => format!("{reason}; it said: {}", line.trim()),
+        _ => reason,
+    }
+}
+
+fn failed(inner: &Inner, server: &Server, reason: String) {
+    server.lock().reported = true;
+    server.set_status(Status::Failed(reason.clone()));
+    emit(inner, ServerEvent::Failed { server: server.config.name.clone(), reason });
+}
+
+fn set_live(inner: &Inner, server: &Server, tools: &[rmcp::model::Tool], announced: bool) {
+    let all: Vec<ToolInfo> = tools.iter().map(ToolInfo::from_rmcp).collect();
+    if let Some(cache) = &inner.cache {
+        cache.store(&server.config.name, &server.config.fingerprint(), &all);
+    }
+    let list = filtered(&server.config, all);
+    let count = list.len();
+    let changed = {
+        let mut state = server.lock();
+        let changed = announced && state.offered.as_ref().is_some_and(|o| *o != list);
+        if changed {
+            state.offered = Some(list.clone());
+        }
+        state.live = Some(list);
+        changed
+    };
+    if changed {
+        emit(inner, ServerEvent::ToolsChanged { server: server.config.name.clone(), tools: count });
+    }
+}

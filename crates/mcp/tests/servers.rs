@@ -1,0 +1,299 @@
+//! The client against real MCP servers: the reference server `server-everything` (npm, stdio)
+//! and a Python `mcp` SDK server (stdio and streamable HTTP). `scripts/mcp-test-servers.sh`
+//! installs them; a test whose server is missing says so and passes without running.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use codewhale_mcp::{ServerConfig, ServerEvent, Servers, Status, Transport};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+fn tools_dir() -> PathBuf {
+    std::env::var_os("CODEWHALE_MCP_TEST_DIR").map(PathBuf::from).unwrap_or_else(|| {
+        PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
+            .join(".cache/codewhale/mcp-test")
+    })
+}
+
+#[allow(clippy::print_stderr)]
+fn skip(what: &str) {
+    eprintln!("skipped: {what} is not installed; run scripts/mcp-test-servers.sh");
+}
+
+fn fixture(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/mcp")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// The Python interpreter that has the `mcp` SDK.
+fn python() -> Option<String> {
+    let python = tools_dir().join("venv/bin/python");
+    if python.exists() {
+        Some(python.display().to_string())
+    } else {
+        skip("the Python mcp SDK");
+        None
+    }
+}
+
+/// `node` and server-everything's entry point.
+fn everything() -> Option<Vec<String>> {
+    let script =
+        tools_dir().join("npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let node = std::process::Command::new("node").arg("--version").output().is_ok();
+    if script.exists() && node {
+        Some(vec!["node".into(), script.display().to_string(), "stdio".into()])
+    } else {
+        skip("@modelcontextprotocol/server-everything (or node)");
+        None
+    }
+}
+
+fn stdio(name: &str, argv: &[String]) -> ServerConfig {
+    ServerConfig::new(
+        name,
+        Transport::Stdio {
+            command: argv[0].clone(),
+            args: argv[1..].to_vec(),
+            env: vec![("CODEWHALE_TEST_VAR".into(), "hello".into())],
+            env_vars: Vec::new(),
+            cwd: None,
+        },
+    )
+}
+
+fn python_stdio(name: &str, python: &str) -> ServerConfig {
+    stdio(name, &[python.to_owned(), fixture("test_server.py"), "stdio".into()])
+}
+
+struct Started {
+    servers: Servers,
+    events: Arc<Mutex<Vec<ServerEvent>>>,
+    _cache: tempfile::TempDir,
+}
+
+fn start(configs: Vec<ServerConfig>) -> Started {
+    let cache = tempfile::tempdir().unwrap();
+    start_with_cache(configs, cache)
+}
+
+fn start_with_cache(configs: Vec<ServerConfig>, cache: tempfile::TempDir) -> Started {
+    let servers = Servers::new(
+        configs,
+        std::env::temp_dir(),
+        Some(cache.path().to_path_buf()),
+        Arc::new(|name: &str| std::env::var(name).ok()),
+    );
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink = events.clone();
+    servers.start(Arc::new(move |e| sink.lock().unwrap().push(e)));
+    Started { servers, events, _cache: cache }
+}
+
+fn status(servers: &Servers, name: &str) -> Status {
+    servers.reports().into_iter().find(|r| r.name == name).unwrap().status
+}
+
+#[tokio::test]
+async fn the_reference_server_lists_its_tools_and_answers_calls() {
+    let Some(argv) = everything() else { return };
+    let s = start(vec![stdio("everything", &argv)]);
+    let offered = s.servers.offered().await;
+    let names: Vec<&str> = offered.iter().map(|t| t.name.as_str()).collect();
+    assert!(names.contains(&"mcp__everything__get-sum"), "{names:?}");
+    assert!(offered.iter().all(|t| t.input_schema["type"] == "object"));
+    assert_eq!(status(&s.servers, "everything"), Status::Ready);
+    let cancel = CancellationToken::new();
+    let sum = s.servers.call("mcp__everything__get-sum", &json!({"a": 2, "b": 3}), &cancel).await;
+    assert_eq!((sum.text.as_str(), sum.is_error), ("The sum of 2 and 3 is 5.", false));
+    let image = s.servers.call("mcp__everything__get-tiny-image", &json!({}), &cancel).await;
+    assert!(image.text.contains("[image: image/png"), "{}", image.text);
+    // The server's environment is the passed-through basics plus its own table's variables.
+    let env = s.servers.call("mcp__everything__get-env", &json!({}), &cancel).await;
+    assert!(env.text.contains("CODEWHALE_TEST_VAR"), "{}", env.text);
+    assert!(!env.text.contains("OPENAI_API_KEY"), "keys stay with Codewhale");
+    let unknown = s.servers.call("mcp__everything__nope", &json!({}), &cancel).await;
+    assert!(unknown.is_error && unknown.text.contains("not available"), "{}", unknown.text);
+    s.servers.shutdown().await;
+}
+
+#[tokio::test]
+async fn tool_errors_are_error_results_and_a_crash_mid_call_is_reported_once() {
+    let Some(python) = python() else { return };
+    let s = start(vec![python_stdio("py", &python)]);
+    s.servers.offered().await;
+    let cancel = CancellationToken::new();
+    let failed = s.servers.call("mcp__py__fail", &json!({"reason": "because"}), &cancel).await;
+    assert!(failed.is_error && failed.text.contains("failed on purpose: because"), "{failed:?}");
+    let echo = s.servers.call("mcp__py__echo", &json!({"message": "hi"}), &cancel).await;
+    assert_eq!((echo.text.as_str(), echo.is_error), ("echo: hi", false));
+    let crashed = s.servers.call("mcp__py__crash", &json!({}), &cancel).await;
+    assert!(crashed.is_error, "{crashed:?}");
+    // The server is gone: later calls say so, and the user heard about it once.
+    for _ in 0..50 {
+        if matches!(status(&s.servers, "py"), Status::Failed(_)) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let after = s.servers.call("mcp__py__echo", &json!({"message": "hi"}), &cancel).await;
+    assert!(after.is_error && after.text.contains("not available"), "{after:?}");
+    let events = s.events.lock().unwrap().clone();
+    let stops: Vec<_> =
+        events.iter().filter(|e| matches!(e, ServerEvent::Stopped { .. })).collect();
+    assert_eq!(stops.len(), 1, "{events:?}");
+    s.servers.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_slow_call_times_out_and_the_server_stays_usable() {
+    let Some(python) = python() else { return };
+    let mut config = python_stdio("py", &python);
+    config.tool_timeout = Duration::from_millis(500);
+    let s = start(vec![config]);
+    s.servers.offered().await;
+    let cancel = CancellationToken::new();
+    let slow = s.servers.call("mcp__py__slow", &json!({"seconds": 5}), &cancel).await;
+    assert!(slow.is_error && slow.text.contains("did not answer within 0.5 s"), "{slow:?}");
+    let add = s.servers.call("mcp__py__add", &json!({"a": 1, "b": 2}), &cancel).await;
+    assert_eq!(add.text, "3");
+    // An interruption ends a call at once.
+    let cancel = CancellationToken::new();
+    cancel.cancel();
+    let interrupted = s.servers.call("mcp__py__add", &json!({"a": 1, "b": 2}), &cancel).await;
+    assert!(interrupted.is_error);
+    s.servers.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_slow_start_is_waited_for_once_and_then_served_from_the_cache() {
+    let Some(python) = python() else { return };
+    // The delay is an environment variable, which is not part of what identifies the server
+    // for its cache.
+    let slow = |delay: &str| {
+        let command =
+            format!("sleep $DELAY; exec '{python}' '{}' stdio", fixture("test_server.py"));
+        let mut config = stdio("slow", &["sh".into(), "-c".into(), command]);
+        if let Transport::Stdio { env, .. } = &mut config.transport {
+            env.push(("DELAY".into(), delay.into()));
+        }
+        config
+    };
+    let cache = tempfile::tempdir().unwrap();
+    let cache_path = cache.path().to_path_buf();
+    // No cached list: the first request waits for the server's listing.
+    let s = start_with_cache(vec![slow("0.5")], cache);
+    let offered = s.servers.offered().await;
+    assert!(offered.iter().any(|t| t.name == "mcp__slow__add"), "{offered:?}");
+    s.servers.shutdown().await;
+    // The next session offers the cached list at once while the server is still starting.
+    let copy = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(&cache_path).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), copy.path().join(entry.file_name())).unwrap();
+    }
+    let s = start_with_cache(vec![slow("3")], copy);
+    let offered = s.servers.offered().await;
+    assert!(offered.iter().any(|t| t.name == "mcp__slow__add"));
+    assert_eq!(status(&s.servers, "slow"), Status::Starting);
+    assert!(s.servers.reports()[0].cached);
+    // A call waits for the server to finish starting.
+    let add =
+        s.servers.call("mcp__slow__add", &json!({"a": 2, "b": 2}), &CancellationToken::new()).await;
+    assert_eq!(add.text, "4");
+    s.servers.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_server_that_never_answers_or_cannot_start_fails_alone() {
+    let mut silent = stdio("silent", &["sh".into(), "-c".into(), "cat > /dev/null".into()]);
+    silent.startup_timeout = Duration::from_millis(700);
+    let missing = stdio("missing", &["/nonexistent/mcp-server".into()]);
+    let mut off = stdio("off", &["true".into()]);
+    off.enabled = false;
+    let s = start(vec![silent, missing, off]);
+    let offered = s.servers.offered().await;
+    assert!(offered.is_empty());
+    let reports = s.servers.reports();
+    let reason = |name: &str| match &reports.iter().find(|r| r.name == name).unwrap().status {
+        Status::Failed(reason) => reason.clone(),
+        other => format!("{other:?}"),
+    };
+    assert!(
+        reason("silent").contains("did not finish starting within 0.7 s"),
+        "{}",
+        reason("silent")
+    );
+    assert!(
+        reason("missing").contains("cannot start `/nonexistent/mcp-server`"),
+        "{}",
+        reason("missing")
+    );
+    assert_eq!(status(&s.servers, "off"), Status::Disabled);
+    let events = s.events.lock().unwrap().clone();
+    assert_eq!(events.len(), 2, "{events:?}");
+    s.servers.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_streamable_http_server_is_reached_with_its_token() {
+    let Some(python) = python() else { return };
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let child = std::process::Command::new(&python)
+        .args([fixture("test_server.py"), "http".into(), port.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Ends the server however the test ends.
+    struct Reaped(std::process::Child);
+    impl Drop for Reaped {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _child = Reaped(child);
+    for _ in 0..100 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let http = |token_var: &str| {
+        ServerConfig::new(
+            "web",
+            Transport::Http {
+                url: format!("http://127.0.0.1:{port}/mcp"),
+                bearer_token_env_var: Some(token_var.into()),
+                headers: vec![("x-tenant".into(), "acme".into())],
+                env_headers: Vec::new(),
+            },
+        )
+    };
+    let s = start(vec![http("HOME")]);
+    let offered = s.servers.offered().await;
+    assert!(offered.iter().any(|t| t.name == "mcp__web__add"), "{offered:?}");
+    let add =
+        s.servers.call("mcp__web__add", &json!({"a": 1, "b": 2}), &CancellationToken::new()).await;
+    assert_eq!((add.text.as_str(), add.is_error), ("3", false));
+    s.servers.shutdown().await;
+    let s = start(vec![http("CODEWHALE_SURELY_UNSET_VARIABLE")]);
+    s.servers.settle().await;
+    match status(&s.servers, "web") {
+        Status::Failed(reason) => {
+            assert!(reason.contains("CODEWHALE_SURELY_UNSET_VARIABLE"), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
+}

@@ -1,5 +1,6 @@
 mod composer_pty;
 mod exec;
+mod import;
 mod journal_check;
 mod pty;
 mod screen_pty;

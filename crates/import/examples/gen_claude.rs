@@ -3,7 +3,7 @@
 //! Shaped like a long real session: typed prompts, responses split one block per line (signed
 //! thinking, text, one to three parallel calls), results parented on their call's line, large
 //! tool outputs (logs and source text with escapes and non-ASCII), progress lines, a sidechain
-//! every so often, and a compact boundary with its summary every 2,000 exchanges.
+//! every so often, and a compact boundary with its summary every 500 exchanges.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
 use std::io::{BufWriter, Write};
@@ -76,7 +76,7 @@ fn main() -> std::io::Result<()> {
             "message": {"id": format!("msg_{n}_f"), "role": "assistant", "model": "claude-sonnet-4-5",
                 "content": [{"type": "text", "text": format!("Step {n} passes now.")}], "stop_reason": "end_turn"}})))?;
         parent = json!(f);
-        if n % 2000 == 0 {
+        if n % 500 == 0 {
             let b = next();
             out.line(env(json!({"type": "system", "subtype": "compact_boundary", "uuid": b, "parentUuid": null,
                 "logicalParentUuid": parent, "compactMetadata": {"trigger": "auto", "preTokens": 160000}})))?;

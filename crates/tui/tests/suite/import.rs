@@ -299,3 +299,63 @@ async fn imported_text_is_redacted_and_the_report_is_readable() {
     assert!(!journal.contains(secret));
     assert!(journal.contains("[REDACTED:openai-key:"), "{journal}");
 }
+
+/// A Claude Code session of `exchanges` long prompt/answer pairs, compacted by Claude Code
+/// after the second, in `ws`.
+fn long_claude_session(ws: &str, exchanges: usize) -> String {
+    let mut lines = Vec::new();
+    let mut parent = Value::Null;
+    for k in 0..exchanges {
+        let (u, a) = (format!("u{k}"), format!("a{k}"));
+        lines.push(serde_json::json!({"type": "user", "uuid": u, "parentUuid": parent, "cwd": ws,
+            "sessionId": "long", "message": {"role": "user", "content": format!("question {k}")}}));
+        lines.push(serde_json::json!({"type": "assistant", "uuid": a, "parentUuid": u, "cwd": ws,
+            "message": {"id": format!("msg_{k}"), "role": "assistant", "model": "claude-sonnet-4-5",
+                "content": [{"type": "text", "text": format!("answer {k}: {}", "lorem ipsum dolor ".repeat(400))}]}}));
+        parent = Value::String(a.clone());
+        if k == 1 {
+            lines.push(serde_json::json!({"type": "system", "subtype": "compact_boundary", "uuid": "b",
+                "parentUuid": null, "logicalParentUuid": a, "compactMetadata": {"trigger": "auto"}}));
+            lines.push(serde_json::json!({"type": "user", "uuid": "s", "parentUuid": "b", "isCompactSummary": true,
+                "message": {"role": "user", "content": "Summary from Claude Code: questions 0 and 1 were answered."}}));
+            parent = Value::String("s".into());
+        }
+    }
+    lines.iter().map(|l| format!("{l}\n")).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_imported_session_is_compacted_by_codewhale_own_pass() {
+    let s = Setup::new().await;
+    let source = s.tools.path().join("long.jsonl");
+    std::fs::write(&source, long_claude_session(&s.ws(), 6)).unwrap();
+    let report = s.import_json(&[source.to_str().unwrap()]).await;
+    assert_eq!(report["summaries_imported"], 1);
+    let id = report["session"].as_str().unwrap().to_owned();
+    s.server.push(Reply::text(super::pty::SUMMARY));
+    s.server.push(Reply::text("done").with_usage(2_000, 5));
+    let base_url = s.server.openai_base_url();
+    let mut cmd = s.command();
+    cmd.args(["exec", "--provider", "openai", "--model", "gpt-4.1", "--base-url", &base_url])
+        .args(["--context-window", "8192", "--session", &id, "one more"])
+        .env("OPENAI_API_KEY", TEST_API_KEY);
+    let out = cmd.output().await.unwrap();
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("codewhale: compacted (summary, "), "{}", text(&out.stderr));
+    let requests = s.server.requests();
+    let summarized = serde_json::to_string(&requests[0].body).unwrap();
+    assert!(summarized.contains("Summary from Claude Code"), "the imported note is folded in");
+    let messages = requests[1].body["messages"].as_array().unwrap().clone();
+    assert_pairs_whole(&messages);
+    let notes: Vec<&str> = messages
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .filter(|c| c.starts_with("Codewhale handoff note"))
+        .collect();
+    assert_eq!(notes.len(), 1, "one checkpoint: {messages:#?}");
+    let checkpoint = notes[0];
+    assert!(!checkpoint.contains("(imported from"), "Codewhale's own note replaced it");
+    assert!(checkpoint.contains("Keep the parser tests green."));
+    let check = s.run(&["journal", "check", report["path"].as_str().unwrap()]).await;
+    assert!(text(&check.stdout).contains("2 compactions"), "{}", text(&check.stdout));
+}

@@ -67,7 +67,7 @@ fn main() -> std::io::Result<()> {
                 "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": format!("toolu_{n}_{c}"), "content": log}]}})))?;
             prev = r;
         }
-        if n % 50 == 0 {
+        if n.is_multiple_of(50) {
             out.line(env(json!({"type": "user", "uuid": next(), "parentUuid": null, "isSidechain": true, "agentId": "a1",
                 "message": {"role": "user", "content": "explore"}})))?;
         }
@@ -76,7 +76,7 @@ fn main() -> std::io::Result<()> {
             "message": {"id": format!("msg_{n}_f"), "role": "assistant", "model": "claude-sonnet-4-5",
                 "content": [{"type": "text", "text": format!("Step {n} passes now.")}], "stop_reason": "end_turn"}})))?;
         parent = json!(f);
-        if n % 500 == 0 {
+        if n.is_multiple_of(500) {
             let b = next();
             out.line(env(json!({"type": "system", "subtype": "compact_boundary", "uuid": b, "parentUuid": null,
                 "logicalParentUuid": parent, "compactMetadata": {"trigger": "auto", "preTokens": 160000}})))?;

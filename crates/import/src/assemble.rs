@@ -16,6 +16,7 @@
 //!
 //! Memory is bounded by one turn: entries go to the sink as soon as they are final.
 
+use std::collections::hash_map::Entry as Slot;
 use std::collections::HashMap;
 
 use codewhale_journal::{
@@ -221,11 +222,12 @@ impl<F: FnMut(Entry) -> Result<(), ImportError>> Assembler<F> {
     ) -> Result<(), ImportError> {
         if let Some(turn) = &mut self.pending {
             if turn.calls.contains(&call_id) {
-                if turn.results.contains_key(&call_id) {
-                    self.report.unused("second result of one tool call");
-                } else {
-                    let result = ToolResultPayload::new(call_id.clone(), content, is_error);
-                    turn.results.insert(call_id, (result, ts));
+                match turn.results.entry(call_id) {
+                    Slot::Occupied(_) => self.report.unused("second result of one tool call"),
+                    Slot::Vacant(slot) => {
+                        let result = ToolResultPayload::new(slot.key().clone(), content, is_error);
+                        slot.insert((result, ts));
+                    }
                 }
                 return Ok(());
             }

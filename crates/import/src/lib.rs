@@ -7,11 +7,11 @@
 //! out. It never writes anywhere itself and never modifies the source; the caller's sink
 //! redacts, counts tokens and appends to a journal.
 //!
-//! How it works: the file is read twice, line by line with bounded memory ([`lines`]). Pass 1
-//! keeps a small index per line; a pure planner picks the lines of the conversation
-//! ([`claude::plan`]: the latest branch of the uuid DAG; [`codex::plan`]: file order without
-//! rolled-back turns). Pass 2 converts the planned lines to normalized events, and
-//! [`assemble`] turns those into entries (merging, pairing, repairs, checkpoints).
+//! How it works: the file is read twice, line by line with bounded memory (module `lines`).
+//! Pass 1 keeps a small index per line; a pure planner picks the lines of the conversation
+//! (`claude::plan`: the latest branch of the uuid DAG; `codex::plan`: file order without
+//! rolled-back turns). Pass 2 converts the planned lines to normalized events, and module
+//! `assemble` turns those into entries (merging, pairing, repairs, checkpoints).
 //!
 //! [`discover`] finds the sessions those tools stored for a workspace.
 //!

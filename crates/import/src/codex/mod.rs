@@ -147,11 +147,10 @@ impl Index {
                 self.meta.title = string(&item.thread_name).or(string(&item.name));
             }
             (Some("response_item"), Some("message"))
-                if item.role.as_ref().and_then(Value::as_str) == Some("user") =>
+                if item.role.as_ref().and_then(Value::as_str) == Some("user")
+                    && item.content.as_deref().is_some_and(|t| !is_injected(t)) =>
             {
-                if item.content.as_deref().is_some_and(|t| !is_injected(t)) {
-                    return Class::UserTurn;
-                }
+                return Class::UserTurn;
             }
             _ => {}
         }

@@ -340,3 +340,88 @@ fn add_calls(calls: &mut Vec<String>, blocks: &[Block]) {
 fn joined_text(blocks: &[Block]) -> String {
     blocks.iter().filter_map(Block::as_text).collect::<Vec<_>>().join("\n")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn assemble(events: Vec<Event>) -> (Vec<Entry>, Report) {
+        let header = Entry::new(None, codewhale_journal::HeaderPayload::new("s", "/w"));
+        let mut out = Vec::new();
+        let mut a = Assembler::new(Tool::Claude, header, |e| {
+            out.push(e);
+            Ok(())
+        })
+        .unwrap();
+        for e in events {
+            a.push(e).unwrap();
+        }
+        let report = a.finish().unwrap();
+        (out, report)
+    }
+
+    fn reply(group: Option<&str>, blocks: Vec<Block>) -> Event {
+        Event::Assistant(AssistantPart {
+            group: group.map(str::to_owned),
+            blocks,
+            ..Default::default()
+        })
+    }
+
+    fn result(id: &str, text: &str) -> Event {
+        Event::Result {
+            call_id: id.into(),
+            content: text.into(),
+            is_error: false,
+            ts: Timestamp::default(),
+        }
+    }
+
+    fn kinds(entries: &[Entry]) -> Vec<&str> {
+        entries.iter().map(Entry::kind).collect()
+    }
+
+    #[test]
+    fn a_reply_with_no_prompt_before_it_gets_a_synthetic_opening() {
+        let (entries, _) = assemble(vec![reply(None, vec![Block::text("hi")])]);
+        assert_eq!(kinds(&entries), ["header", "user", "assistant"]);
+        let Payload::User(u) = &entries[1].payload else { panic!("not a user entry") };
+        assert!(u.synthetic);
+        assert_eq!(entries[1].parent.as_ref(), Some(&entries[0].id));
+        assert_eq!(entries[2].parent.as_ref(), Some(&entries[1].id));
+    }
+
+    #[test]
+    fn a_repeated_call_or_result_is_counted_not_written_twice() {
+        let call = || Block::tool_use("t1", "Bash", json!({"command": "ls"}));
+        let (entries, report) = assemble(vec![
+            Event::User { blocks: vec![Block::text("go")], ts: Timestamp::default() },
+            reply(Some("m"), vec![call()]),
+            reply(Some("m"), vec![call(), Block::text("done")]),
+            result("t1", "a"),
+            result("t1", "b"),
+        ]);
+        assert_eq!(kinds(&entries), ["header", "user", "assistant", "tool_result"]);
+        let Payload::Assistant(a) = &entries[2].payload else { panic!("not an assistant entry") };
+        assert_eq!(a.tool_uses().count(), 1);
+        assert_eq!(report.lines_unused["tool call repeated in its response"], 1);
+        assert_eq!(report.lines_unused["second result of one tool call"], 1);
+        let Payload::ToolResult(r) = &entries[3].payload else { panic!("not a result") };
+        assert_eq!(&*r.content, "a");
+    }
+
+    #[test]
+    fn responses_of_different_groups_stay_apart_once_a_result_came() {
+        let (entries, report) = assemble(vec![
+            Event::User { blocks: vec![Block::text("go")], ts: Timestamp::default() },
+            reply(Some("m1"), vec![Block::text("first")]),
+            reply(Some("m2"), vec![Block::text("second")]),
+            reply(Some("m2"), vec![Block::tool_use("t", "Read", json!({}))]),
+            result("t", "out"),
+            reply(Some("m3"), vec![Block::text("third")]),
+        ]);
+        assert_eq!(kinds(&entries), ["header", "user", "assistant", "tool_result", "assistant"]);
+        assert_eq!(report.blocks_merged, 2, "two responses with nothing between are one entry");
+    }
+}

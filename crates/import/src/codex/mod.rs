@@ -218,3 +218,18 @@ fn first_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, 
         Content::Other(_) => None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn injected_context_is_told_from_typed_text() {
+        assert!(is_injected("<environment_context>\n<cwd>/x</cwd>"));
+        assert!(is_injected("  <user_instructions>be brief</user_instructions>"));
+        assert!(is_injected("# AGENTS.md instructions for /x"));
+        assert!(!is_injected("<- this arrow is typed"));
+        assert!(!is_injected("fix <b>this</b>"));
+        assert!(!is_injected("< not a tag>"));
+    }
+}

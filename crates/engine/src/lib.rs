@@ -41,6 +41,7 @@ internal_modules! {
     events;
     hints;
     history;
+    importing;
     prompt;
     redact;
     session;

@@ -9,7 +9,8 @@
 //! - [`survival_check`]: runs a survival fixture matrix (`codewhale survival-check`);
 //! - [`sessions`]: the sessions of a directory, newest first (`codewhale sessions`, the
 //!   session picker);
-//! - [`anchors`]: the workspace's pinned notes (`codewhale anchor`).
+//! - [`anchors`]: the workspace's pinned notes (`codewhale anchor`);
+//! - [`import`]: another tool's session as a new session (`codewhale import`).
 
 use std::path::Path;
 
@@ -108,4 +109,13 @@ pub async fn mcp_servers(
     servers.shutdown().await;
     let infos = reports.into_iter().map(crate::protocol::McpServerInfo::from_report).collect();
     Ok((infos, config.untrusted))
+}
+
+/// Another tool's session (Claude Code, Codex CLI) written as a new session
+/// (`codewhale import`), and the sessions those tools stored for a workspace.
+pub mod import {
+    pub use crate::importing::{
+        candidates, import, Candidate, ImportError, ImportFailed, ImportParams, Imported, Report,
+        Roots, Sniffed, Tool, EXACT_TOKENS_UP_TO,
+    };
 }

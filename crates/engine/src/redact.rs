@@ -116,10 +116,12 @@ impl Redactor {
     pub fn new(patterns: &[String], literals: &[String]) -> Result<Redactor, BadPattern> {
         let mut rules = Vec::with_capacity(BUILT_IN.len() + patterns.len());
         for (kind, pattern, group) in BUILT_IN {
-            let regex = Regex::new(pattern).map_err(|e| BadPattern {
-                pattern: (*pattern).to_owned(),
-                reason: e.to_string(),
-            })?;
+            // Word boundaries in ASCII: every secret these rules know is ASCII, and a Unicode
+            // `\b` makes the lazy DFA give up on any non-ASCII text, leaving a matcher that is
+            // ~50x slower (100 MB of tool output took 20 s instead of well under one).
+            let pattern = ascii_word_boundaries(pattern);
+            let regex = Regex::new(&pattern)
+                .map_err(|e| BadPattern { pattern: pattern.clone(), reason: e.to_string() })?;
             rules.push(Rule { kind: (*kind).to_owned(), regex, group: *group });
         }
         for pattern in patterns {
@@ -230,6 +232,11 @@ impl Redactor {
     }
 }
 
+/// `pattern` with every `\b` made an ASCII word boundary.
+fn ascii_word_boundaries(pattern: &str) -> String {
+    pattern.replace(r"\b", r"(?-u:\b)")
+}
+
 /// Whether `text` holds a redaction marker (content a tool must not write over a real file).
 pub fn holds_marker(text: &str) -> bool {
     text.match_indices(MARKER_PREFIX).any(|(i, _)| {
@@ -277,6 +284,16 @@ mod tests {
 
     fn r() -> Redactor {
         Redactor::new(&[], &["sk-session-own-key-123456".into()]).unwrap()
+    }
+
+    #[test]
+    fn secrets_after_non_ascii_text_are_still_found() {
+        let r = Redactor::default();
+        let text = "λ ünïcode log: sk-ant-api03-abcdefghijklmnopqrstuvwxyz and AKIAABCDEFGHIJKLMNOP";
+        let out = r.redact(text);
+        assert!(out.contains("[REDACTED:anthropic-key:"), "{out}");
+        assert!(out.contains("[REDACTED:aws-access-key:"), "{out}");
+        assert!(out.starts_with("λ ünïcode log: "), "{out}");
     }
 
     #[test]

@@ -46,7 +46,7 @@ pub use journal::{DagProblem, Journal, JournalError};
 pub use lenient::take_coercions;
 pub use list::{list_sessions, title_of, Listing, SessionInfo};
 pub use load::{dag_message, load_read_only, torn_path, LoadError, LoadWarning, Loaded, Malformed};
-pub use note::checkpoint_note;
+pub use note::{checkpoint_note, imported_checkpoint_note, IMPORTED_NOTE_PREFIX};
 pub use payload::{
     kind, AssistantPayload, Attachment, Bounded, BranchSummaryPayload, CompactionPath,
     CompactionPayload, Covers, HeadPayload, HeadReason, HeaderPayload, Level, Payload, Reads,

@@ -96,6 +96,9 @@ pub enum Command {
         #[arg(long)]
         last: bool,
     },
+    /// Bring a session from Claude Code or Codex CLI into Codewhale as a new session, to
+    /// continue with `resume` or `exec --session`.
+    Import(ImportArgs),
     /// Pinned notes that survive every compaction: the workspace's .codewhale/anchors.md.
     Anchor {
         #[command(subcommand)]
@@ -202,4 +205,35 @@ pub struct ExecArgs {
     /// The prompt; several words are joined with spaces; `-` reads it from standard input.
     #[arg(required = true, num_args = 1.., value_name = "PROMPT")]
     pub prompt: Vec<String>,
+}
+
+/// `codewhale import FILE [--json]` · `codewhale import --from claude|codex [--cwd DIR]
+/// [--pick N | --latest] [--json]`
+#[derive(Debug, Clone, Args)]
+pub struct ImportArgs {
+    /// The session file: a Claude Code `<uuid>.jsonl` (~/.claude/projects/...) or a Codex
+    /// `rollout-*.jsonl` (~/.codex/sessions/...). Never modified.
+    #[arg(value_name = "FILE", conflicts_with = "from", required_unless_present = "from")]
+    pub file: Option<PathBuf>,
+
+    /// List the sessions this tool stored for the workspace, newest first, and import one.
+    #[arg(long, value_name = "TOOL", value_parser = ["claude", "codex"])]
+    pub from: Option<String>,
+
+    /// The workspace whose sessions are listed (default: the current directory).
+    #[arg(long, value_name = "DIR", requires = "from")]
+    pub cwd: Option<PathBuf>,
+
+    /// Import session N of the list (1 is the newest).
+    #[arg(long, value_name = "N", requires = "from", conflicts_with = "latest",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub pick: Option<u64>,
+
+    /// Import the newest session of the list.
+    #[arg(long, requires = "from")]
+    pub latest: bool,
+
+    /// Print one JSON object (the report, or the list when nothing is picked).
+    #[arg(long)]
+    pub json: bool,
 }

@@ -4,6 +4,7 @@ pub mod anchor;
 pub mod compact;
 pub mod context;
 pub mod exec;
+pub mod import;
 pub mod interactive;
 pub mod journal_check;
 pub mod mcp;

@@ -6,6 +6,7 @@
 //! Keeping both as plain enums (no boxed closures) is what lets tests script an engine, feed
 //! keys and assert on exactly what the app asked for.
 
+use codewhale_engine::offline::import::{Candidate, Tool};
 use codewhale_engine::protocol::{EventMsg, Op, SubmissionId};
 use codewhale_engine::Resume;
 
@@ -35,6 +36,10 @@ pub enum AppEvent {
     Tick(std::time::Instant),
     /// The workspace's files, for the `@` picker.
     FilesIndexed(std::sync::Arc<Vec<String>>),
+    /// The sessions another tool stored for this workspace (`/import`).
+    ImportsLoaded { tool: Tool, result: Vec<Candidate> },
+    /// An import finished: the new session's id and a one-line report, or why it failed.
+    Imported(Result<(String, String), String>),
 }
 
 /// Work outside the app's state, carried out by the event loop (I/O the app must not block
@@ -43,6 +48,10 @@ pub enum AppEvent {
 pub enum Effect {
     /// List sessions: all of them, or those of this workspace.
     LoadSessions { all: bool },
+    /// List the sessions `tool` stored for this workspace (`/import`).
+    LoadImports(Tool),
+    /// Import this session file as a new session (off the UI task).
+    Import(std::path::PathBuf),
     /// Keep a sent prompt in the workspace's history file.
     RememberPrompt(String),
     /// Edit this draft in `$VISUAL`/`$EDITOR` (the terminal is handed over meanwhile).

@@ -326,6 +326,11 @@ impl App {
                     self.pending.push((sent, Pending::HeadMove));
                 }
             }
+            ViewAction::Import(path) => {
+                self.views.pop();
+                self.notice(NoticeKind::Info, format!("importing {}", path.display()));
+                self.effects.push(Effect::Import(path));
+            }
             ViewAction::OpenSession { id } => {
                 self.views.pop();
                 self.effects.push(Effect::OpenSession(codewhale_engine::Resume::Id(id)));

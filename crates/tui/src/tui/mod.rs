@@ -253,6 +253,27 @@ pub async fn run(params: TuiParams) -> anyhow::Result<Outcome> {
                         let _ = tx.send(AppEvent::SessionsLoaded { all, result });
                     });
                 }
+                Effect::LoadImports(tool) => {
+                    let tx = app_tx.clone();
+                    let workspace =
+                        app.workspace.clone().unwrap_or_else(|| params.workspace.clone());
+                    tokio::task::spawn_blocking(move || {
+                        let roots = codewhale_engine::offline::import::Roots::from_env();
+                        let result =
+                            codewhale_engine::offline::import::candidates(tool, &roots, &workspace);
+                        let _ = tx.send(AppEvent::ImportsLoaded { tool, result });
+                    });
+                }
+                Effect::Import(path) => {
+                    let tx = app_tx.clone();
+                    let home = params.home.clone();
+                    let workspace =
+                        app.workspace.clone().unwrap_or_else(|| params.workspace.clone());
+                    tokio::task::spawn_blocking(move || {
+                        let result = import_session(&home, &workspace, &path);
+                        let _ = tx.send(AppEvent::Imported(result));
+                    });
+                }
                 Effect::RememberPrompt(text) => {
                     let path = history_file.clone();
                     tokio::task::spawn_blocking(move || {
@@ -377,6 +398,28 @@ fn session_rows(params: &TuiParams, all: bool, current: &str) -> Result<Vec<Sess
             id: s.id,
         })
         .collect())
+}
+
+/// `/import`: imports `source` and returns the new session's id and a one-line report.
+fn import_session(
+    home: &std::path::Path,
+    workspace: &std::path::Path,
+    source: &std::path::Path,
+) -> Result<(String, String), String> {
+    use codewhale_engine::offline::import::{import, ImportParams};
+    let imported = import(&ImportParams { home, workspace, source })
+        .map_err(|e| format!("cannot import {}: {e}", source.display()))?;
+    let r = &imported.report;
+    let report = format!(
+        "imported the {} session: {} entries read, {} written, {} tool pairs repaired, {} \
+         summaries imported; switching to it",
+        r.source.display_name(),
+        r.entries_read,
+        r.entries_written,
+        r.pairs_repaired,
+        r.summaries_imported
+    );
+    Ok((imported.session_id, report))
 }
 
 /// `/new` and `/resume`: starts opening the other session off the UI task. The current one

@@ -12,6 +12,7 @@ pub enum SlashCommand {
     New,
     Resume,
     Sessions,
+    Import,
     Fork,
     Checkout,
     Rewind,
@@ -23,13 +24,14 @@ pub enum SlashCommand {
 }
 
 /// In table order (the order of `/help` and the completion popup).
-pub const ALL: [SlashCommand; 14] = [
+pub const ALL: [SlashCommand; 15] = [
     SlashCommand::Compact,
     SlashCommand::Context,
     SlashCommand::Anchor,
     SlashCommand::New,
     SlashCommand::Resume,
     SlashCommand::Sessions,
+    SlashCommand::Import,
     SlashCommand::Fork,
     SlashCommand::Checkout,
     SlashCommand::Rewind,
@@ -50,6 +52,7 @@ impl SlashCommand {
             SlashCommand::New => "new",
             SlashCommand::Resume => "resume",
             SlashCommand::Sessions => "sessions",
+            SlashCommand::Import => "import",
             SlashCommand::Fork => "fork",
             SlashCommand::Checkout => "checkout",
             SlashCommand::Rewind => "rewind",
@@ -67,6 +70,7 @@ impl SlashCommand {
             SlashCommand::Compact => "[focus]",
             SlashCommand::Anchor => "<text> | list | rm <n>",
             SlashCommand::Resume => "[session-id]",
+            SlashCommand::Import => "claude | codex",
             SlashCommand::Fork | SlashCommand::Rewind => "[entry-id]",
             SlashCommand::Checkout => "<entry-id>",
             SlashCommand::Model => "<model>",
@@ -97,6 +101,9 @@ impl SlashCommand {
                 "Continue an earlier session of this workspace (a picker, or the given id)."
             }
             SlashCommand::Sessions => "Browse every session, newest first; Enter resumes one.",
+            SlashCommand::Import => {
+                "Import a Claude Code or Codex session of this workspace (a picker) and switch to it."
+            }
             SlashCommand::Fork => {
                 "Start a new branch at an earlier message (a picker, or an entry id or its unique prefix)."
             }
@@ -126,6 +133,7 @@ impl SlashCommand {
             | SlashCommand::Help
             | SlashCommand::Quit => true,
             SlashCommand::Sessions
+            | SlashCommand::Import
             | SlashCommand::Compact
             | SlashCommand::Anchor
             | SlashCommand::New

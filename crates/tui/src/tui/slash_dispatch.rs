@@ -4,6 +4,7 @@
 //! Invariant: a command that is not allowed while a turn runs is refused with a notice and
 //! never reaches the engine (which would refuse it too, less clearly).
 
+use codewhale_engine::offline::import::{Candidate, Tool};
 use codewhale_engine::protocol::{AnchorInfo, ContextReport, Op, UserMessageInfo};
 use codewhale_engine::Resume;
 
@@ -49,6 +50,11 @@ impl App {
             }
             SlashCommand::Resume => self.effects.push(Effect::OpenSession(Resume::Id(args))),
             SlashCommand::Sessions => self.effects.push(Effect::LoadSessions { all: true }),
+            SlashCommand::Import => match args.trim() {
+                "claude" => self.effects.push(Effect::LoadImports(Tool::Claude)),
+                "codex" => self.effects.push(Effect::LoadImports(Tool::Codex)),
+                _ => self.notice(NoticeKind::Warning, "usage: /import claude | codex"),
+            },
             SlashCommand::Checkout if args.is_empty() => {
                 self.notice(
                     NoticeKind::Warning,
@@ -135,6 +141,24 @@ impl App {
                 self.views.push(Box::new(picker));
             }
             AppEvent::SessionOpening(bytes) => self.opening = bytes,
+            AppEvent::ImportsLoaded { tool, result } if result.is_empty() => self.notice(
+                NoticeKind::Warning,
+                format!("{} stored no sessions for this workspace", tool.display_name()),
+            ),
+            AppEvent::ImportsLoaded { tool, result } => {
+                let choices = result
+                    .into_iter()
+                    .map(|c| Choice { label: import_label(&c), action: ViewAction::Import(c.path) })
+                    .collect();
+                let title = format!("import a {} session of this workspace", tool.display_name());
+                let view = ChoiceView::new(title, choices, "", "Enter import · Esc close");
+                self.views.push(Box::new(view));
+            }
+            AppEvent::Imported(Ok((id, report))) => {
+                self.notice(NoticeKind::Info, report);
+                self.effects.push(Effect::OpenSession(codewhale_engine::Resume::Id(id)));
+            }
+            AppEvent::Imported(Err(e)) => self.notice(NoticeKind::Error, e),
             AppEvent::SessionsLoaded { result: Err(e), .. } | AppEvent::SessionOpenFailed(e) => {
                 self.opening = None;
                 self.notice(NoticeKind::Error, e)
@@ -269,4 +293,12 @@ pub fn context_text(r: &ContextReport) -> String {
         out.push_str(&format!("  {} · {} · {}\n", v.id, v.kind, v.tokens));
     }
     out
+}
+
+/// A row of the `/import` picker: when, how big, and the first prompt.
+fn import_label(c: &Candidate) -> String {
+    let when = chrono::DateTime::<chrono::Utc>::from(c.modified).format("%Y-%m-%d %H:%M");
+    let kib = c.size.div_ceil(1024);
+    let prompt = c.first_prompt.as_deref().unwrap_or("(no prompt found)");
+    format!("{when}  {kib:>7} KiB  {prompt}")
 }

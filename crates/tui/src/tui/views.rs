@@ -35,6 +35,8 @@ pub enum ViewAction {
     },
     /// Open this session and close.
     OpenSession { id: String },
+    /// Import this session file of another tool and close.
+    Import(std::path::PathBuf),
     /// Ctrl+C inside a view: interrupt the turn.
     Interrupt,
     /// The answer to "trust this workspace's config?", then open the session.

@@ -1,5 +1,6 @@
 mod composer_pty;
 mod exec;
+mod import;
 mod journal_check;
 mod mcp_cli;
 mod pty;

@@ -172,6 +172,38 @@ fn session_picker_resumes_the_selected_session() {
 }
 
 #[test]
+fn import_picks_another_tools_session_and_switches_to_the_imported_one() {
+    use codewhale_engine::offline::import::{Candidate, Tool};
+    let mut h = Harness::new();
+    h.type_str("/import gemini");
+    h.enter();
+    assert!(h.effects().is_empty(), "an unknown tool is a usage notice, not a lookup");
+    h.type_str("/import codex");
+    h.enter();
+    assert_eq!(h.effects(), [Effect::LoadImports(Tool::Codex)]);
+    let candidate = |path: &str, prompt: &str| Candidate {
+        tool: Tool::Codex,
+        path: path.into(),
+        size: 20_480,
+        modified: std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_800_000_000),
+        first_prompt: Some(prompt.into()),
+    };
+    h.send(AppEvent::ImportsLoaded {
+        tool: Tool::Codex,
+        result: vec![
+            candidate("/c/rollout-b.jsonl", "fix the build"),
+            candidate("/c/rollout-a.jsonl", "add tests"),
+        ],
+    });
+    insta::assert_snapshot!(h.screen());
+    h.key(KeyCode::Down, KeyModifiers::NONE);
+    h.enter();
+    assert_eq!(h.effects(), [Effect::Import("/c/rollout-a.jsonl".into())]);
+    h.send(AppEvent::Imported(Ok(("0190-new".into(), "imported the Codex CLI session".into()))));
+    assert_eq!(h.effects(), [Effect::OpenSession(codewhale_engine::Resume::Id("0190-new".into()))]);
+}
+
+#[test]
 fn a_huge_write_asks_with_its_arguments_clipped() {
     let mut h = Harness::new();
     h.type_str("write");

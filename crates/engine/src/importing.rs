@@ -1,0 +1,192 @@
+//! `codewhale import`: another tool's session written as a new Codewhale session.
+//!
+//! The conversion itself is `codewhale-import`'s (pure: source lines in, entries out). This
+//! module is the thin shell around it: every entry goes through the session's [`Redactor`]
+//! (the same redaction every append gets, the workspace's own patterns included) and, for a
+//! source of at most [`EXACT_TOKENS_UP_TO`] bytes, gets its exact o200k count; then it is
+//! appended with the journal's own writer ([`JournalFile`]), so the file is exactly the
+//! journal format. Larger sources are written without counts (absent = not yet counted, as
+//! DESIGN §4 allows) and their view size is an estimate, labelled as one.
+//!
+//! After writing, HEAD's view is rendered and checked like a request would be: an import whose
+//! view could not be sent is reported as a failure, with the session kept for inspection.
+
+use std::path::{Path, PathBuf};
+
+use codewhale_journal::{check_view, render, Block, Entry, ItemContent, JournalFile, Payload};
+
+use crate::config::{self, ConfigError, Overrides};
+use crate::redact::Redactor;
+use crate::session::counts;
+use crate::session::sessions_dir;
+use crate::tokens;
+
+pub use codewhale_import::detect::Sniffed;
+pub use codewhale_import::discover::{candidates, Candidate, Roots};
+pub use codewhale_import::{thinking_reason, ImportError, Report, Tool};
+
+/// Sources up to this size get exact token counts; larger ones an estimate (bytes / 4), so a
+/// 100 MB import is not spent tokenizing.
+pub const EXACT_TOKENS_UP_TO: u64 = 16 * 1024 * 1024;
+
+/// What to import, and where to.
+#[derive(Clone, Copy, Debug)]
+pub struct ImportParams<'a> {
+    pub home: &'a Path,
+    /// The current workspace: its configuration's redaction patterns apply, and it is the
+    /// session's workspace when the source names none.
+    pub workspace: &'a Path,
+    pub source: &'a Path,
+}
+
+/// A written import.
+#[derive(Clone, Debug)]
+pub struct Imported {
+    pub session_id: String,
+    pub path: PathBuf,
+    pub report: Report,
+    /// Tokens of HEAD's view (what the next request would carry besides the system prompt).
+    pub view_tokens: u64,
+    /// `view_tokens` is an estimate (bytes / 4), not an o200k count.
+    pub view_tokens_estimated: bool,
+}
+
+/// Why an import failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportFailed {
+    #[error(transparent)]
+    Source(#[from] ImportError),
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(
+        "the imported session {} cannot be sent to a model as it is ({reason}); please report \
+         this with the source file",
+        path.display()
+    )]
+    View { path: PathBuf, reason: String },
+}
+
+/// Imports `params.source` as a new session in `params.home`.
+pub fn import(params: &ImportParams<'_>) -> Result<Imported, ImportFailed> {
+    tokens::warm_up();
+    let config = config::load(params.home, params.workspace, &Overrides::default())?;
+    let redactor = Redactor::new(&config.redaction.patterns, &[])
+        .map_err(|e| ImportFailed::Config(ConfigError::Redaction(e)))?;
+    let size = std::fs::metadata(params.source).map(|m| m.len()).unwrap_or(0);
+    let exact = size <= EXACT_TOKENS_UP_TO;
+    let workspace = std::fs::canonicalize(params.workspace)
+        .unwrap_or_else(|_| params.workspace.to_path_buf());
+    let source = std::fs::canonicalize(params.source).unwrap_or_else(|_| params.source.into());
+    let origin = codewhale_import::Origin {
+        path: source.display().to_string(),
+        default_cwd: workspace.display().to_string(),
+        app_version: env!("CARGO_PKG_VERSION").to_owned(),
+    };
+    let dir = sessions_dir(params.home);
+    let mut file: Option<JournalFile> = None;
+    let mut secret_thinking = 0u64;
+    let sink = |mut entry: Entry| -> Result<(), ImportError> {
+        secret_thinking += signed_thinking_with_secret(&redactor, &entry.payload);
+        redactor.redact_payload(&mut entry.payload);
+        if exact {
+            let text = match &entry.payload {
+                Payload::Compaction(record) => Some(record.note.clone()),
+                other => counts::payload_text(other),
+            };
+            if let Some(text) = text {
+                entry.tokens = Some(counts::exact(&text));
+            }
+        }
+        let sink_err = |e: Box<dyn std::error::Error + Send + Sync>| ImportError::Sink(e);
+        match &mut file {
+            Some(f) => f.append(entry).map_err(|e| sink_err(Box::new(e))),
+            None => {
+                let Payload::Header(h) = &entry.payload else {
+                    return Err(sink_err("the first entry of an import is not a header".into()));
+                };
+                let path = dir.join(format!("{}.jsonl", h.session_id));
+                file = Some(JournalFile::create(&path, entry).map_err(|e| sink_err(Box::new(e)))?);
+                Ok(())
+            }
+        }
+    };
+    let imported = codewhale_import::import_file(params.source, &origin, sink)?;
+    let mut report = imported.report;
+    for _ in 0..secret_thinking {
+        report.drop_thinking(thinking_reason::HELD_A_SECRET);
+    }
+    let Some(file) = file else {
+        return Err(ImportError::Empty {
+            path: params.source.to_path_buf(),
+            reason: "nothing was written".into(),
+        }
+        .into());
+    };
+    let path = file.path().to_path_buf();
+    let view = render(file.journal(), file.journal().head_id().as_str());
+    let view_error = check_view(&view).err();
+    let mut view_tokens = 0u64;
+    for item in &view.items {
+        let n = match item.tokens {
+            Some(n) if exact => u64::from(n),
+            _ => {
+                let text = item_text(&item.content);
+                if exact {
+                    u64::from(counts::exact(&text))
+                } else {
+                    u64::from(tokens::estimate(&text) + counts::MESSAGE_OVERHEAD)
+                }
+            }
+        };
+        view_tokens += n;
+    }
+    let write_error = file.close().err();
+    if let Some(e) = write_error {
+        return Err(ImportError::Sink(Box::new(e)).into());
+    }
+    if let Some(e) = view_error {
+        return Err(ImportFailed::View { path, reason: e.to_string() });
+    }
+    Ok(Imported {
+        session_id: imported.session_id,
+        path,
+        report,
+        view_tokens,
+        view_tokens_estimated: !exact,
+    })
+}
+
+/// Signed thinking blocks redaction will drop whole because they hold a secret.
+fn signed_thinking_with_secret(redactor: &Redactor, payload: &Payload) -> u64 {
+    let Payload::Assistant(a) = payload else { return 0 };
+    a.content
+        .iter()
+        .filter(|b| match b {
+            Block::Thinking(t) => t.signature.is_some() && redactor.finds_secret(&t.thinking),
+            _ => false,
+        })
+        .count() as u64
+}
+
+fn item_text(content: &ItemContent) -> String {
+    match content {
+        ItemContent::ToolResult(r) => r.content.to_string(),
+        ItemContent::Blocks(blocks) => {
+            let mut text = String::new();
+            for block in blocks {
+                match block {
+                    Block::Text(t) => text.push_str(&t.text),
+                    Block::Thinking(t) => text.push_str(&t.thinking),
+                    Block::ToolUse(t) => {
+                        text.push_str(&t.name);
+                        text.push(' ');
+                        text.push_str(&t.input.to_string());
+                    }
+                    Block::Opaque(raw) => text.push_str(raw.get()),
+                }
+                text.push('\n');
+            }
+            text
+        }
+    }
+}

@@ -13,7 +13,7 @@
 
 use std::path::{Path, PathBuf};
 
-use codewhale_journal::{check_view, render, Block, Entry, ItemContent, JournalFile, Payload};
+use codewhale_journal::{check_view, render, Block, Entry, JournalFile, Payload};
 
 use crate::config::{self, ConfigError, Overrides};
 use crate::redact::Redactor;
@@ -130,7 +130,7 @@ pub fn import(params: &ImportParams<'_>) -> Result<Imported, ImportFailed> {
         let n = match item.tokens {
             Some(n) if exact => u64::from(n),
             _ => {
-                let text = item_text(&item.content);
+                let text = crate::session::item_text(&item.content);
                 if exact {
                     u64::from(counts::exact(&text))
                 } else {
@@ -166,27 +166,4 @@ fn signed_thinking_with_secret(redactor: &Redactor, payload: &Payload) -> u64 {
             _ => false,
         })
         .count() as u64
-}
-
-fn item_text(content: &ItemContent) -> String {
-    match content {
-        ItemContent::ToolResult(r) => r.content.to_string(),
-        ItemContent::Blocks(blocks) => {
-            let mut text = String::new();
-            for block in blocks {
-                match block {
-                    Block::Text(t) => text.push_str(&t.text),
-                    Block::Thinking(t) => text.push_str(&t.thinking),
-                    Block::ToolUse(t) => {
-                        text.push_str(&t.name);
-                        text.push(' ');
-                        text.push_str(&t.input.to_string());
-                    }
-                    Block::Opaque(raw) => text.push_str(raw.get()),
-                }
-                text.push('\n');
-            }
-            text
-        }
-    }
 }

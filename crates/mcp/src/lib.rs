@@ -12,6 +12,8 @@ pub mod config;
 pub mod content;
 pub mod names;
 pub mod servers;
+#[cfg(feature = "test-support")]
+pub mod test_support;
 pub mod tools;
 
 pub use config::{ServerConfig, Transport, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT};

@@ -4,7 +4,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -12,49 +11,7 @@ use codewhale_mcp::{ServerConfig, ServerEvent, Servers, Status, Transport};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-fn tools_dir() -> PathBuf {
-    std::env::var_os("CODEWHALE_MCP_TEST_DIR").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
-            .join(".cache/codewhale/mcp-test")
-    })
-}
-
-#[allow(clippy::print_stderr)]
-fn skip(what: &str) {
-    eprintln!("skipped: {what} is not installed; run scripts/mcp-test-servers.sh");
-}
-
-fn fixture(name: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures/mcp")
-        .join(name)
-        .display()
-        .to_string()
-}
-
-/// The Python interpreter that has the `mcp` SDK.
-fn python() -> Option<String> {
-    let python = tools_dir().join("venv/bin/python");
-    if python.exists() {
-        Some(python.display().to_string())
-    } else {
-        skip("the Python mcp SDK");
-        None
-    }
-}
-
-/// `node` and server-everything's entry point.
-fn everything() -> Option<Vec<String>> {
-    let script =
-        tools_dir().join("npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    let node = std::process::Command::new("node").arg("--version").output().is_ok();
-    if script.exists() && node {
-        Some(vec!["node".into(), script.display().to_string(), "stdio".into()])
-    } else {
-        skip("@modelcontextprotocol/server-everything (or node)");
-        None
-    }
-}
+use codewhale_mcp::test_support::{everything, python, test_server};
 
 fn stdio(name: &str, argv: &[String]) -> ServerConfig {
     ServerConfig::new(
@@ -70,7 +27,7 @@ fn stdio(name: &str, argv: &[String]) -> ServerConfig {
 }
 
 fn python_stdio(name: &str, python: &str) -> ServerConfig {
-    stdio(name, &[python.to_owned(), fixture("test_server.py"), "stdio".into()])
+    stdio(name, &[python.to_owned(), test_server(), "stdio".into()])
 }
 
 struct Started {
@@ -178,8 +135,7 @@ async fn a_slow_start_is_waited_for_once_and_then_served_from_the_cache() {
     // The delay is an environment variable, which is not part of what identifies the server
     // for its cache.
     let slow = |delay: &str| {
-        let command =
-            format!("sleep $DELAY; exec '{python}' '{}' stdio", fixture("test_server.py"));
+        let command = format!("sleep $DELAY; exec '{python}' '{}' stdio", test_server());
         let mut config = stdio("slow", &["sh".into(), "-c".into(), command]);
         if let Transport::Stdio { env, .. } = &mut config.transport {
             env.push(("DELAY".into(), delay.into()));
@@ -250,7 +206,7 @@ async fn a_streamable_http_server_is_reached_with_its_token() {
         listener.local_addr().unwrap().port()
     };
     let child = std::process::Command::new(&python)
-        .args([fixture("test_server.py"), "http".into(), port.to_string()])
+        .args([test_server(), "http".into(), port.to_string()])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()

@@ -532,7 +532,7 @@ fn untrusted_notice(untrusted: &crate::config::Untrusted, front_end: crate::Fron
 }
 
 /// The text of a view item as counted.
-fn item_text(content: &ItemContent) -> String {
+pub(crate) fn item_text(content: &ItemContent) -> String {
     match content {
         ItemContent::ToolResult(r) => r.content.to_string(),
         ItemContent::Blocks(blocks) => {

@@ -3,8 +3,6 @@
 //! missing), the mock provider, real journals. Each test ends with no orphaned tool pair in any
 //! request.
 
-use std::path::PathBuf;
-
 use codewhale_engine::approval::ApprovalMode;
 use codewhale_engine::protocol::{Event, Op, TurnStatus};
 use codewhale_engine::session::Resume;
@@ -14,32 +12,13 @@ use serde_json::json;
 use super::common::{reload_checked, results, session_file, Harness};
 use super::compaction::{assert_no_orphans, compact, prose, spawn, SUMMARY, WINDOW};
 
-fn python() -> Option<String> {
-    let dir = std::env::var_os("CODEWHALE_MCP_TEST_DIR").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
-            .join(".cache/codewhale/mcp-test")
-    });
-    let python = dir.join("venv/bin/python");
-    if python.exists() {
-        Some(python.display().to_string())
-    } else {
-        #[allow(clippy::print_stderr)]
-        {
-            eprintln!(
-                "skipped: the Python mcp SDK is not installed; run scripts/mcp-test-servers.sh"
-            );
-        }
-        None
-    }
-}
+use codewhale_mcp::test_support::{python, test_server};
 
 /// Configures the test server as `py` in the user's config; `add` runs without asking.
 fn configure(h: &Harness, python: &str) {
-    let server =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/mcp/test_server.py");
     let config = format!(
         "[mcp_servers.py]\ncommand = {python:?}\nargs = [{:?}, \"stdio\"]\nread_only_tools = [\"add\"]\n",
-        server.display().to_string()
+        test_server()
     );
     std::fs::write(h.home.path().join("config.toml"), config).unwrap();
 }

@@ -2,29 +2,10 @@
 //! (installed by `scripts/mcp-test-servers.sh`; skipped with a printed reason when missing),
 //! and `exec` going on, with one warning line, when a server cannot start.
 
-use std::path::PathBuf;
-
 use codewhale_provider::test_support::{MockServer, Reply, TEST_API_KEY};
 use serde_json::Value;
 
-fn python() -> Option<String> {
-    let dir = std::env::var_os("CODEWHALE_MCP_TEST_DIR").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
-            .join(".cache/codewhale/mcp-test")
-    });
-    let python = dir.join("venv/bin/python");
-    if python.exists() {
-        Some(python.display().to_string())
-    } else {
-        #[allow(clippy::print_stderr)]
-        {
-            eprintln!(
-                "skipped: the Python mcp SDK is not installed; run scripts/mcp-test-servers.sh"
-            );
-        }
-        None
-    }
-}
+use codewhale_mcp::test_support::{python, test_server};
 
 fn codewhale(home: &std::path::Path, ws: &std::path::Path) -> std::process::Command {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_codewhale"));
@@ -41,14 +22,12 @@ fn mcp_list_shows_each_server_its_status_and_tools() {
     let Some(python) = python() else { return };
     let home = tempfile::tempdir().unwrap();
     let ws = tempfile::tempdir().unwrap();
-    let server =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/mcp/test_server.py");
     std::fs::write(
         home.path().join("config.toml"),
         format!(
             "[mcp_servers.py]\ncommand = {python:?}\nargs = [{:?}, \"stdio\"]\nread_only_tools = [\"add\"]\n\
              [mcp_servers.gone]\ncommand = \"/nonexistent/server\"\n[mcp_servers.off]\ncommand = \"true\"\nenabled = false\n",
-            server.display().to_string()
+            test_server()
         ),
     )
     .unwrap();

@@ -50,6 +50,27 @@ fn bench(c: &mut Criterion) {
             .bench_function(*name, |b| b.iter(|| codewhale_engine::tokens::count(black_box(text))));
     }
     group.finish();
+
+    // The two exact o200k encoders side by side, each used directly on the whole text:
+    // tiktoken-rs (its own `encode_ordinary`) and GitHub's `bpe-openai` (`count`). tiktoken-rs
+    // is skipped on the pathological inputs, where it is quadratic or panics whole — which is
+    // why Codewhale once fed it pieces.
+    let tiktoken = tiktoken_rs::o200k_base().unwrap();
+    let bpe = bpe_openai::o200k_base();
+    let mut group = c.benchmark_group("encoder");
+    group.sample_size(10);
+    for (name, text) in &inputs {
+        group.throughput(Throughput::Bytes(text.len() as u64));
+        if matches!(*name, "prose" | "code" | "json") {
+            group.bench_function(format!("tiktoken_rs/{name}"), |b| {
+                b.iter(|| tiktoken.encode_ordinary(black_box(text)).len())
+            });
+        }
+        group.bench_function(format!("bpe_openai/{name}"), |b| {
+            b.iter(|| bpe.count(black_box(text.as_str())))
+        });
+    }
+    group.finish();
 }
 
 criterion_group!(benches, bench);

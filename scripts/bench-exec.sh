@@ -3,6 +3,11 @@
 # wall time and peak memory (max RSS) over N runs, with /usr/bin/time -v.
 #
 # Usage: scripts/bench-exec.sh [RUNS]   (default 20; release build)
+#
+# MCP_SLOW_SERVERS=N adds N configured MCP servers that each take 3 s to start (the Python test
+# server of fixtures/mcp behind a `sleep`), with their tool lists cached by one `codewhale mcp
+# list` beforehand: the figure shows what slow servers add to a round trip that never calls
+# them (they connect in the background; shutting down stops them while they still start).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs="${1:-20}"
@@ -16,6 +21,22 @@ mock="$target/release/examples/mock_provider"
 work="$(mktemp -d)"
 trap 'exec 3>&-; rm -rf "$work"' EXIT
 mkdir -p "$work/home" "$work/ws"
+
+servers="${MCP_SLOW_SERVERS:-0}"
+if [ "$servers" -gt 0 ]; then
+  python="$(bash scripts/mcp-test-servers.sh 2>/dev/null | tail -n1)/venv/bin/python"
+  script="$PWD/fixtures/mcp/test_server.py"
+  write_config() {
+    : > "$work/home/config.toml"
+    for n in $(seq "$servers"); do
+      printf '[mcp_servers.slow%s]\ncommand = "sh"\nargs = ["-c", "sleep $DELAY; exec %s %s stdio"]\nenv = { DELAY = "%s" }\n' \
+        "$n" "$python" "$script" "$1" >> "$work/home/config.toml"
+    done
+  }
+  write_config 0
+  (cd "$work/ws" && CODEWHALE_HOME="$work/home" "$bin" mcp list > /dev/null)
+  write_config 3
+fi
 
 # The mock serves until its stdin (fd 3 here) closes.
 exec 3> >("$mock" "$((runs + 5))" > "$work/url")
@@ -34,7 +55,7 @@ for i in $(seq "$runs"); do
 done
 
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-printf 'codewhale exec round trip over %s runs (release, mock provider on localhost)\n' "$runs"
+printf 'codewhale exec round trip over %s runs (release, mock provider on localhost, %s slow MCP servers)\n' "$runs" "$servers"
 printf '  wall time: median %ss, min %ss, max %ss\n' "$(median "${walls[@]}")" \
   "$(printf '%s\n' "${walls[@]}" | sort -g | head -n1)" "$(printf '%s\n' "${walls[@]}" | sort -g | tail -n1)"
 printf '  peak RSS:  median %s KiB, max %s KiB\n' "$(median "${rss[@]}")" \

@@ -23,98 +23,19 @@ use rmcp::RoleClient;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::client::{self, Handler, StderrTail};
+mod task;
+mod types;
+
+use crate::client::StderrTail;
 use crate::config::ServerConfig;
 use crate::names;
 use crate::tools::{ToolCache, ToolInfo};
+pub use types::{CallOutput, OfferedTool, ReportedTool, ServerEvent, ServerReport, Status};
 
 /// Reads a variable of Codewhale's environment.
 pub type EnvReader = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 /// Receives what the user should hear about servers.
 pub type Reporter = Arc<dyn Fn(ServerEvent) + Send + Sync>;
-
-/// Something the user should be told about a server (once).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ServerEvent {
-    /// It could not be started or reached; the session goes on without it.
-    Failed { server: String, reason: String },
-    /// It was running and stopped.
-    Stopped { server: String, reason: String },
-    /// It announced a new tool list; the next request offers it.
-    ToolsChanged { server: String, tools: usize },
-}
-
-/// Where a server is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Status {
-    /// `enabled = false`.
-    Disabled,
-    /// Configured, but the session has not started it (a command that needs no servers).
-    Idle,
-    Starting,
-    Ready,
-    Failed(String),
-}
-
-impl Status {
-    /// One word for lists: `starting`, `ready`, `failed`, `disabled`, `idle`.
-    pub fn word(&self) -> &'static str {
-        match self {
-            Status::Disabled => "disabled",
-            Status::Idle => "idle",
-            Status::Starting => "starting",
-            Status::Ready => "ready",
-            Status::Failed(_) => "failed",
-        }
-    }
-}
-
-/// A server as `/mcp` and `mcp list` show it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ServerReport {
-    pub name: String,
-    /// The command line or URL.
-    pub target: String,
-    pub status: Status,
-    /// Its tools (live, else from the cache), with the names the model sees them by.
-    pub tools: Vec<ReportedTool>,
-    /// Whether `tools` comes from the cache rather than the running server.
-    pub cached: bool,
-}
-
-/// One tool in a [`ServerReport`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct ReportedTool {
-    pub name: String,
-    pub description: String,
-    /// In `read_only_tools`: runs without asking.
-    pub read_only: bool,
-}
-
-/// A tool as the model is offered it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct OfferedTool {
-    /// `mcp__<server>__<tool>`, cut to the providers' limits.
-    pub name: String,
-    pub server: String,
-    pub tool: String,
-    pub description: String,
-    /// The input schema, sanitized for both providers.
-    pub input_schema: Value,
-}
-
-/// What a call returned, as the model will read it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CallOutput {
-    pub text: String,
-    pub is_error: bool,
-}
-
-impl CallOutput {
-    fn error(text: String) -> CallOutput {
-        CallOutput { text, is_error: true }
-    }
-}
 
 #[derive(Debug)]
 struct State {
@@ -252,7 +173,7 @@ impl Servers {
             server.lock().started = Some(Instant::now());
             server.set_status(Status::Starting);
             let inner = self.inner.clone();
-            let task = tokio::spawn(async move { run_server(inner, index).await });
+            let task = tokio::spawn(async move { task::run_server(inner, index).await });
             if let Ok(mut tasks) = self.inner.tasks.lock() {
                 tasks.push(task);
             }
@@ -578,101 +499,5 @@ fn unavailable_name(name: &str) -> String {
         None => format!(
             "the tool {name:?} is not available in this session. Use only the tools you were given"
         ),
-    }
-}
-
-/// One server's life: connect, list, then follow list changes until it stops or the session
-/// ends.
-async fn run_server(inner: Arc<Inner>, index: usize) {
-    let Some(server) = inner.servers.get(index).cloned() else { return };
-    let config = &server.config;
-    let (tx, mut changes) = tokio::sync::mpsc::unbounded_channel();
-    let handler = Handler { tools_changed: tx };
-    let var = inner.var.clone();
-    let connect = client::connect(config, &inner.workspace, var.as_ref(), handler, &server.stderr);
-    let deadline = config.startup_timeout;
-    let connected = tokio::select! {
-        r = tokio::time::timeout(deadline, async {
-            let service = connect.await.map_err(|e| e.to_string())?;
-            let tools = service.list_all_tools().await.map_err(|e| format!("listing its tools failed: {e}"))?;
-            Ok::<_, String>((service, tools))
-        }) => r,
-        () = inner.shutdown.cancelled() => return,
-    };
-    let (service, tools) = match connected {
-        Ok(Ok(pair)) => pair,
-        Ok(Err(reason)) => return failed(&inner, &server, explain(&server, reason)),
-        Err(_) => {
-            let reason = format!("it did not finish starting within {}", seconds(deadline));
-            return failed(&inner, &server, explain(&server, reason));
-        }
-    };
-    let peer = service.peer().clone();
-    set_live(&inner, &server, &tools, false);
-    {
-        server.lock().peer = Some(peer.clone());
-    }
-    server.set_status(Status::Ready);
-    let stop = service.cancellation_token();
-    let waiting = service.waiting();
-    tokio::pin!(waiting);
-    loop {
-        tokio::select! {
-            quit = &mut waiting => {
-                let reason = match quit {
-                    Ok(reason) => format!("it stopped ({reason:?})"),
-                    Err(err) => format!("it stopped ({err})"),
-                };
-                if server.lock().status == Status::Ready {
-                    stopped(&inner, &server, explain(&server, reason));
-                }
-                return;
-            }
-            Some(()) = changes.recv() => {
-                if let Ok(tools) = peer.list_all_tools().await {
-                    set_live(&inner, &server, &tools, true);
-                }
-            }
-            () = inner.shutdown.cancelled() => {
-                stop.cancel();
-                let _ = tokio::time::timeout(Duration::from_secs(3), &mut waiting).await;
-                return;
-            }
-        }
-    }
-}
-
-/// Adds the last line the server wrote to stderr to `reason`.
-fn explain(server: &Server, reason: String) -> String {
-    match server.stderr.last() {
-        Some(line) if !line.trim().is_empty() => format!("{reason}; it said: {}", line.trim()),
-        _ => reason,
-    }
-}
-
-fn failed(inner: &Inner, server: &Server, reason: String) {
-    server.lock().reported = true;
-    server.set_status(Status::Failed(reason.clone()));
-    emit(inner, ServerEvent::Failed { server: server.config.name.clone(), reason });
-}
-
-fn set_live(inner: &Inner, server: &Server, tools: &[rmcp::model::Tool], announced: bool) {
-    let all: Vec<ToolInfo> = tools.iter().map(ToolInfo::from_rmcp).collect();
-    if let Some(cache) = &inner.cache {
-        cache.store(&server.config.name, &server.config.fingerprint(), &all);
-    }
-    let list = filtered(&server.config, all);
-    let count = list.len();
-    let changed = {
-        let mut state = server.lock();
-        let changed = announced && state.offered.as_ref().is_some_and(|o| *o != list);
-        if changed {
-            state.offered = Some(list.clone());
-        }
-        state.live = Some(list);
-        changed
-    };
-    if changed {
-        emit(inner, ServerEvent::ToolsChanged { server: server.config.name.clone(), tools: count });
     }
 }

@@ -18,15 +18,22 @@ fn skip(what: &str) {
     eprintln!("skipped: {what} is not installed; run scripts/mcp-test-servers.sh");
 }
 
-/// The Python interpreter that has the `mcp` SDK.
+/// The Python interpreter that has the `mcp` SDK (checked once per process: a half-finished
+/// install skips rather than fails).
 pub fn python() -> Option<String> {
-    let python = tools_dir().join("venv/bin/python");
-    if python.exists() {
-        Some(python.display().to_string())
-    } else {
+    static FOUND: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    let found = FOUND.get_or_init(|| {
+        let python = tools_dir().join("venv/bin/python");
+        let usable = std::process::Command::new(&python)
+            .args(["-c", "import mcp.server.mcpserver"])
+            .output()
+            .is_ok_and(|out| out.status.success());
+        usable.then(|| python.display().to_string())
+    });
+    if found.is_none() {
         skip("the Python mcp SDK");
-        None
     }
+    found.clone()
 }
 
 /// The command line of `@modelcontextprotocol/server-everything` over stdio.

@@ -115,7 +115,11 @@ async fn a_slow_call_times_out_and_the_server_stays_usable() {
     let mut config = python_stdio("py", &python);
     config.tool_timeout = Duration::from_millis(500);
     let s = start(vec![config]);
-    s.servers.offered().await;
+    let offered = s.servers.offered().await;
+    // A request rebuilds its tool list only when a server's offered list changed.
+    let (generation, again) = s.servers.offered_since(u64::MAX).await.unwrap();
+    assert_eq!(again, offered);
+    assert!(s.servers.offered_since(generation).await.is_none());
     let cancel = CancellationToken::new();
     let slow = s.servers.call("mcp__py__slow", &json!({"seconds": 5}), &cancel).await;
     assert!(slow.is_error && slow.text.contains("did not answer within 0.5 s"), "{slow:?}");

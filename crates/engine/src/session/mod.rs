@@ -97,6 +97,8 @@ pub struct Session {
     pub(crate) mcp: codewhale_mcp::Servers,
     /// The MCP tools offered in requests, as last fixed ([`Session::refresh_mcp_tools`]).
     pub(crate) mcp_specs: Vec<ToolSpec>,
+    /// The servers' offered-list generation `mcp_specs` was built from (`u64::MAX`: none yet).
+    pub(crate) mcp_generation: u64,
 }
 
 impl Session {
@@ -185,6 +187,7 @@ impl Session {
             groups: Arc::default(),
             mcp,
             mcp_specs: Vec::new(),
+            mcp_generation: u64::MAX,
         };
         session.mcp_specs = mcp_specs(&session.mcp.offered_now());
         session.refresh_system_prompt();
@@ -297,10 +300,12 @@ impl Session {
             return;
         }
         let servers = self.mcp.clone();
-        let offered = tokio::select! {
-            offered = servers.offered() => offered,
+        let changed = tokio::select! {
+            changed = servers.offered_since(self.mcp_generation) => changed,
             () = cancel.cancelled() => return,
         };
+        let Some((generation, offered)) = changed else { return };
+        self.mcp_generation = generation;
         let specs = mcp_specs(&offered);
         if specs != self.mcp_specs {
             self.mcp_specs = specs;

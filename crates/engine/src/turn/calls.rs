@@ -121,9 +121,7 @@ async fn run_one(
 ) -> ToolOutput {
     if call.name.starts_with(codewhale_mcp::PREFIX) {
         let out = mcp.call(&call.name, &call.input, &tool_ctx.cancel).await;
-        let bytes = out.text.len() as u64;
-        let content = tools::output::cap(&out.text, tools::output::MAX_OUTPUT_BYTES);
-        return ToolOutput { content, is_error: out.is_error, bytes };
+        return ToolOutput { is_error: out.is_error, ..ToolOutput::capped(&out.text) };
     }
     tools::execute(tool_ctx, &call.name, &call.input, progress).await
 }

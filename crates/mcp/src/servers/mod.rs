@@ -81,8 +81,16 @@ struct Inner {
     reporter: Mutex<Option<Reporter>>,
     /// The offered names → (server index, tool name), as of the last [`Servers::offered`].
     names: Mutex<BTreeMap<String, (usize, String)>>,
+    /// Bumped whenever a server's offered list is fixed or replaced.
+    generation: std::sync::atomic::AtomicU64,
     shutdown: CancellationToken,
     tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+}
+
+impl Inner {
+    fn bump(&self) {
+        self.generation.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+    }
 }
 
 impl std::fmt::Debug for Inner {
@@ -146,6 +154,7 @@ impl Servers {
                 var,
                 reporter: Mutex::new(None),
                 names: Mutex::new(BTreeMap::new()),
+                generation: std::sync::atomic::AtomicU64::new(0),
                 shutdown: CancellationToken::new(),
                 tasks: Mutex::new(Vec::new()),
             }),
@@ -235,7 +244,23 @@ impl Servers {
     /// The tools to offer in a request (see the module invariants). Fixes each server's list
     /// the first time; may wait for a server without a cached list, up to its startup timeout.
     pub async fn offered(&self) -> Vec<OfferedTool> {
-        let waits = self.inner.servers.iter().map(|server| async move {
+        self.fix_offered().await;
+        self.listing(|state| state.offered.clone(), true)
+    }
+
+    /// Like [`Servers::offered`], but only when the offered tools changed since generation
+    /// `seen` (a request's tool list is rebuilt only then): the new generation and the tools.
+    pub async fn offered_since(&self, seen: u64) -> Option<(u64, Vec<OfferedTool>)> {
+        self.fix_offered().await;
+        let generation = self.inner.generation.load(std::sync::atomic::Ordering::Acquire);
+        (generation != seen)
+            .then(|| (generation, self.listing(|state| state.offered.clone(), true)))
+    }
+
+    /// Fixes the list of every server that has none yet (see the module invariants).
+    async fn fix_offered(&self) {
+        let inner = &self.inner;
+        let waits = inner.servers.iter().map(|server| async move {
             if server.lock().offered.is_some() {
                 return;
             }
@@ -250,10 +275,12 @@ impl Servers {
             // A server that already failed offers nothing: its tools could only fail.
             if state.offered.is_none() && matches!(state.status, Status::Starting | Status::Ready) {
                 state.offered = state.live.clone().or_else(|| state.cached.clone());
+                if state.offered.is_some() {
+                    inner.bump();
+                }
             }
         });
         futures::future::join_all(waits).await;
-        self.listing(|state| state.offered.clone(), true)
     }
 
     /// What would be offered now, without waiting or fixing anything: each server's fixed

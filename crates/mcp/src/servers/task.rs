@@ -97,6 +97,7 @@ fn set_live(inner: &Inner, server: &Server, tools: &[rmcp::model::Tool], announc
         let changed = announced && state.offered.as_ref().is_some_and(|o| *o != list);
         if changed {
             state.offered = Some(list.clone());
+            inner.bump();
         }
         state.live = Some(list);
         changed

@@ -142,26 +142,19 @@ impl ApprovalView {
 /// One line per argument, long values cut.
 fn arguments(input: &serde_json::Value) -> String {
     const MAX: usize = 2_000;
-    match input {
-        serde_json::Value::Object(map) => map
-            .iter()
-            .map(|(k, v)| {
-                let v = match v {
-                    serde_json::Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                };
-                let count = v.chars().count();
-                if count > MAX {
-                    let kept: String = v.chars().take(MAX).collect();
-                    format!("{k}: {kept}… ({} more characters)", count - MAX)
-                } else {
-                    format!("{k}: {v}")
-                }
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
-        other => other.to_string(),
-    }
+    let Some(args) = super::tool_cell::argument_texts(input) else { return input.to_string() };
+    args.iter()
+        .map(|(k, v)| {
+            let count = v.chars().count();
+            if count > MAX {
+                let kept: String = v.chars().take(MAX).collect();
+                format!("{k}: {kept}… ({} more characters)", count - MAX)
+            } else {
+                format!("{k}: {v}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 impl View for ApprovalView {

@@ -133,21 +133,26 @@ fn elapsed(secs: u64) -> String {
     }
 }
 
+/// A call's arguments as (name, text) pairs: strings unquoted, other values as JSON. `None`
+/// when the input is not an object.
+pub fn argument_texts(input: &serde_json::Value) -> Option<Vec<(&str, String)>> {
+    let serde_json::Value::Object(map) = input else { return None };
+    let text = |v: &serde_json::Value| match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    Some(map.iter().map(|(k, v)| (k.as_str(), text(v))).collect())
+}
+
 /// `{"path":"a.rs","limit":10}` as `path=a.rs limit=10`, strings unquoted, newlines shown as ⏎.
 pub fn summarize_input(input: &serde_json::Value) -> String {
-    match input {
-        serde_json::Value::Object(map) => map
+    match argument_texts(input) {
+        Some(args) => args
             .iter()
-            .map(|(k, v)| {
-                let v = match v {
-                    serde_json::Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                };
-                format!("{k}={}", v.replace('\n', "⏎"))
-            })
+            .map(|(k, v)| format!("{k}={}", v.replace('\n', "⏎")))
             .collect::<Vec<_>>()
             .join(" "),
-        other => other.to_string(),
+        None => input.to_string(),
     }
 }
 

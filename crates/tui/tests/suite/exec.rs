@@ -34,15 +34,7 @@ impl Setup {
     }
 
     fn command(&self) -> tokio::process::Command {
-        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_codewhale"));
-        cmd.current_dir(self.ws.path())
-            .env("CODEWHALE_HOME", self.home.path())
-            .env_remove("OPENAI_API_KEY")
-            .env_remove("ANTHROPIC_API_KEY")
-            .env_remove("OPENAI_BASE_URL")
-            .env_remove("ANTHROPIC_BASE_URL")
-            .env("HOME", self.home.path());
-        cmd
+        super::cli::codewhale(self.home.path(), self.ws.path())
     }
 
     fn sessions(&self) -> Vec<std::path::PathBuf> {

@@ -51,16 +51,9 @@ impl Setup {
     }
 
     fn command(&self) -> tokio::process::Command {
-        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_codewhale"));
-        cmd.current_dir(self.ws.path())
-            .env("CODEWHALE_HOME", self.home.path())
-            .env("HOME", self.home.path())
-            .env("CLAUDE_CONFIG_DIR", self.tools.path().join("claude"))
-            .env("CODEX_HOME", self.tools.path().join("codex"))
-            .env_remove("OPENAI_API_KEY")
-            .env_remove("ANTHROPIC_API_KEY")
-            .env_remove("OPENAI_BASE_URL")
-            .env_remove("ANTHROPIC_BASE_URL");
+        let mut cmd = super::cli::codewhale(self.home.path(), self.ws.path());
+        cmd.env("CLAUDE_CONFIG_DIR", self.tools.path().join("claude"))
+            .env("CODEX_HOME", self.tools.path().join("codex"));
         cmd
     }
 

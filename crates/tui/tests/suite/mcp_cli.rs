@@ -7,18 +7,10 @@ use serde_json::Value;
 
 use codewhale_mcp::test_support::{python, test_server};
 
-fn codewhale(home: &std::path::Path, ws: &std::path::Path) -> std::process::Command {
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_codewhale"));
-    cmd.current_dir(ws)
-        .env("CODEWHALE_HOME", home)
-        .env("HOME", home)
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("ANTHROPIC_API_KEY");
-    cmd
-}
+use super::cli::codewhale;
 
-#[test]
-fn mcp_list_shows_each_server_its_status_and_tools() {
+#[tokio::test]
+async fn mcp_list_shows_each_server_its_status_and_tools() {
     let Some(python) = python() else { return };
     let home = tempfile::tempdir().unwrap();
     let ws = tempfile::tempdir().unwrap();
@@ -31,7 +23,8 @@ fn mcp_list_shows_each_server_its_status_and_tools() {
         ),
     )
     .unwrap();
-    let out = codewhale(home.path(), ws.path()).args(["mcp", "list", "--json"]).output().unwrap();
+    let out =
+        codewhale(home.path(), ws.path()).args(["mcp", "list", "--json"]).output().await.unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let list: Value = serde_json::from_slice(&out.stdout).unwrap();
     let servers = list["servers"].as_array().unwrap();
@@ -43,7 +36,7 @@ fn mcp_list_shows_each_server_its_status_and_tools() {
     assert_eq!(by_name("gone")["status"], "failed");
     assert!(by_name("gone")["reason"].as_str().unwrap().contains("cannot start"));
     assert_eq!(by_name("off")["status"], "disabled");
-    let text = codewhale(home.path(), ws.path()).args(["mcp", "list"]).output().unwrap();
+    let text = codewhale(home.path(), ws.path()).args(["mcp", "list"]).output().await.unwrap();
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains("py  ready, 5 tools") && text.contains("mcp__py__crash"), "{text}");
 }
@@ -60,11 +53,13 @@ async fn exec_warns_once_about_a_server_that_cannot_start_and_answers() {
     )
     .unwrap();
     // The mock server answers on this runtime: the binary is awaited, not blocked on.
-    let mut exec = codewhale(home.path(), ws.path());
-    exec.args(["exec", "--provider", "openai", "--model", "gpt-4.1"])
+    let out = codewhale(home.path(), ws.path())
+        .args(["exec", "--provider", "openai", "--model", "gpt-4.1"])
         .args(["--base-url", &server.openai_base_url(), "hi"])
-        .env("OPENAI_API_KEY", TEST_API_KEY);
-    let out = tokio::process::Command::from(exec).output().await.unwrap();
+        .env("OPENAI_API_KEY", TEST_API_KEY)
+        .output()
+        .await
+        .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "hello there");

@@ -1,3 +1,4 @@
+mod cli;
 mod composer_pty;
 mod exec;
 mod import;

@@ -32,13 +32,8 @@ impl Setup {
     }
 
     async fn exec_with(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
-        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_codewhale"));
-        cmd.current_dir(self.ws.path())
-            .env("CODEWHALE_HOME", self.home.path())
-            .env("HOME", self.home.path())
-            .env_remove("ANTHROPIC_API_KEY")
-            .env_remove("ANTHROPIC_BASE_URL")
-            .env("OPENAI_BASE_URL", self.server.openai_base_url())
+        let mut cmd = super::cli::codewhale(self.home.path(), self.ws.path());
+        cmd.env("OPENAI_BASE_URL", self.server.openai_base_url())
             .env("OPENAI_API_KEY", TEST_API_KEY)
             .arg("exec")
             .args(["--model", "gpt-4.1"])

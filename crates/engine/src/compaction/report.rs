@@ -8,6 +8,7 @@
 //! request contains: the view of HEAD, its token breakdown, the active compaction, the last
 //! round and whether each anchor is in it.
 
+use std::collections::HashMap;
 use std::path::Path;
 
 use codewhale_journal::{load_read_only, render, EntryId, ItemKind, Journal, Role as JRole, View};
@@ -25,7 +26,7 @@ use crate::prompt::SystemPrompt;
 use crate::protocol::report::{
     ActiveReport, AnchorsReport, ContextReport, CoversReport, LastRound, Tokens, ViewEntry,
 };
-use crate::session::{self, replay, Resume};
+use crate::session::{self, counts, replay, Resume};
 
 /// Which session to report on.
 #[derive(Clone, Debug)]
@@ -60,17 +61,25 @@ pub fn context_report(params: &ReportParams<'_>) -> Result<ContextReport, Engine
     let learned = if params.overrides.model.is_some() { None } else { recorded.learned_window };
     let limits = replay::limits_for(&config, &model, learned);
     let view = render(&journal, journal.head_id().as_str());
-    let plain = PlainView::new(&view, |item| item.tokens);
-    let mut count = |e: &codewhale_journal::Entry| -> u64 {
-        e.tokens.map(u64::from).unwrap_or_else(|| {
-            u64::from(crate::session::counts::exact(
-                &crate::session::counts::payload_text(&e.payload).unwrap_or_default(),
-            ))
-        })
-    };
+    // Entries whose lines carry no count are counted once and kept in the sidecar, so a
+    // report on a session with a huge uncounted output costs that count only the first time.
+    let mut known = counts::load_sidecar(&path);
+    let loaded = known.len();
+    for item in view.items.iter().filter(|i| i.tokens.is_none() && i.shortened.is_none()) {
+        if let Some(entry) = journal.get(item.source.as_str()) {
+            count_once(&mut known, entry);
+        }
+    }
     let (system, schemas) = system_tokens(&workspace, &config, params.home);
+    let plain = PlainView::new(&view, |item| {
+        item.tokens.or_else(|| item.shortened.is_none().then(|| known.get(&item.source).copied())?)
+    });
+    let mut count = |e: &codewhale_journal::Entry| u64::from(count_once(&mut known, e));
     let mut budget = replay::replay(&journal, limits, system, plain.total(), &mut count);
     budget.set_tool_schema_tokens(schemas);
+    if known.len() > loaded {
+        counts::store_sidecar(&path, &known);
+    }
     // Compared in their redacted form, as the checkpoint holds them.
     let redactor =
         crate::redact::Redactor::new(&config.redaction.patterns, &[]).unwrap_or_default();
@@ -80,6 +89,16 @@ pub fn context_report(params: &ReportParams<'_>) -> Result<ContextReport, Engine
         .flatten()
         .map(|a| redactor.redact(&a).into_owned());
     Ok(build(&journal, &view, &plain, &budget, &model, anchors_text.as_deref()))
+}
+
+/// `entry`'s count: stored in its line, kept in `known`, or counted now and kept there.
+fn count_once(known: &mut HashMap<EntryId, u32>, entry: &codewhale_journal::Entry) -> u32 {
+    if let Some(n) = entry.tokens.or_else(|| known.get(&entry.id).copied()) {
+        return n;
+    }
+    let n = counts::exact(&counts::payload_text(&entry.payload).unwrap_or_default());
+    known.insert(entry.id.clone(), n);
+    n
 }
 
 /// The system prompt's and the tool schemas' tokens together, and the schemas' alone: the

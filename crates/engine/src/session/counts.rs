@@ -4,9 +4,12 @@
 //! Invariants: an entry's count covers exactly what the model reads of it (text, thinking,
 //! tool names and arguments, tool output) plus a small per-message overhead; an entry written
 //! before the encoder was ready carries no `tokens` field and is counted here, in memory, the
-//! first time a decision needs it — a handful of recent entries, never the whole file.
+//! first time a decision needs it — a handful of recent entries, never the whole file. Such
+//! in-memory counts are kept between runs in a sidecar beside the journal
+//! ([`load_sidecar`], [`store_sidecar`]), so each entry is counted once, not on every open.
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 
 use codewhale_journal::{Block, EntryId, Payload};
 
@@ -55,6 +58,32 @@ pub fn upper_bound(text: &str) -> u64 {
     tokens::upper_bound_bytes(text.len() as u64) + u64::from(MESSAGE_OVERHEAD)
 }
 
+/// `<session>.counts.json` beside the journal: `{"<entry id>": tokens}` for entries whose lines
+/// carry no count. An entry never changes once written, so a stored count never goes stale.
+pub fn sidecar_path(journal: &Path) -> PathBuf {
+    journal.with_extension("counts.json")
+}
+
+/// The counts stored beside `journal`; a missing or damaged sidecar is an empty one.
+pub fn load_sidecar(journal: &Path) -> HashMap<EntryId, u32> {
+    let Ok(bytes) = std::fs::read(sidecar_path(journal)) else { return HashMap::new() };
+    let map: HashMap<String, u32> = serde_json::from_slice(&bytes).unwrap_or_default();
+    map.into_iter().map(|(id, n)| (EntryId::from_string(id), n)).collect()
+}
+
+/// Stores `counts` beside `journal`, whole (written aside, then renamed). Best effort: a
+/// read-only directory or a full disk only means counting again next time.
+pub fn store_sidecar(journal: &Path, counts: &HashMap<EntryId, u32>) {
+    let map: HashMap<&str, u32> = counts.iter().map(|(id, n)| (id.as_str(), *n)).collect();
+    let Ok(bytes) = serde_json::to_vec(&map) else { return };
+    let path = sidecar_path(journal);
+    let aside = path.with_extension(format!("json.{}.tmp", std::process::id()));
+    if std::fs::write(&aside, bytes).and_then(|()| std::fs::rename(&aside, &path)).is_err() {
+        let _ = std::fs::remove_file(&aside);
+        tracing::debug!(path = %path.display(), "cannot store the token counts sidecar");
+    }
+}
+
 /// An entry counted provisionally: its upper bound and the text to count.
 #[derive(Debug, Clone)]
 struct Pending {
@@ -67,9 +96,21 @@ struct Pending {
 pub struct Counts {
     memo: HashMap<EntryId, u32>,
     pending: HashMap<EntryId, Pending>,
+    /// How many of `memo` came from the sidecar (more means there is something to store).
+    loaded: usize,
 }
 
 impl Counts {
+    /// Starts from the counts a sidecar kept.
+    pub fn with_known(memo: HashMap<EntryId, u32>) -> Counts {
+        Counts { loaded: memo.len(), memo, pending: HashMap::new() }
+    }
+
+    /// The in-memory counts, when some were computed since they were loaded.
+    pub fn new_since_load(&self) -> Option<&HashMap<EntryId, u32>> {
+        (self.memo.len() > self.loaded).then_some(&self.memo)
+    }
+
     /// The in-memory count of an entry whose line has none.
     pub fn get(&self, id: &EntryId) -> Option<u32> {
         self.memo.get(id).copied()

@@ -166,6 +166,7 @@ impl Session {
             .with_home(params.home_hint.as_deref());
         let summary_backoff = crate::compaction::triggers::replay_backoff(journal.journal());
         let mcp = mcp_servers(&params.config, &workspace, &params.home);
+        let known_counts = counts::load_sidecar(journal.path());
         let mut session = Session {
             journal,
             workspace: workspace.clone(),
@@ -177,7 +178,7 @@ impl Session {
             budget: Budget::new(limits),
             system: SystemPrompt::load(&workspace),
             background,
-            counts: Counts::default(),
+            counts: Counts::with_known(known_counts),
             resumed,
             notices,
             hints,
@@ -456,6 +457,9 @@ impl Session {
     /// another process can open the session.
     pub async fn close(self) -> Result<(), EngineError> {
         self.mcp.shutdown().await;
+        if let Some(counts) = self.counts.new_since_load() {
+            counts::store_sidecar(self.journal.path(), counts);
+        }
         let (groups, background) = (self.groups.clone(), self.background.clone());
         // Ending groups waits out their grace period: off the async workers.
         let _ = tokio::task::spawn_blocking(move || {

@@ -172,6 +172,49 @@ async fn entries_written_without_counts_are_counted_in_memory_on_open() {
 }
 
 #[tokio::test]
+async fn counts_of_uncounted_entries_are_paid_once_and_kept_beside_the_journal() {
+    use codewhale_engine::session::counts;
+    let h = Harness::new().await;
+    let ws = h.workspace();
+    let header = HeaderPayload::new("uncounted-report", ws.display().to_string());
+    let mut file = JournalFile::create_session(&h.home.path().join("sessions"), header).unwrap();
+    let head = file.journal().head_id().clone();
+    let user = Entry::new(Some(head), UserPayload::text("hello there"));
+    let user_id = user.id.clone();
+    file.append(user).unwrap();
+    let path = file.path().to_path_buf();
+    file.close().unwrap();
+    let report = || {
+        codewhale_engine::offline::context(&codewhale_engine::offline::ReportParams {
+            home: h.home.path(),
+            cwd: &ws,
+            resume: Resume::Id("uncounted-report".into()),
+            overrides: codewhale_engine::config::Overrides::default(),
+        })
+        .unwrap()
+    };
+    // The first report counts the entry and keeps the count beside the journal.
+    let first = report();
+    let exact = counts::exact("hello there\n");
+    assert_eq!(first.view[0].tokens, u64::from(exact));
+    assert_eq!(counts::load_sidecar(&path).get(&user_id), Some(&exact));
+    // Later reports read it instead of counting again (a changed figure shows which is used).
+    let mut kept = counts::load_sidecar(&path);
+    kept.insert(user_id.clone(), 777);
+    counts::store_sidecar(&path, &kept);
+    assert_eq!(report().view[0].tokens, 777);
+    // So does a live session opening the file.
+    let session = Session::open(SessionParams {
+        resume: Resume::Id("uncounted-report".into()),
+        ..session_params(&h)
+    })
+    .unwrap();
+    assert_eq!(session.budget().raw_estimate() - session.budget().system_tokens(), 777);
+    let on_disk = std::fs::read_to_string(&path).unwrap();
+    assert!(!on_disk.contains("\"tokens\""), "the journal is never rewritten");
+}
+
+#[tokio::test]
 async fn resuming_from_another_directory_says_where_tools_now_work() {
     let h = Harness::new().await;
     h.server.push(Reply::text("a"));

@@ -65,14 +65,19 @@ pub fn context_report(params: &ReportParams<'_>) -> Result<ContextReport, Engine
     // report on a session with a huge uncounted output costs that count only the first time.
     let mut known = counts::load_sidecar(&path);
     let loaded = known.len();
-    for item in view.items.iter().filter(|i| i.tokens.is_none() && i.shortened.is_none()) {
-        if let Some(entry) = journal.get(item.source.as_str()) {
-            count_once(&mut known, entry);
-        }
+    // An item stands for its whole entry unless it was shortened, or it is the checkpoint
+    // (whose text is the note, not its record's payload).
+    let whole = |item: &codewhale_journal::ViewItem| {
+        item.shortened.is_none() && item.kind != ItemKind::Checkpoint
+    };
+    for item in view.items.iter().filter(|i| i.tokens.is_none() && whole(i)) {
+        known
+            .entry(item.source.clone())
+            .or_insert_with(|| counts::exact(&session::item_text(&item.content)));
     }
     let (system, schemas) = system_tokens(&workspace, &config, params.home);
     let plain = PlainView::new(&view, |item| {
-        item.tokens.or_else(|| item.shortened.is_none().then(|| known.get(&item.source).copied())?)
+        item.tokens.or_else(|| whole(item).then(|| known.get(&item.source).copied())?)
     });
     let mut count = |e: &codewhale_journal::Entry| u64::from(count_once(&mut known, e));
     let mut budget = replay::replay(&journal, limits, system, plain.total(), &mut count);

@@ -5,11 +5,17 @@
 #   scripts/bench.sh                          every benchmark of every crate
 #   scripts/bench.sh -p codewhale-journal     one crate
 #   scripts/bench.sh -p codewhale-journal -- list_1000    one crate, benchmarks matching a filter
+#   scripts/bench.sh open [RUNS]              opening long sessions with the release binary, next
+#                                             to a plain read of the file (scripts/bench-open.sh)
 #
 # Benchmarks generate their data into temp dirs. They take minutes on a 2-core machine: run them
 # on an otherwise idle machine, since other load inflates the figures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = open ]; then
+  shift
+  exec scripts/bench-open.sh "$@"
+fi
 if [ $# -eq 0 ]; then
   exec cargo bench --workspace
 fi

@@ -10,7 +10,7 @@
 use std::collections::HashSet;
 
 use codewhale_journal::{
-    active_compaction_of, checkpoint_note, Block, Entry, Journal, Payload, Text, UserPayload,
+    active_compaction_of, checkpoint_note, kind, Block, Entry, Journal, Payload, Text, UserPayload,
 };
 
 use crate::protocol::{
@@ -29,9 +29,13 @@ pub const MAX_PAGE: usize = 2_000;
 /// The page of `limit` rows before `before` (or the newest), at `journal`'s HEAD.
 pub fn page(journal: &Journal, before: Option<&str>, limit: usize, reset: bool) -> HistoryPage {
     let head = journal.head_id().clone();
-    let rows: Vec<&Entry> =
-        journal.spine(head.as_str()).into_iter().filter(|e| shown(&e.payload)).collect();
-    let at = |id: &str| rows.iter().position(|e| e.id.as_str() == id);
+    // Spine positions (ascending) of the rows shown; only the page's entries are read.
+    let rows: Vec<u32> = journal
+        .spine_positions(journal.head_position())
+        .into_iter()
+        .filter(|&p| shown(journal.kind_at(p)))
+        .collect();
+    let at = |id: &str| journal.position(id).and_then(|p| rows.binary_search(&p).ok());
     let active = active_compaction_of(journal, head.as_str());
     // Spine rows the active record covers (its retained messages excepted).
     let (covered_range, retained) = match active.as_ref().and_then(|a| a.record.covers.as_ref())
@@ -47,31 +51,29 @@ pub fn page(journal: &Journal, before: Option<&str>, limit: usize, reset: bool) 
     };
     let end = before.and_then(at).unwrap_or(rows.len());
     let mut start = end.saturating_sub(limit.clamp(1, MAX_PAGE));
-    while start > 0 && matches!(rows[start].payload, Payload::ToolResult(_)) {
+    while start > 0 && journal.kind_at(rows[start]) == kind::TOOL_RESULT {
         start -= 1;
     }
     let mut items: Vec<HistoryItem> = Vec::new();
-    for (index, entry) in rows.iter().enumerate().take(end).skip(start) {
-        let covered = covered_range.is_some_and(|(a, b)| {
-            (a..=b).contains(&index) && !retained.contains(entry.id.as_str())
-        });
-        push_entry(&mut items, journal, entry, covered);
+    for (index, &pos) in rows.iter().enumerate().take(end).skip(start) {
+        let id = journal.id_at(pos);
+        let covered = covered_range
+            .is_some_and(|(a, b)| (a..=b).contains(&index) && !retained.contains(id.as_str()));
+        // Read for the page only: scrolling back through a long session must not hold it.
+        push_entry(&mut items, journal, &journal.read_entry(pos), covered);
         if covered_range.is_some_and(|(_, b)| b == index) {
             if let Some(a) = &active {
                 items.push(compaction_item(a));
             }
         }
     }
-    let older = (start > 0).then(|| rows[start].id.to_string());
+    let older = (start > 0).then(|| journal.id_at(rows[start]).to_string());
     HistoryPage { head: head.to_string(), items, older, reset }
 }
 
 /// Kinds a transcript shows.
-fn shown(payload: &Payload) -> bool {
-    matches!(
-        payload,
-        Payload::User(_) | Payload::Assistant(_) | Payload::ToolResult(_) | Payload::System(_)
-    )
+fn shown(entry_kind: &str) -> bool {
+    matches!(entry_kind, kind::USER | kind::ASSISTANT | kind::TOOL_RESULT | kind::SYSTEM)
 }
 
 fn push_entry(

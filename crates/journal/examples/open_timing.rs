@@ -24,7 +24,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!(
             "round {round}: {} entries | load {:?} | render {:?} ({} items) | decode the view's \
              tool output ({} MB) {:?}",
-            j.entries().len(),
+            j.len(),
             t1 - t0,
             t2 - t1,
             view.items.len(),

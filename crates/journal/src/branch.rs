@@ -77,12 +77,12 @@ impl Journal {
         if self.get(id).is_some() {
             return Ok(EntryId::from(id));
         }
-        let mut found = self
-            .entries()
-            .iter()
-            .filter(|e| is_chain(&e.payload) && !id.is_empty() && e.id.as_str().starts_with(id));
+        let mut found = (0..self.len() as u32)
+            .filter(|&p| self.is_chain_at(p) && !id.is_empty())
+            .map(|p| self.id_at(p))
+            .filter(|e| e.as_str().starts_with(id));
         match (found.next(), found.next()) {
-            (Some(one), None) => Ok(one.id.clone()),
+            (Some(one), None) => Ok(one.clone()),
             (None, _) => Err(BranchError::NotFound(EntryId::from(id))),
             (Some(_), Some(_)) => {
                 let count = 2 + found.count();

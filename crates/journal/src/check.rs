@@ -9,8 +9,8 @@
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
-use crate::entry::{Entry, EntryId};
-use crate::journal::DagProblem;
+use crate::entry::EntryId;
+use crate::journal::{DagProblem, Line};
 use crate::load::{self, LoadError, LoadWarning};
 use crate::payload::Payload;
 use crate::view::render;
@@ -76,8 +76,8 @@ pub fn check_file(path: &Path) -> Result<CheckReport, LoadError> {
     load::ensure_regular(path)?;
     let file = std::fs::File::open(path).map_err(io_err)?;
     let len = file.metadata().map_err(io_err)?.len();
-    let scan = load::scan_file(path, &file, len, true)?;
-    let (cycles, in_cycle) = find_cycles(&scan.entries, &scan.lines);
+    let scan = load::scan_file(path, &file, len)?;
+    let (cycles, in_cycle) = find_cycles(&scan.valid);
     let loaded = load::assemble(path, scan, None, false)?;
     let journal = loaded.journal;
 
@@ -122,11 +122,13 @@ pub fn check_file(path: &Path) -> Result<CheckReport, LoadError> {
     }
     problems.extend(cycles);
 
-    for entry in journal.entries() {
+    for pos in journal.positions_of_kind(crate::payload::kind::TOOL_RESULT) {
+        // Read for the check only: an audit of a long session must not hold it all.
+        let entry = journal.read_entry(pos);
         if let Payload::ToolResult(r) = &entry.payload {
             if let Err(e) = r.content.check_decodes() {
                 problems.push(Problem {
-                    line: journal.line_of(entry.id.as_str()),
+                    line: Some(journal.line_at(pos)),
                     message: format!("the tool output is not a valid JSON string ({e})"),
                 });
             }
@@ -156,7 +158,7 @@ pub fn check_file(path: &Path) -> Result<CheckReport, LoadError> {
     problems.sort_by_key(|p| p.line.unwrap_or(u32::MAX));
 
     Ok(CheckReport {
-        entries: journal.entries().len() - 1,
+        entries: journal.len() - 1,
         branches: journal.tips().len(),
         head,
         compactions: journal.compactions().count(),
@@ -168,7 +170,7 @@ pub fn check_file(path: &Path) -> Result<CheckReport, LoadError> {
 
 /// Parent cycles: loading sees them as parents that are not earlier entries; here each is
 /// named as a cycle once, on the line of its first entry in the file.
-fn find_cycles(entries: &[Entry], lines: &[u32]) -> (Vec<Problem>, HashSet<String>) {
+fn find_cycles(entries: &[Line]) -> (Vec<Problem>, HashSet<String>) {
     let index: HashMap<&str, usize> =
         entries.iter().enumerate().map(|(i, e)| (e.id.as_str(), i)).collect();
     // 0 = unvisited, 1 = on the current path, 2 = done.
@@ -188,7 +190,7 @@ fn find_cycles(entries: &[Entry], lines: &[u32]) -> (Vec<Problem>, HashSet<Strin
                     let ids: Vec<&str> = cycle.iter().map(|&p| entries[p].id.as_str()).collect();
                     members.extend(ids.iter().map(|s| (*s).to_owned()));
                     out.push(Problem {
-                        line: Some(lines[first]),
+                        line: Some(entries[first].line),
                         message: format!("parent cycle: {} -> {}", ids.join(" -> "), ids[0]),
                     });
                     break;

@@ -128,7 +128,7 @@ impl JournalFile {
         let mut file =
             OpenOptions::new().append(true).read(true).open(path).map_err(io_err("open"))?;
         let len = file.metadata().map_err(io_err("read"))?.len();
-        let scan = load::scan_file(path, &file, len, true)?;
+        let scan = load::scan_indexed(path, &file, len)?;
         let mut torn_saved_to = None;
         let repaired = match &scan.tail {
             Tail::Clean => Ok(()),

@@ -7,7 +7,9 @@
 //! - [`Entry`]: one line of a journal — id, parent, kind, time, typed [`Payload`], token count.
 //!   [`Block`] is a content block (unknown block types are kept byte-for-byte); [`Text`] is tool
 //!   output, shared by reference count and, for a loaded session, read from the file on demand.
-//! - [`Journal`]: a session's entries in memory with HEAD replayed; branch operations
+//! - [`Journal`]: a session indexed, with HEAD replayed; a loaded journal parses an entry from
+//!   its line only when it is read (see `journal.rs`, and the index sidecar in `sidecar.rs`);
+//!   branch operations
 //!   ([`Journal::fork`], [`Journal::retry`], [`Journal::edit`], [`Journal::checkout`],
 //!   [`Journal::rewind`]) return the `head` record to append.
 //! - [`JournalFile`]: a session file open for appending — one writer thread, whole-line
@@ -29,10 +31,12 @@ mod lazy;
 mod lenient;
 mod list;
 mod load;
+mod meta;
 mod note;
 mod payload;
 mod record;
 mod shorten;
+mod sidecar;
 mod text;
 mod view;
 mod view_check;
@@ -45,13 +49,21 @@ pub use file::{lock_path, JournalFile, OpenError, WriteError};
 pub use journal::{DagProblem, Journal, JournalError};
 pub use lenient::take_coercions;
 pub use list::{list_sessions, title_of, Listing, SessionInfo};
-pub use load::{dag_message, load_read_only, torn_path, LoadError, LoadWarning, Loaded, Malformed};
+pub use load::{
+    dag_message, load_read_only, torn_path, write_index, LoadError, LoadWarning, Loaded, Malformed,
+};
 pub use note::{checkpoint_note, imported_checkpoint_note, IMPORTED_NOTE_PREFIX};
 pub use payload::{
     kind, AssistantPayload, Attachment, Bounded, BranchSummaryPayload, CompactionPath,
     CompactionPayload, Covers, HeadPayload, HeadReason, HeaderPayload, Level, Payload, Reads,
     Receipt, SystemPayload, ToolResultPayload, Trigger, Usage, UserPayload,
 };
+pub use sidecar::index_path;
+
+/// Entry flags [`Journal::has_flags`] tests without reading the entry.
+pub mod flags {
+    pub use crate::meta::{ANCHOR, ESTIMATED, PLAIN, REPAIRS, REPORTED, WITHDRAWS};
+}
 pub use shorten::{
     blocks_bytes, bound_blocks, cut_to_bound, pruned_attachment_stub, pruned_stub, text_marker,
 };

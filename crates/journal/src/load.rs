@@ -1,5 +1,6 @@
 //! Reading a journal file: one sequential pass over its bytes (a newline index plus typed
-//! parsing), then HEAD replay.
+//! parsing, each entry reduced to what the index keeps), or the index sidecar and a pass over
+//! the bytes appended since; then HEAD replay.
 //!
 //! The scan classifies every line and never modifies the file. Two paths use it:
 //! - [`load_read_only`] (and `journal check`) report what they find and change nothing;
@@ -20,9 +21,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::entry::Entry;
-use crate::journal::{DagProblem, Journal};
+use crate::journal::{DagProblem, Journal, Line};
 use crate::lazy::{lazy_tool_result, LazyFinders};
+use crate::meta::Meta;
 use crate::payload::Payload;
+use crate::sidecar;
 use crate::text::{read_at, Source, LAZY_MIN};
 
 /// A line that could not be used, with its 1-based line number.
@@ -46,9 +49,8 @@ pub(crate) enum Tail {
 /// Everything one pass over a journal's bytes found. Building it modifies nothing.
 #[derive(Debug)]
 pub(crate) struct Scan {
-    /// Valid entries in file order, with their line numbers.
-    pub entries: Vec<Entry>,
-    pub lines: Vec<u32>,
+    /// Valid lines in file order (entries held only for the kinds the journal keeps).
+    pub valid: Vec<Line>,
     pub malformed: Vec<Malformed>,
     /// Lines that began with NUL bytes (a filesystem's zero fill after a crash), which were
     /// skipped before parsing the rest of the line.
@@ -56,6 +58,10 @@ pub(crate) struct Scan {
     /// Informational fields read as best they could be (see `lenient`), by line.
     pub coerced: Vec<(u32, Vec<String>)>,
     pub tail: Tail,
+    /// Lines seen (valid or not).
+    pub line_count: u32,
+    /// Where the entries are read from.
+    pub source: Option<Arc<Source>>,
 }
 
 /// Why a file cannot be read as a journal. The file is never modified in these cases.
@@ -170,55 +176,70 @@ const CHUNK: usize = 4 << 20;
 /// Files at least this large are scanned in two halves on two threads.
 const PARALLEL_MIN: u64 = 16 << 20;
 
-/// Classifies every line of `file` (of `len` bytes), read with positional reads in chunks. With
-/// `lazy`, long tool outputs stay in the file until read (see `lazy_tool_result`). A large file
-/// is split at a newline near its middle and both halves are scanned at once.
-pub(crate) fn scan_file(path: &Path, file: &File, len: u64, lazy: bool) -> Result<Scan, LoadError> {
-    scan_file_split(path, file, len, lazy, PARALLEL_MIN)
+/// Classifies every line of `file` (of `len` bytes), read with positional reads in chunks.
+/// Entries are validated and reduced to what the index keeps (long tool outputs are not even
+/// decoded, see `lazy_tool_result`). A large file is split at a newline near its middle and both
+/// halves are scanned at once.
+pub(crate) fn scan_file(path: &Path, file: &File, len: u64) -> Result<Scan, LoadError> {
+    scan_file_split(path, file, len, PARALLEL_MIN)
+}
+
+/// The file entries of `path` are read back from (its own read-only handle).
+pub(crate) fn open_source(path: &Path) -> Result<Arc<Source>, LoadError> {
+    let file =
+        File::open(path).map_err(|source| LoadError::Io { path: path.to_owned(), source })?;
+    Ok(Arc::new(Source { file, path: path.to_owned() }))
 }
 
 fn scan_file_split(
     path: &Path,
     file: &File,
     len: u64,
-    lazy: bool,
     parallel_min: u64,
 ) -> Result<Scan, LoadError> {
+    let source = open_source(path)?;
+    let sc = scan_from(path, file, 0, len, Scanner::new(len, 0, source), parallel_min)?;
+    sc.finish(path)
+}
+
+/// Scans `start..len` (which begins at a line start) into `first`, in two halves on two
+/// threads when the range is long.
+fn scan_from(
+    path: &Path,
+    file: &File,
+    start: u64,
+    len: u64,
+    first: Scanner,
+    parallel_min: u64,
+) -> Result<Scanner, LoadError> {
     let io_err = |source| LoadError::Io { path: path.to_owned(), source };
-    let source = if lazy {
-        let file = File::open(path).map_err(io_err)?;
-        Some(Arc::new(Source { file, path: path.to_owned() }))
+    let split = if len - start >= parallel_min
+        && std::thread::available_parallelism().map_or(1, |n| n.get()) > 1
+    {
+        split_point(file, start, len).map_err(io_err)?
     } else {
         None
     };
-    let split =
-        if len >= parallel_min && std::thread::available_parallelism().map_or(1, |n| n.get()) > 1 {
-            split_point(file, len).map_err(io_err)?
-        } else {
-            None
-        };
-    let sc = match split {
-        None => scan_range(file, 0, len, Scanner::new(len, source)).map_err(io_err)?,
+    match split {
+        None => scan_range(file, start, len, first).map_err(io_err),
         Some(mid) => {
+            let second_scanner = Scanner::new(len, 0, first.source.clone());
             let (first, second) = std::thread::scope(|scope| {
-                let second_source = source.clone();
-                let second = scope
-                    .spawn(move || scan_range(file, mid, len, Scanner::new(len, second_source)));
-                let first = scan_range(file, 0, mid, Scanner::new(len, source));
+                let second = scope.spawn(move || scan_range(file, mid, len, second_scanner));
+                let first = scan_range(file, start, mid, first);
                 let second = second
                     .join()
                     .unwrap_or_else(|_| Err(std::io::Error::other("the scanning thread failed")));
                 (first, second)
             });
-            first.map_err(io_err)?.merge(second.map_err(io_err)?)
+            Ok(first.map_err(io_err)?.merge(second.map_err(io_err)?))
         }
-    };
-    sc.finish(path)
+    }
 }
 
-/// The offset just after the first newline past the middle of the file, if any is near.
-fn split_point(file: &File, len: u64) -> std::io::Result<Option<u64>> {
-    let mid = len / 2;
+/// The offset just after the first newline past the middle of `start..len`, if any is near.
+fn split_point(file: &File, start: u64, len: u64) -> std::io::Result<Option<u64>> {
+    let mid = start + (len - start) / 2;
     let mut buf = vec![0u8; 1 << 20];
     let n = read_at(file, &mut buf, mid)?;
     Ok(memchr::memchr(b'\n', &buf[..n]).map(|i| mid + i as u64 + 1).filter(|&p| p < len))
@@ -257,37 +278,101 @@ fn scan_range(file: &File, start: u64, end: u64, mut sc: Scanner) -> std::io::Re
     }
 }
 
+/// Parses one line's JSON (`body`, at `offset` of `source`'s file) as an entry. A long
+/// `tool_result` line keeps its output in the file (see `lazy_tool_result`).
+fn parse_body(
+    body: &[u8],
+    offset: u64,
+    source: &Arc<Source>,
+    scratch: &mut Vec<u8>,
+    finders: &LazyFinders,
+) -> Result<Entry, String> {
+    let lazy = if body.len() >= LAZY_MIN {
+        lazy_tool_result(body, offset, source, scratch, finders)
+    } else {
+        None
+    };
+    match lazy {
+        Some(entry) => Ok(entry),
+        None => parse(body),
+    }
+}
+
+/// Reads back the entry whose line's JSON is `len` bytes at `offset` of `source`.
+pub(crate) fn read_entry(source: &Arc<Source>, offset: u64, len: u32) -> Result<Entry, String> {
+    let mut buf = vec![0u8; len as usize];
+    crate::text::read_exact_at(&source.file, &mut buf, offset)
+        .map_err(|e| format!("cannot read {}: {e}", source.path.display()))?;
+    let entry = parse_body(&buf, offset, source, &mut Vec::new(), &LazyFinders::new());
+    // What reading the line coerced was reported when the file was scanned.
+    crate::lenient::take_coercions();
+    entry
+}
+
+/// Scans `file` (of `len` bytes) through its index sidecar: the prefix the sidecar covers is
+/// taken from it and only the bytes after it are read. The sidecar is (re)written when the
+/// scan read much it did not cover.
+pub(crate) fn scan_indexed(path: &Path, file: &File, len: u64) -> Result<Scan, LoadError> {
+    let index = sidecar::index_path(path);
+    let source = open_source(path)?;
+    let prefix = sidecar::read(&index, file, len).and_then(|mut p| {
+        let first = p.scan.valid.first_mut()?;
+        let header = read_entry(&source, first.meta.offset, first.meta.len).ok()?;
+        if !matches!(header.payload, Payload::Header(_)) || header.id != first.id {
+            return None;
+        }
+        first.entry = Some(Box::new(header));
+        Some(p)
+    });
+    let (scanner, start) = match prefix {
+        Some(p) => (Scanner::after(len, p.scan, source), p.covered),
+        None => (Scanner::new(len, 0, source), 0),
+    };
+    let scan = scan_from(path, file, start, len, scanner, PARALLEL_MIN)?.finish(path)?;
+    if len - start >= sidecar::MIN_NEW_BYTES {
+        sidecar::write(&index, file, &scan);
+    }
+    Ok(scan)
+}
+
 /// The per-line state of a scan.
 struct Scanner {
     s: Scan,
     len: u64,
     line_no: u32,
     all_zero: bool,
-    source: Option<Arc<Source>>,
+    source: Arc<Source>,
     scratch: Vec<u8>,
     finders: LazyFinders,
 }
 
 impl Scanner {
-    fn new(len: u64, source: Option<Arc<Source>>) -> Scanner {
-        // Room for entries of ~2 KB on average (untouched capacity costs no memory).
-        let guess = usize::try_from(len / 2048).unwrap_or(0).min(1 << 22);
+    /// A scanner of a file of `len` bytes whose first line to scan follows `lines_before` lines.
+    fn new(len: u64, lines_before: u32, source: Arc<Source>) -> Scanner {
         Scanner {
             s: Scan {
-                entries: Vec::with_capacity(guess),
-                lines: Vec::with_capacity(guess),
+                valid: Vec::new(),
                 malformed: Vec::new(),
                 nul_prefixed: Vec::new(),
                 coerced: Vec::new(),
                 tail: Tail::Clean,
+                line_count: lines_before,
+                source: Some(source.clone()),
             },
             len,
-            line_no: 0,
-            all_zero: true,
+            line_no: lines_before,
+            all_zero: lines_before == 0,
             source,
             scratch: Vec::new(),
             finders: LazyFinders::new(),
         }
+    }
+
+    /// A scanner continuing `prefix` (the lines an index sidecar already describes).
+    fn after(len: u64, prefix: Scan, source: Arc<Source>) -> Scanner {
+        let mut sc = Scanner::new(len, prefix.line_count, source.clone());
+        sc.s = Scan { source: Some(source), tail: Tail::Clean, ..prefix };
+        sc
     }
 
     /// One line at `offset` (without its newline; `complete` when it had one).
@@ -299,22 +384,18 @@ impl Scanner {
         let body = strip_nul(raw_start);
         self.all_zero &= !complete && body.is_empty();
         let body_offset = offset + (raw.len() - body.len()) as u64;
-        let lazy = match &self.source {
-            Some(source) if body.len() >= LAZY_MIN => {
-                lazy_tool_result(body, body_offset, source, &mut self.scratch, &self.finders)
-            }
-            _ => None,
-        };
         crate::lenient::take_coercions();
-        let parsed = match lazy {
-            Some(entry) => Ok(entry),
-            None => parse(body),
-        };
+        let parsed = parse_body(body, body_offset, &self.source, &mut self.scratch, &self.finders);
         let coerced = crate::lenient::take_coercions();
         let end = offset + raw.len() as u64 + u64::from(complete);
         let is_last = end >= self.len;
         let s = &mut self.s;
+        s.line_count = line_no;
         match parsed {
+            // A line too long to index (4 GiB) is refused like any unusable line.
+            Ok(_) if u32::try_from(body.len()).is_err() => {
+                s.malformed.push(Malformed { line: line_no, error: "longer than 4 GiB".to_owned() })
+            }
             Ok(entry) => {
                 if body.len() != raw_start.len() {
                     s.nul_prefixed.push(line_no);
@@ -325,8 +406,14 @@ impl Scanner {
                 if !coerced.is_empty() {
                     s.coerced.push((line_no, coerced));
                 }
-                s.entries.push(entry);
-                s.lines.push(line_no);
+                let meta = Meta::of(&entry, body_offset, body.len() as u32);
+                // The first line is held: it must be the header, and if it is not, the error
+                // names what it is.
+                s.valid.push(if offset == 0 {
+                    Line::held(entry, line_no, meta)
+                } else {
+                    Line::scanned(entry, line_no, meta)
+                });
             }
             Err(_) if is_last && (!complete || !is_json(body)) => {
                 s.tail = Tail::Torn { offset, len: self.len - offset, line: line_no };
@@ -339,8 +426,7 @@ impl Scanner {
     fn merge(mut self, next: Scanner) -> Scanner {
         let shift = self.line_no;
         let s = &mut self.s;
-        s.entries.extend(next.s.entries);
-        s.lines.extend(next.s.lines.iter().map(|l| l + shift));
+        s.valid.extend(next.s.valid.into_iter().map(|l| Line { line: l.line + shift, ..l }));
         s.malformed
             .extend(next.s.malformed.into_iter().map(|m| Malformed { line: m.line + shift, ..m }));
         s.nul_prefixed.extend(next.s.nul_prefixed.iter().map(|l| l + shift));
@@ -351,6 +437,7 @@ impl Scanner {
             Tail::MissingNewline { line } => Tail::MissingNewline { line: line + shift },
         };
         self.line_no += next.line_no;
+        s.line_count = self.line_no;
         self.all_zero &= next.all_zero;
         self
     }
@@ -396,9 +483,9 @@ fn is_json(body: &[u8]) -> bool {
 
 fn check_header(path: &Path, s: &Scan) -> Result<(), LoadError> {
     let not_journal = |reason: String| LoadError::NotAJournal { path: path.to_owned(), reason };
-    match (s.entries.first(), s.lines.first()) {
-        (Some(e), Some(1)) if matches!(e.payload, Payload::Header(_)) => Ok(()),
-        (Some(e), Some(1)) => {
+    match s.valid.first().filter(|l| l.line == 1).map(|l| l.entry.as_deref()) {
+        Some(Some(e)) if matches!(e.payload, Payload::Header(_)) => Ok(()),
+        Some(Some(e)) => {
             Err(not_journal(format!("its first line is a `{}` entry, not a header", e.kind())))
         }
         _ => {
@@ -436,7 +523,7 @@ pub(crate) fn assemble(
     warnings.extend(scan.malformed.iter().cloned().map(LoadWarning::Malformed));
     warnings
         .extend(scan.coerced.into_iter().map(|(line, notes)| LoadWarning::Coerced { line, notes }));
-    let journal = Journal::from_lines(scan.entries, scan.lines)
+    let journal = Journal::from_lines(scan.valid, scan.source)
         .map_err(|e| LoadError::NotAJournal { path: path.to_owned(), reason: e.to_string() })?;
     warnings.extend(
         journal
@@ -486,8 +573,22 @@ pub fn load_read_only(path: &Path) -> Result<Loaded, LoadError> {
     ensure_regular(path)?;
     let file = File::open(path).map_err(io_err)?;
     let len = file.metadata().map_err(io_err)?.len();
-    let scan = scan_file(path, &file, len, true)?;
+    let scan = scan_indexed(path, &file, len)?;
     assemble(path, scan, None, false)
+}
+
+/// Indexes the journal at `path` now, writing its index sidecar whatever its size (a load
+/// writes one only when it read much the sidecar did not cover). Reads without locking or
+/// modifying the journal. False when the sidecar could not be written.
+pub fn write_index(path: &Path) -> Result<bool, LoadError> {
+    let io_err = |source| LoadError::Io { path: path.to_owned(), source };
+    ensure_regular(path)?;
+    let file = File::open(path).map_err(io_err)?;
+    let len = file.metadata().map_err(io_err)?.len();
+    let scan = scan_file(path, &file, len)?;
+    let index = sidecar::index_path(path);
+    sidecar::write(&index, &file, &scan);
+    Ok(index.exists())
 }
 
 /// The path a torn tail is copied to: `<file>.torn`.
@@ -526,10 +627,10 @@ mod tests {
         drop(f);
         let file = File::open(&path).unwrap();
         let len = file.metadata().unwrap().len();
-        let serial = scan_file_split(&path, &file, len, true, u64::MAX).unwrap();
-        let split = scan_file_split(&path, &file, len, true, 0).unwrap();
-        assert_eq!(serial.entries, split.entries);
-        assert_eq!(serial.lines, split.lines);
+        let serial = scan_file_split(&path, &file, len, u64::MAX).unwrap();
+        let split = scan_file_split(&path, &file, len, 0).unwrap();
+        assert_eq!(serial.valid, split.valid);
+        assert_eq!(serial.line_count, split.line_count);
         assert_eq!(serial.malformed, split.malformed);
         assert_eq!(serial.malformed[0].line, 152);
         assert_eq!(serial.tail, split.tail);

@@ -43,6 +43,7 @@ struct DiskText {
 }
 
 /// The file lazily decoded texts are read from (its own read-only handle).
+#[derive(Debug)]
 pub(crate) struct Source {
     pub(crate) file: File,
     pub(crate) path: PathBuf,
@@ -166,7 +167,11 @@ pub(crate) fn read_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Resu
     std::os::windows::fs::FileExt::seek_read(file, buf, offset)
 }
 
-fn read_exact_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> std::io::Result<()> {
+pub(crate) fn read_exact_at(
+    file: &File,
+    mut buf: &mut [u8],
+    mut offset: u64,
+) -> std::io::Result<()> {
     while !buf.is_empty() {
         match read_at(file, buf, offset)? {
             0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),

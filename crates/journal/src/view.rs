@@ -22,6 +22,7 @@ use std::collections::{HashMap, HashSet};
 use crate::block::Block;
 use crate::entry::{Entry, EntryId};
 use crate::journal::Journal;
+use crate::meta;
 use crate::note::checkpoint_note;
 use crate::payload::{CompactionPayload, Payload};
 use crate::shorten::{
@@ -175,9 +176,9 @@ fn render_inner(journal: &Journal, head: &str, extra: Option<&Entry>) -> View {
     let spine: Vec<u32> = journal
         .spine_positions(start)
         .into_iter()
-        .filter(|&p| journal.entry_at(p).payload.is_model_visible())
+        .filter(|&p| journal.meta_at(p).kind.is_model_visible())
         .collect();
-    let has_repairs = spine.iter().any(|&p| is_repair(journal.entry_at(p)));
+    let has_repairs = spine.iter().any(|&p| journal.meta_at(p).has(meta::REPAIRS));
     let skip = withdrawn_anchors(journal, &spine);
     let active = if journal.compaction_positions().is_empty() && extra.is_none() {
         None
@@ -206,7 +207,7 @@ fn render_inner(journal: &Journal, head: &str, extra: Option<&Entry>) -> View {
             items.extend(
                 spine[first..=last]
                     .iter()
-                    .filter(|&&p| retained.contains(journal.entry_at(p).id.as_str()))
+                    .filter(|&&p| retained.contains(journal.id_at(p).as_str()))
                     .filter(|p| !skip.contains(p))
                     .filter_map(convert),
             );
@@ -231,12 +232,13 @@ fn render_inner(journal: &Journal, head: &str, extra: Option<&Entry>) -> View {
 fn withdrawn_anchors(journal: &Journal, spine: &[u32]) -> HashSet<u32> {
     spine
         .iter()
+        .filter(|&&p| journal.meta_at(p).has(meta::WITHDRAWS))
         .filter_map(|&p| match &journal.entry_at(p).payload {
             Payload::User(u) => u.withdraws.as_ref(),
             _ => None,
         })
         .filter_map(|id| journal.position(id.as_str()))
-        .filter(|&p| matches!(&journal.entry_at(p).payload, Payload::User(u) if u.anchor))
+        .filter(|&p| journal.is_anchor_at(p))
         .collect()
 }
 
@@ -250,15 +252,10 @@ pub fn active_compaction_of(journal: &Journal, head: &str) -> Option<ActiveCompa
     let spine: Vec<u32> = journal
         .spine_positions(start)
         .into_iter()
-        .filter(|&p| journal.entry_at(p).payload.is_model_visible())
+        .filter(|&p| journal.meta_at(p).kind.is_model_visible())
         .collect();
     let (entry, record, _) = active_compaction(journal, &SpineIndex::new(journal, &spine), None)?;
     Some(ActiveCompaction { id: entry.id.clone(), record: record.clone(), tokens: entry.tokens })
-}
-
-/// A `tool_result` appended later for a call that had none (`repairs: true`).
-fn is_repair(entry: &Entry) -> bool {
-    matches!(&entry.payload, Payload::ToolResult(r) if r.repairs)
 }
 
 /// Puts each repair result of the spine right after its call's assistant entry and the results
@@ -289,6 +286,9 @@ fn place_repairs(
     }
     let mut after: HashMap<usize, Vec<ViewItem>> = HashMap::new();
     for (index, &pos) in spine.iter().enumerate() {
+        if !journal.meta_at(pos).has(meta::REPAIRS) {
+            continue;
+        }
         let entry = journal.entry_at(pos);
         let Payload::ToolResult(r) = &entry.payload else { continue };
         if !r.repairs || covered.is_some_and(|(first, last)| (first..=last).contains(&index)) {
@@ -332,7 +332,7 @@ impl<'a> SpineIndex<'a> {
     const OFF: u32 = u32::MAX;
 
     fn new(journal: &'a Journal, spine: &[u32]) -> SpineIndex<'a> {
-        let mut at = vec![Self::OFF; journal.entries().len()];
+        let mut at = vec![Self::OFF; journal.len()];
         for (i, &p) in spine.iter().enumerate() {
             at[p as usize] = i as u32;
         }

@@ -41,18 +41,25 @@ pub const MAX_SKIPPED_TURNS: u32 = 32;
 /// record (a `system` notice with `summary_failed`), and the turns started since the latest
 /// one. So a backoff holds across processes — each `codewhale exec` is one.
 pub(crate) fn replay_backoff(journal: &codewhale_journal::Journal) -> Option<Backoff> {
-    use codewhale_journal::{CompactionPath, Payload};
+    use codewhale_journal::{kind, CompactionPath, Payload};
     let mut failures = 0u32;
     let mut turns = 0u32;
     let mut turns_since_latest = None;
-    for entry in journal.entries().iter().rev() {
-        match &entry.payload {
+    // Newest first, reading only records and notices (users are told apart by their flags).
+    for pos in (0..journal.len() as u32).rev() {
+        if journal.is_plain_user_at(pos) {
+            turns += 1;
+            continue;
+        }
+        if !matches!(journal.kind_at(pos), kind::COMPACTION | kind::SYSTEM) {
+            continue;
+        }
+        match &journal.entry_at(pos).payload {
             Payload::Compaction(r) if r.path == CompactionPath::Summary => break,
             Payload::System(s) if s.summary_failed => {
                 failures += 1;
                 turns_since_latest.get_or_insert(turns);
             }
-            Payload::User(u) if u.is_plain() => turns += 1,
             _ => {}
         }
     }

@@ -92,8 +92,10 @@ impl Session {
     pub fn user_messages(&self) -> Vec<UserMessageInfo> {
         let journal = self.journal.journal();
         journal
-            .spine(journal.head_id().as_str())
+            .spine_positions(journal.head_position())
             .into_iter()
+            .filter(|&p| journal.is_plain_user_at(p))
+            .map(|p| journal.read_entry(p))
             .filter_map(|e| match &e.payload {
                 Payload::User(u) if u.is_plain() => {
                     let text: String =
@@ -149,16 +151,19 @@ impl Session {
         let store = AnchorStore::new(&self.workspace);
         let removed = store.remove(index).map_err(|e| e.to_string())?;
         let pinned = self.redactor.redact(removed.trim()).into_owned();
-        let head = self.journal.journal().head_id().clone();
-        let entry = self.journal.journal().spine(head.as_str()).into_iter().rev().find(|e| {
-            matches!(&e.payload, Payload::User(u) if u.anchor
-                && u.content.iter().filter_map(|b| b.as_text()).any(|t| t.trim() == pinned))
+        let journal = self.journal.journal();
+        let spine = journal.spine_positions(journal.head_position());
+        let entry = spine.into_iter().rev().filter(|&p| journal.is_anchor_at(p)).find_map(|p| {
+            let e = journal.read_entry(p);
+            matches!(&e.payload, Payload::User(u)
+                if u.content.iter().filter_map(|b| b.as_text()).any(|t| t.trim() == pinned))
+            .then(|| e.id.clone())
         });
         let first = pinned.lines().next().unwrap_or_default();
         let mut note = UserPayload::synthetic(format!(
             "The user withdrew this pinned note; it no longer applies: \"{first}\""
         ));
-        note.withdraws = entry.map(|e| e.id.clone());
+        note.withdraws = entry;
         self.append(note).map_err(|e| format!("the anchor was removed from the file, but {e}"))?;
         // The pin left the view: the budget is the journal's again (it subtracts the pin).
         self.replay_budget();

@@ -470,7 +470,7 @@ impl Session {
         let journal = self.journal;
         // A session nothing was ever written to is not kept: it would only be an empty
         // "(untitled)" row in every session list.
-        let empty = journal.journal().entries().len() <= 1;
+        let empty = journal.journal().len() <= 1;
         let path = journal.path().to_path_buf();
         let closed = tokio::task::spawn_blocking(move || {
             let result = journal.close();

@@ -15,7 +15,7 @@
 //!   after it. The live session uses this replay at open, after every HEAD move and after an
 //!   anchor is withdrawn, and keeps the same sums as it goes.
 
-use codewhale_journal::{Journal, Payload};
+use codewhale_journal::{flags, kind, EntryId, Journal, Payload};
 
 use crate::budget::{Budget, Limits};
 use crate::config::Config;
@@ -32,8 +32,10 @@ pub struct JournalLimits {
 /// Reads the model switches and learned windows of `journal` (file order).
 pub fn journal_limits(journal: &Journal) -> JournalLimits {
     let mut out = JournalLimits { model: None, learned_window: None };
-    for entry in journal.entries() {
-        if let Payload::System(s) = &entry.payload {
+    let mut notices: Vec<u32> = journal.positions_of_kind(kind::SYSTEM).collect();
+    notices.reverse();
+    for pos in notices {
+        if let Payload::System(s) = &journal.entry_at(pos).payload {
             if let Some(model) = &s.model {
                 out.model = Some(model.clone());
                 out.learned_window = None;
@@ -68,47 +70,51 @@ pub fn replay(
     budget.set_system_tokens(system);
     budget.reset_view(view_total);
     let head = journal.head_id().clone();
-    let spine = journal.spine(head.as_str());
+    // Positions only: the walks below read just the entries they stop at, so replaying the
+    // budget of a long session reads a few entries, not the branch.
+    let spine = journal.spine_positions(journal.head_position());
     // Calibration describes the provider, whatever the branch.
-    let calibration = spine.iter().rev().find_map(|e| match &e.payload {
-        Payload::Assistant(a) => {
-            let reported = a.usage.as_ref()?.input_tokens;
-            let estimate = a.reads.as_ref()?.estimate?;
-            (reported > 0 && estimate > 0).then_some((reported, estimate))
-        }
-        _ => None,
-    });
+    let calibrated = flags::REPORTED | flags::ESTIMATED;
+    let calibration =
+        spine.iter().rev().filter(|&&p| journal.has_flags(p, calibrated)).find_map(|&p| {
+            match &journal.entry_at(p).payload {
+                Payload::Assistant(a) => {
+                    let reported = a.usage.as_ref()?.input_tokens;
+                    let estimate = a.reads.as_ref()?.estimate?;
+                    (reported > 0 && estimate > 0).then_some((reported, estimate))
+                }
+                _ => None,
+            }
+        });
     if let Some((reported, estimate)) = calibration {
         budget.record_report(reported, estimate);
         budget.head_moved(view_total);
     }
     // The newest reply on the branch with a reported prompt: that prompt was a prefix of this
     // branch, so it stays the truth after HEAD moves along it (a rewind, a checkout back).
-    let basis = spine.iter().rposition(|e| {
-        matches!(&e.payload, Payload::Assistant(a)
-            if a.usage.as_ref().is_some_and(|u| u.input_tokens > 0))
-    });
+    let basis = spine.iter().rposition(|&p| journal.has_flags(p, flags::REPORTED));
     let Some(basis) = basis else { return budget };
-    let basis_entry = spine[basis];
-    let basis_line = journal.line_of(basis_entry.id.as_str()).unwrap_or(0);
-    let Payload::Assistant(a) = &basis_entry.payload else { return budget };
+    let basis_pos = spine[basis];
+    let basis_line = journal.line_at(basis_pos);
+    let Payload::Assistant(a) = &journal.entry_at(basis_pos).payload else { return budget };
     let reported = a.usage.as_ref().map_or(0, |u| u.input_tokens);
     let estimate = a.reads.as_ref().and_then(|r| r.estimate).unwrap_or(0);
     budget.record_report(reported, estimate);
     // Pins withdrawn on this branch: not sent any more.
-    let withdrawn: Vec<(usize, &str)> = spine
+    let withdrawn: Vec<(usize, EntryId)> = spine
         .iter()
         .enumerate()
-        .filter_map(|(i, e)| match &e.payload {
-            Payload::User(u) => u.withdraws.as_ref().map(|w| (i, w.as_str())),
+        .filter(|&(_, &p)| journal.has_flags(p, flags::WITHDRAWS))
+        .filter_map(|(i, &p)| match &journal.entry_at(p).payload {
+            Payload::User(u) => u.withdraws.clone().map(|w| (i, w)),
             _ => None,
         })
         .collect();
-    let is_withdrawn = |id: &str| withdrawn.iter().any(|(_, w)| *w == id);
+    let is_withdrawn = |id: &EntryId| withdrawn.iter().any(|(_, w)| w == id);
     let added: u64 = spine[basis..]
         .iter()
-        .filter(|e| e.payload.is_model_visible() && !is_withdrawn(e.id.as_str()))
-        .map(|e| tokens(e))
+        .filter(|&&p| journal.is_model_visible_at(p) && !is_withdrawn(journal.id_at(p)))
+        .map(|&p| tokens(&journal.read_entry(p)))
         .sum();
     budget.add_since_report(added);
     // What left the prompt since the report: the savings of this branch's compaction records
@@ -128,9 +134,9 @@ pub fn replay(
         .filter_map(|(_, r)| r.savings)
         .sum();
     for (at, id) in &withdrawn {
-        let Some(pin) = spine[..basis].iter().find(|e| e.id.as_str() == *id) else { continue };
-        if *at >= basis {
-            savings += tokens(pin);
+        let Some(pin) = journal.position(id.as_str()) else { continue };
+        if *at >= basis && spine[..basis].binary_search(&pin).is_ok() {
+            savings += tokens(&journal.read_entry(pin));
         }
     }
     budget.record_compaction(view_total, savings);

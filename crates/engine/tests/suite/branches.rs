@@ -111,7 +111,7 @@ async fn fork_isolates_the_new_branch_and_checkout_restores_the_old_one() {
     // The forked branch is still whole and still renders on its own.
     let forked = journal
         .entries()
-        .iter()
+        .into_iter()
         .find(|e| matches!(e.payload, Payload::Assistant(_)) && text_of(&e.payload) == "a3")
         .unwrap();
     let view = render(&journal, forked.id.as_str());

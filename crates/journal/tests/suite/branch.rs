@@ -96,7 +96,7 @@ fn branch_operations_refuse_the_wrong_targets() {
 fn a_duplicate_id_is_reported_and_ignored_on_load() {
     let mut j = journal();
     let u = j.user("u");
-    let mut lines: Vec<codewhale_journal::Entry> = j.entries().to_vec();
+    let mut lines: Vec<codewhale_journal::Entry> = j.entries().into_iter().cloned().collect();
     let mut dup = lines[1].clone();
     dup.payload = codewhale_journal::UserPayload::text("impostor").into();
     lines.push(dup);

@@ -164,7 +164,7 @@ fn entries_from_a_newer_version_survive_a_reload_unchanged() {
     assert_eq!(loaded.journal.head_id(), &entries[8].id, "unknown kinds stay on the chain");
     for (entry, line) in entries.iter().zip(bytes.lines()) {
         assert_eq!(entry.to_line().unwrap(), line);
-        assert_eq!(&Entry::parse_line(line).unwrap(), entry);
+        assert_eq!(&Entry::parse_line(line).unwrap(), *entry);
     }
 }
 

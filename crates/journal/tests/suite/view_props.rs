@@ -13,7 +13,7 @@ use serde_json::json;
 use super::support::{journal, Sink};
 
 #[derive(Clone, Debug)]
-enum Op {
+pub(super) enum Op {
     User,
     Assistant,
     /// An assistant entry with `calls` tool calls, then the first `results` of their results.
@@ -29,7 +29,7 @@ enum Op {
     Prune(u16),
 }
 
-fn op() -> impl Strategy<Value = Op> {
+pub(super) fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         3 => Just(Op::User),
         3 => Just(Op::Assistant),
@@ -75,7 +75,7 @@ fn legal_cuts(spine: &[Entry]) -> Vec<usize> {
     out
 }
 
-fn apply(j: &mut Journal, op: &Op, calls: &mut u32) {
+pub(super) fn apply(j: &mut Journal, op: &Op, calls: &mut u32) {
     match op {
         Op::User => {
             j.user("u");

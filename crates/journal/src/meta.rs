@@ -1,0 +1,234 @@
+//! [`Meta`]: what the journal knows about an entry without holding it — its kind, the flags the
+//! view and the engine test on every entry of a branch, its stored token count, and where its
+//! line lies in the file.
+//!
+//! A loaded journal keeps a `Meta` (24 bytes) and the id and parent of every entry, and the
+//! parsed entry only for the small records it consults as a whole (header, system notices,
+//! compaction, branch summary and head records) and for whatever has been read since. Everything
+//! here is derived from the parsed entry by [`Meta::of`], on the scan or when an entry is
+//! appended, so the index sidecar (`sidecar.rs`) and a full parse always agree.
+
+use crate::entry::Entry;
+use crate::payload::Payload;
+
+/// An entry's kind as a byte. [`KindCode::Unknown`] covers every kind this version does not know.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum KindCode {
+    Header = 0,
+    User = 1,
+    Assistant = 2,
+    ToolResult = 3,
+    Compaction = 4,
+    BranchSummary = 5,
+    System = 6,
+    Head = 7,
+    Unknown = 8,
+}
+
+impl KindCode {
+    pub(crate) fn of(payload: &Payload) -> KindCode {
+        match payload {
+            Payload::Header(_) => KindCode::Header,
+            Payload::User(_) => KindCode::User,
+            Payload::Assistant(_) => KindCode::Assistant,
+            Payload::ToolResult(_) => KindCode::ToolResult,
+            Payload::Compaction(_) => KindCode::Compaction,
+            Payload::BranchSummary(_) => KindCode::BranchSummary,
+            Payload::System(_) => KindCode::System,
+            Payload::Head(_) => KindCode::Head,
+            Payload::Unknown { .. } => KindCode::Unknown,
+        }
+    }
+
+    /// The code of a `kind::*` name.
+    pub(crate) fn of_name(name: &str) -> KindCode {
+        use crate::payload::kind;
+        match name {
+            kind::HEADER => KindCode::Header,
+            kind::USER => KindCode::User,
+            kind::ASSISTANT => KindCode::Assistant,
+            kind::TOOL_RESULT => KindCode::ToolResult,
+            kind::COMPACTION => KindCode::Compaction,
+            kind::BRANCH_SUMMARY => KindCode::BranchSummary,
+            kind::SYSTEM => KindCode::System,
+            kind::HEAD => KindCode::Head,
+            _ => KindCode::Unknown,
+        }
+    }
+
+    /// The `kind::*` name (`unknown` for [`KindCode::Unknown`]).
+    pub(crate) fn name(self) -> &'static str {
+        use crate::payload::kind;
+        match self {
+            KindCode::Header => kind::HEADER,
+            KindCode::User => kind::USER,
+            KindCode::Assistant => kind::ASSISTANT,
+            KindCode::ToolResult => kind::TOOL_RESULT,
+            KindCode::Compaction => kind::COMPACTION,
+            KindCode::BranchSummary => kind::BRANCH_SUMMARY,
+            KindCode::System => kind::SYSTEM,
+            KindCode::Head => kind::HEAD,
+            KindCode::Unknown => "unknown",
+        }
+    }
+
+    pub(crate) fn from_byte(b: u8) -> Option<KindCode> {
+        Some(match b {
+            0 => KindCode::Header,
+            1 => KindCode::User,
+            2 => KindCode::Assistant,
+            3 => KindCode::ToolResult,
+            4 => KindCode::Compaction,
+            5 => KindCode::BranchSummary,
+            6 => KindCode::System,
+            7 => KindCode::Head,
+            8 => KindCode::Unknown,
+            _ => return None,
+        })
+    }
+
+    /// Entries the model reads (`Payload::is_model_visible`).
+    pub(crate) fn is_model_visible(self) -> bool {
+        matches!(self, KindCode::User | KindCode::Assistant | KindCode::ToolResult)
+    }
+
+    /// Conversation entries (`journal::is_chain`).
+    pub(crate) fn is_chain(self) -> bool {
+        !matches!(self, KindCode::Compaction | KindCode::BranchSummary | KindCode::Head)
+    }
+
+    /// Records kept parsed for as long as the journal is open: few, small, and consulted as a
+    /// whole (HEAD replay, the active compaction, the model switches).
+    pub(crate) fn is_kept(self) -> bool {
+        matches!(
+            self,
+            KindCode::Header
+                | KindCode::Compaction
+                | KindCode::BranchSummary
+                | KindCode::System
+                | KindCode::Head
+        )
+    }
+}
+
+/// A user entry pinned with `/anchor`.
+pub const ANCHOR: u8 = 1;
+/// A user entry that is neither an anchor nor synthetic (`UserPayload::is_plain`).
+pub const PLAIN: u8 = 2;
+/// A user entry that withdraws an anchor (`withdraws` is set).
+pub const WITHDRAWS: u8 = 4;
+/// A tool result appended later for a call that had none (`repairs: true`).
+pub const REPAIRS: u8 = 8;
+
+/// An assistant entry with a provider-reported prompt size (`usage.input_tokens > 0`).
+pub const REPORTED: u8 = 16;
+/// An assistant entry that records the estimate its request was sent with (`reads.estimate`).
+pub const ESTIMATED: u8 = 32;
+
+/// The offset of an entry that is not in a file (built in memory or appended live): its entry
+/// is always held.
+pub(crate) const IN_MEMORY: u64 = u64::MAX;
+
+/// No stored token count.
+const NO_TOKENS: u32 = u32::MAX;
+
+/// One entry's index record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Meta {
+    /// Where the line's JSON starts in the file ([`IN_MEMORY`] when it is not in one).
+    pub(crate) offset: u64,
+    /// The JSON's length in bytes.
+    pub(crate) len: u32,
+    tokens: u32,
+    pub(crate) kind: KindCode,
+    pub(crate) flags: u8,
+}
+
+impl Meta {
+    /// The record of `entry`, whose line is `len` bytes at `offset`.
+    pub(crate) fn of(entry: &Entry, offset: u64, len: u32) -> Meta {
+        let flags = match &entry.payload {
+            Payload::User(u) => {
+                (if u.anchor { ANCHOR } else { 0 })
+                    | (if u.is_plain() { PLAIN } else { 0 })
+                    | (if u.withdraws.is_some() { WITHDRAWS } else { 0 })
+            }
+            Payload::ToolResult(r) if r.repairs => REPAIRS,
+            Payload::Assistant(a) => {
+                (if a.usage.as_ref().is_some_and(|u| u.input_tokens > 0) { REPORTED } else { 0 })
+                    | (if a.reads.as_ref().is_some_and(|r| r.estimate.is_some_and(|e| e > 0)) {
+                        ESTIMATED
+                    } else {
+                        0
+                    })
+            }
+            _ => 0,
+        };
+        Meta {
+            offset,
+            len,
+            // A count of u32::MAX cannot be stored; it reads as "not counted".
+            tokens: entry.tokens.unwrap_or(NO_TOKENS),
+            kind: KindCode::of(&entry.payload),
+            flags,
+        }
+    }
+
+    /// The record of an entry held in memory.
+    pub(crate) fn in_memory(entry: &Entry) -> Meta {
+        Meta::of(entry, IN_MEMORY, 0)
+    }
+
+    pub(crate) fn from_parts(
+        offset: u64,
+        len: u32,
+        tokens: u32,
+        kind: KindCode,
+        flags: u8,
+    ) -> Meta {
+        Meta { offset, len, tokens, kind, flags }
+    }
+
+    pub(crate) fn raw_tokens(&self) -> u32 {
+        self.tokens
+    }
+
+    /// The stored token count.
+    pub(crate) fn tokens(&self) -> Option<u32> {
+        (self.tokens != NO_TOKENS).then_some(self.tokens)
+    }
+
+    pub(crate) fn has(&self, flag: u8) -> bool {
+        self.flags & flag != 0
+    }
+
+    pub(crate) fn on_disk(&self) -> bool {
+        self.offset != IN_MEMORY
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::payload::{HeaderPayload, ToolResultPayload, UserPayload};
+
+    #[test]
+    fn flags_follow_the_payload() {
+        let mut anchor = UserPayload::text("pin");
+        anchor.anchor = true;
+        let m = Meta::in_memory(&Entry::new(None, anchor));
+        assert!(m.has(ANCHOR) && !m.has(PLAIN) && m.kind == KindCode::User);
+        let plain = Meta::in_memory(&Entry::new(None, UserPayload::text("hi")).with_tokens(3));
+        assert!(plain.has(PLAIN) && plain.tokens() == Some(3));
+        let mut r = ToolResultPayload::new("t", "x", false);
+        r.repairs = true;
+        assert!(Meta::in_memory(&Entry::new(None, r)).has(REPAIRS));
+        let h = Meta::in_memory(&Entry::new(None, HeaderPayload::new("s", "/w")));
+        assert!(h.kind.is_kept() && h.kind.is_chain() && !h.kind.is_model_visible());
+        for b in 0..=8 {
+            assert_eq!(KindCode::from_byte(b).map(|k| k as u8), Some(b));
+        }
+        assert_eq!(KindCode::from_byte(9), None);
+    }
+}

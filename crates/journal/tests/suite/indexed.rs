@@ -1,0 +1,262 @@
+//! The indexed, lazy open path against a full parse: for random journals — forks, compaction
+//! and prune records, anchors and their withdrawal, repairs, notices, and lines whose content
+//! is malformed — a journal opened from its file (with no sidecar, and through a sidecar that
+//! covers a prefix) holds the same entries, replays the same HEAD and renders exactly the same
+//! view at every head as one built by parsing every line, and both skip the same lines.
+
+use std::io::Write;
+use std::path::Path;
+
+use codewhale_journal::{
+    index_path, load_read_only, render, write_index, Entry, EntryId, Journal, JournalFile,
+    LoadWarning, Payload, SystemPayload, ToolResultPayload, UserPayload,
+};
+use proptest::prelude::*;
+
+use super::support::{journal, Sink};
+use super::view_props::{apply, op, Op};
+
+#[derive(Clone, Debug)]
+enum Step {
+    Base(Op),
+    Anchor,
+    /// Withdraw the n-th anchor (modulo), if any.
+    Withdraw(u16),
+    /// A late result for the n-th call (modulo), marked as a repair.
+    Repair(u16),
+    Notice,
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        12 => op().prop_map(Step::Base),
+        1 => Just(Step::Anchor),
+        1 => any::<u16>().prop_map(Step::Withdraw),
+        1 => any::<u16>().prop_map(Step::Repair),
+        1 => Just(Step::Notice),
+    ]
+}
+
+/// How a line is spoiled.
+#[derive(Clone, Copy, Debug)]
+enum Spoil {
+    /// A content block without its required field: valid JSON, not a valid entry.
+    Blocks,
+    /// Cut in the middle: not JSON.
+    Cut,
+}
+
+fn build(steps: &[Step]) -> Journal {
+    let mut j = journal();
+    j.user("start");
+    let mut calls = 0;
+    let mut anchors: Vec<EntryId> = Vec::new();
+    for s in steps {
+        match s {
+            Step::Base(op) => apply(&mut j, op, &mut calls),
+            Step::Anchor => {
+                let mut u = UserPayload::text("pinned: keep the tests green");
+                u.anchor = true;
+                anchors.push(j.on_head(u));
+            }
+            Step::Withdraw(n) if !anchors.is_empty() => {
+                let mut u = UserPayload::synthetic("the pin no longer applies");
+                u.withdraws = Some(anchors[*n as usize % anchors.len()].clone());
+                j.on_head(u);
+            }
+            Step::Withdraw(_) => {}
+            Step::Repair(n) if calls > 0 => {
+                let mut r = ToolResultPayload::new(
+                    format!("call-{}", u32::from(*n) % calls + 1),
+                    "late".repeat(200),
+                    false,
+                );
+                r.repairs = true;
+                j.on_head(r);
+            }
+            Step::Repair(_) => {}
+            Step::Notice => {
+                j.on_head(SystemPayload::new(codewhale_journal::Level::Info, "a notice"));
+            }
+        }
+    }
+    j
+}
+
+fn spoil(line: &str, how: Spoil) -> String {
+    match how {
+        Spoil::Blocks if line.contains(r#""content":["#) => {
+            line.replacen(r#""content":["#, r#""content":[{"type":"text"},"#, 1)
+        }
+        // Kinds without content blocks: a payload that is not an object.
+        Spoil::Blocks => line.replacen(r#""payload":{"#, r#""payload":[{"#, 1).replacen(
+            r#"},"tokens""#,
+            r#"}],"tokens""#,
+            1,
+        ),
+        Spoil::Cut => line[..line.len() / 2].to_owned(),
+    }
+}
+
+/// The reference: every line parsed on its own, the unusable ones skipped.
+fn full_parse(lines: &[String]) -> (Journal, Vec<u32>) {
+    let mut entries = Vec::new();
+    let mut skipped = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        match Entry::parse_line(l) {
+            Ok(e) => entries.push(e),
+            Err(_) => skipped.push(i as u32 + 1),
+        }
+    }
+    (Journal::from_entries(entries).unwrap(), skipped)
+}
+
+fn write(path: &Path, lines: &[String]) {
+    let mut f = std::fs::File::create(path).unwrap();
+    for l in lines {
+        writeln!(f, "{l}").unwrap();
+    }
+}
+
+fn append(path: &Path, lines: &[String]) {
+    let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+    for l in lines {
+        writeln!(f, "{l}").unwrap();
+    }
+}
+
+fn malformed_lines(warnings: &[LoadWarning]) -> Vec<u32> {
+    warnings
+        .iter()
+        .filter_map(|w| match w {
+            LoadWarning::Malformed(m) => Some(m.line),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Asserts `loaded` is `reference` as far as anyone can tell.
+fn same(loaded: &Journal, reference: &Journal) -> Result<(), TestCaseError> {
+    prop_assert_eq!(loaded.head_id(), reference.head_id());
+    prop_assert_eq!(loaded.len(), reference.len());
+    prop_assert_eq!(loaded.entries(), reference.entries());
+    let problems = |j: &Journal| j.problems().iter().map(|(_, p)| p.clone()).collect::<Vec<_>>();
+    prop_assert_eq!(problems(loaded), problems(reference));
+    for pos in 0..reference.len() as u32 {
+        if reference.entry_at(pos).payload.is_model_visible() {
+            let head = reference.id_at(pos);
+            prop_assert_eq!(render(loaded, head.as_str()), render(reference, head.as_str()));
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    #[test]
+    fn indexed_and_lazy_opens_render_what_a_full_parse_renders(
+        steps in proptest::collection::vec(step(), 1..50),
+        spoils in proptest::collection::vec((any::<u16>(), prop_oneof![
+            Just(Spoil::Blocks), Just(Spoil::Cut)]), 0..4),
+        split in any::<u16>(),
+    ) {
+        let built = build(&steps);
+        let mut lines: Vec<String> =
+            built.entries().iter().map(|e| e.to_line().unwrap()).collect();
+        // Spoil lines between the header and the last line (a spoiled last line is a torn
+        // tail, reported as such).
+        if lines.len() > 2 {
+            for (at, how) in &spoils {
+                let i = 1 + *at as usize % (lines.len() - 2);
+                lines[i] = spoil(&lines[i], *how);
+            }
+        }
+        let (reference, skipped) = full_parse(&lines);
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+
+        // No sidecar: every line scanned.
+        write(&path, &lines);
+        let cold = load_read_only(&path).unwrap();
+        prop_assert_eq!(malformed_lines(&cold.warnings), skipped.clone());
+        same(&cold.journal, &reference)?;
+
+        // A sidecar covering a prefix, the rest appended after it was written.
+        let cut = 1 + split as usize % lines.len();
+        write(&path, &lines[..cut]);
+        prop_assert!(write_index(&path).unwrap());
+        append(&path, &lines[cut..]);
+        let warm = load_read_only(&path).unwrap();
+        prop_assert_eq!(malformed_lines(&warm.warnings), skipped.clone());
+        same(&warm.journal, &reference)?;
+
+        // The locking open reads through the same sidecar.
+        let (file, warnings) = JournalFile::open(&path).unwrap();
+        prop_assert_eq!(malformed_lines(&warnings), skipped);
+        same(file.journal(), &reference)?;
+    }
+}
+
+/// A sidecar describes one file: after the file is replaced by another session of the same
+/// length, the sidecar is ignored and the new file is read in full.
+#[test]
+fn a_sidecar_is_not_used_for_a_file_it_does_not_describe() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let lines = |text: &str| -> Vec<String> {
+        let mut j = journal();
+        j.user(text);
+        j.assistant(text);
+        j.entries().iter().map(|e| e.to_line().unwrap()).collect()
+    };
+    write(&path, &lines("first"));
+    assert!(write_index(&path).unwrap());
+    assert!(index_path(&path).exists());
+    let other = lines("other");
+    write(&path, &other);
+    let loaded = load_read_only(&path).unwrap();
+    let (reference, _) = full_parse(&other);
+    assert_eq!(loaded.journal.entries(), reference.entries());
+    // A damaged sidecar is ignored the same way.
+    std::fs::write(index_path(&path), b"CWINDEX1 and then nonsense").unwrap();
+    let loaded = load_read_only(&path).unwrap();
+    assert_eq!(loaded.journal.entries(), reference.entries());
+}
+
+/// A line whose bytes change after the journal was opened reads as an entry of an unknown kind
+/// (left out of the view) rather than as another entry or a panic.
+#[test]
+fn a_line_changed_under_an_open_journal_reads_as_unreadable() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let mut j = journal();
+    j.user("one");
+    j.assistant("two");
+    let lines: Vec<String> = j.entries().iter().map(|e| e.to_line().unwrap()).collect();
+    write(&path, &lines);
+    let loaded = load_read_only(&path).unwrap().journal;
+    let mut changed = lines.clone();
+    changed[1] = changed[1].replace("one", "eins");
+    write(&path, &changed);
+    let e = loaded.entry_at(1);
+    assert_eq!(e.id, j.entry_at(1).id);
+    assert!(matches!(&e.payload, Payload::Unknown { kind, .. } if kind == "unreadable"));
+}
+
+/// The spoiled lines of the property test are in fact unusable, for every kind it spoils.
+#[test]
+fn spoiled_lines_are_not_entries() {
+    let mut j = journal();
+    j.user("u");
+    j.assistant("a");
+    j.tools(&["c1"]);
+    j.on_head(SystemPayload::new(codewhale_journal::Level::Info, "n"));
+    for e in j.entries().iter().skip(1) {
+        let line = e.to_line().unwrap();
+        for how in [Spoil::Blocks, Spoil::Cut] {
+            assert!(Entry::parse_line(&spoil(&line, how)).is_err(), "{how:?} {line}");
+        }
+    }
+}

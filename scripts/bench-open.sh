@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Measures opening long sessions with the release binary, side by side with the floor (a plain
+# read of the same file): wall time (median over RUNS) and peak memory (max RSS, /usr/bin/time).
+#
+# Usage: scripts/bench-open.sh [RUNS]   (default 5)
+#
+# Generates two compacted sessions of the same shape and the same view (a checkpoint and the 32
+# entries after it): 270 MB / 100k entries and 27 MB / 10k entries, each in a workspace of its
+# own, then times for each:
+#   - floor: `wc -l` and `cat > /dev/null` of the file;
+#   - `codewhale context --json`, first open (no index sidecar: every line read and validated);
+#   - `codewhale context --json`, later opens (through the sidecar);
+#   - `codewhale exec --last` (one turn against the mock provider in
+#     crates/engine/examples/mock_provider.rs);
+#   - `codewhale resume` in a pseudo-terminal (scripts/resume-timing.py): when the first frame
+#     is drawn and when the history is on screen (skipped with a reason without python3).
+# The figures and how to read them are in docs/performance.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+runs="${1:-5}"
+
+cargo build --release -q -p codewhale-tui --bin codewhale
+cargo build --release -q -p codewhale-engine --example mock_provider
+cargo build --release -q -p codewhale-journal --example gen_session
+target="${CARGO_TARGET_DIR:-target}"
+bin="$target/release/codewhale"
+mock="$target/release/examples/mock_provider"
+gen="$target/release/examples/gen_session"
+
+work="$(mktemp -d)"
+trap 'exec 3>&-; rm -rf "$work"' EXIT
+mkdir -p "$work/home/sessions"
+
+# The mock serves until its stdin (fd 3 here) closes.
+exec 3> >("$mock" "$((runs * 2 + 5))" > "$work/url")
+for _ in $(seq 50); do [ -s "$work/url" ] && break; sleep 0.1; done
+url="$(head -n1 "$work/url")"
+
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+
+# measure NAME CMD...: RUNS runs from the session's workspace; prints median wall and max RSS.
+measure() {
+  local name="$1"; shift
+  local walls=() rss=()
+  for i in $(seq "$runs"); do
+    [ -n "${before:-}" ] && eval "$before"
+    local start end
+    start=$(date +%s%N)
+    (cd "$ws" && CODEWHALE_HOME="$work/home" OPENAI_API_KEY=sk-bench \
+      /usr/bin/time -f '%M' -o "$work/rss" "$@" > /dev/null 2> "$work/err") || {
+      echo "$name failed:"; cat "$work/err"; exit 1; }
+    end=$(date +%s%N)
+    walls+=("$(awk -v ns="$((end - start))" 'BEGIN {printf "%.3f", ns / 1e9}')")
+    rss+=("$(tail -n1 "$work/rss")")
+  done
+  printf '  %-40s %8ss %8.1f MiB\n' "$name" "$(median "${walls[@]}")" \
+    "$(printf '%s\n' "${rss[@]}" | sort -g | tail -n1 | awk '{print $1 / 1024}')"
+}
+
+for shape in "270 100000" "27 10000"; do
+  set -- $shape
+  mb="$1"; entries="$2"; id="open$mb"
+  ws="$work/ws$mb"; mkdir -p "$ws"
+  file="$work/home/sessions/$id.jsonl"
+  "$gen" "$file" "$id" "$ws" "$mb" "$entries" 5000 2> /dev/null
+  printf '%s MB, %s entries (%s bytes), %s runs: median wall, peak RSS\n' \
+    "$mb" "$entries" "$(stat -c %s "$file")" "$runs"
+  before='' measure "floor: wc -l" wc -l "$file"
+  before='' measure "floor: cat > /dev/null" cat "$file"
+  before="rm -f '${file%.jsonl}.index'" measure "context --json (first open)" \
+    "$bin" context --last --json
+  before='' measure "context --json (indexed)" "$bin" context --last --json
+  before='' measure "exec --last (one turn)" "$bin" exec --last --provider openai \
+    --base-url "$url" --model gpt-4.1 "say the answer"
+  if command -v python3 > /dev/null; then
+    for _ in $(seq "$runs"); do
+      printf '  resume: %s\n' "$(python3 scripts/resume-timing.py "$bin" "$work/home" "$ws" "$id" "Done.")"
+    done
+  else
+    echo "  resume: skipped (python3 is not installed)"
+  fi
+done

@@ -74,7 +74,7 @@ for shape in "270 100000" "27 10000"; do
     --base-url "$url" --model gpt-4.1 "say the answer"
   if command -v python3 > /dev/null; then
     for _ in $(seq "$runs"); do
-      printf '  resume: %s\n' "$(python3 scripts/resume-timing.py "$bin" "$work/home" "$ws" "$id" "Done.")"
+      printf '  resume: %s\n' "$(OPENAI_API_KEY=sk-bench python3 scripts/resume-timing.py "$bin" "$work/home" "$ws" "$id" "Done.")"
     done
   else
     echo "  resume: skipped (python3 is not installed)"

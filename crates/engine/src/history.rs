@@ -58,7 +58,7 @@ pub fn page(journal: &Journal, before: Option<&str>, limit: usize, reset: bool) 
     for (index, &pos) in rows.iter().enumerate().take(end).skip(start) {
         let id = journal.id_at(pos);
         let covered = covered_range
-            .is_some_and(|(a, b)| (a..=b).contains(&index) && !retained.contains(id.as_str()));
+            .is_some_and(|(a, b)| (a..=b).contains(&index) && !retained.contains(&*id));
         // Read for the page only: scrolling back through a long session must not hold it.
         push_entry(&mut items, journal, &journal.read_entry(pos), covered);
         if covered_range.is_some_and(|(_, b)| b == index) {

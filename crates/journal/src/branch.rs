@@ -80,9 +80,9 @@ impl Journal {
         let mut found = (0..self.len() as u32)
             .filter(|&p| self.is_chain_at(p) && !id.is_empty())
             .map(|p| self.id_at(p))
-            .filter(|e| e.as_str().starts_with(id));
+            .filter(|e| e.starts_with(id));
         match (found.next(), found.next()) {
-            (Some(one), None) => Ok(one.clone()),
+            (Some(one), None) => Ok(EntryId::from(&*one)),
             (None, _) => Err(BranchError::NotFound(EntryId::from(id))),
             (Some(_), Some(_)) => {
                 let count = 2 + found.count();

@@ -172,7 +172,7 @@ pub fn check_file(path: &Path) -> Result<CheckReport, LoadError> {
 /// named as a cycle once, on the line of its first entry in the file.
 fn find_cycles(entries: &[Line]) -> (Vec<Problem>, HashSet<String>) {
     let index: HashMap<&str, usize> =
-        entries.iter().enumerate().map(|(i, e)| (e.id.as_str(), i)).collect();
+        entries.iter().enumerate().map(|(i, e)| (e.id(), i)).collect();
     // 0 = unvisited, 1 = on the current path, 2 = done.
     let mut state = vec![0u8; entries.len()];
     let mut out = Vec::new();
@@ -187,7 +187,7 @@ fn find_cycles(entries: &[Line]) -> (Vec<Problem>, HashSet<String>) {
                     let at = path.iter().position(|&p| p == i).unwrap_or(0);
                     let cycle = &path[at..];
                     let first = cycle.iter().copied().min().unwrap_or(i);
-                    let ids: Vec<&str> = cycle.iter().map(|&p| entries[p].id.as_str()).collect();
+                    let ids: Vec<&str> = cycle.iter().map(|&p| entries[p].id()).collect();
                     members.extend(ids.iter().map(|s| (*s).to_owned()));
                     out.push(Problem {
                         line: Some(entries[first].line),
@@ -198,7 +198,7 @@ fn find_cycles(entries: &[Line]) -> (Vec<Problem>, HashSet<String>) {
                 _ => {
                     state[i] = 1;
                     path.push(i);
-                    cur = entries[i].parent.as_ref().and_then(|p| index.get(p.as_str()).copied());
+                    cur = entries[i].parent().and_then(|p| index.get(p).copied());
                 }
             }
         }

@@ -21,6 +21,8 @@
 use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 
+use once_cell::race::OnceBox;
+
 use crate::entry::{Entry, EntryId};
 use crate::meta::{KindCode, Meta};
 use crate::payload::{CompactionPayload, HeaderPayload, Payload};
@@ -40,71 +42,255 @@ pub enum DagProblem {
     HeadNowhere { id: EntryId, to: EntryId },
 }
 
+/// One line as [`Journal::add`] takes it, borrowed from wherever it was decoded.
+pub(crate) struct Added<'a> {
+    pub(crate) line: u32,
+    pub(crate) id: &'a str,
+    pub(crate) parent: Option<&'a str>,
+    pub(crate) meta: Meta,
+    pub(crate) head_to: Option<&'a str>,
+}
+
 /// One valid line as the journal is built from it: what HEAD replay needs, and the entry itself
 /// when it is at hand and worth holding.
 #[derive(Debug, PartialEq)]
 pub(crate) struct Line {
     /// 1-based line number in the file.
     pub(crate) line: u32,
-    pub(crate) id: EntryId,
-    pub(crate) parent: Option<EntryId>,
     pub(crate) meta: Meta,
-    /// A `head` record's target.
-    pub(crate) head_to: Option<EntryId>,
+    /// The id, the parent and a `head` record's target, one after another in one allocation
+    /// (a scan holds one `Line` per entry until the journal takes them).
+    text: Box<str>,
+    id_len: u32,
+    /// `u32::MAX`: no parent.
+    parent_len: u32,
+    has_head_to: bool,
     /// The parsed entry, when held from the start.
     pub(crate) entry: Option<Box<Entry>>,
 }
 
+/// An id, a parent and a `head` target.
+type LineIds<'a> = (&'a str, Option<&'a str>, Option<&'a str>);
+
 impl Line {
-    /// The line of `entry`, held.
-    pub(crate) fn held(entry: Entry, line: u32, meta: Meta) -> Line {
+    fn new(line: u32, meta: Meta, ids: LineIds<'_>) -> Line {
+        let (id, parent, head_to) = ids;
+        let mut text = String::with_capacity(
+            id.len() + parent.map_or(0, str::len) + head_to.map_or(0, str::len),
+        );
+        text.push_str(id);
+        text.push_str(parent.unwrap_or_default());
+        text.push_str(head_to.unwrap_or_default());
+        let len = |s: &str| u32::try_from(s.len()).unwrap_or(u32::MAX - 1);
         Line {
             line,
-            id: entry.id.clone(),
-            parent: entry.parent.clone(),
             meta,
-            head_to: head_to(&entry),
-            entry: Some(Box::new(entry)),
+            text: text.into_boxed_str(),
+            id_len: len(id),
+            parent_len: parent.map_or(u32::MAX, len),
+            has_head_to: head_to.is_some(),
+            entry: None,
         }
+    }
+
+    /// The line of `entry`, held.
+    pub(crate) fn held(entry: Entry, line: u32, meta: Meta) -> Line {
+        let to = match &entry.payload {
+            Payload::Head(h) => Some(h.to.as_str()),
+            _ => None,
+        };
+        let mut l = Line::new(
+            line,
+            meta,
+            (entry.id.as_str(), entry.parent.as_ref().map(EntryId::as_str), to),
+        );
+        l.entry = Some(Box::new(entry));
+        l
     }
 
     /// The line of `entry`, whose text is at `meta`'s place in the file: the entry is held only
     /// when its kind is one the journal consults as a whole.
     pub(crate) fn scanned(entry: Entry, line: u32, meta: Meta) -> Line {
-        if meta.kind.is_kept() {
+        if meta.kind().is_kept() {
             return Line::held(entry, line, meta);
         }
-        let Entry { id, parent, .. } = entry;
-        Line { line, id, parent, meta, head_to: None, entry: None }
+        Line::new(line, meta, (entry.id.as_str(), entry.parent.as_ref().map(EntryId::as_str), None))
+    }
+
+    pub(crate) fn id(&self) -> &str {
+        self.text.get(..self.id_len as usize).unwrap_or_default()
+    }
+
+    pub(crate) fn parent(&self) -> Option<&str> {
+        let start = self.id_len as usize;
+        let end = start + self.parent_len as usize;
+        (self.parent_len != u32::MAX).then(|| self.text.get(start..end).unwrap_or_default())
+    }
+
+    fn head_to(&self) -> Option<&str> {
+        let parent = if self.parent_len == u32::MAX { 0 } else { self.parent_len as usize };
+        let start = self.id_len as usize + parent;
+        self.has_head_to.then(|| self.text.get(start..).unwrap_or_default())
     }
 }
 
-fn head_to(entry: &Entry) -> Option<EntryId> {
-    match &entry.payload {
-        Payload::Head(h) => Some(h.to.clone()),
-        _ => None,
+/// Every entry's id: a canonical UUID (lowercase and hyphenated, what Codewhale writes) as its
+/// 16 bytes, any other id as written. An id costs 16 bytes, not a 36-byte string and an
+/// allocation.
+#[derive(Clone, Debug, Default)]
+struct Ids {
+    uuids: Vec<u128>,
+    /// One bit per position: the id is in `others`, not in `uuids`.
+    other_bits: Vec<u64>,
+    others: std::collections::HashMap<u32, Box<str>>,
+}
+
+impl Ids {
+    fn with_capacity(n: usize) -> Ids {
+        Ids {
+            uuids: Vec::with_capacity(n),
+            other_bits: Vec::with_capacity(n / 64 + 1),
+            ..Ids::default()
+        }
+    }
+
+    fn push(&mut self, id: &str) {
+        let pos = self.uuids.len();
+        if pos.is_multiple_of(64) {
+            self.other_bits.push(0);
+        }
+        match parse_uuid(id) {
+            Some(v) => self.uuids.push(v),
+            None => {
+                self.uuids.push(0);
+                self.other_bits[pos / 64] |= 1 << (pos % 64);
+                self.others.insert(pos as u32, id.into());
+            }
+        }
+    }
+
+    fn is_other(&self, pos: u32) -> bool {
+        self.other_bits[pos as usize / 64] & (1 << (pos % 64)) != 0
+    }
+
+    fn get(&self, pos: u32) -> IdStr<'_> {
+        if self.is_other(pos) {
+            IdStr(IdRepr::Other(self.others.get(&pos).map_or("", |s| s)))
+        } else {
+            IdStr(IdRepr::Uuid(format_uuid(self.uuids[pos as usize])))
+        }
+    }
+
+    /// True when the id at `pos` is `id`, whose canonical form (if it has one) is `uuid`.
+    fn is(&self, pos: u32, id: &str, uuid: Option<u128>) -> bool {
+        match uuid {
+            Some(v) => !self.is_other(pos) && self.uuids[pos as usize] == v,
+            None => self.is_other(pos) && self.others.get(&pos).is_some_and(|s| &**s == id),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.uuids.len()
     }
 }
+
+/// An id as the journal hands it out: text that derefs to `&str`.
+#[derive(Clone, Copy)]
+pub struct IdStr<'a>(IdRepr<'a>);
+
+#[derive(Clone, Copy)]
+enum IdRepr<'a> {
+    Uuid([u8; 36]),
+    Other(&'a str),
+}
+
+impl std::ops::Deref for IdStr<'_> {
+    type Target = str;
+    fn deref(&self) -> &str {
+        match &self.0 {
+            IdRepr::Uuid(b) => std::str::from_utf8(b).unwrap_or_default(),
+            IdRepr::Other(s) => s,
+        }
+    }
+}
+
+impl std::fmt::Display for IdStr<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self)
+    }
+}
+
+impl std::fmt::Debug for IdStr<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&**self, f)
+    }
+}
+
+/// Where the hyphens of a canonical UUID are.
+const HYPHENS: [usize; 4] = [8, 13, 18, 23];
+
+/// The 16 bytes of a canonical UUID (36 characters, lowercase hex, hyphens in their places).
+fn parse_uuid(id: &str) -> Option<u128> {
+    let b = id.as_bytes();
+    if b.len() != 36 {
+        return None;
+    }
+    let mut v: u128 = 0;
+    for (i, &c) in b.iter().enumerate() {
+        if HYPHENS.contains(&i) {
+            if c != b'-' {
+                return None;
+            }
+            continue;
+        }
+        let d = match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            _ => return None,
+        };
+        v = (v << 4) | u128::from(d);
+    }
+    Some(v)
+}
+
+fn format_uuid(v: u128) -> [u8; 36] {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = [b'-'; 36];
+    let mut nibble = 32;
+    for (i, slot) in out.iter_mut().enumerate() {
+        if HYPHENS.contains(&i) {
+            continue;
+        }
+        nibble -= 1;
+        *slot = HEX[((v >> (nibble * 4)) & 0xF) as usize];
+    }
+    out
+}
+
+/// No parent (the header, a `head` record, or a parent that did not resolve).
+const NO_PARENT: u32 = u32::MAX;
 
 /// A session's entries in file order, with an id index and the replayed HEAD.
 #[derive(Clone, Debug)]
 pub struct Journal {
     header: HeaderPayload,
-    ids: Vec<EntryId>,
+    ids: Ids,
     metas: Vec<Meta>,
     /// Entries parsed so far (all of them for a journal built in memory).
-    held: Vec<OnceLock<Box<Entry>>>,
+    held: Vec<OnceBox<Entry>>,
     /// The file entries are read from.
     source: Option<Arc<Source>>,
     /// 1-based line number of each entry in its file (equal to position + 1 for a journal
     /// built in memory; larger when malformed lines were skipped).
     lines: Vec<u32>,
-    /// Position of each entry's parent, when it resolves to an earlier entry.
-    parents: Vec<Option<u32>>,
+    /// Position of each entry's parent, when it resolves to an earlier entry ([`NO_PARENT`]).
+    parents: Vec<u32>,
     /// Positions of indexed entries, looked up by their id in `ids`.
     index: hashbrown::HashTable<u32>,
     compactions: Vec<u32>,
     head: u32,
+    /// HEAD's id, made when first asked for after HEAD moved.
+    head_id: OnceLock<EntryId>,
     problems: Vec<(u32, DagProblem)>,
 }
 
@@ -120,33 +306,21 @@ pub enum JournalError {
 impl Journal {
     /// Builds a journal from entries in file order (line numbers 1, 2, ...), all held.
     pub fn from_entries(entries: Vec<Entry>) -> Result<Journal, JournalError> {
-        let lines = entries
-            .into_iter()
-            .enumerate()
-            .map(|(i, e)| {
-                let meta = Meta::in_memory(&e);
-                Line::held(e, i as u32 + 1, meta)
-            })
-            .collect();
-        Journal::from_lines(lines, None)
+        let mut j = Journal::building(entries.len(), None);
+        for (i, e) in entries.into_iter().enumerate() {
+            let meta = Meta::in_memory(&e);
+            j.add_line(Line::held(e, i as u32 + 1, meta));
+        }
+        j.finish()
     }
 
-    /// Builds a journal from its valid lines in file order, reading entries that are not held
-    /// from `source`. The first line must be a held header.
-    pub(crate) fn from_lines(
-        lines: Vec<Line>,
-        source: Option<Arc<Source>>,
-    ) -> Result<Journal, JournalError> {
-        let header = match lines.first().map(|l| l.entry.as_deref().map(|e| &e.payload)) {
-            None => return Err(JournalError::Empty),
-            Some(Some(Payload::Header(h))) => h.clone(),
-            Some(Some(p)) => return Err(JournalError::NoHeader { found: p.kind().to_owned() }),
-            Some(None) => return Err(JournalError::NoHeader { found: "unknown".to_owned() }),
-        };
-        let n = lines.len();
-        let mut j = Journal {
-            header,
-            ids: Vec::with_capacity(n),
+    /// An empty journal to [`Journal::add`] lines to, then [`Journal::finish`]; entries that
+    /// are not held are read from `source`.
+    pub(crate) fn building(capacity: usize, source: Option<Arc<Source>>) -> Journal {
+        let n = capacity;
+        Journal {
+            header: HeaderPayload::new("", ""),
+            ids: Ids::with_capacity(n),
             metas: Vec::with_capacity(n),
             held: Vec::with_capacity(n),
             source,
@@ -155,12 +329,20 @@ impl Journal {
             index: hashbrown::HashTable::with_capacity(n),
             compactions: Vec::new(),
             head: 0,
+            head_id: OnceLock::new(),
             problems: Vec::new(),
-        };
-        for line in lines {
-            j.add(line);
         }
-        Ok(j)
+    }
+
+    /// Checks that the first line is a header (held) and takes its payload.
+    pub(crate) fn finish(mut self) -> Result<Journal, JournalError> {
+        let Some(first) = self.held.first() else { return Err(JournalError::Empty) };
+        match first.get().map(|e| &e.payload) {
+            Some(Payload::Header(h)) => self.header = h.clone(),
+            Some(p) => return Err(JournalError::NoHeader { found: p.kind().to_owned() }),
+            None => return Err(JournalError::NoHeader { found: "unknown".to_owned() }),
+        }
+        Ok(self)
     }
 
     /// A new journal holding only `header` (a `header` entry).
@@ -172,61 +354,93 @@ impl Journal {
     pub fn push(&mut self, entry: Entry) {
         let line = self.lines.last().copied().unwrap_or(0) + 1;
         let meta = Meta::in_memory(&entry);
-        self.add(Line::held(entry, line, meta));
+        self.add_line(Line::held(entry, line, meta));
     }
 
-    /// Indexes `line` as the next entry and replays its effect on HEAD. A duplicate id is
+    pub(crate) fn add_line(&mut self, mut l: Line) {
+        let entry = l.entry.take();
+        let added = Added {
+            line: l.line,
+            id: l.id(),
+            parent: l.parent(),
+            meta: l.meta,
+            head_to: l.head_to(),
+        };
+        self.add(added, entry);
+    }
+
+    /// Indexes one line as the next entry and replays its effect on HEAD. A duplicate id is
     /// reported and not stored.
-    fn add(&mut self, line: Line) {
+    pub(crate) fn add(&mut self, l: Added<'_>, entry: Option<Box<Entry>>) {
         let pos = self.ids.len() as u32;
-        let Line { line, id, parent, meta, head_to, entry } = line;
-        if self.position(id.as_str()).is_some() {
-            self.problems.push((line, DagProblem::DuplicateId { id }));
+        let Added { line, id, parent, meta, head_to } = l;
+        if self.position(id).is_some() {
+            self.problems.push((line, DagProblem::DuplicateId { id: EntryId::from(id) }));
             return;
         }
         let parent = match parent {
-            Some(p) => match self.position(p.as_str()) {
-                Some(i) => Some(i),
+            Some(p) => match self.position(p) {
+                Some(i) => i,
                 None => {
-                    let problem = DagProblem::DanglingParent { id: id.clone(), parent: p };
+                    let problem = DagProblem::DanglingParent {
+                        id: EntryId::from(id),
+                        parent: EntryId::from(p),
+                    };
                     self.problems.push((line, problem));
-                    None
+                    NO_PARENT
                 }
             },
             None => {
                 // A `head` record is not a DAG node: its parent is informational only.
-                if !matches!(meta.kind, KindCode::Header | KindCode::Head) {
-                    self.problems.push((line, DagProblem::MissingParent { id: id.clone() }));
+                if !matches!(meta.kind(), KindCode::Header | KindCode::Head) {
+                    self.problems.push((line, DagProblem::MissingParent { id: EntryId::from(id) }));
                 }
-                None
+                NO_PARENT
             }
         };
-        match meta.kind {
+        let old_head = self.head;
+        match meta.kind() {
             KindCode::Head => {
-                let to = head_to.unwrap_or_else(|| EntryId::from(""));
-                match self.position(to.as_str()) {
-                    Some(t) if self.metas[t as usize].kind.is_chain() => self.head = t,
+                let to = head_to.unwrap_or_default();
+                match self.position(to) {
+                    Some(t) if self.metas[t as usize].kind().is_chain() => self.head = t,
                     _ => {
-                        let problem = DagProblem::HeadNowhere { id: id.clone(), to };
+                        let problem = DagProblem::HeadNowhere {
+                            id: EntryId::from(id),
+                            to: EntryId::from(to),
+                        };
                         self.problems.push((line, problem));
                     }
                 }
             }
             KindCode::Compaction => self.compactions.push(pos),
-            k if k.is_chain() && parent == Some(self.head) => self.head = pos,
+            k if k.is_chain() && parent == self.head && parent != NO_PARENT => self.head = pos,
             _ => {}
+        }
+        if self.head != old_head {
+            self.head_id = OnceLock::new();
         }
         self.ids.push(id);
         // `head` records are not DAG nodes: never indexed, so nothing can be parented on one.
-        if meta.kind != KindCode::Head {
+        if meta.kind() != KindCode::Head {
             let ids = &self.ids;
-            let hash = id_hash(ids[pos as usize].as_str());
-            self.index.insert_unique(hash, pos, |&p| id_hash(ids[p as usize].as_str()));
+            self.index.insert_unique(id_hash(id), pos, |&p| id_hash(&ids.get(p)));
         }
         self.metas.push(meta);
-        self.held.push(entry.map_or_else(OnceLock::new, OnceLock::from));
+        self.held.push(entry.map_or_else(OnceBox::new, OnceBox::with_value));
         self.lines.push(line);
         self.parents.push(parent);
+    }
+
+    /// Reports a line whose id an earlier entry already has (what [`Journal::add`] reports for
+    /// it), when the line itself is not at hand: the index sidecar keeps only its id.
+    pub(crate) fn note_duplicate(&mut self, line: u32, id: &str) {
+        self.problems.push((line, DagProblem::DuplicateId { id: EntryId::from(id) }));
+    }
+
+    /// The file entries are read from.
+    pub(crate) fn source(&self) -> Option<&Arc<Source>> {
+        self.source.as_ref()
     }
 
     /// The header entry's payload.
@@ -249,9 +463,9 @@ impl Journal {
         self.ids.len()
     }
 
-    /// Never true: a journal always has its header.
+    /// True only while a journal is being built: a loaded or created one has its header.
     pub fn is_empty(&self) -> bool {
-        self.ids.is_empty()
+        self.len() == 0
     }
 
     /// Every entry in file order. Reads and holds each one: for tests, tools and small
@@ -263,6 +477,11 @@ impl Journal {
     /// The entry at `pos` (file order), read from its line and held from then on.
     pub fn entry_at(&self, pos: u32) -> &Entry {
         self.held[pos as usize].get_or_init(|| Box::new(self.read_line(pos)))
+    }
+
+    /// The entry at `pos` when it is held (never reads the file).
+    pub(crate) fn held_at(&self, pos: u32) -> Option<&Entry> {
+        self.held[pos as usize].get()
     }
 
     /// The entry at `pos`: the held one, or one read from its line just for the caller (not
@@ -281,12 +500,12 @@ impl Journal {
         let meta = &self.metas[pos as usize];
         let read = match &self.source {
             Some(source) if meta.on_disk() => {
-                crate::load::read_entry(source, meta.offset, meta.len)
+                crate::load::read_entry(source, meta.offset(), meta.len())
             }
             _ => Err("the entry is not in a file".to_owned()),
         };
         match read {
-            Ok(entry) if entry.id == self.ids[pos as usize] => entry,
+            Ok(entry) if *entry.id.as_str() == *self.ids.get(pos) => entry,
             other => {
                 let why = match other {
                     Ok(e) => format!("the line now holds entry {}", e.id),
@@ -294,21 +513,26 @@ impl Journal {
                 };
                 tracing::error!(line = self.lines[pos as usize], %why, "a journal line cannot be read back");
                 let mut e = Entry::new(
-                    self.parents[pos as usize].map(|p| self.ids[p as usize].clone()),
+                    self.parent_at(pos).map(|p| EntryId::from(&*self.ids.get(p))),
                     Payload::Unknown {
                         kind: "unreadable".to_owned(),
                         payload: serde_json::Value::Null,
                     },
                 );
-                e.id = self.ids[pos as usize].clone();
+                e.id = EntryId::from(&*self.ids.get(pos));
                 e
             }
         }
     }
 
     /// The id of the entry at `pos`.
-    pub fn id_at(&self, pos: u32) -> &EntryId {
-        &self.ids[pos as usize]
+    pub fn id_at(&self, pos: u32) -> IdStr<'_> {
+        self.ids.get(pos)
+    }
+
+    /// The position of the parent of the entry at `pos`, when it resolved to an earlier entry.
+    pub fn parent_at(&self, pos: u32) -> Option<u32> {
+        Some(self.parents[pos as usize]).filter(|&p| p != NO_PARENT)
     }
 
     /// The stored token count of the entry at `pos`, without reading it.
@@ -342,7 +566,7 @@ impl Journal {
 
     /// The current HEAD id.
     pub fn head_id(&self) -> &EntryId {
-        &self.ids[self.head as usize]
+        self.head_id.get_or_init(|| EntryId::from(&*self.ids.get(self.head)))
     }
 
     /// Compaction records in file order (oldest first).
@@ -375,7 +599,7 @@ impl Journal {
     pub fn spine_positions(&self, start: u32) -> Vec<u32> {
         let mut out = vec![start];
         let mut cur = start;
-        while let Some(p) = self.parents[cur as usize] {
+        while let Some(p) = self.parent_at(cur) {
             out.push(p);
             cur = p;
         }
@@ -385,8 +609,8 @@ impl Journal {
 
     /// The position of the entry with this id.
     pub fn position(&self, id: &str) -> Option<u32> {
-        let ids = &self.ids;
-        self.index.find(id_hash(id), |&p| ids[p as usize].as_str() == id).copied()
+        let (ids, uuid) = (&self.ids, parse_uuid(id));
+        self.index.find(id_hash(id), |&p| ids.is(p, id, uuid)).copied()
     }
 
     /// The position of HEAD.
@@ -398,7 +622,7 @@ impl Journal {
     /// entry that is not of that kind.
     pub fn positions_of_kind<'a>(&'a self, kind: &str) -> impl Iterator<Item = u32> + 'a {
         let code = KindCode::of_name(kind);
-        (0..self.len() as u32).rev().filter(move |&p| self.metas[p as usize].kind == code)
+        (0..self.len() as u32).rev().filter(move |&p| self.metas[p as usize].kind() == code)
     }
 
     pub(crate) fn compaction_positions(&self) -> &[u32] {
@@ -408,32 +632,32 @@ impl Journal {
     /// True when the entry at `pos` has every flag of `flags` (see [`crate::flags`]), without
     /// reading it.
     pub fn has_flags(&self, pos: u32, flags: u8) -> bool {
-        self.metas[pos as usize].flags & flags == flags
+        self.metas[pos as usize].flags() & flags == flags
     }
 
     /// The `kind` of the entry at `pos` (a `kind::*` name; `unknown` for kinds this version does
     /// not know), without reading it.
     pub fn kind_at(&self, pos: u32) -> &'static str {
-        self.metas[pos as usize].kind.name()
+        self.metas[pos as usize].kind().name()
     }
 
     /// True when the model reads the entry at `pos` (`Payload::is_model_visible`), without
     /// reading it.
     pub fn is_model_visible_at(&self, pos: u32) -> bool {
-        self.metas[pos as usize].kind.is_model_visible()
+        self.metas[pos as usize].kind().is_model_visible()
     }
 
     /// True when the user entry at `pos` is plain (neither an anchor nor synthetic), without
     /// reading it.
     pub fn is_plain_user_at(&self, pos: u32) -> bool {
         let m = &self.metas[pos as usize];
-        m.kind == KindCode::User && m.has(crate::meta::PLAIN)
+        m.kind() == KindCode::User && m.has(crate::meta::PLAIN)
     }
 
     /// True when the entry at `pos` is a user entry pinned with `/anchor`, without reading it.
     pub fn is_anchor_at(&self, pos: u32) -> bool {
         let m = &self.metas[pos as usize];
-        m.kind == KindCode::User && m.has(crate::meta::ANCHOR)
+        m.kind() == KindCode::User && m.has(crate::meta::ANCHOR)
     }
 
     /// Branch tips: conversation entries that no other conversation entry continues. The tip
@@ -442,15 +666,15 @@ impl Journal {
         let n = self.len();
         let mut has_child = vec![false; n];
         for i in 0..n {
-            if self.metas[i].kind.is_chain() {
-                if let Some(p) = self.parents[i] {
+            if self.metas[i].kind().is_chain() {
+                if let Some(p) = self.parent_at(i as u32) {
                     has_child[p as usize] = true;
                 }
             }
         }
         (0..n)
             .filter(|&i| {
-                let k = self.metas[i].kind;
+                let k = self.metas[i].kind();
                 !has_child[i] && k.is_chain() && k != KindCode::Header
             })
             .map(|i| self.entry_at(i as u32))
@@ -469,7 +693,7 @@ impl Journal {
             if cur < a {
                 return false;
             }
-            match self.parents[cur as usize] {
+            match self.parent_at(cur) {
                 Some(p) => cur = p,
                 None => return false,
             }
@@ -478,7 +702,7 @@ impl Journal {
 
     /// True when the entry at `pos` is a conversation entry.
     pub(crate) fn is_chain_at(&self, pos: u32) -> bool {
-        self.metas[pos as usize].kind.is_chain()
+        self.metas[pos as usize].kind().is_chain()
     }
 }
 
@@ -517,5 +741,65 @@ impl std::hash::Hasher for IdHasher {
     }
     fn finish(&self) -> u64 {
         self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Canonical UUIDs are kept as 16 bytes and every other id as written; both are found by
+    /// their text and handed back exactly as they were given.
+    #[test]
+    fn ids_of_every_form_are_kept_and_found_as_written() {
+        let canonical = EntryId::new().to_string();
+        let forms = [
+            canonical.as_str(),
+            "00000000-0000-0000-0000-000000000000",
+            "ffffffff-ffff-ffff-ffff-ffffffffffff",
+            "FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF",
+            "0123456789abcdef0123456789abcdef0123",
+            "msg_01XyZ",
+            "",
+            "é-not-ascii-but-36-bytes-long-ok-ok",
+        ];
+        let mut ids = Ids::with_capacity(2);
+        for id in forms {
+            ids.push(id);
+        }
+        for (pos, id) in forms.iter().enumerate() {
+            assert_eq!(&*ids.get(pos as u32), *id);
+            for (other, _) in forms.iter().enumerate() {
+                let expect = other == pos;
+                assert_eq!(ids.is(other as u32, id, parse_uuid(id)), expect, "{id} at {other}");
+            }
+        }
+        assert_eq!(
+            parse_uuid(&canonical).map(format_uuid).as_ref().map(|b| &b[..]),
+            Some(canonical.as_bytes())
+        );
+        assert_eq!(parse_uuid("FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF"), None);
+    }
+
+    /// Lookups by id work across the 64-position words of the bitset, for both forms.
+    #[test]
+    fn a_journal_finds_every_entry_by_its_id() {
+        let header = Entry::new(None, HeaderPayload::new("s", "/w"));
+        let mut j = Journal::new(header).unwrap();
+        let mut made = Vec::new();
+        for i in 0..200 {
+            let mut e = Entry::new(Some(j.head_id().clone()), crate::UserPayload::text("x"));
+            if i % 3 == 0 {
+                e.id = EntryId::from(format!("custom-{i}").as_str());
+            }
+            made.push(e.id.clone());
+            j.push(e);
+        }
+        for (i, id) in made.iter().enumerate() {
+            assert_eq!(j.position(id.as_str()), Some(i as u32 + 1));
+            assert_eq!(&*j.id_at(i as u32 + 1), id.as_str());
+        }
+        assert_eq!(j.head_id(), made.last().unwrap());
+        assert_eq!(j.position("custom-1"), None);
     }
 }

@@ -46,7 +46,7 @@ pub use branch::BranchError;
 pub use check::{check_file, CheckReport, Problem};
 pub use entry::{EncodeError, Entry, EntryId, Timestamp, FORMAT_VERSION};
 pub use file::{lock_path, JournalFile, OpenError, WriteError};
-pub use journal::{DagProblem, Journal, JournalError};
+pub use journal::{DagProblem, IdStr, Journal, JournalError};
 pub use lenient::take_coercions;
 pub use list::{list_sessions, title_of, Listing, SessionInfo};
 pub use load::{

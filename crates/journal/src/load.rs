@@ -62,6 +62,10 @@ pub(crate) struct Scan {
     pub line_count: u32,
     /// Where the entries are read from.
     pub source: Option<Arc<Source>>,
+    /// The journal of the lines an index sidecar described (they are not in `valid`).
+    pub prefix: Option<Journal>,
+    /// Where to write the index sidecar once the journal is built, when it is worth writing.
+    pub index_to: Option<PathBuf>,
 }
 
 /// Why a file cannot be read as a journal. The file is never modified in these cases.
@@ -313,24 +317,34 @@ pub(crate) fn read_entry(source: &Arc<Source>, offset: u64, len: u32) -> Result<
 /// taken from it and only the bytes after it are read. The sidecar is (re)written when the
 /// scan read much it did not cover.
 pub(crate) fn scan_indexed(path: &Path, file: &File, len: u64) -> Result<Scan, LoadError> {
+    scan_indexed_split(path, file, len, PARALLEL_MIN)
+}
+
+fn scan_indexed_split(
+    path: &Path,
+    file: &File,
+    len: u64,
+    parallel_min: u64,
+) -> Result<Scan, LoadError> {
     let index = sidecar::index_path(path);
     let source = open_source(path)?;
-    let prefix = sidecar::read(&index, file, len).and_then(|mut p| {
-        let first = p.scan.valid.first_mut()?;
-        let header = read_entry(&source, first.meta.offset, first.meta.len).ok()?;
-        if !matches!(header.payload, Payload::Header(_)) || header.id != first.id {
-            return None;
+    let (scanner, start) = match sidecar::read(&index, file, len, &source) {
+        Some(p) => {
+            let covered = p.covered;
+            (Scanner::after(len, p, source), covered)
         }
-        first.entry = Some(Box::new(header));
-        Some(p)
-    });
-    let (scanner, start) = match prefix {
-        Some(p) => (Scanner::after(len, p.scan, source), p.covered),
-        None => (Scanner::new(len, 0, source), 0),
+        None => {
+            // Entries go straight into the index as they are scanned (the first half's, when
+            // the file is scanned in two): a scan holds no list of every line.
+            let mut scanner = Scanner::new(len, 0, source.clone());
+            let guess = usize::try_from(len / 4096).unwrap_or(0).min(1 << 20);
+            scanner.s.prefix = Some(Journal::building(guess, Some(source)));
+            (scanner, 0)
+        }
     };
-    let scan = scan_from(path, file, start, len, scanner, PARALLEL_MIN)?.finish(path)?;
+    let mut scan = scan_from(path, file, start, len, scanner, parallel_min)?.finish(path)?;
     if len - start >= sidecar::MIN_NEW_BYTES {
-        sidecar::write(&index, file, &scan);
+        scan.index_to = Some(index);
     }
     Ok(scan)
 }
@@ -358,6 +372,8 @@ impl Scanner {
                 tail: Tail::Clean,
                 line_count: lines_before,
                 source: Some(source.clone()),
+                prefix: None,
+                index_to: None,
             },
             len,
             line_no: lines_before,
@@ -369,9 +385,12 @@ impl Scanner {
     }
 
     /// A scanner continuing `prefix` (the lines an index sidecar already describes).
-    fn after(len: u64, prefix: Scan, source: Arc<Source>) -> Scanner {
-        let mut sc = Scanner::new(len, prefix.line_count, source.clone());
-        sc.s = Scan { source: Some(source), tail: Tail::Clean, ..prefix };
+    fn after(len: u64, prefix: sidecar::Prefix, source: Arc<Source>) -> Scanner {
+        let mut sc = Scanner::new(len, prefix.line_count, source);
+        sc.s.malformed = prefix.malformed;
+        sc.s.nul_prefixed = prefix.nul_prefixed;
+        sc.s.coerced = prefix.coerced;
+        sc.s.prefix = Some(prefix.journal);
         sc
     }
 
@@ -409,11 +428,16 @@ impl Scanner {
                 let meta = Meta::of(&entry, body_offset, body.len() as u32);
                 // The first line is held: it must be the header, and if it is not, the error
                 // names what it is.
-                s.valid.push(if offset == 0 {
+                let line = if offset == 0 {
                     Line::held(entry, line_no, meta)
                 } else {
                     Line::scanned(entry, line_no, meta)
-                });
+                };
+                // Straight into the journal being built, when this scan builds one.
+                match &mut s.prefix {
+                    Some(journal) => journal.add_line(line),
+                    None => s.valid.push(line),
+                }
             }
             Err(_) if is_last && (!complete || !is_json(body)) => {
                 s.tail = Tail::Torn { offset, len: self.len - offset, line: line_no };
@@ -426,7 +450,10 @@ impl Scanner {
     fn merge(mut self, next: Scanner) -> Scanner {
         let shift = self.line_no;
         let s = &mut self.s;
-        s.valid.extend(next.s.valid.into_iter().map(|l| Line { line: l.line + shift, ..l }));
+        s.valid.extend(next.s.valid.into_iter().map(|mut l| {
+            l.line += shift;
+            l
+        }));
         s.malformed
             .extend(next.s.malformed.into_iter().map(|m| Malformed { line: m.line + shift, ..m }));
         s.nul_prefixed.extend(next.s.nul_prefixed.iter().map(|l| l + shift));
@@ -483,7 +510,11 @@ fn is_json(body: &[u8]) -> bool {
 
 fn check_header(path: &Path, s: &Scan) -> Result<(), LoadError> {
     let not_journal = |reason: String| LoadError::NotAJournal { path: path.to_owned(), reason };
-    match s.valid.first().filter(|l| l.line == 1).map(|l| l.entry.as_deref()) {
+    let first = match &s.prefix {
+        Some(journal) if !journal.is_empty() => Some((journal.line_at(0), journal.held_at(0))),
+        _ => s.valid.first().map(|l| (l.line, l.entry.as_deref())),
+    };
+    match first.filter(|(line, _)| *line == 1).map(|(_, entry)| entry) {
         Some(Some(e)) if matches!(e.payload, Payload::Header(_)) => Ok(()),
         Some(Some(e)) => {
             Err(not_journal(format!("its first line is a `{}` entry, not a header", e.kind())))
@@ -507,24 +538,43 @@ pub(crate) fn assemble(
     torn_saved_to: Option<PathBuf>,
     repaired: bool,
 ) -> Result<Loaded, LoadError> {
+    let Scan { valid, malformed, nul_prefixed, coerced, tail, source, prefix, index_to, .. } = scan;
+    let mut journal = match prefix {
+        Some(journal) => journal,
+        None => Journal::building(valid.len(), source),
+    };
+    for line in valid {
+        journal.add_line(line);
+    }
+    let journal = journal
+        .finish()
+        .map_err(|e| LoadError::NotAJournal { path: path.to_owned(), reason: e.to_string() })?;
+    if let Some(index) = index_to {
+        let unterminated = match tail {
+            Tail::MissingNewline { line } => Some(line),
+            _ => None,
+        };
+        let reported = sidecar::Reported {
+            malformed: &malformed,
+            nul_prefixed: &nul_prefixed,
+            coerced: &coerced,
+            unterminated,
+        };
+        sidecar::write(&index, &journal, &reported);
+    }
     let mut warnings = Vec::new();
-    match &scan.tail {
+    match tail {
         Tail::Clean => {}
-        Tail::Torn { len, line, .. } => warnings.push(LoadWarning::TornTail {
-            line: *line,
-            bytes: *len,
-            saved_to: torn_saved_to,
-        }),
+        Tail::Torn { len, line, .. } => {
+            warnings.push(LoadWarning::TornTail { line, bytes: len, saved_to: torn_saved_to })
+        }
         Tail::MissingNewline { line } => {
-            warnings.push(LoadWarning::MissingNewline { line: *line, repaired })
+            warnings.push(LoadWarning::MissingNewline { line, repaired })
         }
     }
-    warnings.extend(scan.nul_prefixed.iter().map(|&line| LoadWarning::NulPrefix { line }));
-    warnings.extend(scan.malformed.iter().cloned().map(LoadWarning::Malformed));
-    warnings
-        .extend(scan.coerced.into_iter().map(|(line, notes)| LoadWarning::Coerced { line, notes }));
-    let journal = Journal::from_lines(scan.valid, scan.source)
-        .map_err(|e| LoadError::NotAJournal { path: path.to_owned(), reason: e.to_string() })?;
+    warnings.extend(nul_prefixed.iter().map(|&line| LoadWarning::NulPrefix { line }));
+    warnings.extend(malformed.into_iter().map(LoadWarning::Malformed));
+    warnings.extend(coerced.into_iter().map(|(line, notes)| LoadWarning::Coerced { line, notes }));
     warnings.extend(
         journal
             .problems()
@@ -585,9 +635,11 @@ pub fn write_index(path: &Path) -> Result<bool, LoadError> {
     ensure_regular(path)?;
     let file = File::open(path).map_err(io_err)?;
     let len = file.metadata().map_err(io_err)?.len();
-    let scan = scan_file(path, &file, len)?;
+    let mut scan = scan_file(path, &file, len)?;
     let index = sidecar::index_path(path);
-    sidecar::write(&index, &file, &scan);
+    let _ = std::fs::remove_file(&index);
+    scan.index_to = Some(index.clone());
+    assemble(path, scan, None, false)?;
     Ok(index.exists())
 }
 
@@ -635,5 +687,16 @@ mod tests {
         assert_eq!(serial.malformed[0].line, 152);
         assert_eq!(serial.tail, split.tail);
         assert!(matches!(split.tail, Tail::Torn { line: 203, len: 6, .. }));
+
+        // Streamed into the index (the first half) and through a sidecar: the same journal.
+        let whole = assemble(&path, serial, None, false).unwrap();
+        for _ in 0..2 {
+            let streamed = scan_indexed_split(&path, &file, len, 0).unwrap();
+            let streamed = assemble(&path, streamed, None, false).unwrap();
+            assert_eq!(streamed.journal.entries(), whole.journal.entries());
+            assert_eq!(streamed.journal.problems(), whole.journal.problems());
+            assert_eq!(streamed.warnings, whole.warnings);
+            write_index(&path).unwrap();
+        }
     }
 }

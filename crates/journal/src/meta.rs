@@ -126,23 +126,25 @@ pub const REPORTED: u8 = 16;
 /// An assistant entry that records the estimate its request was sent with (`reads.estimate`).
 pub const ESTIMATED: u8 = 32;
 
+/// Bits of [`Meta`]'s packed word that hold the offset (files up to 256 TiB).
+const OFFSET_BITS: u32 = 48;
+const OFFSET_MASK: u64 = (1 << OFFSET_BITS) - 1;
+
 /// The offset of an entry that is not in a file (built in memory or appended live): its entry
 /// is always held.
-pub(crate) const IN_MEMORY: u64 = u64::MAX;
+pub(crate) const IN_MEMORY: u64 = OFFSET_MASK;
 
 /// No stored token count.
 const NO_TOKENS: u32 = u32::MAX;
 
-/// One entry's index record.
+/// One entry's index record, 16 bytes: the line's offset, kind and flags packed in one word,
+/// its length and the stored count.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Meta {
-    /// Where the line's JSON starts in the file ([`IN_MEMORY`] when it is not in one).
-    pub(crate) offset: u64,
-    /// The JSON's length in bytes.
-    pub(crate) len: u32,
+    /// Offset (bits 0–47), kind (48–51), flags (52–59).
+    packed: u64,
+    len: u32,
     tokens: u32,
-    pub(crate) kind: KindCode,
-    pub(crate) flags: u8,
 }
 
 impl Meta {
@@ -165,14 +167,9 @@ impl Meta {
             }
             _ => 0,
         };
-        Meta {
-            offset,
-            len,
-            // A count of u32::MAX cannot be stored; it reads as "not counted".
-            tokens: entry.tokens.unwrap_or(NO_TOKENS),
-            kind: KindCode::of(&entry.payload),
-            flags,
-        }
+        // A count of u32::MAX cannot be stored; it reads as "not counted".
+        let tokens = entry.tokens.unwrap_or(NO_TOKENS);
+        Meta::from_parts(offset, len, tokens, KindCode::of(&entry.payload), flags)
     }
 
     /// The record of an entry held in memory.
@@ -180,6 +177,8 @@ impl Meta {
         Meta::of(entry, IN_MEMORY, 0)
     }
 
+    /// A record from its parts. An offset beyond 256 TiB cannot be recorded and reads as "not
+    /// in a file".
     pub(crate) fn from_parts(
         offset: u64,
         len: u32,
@@ -187,7 +186,27 @@ impl Meta {
         kind: KindCode,
         flags: u8,
     ) -> Meta {
-        Meta { offset, len, tokens, kind, flags }
+        let packed =
+            offset.min(OFFSET_MASK) | (u64::from(kind as u8) << 48) | (u64::from(flags) << 52);
+        Meta { packed, len, tokens }
+    }
+
+    /// Where the line's JSON starts in the file ([`IN_MEMORY`] when it is not in one).
+    pub(crate) fn offset(&self) -> u64 {
+        self.packed & OFFSET_MASK
+    }
+
+    /// The JSON's length in bytes.
+    pub(crate) fn len(&self) -> u32 {
+        self.len
+    }
+
+    pub(crate) fn kind(&self) -> KindCode {
+        KindCode::from_byte(((self.packed >> 48) & 0xF) as u8).unwrap_or(KindCode::Unknown)
+    }
+
+    pub(crate) fn flags(&self) -> u8 {
+        (self.packed >> 52) as u8
     }
 
     pub(crate) fn raw_tokens(&self) -> u32 {
@@ -200,11 +219,11 @@ impl Meta {
     }
 
     pub(crate) fn has(&self, flag: u8) -> bool {
-        self.flags & flag != 0
+        self.flags() & flag != 0
     }
 
     pub(crate) fn on_disk(&self) -> bool {
-        self.offset != IN_MEMORY
+        self.offset() != IN_MEMORY
     }
 }
 
@@ -218,14 +237,19 @@ mod tests {
         let mut anchor = UserPayload::text("pin");
         anchor.anchor = true;
         let m = Meta::in_memory(&Entry::new(None, anchor));
-        assert!(m.has(ANCHOR) && !m.has(PLAIN) && m.kind == KindCode::User);
+        assert!(m.has(ANCHOR) && !m.has(PLAIN) && m.kind() == KindCode::User);
         let plain = Meta::in_memory(&Entry::new(None, UserPayload::text("hi")).with_tokens(3));
         assert!(plain.has(PLAIN) && plain.tokens() == Some(3));
         let mut r = ToolResultPayload::new("t", "x", false);
         r.repairs = true;
         assert!(Meta::in_memory(&Entry::new(None, r)).has(REPAIRS));
         let h = Meta::in_memory(&Entry::new(None, HeaderPayload::new("s", "/w")));
-        assert!(h.kind.is_kept() && h.kind.is_chain() && !h.kind.is_model_visible());
+        assert!(h.kind().is_kept() && h.kind().is_chain() && !h.kind().is_model_visible());
+        let far = Meta::from_parts(IN_MEMORY - 1, 7, 3, KindCode::Head, REPORTED | ESTIMATED);
+        assert_eq!(
+            (far.offset(), far.len(), far.kind(), far.flags()),
+            (IN_MEMORY - 1, 7, KindCode::Head, 48)
+        );
         for b in 0..=8 {
             assert_eq!(KindCode::from_byte(b).map(|k| k as u8), Some(b));
         }

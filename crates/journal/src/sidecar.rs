@@ -1,40 +1,43 @@
 //! The index sidecar: `<session>.index` beside a journal, so that reopening a session reads only
 //! the bytes appended since it was last indexed.
 //!
-//! It holds what a scan of a prefix of the file found, exactly as the scan found it: for every
-//! valid line its number, id, parent, `head` target and [`Meta`] (kind, flags, stored count,
-//! where the line is), and the malformed, zero-prefixed and coerced lines with their messages.
-//! The journal is rebuilt from it by the same HEAD replay as from a scan, so a journal opened
+//! It holds, for a prefix of the file, what HEAD replay needs of every line the journal kept —
+//! line number, id, parent id, `head` target and [`Meta`] (kind, flags, stored count, where the
+//! line is) — the lines it dropped as duplicates, and the malformed, zero-prefixed and coerced
+//! lines with their messages. The journal is rebuilt from it by the same replay as from a scan,
+//! streamed straight into the index (nothing else is held while it is read), so a journal opened
 //! through its sidecar equals one opened by reading every line (a property test checks this).
 //!
 //! Invariants:
 //! - the sidecar is a cache: it is never required, never trusted without checking, and the
-//!   journal is never changed because of it. It is used only when the file still starts with
-//!   the same header line, is at least as long as the covered prefix, and holds the same last
-//!   covered line at the same place (append-only files pass; a replaced or rewritten file does
-//!   not), and when its own checksum matches. Anything else reads the file in full.
-//! - it covers whole lines only, up to the last valid line that ends with a newline: what
-//!   follows (a torn or unterminated tail) is scanned again on every open, since its meaning
-//!   depends on what is appended after it.
+//!   journal is never changed because of it. It is used only when the file still holds the same
+//!   header line and the same last covered line at the same places (append-only files pass; a
+//!   replaced or rewritten file does not), and its own checksum matches. Anything else reads
+//!   the file in full.
+//! - it covers whole lines only, up to the last kept line that ends with a newline: what follows
+//!   (a torn or unterminated tail) is scanned again on every open, since its meaning depends on
+//!   what is appended after it.
 //! - it is written whole to a temporary file and renamed into place, so a reader sees an old
 //!   sidecar or a new one, never a mix.
 //!
-//! Format (little-endian): the magic `CWINDEX1`; the covered byte length (u64); the lines it
-//! covers (u32); hashes of the header line and the last covered line (u64 each); the valid lines;
-//! the malformed, zero-prefixed and coerced lines; a checksum of everything before it (u64).
+//! Format (little-endian): the magic `CWINDEX2`; the covered byte length (u64) and line count
+//! (u32); offset, length and hash of the header line and of the last covered line; the records
+//! (line, offset, length, count, kind, flags, id, parent, `head` target); the duplicates (line,
+//! id); the malformed, zero-prefixed and coerced lines; a checksum of everything before it.
 
+use std::collections::HashMap;
 use std::fs::File;
-use std::hash::Hasher;
-use std::io::Write;
+use std::io::{BufReader, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use crate::entry::EntryId;
-use crate::journal::{IdHasher, Line};
-use crate::load::{Malformed, Scan, Tail};
+use crate::journal::{Added, DagProblem, Journal};
+use crate::load::{read_entry, Malformed};
 use crate::meta::{KindCode, Meta};
-use crate::text::read_exact_at;
+use crate::payload::Payload;
+use crate::text::{read_exact_at, Source};
 
-const MAGIC: &[u8; 8] = b"CWINDEX1";
+const MAGIC: &[u8; 8] = b"CWINDEX2";
 
 /// A sidecar is (re)written when a load scanned at least this many bytes the sidecar did not
 /// cover: smaller files and tails are scanned faster than the sidecar is written.
@@ -45,166 +48,220 @@ pub fn index_path(journal: &Path) -> PathBuf {
     journal.with_extension("index")
 }
 
-fn hash(bytes: &[u8]) -> u64 {
-    let mut h = IdHasher::default();
-    h.write(bytes);
-    h.write_u64(bytes.len() as u64);
-    h.finish()
+/// A 64-bit checksum over a byte stream, the same however the stream is cut into chunks
+/// (multiply-rotate over 8-byte words, like the id hash).
+struct Checksum {
+    h: u64,
+    carry: [u8; 8],
+    filled: usize,
+    total: u64,
 }
 
-/// What a sidecar describes: the scan of `..covered` (without a tail or a source).
-pub(crate) struct Prefix {
-    pub(crate) scan: Scan,
-    pub(crate) covered: u64,
-}
+impl Checksum {
+    const K: u64 = 0x517c_c1b7_2722_0a95;
 
-/// The prefix of `file` (of `len` bytes) the sidecar at `path` describes, when the sidecar
-/// exists, is intact and still matches the file. `None` in every other case.
-pub(crate) fn read(path: &Path, file: &File, len: u64) -> Option<Prefix> {
-    let bytes = std::fs::read(path).ok()?;
-    let (body, sum) = bytes.split_at(bytes.len().checked_sub(8)?);
-    if hash(body).to_le_bytes() != sum {
-        return None;
+    fn new() -> Checksum {
+        Checksum { h: 0, carry: [0; 8], filled: 0, total: 0 }
     }
-    let mut r = Reader { b: body };
-    if r.take(8)? != MAGIC {
+
+    fn word(&mut self, w: u64) {
+        self.h = (self.h.rotate_left(5) ^ w).wrapping_mul(Self::K);
+    }
+
+    fn update(&mut self, mut bytes: &[u8]) {
+        self.total += bytes.len() as u64;
+        if self.filled > 0 {
+            let take = (8 - self.filled).min(bytes.len());
+            self.carry[self.filled..self.filled + take].copy_from_slice(&bytes[..take]);
+            self.filled += take;
+            bytes = &bytes[take..];
+            if self.filled < 8 {
+                return;
+            }
+            self.word(u64::from_le_bytes(self.carry));
+            self.filled = 0;
+        }
+        let mut words = bytes.chunks_exact(8);
+        for w in &mut words {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(w);
+            self.word(u64::from_le_bytes(b));
+        }
+        let rest = words.remainder();
+        self.carry[..rest.len()].copy_from_slice(rest);
+        self.filled = rest.len();
+    }
+
+    fn finish(mut self) -> u64 {
+        for i in 0..self.filled {
+            let b = self.carry[i];
+            self.word(u64::from(b));
+        }
+        let total = self.total;
+        self.word(total);
+        self.h
+    }
+}
+
+fn hash(bytes: &[u8]) -> u64 {
+    let mut c = Checksum::new();
+    c.update(bytes);
+    c.finish()
+}
+
+/// What a sidecar describes: the journal of `..covered`, and the lines it reports.
+pub(crate) struct Prefix {
+    pub(crate) journal: Journal,
+    pub(crate) malformed: Vec<Malformed>,
+    pub(crate) nul_prefixed: Vec<u32>,
+    pub(crate) coerced: Vec<(u32, Vec<String>)>,
+    pub(crate) covered: u64,
+    pub(crate) line_count: u32,
+}
+
+/// The prefix of `file` (of `len` bytes) the sidecar at `path` describes, its entries to be
+/// read from `source`, when the sidecar exists, is intact and still matches the file. `None` in
+/// every other case.
+pub(crate) fn read(path: &Path, file: &File, len: u64, source: &Arc<Source>) -> Option<Prefix> {
+    let index = File::open(path).ok()?;
+    let size = index.metadata().ok()?.len();
+    let body_len = size.checked_sub(8)?;
+    let mut r = Reader {
+        inner: BufReader::with_capacity(
+            1 << 16,
+            Hashing { inner: (&index).take(body_len), sum: Checksum::new() },
+        ),
+        scratch: [Vec::new(), Vec::new(), Vec::new()],
+    };
+    if &r.array::<8>()? != MAGIC {
         return None;
     }
     let covered = r.u64()?;
     let line_count = r.u32()?;
-    let header_hash = r.u64()?;
-    let last_hash = r.u64()?;
-    if covered > len || covered == 0 {
+    let (first_offset, first_len, header_hash) = (r.u64()?, r.u32()?, r.u64()?);
+    let (last_offset, last_len, last_hash) = (r.u64()?, r.u32()?, r.u64()?);
+    // The file must still hold the same header and last covered line where they were.
+    if covered > len || last_offset + u64::from(last_len) + 1 != covered {
         return None;
     }
-    let n = r.u32()? as usize;
-    let mut valid = Vec::with_capacity(n.min(body.len() / 32));
-    for _ in 0..n {
+    let mut head = vec![0u8; first_len as usize];
+    read_exact_at(file, &mut head, first_offset).ok()?;
+    let mut tail = vec![0u8; last_len as usize + 1];
+    read_exact_at(file, &mut tail, last_offset).ok()?;
+    if hash(&head) != header_hash || tail.pop() != Some(b'\n') || hash(&tail) != last_hash {
+        return None;
+    }
+    drop((head, tail));
+
+    let records = r.u32()? as usize;
+    let duplicates = r.u32()? as usize;
+    let mut journal = Journal::building(records, Some(source.clone()));
+    let mut dups: Vec<(u32, String)> = Vec::with_capacity(duplicates.min(1 << 16));
+    for _ in 0..duplicates {
         let line = r.u32()?;
-        let offset = r.u64()?;
-        let len = r.u32()?;
-        let tokens = r.u32()?;
+        dups.push((line, r.str(0)?.to_owned()));
+    }
+    let mut dups = dups.into_iter().peekable();
+    for i in 0..records {
+        let line = r.u32()?;
+        let (offset, len, tokens) = (r.u64()?, r.u32()?, r.u32()?);
         let kind = KindCode::from_byte(r.u8()?)?;
         let flags = r.u8()?;
-        let id = EntryId::from_string(r.str()?);
-        let parent = r.opt_str()?.map(EntryId::from_string);
-        let head_to = r.opt_str()?.map(EntryId::from_string);
         let meta = Meta::from_parts(offset, len, tokens, kind, flags);
-        valid.push(Line { line, id, parent, meta, head_to, entry: None });
+        // The header is held: it is the journal's first entry and names the session.
+        let entry = if i == 0 {
+            let header = read_entry(source, offset, len).ok()?;
+            matches!(header.payload, Payload::Header(_)).then(|| Box::new(header))
+        } else {
+            None
+        };
+        while let Some((dup_line, id)) = dups.next_if(|(l, _)| *l < line) {
+            journal.note_duplicate(dup_line, &id);
+        }
+        let (id, parent, head_to) = r.three_strs()?;
+        journal.add(Added { line, id, parent, meta, head_to }, entry);
+    }
+    for (dup_line, id) in dups {
+        journal.note_duplicate(dup_line, &id);
     }
     let malformed = (0..r.u32()?)
-        .map(|_| Some(Malformed { line: r.u32()?, error: r.str()? }))
+        .map(|_| Some(Malformed { line: r.u32()?, error: r.str(0)?.to_owned() }))
         .collect::<Option<Vec<_>>>()?;
     let nul_prefixed = (0..r.u32()?).map(|_| r.u32()).collect::<Option<Vec<_>>>()?;
     let coerced = (0..r.u32()?)
         .map(|_| {
             let line = r.u32()?;
-            let notes = (0..r.u32()?).map(|_| r.str()).collect::<Option<Vec<_>>>()?;
+            let notes = (0..r.u32()?).map(|_| Some(r.str(0)?.to_owned())).collect::<Option<_>>()?;
             Some((line, notes))
         })
         .collect::<Option<Vec<_>>>()?;
-    if !r.b.is_empty() {
+    // Every byte of the body read, and the checksum after it matches.
+    let mut rest = [0u8; 1];
+    if r.inner.read(&mut rest).ok()? != 0 {
         return None;
     }
-    // The file must still hold the same header and last covered line where they were.
-    let first = valid.first()?;
-    let last = valid.last()?;
-    if first.line != 1 || last.meta.offset + u64::from(last.meta.len) + 1 != covered {
+    let sum = r.inner.into_inner().sum.finish();
+    let mut stored = [0u8; 8];
+    read_exact_at(&index, &mut stored, body_len).ok()?;
+    if u64::from_le_bytes(stored) != sum {
         return None;
     }
-    let mut head = vec![0u8; first.meta.len as usize];
-    read_exact_at(file, &mut head, first.meta.offset).ok()?;
-    let mut tail = vec![0u8; last.meta.len as usize + 1];
-    read_exact_at(file, &mut tail, last.meta.offset).ok()?;
-    if hash(&head) != header_hash || tail.pop() != Some(b'\n') || hash(&tail) != last_hash {
-        return None;
-    }
-    let scan = Scan {
-        valid,
-        malformed,
-        nul_prefixed,
-        coerced,
-        tail: Tail::Clean,
-        line_count,
-        source: None,
-    };
-    Some(Prefix { scan, covered })
+    let journal = journal.finish().ok()?;
+    Some(Prefix { journal, malformed, nul_prefixed, coerced, covered, line_count })
 }
 
-/// Writes the sidecar at `path` for `scan` of `file`: everything up to its last valid line that
-/// ends with a newline. Best effort: a sidecar that cannot be written is simply not there.
-pub(crate) fn write(path: &Path, file: &File, scan: &Scan) {
-    if let Err(e) = try_write(path, file, scan) {
+/// What a load reported besides the journal: written to the sidecar with it.
+pub(crate) struct Reported<'a> {
+    pub(crate) malformed: &'a [Malformed],
+    pub(crate) nul_prefixed: &'a [u32],
+    pub(crate) coerced: &'a [(u32, Vec<String>)],
+    /// The final line when it has no newline (never covered).
+    pub(crate) unterminated: Option<u32>,
+}
+
+/// Writes the sidecar at `path` for `journal` (just loaded, nothing appended yet): everything up
+/// to its last entry whose line ends with a newline. Best effort: a sidecar that cannot be
+/// written is simply not there.
+pub(crate) fn write(path: &Path, journal: &Journal, reported: &Reported<'_>) {
+    if let Err(e) = try_write(path, journal, reported) {
         tracing::debug!(path = %path.display(), error = %e, "the index sidecar was not written");
     }
 }
 
-fn try_write(path: &Path, file: &File, scan: &Scan) -> std::io::Result<()> {
-    let unterminated = match scan.tail {
-        Tail::MissingNewline { line } => Some(line),
-        _ => None,
-    };
-    let Some(last) = scan.valid.iter().rposition(|l| Some(l.line) != unterminated) else {
+fn try_write(path: &Path, journal: &Journal, reported: &Reported<'_>) -> std::io::Result<()> {
+    let Some(source) = journal.source() else { return Ok(()) };
+    // The entries read from the file (a live session's appends follow them).
+    let on_disk = (0..journal.len() as u32).take_while(|&p| journal.meta_at(p).on_disk()).count();
+    let Some(last) =
+        (0..on_disk as u32).rev().find(|&p| Some(journal.line_at(p)) != reported.unterminated)
+    else {
         return Ok(());
     };
-    let lines = &scan.valid[..=last];
-    let (first, last) = (&lines[0], &lines[last]);
-    if first.line != 1 || !first.meta.on_disk() || !last.meta.on_disk() {
-        return Ok(());
-    }
-    let covered = last.meta.offset + u64::from(last.meta.len) + 1;
-    let line_count = last.line;
-    let mut head = vec![0u8; first.meta.len as usize];
-    read_exact_at(file, &mut head, first.meta.offset)?;
-    let mut tail = vec![0u8; last.meta.len as usize];
-    read_exact_at(file, &mut tail, last.meta.offset)?;
-
-    let mut w = Vec::with_capacity(lines.len() * 96 + 64);
-    w.extend_from_slice(MAGIC);
-    w.extend_from_slice(&covered.to_le_bytes());
-    w.extend_from_slice(&line_count.to_le_bytes());
-    w.extend_from_slice(&hash(&head).to_le_bytes());
-    w.extend_from_slice(&hash(&tail).to_le_bytes());
-    put_u32(&mut w, lines.len());
-    for l in lines {
-        w.extend_from_slice(&l.line.to_le_bytes());
-        w.extend_from_slice(&l.meta.offset.to_le_bytes());
-        w.extend_from_slice(&l.meta.len.to_le_bytes());
-        w.extend_from_slice(&l.meta.raw_tokens().to_le_bytes());
-        w.push(l.meta.kind as u8);
-        w.push(l.meta.flags);
-        put_str(&mut w, l.id.as_str());
-        put_opt_str(&mut w, l.parent.as_ref().map(EntryId::as_str));
-        put_opt_str(&mut w, l.head_to.as_ref().map(EntryId::as_str));
-    }
-    let within = |line: u32| line <= line_count;
-    let malformed: Vec<_> = scan.malformed.iter().filter(|m| within(m.line)).collect();
-    put_u32(&mut w, malformed.len());
-    for m in malformed {
-        w.extend_from_slice(&m.line.to_le_bytes());
-        put_str(&mut w, &m.error);
-    }
-    let nul: Vec<_> = scan.nul_prefixed.iter().filter(|&&l| within(l)).collect();
-    put_u32(&mut w, nul.len());
-    for l in nul {
-        w.extend_from_slice(&l.to_le_bytes());
-    }
-    let coerced: Vec<_> = scan.coerced.iter().filter(|(l, _)| within(*l)).collect();
-    put_u32(&mut w, coerced.len());
-    for (l, notes) in coerced {
-        w.extend_from_slice(&l.to_le_bytes());
-        put_u32(&mut w, notes.len());
-        for n in notes {
-            put_str(&mut w, n);
-        }
-    }
-    let sum = hash(&w);
-    w.extend_from_slice(&sum.to_le_bytes());
+    let (first, last_meta) = (journal.meta_at(0), journal.meta_at(last));
+    let covered = last_meta.offset() + u64::from(last_meta.len()) + 1;
+    let line_count = journal.line_at(last);
+    let mut head = vec![0u8; first.len() as usize];
+    read_exact_at(&source.file, &mut head, first.offset())?;
+    let mut tail = vec![0u8; last_meta.len() as usize];
+    read_exact_at(&source.file, &mut tail, last_meta.offset())?;
 
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(format!(".{}.tmp", std::process::id()));
     let tmp = PathBuf::from(tmp);
-    let written = File::create(&tmp).and_then(|mut f| f.write_all(&w));
+    let written = (|| {
+        let mut w =
+            Out { file: std::io::BufWriter::new(File::create(&tmp)?), sum: Checksum::new() };
+        write_body(
+            &mut w,
+            journal,
+            reported,
+            Covered { last, covered, line_count, head: &head, tail: &tail },
+        )?;
+        let sum = w.sum.finish();
+        let mut file = w.file;
+        file.write_all(&sum.to_le_bytes())?;
+        file.flush()
+    })();
     match written.and_then(|()| std::fs::rename(&tmp, path)) {
         Ok(()) => Ok(()),
         Err(e) => {
@@ -214,58 +271,194 @@ fn try_write(path: &Path, file: &File, scan: &Scan) -> std::io::Result<()> {
     }
 }
 
-fn put_u32(w: &mut Vec<u8>, n: usize) {
-    w.extend_from_slice(&u32::try_from(n).unwrap_or(u32::MAX).to_le_bytes());
+/// What the sidecar covers.
+struct Covered<'a> {
+    last: u32,
+    covered: u64,
+    line_count: u32,
+    head: &'a [u8],
+    tail: &'a [u8],
 }
 
-fn put_str(w: &mut Vec<u8>, s: &str) {
-    put_u32(w, s.len());
-    w.extend_from_slice(s.as_bytes());
+/// The sidecar's body, streamed to `w`.
+fn write_body(
+    w: &mut Out,
+    journal: &Journal,
+    reported: &Reported<'_>,
+    c: Covered<'_>,
+) -> std::io::Result<()> {
+    let Covered { last, covered, line_count, head, tail } = c;
+    let (first, last_meta) = (journal.meta_at(0), journal.meta_at(last));
+    let within = |line: u32| line <= line_count;
+    w.bytes(MAGIC)?;
+    w.bytes(&covered.to_le_bytes())?;
+    w.bytes(&line_count.to_le_bytes())?;
+    w.bytes(&first.offset().to_le_bytes())?;
+    w.bytes(&first.len().to_le_bytes())?;
+    w.bytes(&hash(head).to_le_bytes())?;
+    w.bytes(&last_meta.offset().to_le_bytes())?;
+    w.bytes(&last_meta.len().to_le_bytes())?;
+    w.bytes(&hash(tail).to_le_bytes())?;
+    // Parents that did not resolve are kept as written, so the replay reports them again.
+    let mut dangling: HashMap<u32, &str> = HashMap::new();
+    let mut duplicates = Vec::new();
+    for (line, problem) in journal.problems() {
+        match problem {
+            DagProblem::DanglingParent { parent, .. } => {
+                dangling.insert(*line, parent.as_str());
+            }
+            DagProblem::DuplicateId { id } if within(*line) => duplicates.push((*line, id)),
+            _ => {}
+        }
+    }
+    put_u32(w, last as usize + 1)?;
+    put_u32(w, duplicates.len())?;
+    for (line, id) in duplicates {
+        w.bytes(&line.to_le_bytes())?;
+        put_str(w, id.as_str())?;
+    }
+    for pos in 0..=last {
+        let m = journal.meta_at(pos);
+        let line = journal.line_at(pos);
+        w.bytes(&line.to_le_bytes())?;
+        w.bytes(&m.offset().to_le_bytes())?;
+        w.bytes(&m.len().to_le_bytes())?;
+        w.bytes(&m.raw_tokens().to_le_bytes())?;
+        w.bytes(&[m.kind() as u8])?;
+        w.bytes(&[m.flags()])?;
+        put_str(w, &journal.id_at(pos))?;
+        match journal.parent_at(pos) {
+            Some(p) => put_str(w, &journal.id_at(p))?,
+            None => put_opt_str(w, dangling.get(&line).copied())?,
+        }
+        let head_to = match m.kind() {
+            KindCode::Head => match &journal.read_entry(pos).payload {
+                Payload::Head(h) => Some(h.to.as_str().to_owned()),
+                _ => None,
+            },
+            _ => None,
+        };
+        put_opt_str(w, head_to.as_deref())?;
+    }
+    let malformed: Vec<_> = reported.malformed.iter().filter(|m| within(m.line)).collect();
+    put_u32(w, malformed.len())?;
+    for m in malformed {
+        w.bytes(&m.line.to_le_bytes())?;
+        put_str(w, &m.error)?;
+    }
+    let nul: Vec<_> = reported.nul_prefixed.iter().filter(|&&l| within(l)).collect();
+    put_u32(w, nul.len())?;
+    for l in nul {
+        w.bytes(&l.to_le_bytes())?;
+    }
+    let coerced: Vec<_> = reported.coerced.iter().filter(|(l, _)| within(*l)).collect();
+    put_u32(w, coerced.len())?;
+    for (l, notes) in coerced {
+        w.bytes(&l.to_le_bytes())?;
+        put_u32(w, notes.len())?;
+        for n in notes {
+            put_str(w, n)?;
+        }
+    }
+    Ok(())
 }
 
-fn put_opt_str(w: &mut Vec<u8>, s: Option<&str>) {
-    match s {
-        Some(s) => put_str(w, s),
-        None => w.extend_from_slice(&u32::MAX.to_le_bytes()),
+/// The sidecar being written: buffered to its file, every byte added to the checksum.
+struct Out {
+    file: std::io::BufWriter<File>,
+    sum: Checksum,
+}
+
+impl Out {
+    fn bytes(&mut self, b: &[u8]) -> std::io::Result<()> {
+        self.sum.update(b);
+        self.file.write_all(b)
     }
 }
 
-struct Reader<'a> {
-    b: &'a [u8],
+fn put_u32(w: &mut Out, n: usize) -> std::io::Result<()> {
+    w.bytes(&u32::try_from(n).unwrap_or(u32::MAX).to_le_bytes())
 }
 
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        if self.b.len() < n {
-            return None;
-        }
-        let (head, rest) = self.b.split_at(n);
-        self.b = rest;
-        Some(head)
+fn put_str(w: &mut Out, s: &str) -> std::io::Result<()> {
+    put_u32(w, s.len())?;
+    w.bytes(s.as_bytes())
+}
+
+fn put_opt_str(w: &mut Out, s: Option<&str>) -> std::io::Result<()> {
+    match s {
+        Some(s) => put_str(w, s),
+        None => w.bytes(&u32::MAX.to_le_bytes()),
+    }
+}
+
+/// Reads through to `inner`, adding every byte to the checksum.
+struct Hashing<R> {
+    inner: R,
+    sum: Checksum,
+}
+
+impl<R: Read> Read for Hashing<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.sum.update(&buf[..n]);
+        Ok(n)
+    }
+}
+
+/// Decodes the sidecar's fields from a buffered stream; `None` on anything short or invalid.
+struct Reader<R> {
+    inner: BufReader<R>,
+    /// Reused buffers for the strings of one record.
+    scratch: [Vec<u8>; 3],
+}
+
+impl<R: Read> Reader<R> {
+    fn array<const N: usize>(&mut self) -> Option<[u8; N]> {
+        let mut b = [0u8; N];
+        self.inner.read_exact(&mut b).ok()?;
+        Some(b)
     }
 
     fn u8(&mut self) -> Option<u8> {
-        Some(self.take(1)?[0])
+        Some(self.array::<1>()?[0])
     }
 
     fn u32(&mut self) -> Option<u32> {
-        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+        Some(u32::from_le_bytes(self.array()?))
     }
 
     fn u64(&mut self) -> Option<u64> {
-        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+        Some(u64::from_le_bytes(self.array()?))
     }
 
-    fn str(&mut self) -> Option<String> {
-        let n = self.u32()? as usize;
-        Some(std::str::from_utf8(self.take(n)?).ok()?.to_owned())
-    }
-
-    fn opt_str(&mut self) -> Option<Option<String>> {
+    /// Reads an optional string into scratch buffer `slot`; `Some(false)` when absent.
+    fn fill(&mut self, slot: usize) -> Option<bool> {
         let n = self.u32()?;
         if n == u32::MAX {
-            return Some(None);
+            return Some(false);
         }
-        Some(Some(std::str::from_utf8(self.take(n as usize)?).ok()?.to_owned()))
+        let buf = &mut self.scratch[slot];
+        buf.clear();
+        // Read in steps, so that a corrupt length cannot ask for a huge allocation up front.
+        (&mut self.inner).take(u64::from(n)).read_to_end(buf).ok()?;
+        (buf.len() == n as usize && std::str::from_utf8(buf).is_ok()).then_some(true)
+    }
+
+    fn text(&self, slot: usize) -> &str {
+        std::str::from_utf8(&self.scratch[slot]).unwrap_or_default()
+    }
+
+    fn str(&mut self, slot: usize) -> Option<&str> {
+        self.fill(slot)?.then_some(())?;
+        Some(self.text(slot))
+    }
+
+    /// A record's id, parent and `head` target.
+    fn three_strs(&mut self) -> Option<(&str, Option<&str>, Option<&str>)> {
+        self.fill(0)?.then_some(())?;
+        let parent = self.fill(1)?;
+        let head_to = self.fill(2)?;
+        Some((self.text(0), parent.then(|| self.text(1)), head_to.then(|| self.text(2))))
     }
 }

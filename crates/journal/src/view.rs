@@ -176,7 +176,7 @@ fn render_inner(journal: &Journal, head: &str, extra: Option<&Entry>) -> View {
     let spine: Vec<u32> = journal
         .spine_positions(start)
         .into_iter()
-        .filter(|&p| journal.meta_at(p).kind.is_model_visible())
+        .filter(|&p| journal.meta_at(p).kind().is_model_visible())
         .collect();
     let has_repairs = spine.iter().any(|&p| journal.meta_at(p).has(meta::REPAIRS));
     let skip = withdrawn_anchors(journal, &spine);
@@ -207,7 +207,7 @@ fn render_inner(journal: &Journal, head: &str, extra: Option<&Entry>) -> View {
             items.extend(
                 spine[first..=last]
                     .iter()
-                    .filter(|&&p| retained.contains(journal.id_at(p).as_str()))
+                    .filter(|&&p| retained.contains(&*journal.id_at(p)))
                     .filter(|p| !skip.contains(p))
                     .filter_map(convert),
             );
@@ -252,7 +252,7 @@ pub fn active_compaction_of(journal: &Journal, head: &str) -> Option<ActiveCompa
     let spine: Vec<u32> = journal
         .spine_positions(start)
         .into_iter()
-        .filter(|&p| journal.meta_at(p).kind.is_model_visible())
+        .filter(|&p| journal.meta_at(p).kind().is_model_visible())
         .collect();
     let (entry, record, _) = active_compaction(journal, &SpineIndex::new(journal, &spine), None)?;
     Some(ActiveCompaction { id: entry.id.clone(), record: record.clone(), tokens: entry.tokens })

@@ -110,10 +110,10 @@ pub fn replay(
             _ => None,
         })
         .collect();
-    let is_withdrawn = |id: &EntryId| withdrawn.iter().any(|(_, w)| w == id);
+    let is_withdrawn = |id: &str| withdrawn.iter().any(|(_, w)| w.as_str() == id);
     let added: u64 = spine[basis..]
         .iter()
-        .filter(|&&p| journal.is_model_visible_at(p) && !is_withdrawn(journal.id_at(p)))
+        .filter(|&&p| journal.is_model_visible_at(p) && !is_withdrawn(&journal.id_at(p)))
         .map(|&p| tokens(&journal.read_entry(p)))
         .sum();
     budget.add_since_report(added);

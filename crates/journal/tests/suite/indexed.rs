@@ -1,8 +1,9 @@
 //! The indexed, lazy open path against a full parse: for random journals — forks, compaction
 //! and prune records, anchors and their withdrawal, repairs, notices, and lines whose content
 //! is malformed — a journal opened from its file (with no sidecar, and through a sidecar that
-//! covers a prefix) holds the same entries, replays the same HEAD and renders exactly the same
-//! view at every head as one built by parsing every line, and both skip the same lines.
+//! covers a prefix) holds the same entries, replays the same HEAD, reports the same problems
+//! (duplicate ids, dangling parents) and renders exactly the same view at every head as one
+//! built by parsing every line, and both skip the same lines.
 
 use std::io::Write;
 use std::path::Path;
@@ -145,7 +146,7 @@ fn same(loaded: &Journal, reference: &Journal) -> Result<(), TestCaseError> {
     for pos in 0..reference.len() as u32 {
         if reference.entry_at(pos).payload.is_model_visible() {
             let head = reference.id_at(pos);
-            prop_assert_eq!(render(loaded, head.as_str()), render(reference, head.as_str()));
+            prop_assert_eq!(render(loaded, &head), render(reference, &head));
         }
     }
     Ok(())
@@ -159,6 +160,7 @@ proptest! {
         steps in proptest::collection::vec(step(), 1..50),
         spoils in proptest::collection::vec((any::<u16>(), prop_oneof![
             Just(Spoil::Blocks), Just(Spoil::Cut)]), 0..4),
+        copies in proptest::collection::vec((any::<u16>(), any::<u16>()), 0..3),
         split in any::<u16>(),
     ) {
         let built = build(&steps);
@@ -170,6 +172,15 @@ proptest! {
             for (at, how) in &spoils {
                 let i = 1 + *at as usize % (lines.len() - 2);
                 lines[i] = spoil(&lines[i], *how);
+            }
+        }
+        // Lines written twice (a duplicate id: reported, and the copy ignored).
+        for (from, to) in &copies {
+            if lines.len() > 2 {
+                let from = 1 + *from as usize % (lines.len() - 1);
+                let to = from + 1 + *to as usize % (lines.len() - from);
+                let copy = lines[from].clone();
+                lines.insert(to.min(lines.len() - 1), copy);
             }
         }
         let (reference, skipped) = full_parse(&lines);

@@ -10,7 +10,8 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use crate::entry::EntryId;
-use crate::journal::{DagProblem, Line};
+use crate::journal::DagProblem;
+use crate::line::Line;
 use crate::load::{self, LoadError, LoadWarning};
 use crate::payload::Payload;
 use crate::view::render;

@@ -25,6 +25,7 @@ use crate::entry::{EncodeError, Entry};
 use crate::journal::Journal;
 use crate::load::{self, LoadError, LoadWarning, Loaded, Tail};
 use crate::payload::{HeaderPayload, Payload};
+use crate::sidecar::{Reported, Tracker};
 
 /// How long the writer waits for more appends before syncing unasked.
 const IDLE_SYNC: Duration = Duration::from_millis(200);
@@ -69,6 +70,8 @@ pub struct JournalFile {
     path: PathBuf,
     journal: Journal,
     writer: Writer,
+    /// Where appended lines go, for the index sidecar written on close.
+    index: Tracker,
 }
 
 impl std::fmt::Debug for JournalFile {
@@ -106,10 +109,15 @@ impl JournalFile {
             // Make the new directory entry durable too; best effort (not all systems allow it).
             let _ = File::open(dir).and_then(|d| d.sync_all());
         }
-        let journal = Journal::new(header).map_err(|e| {
+        let mut index = Tracker::opened(0, 0, 0, &Reported::none());
+        let (offset, len, line_no) = index.place(line.len());
+        let mut journal = Journal::building(1, Some(load::open_source(path)?));
+        journal.push_placed(header, line_no, offset, len);
+        let journal = journal.finish().map_err(|e| {
             OpenError::Load(LoadError::NotAJournal { path: path.to_owned(), reason: e.to_string() })
         })?;
-        Ok(JournalFile { path: path.to_owned(), journal, writer: Writer::spawn(path, file, lock) })
+        let writer = Writer::spawn(path, file, lock);
+        Ok(JournalFile { path: path.to_owned(), journal, writer, index })
     }
 
     /// Creates `<dir>/<session_id>.jsonl` for a new session with this header.
@@ -156,6 +164,19 @@ impl JournalFile {
                 .and_then(|()| file.sync_data())
                 .map_err(|e| format!("its final line cannot be completed ({})", io_phrase(&e))),
         };
+        // Where appended lines will go: after the repair, the file ends with a complete line.
+        let (end, lines) = match &scan.tail {
+            Tail::Clean => (len, scan.line_count),
+            Tail::Torn { offset, line, .. } => (*offset, line.saturating_sub(1)),
+            Tail::MissingNewline { .. } => (len + 1, scan.line_count),
+        };
+        let reported = Reported {
+            malformed: &scan.malformed,
+            nul_prefixed: &scan.nul_prefixed,
+            coerced: &scan.coerced,
+            unterminated: None,
+        };
+        let mut index = Tracker::opened(end, lines, scan.covered, &reported);
         let Loaded { journal, mut warnings } = load::assemble(path, scan, torn_saved_to, true)?;
         let writer = match repaired {
             Ok(()) => Writer::spawn(path, file, lock),
@@ -165,10 +186,11 @@ impl JournalFile {
                 tracing::warn!(path = %path.display(), %reason, "session opened read-only");
                 warnings.push(LoadWarning::ReadOnly { reason: reason.clone() });
                 drop(lock);
+                index = Tracker::disabled();
                 Writer::read_only(path, reason)
             }
         };
-        Ok((JournalFile { path: path.to_owned(), journal, writer }, warnings))
+        Ok((JournalFile { path: path.to_owned(), journal, writer, index }, warnings))
     }
 
     pub fn path(&self) -> &Path {
@@ -191,8 +213,10 @@ impl JournalFile {
         })?;
         let mut line = line.into_bytes();
         line.push(b'\n');
+        let placed = line.len();
         self.writer.send(Msg::Line(line))?;
-        self.journal.push(entry);
+        let (offset, len, line_no) = self.index.place(placed);
+        self.journal.push_placed(entry, line_no, offset, len);
         Ok(())
     }
 
@@ -211,9 +235,13 @@ impl JournalFile {
     }
 
     /// Syncs, stops the writer thread and releases the lock.
+    /// Writes the index sidecar when the session appended much since it was last written.
     pub fn close(mut self) -> Result<(), WriteError> {
         let result = self.sync_blocking();
         self.writer.shutdown();
+        if result.is_ok() {
+            self.index.close(&self.path, &self.journal);
+        }
         result
     }
 }

@@ -24,6 +24,8 @@ use std::sync::{Arc, OnceLock};
 use once_cell::race::OnceBox;
 
 use crate::entry::{Entry, EntryId};
+use crate::ids::{id_hash, parse_uuid, IdStr, Ids};
+use crate::line::{Added, Line};
 use crate::meta::{KindCode, Meta};
 use crate::payload::{CompactionPayload, HeaderPayload, Payload};
 use crate::text::Source;
@@ -40,231 +42,6 @@ pub enum DagProblem {
     MissingParent { id: EntryId },
     /// A `head` record's `to` names no conversation entry; HEAD stays where it was.
     HeadNowhere { id: EntryId, to: EntryId },
-}
-
-/// One line as [`Journal::add`] takes it, borrowed from wherever it was decoded.
-pub(crate) struct Added<'a> {
-    pub(crate) line: u32,
-    pub(crate) id: &'a str,
-    pub(crate) parent: Option<&'a str>,
-    pub(crate) meta: Meta,
-    pub(crate) head_to: Option<&'a str>,
-}
-
-/// One valid line as the journal is built from it: what HEAD replay needs, and the entry itself
-/// when it is at hand and worth holding.
-#[derive(Debug, PartialEq)]
-pub(crate) struct Line {
-    /// 1-based line number in the file.
-    pub(crate) line: u32,
-    pub(crate) meta: Meta,
-    /// The id, the parent and a `head` record's target, one after another in one allocation
-    /// (a scan holds one `Line` per entry until the journal takes them).
-    text: Box<str>,
-    id_len: u32,
-    /// `u32::MAX`: no parent.
-    parent_len: u32,
-    has_head_to: bool,
-    /// The parsed entry, when held from the start.
-    pub(crate) entry: Option<Box<Entry>>,
-}
-
-/// An id, a parent and a `head` target.
-type LineIds<'a> = (&'a str, Option<&'a str>, Option<&'a str>);
-
-impl Line {
-    fn new(line: u32, meta: Meta, ids: LineIds<'_>) -> Line {
-        let (id, parent, head_to) = ids;
-        let mut text = String::with_capacity(
-            id.len() + parent.map_or(0, str::len) + head_to.map_or(0, str::len),
-        );
-        text.push_str(id);
-        text.push_str(parent.unwrap_or_default());
-        text.push_str(head_to.unwrap_or_default());
-        let len = |s: &str| u32::try_from(s.len()).unwrap_or(u32::MAX - 1);
-        Line {
-            line,
-            meta,
-            text: text.into_boxed_str(),
-            id_len: len(id),
-            parent_len: parent.map_or(u32::MAX, len),
-            has_head_to: head_to.is_some(),
-            entry: None,
-        }
-    }
-
-    /// The line of `entry`, held.
-    pub(crate) fn held(entry: Entry, line: u32, meta: Meta) -> Line {
-        let to = match &entry.payload {
-            Payload::Head(h) => Some(h.to.as_str()),
-            _ => None,
-        };
-        let mut l = Line::new(
-            line,
-            meta,
-            (entry.id.as_str(), entry.parent.as_ref().map(EntryId::as_str), to),
-        );
-        l.entry = Some(Box::new(entry));
-        l
-    }
-
-    /// The line of `entry`, whose text is at `meta`'s place in the file: the entry is held only
-    /// when its kind is one the journal consults as a whole.
-    pub(crate) fn scanned(entry: Entry, line: u32, meta: Meta) -> Line {
-        if meta.kind().is_kept() {
-            return Line::held(entry, line, meta);
-        }
-        Line::new(line, meta, (entry.id.as_str(), entry.parent.as_ref().map(EntryId::as_str), None))
-    }
-
-    pub(crate) fn id(&self) -> &str {
-        self.text.get(..self.id_len as usize).unwrap_or_default()
-    }
-
-    pub(crate) fn parent(&self) -> Option<&str> {
-        let start = self.id_len as usize;
-        let end = start + self.parent_len as usize;
-        (self.parent_len != u32::MAX).then(|| self.text.get(start..end).unwrap_or_default())
-    }
-
-    fn head_to(&self) -> Option<&str> {
-        let parent = if self.parent_len == u32::MAX { 0 } else { self.parent_len as usize };
-        let start = self.id_len as usize + parent;
-        self.has_head_to.then(|| self.text.get(start..).unwrap_or_default())
-    }
-}
-
-/// Every entry's id: a canonical UUID (lowercase and hyphenated, what Codewhale writes) as its
-/// 16 bytes, any other id as written. An id costs 16 bytes, not a 36-byte string and an
-/// allocation.
-#[derive(Clone, Debug, Default)]
-struct Ids {
-    uuids: Vec<u128>,
-    /// One bit per position: the id is in `others`, not in `uuids`.
-    other_bits: Vec<u64>,
-    others: std::collections::HashMap<u32, Box<str>>,
-}
-
-impl Ids {
-    fn with_capacity(n: usize) -> Ids {
-        Ids {
-            uuids: Vec::with_capacity(n),
-            other_bits: Vec::with_capacity(n / 64 + 1),
-            ..Ids::default()
-        }
-    }
-
-    fn push(&mut self, id: &str) {
-        let pos = self.uuids.len();
-        if pos.is_multiple_of(64) {
-            self.other_bits.push(0);
-        }
-        match parse_uuid(id) {
-            Some(v) => self.uuids.push(v),
-            None => {
-                self.uuids.push(0);
-                self.other_bits[pos / 64] |= 1 << (pos % 64);
-                self.others.insert(pos as u32, id.into());
-            }
-        }
-    }
-
-    fn is_other(&self, pos: u32) -> bool {
-        self.other_bits[pos as usize / 64] & (1 << (pos % 64)) != 0
-    }
-
-    fn get(&self, pos: u32) -> IdStr<'_> {
-        if self.is_other(pos) {
-            IdStr(IdRepr::Other(self.others.get(&pos).map_or("", |s| s)))
-        } else {
-            IdStr(IdRepr::Uuid(format_uuid(self.uuids[pos as usize])))
-        }
-    }
-
-    /// True when the id at `pos` is `id`, whose canonical form (if it has one) is `uuid`.
-    fn is(&self, pos: u32, id: &str, uuid: Option<u128>) -> bool {
-        match uuid {
-            Some(v) => !self.is_other(pos) && self.uuids[pos as usize] == v,
-            None => self.is_other(pos) && self.others.get(&pos).is_some_and(|s| &**s == id),
-        }
-    }
-
-    fn len(&self) -> usize {
-        self.uuids.len()
-    }
-}
-
-/// An id as the journal hands it out: text that derefs to `&str`.
-#[derive(Clone, Copy)]
-pub struct IdStr<'a>(IdRepr<'a>);
-
-#[derive(Clone, Copy)]
-enum IdRepr<'a> {
-    Uuid([u8; 36]),
-    Other(&'a str),
-}
-
-impl std::ops::Deref for IdStr<'_> {
-    type Target = str;
-    fn deref(&self) -> &str {
-        match &self.0 {
-            IdRepr::Uuid(b) => std::str::from_utf8(b).unwrap_or_default(),
-            IdRepr::Other(s) => s,
-        }
-    }
-}
-
-impl std::fmt::Display for IdStr<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self)
-    }
-}
-
-impl std::fmt::Debug for IdStr<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::Debug::fmt(&**self, f)
-    }
-}
-
-/// Where the hyphens of a canonical UUID are.
-const HYPHENS: [usize; 4] = [8, 13, 18, 23];
-
-/// The 16 bytes of a canonical UUID (36 characters, lowercase hex, hyphens in their places).
-fn parse_uuid(id: &str) -> Option<u128> {
-    let b = id.as_bytes();
-    if b.len() != 36 {
-        return None;
-    }
-    let mut v: u128 = 0;
-    for (i, &c) in b.iter().enumerate() {
-        if HYPHENS.contains(&i) {
-            if c != b'-' {
-                return None;
-            }
-            continue;
-        }
-        let d = match c {
-            b'0'..=b'9' => c - b'0',
-            b'a'..=b'f' => c - b'a' + 10,
-            _ => return None,
-        };
-        v = (v << 4) | u128::from(d);
-    }
-    Some(v)
-}
-
-fn format_uuid(v: u128) -> [u8; 36] {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut out = [b'-'; 36];
-    let mut nibble = 32;
-    for (i, slot) in out.iter_mut().enumerate() {
-        if HYPHENS.contains(&i) {
-            continue;
-        }
-        nibble -= 1;
-        *slot = HEX[((v >> (nibble * 4)) & 0xF) as usize];
-    }
-    out
 }
 
 /// No parent (the header, a `head` record, or a parent that did not resolve).
@@ -354,6 +131,13 @@ impl Journal {
     pub fn push(&mut self, entry: Entry) {
         let line = self.lines.last().copied().unwrap_or(0) + 1;
         let meta = Meta::in_memory(&entry);
+        self.add_line(Line::held(entry, line, meta));
+    }
+
+    /// [`Journal::push`] for an entry whose line is known: `len` bytes at `offset` of the file,
+    /// line number `line`.
+    pub(crate) fn push_placed(&mut self, entry: Entry, line: u32, offset: u64, len: u32) {
+        let meta = Meta::of(&entry, offset, len);
         self.add_line(Line::held(entry, line, meta));
     }
 
@@ -491,6 +275,60 @@ impl Journal {
             Some(e) => Cow::Borrowed(e),
             None => Cow::Owned(self.read_line(pos)),
         }
+    }
+
+    /// Reads and holds the entries at `positions` that are not held yet, in as few reads as
+    /// possible: lines near each other in the file are read with one positional read. What
+    /// rendering a long view does before converting it (one read per entry would cost a system
+    /// call each).
+    pub(crate) fn hold_all(&self, positions: &[u32]) {
+        /// Most bytes one read spans.
+        const RUN_MAX: u64 = 4 << 20;
+        /// Lines at most this far apart share a read (reading the gap costs less than a call).
+        const RUN_GAP: u64 = 64 << 10;
+        let Some(source) = &self.source else { return };
+        let wanted: Vec<(u32, Meta)> = positions
+            .iter()
+            .map(|&p| (p, self.metas[p as usize]))
+            .filter(|(p, m)| m.on_disk() && self.held[*p as usize].get().is_none())
+            .collect();
+        if wanted.len() < 2 {
+            return;
+        }
+        let (mut buf, mut scratch) = (Vec::new(), Vec::new());
+        let finders = crate::lazy::LazyFinders::new();
+        let mut i = 0;
+        while i < wanted.len() {
+            let start = wanted[i].1.offset();
+            let mut end = start + u64::from(wanted[i].1.len());
+            let mut j = i + 1;
+            while let Some((_, m)) = wanted.get(j) {
+                let (at, to) = (m.offset(), m.offset() + u64::from(m.len()));
+                if at < end || at - end > RUN_GAP || to - start > RUN_MAX {
+                    break;
+                }
+                end = to;
+                j += 1;
+            }
+            buf.resize((end - start) as usize, 0);
+            if crate::text::read_exact_at(&source.file, &mut buf, start).is_ok() {
+                for (p, m) in &wanted[i..j] {
+                    let at = (m.offset() - start) as usize;
+                    let body = &buf[at..at + m.len() as usize];
+                    let parsed =
+                        crate::load::parse_body(body, m.offset(), source, &mut scratch, &finders);
+                    // Anything unexpected is left to `entry_at`, which reports it.
+                    if let Ok(entry) = parsed {
+                        if *entry.id.as_str() == *self.ids.get(*p) {
+                            let _ = self.held[*p as usize].set(Box::new(entry));
+                        }
+                    }
+                }
+            }
+            i = j;
+        }
+        // What reading the lines coerced was reported when the file was scanned.
+        crate::lenient::take_coercions();
     }
 
     /// Parses the line of the entry at `pos`. The line was a valid entry when the file was
@@ -712,74 +550,9 @@ impl Journal {
 pub(crate) fn is_chain(p: &Payload) -> bool {
     KindCode::of(p).is_chain()
 }
-/// The hash of an entry id in the index.
-fn id_hash(id: &str) -> u64 {
-    use std::hash::Hasher;
-    let mut h = IdHasher::default();
-    h.write(id.as_bytes());
-    h.finish()
-}
-
-/// A fast hash for entry ids (the index is built for every entry of every loaded session).
-/// Ids come from the session's own file, so resistance to crafted collisions is not needed.
-/// FxHash-style: multiply-rotate over 8-byte words.
-#[derive(Default)]
-pub(crate) struct IdHasher(u64);
-
-impl std::hash::Hasher for IdHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        const K: u64 = 0x517c_c1b7_2722_0a95;
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(c);
-            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(K);
-        }
-        for &b in chunks.remainder() {
-            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
-        }
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Canonical UUIDs are kept as 16 bytes and every other id as written; both are found by
-    /// their text and handed back exactly as they were given.
-    #[test]
-    fn ids_of_every_form_are_kept_and_found_as_written() {
-        let canonical = EntryId::new().to_string();
-        let forms = [
-            canonical.as_str(),
-            "00000000-0000-0000-0000-000000000000",
-            "ffffffff-ffff-ffff-ffff-ffffffffffff",
-            "FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF",
-            "0123456789abcdef0123456789abcdef0123",
-            "msg_01XyZ",
-            "",
-            "é-not-ascii-but-36-bytes-long-ok-ok",
-        ];
-        let mut ids = Ids::with_capacity(2);
-        for id in forms {
-            ids.push(id);
-        }
-        for (pos, id) in forms.iter().enumerate() {
-            assert_eq!(&*ids.get(pos as u32), *id);
-            for (other, _) in forms.iter().enumerate() {
-                let expect = other == pos;
-                assert_eq!(ids.is(other as u32, id, parse_uuid(id)), expect, "{id} at {other}");
-            }
-        }
-        assert_eq!(
-            parse_uuid(&canonical).map(format_uuid).as_ref().map(|b| &b[..]),
-            Some(canonical.as_bytes())
-        );
-        assert_eq!(parse_uuid("FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF"), None);
-    }
 
     /// Lookups by id work across the 64-position words of the bitset, for both forms.
     #[test]

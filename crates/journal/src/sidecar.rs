@@ -31,7 +31,8 @@ use std::io::{BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::journal::{Added, DagProblem, Journal};
+use crate::journal::{DagProblem, Journal};
+use crate::line::Added;
 use crate::load::{read_entry, Malformed};
 use crate::meta::{KindCode, Meta};
 use crate::payload::Payload;
@@ -210,6 +211,79 @@ pub(crate) fn read(path: &Path, file: &File, len: u64, source: &Arc<Source>) -> 
     Some(Prefix { journal, malformed, nul_prefixed, coerced, covered, line_count })
 }
 
+/// Where a session open for appending puts its next line, and how far its sidecar reaches: so
+/// that the session can write the sidecar when it closes, and reopening it reads nothing but the
+/// sidecar and the lines it needs.
+#[derive(Debug)]
+pub(crate) struct Tracker {
+    /// The file's length: where the next line goes.
+    end: u64,
+    /// The next line's number.
+    next_line: u32,
+    /// How far the sidecar on disk reaches.
+    covered: u64,
+    malformed: Vec<Malformed>,
+    nul_prefixed: Vec<u32>,
+    coerced: Vec<(u32, Vec<String>)>,
+    /// False when the file may not be what the journal says (opened read-only).
+    enabled: bool,
+}
+
+impl Tracker {
+    /// A session file of `end` bytes and `lines` lines whose sidecar reaches `covered`, with what
+    /// loading it reported.
+    pub(crate) fn opened(end: u64, lines: u32, covered: u64, reported: &Reported<'_>) -> Tracker {
+        Tracker {
+            end,
+            next_line: lines + 1,
+            covered,
+            malformed: reported.malformed.to_vec(),
+            nul_prefixed: reported.nul_prefixed.to_vec(),
+            coerced: reported.coerced.to_vec(),
+            enabled: true,
+        }
+    }
+
+    /// A session file that appends nothing (opened read-only).
+    pub(crate) fn disabled() -> Tracker {
+        Tracker {
+            end: 0,
+            next_line: 1,
+            covered: 0,
+            malformed: Vec::new(),
+            nul_prefixed: Vec::new(),
+            coerced: Vec::new(),
+            enabled: false,
+        }
+    }
+
+    /// Places a line of `bytes` bytes (its newline included): its offset, JSON length and line
+    /// number.
+    pub(crate) fn place(&mut self, bytes: usize) -> (u64, u32, u32) {
+        let at =
+            (self.end, u32::try_from(bytes.saturating_sub(1)).unwrap_or(u32::MAX), self.next_line);
+        self.end += bytes as u64;
+        self.next_line += 1;
+        at
+    }
+
+    /// Writes the sidecar of `journal` (the session at `path`, just closed) when the session
+    /// appended much it does not cover and the file is exactly what the journal says.
+    pub(crate) fn close(&self, path: &Path, journal: &Journal) {
+        let same = std::fs::metadata(path).is_ok_and(|m| m.len() == self.end);
+        if !self.enabled || !same || self.end.saturating_sub(self.covered) < MIN_NEW_BYTES {
+            return;
+        }
+        let reported = Reported {
+            malformed: &self.malformed,
+            nul_prefixed: &self.nul_prefixed,
+            coerced: &self.coerced,
+            unterminated: None,
+        };
+        write(&index_path(path), journal, &reported);
+    }
+}
+
 /// What a load reported besides the journal: written to the sidecar with it.
 pub(crate) struct Reported<'a> {
     pub(crate) malformed: &'a [Malformed],
@@ -217,6 +291,13 @@ pub(crate) struct Reported<'a> {
     pub(crate) coerced: &'a [(u32, Vec<String>)],
     /// The final line when it has no newline (never covered).
     pub(crate) unterminated: Option<u32>,
+}
+
+impl Reported<'_> {
+    /// Nothing reported (a new file).
+    pub(crate) fn none() -> Reported<'static> {
+        Reported { malformed: &[], nul_prefixed: &[], coerced: &[], unterminated: None }
+    }
 }
 
 /// Writes the sidecar at `path` for `journal` (just loaded, nothing appended yet): everything up

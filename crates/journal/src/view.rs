@@ -398,12 +398,17 @@ fn convert_into(
     let parallel = positions.len() >= PARALLEL_ITEMS
         && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
     if !parallel {
+        journal.hold_all(positions);
         items.extend(positions.iter().filter_map(convert));
         return;
     }
     let (first, second) = positions.split_at(positions.len() / 2);
     let second_items = std::thread::scope(|scope| {
-        let handle = scope.spawn(|| second.iter().filter_map(convert).collect::<Vec<_>>());
+        let handle = scope.spawn(|| {
+            journal.hold_all(second);
+            second.iter().filter_map(convert).collect::<Vec<_>>()
+        });
+        journal.hold_all(first);
         items.extend(first.iter().filter_map(convert));
         handle.join()
     });

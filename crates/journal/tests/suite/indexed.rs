@@ -271,3 +271,49 @@ fn spoiled_lines_are_not_entries() {
         }
     }
 }
+
+/// A session that appended a lot writes its sidecar when it closes, placing every appended line
+/// where it is in the file: the next open through that sidecar equals a full read, line numbers
+/// of the malformed lines before it included, and so does one after a second session.
+#[test]
+fn a_session_writes_its_sidecar_when_it_closes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let mut j = journal();
+    j.user("first");
+    let mut lines: Vec<String> = j.entries().iter().map(|e| e.to_line().unwrap()).collect();
+    lines.insert(2, "{not json".to_owned());
+    lines.push(lines[1].clone()); // a duplicate id
+    write(&path, &lines);
+    for round in 0..2 {
+        let (mut file, _) = JournalFile::open(&path).unwrap();
+        for i in 0..60 {
+            let head = file.journal().head_id().clone();
+            let output = format!("round {round} output {i} \"quoted\"\n").repeat(700);
+            let call = format!("c{round}-{i}");
+            file.append(Entry::new(Some(head), ToolResultPayload::new(call, output, false)))
+                .unwrap();
+        }
+        file.close().unwrap();
+        assert!(index_path(&path).exists(), "round {round}");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let all: Vec<String> = text.lines().map(str::to_owned).collect();
+        let (reference, skipped) = full_parse(&all);
+        let loaded = load_read_only(&path).unwrap();
+        assert_eq!(malformed_lines(&loaded.warnings), skipped);
+        same(&loaded.journal, &reference).unwrap();
+        let problems: Vec<u32> = loaded.journal.problems().iter().map(|(l, _)| *l).collect();
+        assert_eq!(problems, vec![4], "the duplicate, on its own line");
+    }
+    // The reopen read the sidecar, not the lines: a line spoiled behind its back (which the
+    // append-only contract rules out) goes unreported until something reads it.
+    let mut bytes = std::fs::read(&path).unwrap();
+    let fifth = bytes.iter().enumerate().filter(|(_, b)| **b == b'\n').nth(3).unwrap().0 + 1;
+    bytes[fifth] = b'x';
+    std::fs::write(&path, &bytes).unwrap();
+    let loaded = load_read_only(&path).unwrap();
+    assert_eq!(malformed_lines(&loaded.warnings), vec![3]);
+    std::fs::remove_file(index_path(&path)).unwrap();
+    let loaded = load_read_only(&path).unwrap();
+    assert_eq!(malformed_lines(&loaded.warnings), vec![3, 5]);
+}

@@ -141,8 +141,12 @@ pub(crate) fn read(path: &Path, file: &File, len: u64, source: &Arc<Source>) -> 
     let line_count = r.u32()?;
     let (first_offset, first_len, header_hash) = (r.u64()?, r.u32()?, r.u64()?);
     let (last_offset, last_len, last_hash) = (r.u64()?, r.u32()?, r.u64()?);
-    // The file must still hold the same header and last covered line where they were.
-    if covered > len || last_offset + u64::from(last_len) + 1 != covered {
+    // The file must still hold the same header and last covered line where they were (checked
+    // before anything is allocated by the sidecar's word: it is not trusted yet).
+    if covered > len
+        || last_offset.checked_add(u64::from(last_len) + 1) != Some(covered)
+        || first_offset.checked_add(u64::from(first_len)).is_none_or(|end| end > covered)
+    {
         return None;
     }
     let mut head = vec![0u8; first_len as usize];
@@ -156,7 +160,9 @@ pub(crate) fn read(path: &Path, file: &File, len: u64, source: &Arc<Source>) -> 
 
     let records = r.u32()? as usize;
     let duplicates = r.u32()? as usize;
-    let mut journal = Journal::building(records, Some(source.clone()));
+    // A record takes at least 30 bytes: a damaged count cannot reserve more than the file holds.
+    let room = usize::try_from(body_len / 30).unwrap_or(usize::MAX);
+    let mut journal = Journal::building(records.min(room), Some(source.clone()));
     let mut dups: Vec<(u32, String)> = Vec::with_capacity(duplicates.min(1 << 16));
     for _ in 0..duplicates {
         let line = r.u32()?;

@@ -317,3 +317,40 @@ fn a_session_writes_its_sidecar_when_it_closes() {
     let loaded = load_read_only(&path).unwrap();
     assert_eq!(malformed_lines(&loaded.warnings), vec![3, 5]);
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// A damaged sidecar (bytes changed, cut short, or grown) is never believed: the open reads
+    /// the file and finds what a full parse finds, and nothing panics or allocates by its word.
+    #[test]
+    fn a_damaged_sidecar_is_ignored(
+        flips in proptest::collection::vec((any::<u32>(), any::<u8>()), 0..4),
+        cut in proptest::option::of(any::<u32>()),
+        grow in proptest::collection::vec(any::<u8>(), 0..3),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let mut j = journal();
+        for i in 0..20 {
+            j.user(&format!("prompt {i}"));
+            j.tools(&[&format!("c{i}")]);
+        }
+        let lines: Vec<String> = j.entries().iter().map(|e| e.to_line().unwrap()).collect();
+        write(&path, &lines);
+        prop_assert!(write_index(&path).unwrap());
+        let mut bytes = std::fs::read(index_path(&path)).unwrap();
+        for (at, xor) in &flips {
+            let at = *at as usize % bytes.len();
+            bytes[at] ^= xor | 1;
+        }
+        if let Some(cut) = cut {
+            bytes.truncate(cut as usize % bytes.len());
+        }
+        bytes.extend_from_slice(&grow);
+        std::fs::write(index_path(&path), &bytes).unwrap();
+        let (reference, _) = full_parse(&lines);
+        let loaded = load_read_only(&path).unwrap();
+        same(&loaded.journal, &reference)?;
+    }
+}

@@ -8,7 +8,7 @@
 //!   [`Block`] is a content block (unknown block types are kept byte-for-byte); [`Text`] is tool
 //!   output, shared by reference count and, for a loaded session, read from the file on demand.
 //! - [`Journal`]: a session indexed, with HEAD replayed; a loaded journal parses an entry from
-//!   its line only when it is read (see `journal.rs`, and the index sidecar in `sidecar.rs`);
+//!   its line only when it is read (see the `journal` module, and the index sidecar in `sidecar`);
 //!   branch operations
 //!   ([`Journal::fork`], [`Journal::retry`], [`Journal::edit`], [`Journal::checkout`],
 //!   [`Journal::rewind`]) return the `head` record to append.

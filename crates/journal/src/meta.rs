@@ -6,7 +6,7 @@
 //! parsed entry only for the small records it consults as a whole (header, system notices,
 //! compaction, branch summary and head records) and for whatever has been read since. Everything
 //! here is derived from the parsed entry by [`Meta::of`], on the scan or when an entry is
-//! appended, so the index sidecar (`sidecar.rs`) and a full parse always agree.
+//! appended, so the index sidecar (the `sidecar` module) and a full parse always agree.
 
 use crate::entry::Entry;
 use crate::payload::Payload;

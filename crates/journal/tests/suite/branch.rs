@@ -117,11 +117,12 @@ fn a_unique_prefix_names_an_entry_and_an_ambiguous_one_says_so() {
     let mut j = journal();
     let u1 = j.user("u1");
     let a1 = j.assistant("a1");
-    j.user("u2");
+    let u2 = j.user("u2");
     // UUIDv7 ids of entries written together share their time prefix; the tail tells them apart.
+    let others = [j.header_entry().id.clone(), a1, u2];
     let unique = (8..u1.as_str().len())
         .map(|n| &u1.as_str()[..n])
-        .find(|p| !a1.as_str().starts_with(p))
+        .find(|p| others.iter().all(|o| !o.as_str().starts_with(p)))
         .unwrap();
     assert_eq!(j.resolve_entry(unique).unwrap(), u1);
     assert!(j.rewind(unique).is_ok());

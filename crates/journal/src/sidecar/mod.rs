@@ -31,6 +31,10 @@ use std::io::{BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+mod codec;
+
+use codec::{hash, put_opt_str, put_str, put_u32, Checksum, Hashing, Out, Reader};
+
 use crate::journal::{DagProblem, Journal};
 use crate::line::Added;
 use crate::load::{read_entry, Malformed};
@@ -47,67 +51,6 @@ pub(crate) const MIN_NEW_BYTES: u64 = 1 << 20;
 /// `<journal stem>.index` beside the journal.
 pub fn index_path(journal: &Path) -> PathBuf {
     journal.with_extension("index")
-}
-
-/// A 64-bit checksum over a byte stream, the same however the stream is cut into chunks
-/// (multiply-rotate over 8-byte words, like the id hash).
-struct Checksum {
-    h: u64,
-    carry: [u8; 8],
-    filled: usize,
-    total: u64,
-}
-
-impl Checksum {
-    const K: u64 = 0x517c_c1b7_2722_0a95;
-
-    fn new() -> Checksum {
-        Checksum { h: 0, carry: [0; 8], filled: 0, total: 0 }
-    }
-
-    fn word(&mut self, w: u64) {
-        self.h = (self.h.rotate_left(5) ^ w).wrapping_mul(Self::K);
-    }
-
-    fn update(&mut self, mut bytes: &[u8]) {
-        self.total += bytes.len() as u64;
-        if self.filled > 0 {
-            let take = (8 - self.filled).min(bytes.len());
-            self.carry[self.filled..self.filled + take].copy_from_slice(&bytes[..take]);
-            self.filled += take;
-            bytes = &bytes[take..];
-            if self.filled < 8 {
-                return;
-            }
-            self.word(u64::from_le_bytes(self.carry));
-            self.filled = 0;
-        }
-        let mut words = bytes.chunks_exact(8);
-        for w in &mut words {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(w);
-            self.word(u64::from_le_bytes(b));
-        }
-        let rest = words.remainder();
-        self.carry[..rest.len()].copy_from_slice(rest);
-        self.filled = rest.len();
-    }
-
-    fn finish(mut self) -> u64 {
-        for i in 0..self.filled {
-            let b = self.carry[i];
-            self.word(u64::from(b));
-        }
-        let total = self.total;
-        self.word(total);
-        self.h
-    }
-}
-
-fn hash(bytes: &[u8]) -> u64 {
-    let mut c = Checksum::new();
-    c.update(bytes);
-    c.finish()
 }
 
 /// What a sidecar describes: the journal of `..covered`, and the lines it reports.
@@ -448,104 +391,4 @@ fn write_body(
         }
     }
     Ok(())
-}
-
-/// The sidecar being written: buffered to its file, every byte added to the checksum.
-struct Out {
-    file: std::io::BufWriter<File>,
-    sum: Checksum,
-}
-
-impl Out {
-    fn bytes(&mut self, b: &[u8]) -> std::io::Result<()> {
-        self.sum.update(b);
-        self.file.write_all(b)
-    }
-}
-
-fn put_u32(w: &mut Out, n: usize) -> std::io::Result<()> {
-    w.bytes(&u32::try_from(n).unwrap_or(u32::MAX).to_le_bytes())
-}
-
-fn put_str(w: &mut Out, s: &str) -> std::io::Result<()> {
-    put_u32(w, s.len())?;
-    w.bytes(s.as_bytes())
-}
-
-fn put_opt_str(w: &mut Out, s: Option<&str>) -> std::io::Result<()> {
-    match s {
-        Some(s) => put_str(w, s),
-        None => w.bytes(&u32::MAX.to_le_bytes()),
-    }
-}
-
-/// Reads through to `inner`, adding every byte to the checksum.
-struct Hashing<R> {
-    inner: R,
-    sum: Checksum,
-}
-
-impl<R: Read> Read for Hashing<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.sum.update(&buf[..n]);
-        Ok(n)
-    }
-}
-
-/// Decodes the sidecar's fields from a buffered stream; `None` on anything short or invalid.
-struct Reader<R> {
-    inner: BufReader<R>,
-    /// Reused buffers for the strings of one record.
-    scratch: [Vec<u8>; 3],
-}
-
-impl<R: Read> Reader<R> {
-    fn array<const N: usize>(&mut self) -> Option<[u8; N]> {
-        let mut b = [0u8; N];
-        self.inner.read_exact(&mut b).ok()?;
-        Some(b)
-    }
-
-    fn u8(&mut self) -> Option<u8> {
-        Some(self.array::<1>()?[0])
-    }
-
-    fn u32(&mut self) -> Option<u32> {
-        Some(u32::from_le_bytes(self.array()?))
-    }
-
-    fn u64(&mut self) -> Option<u64> {
-        Some(u64::from_le_bytes(self.array()?))
-    }
-
-    /// Reads an optional string into scratch buffer `slot`; `Some(false)` when absent.
-    fn fill(&mut self, slot: usize) -> Option<bool> {
-        let n = self.u32()?;
-        if n == u32::MAX {
-            return Some(false);
-        }
-        let buf = &mut self.scratch[slot];
-        buf.clear();
-        // Read in steps, so that a corrupt length cannot ask for a huge allocation up front.
-        (&mut self.inner).take(u64::from(n)).read_to_end(buf).ok()?;
-        (buf.len() == n as usize && std::str::from_utf8(buf).is_ok()).then_some(true)
-    }
-
-    fn text(&self, slot: usize) -> &str {
-        std::str::from_utf8(&self.scratch[slot]).unwrap_or_default()
-    }
-
-    fn str(&mut self, slot: usize) -> Option<&str> {
-        self.fill(slot)?.then_some(())?;
-        Some(self.text(slot))
-    }
-
-    /// A record's id, parent and `head` target.
-    fn three_strs(&mut self) -> Option<(&str, Option<&str>, Option<&str>)> {
-        self.fill(0)?.then_some(())?;
-        let parent = self.fill(1)?;
-        let head_to = self.fill(2)?;
-        Some((self.text(0), parent.then(|| self.text(1)), head_to.then(|| self.text(2))))
-    }
 }

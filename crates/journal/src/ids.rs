@@ -5,8 +5,6 @@
 //! Invariant: an id reads back exactly as it was given, whatever its form (only lowercase
 //! hyphenated UUIDs, what Codewhale writes, are packed; `FFFF…` or `msg_01…` are kept as text).
 
-use std::hash::Hasher;
-
 /// Every entry's id: a canonical UUID (lowercase and hyphenated, what Codewhale writes) as its
 /// 16 bytes, any other id as written. An id costs 16 bytes, not a 36-byte string and an
 /// allocation.
@@ -142,33 +140,7 @@ fn format_uuid(v: u128) -> [u8; 36] {
 
 /// The hash of an entry id in the index.
 pub(crate) fn id_hash(id: &str) -> u64 {
-    let mut h = IdHasher::default();
-    h.write(id.as_bytes());
-    h.finish()
-}
-
-/// A fast hash for entry ids (the index is built for every entry of every loaded session).
-/// Ids come from the session's own file, so resistance to crafted collisions is not needed.
-/// FxHash-style: multiply-rotate over 8-byte words.
-#[derive(Default)]
-pub(crate) struct IdHasher(u64);
-
-impl std::hash::Hasher for IdHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        const K: u64 = 0x517c_c1b7_2722_0a95;
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(c);
-            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(K);
-        }
-        for &b in chunks.remainder() {
-            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
-        }
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
+    crate::hash::hash(id.as_bytes())
 }
 
 #[cfg(test)]

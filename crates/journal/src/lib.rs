@@ -26,6 +26,7 @@ mod branch;
 mod check;
 mod entry;
 mod file;
+mod hash;
 mod ids;
 mod journal;
 mod lazy;

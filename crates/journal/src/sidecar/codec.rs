@@ -1,69 +1,10 @@
-//! The sidecar's byte encoding: a chunk-independent checksum, a writer that feeds it, and a
+//! The sidecar's byte encoding: a writer that feeds the checksum ([`crate::hash`]), and a
 //! reader of little-endian fields and length-prefixed strings that refuses anything short.
 
 use std::fs::File;
 use std::io::{BufReader, Read, Write};
 
-/// A 64-bit checksum over a byte stream, the same however the stream is cut into chunks
-/// (multiply-rotate over 8-byte words, like the id hash).
-pub(super) struct Checksum {
-    h: u64,
-    carry: [u8; 8],
-    filled: usize,
-    total: u64,
-}
-
-impl Checksum {
-    const K: u64 = 0x517c_c1b7_2722_0a95;
-
-    pub(super) fn new() -> Checksum {
-        Checksum { h: 0, carry: [0; 8], filled: 0, total: 0 }
-    }
-
-    fn word(&mut self, w: u64) {
-        self.h = (self.h.rotate_left(5) ^ w).wrapping_mul(Self::K);
-    }
-
-    pub(super) fn update(&mut self, mut bytes: &[u8]) {
-        self.total += bytes.len() as u64;
-        if self.filled > 0 {
-            let take = (8 - self.filled).min(bytes.len());
-            self.carry[self.filled..self.filled + take].copy_from_slice(&bytes[..take]);
-            self.filled += take;
-            bytes = &bytes[take..];
-            if self.filled < 8 {
-                return;
-            }
-            self.word(u64::from_le_bytes(self.carry));
-            self.filled = 0;
-        }
-        let mut words = bytes.chunks_exact(8);
-        for w in &mut words {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(w);
-            self.word(u64::from_le_bytes(b));
-        }
-        let rest = words.remainder();
-        self.carry[..rest.len()].copy_from_slice(rest);
-        self.filled = rest.len();
-    }
-
-    pub(super) fn finish(mut self) -> u64 {
-        for i in 0..self.filled {
-            let b = self.carry[i];
-            self.word(u64::from(b));
-        }
-        let total = self.total;
-        self.word(total);
-        self.h
-    }
-}
-
-pub(super) fn hash(bytes: &[u8]) -> u64 {
-    let mut c = Checksum::new();
-    c.update(bytes);
-    c.finish()
-}
+use crate::hash::Checksum;
 
 /// The sidecar being written: buffered to its file, every byte added to the checksum.
 pub(super) struct Out {

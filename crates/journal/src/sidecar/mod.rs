@@ -33,7 +33,9 @@ use std::sync::Arc;
 
 mod codec;
 
-use codec::{hash, put_opt_str, put_str, put_u32, Checksum, Hashing, Out, Reader};
+use codec::{put_opt_str, put_str, put_u32, Hashing, Out, Reader};
+
+use crate::hash::{hash, Checksum};
 
 use crate::journal::{DagProblem, Journal};
 use crate::line::Added;

@@ -77,7 +77,7 @@ pub fn check_file(path: &Path) -> Result<CheckReport, LoadError> {
     load::ensure_regular(path)?;
     let file = std::fs::File::open(path).map_err(io_err)?;
     let len = file.metadata().map_err(io_err)?.len();
-    let scan = load::scan_file(path, &file, len)?;
+    let scan = crate::scan::scan_file(path, &file, len)?;
     let (cycles, in_cycle) = find_cycles(&scan.valid);
     let loaded = load::assemble(path, scan, None, false)?;
     let journal = loaded.journal;

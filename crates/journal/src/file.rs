@@ -23,8 +23,9 @@ use std::time::Duration;
 
 use crate::entry::{EncodeError, Entry};
 use crate::journal::Journal;
-use crate::load::{self, LoadError, LoadWarning, Loaded, Tail};
+use crate::load::{self, LoadError, LoadWarning, Loaded};
 use crate::payload::{HeaderPayload, Payload};
+use crate::scan::{self, Tail};
 use crate::sidecar::{Reported, Tracker};
 
 /// How long the writer waits for more appends before syncing unasked.
@@ -111,7 +112,7 @@ impl JournalFile {
         }
         let mut index = Tracker::opened(0, 0, 0, &Reported::none());
         let (offset, len, line_no) = index.place(line.len());
-        let mut journal = Journal::building(1, Some(load::open_source(path)?));
+        let mut journal = Journal::building(1, Some(scan::open_source(path)?));
         journal.push_placed(header, line_no, offset, len);
         let journal = journal.finish().map_err(|e| {
             OpenError::Load(LoadError::NotAJournal { path: path.to_owned(), reason: e.to_string() })
@@ -136,7 +137,7 @@ impl JournalFile {
         let mut file =
             OpenOptions::new().append(true).read(true).open(path).map_err(io_err("open"))?;
         let len = file.metadata().map_err(io_err("read"))?.len();
-        let scan = load::scan_indexed(path, &file, len)?;
+        let scan = scan::scan_indexed(path, &file, len)?;
         let mut torn_saved_to = None;
         let repaired = match &scan.tail {
             Tail::Clean => Ok(()),

@@ -20,9 +20,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use crate::journal::{DagProblem, Journal};
-pub(crate) use crate::scan::{
-    open_source, parse_body, read_entry, scan_file, scan_indexed, Scan, Tail,
-};
+use crate::scan::{scan_file, scan_indexed, Scan, Tail};
 use crate::sidecar;
 
 /// A line that could not be used, with its 1-based line number.

@@ -41,20 +41,22 @@ impl KindCode {
         }
     }
 
-    /// The code of a `kind::*` name.
+    /// Every code, in the order of their bytes.
+    const ALL: [KindCode; 9] = [
+        KindCode::Header,
+        KindCode::User,
+        KindCode::Assistant,
+        KindCode::ToolResult,
+        KindCode::Compaction,
+        KindCode::BranchSummary,
+        KindCode::System,
+        KindCode::Head,
+        KindCode::Unknown,
+    ];
+
+    /// The code of a `kind::*` name ([`KindCode::Unknown`] for any other).
     pub(crate) fn of_name(name: &str) -> KindCode {
-        use crate::payload::kind;
-        match name {
-            kind::HEADER => KindCode::Header,
-            kind::USER => KindCode::User,
-            kind::ASSISTANT => KindCode::Assistant,
-            kind::TOOL_RESULT => KindCode::ToolResult,
-            kind::COMPACTION => KindCode::Compaction,
-            kind::BRANCH_SUMMARY => KindCode::BranchSummary,
-            kind::SYSTEM => KindCode::System,
-            kind::HEAD => KindCode::Head,
-            _ => KindCode::Unknown,
-        }
+        KindCode::ALL.iter().copied().find(|k| k.name() == name).unwrap_or(KindCode::Unknown)
     }
 
     /// The `kind::*` name (`unknown` for [`KindCode::Unknown`]).
@@ -74,18 +76,7 @@ impl KindCode {
     }
 
     pub(crate) fn from_byte(b: u8) -> Option<KindCode> {
-        Some(match b {
-            0 => KindCode::Header,
-            1 => KindCode::User,
-            2 => KindCode::Assistant,
-            3 => KindCode::ToolResult,
-            4 => KindCode::Compaction,
-            5 => KindCode::BranchSummary,
-            6 => KindCode::System,
-            7 => KindCode::Head,
-            8 => KindCode::Unknown,
-            _ => return None,
-        })
+        KindCode::ALL.get(usize::from(b)).copied()
     }
 
     /// Entries the model reads (`Payload::is_model_visible`).
@@ -218,10 +209,6 @@ impl Meta {
         (self.tokens != NO_TOKENS).then_some(self.tokens)
     }
 
-    pub(crate) fn has(&self, flag: u8) -> bool {
-        self.flags() & flag != 0
-    }
-
     pub(crate) fn on_disk(&self) -> bool {
         self.offset() != IN_MEMORY
     }
@@ -237,12 +224,12 @@ mod tests {
         let mut anchor = UserPayload::text("pin");
         anchor.anchor = true;
         let m = Meta::in_memory(&Entry::new(None, anchor));
-        assert!(m.has(ANCHOR) && !m.has(PLAIN) && m.kind() == KindCode::User);
+        assert!(m.flags() == ANCHOR && m.kind() == KindCode::User);
         let plain = Meta::in_memory(&Entry::new(None, UserPayload::text("hi")).with_tokens(3));
-        assert!(plain.has(PLAIN) && plain.tokens() == Some(3));
+        assert!(plain.flags() == PLAIN && plain.tokens() == Some(3));
         let mut r = ToolResultPayload::new("t", "x", false);
         r.repairs = true;
-        assert!(Meta::in_memory(&Entry::new(None, r)).has(REPAIRS));
+        assert_eq!(Meta::in_memory(&Entry::new(None, r)).flags(), REPAIRS);
         let h = Meta::in_memory(&Entry::new(None, HeaderPayload::new("s", "/w")));
         assert!(h.kind().is_kept() && h.kind().is_chain() && !h.kind().is_model_visible());
         let far = Meta::from_parts(IN_MEMORY - 1, 7, 3, KindCode::Head, REPORTED | ESTIMATED);

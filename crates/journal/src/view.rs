@@ -22,7 +22,7 @@ use std::collections::{HashMap, HashSet};
 use crate::block::Block;
 use crate::entry::{Entry, EntryId};
 use crate::journal::Journal;
-use crate::meta;
+use crate::meta as flags;
 use crate::note::checkpoint_note;
 use crate::payload::{CompactionPayload, Payload};
 use crate::shorten::{
@@ -176,9 +176,9 @@ fn render_inner(journal: &Journal, head: &str, extra: Option<&Entry>) -> View {
     let spine: Vec<u32> = journal
         .spine_positions(start)
         .into_iter()
-        .filter(|&p| journal.meta_at(p).kind().is_model_visible())
+        .filter(|&p| journal.is_model_visible_at(p))
         .collect();
-    let has_repairs = spine.iter().any(|&p| journal.meta_at(p).has(meta::REPAIRS));
+    let has_repairs = spine.iter().any(|&p| journal.has_flags(p, flags::REPAIRS));
     let skip = withdrawn_anchors(journal, &spine);
     let active = if journal.compaction_positions().is_empty() && extra.is_none() {
         None
@@ -232,13 +232,13 @@ fn render_inner(journal: &Journal, head: &str, extra: Option<&Entry>) -> View {
 fn withdrawn_anchors(journal: &Journal, spine: &[u32]) -> HashSet<u32> {
     spine
         .iter()
-        .filter(|&&p| journal.meta_at(p).has(meta::WITHDRAWS))
+        .filter(|&&p| journal.has_flags(p, flags::WITHDRAWS))
         .filter_map(|&p| match &journal.entry_at(p).payload {
             Payload::User(u) => u.withdraws.as_ref(),
             _ => None,
         })
         .filter_map(|id| journal.position(id.as_str()))
-        .filter(|&p| journal.is_anchor_at(p))
+        .filter(|&p| journal.has_flags(p, flags::ANCHOR))
         .collect()
 }
 
@@ -252,7 +252,7 @@ pub fn active_compaction_of(journal: &Journal, head: &str) -> Option<ActiveCompa
     let spine: Vec<u32> = journal
         .spine_positions(start)
         .into_iter()
-        .filter(|&p| journal.meta_at(p).kind().is_model_visible())
+        .filter(|&p| journal.is_model_visible_at(p))
         .collect();
     let (entry, record, _) = active_compaction(journal, &SpineIndex::new(journal, &spine), None)?;
     Some(ActiveCompaction { id: entry.id.clone(), record: record.clone(), tokens: entry.tokens })
@@ -286,7 +286,7 @@ fn place_repairs(
     }
     let mut after: HashMap<usize, Vec<ViewItem>> = HashMap::new();
     for (index, &pos) in spine.iter().enumerate() {
-        if !journal.meta_at(pos).has(meta::REPAIRS) {
+        if !journal.has_flags(pos, flags::REPAIRS) {
             continue;
         }
         let entry = journal.entry_at(pos);

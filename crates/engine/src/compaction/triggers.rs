@@ -41,13 +41,13 @@ pub const MAX_SKIPPED_TURNS: u32 = 32;
 /// record (a `system` notice with `summary_failed`), and the turns started since the latest
 /// one. So a backoff holds across processes — each `codewhale exec` is one.
 pub(crate) fn replay_backoff(journal: &codewhale_journal::Journal) -> Option<Backoff> {
-    use codewhale_journal::{kind, CompactionPath, Payload};
+    use codewhale_journal::{flags, kind, CompactionPath, Payload};
     let mut failures = 0u32;
     let mut turns = 0u32;
     let mut turns_since_latest = None;
     // Newest first, reading only records and notices (users are told apart by their flags).
     for pos in (0..journal.len() as u32).rev() {
-        if journal.is_plain_user_at(pos) {
+        if journal.has_flags(pos, flags::PLAIN) {
             turns += 1;
             continue;
         }

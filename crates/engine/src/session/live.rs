@@ -8,7 +8,7 @@
 //! event's pressure are the same number with the same label, and a reopened session (or
 //! `codewhale context`) replays the same budget from the journal ([`super::replay`]).
 
-use codewhale_journal::{Entry, Level, Payload, SystemPayload, UserPayload};
+use codewhale_journal::{flags, Entry, Level, Payload, SystemPayload, UserPayload};
 
 use super::{counts, replay, Session};
 use crate::anchors::AnchorStore;
@@ -94,7 +94,7 @@ impl Session {
         journal
             .spine_positions(journal.head_position())
             .into_iter()
-            .filter(|&p| journal.is_plain_user_at(p))
+            .filter(|&p| journal.has_flags(p, flags::PLAIN))
             .map(|p| journal.read_entry(p))
             .filter_map(|e| match &e.payload {
                 Payload::User(u) if u.is_plain() => {
@@ -153,7 +153,7 @@ impl Session {
         let pinned = self.redactor.redact(removed.trim()).into_owned();
         let journal = self.journal.journal();
         let spine = journal.spine_positions(journal.head_position());
-        let entry = spine.into_iter().rev().filter(|&p| journal.is_anchor_at(p)).find_map(|p| {
+        let entry = spine.into_iter().rev().filter(|&p| journal.has_flags(p, flags::ANCHOR)).find_map(|p| {
             let e = journal.read_entry(p);
             matches!(&e.payload, Payload::User(u)
                 if u.content.iter().filter_map(|b| b.as_text()).any(|t| t.trim() == pinned))

@@ -381,19 +381,6 @@ impl Journal {
         self.metas[pos as usize].kind().is_model_visible()
     }
 
-    /// True when the user entry at `pos` is plain (neither an anchor nor synthetic), without
-    /// reading it.
-    pub fn is_plain_user_at(&self, pos: u32) -> bool {
-        let m = &self.metas[pos as usize];
-        m.kind() == KindCode::User && m.has(crate::meta::PLAIN)
-    }
-
-    /// True when the entry at `pos` is a user entry pinned with `/anchor`, without reading it.
-    pub fn is_anchor_at(&self, pos: u32) -> bool {
-        let m = &self.metas[pos as usize];
-        m.kind() == KindCode::User && m.has(crate::meta::ANCHOR)
-    }
-
     /// Branch tips: conversation entries that no other conversation entry continues. The tip
     /// of a single linear session is its last entry; every fork adds one.
     pub fn tips(&self) -> Vec<&Entry> {

@@ -69,7 +69,7 @@ impl Journal {
                     let at = (m.offset() - start) as usize;
                     let body = &buf[at..at + m.len() as usize];
                     let parsed =
-                        crate::load::parse_body(body, m.offset(), source, &mut scratch, &finders);
+                        crate::scan::parse_body(body, m.offset(), source, &mut scratch, &finders);
                     // Anything unexpected is left to `entry_at`, which reports it.
                     if let Ok(entry) = parsed {
                         if *entry.id.as_str() == *self.ids.get(*p) {
@@ -91,7 +91,7 @@ impl Journal {
         let meta = &self.metas[pos as usize];
         let read = match &self.source {
             Some(source) if meta.on_disk() => {
-                crate::load::read_entry(source, meta.offset(), meta.len())
+                crate::scan::read_entry(source, meta.offset(), meta.len())
             }
             _ => Err("the entry is not in a file".to_owned()),
         };

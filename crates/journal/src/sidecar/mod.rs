@@ -39,9 +39,10 @@ use crate::hash::{hash, Checksum};
 
 use crate::journal::{DagProblem, Journal};
 use crate::line::Added;
-use crate::load::{read_entry, Malformed};
+use crate::load::Malformed;
 use crate::meta::{KindCode, Meta};
 use crate::payload::Payload;
+use crate::scan::read_entry;
 use crate::text::{read_exact_at, Source};
 
 const MAGIC: &[u8; 8] = b"CWINDEX2";

@@ -20,6 +20,15 @@ fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/import").join(name)
 }
 
+/// The texts of a request's user messages, in order.
+fn user_texts(messages: &[serde_json::Value]) -> Vec<&str> {
+    messages
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap())
+        .collect()
+}
+
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
@@ -145,11 +154,7 @@ async fn an_imported_claude_session_continues_with_its_summary_as_the_checkpoint
     assert_eq!(text(&out.stdout), "On it.\n");
     let messages = s.server.requests()[0].body["messages"].as_array().unwrap().clone();
     assert_pairs_whole(&messages);
-    let users: Vec<&str> = messages
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .map(|m| m["content"].as_str().unwrap())
-        .collect();
+    let users = user_texts(&messages);
     assert_eq!(users.len(), 3, "{users:#?}");
     assert!(users[0].starts_with("Codewhale handoff note (imported from Claude Code)."));
     assert!(users[0].contains("Rename the crate `core` to `whale-core` and update Cargo.toml."));
@@ -175,11 +180,7 @@ async fn an_imported_codex_rollout_continues_with_whole_tool_pairs() {
     assert!(out.status.success(), "stderr: {}", text(&out.stderr));
     let messages = s.server.requests()[0].body["messages"].as_array().unwrap().clone();
     assert_pairs_whole(&messages);
-    let users: Vec<&str> = messages
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .map(|m| m["content"].as_str().unwrap())
-        .collect();
+    let users = user_texts(&messages);
     assert_eq!(users[0], "fix the build, it fails on main");
     assert_eq!(users[1], "thanks, now run the tests");
     // The result kept as text and the new prompt are consecutive user texts: one message.

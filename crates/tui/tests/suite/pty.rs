@@ -137,6 +137,19 @@ impl Pty {
         }
     }
 
+    /// Presses `key` (PgUp, PgDn, ...) up to `tries` times until `needle` is on screen, then
+    /// waits for it like [`Pty::wait_for`].
+    pub async fn scroll_to(&mut self, needle: &str, key: &[u8], tries: usize) {
+        for _ in 0..tries {
+            if self.contents().contains(needle) {
+                break;
+            }
+            self.send(key);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        self.wait_for(needle).await;
+    }
+
     pub fn send(&mut self, bytes: &[u8]) {
         let mut w = self.writer.lock().unwrap();
         w.write_all(bytes).unwrap();

@@ -178,14 +178,7 @@ async fn unfolding_a_tool_cell_keeps_the_rows_being_read() {
     a_read_and_a_long_reply(&server, &mut pty, &ws).await;
 
     // Scroll up until the folded read is in sight, and remember what the top row shows.
-    for _ in 0..10 {
-        if pty.contents().contains("read_file") {
-            break;
-        }
-        pty.send(b"\x1b[5~");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    pty.wait_for("read_file").await;
+    pty.scroll_to("read_file", b"\x1b[5~", 10).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     let top = row(&pty, 0);
     assert!(!pty.contents().contains("number-01"), "folded:\n{}", pty.contents());
@@ -242,13 +235,7 @@ async fn a_resumed_compacted_session_shows_its_earlier_turns_marked() {
     again.send(b"\x1b[H");
     again.wait_for("question 0").await;
     // What the model now reads only through the note is dimmed and marked as such.
-    for _ in 0..20 {
-        if again.contents().contains("↑ dimmed") {
-            break;
-        }
-        again.send(b"\x1b[6~");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    again.scroll_to("↑ dimmed", b"\x1b[6~", 20).await;
     again.wait_for("↑ dimmed: the model now reads these turns only through").await;
     quit(&mut again).await;
 }

@@ -187,14 +187,7 @@ async fn slash_compact_shows_a_capsule_that_unfolds_to_the_note() {
     pty.send(b"\x0f");
     // The unfolded note ends at the bottom; its start is a page or two up.
     pty.wait_for("src/lib.rs").await;
-    for _ in 0..6 {
-        if pty.contents().contains("Keep the parser tests green.") {
-            break;
-        }
-        pty.send(b"\x1b[5~");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    pty.wait_for("Keep the parser tests green.").await;
+    pty.scroll_to("Keep the parser tests green.", b"\x1b[5~", 6).await;
     pty.wait_for("scrolled, End follows").await;
     pty.send(b"\x04");
     let status = pty.wait_exit().await;

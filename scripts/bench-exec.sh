@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Measures a `codewhale exec` round trip (process start to exit) against a local mock provider:
-# wall time and peak memory (max RSS) over N runs, with /usr/bin/time -v.
+# wall time and peak memory (max RSS) over N runs, with /usr/bin/time.
 #
 # Usage: scripts/bench-exec.sh [RUNS]   (default 20; release build)
 #
@@ -12,10 +12,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 runs="${1:-20}"
 
-cargo build --release -q -p codewhale-tui --bin codewhale
-cargo build --release -q -p codewhale-engine --example mock_provider
-target="${CARGO_TARGET_DIR:-target}"
-bin="$target/release/codewhale"
+source scripts/bench-lib.sh
+build_release codewhale-engine mock_provider
 mock="$target/release/examples/mock_provider"
 
 work="$(mktemp -d)"
@@ -45,18 +43,11 @@ url="$(head -n1 "$work/url")"
 
 walls=(); rss=()
 for i in $(seq "$runs"); do
-  start=$(date +%s%N)
-  (cd "$work/ws" && CODEWHALE_HOME="$work/home" OPENAI_API_KEY=sk-bench \
-    /usr/bin/time -v "$bin" exec --provider openai --base-url "$url" --model gpt-4.1 \
-    "say the answer" > /dev/null 2> "$work/time.$i")
-  end=$(date +%s%N)
-  walls+=("$(awk -v ns="$((end - start))" 'BEGIN {printf "%.4f", ns / 1e9}')")
-  rss+=("$(grep 'Maximum resident set size' "$work/time.$i" | awk '{print $NF}')")
+  timed "$work/ws" /dev/null env CODEWHALE_HOME="$work/home" OPENAI_API_KEY=sk-bench \
+    "$bin" exec --provider openai --base-url "$url" --model gpt-4.1 "say the answer"
 done
 
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 printf 'codewhale exec round trip over %s runs (release, mock provider on localhost, %s slow MCP servers)\n' "$runs" "$servers"
 printf '  wall time: median %ss, min %ss, max %ss\n' "$(median "${walls[@]}")" \
-  "$(printf '%s\n' "${walls[@]}" | sort -g | head -n1)" "$(printf '%s\n' "${walls[@]}" | sort -g | tail -n1)"
-printf '  peak RSS:  median %s KiB, max %s KiB\n' "$(median "${rss[@]}")" \
-  "$(printf '%s\n' "${rss[@]}" | sort -g | tail -n1)"
+  "$(least "${walls[@]}")" "$(most "${walls[@]}")"
+printf '  peak RSS:  median %s KiB, max %s KiB\n' "$(median "${rss[@]}")" "$(most "${rss[@]}")"

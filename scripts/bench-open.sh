@@ -19,11 +19,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 runs="${1:-5}"
 
-cargo build --release -q -p codewhale-tui --bin codewhale
-cargo build --release -q -p codewhale-engine --example mock_provider
-cargo build --release -q -p codewhale-journal --example gen_session
-target="${CARGO_TARGET_DIR:-target}"
-bin="$target/release/codewhale"
+source scripts/bench-lib.sh
+build_release codewhale-engine mock_provider codewhale-journal gen_session
 mock="$target/release/examples/mock_provider"
 gen="$target/release/examples/gen_session"
 
@@ -36,25 +33,16 @@ exec 3> >("$mock" "$((runs * 2 + 5))" > "$work/url")
 for _ in $(seq 50); do [ -s "$work/url" ] && break; sleep 0.1; done
 url="$(head -n1 "$work/url")"
 
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-
 # measure NAME CMD...: RUNS runs from the session's workspace; prints median wall and max RSS.
 measure() {
   local name="$1"; shift
   local walls=() rss=()
   for i in $(seq "$runs"); do
     [ -n "${before:-}" ] && eval "$before"
-    local start end
-    start=$(date +%s%N)
-    (cd "$ws" && CODEWHALE_HOME="$work/home" OPENAI_API_KEY=sk-bench \
-      /usr/bin/time -f '%M' -o "$work/rss" "$@" > /dev/null 2> "$work/err") || {
-      echo "$name failed:"; cat "$work/err"; exit 1; }
-    end=$(date +%s%N)
-    walls+=("$(awk -v ns="$((end - start))" 'BEGIN {printf "%.3f", ns / 1e9}')")
-    rss+=("$(tail -n1 "$work/rss")")
+    timed "$ws" /dev/null env CODEWHALE_HOME="$work/home" OPENAI_API_KEY=sk-bench "$@"
   done
   printf '  %-40s %8ss %8.1f MiB\n' "$name" "$(median "${walls[@]}")" \
-    "$(printf '%s\n' "${rss[@]}" | sort -g | tail -n1 | awk '{print $1 / 1024}')"
+    "$(most "${rss[@]}" | awk '{print $1 / 1024}')"
 }
 
 for shape in "270 100000" "27 10000"; do

@@ -137,6 +137,13 @@ impl Pty {
         }
     }
 
+    /// Sends `prompt` with Enter, then waits for `answer` and for the composer to be ready again.
+    pub async fn ask(&mut self, prompt: &str, answer: &str) {
+        self.send(format!("{prompt}\r").as_bytes());
+        self.wait_for(answer).await;
+        self.wait_for("ready").await;
+    }
+
     /// Presses `key` (PgUp, PgDn, ...) up to `tries` times until `needle` is on screen, then
     /// waits for it like [`Pty::wait_for`].
     pub async fn scroll_to(&mut self, needle: &str, key: &[u8], tries: usize) {

@@ -218,9 +218,7 @@ async fn a_resumed_compacted_session_shows_its_earlier_turns_marked() {
     let mut pty = Pty::spawn(&started, &home, &ws);
     pty.wait_for("ready").await;
     for k in 0..3 {
-        pty.send(format!("question {k}\r").as_bytes());
-        pty.wait_for(&format!("end of answer {k}.")).await;
-        pty.wait_for("ready").await;
+        pty.ask(&format!("question {k}"), &format!("end of answer {k}.")).await;
     }
     pty.send(b"/compact\r");
     pty.wait_for("(manual)").await;

@@ -177,9 +177,7 @@ async fn slash_compact_shows_a_capsule_that_unfolds_to_the_note() {
     let mut pty = Pty::spawn(&args, &home, &ws);
     pty.wait_for("ready").await;
     for k in 0..3 {
-        pty.send(format!("question {k}\r").as_bytes());
-        pty.wait_for(&format!("end of answer {k}.")).await;
-        pty.wait_for("ready").await;
+        pty.ask(&format!("question {k}"), &format!("end of answer {k}.")).await;
     }
     pty.send(b"/compact\r");
     pty.wait_for("compacted").await;
@@ -252,9 +250,7 @@ async fn ctrl_c_cancels_a_slash_compact_and_a_message_typed_meanwhile_waits_for_
     let mut pty = Pty::spawn(&args, &home, &ws);
     pty.wait_for("ready").await;
     for k in 0..3 {
-        pty.send(format!("question {k}\r").as_bytes());
-        pty.wait_for(&format!("end of answer {k}.")).await;
-        pty.wait_for("ready").await;
+        pty.ask(&format!("question {k}"), &format!("end of answer {k}.")).await;
     }
     pty.send(b"/compact\r");
     pty.wait_for("compacting… · Ctrl+C cancels").await;

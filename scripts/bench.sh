@@ -7,6 +7,10 @@
 #   scripts/bench.sh -p codewhale-journal -- list_1000    one crate, benchmarks matching a filter
 #   scripts/bench.sh open [RUNS]              opening long sessions with the release binary, next
 #                                             to a plain read of the file (scripts/bench-open.sh)
+#   scripts/bench.sh long-turn [CALLS] [WINDOW] [openai|anthropic]
+#                                             one uninterrupted turn of CALLS tool calls (default
+#                                             200 at an 8,192-token window) against a mock model:
+#                                             passes, requests and wall time, then the next turn
 #
 # Benchmarks generate their data into temp dirs. They take minutes on a 2-core machine: run them
 # on an otherwise idle machine, since other load inflates the figures.
@@ -15,6 +19,10 @@ cd "$(dirname "$0")/.."
 if [ "${1:-}" = open ]; then
   shift
   exec scripts/bench-open.sh "$@"
+fi
+if [ "${1:-}" = long-turn ]; then
+  shift
+  exec cargo run --release -q --locked -p codewhale-engine --example long_turn -- "$@"
 fi
 if [ $# -eq 0 ]; then
   exec cargo bench --workspace

@@ -370,6 +370,10 @@ impl ViaValue for Option<crate::payload::Receipt> {
     const EXPECTED: &'static str = "a receipt object";
 }
 
+impl ViaValue for Option<Vec<crate::payload::Bounded>> {
+    const EXPECTED: &'static str = "a list of {id, max_bytes}";
+}
+
 impl ViaValue for Option<crate::entry::EntryId> {
     const EXPECTED: &'static str = "an entry id";
 }

@@ -74,7 +74,7 @@ pub use shorten::{
 };
 pub use text::Text;
 pub use view::{
-    active_compaction_of, render, render_with_record, ActiveCompaction, ItemContent, ItemKind,
-    Role, Shortened, ToolResultView, View, ViewItem, CHECKPOINT_MARKER,
+    active_compaction_of, bound_item, render, render_with_record, ActiveCompaction, ItemContent,
+    ItemKind, Role, Shortened, ToolResultView, View, ViewItem, CHECKPOINT_MARKER,
 };
 pub use view_check::{check_view, ViewError};

@@ -82,6 +82,10 @@ record! {
         /// Codewhale's o200k estimate of the prompt (system prompt included): with the
         /// provider's reported count, the calibration ratio a reopened session replays.
         estimate: Option<u64> = "estimate" info_opt,
+        /// Set when the fail-open step had to shorten items of this request itself (no
+        /// compaction pass was left in the turn): each named entry was cut to `max_bytes` as a
+        /// record's `bounded` would cut it.
+        bounded: Option<Vec<Bounded>> = "bounded" info_opt,
     }
 }
 
@@ -421,7 +425,14 @@ impl ToolResultPayload {
 impl Reads {
     /// The prompt was the view of `head` with the given active compaction.
     pub fn new(head: EntryId, summary: Option<EntryId>) -> Reads {
-        Reads { head, summary, trimmed_before: None, estimate: None, extra: Default::default() }
+        Reads {
+            head,
+            summary,
+            trimmed_before: None,
+            estimate: None,
+            bounded: None,
+            extra: Default::default(),
+        }
     }
 }
 

@@ -499,6 +499,41 @@ fn item(entry: &Entry, shorten: Option<&Shorten<'_>>) -> Option<ViewItem> {
     })
 }
 
+/// `item` cut to `max_bytes` the way a record's `bounded` cuts it (a tool result to its head, a
+/// marker and its tail; a message to a prefix of its text and a marker block); `None` when it is
+/// within the bound or may not be cut (an anchor, the checkpoint). For requests that must be
+/// shortened without a record: a summary request's input, a fail-open request.
+pub fn bound_item(item: &ViewItem, max_bytes: u64) -> Option<ViewItem> {
+    if matches!(item.kind, ItemKind::Anchor | ItemKind::Checkpoint) {
+        return None;
+    }
+    let (content, original_bytes) = match &item.content {
+        ItemContent::ToolResult(r) => {
+            let text = r.content.try_str().ok()?;
+            let cut = cut_to_bound(text, usize::try_from(max_bytes).unwrap_or(usize::MAX))?;
+            let view = ToolResultView {
+                tool_use_id: r.tool_use_id.clone(),
+                content: Text::from(cut),
+                is_error: r.is_error,
+                content_blocks: None,
+            };
+            (ItemContent::ToolResult(view), text.len() as u64)
+        }
+        ItemContent::Blocks(blocks) => {
+            let cut = bound_blocks(blocks, max_bytes, &item.source)?;
+            (ItemContent::Blocks(cut), blocks_bytes(blocks))
+        }
+    };
+    Some(ViewItem {
+        source: item.source.clone(),
+        role: item.role,
+        kind: item.kind,
+        content,
+        tokens: None,
+        shortened: Some(Shortened::Bounded { original_bytes, max_bytes }),
+    })
+}
+
 /// The view item of a tool result, pruned or bounded as the active record says.
 fn convert_result(entry: &Entry, shorten: Option<&Shorten<'_>>) -> Option<ViewItem> {
     let Payload::ToolResult(r) = &entry.payload else { return None };

@@ -42,7 +42,7 @@ pub use client::{Client, EventStream};
 pub use config::{OpenAiServer, ProviderConfig, ProviderKind, RetryPolicy};
 pub use error::{ErrorKind, ProviderError, ProviderFailure};
 pub use event::{StopReason, StreamEvent, Usage};
-pub use types::{Block, Message, Request, Response, Role, SystemBlock, ToolSpec};
+pub use types::{Block, Message, Request, Response, Role, SystemBlock, ToolChoice, ToolSpec};
 
 /// Re-exported so callers need no direct `tokio-util` dependency to cancel a request.
 pub use tokio_util::sync::CancellationToken;

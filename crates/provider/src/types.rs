@@ -24,6 +24,10 @@ pub struct Request {
     pub messages: Vec<Message>,
     /// Tools the model may call. Empty means the request carries no `tools` field.
     pub tools: Vec<ToolSpec>,
+    /// Whether the model may call the tools. [`ToolChoice::None`] keeps their definitions (a
+    /// conversation holding tool blocks needs them, and the prompt-cache prefix stays the same)
+    /// while forbidding calls.
+    pub tool_choice: ToolChoice,
     /// Upper bound on generated tokens for this reply.
     pub max_output_tokens: u32,
     /// Sampling temperature; `None` leaves the server default. Dropped when extended
@@ -42,11 +46,22 @@ impl Request {
             system: Vec::new(),
             messages: Vec::new(),
             tools: Vec::new(),
+            tool_choice: ToolChoice::Auto,
             max_output_tokens,
             temperature: None,
             thinking_budget: None,
         }
     }
+}
+
+/// Whether a reply may call the request's tools.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ToolChoice {
+    /// The model decides (no `tool_choice` field is sent).
+    #[default]
+    Auto,
+    /// The model must answer in text (`tool_choice: "none"` / `{"type": "none"}`).
+    None,
 }
 
 /// One block of the system prompt.

@@ -27,6 +27,9 @@ use crate::session::{counts, Session};
 pub(crate) enum Refusal {
     /// The record would change nothing worth writing.
     NoChange,
+    /// The record would not make the view smaller; the reason, for the user. An auto or
+    /// reactive pass fails on it; a manual one says there is nothing to compact.
+    NoGain(String),
     /// A check failed; the reason, for the user.
     Failed(String),
 }
@@ -112,8 +115,9 @@ pub(crate) async fn commit(
     }
     let (old_total, new_total) = (plain.total(), new_plain.total());
     if new_total >= old_total {
-        return Err(Refusal::Failed(format!(
-            "the pass did not shrink the view ({old_total} → {new_total} estimated tokens)"
+        return Err(Refusal::NoGain(format!(
+            "the pass would not shrink the view ({old_total} → {new_total} estimated tokens): \
+             what is left is the protected last round, the note and the anchors"
         )));
     }
     let budget = session.budget();

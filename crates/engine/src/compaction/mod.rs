@@ -8,15 +8,16 @@
 //! - [`round`]: the last round, its protected part and the legal cut points;
 //! - [`cut`]: where a pass cuts, what it retains and bounds; [`prune`]: the cheap path;
 //!   [`bound`]: shortening the last round when nothing else makes room;
-//! - [`summary`]: the summary request's input, instruction, quality gate and caps;
+//! - [`summary`]: the summary request's instruction, quality gate and caps;
+//!   [`summary_input`]: what the request carries and how it is made to fit (bound, chunk);
 //! - [`note`]: the checkpoint note; [`record`]: the compaction record;
 //! - [`survival`]: the survival contract checked before any record is written, and [`matrix`],
 //!   its fixture matrix run by `codewhale survival-check`;
 //! - [`trim`]: the fail-open request when no pass could make room;
 //! - [`report`]: what the next request contains (`codewhale context`).
 //!
-//! The shell: [`pass`] runs one pass (model call, then `commit`: fit, survival check, append,
-//! events) and
+//! The shell: [`pass`] runs one pass (the summary requests through `summarize`, then
+//! `commit`: fit, survival check, append, events) and
 //! [`triggers`] connects it to the turn loop (auto, reactive, fail open) and to `/compact`.
 //!
 //! Invariant: nothing in this module writes to the journal except through a record that passed
@@ -36,6 +37,8 @@ pub mod record;
 pub mod report;
 pub mod round;
 pub mod summary;
+pub mod summary_input;
+mod summarize;
 pub mod survival;
 pub mod triggers;
 pub mod trim;

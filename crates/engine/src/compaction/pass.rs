@@ -18,7 +18,7 @@
 use std::collections::HashSet;
 
 use codewhale_journal::{CompactionPath, Entry, Level, SystemPayload, Trigger};
-use codewhale_provider::{Block, CancellationToken, Message as PMessage, Request, Role as PRole};
+use codewhale_provider::CancellationToken;
 
 use super::commit::{self, Proposal, Refusal, Written};
 use super::cut::{self, CutError, CutPolicy};
@@ -26,6 +26,7 @@ use super::note::{self, LiveState, NoteInput, Running};
 use super::plain::PlainView;
 use super::prune::{self, PrunePolicy, PRUNE_TARGET_FRACTION};
 use super::record::{self, SummaryRecord};
+use super::summarize::{self, SummaryError, SummaryJob};
 use super::summary;
 use crate::anchors::AnchorStore;
 use crate::protocol::{Event, NoticeLevel};
@@ -261,7 +262,7 @@ async fn attempt(
                 Err(Refusal::Failed(reason)) => {
                     tracing::info!(%reason, "prune-only result refused, trying the summary path")
                 }
-                Err(Refusal::NoChange) => {}
+                Err(Refusal::NoChange | Refusal::NoGain(_)) => {}
             }
         }
         pruned = plan.pruned;
@@ -289,7 +290,7 @@ async fn attempt(
             Ok(plan) => {
                 let record = summary_record(
                     session,
-                    &plain,
+                    Viewed { view: &view, plain: &plain },
                     &plan,
                     previous,
                     request,
@@ -307,6 +308,7 @@ async fn attempt(
                 return match commit::commit(session, proposal(record, parent)).await {
                     Ok(done) => Ok(written(done)),
                     Err(Refusal::Failed(reason)) => Err(Stop::Failed(reason)),
+                    Err(Refusal::NoGain(reason)) => Err(no_gain(request, reason)),
                     Err(Refusal::NoChange) => {
                         Err(Stop::Refused("the view would not change".into()))
                     }
@@ -324,14 +326,32 @@ async fn attempt(
     match commit::commit(session, proposal(record, head)).await {
         Ok(done) => Ok(written(done)),
         Err(Refusal::NoChange) => Err(Stop::Refused(why_not_summary)),
+        Err(Refusal::NoGain(reason)) => Err(no_gain(request, reason)),
         Err(Refusal::Failed(reason)) => Err(Stop::Failed(reason)),
     }
+}
+
+/// A pass that would not shrink the view: information for a manual pass, a failure for an
+/// auto or reactive one (DESIGN §5.1).
+fn no_gain(request: &PassRequest, reason: String) -> Stop {
+    if request.trigger == Trigger::Manual {
+        Stop::Refused(reason)
+    } else {
+        Stop::Failed(reason)
+    }
+}
+
+/// The view a pass started from, as the journal renders it and as plain messages.
+#[derive(Clone, Copy)]
+struct Viewed<'a> {
+    view: &'a codewhale_journal::View,
+    plain: &'a PlainView,
 }
 
 /// The summary path: asks the model and builds the record of `plan`.
 async fn summary_record(
     session: &Session,
-    plain: &PlainView,
+    Viewed { view, plain }: Viewed<'_>,
     plan: &cut::CutPlan,
     previous: Option<&codewhale_journal::ActiveCompaction>,
     request: &PassRequest,
@@ -347,8 +367,21 @@ async fn summary_record(
         .unwrap_or_else(|| session.model().to_owned());
     let covered = &plain.messages[..plan.cut];
     let max_output = SUMMARY_MAX_OUTPUT.min(limits.reserved_output).max(1) as u32;
-    let text =
-        summarize(session, covered, request.focus.as_deref(), &model, max_output, cancel).await?;
+    let job = SummaryJob {
+        session,
+        view,
+        plain,
+        cut: plan.cut,
+        focus: request.focus.as_deref(),
+        model: &model,
+        max_output,
+    };
+    let (text, stats) = summarize::summarize(&job, cancel).await.map_err(|e| match e {
+        SummaryError::Failed(reason) => Stop::Failed(reason),
+        SummaryError::Unusable(reason) => Stop::SummaryFailed(reason),
+        SummaryError::Cancelled => Stop::Cancelled,
+    })?;
+    tracing::info!(requests = stats.requests, chunks = stats.chunks, "summary written");
     let summary = summary::cap(&text);
     let (note_text, files) =
         build_note(session, covered, previous, &summary, anchors.as_deref()).await;
@@ -407,97 +440,6 @@ async fn build_note(
         anchors,
     });
     (text, files)
-}
-
-/// Asks the model for a summary of `covered`: the input is cut to its newest part that fits
-/// the cap, overflow drops the oldest whole exchanges, an unusable answer gets one stricter
-/// retry. Transient errors were already retried by the client.
-async fn summarize(
-    session: &Session,
-    covered: &[super::message::Message],
-    focus: Option<&str>,
-    model: &str,
-    max_output: u32,
-    cancel: CancellationToken,
-) -> Result<String, Stop> {
-    let max_bytes = summary_input_bytes(session, model);
-    let Some(mut covered) = summary::fit_input(covered, focus, max_bytes) else {
-        return Err(Stop::Failed(format!(
-            "the summary input exceeds {max_bytes} bytes even with only the newest exchange"
-        )));
-    };
-    let mut strict = false;
-    loop {
-        let mut request = Request::new(model, max_output);
-        request.messages.push(PMessage::new(
-            PRole::User,
-            vec![
-                Block::text(summary::transcript(&covered, max_bytes)),
-                Block::text(summary::instruction(focus, strict)),
-            ],
-        ));
-        match session.client().complete(&request, cancel.clone()).await {
-            Ok(response) => {
-                let text = response.text();
-                match summary::judge(&text) {
-                    Ok(()) => return Ok(text),
-                    Err(issue) if !strict => {
-                        tracing::info!(%issue, "unusable summary, retrying with a stricter instruction");
-                        strict = true;
-                    }
-                    Err(issue) => {
-                        return Err(Stop::SummaryFailed(format!(
-                            "the summary was unusable twice ({issue})"
-                        )))
-                    }
-                }
-            }
-            Err(failure) if failure.error.is_context_overflow() => {
-                let excess = match failure.error.kind {
-                    codewhale_provider::ErrorKind::ContextOverflow {
-                        limit: Some(limit),
-                        requested: Some(requested),
-                    } => requested.checked_sub(limit),
-                    _ => None,
-                };
-                if !summary::shrink_for_overflow(&mut covered, excess) {
-                    return Err(Stop::SummaryFailed(format!(
-                        "the summary request is too long even with only the previous note: {}",
-                        failure.error
-                    )));
-                }
-                tracing::info!(?excess, "summary request overflowed; dropped the oldest exchanges");
-            }
-            Err(failure) if failure.error.kind == codewhale_provider::ErrorKind::Cancelled => {
-                return Err(Stop::Cancelled)
-            }
-            Err(failure) => {
-                return Err(Stop::SummaryFailed(format!(
-                    "the summary request failed: {}",
-                    failure.error
-                )))
-            }
-        }
-    }
-}
-
-/// Bytes of transcript per estimated token when sizing a summary input to a window: o200k
-/// averages about four on prose and code; three leaves room for denser text and for a
-/// summarizer that counts more tokens than o200k.
-const INPUT_BYTES_PER_TOKEN: u64 = 3;
-
-/// How large a summary input may be: 2 MiB, or what the summarizing model's usable input
-/// holds when that is less (a small local model's window is a few thousand tokens).
-fn summary_input_bytes(session: &Session, model: &str) -> usize {
-    let limits = if model == session.model() {
-        *session.budget().limits()
-    } else {
-        crate::budget::Limits::for_model(session.config(), model)
-    };
-    let tokens =
-        (limits.usable_input as f64 / session.budget().calibration().clamp(1.0, 2.0)) as u64;
-    let bytes = tokens.saturating_mul(INPUT_BYTES_PER_TOKEN);
-    usize::try_from(bytes).unwrap_or(usize::MAX).min(summary::INPUT_MAX_BYTES)
 }
 
 /// Emits a notice for this pass.

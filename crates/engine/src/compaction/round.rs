@@ -59,6 +59,28 @@ pub fn exchange_boundaries(round: &[Message]) -> Vec<usize> {
     boundaries
 }
 
+/// Where whole exchanges start in `messages`, ascending: every legal cut point (no call
+/// pending) at a user message that is not a tool result, at an assistant message that issues
+/// calls (one exchange = one assistant message with its tool results, never the whole turn),
+/// at a checkpoint and right after one. An assistant answer without calls is not a start: a
+/// question leaves with its answer. Index 0 is always a start when `messages` is not empty.
+/// The summary input's sizing, the cut and the fail-open trim all drop or keep whole
+/// exchanges by these points.
+pub fn exchange_starts(messages: &[Message]) -> Vec<usize> {
+    let legal = legal_cuts(messages);
+    (0..messages.len())
+        .filter(|&i| {
+            let m = &messages[i];
+            legal[i]
+                && (i == 0
+                    || is_checkpoint(m)
+                    || is_checkpoint(&messages[i - 1])
+                    || (m.role == Role::User && !m.has_tool_result())
+                    || (m.role == Role::Assistant && m.has_tool_use()))
+        })
+        .collect()
+}
+
 /// Where the protected part starts (an index into `messages`): at the second-to-last exchange
 /// boundary when the round has more than two, else at the round start.
 pub fn protected_start(messages: &[Message], round_start: usize) -> usize {
@@ -179,6 +201,24 @@ mod tests {
         assert!(is_legal_cut(&m, 6));
         let one_pass: Vec<bool> = (0..=m.len()).map(|i| is_legal_cut(&m, i)).collect();
         assert_eq!(legal_cuts(&m), one_pass);
+    }
+
+    #[test]
+    fn every_call_of_a_long_turn_starts_an_exchange() {
+        let m = vec![
+            Message::user("go"),
+            call(&["1"]),
+            result("1"),
+            call(&["2", "3"]),
+            result("2"),
+            result("3"),
+            call(&["4"]),
+            result("4"),
+            Message::assistant("done"),
+            Message::user("next"),
+            Message::assistant("ok"),
+        ];
+        assert_eq!(exchange_starts(&m), vec![0, 1, 3, 6, 9]);
     }
 
     #[test]

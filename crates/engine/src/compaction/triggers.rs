@@ -8,14 +8,15 @@
 //! each failure in a row ([`Backoff`]), so a model that cannot summarize does not pay two
 //! summary requests every turn; the user is told once.
 //! [`fit_view`] is the fail-open step before every request: trim the oldest exchanges, and
-//! when even the protected round does not fit, bound it (a pass that calls no model).
+//! when even the protected part does not fit, bound it — by a pass that calls no model while
+//! the turn has passes left (it counts as one), else in the request alone.
 
 use codewhale_journal::{Trigger, View};
 use codewhale_provider::CancellationToken;
 
 use super::pass::{self, PassMode, PassOutcome, PassRequest};
 use super::plain::PlainView;
-use super::trim::{self, Fit};
+use super::trim::{self, Fit, Shorten};
 use crate::events::EventSink;
 use crate::protocol::{ErrorKind, Event, NoticeLevel, SubmissionId, TurnStatus};
 use crate::session::Session;
@@ -152,18 +153,21 @@ pub async fn manual(
     pass::run(session, request, cancel, &emit).await
 }
 
-/// A request sent without its oldest exchanges.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A request sent without its oldest exchanges (and, past that, bounded).
+#[derive(Clone, Debug, PartialEq)]
 pub struct Trimmed {
-    /// The first history item still sent (`reads.trimmed_before`).
-    pub first: codewhale_journal::EntryId,
+    /// The first history item still sent after a left-out one (`reads.trimmed_before`).
+    pub first: Option<codewhale_journal::EntryId>,
+    /// Items the request itself cut (`reads.bounded`), when no pass was left to do it.
+    pub bounded: Vec<codewhale_journal::Bounded>,
     /// The o200k estimate of what is sent, system prompt included (for calibration).
     pub estimate: u64,
 }
 
 /// Fail open: when the view is still over usable input before a request (no pass could make
-/// room), sends it without its oldest exchanges. When even the protected round plus anchors
-/// cannot fit, the round is bounded (a pass without a model call, journaled like any other);
+/// room), sends it without its oldest exchanges. When even the protected part plus anchors
+/// cannot fit, the round is bounded — by a pass that calls no model and is journaled like any
+/// other while the turn has passes left, otherwise by the request itself (`reads.bounded`);
 /// only when that minimum cannot fit either does the turn stop, with a message naming the part
 /// that is too big and what to do (`Err` carries the outcome).
 pub async fn fit_view(
@@ -174,21 +178,30 @@ pub async fn fit_view(
     if budget.pressure().tokens <= budget.limits().usable_input {
         return Ok((view, None));
     }
-    let view = match fit_once(ctx, view) {
+    let view = match fit_once(ctx, view, Shorten::Drop) {
         Ok(fitted) => return Ok(fitted),
-        Err(view) => view,
+        Err(view) => *view,
     };
-    drop(view);
-    let events = ctx.events.clone();
-    let submission = ctx.submission;
-    let emit = move |event| events.emit(submission, event);
-    let request = PassRequest { trigger: Trigger::Auto, focus: None, mode: PassMode::BoundOnly };
-    let outcome = pass::run(ctx.session, request, ctx.cancel.clone(), &emit).await;
-    let view = ctx.session.render();
-    if outcome.compacted() {
-        if let Ok(fitted) = fit_once(ctx, view) {
-            return Ok(fitted);
+    let view = if ctx.compaction_passes < MAX_PASSES_PER_TURN {
+        drop(view);
+        ctx.compaction_passes += 1;
+        let events = ctx.events.clone();
+        let submission = ctx.submission;
+        let emit = move |event| events.emit(submission, event);
+        let request =
+            PassRequest { trigger: Trigger::Auto, focus: None, mode: PassMode::BoundOnly };
+        pass::run(ctx.session, request, ctx.cancel.clone(), &emit).await;
+        let view = ctx.session.render();
+        match fit_once(ctx, view, Shorten::Drop) {
+            Ok(fitted) => return Ok(fitted),
+            Err(view) => *view,
         }
+    } else {
+        tracing::info!("no compaction pass left in this turn; the request bounds itself");
+        view
+    };
+    if let Ok(fitted) = fit_once(ctx, view, Shorten::DropAndBound) {
+        return Ok(fitted);
     }
     let message = too_big_message(ctx);
     tracing::warn!(%message, "the protected round does not fit");
@@ -196,8 +209,12 @@ pub async fn fit_view(
     Err(TurnOutcome { status: TurnStatus::Failed, text: String::new() })
 }
 
-/// One trim of `view`; `Err` gives the view back when even the protected round does not fit.
-fn fit_once(ctx: &mut TurnCtx<'_>, view: View) -> Result<(View, Option<Trimmed>), Box<View>> {
+/// One trim of `view`; `Err` gives the view back when even the protected part does not fit.
+fn fit_once(
+    ctx: &mut TurnCtx<'_>,
+    view: View,
+    shorten: Shorten,
+) -> Result<(View, Option<Trimmed>), Box<View>> {
     let session = &*ctx.session;
     let budget = session.budget();
     let plain = PlainView::new(&view, |item| session.known_tokens(item));
@@ -207,22 +224,31 @@ fn fit_once(ctx: &mut TurnCtx<'_>, view: View) -> Result<(View, Option<Trimmed>)
         budget.system_tokens(),
         budget.calibration(),
         budget.limits().usable_input,
+        shorten,
     );
     match fitted {
         Fit::Whole(view) => Ok((view, None)),
-        Fit::Trimmed { view, first, dropped, estimate } => {
-            tracing::warn!(dropped, %first, "request trimmed to fit the window");
-            ctx.emit(Event::Notice {
-                level: NoticeLevel::Warning,
-                message: format!(
-                    "this request leaves out the {dropped} oldest messages so that it fits the \
-                     window (the journal keeps them); the next turn tries to compact again"
-                ),
-            });
-            Ok((view, Some(Trimmed { first, estimate })))
+        Fit::Trimmed { view, first, dropped, estimate, bounded } => {
+            tracing::warn!(dropped, bounded = bounded.len(), %first, "request trimmed to fit the window");
+            // Said once a turn: a long turn that keeps trimming does not repeat it per request.
+            if !ctx.said_trimmed {
+                ctx.said_trimmed = true;
+                let shortened =
+                    if bounded.is_empty() { "" } else { " and shortens long outputs in it" };
+                ctx.emit(Event::Notice {
+                    level: NoticeLevel::Warning,
+                    message: format!(
+                        "this request leaves out the {dropped} oldest messages{shortened} so that \
+                         it fits the window (the journal keeps them whole); the next turn tries \
+                         to compact again"
+                    ),
+                });
+            }
+            let first = (dropped > 0).then_some(first);
+            Ok((view, Some(Trimmed { first, bounded, estimate })))
         }
         Fit::TooBig { view, protected_tokens } => {
-            tracing::info!(protected_tokens, "the protected round alone exceeds usable input");
+            tracing::info!(protected_tokens, "the protected part alone exceeds usable input");
             Err(Box::new(view))
         }
     }

@@ -1,14 +1,17 @@
 //! Fail open (DESIGN §5.1): when no pass could bring the view under the window, send a request
-//! that leaves out the oldest whole exchanges outside the protected round.
+//! that leaves out the oldest whole exchanges outside the protected part of the last round.
 //!
-//! Anchors and the checkpoint are never left out (the system prompt, with the project
-//! instructions, is not part of the view and is always sent). Nothing is written here: the
-//! caller records the first history item still sent as `reads.trimmed_before` on the assistant
-//! entry and shows a notice. When even the protected round plus anchors does not fit, [`fit`]
-//! says so, and the turn stops with a message naming what is protected and what to do.
+//! Anchors, the checkpoint and the last round's user texts are never left out, nor the round's
+//! two newest exchanges (the system prompt, with the project instructions, is not part of the
+//! view and is always sent). Nothing is written here: the caller records the first history item
+//! still sent after a left-out one as `reads.trimmed_before` (and, when the request itself had
+//! to be bounded, `reads.bounded`) on the assistant entry and shows a notice. When even the
+//! protected part plus anchors does not fit, [`fit`] says so, and the turn stops with a message
+//! naming what is too big and what to do.
 
-use codewhale_journal::{EntryId, ItemKind, View};
+use codewhale_journal::{Bounded, EntryId, ItemKind, View};
 
+use super::bound::{self, Candidate};
 use super::checkpoint::is_checkpoint;
 use super::message::Role;
 use super::plain::PlainView;
@@ -19,17 +22,38 @@ use super::round;
 pub enum Fit {
     /// The view fits as it is.
     Whole(View),
-    /// The oldest exchanges were left out; `first` is the first history item still sent and
-    /// `estimate` the o200k estimate (system included) of what is sent.
-    Trimmed { view: View, first: EntryId, dropped: usize, estimate: u64 },
-    /// Even the protected round plus anchors exceeds usable input; the view comes back
+    /// The oldest exchanges were left out (and, when even that was not enough, the rest was
+    /// bounded: `bounded`); `first` is the first history item still sent after a left-out one
+    /// and `estimate` the o200k estimate (system included) of what is sent.
+    Trimmed { view: View, first: EntryId, dropped: usize, estimate: u64, bounded: Vec<Bounded> },
+    /// Even the protected part plus anchors exceeds usable input; the view comes back
     /// unchanged.
     TooBig { view: View, protected_tokens: u64 },
 }
 
+/// What may be shortened to make a request fit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shorten {
+    /// Only leave out whole exchanges.
+    Drop,
+    /// Leave out what may be left out, then bound what remains (no pass was left to do it).
+    DropAndBound,
+}
+
 /// Fits `view` (with `plain` its plain form and counts) into `usable_input` provider tokens,
 /// given the system prompt's estimate and the calibration ratio.
-pub fn fit(view: View, plain: &PlainView, system: u64, calibration: f64, usable_input: u64) -> Fit {
+///
+/// What may be left out: whole rounds before the last one (a question with its answer and its
+/// tool calls), and the last round's exchanges older than its protected part — never its user
+/// texts, its two newest exchanges, an anchor or the checkpoint.
+pub fn fit(
+    view: View,
+    plain: &PlainView,
+    system: u64,
+    calibration: f64,
+    usable_input: u64,
+    shorten: Shorten,
+) -> Fit {
     let c = calibration.clamp(1.0, 2.0);
     let provider = |estimate: u64| (estimate as f64 * c).ceil() as u64;
     let mut total = system + plain.total();
@@ -38,27 +62,38 @@ pub fn fit(view: View, plain: &PlainView, system: u64, calibration: f64, usable_
     }
     let messages = &plain.messages;
     let round_start = round::last_round_start(messages).unwrap_or(0);
-    let legal = round::legal_cuts(messages);
+    let protected_start = round::protected_start(messages, round_start);
     let pinned = |i: usize| {
         is_checkpoint(&messages[i])
             || messages[i].anchor
             || view.items[i].kind == ItemKind::Checkpoint
             || view.items[i].kind == ItemKind::Anchor
+            || (i >= round_start
+                && messages[i].role == Role::User
+                && !messages[i].has_tool_result())
     };
-    // Exchange starts before the round: a user message (or anything after a pinned item) where
-    // no call is pending, so a question leaves with its answer and a call with its results.
-    let starts: Vec<usize> = (0..=round_start)
+    let legal = round::legal_cuts(messages);
+    // Before the round: a user message (or anything after a pinned item) where no call is
+    // pending, so a question leaves with its answer and a call with its results. Inside the
+    // round: every exchange start up to the protected part.
+    let mut starts: Vec<usize> = (0..round_start)
         .filter(|&i| {
-            i == round_start
-                || (legal[i]
-                    && !pinned(i)
-                    && (i == 0
-                        || pinned(i - 1)
-                        || (messages[i].role == Role::User && !messages[i].has_tool_result())))
+            legal[i]
+                && !pinned(i)
+                && (i == 0
+                    || pinned(i - 1)
+                    || (messages[i].role == Role::User && !messages[i].has_tool_result()))
         })
         .collect();
+    starts.extend(
+        round::exchange_starts(messages)
+            .into_iter()
+            .filter(|&i| i >= round_start && i < protected_start),
+    );
+    starts.push(protected_start);
+    starts.dedup();
     let mut drop = vec![false; messages.len()];
-    let mut dropped_until = None;
+    let mut last_dropped = None;
     for pair in starts.windows(2) {
         if provider(total) <= usable_input {
             break;
@@ -67,21 +102,54 @@ pub fn fit(view: View, plain: &PlainView, system: u64, calibration: f64, usable_
             if !pinned(i) {
                 *dropped = true;
                 total -= plain.tokens[i];
+                last_dropped = Some(i);
             }
         }
-        dropped_until = Some(pair[1]);
+    }
+    let mut bounded = Vec::new();
+    if provider(total) > usable_input && shorten == Shorten::DropAndBound {
+        let budget = ((usable_input as f64 / c).floor() as u64).saturating_sub(system);
+        let candidates: Vec<Candidate> = (0..messages.len())
+            .filter(|&i| !drop[i] && !messages[i].anchor && !is_checkpoint(&messages[i]))
+            .map(|i| Candidate {
+                index: i,
+                bytes: bound::message_bytes(&messages[i]),
+                tokens: plain.tokens[i],
+            })
+            .collect();
+        let kept: u64 = total.saturating_sub(system);
+        let planned = bound::plan(&candidates, kept, budget);
+        if planned.fits {
+            total = system + kept - planned.saved;
+            bounded = planned.bounds;
+        }
     }
     if provider(total) > usable_input {
         return Fit::TooBig { view, protected_tokens: provider(total) };
     }
-    let Some(first_kept) = dropped_until else {
+    if last_dropped.is_none() && bounded.is_empty() {
         return Fit::Whole(view);
-    };
+    }
+    // The first item sent after the last left-out one that is not pinned (pinned items are
+    // always sent, wherever they stand).
+    let after = last_dropped.map_or(0, |i| i + 1);
+    let first_kept = (after..messages.len())
+        .find(|&k| !drop[k] && !pinned(k))
+        .or_else(|| (after..messages.len()).find(|&k| !drop[k]))
+        .unwrap_or(after);
     let first = plain.sources.get(first_kept).cloned().unwrap_or_else(|| view.head.clone());
     let dropped = drop.iter().filter(|d| **d).count();
-    let View { head, items, compaction } = view;
+    let View { head, mut items, compaction } = view;
+    let bounded: Vec<Bounded> = bounded
+        .into_iter()
+        .filter_map(|(index, max_bytes)| {
+            let cut = codewhale_journal::bound_item(&items[index], max_bytes)?;
+            items[index] = cut;
+            Some(Bounded::new(items[index].source.clone(), max_bytes))
+        })
+        .collect();
     let items = items.into_iter().zip(drop).filter(|(_, d)| !d).map(|(item, _)| item).collect();
-    Fit::Trimmed { view: View { head, items, compaction }, first, dropped, estimate: total }
+    Fit::Trimmed { view: View { head, items, compaction }, first, dropped, estimate: total, bounded }
 }
 
 #[cfg(test)]
@@ -119,7 +187,7 @@ mod tests {
         let j = journal();
         let view = codewhale_journal::render(&j, j.head_id().as_str());
         let plain = plain_of(&view);
-        assert!(matches!(fit(view, &plain, 50, 1.0, 650), Fit::Whole(_)));
+        assert!(matches!(fit(view, &plain, 50, 1.0, 650, Shorten::Drop), Fit::Whole(_)));
     }
 
     #[test]
@@ -127,7 +195,8 @@ mod tests {
         let j = journal();
         let view = codewhale_journal::render(&j, j.head_id().as_str());
         let plain = plain_of(&view);
-        let Fit::Trimmed { view, first, dropped, estimate } = fit(view, &plain, 50, 1.0, 450)
+        let Fit::Trimmed { view, first, dropped, estimate, .. } =
+            fit(view, &plain, 50, 1.0, 450, Shorten::Drop)
         else {
             panic!("expected a trim")
         };
@@ -143,9 +212,81 @@ mod tests {
         let j = journal();
         let view = codewhale_journal::render(&j, j.head_id().as_str());
         let plain = plain_of(&view);
-        let Fit::TooBig { protected_tokens, .. } = fit(view, &plain, 50, 2.0, 300) else {
+        let Fit::TooBig { protected_tokens, .. } = fit(view, &plain, 50, 2.0, 300, Shorten::Drop) else {
             panic!("expected too big")
         };
         assert_eq!(protected_tokens, 2 * (50 + 100 + 100));
+    }
+
+    /// An older round, then one long turn: a question and `n` calls with `bytes` of output each.
+    fn long_turn(n: usize, bytes: usize) -> Journal {
+        use codewhale_journal::ToolResultPayload;
+        let header = Entry::new(None, HeaderPayload::new("s", "/w"));
+        let mut journal = Journal::new(header.clone()).unwrap();
+        let mut parent = header.id.clone();
+        let mut payloads: Vec<codewhale_journal::Payload> =
+            vec![UserPayload::text("old").into(), AssistantPayload::new(vec![Block::text("ok")]).into()];
+        payloads.push(UserPayload::text("do the long job").into());
+        for k in 0..n {
+            let id = format!("c{k}");
+            payloads.push(
+                AssistantPayload::new(vec![Block::tool_use(&id, "shell", serde_json::json!({"k": k}))])
+                    .into(),
+            );
+            payloads.push(ToolResultPayload::new(&id, "o".repeat(bytes), false).into());
+        }
+        for p in payloads {
+            let e = Entry::new(Some(parent.clone()), p).with_tokens(100);
+            parent = e.id.clone();
+            journal.push(e);
+        }
+        journal
+    }
+
+    #[test]
+    fn a_long_round_loses_its_oldest_exchanges_but_never_its_user_text() {
+        let j = long_turn(30, 400);
+        let view = codewhale_journal::render(&j, j.head_id().as_str());
+        let plain = plain_of(&view);
+        // 63 items of 100 tokens: room for the question and ten exchanges.
+        let Fit::Trimmed { view, first, dropped, bounded, .. } =
+            fit(view, &plain, 0, 1.0, 2_100, Shorten::Drop)
+        else {
+            panic!("expected a trim")
+        };
+        assert!(bounded.is_empty());
+        assert_eq!(dropped, 2 + 2 * 20, "the older round and twenty exchanges of this one");
+        let texts: Vec<String> =
+            view.items.iter().filter_map(|i| i.blocks().first()?.as_text().map(str::to_owned)).collect();
+        assert_eq!(texts, ["do the long job"], "the round's user text is always sent");
+        assert_eq!(view.items.len(), 21);
+        let Some(codewhale_journal::ItemContent::Blocks(b)) = view.items.get(1).map(|i| &i.content)
+        else {
+            panic!()
+        };
+        assert!(matches!(&b[0], Block::ToolUse(t) if t.id == "c20"));
+        assert_eq!(first, plain.sources[3 + 2 * 20], "the first exchange still sent");
+        codewhale_journal::check_view(&view).unwrap();
+    }
+
+    #[test]
+    fn with_no_pass_left_the_request_itself_is_bounded() {
+        let j = long_turn(2, 4_000);
+        let view = codewhale_journal::render(&j, j.head_id().as_str());
+        let plain = plain_of(&view);
+        // Only the round is left after the drop (5 items, 500 tokens) and 400 are allowed.
+        assert!(matches!(
+            fit(view.clone(), &plain, 0, 1.0, 400, Shorten::Drop),
+            Fit::TooBig { .. }
+        ));
+        let Fit::Trimmed { view, bounded, estimate, .. } =
+            fit(view, &plain, 0, 1.0, 400, Shorten::DropAndBound)
+        else {
+            panic!("expected a bounded request")
+        };
+        assert!(estimate <= 400, "{estimate}");
+        assert!(!bounded.is_empty());
+        let cut = view.items.iter().find(|i| i.source == bounded[0].id).unwrap();
+        assert!(matches!(cut.shortened, Some(codewhale_journal::Shortened::Bounded { .. })));
     }
 }

@@ -39,6 +39,8 @@ pub struct TurnCtx<'a> {
     pub cancel: CancellationToken,
     /// Compaction passes run in this turn (at most [`hooks::MAX_PASSES_PER_TURN`]).
     pub compaction_passes: u32,
+    /// Whether this turn already said that a request was trimmed (said once a turn).
+    pub(crate) said_trimmed: bool,
     pub(crate) gate: &'a ApprovalGate,
     /// The error that stopped the turn, journaled once the turn's calls all have results.
     failure: Option<(ProtocolErrorKind, String)>,
@@ -66,6 +68,7 @@ impl<'a> TurnCtx<'a> {
             submission,
             cancel,
             compaction_passes: 0,
+            said_trimmed: false,
             gate,
             failure: None,
             message: None,
@@ -237,7 +240,10 @@ async fn drive(
             trimmed.as_ref().map_or_else(|| ctx.session.budget().raw_estimate(), |t| t.estimate);
         let mut reads =
             Reads::new(view.head.clone(), view.compaction.as_ref().map(|c| c.id.clone()));
-        reads.trimmed_before = trimmed.map(|t| t.first);
+        if let Some(t) = trimmed {
+            reads.trimmed_before = t.first;
+            reads.bounded = (!t.bounded.is_empty()).then_some(t.bounded);
+        }
         drop(view);
         let client = ctx.session.client().clone();
         let events = ctx.events.clone();

@@ -190,7 +190,21 @@ async fn auto_compaction_triggers_at_the_threshold_and_not_before() {
     assert!(sent.contains("Codewhale handoff note.") && sent.contains(MARKER));
     assert!(sent.contains("question 4") && sent.contains("Keep the parser tests green."));
     assert!(!sent.contains("answer 0"), "the oldest answer is covered");
-    assert!(!request_text(&h, 4).contains("\"tools\""), "the summary request has no tools");
+    // The summary request is the live request plus the instruction: the same tools, and its
+    // messages begin with exactly the previous request's (DESIGN §5.4).
+    let requests = h.server.requests();
+    let (live, summary) = (&requests[3].body, &requests[4].body);
+    assert_eq!(live["tools"], summary["tools"], "the same tools");
+    let messages = |b: &serde_json::Value| b["messages"].as_array().unwrap().clone();
+    let (live_messages, summary_messages) = (messages(live), messages(summary));
+    // Here the view plus the instruction is over the window, so the long answers are bounded
+    // in the summary input; every message that was not is the live request's, in order.
+    for (i, live) in live_messages.iter().enumerate() {
+        if !summary_messages[i].to_string().contains("cut by compaction") {
+            assert!(summary_messages[i] == *live, "message {i} differs from the live request");
+        }
+    }
+    assert!(summary_messages.last().unwrap().to_string().contains("writing a handoff note"));
     engine.shutdown().await;
     let records = compactions(&h);
     assert_eq!(records.len(), 1);

@@ -5,6 +5,7 @@ mod common;
 mod compaction;
 mod compaction_passes;
 mod interrupt;
+mod long_rounds;
 mod mcp;
 mod never_stuck;
 mod one_truth;

@@ -52,6 +52,9 @@ pub fn encode(request: &Request) -> Value {
             })
             .collect();
         body.insert("tools".into(), Value::Array(tools));
+        if request.tool_choice == crate::types::ToolChoice::None {
+            body.insert("tool_choice".into(), json!({"type": "none"}));
+        }
     }
     let thinking = thinking_budget(request);
     if let Some(budget) = thinking {

@@ -100,6 +100,9 @@ pub fn encode(request: &Request, options: EncodeOptions) -> Value {
             })
             .collect();
         body.insert("tools".into(), Value::Array(tools));
+        if request.tool_choice == crate::types::ToolChoice::None {
+            body.insert("tool_choice".into(), json!("none"));
+        }
     }
     body.insert(options.max_field().into(), json!(request.max_output_tokens));
     if let (Some(temperature), true) = (request.temperature, options.send_temperature) {

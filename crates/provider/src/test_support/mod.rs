@@ -22,9 +22,10 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Invariants: an empty queue answers 418 with a message saying so (never retried, never a
-//! hang); replies are consumed in push order whatever the path; a reply body dropped by the
-//! client before it finished is counted in [`MockServer::disconnects`].
+//! Invariants: an empty queue answers with the responder when one is set, else 418 with a
+//! message saying so (never retried, never a hang); replies are consumed in push order whatever
+//! the path; a reply body dropped by the client before it finished is counted in
+//! [`MockServer::disconnects`].
 
 mod render;
 mod reply;
@@ -73,9 +74,13 @@ impl RecordedRequest {
     }
 }
 
+/// Answers a request when the queue is empty (see [`MockServer::respond_with`]).
+type Responder = Box<dyn Fn(&RecordedRequest) -> Reply + Send + Sync>;
+
 #[derive(Default)]
 struct Shared {
     queue: Mutex<VecDeque<Reply>>,
+    responder: Mutex<Option<Responder>>,
     requests: Mutex<Vec<RecordedRequest>>,
     disconnects: Mutex<usize>,
     disconnected: Notify,
@@ -157,6 +162,16 @@ impl MockServer {
     /// Queue several replies in order.
     pub fn push_all(&self, replies: impl IntoIterator<Item = Reply>) {
         lock(&self.shared.queue).extend(replies);
+    }
+
+    /// Answer every request the queue has no reply for with `respond(request)`: a model that
+    /// decides from what it is sent (a long tool loop that ends after N calls, a summarizer
+    /// recognised by its instruction, a window that rejects an over-long request).
+    pub fn respond_with(
+        &self,
+        respond: impl Fn(&RecordedRequest) -> Reply + Send + Sync + 'static,
+    ) {
+        *lock(&self.shared.responder) = Some(Box::new(respond));
     }
 
     /// Replies not yet consumed.
@@ -246,14 +261,18 @@ fn serve(
                 .map(|v| v.trim_start_matches("Bearer "))
         })
         .map(str::to_owned);
-    lock(&shared.requests).push(RecordedRequest {
+    let recorded = RecordedRequest {
         path: uri.path().to_owned(),
         wire,
         headers: header_list,
         body: json.clone(),
         raw,
-    });
-    let Some(reply) = lock(&shared.queue).pop_front() else {
+    };
+    let queued = lock(&shared.queue).pop_front();
+    let reply =
+        queued.or_else(|| lock(&shared.responder).as_ref().map(|respond| respond(&recorded)));
+    lock(&shared.requests).push(recorded);
+    let Some(reply) = reply else {
         return json_response(
             418,
             r#"{"error":{"message":"mock server: no scripted reply left for this request","type":"mock_exhausted"}}"#,

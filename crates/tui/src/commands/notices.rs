@@ -1,7 +1,9 @@
 //! One stderr line for every engine event a user of the command line should see: what the UI
 //! shows as a notice (a torn tail moved aside, lines skipped, a request trimmed, an output
-//! limit) and every step of compaction. `exec` and `compact` print them as they arrive, so
-//! nothing the engine reports is only in `--json` or the log.
+//! limit) and one line per compaction pass — how it ended, with tokens before → after (a long
+//! turn that compacts several times says so once per pass, not per request). `exec` and
+//! `compact` print them as they arrive, so nothing the engine reports is only in `--json` or
+//! the log.
 
 use codewhale_engine::protocol::{Event, NoticeLevel};
 
@@ -11,7 +13,6 @@ pub fn line(event: &Event) -> Option<String> {
     Some(match event {
         Event::Notice { level: NoticeLevel::Info, message } => message.clone(),
         Event::Notice { level: NoticeLevel::Warning, message } => format!("warning: {message}"),
-        Event::CompactionStarted { trigger } => format!("compacting the conversation ({trigger})"),
         Event::CompactionFinished { path, tokens_before, tokens_after, covered, .. } => {
             let what = if *covered > 0 {
                 format!("{covered} entries summarized")
@@ -56,5 +57,7 @@ mod tests {
         let refused = Event::CompactionRefused { reason: "too few".into() };
         assert_eq!(line(&refused).unwrap(), "nothing to compact: too few");
         assert_eq!(line(&Event::TextDelta { text: "x".into() }), None);
+        let started = Event::CompactionStarted { trigger: CompactionTrigger::Auto };
+        assert_eq!(line(&started), None, "one line per pass: its end");
     }
 }

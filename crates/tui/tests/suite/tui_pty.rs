@@ -256,6 +256,13 @@ async fn ctrl_c_cancels_a_slash_compact_and_a_message_typed_meanwhile_waits_for_
     pty.wait_for("compacting… · Ctrl+C cancels").await;
     pty.send(b"what next?\r");
     pty.wait_for("1 queued").await;
+    // Cancel while the summary request is in flight (one cancelled before it leaves sends
+    // nothing, and the queued message would get the summarizer's reply).
+    let start = std::time::Instant::now();
+    while server.requests().len() < 4 {
+        assert!(start.elapsed() < std::time::Duration::from_secs(20), "no summary request");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     pty.send(b"\x03");
     pty.wait_for("compaction cancelled").await;
     pty.wait_for("Picked up after the cancel.").await;

@@ -1,0 +1,278 @@
+//! Asking the model for a summary (DESIGN §5.4): the thin async shell around
+//! [`super::summary_input`] and [`super::summary`].
+//!
+//! The request is the live request — the session's system prompt, its tools and the view, in
+//! order — plus one user-role instruction after everything, with a cache breakpoint on the last
+//! shared message, so its prefix is the previous request's and providers answer it from their
+//! prompt cache; and the summarizer sees what happened after the cut, so the note never lists as
+//! next what the kept tail shows done. When it does not fit the summarizer's window, the plan
+//! bounds what it carries and, past that, summarizes the oldest exchanges first in chunks whose
+//! interim notes the next request folds in. The pass fails only when one exchange alone cannot
+//! fit even bounded.
+//!
+//! A reply that calls a tool, or that is empty, a placeholder or misses most headings, gets one
+//! retry: the stricter instruction, with tool calls forbidden (`tool_choice` none, the tools
+//! still defined so the request stays valid and its prefix the same). A provider that rejects a
+//! request as too long makes the pass plan again below the limit it states (or a quarter
+//! smaller), at most [`OVERFLOW_RETRIES`] times.
+
+use codewhale_journal::{bound_item, Block, EntryId, ItemContent, ItemKind, Role, View, ViewItem};
+use codewhale_provider::{CancellationToken, ErrorKind, Request, ToolChoice};
+
+use super::plain::PlainView;
+use super::summary::{self, Scope};
+use super::summary_input::{self, InputBudget, InputPlan};
+use crate::convert;
+use crate::session::{counts, Session};
+
+/// How many times a pass plans again after the provider said a summary request was too long.
+const OVERFLOW_RETRIES: u32 = 3;
+
+/// Room kept in a chunked request for the interim note it folds in: a full note is 12,000
+/// characters, about 3,000 tokens.
+const NOTE_RESERVE_TOKENS: u64 = 3_000;
+
+/// One summary to write.
+#[derive(Debug)]
+pub(crate) struct SummaryJob<'a> {
+    pub session: &'a Session,
+    /// The view the pass started from, and its plain form.
+    pub view: &'a View,
+    pub plain: &'a PlainView,
+    /// The first message the pass keeps (`view.items[cut..]` stay verbatim after the note).
+    pub cut: usize,
+    pub focus: Option<&'a str>,
+    /// The summarizing model.
+    pub model: &'a str,
+    pub max_output: u32,
+}
+
+/// Why no summary came back.
+#[derive(Debug)]
+pub(crate) enum SummaryError {
+    /// The input cannot be made to fit, or the provider failed.
+    Failed(String),
+    /// The model answered, but not with a usable note (auto passes back off after this).
+    Unusable(String),
+    Cancelled,
+}
+
+/// What the requests of a job were like (for the log and the benchmark).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct SummaryStats {
+    pub requests: u32,
+    pub chunks: u32,
+}
+
+/// Writes the summary of `job`; the text is the model's, uncapped.
+pub(crate) async fn summarize(
+    job: &SummaryJob<'_>,
+    cancel: CancellationToken,
+) -> Result<(String, SummaryStats), SummaryError> {
+    let mut budget = input_budget(job);
+    let mut overflows = 0;
+    loop {
+        let plan = summary_input::plan(&job.plain.messages, &job.plain.tokens, &budget)
+            .map_err(|e| SummaryError::Failed(format!("the summary request cannot fit: {e}")))?;
+        match run_plan(job, &plan, cancel.clone()).await {
+            Err(Attempt::Overflow { limit }) if overflows < OVERFLOW_RETRIES => {
+                overflows += 1;
+                let calibration = job.session.budget().calibration().clamp(1.0, 2.0);
+                let stated = limit.map(|l| {
+                    (l.saturating_sub(u64::from(job.max_output)) as f64 / calibration) as u64
+                });
+                let smaller = budget.tokens - budget.tokens / 4;
+                budget.tokens = stated.map_or(smaller, |s| s.min(smaller).max(1));
+                tracing::info!(?limit, tokens = budget.tokens, "summary request too long; planning again");
+            }
+            Err(Attempt::Overflow { .. }) => {
+                return Err(SummaryError::Failed(
+                    "the provider rejected the summary request as too long, even shortened".into(),
+                ))
+            }
+            Err(Attempt::Stop(stop)) => return Err(stop),
+            Ok(done) => return Ok(done),
+        }
+    }
+}
+
+enum Attempt {
+    Overflow { limit: Option<u64> },
+    Stop(SummaryError),
+}
+
+/// The budget of the summarizing model, in estimated tokens.
+fn input_budget(job: &SummaryJob<'_>) -> InputBudget {
+    let session = job.session;
+    let limits = if job.model == session.model() {
+        *session.budget().limits()
+    } else {
+        crate::budget::Limits::for_model(session.config(), job.model)
+    };
+    let calibration = session.budget().calibration().clamp(1.0, 2.0);
+    let tokens = (limits.usable_input as f64 / calibration) as u64;
+    let instruction = summary::instruction(&Scope::Chunk, job.focus, true);
+    // An upper bound: the instruction is small, and an exact count could wait for the encoder.
+    let fixed = session.budget().system_tokens() + counts::upper_bound(&instruction);
+    InputBudget { tokens: tokens.min(summary::INPUT_MAX_BYTES as u64 / 4), fixed, note: NOTE_RESERVE_TOKENS }
+}
+
+async fn run_plan(
+    job: &SummaryJob<'_>,
+    plan: &InputPlan,
+    cancel: CancellationToken,
+) -> Result<(String, SummaryStats), Attempt> {
+    let items = bounded_items(job.view, plan);
+    let mut stats = SummaryStats::default();
+    let mut interim: Option<String> = None;
+    for chunk in &plan.chunks {
+        let text = ask(job, interim.as_deref(), &items[chunk.clone()], Scope::Chunk, &cancel, &mut stats)
+            .await?;
+        stats.chunks += 1;
+        interim = Some(summary::cap(&text));
+    }
+    let kept = &items[plan.final_from..];
+    let scope = match job.cut.checked_sub(plan.final_from) {
+        Some(offset) if offset < kept.len() => Scope::Before {
+            position: offset + 1 + usize::from(interim.is_some()),
+            opening: opening_words(&kept[offset]),
+        },
+        _ => Scope::All,
+    };
+    let text = ask(job, interim.as_deref(), kept, scope, &cancel, &mut stats).await?;
+    Ok((text, stats))
+}
+
+/// The view's items with the plan's bounds applied.
+fn bounded_items(view: &View, plan: &InputPlan) -> Vec<ViewItem> {
+    let mut items = view.items.clone();
+    for &(index, max_bytes) in &plan.bounds {
+        if let Some(cut) = items.get(index).and_then(|item| bound_item(item, max_bytes)) {
+            items[index] = cut;
+        }
+    }
+    items
+}
+
+/// One request of the plan: the interim note so far (if any), `items`, the instruction. One
+/// retry when the answer is unusable.
+async fn ask(
+    job: &SummaryJob<'_>,
+    interim: Option<&str>,
+    items: &[ViewItem],
+    scope: Scope,
+    cancel: &CancellationToken,
+    stats: &mut SummaryStats,
+) -> Result<String, Attempt> {
+    let mut strict = false;
+    loop {
+        let request = build_request(job, interim, items, &scope, strict);
+        stats.requests += 1;
+        match job.session.client().complete(&request, cancel.clone()).await {
+            Ok(response) => {
+                let issue = if response.tool_uses().next().is_some() {
+                    "the reply called a tool instead of writing the note".to_owned()
+                } else {
+                    let text = response.text();
+                    match summary::judge(&text) {
+                        Ok(()) => return Ok(text),
+                        Err(issue) => issue.to_string(),
+                    }
+                };
+                if strict {
+                    return Err(Attempt::Stop(SummaryError::Unusable(format!(
+                        "the summary was unusable twice ({issue})"
+                    ))));
+                }
+                tracing::info!(%issue, "unusable summary, retrying with a stricter instruction and no tools");
+                strict = true;
+            }
+            Err(failure) if failure.error.is_context_overflow() => {
+                let limit = match failure.error.kind {
+                    ErrorKind::ContextOverflow { limit, .. } => limit,
+                    _ => None,
+                };
+                return Err(Attempt::Overflow { limit });
+            }
+            Err(failure) if failure.error.kind == ErrorKind::Cancelled => {
+                return Err(Attempt::Stop(SummaryError::Cancelled))
+            }
+            Err(failure) => {
+                return Err(Attempt::Stop(SummaryError::Failed(format!(
+                    "the summary request failed: {}",
+                    failure.error
+                ))))
+            }
+        }
+    }
+}
+
+/// The request: the live request's system prompt and tools, the interim note, `items`, a cache
+/// breakpoint on the last of them, then the instruction as a message of its own.
+fn build_request(
+    job: &SummaryJob<'_>,
+    interim: Option<&str>,
+    items: &[ViewItem],
+    scope: &Scope,
+    strict: bool,
+) -> Request {
+    let session = job.session;
+    let mut all: Vec<ViewItem> = Vec::with_capacity(items.len() + 1);
+    if let Some(note) = interim {
+        all.push(synthetic(
+            format!("Codewhale interim note of the earlier part of this conversation:\n\n{note}"),
+        ));
+    }
+    all.extend(items.iter().cloned());
+    let mut request = convert::to_request(
+        &View { head: EntryId::from_string("summary"), items: all, compaction: None },
+        convert::RequestParams {
+            model: job.model,
+            system: session.system_prompt(),
+            tools: session.tool_specs(),
+            max_output_tokens: job.max_output,
+        },
+    );
+    if let Some(last) = request.messages.last_mut() {
+        last.cache_breakpoint = true;
+    }
+    let instruction = summary::instruction(scope, job.focus, strict);
+    request.messages.push(codewhale_provider::Message::user_text(instruction));
+    if strict {
+        request.tool_choice = ToolChoice::None;
+    }
+    request
+}
+
+fn synthetic(text: String) -> ViewItem {
+    ViewItem {
+        source: EntryId::from_string("interim-note"),
+        role: Role::User,
+        kind: ItemKind::Synthetic,
+        content: ItemContent::Blocks(vec![Block::text(text)]),
+        tokens: None,
+        shortened: None,
+    }
+}
+
+/// The first words of an item, as the scope quotes them.
+fn opening_words(item: &ViewItem) -> String {
+    match &item.content {
+        ItemContent::ToolResult(r) => {
+            let text = r.content.try_str().unwrap_or_default();
+            format!("the result of call {}: {}", r.tool_use_id, first_chars(text))
+        }
+        ItemContent::Blocks(blocks) => {
+            let text = blocks.iter().find_map(|b| match b {
+                Block::Text(t) if !t.text.trim().is_empty() => Some(first_chars(&t.text)),
+                Block::ToolUse(call) => Some(format!("a call of {}", call.name)),
+                _ => None,
+            });
+            text.unwrap_or_default()
+        }
+    }
+}
+
+fn first_chars(text: &str) -> String {
+    text.chars().take(120).collect()
+}

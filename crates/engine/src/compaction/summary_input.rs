@@ -1,0 +1,243 @@
+//! What a summary request carries (DESIGN §5.4): the live request itself — the same system
+//! prompt, tools and view, in order — plus the instruction, and what to do when that does not
+//! fit the summarizer's window.
+//!
+//! Pure planning over plain messages with one token estimate each; the async shell
+//! ([`super::summarize`]) builds the requests. In order:
+//! 1. the whole view fits: one request, whose messages begin with exactly the last live
+//!    request's, so providers answer most of it from their prompt cache;
+//! 2. bound what the input carries — tool results to head + marker + tail, long texts to a
+//!    prefix, largest first (the summary input is not the live view: this costs nothing the
+//!    model reads later);
+//! 3. the oldest whole exchanges leave the final request and are summarized first, in chunks:
+//!    the oldest part that fits becomes an interim note, which the next chunk folds in, until
+//!    the covered part is consumed.
+//!
+//! Invariants of an [`InputPlan`]: chunks and the final part start at exchange starts
+//! ([`round::exchange_starts`]), so a call never leaves without its results; every request of
+//! the plan fits the budget by the estimates; anchors and checkpoints are never bounded. A plan
+//! fails only when one exchange alone cannot fit even bounded.
+
+use std::ops::Range;
+
+use super::bound::{self, Candidate, MIN_BOUND_BYTES};
+use super::checkpoint::is_checkpoint;
+use super::message::Message;
+use super::round;
+
+/// What the summarizer accepts, in estimated (o200k) tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InputBudget {
+    /// The whole request: system prompt, tools, messages and instruction.
+    pub tokens: u64,
+    /// What every request carries besides the view's messages: the system prompt with the tool
+    /// schemas, and the instruction.
+    pub fixed: u64,
+    /// Room a chunked request keeps for the interim note it folds in.
+    pub note: u64,
+}
+
+/// How the summary of one pass is asked for.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct InputPlan {
+    /// (index, max bytes): messages shortened in every request of the pass, ascending.
+    pub bounds: Vec<(usize, u64)>,
+    /// Ranges of messages summarized into interim notes first, oldest first.
+    pub chunks: Vec<Range<usize>>,
+    /// The final request carries `messages[final_from..]` (after the last interim note).
+    pub final_from: usize,
+}
+
+impl InputPlan {
+    /// True when the request is the live request plus the instruction, unchanged.
+    pub fn is_whole(&self) -> bool {
+        self.bounds.is_empty() && self.chunks.is_empty() && self.final_from == 0
+    }
+}
+
+/// Why no plan exists.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum InputError {
+    #[error(
+        "one exchange (message {index}) needs about {tokens} tokens even shortened, more than \
+         the {budget} a summary request of this model can hold"
+    )]
+    ExchangeTooBig { index: usize, tokens: u64, budget: u64 },
+}
+
+/// Plans the summary input of `messages` (with `tokens[i]` the estimate of `messages[i]`).
+pub fn plan(
+    messages: &[Message],
+    tokens: &[u64],
+    budget: &InputBudget,
+) -> Result<InputPlan, InputError> {
+    let tok = |i: usize| tokens.get(i).copied().unwrap_or(0);
+    let avail = budget.tokens.saturating_sub(budget.fixed);
+    let total: u64 = (0..messages.len()).map(tok).sum();
+    if total <= avail {
+        return Ok(InputPlan::default());
+    }
+    let boundable = |i: usize| !is_checkpoint(&messages[i]) && !messages[i].anchor;
+    let candidates: Vec<Candidate> = (0..messages.len())
+        .filter(|&i| boundable(i))
+        .map(|i| Candidate { index: i, bytes: bound::message_bytes(&messages[i]), tokens: tok(i) })
+        .collect();
+    let bounded = bound::plan(&candidates, total, avail);
+    if bounded.fits {
+        return Ok(InputPlan { bounds: bounded.bounds, chunks: Vec::new(), final_from: 0 });
+    }
+
+    // Chunks: every request holds an interim note and at most `room` of messages; no single
+    // message may take more than a quarter of that, so each chunk holds several exchanges.
+    let room = avail.saturating_sub(budget.note);
+    let per_message = (room / 4).max(1);
+    let mut bounds = Vec::new();
+    let mut sizes = Vec::with_capacity(messages.len());
+    for (i, message) in messages.iter().enumerate() {
+        let (t, bytes) = (tok(i), bound::message_bytes(message));
+        if boundable(i) && t > per_message && bytes > MIN_BOUND_BYTES {
+            let cap = ((bytes as u128 * per_message as u128 / t as u128) as u64).max(MIN_BOUND_BYTES);
+            bounds.push((i, cap));
+            sizes.push((t as u128 * cap as u128 / bytes as u128) as u64);
+        } else {
+            sizes.push(t);
+        }
+    }
+    let mut starts = round::exchange_starts(messages);
+    starts.push(messages.len());
+    let exchange = |k: usize| starts[k]..starts[k + 1];
+    let size = |r: Range<usize>| -> u64 { sizes[r].iter().sum() };
+    for w in starts.windows(2) {
+        let need = size(w[0]..w[1]);
+        if need > room {
+            return Err(InputError::ExchangeTooBig { index: w[0], tokens: need, budget: room });
+        }
+    }
+    // The final request: the newest whole exchanges that fit.
+    let mut first = starts.len() - 1;
+    let mut used = 0;
+    while first > 0 {
+        let add = size(exchange(first - 1));
+        if used + add > room {
+            break;
+        }
+        used += add;
+        first -= 1;
+    }
+    let final_from = starts[first];
+    // The chunks: oldest first, as many whole exchanges as fit in each.
+    let mut chunks = Vec::new();
+    let mut k = 0;
+    while k < first {
+        let (begin, mut filled) = (starts[k], 0);
+        while k < first && filled + size(exchange(k)) <= room {
+            filled += size(exchange(k));
+            k += 1;
+        }
+        chunks.push(begin..starts[k]);
+    }
+    Ok(InputPlan { bounds, chunks, final_from })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::compaction::message::{Part, Role};
+    use crate::compaction::note::checkpoint_message;
+
+    fn call(id: &str) -> Message {
+        Message::new(Role::Assistant, vec![Part::tool_use(id, "shell", json!({"command": id}))])
+    }
+    fn result(id: &str, bytes: usize) -> Message {
+        Message::new(Role::User, vec![Part::tool_result(id, "x".repeat(bytes))])
+    }
+    /// One long turn: a question, then `n` exchanges with `bytes` of output each.
+    fn long_turn(n: usize, bytes: usize) -> Vec<Message> {
+        let mut m = vec![Message::user("do the whole job")];
+        for k in 0..n {
+            m.push(call(&format!("c{k}")));
+            m.push(result(&format!("c{k}"), bytes));
+        }
+        m
+    }
+    /// Tokens at four bytes each.
+    fn tokens(m: &[Message]) -> Vec<u64> {
+        m.iter().map(|m| (bound::message_bytes(m) / 4).max(5)).collect()
+    }
+    fn budget(tokens: u64) -> InputBudget {
+        InputBudget { tokens, fixed: 1_000, note: 3_000 }
+    }
+
+    #[test]
+    fn a_view_that_fits_is_sent_whole() {
+        let m = long_turn(10, 400);
+        let plan = plan(&m, &tokens(&m), &budget(100_000)).unwrap();
+        assert!(plan.is_whole());
+    }
+
+    #[test]
+    fn bounding_comes_before_chunking() {
+        // Ten outputs of 40 KB (10k tokens each) in a 40k budget: bounded, not chunked.
+        let m = long_turn(10, 40_000);
+        let t = tokens(&m);
+        let plan = plan(&m, &t, &budget(40_000)).unwrap();
+        assert!(plan.chunks.is_empty() && plan.final_from == 0);
+        assert_eq!(plan.bounds.len(), 10, "every output is cut to the same level");
+        let after: u64 = (0..m.len())
+            .map(|i| match plan.bounds.iter().find(|(j, _)| *j == i) {
+                Some(&(_, cap)) => t[i] * cap / bound::message_bytes(&m[i]),
+                None => t[i],
+            })
+            .sum();
+        assert!(after <= 39_000, "{after}");
+    }
+
+    #[test]
+    fn a_turn_of_two_hundred_calls_is_chunked_by_exchange() {
+        let m = long_turn(200, 1_500);
+        let t = tokens(&m);
+        let b = budget(8_000);
+        let plan = plan(&m, &t, &b).unwrap();
+        assert!(plan.chunks.len() > 3, "{:?}", plan.chunks);
+        let starts = round::exchange_starts(&m);
+        let room = b.tokens - b.fixed - b.note;
+        let mut expected_start = 0;
+        for chunk in &plan.chunks {
+            assert_eq!(chunk.start, expected_start, "chunks are contiguous");
+            assert!(starts.contains(&chunk.start) && starts.contains(&chunk.end));
+            assert!(t[chunk.clone()].iter().sum::<u64>() <= room);
+            expected_start = chunk.end;
+        }
+        assert_eq!(plan.final_from, expected_start);
+        assert!(starts.contains(&plan.final_from));
+        assert!(t[plan.final_from..].iter().sum::<u64>() <= room);
+        assert!(plan.final_from < m.len(), "the final request keeps the newest exchanges");
+    }
+
+    #[test]
+    fn a_previous_note_goes_into_the_first_chunk_whole() {
+        let mut m = vec![checkpoint_message(format!("Codewhale handoff note. {}", "n".repeat(4_000)))];
+        m.extend(long_turn(100, 2_000));
+        let t = tokens(&m);
+        let plan = plan(&m, &t, &budget(9_000)).unwrap();
+        assert_eq!(plan.chunks[0].start, 0);
+        assert!(plan.bounds.iter().all(|(i, _)| *i != 0), "the note is never bounded");
+    }
+
+    #[test]
+    fn one_exchange_that_cannot_fit_even_bounded_fails() {
+        // A parallel batch of 60 calls: 121 messages in one exchange, each at least 1 KiB.
+        let calls: Vec<Part> =
+            (0..60).map(|k| Part::tool_use(format!("p{k}"), "shell", json!({"k": k}))).collect();
+        let mut m = vec![Message::user("go"), Message::new(Role::Assistant, calls)];
+        for k in 0..60 {
+            m.push(result(&format!("p{k}"), 8_000));
+        }
+        let t = tokens(&m);
+        let err = plan(&m, &t, &budget(8_000)).unwrap_err();
+        assert!(matches!(err, InputError::ExchangeTooBig { index: 1, .. }), "{err}");
+    }
+}

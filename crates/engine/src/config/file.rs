@@ -15,6 +15,7 @@ use toml::Spanned;
 
 use super::{CompactionConfig, Config, ConfigError, RedactionConfig, ShellConfig};
 use crate::approval::ApprovalMode;
+use crate::sandbox::{SandboxConfig, SandboxMode};
 
 /// Which file is being read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,6 +43,8 @@ struct FileConfig {
     shell: FileShell,
     #[serde(default)]
     redaction: FileRedaction,
+    #[serde(default)]
+    sandbox: FileSandbox,
     trusted_workspaces: Option<Spanned<Vec<String>>>,
     #[serde(default)]
     mcp_servers: BTreeMap<String, Spanned<FileMcpServer>>,
@@ -92,6 +95,15 @@ struct FileShell {
     #[serde(default)]
     env: BTreeMap<String, String>,
     keep_background: Option<bool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileSandbox {
+    mode: Option<Spanned<String>>,
+    #[serde(default)]
+    writable: Vec<String>,
+    network: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -173,6 +185,12 @@ pub fn parse_scoped(path: &Path, text: &str, scope: Scope) -> Result<Config, Con
         }
         patterns.push(pattern.into_inner());
     }
+    let sandbox_mode = match file.sandbox.mode {
+        Some(mode) => Some(
+            mode.get_ref().parse::<SandboxMode>().map_err(|e| invalid(Some(mode.span()), e))?,
+        ),
+        None => None,
+    };
     let mut mcp_servers = Vec::with_capacity(file.mcp_servers.len());
     for (name, table) in file.mcp_servers {
         let span = table.span();
@@ -197,6 +215,11 @@ pub fn parse_scoped(path: &Path, text: &str, scope: Scope) -> Result<Config, Con
             keep_background: file.shell.keep_background,
         },
         redaction: RedactionConfig { patterns },
+        sandbox: SandboxConfig {
+            mode: sandbox_mode,
+            writable: file.sandbox.writable,
+            network: file.sandbox.network,
+        },
         trusted_workspaces,
         untrusted: None,
         mcp_servers,

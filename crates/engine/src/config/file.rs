@@ -79,6 +79,7 @@ struct FileMcpServer {
     disabled_tools: Vec<String>,
     #[serde(default)]
     read_only_tools: Vec<String>,
+    sandbox: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -322,6 +323,7 @@ fn mcp_server(
     server.enabled_tools = t.enabled_tools;
     server.disabled_tools = t.disabled_tools;
     server.read_only_tools = t.read_only_tools;
+    server.sandbox = t.sandbox.unwrap_or(false);
     Ok(server)
 }
 

@@ -166,14 +166,25 @@ impl Sandbox {
         cmd
     }
 
-    /// Rewrites an MCP server's stdio `command args` so that it starts confined.
-    pub fn wrap(&self, command: &str, args: &[String]) -> (String, Vec<String>) {
-        let mut wrapped = vec![HELPER_SUBCOMMAND.to_owned()];
-        wrapped.extend(self.rules.to_args().into_iter().map(|a| a.to_string_lossy().into_owned()));
-        wrapped.push("--".into());
-        wrapped.push(command.to_owned());
-        wrapped.extend(args.iter().cloned());
-        (self.helper.display().to_string(), wrapped)
+    /// The command line a program is appended to so that it starts confined:
+    /// `HELPER sandbox-exec RULES --` (for MCP servers, which are started elsewhere).
+    pub fn launcher(&self) -> Vec<String> {
+        let mut line = vec![self.helper.display().to_string(), HELPER_SUBCOMMAND.to_owned()];
+        line.extend(self.rules.to_args().into_iter().map(|a| a.to_string_lossy().into_owned()));
+        line.push("--".into());
+        line
+    }
+}
+
+/// Gives every stdio MCP server that sets `sandbox = true` the helper as its launcher, so it
+/// starts confined like a shell command. Without a sandbox (off, no Landlock, no helper) such
+/// servers start as configured, as the notice at start said.
+pub fn confine_servers(servers: &mut [codewhale_mcp::ServerConfig], state: &SandboxState) {
+    let Some(sandbox) = &state.sandbox else { return };
+    for server in servers.iter_mut().filter(|s| s.sandbox) {
+        if matches!(server.transport, codewhale_mcp::Transport::Stdio { .. }) {
+            server.launcher = sandbox.launcher();
+        }
     }
 }
 
@@ -401,9 +412,31 @@ mod tests {
             args,
             ["sandbox-exec", "--write", "/w", "--no-network", "--", "bash", "-c", "echo hi"]
         );
-        let (program, args) = sandbox.wrap("npx", &["-y".into(), "server".into()]);
-        assert_eq!(program, "/bin/cw");
-        assert_eq!(args[args.len() - 3..], ["npx", "-y", "server"]);
+        assert_eq!(
+            sandbox.launcher(),
+            ["/bin/cw", "sandbox-exec", "--write", "/w", "--no-network", "--"]
+        );
+        let stdio = codewhale_mcp::Transport::Stdio {
+            command: "npx".into(),
+            args: vec![],
+            env: vec![],
+            env_vars: vec![],
+            cwd: None,
+        };
+        let mut servers = vec![
+            codewhale_mcp::ServerConfig::new("boxed", stdio.clone()),
+            codewhale_mcp::ServerConfig::new("free", stdio),
+        ];
+        servers[0].sandbox = true;
+        let state = SandboxState {
+            sandbox: Some(std::sync::Arc::new(sandbox)),
+            mode: SandboxMode::WorkspaceWrite,
+            detail: String::new(),
+            notices: Vec::new(),
+        };
+        confine_servers(&mut servers, &state);
+        assert_eq!(servers[0].launcher[..2], ["/bin/cw", "sandbox-exec"]);
+        assert!(servers[1].launcher.is_empty(), "servers run unconfined unless they ask");
     }
 
     #[test]

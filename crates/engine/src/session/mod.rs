@@ -180,7 +180,9 @@ impl Session {
         let hints = crate::hints::Hints::new(params.front_end, journal.journal().session_id())
             .with_home(params.home_hint.as_deref());
         let summary_backoff = crate::compaction::triggers::replay_backoff(journal.journal());
-        let mcp = mcp_servers(&params.config, &workspace, &params.home);
+        let mut mcp_config = params.config.clone();
+        crate::sandbox::confine_servers(&mut mcp_config.mcp_servers, &sandbox);
+        let mcp = mcp_servers(&mcp_config, &workspace, &params.home);
         let known_counts = counts::load_sidecar(journal.path());
         let mut session = Session {
             journal,

@@ -101,13 +101,14 @@ async fn writes_outside_the_workspace_are_refused_however_they_are_tried() {
     // without a terminal); the sandbox must stop the one that hides it.
     let (home_dir, home_name) = (s.home.path().parent().unwrap(), s.home.path().file_name());
     let (o, user) = (o.display(), s.user_home.path().display());
+    let (home_dir, home_name) = (home_dir.display(), home_name.unwrap().to_string_lossy());
     let script = format!(
         "echo in > inside.txt\n\
          echo tmp > {tmp}\n\
          (exec 3<>/dev/tcp/127.0.0.1/{port}) && echo tcp-open\n\
          echo x > {o}/direct.txt\n\
          echo x > \"$HOME\"/home.txt; echo x > {user}/home2.txt\n\
-         {home_set}; echo x > {home_path}/config.toml\n\
+         n={home_name}; echo x > {home_dir}/\"$n\"/config.toml\n\
          echo x > {etc}\n\
          ln -s {o} link && echo x > link/through-symlink.txt\n\
          ln {o}/target.txt hard && echo x >> hard\n\
@@ -115,8 +116,6 @@ async fn writes_outside_the_workspace_are_refused_however_they_are_tried() {
          setsid -f bash -c 'echo x > {o}/grandchild.txt'; sleep 0.5\n\
          echo x > {o}/last.txt\n",
         tmp = tmp_file.display(),
-        home_set = format!("n={}", home_name.unwrap().to_string_lossy()),
-        home_path = format!("{}/\"$n\"", home_dir.display()),
     );
     let result = s.run_shell(&script).await;
     let (text, is_error) = shell_result(&result);
@@ -252,4 +251,47 @@ async fn a_refused_write_is_rerun_unconfined_after_u() {
     let journal = super::pty::journals(&home).pop().unwrap();
     let text = std::fs::read_to_string(journal).unwrap();
     assert!(text.contains("the user allowed this one rerun without the sandbox"), "{text}");
+}
+
+/// An MCP stdio server runs unconfined unless its table sets `sandbox = true`; then it starts
+/// through the helper, works, and cannot write outside.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_server_with_sandbox_true_starts_confined() {
+    if !landlock("an_mcp_server_with_sandbox_true_starts_confined") {
+        return;
+    }
+    let Some(python) = codewhale_mcp::test_support::python() else { return };
+    let (home, ws, out) = (outside(), tempfile::tempdir().unwrap(), outside());
+    let o = std::fs::canonicalize(out.path()).unwrap();
+    let start = |file: &str| {
+        let script = format!(
+            "echo x > {}/{file}; exec {python} {} stdio",
+            o.display(),
+            codewhale_mcp::test_support::test_server()
+        );
+        format!("command = \"bash\"\nargs = [\"-c\", {script:?}]\n")
+    };
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!(
+            "[mcp_servers.boxed]\n{}sandbox = true\n[mcp_servers.free]\n{}",
+            start("boxed.txt"),
+            start("free.txt")
+        ),
+    )
+    .unwrap();
+    let out = super::cli::codewhale(home.path(), ws.path())
+        .args(["mcp", "list", "--json"])
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let status = |name: &str| {
+        list["servers"].as_array().unwrap().iter().find(|s| s["name"] == name).unwrap()["status"]
+            .clone()
+    };
+    assert_eq!((status("boxed"), status("free")), (json!("ready"), json!("ready")), "{list}");
+    assert!(!o.join("boxed.txt").exists(), "the confined server wrote outside");
+    assert!(o.join("free.txt").exists(), "servers without sandbox = true run as before");
 }

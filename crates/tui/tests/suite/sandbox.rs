@@ -269,7 +269,8 @@ async fn an_mcp_server_with_sandbox_true_starts_confined() {
             o.display(),
             codewhale_mcp::test_support::test_server()
         );
-        format!("command = \"bash\"\nargs = [\"-c\", {script:?}]\n")
+        // Python starts slowly on a busy machine: the default 10 s is not always enough.
+        format!("command = \"bash\"\nargs = [\"-c\", {script:?}]\nstartup_timeout_sec = 60\n")
     };
     std::fs::write(
         home.path().join("config.toml"),

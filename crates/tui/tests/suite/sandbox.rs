@@ -296,3 +296,39 @@ async fn an_mcp_server_with_sandbox_true_starts_confined() {
     assert!(!o.join("boxed.txt").exists(), "the confined server wrote outside");
     assert!(o.join("free.txt").exists(), "servers without sandbox = true run as before");
 }
+
+/// A command that names Codewhale's own settings asks in every mode; a "yes" to that question
+/// runs the one call unconfined (the sandbox would refuse exactly that write).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_yes_to_the_question_before_a_command_naming_the_home_runs_it_unconfined() {
+    if !landlock("a_yes_to_the_question_before_a_command_naming_the_home_runs_it_unconfined") {
+        return;
+    }
+    let server = MockServer::start().await.unwrap();
+    let (home, ws) = (outside(), tempfile::tempdir().unwrap());
+    let note = std::fs::canonicalize(home.path()).unwrap().join("note.txt");
+    let command = format!("echo kept > {}", note.display());
+    server.push(Reply::tool_call("c1", "shell", json!({ "command": command })));
+    server.push(Reply::text("Noted."));
+    let base_url = server.openai_base_url();
+    let args = [
+        "exec",
+        "--provider",
+        "openai",
+        "--model",
+        "gpt-4.1",
+        "--base-url",
+        &base_url,
+        "--approval",
+        "full",
+        "note it",
+    ];
+    let mut pty = Pty::spawn(&args, &home, &ws);
+    pty.wait_for("[y]es").await;
+    assert!(pty.contents().contains("Codewhale's own configuration"), "{}", pty.contents());
+    pty.send(b"y\r");
+    pty.wait_for("Noted.").await;
+    let status = pty.wait_exit().await;
+    assert!(status.success(), "{status:?}; screen:\n{}", pty.contents());
+    assert_eq!(std::fs::read_to_string(&note).unwrap(), "kept\n");
+}

@@ -63,6 +63,7 @@ fn bench(c: &mut Criterion) {
                 retry: None,
                 front_end: codewhale_engine::FrontEnd::Cli,
                 home_hint: None,
+                sandbox_helper: None,
             })
             .unwrap()
         });

@@ -110,6 +110,7 @@ async fn one_pass(home: &Path, ws: &Path, server: &MockServer, n: usize) -> Dura
         retry: None,
         front_end: FrontEnd::Cli,
         home_hint: None,
+        sandbox_helper: None,
     })
     .unwrap();
     let start = Instant::now();

@@ -48,6 +48,9 @@ pub struct EngineParams {
     pub front_end: crate::FrontEnd,
     /// The `--home` the user gave, if any: suggested commands repeat it.
     pub home_hint: Option<PathBuf>,
+    /// The binary whose hidden `sandbox-exec` subcommand confines shell commands (the front
+    /// end passes its own, `std::env::current_exe`); `None` runs commands unconfined.
+    pub sandbox_helper: Option<PathBuf>,
 }
 
 /// The receiving end of the engine's events.
@@ -180,6 +183,7 @@ fn open(params: &EngineParams) -> Result<Session, EngineError> {
         front_end: params.front_end,
         home_hint: params.home_hint.clone(),
         model_explicit: params.overrides.model.is_some(),
+        sandbox_helper: params.sandbox_helper.clone(),
     })
 }
 
@@ -440,6 +444,7 @@ fn grants_event(session: &Session) -> Event {
     Event::Grants {
         mode: session.policy.mode(),
         grants: session.policy.grants().iter().map(|g| format!("always for {g}")).collect(),
+        sandbox: session.sandbox_report(),
     }
 }
 

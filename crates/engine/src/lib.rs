@@ -11,6 +11,8 @@
 //! - [`offline`]: one entry point per subcommand that works on files without a provider
 //!   (`context`, `journal check`, `survival-check`, `sessions`, `anchor`);
 //! - [`trust`]: whether a workspace's own configuration may be used (asked before opening);
+//! - [`sandbox`]: how shell commands are confined, including the helper's side that the
+//!   front end's hidden `sandbox-exec` subcommand runs ([`sandbox::confine`]);
 //! - what opening needs: [`Env`], [`Overrides`], [`Resume`], [`ApprovalMode`], [`FrontEnd`].
 //!
 //! Everything else is `pub(crate)`. Benches and this crate's integration tests reach the
@@ -52,6 +54,7 @@ internal_modules! {
 
 pub mod offline;
 pub mod protocol;
+pub mod sandbox;
 pub mod trust;
 
 pub use approval::ApprovalMode;

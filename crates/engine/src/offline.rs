@@ -93,13 +93,23 @@ pub mod anchors {
 
 /// The workspace's MCP servers, each started and given its startup timeout, with its status
 /// and tools (`codewhale mcp list`); every server is stopped again before this returns. The
-/// second value lists workspace settings ignored because the workspace is not trusted.
+/// second value lists workspace settings ignored because the workspace is not trusted. A
+/// server with `sandbox = true` starts confined through `sandbox_helper`, as in a session.
 pub async fn mcp_servers(
     home: &Path,
     workspace: &Path,
     overrides: &crate::config::Overrides,
+    sandbox_helper: Option<&Path>,
 ) -> Result<(Vec<crate::protocol::McpServerInfo>, Option<crate::config::Untrusted>), EngineError> {
-    let config = crate::config::load(home, workspace, overrides)?;
+    let mut config = crate::config::load(home, workspace, overrides)?;
+    let at = crate::sandbox::Surroundings {
+        workspace,
+        home,
+        helper: sandbox_helper,
+        abi: crate::sandbox::confine::abi(),
+    };
+    let sandbox = crate::sandbox::resolve(&config.sandbox, at);
+    crate::sandbox::confine_servers(&mut config.mcp_servers, &sandbox);
     let servers = crate::session::mcp_servers(&config, workspace, home);
     servers.start(std::sync::Arc::new(|_| {}));
     servers.settle().await;

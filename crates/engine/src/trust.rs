@@ -109,21 +109,28 @@ pub fn question(home: &Path, workspace: &Path) -> Result<Option<Question>, Confi
     }
     let servers = gated.iter().any(|g| g == "mcp_servers");
     let mut in_servers = false;
+    let mut in_sandbox = false;
     let settings = text
         .lines()
         .map(str::trim)
         .filter(|l| {
             if l.starts_with('[') {
                 in_servers = l.starts_with("[mcp_servers");
+                in_sandbox = l.starts_with("[sandbox");
             }
             let key = l.split('=').next().unwrap_or_default().trim();
             // What a server table runs or reaches is shown with the table's name.
             let server_line = servers
                 && in_servers
                 && (l.starts_with('[') || ["command", "args", "url"].contains(&key));
+            // A loosening `[sandbox]` line is shown with its table's name.
+            let sandbox_line = in_sandbox
+                && (l.starts_with('[') && gated.iter().any(|g| g.starts_with("sandbox."))
+                    || gated.iter().any(|g| *g == format!("sandbox.{key}")));
             gated.iter().any(|g| g == key || g.starts_with(&format!("{key}.")))
                 || (l.starts_with("[shell") && gated.iter().any(|g| g.starts_with("shell.")))
                 || server_line
+                || sandbox_line
         })
         .map(str::to_owned)
         .collect();
@@ -179,6 +186,16 @@ mod tests {
         assert!(!is_trusted(home.path(), ws.path(), "approval = \"full\"\n", &[]));
         let leftovers: Vec<_> = std::fs::read_dir(home.path()).unwrap().collect();
         assert_eq!(leftovers.len(), 1, "only the store itself: {leftovers:?}");
+    }
+
+    #[test]
+    fn a_loosening_sandbox_setting_is_shown_in_the_question_and_a_tightening_one_asks_nothing() {
+        let home = tempfile::tempdir().unwrap();
+        let ws = workspace_with("[sandbox]\nmode = \"off\"\nnetwork = false\n");
+        let q = question(home.path(), ws.path()).unwrap().unwrap();
+        assert_eq!(q.settings, ["[sandbox]", "mode = \"off\""]);
+        let tight = workspace_with("[sandbox]\nmode = \"read-only\"\nnetwork = false\n");
+        assert_eq!(question(home.path(), tight.path()).unwrap(), None);
     }
 
     #[test]

@@ -119,7 +119,14 @@ pub async fn connect(
 ) -> Result<Service, ConnectError> {
     match &config.transport {
         Transport::Stdio { command, args, env, env_vars, cwd } => {
-            let mut cmd = tokio::process::Command::new(command);
+            let mut cmd = match config.launcher.split_first() {
+                Some((program, leading)) => {
+                    let mut cmd = tokio::process::Command::new(program);
+                    cmd.args(leading).arg(command);
+                    cmd
+                }
+                None => tokio::process::Command::new(command),
+            };
             cmd.args(args).env_clear().kill_on_drop(true);
             for name in PASSED_THROUGH.iter().copied().chain(env_vars.iter().map(String::as_str)) {
                 if let Some(value) = var(name) {

@@ -26,6 +26,12 @@ pub struct ServerConfig {
     pub disabled_tools: Vec<String>,
     /// Tools that run without asking in the `ask` and `auto-edit` approval modes.
     pub read_only_tools: Vec<String>,
+    /// `sandbox = true`: the stdio server is to run confined like shell commands (the engine
+    /// fills [`ServerConfig::launcher`] accordingly).
+    pub sandbox: bool,
+    /// A program and its leading arguments that a stdio server's command line is appended to
+    /// (the engine's sandbox helper and its rules); empty: the command is started as is.
+    pub launcher: Vec<String>,
 }
 
 impl ServerConfig {
@@ -40,6 +46,8 @@ impl ServerConfig {
             enabled_tools: None,
             disabled_tools: Vec::new(),
             read_only_tools: Vec::new(),
+            sandbox: false,
+            launcher: Vec::new(),
         }
     }
 

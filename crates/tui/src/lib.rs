@@ -20,6 +20,12 @@ use cli::{Cli, Command, JournalCommand, McpCommand};
 
 /// Runs the command line of the process and returns its exit code.
 pub fn main() -> ExitCode {
+    // The sandbox helper runs before anything else: it is started for every shell command,
+    // and what it execs must inherit nothing of ours but the environment.
+    let mut args = std::env::args_os();
+    if args.nth(1).is_some_and(|a| a == codewhale_engine::sandbox::HELPER_SUBCOMMAND) {
+        return commands::sandbox::run(&args.collect::<Vec<_>>());
+    }
     quiet_on_closed_stdout();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,

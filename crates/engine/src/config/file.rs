@@ -15,6 +15,7 @@ use toml::Spanned;
 
 use super::{CompactionConfig, Config, ConfigError, RedactionConfig, ShellConfig};
 use crate::approval::ApprovalMode;
+use crate::sandbox::{SandboxConfig, SandboxMode};
 
 /// Which file is being read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,6 +43,8 @@ struct FileConfig {
     shell: FileShell,
     #[serde(default)]
     redaction: FileRedaction,
+    #[serde(default)]
+    sandbox: FileSandbox,
     trusted_workspaces: Option<Spanned<Vec<String>>>,
     #[serde(default)]
     mcp_servers: BTreeMap<String, Spanned<FileMcpServer>>,
@@ -76,6 +79,7 @@ struct FileMcpServer {
     disabled_tools: Vec<String>,
     #[serde(default)]
     read_only_tools: Vec<String>,
+    sandbox: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -92,6 +96,15 @@ struct FileShell {
     #[serde(default)]
     env: BTreeMap<String, String>,
     keep_background: Option<bool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileSandbox {
+    mode: Option<Spanned<String>>,
+    #[serde(default)]
+    writable: Vec<String>,
+    network: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -173,6 +186,12 @@ pub fn parse_scoped(path: &Path, text: &str, scope: Scope) -> Result<Config, Con
         }
         patterns.push(pattern.into_inner());
     }
+    let sandbox_mode = match file.sandbox.mode {
+        Some(mode) => Some(
+            mode.get_ref().parse::<SandboxMode>().map_err(|e| invalid(Some(mode.span()), e))?,
+        ),
+        None => None,
+    };
     let mut mcp_servers = Vec::with_capacity(file.mcp_servers.len());
     for (name, table) in file.mcp_servers {
         let span = table.span();
@@ -197,6 +216,11 @@ pub fn parse_scoped(path: &Path, text: &str, scope: Scope) -> Result<Config, Con
             keep_background: file.shell.keep_background,
         },
         redaction: RedactionConfig { patterns },
+        sandbox: SandboxConfig {
+            mode: sandbox_mode,
+            writable: file.sandbox.writable,
+            network: file.sandbox.network,
+        },
         trusted_workspaces,
         untrusted: None,
         mcp_servers,
@@ -299,6 +323,7 @@ fn mcp_server(
     server.enabled_tools = t.enabled_tools;
     server.disabled_tools = t.disabled_tools;
     server.read_only_tools = t.read_only_tools;
+    server.sandbox = t.sandbox.unwrap_or(false);
     Ok(server)
 }
 

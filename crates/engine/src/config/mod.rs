@@ -86,6 +86,8 @@ pub struct Config {
     pub compaction: CompactionConfig,
     pub shell: ShellConfig,
     pub redaction: RedactionConfig,
+    /// `[sandbox]`: how the commands the model runs are confined.
+    pub sandbox: crate::sandbox::SandboxConfig,
     /// Workspaces whose config is trusted whatever it says (user file only).
     pub trusted_workspaces: Vec<String>,
     /// Workspace settings ignored because the workspace is not trusted.
@@ -163,11 +165,19 @@ pub fn load(home: &Path, workspace: &Path, overrides: &Overrides) -> Result<Conf
     let ws_path = workspace_file(workspace);
     if let Some(text) = read(&ws_path)? {
         let mut ws = parse_scoped(&ws_path, &text, Scope::Workspace)?;
-        let gated = ws.gated_keys();
+        let mut gated = ws.gated_keys();
+        // A sandbox mode looser than the user's own is loosening too, whatever it is.
+        let looser_mode = crate::sandbox::loosens_mode(ws.sandbox.mode, config.sandbox.mode);
+        if looser_mode && !gated.iter().any(|k| k == "sandbox.mode") {
+            gated.push("sandbox.mode".to_owned());
+        }
         if !gated.is_empty()
             && !crate::trust::is_trusted(home, workspace, &text, &config.trusted_workspaces)
         {
             ws.clear_gated();
+            if looser_mode {
+                ws.sandbox.mode = None;
+            }
             config.untrusted = Some(Untrusted { file: ws_path, keys: gated });
         }
         config.merge(ws);
@@ -248,6 +258,9 @@ impl Config {
         over(&mut self.compaction.compaction_model, other.compaction.compaction_model);
         over(&mut self.compaction.retained_user_tokens, other.compaction.retained_user_tokens);
         over(&mut self.shell.keep_background, other.shell.keep_background);
+        over(&mut self.sandbox.mode, other.sandbox.mode);
+        over(&mut self.sandbox.network, other.sandbox.network);
+        self.sandbox.writable.extend(other.sandbox.writable);
         for (name, value) in other.shell.env {
             self.shell.env.retain(|(n, _)| *n != name);
             self.shell.env.push((name, value));
@@ -277,6 +290,11 @@ impl Config {
         set(!self.shell.env.is_empty(), "shell.env");
         // A server is a program run (or a URL reached) at session start.
         set(!self.mcp_servers.is_empty(), "mcp_servers");
+        // What loosens the sandbox; `read-only` and `network = false` only tighten it and
+        // count before trust.
+        set(self.sandbox.mode == Some(crate::sandbox::SandboxMode::Off), "sandbox.mode");
+        set(!self.sandbox.writable.is_empty(), "sandbox.writable");
+        set(self.sandbox.network == Some(true), "sandbox.network");
         keys
     }
 
@@ -288,6 +306,13 @@ impl Config {
         self.approval = None;
         self.shell.env.clear();
         self.mcp_servers.clear();
+        if self.sandbox.mode == Some(crate::sandbox::SandboxMode::Off) {
+            self.sandbox.mode = None;
+        }
+        self.sandbox.writable.clear();
+        if self.sandbox.network == Some(true) {
+            self.sandbox.network = None;
+        }
     }
 
     /// Applies command-line overrides.
@@ -398,6 +423,35 @@ mod tests {
         let c = load(home.path(), ws.path(), &Overrides::default()).unwrap();
         assert!(c.mcp_servers.is_empty());
         assert_eq!(c.untrusted.unwrap().keys, ["mcp_servers"]);
+    }
+
+    #[test]
+    fn an_untrusted_workspace_may_tighten_the_sandbox_but_not_loosen_it() {
+        use crate::sandbox::SandboxMode;
+        let home = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(ws.path().join(".codewhale")).unwrap();
+        let load_ws = |text: &str| {
+            std::fs::write(workspace_file(ws.path()), text).unwrap();
+            load(home.path(), ws.path(), &Overrides::default()).unwrap()
+        };
+        let tight = load_ws("[sandbox]\nmode = \"read-only\"\nnetwork = false\n");
+        assert_eq!(tight.sandbox.mode, Some(SandboxMode::ReadOnly));
+        assert_eq!(tight.sandbox.network, Some(false));
+        assert!(tight.untrusted.is_none());
+        let loose = load_ws("[sandbox]\nmode = \"off\"\nwritable = [\"/\"]\nnetwork = true\n");
+        assert_eq!(loose.sandbox, crate::sandbox::SandboxConfig::default());
+        let keys = loose.untrusted.unwrap().keys;
+        assert_eq!(keys, ["sandbox.mode", "sandbox.writable", "sandbox.network"]);
+        // Looser than the user's own choice is loosening too.
+        std::fs::write(user_file(home.path()), "[sandbox]\nmode = \"read-only\"\n").unwrap();
+        let back = load_ws("[sandbox]\nmode = \"workspace-write\"\n");
+        assert_eq!(back.sandbox.mode, Some(SandboxMode::ReadOnly));
+        assert_eq!(back.untrusted.unwrap().keys, ["sandbox.mode"]);
+        let e = err("[sandbox]\nmode = \"strict\"\n");
+        assert!(e.starts_with("cfg.toml:2: bad `sandbox.mode`") && e.contains("read-only"), "{e}");
+        let e = err("[sandbox]\nwritable = \"/x\"\n");
+        assert!(e.contains("sandbox.writable"), "{e}");
     }
 
     #[test]

@@ -102,6 +102,9 @@ pub enum ApprovalScope {
     Edits,
     /// This MCP server's tool, for the rest of the session.
     Tool,
+    /// Run this call once more without the sandbox (offered only after the sandbox refused
+    /// one of its writes; never a default and never a grant).
+    Unconfined,
 }
 
 /// One MCP server in [`Event::McpServers`].
@@ -164,6 +167,16 @@ pub struct ApprovalOffer {
     /// What it allows, in words: "the command `cargo test`", "commands starting with
     /// `cargo test …`", "writes and edits inside the workspace".
     pub label: String,
+}
+
+/// The sandbox of a session as `/approval` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SandboxReport {
+    /// The mode in effect (`off` when the kernel or the front end cannot confine).
+    pub mode: crate::sandbox::SandboxMode,
+    /// What is writable and whether the network is open (`writable: /ws, /tmp; network on;
+    /// Landlock ABI 6`), or why the sandbox is off.
+    pub detail: String,
 }
 
 /// How a tool call ended, for the user.
@@ -509,6 +522,8 @@ pub enum Event {
     Grants {
         mode: crate::approval::ApprovalMode,
         grants: Vec<String>,
+        /// How shell commands are confined.
+        sandbox: SandboxReport,
     },
     /// The answer to [`Op::ListMcpServers`]: every configured server, in name order.
     McpServers {

@@ -61,6 +61,9 @@ pub struct SessionParams {
     /// The model was named on the command line: it wins over a switch recorded in a resumed
     /// session's journal.
     pub model_explicit: bool,
+    /// The binary whose hidden `sandbox-exec` confines commands (the front end's own);
+    /// `None` runs them unconfined.
+    pub sandbox_helper: Option<PathBuf>,
 }
 
 /// An open session.
@@ -99,6 +102,8 @@ pub struct Session {
     pub(crate) mcp_specs: Vec<ToolSpec>,
     /// The servers' offered-list generation `mcp_specs` was built from (`u64::MAX`: none yet).
     pub(crate) mcp_generation: u64,
+    /// How shell commands are confined ([`crate::sandbox`]).
+    pub(crate) sandbox: crate::sandbox::SandboxState,
 }
 
 impl Session {
@@ -159,13 +164,25 @@ impl Session {
         if let Some(untrusted) = &params.config.untrusted {
             notices.push((NoticeLevel::Warning, untrusted_notice(untrusted, params.front_end)));
         }
+        let sandbox = crate::sandbox::resolve(
+            &params.config.sandbox,
+            crate::sandbox::Surroundings {
+                workspace: &workspace,
+                home: &params.home,
+                helper: params.sandbox_helper.as_deref(),
+                abi: crate::sandbox::confine::abi(),
+            },
+        );
+        notices.extend(sandbox.notices.iter().map(|n| (NoticeLevel::Warning, n.clone())));
         let literals: Vec<String> = provider.api_key.iter().cloned().collect();
         let redactor = Redactor::new(&params.config.redaction.patterns, &literals)
             .map_err(|e| EngineError::Config(crate::config::ConfigError::Redaction(e)))?;
         let hints = crate::hints::Hints::new(params.front_end, journal.journal().session_id())
             .with_home(params.home_hint.as_deref());
         let summary_backoff = crate::compaction::triggers::replay_backoff(journal.journal());
-        let mcp = mcp_servers(&params.config, &workspace, &params.home);
+        let mut mcp_config = params.config.clone();
+        crate::sandbox::confine_servers(&mut mcp_config.mcp_servers, &sandbox);
+        let mcp = mcp_servers(&mcp_config, &workspace, &params.home);
         let known_counts = counts::load_sidecar(journal.path());
         let mut session = Session {
             journal,
@@ -189,6 +206,7 @@ impl Session {
             mcp,
             mcp_specs: Vec::new(),
             mcp_generation: u64::MAX,
+            sandbox,
         };
         session.mcp_specs = mcp_specs(&session.mcp.offered_now());
         session.refresh_system_prompt();
@@ -253,7 +271,16 @@ impl Session {
             background: self.background.clone(),
             groups: self.groups.clone(),
             shell_env: Arc::new(self.config.shell.env.clone()),
+            sandbox: self.sandbox.sandbox.clone(),
             cancel,
+        }
+    }
+
+    /// How shell commands are confined, for `/approval`.
+    pub fn sandbox_report(&self) -> crate::protocol::SandboxReport {
+        crate::protocol::SandboxReport {
+            mode: self.sandbox.mode,
+            detail: self.sandbox.detail.clone(),
         }
     }
 

@@ -35,12 +35,15 @@ pub struct ToolOutput {
     /// was cut. Journaled as `tool_result.bytes`, so a pruned stub can say how much the tool
     /// really produced, not just how much the model was shown.
     pub bytes: u64,
+    /// Paths the sandbox refused a failed shell command (the user may be offered a rerun
+    /// without the sandbox).
+    pub refused: Vec<PathBuf>,
 }
 
 impl ToolOutput {
     pub fn error(content: impl Into<String>) -> ToolOutput {
         let content = content.into();
-        ToolOutput { bytes: content.len() as u64, content, is_error: true }
+        ToolOutput { bytes: content.len() as u64, content, is_error: true, refused: Vec::new() }
     }
 
     /// A successful output cut to [`output::MAX_OUTPUT_BYTES`], remembering its full size.
@@ -49,6 +52,7 @@ impl ToolOutput {
             content: output::cap(text, output::MAX_OUTPUT_BYTES),
             is_error: false,
             bytes: text.len() as u64,
+            refused: Vec::new(),
         }
     }
 }
@@ -63,6 +67,8 @@ pub struct ToolContext {
     pub groups: Arc<process::ProcessGroups>,
     /// Extra environment variables for shell commands (`[shell] env`).
     pub shell_env: Arc<Vec<(String, String)>>,
+    /// Confines shell commands; `None` runs them unconfined.
+    pub sandbox: Option<Arc<crate::sandbox::Sandbox>>,
     /// Cancelled when the user interrupts the turn.
     pub cancel: CancellationToken,
 }
@@ -329,18 +335,25 @@ pub async fn execute(
             }
         }
         Call::Shell(a) => {
+            let sandbox = ctx.sandbox.as_deref();
             let out = if a.background {
-                shell::spawn_background(&ws, &ctx.shell_env, &a.command, &ctx.background)
+                shell::spawn_background(&ws, &ctx.shell_env, &a.command, &ctx.background, sandbox)
             } else {
                 let env = shell::RunEnv {
                     workspace: &ws,
                     vars: &ctx.shell_env,
                     groups: &ctx.groups,
                     progress,
+                    sandbox,
                 };
                 shell::run(env, &a.command, a.timeout_ms, &ctx.cancel).await
             };
-            return ToolOutput { content: out.text, is_error: out.is_error, bytes: out.bytes };
+            return ToolOutput {
+                content: out.text,
+                is_error: out.is_error,
+                bytes: out.bytes,
+                refused: out.refused,
+            };
         }
     };
     match result {
@@ -432,6 +445,7 @@ mod tests {
             background: Arc::new(BackgroundRegistry::new(dir.join(".bg"))),
             groups: Arc::default(),
             shell_env: Arc::default(),
+            sandbox: None,
             cancel: CancellationToken::new(),
         }
     }

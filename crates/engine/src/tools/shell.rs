@@ -3,7 +3,9 @@
 //! Invariants: every command runs in its own process group so a timeout or an interrupt kills
 //! everything it started; combined stdout+stderr is bounded in memory and in what the model
 //! reads, with a marker; the exit code is always stated. Background commands go to the
-//! [`super::background::BackgroundRegistry`] with a log file.
+//! [`super::background::BackgroundRegistry`] with a log file. With a [`Sandbox`], commands
+//! start through its helper (confined, same pid, same group), and a failed command's refused
+//! writes are named in its result ([`crate::sandbox::refusal`]).
 
 use std::path::Path;
 use std::process::Stdio;
@@ -16,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use super::background::BackgroundRegistry;
 use super::output::{HeadTail, MAX_OUTPUT_BYTES};
 use super::process::ProcessGroups;
+use crate::sandbox::Sandbox;
 
 /// Timeout when the call gives none.
 pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
@@ -26,10 +29,18 @@ pub const MAX_TIMEOUT_MS: u64 = 600_000;
 /// provider keys through `env` or `echo`.
 pub const HIDDEN_ENV: [&str; 2] = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"];
 
-/// `bash -c command` in `workspace`, in its own process group, without the hidden variables.
-fn bash(workspace: &Path, command: &str) -> Command {
-    let mut cmd = Command::new("bash");
-    cmd.arg("-c").arg(command).current_dir(workspace).stdin(Stdio::null()).process_group(0);
+/// `bash -c command` in `workspace`, in its own process group, without the hidden variables;
+/// confined when a sandbox is given.
+fn bash(workspace: &Path, command: &str, sandbox: Option<&Sandbox>) -> Command {
+    let mut cmd = match sandbox {
+        Some(sandbox) => sandbox.command("bash", ["-c", command]),
+        None => {
+            let mut cmd = Command::new("bash");
+            cmd.arg("-c").arg(command);
+            cmd
+        }
+    };
+    cmd.current_dir(workspace).stdin(Stdio::null()).process_group(0);
     for name in HIDDEN_ENV {
         cmd.env_remove(name);
     }
@@ -44,12 +55,14 @@ pub struct ShellOutcome {
     /// Size of the whole output before the middle was cut: everything the command printed
     /// plus the status lines Codewhale added.
     pub bytes: u64,
+    /// Paths the sandbox refused to let the failed command write (named in `text` too).
+    pub refused: Vec<std::path::PathBuf>,
 }
 
 impl ShellOutcome {
     /// An outcome whose text is complete (nothing was cut).
     fn whole(text: String, is_error: bool) -> ShellOutcome {
-        ShellOutcome { bytes: text.len() as u64, text, is_error }
+        ShellOutcome { bytes: text.len() as u64, text, is_error, refused: Vec::new() }
     }
 }
 
@@ -67,6 +80,8 @@ pub struct RunEnv<'a> {
     pub groups: &'a ProcessGroups,
     /// Gets the output as it arrives (the live view).
     pub progress: &'a (dyn Fn(&[u8]) + Send + Sync),
+    /// Confines the command; `None` runs it unconfined.
+    pub sandbox: Option<&'a Sandbox>,
 }
 
 /// Runs `command` in the foreground, in its own process group. The call ends when the command
@@ -82,7 +97,7 @@ pub async fn run(
 ) -> ShellOutcome {
     let timeout =
         Duration::from_millis(timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS).clamp(1, MAX_TIMEOUT_MS));
-    let mut cmd = bash(env.workspace, command);
+    let mut cmd = bash(env.workspace, command, env.sandbox);
     cmd.envs(env.vars.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     let mut child =
         match cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true).spawn() {
@@ -186,22 +201,65 @@ pub async fn run(
              with background: true]",
         );
     }
-    cut_outcome(text, cut_len, printed, is_error)
+    let refused = match env.sandbox {
+        Some(sandbox) if is_error => {
+            let output = text.get(..cut_len).unwrap_or_default();
+            let refused =
+                crate::sandbox::refusal::refused_writes(output, env.workspace, sandbox.rules());
+            if let Some(line) = refusal_line(&refused, output, sandbox) {
+                push_line(&mut text, &line);
+            }
+            refused
+        }
+        _ => Vec::new(),
+    };
+    let mut outcome = cut_outcome(text, cut_len, printed, is_error);
+    outcome.refused = refused;
+    outcome
+}
+
+/// The status line that tells the model what the sandbox refused (or may have refused).
+fn refusal_line(
+    refused: &[std::path::PathBuf],
+    output: &str,
+    sandbox: &Sandbox,
+) -> Option<String> {
+    let allowed = match sandbox.mode() {
+        crate::sandbox::SandboxMode::ReadOnly => "commands may write nowhere (read-only)".to_owned(),
+        _ => "commands may write only under the workspace, the temp dir and [sandbox] writable"
+            .to_owned(),
+    };
+    if refused.is_empty() {
+        return crate::sandbox::refusal::mentions_refusal(output).then(|| {
+            format!(
+                "[sandbox: a \"Permission denied\" may come from the sandbox: {allowed}; if the \
+                 command must write elsewhere, tell the user which path and why]"
+            )
+        });
+    }
+    let paths: Vec<String> = refused.iter().map(|p| p.display().to_string()).collect();
+    Some(format!(
+        "[sandbox: refused writing to {}: {allowed}; if the command must write there, tell the \
+         user which path and why (they can rerun it unconfined or add the path to [sandbox] \
+         writable)]",
+        paths.join(", ")
+    ))
 }
 
 /// `text` is the collected output (`cut_len` bytes, standing for `printed` bytes the command
 /// printed) followed by status lines; the original size counts the status lines too.
 fn cut_outcome(text: String, cut_len: usize, printed: u64, is_error: bool) -> ShellOutcome {
     let status = text.len().saturating_sub(cut_len) as u64;
-    ShellOutcome { bytes: printed + status, text, is_error }
+    ShellOutcome { bytes: printed + status, text, is_error, refused: Vec::new() }
 }
 
-/// Starts `command` in the background and registers it.
+/// Starts `command` in the background (confined when a sandbox is given) and registers it.
 pub fn spawn_background(
     workspace: &Path,
     vars: &[(String, String)],
     command: &str,
     registry: &BackgroundRegistry,
+    sandbox: Option<&Sandbox>,
 ) -> ShellOutcome {
     let fail = |what: String| ShellOutcome::whole(what, true);
     let (id, log) = match registry.reserve() {
@@ -215,7 +273,7 @@ pub fn spawn_background(
     let Ok(file_err) = file.try_clone() else {
         return fail(format!("cannot share {} between stdout and stderr", log.display()));
     };
-    let mut cmd = bash(workspace, command);
+    let mut cmd = bash(workspace, command, sandbox);
     cmd.envs(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     let child = cmd.stdout(file).stderr(file_err).spawn();
     match child {
@@ -247,7 +305,7 @@ mod tests {
     use super::*;
 
     fn in_dir<'a>(dir: &'a Path, groups: &'static ProcessGroups) -> RunEnv<'a> {
-        RunEnv { workspace: dir, vars: &[], groups, progress: &|_| {} }
+        RunEnv { workspace: dir, vars: &[], groups, progress: &|_| {}, sandbox: None }
     }
 
     fn groups() -> &'static ProcessGroups {
@@ -280,7 +338,7 @@ mod tests {
 
     #[test]
     fn provider_keys_are_hidden_from_commands() {
-        let cmd = bash(Path::new("."), "env");
+        let cmd = bash(Path::new("."), "env", None);
         let mut removed: Vec<_> = cmd
             .as_std()
             .get_envs()
@@ -331,7 +389,7 @@ mod tests {
     async fn background_commands_are_listed_until_they_exit() {
         let dir = tempfile::tempdir().unwrap();
         let registry = BackgroundRegistry::new(dir.path().join("bg"));
-        let out = spawn_background(dir.path(), &[], "sleep 30", &registry);
+        let out = spawn_background(dir.path(), &[], "sleep 30", &registry, None);
         assert!(out.text.starts_with("started in the background as bg-1"), "{}", out.text);
         let running = registry.running();
         assert_eq!(running.len(), 1);
@@ -348,7 +406,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let registry = BackgroundRegistry::new(dir.path().join("bg"));
         let server = "python3 -c 'import socket,time\ns=socket.socket()\ns.bind((\"127.0.0.1\",0))\ns.listen()\nprint(s.getsockname()[1],flush=True)\ntime.sleep(30)'";
-        let out = spawn_background(dir.path(), &[], server, &registry);
+        let out = spawn_background(dir.path(), &[], server, &registry, None);
         assert!(!out.is_error, "{}", out.text);
         let log = registry.running()[0].log.clone();
         let mut port = None;

@@ -3,7 +3,10 @@
 //! Invariants: results are journaled in call order, as consecutive entries on the chain right
 //! after the assistant entry; consecutive read-only calls run concurrently, anything that
 //! writes or runs a command runs alone; every call gets exactly one result — a denial, the
-//! tool's output, or "interrupted" when the user stopped the turn first.
+//! tool's output, or "interrupted" when the user stopped the turn first. A shell command runs
+//! without the sandbox only on the user's explicit word for that one call: a "yes" to the
+//! question before a command that names Codewhale's own settings, or `u` when a confined run
+//! was refused a write ([`offer_rerun`]); never in `full` mode and never without a terminal.
 
 use serde_json::Value;
 
@@ -11,7 +14,8 @@ use codewhale_journal::ToolResultPayload;
 
 use super::TurnCtx;
 use crate::approval::{
-    denied_by_user, denied_protected, denied_without_terminal, Decision, Grant, Policy,
+    denied_by_user, denied_protected, denied_without_terminal, ApprovalMode, Decision, Grant,
+    Policy,
 };
 use crate::error::EngineError;
 use crate::events::ApprovalReply;
@@ -30,6 +34,9 @@ pub struct ToolCall {
 /// What the approval step decided for a call.
 enum Cleared {
     Run,
+    /// The user allowed a command that names Codewhale's own settings: it runs without the
+    /// sandbox (which would refuse those writes anyway), this once.
+    RunUnconfined,
     /// Refused without asking (no one to ask); the model reads why.
     Refused(String),
     /// The user said no.
@@ -43,6 +50,7 @@ pub(crate) async fn run_calls(
     calls: &[ToolCall],
 ) -> Result<bool, EngineError> {
     let tool_ctx = ctx.session.tool_context(ctx.cancel.clone());
+    let unconfined_ctx = tools::ToolContext { sandbox: None, ..tool_ctx.clone() };
     let protected = ctx.session.protected();
     let mcp = ctx.session.mcp().clone();
     let assessments: Vec<Assessment> = calls
@@ -59,7 +67,7 @@ pub(crate) async fn run_calls(
             interrupted = true;
             break;
         }
-        match clear(ctx, &calls[i], &assessments[i]).await {
+        let unconfined = match clear(ctx, &calls[i], &assessments[i]).await {
             Cleared::Interrupted => {
                 interrupted = true;
                 break;
@@ -69,8 +77,10 @@ pub(crate) async fn run_calls(
                 i += 1;
                 continue;
             }
-            Cleared::Run => {}
-        }
+            Cleared::Run => false,
+            Cleared::RunUnconfined => true,
+        };
+        let run_ctx = if unconfined { &unconfined_ctx } else { &tool_ctx };
         // Extend a read-only call into a batch of the read-only calls after it that need no
         // approval; they run concurrently.
         let mut end = i + 1;
@@ -86,13 +96,20 @@ pub(crate) async fn run_calls(
             ctx.emit(Event::ToolCallStarted { call_id: call.id.clone(), name: call.name.clone() });
         }
         let progress: Vec<_> = calls[i..end].iter().map(|c| live_output(ctx, &c.id)).collect();
-        let outputs = futures::future::join_all(
+        let mut outputs = futures::future::join_all(
             calls[i..end]
                 .iter()
                 .zip(&progress)
-                .map(|(c, p)| run_one(&tool_ctx, &mcp, c, p.as_ref())),
+                .map(|(c, p)| run_one(run_ctx, &mcp, c, p.as_ref())),
         )
         .await;
+        // A call that writes runs alone, so a refused write is always the batch's only call.
+        if let ([output], [call], [p]) = (outputs.as_mut_slice(), &calls[i..end], &progress[..]) {
+            if !output.refused.is_empty() {
+                let first = std::mem::replace(output, ToolOutput::error(String::new()));
+                *output = offer_rerun(ctx, call, first, &unconfined_ctx, p.as_ref()).await;
+            }
+        }
         for (call, output) in calls[i..end].iter().zip(outputs) {
             let end = if ctx.cancel.is_cancelled() && output.is_error {
                 CallEnd::Interrupted
@@ -177,12 +194,77 @@ async fn clear(ctx: &mut TurnCtx<'_>, call: &ToolCall, a: &Assessment) -> Cleare
             if let Some(grant) = grants.into_iter().find(|g| scope_of(g) == scope) {
                 ctx.session.policy.grant(grant);
             }
-            Cleared::Run
+            if a.protected {
+                Cleared::RunUnconfined
+            } else {
+                Cleared::Run
+            }
         }
         Some(ApprovalReply::Deny(why)) => {
             Cleared::Denied(denied_by_user(&call.name, why.as_deref()))
         }
         None => Cleared::Interrupted,
+    }
+}
+
+/// After the sandbox refused a shell command a write: in `ask` and `auto-edit` with someone
+/// to ask, offers to run it once more without the sandbox (`u`; anything else keeps the
+/// refused result). The model reads what happened either way.
+async fn offer_rerun(
+    ctx: &mut TurnCtx<'_>,
+    call: &ToolCall,
+    first: ToolOutput,
+    unconfined: &tools::ToolContext,
+    progress: &(dyn Fn(&[u8]) + Send + Sync),
+) -> ToolOutput {
+    let mode = ctx.session.policy.mode();
+    if mode == ApprovalMode::Full || !ctx.gate.is_interactive() {
+        return first;
+    }
+    let paths: Vec<String> = first.refused.iter().map(|p| p.display().to_string()).collect();
+    let paths = paths.join(", ");
+    let reply = ctx.gate.wait_for(&call.id);
+    ctx.emit(Event::ApprovalNeeded {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        input: call.input.clone(),
+        reason: format!(
+            "the sandbox refused writing to {paths}; run it once more without the sandbox?"
+        ),
+        offers: vec![ApprovalOffer {
+            scope: ApprovalScope::Unconfined,
+            label: "rerun once without the sandbox".to_owned(),
+        }],
+        diff: None,
+    });
+    let answer = tokio::select! {
+        answer = reply => answer.ok(),
+        () = ctx.cancel.cancelled() => None,
+    };
+    match answer {
+        Some(ApprovalReply::Approve(ApprovalScope::Unconfined)) => {
+            let again = tools::execute(unconfined, &call.name, &call.input, progress).await;
+            let note = format!(
+                "[the sandbox refused writing to {paths}; the user allowed this one rerun \
+                 without the sandbox, whose output follows]\n"
+            );
+            ToolOutput {
+                bytes: again.bytes + note.len() as u64,
+                content: note + &again.content,
+                is_error: again.is_error,
+                refused: Vec::new(),
+            }
+        }
+        Some(ApprovalReply::Deny(why)) => {
+            let said = why.map(|w| format!(" and said: {}", w.trim())).unwrap_or_default();
+            let line = format!("\n[the user kept the sandbox for this command{said}]");
+            ToolOutput {
+                bytes: first.bytes + line.len() as u64,
+                content: first.content + &line,
+                ..first
+            }
+        }
+        _ => first,
     }
 }
 

@@ -52,6 +52,7 @@ impl Harness {
             retry: Some(RetryPolicy::fast()),
             front_end: codewhale_engine::FrontEnd::Cli,
             home_hint: None,
+            sandbox_helper: None,
         }
     }
 

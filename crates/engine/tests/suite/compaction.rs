@@ -50,6 +50,7 @@ pub(super) fn params(h: &Harness, provider: &str, window: u64) -> EngineParams {
         retry: Some(RetryPolicy::fast()),
         front_end: codewhale_engine::FrontEnd::Cli,
         home_hint: None,
+        sandbox_helper: None,
     }
 }
 

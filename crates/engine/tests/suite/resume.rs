@@ -143,6 +143,7 @@ fn session_params(h: &Harness) -> SessionParams {
         retry: None,
         front_end: codewhale_engine::FrontEnd::Cli,
         home_hint: None,
+        sandbox_helper: None,
         model_explicit: false,
     }
 }

@@ -39,6 +39,8 @@ pub fn run(
         retry: None,
         front_end: codewhale_engine::FrontEnd::Cli,
         home_hint: global.home.clone(),
+        // A compaction pass runs no commands.
+        sandbox_helper: None,
     };
     let runtime = super::runtime()?;
     runtime.block_on(compact(params, args.focus))
@@ -131,6 +133,7 @@ left\nNone\n## Open questions\nNone\n## Next action\nGo on.\n## Reference\nNone"
                 retry: None,
                 front_end: codewhale_engine::FrontEnd::Cli,
                 home_hint: None,
+                sandbox_helper: None,
             };
             let (handle, mut events) = Engine::spawn(params).unwrap();
             for k in 0..3 {

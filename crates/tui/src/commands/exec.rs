@@ -70,6 +70,7 @@ pub fn run(
         retry: None,
         front_end: codewhale_engine::FrontEnd::Cli,
         home_hint: global.home.clone(),
+        sandbox_helper: super::sandbox::helper(),
     };
     let runtime = super::runtime()?;
     runtime.block_on(exec(params, prompt, args.json))
@@ -88,6 +89,14 @@ fn ask(
         (_, _, Some(path)) => path.as_str().unwrap_or_default().to_owned(),
         _ => input.to_string(),
     };
+    // After a refused write: only an explicit `u` reruns the command without the sandbox.
+    if let Some(offer) = offer.filter(|o| o.scope == ApprovalScope::Unconfined) {
+        eprint!("codewhale: {name} `{shown}`: {reason} [u] {} / [N]o: ", offer.label);
+        let _ = std::io::stderr().flush();
+        let mut line = String::new();
+        std::io::stdin().lock().read_line(&mut line).ok()?;
+        return (line.trim().eq_ignore_ascii_case("u")).then_some(ApprovalScope::Unconfined);
+    }
     let always = offer.map(|o| format!(" / [a] {}", o.label)).unwrap_or_default();
     eprint!("codewhale: allow {name} `{shown}`? ({reason}) [y]es{always} / [N]o: ");
     let _ = std::io::stderr().flush();

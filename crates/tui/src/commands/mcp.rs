@@ -20,8 +20,12 @@ pub fn list(
     let workspace = super::workspace_dir(workspace)?;
     let overrides = super::exec::overrides(global, None);
     let runtime = super::runtime()?;
-    let (servers, untrusted) =
-        runtime.block_on(offline::mcp_servers(home, &workspace, &overrides))?;
+    let (servers, untrusted) = runtime.block_on(offline::mcp_servers(
+        home,
+        &workspace,
+        &overrides,
+        super::sandbox::helper().as_deref(),
+    ))?;
     if let Some(untrusted) = untrusted {
         eprintln!(
             "codewhale: ignoring {} from {}: this workspace is not trusted; run with --trust to \

@@ -5,7 +5,10 @@
 //! arguments — scrolls with ↑↓ and PgUp/PgDn. Keys: `y` once; `a` the first "always" offered
 //! (this exact command, or edits inside the workspace), `p` the second (commands starting with
 //! the same program and subcommand), each shown with what it allows; `n` or Esc deny; `r` deny
-//! with a reason the model reads. Ctrl+C interrupts the turn.
+//! with a reason the model reads. Ctrl+C interrupts the turn. After the sandbox refused a
+//! command a write, the same view asks whether to rerun it unconfined: then only `u` reruns it
+//! (once), and `n`, Esc or `r` keep the refused result — `y` does nothing, so no habitual key
+//! lifts the sandbox.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::buffer::Buffer;
@@ -100,8 +103,21 @@ impl ApprovalView {
                 width,
             );
         }
+        if self.is_rerun() {
+            return wrap_line(
+                &Line::from(vec![
+                    Span::styled("u", key),
+                    Span::raw(" rerun once without the sandbox  "),
+                    Span::styled("n", key),
+                    Span::raw(" keep the sandbox  "),
+                    Span::styled("r", key),
+                    Span::raw(" keep it, saying why"),
+                ]),
+                width,
+            );
+        }
         let mut spans = vec![Span::styled("y", key), Span::raw(" once  ")];
-        for (offer, k) in self.offers.iter().zip(OFFER_KEYS) {
+        for (offer, k) in self.grant_offers().zip(OFFER_KEYS) {
             spans.push(Span::styled(k.to_string(), key));
             spans.push(Span::raw(format!(" {}  ", offer.label)));
         }
@@ -112,6 +128,16 @@ impl ApprovalView {
             Span::raw(" deny, saying why"),
         ]);
         wrap_line(&Line::from(spans), width)
+    }
+
+    /// The question after a refused write: rerun without the sandbox?
+    fn is_rerun(&self) -> bool {
+        self.offers.iter().any(|o| o.scope == ApprovalScope::Unconfined)
+    }
+
+    /// The "always" offers, keyed `a` and `p`.
+    fn grant_offers(&self) -> impl Iterator<Item = &ApprovalOffer> {
+        self.offers.iter().filter(|o| o.scope != ApprovalScope::Unconfined)
     }
 
     fn body_lines(&self, width: usize) -> Vec<Line<'static>> {
@@ -212,9 +238,13 @@ impl View for ApprovalView {
             }
             return ViewAction::Stay;
         }
-        let offer = |i: usize| self.offers.get(i).map(|o| o.scope);
+        let offer = |i: usize| self.grant_offers().nth(i).map(|o| o.scope);
+        let rerun = self.is_rerun();
         match key.code {
-            KeyCode::Char('y') | KeyCode::Char('Y') => {
+            KeyCode::Char('u') | KeyCode::Char('U') if rerun => {
+                ViewAction::Approve { call_id, scope: ApprovalScope::Unconfined }
+            }
+            KeyCode::Char('y') | KeyCode::Char('Y') if !rerun => {
                 ViewAction::Approve { call_id, scope: ApprovalScope::Once }
             }
             KeyCode::Char('a') | KeyCode::Char('A') => match offer(0) {

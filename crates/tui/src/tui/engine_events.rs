@@ -116,7 +116,7 @@ impl App {
                     format!("{reason}; retrying in {secs} s (attempt {attempt} of {max_attempts})"),
                 );
             }
-            Event::Grants { mode, grants } => self.show_grants(mode, grants),
+            Event::Grants { mode, grants, sandbox } => self.show_grants(mode, grants, sandbox),
             Event::McpServers { servers } => self.show_mcp_servers(servers),
             Event::UserMessages { messages } => self.show_branch_points(messages, pending),
             Event::Usage { pressure, usable_input, window_unverified, model, .. } => {

@@ -112,7 +112,8 @@ impl SlashCommand {
                 "Move HEAD back to an earlier message of this branch (a picker, or an entry id or its unique prefix)."
             }
             SlashCommand::Approval => {
-                "Show the approval mode and this session's \"always\" grants; d revokes one."
+                "Show the approval mode, the sandbox mode and this session's \"always\" grants; d \
+                 revokes one."
             }
             SlashCommand::Mcp => {
                 "Show the MCP servers: each one's status (starting, ready, failed and why) and its tools."
@@ -254,6 +255,11 @@ pub const KEYS: &[(&str, &str)] = &[
          always for commands starting with the program and subcommand shown / deny / deny with \
          a reason the model reads",
     ),
+    (
+        "u",
+        "after the sandbox refused a command a write: run that one call again without the \
+         sandbox (n, Esc or r keep the refused result; y does nothing there)",
+    ),
 ];
 
 /// `/help`'s text; without keyboard enhancement the terminal cannot tell Shift+Enter from
@@ -348,7 +354,9 @@ pub fn commands_markdown() -> String {
          `r` deny with a reason the model reads. A compound command, pipe or redirection is \
          covered only if every part is; no grant covers Codewhale's own settings. Writes and \
          edits show their diff (scroll with Up/Down, PageUp/PageDown); the path and the keys \
-         stay visible at any height. `/approval` lists the grants; `d` revokes one.\n\
+         stay visible at any height. `/approval` lists the grants and shows the sandbox mode; \
+         `d` revokes one. When the sandbox refused a command a write, the same view asks \
+         whether to rerun it once without the sandbox: only `u` does.\n\
          - Tool calls show live output and elapsed time while they run; when folded, how they \
          ended (exit code, denied, interrupted, failed); unfolded, the first and last 20 lines \
          with the count left out. ANSI colours in output are drawn, never printed raw.\n\

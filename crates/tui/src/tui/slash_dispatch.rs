@@ -180,6 +180,7 @@ impl App {
         &mut self,
         mode: codewhale_engine::ApprovalMode,
         grants: Vec<String>,
+        sandbox: codewhale_engine::protocol::SandboxReport,
     ) {
         self.views.retain(|v| !v.is_grants());
         let choices = grants
@@ -191,10 +192,10 @@ impl App {
             })
             .collect();
         let mut view = ChoiceView::new(
-            format!("approval mode {mode} · grants for this session"),
+            format!("approval mode {mode} · sandbox {} · grants for this session", sandbox.mode),
             choices,
             "no grants: every call asks as the mode says (\"a\" or \"p\" in an approval adds one)",
-            "d revoke · Esc close",
+            &format!("d revoke · Esc close · sandbox: {}", sandbox.detail),
         );
         view.revocable = true;
         self.views.push(Box::new(view));

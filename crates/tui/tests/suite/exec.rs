@@ -17,7 +17,9 @@ impl Setup {
     async fn new() -> Setup {
         Setup {
             server: MockServer::start().await.unwrap(),
-            home: tempfile::tempdir().unwrap(),
+            // Outside the system temp dir, like a real home: one the sandbox leaves writable
+            // gets a warning at start, and these tests read stderr whole.
+            home: tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap(),
             ws: tempfile::tempdir().unwrap(),
         }
     }

@@ -5,6 +5,7 @@ mod import;
 mod journal_check;
 mod mcp_cli;
 mod pty;
+mod sandbox;
 mod screen_pty;
 mod sessions;
 mod trust;

@@ -189,7 +189,11 @@ fn search_branch_picker_and_grants() {
         "always for the command `cargo fmt`".to_owned(),
         "always for commands starting with `cargo test …`".to_owned(),
     ];
-    h.engine(id, Event::Grants { mode: ApprovalMode::Ask, grants });
+    let sandbox = codewhale_engine::protocol::SandboxReport {
+        mode: codewhale_engine::sandbox::SandboxMode::WorkspaceWrite,
+        detail: "writable: /work/ws, /tmp; network on; Landlock ABI 6".to_owned(),
+    };
+    h.engine(id, Event::Grants { mode: ApprovalMode::Ask, grants, sandbox });
     both(&mut h, "grants");
     h.key(KeyCode::Down, KeyModifiers::NONE);
     h.type_str("d");

@@ -67,6 +67,44 @@ fn approval_modal_answers_once_always_or_denies() {
     assert!(h.app.views.is_empty());
 }
 
+/// After the sandbox refused a write, only `u` reruns the command unconfined; `y` (the key
+/// of every other approval) does nothing, and `n` keeps the sandbox.
+#[test]
+fn a_refused_write_offers_an_unconfined_rerun_only_on_u() {
+    let mut h = Harness::new();
+    h.type_str("build it");
+    h.enter();
+    h.engine(1, Event::TurnStarted);
+    let ask = |id: &str| Event::ApprovalNeeded {
+        call_id: id.into(),
+        name: "shell".into(),
+        input: json!({"command": "make install"}),
+        reason: "the sandbox refused writing to /usr/local/bin/tool; run it once more without \
+                 the sandbox?"
+            .into(),
+        offers: vec![ApprovalOffer {
+            scope: ApprovalScope::Unconfined,
+            label: "rerun once without the sandbox".into(),
+        }],
+        diff: None,
+    };
+    h.engine(1, ask("c1"));
+    insta::assert_snapshot!(h.screen());
+    h.type_str("y");
+    h.type_str("a");
+    assert_eq!(h.ops().len(), 1, "neither y nor a lifts the sandbox");
+    h.type_str("u");
+    h.engine(1, ask("c2"));
+    h.type_str("n");
+    assert_eq!(
+        h.ops()[1..],
+        [
+            Op::Approve { call_id: "c1".into(), scope: ApprovalScope::Unconfined },
+            Op::Deny { call_id: "c2".into(), reason: None },
+        ]
+    );
+}
+
 #[test]
 fn the_slash_popup_completes_with_tab() {
     let mut h = Harness::new();

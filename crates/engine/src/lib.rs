@@ -32,6 +32,7 @@ internal_modules! {
     anchors;
     attachments;
     approval;
+    bounded;
     budget;
     compaction;
     config;

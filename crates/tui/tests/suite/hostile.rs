@@ -300,3 +300,30 @@ async fn sighup_while_streaming_keeps_the_partial_reply() {
     let journal = s.session_text();
     assert!(journal.contains("the first"), "the streamed part is kept: {journal}");
 }
+
+/// `exec … 2>&1 | head -1`: the notices go to a pipe that closes early, and printing them
+/// panicked (exit 101). Now exec ends quietly, as other tools do (141).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_stderr_pipe_ends_exec_quietly() {
+    let s = Setup::new().await;
+    // An untrusted setting makes exec print a notice before the turn.
+    s.write(".codewhale/config.toml", "approval = \"full\"\n");
+    s.server.push(Reply::text("answer"));
+    let mut cmd = s.command(&["hello"]);
+    // `true` leaves at once: the notice is written to a pipe nobody reads any more.
+    let script = "\"$0\" \"$@\" 2>&1 >/dev/null | true; exit ${PIPESTATUS[0]}";
+    let exe = cmd.as_std().get_program().to_owned();
+    let args: Vec<_> = cmd.as_std().get_args().map(ToOwned::to_owned).collect();
+    let mut bash = tokio::process::Command::new("bash");
+    bash.arg("-c").arg(script).arg(exe).args(args);
+    for (k, v) in cmd.as_std().get_envs() {
+        match v {
+            Some(v) => bash.env(k, v),
+            None => bash.env_remove(k),
+        };
+    }
+    bash.current_dir(s.ws.path());
+    let out = tokio::time::timeout(Duration::from_secs(60), bash.output()).await.unwrap().unwrap();
+    let code = out.status.code();
+    assert!(matches!(code, Some(0) | Some(141)), "exit {code:?}: {}", text(&out.stderr));
+}

@@ -309,7 +309,7 @@ async fn a_closed_stderr_pipe_ends_exec_quietly() {
     // An untrusted setting makes exec print a notice before the turn.
     s.write(".codewhale/config.toml", "approval = \"full\"\n");
     s.server.push(Reply::text("answer"));
-    let mut cmd = s.command(&["hello"]);
+    let cmd = s.command(&["hello"]);
     // `true` leaves at once: the notice is written to a pipe nobody reads any more.
     let script = "\"$0\" \"$@\" 2>&1 >/dev/null | true; exit ${PIPESTATUS[0]}";
     let exe = cmd.as_std().get_program().to_owned();

@@ -87,6 +87,7 @@ async fn main() {
             retry: None,
             front_end: FrontEnd::Cli,
             home_hint: None,
+            sandbox_helper: None,
         }
     };
     for (label, resume, prompt) in [

@@ -14,6 +14,10 @@ use std::path::{Path, PathBuf};
 /// The anchors file, relative to the workspace.
 pub const ANCHORS_FILE: &str = ".codewhale/anchors.md";
 
+/// The largest anchors file read; anchors are restated whole, so a larger file is refused, not
+/// cut.
+pub const MAX_ANCHORS_BYTES: usize = 1024 * 1024;
+
 /// The line that separates two entries.
 pub const SEPARATOR: &str = "---";
 
@@ -31,6 +35,10 @@ pub enum AnchorError {
     ContainsSeparator,
     #[error("there is no anchor {index}; the workspace has {count} (see `codewhale anchor list`)")]
     NoSuchAnchor { index: usize, count: usize },
+    #[error("{path} is {kind}, not a regular file; codewhale reads anchors only from a regular file, replace it with one")]
+    NotRegular { path: String, kind: &'static str },
+    #[error("{path} is larger than 1 MiB; anchors are short notes, remove some with `codewhale anchor remove N`")]
+    TooLarge { path: String },
     #[error("cannot {action} {path}: {source}")]
     Io { action: &'static str, path: String, source: std::io::Error },
 }
@@ -56,13 +64,25 @@ impl AnchorStore {
     /// The file's full text, or `None` when it is absent or holds no anchor. What checkpoints
     /// restate verbatim.
     pub fn text(&self) -> Result<Option<String>, AnchorError> {
+        use crate::bounded::Bounded;
         let path = self.checked_path()?;
-        match fs::read_to_string(&path) {
-            Ok(text) if parse(&text).is_empty() => Ok(None),
-            Ok(text) => Ok(Some(text)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(source) => Err(io("read", &path, source)),
-        }
+        // A repository chose this file: read it through a bound, and only if it is a regular
+        // file (a FIFO would hang the read, a device would never end).
+        let bytes = match crate::bounded::read(&path, MAX_ANCHORS_BYTES) {
+            Ok(Bounded::Missing) => return Ok(None),
+            Ok(Bounded::NotRegular(kind)) => {
+                return Err(AnchorError::NotRegular { path: path.display().to_string(), kind })
+            }
+            Ok(Bounded::Read { cut: true, .. }) => {
+                return Err(AnchorError::TooLarge { path: path.display().to_string() })
+            }
+            Ok(Bounded::Read { bytes, cut: false }) => bytes,
+            Err(source) => return Err(io("read", &path, source)),
+        };
+        let text = String::from_utf8(bytes).map_err(|_| {
+            io("read", &path, std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text"))
+        })?;
+        Ok((!parse(&text).is_empty()).then_some(text))
     }
 
     /// The entries, in file order.
@@ -234,5 +254,19 @@ mod tests {
         let store = AnchorStore::new(dir.path());
         assert!(matches!(store.add("x"), Err(AnchorError::Symlink(_))));
         assert_eq!(fs::read_to_string(&target).unwrap(), "secret", "the target is untouched");
+    }
+
+    #[test]
+    fn a_fifo_or_a_huge_file_is_refused_without_hanging() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir(dir.path().join(".codewhale")).unwrap();
+        let store = AnchorStore::new(dir.path());
+        rustix::fs::mkfifoat(rustix::fs::CWD, store.path(), rustix::fs::Mode::from_raw_mode(0o600))
+            .unwrap();
+        let e = store.text().unwrap_err().to_string();
+        assert!(e.contains("is a FIFO, not a regular file"), "{e}");
+        fs::remove_file(store.path()).unwrap();
+        fs::write(store.path(), "x".repeat(MAX_ANCHORS_BYTES + 1)).unwrap();
+        assert!(matches!(store.text(), Err(AnchorError::TooLarge { .. })));
     }
 }

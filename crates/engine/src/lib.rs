@@ -34,6 +34,7 @@ internal_modules! {
     anchors;
     attachments;
     approval;
+    bounded;
     budget;
     compaction;
     config;

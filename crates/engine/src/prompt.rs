@@ -8,6 +8,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::bounded::Bounded;
+
 const BASE: &str = include_str!("../../../assets/prompts/system.md");
 
 /// The largest instruction file read; a bigger one is cut with a marker so a stray huge file
@@ -29,34 +31,46 @@ pub struct SystemPrompt {
     pub base: String,
     /// Project instructions in the order they are sent.
     pub instructions: Vec<Instructions>,
+    /// Notices for instruction files that were skipped because they are not regular files.
+    pub skipped: Vec<String>,
 }
 
 impl SystemPrompt {
     /// Reads the project instructions of `workspace` (missing files are skipped; unreadable
-    /// ones are logged and skipped, so a permission problem never blocks a session).
+    /// ones are logged and skipped, so a permission problem never blocks a session). Each is
+    /// read through a bound ([`crate::bounded`]): only a regular file, at most 64 KiB; one
+    /// that is something else (a FIFO, a link to a device) is skipped and named in
+    /// [`SystemPrompt::skipped`].
     pub fn load(workspace: &Path) -> SystemPrompt {
         let base = BASE.replace("{workspace}", &workspace.display().to_string());
         let mut instructions = Vec::new();
+        let mut skipped = Vec::new();
         for rel in instruction_files() {
             let path = workspace.join(&rel);
-            match std::fs::read(&path) {
-                Ok(bytes) => {
-                    let mut text = String::from_utf8_lossy(&bytes).into_owned();
-                    if text.len() > MAX_INSTRUCTIONS_BYTES {
-                        let mut cut = MAX_INSTRUCTIONS_BYTES;
-                        while !text.is_char_boundary(cut) {
-                            cut -= 1;
+            match crate::bounded::read(&path, MAX_INSTRUCTIONS_BYTES) {
+                Ok(Bounded::Read { mut bytes, cut }) => {
+                    if cut {
+                        // Never end on half a character: drop an incomplete last sequence.
+                        if let Err(e) = std::str::from_utf8(&bytes) {
+                            if e.error_len().is_none() {
+                                bytes.truncate(e.valid_up_to());
+                            }
                         }
-                        text.truncate(cut);
+                    }
+                    let mut text = String::from_utf8_lossy(&bytes).into_owned();
+                    if cut {
                         text.push_str("\n[... cut: the file is longer than 64 KiB ...]");
                     }
                     instructions.push(Instructions { name: rel.display().to_string(), text });
                 }
-                Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+                Ok(Bounded::Missing) => {}
+                Ok(Bounded::NotRegular(kind)) => {
+                    skipped.push(crate::bounded::skipped_notice(&path, kind));
+                }
                 Err(err) => tracing::warn!("cannot read {}: {err}", path.display()),
             }
         }
-        SystemPrompt { base, instructions }
+        SystemPrompt { base, instructions, skipped }
     }
 
     /// The blocks sent as the request's system prompt: our text, then each instruction file
@@ -131,5 +145,27 @@ mod tests {
             exact,
             "at the limit: whole"
         );
+    }
+
+    #[test]
+    fn a_hostile_repository_cannot_make_instructions_hang_or_fill_memory() {
+        let ws = tempfile::tempdir().unwrap();
+        // Committed symlinks survive `git clone`; a FIFO hangs a plain read forever.
+        std::os::unix::fs::symlink("/dev/zero", ws.path().join("AGENTS.md")).unwrap();
+        std::fs::create_dir(ws.path().join(".codewhale")).unwrap();
+        let fifo = ws.path().join(".codewhale/instructions.md");
+        rustix::fs::mkfifoat(rustix::fs::CWD, &fifo, rustix::fs::Mode::from_raw_mode(0o600))
+            .unwrap();
+        let p = SystemPrompt::load(ws.path());
+        assert!(p.instructions.is_empty(), "{:?}", p.instructions);
+        assert_eq!(p.skipped.len(), 2, "{:?}", p.skipped);
+        assert!(p.skipped[0].contains("AGENTS.md: it is a device"), "{}", p.skipped[0]);
+        assert!(p.skipped[1].contains("instructions.md: it is a FIFO"), "{}", p.skipped[1]);
+        // A huge file is read only up to the bound: 8 MiB of text yields the 64 KiB cut.
+        std::fs::remove_file(ws.path().join("AGENTS.md")).unwrap();
+        std::fs::write(ws.path().join("AGENTS.md"), "x".repeat(8 << 20)).unwrap();
+        let p = SystemPrompt::load(ws.path());
+        assert!(p.instructions[0].text.ends_with("longer than 64 KiB ...]"));
+        assert!(p.instructions[0].text.len() < MAX_INSTRUCTIONS_BYTES + 100);
     }
 }

@@ -37,6 +37,11 @@ struct Rule {
 
 /// The built-in rules: (kind, pattern, capture group of the secret). More specific patterns
 /// come first, so an Anthropic key is named as one rather than as an OpenAI-style key.
+///
+/// The line rules (`secret`) look at a line's content after the prefix a tool puts before
+/// each line of a file: `read_file`'s (and `cat -n`'s) gutter of right-aligned numbers and a
+/// tab (`    12\t`, `  3.2\t` for a piece of a long line), and `search`'s (and `grep -n`'s)
+/// `path:line:`. Without that, a `.env` read through a tool would pass where `cat` is caught.
 const BUILT_IN: &[(&str, &str, usize)] = &[
     (
         "private-key",
@@ -50,7 +55,7 @@ const BUILT_IN: &[(&str, &str, usize)] = &[
     ("aws-access-key", r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b", 0),
     (
         "aws-secret-key",
-        r#"(?i)aws_?secret_?(?:access_?)?key["']?\s*[:=]\s*["']?([A-Za-z0-9/+]{40})\b"#,
+        r#"(?i)aws_?secret_?(?:access_?)?key["']?\s*[:=]\s*["']?([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)"#,
         1,
     ),
     ("github-token", r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})\b", 0),
@@ -60,15 +65,51 @@ const BUILT_IN: &[(&str, &str, usize)] = &[
     ("bearer-token", r"(?i)\bbearer\s+([A-Za-z0-9._~+/=\-]{16,})", 1),
     (
         "secret",
-        r#"(?m)^[ \t]*(?:export[ \t]+)?["']?[A-Z][A-Z0-9_]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?)[A-Z0-9_]*["']?[ \t]*[=:][ \t]*["']?([^\s"'$<{%()][^\s"'()]{5,})["']?[ \t]*,?[ \t]*$"#,
+        r#"(?m)^(?:[ \t]*[0-9]+(?:\.[0-9]+)?\t|[^\n]*?:[0-9]+:)?[ \t]*(?:export[ \t]+)?["']?[A-Z][A-Z0-9_]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?)[A-Z0-9_]*["']?[ \t]*[=:][ \t]*["']?([^\s"'$<{%()][^\s"'()]{5,})["']?[ \t]*,?[ \t]*$"#,
         1,
     ),
     (
         "secret",
-        r#"(?m)^[ \t]*["']?(?:[a-z0-9]+[_.\-])*(?:password|passwd|passphrase|secret|api[_\-]?key|access[_\-]?token|auth[_\-]?token|refresh[_\-]?token|client[_\-]?secret|secret[_\-]?key|private[_\-]?key)["']?[ \t]*[=:][ \t]*["']?([^\s"'$<{%()][^\s"'()]{5,})["']?[ \t]*,?[ \t]*$"#,
+        r#"(?m)^(?:[ \t]*[0-9]+(?:\.[0-9]+)?\t|[^\n]*?:[0-9]+:)?[ \t]*["']?(?:[a-z0-9]+[_.\-])*(?:password|passwd|passphrase|secret|api[_\-]?key|access[_\-]?token|auth[_\-]?token|refresh[_\-]?token|client[_\-]?secret|secret[_\-]?key|private[_\-]?key)["']?[ \t]*[=:][ \t]*["']?([^\s"'$<{%()][^\s"'()]{5,})["']?[ \t]*,?[ \t]*$"#,
         1,
     ),
 ];
+
+/// An ordinary paragraph of a coding session (prose, code, a command, a path, numbers), holding
+/// no secret: a configured pattern that matches much of it would redact the conversation
+/// itself.
+const ORDINARY_TEXT: &str = "The build failed because the test in src/parser.rs expects 42 \
+tokens but the lexer now returns 43. I changed `fn next_token(&mut self) -> Option<Token>` to \
+skip the trailing newline, then ran `cargo test -p parser -- --nocapture` again; all 118 tests \
+pass. Next, update the README (section \"Usage\") and bump the version to 1.4.2 on Monday, \
+2024-05-06. See https://example.com/docs/lexer.html for the grammar.";
+
+/// The largest share of [`ORDINARY_TEXT`] a configured pattern may match (one fifth).
+const MAX_ORDINARY_SHARE: f64 = 0.2;
+
+/// Checks a pattern from a config file before it is used: it must be a regular expression,
+/// never match empty text (a marker would be put between every two characters) and match at
+/// most a fifth of an ordinary paragraph. The error is a phrase naming the pattern.
+pub fn check_pattern(pattern: &str) -> Result<(), String> {
+    let regex = Regex::new(pattern)
+        .map_err(|e| format!("the redaction pattern {pattern:?} is not a valid regular expression: {e}"))?;
+    if regex.find_iter(ORDINARY_TEXT).any(|m| m.is_empty()) || regex.is_match("") {
+        return Err(format!(
+            "the redaction pattern {pattern:?} matches empty text, so it would put a marker \
+             between every two characters of the conversation; make it match the secret itself"
+        ));
+    }
+    let matched: usize = regex.find_iter(ORDINARY_TEXT).map(|m| m.as_str().chars().count()).sum();
+    let share = matched as f64 / ORDINARY_TEXT.chars().count() as f64;
+    if share > MAX_ORDINARY_SHARE {
+        return Err(format!(
+            "the redaction pattern {pattern:?} matches {:.0}% of an ordinary paragraph, so it \
+             would redact the conversation itself; make it match only the shape of the secret",
+            share * 100.0
+        ));
+    }
+    Ok(())
+}
 
 /// A pattern from the user's configuration that is not a valid regular expression.
 #[derive(Debug, thiserror::Error)]
@@ -384,5 +425,53 @@ mod tests {
         let custom = Redactor::new(&["ACME-[0-9]{6}".into()], &[]).unwrap();
         assert!(custom.redact("ticket ACME-123456").contains("[REDACTED:custom:"));
         assert!(Redactor::new(&["(unclosed".into()], &[]).is_err());
+    }
+
+    #[test]
+    fn patterns_that_would_redact_ordinary_text_are_refused() {
+        for broad in ["[a-z]", r"\w+", ".", "(?s).+", "[^ ]+", "[a-zA-Z0-9]"] {
+            let e = check_pattern(broad).unwrap_err();
+            assert!(e.contains(&format!("{broad:?}")) && e.contains("ordinary paragraph"), "{e}");
+        }
+        for empty in ["a*", "x?", "(?:)"] {
+            assert!(check_pattern(empty).unwrap_err().contains("matches empty text"), "{empty}");
+        }
+        assert!(check_pattern("(unclosed").unwrap_err().contains("not a valid regular"));
+        for narrow in ["ACME-[0-9]{6}", "internal-[a-f0-9]{32}", r"\btok_[A-Za-z0-9]{20,}"] {
+            assert_eq!(check_pattern(narrow), Ok(()), "{narrow}");
+        }
+    }
+
+    /// The lines a tool prefixes: `read_file`'s gutter and `search`'s `path:line:` hid these
+    /// from the `NAME=value` rule, while `cat` of the same file was redacted.
+    #[test]
+    fn secrets_after_a_tools_line_prefix_are_caught() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = std::fs::canonicalize(dir.path()).unwrap();
+        let secrets = [
+            "sk_live_51HabcdefGHIJKLmnop",
+            "abcdef123456ghij",
+            "hunter2hunter2",
+            "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEK/+",
+        ];
+        let env = format!(
+            "# settings\nSTRIPE_SECRET={}\nMY_API_KEY={}\npassword: {}\n\
+             AWS_SECRET_ACCESS_KEY={}\nPLAIN=value\n",
+            secrets[0], secrets[1], secrets[2], secrets[3]
+        );
+        std::fs::write(ws.join("app.env"), &env).unwrap();
+        let read = crate::tools::files::read_file(&ws.join("app.env"), "app.env", None, None).unwrap();
+        let found = crate::tools::search::search(&ws, &ws, "=|:", None).unwrap();
+        let r = Redactor::default();
+        for (tool, out) in [("read_file", &read), ("search", &found), ("cat", &env)] {
+            let redacted = r.redact(out);
+            for secret in secrets {
+                assert!(!redacted.contains(secret), "{tool} leaked {secret}:\n{redacted}");
+            }
+            assert_eq!(redacted.matches(MARKER_PREFIX).count(), 4, "{tool}:\n{redacted}");
+            assert!(redacted.contains("PLAIN=value"), "{redacted}");
+        }
+        // A piece of a long line carries its `line.piece` label.
+        assert!(r.redact("   3.2\tDB_PASSWORD=correct-horse-battery").contains(MARKER_PREFIX));
     }
 }

@@ -7,6 +7,10 @@
 //! `trusted_workspaces`, which are trusted whatever their file says. A workspace file can never
 //! trust itself (the user-scope-only settings of the configuration).
 //!
+//! The question shows every setting that needs trust with its whole value, rendered as TOML
+//! from the parsed file ([`show`]); a file holding a setting that cannot be shown plainly is
+//! never trusted, asked or not, so nothing applies that the user could not have read.
+//!
 //! The store is only a set of decisions: unreadable means nothing is trusted, and it is written
 //! atomically (a temporary file renamed over it), so a crash or a full disk never leaves a half
 //! file or a stray temporary one.
@@ -19,6 +23,9 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::config::{self, ConfigError, Scope};
+
+mod show;
+pub use show::Unshowable;
 
 /// The store's file name under the Codewhale home.
 pub const TRUST_FILE: &str = "trust.json";
@@ -43,8 +50,12 @@ struct Store {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Question {
     pub file: PathBuf,
-    /// The settings it would change, as `key = value` lines of the file.
+    /// Every setting that needs trust, with its whole value, as TOML lines: `key = value`, and
+    /// a `[table]` line before the keys of a table.
     pub settings: Vec<String>,
+    /// SHA-256 of the file content the settings were read from: an answer is about this
+    /// content, even if the file changes while the question is open.
+    pub sha256: String,
 }
 
 /// Where the store lives.
@@ -79,72 +90,70 @@ fn decision(home: &Path, workspace: &Path, text: &str) -> Option<bool> {
 }
 
 /// Whether the workspace's config (`text`) is trusted: remembered as trusted for this content,
-/// or listed in the user's `trusted_workspaces`.
+/// or listed in the user's `trusted_workspaces` — and every setting that needs trust can be
+/// shown plainly ([`show::settings`]).
 pub(crate) fn is_trusted(home: &Path, workspace: &Path, text: &str, listed: &[String]) -> bool {
     let here = key_of(workspace);
-    listed.iter().any(|w| key_of(Path::new(w)) == here)
-        || decision(home, workspace, text) == Some(true)
+    (listed.iter().any(|w| key_of(Path::new(w)) == here)
+        || decision(home, workspace, text) == Some(true))
+        && show::settings(text).is_ok()
+}
+
+/// Why a workspace config whose settings need trust is not trusted even if the user said so:
+/// one of them cannot be shown plainly.
+pub(crate) fn unshowable(text: &str) -> Option<Unshowable> {
+    show::settings(text).err()
+}
+
+/// The workspace config's text, or `None` when there is none or it is not a regular file.
+fn workspace_text(workspace: &Path) -> Result<Option<String>, ConfigError> {
+    config::read(&config::workspace_file(workspace), &mut Vec::new())
 }
 
 /// The question to ask before a session opens in `workspace`: `None` when its config sets
-/// nothing that needs trust, or the user already answered for this content (or listed it).
+/// nothing that needs trust, the user already answered for this content (or listed it), or a
+/// setting cannot be shown plainly (then it is refused, and the session's notice says why).
 pub fn question(home: &Path, workspace: &Path) -> Result<Option<Question>, ConfigError> {
     let file = config::workspace_file(workspace);
-    let text = match std::fs::read_to_string(&file) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => return Err(ConfigError::Read { path: file, source }),
-    };
+    let Some(text) = workspace_text(workspace)? else { return Ok(None) };
     let parsed = config::parse_scoped(&file, &text, Scope::Workspace)?;
-    let gated = parsed.gated_keys();
-    if gated.is_empty() || decision(home, workspace, &text).is_some() {
+    if parsed.gated_keys().is_empty() || decision(home, workspace, &text).is_some() {
         return Ok(None);
     }
-    let user = match std::fs::read_to_string(config::user_file(home)) {
-        Ok(t) => config::parse(&config::user_file(home), &t)?.trusted_workspaces,
-        Err(_) => Vec::new(),
+    let user = match config::read(&config::user_file(home), &mut Vec::new())? {
+        Some(t) => config::parse(&config::user_file(home), &t)?.trusted_workspaces,
+        None => Vec::new(),
     };
     if is_trusted(home, workspace, &text, &user) {
         return Ok(None);
     }
-    let servers = gated.iter().any(|g| g == "mcp_servers");
-    let mut in_servers = false;
-    let mut in_sandbox = false;
-    let settings = text
-        .lines()
-        .map(str::trim)
-        .filter(|l| {
-            if l.starts_with('[') {
-                in_servers = l.starts_with("[mcp_servers");
-                in_sandbox = l.starts_with("[sandbox");
-            }
-            let key = l.split('=').next().unwrap_or_default().trim();
-            // What a server table runs or reaches is shown with the table's name.
-            let server_line = servers
-                && in_servers
-                && (l.starts_with('[') || ["command", "args", "url"].contains(&key));
-            // A loosening `[sandbox]` line is shown with its table's name.
-            let sandbox_line = in_sandbox
-                && (l.starts_with('[') && gated.iter().any(|g| g.starts_with("sandbox."))
-                    || gated.iter().any(|g| *g == format!("sandbox.{key}")));
-            gated.iter().any(|g| g == key || g.starts_with(&format!("{key}.")))
-                || (l.starts_with("[shell") && gated.iter().any(|g| g.starts_with("shell.")))
-                || server_line
-                || sandbox_line
-        })
-        .map(str::to_owned)
-        .collect();
-    Ok(Some(Question { file, settings }))
+    let Ok(settings) = show::settings(&text) else { return Ok(None) };
+    Ok(Some(Question { file, settings, sha256: digest(&text) }))
 }
 
-/// Remembers the user's answer for `workspace` and its config as it is now.
+/// Remembers the user's answer for `workspace` and its config as it is now (`--trust`).
 pub fn decide(home: &Path, workspace: &Path, trusted: bool) -> std::io::Result<()> {
-    let text = std::fs::read_to_string(config::workspace_file(workspace)).unwrap_or_default();
+    let text = workspace_text(workspace).map_err(std::io::Error::other)?.unwrap_or_default();
+    remember(home, workspace, digest(&text), trusted)
+}
+
+/// Remembers the user's answer to `question`: about the content it showed, so a file changed
+/// while the question was open is asked about again.
+pub fn answer(
+    home: &Path,
+    workspace: &Path,
+    question: &Question,
+    trusted: bool,
+) -> std::io::Result<()> {
+    remember(home, workspace, question.sha256.clone(), trusted)
+}
+
+fn remember(home: &Path, workspace: &Path, sha256: String, trusted: bool) -> std::io::Result<()> {
     let mut store = load(home);
     store.v = 1;
     store.workspaces.insert(
         key_of(workspace),
-        Decision { sha256: digest(&text), trusted, at: chrono::Utc::now().to_rfc3339() },
+        Decision { sha256, trusted, at: chrono::Utc::now().to_rfc3339() },
     );
     let bytes = serde_json::to_vec_pretty(&store).map_err(std::io::Error::other)?;
     std::fs::create_dir_all(home)?;
@@ -214,9 +223,52 @@ mod tests {
         let home = tempfile::tempdir().unwrap();
         let ws = workspace_with("approval = \"full\"\n");
         let listed = vec![ws.path().display().to_string()];
-        assert!(is_trusted(home.path(), ws.path(), "anything", &listed));
+        assert!(is_trusted(home.path(), ws.path(), "approval = \"full\"\n", &listed));
         let own = workspace_with("trusted_workspaces = [\".\"]\n");
         let err = question(home.path(), own.path()).unwrap_err().to_string();
         assert!(err.contains("a workspace cannot trust itself"), "{err}");
+    }
+
+    #[test]
+    fn the_question_shows_what_a_hidden_syntax_would_apply() {
+        let home = tempfile::tempdir().unwrap();
+        let ws = workspace_with(
+            "[shell]\nenv = { LD_PRELOAD = \"/tmp/evil.so\", BASH_ENV = \"/tmp/run.sh\" }\n\
+             base_url = 1\n",
+        );
+        // Not a string: the file does not parse, nothing is asked and nothing applies.
+        assert!(question(home.path(), ws.path()).is_err());
+        let ws = workspace_with(
+            "base_url = \"\"\"\nhttp://evil.invalid/v1\"\"\"\n[shell]\n\
+             env = { LD_PRELOAD = \"/tmp/evil.so\", BASH_ENV = \"/tmp/run.sh\" }\n",
+        );
+        let q = question(home.path(), ws.path()).unwrap().unwrap();
+        assert_eq!(
+            q.settings,
+            [
+                "base_url = \"http://evil.invalid/v1\"",
+                "[shell]",
+                "env.BASH_ENV = \"/tmp/run.sh\"",
+                "env.LD_PRELOAD = \"/tmp/evil.so\"",
+            ]
+        );
+        // The answer is about what was shown: a file changed meanwhile is asked again.
+        std::fs::write(config::workspace_file(ws.path()), "approval = \"full\"\n").unwrap();
+        answer(home.path(), ws.path(), &q, true).unwrap();
+        assert!(!is_trusted(home.path(), ws.path(), "approval = \"full\"\n", &[]));
+        assert!(question(home.path(), ws.path()).unwrap().is_some());
+    }
+
+    #[test]
+    fn a_setting_that_cannot_be_shown_is_never_trusted() {
+        let home = tempfile::tempdir().unwrap();
+        let text = format!("base_url = \"http://x.invalid/{}\"\n", "a".repeat(3000));
+        let ws = workspace_with(&text);
+        assert_eq!(question(home.path(), ws.path()).unwrap(), None, "not asked");
+        decide(home.path(), ws.path(), true).unwrap();
+        assert!(!is_trusted(home.path(), ws.path(), &text, &[]), "--trust does not apply it");
+        let listed = vec![ws.path().display().to_string()];
+        assert!(!is_trusted(home.path(), ws.path(), &text, &listed), "nor does the user's list");
+        assert_eq!(unshowable(&text).unwrap().key, "base_url");
     }
 }

@@ -421,14 +421,23 @@ impl WriterThread {
         }
     }
 
-    /// One `write` of one complete line. After any failure nothing more is written: a partial
-    /// line is a torn tail the next open repairs, and appending after it would corrupt it.
+    /// One `write` of one complete line. After any failure nothing more is written, and what
+    /// part of the line reached the file is cut off again (shrinking a file needs no free
+    /// space, so this works on a full disk): the file ends with the last whole line instead
+    /// of a torn tail. Should the cut fail too, the torn tail is left for the next open to
+    /// move aside.
     fn write(&mut self, line: &[u8]) {
         if self.status().is_err() {
             return;
         }
+        let before = self.file.metadata().map(|m| m.len());
         if let Err(e) = self.file.write_all(line) {
             self.fail(&e);
+            if let Ok(len) = before {
+                if let Err(cut) = self.file.set_len(len).and_then(|()| self.file.sync_data()) {
+                    tracing::warn!(path = %self.path, "cannot cut off a partly written line: {cut}");
+                }
+            }
         }
     }
 

@@ -108,14 +108,51 @@ impl StderrTail {
     }
 }
 
+/// The process group of a stdio server (its leader's pid): ended as a whole when the server
+/// stops, on its own or with the session, so children it started (a `sleep 300 &`) do not
+/// outlive it even after the leader has exited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Group(u32);
+
+impl Group {
+    /// Whether the group's leader (the server itself) has exited, without reaping it. A child
+    /// that inherited the server's stdout keeps the pipe open after the server exited, so the
+    /// transport alone would never notice.
+    pub fn leader_exited(self) -> bool {
+        use rustix::process::{waitid, Pid, WaitId, WaitIdOptions};
+        let Some(pid) = i32::try_from(self.0).ok().and_then(Pid::from_raw) else { return true };
+        let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
+        match waitid(WaitId::Pid(pid), options) {
+            Ok(status) => status.is_some(),
+            // Already reaped: gone.
+            Err(rustix::io::Errno::CHILD) => true,
+            Err(_) => false,
+        }
+    }
+
+    /// SIGKILL to every process still in the group. Called right after the server stopped:
+    /// while any member lives the group id cannot be reused, and an empty group is a no-op.
+    pub fn end(self) {
+        let Some(pid) = i32::try_from(self.0).ok().and_then(rustix::process::Pid::from_raw) else {
+            return;
+        };
+        match rustix::process::kill_process_group(pid, rustix::process::Signal::KILL) {
+            Ok(()) | Err(rustix::io::Errno::SRCH) => {}
+            Err(e) => tracing::warn!(group = self.0, "cannot end an MCP server's processes: {e}"),
+        }
+    }
+}
+
 /// Starts (or reaches) the server and performs the handshake. `var` reads Codewhale's
-/// environment.
+/// environment. A stdio server's process group is recorded in `group` as soon as it is
+/// spawned, so it can be ended even if the handshake never completes.
 pub async fn connect(
     config: &ServerConfig,
     workspace: &Path,
     var: &(dyn Fn(&str) -> Option<String> + Send + Sync),
     handler: Handler,
     stderr: &StderrTail,
+    group: &std::sync::Mutex<Option<Group>>,
 ) -> Result<Service, ConnectError> {
     match &config.transport {
         Transport::Stdio { command, args, env, env_vars, cwd } => {
@@ -143,6 +180,9 @@ pub async fn connect(
                 .stderr(std::process::Stdio::piped())
                 .spawn()
                 .map_err(spawn_error)?;
+            if let (Some(id), Ok(mut slot)) = (transport.id(), group.lock()) {
+                *slot = Some(Group(id));
+            }
             if let Some(pipe) = pipe {
                 let tail = stderr.clone();
                 let server = config.name.clone();

@@ -1,7 +1,8 @@
 //! The real MCP servers this workspace's tests start, as `scripts/mcp-test-servers.sh`
 //! installs them (into `$CODEWHALE_MCP_TEST_DIR`, default `~/.cache/codewhale/mcp-test`).
-//! Only built with the `test-support` feature. A helper that finds its server missing prints
-//! why the test is skipped and returns `None`.
+//! Only built with the `test-support` feature. A helper that finds its server missing reports
+//! the skip ([`skip_test`]: a failure under `CI=true`, a listed skip elsewhere) and returns
+//! `None`.
 #![allow(clippy::print_stderr)]
 
 use std::path::PathBuf;
@@ -15,7 +16,34 @@ pub fn tools_dir() -> PathBuf {
 }
 
 fn skip(what: &str) {
-    eprintln!("skipped: {what} is not installed; run scripts/mcp-test-servers.sh");
+    skip_test(&format!("{what} is not installed; run scripts/mcp-test-servers.sh"));
+}
+
+/// Reports that the running test cannot run here because `reason` (a missing prerequisite).
+/// Under `CI=true` that fails the test: CI installs every prerequisite, so a missing one is a
+/// broken run, not a pass. Elsewhere the test returns as skipped: the reason is printed, and
+/// appended with the test's name to the file `CODEWHALE_SKIPPED` names (when set), which
+/// `scripts/check.sh` lists at the end, so a skip is never counted silently as a pass.
+// Failing the calling test is the point under CI=true; this module is only built for tests.
+#[allow(clippy::panic)]
+pub fn skip_test(reason: &str) {
+    let test = std::thread::current().name().unwrap_or("a test").to_owned();
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("{test} cannot run: {reason} (CI=true, so a missing prerequisite fails the run)");
+    }
+    eprintln!("skipped: {test}: {reason}");
+    if let Some(list) = std::env::var_os("CODEWHALE_SKIPPED") {
+        use std::io::Write as _;
+        let line = format!("{test}: {reason}\n");
+        let written = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(list)
+            .and_then(|mut f| f.write_all(line.as_bytes()));
+        if let Err(e) = written {
+            eprintln!("cannot record the skip in CODEWHALE_SKIPPED: {e}");
+        }
+    }
 }
 
 /// The Python interpreter that has the `mcp` SDK (checked once per process: a half-finished

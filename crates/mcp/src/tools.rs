@@ -5,7 +5,8 @@
 //! the server to start. Invariants: a cached list is used only for the same server name and
 //! command (or URL) — see [`crate::ServerConfig::fingerprint`]; a cache file is replaced whole
 //! (written aside, then renamed), so a crash never leaves a half-written list; an unreadable
-//! cache is treated as absent.
+//! cache is treated as absent, and so is one that is not a regular file or is larger than
+//! [`MAX_CACHE_BYTES`] (it is read through that bound, never whole).
 
 use std::path::{Path, PathBuf};
 
@@ -75,7 +76,14 @@ impl ToolCache {
 
     /// The last list stored for this server, if any.
     pub fn load(&self, server: &str, fingerprint: &str) -> Option<Vec<ToolInfo>> {
-        let text = std::fs::read(self.file(server, fingerprint)).ok()?;
+        let path = self.file(server, fingerprint);
+        let text = match read_bounded(&path) {
+            Ok(text) => text?,
+            Err(why) => {
+                tracing::warn!(path = %path.display(), "ignoring the cached MCP tool list: {why}");
+                return None;
+            }
+        };
         let file: CacheFile = serde_json::from_slice(&text).ok()?;
         (file.server == server && file.fingerprint == fingerprint).then_some(file.tools)
     }
@@ -112,6 +120,42 @@ impl ToolCache {
     }
 }
 
+/// The largest cache file read: a tool list is small, so a larger file is not one of ours.
+pub const MAX_CACHE_BYTES: usize = 8 * 1024 * 1024;
+
+/// The bytes of the regular file at `path` (`None` when there is none), read through
+/// [`MAX_CACHE_BYTES`]; an error says why the file is not read.
+fn read_bounded(path: &Path) -> Result<Option<Vec<u8>>, String> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let regular = |meta: std::fs::Metadata| {
+        if meta.is_file() {
+            Ok(())
+        } else {
+            Err("it is not a regular file".to_owned())
+        }
+    };
+    match std::fs::metadata(path) {
+        Ok(meta) => regular(meta)?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e.to_string()),
+    }
+    // Non-blocking, so a FIFO swapped in since the check cannot hang the open.
+    let flags = rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOCTTY;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(flags.bits() as i32)
+        .open(path)
+        .map_err(|e| e.to_string())?;
+    regular(file.metadata().map_err(|e| e.to_string())?)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_CACHE_BYTES as u64 + 1).read_to_end(&mut bytes).map_err(|e| e.to_string())?;
+    if bytes.len() > MAX_CACHE_BYTES {
+        return Err(format!("it is larger than {MAX_CACHE_BYTES} bytes"));
+    }
+    Ok(Some(bytes))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -135,5 +179,25 @@ mod tests {
         assert_eq!(cache.load("s", "f2"), None);
         std::fs::write(cache.file("s", "f1"), "{not json").unwrap();
         assert_eq!(cache.load("s", "f1"), None, "a damaged cache is no cache");
+    }
+
+    #[test]
+    fn a_fifo_or_an_oversized_cache_is_treated_as_absent_without_hanging() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = ToolCache::new(dir.path().join("mcp"));
+        cache.store("s", "f1", &[tool("a")]);
+        let path = cache.file("s", "f1");
+        std::fs::remove_file(&path).unwrap();
+        rustix::fs::mkfifoat(rustix::fs::CWD, &path, rustix::fs::Mode::from_raw_mode(0o600))
+            .unwrap();
+        assert_eq!(cache.load("s", "f1"), None);
+        std::fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+        assert_eq!(cache.load("s", "f1"), None);
+        std::fs::remove_file(&path).unwrap();
+        std::fs::write(&path, vec![b' '; MAX_CACHE_BYTES + 1]).unwrap();
+        assert_eq!(cache.load("s", "f1"), None);
+        cache.store("s", "f1", &[tool("a")]);
+        assert_eq!(cache.load("s", "f1").map(|t| t.len()), Some(1));
     }
 }

@@ -1,6 +1,7 @@
 //! The client against real MCP servers: the reference server `server-everything` (npm, stdio)
 //! and a Python `mcp` SDK server (stdio and streamable HTTP). `scripts/mcp-test-servers.sh`
-//! installs them; a test whose server is missing says so and passes without running.
+//! installs them; a test whose server is missing reports the skip (`skip_test`: a failure
+//! under `CI=true`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -106,6 +107,44 @@ async fn tool_errors_are_error_results_and_a_crash_mid_call_is_reported_once() {
     let stops: Vec<_> =
         events.iter().filter(|e| matches!(e, ServerEvent::Stopped { .. })).collect();
     assert_eq!(stops.len(), 1, "{events:?}");
+    s.servers.shutdown().await;
+}
+
+/// Whether `pid` still runs (a zombie waiting for its reaper does not count).
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| stat.rsplit_once(") ").map(|(_, rest)| !rest.starts_with('Z')))
+        .unwrap_or(false)
+}
+
+/// A server that exits on its own left the rest of its process group running (a `sleep 300`
+/// still alive after the session): the group was signalled only while its leader lived. Now
+/// it is ended when the server stops.
+#[tokio::test]
+async fn a_server_that_exits_takes_its_children_with_it() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("child.pid");
+    let script = format!(
+        "sleep 300 & echo $! > '{}'; exec '{python}' '{}' stdio",
+        pid_file.display(),
+        test_server()
+    );
+    let s = start(vec![stdio("py", &["sh".into(), "-c".into(), script])]);
+    s.servers.offered().await;
+    let child: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+    assert!(alive(child), "the child runs while its server does");
+    let cancel = CancellationToken::new();
+    let crashed = s.servers.call("mcp__py__crash", &json!({}), &cancel).await;
+    assert!(crashed.is_error, "{crashed:?}");
+    for _ in 0..100 {
+        if !alive(child) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!alive(child), "sleep {child} outlived the server that started it");
     s.servers.shutdown().await;
 }
 

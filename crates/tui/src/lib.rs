@@ -44,7 +44,8 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// `codewhale sessions | head` closes the pipe early; like other command-line tools, the
+/// `codewhale sessions | head` closes the pipe early (and `exec … 2>&1 | head -1` the one
+/// stderr shares); like other command-line tools, the
 /// command then ends quietly (status 141, as if killed by SIGPIPE) instead of reporting a
 /// failed print as a crash.
 fn quiet_on_closed_stdout() {
@@ -56,7 +57,10 @@ fn quiet_on_closed_stdout() {
             .map(String::as_str)
             .or_else(|| payload.downcast_ref::<&str>().copied())
             .unwrap_or_default();
-        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+        // `exec … 2>&1 | head -1` closes stderr the same way.
+        let printing = message.starts_with("failed printing to stdout")
+            || message.starts_with("failed printing to stderr");
+        if printing && message.contains("Broken pipe") {
             std::process::exit(141);
         }
         previous(info);

@@ -46,8 +46,10 @@ struct FileConfig {
     #[serde(default)]
     sandbox: FileSandbox,
     trusted_workspaces: Option<Spanned<Vec<String>>>,
+    // Not `Spanned`: a table written with dotted keys (`mcp_servers.x.command = "sh"`) has no
+    // span of its own, and `Spanned` refuses it; errors find the table in the text instead.
     #[serde(default)]
-    mcp_servers: BTreeMap<String, Spanned<FileMcpServer>>,
+    mcp_servers: BTreeMap<String, FileMcpServer>,
 }
 
 /// One `[mcp_servers.NAME]` table, in the shape Codex CLI uses (its key names, so a pasted
@@ -176,15 +178,10 @@ pub fn parse_scoped(path: &Path, text: &str, scope: Scope) -> Result<Config, Con
         }
         list => list.map(Spanned::into_inner).unwrap_or_default(),
     };
-    let mut patterns = Vec::with_capacity(file.redaction.patterns.len());
-    for pattern in file.redaction.patterns {
-        if let Err(e) = regex::Regex::new(pattern.get_ref()) {
-            return Err(invalid(
-                Some(pattern.span()),
-                format!("not a valid regular expression: {e}"),
-            ));
-        }
-        patterns.push(pattern.into_inner());
+    // A workspace's patterns are not even compiled here: until the workspace is trusted they
+    // are ignored, and [`check_patterns`] checks them once it is.
+    if scope == Scope::User {
+        check_spanned(path, text, &file.redaction.patterns)?;
     }
     let sandbox_mode = match file.sandbox.mode {
         Some(mode) => Some(
@@ -192,10 +189,11 @@ pub fn parse_scoped(path: &Path, text: &str, scope: Scope) -> Result<Config, Con
         ),
         None => None,
     };
+    let patterns = file.redaction.patterns.into_iter().map(Spanned::into_inner).collect();
     let mut mcp_servers = Vec::with_capacity(file.mcp_servers.len());
     for (name, table) in file.mcp_servers {
-        let span = table.span();
-        mcp_servers.push(mcp_server(name, table.into_inner(), span, &invalid)?);
+        let span = table_span(text, &name);
+        mcp_servers.push(mcp_server(name, table, span, &invalid)?);
     }
     Ok(Config {
         provider,
@@ -224,6 +222,7 @@ pub fn parse_scoped(path: &Path, text: &str, scope: Scope) -> Result<Config, Con
         trusted_workspaces,
         untrusted: None,
         mcp_servers,
+        notices: Vec::new(),
     })
 }
 
@@ -325,6 +324,47 @@ fn mcp_server(
     server.read_only_tools = t.read_only_tools;
     server.sandbox = t.sandbox.unwrap_or(false);
     Ok(server)
+}
+
+/// Refuses a redaction pattern that is not a regular expression or that would redact ordinary
+/// text ([`crate::redact::check_pattern`]), naming the file and the line.
+fn check_spanned(path: &Path, text: &str, patterns: &[Spanned<String>]) -> Result<(), ConfigError> {
+    for pattern in patterns {
+        if let Err(reason) = crate::redact::check_pattern(pattern.get_ref()) {
+            let (line, _) = locate(text, pattern.span().start);
+            return Err(ConfigError::Pattern { path: path.to_owned(), line, reason });
+        }
+    }
+    Ok(())
+}
+
+/// Checks the `[redaction] patterns` of a config file's `text` (already parsed once, so it is
+/// valid): what a trusted workspace's file must pass before its patterns are used.
+pub(crate) fn check_patterns(path: &Path, text: &str, patterns: &[String]) -> Result<(), ConfigError> {
+    #[derive(Deserialize)]
+    struct Only {
+        #[serde(default)]
+        redaction: FileRedaction,
+    }
+    if patterns.is_empty() {
+        return Ok(());
+    }
+    let only: Only = toml::from_str(text).map_err(|e| ConfigError::Invalid {
+        path: path.to_owned(),
+        line: 1,
+        key: "redaction.patterns".into(),
+        message: e.message().trim().to_owned(),
+    })?;
+    check_spanned(path, text, &only.redaction.patterns)
+}
+
+/// Where the server table `name` is first written (its `[mcp_servers.NAME]` line or its first
+/// dotted key), for errors about the table as a whole; the file's start when not found.
+fn table_span(text: &str, name: &str) -> Range<usize> {
+    [format!("mcp_servers.{name}"), format!("mcp_servers.\"{name}\"")]
+        .iter()
+        .find_map(|needle| text.find(needle.as_str()))
+        .map_or(0..0, |at| at..at)
 }
 
 fn valid_env_name(name: &str) -> bool {

@@ -34,9 +34,20 @@ pub enum ConfigError {
         "no API key for {provider}: set {env}, or point --base-url at a server that needs none"
     )]
     MissingKey { provider: &'static str, env: String },
+    #[error(
+        "{path} is larger than 1 MiB, too large for a config file; check that it is the file \
+         you meant, or shorten it"
+    )]
+    TooLarge { path: PathBuf },
+    #[error("{path}:{line}: {reason}; fix or remove that pattern")]
+    Pattern { path: PathBuf, line: usize, reason: String },
     #[error(transparent)]
     Redaction(#[from] crate::redact::BadPattern),
 }
+
+/// The largest config file read (DESIGN §4): a config is small, and a repository's file is read
+/// before anything is trusted.
+pub const MAX_CONFIG_BYTES: usize = 1024 * 1024;
 
 /// Settings of the compaction pipeline. Every field is optional; absent means the default of
 /// DESIGN §9.
@@ -94,6 +105,9 @@ pub struct Config {
     pub untrusted: Option<Untrusted>,
     /// `[mcp_servers.NAME]` tables; a workspace's replace the user's of the same name.
     pub mcp_servers: Vec<codewhale_mcp::ServerConfig>,
+    /// Things to say once about the files read: a file skipped because it is not a regular
+    /// file.
+    pub notices: Vec<String>,
 }
 
 /// Values from the command line; each one set beats both files.
@@ -158,12 +172,13 @@ pub fn workspace_file(workspace: &Path) -> PathBuf {
 /// `trusted_workspaces` of their own file. Otherwise they are left out and named in
 /// [`Config::untrusted`], for one notice.
 pub fn load(home: &Path, workspace: &Path, overrides: &Overrides) -> Result<Config, ConfigError> {
-    let mut config = match read(&user_file(home))? {
+    let mut notices = Vec::new();
+    let mut config = match read(&user_file(home), &mut notices)? {
         Some(text) => parse_scoped(&user_file(home), &text, Scope::User)?,
         None => Config::default(),
     };
     let ws_path = workspace_file(workspace);
-    if let Some(text) = read(&ws_path)? {
+    if let Some(text) = read(&ws_path, &mut notices)? {
         let mut ws = parse_scoped(&ws_path, &text, Scope::Workspace)?;
         let mut gated = ws.gated_keys();
         // A sandbox mode looser than the user's own is loosening too, whatever it is.
@@ -178,19 +193,41 @@ pub fn load(home: &Path, workspace: &Path, overrides: &Overrides) -> Result<Conf
             if looser_mode {
                 ws.sandbox.mode = None;
             }
-            config.untrusted = Some(Untrusted { file: ws_path, keys: gated });
+            let refused = crate::trust::unshowable(&text).map(|u| u.to_string());
+            config.untrusted = Some(Untrusted { file: ws_path, keys: gated, refused });
+        } else {
+            // Patterns of a workspace file are checked only once it is trusted: before that
+            // they are never compiled, let alone run.
+            file::check_patterns(&ws_path, &text, &ws.redaction.patterns)?;
         }
         config.merge(ws);
     }
     config.apply(overrides)?;
+    config.notices.extend(notices);
     Ok(config)
 }
 
-/// A file's text, or `None` when it does not exist.
-fn read(path: &Path) -> Result<Option<String>, ConfigError> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => Ok(Some(text)),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
+/// A config file's text, or `None` when it does not exist or is not a regular file (then
+/// `notices` says it was skipped). Read through [`MAX_CONFIG_BYTES`]: a larger file is an
+/// error, never parsed cut.
+pub(crate) fn read(path: &Path, notices: &mut Vec<String>) -> Result<Option<String>, ConfigError> {
+    use crate::bounded::Bounded;
+    match crate::bounded::read(path, MAX_CONFIG_BYTES) {
+        Ok(Bounded::Missing) => Ok(None),
+        Ok(Bounded::NotRegular(kind)) => {
+            notices.push(crate::bounded::skipped_notice(path, kind));
+            Ok(None)
+        }
+        Ok(Bounded::Read { cut: true, .. }) => Err(ConfigError::TooLarge { path: path.to_owned() }),
+        Ok(Bounded::Read { bytes, cut: false }) => String::from_utf8(bytes).map(Some).map_err(|_| {
+            ConfigError::Read {
+                path: path.to_owned(),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    "it is not UTF-8 text",
+                ),
+            }
+        }),
         Err(source) => Err(ConfigError::Read { path: path.to_owned(), source }),
     }
 }
@@ -207,6 +244,8 @@ pub struct Untrusted {
     pub file: PathBuf,
     /// The keys that were set there and ignored, in file order of [`Config::gated_keys`].
     pub keys: Vec<String>,
+    /// Why trusting would not help: a setting the trust question cannot show plainly.
+    pub refused: Option<String>,
 }
 
 /// The provider to talk to, fully resolved.
@@ -272,6 +311,7 @@ impl Config {
             self.mcp_servers.retain(|s| s.name != server.name);
             self.mcp_servers.push(server);
         }
+        self.notices.extend(other.notices);
     }
 
     /// The settings that decide where keys go or how much is allowed, by key name, that this
@@ -295,6 +335,8 @@ impl Config {
         set(self.sandbox.mode == Some(crate::sandbox::SandboxMode::Off), "sandbox.mode");
         set(!self.sandbox.writable.is_empty(), "sandbox.writable");
         set(self.sandbox.network == Some(true), "sandbox.network");
+        // A pattern decides what is journaled: one matching everything destroys the record.
+        set(!self.redaction.patterns.is_empty(), "redaction.patterns");
         keys
     }
 
@@ -313,6 +355,7 @@ impl Config {
         if self.sandbox.network == Some(true) {
             self.sandbox.network = None;
         }
+        self.redaction.patterns.clear();
     }
 
     /// Applies command-line overrides.
@@ -408,6 +451,37 @@ mod tests {
         assert!(e.contains("cfg.toml:3") && e.contains("positive"), "{e}");
         let e = err("[mcp_servers.\"a b\"]\ncommand = \"x\"\n");
         assert!(e.contains("letters, digits"), "{e}");
+    }
+
+    #[test]
+    fn dotted_keys_mean_what_tables_mean() {
+        let dotted = parse(
+            Path::new("c.toml"),
+            "mcp_servers.x.command = \"sh\"\nmcp_servers.x.args = [\"-c\", \"true\"]\n\
+             shell.env.A = \"1\"\nredaction.patterns = [\"ACME-[0-9]{6}\"]\n",
+        )
+        .unwrap();
+        assert_eq!(dotted.mcp_servers.len(), 1);
+        assert_eq!(dotted.shell.env, [("A".to_owned(), "1".to_owned())]);
+        assert_eq!(dotted.redaction.patterns, ["ACME-[0-9]{6}"]);
+        let e = err("redaction.patterns = [\"[a-z]\"]\n");
+        assert!(e.starts_with("cfg.toml:1: ") && e.contains("\"[a-z]\""), "{e}");
+    }
+
+    #[test]
+    fn an_oversized_or_special_config_file_is_not_read() {
+        let home = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(ws.path().join(".codewhale")).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", workspace_file(ws.path())).unwrap();
+        let c = load(home.path(), ws.path(), &Overrides::default()).unwrap();
+        assert_eq!(c.notices.len(), 1, "{:?}", c.notices);
+        assert!(c.notices[0].contains("it is a device"), "{:?}", c.notices);
+        std::fs::remove_file(workspace_file(ws.path())).unwrap();
+        let big = format!("model = \"m\"\n{}", "# padding\n".repeat(MAX_CONFIG_BYTES / 10 + 1));
+        std::fs::write(workspace_file(ws.path()), big).unwrap();
+        let e = load(home.path(), ws.path(), &Overrides::default()).unwrap_err().to_string();
+        assert!(e.contains("larger than 1 MiB"), "{e}");
     }
 
     #[test]

@@ -174,6 +174,9 @@ impl Session {
             },
         );
         notices.extend(sandbox.notices.iter().map(|n| (NoticeLevel::Warning, n.clone())));
+        notices.extend(params.config.notices.iter().map(|n| (NoticeLevel::Warning, n.clone())));
+        let system = SystemPrompt::load(&workspace);
+        notices.extend(system.skipped.iter().map(|n| (NoticeLevel::Warning, n.clone())));
         let literals: Vec<String> = provider.api_key.iter().cloned().collect();
         let redactor = Redactor::new(&params.config.redaction.patterns, &literals)
             .map_err(|e| EngineError::Config(crate::config::ConfigError::Redaction(e)))?;
@@ -193,7 +196,7 @@ impl Session {
             provider,
             client,
             budget: Budget::new(limits),
-            system: SystemPrompt::load(&workspace),
+            system,
             background,
             counts: Counts::with_known(known_counts),
             resumed,
@@ -555,15 +558,26 @@ pub(crate) fn mcp_specs(offered: &[codewhale_mcp::OfferedTool]) -> Vec<ToolSpec>
 }
 
 fn untrusted_notice(untrusted: &crate::config::Untrusted, front_end: crate::FrontEnd) -> String {
+    let keys = untrusted.keys.join(", ");
+    let file = untrusted.file.display();
+    if let Some(refused) = &untrusted.refused {
+        return format!(
+            "ignoring {keys} from {file}: {refused}, so it is never trusted; shorten it, or set \
+             it in your own config.toml in the Codewhale home"
+        );
+    }
     let how = match front_end {
-        crate::FrontEnd::Tui => "start Codewhale here again and trust it when asked",
+        // After a "no" the question is not asked again until the file changes: say how to
+        // change one's mind instead of promising a question.
+        crate::FrontEnd::Tui => {
+            "start Codewhale here with --trust (remembered until the file changes; a changed \
+             file is asked about again)"
+        }
         crate::FrontEnd::Cli => "run with --trust to trust it (remembered until the file changes)",
     };
     format!(
-        "ignoring {} from {}: this workspace is not trusted, so its config may not decide where \
-         your key goes or how much is allowed; to use them, {how}",
-        untrusted.keys.join(", "),
-        untrusted.file.display()
+        "ignoring {keys} from {file}: this workspace is not trusted, so its config may not decide \
+         where your key goes, how much is allowed or what is redacted; to use them, {how}"
     )
 }
 

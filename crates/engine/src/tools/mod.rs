@@ -84,12 +84,23 @@ pub struct Protected {
 
 impl Protected {
     /// Whether `path` (absolute, as resolved for a tool) is one of them: anything under the
-    /// home, or the workspace's `.codewhale/config.toml`. Symlinks are followed.
+    /// home, or the workspace's `.codewhale/config.toml`. Symlinks are followed, and a hardlink
+    /// to the user's config, the trust store or the workspace's config is that file.
     pub fn covers(&self, workspace: &std::path::Path, path: &std::path::Path) -> bool {
         let real = path::real_location(path);
         let workspace_config = path::real_location(&crate::config::workspace_file(workspace));
         if real == workspace_config || path == crate::config::workspace_file(workspace) {
             return true;
+        }
+        if path::hardlinked(path) {
+            let mut own = vec![crate::config::workspace_file(workspace)];
+            if let Some(home) = &self.home {
+                own.push(crate::config::user_file(home));
+                own.push(crate::trust::store_path(home));
+            }
+            if own.iter().any(|f| path::same_file(path, f)) {
+                return true;
+            }
         }
         self.home.as_ref().is_some_and(|home| {
             let home = path::real_location(home);
@@ -254,7 +265,10 @@ pub fn assess(
     match parse(name, input) {
         Ok(call) => {
             let resolved = call.path().and_then(|p| path::resolve(workspace, p).ok());
-            let leaves = resolved.as_ref().is_some_and(|r| !r.inside);
+            // A file with other hardlinks may be anyone's file: it asks like an outside path.
+            let file_tool = matches!(call, Call::Read(_) | Call::Write(_) | Call::Edit(_));
+            let linked = file_tool && resolved.as_ref().is_some_and(|r| path::hardlinked(&r.path));
+            let leaves = resolved.as_ref().is_some_and(|r| !r.inside) || linked;
             let writes = call.effect() == Effect::Write;
             let command = match &call {
                 Call::Shell(a) => Some(a.command.clone()),
@@ -558,5 +572,36 @@ mod tests {
         .await;
         assert!(out.is_error && out.content.contains("redaction marker"), "{}", out.content);
         assert!(!dir.path().join(".env").exists());
+    }
+
+    #[test]
+    fn a_hardlink_in_the_workspace_asks_and_one_to_codewhales_config_is_protected() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = std::fs::canonicalize(dir.path()).unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let config = crate::config::user_file(home.path());
+        std::fs::write(&config, "model = \"m\"\n").unwrap();
+        std::fs::hard_link(&config, ws.join("innocent.toml")).unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("other.rs"), "").unwrap();
+        std::fs::hard_link(outside.path().join("other.rs"), ws.join("lib.rs")).unwrap();
+        let protected = Protected { home: Some(home.path().to_path_buf()) };
+        let write = |p: &str| {
+            assess(&ws, &protected, "write_file", &json!({"path": p, "content": "approval = \"full\""}))
+        };
+        let to_config = write("innocent.toml");
+        assert!(to_config.protected && to_config.leaves_workspace, "{to_config:?}");
+        let to_other = write("lib.rs");
+        assert!(!to_other.protected && to_other.leaves_workspace, "{to_other:?}");
+        let read = assess(&ws, &protected, "read_file", &json!({"path": "lib.rs"}));
+        assert!(read.leaves_workspace, "{read:?}");
+        let mut policy = crate::approval::Policy::new(crate::approval::ApprovalMode::AutoEdit);
+        for a in [&to_config, &to_other] {
+            assert_eq!(policy.decide(a.summary().unwrap()), crate::approval::Decision::Ask);
+        }
+        policy = crate::approval::Policy::new(crate::approval::ApprovalMode::Full);
+        assert_eq!(policy.decide(to_config.summary().unwrap()), crate::approval::Decision::Ask);
+        std::fs::write(ws.join("plain.rs"), "").unwrap();
+        assert!(!write("plain.rs").leaves_workspace);
     }
 }

@@ -2,7 +2,10 @@
 //!
 //! Invariant: a path counts as inside the workspace only if its real location is, after `..`
 //! is folded and symlinks of the existing part are followed; a link pointing out of the
-//! workspace therefore "leaves" it and needs approval like any outside path.
+//! workspace therefore "leaves" it and needs approval like any outside path. A hardlink cannot
+//! be followed to where else it lives, so a file with more than one link counts as outside
+//! too ([`hardlinked`]), and one that is Codewhale's own config under another name is that
+//! config ([`same_file`]).
 
 use std::path::{Component, Path, PathBuf};
 
@@ -73,6 +76,23 @@ pub(crate) fn real_location(path: &Path) -> PathBuf {
     }
 }
 
+/// Whether `path` is a file with more than one hardlink: its other names may lie anywhere on
+/// the same file system (a user's config, a file of another project), so the file tools treat
+/// it as outside the workspace.
+pub(crate) fn hardlinked(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.nlink() > 1)
+}
+
+/// Whether `a` and `b` are the same existing file (device and inode), whatever their names.
+pub(crate) fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
 /// `path` relative to `workspace` for display, or the full path when outside it.
 pub fn display(workspace: &Path, path: &Path) -> String {
     match path.strip_prefix(workspace) {
@@ -105,5 +125,19 @@ mod tests {
         let root = std::fs::canonicalize(ws.path()).unwrap();
         std::os::unix::fs::symlink(other.path(), root.join("link")).unwrap();
         assert!(!resolve(&root, "link/file.txt").unwrap().inside);
+    }
+
+    #[test]
+    fn hardlinks_are_seen_for_what_they_are() {
+        let ws = tempfile::tempdir().unwrap();
+        let other = tempfile::tempdir().unwrap();
+        let outside = other.path().join("config.toml");
+        std::fs::write(&outside, "").unwrap();
+        let inside = ws.path().join("notes.txt");
+        std::fs::hard_link(&outside, &inside).unwrap();
+        assert!(hardlinked(&inside) && same_file(&inside, &outside));
+        std::fs::write(ws.path().join("plain.txt"), "").unwrap();
+        assert!(!hardlinked(&ws.path().join("plain.txt")));
+        assert!(!hardlinked(&ws.path().join("missing.txt")) && !hardlinked(ws.path()));
     }
 }

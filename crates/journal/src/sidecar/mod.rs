@@ -70,8 +70,16 @@ pub(crate) struct Prefix {
 /// read from `source`, when the sidecar exists, is intact and still matches the file. `None` in
 /// every other case.
 pub(crate) fn read(path: &Path, file: &File, len: u64, source: &Arc<Source>) -> Option<Prefix> {
+    // Only a regular file: opening a FIFO put in its place would wait for a writer forever.
+    if !std::fs::metadata(path).ok()?.is_file() {
+        return None;
+    }
     let index = File::open(path).ok()?;
-    let size = index.metadata().ok()?.len();
+    let meta = index.metadata().ok()?;
+    if !meta.is_file() {
+        return None;
+    }
+    let size = meta.len();
     let body_len = size.checked_sub(8)?;
     let mut r = Reader {
         inner: BufReader::with_capacity(

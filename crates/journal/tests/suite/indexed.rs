@@ -236,6 +236,24 @@ fn a_sidecar_is_not_used_for_a_file_it_does_not_describe() {
     assert_eq!(loaded.journal.entries(), reference.entries());
 }
 
+/// A FIFO where the sidecar belongs hung every open of the session (`codewhale context`):
+/// it is ignored like a damaged sidecar, and the file is read in full.
+#[test]
+fn a_fifo_as_the_sidecar_is_ignored_without_hanging() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let mut j = journal();
+    j.user("first");
+    j.assistant("answer");
+    let lines: Vec<String> = j.entries().iter().map(|e| e.to_line().unwrap()).collect();
+    write(&path, &lines);
+    let made = std::process::Command::new("mkfifo").arg(index_path(&path)).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+    let loaded = load_read_only(&path).unwrap();
+    let (reference, _) = full_parse(&lines);
+    assert_eq!(loaded.journal.entries(), reference.entries());
+}
+
 /// A line whose bytes change after the journal was opened reads as an entry of an unknown kind
 /// (left out of the view) rather than as another entry or a panic.
 #[test]

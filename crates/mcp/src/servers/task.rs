@@ -1,7 +1,7 @@
 //! One server's life in the background: connect within the startup timeout, list its tools,
 //! then follow list changes until it stops or the session ends. Invariants: the server's
 //! status leaves `Starting` exactly once (to `Ready` or `Failed`), and a failure is reported
-//! once.
+//! once; when the task ends, so does every process left in a stdio server's group.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,15 +10,29 @@ use super::{emit, filtered, seconds, stopped, Inner, Server, ServerEvent, Status
 use crate::client::{self, Handler};
 use crate::tools::ToolInfo;
 
+/// How often a running stdio server is checked for having exited.
+const LEADER_CHECK: Duration = Duration::from_millis(250);
+
 /// One server's life: connect, list, then follow list changes until it stops or the session
 /// ends.
 pub(super) async fn run_server(inner: Arc<Inner>, index: usize) {
+    let group = std::sync::Mutex::new(None);
+    serve(inner, index, &group).await;
+    // However the server's life ended (it exited, it failed to start, the session closed),
+    // end what is left of its process group.
+    if let Some(group) = group.lock().ok().and_then(|g| *g) {
+        group.end();
+    }
+}
+
+async fn serve(inner: Arc<Inner>, index: usize, group: &std::sync::Mutex<Option<client::Group>>) {
     let Some(server) = inner.servers.get(index).cloned() else { return };
     let config = &server.config;
     let (tx, mut changes) = tokio::sync::mpsc::unbounded_channel();
     let handler = Handler { tools_changed: tx };
     let var = inner.var.clone();
-    let connect = client::connect(config, &inner.workspace, var.as_ref(), handler, &server.stderr);
+    let connect =
+        client::connect(config, &inner.workspace, var.as_ref(), handler, &server.stderr, group);
     let deadline = config.startup_timeout;
     let connected = tokio::select! {
         r = tokio::time::timeout(deadline, async {
@@ -45,8 +59,18 @@ pub(super) async fn run_server(inner: Arc<Inner>, index: usize) {
     let stop = service.cancellation_token();
     let waiting = service.waiting();
     tokio::pin!(waiting);
+    // A server that exited while a child still holds its stdout is only noticed this way.
+    let mut watch = tokio::time::interval(LEADER_CHECK);
+    watch.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
+            _ = watch.tick() => {
+                let leader_gone = group.lock().ok().and_then(|g| *g).filter(|g| g.leader_exited());
+                if let Some(group) = leader_gone {
+                    // Its children go with it; then the pipe closes and `waiting` ends.
+                    group.end();
+                }
+            }
             quit = &mut waiting => {
                 let reason = match quit {
                     Ok(reason) => format!("it stopped ({reason:?})"),

@@ -5,8 +5,9 @@
 //! line instead). Exit codes (DESIGN §8): 0 when the turn completed, 1 when it failed or was
 //! interrupted (the reason on stderr as one sentence), 2 for bad usage. A call that needs
 //! approval is asked about on the terminal when stdin and stderr are one (and `--json` is off);
-//! without a terminal it is denied with a message the model reads. Ctrl+C interrupts the turn;
-//! the journal stays valid.
+//! without a terminal it is denied with a message the model reads. Ctrl+C, SIGTERM and SIGHUP
+//! interrupt the turn alike (the running command's group is ended, the streamed part of the
+//! reply is kept); the journal stays valid.
 
 use std::io::{BufRead as _, IsTerminal as _, Read as _, Write as _};
 use std::path::Path;
@@ -118,7 +119,38 @@ fn read_prompt(words: &[String]) -> anyhow::Result<String> {
     Ok(words.join(" "))
 }
 
+/// The signals that stop a turn: SIGINT (Ctrl+C), SIGTERM (`kill`, a service manager) and
+/// SIGHUP (the terminal or SSH session closed). Each interrupts the turn the same way, so the
+/// running shell call's process group is ended and what was streamed is kept; none kills the
+/// process outright. Listening starts before the session opens, so none is missed.
+struct Stops {
+    int: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
+}
+
+impl Stops {
+    fn new() -> anyhow::Result<Stops> {
+        use tokio::signal::unix::{signal, SignalKind};
+        let listen = |kind| signal(kind).context("cannot listen for signals");
+        Ok(Stops {
+            int: listen(SignalKind::interrupt())?,
+            term: listen(SignalKind::terminate())?,
+            hup: listen(SignalKind::hangup())?,
+        })
+    }
+
+    async fn next(&mut self) {
+        tokio::select! {
+            _ = self.int.recv() => {}
+            _ = self.term.recv() => {}
+            _ = self.hup.recv() => {}
+        }
+    }
+}
+
 async fn exec(params: EngineParams, prompt: String, json: bool) -> anyhow::Result<ExitCode> {
+    let mut stops = Stops::new()?;
     let (handle, mut events) = Engine::spawn(params)?;
     let turn = handle.submit(Op::UserInput { text: prompt, attachments: Vec::new() });
     let mut outcome: Option<(TurnStatus, String)> = None;
@@ -127,7 +159,7 @@ async fn exec(params: EngineParams, prompt: String, json: bool) -> anyhow::Resul
     loop {
         let msg = tokio::select! {
             msg = events.recv() => msg,
-            _ = tokio::signal::ctrl_c() => {
+            () = stops.next() => {
                 handle.submit(Op::Interrupt);
                 continue;
             }

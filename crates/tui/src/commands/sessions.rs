@@ -4,7 +4,9 @@
 //! JSON array on a single line (`[]` when there are none), newest first, of objects with `id`,
 //! `cwd`, `title`, `entries`, `updated`, `created_at`, `path`, `provider` and `model`: one
 //! document, so a script reads it whole (`json.loads(stdout)`, `jq '.[0].id'`). Files that are
-//! not readable journals are named on stderr and skipped.
+//! not readable journals are named on stderr and skipped. Titles and workspaces come from
+//! journals (an imported session's among them), so the table shows their control characters
+//! escaped (`\u{1b}`): a title cannot clear the screen or write the clipboard (OSC 52).
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -48,6 +50,13 @@ fn json_object(s: &SessionInfo) -> serde_json::Value {
     })
 }
 
+/// `text` with every control character escaped, so it prints as itself on a terminal.
+fn shown(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { c.escape_unicode().to_string() } else { c.to_string() })
+        .collect()
+}
+
 fn table(sessions: &[SessionInfo]) -> String {
     let rows: Vec<[String; 5]> = sessions
         .iter()
@@ -56,8 +65,8 @@ fn table(sessions: &[SessionInfo]) -> String {
                 s.id.clone(),
                 s.updated.format("%Y-%m-%d %H:%M"),
                 s.entries.to_string(),
-                s.cwd.clone(),
-                s.title.clone().unwrap_or_else(|| "(untitled)".to_owned()),
+                shown(&s.cwd),
+                s.title.as_deref().map_or_else(|| "(untitled)".to_owned(), shown),
             ]
         })
         .collect();
@@ -84,4 +93,15 @@ fn table(sessions: &[SessionInfo]) -> String {
         out.push('\n');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn terminal_escapes_in_titles_are_shown_not_sent() {
+        let title = "fix it\u{1b}]52;c;ZWNobyBwd25lZA==\u{7}\u{1b}[2J";
+        let out = super::shown(title);
+        assert!(!out.chars().any(char::is_control), "{out:?}");
+        assert_eq!(out, "fix it\\u{1b}]52;c;ZWNobyBwd25lZA==\\u{7}\\u{1b}[2J");
+    }
 }

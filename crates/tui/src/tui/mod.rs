@@ -156,10 +156,10 @@ pub async fn run(params: TuiParams) -> anyhow::Result<Outcome> {
         }
     }
     if let Some(q) = &params.trust {
-        app.views.push(Box::new(views::TrustView {
-            file: q.file.display().to_string(),
-            settings: q.settings.clone(),
-        }));
+        app.views.push(Box::new(views::TrustView::new(
+            q.file.display().to_string(),
+            q.settings.clone(),
+        )));
     } else if links.current.is_none() {
         let result = session_rows(&params, false, "");
         app.handle(AppEvent::SessionsLoaded { all: false, result });
@@ -224,9 +224,21 @@ pub async fn run(params: TuiParams) -> anyhow::Result<Outcome> {
                 Effect::Exit => exit = true,
                 Effect::OpenSession(resume) => open_session(&params, &mut app, &mut links, resume),
                 Effect::Trust { trusted } => {
-                    if let Err(e) =
-                        codewhale_engine::trust::decide(&params.home, &params.workspace, trusted)
-                    {
+                    // The answer is about the content the question showed.
+                    let remembered = match &params.trust {
+                        Some(q) => codewhale_engine::trust::answer(
+                            &params.home,
+                            &params.workspace,
+                            q,
+                            trusted,
+                        ),
+                        None => codewhale_engine::trust::decide(
+                            &params.home,
+                            &params.workspace,
+                            trusted,
+                        ),
+                    };
+                    if let Err(e) = remembered {
                         app.handle(AppEvent::SessionOpenFailed(format!(
                             "cannot remember the answer in the Codewhale home: {e}"
                         )));

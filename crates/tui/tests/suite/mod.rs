@@ -1,6 +1,7 @@
 mod cli;
 mod composer_pty;
 mod exec;
+mod hostile;
 mod import;
 mod journal_check;
 mod mcp_cli;

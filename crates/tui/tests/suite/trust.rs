@@ -214,7 +214,9 @@ fn tmpfs(size: &str) -> Option<(TempDir, PathBuf)> {
         .output()
         .is_ok_and(|o| o.status.success());
     if !ok {
-        eprintln!("skipped: cannot mount a tmpfs here (needs root and mount permission)");
+        codewhale_mcp::test_support::skip_test(
+            "cannot mount a tmpfs here (needs root and mount permission)",
+        );
         return None;
     }
     Some((dir, mount))
@@ -228,10 +230,10 @@ impl Drop for Unmount {
     }
 }
 
-/// Fills the file system at `dir` with a filler file until a write fails.
-fn fill(dir: &Path) -> PathBuf {
+/// Fills the file system at `dir` with a filler file `name` until a write fails.
+fn fill(dir: &Path, name: &str) -> PathBuf {
     use std::io::Write;
-    let path = dir.join("filler");
+    let path = dir.join(name);
     let mut f = std::fs::File::create(&path).unwrap();
     let block = vec![b'x'; 4096];
     while f.write_all(&block).is_ok() {}
@@ -251,7 +253,7 @@ async fn a_full_disk_fails_the_turn_and_loses_nothing() {
     s.home = home;
     s.server.push(Reply::text("first answer"));
     assert!(s.exec(&["first"]).await.status.success());
-    let filler = fill(&mount);
+    let filler = fill(&mount, "filler");
     s.server.push(Reply::text(format!("second answer {}", "x".repeat(64 * 1024))));
     let out = s.exec(&["--last", "second"]).await;
     let stderr = text(&out.stderr);
@@ -265,14 +267,28 @@ async fn a_full_disk_fails_the_turn_and_loses_nothing() {
         .map(|p| p.display().to_string())
         .collect();
     assert!(empty.is_empty(), "empty files left behind: {empty:?}");
-    // Still full: the session opens read-only and says why, instead of refusing; the turn
-    // fails before anything is sent.
-    let sent = s.server.requests().len();
+    // No torn line: the part of the entry that reached the disk was cut off again.
+    let whole_lines = || {
+        for session in walk(&s.home.path().join("sessions")) {
+            if session.extension().is_some_and(|e| e == "jsonl") {
+                let bytes = std::fs::read(&session).unwrap();
+                assert_eq!(bytes.last(), Some(&b'\n'), "torn tail in {}", session.display());
+            }
+        }
+    };
+    whole_lines();
+    // Full again (cutting the torn line freed its few bytes): the session opens, since its
+    // last line is whole, and the turn fails the same way, its answer unprinted, its file
+    // still ending with a whole line.
+    let again = fill(&mount, "filler2");
+    s.server.push(Reply::text(format!("third answer {}", "x".repeat(64 * 1024))));
     let out = s.exec(&["--last", "third"]).await;
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("read-only"), "{}", text(&out.stderr));
-    assert_eq!(s.server.requests().len(), sent);
+    assert!(text(&out.stderr).contains("disk is full"), "{}", text(&out.stderr));
+    assert!(!text(&out.stdout).contains("third answer"));
+    whole_lines();
     std::fs::remove_file(filler).unwrap();
+    std::fs::remove_file(again).unwrap();
     s.server.push(Reply::text("fourth answer"));
     let out = s.exec(&["--last", "fourth"]).await;
     assert!(out.status.success(), "{}", text(&out.stderr));

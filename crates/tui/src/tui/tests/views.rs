@@ -306,10 +306,10 @@ fn ctrl_c_in_an_approval_interrupts_the_turn_and_closes_it() {
 fn the_trust_question_shows_the_settings_and_takes_an_answer() {
     for (key, trusted) in [('y', true), ('n', false)] {
         let mut h = Harness::new();
-        h.app.views.push(Box::new(crate::tui::views::TrustView {
-            file: "project/.codewhale/config.toml".into(),
-            settings: vec!["base_url = \"http://elsewhere.invalid/v1\"".into()],
-        }));
+        h.app.views.push(Box::new(crate::tui::views::TrustView::new(
+            "project/.codewhale/config.toml".into(),
+            vec!["base_url = \"http://elsewhere.invalid/v1\"".into()],
+        )));
         let screen = h.screen();
         assert!(screen.contains("trust this workspace?"), "{screen}");
         assert!(screen.contains("project/.codewhale/config.toml sets:"), "{screen}");
@@ -320,6 +320,33 @@ fn the_trust_question_shows_the_settings_and_takes_an_answer() {
         assert!(h.app.views.is_empty());
         assert_eq!(h.effects(), [Effect::Trust { trusted }]);
     }
+}
+
+/// Settings that do not fit on the screen are scrolled through; `y` is taken only once the last
+/// one has been shown, so nothing is trusted unseen.
+#[test]
+fn a_long_trust_question_must_be_read_to_the_end_before_yes() {
+    let mut h = Harness::new();
+    let settings: Vec<String> = (0..80).map(|i| format!("env.VAR_{i} = \"value {i}\"")).collect();
+    h.app.views.push(Box::new(crate::tui::views::TrustView::new(
+        "project/.codewhale/config.toml".into(),
+        settings,
+    )));
+    let screen = h.screen();
+    assert!(screen.contains("env.VAR_0 ") && !screen.contains("env.VAR_79 "), "{screen}");
+    assert!(screen.contains("more lines: scroll"), "{screen}");
+    h.type_str("y");
+    assert_eq!(h.app.views.len(), 1, "not answered before the end was shown");
+    for _ in 0..10 {
+        h.key(crossterm::event::KeyCode::PageDown, crossterm::event::KeyModifiers::NONE);
+        let _ = h.screen();
+    }
+    let screen = h.screen();
+    assert!(screen.contains("env.VAR_79 = \"value 79\""), "{screen}");
+    assert!(!screen.contains("more lines"), "{screen}");
+    h.type_str("y");
+    assert!(h.app.views.is_empty());
+    assert_eq!(h.effects(), [Effect::Trust { trusted: true }]);
 }
 
 #[test]

@@ -114,7 +114,10 @@ fn input_budget(job: &SummaryJob<'_>) -> InputBudget {
     let instruction = summary::instruction(&Scope::Chunk, job.focus, true);
     // An upper bound: the instruction is small, and an exact count could wait for the encoder.
     let fixed = session.budget().system_tokens() + counts::upper_bound(&instruction);
-    InputBudget { tokens: tokens.min(summary::INPUT_MAX_BYTES as u64 / 4), fixed, note: NOTE_RESERVE_TOKENS }
+    // An interim note is at most what the summarizer may write (a small window's reserved
+    // output is less than a full note).
+    let note = NOTE_RESERVE_TOKENS.min(u64::from(job.max_output));
+    InputBudget { tokens: tokens.min(summary::INPUT_MAX_BYTES as u64 / 4), fixed, note }
 }
 
 async fn run_plan(

@@ -8,8 +8,8 @@
 //! trust itself (the user-scope-only settings of the configuration).
 //!
 //! The question shows every setting that needs trust with its whole value, rendered as TOML
-//! from the parsed file ([`show`]); a file holding a setting that cannot be shown plainly is
-//! never trusted, asked or not, so nothing applies that the user could not have read.
+//! from the parsed file (the `show` module); a file holding a setting that cannot be shown
+//! plainly is never trusted, asked or not, so nothing applies that the user could not have read.
 //!
 //! The store is only a set of decisions: unreadable means nothing is trusted, and it is written
 //! atomically (a temporary file renamed over it), so a crash or a full disk never leaves a half

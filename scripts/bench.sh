@@ -7,6 +7,8 @@
 #   scripts/bench.sh -p codewhale-journal -- list_1000    one crate, benchmarks matching a filter
 #   scripts/bench.sh open [RUNS]              opening long sessions with the release binary, next
 #                                             to a plain read of the file (scripts/bench-open.sh)
+#   scripts/bench.sh stream [KEYS]            the terminal UI while a 70 KB reply streams: CPU and
+#                                             key latency in a pseudo-terminal (scripts/bench-stream.sh)
 #
 # Benchmarks generate their data into temp dirs. They take minutes on a 2-core machine: run them
 # on an otherwise idle machine, since other load inflates the figures.
@@ -15,6 +17,10 @@ cd "$(dirname "$0")/.."
 if [ "${1:-}" = open ]; then
   shift
   exec scripts/bench-open.sh "$@"
+fi
+if [ "${1:-}" = stream ]; then
+  shift
+  exec scripts/bench-stream.sh "$@"
 fi
 if [ $# -eq 0 ]; then
   exec cargo bench --workspace

@@ -11,6 +11,8 @@
 #                                             one uninterrupted turn of CALLS tool calls (default
 #                                             200 at an 8,192-token window) against a mock model:
 #                                             passes, requests and wall time, then the next turn
+#   scripts/bench.sh stream [KEYS]            the terminal UI while a 70 KB reply streams: CPU and
+#                                             key latency in a pseudo-terminal (scripts/bench-stream.sh)
 #
 # Benchmarks generate their data into temp dirs. They take minutes on a 2-core machine: run them
 # on an otherwise idle machine, since other load inflates the figures.
@@ -23,6 +25,10 @@ fi
 if [ "${1:-}" = long-turn ]; then
   shift
   exec cargo run --release -q --locked -p codewhale-engine --example long_turn -- "$@"
+fi
+if [ "${1:-}" = stream ]; then
+  shift
+  exec scripts/bench-stream.sh "$@"
 fi
 if [ $# -eq 0 ]; then
   exec cargo bench --workspace

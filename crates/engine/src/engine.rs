@@ -94,8 +94,10 @@ impl Engine {
     /// Loads the configuration, opens (or creates) the session and starts the engine task.
     /// Must be called inside a tokio runtime. Fails before anything runs when the
     /// configuration is bad, no provider is configured, or the session cannot be opened.
+    ///
+    /// The o200k encoder is not built here: a command that will need exact counts starts it
+    /// ([`crate::warm_up`]); a one-prompt `exec` usually needs none (DESIGN §4).
     pub fn spawn(params: EngineParams) -> Result<(EngineHandle, EventReceiver), EngineError> {
-        crate::tokens::warm_up();
         let session = open(&params)?;
         let (handle, events, ops, sink) = channels();
         let _ = handle.opened.set((session.id().to_owned(), session.path().to_path_buf()));
@@ -190,11 +192,17 @@ fn open(params: &EngineParams) -> Result<Session, EngineError> {
 async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: ApprovalGate) {
     let sink = sink.with_redactor(session.redactor().clone());
     let start = SubmissionId(0);
-    // MCP servers connect in the background; the session goes on at once.
+    // MCP servers connect in the background; the session goes on at once. A one-turn `exec`
+    // starts a server whose tool list is cached only when the model calls one of its tools.
     let reporter = sink.clone();
-    session.mcp().start(std::sync::Arc::new(move |event| {
+    let reporter: codewhale_mcp::Reporter = std::sync::Arc::new(move |event| {
         reporter.emit(start, mcp_notice(event));
-    }));
+    });
+    if session.one_turn() {
+        session.mcp().start_lazily(reporter);
+    } else {
+        session.mcp().start(reporter);
+    }
     sink.emit(
         start,
         Event::SessionConfigured {

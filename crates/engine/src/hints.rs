@@ -33,6 +33,11 @@ impl Hints {
     }
 
     /// The same hints, repeating `--home DIR` in suggested command lines.
+    /// The front end the hints are phrased for.
+    pub fn front_end(&self) -> FrontEnd {
+        self.front_end
+    }
+
     pub fn with_home(mut self, home: Option<&std::path::Path>) -> Hints {
         self.home = home.map(|h| format!(" --home {}", h.display())).unwrap_or_default();
         self

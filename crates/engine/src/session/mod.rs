@@ -292,6 +292,12 @@ impl Session {
         tools::Protected { home: Some(self.home.clone()) }
     }
 
+    /// Whether the process lives for one turn (`exec`, `compact`): what it never uses, it
+    /// should not start.
+    pub fn one_turn(&self) -> bool {
+        self.hints.front_end() == crate::FrontEnd::Cli
+    }
+
     /// The session's redactor (built-in rules, the configured patterns, its own API key).
     pub fn redactor(&self) -> &Redactor {
         &self.redactor

@@ -159,3 +159,41 @@ async fn a_compaction_covers_mcp_calls_like_any_other() {
     assert!(last.contains("Codewhale handoff note"), "the checkpoint replaces the covered calls");
     assert!(last.contains("echo round 2"), "the user's words survive");
 }
+
+/// The status `/mcp` reports for the one configured server.
+async fn status(engine: &mut super::common::Running) -> String {
+    engine.submit(Op::ListMcpServers);
+    let events = engine.until(|e| matches!(e, Event::McpServers { .. })).await;
+    let Some(Event::McpServers { servers }) = events.last() else { unreachable!() };
+    servers[0].status.as_str().to_owned()
+}
+
+#[tokio::test]
+async fn a_one_turn_session_starts_a_cached_server_only_when_its_tool_is_called() {
+    let Some(python) = python() else { return };
+    let h = Harness::new().await;
+    configure(&h, &python);
+    // The first session lists the server's tools, which caches them.
+    h.server.push(Reply::text("hello").with_usage(900, 5));
+    let mut engine = h.spawn(ApprovalMode::Full);
+    engine.turn("hi").await;
+    engine.shutdown().await;
+    // The next one-turn session offers the cached tools without starting the server...
+    h.server.push(Reply::text("no tools needed").with_usage(950, 5));
+    h.server.push(
+        Reply::tool_call("call_1", "mcp__py__add", json!({"a": 2, "b": 3})).with_usage(1000, 20),
+    );
+    h.server.push(Reply::text("five").with_usage(1100, 5));
+    let mut engine = h.spawn(ApprovalMode::Full);
+    let run = engine.turn("just talk").await;
+    assert_eq!(run.status, TurnStatus::Completed, "{:?}", run.events);
+    assert!(tool_names(&h, 1).iter().any(|n| n == "mcp__py__add"), "{:?}", tool_names(&h, 1));
+    assert_eq!(status(&mut engine).await, "idle", "a turn that calls no tool starts nothing");
+    // ...and the model's first call starts it and gets its result.
+    let run = engine.turn("add two and three").await;
+    assert_eq!(run.status, TurnStatus::Completed, "{:?}", run.events);
+    assert_eq!(h.tool_results_in_request(3), [("call_1".to_owned(), "5".to_owned())]);
+    assert_eq!(status(&mut engine).await, "ready");
+    engine.shutdown().await;
+    assert_no_orphans(&h);
+}

@@ -3,6 +3,8 @@
 //!
 //! Invariants:
 //! - starting never blocks: [`Servers::start`] spawns one task per server and returns;
+//!   [`Servers::start_lazily`] (one-turn `exec`) leaves a server with a cached tool list idle
+//!   until the model calls one of its tools, so a turn that calls none never starts it;
 //! - the tools offered for a server are fixed the first time a request needs them (the live
 //!   list if the server is ready, else the cached list of its last listing, else — with no
 //!   cache — whatever the server lists before its startup timeout) and change only when the
@@ -169,23 +171,54 @@ impl Servers {
     /// Starts every enabled server in the background (must run inside a tokio runtime);
     /// `reporter` hears failures, stops and tool-list changes. Calling it again does nothing.
     pub fn start(&self, reporter: Reporter) {
-        if let Ok(mut slot) = self.inner.reporter.lock() {
-            if slot.is_some() {
-                return;
-            }
-            *slot = Some(reporter);
+        if !self.set_reporter(reporter) {
+            return;
+        }
+        for index in 0..self.inner.servers.len() {
+            self.start_one(index);
+        }
+    }
+
+    /// Like [`Servers::start`], for a process that lives for one turn: a server whose tool list
+    /// is cached from an earlier session is offered from that cache and started only when the
+    /// model calls one of its tools; only servers without a cached list start now (in the
+    /// background, so no request waits for them beyond what [`Servers::offered`] says).
+    pub fn start_lazily(&self, reporter: Reporter) {
+        if !self.set_reporter(reporter) {
+            return;
         }
         for (index, server) in self.inner.servers.iter().enumerate() {
-            if !server.config.enabled {
-                continue;
+            if server.lock().cached.is_none() {
+                self.start_one(index);
             }
-            server.lock().started = Some(Instant::now());
-            server.set_status(Status::Starting);
-            let inner = self.inner.clone();
-            let task = tokio::spawn(async move { task::run_server(inner, index).await });
-            if let Ok(mut tasks) = self.inner.tasks.lock() {
-                tasks.push(task);
+        }
+    }
+
+    /// Installs the reporter; false when the servers were started already.
+    fn set_reporter(&self, reporter: Reporter) -> bool {
+        let Ok(mut slot) = self.inner.reporter.lock() else { return false };
+        if slot.is_some() {
+            return false;
+        }
+        *slot = Some(reporter);
+        true
+    }
+
+    /// Starts server `index` in the background unless it is disabled or already started.
+    fn start_one(&self, index: usize) {
+        let Some(server) = self.inner.servers.get(index) else { return };
+        {
+            let mut state = server.lock();
+            if !server.config.enabled || state.status != Status::Idle {
+                return;
             }
+            state.started = Some(Instant::now());
+        }
+        server.set_status(Status::Starting);
+        let inner = self.inner.clone();
+        let task = tokio::spawn(async move { task::run_server(inner, index).await });
+        if let Ok(mut tasks) = self.inner.tasks.lock() {
+            tasks.push(task);
         }
     }
 
@@ -272,8 +305,14 @@ impl Servers {
                 wait_started(server).await;
             }
             let mut state = server.lock();
-            // A server that already failed offers nothing: its tools could only fail.
-            if state.offered.is_none() && matches!(state.status, Status::Starting | Status::Ready) {
+            // A server that already failed offers nothing: its tools could only fail. One
+            // not started yet (see `start_lazily`) offers its cached list and starts when called.
+            let usable = match state.status {
+                Status::Starting | Status::Ready => true,
+                Status::Idle => state.cached.is_some(),
+                _ => false,
+            };
+            if state.offered.is_none() && usable {
                 state.offered = state.live.clone().or_else(|| state.cached.clone());
                 if state.offered.is_some() {
                     inner.bump();
@@ -377,6 +416,12 @@ impl Servers {
                 "the arguments of {name} are not a JSON object; send an object that matches the tool's schema"
             )),
         };
+        // Offered from its cache and not started yet: the first call starts it.
+        if server.lock().status == Status::Idle
+            && self.inner.reporter.lock().is_ok_and(|r| r.is_some())
+        {
+            self.start_one(index);
+        }
         tokio::select! {
             () = wait_started(&server) => {}
             () = cancel.cancelled() => return CallOutput::error("interrupted".into()),

@@ -42,8 +42,8 @@ pub fn run(
     workspace: Option<&Path>,
     args: ExecArgs,
 ) -> anyhow::Result<ExitCode> {
-    // The tokenizer takes longer to build than a short turn; start it before anything else.
-    codewhale_engine::warm_up();
+    // No tokenizer warm-up: a one-prompt turn is decided by the cheap upper bound, and the
+    // encoder is built only when a budget decision needs exact counts (DESIGN §4).
     let _log = crate::logging::init(home);
     let prompt = read_prompt(&args.prompt)?;
     if prompt.trim().is_empty() {

@@ -12,7 +12,7 @@ use ratatui::text::{Line, Span};
 
 use codewhale_engine::protocol::{CompactionKind, CompactionTrigger};
 
-use super::markdown;
+use super::markdown::{self, StreamedMarkdown};
 pub use super::tool_cell::{summarize_input, ToolCell, ToolState};
 use super::wrap::{wrap_line, wrap_lines};
 
@@ -24,6 +24,12 @@ pub trait Cell: std::fmt::Debug + Send {
     /// The number of rows the cell takes at `width` (what the transcript caches).
     fn height(&self, width: u16) -> usize {
         self.lines(width).len()
+    }
+
+    /// Rows `skip..skip + take` at `width`: what a frame draws of a cell it does not cache
+    /// (the streaming reply), so a cell that can copy only those rows overrides it.
+    fn rows(&self, width: u16, skip: usize, take: usize) -> Vec<Line<'static>> {
+        self.lines(width).into_iter().skip(skip).take(take).collect()
     }
 
     /// Shows or hides the details of a folded cell; false when the cell has none.
@@ -129,6 +135,10 @@ impl<C: Cell> Cell for Covered<C> {
         lines.into_iter().map(|line| line.patch_style(dim)).collect()
     }
 
+    fn height(&self, width: u16) -> usize {
+        self.inner.height(width)
+    }
+
     fn set_expanded(&mut self, expanded: bool) -> bool {
         self.inner.set_expanded(expanded)
     }
@@ -175,47 +185,85 @@ impl Cell for UserCell {
     }
 }
 
-/// An assistant reply, rendered as markdown. The active (streaming) one grows by deltas.
+/// An assistant reply, rendered as markdown. The active (streaming) one grows by deltas, and
+/// costs only what each delta changed: finished blocks keep their lines ([`StreamedMarkdown`]).
 #[derive(Debug, Clone, Default)]
 pub struct AssistantCell {
-    pub text: String,
+    md: StreamedMarkdown,
     /// The reply stopped early (interrupt or error): said at the end so a partial answer is
     /// never mistaken for a complete one.
     pub cut_short: bool,
 }
 
-impl Cell for AssistantCell {
-    fn lines(&self, width: u16) -> Vec<Line<'static>> {
-        let inner = usize::from(width).saturating_sub(2).max(1);
-        let mut body = markdown::render_at(&self.text, inner);
-        if self.cut_short {
-            body.push(Line::styled("(reply cut short)", Style::new().fg(Color::DarkGray)));
+/// The reply's gutter: a bullet on the first row, an indent on the others.
+const GUTTER: usize = 2;
+
+impl AssistantCell {
+    pub fn new(text: impl Into<String>) -> AssistantCell {
+        AssistantCell { md: StreamedMarkdown::new(text), cut_short: false }
+    }
+
+    /// The markdown so far.
+    pub fn source(&self) -> &str {
+        self.md.source()
+    }
+
+    /// Appends streamed text.
+    pub fn push_str(&mut self, text: &str) {
+        self.md.push_str(text);
+    }
+
+    /// Row `i` of the cell, given the body's rows from `i` on (`body` yields them in order).
+    fn row(
+        &self,
+        i: usize,
+        body_rows: usize,
+        body: &mut impl Iterator<Item = Line<'static>>,
+    ) -> Line<'static> {
+        let gutter = Style::new().fg(Color::Blue);
+        let cut = usize::from(self.cut_short);
+        if i < body_rows + cut {
+            let line = if i < body_rows {
+                body.next().unwrap_or_default()
+            } else {
+                Line::styled("(reply cut short)", Style::new().fg(Color::DarkGray))
+            };
+            let lead = if i == 0 { "• " } else { "  " };
+            let mut spans = vec![Span::styled(lead, gutter)];
+            spans.extend(line.spans);
+            Line::from(spans)
+        } else {
+            Line::default()
         }
-        let mut out = beside("• ", "  ", Style::new().fg(Color::Blue), body);
-        out.push(Line::default());
-        out
-    }
-
-    fn text(&self) -> String {
-        self.text.clone()
-    }
-
-    fn reply_text(&self) -> Option<&str> {
-        Some(&self.text)
     }
 }
 
-/// `body` (already laid out) beside a gutter: `first` on the first line, `rest` on the others.
-fn beside(first: &str, rest: &str, style: Style, body: Vec<Line<'static>>) -> Vec<Line<'static>> {
-    body.into_iter()
-        .enumerate()
-        .map(|(i, line)| {
-            let lead = if i == 0 { first } else { rest };
-            let mut spans = vec![Span::styled(lead.to_owned(), style)];
-            spans.extend(line.spans);
-            Line::from(spans)
-        })
-        .collect()
+impl Cell for AssistantCell {
+    fn lines(&self, width: u16) -> Vec<Line<'static>> {
+        self.rows(width, 0, usize::MAX)
+    }
+
+    fn height(&self, width: u16) -> usize {
+        let inner = usize::from(width).saturating_sub(GUTTER).max(1);
+        self.md.height(inner) + usize::from(self.cut_short) + 1
+    }
+
+    fn rows(&self, width: u16, skip: usize, take: usize) -> Vec<Line<'static>> {
+        let inner = usize::from(width).saturating_sub(GUTTER).max(1);
+        let body_rows = self.md.height(inner);
+        let total = body_rows + usize::from(self.cut_short) + 1;
+        let end = skip.saturating_add(take).min(total);
+        let mut body = self.md.rows(inner, skip, end.saturating_sub(skip)).into_iter();
+        (skip..end).map(|i| self.row(i, body_rows, &mut body)).collect()
+    }
+
+    fn text(&self) -> String {
+        self.md.source().to_owned()
+    }
+
+    fn reply_text(&self) -> Option<&str> {
+        Some(self.md.source())
+    }
 }
 
 /// What the model showed of its reasoning: folded to one line, unfolded with Ctrl+O.

@@ -63,7 +63,7 @@ fn push_item(t: &mut Transcript, item: &HistoryItem) {
                 t.push(Covered::new(cell, *covered));
             }
             if !text.trim().is_empty() {
-                let cell = AssistantCell { text: text.clone(), cut_short: false };
+                let cell = AssistantCell::new(text.clone());
                 t.push(Covered::new(cell, *covered));
             }
         }

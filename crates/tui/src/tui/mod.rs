@@ -55,7 +55,7 @@ use tokio::sync::mpsc;
 
 pub use app::App;
 pub use event::{AppEvent, Effect, NoSession, OpSink};
-pub use frame::FrameRequester;
+pub use frame::{FrameKind, FrameRequester};
 use views::SessionRow;
 
 /// How long a replaced engine gets to sync its journal and stop (in the background).
@@ -179,7 +179,10 @@ pub async fn run(params: TuiParams) -> anyhow::Result<Outcome> {
                 None => std::future::pending().await,
             }
         };
+        // Biased: a key (and a due frame) goes before the engine's next delta, so input is
+        // never queued behind streamed output.
         let event = tokio::select! {
+            biased;
             () = signals.next() => {
                 // Killed or the terminal went away: save, restore the terminal, leave.
                 tracing::info!("terminated by a signal; saving and leaving");
@@ -188,6 +191,17 @@ pub async fn run(params: TuiParams) -> anyhow::Result<Outcome> {
                 AppEvent::Tick(std::time::Instant::now())
             }
             () = deadline => break,
+            term = input.next() => match term {
+                Some(Ok(ev)) => AppEvent::Input(ev),
+                Some(Err(err)) => return Err(err).context("cannot read the terminal"),
+                None => break,
+            },
+            Some(()) = draws.recv() => {
+                // Draws that queued up while the loop was busy are one draw.
+                while draws.try_recv().is_ok() {}
+                terminal::draw(&mut terminal, |f| app.draw(f)).context("cannot draw the terminal")?;
+                continue;
+            }
             _ = ticker.tick(), if app.animating() => AppEvent::Tick(std::time::Instant::now()),
             msg = next_event(&mut links.current) => match msg {
                 Some(msg) => AppEvent::Engine(msg),
@@ -203,16 +217,13 @@ pub async fn run(params: TuiParams) -> anyhow::Result<Outcome> {
                     continue;
                 }
             },
-            term = input.next() => match term {
-                Some(Ok(ev)) => AppEvent::Input(ev),
-                Some(Err(err)) => return Err(err).context("cannot read the terminal"),
-                None => break,
-            },
             Some(ev) = app_rx.recv() => ev,
-            Some(()) = draws.recv() => {
-                terminal.draw(|f| app.draw(f)).context("cannot draw the terminal")?;
-                continue;
-            }
+        };
+        // Output from the engine is drawn within the stream budget (~30 frames a second);
+        // everything else is the user's doing and is drawn at once.
+        let kind = match event {
+            AppEvent::Engine(_) => FrameKind::Stream,
+            _ => FrameKind::Input,
         };
         if matches!(event, AppEvent::Input(TermEvent::Resize(..))) {
             terminal.autoresize().context("cannot resize")?;
@@ -328,7 +339,7 @@ pub async fn run(params: TuiParams) -> anyhow::Result<Outcome> {
         if exit {
             break;
         }
-        frames.request();
+        frames.request_kind(kind);
     }
     drop(terminal);
     drop(guard);

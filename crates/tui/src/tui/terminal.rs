@@ -2,6 +2,8 @@
 //! enhancement; giving it back — for good, to an external editor (Ctrl+G), or while suspended
 //! (Ctrl+Z).
 //!
+//! Every frame is drawn as one synchronized update ([`draw`]).
+//!
 //! Keyboard enhancement (the kitty protocol's "disambiguate escape codes") is turned on only
 //! when the terminal says it supports it; then Shift+Enter arrives as itself instead of as a
 //! plain Enter. Invariant: whatever happens — a normal quit, an error, a panic — the terminal
@@ -18,10 +20,10 @@ use crossterm::event::{
     KeyboardEnhancementFlags, PopKeyboardEnhancementFlags, PushKeyboardEnhancementFlags,
 };
 use crossterm::terminal::{
-    disable_raw_mode, enable_raw_mode, supports_keyboard_enhancement, Clear, ClearType,
-    EnterAlternateScreen, LeaveAlternateScreen,
+    disable_raw_mode, enable_raw_mode, supports_keyboard_enhancement, BeginSynchronizedUpdate,
+    Clear, ClearType, EndSynchronizedUpdate, EnterAlternateScreen, LeaveAlternateScreen,
 };
-use crossterm::{cursor, execute};
+use crossterm::{cursor, execute, queue};
 use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
 
@@ -81,6 +83,17 @@ pub fn restore() {
         cursor::Show
     );
     let _ = disable_raw_mode();
+}
+
+/// Draws one frame inside a synchronized update (DEC private mode 2026): a terminal that
+/// supports it shows the frame whole once it ends, so a frame never tears; one that does not
+/// ignores the unknown mode, as the standard says of private modes, and draws as before.
+pub fn draw(terminal: &mut Tui, render: impl FnOnce(&mut ratatui::Frame<'_>)) -> io::Result<()> {
+    queue!(terminal.backend_mut(), BeginSynchronizedUpdate)?;
+    let drawn = terminal.draw(render).map(|_| ());
+    // Ended even when the draw failed, so the terminal never stays frozen.
+    let ended = execute!(terminal.backend_mut(), EndSynchronizedUpdate);
+    drawn.and(ended)
 }
 
 /// Runs `work` with the terminal given back (an external editor), then takes it over again

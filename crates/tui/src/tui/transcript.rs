@@ -131,7 +131,7 @@ impl Transcript {
     /// Adds streamed text to the active reply, starting one if needed.
     pub fn push_delta(&mut self, text: &str) {
         self.commit_thinking();
-        self.active.get_or_insert_with(AssistantCell::default).text.push_str(text);
+        self.active.get_or_insert_with(AssistantCell::default).push_str(text);
         self.active_height.set(None);
     }
 
@@ -153,7 +153,7 @@ impl Transcript {
         self.commit_thinking();
         self.active_height.set(None);
         if let Some(cell) = self.active.take() {
-            if !cell.text.trim().is_empty() || cell.cut_short {
+            if !cell.source().trim().is_empty() || cell.cut_short {
                 self.committed.push(Slot::new(Box::new(cell)));
             }
         }
@@ -304,7 +304,7 @@ impl Transcript {
     /// The newest reply's markdown (the streaming one, if any).
     pub fn last_reply(&self) -> Option<String> {
         if let Some(active) = &self.active {
-            return Some(active.text.clone());
+            return Some(active.source().to_owned());
         }
         self.committed.iter().rev().find_map(|s| s.cell.reply_text().map(str::to_owned))
     }
@@ -455,7 +455,9 @@ impl Transcript {
             let start = lines.len();
             match slot {
                 Some(slot) => lines.extend(slot.rows(width, skip, take)),
-                None => lines.extend(cell.lines(width).into_iter().skip(skip).take(take)),
+                // The streaming reply: its finished blocks are cached inside it, and only the
+                // rows in view are copied out.
+                None => lines.extend(cell.rows(width, skip, take)),
             }
             if self.highlight == Some(index) {
                 // The search match: its rows on a marked background.

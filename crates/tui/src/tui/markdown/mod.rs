@@ -6,11 +6,13 @@
 //! the header, and code blocks syntax-highlighted ([`highlight`]) and never wrapped: a code
 //! line (or a table row) wider than the screen is cut with a `›` mark, so what is on screen
 //! is the code as written (the copy key puts whole blocks on the clipboard). Invariant: no
-//! text of the source is lost — unknown constructs fall back to their text — so a streaming
-//! reply can be re-rendered on every delta.
+//! text of the source is lost — unknown constructs fall back to their text. A streaming reply
+//! is not re-rendered whole on every delta: [`stream`] renders each finished top-level block
+//! once and only the open tail again, with the same result as [`render`] on the whole text.
 
 pub mod highlight;
 mod layout;
+pub mod stream;
 mod table;
 
 use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
@@ -18,6 +20,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
 pub use layout::{lines_at, render_at};
+pub use stream::StreamedMarkdown;
 
 const CODE: Style = Style::new().fg(Color::Cyan);
 const DIM: Style = Style::new().fg(Color::DarkGray);
@@ -44,6 +47,11 @@ impl MdLine {
         MdLine { lead: Vec::new(), body: Vec::new(), flow: Flow::Prose { cont: Vec::new() } }
     }
 
+    /// A non-blank line that stands for one rendered before a chunk (never shown).
+    fn stand_in() -> MdLine {
+        MdLine { lead: Vec::new(), body: vec![Span::raw("·")], flow: Flow::Clip }
+    }
+
     fn is_blank(&self) -> bool {
         self.lead.is_empty() && self.body.iter().all(|s| s.content.is_empty())
     }
@@ -56,18 +64,54 @@ pub struct CodeBlock {
     pub code: String,
 }
 
+/// The parser options every rendering uses (the streaming renderer's block boundaries must
+/// come from the same grammar as the lines).
+const OPTIONS: Options = Options::ENABLE_STRIKETHROUGH.union(Options::ENABLE_TABLES);
+
 /// Renders `source` to logical lines (laid out by [`render_at`] / [`lines_at`]).
 pub fn render(source: &str) -> Vec<MdLine> {
+    let mut lines = render_chunk(source, None).lines;
+    trim_blank_tail(&mut lines);
+    lines
+}
+
+/// Drops the blank lines at the end (a reply never ends with empty rows).
+fn trim_blank_tail(lines: &mut Vec<MdLine>) {
+    while lines.last().is_some_and(MdLine::is_blank) {
+        lines.pop();
+    }
+}
+
+/// A piece of a document rendered on its own (see [`stream`]).
+#[derive(Debug)]
+pub(crate) struct Chunk {
+    pub lines: Vec<MdLine>,
+    /// Nothing was left on an open line, so what follows starts a line of its own exactly as
+    /// it would in the whole document.
+    pub clean: bool,
+    /// A fenced block with a language was drawn without colours (the grammars were loading).
+    pub plain_code: bool,
+}
+
+/// Renders `source` as the continuation of a document whose last line so far is blank
+/// (`Some(true)`), not blank (`Some(false)`), or which has none yet (`None`): the only state
+/// the renderer carries from one top-level block to the next. Trailing blank lines are kept.
+pub(crate) fn render_chunk(source: &str, after: Option<bool>) -> Chunk {
     let mut r = Renderer::default();
-    let options = Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TABLES;
-    for event in Parser::new_ext(source, options) {
+    if let Some(blank) = after {
+        // A stand-in for the previous line, so `blank()` decides as in the whole document.
+        r.lines.push(if blank { MdLine::blank() } else { MdLine::stand_in() });
+    }
+    for event in Parser::new_ext(source, OPTIONS) {
         r.event(event);
     }
+    let clean = r.current.is_empty() && r.lead.is_empty();
     r.flush();
-    while r.lines.last().is_some_and(MdLine::is_blank) {
-        r.lines.pop();
+    let mut lines = r.lines;
+    if after.is_some() {
+        lines.remove(0);
     }
-    r.lines
+    Chunk { lines, clean, plain_code: r.plain_code }
 }
 
 /// The code blocks of `source`, in order.
@@ -110,6 +154,8 @@ struct Renderer {
     code: Option<(String, String)>,
     link: Option<String>,
     table: Option<table::Table>,
+    /// Set when a fenced block with a language was drawn before the grammars loaded.
+    plain_code: bool,
 }
 
 impl Renderer {
@@ -331,6 +377,9 @@ impl Renderer {
                 flow: Flow::Clip,
             });
         }
+        // Asked before highlighting: grammars that finish loading in between must not leave
+        // plain lines marked as coloured.
+        self.plain_code |= !lang.is_empty() && !highlight::ready();
         let coloured = highlight::highlight(lang, code);
         for (i, line) in code.lines().enumerate() {
             let body = match coloured.as_ref().and_then(|c| c.get(i)) {

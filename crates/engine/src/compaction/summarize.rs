@@ -52,7 +52,8 @@ pub(crate) struct SummaryJob<'a> {
 pub(crate) enum SummaryError {
     /// The input cannot be made to fit, or the provider failed.
     Failed(String),
-    /// The model answered, but not with a usable note (auto passes back off after this).
+    /// No usable note can be had: the model answered with none, or the request cannot fit its
+    /// window (auto passes back off after this).
     Unusable(String),
     Cancelled,
 }
@@ -72,9 +73,10 @@ pub(crate) async fn summarize(
     let mut budget = input_budget(job);
     let mut overflows = 0;
     loop {
+        // A request that cannot fit will not fit next turn either: auto passes back off.
         let plan = summary_input::plan(&job.plain.messages, &job.plain.tokens, &budget)
-            .map_err(|e| SummaryError::Failed(format!("the summary request cannot fit: {e}")))?;
-        match run_plan(job, &plan, cancel.clone()).await {
+            .map_err(|e| SummaryError::Unusable(format!("the summary request cannot fit: {e}")))?;
+        match run_plan(job, &plan, budget.note, cancel.clone()).await {
             Err(Attempt::Overflow { limit }) if overflows < OVERFLOW_RETRIES => {
                 overflows += 1;
                 let calibration = job.session.budget().calibration().clamp(1.0, 2.0);
@@ -112,17 +114,25 @@ fn input_budget(job: &SummaryJob<'_>) -> InputBudget {
     let calibration = session.budget().calibration().clamp(1.0, 2.0);
     let tokens = (limits.usable_input as f64 / calibration) as u64;
     let instruction = summary::instruction(&Scope::Chunk, job.focus, true);
-    // An upper bound: the instruction is small, and an exact count could wait for the encoder.
-    let fixed = session.budget().system_tokens() + counts::upper_bound(&instruction);
-    // An interim note is at most what the summarizer may write (a small window's reserved
-    // output is less than a full note).
-    let note = NOTE_RESERVE_TOKENS.min(u64::from(job.max_output));
-    InputBudget { tokens: tokens.min(summary::INPUT_MAX_BYTES as u64 / 4), fixed, note }
+    // Exact when the encoder is ready; never waited for (an upper bound instead).
+    let instruction = counts::exact_if_ready(&instruction)
+        .map_or_else(|| counts::upper_bound(&instruction), u64::from);
+    let fixed = session.budget().system_tokens() + instruction;
+    let tokens = tokens.min(summary::INPUT_MAX_BYTES as u64 / 4);
+    InputBudget { tokens, fixed, note: note_reserve(tokens.saturating_sub(fixed), job.max_output) }
+}
+
+/// Room for an interim note: a full note, but no more than the summarizer may write and no more
+/// than a third of what a request holds besides its fixed part (a small window's note is short;
+/// [`run_plan`] caps it to this).
+fn note_reserve(available: u64, max_output: u32) -> u64 {
+    NOTE_RESERVE_TOKENS.min(u64::from(max_output)).min(available / 3)
 }
 
 async fn run_plan(
     job: &SummaryJob<'_>,
     plan: &InputPlan,
+    note_tokens: u64,
     cancel: CancellationToken,
 ) -> Result<(String, SummaryStats), Attempt> {
     let items = bounded_items(job.view, plan);
@@ -132,7 +142,9 @@ async fn run_plan(
         let text = ask(job, interim.as_deref(), &items[chunk.clone()], Scope::Chunk, &cancel, &mut stats)
             .await?;
         stats.chunks += 1;
-        interim = Some(summary::cap(&text));
+        // Three characters per token keeps the note inside the room the plan left for it.
+        let chars = usize::try_from(note_tokens.saturating_mul(3)).unwrap_or(usize::MAX);
+        interim = Some(summary::cap_to(&text, chars.min(summary::NOTE_MAX_CHARS)));
     }
     let kept = &items[plan.final_from..];
     let scope = match job.cut.checked_sub(plan.final_from) {

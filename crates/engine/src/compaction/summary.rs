@@ -140,12 +140,22 @@ fn byte_at(text: &str, char_count: usize) -> usize {
 
 /// Caps a summary at [`NOTE_MAX_CHARS`]: the `Reference` section is cut first, then the end.
 pub fn cap(summary: &str) -> String {
+    cap_to(summary, NOTE_MAX_CHARS)
+}
+
+/// Caps a summary at `limit` characters the way [`cap`] does (an interim note of a chunked
+/// summary in a small window gets less room than a full note).
+pub fn cap_to(summary: &str, limit: usize) -> String {
     let summary = summary.trim();
     let total = summary.chars().count();
-    if total <= NOTE_MAX_CHARS {
+    if total <= limit {
         return summary.to_owned();
     }
-    let marker = format!("\n{CAP_MARKER}");
+    let marker = if limit == NOTE_MAX_CHARS {
+        format!("\n{CAP_MARKER}")
+    } else {
+        format!("\n[... shortened by Codewhale to fit the {limit}-character note cap]")
+    };
     let marker_chars = marker.chars().count();
     if let Some(start) = heading_line(summary, "Reference") {
         let body_start = summary[start..].find('\n').map_or(summary.len(), |n| start + n);
@@ -155,22 +165,22 @@ pub fn cap(summary: &str) -> String {
             .min()
             .unwrap_or(summary.len());
         let body_chars = summary[body_start..body_end].chars().count();
-        let excess = total + marker_chars - NOTE_MAX_CHARS;
+        let excess = (total + marker_chars).saturating_sub(limit);
         let keep = body_chars.saturating_sub(excess);
         let cut_at = body_start + byte_at(&summary[body_start..], keep);
         let shortened =
             format!("{}{marker}\n{}", &summary[..cut_at], summary[body_end..].trim_start());
         let shortened = shortened.trim_end().to_owned();
-        if shortened.chars().count() <= NOTE_MAX_CHARS {
+        if shortened.chars().count() <= limit {
             return shortened;
         }
-        return cut_end(&shortened, &marker);
+        return cut_end(&shortened, &marker, limit);
     }
-    cut_end(summary, &marker)
+    cut_end(summary, &marker, limit)
 }
 
-fn cut_end(text: &str, marker: &str) -> String {
-    let keep = NOTE_MAX_CHARS.saturating_sub(marker.chars().count());
+fn cut_end(text: &str, marker: &str, limit: usize) -> String {
+    let keep = limit.saturating_sub(marker.chars().count());
     format!("{}{marker}", &text[..byte_at(text, keep)])
 }
 

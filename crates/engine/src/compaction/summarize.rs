@@ -76,6 +76,12 @@ pub(crate) async fn summarize(
         // A request that cannot fit will not fit next turn either: auto passes back off.
         let plan = summary_input::plan(&job.plain.messages, &job.plain.tokens, &budget)
             .map_err(|e| SummaryError::Unusable(format!("the summary request cannot fit: {e}")))?;
+        tracing::debug!(
+            shares_prefix = plan.is_whole(),
+            bounded = plan.bounds.len(),
+            chunks = plan.chunks.len(),
+            "summary input planned"
+        );
         match run_plan(job, &plan, budget.note, cancel.clone()).await {
             Err(Attempt::Overflow { limit }) if overflows < OVERFLOW_RETRIES => {
                 overflows += 1;

@@ -191,7 +191,7 @@ fn search_branch_picker_and_grants() {
     ];
     let sandbox = codewhale_engine::protocol::SandboxReport {
         mode: codewhale_engine::sandbox::SandboxMode::WorkspaceWrite,
-        detail: "writable: /work/ws, /tmp; network on; Landlock ABI 6".to_owned(),
+        detail: "writable: /srv/ws1, /tmp; network on; Landlock ABI 6".to_owned(),
     };
     h.engine(id, Event::Grants { mode: ApprovalMode::Ask, grants, sandbox });
     both(&mut h, "grants");

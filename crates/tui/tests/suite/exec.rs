@@ -3,6 +3,7 @@
 use std::path::Path;
 use std::process::Output;
 
+use super::support::text;
 use codewhale_provider::test_support::{Fault, MockServer, Reply, TEST_API_KEY};
 use serde_json::{json, Value};
 use tempfile::TempDir;
@@ -47,10 +48,6 @@ impl Setup {
             .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
             .collect()
     }
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 fn kinds(path: &Path) -> Vec<String> {

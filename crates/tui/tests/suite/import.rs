@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+use super::support::text;
 use codewhale_provider::test_support::{MockServer, Reply, TEST_API_KEY};
 use serde_json::Value;
 use tempfile::TempDir;
@@ -27,10 +28,6 @@ fn user_texts(messages: &[serde_json::Value]) -> Vec<&str> {
         .filter(|m| m["role"] == "user")
         .map(|m| m["content"].as_str().unwrap())
         .collect()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 impl Setup {

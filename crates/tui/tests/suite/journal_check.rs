@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use super::support::text;
 use codewhale_journal::{HeaderPayload, JournalFile};
 
 fn fixture(name: &str) -> PathBuf {
@@ -17,10 +18,6 @@ fn check(path: &Path) -> Output {
         .env_remove("CODEWHALE_HOME")
         .output()
         .unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// Copies a fixture into a temp dir, runs the check, and asserts the directory is unchanged.

@@ -9,5 +9,6 @@ mod pty;
 mod sandbox;
 mod screen_pty;
 mod sessions;
+mod support;
 mod trust;
 mod tui_pty;

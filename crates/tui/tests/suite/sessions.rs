@@ -4,6 +4,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, SystemTime};
 
+use super::support::text;
 use codewhale_journal::{Entry, HeaderPayload, JournalFile, UserPayload};
 use serde_json::Value;
 
@@ -14,10 +15,6 @@ fn sessions(home: &Path, args: &[&str]) -> Output {
         .env("CODEWHALE_HOME", home)
         .output()
         .unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// A session in `home/sessions` with `prompts` user messages, last modified `age` ago.

@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+use super::support::text;
 use codewhale_provider::test_support::{MockServer, Reply, TEST_API_KEY};
 use serde_json::json;
 use tempfile::TempDir;
@@ -45,25 +46,12 @@ impl Setup {
     }
 
     fn write(&self, rel: &str, text: &str) {
-        let path = self.ws.path().join(rel);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
+        super::support::write_in(self.ws.path(), rel, text);
     }
 
     fn session_text(&self) -> String {
-        let dir = self.home.path().join("sessions");
-        std::fs::read_dir(dir)
-            .unwrap()
-            .filter_map(Result::ok)
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-            .map(|p| std::fs::read_to_string(p).unwrap())
-            .collect()
+        super::support::session_texts(self.home.path())
     }
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// A committed `.codewhale/config.toml` pointing `base_url` at another server: untrusted, the

@@ -55,6 +55,13 @@ impl Figure {
     pub fn reported(tokens: u64) -> Figure {
         Figure { tokens, source: Source::Reported }
     }
+
+    /// The figure as a whole percentage of `usable_input`, rounded to nearest: the one
+    /// rounding the status line and `/context` both show.
+    pub fn percent_of(&self, usable_input: u64) -> u64 {
+        let usable = usable_input.max(1);
+        (self.tokens.saturating_mul(100) + usable / 2) / usable
+    }
 }
 
 /// Where the context window figure came from.
@@ -137,13 +144,27 @@ impl Limits {
     }
 }
 
+/// What every request carries before the view, in tokens: the system prompt, and the tool
+/// schemas (built-in and MCP). Counted by one function on every path
+/// ([`crate::session::Session::settle_figures`] live, the report's replay offline), so the
+/// gauge, `/context` and `codewhale context` split it the same way.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SystemCounts {
+    pub prompt: u64,
+    pub schemas: u64,
+}
+
+impl SystemCounts {
+    pub fn total(&self) -> u64 {
+        self.prompt + self.schemas
+    }
+}
+
 /// The session's live budget.
 #[derive(Debug, Clone)]
 pub struct Budget {
     limits: Limits,
-    system_tokens: u64,
-    /// The part of `system_tokens` that is tool schemas.
-    tool_schema_tokens: u64,
+    system: SystemCounts,
     view_tokens: u64,
     last_reported: Option<u64>,
     added_since_report: u64,
@@ -156,8 +177,7 @@ impl Budget {
     pub fn new(limits: Limits) -> Budget {
         Budget {
             limits,
-            system_tokens: 0,
-            tool_schema_tokens: 0,
+            system: SystemCounts::default(),
             view_tokens: 0,
             last_reported: None,
             added_since_report: 0,
@@ -175,23 +195,24 @@ impl Budget {
         self.limits = limits;
     }
 
-    /// The system prompt's (and tool schemas') token count.
-    pub fn set_system_tokens(&mut self, tokens: u64) {
-        self.system_tokens = tokens;
+    /// The system prompt's and the tool schemas' counts.
+    pub fn set_system(&mut self, system: SystemCounts) {
+        self.system = system;
     }
 
+    /// What every request carries before the view: the system prompt and the tool schemas.
+    pub fn system(&self) -> SystemCounts {
+        self.system
+    }
+
+    /// The system prompt's and tool schemas' tokens together.
     pub fn system_tokens(&self) -> u64 {
-        self.system_tokens
-    }
-
-    /// Records how much of the system count is tool schemas (built-in and MCP).
-    pub fn set_tool_schema_tokens(&mut self, tokens: u64) {
-        self.tool_schema_tokens = tokens;
+        self.system.total()
     }
 
     /// The tool schemas' share of [`Budget::system_tokens`].
     pub fn tool_schema_tokens(&self) -> u64 {
-        self.tool_schema_tokens.min(self.system_tokens)
+        self.system.schemas
     }
 
     /// Sets the view's total from a fresh render (session open, after a compaction pass).
@@ -264,7 +285,7 @@ impl Budget {
 
     /// The raw o200k estimate of the next request (system + view), uncalibrated.
     pub fn raw_estimate(&self) -> u64 {
-        self.system_tokens + self.view_tokens
+        self.system.total() + self.view_tokens
     }
 
     /// max(estimate of the next request, last reported + added since − savings), calibrated,
@@ -317,7 +338,7 @@ mod tests {
     #[test]
     fn pressure_takes_the_larger_of_estimate_and_report() {
         let mut b = Budget::new(limits(100_000));
-        b.set_system_tokens(1_000);
+        b.set_system(SystemCounts { prompt: 1_000, schemas: 0 });
         b.add(4_000);
         assert_eq!(b.pressure(), Figure { tokens: 5_000, source: Source::Estimated });
         b.record_report(6_000, 5_000);

@@ -7,7 +7,8 @@
 //! its own and is a cache breakpoint, so the cached prefix survives until the next compaction;
 //! block bytes (thinking signatures, tool ids and inputs) are carried unchanged; blocks of
 //! unknown types are left out (they cannot be expressed in the normalized request) except
-//! Anthropic's `redacted_thinking`, which is carried opaquely.
+//! Anthropic's `redacted_thinking`, which is carried opaquely; a pinned note is a text block
+//! of its own with a label, even when it shares a user message with the text after it.
 
 use codewhale_journal::{Block as JBlock, ItemContent, ItemKind, Role as JRole, View, ViewItem};
 use codewhale_provider::{Block, Message, Request, Role, SystemBlock, ToolSpec};
@@ -91,8 +92,22 @@ pub fn to_messages(items: &[ViewItem]) -> Vec<Message> {
     messages
 }
 
+/// The label of a pinned note's block: the note is then never read as part of the user
+/// message it is sent with.
+pub(crate) const ANCHOR_LABEL: &str = include_str!("../../../assets/prompts/anchor-label.md");
+
 fn item_blocks(item: &ViewItem) -> Vec<Block> {
     match &item.content {
+        ItemContent::Blocks(blocks) if item.kind == ItemKind::Anchor => blocks
+            .iter()
+            .filter_map(convert_block)
+            .map(|b| match b {
+                Block::Text { text } => {
+                    Block::Text { text: format!("{}\n\n{text}", ANCHOR_LABEL.trim_end()) }
+                }
+                other => other,
+            })
+            .collect(),
         ItemContent::ToolResult(r) => vec![Block::ToolResult {
             tool_use_id: r.tool_use_id.clone(),
             content: r.content.to_string(),
@@ -198,6 +213,21 @@ mod tests {
         assert_eq!(messages[2].content.len(), 3);
         assert!(matches!(&messages[2].content[1], Block::ToolResult { is_error: true, .. }));
         assert_eq!(messages[2].content[2], Block::text("go on"));
+    }
+
+    #[test]
+    fn a_pinned_note_is_a_labelled_block_of_its_own_before_the_next_message() {
+        let j = journal_of(vec![
+            UserPayload::anchor("never push to main").into(),
+            UserPayload::text("ship the fix").into(),
+        ]);
+        let view = codewhale_journal::render(&j, j.head_id().as_str());
+        let messages = to_messages(&view.items);
+        assert_eq!(messages.len(), 1, "one user message");
+        let Block::Text { text } = &messages[0].content[0] else { panic!("a text block") };
+        assert!(text.starts_with(ANCHOR_LABEL.trim_end()), "{text}");
+        assert!(text.ends_with("\n\nnever push to main"), "the note verbatim: {text}");
+        assert_eq!(messages[0].content[1], Block::text("ship the fix"));
     }
 
     #[test]

@@ -213,6 +213,16 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
             workspace: session.workspace().display().to_string(),
         },
     );
+    // A message the last run journaled but never answered is set aside before anything is
+    // shown, so the conversation shown is the one the next prompt continues.
+    let unanswered = if session.resumed {
+        session.set_aside_unanswered().unwrap_or_else(|err| {
+            sink.emit(start, error_event(&err));
+            None
+        })
+    } else {
+        None
+    };
     // The conversation first, so that what opening found (a repaired line, say) is shown
     // under it rather than replaced by it.
     if session.resumed {
@@ -221,10 +231,28 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
     for (level, message) in std::mem::take(&mut session.notices) {
         sink.emit(start, Event::Notice { level, message });
     }
+    if let Some(text) = unanswered {
+        sink.emit(start, Event::MessageTakenBack { text });
+    }
     sink.emit(start, session.usage_event(None, None));
+    // Figures shown before the encoder was ready are provisional: shown again, exact, once it
+    // is (opening never waits for it).
+    let mut encoder = (!crate::tokens::is_ready())
+        .then(|| tokio::task::spawn_blocking(crate::tokens::wait_ready));
     let mut shutdown = None;
     while shutdown.is_none() {
-        let Some((id, op)) = ops.recv().await else { break };
+        let next = match encoder.as_mut() {
+            Some(ready) => tokio::select! {
+                op = ops.recv() => op,
+                _ = ready => {
+                    encoder = None;
+                    sink.emit(start, session.usage_event(None, None));
+                    continue;
+                }
+            },
+            None => ops.recv().await,
+        };
+        let Some((id, op)) = next else { break };
         match op {
             Op::UserInput { text, attachments } => {
                 let cancel = CancellationToken::new();
@@ -307,7 +335,10 @@ async fn listening<F: std::future::Future>(
                     | Op::GetHistory { .. }
                     | Op::ListGrants
                     | Op::RevokeGrant { .. }
-                    | Op::ListUserMessages),
+                    | Op::ListUserMessages
+                    | Op::ListBranches
+                    | Op::GetStatus
+                    | Op::ListModels),
                 )) => deferred.push((oid, op)),
                 Some((oid, _)) => sink.emit(oid, Event::Error {
                     kind: ErrorKind::Busy,
@@ -401,6 +432,12 @@ async fn handle_idle_op(session: &mut Session, sink: &EventSink, id: SubmissionI
         Op::ListUserMessages => {
             sink.emit(id, Event::UserMessages { messages: session.user_messages() })
         }
+        Op::GetStatus => sink.emit(id, Event::Status { status: Box::new(session.status_report()) }),
+        Op::ListModels => sink.emit(id, Event::Models { models: session.model_choices() }),
+        Op::ListBranches => sink.emit(
+            id,
+            Event::Branches { branches: crate::branches::branches(session.journal()) },
+        ),
         Op::GetContext => {
             sink.emit(id, Event::ContextReport { report: Box::new(session.context_report()) })
         }
@@ -458,7 +495,7 @@ fn grants_event(session: &Session) -> Event {
 
 /// After an anchor was pinned or unpinned: the outcome, the list, and the new figures.
 fn anchor_changed(
-    session: &Session,
+    session: &mut Session,
     sink: &EventSink,
     id: SubmissionId,
     result: Result<String, String>,

@@ -35,6 +35,7 @@ internal_modules! {
     attachments;
     approval;
     bounded;
+    branches;
     budget;
     compaction;
     config;

@@ -47,6 +47,11 @@ pub fn warm_up() {
     }
 }
 
+/// Waits until the encoder is built (or has failed to build).
+pub fn wait_ready() {
+    let _ = encoder();
+}
+
 /// Whether exact counts are available without waiting.
 pub fn is_ready() -> bool {
     ENCODER.get().is_some()

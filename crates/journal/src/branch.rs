@@ -8,6 +8,8 @@
 //!   appended as a sibling of the original.
 //! - **checkout** any conversation entry (usually a branch tip).
 //! - **rewind** to an entry on the current spine.
+//! - **set aside** an unanswered last user message: HEAD moves to the entry before it, as for
+//!   an edit, with reason `unanswered`.
 
 use crate::entry::{Entry, EntryId};
 use crate::journal::{is_chain, Journal};
@@ -24,7 +26,7 @@ pub enum BranchError {
     WrongKind { id: EntryId, kind: String, op: &'static str, expected: &'static str },
     #[error("entry {0} is not on the current branch; use checkout to switch branches")]
     NotOnSpine(EntryId),
-    #[error("{count} entries start with {prefix}; give more of the id")]
+    #[error("{count} entries have ids that start or end with {prefix}; give more of the id")]
     Ambiguous { prefix: String, count: usize },
 }
 
@@ -55,6 +57,17 @@ impl Journal {
         Ok(self.head_record(parent, HeadReason::Edit))
     }
 
+    /// Set aside user entry `id`, a last message that got no reply: HEAD moves to the entry
+    /// before it.
+    pub fn set_aside(&self, id: &str) -> Result<Entry, BranchError> {
+        let target = self.conversation_entry(id)?;
+        if !matches!(&target.payload, Payload::User(u) if u.is_plain()) {
+            return Err(wrong_kind(target, "setting aside", "a plain user message"));
+        }
+        let parent = self.parent_id(target)?;
+        Ok(self.head_record(parent, HeadReason::Unanswered))
+    }
+
     /// Check out conversation entry `id` (any branch).
     pub fn checkout(&self, id: &str) -> Result<Entry, BranchError> {
         let target = self.conversation_entry(id)?;
@@ -71,16 +84,26 @@ impl Journal {
     }
 
     /// The conversation entry `id` names: the entry with that id, or the one conversation
-    /// entry whose id starts with it (ids are long; a unique prefix is enough).
+    /// entry whose id starts with it (ids are long; a unique prefix is enough), or — as the
+    /// pickers show ids, `…` and their last characters — the one whose id ends with it.
     pub fn resolve_entry(&self, id: &str) -> Result<EntryId, BranchError> {
         let id = id.trim();
         if self.get(id).is_some() {
             return Ok(EntryId::from(id));
         }
-        let mut found = (0..self.len() as u32)
-            .filter(|&p| self.is_chain_at(p) && !id.is_empty())
-            .map(|p| self.id_at(p))
-            .filter(|e| e.starts_with(id));
+        let (id, ending_only) = match id.strip_prefix('…').or_else(|| id.strip_prefix("...")) {
+            Some(rest) => (rest, true),
+            None => (id, false),
+        };
+        let chain_ids = || {
+            (0..self.len() as u32)
+                .filter(|&p| self.is_chain_at(p) && !id.is_empty())
+                .map(|p| self.id_at(p))
+        };
+        // Without the `…`, an ending is tried when no id starts with what was typed.
+        let by_start = !ending_only && chain_ids().any(|e| e.starts_with(id));
+        let mut found =
+            chain_ids().filter(|e| if by_start { e.starts_with(id) } else { e.ends_with(id) });
         match (found.next(), found.next()) {
             (Some(one), None) => Ok(EntryId::from(&*one)),
             (None, _) => Err(BranchError::NotFound(EntryId::from(id))),

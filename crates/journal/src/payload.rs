@@ -232,6 +232,9 @@ string_enum! {
         Retry = "retry",
         Edit = "edit",
         Rewind = "rewind",
+        /// A last user message that never got a reply (the process ended first) is set
+        /// aside, so that it is offered back and never merged into the next prompt.
+        Unanswered = "unanswered",
     }
     default Checkout
 }

@@ -92,6 +92,11 @@ fn parse(text: &str) -> Result<CatalogFile, toml::de::Error> {
     Ok(file)
 }
 
+/// Every model the catalog names, in table order, with its context window (for a picker).
+pub fn models() -> Vec<(String, u64)> {
+    catalog().model.iter().map(|m| (m.id.clone(), m.limits.context_window)).collect()
+}
+
 /// The figures for `model_id`. Never fails; see the module docs for the order.
 pub fn lookup(model_id: &str) -> ModelInfo {
     lookup_in(catalog(), model_id)

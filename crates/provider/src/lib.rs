@@ -37,7 +37,7 @@ pub mod test_support;
 pub mod types;
 
 pub use accumulate::ResponseBuilder;
-pub use catalog::{lookup as lookup_model, ModelInfo};
+pub use catalog::{lookup as lookup_model, models as catalog_models, ModelInfo};
 pub use client::{Client, EventStream};
 pub use config::{OpenAiServer, ProviderConfig, ProviderKind, RetryPolicy};
 pub use error::{ErrorKind, ProviderError, ProviderFailure};

@@ -120,8 +120,12 @@ pub(crate) async fn commit(
              what is left is the protected last round, the note and the anchors"
         )));
     }
-    let budget = session.budget();
-    let tokens_after = budget.calibrated(budget.system_tokens() + new_total);
+    // The figure the gauge shows once the record is in: the budget as it will stand, with the
+    // system prompt re-read as it is after every pass.
+    session.refresh_system_prompt();
+    let mut after = session.budget().clone();
+    after.record_compaction(new_total, old_total - new_total);
+    let tokens_after = after.pressure().tokens;
     if let Payload::Compaction(r) = &mut entry.payload {
         r.tokens_before = Some(tokens_before);
         r.tokens_after = Some(tokens_after);
@@ -133,8 +137,7 @@ pub(crate) async fn commit(
         .append_entry(entry)
         .map_err(|e| Refusal::Failed(format!("cannot write the record: {e}")))?;
     session.sync().await.map_err(|e| Refusal::Failed(format!("cannot sync the record: {e}")))?;
-    session.budget_mut().record_compaction(new_total, old_total - new_total);
-    session.refresh_system_prompt();
+    *session.budget_mut() = after;
     Ok(Written { id, path, tokens_before, tokens_after, fits })
 }
 

@@ -18,7 +18,7 @@ use super::message::Role;
 use super::plain::PlainView;
 use super::round;
 use crate::anchors::{self, AnchorStore};
-use crate::budget::Budget;
+use crate::budget::{Budget, SystemCounts};
 use crate::config::{self, Overrides};
 use crate::error::EngineError;
 use crate::history::{kind_of, trigger_of};
@@ -75,13 +75,12 @@ pub fn context_report(params: &ReportParams<'_>) -> Result<ContextReport, Engine
             .entry(item.source.clone())
             .or_insert_with(|| counts::exact(&session::item_text(&item.content)));
     }
-    let (system, schemas) = system_tokens(&workspace, &config, params.home);
+    let system = system_counts(&workspace, &config, params.home);
     let plain = PlainView::new(&view, |item| {
         item.tokens.or_else(|| whole(item).then(|| known.get(&item.source).copied())?)
     });
     let mut count = |e: &codewhale_journal::Entry| u64::from(count_once(&mut known, e));
-    let mut budget = replay::replay(&journal, limits, system, plain.total(), &mut count);
-    budget.set_tool_schema_tokens(schemas);
+    let budget = replay::replay(&journal, limits, system, plain.total(), &mut count);
     if known.len() > loaded {
         counts::store_sidecar(&path, &known);
     }
@@ -106,16 +105,13 @@ fn count_once(known: &mut HashMap<EntryId, u32>, entry: &codewhale_journal::Entr
     n
 }
 
-/// The system prompt's and the tool schemas' tokens together, and the schemas' alone: the
-/// built-in tools plus each MCP server's last listed tools (from the cache; no server is
-/// started for a report).
-fn system_tokens(workspace: &Path, config: &config::Config, home: &Path) -> (u64, u64) {
-    let prompt = u64::from(crate::tokens::count(&SystemPrompt::load(workspace).text()));
+/// The system prompt's and the tool schemas' counts: the built-in tools plus each MCP
+/// server's last listed tools (from the cache; no server is started for a report).
+fn system_counts(workspace: &Path, config: &config::Config, home: &Path) -> SystemCounts {
     let mut specs = crate::tools::specs();
     let servers = session::mcp_servers(config, workspace, home);
     specs.extend(session::mcp_specs(&servers.offered_now()));
-    let schemas = serde_json::to_string(&specs).map_or(0, |s| u64::from(crate::tokens::count(&s)));
-    (prompt + schemas, schemas)
+    counts::system_counts(&SystemPrompt::load(workspace).text(), &specs, true).0
 }
 
 /// Whether each pinned note of `anchors_text` is carried verbatim by the view.
@@ -144,8 +140,8 @@ pub fn build(
         .map(|c| c.record.retained_ids.iter().collect())
         .unwrap_or_default();
     let mut tokens = Tokens {
-        system: budget.system_tokens() - budget.tool_schema_tokens(),
-        tools: budget.tool_schema_tokens(),
+        system: budget.system().prompt,
+        tools: budget.system().schemas,
         ..Tokens::default()
     };
     let mut entries = Vec::with_capacity(view.items.len());
@@ -242,6 +238,7 @@ pub fn build(
         last_round,
         anchors,
         view: entries,
+        branches: crate::branches::branches(journal),
     }
 }
 
@@ -296,7 +293,7 @@ mod tests {
         let view = render(journal, journal.head_id().as_str());
         let plain = PlainView::new(&view, |i| i.tokens);
         let mut count = |e: &Entry| e.tokens.map(u64::from).unwrap_or(0);
-        let budget = replay::replay(journal, limits, 100, plain.total(), &mut count);
+        let budget = replay::replay(journal, limits, SystemCounts { prompt: 100, schemas: 0 }, plain.total(), &mut count);
         build(journal, &view, &plain, &budget, "m", anchors)
     }
 

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::budget::{Figure, Source};
 pub use history::{HistoryItem, HistoryPage, ToolOutcome};
-pub use report::ContextReport;
+pub use report::{BranchInfo, ContextReport, ModelChoice, StatusReport, WorkspaceTrust};
 
 /// The id the engine gave a submitted [`Op`]; 0 is reserved for events nobody asked for
 /// (start-up notices).
@@ -63,6 +63,12 @@ pub enum Op {
     /// Ask for the plain user messages of the current branch ([`Event::UserMessages`]), for a
     /// `/rewind` or `/fork` picker.
     ListUserMessages,
+    /// Ask for the branch tips of the session ([`Event::Branches`]), for `/checkout`'s picker.
+    ListBranches,
+    /// Ask for the session at a glance ([`Event::Status`]).
+    GetStatus,
+    /// Ask for the catalog's models ([`Event::Models`]), for `/model`'s picker.
+    ListModels,
     /// Compact now (`/compact [focus]`); runs like a turn and can be interrupted.
     Compact { focus: Option<String> },
     /// Pin a note (`/anchor TEXT`).
@@ -389,8 +395,9 @@ pub enum Event {
         workspace: String,
     },
     TurnStarted,
-    /// The turn ended (failed or interrupted) before any reply: the user's message was taken
-    /// back (HEAD is where it was before the message, which stays in the journal on its own
+    /// The turn ended (failed or interrupted) before any reply, or — sent at open — the last
+    /// run journaled a message and ended before any reply: the user's message was taken back
+    /// (HEAD is where it was before the message, which stays in the journal on its own
     /// branch). `text` is the message, for the front end to offer for editing or sending again.
     MessageTakenBack {
         text: String,
@@ -532,6 +539,18 @@ pub enum Event {
     /// The answer to [`Op::ListUserMessages`], oldest first.
     UserMessages {
         messages: Vec<UserMessageInfo>,
+    },
+    /// The answer to [`Op::ListBranches`]: every branch tip, newest first.
+    Branches {
+        branches: Vec<BranchInfo>,
+    },
+    /// The answer to [`Op::GetStatus`].
+    Status {
+        status: Box<StatusReport>,
+    },
+    /// The answer to [`Op::ListModels`]: the catalog's models, in catalog order.
+    Models {
+        models: Vec<ModelChoice>,
     },
     /// A page of the conversation at HEAD: the answer to [`Op::GetHistory`], and unasked (with
     /// `reset`) after the session opened and after every HEAD move.

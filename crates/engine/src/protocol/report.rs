@@ -75,6 +75,60 @@ pub struct ViewEntry {
     pub tokens: u64,
 }
 
+/// A branch of the session, named by its tip (what `/checkout` and `codewhale checkout`
+/// take).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BranchInfo {
+    /// The tip's entry id.
+    pub tip: String,
+    /// The branch's newest message, first line: "you: …" or "model: …".
+    pub preview: String,
+    /// When the tip was written (RFC 3339).
+    pub when: String,
+    /// HEAD is on this branch.
+    pub current: bool,
+}
+
+/// Whether the workspace's own settings (`.codewhale/config.toml`) apply.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "state")]
+pub enum WorkspaceTrust {
+    /// The workspace has no settings file.
+    NoSettings,
+    /// Its settings apply: trusted, or none of them needs trust.
+    Applied,
+    /// Not trusted: these settings were ignored.
+    Untrusted { ignored: Vec<String> },
+}
+
+/// `/status`: the session at a glance.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StatusReport {
+    pub session: String,
+    pub path: String,
+    pub workspace: String,
+    pub model: String,
+    pub context_window: u64,
+    pub window_unverified: bool,
+    pub usable_input: u64,
+    /// The gauge's figure.
+    pub pressure: crate::budget::Figure,
+    pub approval: crate::approval::ApprovalMode,
+    pub trust: WorkspaceTrust,
+    pub sandbox: super::SandboxReport,
+    /// Compaction records in the session.
+    pub compactions: usize,
+}
+
+/// A model of the catalog, for `/model`'s picker.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelChoice {
+    pub id: String,
+    pub context_window: u64,
+    /// The model requests use now.
+    pub current: bool,
+}
+
 /// The whole report (the JSON object of `codewhale context --json`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ContextReport {
@@ -92,4 +146,7 @@ pub struct ContextReport {
     pub last_round: LastRound,
     pub anchors: AnchorsReport,
     pub view: Vec<ViewEntry>,
+    /// Every branch tip, newest first.
+    #[serde(default)]
+    pub branches: Vec<BranchInfo>,
 }

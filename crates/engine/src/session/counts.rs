@@ -13,6 +13,9 @@ use std::path::{Path, PathBuf};
 
 use codewhale_journal::{Block, EntryId, Payload};
 
+use codewhale_provider::ToolSpec;
+
+use crate::budget::SystemCounts;
 use crate::tokens;
 
 /// Tokens a provider adds around every message (role markers, separators).
@@ -27,6 +30,11 @@ pub fn payload_text(payload: &Payload) -> Option<String> {
         _ => return None,
     };
     let mut text = String::new();
+    if matches!(payload, Payload::User(u) if u.anchor) {
+        // A pinned note is sent under its label (`crate::convert`).
+        text.push_str(crate::convert::ANCHOR_LABEL);
+        text.push('\n');
+    }
     for block in blocks {
         match block {
             Block::Text(t) => text.push_str(&t.text),
@@ -56,6 +64,22 @@ pub fn exact(text: &str) -> u32 {
 /// A provisional upper bound for `text` as one message.
 pub fn upper_bound(text: &str) -> u64 {
     tokens::upper_bound_bytes(text.len() as u64) + u64::from(MESSAGE_OVERHEAD)
+}
+
+/// What every request carries before the view — the system prompt `prompt` and the tool
+/// schemas `specs` — counted the one way every figure uses: exactly when the encoder is ready
+/// (or `wait` says to wait for it), else by the provisional upper bound. The flag says which.
+pub fn system_counts(prompt: &str, specs: &[ToolSpec], wait: bool) -> (SystemCounts, bool) {
+    let schemas = serde_json::to_string(specs).unwrap_or_default();
+    let exact = wait || tokens::is_ready();
+    let count = |text: &str| {
+        if exact {
+            u64::from(tokens::count(text))
+        } else {
+            tokens::upper_bound_bytes(text.len() as u64)
+        }
+    };
+    (SystemCounts { prompt: count(prompt), schemas: count(&schemas) }, exact)
 }
 
 /// `<session>.counts.json` beside the journal: `{"<entry id>": tokens}` for entries whose lines

@@ -15,7 +15,10 @@ use crate::anchors::AnchorStore;
 use crate::compaction::plain::PlainView;
 use crate::compaction::report;
 use crate::error::EngineError;
-use crate::protocol::{AnchorInfo, ContextReport, Event, HistoryPage, UserMessageInfo};
+use crate::protocol::{
+    AnchorInfo, ContextReport, Event, HistoryPage, ModelChoice, StatusReport, UserMessageInfo,
+    WorkspaceTrust,
+};
 
 /// Characters of a message shown in a branch picker.
 const PREVIEW_CHARS: usize = 100;
@@ -27,19 +30,27 @@ impl Session {
         let view = self.render();
         let total = self.view_tokens(&view);
         let limits = *self.budget.limits();
-        let system = self.budget.system_tokens();
+        let system = self.budget.system();
         let journal = self.journal.journal();
         let counts = &self.counts;
+        let exact = crate::tokens::is_ready();
         let mut count = |e: &Entry| -> u64 {
             e.tokens.or_else(|| counts.get(&e.id)).map(u64::from).unwrap_or_else(|| {
-                counts::payload_text(&e.payload).map_or(0, |t| counts::upper_bound(&t))
+                counts::payload_text(&e.payload).map_or(0, |t| {
+                    if exact {
+                        u64::from(counts::exact(&t))
+                    } else {
+                        counts::upper_bound(&t)
+                    }
+                })
             })
         };
         self.budget = replay::replay(journal, limits, system, total, &mut count);
     }
 
     /// The [`Event::Usage`] of the budget as it stands.
-    pub fn usage_event(&self, reported_input: Option<u64>, output: Option<u64>) -> Event {
+    pub fn usage_event(&mut self, reported_input: Option<u64>, output: Option<u64>) -> Event {
+        self.settle_figures();
         let budget = self.budget();
         let limits = budget.limits();
         Event::Usage {
@@ -56,6 +67,8 @@ impl Session {
 
     /// The context report of HEAD, built from the live budget.
     pub fn context_report(&mut self) -> ContextReport {
+        crate::tokens::wait_ready();
+        self.settle_counts();
         let view = self.render();
         let plain = PlainView::new(&view, |item| self.known_tokens(item));
         let anchors = self.anchors_text();
@@ -67,6 +80,42 @@ impl Session {
             self.model(),
             anchors.as_deref(),
         )
+    }
+
+    /// `/status`: the session at a glance.
+    pub fn status_report(&mut self) -> StatusReport {
+        self.settle_figures();
+        let limits = *self.budget.limits();
+        let trust = match &self.config.untrusted {
+            Some(u) => WorkspaceTrust::Untrusted { ignored: u.keys.clone() },
+            None if crate::config::workspace_file(&self.workspace).is_file() => {
+                WorkspaceTrust::Applied
+            }
+            None => WorkspaceTrust::NoSettings,
+        };
+        StatusReport {
+            session: self.id().to_owned(),
+            path: self.path().display().to_string(),
+            workspace: self.workspace.display().to_string(),
+            model: self.model().to_owned(),
+            context_window: limits.window,
+            window_unverified: limits.is_unverified(),
+            usable_input: limits.usable_input,
+            pressure: self.budget.pressure(),
+            approval: self.policy.mode(),
+            trust,
+            sandbox: self.sandbox_report(),
+            compactions: self.journal.journal().compactions().count(),
+        }
+    }
+
+    /// The catalog's models for `/model`'s picker, the current one marked.
+    pub fn model_choices(&self) -> Vec<ModelChoice> {
+        let current = self.model().to_ascii_lowercase();
+        codewhale_provider::catalog_models()
+            .into_iter()
+            .map(|(id, context_window)| ModelChoice { current: id == current, id, context_window })
+            .collect()
     }
 
     /// The workspace's anchors file, redacted as the checkpoint restates it.

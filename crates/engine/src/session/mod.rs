@@ -12,6 +12,7 @@
 
 pub mod counts;
 mod live;
+mod unanswered;
 pub mod locate;
 pub mod replay;
 pub mod workspace;
@@ -104,6 +105,8 @@ pub struct Session {
     pub(crate) mcp_generation: u64,
     /// How shell commands are confined ([`crate::sandbox`]).
     pub(crate) sandbox: crate::sandbox::SandboxState,
+    /// The budget's system counts are exact, not provisional upper bounds.
+    pub(crate) system_exact: bool,
 }
 
 impl Session {
@@ -210,6 +213,7 @@ impl Session {
             mcp_specs: Vec::new(),
             mcp_generation: u64::MAX,
             sandbox,
+            system_exact: false,
         };
         session.mcp_specs = mcp_specs(&session.mcp.offered_now());
         session.refresh_system_prompt();
@@ -307,14 +311,15 @@ impl Session {
     /// and tool schemas. Compaction calls this after every pass.
     pub fn refresh_system_prompt(&mut self) {
         self.system = SystemPrompt::load(&self.workspace);
-        let count = |text: &str| match crate::tokens::count_if_ready(text) {
-            Some(n) => u64::from(n),
-            None => crate::tokens::upper_bound_bytes(text.len() as u64),
-        };
-        let prompt = count(&self.system.text());
-        let schemas = serde_json::to_string(&self.tool_specs()).map_or(0, |s| count(&s));
-        self.budget.set_system_tokens(prompt + schemas);
-        self.budget.set_tool_schema_tokens(schemas);
+        self.recount_system(false);
+    }
+
+    /// Counts the system prompt and tool schemas as sent (the one rule of
+    /// [`counts::system_counts`]); `wait` waits for the encoder.
+    fn recount_system(&mut self, wait: bool) {
+        let (system, exact) = counts::system_counts(&self.system.text(), &self.tool_specs(), wait);
+        self.budget.set_system(system);
+        self.system_exact = exact;
     }
 
     /// The tools offered in a request: the six built-in ones, then the MCP servers' tools.
@@ -442,8 +447,18 @@ impl Session {
         for (upper, exact) in self.counts.settle() {
             self.budget.adjust(upper, exact);
         }
+        if !self.system_exact && crate::tokens::is_ready() {
+            self.recount_system(false);
+        }
+    }
+
+    /// Makes the budget's figures exact before they are shown, once the encoder is ready
+    /// (never waiting for it): the gauge, `/context` and `codewhale context` then agree to the
+    /// token. Until then the figures are provisional upper bounds, and the engine shows them
+    /// again as soon as the encoder is ready.
+    pub fn settle_figures(&mut self) {
         if crate::tokens::is_ready() {
-            self.refresh_system_prompt();
+            self.settle_counts();
         }
     }
 

@@ -17,7 +17,7 @@
 
 use codewhale_journal::{flags, kind, EntryId, Journal, Payload};
 
-use crate::budget::{Budget, Limits};
+use crate::budget::{Budget, Limits, SystemCounts};
 use crate::config::Config;
 
 /// The model and window the journal says requests use now.
@@ -58,16 +58,16 @@ pub fn limits_for(config: &Config, model: &str, learned_window: Option<u64>) -> 
 }
 
 /// The budget of HEAD's view: `view_total` is the view's token total, `system` the system
-/// prompt's, and `tokens` gives an entry's count (stored, remembered or counted now).
+/// prompt's and tool schemas', and `tokens` gives an entry's count (stored, remembered or counted now).
 pub fn replay(
     journal: &Journal,
     limits: Limits,
-    system: u64,
+    system: SystemCounts,
     view_total: u64,
     tokens: &mut dyn FnMut(&codewhale_journal::Entry) -> u64,
 ) -> Budget {
     let mut budget = Budget::new(limits);
-    budget.set_system_tokens(system);
+    budget.set_system(system);
     budget.reset_view(view_total);
     let head = journal.head_id().clone();
     // Positions only: the walks below read just the entries they stop at, so replaying the

@@ -84,8 +84,9 @@ impl<'a> TurnCtx<'a> {
     }
 
     /// Emits the budget's current figures.
-    pub fn emit_usage(&self, reported_input: Option<u64>, output: Option<u64>) {
-        self.emit(self.session.usage_event(reported_input, output));
+    pub fn emit_usage(&mut self, reported_input: Option<u64>, output: Option<u64>) {
+        let usage = self.session.usage_event(reported_input, output);
+        self.emit(usage);
     }
 
     /// Reports the error that stops the turn now; its `system` notice is journaled when the

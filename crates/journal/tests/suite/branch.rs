@@ -133,3 +133,17 @@ fn a_unique_prefix_names_an_entry_and_an_ambiguous_one_says_so() {
     ));
     assert!(matches!(j.resolve_entry("zzzz"), Err(BranchError::NotFound(_))));
 }
+
+#[test]
+fn an_id_ending_as_the_pickers_show_it_names_an_entry() {
+    let mut j = journal();
+    let u1 = j.user("u1");
+    let a1 = j.assistant("a1");
+    let ending = &u1.as_str()[u1.as_str().len() - 8..];
+    assert_eq!(j.resolve_entry(&format!("…{ending}")).unwrap(), u1);
+    assert_eq!(j.resolve_entry(ending).unwrap(), u1, "the ellipsis may be left out");
+    assert!(j.checkout(&format!("...{}", &a1.as_str()[a1.as_str().len() - 8..])).is_ok());
+    // A prefix still wins over an ending: every id of the session starts alike.
+    let common = &u1.as_str()[..4];
+    assert!(matches!(j.resolve_entry(common), Err(BranchError::Ambiguous { .. })));
+}

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use codewhale_engine::offline::{self, ReportParams};
-use codewhale_engine::protocol::ContextReport;
+use codewhale_engine::protocol::{BranchInfo, ContextReport, Figure};
 use codewhale_engine::Resume;
 
 use crate::cli::{ContextArgs, GlobalArgs};
@@ -71,9 +71,9 @@ pub fn human(r: &ContextReport) -> String {
     bar.extend(std::iter::repeat_n('o', reserved));
     // A conversation past its window would draw past the bar's end.
     let bar: String = bar.chars().take(BAR_WIDTH as usize).collect();
-    let percent = t.total as f64 * 100.0 / r.usable_input.max(1) as f64;
+    let percent = Figure { tokens: t.total, source: t.source }.percent_of(r.usable_input);
     out.push_str(&format!(
-        "[{bar}]\n{} tokens ({}), {percent:.0}% of usable input\n",
+        "[{bar}]\n{} tokens ({}), {percent}% of usable input\n",
         t.total,
         t.source.as_str()
     ));
@@ -117,8 +117,35 @@ pub fn human(r: &ContextReport) -> String {
         };
         out.push_str(&format!("anchors: {} ({} characters), {state}\n", a.count, a.chars));
     }
+    if r.branches.len() > 1 {
+        out.push_str(&format!(
+            "branches: {} (newest first; `/checkout` takes the id ending shown)\n",
+            r.branches.len()
+        ));
+        for b in &r.branches {
+            let here = if b.current { "  ← HEAD" } else { "" };
+            out.push_str(&format!("  {}{here}\n", branch_label(b)));
+        }
+    }
     out
 }
+
+/// A branch as pickers and reports show it: "…id-ending  YYYY-MM-DD HH:MM  preview".
+pub fn branch_label(b: &BranchInfo) -> String {
+    let when = b.when.get(..16).unwrap_or(&b.when).replace('T', " ");
+    format!("…{}  {when}  {}", id_ending(&b.tip), b.preview)
+}
+
+/// The last characters of an entry id: what pickers show, and what `/checkout`, `/fork` and
+/// `/rewind` accept back. UUIDv7 ids of one session share their first characters (a
+/// timestamp), so the ending is the part that tells them apart.
+pub fn id_ending(id: &str) -> &str {
+    let at = id.len().saturating_sub(ID_ENDING);
+    id.get(at..).unwrap_or(id)
+}
+
+/// Characters of an entry id shown by pickers and reports.
+const ID_ENDING: usize = 8;
 
 #[cfg(test)]
 mod tests {
@@ -166,6 +193,7 @@ mod tests {
             last_round: LastRound { messages: 5, tool_results: 2, assistant_kept: 2 },
             anchors: AnchorsReport { count: 2, chars: 40, present: true },
             view: Vec::new(),
+            branches: Vec::new(),
         };
         let text = human(&report);
         for needle in [

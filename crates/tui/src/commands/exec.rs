@@ -191,6 +191,9 @@ async fn exec(params: EngineParams, prompt: String, json: bool) -> anyhow::Resul
                 });
             }
             Event::Error { message, .. } => errors.push(message),
+            Event::MessageTakenBack { text } if msg.id != turn && !json => {
+                eprintln!("codewhale: {}", set_aside_line(&text));
+            }
             Event::TurnFinished { status, text, .. } if msg.id == turn => {
                 outcome = Some((status, text));
                 handle.submit(Op::Shutdown);
@@ -225,4 +228,17 @@ async fn exec(params: EngineParams, prompt: String, json: bool) -> anyhow::Resul
             ExitCode::from(1)
         }
     })
+}
+
+/// What `exec` says when opening set aside a message the last run never got a reply to.
+fn set_aside_line(text: &str) -> String {
+    let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or_default();
+    let mut preview: String = first.chars().take(60).collect();
+    if preview.len() < first.len() {
+        preview.push('…');
+    }
+    format!(
+        "the session's last message (\"{preview}\") never got a reply, so it was set aside and \
+         is not sent with this prompt; send it again if it is still wanted"
+    )
 }

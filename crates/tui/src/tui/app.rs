@@ -76,6 +76,8 @@ pub enum Pending {
     OlderHistory,
     /// `/rewind` or `/fork` without an id: the messages to pick from.
     BranchPick { fork: bool },
+    /// `/checkout` without an id: the tips become a picker.
+    TipPick,
 }
 
 /// A message on its way to the engine: its text and the files mentioned with `@`.
@@ -239,7 +241,7 @@ impl App {
     }
 
     pub(crate) fn notice(&mut self, kind: NoticeKind, text: impl Into<String>) {
-        self.transcript.push(NoticeCell { kind, text: text.into() });
+        self.transcript.push_beside(NoticeCell { kind, text: text.into() });
     }
 
     /// Sends `op` to the engine; with no session open, says so and returns `None`.
@@ -487,9 +489,11 @@ impl App {
     }
 
     /// Whether the completion popup is showing (a slash command name is being typed).
+    /// A recalled history entry opens none: Up and Down go on walking the history.
     pub(crate) fn popup_open(&self) -> bool {
         self.views.is_empty()
             && !self.popup_dismissed
+            && !self.composer.is_recalled()
             && !slash::completions(&self.composer.text()).is_empty()
     }
 }

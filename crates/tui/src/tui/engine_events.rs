@@ -18,7 +18,7 @@ use super::cells::{
 };
 use super::event::Effect;
 use super::history;
-use super::slash_dispatch::{anchors_text, context_text};
+use super::slash_dispatch::{anchors_text, context_text, status_text};
 use super::views::TextView;
 
 /// "12.3 s · 45.2k tokens in · 1.2k out": what a turn took.
@@ -119,6 +119,11 @@ impl App {
             Event::Grants { mode, grants, sandbox } => self.show_grants(mode, grants, sandbox),
             Event::McpServers { servers } => self.show_mcp_servers(servers),
             Event::UserMessages { messages } => self.show_branch_points(messages, pending),
+            Event::Branches { branches } => self.show_branch_tips(branches, pending),
+            Event::Models { models } => self.show_models(models),
+            Event::Status { status } => {
+                self.views.push(Box::new(TextView::new("status", &status_text(&status))))
+            }
             Event::Usage { pressure, usable_input, window_unverified, model, .. } => {
                 self.gauge = Some(Gauge { pressure, usable_input, window_unverified });
                 self.model = model;
@@ -134,7 +139,7 @@ impl App {
                 }
             }
             Event::Notice { level, message } => match pending {
-                Some(Pending::Anchor(text)) => self.transcript.push(AnchorCell { text }),
+                Some(Pending::Anchor(text)) => self.transcript.push_beside(AnchorCell { text }),
                 // Shown under the new HEAD's conversation, which the next page brings.
                 Some(Pending::HeadMove) => self.reset_notice = Some(message),
                 _ => {

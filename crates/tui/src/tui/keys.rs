@@ -326,6 +326,16 @@ impl App {
                     self.pending.push((sent, Pending::HeadMove));
                 }
             }
+            ViewAction::SwitchModel(model) => {
+                self.views.pop();
+                self.submit(Op::SwitchModel { model });
+            }
+            ViewAction::Checkout { id } => {
+                self.views.pop();
+                if let Some(sent) = self.submit(Op::Checkout { to: id }) {
+                    self.pending.push((sent, Pending::HeadMove));
+                }
+            }
             ViewAction::Import(path) => {
                 self.views.pop();
                 self.notice(NoticeKind::Info, format!("importing {}", path.display()));

@@ -19,12 +19,13 @@ pub enum SlashCommand {
     Model,
     Approval,
     Mcp,
+    Status,
     Help,
     Quit,
 }
 
 /// In table order (the order of `/help` and the completion popup).
-pub const ALL: [SlashCommand; 15] = [
+pub const ALL: [SlashCommand; 16] = [
     SlashCommand::Compact,
     SlashCommand::Context,
     SlashCommand::Anchor,
@@ -38,6 +39,7 @@ pub const ALL: [SlashCommand; 15] = [
     SlashCommand::Model,
     SlashCommand::Approval,
     SlashCommand::Mcp,
+    SlashCommand::Status,
     SlashCommand::Help,
     SlashCommand::Quit,
 ];
@@ -59,6 +61,7 @@ impl SlashCommand {
             SlashCommand::Model => "model",
             SlashCommand::Approval => "approval",
             SlashCommand::Mcp => "mcp",
+            SlashCommand::Status => "status",
             SlashCommand::Help => "help",
             SlashCommand::Quit => "quit",
         }
@@ -68,15 +71,16 @@ impl SlashCommand {
     pub fn args(self) -> &'static str {
         match self {
             SlashCommand::Compact => "[focus]",
-            SlashCommand::Anchor => "<text> | list | rm <n>",
+            SlashCommand::Anchor => "[add] <text> | list | rm <n>",
             SlashCommand::Resume => "[session-id]",
             SlashCommand::Import => "claude | codex",
             SlashCommand::Fork | SlashCommand::Rewind => "[entry-id]",
-            SlashCommand::Checkout => "<entry-id>",
-            SlashCommand::Model => "<model>",
+            SlashCommand::Checkout => "[entry-id]",
+            SlashCommand::Model => "[model]",
             SlashCommand::Context
             | SlashCommand::Approval
             | SlashCommand::Mcp
+            | SlashCommand::Status
             | SlashCommand::New
             | SlashCommand::Sessions
             | SlashCommand::Help
@@ -107,7 +111,7 @@ impl SlashCommand {
             SlashCommand::Fork => {
                 "Start a new branch at an earlier message (a picker, or an entry id or its unique prefix)."
             }
-            SlashCommand::Checkout => "Move HEAD to an entry of another branch (an id or its unique prefix).",
+            SlashCommand::Checkout => "Switch to another branch (a picker of the branch tips, or an entry id, its unique prefix or the ending a picker shows).",
             SlashCommand::Rewind => {
                 "Move HEAD back to an earlier message of this branch (a picker, or an entry id or its unique prefix)."
             }
@@ -118,7 +122,12 @@ impl SlashCommand {
             SlashCommand::Mcp => {
                 "Show the MCP servers: each one's status (starting, ready, failed and why) and its tools."
             }
-            SlashCommand::Model => "Use another model from the next request on.",
+            SlashCommand::Model => {
+                "Use another model from the next request on (a picker of the catalog's models and their windows, or a name)."
+            }
+            SlashCommand::Status => {
+                "Show the session: model and window, approval mode, workspace trust, sandbox, session id and compactions."
+            }
             SlashCommand::Help => "List the commands and keys.",
             SlashCommand::Quit => "Leave Codewhale (the session is saved as it goes).",
         }
@@ -131,6 +140,7 @@ impl SlashCommand {
             SlashCommand::Context
             | SlashCommand::Approval
             | SlashCommand::Mcp
+            | SlashCommand::Status
             | SlashCommand::Help
             | SlashCommand::Quit => true,
             SlashCommand::Sessions
@@ -335,7 +345,16 @@ pub fn commands_markdown() -> String {
          the turn ends; Ctrl+S interrupts the turn to send it at once.\n\
          - A message the model never answered (the request failed, or was interrupted before \
          the reply began) is taken back: it returns to the composer and is not merged into the \
-         next prompt.\n\
+         next prompt. A message the last run journaled and never got a reply to (a crash, a \
+         kill) is set aside the same way when the session is opened again (a `head` record of \
+         reason `unanswered`); `codewhale exec` then says so on stderr.\n\
+         - The gauge, `/context`, `codewhale context` and the compaction capsule read one \
+         breakdown and agree to the token, rounded the same way.\n\
+         - Up walks the prompt history; a recalled `/command` opens no pop-up, so Up goes on \
+         walking until you type. A notice that arrives while a reply streams goes above the \
+         reply, which stays one cell (Ctrl+Y copies it whole).\n\
+         - `/anchor X` and `/anchor add X` both pin X; in a request a pinned note is a labelled \
+         text block of its own.\n\
          - A paste of more than 5 lines or 2,000 bytes shows as a chip such as \
          `[pasted 4,812 lines · 212 KB]` and is sent in full; Backspace removes it, Ctrl+X \
          unfolds it. A message larger than the model's usable input asks before it is sent.\n\

@@ -5,11 +5,14 @@
 //! never reaches the engine (which would refuse it too, less clearly).
 
 use codewhale_engine::offline::import::{Candidate, Tool};
-use codewhale_engine::protocol::{AnchorInfo, ContextReport, Op, UserMessageInfo};
+use codewhale_engine::protocol::{
+    AnchorInfo, BranchInfo, ContextReport, ModelChoice, Op, StatusReport, UserMessageInfo,
+    WorkspaceTrust,
+};
 use codewhale_engine::Resume;
 
 use super::app::{App, Lifecycle, Pending};
-use super::cells::NoticeKind;
+use super::cells::{short_tokens, NoticeKind};
 use super::event::{AppEvent, Effect};
 use super::slash::{self, Invocation, SlashCommand};
 use super::views::{Choice, ChoiceView, SessionPicker, TextView, ViewAction};
@@ -56,13 +59,9 @@ impl App {
                 _ => self.notice(NoticeKind::Warning, "usage: /import claude | codex"),
             },
             SlashCommand::Checkout if args.is_empty() => {
-                self.notice(
-                    NoticeKind::Warning,
-                    format!(
-                        "usage: {}; /context lists the entry ids of the current view",
-                        cmd.usage()
-                    ),
-                );
+                if let Some(id) = self.submit(Op::ListBranches) {
+                    self.pending.push((id, Pending::TipPick));
+                }
             }
             SlashCommand::Fork | SlashCommand::Rewind if args.is_empty() => {
                 let fork = cmd == SlashCommand::Fork;
@@ -80,8 +79,10 @@ impl App {
             SlashCommand::Checkout => self.move_head(Op::Checkout { to: args }),
             SlashCommand::Rewind => self.move_head(Op::Rewind { to: args }),
             SlashCommand::Model if args.is_empty() => {
-                let model = self.model.clone();
-                self.notice(NoticeKind::Info, format!("model: {model}; /model <name> switches"));
+                self.submit(Op::ListModels);
+            }
+            SlashCommand::Status => {
+                self.submit(Op::GetStatus);
             }
             SlashCommand::Model => {
                 // The status line follows the engine's next usage figures, not the request.
@@ -121,8 +122,13 @@ impl App {
                     "usage: /anchor rm <n>, with n as numbered by /anchor list",
                 ),
             },
+            // `/anchor add X`, as the command line spells it, pins X; `/anchor X` too.
+            "add" if rest.trim().is_empty() => self.notice(
+                NoticeKind::Warning,
+                "usage: /anchor add <text> (or /anchor <text>): the note to pin",
+            ),
             _ => {
-                let text = args.to_owned();
+                let text = if word == "add" { rest.trim().to_owned() } else { args.to_owned() };
                 if let Some(id) = self.submit(Op::AddAnchor { text: text.clone() }) {
                     self.pending.push((id, Pending::Anchor(text)));
                 }
@@ -267,6 +273,92 @@ impl App {
         let view = ChoiceView::new(title, choices, "no messages yet", footer).at_end();
         self.views.push(Box::new(view));
     }
+}
+
+impl App {
+    /// `/checkout`'s picker: every branch tip with its newest message and age, newest first.
+    pub(crate) fn show_branch_tips(&mut self, branches: Vec<BranchInfo>, pending: Option<Pending>) {
+        let Some(Pending::TipPick) = pending else { return };
+        let choices = branches
+            .into_iter()
+            .map(|b| {
+                let here = if b.current { "  (HEAD is here)" } else { "" };
+                Choice {
+                    label: format!("{}{here}", crate::commands::context::branch_label(&b)),
+                    action: ViewAction::Checkout { id: b.tip },
+                }
+            })
+            .collect();
+        let view = ChoiceView::new(
+            "checkout: switch to a branch (each tip, newest first)",
+            choices,
+            "no branches",
+            "Enter check out · Esc close",
+        );
+        self.views.push(Box::new(view));
+    }
+}
+
+impl App {
+    /// `/model`'s picker: the catalog's models with their windows, the current one first
+    /// selected.
+    pub(crate) fn show_models(&mut self, models: Vec<ModelChoice>) {
+        let current = models.iter().position(|m| m.current);
+        let choices = models
+            .into_iter()
+            .map(|m| {
+                let here = if m.current { "  (now)" } else { "" };
+                Choice {
+                    label: format!(
+                        "{:<28} {:>5} window{here}",
+                        m.id,
+                        short_tokens(m.context_window)
+                    ),
+                    action: ViewAction::SwitchModel(m.id),
+                }
+            })
+            .collect();
+        let mut view = ChoiceView::new(
+            "model: the catalog's models (any other name: /model NAME)",
+            choices,
+            "the catalog is empty",
+            "Enter switch · Esc close",
+        );
+        if let Some(at) = current {
+            view = view.selected(at);
+        }
+        self.views.push(Box::new(view));
+    }
+}
+
+/// `/status`: the session at a glance.
+pub fn status_text(s: &StatusReport) -> String {
+    let unverified = if s.window_unverified { " (unverified)" } else { "" };
+    let trust = match &s.trust {
+        WorkspaceTrust::NoSettings => "no workspace settings".to_owned(),
+        WorkspaceTrust::Applied => "its settings apply".to_owned(),
+        WorkspaceTrust::Untrusted { ignored } => {
+            format!("not trusted: {} ignored", ignored.join(", "))
+        }
+    };
+    format!(
+        "model        {}\nwindow       {}{unverified} · usable input {}\ncontext      {} tokens \
+         ({}), {}% of usable input\napproval     {}\nworkspace    {}\ntrust        {trust}\n\
+         sandbox      {} ({})\nsession      {}\njournal      {}\ncompactions  {}",
+        s.model,
+        s.context_window,
+        s.usable_input,
+        s.pressure.tokens,
+        s.pressure.source.as_str(),
+        s.pressure.percent_of(s.usable_input),
+        s.approval.as_str(),
+        s.workspace,
+        s.sandbox.mode.as_str(),
+        s.sandbox.detail,
+        s.session,
+        s.path,
+        s.compactions,
+    )
 }
 
 /// `/anchor list`: each pinned note, numbered as `/anchor rm` takes it, and whether the model

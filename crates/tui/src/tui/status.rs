@@ -121,7 +121,7 @@ impl App {
         parts.push(Part { text: format!("{} · ", self.model), style: dim, right: true, rank: 4 });
         match &self.gauge {
             Some(g) => {
-                let percent = g.pressure.tokens.saturating_mul(100) / g.usable_input.max(1);
+                let percent = g.pressure.percent_of(g.usable_input);
                 let unverified = if g.window_unverified { ", window unverified" } else { "" };
                 let full = format!(
                     "ctx {percent}% of {} ({}{unverified}) ",

@@ -106,6 +106,12 @@ impl Transcript {
         self.committed.push(Slot::new(Box::new(cell)));
     }
 
+    /// Adds a cell that belongs to no reply — a notice, a command's output. A reply being
+    /// streamed stays one cell: the new cell goes above it and the reply goes on below.
+    pub fn push_beside(&mut self, cell: impl Cell + 'static) {
+        self.committed.push(Slot::new(Box::new(cell)));
+    }
+
     /// Adds streamed reasoning (shown folded, before the reply it leads to).
     pub fn push_thinking(&mut self, text: &str) {
         self.thinking.get_or_insert_with(ThinkingCell::default).text.push_str(text);
@@ -589,5 +595,18 @@ mod tests {
         assert!(!t.has_active());
         let rows = screen(&t, 20, 4);
         assert_eq!(rows[..3], ["• hello", "", "· after"]);
+    }
+
+    #[test]
+    fn a_notice_during_a_reply_goes_above_it_and_the_reply_stays_one_cell() {
+        let mut t = Transcript::default();
+        t.push_delta("first half, ");
+        t.push_beside(notice("context report"));
+        t.push_delta("second half");
+        t.finish_active(false);
+        assert_eq!(t.len(), 2, "one notice and one reply");
+        assert_eq!(t.last_reply().as_deref(), Some("first half, second half"));
+        let rows = screen(&t, 40, 4);
+        assert_eq!(rows[..2], ["· context report", "• first half, second half"]);
     }
 }

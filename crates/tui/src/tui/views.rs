@@ -54,6 +54,10 @@ pub enum ViewAction {
     Copy(String),
     /// Move HEAD back to (`fork: false`) or start a new branch at (`fork: true`) entry `id`.
     Branch { id: String, fork: bool },
+    /// Check out the branch whose tip is `id`.
+    Checkout { id: String },
+    /// Use this model from the next request on.
+    SwitchModel(String),
 }
 
 /// A modal view.
@@ -207,6 +211,12 @@ impl ChoiceView {
     /// Starts on the last choice (the newest message, say).
     pub fn at_end(mut self) -> ChoiceView {
         self.selected = self.choices.len().saturating_sub(1);
+        self
+    }
+
+    /// Starts on choice `index` (the model in use, say).
+    pub fn selected(mut self, index: usize) -> ChoiceView {
+        self.selected = index.min(self.choices.len().saturating_sub(1));
         self
     }
 }

@@ -5,6 +5,7 @@ mod hostile;
 mod import;
 mod journal_check;
 mod mcp_cli;
+mod one_truth_pty;
 mod pty;
 mod sandbox;
 mod screen_pty;

@@ -49,6 +49,12 @@ impl Pty {
         Pty::spawn_program(env!("CARGO_BIN_EXE_codewhale"), args, home, ws, enhanced, env)
     }
 
+    /// Like [`Pty::spawn`] in a terminal of `rows` × [`COLS`].
+    pub fn spawn_rows(args: &[&str], home: &TempDir, ws: &TempDir, rows: u16) -> Pty {
+        let program = env!("CARGO_BIN_EXE_codewhale");
+        Pty::spawn_sized(program, args, home, ws, false, &[], rows)
+    }
+
     /// Runs `program ARGS` (a shell that starts codewhale, say) the same way.
     pub fn spawn_program(
         program: &str,
@@ -58,8 +64,20 @@ impl Pty {
         enhanced: bool,
         env: &[(&str, &str)],
     ) -> Pty {
+        Pty::spawn_sized(program, args, home, ws, enhanced, env, ROWS)
+    }
+
+    fn spawn_sized(
+        program: &str,
+        args: &[&str],
+        home: &TempDir,
+        ws: &TempDir,
+        enhanced: bool,
+        env: &[(&str, &str)],
+        rows: u16,
+    ) -> Pty {
         let pair = native_pty_system()
-            .openpty(PtySize { rows: ROWS, cols: COLS, pixel_width: 0, pixel_height: 0 })
+            .openpty(PtySize { rows, cols: COLS, pixel_width: 0, pixel_height: 0 })
             .unwrap();
         let mut cmd = CommandBuilder::new(program);
         cmd.args(args);
@@ -80,7 +98,7 @@ impl Pty {
         let mut reader = pair.master.try_clone_reader().unwrap();
         let writer: Arc<Mutex<Box<dyn Write + Send>>> =
             Arc::new(Mutex::new(pair.master.take_writer().unwrap()));
-        let screen = Arc::new(Mutex::new(vt100::Parser::new(ROWS, COLS, 0)));
+        let screen = Arc::new(Mutex::new(vt100::Parser::new(rows, COLS, 0)));
         let sink = Arc::clone(&screen);
         let answers = Arc::clone(&writer);
         std::thread::spawn(move || {

@@ -58,6 +58,9 @@ pub struct Composer {
     browsing: Option<usize>,
     /// The unsent draft, restored when walking past the newest history entry.
     draft: Option<String>,
+    /// The text is a history entry just recalled, not yet touched: a recalled `/command`
+    /// opens no pop-up, so Up keeps walking the history until the user types.
+    recalled: bool,
     /// The text behind each chip, by chip number.
     pastes: Vec<String>,
     /// The width the composer was last laid out at (for Up/Down by screen row).
@@ -74,6 +77,7 @@ impl Default for Composer {
             history: Vec::new(),
             browsing: None,
             draft: None,
+            recalled: false,
             pastes: Vec::new(),
             width: 80,
         }
@@ -207,6 +211,12 @@ impl Composer {
         self.pastes.clear();
         self.browsing = None;
         self.draft = None;
+        self.recalled = false;
+    }
+
+    /// Whether the text is a history entry just recalled and not yet edited.
+    pub fn is_recalled(&self) -> bool {
+        self.recalled
     }
 
     /// Inserts typed or pasted text at the cursor.
@@ -224,6 +234,7 @@ impl Composer {
 
     /// A paste: a large one becomes a chip, a small one is inserted as typed.
     pub fn paste(&mut self, text: &str) {
+        self.recalled = false;
         let text = sanitize(text);
         if text.lines().count() <= CHIP_MIN_LINES && text.len() <= CHIP_MIN_BYTES {
             self.insert_str(&text);
@@ -365,6 +376,7 @@ impl Composer {
             Some(i) => i - 1,
         };
         self.browsing = Some(next);
+        self.recalled = true;
         let text = self.history[next].clone();
         self.set_text(&text);
     }
@@ -373,10 +385,12 @@ impl Composer {
         let Some(i) = self.browsing else { return };
         if i + 1 < self.history.len() {
             self.browsing = Some(i + 1);
+            self.recalled = true;
             let text = self.history[i + 1].clone();
             self.set_text(&text);
         } else {
             self.browsing = None;
+            self.recalled = false;
             let draft = self.draft.take().unwrap_or_default();
             self.set_text(&draft);
         }
@@ -453,6 +467,7 @@ impl Composer {
         }
         if !vertical {
             self.goal = None;
+            self.recalled = false;
         }
         ComposerOutcome::Edited
     }

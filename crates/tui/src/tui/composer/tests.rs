@@ -143,6 +143,21 @@ fn history_walks_on_the_first_and_last_row_and_keeps_the_draft() {
 }
 
 #[test]
+fn a_recalled_entry_is_marked_until_the_user_types() {
+    let mut c = Composer::with_history(vec!["/compact the tests".into(), "/quit".into()]);
+    c.handle_key(key(KeyCode::Up));
+    assert_eq!(c.text(), "/quit");
+    assert!(c.is_recalled());
+    c.handle_key(key(KeyCode::Up));
+    assert_eq!(c.text(), "/compact the tests");
+    assert!(c.is_recalled());
+    c.handle_key(key(KeyCode::Char('!')));
+    assert!(!c.is_recalled(), "typing makes it the user's text again");
+    c.clear();
+    assert!(!c.is_recalled());
+}
+
+#[test]
 fn paste_keeps_newlines_and_backspace_joins_lines() {
     let mut c = Composer::default();
     c.paste("x\r\ny");

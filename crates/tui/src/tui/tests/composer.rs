@@ -117,6 +117,28 @@ fn enter_on_a_partial_command_completes_it_and_esc_closes_the_popup() {
 }
 
 #[test]
+fn up_walks_past_recalled_commands_without_opening_the_popup() {
+    let mut h = Harness::new();
+    h.app.composer = crate::tui::composer::Composer::with_history(vec![
+        "explain the parser".into(),
+        "/compact keep the parser notes".into(),
+        "/quit".into(),
+    ]);
+    h.key(KeyCode::Up, KeyModifiers::NONE);
+    assert_eq!(h.app.composer.text(), "/quit");
+    assert!(!h.app.popup_open(), "a recalled command opens no popup");
+    h.key(KeyCode::Up, KeyModifiers::NONE);
+    h.key(KeyCode::Up, KeyModifiers::NONE);
+    assert_eq!(h.app.composer.text(), "explain the parser", "Up keeps walking the history");
+    h.key(KeyCode::Down, KeyModifiers::NONE);
+    assert_eq!(h.app.composer.text(), "/compact keep the parser notes");
+    h.type_str(" now");
+    assert!(!h.app.popup_open(), "arguments typed after the name complete nothing");
+    h.enter();
+    assert_eq!(h.ops(), [Op::Compact { focus: Some("keep the parser notes now".into()) }]);
+}
+
+#[test]
 fn esc_interrupts_a_turn_and_clears_a_draft_only_when_pressed_twice() {
     let mut h = Harness::new();
     h.type_str("go");

@@ -263,6 +263,17 @@ fn a_message_the_engine_took_back_returns_to_the_composer() {
 }
 
 #[test]
+fn anchor_add_pins_what_follows_the_word_as_the_command_line_does() {
+    let mut h = Harness::new();
+    h.type_str("/anchor add never push to main");
+    h.enter();
+    h.type_str("/anchor add");
+    h.enter();
+    assert_eq!(h.ops(), [Op::AddAnchor { text: "never push to main".into() }]);
+    assert!(h.screen().contains("usage: /anchor add <text>"), "a bare `add` pins nothing");
+}
+
+#[test]
 fn anchors_and_notices() {
     let mut h = Harness::new();
     h.type_str("/anchor never push to main");

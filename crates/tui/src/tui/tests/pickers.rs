@@ -1,0 +1,83 @@
+//! The pickers and reports a Codex or Claude Code user reaches for: `/status`, `/model`
+//! without a name, `/checkout` without an id.
+
+use codewhale_engine::protocol::{
+    BranchInfo, Event, Figure, ModelChoice, Op, SandboxReport, Source, StatusReport, WorkspaceTrust,
+};
+use codewhale_engine::sandbox::SandboxMode;
+use codewhale_engine::ApprovalMode;
+use crossterm::event::{KeyCode, KeyModifiers};
+
+use super::Harness;
+
+#[test]
+fn status_shows_the_session_at_a_glance() {
+    let mut h = Harness::new();
+    h.type_str("/status");
+    h.enter();
+    assert_eq!(h.ops(), [Op::GetStatus]);
+    let status = StatusReport {
+        session: "0193c0de-0000-7000-8000-000000000001".into(),
+        path: "sessions/s.jsonl".into(),
+        workspace: "project".into(),
+        model: "gpt-test".into(),
+        context_window: 128_000,
+        window_unverified: false,
+        usable_input: 111_616,
+        pressure: Figure { tokens: 12_000, source: Source::Reported },
+        approval: ApprovalMode::AutoEdit,
+        trust: WorkspaceTrust::Untrusted { ignored: vec!["shell.env".into()] },
+        sandbox: SandboxReport {
+            mode: SandboxMode::WorkspaceWrite,
+            detail: "writable: project, /tmp; network on".into(),
+        },
+        compactions: 2,
+    };
+    h.engine(1, Event::Status { status: Box::new(status) });
+    insta::assert_snapshot!(h.screen());
+}
+
+#[test]
+fn model_without_a_name_picks_from_the_catalog_starting_at_the_current_one() {
+    let mut h = Harness::new();
+    h.type_str("/model");
+    h.enter();
+    assert_eq!(h.ops(), [Op::ListModels]);
+    let models = ["gpt-5", "gpt-test", "claude-sonnet-4-5"]
+        .iter()
+        .zip([400_000, 128_000, 200_000])
+        .map(|(id, w)| ModelChoice {
+            id: (*id).into(),
+            context_window: w,
+            current: *id == "gpt-test",
+        })
+        .collect();
+    h.engine(1, Event::Models { models });
+    insta::assert_snapshot!(h.screen());
+    h.key(KeyCode::Down, KeyModifiers::NONE);
+    h.enter();
+    assert_eq!(h.ops()[1], Op::SwitchModel { model: "claude-sonnet-4-5".into() });
+}
+
+#[test]
+fn checkout_without_an_id_lists_the_branch_tips() {
+    let mut h = Harness::new();
+    h.type_str("/checkout");
+    h.enter();
+    assert_eq!(h.ops(), [Op::ListBranches]);
+    let tip = |id: &str, preview: &str, when: &str, current: bool| BranchInfo {
+        tip: id.into(),
+        preview: preview.into(),
+        when: when.into(),
+        current,
+    };
+    let branches = vec![
+        tip("0193c0de-0000-7000-8000-00000000a1b2", "model: done", "2026-12-01T10:05:00Z", true),
+        tip("0193c0de-0000-7000-8000-00000000c3d4", "you: try", "2026-12-01T09:55:00Z", false),
+    ];
+    h.engine(1, Event::Branches { branches });
+    insta::assert_snapshot!(h.screen());
+    h.key(KeyCode::Down, KeyModifiers::NONE);
+    h.enter();
+    assert_eq!(h.ops()[1], Op::Checkout { to: "0193c0de-0000-7000-8000-00000000c3d4".into() });
+}

@@ -201,6 +201,9 @@ async fn drive(
             }),
         }
     }
+    // What the user said is on disk before any request goes out: a crash or a kill while the
+    // reply is awaited leaves it in the journal, to be offered back when the session reopens.
+    ctx.session.sync().await?;
     // An estimate right away, so a gauge moves before the first reply reports.
     ctx.emit_usage(None, None);
     let mut overflow_retried = false;

@@ -283,6 +283,40 @@ async fn a_manual_pass_with_nothing_to_shrink_says_so() {
     engine.shutdown().await;
 }
 
+/// A message the last run journaled and never got a reply to (the process was killed) is set
+/// aside when the session is opened again — a `head` record of reason `unanswered` — and
+/// offered back; the next prompt is sent on its own, and nothing is set aside twice.
+#[tokio::test]
+async fn an_unanswered_last_message_is_set_aside_on_open_and_never_merged() {
+    let h = Harness::new().await;
+    let path = prepared_session(&h, |f| {
+        f.append_user("one");
+        f.append_text("answer one");
+        f.append_user("long reply please");
+    });
+    let mut engine = spawn_on(&h, "openai", 50_000, Resume::Last);
+    let opened = engine.until(|e| matches!(e, Event::Usage { .. })).await;
+    assert!(
+        opened.contains(&Event::MessageTakenBack { text: "long reply please".into() }),
+        "{opened:?}"
+    );
+    h.server.push(Reply::text("sure").with_usage(1_000, 5));
+    let run = engine.turn("branch message").await;
+    assert_eq!(run.status, TurnStatus::Completed, "{:?}", run.events);
+    engine.shutdown().await;
+    let sent = h.server.requests()[0].body["messages"].to_string();
+    assert!(sent.contains("branch message") && !sent.contains("long reply please"), "{sent}");
+    assert!(sent.contains("answer one"), "the conversation before it is kept: {sent}");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(text.matches("\"reason\":\"unanswered\"").count(), 1, "one head record");
+    assert!(check_file(&path).unwrap().problems.is_empty());
+
+    let mut engine = spawn_on(&h, "openai", 50_000, Resume::Last);
+    let opened = engine.until(|e| matches!(e, Event::Usage { .. })).await;
+    assert!(!opened.iter().any(|e| matches!(e, Event::MessageTakenBack { .. })), "{opened:?}");
+    engine.shutdown().await;
+}
+
 /// Builds a session file in the harness home whose header names the harness workspace.
 struct Prepared {
     file: JournalFile,

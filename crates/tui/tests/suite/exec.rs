@@ -242,6 +242,40 @@ async fn a_process_killed_mid_tool_leaves_a_session_the_next_exec_repairs() {
     );
 }
 
+/// A process killed while the reply was still to come leaves an unanswered message: the next
+/// `exec --last` sets it aside (saying so on stderr) and sends its own prompt alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_left_unanswered_by_a_kill_is_set_aside_not_merged() {
+    let s = Setup::new().await;
+    s.server.push(Reply::text("never arrives").hang_after(0));
+    let mut cmd = s.command();
+    cmd.arg("exec")
+        .args(["--provider", "openai", "--model", "gpt-4.1"])
+        .args(["--base-url", &s.server.openai_base_url()])
+        .arg("long reply please")
+        .env("OPENAI_API_KEY", TEST_API_KEY)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut child = cmd.spawn().unwrap();
+    for _ in 0..400 {
+        if !s.server.requests().is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    assert_eq!(s.server.requests().len(), 1, "the request was never sent");
+    child.kill().await.unwrap();
+
+    s.server.push(Reply::text("on its own"));
+    let out = s.exec(&["--last", "branch message"]).await;
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "on its own\n");
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("(\"long reply please\") never got a reply"), "{stderr}");
+    let sent = s.server.requests()[1].body["messages"].to_string();
+    assert!(sent.contains("branch message") && !sent.contains("long reply please"), "{sent}");
+}
+
 /// Runs `codewhale exec ARGS` inside a pseudo-terminal (`script`), typing `input`.
 async fn exec_in_terminal(s: &Setup, args: &str, input: &str) -> Output {
     use tokio::io::AsyncWriteExt as _;

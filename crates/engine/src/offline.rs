@@ -65,6 +65,12 @@ pub fn sessions_for(home: &Path, workspace: &Path) -> std::io::Result<Vec<Sessio
         .collect())
 }
 
+/// Whether session `id` is kept in `home` (a session nothing was written to is removed when
+/// it closes, so there is nothing to resume).
+pub fn session_exists(home: &Path, id: &str) -> bool {
+    crate::session::find_by_id(home, id).is_ok()
+}
+
 /// The workspace's pinned notes (`.codewhale/anchors.md`).
 pub mod anchors {
     use std::path::Path;

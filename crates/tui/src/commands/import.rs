@@ -20,10 +20,15 @@ use codewhale_engine::offline::import::{
 };
 use serde_json::json;
 
-use crate::cli::ImportArgs;
+use crate::cli::{GlobalArgs, ImportArgs};
 
 /// Imports the file the arguments name (or the user picks) and prints the report.
-pub fn run(home: &Path, workspace: Option<&Path>, args: ImportArgs) -> anyhow::Result<ExitCode> {
+pub fn run(
+    home: &Path,
+    global: &GlobalArgs,
+    workspace: Option<&Path>,
+    args: ImportArgs,
+) -> anyhow::Result<ExitCode> {
     let workspace = super::workspace_dir(workspace)?;
     let (source, workspace) = match (args.file, args.from.as_deref()) {
         (Some(file), _) => (file, workspace),
@@ -62,7 +67,7 @@ pub fn run(home: &Path, workspace: Option<&Path>, args: ImportArgs) -> anyhow::R
     if args.json {
         println!("{}", report_json(&imported));
     } else {
-        print!("{}", human(&imported, &source));
+        print!("{}", human(&imported, &source, &super::interactive::home_flag(global)));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -187,10 +192,12 @@ fn reasons(map: &std::collections::BTreeMap<String, u64>) -> String {
     map.iter().map(|(k, v)| format!("{v} {k}")).collect::<Vec<_>>().join(", ")
 }
 
-fn human(i: &Imported, source: &Path) -> String {
+/// The report for people; `home_flag` is ` --home DIR` when the user gave one, so the
+/// suggested command works as printed.
+fn human(i: &Imported, source: &Path, home_flag: &str) -> String {
     let r = &i.report;
     let mut out = format!(
-        "imported the {} session {}\n  as session {} (continue it with `codewhale resume {}`)\n",
+        "imported the {} session {}\n  as session {} (continue it with `codewhale resume {}{home_flag}`)\n",
         r.source.display_name(),
         source.display(),
         i.session_id,

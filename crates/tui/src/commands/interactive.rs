@@ -15,8 +15,19 @@ use codewhale_engine::{Engine, EngineError, EngineParams, Env};
 use crate::cli::GlobalArgs;
 use crate::tui::{self, TuiParams};
 
+/// ` --home DIR` when the user gave one: suggested commands repeat it.
+pub fn home_flag(global: &GlobalArgs) -> String {
+    global.home.as_ref().map(|h| format!(" --home {}", h.display())).unwrap_or_default()
+}
+
+/// How to configure a provider, shown when none is configured; `config` is the user's
+/// config file (under `--home` when one is given).
+pub fn provider_setup_help(config: &Path) -> String {
+    PROVIDER_SETUP_HELP.replace("~/.codewhale/config.toml", &config.display().to_string())
+}
+
 /// How to configure a provider, shown when none is configured.
-pub const PROVIDER_SETUP_HELP: &str = "\
+const PROVIDER_SETUP_HELP: &str = "\
 No model provider is configured. Set one up in either of these ways:
 
   export ANTHROPIC_API_KEY=sk-ant-...          # Anthropic (Claude)
@@ -61,7 +72,11 @@ pub fn run_with(
             // A local server may already be running: say how to use it, besides the help.
             let found =
                 super::runtime()?.block_on(super::probe::probe(super::probe::LOCAL_SERVERS));
-            eprintln!("{PROVIDER_SETUP_HELP}");
+            let help = match &global.home {
+                Some(_) => provider_setup_help(&home.join("config.toml")),
+                None => PROVIDER_SETUP_HELP.to_owned(),
+            };
+            eprintln!("{help}");
             if !found.is_empty() {
                 eprintln!("\n{}", super::probe::offer(&found).trim_end());
             }
@@ -79,13 +94,17 @@ pub fn run_with(
         None => None,
     };
     let home_hint = global.home.clone();
-    let params = TuiParams { home, workspace, overrides, resume, trust, home_hint };
+    let params = TuiParams { home: home.clone(), workspace, overrides, resume, trust, home_hint };
     let runtime = super::runtime()?;
     let outcome = runtime.block_on(tui::run(params))?;
-    if let Some(id) = outcome.session_id {
-        let home =
-            global.home.as_ref().map(|h| format!(" --home {}", h.display())).unwrap_or_default();
-        eprintln!("session {id} saved; continue it with `codewhale resume {id}{home}`");
+    // A session with no message is not kept: no hint for something that does not exist.
+    if let Some(id) =
+        outcome.session_id.filter(|id| codewhale_engine::offline::session_exists(&home, id))
+    {
+        eprintln!(
+            "session {id} saved; continue it with `codewhale resume {id}{}`",
+            home_flag(global)
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -62,6 +62,14 @@ pub struct Gauge {
 }
 
 /// What an op was sent for, when its reply needs more than a generic notice.
+/// How far the running turn has come, for the status line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TurnProgress {
+    pub since: std::time::Instant,
+    /// Bytes of reply text streamed so far.
+    pub bytes: usize,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Pending {
     /// `/anchor TEXT`: the engine's confirmation becomes an anchor cell.
@@ -156,6 +164,9 @@ pub struct App {
     pub(crate) clock: std::time::Instant,
     /// Tool calls running, with when they started.
     pub(crate) running_since: Vec<(String, std::time::Instant)>,
+    /// The turn that runs: since when, and how much reply text came so far (the status
+    /// line's "working (7 s · ~120 tokens)").
+    pub(crate) turn_progress: Option<TurnProgress>,
     /// A provider request being retried.
     pub(crate) retry: Option<Retry>,
     /// The transcript search, while open.
@@ -205,6 +216,7 @@ impl App {
             mentions: Vec::new(),
             clock: std::time::Instant::now(),
             running_since: Vec::new(),
+            turn_progress: None,
             retry: None,
             search: None,
             mouse_capture: false,
@@ -348,7 +360,7 @@ impl App {
 
     /// Whether anything on screen changes with time (so the loop ticks).
     pub fn animating(&self) -> bool {
-        !self.running_since.is_empty() || self.retry.is_some()
+        !self.running_since.is_empty() || self.retry.is_some() || self.turn_progress.is_some()
     }
 
     /// The wheel, when the mouse is captured: three rows per notch.

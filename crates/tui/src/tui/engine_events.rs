@@ -21,8 +21,9 @@ use super::history;
 use super::slash_dispatch::{anchors_text, context_text, status_text};
 use super::views::TextView;
 
-/// "12.3 s · 45.2k tokens in · 1.2k out": what a turn took.
-fn stats_line(stats: &TurnStats) -> String {
+/// "12.3 s · 45.2k tokens in · 1.2k out": what a turn took. A turn cut short before any
+/// reply finished has no counts to report, which is not the provider's fault.
+fn stats_line(stats: &TurnStats, status: TurnStatus) -> String {
     let secs = stats.elapsed_ms as f64 / 1000.0;
     let time = if secs < 60.0 {
         format!("{secs:.1} s")
@@ -39,8 +40,10 @@ fn stats_line(stats: &TurnStats) -> String {
             short_tokens(stats.input_tokens),
             short_tokens(stats.output_tokens)
         )
-    } else {
+    } else if status == TurnStatus::Completed {
         format!("{time}{requests} · the provider did not report token counts")
+    } else {
+        format!("{time}{requests} · cut short before the provider reported token counts")
     }
 }
 
@@ -67,9 +70,16 @@ impl App {
             }
             Event::History { page } => self.on_history(page, pending),
             Event::MessageTakenBack { text } => self.message_taken_back(text),
-            Event::TurnStarted => self.lifecycle = Lifecycle::Streaming { thinking: false },
+            Event::TurnStarted => {
+                self.lifecycle = Lifecycle::Streaming { thinking: false };
+                self.clock = self.clock.max(std::time::Instant::now());
+                self.turn_progress = Some(super::app::TurnProgress { since: self.clock, bytes: 0 });
+            }
             Event::TextDelta { text } => {
                 self.retry = None;
+                if let Some(p) = self.turn_progress.as_mut() {
+                    p.bytes += text.len();
+                }
                 self.transcript.push_delta(&text);
                 self.lifecycle = Lifecycle::Streaming { thinking: false };
             }
@@ -83,6 +93,9 @@ impl App {
             Event::ToolCallStarted { call_id, name } => {
                 let running = ToolState::Running { elapsed_secs: 0, live: String::new() };
                 self.set_tool_state(&call_id, running);
+                // The clock ticks only while something animates; it stood still while the
+                // call waited for approval, which is not the call's time.
+                self.clock = self.clock.max(std::time::Instant::now());
                 self.running_since.push((call_id, self.clock));
                 self.lifecycle = Lifecycle::RunningTool { name };
             }
@@ -198,10 +211,11 @@ impl App {
             }
             Event::TurnFinished { status, stats, .. } => {
                 self.retry = None;
+                self.turn_progress = None;
                 self.running_since.clear();
                 self.transcript.finish_active(status != TurnStatus::Completed);
                 if stats.requests > 0 {
-                    self.notice(NoticeKind::Info, stats_line(&stats));
+                    self.notice(NoticeKind::Info, stats_line(&stats, status));
                 }
                 if status == TurnStatus::Interrupted {
                     self.notice(

@@ -62,6 +62,13 @@ impl App {
             KeyCode::Char('m') if alt => {
                 self.mouse_capture = !self.mouse_capture;
                 self.effects.push(Effect::MouseCapture(self.mouse_capture));
+                let said = if self.mouse_capture {
+                    "mouse captured: the wheel scrolls the transcript; Alt+M gives the terminal \
+                     its selection back"
+                } else {
+                    "mouse released: the terminal selects text again; Alt+M captures it"
+                };
+                self.notice(NoticeKind::Info, said);
             }
             KeyCode::Home if ctrl || self.composer.is_empty() => self.scroll_top(),
             KeyCode::End if ctrl || self.composer.is_empty() => {
@@ -199,9 +206,12 @@ impl App {
         for block in super::markdown::code_blocks(&reply) {
             let first = block.code.lines().next().unwrap_or_default();
             let lang = if block.lang.is_empty() { "code".to_owned() } else { block.lang.clone() };
-            let lines = block.code.lines().count();
+            let lines = match block.code.lines().count() {
+                1 => "1 line".to_owned(),
+                n => format!("{n} lines"),
+            };
             choices.push(Choice {
-                label: format!("{lang} block, {lines} lines: {first}"),
+                label: format!("{lang} block, {lines}: {first}"),
                 action: ViewAction::Copy(block.code),
             });
         }

@@ -96,6 +96,15 @@ impl App {
             }
         };
         parts.push(Part { text: format!(" {state}"), style, right: false, rank: 0 });
+        if let Some(p) = self.turn_progress.filter(|_| self.lifecycle.turn_running()) {
+            // Time passing, as Codex shows it, and the reply so far (bytes/4, so "~").
+            let secs = self.clock.saturating_duration_since(p.since).as_secs();
+            let text = match p.bytes {
+                0 => format!(" ({secs} s)"),
+                n => format!(" ({secs} s · ~{} tokens)", short_tokens((n as u64).div_ceil(4))),
+            };
+            parts.push(Part { text, style: dim, right: false, rank: 4 });
+        }
         if let Some(hint) = hint {
             parts.push(Part { text: format!(" · {hint}"), style: dim, right: false, rank: 5 });
         }
@@ -117,6 +126,9 @@ impl App {
                 right: false,
                 rank: 6,
             });
+        }
+        if self.mouse_capture {
+            parts.push(Part { text: "mouse · ".to_owned(), style: dim, right: true, rank: 5 });
         }
         parts.push(Part { text: format!("{} · ", self.model), style: dim, right: true, rank: 4 });
         match &self.gauge {

@@ -170,6 +170,8 @@ pub struct Budget {
     added_since_report: u64,
     estimated_savings: u64,
     calibration: f64,
+    /// The last request left the oldest part of the view out to fit (fail-open trimming).
+    trimmed: bool,
 }
 
 impl Budget {
@@ -183,6 +185,7 @@ impl Budget {
             added_since_report: 0,
             estimated_savings: 0,
             calibration: CALIBRATION_RANGE.0,
+            trimmed: false,
         }
     }
 
@@ -260,6 +263,7 @@ impl Budget {
     pub fn record_compaction(&mut self, view_tokens: u64, savings: u64) {
         self.view_tokens = view_tokens;
         self.estimated_savings += savings;
+        self.trimmed = false;
     }
 
     /// HEAD moved (fork, checkout, rewind): the view is now another branch, of `view_tokens`.
@@ -271,6 +275,7 @@ impl Budget {
         self.last_reported = None;
         self.added_since_report = 0;
         self.estimated_savings = 0;
+        self.trimmed = false;
     }
 
     /// The per-session ratio reported ÷ estimated, in [1, 2].
@@ -299,6 +304,31 @@ impl Budget {
         match reported {
             Some(r) if r >= estimate => Figure { tokens: r, source: Source::Reported },
             _ => Figure { tokens: estimate, source: Source::Estimated },
+        }
+    }
+
+    /// Whether the last request had to leave the oldest part of the view out to fit.
+    pub fn set_trimmed(&mut self, trimmed: bool) {
+        self.trimmed = trimmed;
+    }
+
+    pub fn trimmed(&self) -> bool {
+        self.trimmed
+    }
+
+    /// What the gauge, `/context` and `codewhale context` show: the next request as it will
+    /// be sent. That is [`Budget::pressure`] — the whole view, which the auto trigger reads —
+    /// unless the last request was trimmed to fit: then it is the provider's report of what
+    /// was sent, plus what was added since (without a report, the whole view's figure).
+    pub fn shown(&self) -> Figure {
+        let whole = self.pressure();
+        match self.last_reported.filter(|_| self.trimmed) {
+            Some(last) => Figure::reported(
+                (last + self.calibrated(self.added_since_report))
+                    .saturating_sub(self.calibrated(self.estimated_savings))
+                    .min(whole.tokens),
+            ),
+            None => whole,
         }
     }
 

@@ -184,9 +184,10 @@ pub fn build(
             tokens: n,
         });
     }
-    let pressure = budget.pressure();
-    tokens.total = pressure.tokens;
-    tokens.source = pressure.source;
+    let shown = budget.shown();
+    tokens.total = shown.tokens;
+    tokens.source = shown.source;
+    tokens.left_out = budget.pressure().tokens.saturating_sub(shown.tokens);
 
     let round_start = round::last_round_start(&plain.messages).unwrap_or(0);
     let round = &plain.messages[round_start.min(plain.messages.len())..];

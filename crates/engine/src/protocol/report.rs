@@ -25,6 +25,10 @@ pub struct Tokens {
     pub retained: u64,
     pub history: u64,
     pub tool_results: u64,
+    /// What the last request left out of the view to fit the window (fail-open trimming):
+    /// the parts above add up to `total + left_out`. Zero when nothing was left out.
+    #[serde(default)]
+    pub left_out: u64,
 }
 
 /// The active compaction.

@@ -56,7 +56,7 @@ impl Session {
         Event::Usage {
             reported_input,
             output,
-            pressure: budget.pressure(),
+            pressure: budget.shown(),
             usable_input: limits.usable_input,
             threshold: limits.threshold,
             window: limits.window,
@@ -101,7 +101,7 @@ impl Session {
             context_window: limits.window,
             window_unverified: limits.is_unverified(),
             usable_input: limits.usable_input,
-            pressure: self.budget.pressure(),
+            pressure: self.budget.shown(),
             approval: self.policy.mode(),
             trust,
             sandbox: self.sandbox_report(),

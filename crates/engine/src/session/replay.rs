@@ -100,6 +100,9 @@ pub fn replay(
     let reported = a.usage.as_ref().map_or(0, |u| u.input_tokens);
     let estimate = a.reads.as_ref().and_then(|r| r.estimate).unwrap_or(0);
     budget.record_report(reported, estimate);
+    // The last request was trimmed to fit when it left messages out or shortened outputs;
+    // the figure shown is then what it sent (DESIGN §5.1 fail open).
+    let trimmed = a.reads.as_ref().is_some_and(|r| r.trimmed_before.is_some() || r.bounded.is_some());
     // Pins withdrawn on this branch: not sent any more.
     let withdrawn: Vec<(usize, EntryId)> = spine
         .iter()
@@ -140,5 +143,10 @@ pub fn replay(
         }
     }
     budget.record_compaction(view_total, savings);
+    // A compaction written after that request replaced the view it trimmed.
+    let compacted_since = journal
+        .compactions()
+        .any(|(e, r)| journal.line_of(e.id.as_str()).unwrap_or(0) > basis_line && on_branch(e, r));
+    budget.set_trimmed(trimmed && !compacted_since);
     budget
 }

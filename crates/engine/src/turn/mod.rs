@@ -242,6 +242,8 @@ async fn drive(
         );
         let estimate =
             trimmed.as_ref().map_or_else(|| ctx.session.budget().raw_estimate(), |t| t.estimate);
+        // The gauge shows what is sent: after a trimmed request, the provider's report of it.
+        ctx.session.budget_mut().set_trimmed(trimmed.is_some());
         let mut reads =
             Reads::new(view.head.clone(), view.compaction.as_ref().map(|c| c.id.clone()));
         if let Some(t) = trimmed {

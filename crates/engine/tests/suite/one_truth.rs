@@ -277,3 +277,63 @@ async fn a_withdrawn_anchor_leaves_the_request_and_the_report_agrees() {
         .expect("a withdrawal entry");
     assert_eq!(journal.get(withdrawal.as_str()).map(|e| e.kind()), Some("user"));
 }
+
+/// Fail open: when compaction cannot help (every summary comes back unusable), requests are
+/// trimmed to fit the window. The gauge, the context report and `codewhale context` then show
+/// the request that was sent — never more than the usable input — and say what was left out.
+#[tokio::test]
+async fn a_trimmed_request_is_what_the_gauge_and_the_reports_show() {
+    const WINDOW: u64 = 8_000;
+    let h = Harness::new().await;
+    h.server.respond_with(|r| {
+        let tokens = u64::from(codewhale_engine::tokens::count(&r.body.to_string()));
+        if tokens > WINDOW {
+            return Reply::fault(codewhale_provider::test_support::Fault::overflow(WINDOW, tokens));
+        }
+        if super::compaction::is_summary_request(&r.body) {
+            return Reply::text("no").with_usage(tokens, 2);
+        }
+        Reply::text(super::compaction::prose("answer", 60)).with_usage(tokens, 200)
+    });
+    let params = super::compaction::params(&h, "openai", WINDOW);
+    let mut engine = Running::from(codewhale_engine::Engine::spawn(params).unwrap());
+    let mut gauge = None;
+    let mut trimmed = false;
+    for k in 0..12 {
+        let text = super::compaction::prose(&format!("question {k}"), 60);
+        let id = engine.submit(Op::UserInput { text, attachments: Vec::new() });
+        let events =
+            settle(&mut engine, id, &mut gauge, |e| matches!(e, Event::TurnFinished { .. })).await;
+        trimmed |= events
+            .iter()
+            .any(|e| matches!(e, Event::Notice { message, .. } if message.contains("leaves out")));
+    }
+    assert!(trimmed, "the conversation outgrew the window and a request was trimmed");
+    let id = engine.submit(Op::GetContext);
+    let events =
+        settle(&mut engine, id, &mut gauge, |e| matches!(e, Event::ContextReport { .. })).await;
+    let Some(Event::ContextReport { report }) = events.last() else { unreachable!() };
+    let g = gauge.clone().unwrap();
+    assert_eq!((report.tokens.total, report.tokens.source), (g.pressure.tokens, g.pressure.source));
+    // The mock reports each request's JSON body, a little more than what the model reads;
+    // what was sent fit the window, while the whole view is far past the usable input.
+    assert!(g.pressure.tokens <= report.context_window, "the gauge shows what was sent: {g:?}");
+    assert!(
+        report.tokens.total + report.tokens.left_out > report.usable_input,
+        "and /context says what was left out: {:?}",
+        report.tokens
+    );
+    let offline = offline::context(&ReportParams {
+        home: h.home.path(),
+        cwd: h.ws.path(),
+        resume: Resume::Id(report.session.clone()),
+        overrides: Overrides { context_window: Some(WINDOW), ..Overrides::default() },
+    })
+    .unwrap();
+    assert_eq!(
+        (offline.tokens.total, offline.tokens.left_out),
+        (report.tokens.total, report.tokens.left_out),
+        "`codewhale context` replays the same figures"
+    );
+    engine.shutdown().await;
+}

@@ -77,6 +77,13 @@ pub fn human(r: &ContextReport) -> String {
         t.total,
         t.source.as_str()
     ));
+    if t.left_out > 0 {
+        out.push_str(&format!(
+            "the last request left out {} tokens of the oldest messages to fit the window (the \
+             journal keeps them whole; the next turn tries to compact again)\n",
+            t.left_out
+        ));
+    }
     for (mark, name, n) in parts {
         out.push_str(&format!("  {mark} {name:<13} {n:>8} (estimated)\n"));
     }
@@ -177,6 +184,7 @@ mod tests {
                 retained: 40,
                 history: 160,
                 tool_results: 100,
+                left_out: 0,
             },
             compaction: Some(ActiveReport {
                 id: "c".into(),

@@ -221,6 +221,9 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
     for (level, message) in std::mem::take(&mut session.notices) {
         sink.emit(start, Event::Notice { level, message });
     }
+    if session.resumed {
+        sink.emit(start, session.plan_event(false));
+    }
     sink.emit(start, session.usage_event(None, None));
     let mut shutdown = None;
     while shutdown.is_none() {
@@ -500,5 +503,6 @@ async fn move_head(
     let head = session.journal().head_id().to_string();
     sink.emit(id, Event::Notice { level: NoticeLevel::Info, message: format!("{verb} {head}") });
     sink.emit(id, Event::History { page: session.history_page(None, FIRST_PAGE, true) });
+    sink.emit(id, session.plan_event(false));
     sink.emit(id, session.usage_event(None, None));
 }

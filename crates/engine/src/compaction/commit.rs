@@ -99,12 +99,26 @@ pub(crate) async fn commit(
         .map(str::to_owned)
         .into_iter()
         .collect();
+    // Likewise the live plan: a summary note restates it; any other pass must keep the steps
+    // the view already carried.
+    let plan_steps: Vec<String> = session
+        .live_plan()
+        .map(|p| p.steps.into_iter().map(|s| s.step).collect())
+        .unwrap_or_default();
+    let plan_steps: Vec<String> = plan_steps
+        .into_iter()
+        .filter(|step| {
+            path == CompactionPath::Summary
+                || crate::plan::carried(&plain.messages, std::slice::from_ref(step)).is_empty()
+        })
+        .collect();
     let violations = survival::check(&SurvivalInput {
         original: &plain.messages,
         replacement: &new_plain.messages,
         last_round_start: None,
         anchors: &anchors,
         require_checkpoint: path == CompactionPath::Summary,
+        plan_steps: &plan_steps,
     });
     if !violations.is_empty() {
         let reasons: Vec<String> = violations.iter().map(ToString::to_string).collect();

@@ -241,6 +241,9 @@ pub fn build(
         compactions: journal.compactions().count(),
         last_round,
         anchors,
+        plan: journal
+            .position(view.head.as_str())
+            .and_then(|head| crate::plan::live_plan(journal, head, None).plan),
         view: entries,
     }
 }

@@ -104,6 +104,8 @@ pub struct Session {
     pub(crate) mcp_generation: u64,
     /// How shell commands are confined ([`crate::sandbox`]).
     pub(crate) sandbox: crate::sandbox::SandboxState,
+    /// The live plan as last found ([`Session::live_plan`]): a later search stops at its head.
+    pub(crate) plan: std::sync::Mutex<Option<crate::plan::Found>>,
 }
 
 impl Session {
@@ -210,6 +212,7 @@ impl Session {
             mcp_specs: Vec::new(),
             mcp_generation: u64::MAX,
             sandbox,
+            plan: std::sync::Mutex::new(None),
         };
         session.mcp_specs = mcp_specs(&session.mcp.offered_now());
         session.refresh_system_prompt();

@@ -118,6 +118,10 @@ impl App {
                 rank: 6,
             });
         }
+        if let Some(plan) = &self.plan {
+            let text = format!("{} · ", plan.progress());
+            parts.push(Part { text, style: dim, right: true, rank: 3 });
+        }
         parts.push(Part { text: format!("{} · ", self.model), style: dim, right: true, rank: 4 });
         match &self.gauge {
             Some(g) => {

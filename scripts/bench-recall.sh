@@ -2,7 +2,7 @@
 # Measures `recall` on the long session shape of scripts/bench-open.sh: 270 MB / 100k entries,
 # compacted, so nearly every entry is outside the view and in recall's scope. Prints the time to
 # open and render, the scope, and the median and slowest time of a query and of an entry lookup
-# by id prefix (crates/engine/examples/recall_timing.rs). The figures are in docs/performance.md.
+# by id (crates/engine/examples/recall_timing.rs). The figures are in docs/performance.md.
 #
 # Usage: scripts/bench-recall.sh [RUNS]   (default 5)
 set -euo pipefail

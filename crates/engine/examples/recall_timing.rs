@@ -1,6 +1,7 @@
 //! Times `recall` on a long session (`scripts/bench-recall.sh`): loads the file read-only,
-//! renders HEAD's view, then runs a query and an entry lookup RUNS times each and prints the
-//! median and the slowest, with how many entries were in scope.
+//! renders HEAD's view, times one walk for the live plan, then runs a query and an entry
+//! lookup by id RUNS times each and prints the median and the slowest, with how many entries were in
+//! scope.
 //!
 //! `cargo run --release -p codewhale-engine --example recall_timing -- FILE QUERY [RUNS]`
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
@@ -44,12 +45,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             times[times.len() - 1].as_secs_f64()
         );
     };
+    // Finding the live plan walks the whole spine when the session has none (the worst case).
+    let t = Instant::now();
+    let head = journal.head_position();
+    let found = codewhale_engine::plan::live_plan(&journal, head, None);
+    println!("live plan walk: {:.3}s (plan: {})", t.elapsed().as_secs_f64(), found.plan.is_some());
     let (times, out) = time(serde_json::json!({"query": query}));
     report("query", times);
     println!("{}", out.lines().next().unwrap_or_default());
     let oldest = scope.first().map(|(p, _)| journal.id_at(*p).to_string()).unwrap_or_default();
-    let (times, out) = time(serde_json::json!({"entry": &oldest[..oldest.len().min(13)]}));
-    report("entry by prefix", times);
+    let (times, out) = time(serde_json::json!({"entry": oldest}));
+    report("entry by id", times);
     println!("{}", out.lines().next().unwrap_or_default());
     Ok(())
 }

@@ -165,14 +165,25 @@ pub struct Found {
     pub plan: Option<Plan>,
 }
 
+/// The key under which a compaction record stores the live plan at the time of its pass
+/// (`null` when there was none), so finding the plan never has to read what a record covers.
+pub const RECORD_KEY: &str = "plan";
+
 /// The live plan at the entry at position `head`: the newest valid `update_plan` call on its
 /// spine. `known` is an earlier answer; when its head is on this spine, the walk stops there
-/// and uses it, so following a growing conversation costs only the new entries.
+/// and uses it, so following a growing conversation costs only the new entries. The walk also
+/// stops where the active compaction's covered segment ends (or, for a record that covers
+/// nothing, at its splice point): the record holds the plan as it was when the pass ran, which
+/// is the newest call up to there — so a long compacted session costs only its kept tail.
 pub fn live_plan(journal: &Journal, head: u32, known: Option<&Found>) -> Found {
+    let recorded = recorded_plan(journal, head);
     let mut pos = Some(head);
     while let Some(p) = pos {
         if let Some(k) = known.filter(|k| k.head == p) {
             return Found { head, plan: k.plan.clone() };
+        }
+        if let Some((_, plan)) = recorded.as_ref().filter(|(at, _)| *at == p) {
+            return Found { head, plan: plan.clone() };
         }
         if journal.kind_at(p) == codewhale_journal::kind::ASSISTANT {
             if let Some(plan) = plan_in(&journal.read_entry(p).payload) {
@@ -182,6 +193,19 @@ pub fn live_plan(journal: &Journal, head: u32, known: Option<&Found>) -> Found {
         pos = journal.parent_at(p);
     }
     Found { head, plan: None }
+}
+
+/// Where the walk may stop, and the plan the active record of `head` stored: `None` for a
+/// record written before records stored it.
+fn recorded_plan(journal: &Journal, head: u32) -> Option<(u32, Option<Plan>)> {
+    let active = codewhale_journal::active_compaction_of(journal, &journal.id_at(head))?;
+    let stored = active.record.extra.get(RECORD_KEY)?;
+    let plan = serde_json::from_value::<Option<Plan>>(stored.clone()).ok()?;
+    let at = match &active.record.covers {
+        Some(c) => c.last.clone(),
+        None => journal.get(active.id.as_str())?.parent.clone()?,
+    };
+    Some((journal.position(at.as_str())?, plan))
 }
 
 /// The newest valid `update_plan` call among plain messages (the fixture matrix's case of the
@@ -272,6 +296,53 @@ mod tests {
         let item = &s.input_schema["properties"]["steps"]["items"];
         assert_eq!(item["properties"]["status"]["enum"], json!(["pending", "in_progress", "done"]));
         assert_eq!(s.input_schema["properties"]["steps"]["maxItems"], json!(50));
+    }
+
+    /// The walk stops at the active record's covered end and takes the plan the record stored;
+    /// a record without one (an older version's) makes it read the covered calls.
+    #[test]
+    fn the_walk_stops_at_a_record_that_stores_the_plan() {
+        use codewhale_journal::{
+            AssistantPayload, Block, CompactionPath, CompactionPayload, Covers, Entry,
+            HeaderPayload, ToolResultPayload, Trigger, UserPayload,
+        };
+        let build = |stored: Option<Value>| {
+            let header = Entry::new(None, HeaderPayload::new("s", "/w"));
+            let mut journal = Journal::new(header.clone()).unwrap();
+            let mut parent = header.id.clone();
+            let mut ids = Vec::new();
+            let call = Block::tool_use("c1", TOOL, steps(&[("in the covered call", "done")]));
+            let payloads: Vec<Payload> = vec![
+                UserPayload::text("go").into(),
+                AssistantPayload::new(vec![call]).into(),
+                ToolResultPayload::new("c1", "ok", false).into(),
+                UserPayload::text("next").into(),
+                AssistantPayload::new(vec![Block::text("fine")]).into(),
+            ];
+            for payload in payloads {
+                let e = Entry::new(Some(parent.clone()), payload);
+                parent = e.id.clone();
+                ids.push(e.id.clone());
+                journal.push(e);
+            }
+            let mut record = CompactionPayload::new(CompactionPath::Summary, Trigger::Manual);
+            record.covers = Some(Covers::new(ids[0].clone(), ids[2].clone(), 3));
+            record.note = "Codewhale handoff note. x".into();
+            if let Some(v) = stored {
+                record.extra.insert(RECORD_KEY.into(), v);
+            }
+            journal.push(Entry::new(Some(header.id.clone()), record));
+            journal
+        };
+        let stored = json!({"steps": [{"step": "as the record stored it", "status": "pending"}]});
+        let journal = build(Some(stored));
+        let found = live_plan(&journal, journal.head_position(), None);
+        assert_eq!(found.plan.unwrap().steps[0].step, "as the record stored it");
+        let journal = build(Some(Value::Null));
+        assert_eq!(live_plan(&journal, journal.head_position(), None).plan, None);
+        let journal = build(None);
+        let found = live_plan(&journal, journal.head_position(), None);
+        assert_eq!(found.plan.unwrap().steps[0].step, "in the covered call");
     }
 
     #[test]

@@ -305,8 +305,16 @@ fn search(ctx: &RecallContext<'_>, query: &str) -> Result<String, String> {
         // (position, term) of the first matches, to place the snippet where most terms meet.
         let mut found: Vec<(usize, usize)> = Vec::new();
         for m in finder.find_iter(&text) {
-            let word = m.as_str().to_lowercase();
-            if let Some(i) = terms.iter().position(|t| *t == word) {
+            // Terms are lowercase; most matches are ASCII and compare without allocating.
+            let word = m.as_str();
+            let same = |t: &String| {
+                if word.is_ascii() {
+                    t.eq_ignore_ascii_case(word)
+                } else {
+                    *t == word.to_lowercase()
+                }
+            };
+            if let Some(i) = terms.iter().position(same) {
                 seen[i] = true;
                 found.push((m.start(), i));
             }
@@ -353,7 +361,7 @@ fn search(ctx: &RecallContext<'_>, query: &str) -> Result<String, String> {
 }
 
 /// Matches looked at per entry: enough to find where the terms meet in a long output.
-const MAX_MATCHES: usize = 4_096;
+const MAX_MATCHES: usize = 1_024;
 
 /// The position of the match whose snippet window holds the most distinct terms (the first
 /// such one), so a hit shows the line that matters rather than the first stray word.

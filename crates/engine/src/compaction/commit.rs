@@ -101,10 +101,11 @@ pub(crate) async fn commit(
         .collect();
     // Likewise the live plan: a summary note restates it; any other pass must keep the steps
     // the view already carried.
-    let plan_steps: Vec<String> = session
-        .live_plan()
-        .map(|p| p.steps.into_iter().map(|s| s.step).collect())
-        .unwrap_or_default();
+    let live_plan = session.live_plan();
+    let plan_steps: Vec<String> = live_plan
+        .iter()
+        .flat_map(|p| p.steps.iter().map(|s| s.step.clone()))
+        .collect();
     let plan_steps: Vec<String> = plan_steps
         .into_iter()
         .filter(|step| {
@@ -141,6 +142,9 @@ pub(crate) async fn commit(
         r.tokens_after = Some(tokens_after);
         // What a reopened session subtracts from the last report, as the live budget does.
         r.savings = Some(old_total - new_total);
+        // The plan as of this pass, so finding the live plan later stops at this record.
+        let plan = serde_json::to_value(&live_plan).unwrap_or(serde_json::Value::Null);
+        r.extra.insert(crate::plan::RECORD_KEY.to_owned(), plan);
     }
     let id = entry.id.clone();
     session

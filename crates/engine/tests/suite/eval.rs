@@ -95,6 +95,20 @@ async fn every_scenario_runs_and_the_floors_hold_with_a_worst_case_summarizer() 
         (Some(&false), Some(&true))
     );
     assert!(report.scenarios.iter().flat_map(|s| &s.probes).all(|p| p.answered.is_some()));
+    // How much of each summary request is the live request's prefix (system prompt, tools and
+    // the view in order), by tokens: what a provider can answer from its prompt cache.
+    let count = |v: &serde_json::Value| u64::from(codewhale_engine::tokens::count(&v.to_string()));
+    let (mut shared, mut total) = (0u64, 0u64);
+    for r in h.server.requests().iter().filter(|r| is_summary_request(&r.body)) {
+        let messages = r.body["messages"].as_array().unwrap();
+        let (prefix, instruction) = messages.split_at(messages.len() - 1);
+        let whole = count(&r.body);
+        total += whole;
+        shared += whole - count(&serde_json::Value::Array(instruction.to_vec()));
+        assert!(!prefix.is_empty());
+    }
+    println!("summary requests: {shared} of {total} tokens are the shared prefix");
+    assert!(shared * 100 >= total * 90, "{shared} of {total}");
     assert!(cat("artifact").answered.hits > 0, "answers that recall found hold the key");
     assert_eq!(report.per_pass.len(), 3);
     let progress = lines.into_inner().unwrap();

@@ -344,6 +344,7 @@ mod tests {
             "compactions",
             "last_round",
             "anchors",
+            "plan",
             "view",
         ] {
             assert!(json.get(key).is_some(), "{key}");

@@ -122,6 +122,7 @@ impl Harness {
 
 mod composer;
 mod one_truth;
+mod plan;
 mod screens;
 mod turns;
 mod views;

@@ -506,6 +506,38 @@ mod tests {
         assert!(call(&journal, 50_000, json!({})).unwrap_err().contains("needs a query"));
     }
 
+    /// What the last request's fail-open trim left out is in scope, though the view holds it;
+    /// and what comes back is redacted by the redactor of now.
+    #[test]
+    fn a_trimmed_entry_is_in_scope_and_results_are_redacted_again() {
+        let header = Entry::new(None, HeaderPayload::new("s", "/w"));
+        let mut journal = Journal::new(header.clone()).unwrap();
+        let mut parent = header.id.clone();
+        let mut push = |journal: &mut Journal, payload: Payload| {
+            let e = Entry::new(Some(parent.clone()), payload);
+            parent = e.id.clone();
+            journal.push(e.clone());
+            e.id
+        };
+        let old = push(&mut journal, UserPayload::text("the token is tok-ABCDEF123456 for CI").into());
+        push(&mut journal, AssistantPayload::new(vec![Block::text("noted")]).into());
+        let kept = push(&mut journal, UserPayload::text("go on").into());
+        let mut reply = AssistantPayload::new(vec![Block::text("going")]);
+        let mut reads = codewhale_journal::Reads::new(kept.clone(), None);
+        reads.trimmed_before = Some(kept.clone());
+        reply.reads = Some(reads);
+        push(&mut journal, reply.into());
+        let view = codewhale_journal::render(&journal, journal.head_id().as_str());
+        let scoped = scope(&journal, &view);
+        assert_eq!(scoped.len(), 2, "the two entries before the trim: {scoped:?}");
+        assert!(scoped.iter().all(|(_, a)| *a == Absence::Trimmed));
+        let redactor = Redactor::new(&[], &["tok-ABCDEF123456".to_owned()]).unwrap();
+        let ctx = RecallContext { journal: &journal, view: &view, room_chars: 10_000, redactor: &redactor };
+        let out = run(&ctx, &json!({"entry": old.as_str()})).unwrap();
+        assert!(out.contains("left out of the last request"), "{out}");
+        assert!(!out.contains("tok-ABCDEF123456") && out.contains("REDACTED"), "{out}");
+    }
+
     #[test]
     fn results_stay_inside_the_room_the_budget_leaves() {
         let (mut journal, ids, _) = session();

@@ -1,5 +1,5 @@
 //! The model's plan as the front end sees it ([`super::Event::Plan`], `context --json`'s
-//! `plan`): types only; [`crate::plan`] validates, finds and restates it.
+//! `plan`): types only; the engine's `plan` module validates, finds and restates it.
 
 use serde::{Deserialize, Serialize};
 

@@ -234,6 +234,9 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
     if let Some(text) = unanswered {
         sink.emit(start, Event::MessageTakenBack { text });
     }
+    if session.resumed {
+        sink.emit(start, session.plan_event(false));
+    }
     sink.emit(start, session.usage_event(None, None));
     // Figures shown before the encoder was ready are provisional: shown again, exact, once it
     // is (opening never waits for it).
@@ -537,5 +540,6 @@ async fn move_head(
     let head = session.journal().head_id().to_string();
     sink.emit(id, Event::Notice { level: NoticeLevel::Info, message: format!("{verb} {head}") });
     sink.emit(id, Event::History { page: session.history_page(None, FIRST_PAGE, true) });
+    sink.emit(id, session.plan_event(false));
     sink.emit(id, session.usage_event(None, None));
 }

@@ -8,6 +8,7 @@
 //!   [`EngineHandle`] (`submit(Op)`) and a receiver of [`protocol::EventMsg`]s; [`protocol`]
 //!   holds both enums and every type an event carries (history pages, the context report,
 //!   the budget's figures);
+//! - [`eval`]: `codewhale eval`, compaction quality measured on built-in scenarios;
 //! - [`offline`]: one entry point per subcommand that works on files without a provider
 //!   (`context`, `journal check`, `survival-check`, `sessions`, `anchor`);
 //! - [`trust`]: whether a workspace's own configuration may be used (asked before opening);
@@ -46,7 +47,9 @@ internal_modules! {
     hints;
     history;
     importing;
+    plan;
     prompt;
+    recall;
     redact;
     session;
     tokens;
@@ -54,6 +57,7 @@ internal_modules! {
     turn;
 }
 
+pub mod eval;
 pub mod offline;
 pub mod protocol;
 pub mod sandbox;

@@ -70,7 +70,8 @@ pub mod flags {
     pub use crate::meta::{ANCHOR, ESTIMATED, PLAIN, REPAIRS, REPORTED, WITHDRAWS};
 }
 pub use shorten::{
-    blocks_bytes, bound_blocks, cut_to_bound, pruned_attachment_stub, pruned_stub, text_marker,
+    blocks_bytes, bound_blocks, cut_to_bound, cut_to_bound_naming, pruned_attachment_stub,
+    pruned_stub, text_marker,
 };
 pub use text::Text;
 pub use view::{

@@ -12,9 +12,13 @@ use serde_json::Value;
 use crate::block::Block;
 use crate::entry::EntryId;
 
-/// The one-line stub that replaces a pruned tool result.
-pub fn pruned_stub(original_bytes: u64) -> String {
-    format!("[output pruned by compaction: {original_bytes} bytes; rerun the tool if you need it]")
+/// The one-line stub that replaces a pruned tool result: its size, and that `recall` reads the
+/// original back from the journal entry that holds it.
+pub fn pruned_stub(original_bytes: u64, entry: &EntryId) -> String {
+    format!(
+        "[output pruned by compaction: {original_bytes} bytes; journal entry {entry} holds it \
+         whole: recall entry {entry} reads it, or rerun the tool if it may have changed]"
+    )
 }
 
 /// What a pruned attachment reads as.
@@ -25,14 +29,32 @@ pub fn pruned_attachment_stub(path: &str, original_bytes: u64) -> String {
     )
 }
 
-/// The marker between the head and tail of a bounded tool result.
-pub fn bounded_marker(cut_bytes: usize) -> String {
-    format!("\n[... {cut_bytes} bytes cut by compaction; rerun the tool if you need them ...]\n")
+/// The marker between the head and tail of a bounded tool result; it names the journal entry
+/// that holds the whole output when there is one (a request's view), else says to rerun.
+pub fn bounded_marker(cut_bytes: usize, entry: Option<&EntryId>) -> String {
+    match entry {
+        Some(entry) => format!(
+            "\n[... {cut_bytes} bytes cut by compaction; journal entry {entry} holds them: recall \
+             entry {entry} reads them ...]\n"
+        ),
+        None => format!(
+            "\n[... {cut_bytes} bytes cut by compaction; rerun the tool if you need them ...]\n"
+        ),
+    }
 }
 
 /// Cuts `text` to at most `max_bytes` of original text: the first half, a marker, the last
 /// half, each cut on a UTF-8 boundary. Text within the bound is returned unchanged (`None`).
 pub fn cut_to_bound(text: &str, max_bytes: usize) -> Option<String> {
+    cut_to_bound_naming(text, max_bytes, None)
+}
+
+/// [`cut_to_bound`] with a marker that names `entry`, the journal entry holding the whole text.
+pub fn cut_to_bound_naming(
+    text: &str,
+    max_bytes: usize,
+    entry: Option<&EntryId>,
+) -> Option<String> {
     if text.len() <= max_bytes {
         return None;
     }
@@ -44,7 +66,7 @@ pub fn cut_to_bound(text: &str, max_bytes: usize) -> Option<String> {
     while !text.is_char_boundary(tail) {
         tail += 1;
     }
-    let marker = bounded_marker(tail - head);
+    let marker = bounded_marker(tail - head, entry);
     let mut out = String::with_capacity(head + marker.len() + text.len() - tail);
     out.push_str(&text[..head]);
     out.push_str(&marker);
@@ -76,7 +98,7 @@ pub fn blocks_bytes(blocks: &[Block]) -> u64 {
 pub fn text_marker(cut_bytes: u64, original_bytes: u64, entry: &EntryId) -> String {
     format!(
         "[... {cut_bytes} of this message's {original_bytes} bytes were cut by compaction; \
-         journal entry {entry} holds it whole ...]"
+         journal entry {entry} holds it whole: recall entry {entry} reads it ...]"
     )
 }
 

@@ -26,7 +26,7 @@ use crate::meta as flags;
 use crate::note::checkpoint_note;
 use crate::payload::{CompactionPayload, Payload};
 use crate::shorten::{
-    blocks_bytes, bound_blocks, cut_to_bound, pruned_attachment_stub, pruned_stub,
+    blocks_bytes, bound_blocks, cut_to_bound_naming, pruned_attachment_stub, pruned_stub,
 };
 use crate::text::Text;
 
@@ -510,7 +510,8 @@ pub fn bound_item(item: &ViewItem, max_bytes: u64) -> Option<ViewItem> {
     let (content, original_bytes) = match &item.content {
         ItemContent::ToolResult(r) => {
             let text = r.content.try_str().ok()?;
-            let cut = cut_to_bound(text, usize::try_from(max_bytes).unwrap_or(usize::MAX))?;
+            let max = usize::try_from(max_bytes).unwrap_or(usize::MAX);
+            let cut = cut_to_bound_naming(text, max, Some(&item.source))?;
             let view = ToolResultView {
                 tool_use_id: r.tool_use_id.clone(),
                 content: Text::from(cut),
@@ -549,13 +550,13 @@ fn convert_result(entry: &Entry, shorten: Option<&Shorten<'_>>) -> Option<ViewIt
         let original_bytes = || r.bytes.unwrap_or(r.content.byte_len() as u64);
         if s.pruned.contains(entry.id.as_str()) {
             let original_bytes = original_bytes();
-            view.content = Text::from(pruned_stub(original_bytes));
+            view.content = Text::from(pruned_stub(original_bytes, &entry.id));
             view.content_blocks = None;
             tokens = None;
             shortened = Some(Shortened::Pruned { original_bytes });
         } else if let Some(&max_bytes) = s.bounded.get(entry.id.as_str()) {
             let bound = usize::try_from(max_bytes).unwrap_or(usize::MAX);
-            if let Some(cut) = cut_to_bound(&r.content, bound) {
+            if let Some(cut) = cut_to_bound_naming(&r.content, bound, Some(&entry.id)) {
                 view.content = Text::from(cut);
                 view.content_blocks = None;
                 tokens = None;

@@ -104,6 +104,9 @@ pub enum Command {
         #[command(subcommand)]
         command: AnchorCommand,
     },
+    /// Measure what survives compaction on the built-in scenarios, with the configured
+    /// model as the summarizer (and, unless --floor-only, as the one answering the probes).
+    Eval(EvalArgs),
     /// Model Context Protocol servers configured in config.toml.
     Mcp {
         #[command(subcommand)]
@@ -164,6 +167,27 @@ pub struct CompactArgs {
     /// What the summary should focus on.
     #[arg(long, value_name = "TEXT")]
     pub focus: Option<String>,
+}
+
+/// `codewhale eval [--scenario NAME]... [--passes N] [--floor-only] [--json]`
+#[derive(Debug, Clone, Args)]
+pub struct EvalArgs {
+    /// Run only this scenario (repeatable; default: all).
+    #[arg(long, value_name = "NAME")]
+    pub scenario: Vec<String>,
+
+    /// Compaction passes per scenario, at its first marked points.
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u8).range(1..=10))]
+    pub passes: u8,
+
+    /// Score only what survives in the request and through recall; ask the model nothing
+    /// beyond the summaries.
+    #[arg(long)]
+    pub floor_only: bool,
+
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `codewhale context [--session ID | --last] [--json]`

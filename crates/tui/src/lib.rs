@@ -90,6 +90,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Context(args)) => {
             commands::context::run(&home, &cli.global, cli.workspace.as_deref(), args)
         }
+        Some(Command::Eval(args)) => commands::eval::run(&home, &cli.global, args),
         Some(Command::Import(args)) => {
             commands::import::run(&home, &cli.global, cli.workspace.as_deref(), args)
         }

@@ -26,8 +26,11 @@ pub const LEGACY_PREFIXES: [&str; 2] = [
 pub const HEADER: &str = "Codewhale handoff note. The earlier part of this conversation was \
 compacted into this note. Kept verbatim: the user's own earlier messages placed just before this \
 note, and the recent conversation after it, except long tool outputs, which are shortened and \
-marked \"cut by compaction\" or \"output pruned by compaction\". Earlier detail exists only in \
-this note: when you need a full output, rerun the command or reread the file.";
+marked \"cut by compaction\" or \"output pruned by compaction\"; each marker names the journal \
+entry that holds the original whole. Earlier detail exists only in this note and in the journal: \
+the `recall` tool reads it back, by entry id or with a query in your own words for anything this \
+note covers. Recall it, or reread a file that may have changed since, rather than guess or rerun \
+a command.";
 
 /// Title of the list of files Codewhale saw the covered tool calls touch.
 pub const FILES_TOUCHED_TITLE: &str = "## Files touched";
@@ -106,6 +109,7 @@ pub fn note_body(note: &str) -> &str {
     };
     let end = [
         format!("\n{FILES_TOUCHED_TITLE}"),
+        format!("\n{}", crate::plan::SECTION_TITLE),
         format!("\n{RUNNING_NOW_TITLE}"),
         format!("\n{LIVE_STATE_PREFIX}"),
         format!("\n{ANCHORS_TITLE}"),

@@ -99,12 +99,27 @@ pub(crate) async fn commit(
         .map(str::to_owned)
         .into_iter()
         .collect();
+    // Likewise the live plan: a summary note restates it; any other pass must keep the steps
+    // the view already carried.
+    let live_plan = session.live_plan();
+    let plan_steps: Vec<String> = live_plan
+        .iter()
+        .flat_map(|p| p.steps.iter().map(|s| s.step.clone()))
+        .collect();
+    let plan_steps: Vec<String> = plan_steps
+        .into_iter()
+        .filter(|step| {
+            path == CompactionPath::Summary
+                || crate::plan::carried(&plain.messages, std::slice::from_ref(step)).is_empty()
+        })
+        .collect();
     let violations = survival::check(&SurvivalInput {
         original: &plain.messages,
         replacement: &new_plain.messages,
         last_round_start: None,
         anchors: &anchors,
         require_checkpoint: path == CompactionPath::Summary,
+        plan_steps: &plan_steps,
     });
     if !violations.is_empty() {
         let reasons: Vec<String> = violations.iter().map(ToString::to_string).collect();
@@ -131,6 +146,9 @@ pub(crate) async fn commit(
         r.tokens_after = Some(tokens_after);
         // What a reopened session subtracts from the last report, as the live budget does.
         r.savings = Some(old_total - new_total);
+        // The plan as of this pass, so finding the live plan later stops at this record.
+        let plan = serde_json::to_value(&live_plan).unwrap_or(serde_json::Value::Null);
+        r.extra.insert(crate::plan::RECORD_KEY.to_owned(), plan);
     }
     let id = entry.id.clone();
     session

@@ -394,6 +394,7 @@ mod agreement {
                 last_round_start: None,
                 anchors: &[],
                 require_checkpoint: true,
+                plan_steps: &[],
             });
             assert!(violations.is_empty(), "{violations:?}\n{messages:#?}\n{plan:?}");
             assert!(round::legal_cuts(&messages)[plan.cut]);

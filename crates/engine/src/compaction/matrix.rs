@@ -172,12 +172,17 @@ impl Matrix {
 }
 
 fn run_case(case: &Case) -> Option<Mismatch> {
+    // The live plan of a case is the newest valid `update_plan` call of its original view.
+    let plan_steps: Vec<String> = crate::plan::in_messages(&case.original)
+        .map(|p| p.steps.into_iter().map(|s| s.step).collect())
+        .unwrap_or_default();
     let violations = check(&SurvivalInput {
         original: &case.original,
         replacement: &case.replacement,
         last_round_start: case.last_round_start,
         anchors: &case.anchors,
         require_checkpoint: case.path.as_deref() != Some("prune-only"),
+        plan_steps: &plan_steps,
     });
     let reasons = || violations.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ");
     let reason = match (case.expect, violations.is_empty()) {

@@ -1,7 +1,8 @@
 //! The checkpoint note (DESIGN §5.5): the first text block of the checkpoint message.
 //!
 //! [`compose`] assembles, in this order: the fixed [`HEADER`], the model's summary, `## Files
-//! touched` (computed here from the covered tool calls, never by the model), `## Running now`
+//! touched` (computed here from the covered tool calls, never by the model), `## Plan` (the live
+//! plan restated verbatim, see [`crate::plan`]), `## Running now`
 //! (from the background-command registry), the live-state stamp, the anchors restated verbatim
 //! and the [`CLOSING`]. The only I/O in this module is [`LiveState::capture`], which asks `git`
 //! for the branch and commit; everything else is a pure function, so the note of a pass is
@@ -144,6 +145,8 @@ pub struct NoteInput<'a> {
     pub live: &'a LiveState,
     /// The full text of the workspace's anchors file, when it has any.
     pub anchors: Option<&'a str>,
+    /// The live plan's `## Plan` section ([`crate::plan::section`]), when there is a plan.
+    pub plan: Option<&'a str>,
 }
 
 /// The note's full text.
@@ -161,6 +164,10 @@ pub fn compose(input: &NoteInput<'_>) -> String {
             out.push_str(&format!("- and {} more\n", input.files.more));
         }
         out.pop();
+    }
+    if let Some(plan) = input.plan {
+        out.push_str("\n\n");
+        out.push_str(plan);
     }
     if !input.running.is_empty() {
         out.push_str(&format!("\n\n{RUNNING_NOW_TITLE}\n"));
@@ -248,6 +255,7 @@ mod tests {
             running: &[],
             live: &LiveState { workspace: "/w".into(), branch: None, commit: None },
             anchors: None,
+            plan: None,
         });
         assert!(note.contains("- and 44 more\n\n"));
     }
@@ -268,11 +276,13 @@ mod tests {
             running: &running,
             live: &live,
             anchors: Some(anchors),
+            plan: Some("## Plan\n- [done] Write the lexer\n- [pending] Write the parser"),
         });
         let order = [
             HEADER,
             "## Objective\nShip the parser.",
             "## Files touched\n- src/lib.rs (edited)",
+            "## Plan\n- [done] Write the lexer\n- [pending] Write the parser",
             "## Running now\n- `cargo run` (pid 42, listening on 8080)",
             "Live state at compaction: workspace /w; git branch main at abc1234. Re-check before acting.",
             "User-pinned anchors (verbatim):\nNever push to main.\n---\nUse rustls.",
@@ -298,7 +308,8 @@ mod tests {
         };
         assert_eq!(super::super::checkpoint::MARKER, j::CHECKPOINT_MARKER);
         assert!(HEADER.contains("\"output pruned by compaction\""));
-        assert!(j::pruned_stub(5000).contains("output pruned by compaction"));
+        assert!(j::pruned_stub(5000, &"e".into()).contains("output pruned by compaction"));
+        assert!(HEADER.contains("recall"));
         assert!(HEADER.contains("\"cut by compaction\""));
 
         let header = Entry::new(None, HeaderPayload::new("s", "/w"));

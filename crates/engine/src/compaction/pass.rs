@@ -432,12 +432,14 @@ async fn build_note(
             branch: None,
             commit: None,
         });
+    let plan = session.live_plan().map(|p| crate::plan::section(&p));
     let text = note::compose(&NoteInput {
         summary,
         files: &files,
         running: &running,
         live: &live,
         anchors,
+        plan: plan.as_deref(),
     });
     (text, files)
 }

@@ -238,6 +238,9 @@ pub fn build(
         compactions: journal.compactions().count(),
         last_round,
         anchors,
+        plan: journal
+            .position(view.head.as_str())
+            .and_then(|head| crate::plan::live_plan(journal, head, None).plan),
         view: entries,
         branches: crate::branches::branches(journal),
     }
@@ -339,6 +342,7 @@ mod tests {
             "compactions",
             "last_round",
             "anchors",
+            "plan",
             "view",
         ] {
             assert!(json.get(key).is_some(), "{key}");

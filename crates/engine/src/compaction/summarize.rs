@@ -10,6 +10,10 @@
 //! interim notes the next request folds in. The pass fails only when one exchange alone cannot
 //! fit even bounded.
 //!
+//! With `compaction_model` set to another model nothing is shared (the cache is the session
+//! model's): the covered part and the kept tail go in the same order, the tail's items bounded
+//! to [`OTHER_MODEL_TAIL_BYTES`].
+//!
 //! A reply that calls a tool, or that is empty, a placeholder or misses most headings, gets one
 //! retry: the stricter instruction, with tool calls forbidden (`tool_choice` none, the tools
 //! still defined so the request stays valid and its prefix the same). A provider that rejects a
@@ -24,6 +28,11 @@ use super::summary::{self, Scope};
 use super::summary_input::{self, InputBudget, InputPlan};
 use crate::convert;
 use crate::session::{counts, Session};
+
+/// What a kept-tail item may hold in the request of a `compaction_model` other than the
+/// session's: that model shares no prompt cache with the session, and it reads the tail only to
+/// tell what is done from what is next.
+const OTHER_MODEL_TAIL_BYTES: u64 = 8 * 1024;
 
 /// How many times a pass plans again after the provider said a summary request was too long.
 const OVERFLOW_RETRIES: u32 = 3;
@@ -141,7 +150,14 @@ async fn run_plan(
     note_tokens: u64,
     cancel: CancellationToken,
 ) -> Result<(String, SummaryStats), Attempt> {
-    let items = bounded_items(job.view, plan);
+    let mut items = bounded_items(job.view, plan);
+    if job.model != job.session.model() {
+        for item in items.iter_mut().skip(job.cut) {
+            if let Some(cut) = bound_item(item, OTHER_MODEL_TAIL_BYTES) {
+                *item = cut;
+            }
+        }
+    }
     let mut stats = SummaryStats::default();
     let mut interim: Option<String> = None;
     for chunk in &plan.chunks {

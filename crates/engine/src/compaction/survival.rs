@@ -29,6 +29,9 @@ pub struct SurvivalInput<'a> {
     /// Summary path: the replacement must hold exactly one checkpoint. A prune-only pass may
     /// have none (but never more than one).
     pub require_checkpoint: bool,
+    /// The steps of the live plan (`update_plan`), each of which must appear verbatim in the
+    /// replacement: in the note's `## Plan` or in the call itself.
+    pub plan_steps: &'a [String],
 }
 
 /// One broken rule. [`Violation::rule`] is a stable name (used by the fixture matrix).
@@ -45,6 +48,7 @@ pub enum Violation {
     NoCheckpoint,
     MultipleCheckpoints { count: usize },
     AnchorsMissing { excerpt: String },
+    PlanStepMissing { excerpt: String },
     PlaceholderNote,
 }
 
@@ -62,12 +66,13 @@ impl Violation {
             Violation::NoCheckpoint => "no_checkpoint",
             Violation::MultipleCheckpoints { .. } => "multiple_checkpoints",
             Violation::AnchorsMissing { .. } => "anchors",
+            Violation::PlanStepMissing { .. } => "plan",
             Violation::PlaceholderNote => "placeholder",
         }
     }
 
     /// Every rule name, in the order of DESIGN §5.7.
-    pub const RULES: [&'static str; 11] = [
+    pub const RULES: [&'static str; 12] = [
         "user_text",
         "tool_result",
         "tool_use",
@@ -78,6 +83,7 @@ impl Violation {
         "no_checkpoint",
         "multiple_checkpoints",
         "anchors",
+        "plan",
         "placeholder",
     ];
 }
@@ -110,6 +116,9 @@ impl fmt::Display for Violation {
             }
             Violation::AnchorsMissing { excerpt } => {
                 write!(f, "the anchors text is not present verbatim: {excerpt:?}")
+            }
+            Violation::PlanStepMissing { excerpt } => {
+                write!(f, "a step of the live plan is not present verbatim: {excerpt:?}")
             }
             Violation::PlaceholderNote => f.write_str("the checkpoint note is a placeholder"),
         }
@@ -253,6 +262,9 @@ fn check_checkpoints(input: &SurvivalInput<'_>, out: &mut Vec<Violation>) {
         if !carries(input.replacement, anchors) {
             out.push(Violation::AnchorsMissing { excerpt: excerpt(anchors) });
         }
+    }
+    for step in crate::plan::carried(input.replacement, input.plan_steps) {
+        out.push(Violation::PlanStepMissing { excerpt: excerpt(&step) });
     }
 }
 

@@ -14,12 +14,14 @@
 //! and a [`Event::Usage`] after every change of what the model reads.
 
 pub mod history;
+pub mod plan;
 pub mod report;
 
 use serde::{Deserialize, Serialize};
 
 pub use crate::budget::{Figure, Source};
 pub use history::{HistoryItem, HistoryPage, ToolOutcome};
+pub use plan::{Plan, PlanStep, StepStatus};
 pub use report::{BranchInfo, ContextReport, ModelChoice, StatusReport, WorkspaceTrust};
 
 /// The id the engine gave a submitted [`Op`]; 0 is reserved for events nobody asked for
@@ -519,6 +521,13 @@ pub enum Event {
     /// The answer to [`Op::GetContext`].
     ContextReport {
         report: Box<ContextReport>,
+    },
+    /// HEAD's live plan (the newest valid `update_plan` call on its spine): after a call set
+    /// it (`updated`, the front end shows it), after the session opened and after every HEAD
+    /// move.
+    Plan {
+        plan: Option<Plan>,
+        updated: bool,
     },
     /// The answer to [`Op::ListAnchors`], and after every anchor change.
     Anchors {

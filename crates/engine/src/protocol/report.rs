@@ -149,6 +149,9 @@ pub struct ContextReport {
     pub compactions: usize,
     pub last_round: LastRound,
     pub anchors: AnchorsReport,
+    /// HEAD's live plan (`update_plan`), `null` when the model set none.
+    #[serde(default)]
+    pub plan: Option<super::Plan>,
     pub view: Vec<ViewEntry>,
     /// Every branch tip, newest first.
     #[serde(default)]

@@ -24,6 +24,36 @@ use crate::protocol::{
 const PREVIEW_CHARS: usize = 100;
 
 impl Session {
+    /// The live plan at HEAD: the newest valid `update_plan` call on its spine. Following a
+    /// growing conversation reads only the entries since the last answer.
+    pub fn live_plan(&self) -> Option<crate::plan::Plan> {
+        let journal = self.journal.journal();
+        let head = journal.head_position();
+        let mut cache = match self.plan.lock() {
+            Ok(cache) => cache,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let found = crate::plan::live_plan(journal, head, cache.as_ref());
+        let plan = found.plan.clone();
+        *cache = Some(found);
+        plan
+    }
+
+    /// How many characters a `recall` result may hold: what the budget leaves under the
+    /// auto-compaction threshold, at a conservative three characters a token (calibrated), so
+    /// reading back never pushes the next request over the threshold by itself.
+    pub fn recall_room_chars(&self) -> usize {
+        let budget = self.budget();
+        let room = budget.limits().threshold.saturating_sub(budget.pressure().tokens);
+        let tokens = room as f64 / budget.calibration().clamp(1.0, 2.0);
+        usize::try_from((tokens * 3.0) as u64).unwrap_or(usize::MAX)
+    }
+
+    /// The [`Event::Plan`] of HEAD's live plan; `updated` when a call just set it.
+    pub fn plan_event(&self, updated: bool) -> Event {
+        Event::Plan { plan: self.live_plan(), updated }
+    }
+
     /// Sets the budget to what the journal implies for HEAD's view: its total, the provider's
     /// last report for this branch, the calibration. At open and after every HEAD move.
     pub fn replay_budget(&mut self) {

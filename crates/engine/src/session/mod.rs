@@ -107,6 +107,8 @@ pub struct Session {
     pub(crate) sandbox: crate::sandbox::SandboxState,
     /// The budget's system counts are exact, not provisional upper bounds.
     pub(crate) system_exact: bool,
+    /// The live plan as last found ([`Session::live_plan`]): a later search stops at its head.
+    pub(crate) plan: std::sync::Mutex<Option<crate::plan::Found>>,
 }
 
 impl Session {
@@ -214,6 +216,7 @@ impl Session {
             mcp_generation: u64::MAX,
             sandbox,
             system_exact: false,
+            plan: std::sync::Mutex::new(None),
         };
         session.mcp_specs = mcp_specs(&session.mcp.offered_now());
         session.refresh_system_prompt();

@@ -249,6 +249,18 @@ impl Assessment {
         }
     }
 
+    /// A call of a tool that works on the session's own journal (`update_plan`, `recall`): it
+    /// touches nothing outside the journal, so it runs in every approval mode without asking.
+    pub fn session_state() -> Assessment {
+        Assessment {
+            effect: None,
+            leaves_workspace: false,
+            protected: false,
+            command: None,
+            mcp: None,
+        }
+    }
+
     /// Read-only calls may run concurrently with each other.
     pub fn is_read_only(&self) -> bool {
         matches!(self.effect, Some(Effect::Read) | None)
@@ -386,7 +398,13 @@ fn marker_refusal(path: &str) -> String {
     )
 }
 
-/// The tool schemas sent with every request.
+/// Whether `name` is one of the tools that work on the session's own journal rather than the
+/// workspace (the turn runs them itself, see `turn::calls`).
+pub fn is_session_tool(name: &str) -> bool {
+    name == crate::plan::TOOL || name == crate::recall::TOOL
+}
+
+/// The tool schemas sent with every request: the six workspace tools, then the session's own.
 pub fn specs() -> Vec<ToolSpec> {
     let spec = |name: &str, description: &str, schema: Value| ToolSpec {
         name: name.to_owned(),
@@ -446,6 +464,8 @@ pub fn specs() -> Vec<ToolSpec> {
                 "background": {"type": "boolean", "description": "Start it in the background and return at once (default false)."}
             }, "required": ["command"], "additionalProperties": false}),
         ),
+        crate::plan::spec(),
+        crate::recall::spec(),
     ]
 }
 
@@ -465,9 +485,21 @@ mod tests {
     }
 
     #[test]
-    fn six_tools_with_object_schemas() {
+    fn the_fixed_tools_with_object_schemas() {
         let names: Vec<String> = specs().into_iter().map(|s| s.name).collect();
-        assert_eq!(names, ["read_file", "list_dir", "search", "write_file", "edit_file", "shell"]);
+        assert_eq!(
+            names,
+            [
+                "read_file",
+                "list_dir",
+                "search",
+                "write_file",
+                "edit_file",
+                "shell",
+                "update_plan",
+                "recall"
+            ]
+        );
         assert!(specs().iter().all(|s| s.input_schema["type"] == "object"));
     }
 

@@ -57,6 +57,7 @@ pub(crate) async fn run_calls(
         .iter()
         .map(|c| match mcp.resolve(&c.name) {
             Some((server, tool, read_only)) => Assessment::mcp(server, tool, read_only),
+            None if tools::is_session_tool(&c.name) => Assessment::session_state(),
             None => tools::assess(ctx.session.workspace(), &protected, &c.name, &c.input),
         })
         .collect();
@@ -66,6 +67,22 @@ pub(crate) async fn run_calls(
         if ctx.cancel.is_cancelled() {
             interrupted = true;
             break;
+        }
+        // The session's own tools read or set what the journal holds: run here, one at a time,
+        // never asking.
+        if tools::is_session_tool(&calls[i].name) {
+            ctx.emit(Event::ToolCallStarted {
+                call_id: calls[i].id.clone(),
+                name: calls[i].name.clone(),
+            });
+            let (output, plan_set) = run_session_tool(ctx, &calls[i]);
+            let end = if output.is_error { CallEnd::Failed } else { CallEnd::Completed };
+            finish(ctx, &calls[i], output, end)?;
+            if plan_set {
+                ctx.emit(ctx.session.plan_event(true));
+            }
+            i += 1;
+            continue;
         }
         let unconfined = match clear(ctx, &calls[i], &assessments[i]).await {
             Cleared::Interrupted => {
@@ -86,6 +103,7 @@ pub(crate) async fn run_calls(
         let mut end = i + 1;
         if assessments[i].is_read_only() {
             while end < calls.len()
+                && !tools::is_session_tool(&calls[end].name)
                 && assessments[end].is_read_only()
                 && allowed_without_asking(ctx, &assessments[end])
             {
@@ -141,6 +159,32 @@ async fn run_one(
         return ToolOutput { is_error: out.is_error, ..ToolOutput::capped(&out.text) };
     }
     tools::execute(tool_ctx, &call.name, &call.input, progress).await
+}
+
+/// Runs a call of one of the session's own tools; true with the output when it set the plan.
+fn run_session_tool(ctx: &TurnCtx<'_>, call: &ToolCall) -> (ToolOutput, bool) {
+    if call.name == crate::plan::TOOL {
+        return match crate::plan::parse(&call.input) {
+            Ok(plan) => (ToolOutput::capped(&crate::plan::confirmation(&plan)), true),
+            Err(message) => (ToolOutput::error(message), false),
+        };
+    }
+    let session = &*ctx.session;
+    let view = session.render();
+    let recall = crate::recall::RecallContext {
+        journal: session.journal(),
+        view: &view,
+        room_chars: session.recall_room_chars(),
+        redactor: session.redactor(),
+    };
+    match crate::recall::run(&recall, &call.input) {
+        // Already within its own cap and the room: not cut again.
+        Ok(text) => {
+            let bytes = text.len() as u64;
+            (ToolOutput { content: text, is_error: false, bytes, refused: Vec::new() }, false)
+        }
+        Err(message) => (ToolOutput::error(message), false),
+    }
 }
 
 fn allowed_without_asking(ctx: &TurnCtx<'_>, a: &Assessment) -> bool {

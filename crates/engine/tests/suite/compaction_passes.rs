@@ -21,9 +21,12 @@ async fn an_overflowing_summary_request_is_planned_again_below_the_limit() {
         h.server.push(Reply::text(prose(&format!("answer {k}"), 300)).with_usage(2_000, 1_500));
         engine.turn(&format!("question {k}")).await;
     }
-    h.server.push(Reply::fault(Fault::overflow(8_000, 9_000)));
+    // The limit leaves the retried request room for a few exchanges beside the system prompt
+    // and the tool schemas.
+    h.server.push(Reply::fault(Fault::overflow(9_000, 10_000)));
     h.server.push(Reply::text(SUMMARY));
-    assert!(matches!(compact(&mut engine, None).await, Event::CompactionFinished { .. }));
+    let done = compact(&mut engine, None).await;
+    assert!(matches!(done, Event::CompactionFinished { .. }), "{done:?}");
     let first = request_text(&h, 4);
     let second = request_text(&h, 5);
     assert!(
@@ -385,6 +388,38 @@ async fn the_summary_uses_the_configured_compaction_model() {
     assert_eq!(requests[4].body["model"], "gpt-4.1-mini");
     assert_eq!(requests[3].body["model"], "gpt-4.1");
     assert_eq!(compactions(&h)[0].model.as_deref(), Some("gpt-4.1-mini"));
+}
+
+/// Another summarizing model shares no cache with the session: the kept tail it reads is
+/// bounded, while the session's own model would get the live request's messages unchanged.
+#[tokio::test]
+async fn another_compaction_model_reads_the_kept_tail_bounded() {
+    let h = Harness::new().await;
+    h.write(".codewhale/config.toml", "[compaction]\ncompaction_model = \"gpt-4.1-mini\"\n");
+    h.write("big.txt", &"a line of the big file\n".repeat(600));
+    let mut engine = spawn(&h, "openai", WINDOW);
+    for k in 0..3 {
+        h.server.push(Reply::text(prose(&format!("answer {k}"), 300)).with_usage(2_000, 1_500));
+        engine.turn(&format!("question {k}")).await;
+    }
+    h.server.push(Reply::tool_call("big-1", "read_file", json!({"path": "big.txt"})));
+    h.server.push(Reply::text("Read it."));
+    engine.turn("read big.txt").await;
+    h.server.push(Reply::text(SUMMARY));
+    assert!(matches!(compact(&mut engine, None).await, Event::CompactionFinished { .. }));
+    engine.shutdown().await;
+    let requests = h.server.requests();
+    let (live, summary) = (&requests[requests.len() - 2].body, &requests[requests.len() - 1].body);
+    assert_eq!(summary["model"], "gpt-4.1-mini");
+    let result = |body: &serde_json::Value| {
+        let messages = body["messages"].as_array().unwrap();
+        let m = messages.iter().find(|m| m["tool_call_id"] == "big-1").unwrap();
+        m["content"].as_str().unwrap().to_owned()
+    };
+    assert!(!result(live).contains("cut by compaction"), "the live request has it whole");
+    let sent = result(summary);
+    assert!(sent.contains("cut by compaction") && sent.len() < 9_000, "{} bytes", sent.len());
+    assert!(request_text(&h, requests.len() - 1).contains("answer 0"), "the covered part too");
 }
 
 #[tokio::test]

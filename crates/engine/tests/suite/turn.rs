@@ -40,7 +40,19 @@ async fn the_request_carries_system_prompt_instructions_and_tools() {
         .iter()
         .map(|t| t["function"]["name"].as_str().unwrap())
         .collect();
-    assert_eq!(tools, ["read_file", "list_dir", "search", "write_file", "edit_file", "shell"]);
+    assert_eq!(
+        tools,
+        [
+            "read_file",
+            "list_dir",
+            "search",
+            "write_file",
+            "edit_file",
+            "shell",
+            "update_plan",
+            "recall"
+        ]
+    );
 }
 
 #[tokio::test]

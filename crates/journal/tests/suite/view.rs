@@ -138,10 +138,13 @@ fn pruned_results_become_stubs_and_bounded_ones_are_cut() {
     let v = head_view(&j);
     assert!(v.checkpoint().is_none(), "prune-only without covers has no checkpoint");
     let r1v = v.items.iter().find(|i| i.source == r1).unwrap();
-    assert_eq!(r1v.tool_result().unwrap().content.as_str(), pruned_stub(5000));
+    assert_eq!(r1v.tool_result().unwrap().content.as_str(), pruned_stub(5000, &r1));
     assert_eq!(
-        pruned_stub(5000),
-        "[output pruned by compaction: 5000 bytes; rerun the tool if you need it]"
+        pruned_stub(5000, &r1),
+        format!(
+            "[output pruned by compaction: 5000 bytes; journal entry {r1} holds it whole: recall \
+             entry {r1} reads it, or rerun the tool if it may have changed]"
+        )
     );
     assert_eq!(r1v.tokens, None);
     assert_eq!(r1v.shortened, Some(Shortened::Pruned { original_bytes: 5000 }));
@@ -149,6 +152,7 @@ fn pruned_results_become_stubs_and_bounded_ones_are_cut() {
     let cut = r2v.tool_result().unwrap().content.as_str();
     assert!(cut.starts_with(&"x".repeat(50)) && cut.ends_with("END"), "{cut}");
     assert!(cut.contains("bytes cut by compaction"));
+    assert!(cut.contains(&format!("recall entry {r2} reads them")), "{cut}");
     assert_eq!(r2v.shortened, Some(Shortened::Bounded { original_bytes: 5003, max_bytes: 100 }));
     // The journal keeps the full text.
     match &j.get(r2.as_str()).unwrap().payload {

@@ -3,6 +3,7 @@
 pub mod anchor;
 pub mod compact;
 pub mod context;
+pub mod eval;
 pub mod exec;
 pub mod import;
 pub mod interactive;

@@ -129,6 +129,8 @@ pub struct App {
     /// The directory the engine's session works in; `None` until the engine says.
     pub(crate) workspace: Option<std::path::PathBuf>,
     pub(crate) gauge: Option<Gauge>,
+    /// HEAD's live plan, as the engine last said (the status line's "plan 2/5").
+    pub(crate) plan: Option<codewhale_engine::protocol::Plan>,
     pub(crate) pending: Vec<(SubmissionId, Pending)>,
     /// The cursor of the page before the oldest one shown; `None` when the beginning of the
     /// conversation is shown.
@@ -199,6 +201,7 @@ impl App {
             session_id: String::new(),
             workspace: None,
             gauge: None,
+            plan: None,
             pending: Vec::new(),
             older: None,
             reset_notice: None,

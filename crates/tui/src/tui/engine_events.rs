@@ -18,6 +18,7 @@ use super::cells::{
 };
 use super::event::Effect;
 use super::history;
+use super::plan_cell::PlanCell;
 use super::slash_dispatch::{anchors_text, context_text, status_text};
 use super::views::TextView;
 
@@ -140,6 +141,12 @@ impl App {
             Event::Usage { pressure, usable_input, window_unverified, model, .. } => {
                 self.gauge = Some(Gauge { pressure, usable_input, window_unverified });
                 self.model = model;
+            }
+            Event::Plan { plan, updated } => {
+                if let (Some(plan), true) = (&plan, updated) {
+                    self.transcript.push(PlanCell { plan: plan.clone() });
+                }
+                self.plan = plan;
             }
             Event::ContextReport { report } => {
                 self.views.push(Box::new(TextView::new("context", &context_text(&report))))

@@ -28,6 +28,7 @@ pub mod history;
 mod keys;
 pub mod markdown;
 pub mod mentions;
+pub mod plan_cell;
 pub mod prompts;
 mod render;
 pub mod slash;

@@ -383,7 +383,11 @@ pub fn commands_markdown() -> String {
          out. Retries show in the status line (\"retrying in 4 s · attempt 2/5\").\n\
          - SIGTERM, SIGHUP and a crash restore the terminal; the session is saved first.\n\
          - Quitting (Ctrl+C twice, Ctrl+D, `/quit`) asks the engine to sync the journal and \
-         stop first; pressing Ctrl+C once more while it finishes leaves at once.\n",
+         stop first; pressing Ctrl+C once more while it finishes leaves at once.\n\
+         - When the model sets its plan (`update_plan`), the transcript shows it as a cell (✓ \
+         done, ▸ in progress, · pending) and the status line shows `plan 2/5` (steps done of \
+         all); the plan follows HEAD across forks, checkouts and resumes. The model's `recall` \
+         calls show like any tool call; neither tool ever asks for approval.\n",
     );
     out
 }

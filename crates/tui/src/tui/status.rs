@@ -130,6 +130,10 @@ impl App {
         if self.mouse_capture {
             parts.push(Part { text: "mouse · ".to_owned(), style: dim, right: true, rank: 5 });
         }
+        if let Some(plan) = &self.plan {
+            let text = format!("{} · ", plan.progress());
+            parts.push(Part { text, style: dim, right: true, rank: 3 });
+        }
         parts.push(Part { text: format!("{} · ", self.model), style: dim, right: true, rank: 4 });
         match &self.gauge {
             Some(g) => {

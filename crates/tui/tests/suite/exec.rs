@@ -347,7 +347,7 @@ async fn plain_exec_prints_every_notice_on_stderr() {
     for k in 0..4 {
         s.server.push(Reply::text(format!("answer {k}: {}", "lorem ipsum dolor ".repeat(400))));
         let prompt = format!("question {k}");
-        let mut args = vec!["--context-window", "8192"];
+        let mut args = vec!["--context-window", "9216"];
         if k > 0 {
             args.push("--last");
         }
@@ -365,7 +365,7 @@ async fn plain_exec_prints_every_notice_on_stderr() {
          ## Open questions\nNone\n## Next action\nGo on.\n## Reference\nNone",
     ));
     s.server.push(Reply::text("done").with_usage(2_000, 5));
-    let out = s.exec(&["--context-window", "8192", "--last", "one more"]).await;
+    let out = s.exec(&["--context-window", "9216", "--last", "one more"]).await;
     assert!(out.status.success(), "stderr: {}", text(&out.stderr));
     let stderr = text(&out.stderr);
     assert!(

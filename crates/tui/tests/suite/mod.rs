@@ -1,5 +1,6 @@
 mod cli;
 mod composer_pty;
+mod eval_cli;
 mod exec;
 mod habits_pty;
 mod hostile;

@@ -123,6 +123,7 @@ impl Harness {
 mod composer;
 mod one_truth;
 mod pickers;
+mod plan;
 mod screens;
 mod turns;
 mod views;

@@ -1,0 +1,360 @@
+//! The model's plan (DESIGN §4, `update_plan`): its schema, validation, the live plan of a
+//! branch and how a checkpoint note restates it.
+//!
+//! The plan is never stored anywhere but in the `update_plan` calls themselves: the live plan
+//! of a HEAD is the newest call on its spine whose arguments are valid ([`live_plan`]), found
+//! in the journal, so a compaction that covers the call loses nothing, and a fork or a checkout
+//! has the plan of its own branch. A call with invalid arguments gets an error result the model
+//! reads ([`parse`]) and changes nothing. Every checkpoint note restates the live plan verbatim
+//! under [`SECTION_TITLE`] ([`section`]), and the survival contract refuses a view that carries
+//! neither that section nor the call ([`carried`]).
+
+use codewhale_journal::{Journal, Payload};
+use codewhale_provider::ToolSpec;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::compaction::message::{Message, Part, Role};
+
+/// The tool's name.
+pub const TOOL: &str = "update_plan";
+
+/// At most this many steps.
+pub const MAX_STEPS: usize = 50;
+
+/// At most this many characters per step.
+pub const MAX_STEP_CHARS: usize = 300;
+
+/// At most this many characters of explanation.
+const MAX_EXPLANATION_CHARS: usize = 2_000;
+
+/// The heading a checkpoint note restates the plan under.
+pub const SECTION_TITLE: &str = "## Plan";
+
+pub use crate::protocol::plan::{Plan, PlanStep, StepStatus};
+
+/// The arguments as sent; checked by [`parse`].
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    steps: Vec<RawStep>,
+    #[serde(default)]
+    explanation: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawStep {
+    step: String,
+    status: String,
+}
+
+/// The plan an `update_plan` call sets, or the sentence the model reads when it cannot be
+/// used (what is wrong and how to send it right).
+pub fn parse(input: &Value) -> Result<Plan, String> {
+    let value = match input {
+        // Some servers send the arguments as a JSON string.
+        Value::String(s) => serde_json::from_str(s).map_err(|e| {
+            format!("the arguments of {TOOL} are not a JSON object: {e}; send an object")
+        })?,
+        other => other.clone(),
+    };
+    let args: Args = serde_json::from_value(value).map_err(|e| {
+        format!("invalid arguments for {TOOL}: {e}; send {{\"steps\": [{{\"step\", \"status\"}}]}}")
+    })?;
+    if args.steps.is_empty() {
+        return Err(format!("{TOOL} needs at least one step; send the whole plan every time"));
+    }
+    if args.steps.len() > MAX_STEPS {
+        return Err(format!(
+            "the plan has {} steps, more than the {MAX_STEPS} allowed; merge small steps into \
+             larger ones",
+            args.steps.len()
+        ));
+    }
+    if args.explanation.as_ref().is_some_and(|e| e.chars().count() > MAX_EXPLANATION_CHARS) {
+        return Err(format!(
+            "the explanation is longer than {MAX_EXPLANATION_CHARS} characters; shorten it"
+        ));
+    }
+    let mut steps = Vec::with_capacity(args.steps.len());
+    for (n, raw) in args.steps.into_iter().enumerate() {
+        let status = match raw.status.as_str() {
+            "pending" => StepStatus::Pending,
+            "in_progress" => StepStatus::InProgress,
+            "done" => StepStatus::Done,
+            other => {
+                return Err(format!(
+                    "step {} has the unknown status {other:?}; use pending, in_progress or done",
+                    n + 1
+                ))
+            }
+        };
+        let text = raw.step.trim();
+        if text.is_empty() {
+            return Err(format!("step {} is empty; describe what the step does", n + 1));
+        }
+        if text.contains('\n') {
+            return Err(format!("step {} spans several lines; keep each step to one line", n + 1));
+        }
+        let chars = text.chars().count();
+        if chars > MAX_STEP_CHARS {
+            return Err(format!(
+                "step {} is {chars} characters, more than the {MAX_STEP_CHARS} allowed; \
+                 shorten it",
+                n + 1
+            ));
+        }
+        steps.push(PlanStep { step: text.to_owned(), status });
+    }
+    let running = steps.iter().filter(|s| s.status == StepStatus::InProgress).count();
+    if running > 1 {
+        return Err(format!(
+            "{running} steps are in_progress; at most one may be: mark the others pending or done"
+        ));
+    }
+    Ok(Plan { steps })
+}
+
+/// What the model reads after a plan was set.
+pub fn confirmation(plan: &Plan) -> String {
+    let current = plan.steps.iter().find(|s| s.status == StepStatus::InProgress);
+    let next = plan.steps.iter().find(|s| s.status == StepStatus::Pending);
+    let mut out = format!("Plan updated: {} of {} steps done.", plan.done(), plan.steps.len());
+    if let Some(s) = current {
+        out.push_str(&format!(" In progress: {}.", s.step));
+    } else if let Some(s) = next {
+        out.push_str(&format!(" Next: {}.", s.step));
+    } else {
+        out.push_str(" Every step is done.");
+    }
+    out
+}
+
+/// The tool's schema.
+pub fn spec() -> ToolSpec {
+    ToolSpec {
+        name: TOOL.to_owned(),
+        description: "Set your plan for multi-step work: send every step each time, with its \
+                      status. At most one step is in_progress. Mark a step done as soon as it \
+                      is finished. The plan survives compaction verbatim."
+            .to_owned(),
+        input_schema: json!({"type": "object", "properties": {
+            "steps": {"type": "array", "maxItems": MAX_STEPS, "minItems": 1, "items": {
+                "type": "object", "properties": {
+                    "step": {"type": "string", "maxLength": MAX_STEP_CHARS, "description": "What the step does, in one line."},
+                    "status": {"type": "string", "enum": ["pending", "in_progress", "done"]}
+                }, "required": ["step", "status"], "additionalProperties": false
+            }},
+            "explanation": {"type": "string", "description": "Why the plan changed (optional)."}
+        }, "required": ["steps"], "additionalProperties": false}),
+    }
+}
+
+/// The newest valid `update_plan` call among the tool calls of `payload`.
+fn plan_in(payload: &Payload) -> Option<Plan> {
+    let Payload::Assistant(a) = payload else { return None };
+    a.tool_uses().filter(|c| c.name == TOOL).filter_map(|c| parse(&c.input).ok()).last()
+}
+
+/// Where a plan was found, so a later search can stop there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Found {
+    /// The position of the HEAD it was found for.
+    pub head: u32,
+    pub plan: Option<Plan>,
+}
+
+/// The key under which a compaction record stores the live plan at the time of its pass
+/// (`null` when there was none), so finding the plan never has to read what a record covers.
+pub const RECORD_KEY: &str = "plan";
+
+/// The live plan at the entry at position `head`: the newest valid `update_plan` call on its
+/// spine. `known` is an earlier answer; when its head is on this spine, the walk stops there
+/// and uses it, so following a growing conversation costs only the new entries. The walk also
+/// stops where the active compaction's covered segment ends (or, for a record that covers
+/// nothing, at its splice point): the record holds the plan as it was when the pass ran, which
+/// is the newest call up to there — so a long compacted session costs only its kept tail.
+pub fn live_plan(journal: &Journal, head: u32, known: Option<&Found>) -> Found {
+    let recorded = recorded_plan(journal, head);
+    let mut pos = Some(head);
+    while let Some(p) = pos {
+        if let Some(k) = known.filter(|k| k.head == p) {
+            return Found { head, plan: k.plan.clone() };
+        }
+        if let Some((_, plan)) = recorded.as_ref().filter(|(at, _)| *at == p) {
+            return Found { head, plan: plan.clone() };
+        }
+        if journal.kind_at(p) == codewhale_journal::kind::ASSISTANT {
+            if let Some(plan) = plan_in(&journal.read_entry(p).payload) {
+                return Found { head, plan: Some(plan) };
+            }
+        }
+        pos = journal.parent_at(p);
+    }
+    Found { head, plan: None }
+}
+
+/// Where the walk may stop, and the plan the active record of `head` stored: `None` for a
+/// record written before records stored it.
+fn recorded_plan(journal: &Journal, head: u32) -> Option<(u32, Option<Plan>)> {
+    let active = codewhale_journal::active_compaction_of(journal, &journal.id_at(head))?;
+    let stored = active.record.extra.get(RECORD_KEY)?;
+    let plan = serde_json::from_value::<Option<Plan>>(stored.clone()).ok()?;
+    let at = match &active.record.covers {
+        Some(c) => c.last.clone(),
+        None => journal.get(active.id.as_str())?.parent.clone()?,
+    };
+    Some((journal.position(at.as_str())?, plan))
+}
+
+/// The newest valid `update_plan` call among plain messages (the fixture matrix's case of the
+/// live plan: its original view holds the call).
+pub fn in_messages(messages: &[Message]) -> Option<Plan> {
+    messages.iter().rev().filter(|m| m.role == Role::Assistant).find_map(|m| {
+        m.content
+            .iter()
+            .rev()
+            .filter_map(|p| match p {
+                Part::ToolUse { name, input, .. } if name == TOOL => parse(input).ok(),
+                _ => None,
+            })
+            .next()
+    })
+}
+
+/// The `## Plan` section of a note: every step verbatim, with its status.
+pub fn section(plan: &Plan) -> String {
+    let mut out = String::from(SECTION_TITLE);
+    for s in &plan.steps {
+        out.push_str(&format!("\n- [{}] {}", s.status.as_str(), s.step));
+    }
+    out
+}
+
+/// The steps of `steps` that `messages` do not carry verbatim, either in a text block (the
+/// note's `## Plan`) or in a valid `update_plan` call.
+pub fn carried(messages: &[Message], steps: &[String]) -> Vec<String> {
+    let mut missing = Vec::new();
+    for step in steps {
+        let found = messages.iter().flat_map(|m| &m.content).any(|p| match p {
+            Part::Text { text } => text.contains(step.as_str()),
+            Part::ToolUse { name, input, .. } if name == TOOL => {
+                parse(input).is_ok_and(|plan| plan.steps.iter().any(|s| &s.step == step))
+            }
+            _ => false,
+        });
+        if !found {
+            missing.push(step.clone());
+        }
+    }
+    missing
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn steps(list: &[(&str, &str)]) -> Value {
+        let steps: Vec<Value> =
+            list.iter().map(|(s, st)| json!({"step": s, "status": st})).collect();
+        json!({ "steps": steps })
+    }
+
+    #[test]
+    fn a_good_plan_parses_and_counts() {
+        let plan = parse(&steps(&[("Fix the parser", "done"), ("Add tests", "in_progress")]))
+            .unwrap();
+        assert_eq!(plan.progress(), "plan 1/2");
+        assert_eq!(confirmation(&plan), "Plan updated: 1 of 2 steps done. In progress: Add tests.");
+        let text = json!({"steps": [{"step": "a", "status": "pending"}], "explanation": "why"});
+        assert!(parse(&Value::String(text.to_string())).is_ok());
+        assert_eq!(section(&plan), "## Plan\n- [done] Fix the parser\n- [in_progress] Add tests");
+    }
+
+    #[test]
+    fn bad_plans_are_sentences_the_model_can_act_on() {
+        let two = parse(&steps(&[("a", "in_progress"), ("b", "in_progress")])).unwrap_err();
+        assert!(two.contains("2 steps are in_progress"), "{two}");
+        let unknown = parse(&steps(&[("a", "started")])).unwrap_err();
+        assert!(unknown.contains("unknown status \"started\""), "{unknown}");
+        let many: Vec<(String, &str)> = (0..51).map(|i| (format!("s{i}"), "pending")).collect();
+        let many: Vec<(&str, &str)> = many.iter().map(|(s, st)| (s.as_str(), *st)).collect();
+        assert!(parse(&steps(&many)).unwrap_err().contains("51 steps"));
+        let long = "x".repeat(301);
+        assert!(parse(&steps(&[(&long, "pending")])).unwrap_err().contains("301 characters"));
+        assert!(parse(&json!({"steps": []})).unwrap_err().contains("at least one step"));
+        assert!(parse(&json!({"plan": []})).unwrap_err().contains("invalid arguments"));
+        assert!(parse(&steps(&[("two\nlines", "done")])).is_err());
+    }
+
+    #[test]
+    fn the_schema_is_an_object_with_the_fixed_fields() {
+        let s = spec();
+        assert_eq!(s.name, "update_plan");
+        assert_eq!(s.input_schema["required"], json!(["steps"]));
+        let item = &s.input_schema["properties"]["steps"]["items"];
+        assert_eq!(item["properties"]["status"]["enum"], json!(["pending", "in_progress", "done"]));
+        assert_eq!(s.input_schema["properties"]["steps"]["maxItems"], json!(50));
+    }
+
+    /// The walk stops at the active record's covered end and takes the plan the record stored;
+    /// a record without one (an older version's) makes it read the covered calls.
+    #[test]
+    fn the_walk_stops_at_a_record_that_stores_the_plan() {
+        use codewhale_journal::{
+            AssistantPayload, Block, CompactionPath, CompactionPayload, Covers, Entry,
+            HeaderPayload, ToolResultPayload, Trigger, UserPayload,
+        };
+        let build = |stored: Option<Value>| {
+            let header = Entry::new(None, HeaderPayload::new("s", "/w"));
+            let mut journal = Journal::new(header.clone()).unwrap();
+            let mut parent = header.id.clone();
+            let mut ids = Vec::new();
+            let call = Block::tool_use("c1", TOOL, steps(&[("in the covered call", "done")]));
+            let payloads: Vec<Payload> = vec![
+                UserPayload::text("go").into(),
+                AssistantPayload::new(vec![call]).into(),
+                ToolResultPayload::new("c1", "ok", false).into(),
+                UserPayload::text("next").into(),
+                AssistantPayload::new(vec![Block::text("fine")]).into(),
+            ];
+            for payload in payloads {
+                let e = Entry::new(Some(parent.clone()), payload);
+                parent = e.id.clone();
+                ids.push(e.id.clone());
+                journal.push(e);
+            }
+            let mut record = CompactionPayload::new(CompactionPath::Summary, Trigger::Manual);
+            record.covers = Some(Covers::new(ids[0].clone(), ids[2].clone(), 3));
+            record.note = "Codewhale handoff note. x".into();
+            if let Some(v) = stored {
+                record.extra.insert(RECORD_KEY.into(), v);
+            }
+            journal.push(Entry::new(Some(header.id.clone()), record));
+            journal
+        };
+        let stored = json!({"steps": [{"step": "as the record stored it", "status": "pending"}]});
+        let journal = build(Some(stored));
+        let found = live_plan(&journal, journal.head_position(), None);
+        assert_eq!(found.plan.unwrap().steps[0].step, "as the record stored it");
+        let journal = build(Some(Value::Null));
+        assert_eq!(live_plan(&journal, journal.head_position(), None).plan, None);
+        let journal = build(None);
+        let found = live_plan(&journal, journal.head_position(), None);
+        assert_eq!(found.plan.unwrap().steps[0].step, "in the covered call");
+    }
+
+    #[test]
+    fn carried_finds_steps_in_a_note_or_a_call() {
+        let note = Message::new(Role::User, vec![Part::text("## Plan\n- [done] Fix it")]);
+        assert!(carried(std::slice::from_ref(&note), &["Fix it".into()]).is_empty());
+        assert_eq!(carried(&[note], &["Test it".into()]), ["Test it"]);
+        let call = Message::new(
+            Role::Assistant,
+            vec![Part::tool_use("c", TOOL, steps(&[("Test it", "pending")]))],
+        );
+        assert!(carried(std::slice::from_ref(&call), &["Test it".into()]).is_empty());
+        assert_eq!(in_messages(&[call]).unwrap().steps[0].step, "Test it");
+    }
+}

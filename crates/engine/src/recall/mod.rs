@@ -1,0 +1,430 @@
+//! `recall` (DESIGN §4): what compaction took out of the model's view, read back from the
+//! journal.
+//!
+//! The scope is the entries on HEAD's spine that the view does not carry whole: covered by the
+//! active compaction (and not retained), pruned, bounded, or left out of the last request by a
+//! fail-open trim ([`scope`]). `query` ranks those entries by the query's words — text blocks,
+//! tool results and tool-call inputs alike — and answers with entry ids, kinds and snippets;
+//! `entry` (an id or a unique prefix) returns one entry's full text. Invariants: an entry of
+//! another branch is never read, an entry the view carries whole is never returned (the model
+//! has it already), everything returned passes through the session's current redactor and fits
+//! in `max_chars` and in the room the budget leaves. Pure over the journal and the view: the
+//! caller supplies the room and the redactor.
+
+use std::collections::HashMap;
+
+use codewhale_journal::{EntryId, ItemKind, Journal, Payload, Role, Shortened, View};
+use codewhale_provider::ToolSpec;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::redact::Redactor;
+
+/// The tool's name.
+pub const TOOL: &str = "recall";
+
+/// `max_chars` when the call does not say.
+pub const DEFAULT_MAX_CHARS: usize = 20_000;
+
+/// At most this many hits are listed.
+const MAX_HITS: usize = 8;
+
+/// Characters of context on each side of a hit's first match.
+const SNIPPET_SIDE: usize = 160;
+
+/// Words too common to rank by.
+const STOPWORDS: [&str; 32] = [
+    "the", "a", "an", "and", "or", "of", "to", "in", "on", "for", "is", "was", "what", "which",
+    "who", "how", "did", "does", "do", "we", "i", "you", "it", "that", "this", "with", "at", "by",
+    "be", "are", "from", "as",
+];
+
+/// Why an entry in scope is not in the view whole.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Absence {
+    /// Covered by the active compaction: only the note speaks of it.
+    Covered,
+    /// Replaced by a one-line stub.
+    Pruned,
+    /// Cut to a head and a tail, or a prefix.
+    Bounded,
+    /// Left out of the last request by a fail-open trim.
+    Trimmed,
+}
+
+impl Absence {
+    fn as_str(self) -> &'static str {
+        match self {
+            Absence::Covered => "covered by compaction",
+            Absence::Pruned => "pruned",
+            Absence::Bounded => "shortened",
+            Absence::Trimmed => "left out of the last request",
+        }
+    }
+}
+
+/// The spine positions (oldest first) of the entries in scope, and why each is.
+pub fn scope(journal: &Journal, view: &View) -> Vec<(u32, Absence)> {
+    let mut in_view: HashMap<&str, Absence> = HashMap::new();
+    let mut whole: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    // The fail-open trim of the last request left out what came before `trimmed_before`
+    // (anchors and the checkpoint are always sent).
+    let trimmed_before = view
+        .items
+        .iter()
+        .rev()
+        .find(|i| i.role == Role::Assistant && i.kind == ItemKind::Assistant)
+        .and_then(|i| match &journal.get(i.source.as_str())?.payload {
+            Payload::Assistant(a) => a.reads.as_ref()?.trimmed_before.clone(),
+            _ => None,
+        });
+    let trimmed_end = trimmed_before
+        .as_ref()
+        .and_then(|first| view.items.iter().position(|i| &i.source == first))
+        .unwrap_or(0);
+    for (index, item) in view.items.iter().enumerate() {
+        if item.kind == ItemKind::Checkpoint {
+            continue;
+        }
+        let trimmed = index < trimmed_end && item.kind != ItemKind::Anchor;
+        match (item.shortened, trimmed) {
+            (_, true) => {
+                in_view.insert(item.source.as_str(), Absence::Trimmed);
+            }
+            (Some(Shortened::Pruned { .. }), _) => {
+                in_view.insert(item.source.as_str(), Absence::Pruned);
+            }
+            (Some(Shortened::Bounded { .. }), _) => {
+                in_view.insert(item.source.as_str(), Absence::Bounded);
+            }
+            (None, false) => {
+                whole.insert(item.source.as_str());
+            }
+        }
+    }
+    let Some(head) = journal.position(view.head.as_str()) else { return Vec::new() };
+    journal
+        .spine_positions(head)
+        .into_iter()
+        .filter(|&p| journal.is_model_visible_at(p))
+        .filter_map(|p| {
+            let id = journal.id_at(p);
+            if whole.contains(&*id) {
+                return None;
+            }
+            Some((p, in_view.get(&*id).copied().unwrap_or(Absence::Covered)))
+        })
+        .collect()
+}
+
+/// What a call needs besides its arguments.
+pub struct RecallContext<'a> {
+    pub journal: &'a Journal,
+    pub view: &'a View,
+    /// Characters the budget leaves for the result.
+    pub room_chars: usize,
+    pub redactor: &'a Redactor,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    #[serde(default)]
+    query: Option<String>,
+    #[serde(default)]
+    entry: Option<String>,
+    #[serde(default)]
+    max_chars: Option<u64>,
+}
+
+/// Runs a call: the text the model reads, or the sentence that says what is wrong.
+pub fn run(ctx: &RecallContext<'_>, input: &Value) -> Result<String, String> {
+    let value = match input {
+        Value::String(s) => serde_json::from_str(s).map_err(|e| {
+            format!("the arguments of {TOOL} are not a JSON object: {e}; send an object")
+        })?,
+        other => other.clone(),
+    };
+    let args: Args = serde_json::from_value(value)
+        .map_err(|e| format!("invalid arguments for {TOOL}: {e}; see the tool's schema"))?;
+    let asked = args.max_chars.map_or(DEFAULT_MAX_CHARS, |n| usize::try_from(n).unwrap_or(usize::MAX));
+    let max = asked.min(ctx.room_chars);
+    if max < 200 {
+        return Err("the context has no room left for recalled text; answer from what you have \
+                    or ask the user to run /compact first"
+            .to_owned());
+    }
+    let text = match (args.entry.as_deref().map(str::trim), args.query.as_deref().map(str::trim)) {
+        (Some(entry), _) if !entry.is_empty() => one_entry(ctx, entry)?,
+        (_, Some(query)) if !query.is_empty() => search(ctx, query)?,
+        _ => {
+            return Err(format!(
+                "{TOOL} needs a query (words to search for) or an entry (an id from a marker or \
+                 an earlier hit)"
+            ))
+        }
+    };
+    let text = ctx.redactor.redact(&text).into_owned();
+    Ok(cap(text, max))
+}
+
+/// `text` cut to `max` characters, with a line saying how much is left out.
+fn cap(text: String, max: usize) -> String {
+    let chars = text.chars().count();
+    if chars <= max {
+        return text;
+    }
+    let keep = max.saturating_sub(200);
+    let end = text.char_indices().nth(keep).map_or(text.len(), |(i, _)| i);
+    format!(
+        "{}\n[... {} more characters not shown: the limit was {max}; ask for less, or recall with \
+         a more specific query]",
+        &text[..end],
+        chars - keep
+    )
+}
+
+/// What an entry holds as searchable text: text blocks, tool-call names and inputs, tool output.
+/// Thinking is left out (it is the model's own and may be signed). A tool result's output is
+/// lent, not copied: a query over a long session reads most of its bytes.
+fn entry_text(payload: &Payload) -> Option<(&'static str, std::borrow::Cow<'_, str>)> {
+    match payload {
+        Payload::User(u) => {
+            let text: Vec<&str> = u.content.iter().filter_map(|b| b.as_text()).collect();
+            let kind = if u.anchor {
+                "anchor"
+            } else if u.synthetic {
+                "synthetic"
+            } else {
+                "user"
+            };
+            Some((kind, text.join("\n").into()))
+        }
+        Payload::Assistant(a) => {
+            let mut out = Vec::new();
+            let mut calls = false;
+            for block in &a.content {
+                if let Some(t) = block.as_text() {
+                    out.push(t.to_owned());
+                } else if let Some(call) = block.as_tool_use() {
+                    calls = true;
+                    out.push(format!("[tool call {} {}]", call.name, call.input));
+                }
+            }
+            let kind = if calls { "assistant (tool calls)" } else { "assistant" };
+            Some((kind, out.join("\n").into()))
+        }
+        Payload::ToolResult(r) => Some(("tool_result", r.content.as_str().into())),
+        _ => None,
+    }
+}
+
+fn one_entry(ctx: &RecallContext<'_>, wanted: &str) -> Result<String, String> {
+    let journal = ctx.journal;
+    let matches: Vec<u32> = (0..journal.len() as u32)
+        .filter(|&p| journal.id_at(p).starts_with(wanted))
+        .collect();
+    let exact = matches.iter().copied().find(|&p| &*journal.id_at(p) == wanted);
+    let pos = match (exact, matches.as_slice()) {
+        (Some(p), _) | (None, &[p]) => p,
+        (None, []) => {
+            return Err(format!(
+                "no journal entry has the id {wanted:?}; use an id from a marker or from a \
+                 recall hit"
+            ))
+        }
+        (None, many) => {
+            return Err(format!(
+                "{} entries start with {wanted:?}; send more of the id",
+                many.len()
+            ))
+        }
+    };
+    let id = journal.id_at(pos).to_string();
+    let in_scope = scope(journal, ctx.view);
+    let Some(&(_, absence)) = in_scope.iter().find(|(p, _)| *p == pos) else {
+        let head = journal.position(ctx.view.head.as_str());
+        let on_spine = head.is_some_and(|h| journal.spine_positions(h).contains(&pos));
+        return Err(if !on_spine {
+            format!(
+                "entry {id} is not on this branch of the conversation; recall reads only the \
+                 current branch"
+            )
+        } else if journal.is_model_visible_at(pos) {
+            format!("entry {id} is in your context whole; read it there")
+        } else {
+            format!("entry {id} is a {} record, not part of the conversation", journal.kind_at(pos))
+        });
+    };
+    let entry = journal.read_entry(pos);
+    let (kind, text) = entry_text(&entry.payload).unwrap_or(("entry", "".into()));
+    Ok(format!("entry {id} · {kind} · {}\n{text}", absence.as_str()))
+}
+
+/// The words of a query worth ranking by, lowercased, each once.
+fn terms(query: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for word in query.split_whitespace() {
+        let word = word
+            .trim_matches(|c: char| !c.is_alphanumeric() && c != '_' && c != '/')
+            .to_lowercase();
+        if word.chars().count() < 2 || STOPWORDS.contains(&word.as_str()) || out.contains(&word) {
+            continue;
+        }
+        out.push(word);
+    }
+    out
+}
+
+struct Hit {
+    pos: u32,
+    score: usize,
+    absence: Absence,
+    kind: &'static str,
+    snippet: String,
+}
+
+fn search(ctx: &RecallContext<'_>, query: &str) -> Result<String, String> {
+    let terms = terms(query);
+    if terms.is_empty() {
+        return Err("the query has no word to search for; name the thing you need (an \
+                    identifier, a path, an error message)"
+            .to_owned());
+    }
+    let alternation: Vec<String> = terms.iter().map(|t| regex::escape(t)).collect();
+    let finder = regex::RegexBuilder::new(&alternation.join("|"))
+        .case_insensitive(true)
+        .build()
+        .map_err(|e| format!("the query cannot be searched for: {e}; use plain words"))?;
+    let in_scope = scope(ctx.journal, ctx.view);
+    let mut hits: Vec<Hit> = Vec::new();
+    for &(pos, absence) in &in_scope {
+        let entry = ctx.journal.read_entry(pos);
+        let Some((kind, text)) = entry_text(&entry.payload) else { continue };
+        let mut seen = vec![false; terms.len()];
+        // (position, term) of the first matches, to place the snippet where most terms meet.
+        let mut found: Vec<(usize, usize)> = Vec::new();
+        for m in finder.find_iter(&text) {
+            // Terms are lowercase; most matches are ASCII and compare without allocating.
+            let word = m.as_str();
+            let same = |t: &String| {
+                if word.is_ascii() {
+                    t.eq_ignore_ascii_case(word)
+                } else {
+                    *t == word.to_lowercase()
+                }
+            };
+            if let Some(i) = terms.iter().position(same) {
+                seen[i] = true;
+                found.push((m.start(), i));
+            }
+            if found.len() >= MAX_MATCHES {
+                break;
+            }
+        }
+        let count = found.len();
+        let first = densest(&found, terms.len());
+        let distinct = seen.iter().filter(|s| **s).count();
+        if distinct == 0 {
+            continue;
+        }
+        let score = distinct * 100 + count.min(20);
+        hits.push(Hit { pos, score, absence, kind, snippet: snippet(&text, first) });
+    }
+    let searched = in_scope.len();
+    if hits.is_empty() {
+        return Ok(format!(
+            "no match for {query:?} among the {searched} entries your context does not carry \
+             whole; try other words (an identifier, a path, a phrase from the error)"
+        ));
+    }
+    // Best first; among equals, the newest.
+    hits.sort_by(|a, b| b.score.cmp(&a.score).then(b.pos.cmp(&a.pos)));
+    let total = hits.len();
+    let mut out = format!(
+        "{total} of the {searched} entries your context does not carry whole match {query:?}; \
+         the best {}:\n",
+        total.min(MAX_HITS)
+    );
+    for (n, hit) in hits.iter().take(MAX_HITS).enumerate() {
+        let id = EntryId::from(&*ctx.journal.id_at(hit.pos));
+        out.push_str(&format!(
+            "\n{}. entry {id} · {} · {}\n   {}\n",
+            n + 1,
+            hit.kind,
+            hit.absence.as_str(),
+            hit.snippet
+        ));
+    }
+    out.push_str("\nRecall one of them with entry=<id> to read it whole.");
+    Ok(out)
+}
+
+/// Matches looked at per entry: enough to find where the terms meet in a long output.
+const MAX_MATCHES: usize = 1_024;
+
+/// The position of the match whose snippet window holds the most distinct terms (the first
+/// such one), so a hit shows the line that matters rather than the first stray word.
+fn densest(found: &[(usize, usize)], terms: usize) -> usize {
+    let mut best = (0usize, found.first().map_or(0, |f| f.0));
+    let mut seen = vec![false; terms];
+    for (i, &(start, _)) in found.iter().enumerate() {
+        seen.iter_mut().for_each(|s| *s = false);
+        let window = found[i..].iter().take_while(|(p, _)| *p < start + SNIPPET_SIDE);
+        let mut distinct = 0;
+        for &(_, term) in window {
+            if !std::mem::replace(&mut seen[term], true) {
+                distinct += 1;
+            }
+        }
+        if distinct > best.0 {
+            best = (distinct, start);
+        }
+        if distinct == terms {
+            break;
+        }
+    }
+    best.1
+}
+
+/// About [`SNIPPET_SIDE`] characters on each side of byte `at`, on one line.
+fn snippet(text: &str, at: usize) -> String {
+    let mut start = at.saturating_sub(SNIPPET_SIDE * 2).min(text.len());
+    while !text.is_char_boundary(start) {
+        start -= 1;
+    }
+    // Count characters, not bytes, on the left.
+    let left: Vec<(usize, char)> = text[start..at.min(text.len())].char_indices().collect();
+    if left.len() > SNIPPET_SIDE {
+        start += left[left.len() - SNIPPET_SIDE].0;
+    }
+    let end = text[at.min(text.len())..]
+        .char_indices()
+        .nth(SNIPPET_SIDE)
+        .map_or(text.len(), |(i, _)| at + i);
+    let body: String = text[start..end].split_whitespace().collect::<Vec<_>>().join(" ");
+    let lead = if start > 0 { "…" } else { "" };
+    let tail = if end < text.len() { "…" } else { "" };
+    format!("{lead}{body}{tail}")
+}
+
+/// The tool's schema.
+pub fn spec() -> ToolSpec {
+    ToolSpec {
+        name: TOOL.to_owned(),
+        description: "Read back what compaction took out of your context: earlier messages, tool \
+                      calls and outputs that the handoff note summarizes or that a marker says \
+                      were pruned or cut. With query, search them and get the best matches with \
+                      their entry ids; with entry (an id from a marker or a hit, or a unique \
+                      prefix), read that entry whole. Read-only; it never reruns anything."
+            .to_owned(),
+        input_schema: json!({"type": "object", "properties": {
+            "query": {"type": "string", "description": "Words to look for: an identifier, a path, a phrase of an error, a decision."},
+            "entry": {"type": "string", "description": "A journal entry id, or a unique prefix of one."},
+            "max_chars": {"type": "integer", "minimum": 200, "description": "Most characters to return (default 20000; never more than the context has room for)."}
+        }, "additionalProperties": false}),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,167 @@
+//! Tests of `recall`: scope, search, lookup by id, caps and redaction, on journals built in
+//! memory.
+
+use codewhale_journal::{
+    AssistantPayload, Block, CompactionPath, CompactionPayload, Covers, Entry, HeaderPayload,
+    UserPayload,
+};
+
+use super::*;
+
+/// u1 (a fact) · a1 · u2 · a2 (a long reply) · u3 · a3, with u1..a1 covered by a record;
+/// and b1, a side branch off u1.
+fn session() -> (Journal, Vec<EntryId>, EntryId) {
+    let header = Entry::new(None, HeaderPayload::new("s", "/w"));
+    let mut journal = Journal::new(header.clone()).unwrap();
+    let mut ids = Vec::new();
+    let mut parent = header.id.clone();
+    let long = format!("Here is the plan. {}", "lorem ipsum ".repeat(200));
+    let payloads: Vec<Payload> = vec![
+        UserPayload::text("Remember: the staging port is 48213, not 8080.").into(),
+        AssistantPayload::new(vec![Block::tool_use("t1", "shell", json!({"command": "deploy --port 48213"}))]).into(),
+        UserPayload::text("Next, the docs.").into(),
+        AssistantPayload::new(vec![Block::text(long)]).into(),
+        UserPayload::text("And now?").into(),
+        AssistantPayload::new(vec![Block::text("Done.")]).into(),
+    ];
+    for payload in payloads {
+        let e = Entry::new(Some(parent.clone()), payload);
+        parent = e.id.clone();
+        ids.push(e.id.clone());
+        journal.push(e);
+    }
+    let side = Entry::new(Some(ids[0].clone()), UserPayload::text("ORCHID on a side branch"));
+    let side_id = side.id.clone();
+    journal.push(side);
+    let mut record = CompactionPayload::new(CompactionPath::Summary, Trigger::Manual);
+    record.covers = Some(Covers::new(ids[0].clone(), ids[1].clone(), 2));
+    record.note = "Codewhale handoff note. x\n\n## Objective\nDeploy.".into();
+    record.summary = Some("## Objective\nDeploy.".into());
+    journal.push(Entry::new(Some(header.id.clone()), record));
+    (journal, ids, side_id)
+}
+
+use codewhale_journal::Trigger;
+
+fn call(journal: &Journal, room: usize, input: Value) -> Result<String, String> {
+    let view = codewhale_journal::render(journal, journal.head_id().as_str());
+    let redactor = Redactor::default();
+    run(&RecallContext { journal, view: &view, room_chars: room, redactor: &redactor }, &input)
+}
+
+#[test]
+fn a_covered_fact_is_found_by_its_words_and_read_whole_by_id() {
+    let (journal, ids, _) = session();
+    let view = codewhale_journal::render(&journal, journal.head_id().as_str());
+    let scoped: Vec<u32> = scope(&journal, &view).into_iter().map(|(p, _)| p).collect();
+    assert_eq!(scoped.len(), 2, "only the covered entries: {scoped:?}");
+    let hits = call(&journal, 50_000, json!({"query": "which staging port?"})).unwrap();
+    assert!(hits.contains(&format!("entry {}", ids[0])), "{hits}");
+    assert!(hits.contains("48213") && hits.contains("covered by compaction"), "{hits}");
+    // The tool call's input is searched too.
+    assert!(hits.contains(&format!("entry {}", ids[1])), "{hits}");
+    let prefix = &ids[0].as_str()[..30];
+    let whole = call(&journal, 50_000, json!({"entry": prefix})).unwrap();
+    assert!(whole.ends_with("the staging port is 48213, not 8080."), "{whole}");
+}
+
+#[test]
+fn another_branch_and_what_the_view_holds_whole_are_refused() {
+    let (journal, ids, side) = session();
+    let err = call(&journal, 50_000, json!({"entry": side.as_str()})).unwrap_err();
+    assert!(err.contains("not on this branch"), "{err}");
+    let none = call(&journal, 50_000, json!({"query": "ORCHID"})).unwrap();
+    assert!(none.starts_with("no match"), "{none}");
+    let err = call(&journal, 50_000, json!({"entry": ids[4].as_str()})).unwrap_err();
+    assert!(err.contains("in your context whole"), "{err}");
+    let err = call(&journal, 50_000, json!({"entry": "zzz"})).unwrap_err();
+    assert!(err.contains("no journal entry"), "{err}");
+    assert!(call(&journal, 50_000, json!({})).unwrap_err().contains("needs a query"));
+}
+
+/// What the last request's fail-open trim left out is in scope, though the view holds it;
+/// and what comes back is redacted by the redactor of now.
+#[test]
+fn a_trimmed_entry_is_in_scope_and_results_are_redacted_again() {
+    let header = Entry::new(None, HeaderPayload::new("s", "/w"));
+    let mut journal = Journal::new(header.clone()).unwrap();
+    let mut parent = header.id.clone();
+    let mut push = |journal: &mut Journal, payload: Payload| {
+        let e = Entry::new(Some(parent.clone()), payload);
+        parent = e.id.clone();
+        journal.push(e.clone());
+        e.id
+    };
+    let old = push(&mut journal, UserPayload::text("the token is tok-ABCDEF123456 for CI").into());
+    push(&mut journal, AssistantPayload::new(vec![Block::text("noted")]).into());
+    let kept = push(&mut journal, UserPayload::text("go on").into());
+    let mut reply = AssistantPayload::new(vec![Block::text("going")]);
+    let mut reads = codewhale_journal::Reads::new(kept.clone(), None);
+    reads.trimmed_before = Some(kept.clone());
+    reply.reads = Some(reads);
+    push(&mut journal, reply.into());
+    let view = codewhale_journal::render(&journal, journal.head_id().as_str());
+    let scoped = scope(&journal, &view);
+    assert_eq!(scoped.len(), 2, "the two entries before the trim: {scoped:?}");
+    assert!(scoped.iter().all(|(_, a)| *a == Absence::Trimmed));
+    let redactor = Redactor::new(&[], &["tok-ABCDEF123456".to_owned()]).unwrap();
+    let ctx = RecallContext { journal: &journal, view: &view, room_chars: 10_000, redactor: &redactor };
+    let out = run(&ctx, &json!({"entry": old.as_str()})).unwrap();
+    assert!(out.contains("left out of the last request"), "{out}");
+    assert!(!out.contains("tok-ABCDEF123456") && out.contains("REDACTED"), "{out}");
+}
+
+#[test]
+fn results_stay_inside_the_room_the_budget_leaves() {
+    let (mut journal, ids, _) = session();
+    // Cover the long reply too.
+    let mut record = CompactionPayload::new(CompactionPath::Summary, Trigger::Manual);
+    record.covers = Some(Covers::new(ids[0].clone(), ids[3].clone(), 4));
+    record.note = "Codewhale handoff note. y\n\n## Objective\nDeploy.".into();
+    let header = journal.header_entry().id.clone();
+    journal.push(Entry::new(Some(header), record));
+    let out = call(&journal, 400, json!({"entry": ids[3].as_str()})).unwrap();
+    assert!(out.chars().count() <= 400 && out.contains("not shown"), "{out}");
+    let out = call(&journal, 50_000, json!({"entry": ids[3].as_str(), "max_chars": 300}))
+        .unwrap();
+    assert!(out.chars().count() <= 300, "{}", out.chars().count());
+    let err = call(&journal, 100, json!({"query": "port"})).unwrap_err();
+    assert!(err.contains("no room"), "{err}");
+}
+
+#[test]
+fn terms_drop_stopwords_and_punctuation() {
+    assert_eq!(terms("What was the error code of `deploy.sh`?"), ["error", "code", "deploy.sh"]);
+    assert_eq!(terms("the a of"), Vec::<String>::new());
+}
+
+#[test]
+fn snippets_are_one_line_around_the_match() {
+    let text = format!("{}needle\nin a haystack{}", "x ".repeat(300), " y".repeat(300));
+    let at = text.find("needle").unwrap();
+    let s = snippet(&text, at);
+    assert!(s.starts_with('…') && s.ends_with('…') && s.contains("needle in a haystack"));
+    assert!(s.chars().count() <= 2 * SNIPPET_SIDE + 2, "{}", s.chars().count());
+    assert_eq!(snippet("short é text", 0), "short é text");
+}
+
+#[test]
+fn cap_says_how_much_is_left_out() {
+    let out = cap("é".repeat(1000), 500);
+    assert!(out.chars().count() <= 500, "{}", out.chars().count());
+    assert!(out.contains("more characters not shown"), "{out}");
+    assert_eq!(cap("short".into(), 500), "short");
+}
+
+#[test]
+fn the_schema_has_the_fixed_optional_fields() {
+    let s = spec();
+    assert_eq!(s.name, "recall");
+    let props = s.input_schema["properties"].as_object().unwrap();
+    let names: Vec<&str> = props.keys().map(String::as_str).collect();
+    assert_eq!(names.len(), 3);
+    for n in ["query", "entry", "max_chars"] {
+        assert!(names.contains(&n));
+    }
+    assert!(s.input_schema.get("required").is_none());
+}

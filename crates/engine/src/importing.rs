@@ -49,6 +49,9 @@ pub struct Imported {
     pub view_tokens: u64,
     /// `view_tokens` is an estimate (bytes / 4), not an o200k count.
     pub view_tokens_estimated: bool,
+    /// Sessions imported from the same file before, newest first: importing again makes a new
+    /// session (the source may have grown), and the caller says which ones already exist.
+    pub earlier: Vec<String>,
 }
 
 /// Why an import failed.
@@ -83,6 +86,14 @@ pub fn import(params: &ImportParams<'_>) -> Result<Imported, ImportFailed> {
         app_version: env!("CARGO_PKG_VERSION").to_owned(),
     };
     let dir = sessions_dir(params.home);
+    let source_path = source.display().to_string();
+    let earlier: Vec<String> = codewhale_journal::list_sessions(&dir)
+        .map(|l| l.sessions)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|s| s.imported_from.as_deref() == Some(source_path.as_str()))
+        .map(|s| s.id)
+        .collect();
     let mut file: Option<JournalFile> = None;
     let mut secret_thinking = 0u64;
     let sink = |mut entry: Entry| -> Result<(), ImportError> {
@@ -153,6 +164,7 @@ pub fn import(params: &ImportParams<'_>) -> Result<Imported, ImportFailed> {
         report,
         view_tokens,
         view_tokens_estimated: !exact,
+        earlier,
     })
 }
 

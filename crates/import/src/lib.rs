@@ -184,6 +184,7 @@ fn merge_counts(into: &mut Report, from: Report) {
     into.entries_read += from.entries_read;
     into.torn_tail_bytes = into.torn_tail_bytes.or(from.torn_tail_bytes);
     into.sidechain_lines += from.sidechain_lines;
+    into.subagent |= from.subagent;
     into.images_replaced += from.images_replaced;
     for (k, v) in from.lines_unused {
         *into.lines_unused.entry(k).or_default() += v;
@@ -197,16 +198,12 @@ fn merge_counts(into: &mut Report, from: Report) {
     }
 }
 
-fn new_header(cwd: Option<&str>, origin: &Origin) -> HeaderPayload {
+/// The header of an imported session. It belongs to the workspace it is imported into
+/// (`origin.default_cwd`), where `codewhale resume --last` and the session pickers look for
+/// it; the other tool's own `cwd` is kept in `imported_from.cwd`.
+fn new_header(origin: &Origin) -> HeaderPayload {
     let id = uuid::Uuid::now_v7().hyphenated().to_string();
-    let cwd = match cwd {
-        // The workspace path as this machine names it, when it exists here.
-        Some(c) => std::fs::canonicalize(c)
-            .map(|p| p.display().to_string())
-            .unwrap_or_else(|_| c.to_owned()),
-        None => origin.default_cwd.clone(),
-    };
-    let mut header = HeaderPayload::new(id, cwd);
+    let mut header = HeaderPayload::new(id, origin.default_cwd.clone());
     header.app_version = origin.app_version.clone();
     header
 }
@@ -216,27 +213,35 @@ fn imported_from(
     path: &str,
     session: Option<&String>,
     version: Option<&String>,
+    cwd: Option<&String>,
 ) -> Value {
-    json!({ "tool": tool.as_str(), "path": path, "session_id": session, "version": version })
+    json!({
+        "tool": tool.as_str(),
+        "path": path,
+        "session_id": session,
+        "version": version,
+        "cwd": cwd,
+    })
 }
 
 fn claude_header(meta: &claude::Meta, origin: &Origin) -> HeaderPayload {
-    let mut h = new_header(meta.cwd.as_deref(), origin);
+    let mut h = new_header(origin);
     h.provider = "anthropic".into();
     h.model = meta.model.clone().unwrap_or_default();
     h.title = meta.custom_title.clone().or(meta.ai_title.clone()).or(meta.summary_title.clone());
-    let from =
-        imported_from(Tool::Claude, &origin.path, meta.session_id.as_ref(), meta.version.as_ref());
+    let (session, version) = (meta.session_id.as_ref(), meta.version.as_ref());
+    let from = imported_from(Tool::Claude, &origin.path, session, version, meta.cwd.as_ref());
     h.extra.insert("imported_from".into(), from);
     h
 }
 
 fn codex_header(meta: &codex::Meta, origin: &Origin) -> HeaderPayload {
-    let mut h = new_header(meta.cwd.as_deref(), origin);
+    let mut h = new_header(origin);
     h.provider = meta.provider.clone().unwrap_or_else(|| "openai".into());
     h.model = meta.model.clone().unwrap_or_default();
     h.title = meta.title.clone();
-    let from = imported_from(Tool::Codex, &origin.path, meta.id.as_ref(), meta.version.as_ref());
+    let (session, version) = (meta.id.as_ref(), meta.version.as_ref());
+    let from = imported_from(Tool::Codex, &origin.path, session, version, meta.cwd.as_ref());
     h.extra.insert("imported_from".into(), from);
     h
 }

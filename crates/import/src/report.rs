@@ -67,6 +67,9 @@ pub struct Report {
     pub summaries_imported: u64,
     /// Lines of sub-agent conversations (not spliced into the main branch).
     pub sidechain_lines: u64,
+    /// The source is a sub-agent's own transcript (Claude Code's `agent-*.jsonl`), imported
+    /// as a session of its own.
+    pub subagent: bool,
     /// Images and documents replaced by a one-line text placeholder.
     pub images_replaced: u64,
     /// Bytes of a torn final line (a file still being written, or cut short), if any.
@@ -93,6 +96,7 @@ impl Report {
             thinking_dropped_reasons: BTreeMap::new(),
             summaries_imported: 0,
             sidechain_lines: 0,
+            subagent: false,
             images_replaced: 0,
             torn_tail_bytes: None,
             lines_unused: BTreeMap::new(),

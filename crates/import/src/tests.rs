@@ -109,7 +109,9 @@ fn claude_split_responses_merge_and_sibling_results_pair_in_call_order() {
     assert_eq!(report.lines_unused["metadata line (custom-title)"], 1);
     assert_eq!(report.lines_unused["metadata line (file-history-snapshot)"], 1);
     let h = header(&entries);
-    assert_eq!((h.cwd.as_str(), h.model.as_str()), ("/home/u/proj", "claude-sonnet-4-5-20250929"));
+    // The session belongs to the workspace it is imported into; the source's own is kept.
+    assert_eq!((h.cwd.as_str(), h.model.as_str()), ("/w", "claude-sonnet-4-5-20250929"));
+    assert_eq!(h.extra["imported_from"]["cwd"], "/home/u/proj");
     assert_eq!(h.title.as_deref(), Some("json flag"));
     assert_eq!(h.extra["imported_from"]["tool"], "claude");
     assert_eq!(h.extra["imported_from"]["session_id"], "4f0c1d2e-0000-4000-8000-000000000001");
@@ -169,6 +171,55 @@ fn claude_sidechains_are_counted_and_the_task_result_stays() {
             "assistant: The config is loaded by `load_config` in src/config.rs.",
         ]
     );
+}
+
+#[test]
+fn a_sub_agents_own_transcript_is_a_session_of_its_own() {
+    // Claude Code's `agent-*.jsonl`: every line a sidechain line.
+    let (entries, report) = run("claude/agent-subagent.jsonl");
+    assert!(report.subagent);
+    assert_eq!(report.sidechain_lines, 0, "its lines are the conversation");
+    let shape = shape(&entries);
+    assert_eq!(shape.len(), 4, "{shape:?}");
+    assert_eq!(shape[0], "user: Find where the config file is loaded.");
+}
+
+#[test]
+fn claude_harness_lines_in_the_user_role_are_counted_not_imported() {
+    let line = |uuid: &str, parent: &str, content: &str| {
+        format!(
+            "{{\"type\":\"user\",\"uuid\":\"{uuid}\",\"parentUuid\":{parent},\"sessionId\":\"s\",\
+             \"cwd\":\"/w\",\"timestamp\":\"2025-11-25T09:00:00.000Z\",\"message\":{{\"role\":\"user\",\
+             \"content\":{content}}}}}\n"
+        )
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("harness.jsonl");
+    let text = [
+        line("u1", "null", "\"fix the parser\""),
+        line("u2", "\"u1\"", "\"[Request interrupted by user]\""),
+        line("u3", "\"u2\"", "\"<command-name>/clear</command-name>\""),
+        line(
+            "u4",
+            "\"u3\"",
+            "[{\"type\":\"text\",\"text\":\"<local-command-stdout></local-command-stdout>\"}]",
+        ),
+        line("u5", "\"u4\"", "\"and now the lexer\""),
+    ]
+    .concat();
+    std::fs::write(&path, text).unwrap();
+    let mut entries = Vec::new();
+    let imported = import_file(&path, &origin(), |e| {
+        entries.push(e);
+        Ok(())
+    })
+    .unwrap();
+    let texts = shape(&entries).join(" | ");
+    assert!(!texts.contains("interrupted") && !texts.contains("command"), "{texts}");
+    assert!(texts.contains("fix the parser") && texts.contains("and now the lexer"), "{texts}");
+    let unused = &imported.report.lines_unused;
+    assert_eq!(unused["interruption marker written by Claude Code"], 1, "{unused:?}");
+    assert_eq!(unused["slash command or its local output, written by Claude Code"], 2);
 }
 
 #[test]

@@ -45,6 +45,8 @@ pub struct SessionInfo {
     pub updated: Timestamp,
     pub provider: String,
     pub model: String,
+    /// The source file a `codewhale import` read (the header's `imported_from.path`).
+    pub imported_from: Option<String>,
 }
 
 /// The sessions of a directory, newest first, and the files that could not be listed.
@@ -145,6 +147,12 @@ fn read_session(path: &Path, cached: Option<Counted>) -> Result<(SessionInfo, Co
         return Err(format!("the first line is a `{}` entry, not a header", header.kind()));
     };
     let title = h.title.clone().or_else(|| first_user_title(&chunk[header_end + 1..]));
+    let imported_from = h
+        .extra
+        .get("imported_from")
+        .and_then(|v| v.get("path"))
+        .and_then(|p| p.as_str())
+        .map(str::to_owned);
     let counted = count_lines(&mut file, len, cached).map_err(|e| e.to_string())?;
     let info = SessionInfo {
         id: h.session_id,
@@ -156,6 +164,7 @@ fn read_session(path: &Path, cached: Option<Counted>) -> Result<(SessionInfo, Co
         updated,
         provider: h.provider,
         model: h.model,
+        imported_from,
     };
     Ok((info, counted))
 }

@@ -2,7 +2,8 @@
 //!
 //! - `user`: a string is one text; an array gives its `tool_result`s (in order) and then one
 //!   user message of its text, with images and documents replaced by a placeholder;
-//!   `isMeta` lines (harness-injected text) are counted, not imported; an `isCompactSummary`
+//!   `isMeta` lines (harness-injected text) are counted, not imported, and so are the
+//!   harness's interruption markers and slash-command lines in the user role; an `isCompactSummary`
 //!   line is the summary of the `compact_boundary` before it.
 //! - `assistant`: its blocks, grouped by `message.id` (Claude Code writes one line per block);
 //!   blocks of unknown types (`redacted_thinking`, server tools) are kept byte-for-byte; API
@@ -155,7 +156,10 @@ fn user(
 ) {
     let items = match content {
         Value::String(text) => {
-            out.push(Event::User { blocks: vec![Block::text(text)], ts });
+            match harness_text(&text) {
+                Some(reason) => report.unused(reason),
+                None => out.push(Event::User { blocks: vec![Block::text(text)], ts }),
+            }
             return;
         }
         Value::Array(items) => items,
@@ -175,7 +179,10 @@ fn user(
             }
             Some("text") => {
                 if let Some(text) = item.get("text").and_then(Value::as_str) {
-                    blocks.push(Block::text(text));
+                    match harness_text(text) {
+                        Some(reason) => report.unused(reason),
+                        None => blocks.push(Block::text(text)),
+                    }
                 }
             }
             Some(kind @ ("image" | "document")) => {
@@ -195,6 +202,27 @@ fn user(
     if !blocks.is_empty() {
         out.push(Event::User { blocks, ts });
     }
+}
+
+/// Why `text` is not the user's words but a line Claude Code's harness wrote in the user
+/// role: an interruption marker, or a slash command and its local output. Such text is left
+/// out (and counted): the model would read it as something the user said.
+fn harness_text(text: &str) -> Option<&'static str> {
+    let t = text.trim_start();
+    if t.starts_with("[Request interrupted by user") {
+        return Some("interruption marker written by Claude Code");
+    }
+    const COMMAND_TAGS: [&str; 5] = [
+        "<command-name>",
+        "<command-message>",
+        "<local-command-stdout>",
+        "<local-command-stderr>",
+        "<local-command-caveat>",
+    ];
+    COMMAND_TAGS
+        .iter()
+        .any(|tag| t.starts_with(tag))
+        .then_some("slash command or its local output, written by Claude Code")
 }
 
 fn assistant_block(item: Value) -> Option<Block> {

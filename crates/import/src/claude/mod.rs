@@ -204,9 +204,15 @@ pub(crate) fn plan(index: &Index, report: &mut Report) -> Vec<usize> {
             }
         }
     }
+    // A sub-agent's own transcript (`agent-*.jsonl`: every message a sidechain line) is a
+    // conversation of its own, imported as such; in a main session its sidechains stay out.
+    let own_sidechain =
+        !nodes.iter().any(|n| matches!(n.kind, Kind::User | Kind::Assistant) && !n.sidechain);
+    report.subagent = own_sidechain && nodes.iter().any(|n| n.sidechain);
+    let on_branch_kind = |n: &Node| own_sidechain || !n.sidechain;
     let leaf = nodes.iter().enumerate().rposition(|(i, n)| {
         matches!(n.kind, Kind::User | Kind::Assistant)
-            && !n.sidechain
+            && on_branch_kind(n)
             && n.uuid.is_some()
             && !duplicate[i]
     });
@@ -238,7 +244,7 @@ pub(crate) fn plan(index: &Index, report: &mut Report) -> Vec<usize> {
         chain.iter().flat_map(|&i| nodes[i].results.iter().map(String::as_str)).collect();
     let mut off_chain_results: HashMap<&str, usize> = HashMap::new();
     for (i, n) in nodes.iter().enumerate() {
-        if n.kind == Kind::User && !n.sidechain && !duplicate[i] && !on_chain.contains(&i) {
+        if n.kind == Kind::User && on_branch_kind(n) && !duplicate[i] && !on_chain.contains(&i) {
             for id in &n.results {
                 off_chain_results.entry(id.as_str()).or_insert(i);
             }
@@ -263,7 +269,7 @@ pub(crate) fn plan(index: &Index, report: &mut Report) -> Vec<usize> {
         if on_chain.contains(&i) || spliced.contains(&i) {
             continue;
         }
-        if n.sidechain {
+        if n.sidechain && !own_sidechain {
             report.sidechain_lines += 1;
             continue;
         }

@@ -167,6 +167,8 @@ fn report_json(i: &Imported) -> serde_json::Value {
     let r = &i.report;
     json!({
         "session": i.session_id,
+        "earlier_imports": i.earlier,
+        "subagent": r.subagent,
         "path": i.path.display().to_string(),
         "source": r.source.as_str(),
         "entries_read": r.entries_read,
@@ -203,6 +205,24 @@ fn human(i: &Imported, source: &Path, home_flag: &str) -> String {
         i.session_id,
         i.session_id
     );
+    if r.subagent {
+        out.push_str(
+            "  a sub-agent's own transcript (Claude Code's `agent-*.jsonl`), imported as a \
+             session of its own; the session that started the sub-agent is imported from its \
+             own file\n",
+        );
+    }
+    if let Some(before) = i.earlier.first() {
+        out.push_str(&format!(
+            "  this file was imported before, as session {before}{}: that session is unchanged \
+             (`codewhale resume {before}{home_flag}` continues it)\n",
+            if i.earlier.len() > 1 {
+                format!(" (and {} more)", i.earlier.len() - 1)
+            } else {
+                String::new()
+            }
+        ));
+    }
     let mut row = |label: &str, value: String| out.push_str(&format!("  {label:<20} {value}\n"));
     row("entries read", format!("{} lines", r.entries_read));
     row("entries written", r.entries_written.to_string());

@@ -138,6 +138,9 @@ pub struct App {
     /// A notice to show under the conversation once the engine's next page replaces it (a
     /// resumed session, a HEAD move).
     pub(crate) reset_notice: Option<String>,
+    /// A notice for the session being switched to (an import's report), shown under its
+    /// conversation once it is open.
+    pub(crate) carried_notice: Option<String>,
     /// Messages typed while a turn or `/compact` ran, sent in order when it ends.
     pub(crate) queued: VecDeque<Outgoing>,
     /// Another session is being opened: its file's size, for the status line.
@@ -205,6 +208,7 @@ impl App {
             pending: Vec::new(),
             older: None,
             reset_notice: None,
+            carried_notice: None,
             queued: VecDeque::new(),
             opening: None,
             quit_armed: false,

@@ -249,6 +249,9 @@ impl App {
             if let Some(text) = self.reset_notice.take() {
                 self.notice(NoticeKind::Info, text);
             }
+            if let Some(text) = self.carried_notice.take() {
+                self.notice(NoticeKind::Info, text);
+            }
             self.older = page.older;
         } else if pending == Some(Pending::OlderHistory) {
             self.transcript.prepend(earlier);

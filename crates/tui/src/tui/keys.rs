@@ -368,6 +368,12 @@ impl App {
                 self.composer.set_text(&text);
                 self.after_edit();
             }
+            ViewAction::PutBack(text) => {
+                self.views.pop();
+                self.composer.clear();
+                self.composer.paste(&text);
+                self.after_edit();
+            }
             ViewAction::Send(text) => {
                 self.views.pop();
                 let attachments = std::mem::take(&mut self.mentions);

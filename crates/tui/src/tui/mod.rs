@@ -435,7 +435,7 @@ fn import_session(
     let imported = import(&ImportParams { home, workspace, source })
         .map_err(|e| format!("cannot import {}: {e}", source.display()))?;
     let r = &imported.report;
-    let report = format!(
+    let mut report = format!(
         "imported the {} session: {} entries read, {} written, {} tool pairs repaired, {} \
          summaries imported; switching to it",
         r.source.display_name(),
@@ -444,6 +444,12 @@ fn import_session(
         r.pairs_repaired,
         r.summaries_imported
     );
+    if let Some(before) = imported.earlier.first() {
+        report.push_str(&format!(
+            " (this file was imported before, as session {before}, which is unchanged: \
+             `/resume {before}` goes back to it)"
+        ));
+    }
     Ok((imported.session_id, report))
 }
 

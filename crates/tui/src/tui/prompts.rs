@@ -159,9 +159,9 @@ impl View for ConfirmSend {
         match key.code {
             KeyCode::Char('y') | KeyCode::Char('Y') => ViewAction::Send(self.text.clone()),
             KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc => {
-                ViewAction::UseText(self.text.clone())
+                ViewAction::PutBack(self.text.clone())
             }
-            _ if is_ctrl_c(&key) => ViewAction::UseText(self.text.clone()),
+            _ if is_ctrl_c(&key) => ViewAction::PutBack(self.text.clone()),
             _ => ViewAction::Stay,
         }
     }

@@ -161,7 +161,9 @@ impl App {
                 self.views.push(Box::new(view));
             }
             AppEvent::Imported(Ok((id, report))) => {
-                self.notice(NoticeKind::Info, report);
+                // Said here, and again under the imported conversation once it is open.
+                self.notice(NoticeKind::Info, report.clone());
+                self.carried_notice = Some(report);
                 self.effects.push(Effect::OpenSession(codewhale_engine::Resume::Id(id)));
             }
             AppEvent::Imported(Err(e)) => self.notice(NoticeKind::Error, e),

@@ -44,6 +44,9 @@ pub enum ViewAction {
     /// Put this text in the composer and close (a history search's choice, a message whose
     /// sending was declined).
     UseText(String),
+    /// Put this declined message back in the composer as it was typed — a large paste as its
+    /// chip again, not thousands of raw lines — and close.
+    PutBack(String),
     /// Send this message (confirmed although it is larger than the window) and close.
     Send(String),
     /// Start a new session (Esc on the start-up picker) and close.

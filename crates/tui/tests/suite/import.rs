@@ -350,3 +350,27 @@ async fn an_imported_session_is_compacted_by_codewhale_own_pass() {
     let check = s.run(&["journal", "check", report["path"].as_str().unwrap()]).await;
     assert!(text(&check.stdout).contains("2 compactions"), "{}", text(&check.stdout));
 }
+
+/// An imported session belongs to the workspace it was imported into, whatever directory the
+/// other tool worked in: `--last` there finds it. Importing the same file again says which
+/// session came from it before, and the `--home` given is repeated in the suggested command.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_import_belongs_to_its_workspace_and_a_second_import_names_the_first() {
+    let s = Setup::new().await;
+    // The fixture's own workspace (/home/u/proj) is not this test's.
+    let source = fixture("claude/basic.jsonl");
+    let first = s.import_json(&[source.to_str().unwrap()]).await;
+    let id = first["session"].as_str().unwrap().to_owned();
+    assert_eq!(first["earlier_imports"], serde_json::json!([]));
+    let context = s.run(&["context", "--last", "--json"]).await;
+    assert!(context.status.success(), "stderr: {}", text(&context.stderr));
+    let report: Value = serde_json::from_str(&text(&context.stdout)).unwrap();
+    assert_eq!(report["session"], id.as_str(), "`--last` in this workspace finds it");
+
+    let home = s.home.path().display().to_string();
+    let again = s.run(&["import", source.to_str().unwrap(), "--home", &home]).await;
+    assert!(again.status.success(), "stderr: {}", text(&again.stderr));
+    let out = text(&again.stdout);
+    assert!(out.contains(&format!("this file was imported before, as session {id}")), "{out}");
+    assert!(out.contains(&format!("--home {home}`")), "the hint repeats --home: {out}");
+}

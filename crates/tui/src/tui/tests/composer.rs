@@ -51,6 +51,7 @@ fn a_message_larger_than_the_window_asks_first() {
     h.key(KeyCode::Char('n'), KeyModifiers::NONE);
     assert!(h.ops().is_empty());
     assert!(!h.app.composer.is_empty(), "back in the composer");
+    assert!(h.screen().contains("[pasted"), "as the chip it was, not its raw lines");
     h.enter();
     h.key(KeyCode::Char('y'), KeyModifiers::NONE);
     assert_eq!(h.ops().len(), 1);

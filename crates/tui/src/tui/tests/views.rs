@@ -242,6 +242,16 @@ fn import_picks_another_tools_session_and_switches_to_the_imported_one() {
     assert_eq!(h.effects(), [Effect::Import("/c/rollout-a.jsonl".into())]);
     h.send(AppEvent::Imported(Ok(("0190-new".into(), "imported the Codex CLI session".into()))));
     assert_eq!(h.effects(), [Effect::OpenSession(codewhale_engine::Resume::Id("0190-new".into()))]);
+    // The imported session opens in a fresh transcript: the report is shown there too.
+    h.app.attach(Box::new(h.ops.clone()));
+    let page = codewhale_engine::protocol::HistoryPage {
+        head: "e1".into(),
+        items: Vec::new(),
+        older: None,
+        reset: true,
+    };
+    h.engine(0, Event::History { page });
+    assert!(h.screen().contains("imported the Codex CLI session"), "{}", h.screen());
 }
 
 #[test]

@@ -450,13 +450,63 @@ impl WriterThread {
     }
 }
 
-/// The advisory lock on `<file>.lock`, recording the holder's pid.
+/// The advisory lock on `<file>.lock`, recording the holder's pid. The lock file is removed
+/// when the lock is released, so a session closed cleanly leaves no `.lock` behind; an opener
+/// that locked a lock file removed meanwhile sees that its file is no longer the one at the
+/// path and tries again, so removal never lets two holders in.
 struct Lock {
-    _file: File,
+    file: File,
+    path: PathBuf,
 }
+
+impl Drop for Lock {
+    /// Unlinked while still locked (the file closes after this body), so no one who opens the
+    /// path from now on can lock the old file and believe it is the lock.
+    fn drop(&mut self) {
+        if is_the_file_at(&self.file, &self.path) {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Whether `file` is the file `path` names now (not one removed or replaced since it was
+/// opened).
+fn is_the_file_at(file: &File, path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (file.metadata(), std::fs::metadata(path)) {
+            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (file, path);
+        false
+    }
+}
+
+/// Attempts at a lock whose file another holder removed as it let go.
+const LOCK_ATTEMPTS: usize = 5;
 
 impl Lock {
     fn acquire(path: &Path) -> Result<Lock, OpenError> {
+        let mut attempt = 0;
+        loop {
+            let lock = Lock::acquire_once(path)?;
+            attempt += 1;
+            if cfg!(not(unix)) || is_the_file_at(&lock.file, &lock.path) || attempt >= LOCK_ATTEMPTS
+            {
+                return Ok(lock);
+            }
+            // The holder removed the file as it let go; this one is no longer the lock (and
+            // dropping it removes nothing, as it is not the file at the path).
+            drop(lock);
+        }
+    }
+
+    fn acquire_once(path: &Path) -> Result<Lock, OpenError> {
         let lock_path = lock_path(path);
         let io_err = |action| {
             let p = lock_path.clone();
@@ -492,7 +542,7 @@ impl Lock {
                         source: io::Error::new(e.kind(), io_phrase(&e)),
                     });
                 }
-                Ok(Lock { _file: file })
+                Ok(Lock { file, path: lock_path })
             }
             Err(std::fs::TryLockError::WouldBlock) => {
                 let mut pid = String::new();

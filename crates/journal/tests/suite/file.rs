@@ -25,6 +25,21 @@ fn a_second_writer_is_refused_with_the_holders_pid() {
 }
 
 #[test]
+fn a_clean_close_leaves_no_lock_file_and_the_next_writer_gets_the_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = JournalFile::create_session(dir.path(), HeaderPayload::new("s", "/w")).unwrap();
+    let path = f.path().to_owned();
+    let lock = codewhale_journal::lock_path(&path);
+    assert!(lock.exists(), "held while open");
+    f.close().unwrap();
+    assert!(!lock.exists(), "a clean close removes it");
+    let (f, _) = JournalFile::open(&path).unwrap();
+    assert!(matches!(JournalFile::open(&path), Err(OpenError::Locked { .. })), "still exclusive");
+    f.close().unwrap();
+    assert!(!lock.exists());
+}
+
+#[test]
 fn creating_over_an_existing_file_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.jsonl");

@@ -156,6 +156,7 @@ async fn exec(params: EngineParams, prompt: String, json: bool) -> anyhow::Resul
     let mut outcome: Option<(TurnStatus, String)> = None;
     let mut errors: Vec<String> = Vec::new();
     let mut stdout = std::io::stdout().lock();
+    let mut stdout_closed = false;
     loop {
         let msg = tokio::select! {
             msg = events.recv() => msg,
@@ -165,12 +166,11 @@ async fn exec(params: EngineParams, prompt: String, json: bool) -> anyhow::Resul
             }
         };
         let Some(msg) = msg else { break };
-        if json {
+        if json && !stdout_closed {
             let line = serde_json::to_string(&msg).context("cannot encode an event as JSON")?;
-            // A closed pipe (`| head`) is not an error worth reporting.
-            if writeln!(stdout, "{line}").is_err() {
-                handle.submit(Op::Interrupt);
-            }
+            // A closed pipe (`| head`) is not an error: the reader has what it wanted. The turn
+            // still runs to its end, so the session is left whole rather than cut mid-turn.
+            stdout_closed = writeln!(stdout, "{line}").is_err();
         }
         if !json {
             if let Some(line) = super::notices::line(&msg.event) {
@@ -210,7 +210,8 @@ async fn exec(params: EngineParams, prompt: String, json: bool) -> anyhow::Resul
     // An answer is printed only once it is durably in the journal: a turn whose write failed
     // is a failed turn, and its reply is not shown as an answer.
     if !json && !text.is_empty() && status != TurnStatus::Failed {
-        println!("{}", text.trim_end());
+        // A reader that left (`| head -c 10`) makes this fail, which is nobody's error.
+        let _ = writeln!(std::io::stdout(), "{}", text.trim_end());
     }
     Ok(match status {
         TurnStatus::Completed => ExitCode::SUCCESS,

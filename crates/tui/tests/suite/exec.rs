@@ -276,6 +276,33 @@ async fn a_message_left_unanswered_by_a_kill_is_set_aside_not_merged() {
     assert!(sent.contains("branch message") && !sent.contains("long reply please"), "{sent}");
 }
 
+/// A reader that leaves early (`exec --json | head -c 10`) is not an error: the turn runs to
+/// its end, the session is whole (no message taken back), and exec exits 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reader_that_leaves_early_cuts_nothing_short() {
+    use tokio::io::AsyncReadExt as _;
+    let s = Setup::new().await;
+    s.server.push(Reply::text("a whole answer").slow(std::time::Duration::from_millis(50)));
+    let mut cmd = s.command();
+    cmd.arg("exec")
+        .args(["--provider", "openai", "--model", "gpt-4.1", "--json"])
+        .args(["--base-url", &s.server.openai_base_url()])
+        .arg("tell me")
+        .env("OPENAI_API_KEY", TEST_API_KEY)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 10];
+    stdout.read_exact(&mut first).await.unwrap();
+    drop(stdout);
+    let out = child.wait_with_output().await.unwrap();
+    assert!(out.status.success(), "exit {:?}, stderr: {}", out.status, text(&out.stderr));
+    let journal = std::fs::read_to_string(&s.sessions()[0]).unwrap();
+    assert!(journal.contains("a whole answer"), "the turn ran to its end");
+    assert!(!journal.contains("\"kind\":\"head\""), "nothing was taken back: {journal}");
+}
+
 /// Runs `codewhale exec ARGS` inside a pseudo-terminal (`script`), typing `input`.
 async fn exec_in_terminal(s: &Setup, args: &str, input: &str) -> Output {
     use tokio::io::AsyncWriteExt as _;

@@ -5,13 +5,7 @@ use std::time::{Duration, Instant};
 
 use codewhale_provider::test_support::{MockServer, Reply};
 
-use super::pty::{Pty, WAIT};
-
-fn mock_args(base_url: &str) -> Vec<String> {
-    ["--provider", "openai", "--model", "gpt-4.1", "--base-url", base_url]
-        .map(str::to_owned)
-        .to_vec()
-}
+use super::pty::{mock_args, Pty, WAIT};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shift_enter_inserts_a_newline_where_the_terminal_reports_it() {

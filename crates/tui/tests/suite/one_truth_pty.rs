@@ -10,7 +10,7 @@ use codewhale_tui::tui::cells::short_tokens;
 use serde_json::Value;
 use tempfile::TempDir;
 
-use super::pty::{journals, Pty, SUMMARY};
+use super::pty::{journals, mock_args, Pty, SUMMARY};
 
 /// Tall enough for a whole `/context` report to stay on screen.
 const ROWS: u16 = 70;
@@ -91,16 +91,9 @@ async fn the_gauge_context_the_cli_and_the_capsule_agree_on_every_path() {
     server.push(answer(2));
     let (home, ws) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let base_url = server.openai_base_url();
-    let args = [
-        "--provider",
-        "openai",
-        "--model",
-        "gpt-4.1",
-        "--base-url",
-        &base_url,
-        "--context-window",
-        WINDOW,
-    ];
+    let mut args = mock_args(&base_url);
+    args.extend(["--context-window".to_owned(), WINDOW.to_owned()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let mut pty = Pty::spawn_rows(&args, &home, &ws, ROWS);
     pty.wait_for("ready").await;
     agree(&mut pty, &home, &ws, "a new session").await;

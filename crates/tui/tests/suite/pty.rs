@@ -197,6 +197,13 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
+/// The command-line flags that point codewhale at the mock server at `base_url`.
+pub fn mock_args(base_url: &str) -> Vec<String> {
+    ["--provider", "openai", "--model", "gpt-4.1", "--base-url", base_url]
+        .map(str::to_owned)
+        .to_vec()
+}
+
 /// The session files in `home`.
 pub fn journals(home: &TempDir) -> Vec<PathBuf> {
     std::fs::read_dir(home.path().join("sessions"))

@@ -256,6 +256,17 @@ impl View for ChoiceView {
                 self.selected = (self.selected + 1).min(self.choices.len().saturating_sub(1));
                 ViewAction::Stay
             }
+            KeyCode::PageUp | KeyCode::Home => {
+                let step = if key.code == KeyCode::Home { usize::MAX } else { PICKER_ROWS };
+                self.selected = self.selected.saturating_sub(step);
+                ViewAction::Stay
+            }
+            KeyCode::PageDown | KeyCode::End => {
+                let step = if key.code == KeyCode::End { usize::MAX } else { PICKER_ROWS };
+                let last = self.choices.len().saturating_sub(1);
+                self.selected = self.selected.saturating_add(step).min(last);
+                ViewAction::Stay
+            }
             KeyCode::Char('d') | KeyCode::Delete if self.revocable && !self.choices.is_empty() => {
                 ViewAction::Revoke(self.selected + 1)
             }
@@ -387,7 +398,13 @@ fn list(
     while lines.len() < rows {
         lines.push(Line::default());
     }
-    lines.push(Line::styled(footer.to_owned(), Style::new().fg(Color::DarkGray)));
+    // A list longer than the view says where it is, so what is below is never a surprise.
+    let footer = if labels.len() > rows {
+        format!("{footer} · {} of {} (↑/↓, PgUp/PgDn)", selected + 1, labels.len())
+    } else {
+        footer.to_owned()
+    };
+    lines.push(Line::styled(footer, Style::new().fg(Color::DarkGray)));
     Paragraph::new(lines).render(inner, buf);
 }
 

@@ -81,3 +81,20 @@ fn checkout_without_an_id_lists_the_branch_tips() {
     h.enter();
     assert_eq!(h.ops()[1], Op::Checkout { to: "0193c0de-0000-7000-8000-00000000c3d4".into() });
 }
+
+#[test]
+fn a_list_longer_than_its_view_says_where_it_is_and_pages() {
+    use crate::tui::views::{Choice, ChoiceView, ViewAction};
+    let mut h = Harness::new();
+    let choices =
+        (1..=13).map(|i| Choice { label: format!("tool_{i}"), action: ViewAction::Stay }).collect();
+    h.app.views.push(Box::new(ChoiceView::new("mcp", choices, "none", "Esc close")));
+    assert!(h.screen().contains("Esc close · 1 of 13"), "{}", h.screen());
+    h.key(KeyCode::Down, KeyModifiers::NONE);
+    assert!(h.screen().contains("2 of 13"), "{}", h.screen());
+    h.key(KeyCode::End, KeyModifiers::NONE);
+    let screen = h.screen();
+    assert!(screen.contains("13 of 13") && screen.contains("tool_13"), "{screen}");
+    h.key(KeyCode::PageUp, KeyModifiers::NONE);
+    assert!(h.screen().contains("1 of 13"), "{}", h.screen());
+}

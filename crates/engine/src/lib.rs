@@ -36,6 +36,7 @@ internal_modules! {
     approval;
     bounded;
     budget;
+    checkpoint;
     compaction;
     config;
     convert;

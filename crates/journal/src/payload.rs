@@ -119,6 +119,20 @@ record! {
         /// Appended later, at HEAD, for a call that had no result (a crash, an interrupt): the
         /// view places it right after its call's assistant entry (DESIGN §3).
         repairs: bool = "repairs" info_flag,
+        /// The files the call changed, each with the content hashes before and after (DESIGN
+        /// §2, "File checkpoints"): what `/rewind`, `/undo` and `codewhale rewind` take back.
+        files: Option<Vec<FileChange>> = "files" info_opt,
+    }
+}
+
+record! {
+    /// One file a tool call changed: its workspace-relative path and the content hashes (in
+    /// the session's file store) before and after the call; `None` for an absent file.
+    #[derive(Default)]
+    pub struct FileChange {
+        path: String = "path" req,
+        before: Option<String> = "before" info,
+        after: Option<String> = "after" info,
     }
 }
 

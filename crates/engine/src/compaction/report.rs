@@ -93,7 +93,9 @@ pub fn context_report(params: &ReportParams<'_>) -> Result<ContextReport, Engine
         .ok()
         .flatten()
         .map(|a| redactor.redact(&a).into_owned());
-    Ok(build(&journal, &view, &plain, &budget, &model, anchors_text.as_deref()))
+    let mut report = build(&journal, &view, &plain, &budget, &model, anchors_text.as_deref());
+    report.file_store_bytes = crate::checkpoint::FileStore::beside(&path).size_bytes();
+    Ok(report)
 }
 
 /// `entry`'s count: stored in its line, kept in `known`, or counted now and kept there.
@@ -242,6 +244,7 @@ pub fn build(
         last_round,
         anchors,
         view: entries,
+        file_store_bytes: 0,
     }
 }
 

@@ -92,4 +92,7 @@ pub struct ContextReport {
     pub last_round: LastRound,
     pub anchors: AnchorsReport,
     pub view: Vec<ViewEntry>,
+    /// Bytes the session's file store holds (the checkpoints of what tools changed).
+    #[serde(default)]
+    pub file_store_bytes: u64,
 }

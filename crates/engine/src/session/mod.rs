@@ -276,7 +276,13 @@ impl Session {
             shell_env: Arc::new(self.config.shell.env.clone()),
             sandbox: self.sandbox.sandbox.clone(),
             cancel,
+            files: Some(Arc::new(self.file_store())),
         }
+    }
+
+    /// The session's content-addressed file store (checkpoints of what tools changed).
+    pub fn file_store(&self) -> crate::checkpoint::FileStore {
+        crate::checkpoint::FileStore::beside(self.path())
     }
 
     /// How shell commands are confined, for `/approval`.

@@ -27,7 +27,7 @@ use crate::approval::{CallSummary, Effect};
 pub use background::BackgroundRegistry;
 
 /// What a tool call produced, as the model will read it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ToolOutput {
     pub content: String,
     pub is_error: bool,
@@ -38,12 +38,20 @@ pub struct ToolOutput {
     /// Paths the sandbox refused a failed shell command (the user may be offered a rerun
     /// without the sandbox).
     pub refused: Vec<PathBuf>,
+    /// The files the call changed, checkpointed (journaled as `tool_result.files`).
+    pub files: Vec<codewhale_journal::FileChange>,
 }
 
 impl ToolOutput {
     pub fn error(content: impl Into<String>) -> ToolOutput {
         let content = content.into();
-        ToolOutput { bytes: content.len() as u64, content, is_error: true, refused: Vec::new() }
+        ToolOutput {
+            bytes: content.len() as u64,
+            content,
+            is_error: true,
+            refused: Vec::new(),
+            files: Vec::new(),
+        }
     }
 
     /// A successful output cut to [`output::MAX_OUTPUT_BYTES`], remembering its full size.
@@ -53,6 +61,7 @@ impl ToolOutput {
             is_error: false,
             bytes: text.len() as u64,
             refused: Vec::new(),
+            files: Vec::new(),
         }
     }
 }
@@ -71,6 +80,9 @@ pub struct ToolContext {
     pub sandbox: Option<Arc<crate::sandbox::Sandbox>>,
     /// Cancelled when the user interrupts the turn.
     pub cancel: CancellationToken,
+    /// The session's file store: `write_file` and `edit_file` keep a checkpoint of what they
+    /// change there. `None` runs them unrecorded.
+    pub files: Option<Arc<crate::checkpoint::FileStore>>,
 }
 
 /// Files the model may never change without asking, whatever the approval mode and grants:
@@ -318,6 +330,7 @@ pub async fn execute(
         let shown = path::display(&ws, &r.path);
         Ok((r.path, shown))
     };
+    let mut changed = Vec::new();
     let result = match call {
         Call::Read(a) => {
             resolve(&a.path).and_then(|(p, shown)| files::read_file(&p, &shown, a.offset, a.limit))
@@ -325,11 +338,21 @@ pub async fn execute(
         Call::List(a) => resolve(&a.path).and_then(|(p, shown)| files::list_dir(&p, &shown)),
         Call::Write(a) if crate::redact::holds_marker(&a.content) => Err(marker_refusal(&a.path)),
         Call::Edit(a) if crate::redact::holds_marker(&a.new_string) => Err(marker_refusal(&a.path)),
-        Call::Write(a) => {
-            resolve(&a.path).and_then(|(p, shown)| files::write_file(&p, &shown, &a.content))
-        }
+        Call::Write(a) => resolve(&a.path).and_then(|(p, shown)| {
+            let store = ctx.files.as_deref();
+            let run = || files::write_file(&p, &shown, &a.content);
+            crate::checkpoint::capture(store, &p, &shown, run).map(|(text, c)| {
+                changed.extend(c);
+                text
+            })
+        }),
         Call::Edit(a) => resolve(&a.path).and_then(|(p, shown)| {
-            files::edit_file(&p, &shown, &a.old_string, &a.new_string, a.replace_all)
+            let store = ctx.files.as_deref();
+            let run = || files::edit_file(&p, &shown, &a.old_string, &a.new_string, a.replace_all);
+            crate::checkpoint::capture(store, &p, &shown, run).map(|(text, c)| {
+                changed.extend(c);
+                text
+            })
         }),
         Call::Search(a) => {
             let root = match a.path.as_deref() {
@@ -367,11 +390,12 @@ pub async fn execute(
                 is_error: out.is_error,
                 bytes: out.bytes,
                 refused: out.refused,
+                files: Vec::new(),
             };
         }
     };
     match result {
-        Ok(text) => ToolOutput::capped(&text),
+        Ok(text) => ToolOutput { files: changed, ..ToolOutput::capped(&text) },
         Err(message) => ToolOutput::error(message),
     }
 }
@@ -461,6 +485,7 @@ mod tests {
             shell_env: Arc::default(),
             sandbox: None,
             cancel: CancellationToken::new(),
+            files: None,
         }
     }
 

@@ -253,6 +253,7 @@ async fn offer_rerun(
                 content: note + &again.content,
                 is_error: again.is_error,
                 refused: Vec::new(),
+                files: again.files,
             }
         }
         Some(ApprovalReply::Deny(why)) => {
@@ -307,6 +308,9 @@ fn finish(
     // The original size, so a pruned stub (and anyone reading the journal) knows how much the
     // tool produced even when `content` holds only a capped head and tail.
     payload.bytes = Some(output.bytes);
+    if !output.files.is_empty() {
+        payload.files = Some(output.files.clone());
+    }
     let id = ctx.session.append(payload)?;
     // Show what was journaled: the output with its secrets redacted.
     let shown = match ctx.session.journal().get(id.as_str()).map(|e| &e.payload) {

@@ -11,5 +11,6 @@ mod never_stuck;
 mod one_truth;
 mod protocol;
 mod resume;
+mod rewind;
 mod tool_loop;
 mod turn;

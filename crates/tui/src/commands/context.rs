@@ -117,6 +117,12 @@ pub fn human(r: &ContextReport) -> String {
         };
         out.push_str(&format!("anchors: {} ({} characters), {state}\n", a.count, a.chars));
     }
+    if r.file_store_bytes > 0 {
+        out.push_str(&format!(
+            "file checkpoints: {} bytes in the session's store (what /rewind and /undo take back)\n",
+            r.file_store_bytes
+        ));
+    }
     out
 }
 
@@ -166,6 +172,7 @@ mod tests {
             last_round: LastRound { messages: 5, tool_results: 2, assistant_kept: 2 },
             anchors: AnchorsReport { count: 2, chars: 40, present: true },
             view: Vec::new(),
+            file_store_bytes: 0,
         };
         let text = human(&report);
         for needle in [

@@ -168,6 +168,7 @@ pub(super) fn report() -> ContextReport {
             role: "user".into(),
             tokens: 2_000,
         }],
+        file_store_bytes: 0,
     }
 }
 

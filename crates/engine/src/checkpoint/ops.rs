@@ -228,32 +228,34 @@ impl Request<'_> {
             Err(err) => return self.error(err.kind(), err.to_string()),
         };
         self.session.replay_budget();
-        if let Some(outcome) = outcome {
-            let when = format!("before {}", short(&m.to));
-            let level = if outcome.skipped.is_empty() && outcome.failed.is_empty() {
-                NoticeLevel::Info
-            } else {
-                NoticeLevel::Warning
-            };
-            let line = if plan.is_empty() {
+        // One notice (a front end shows it under the new view), then the view, then the text
+        // for the composer.
+        let mut lines = Vec::new();
+        let mut level = NoticeLevel::Info;
+        if let Some(outcome) = &outcome {
+            if !outcome.skipped.is_empty() || !outcome.failed.is_empty() {
+                level = NoticeLevel::Warning;
+            }
+            lines.push(if plan.is_empty() {
                 "no tool changed a file after that point; the code stays as it is".to_owned()
             } else {
-                outcome_line(&outcome, &when)
-            };
-            self.notice(level, line);
-            self.sink.emit(self.id, Event::FilesRestored { outcome });
+                outcome_line(outcome, &format!("before {}", short(&m.to)))
+            });
         }
         if m.take.conversation() {
             let verb = if m.fork { "forked at" } else { "rewound to" };
-            let head = self.session.journal().head_id().to_string();
-            self.notice(NoticeLevel::Info, format!("{verb} {head}"));
-            if let Some(text) = landed.text {
-                self.sink.emit(self.id, Event::ComposerText { text });
-            }
+            lines.push(format!("{verb} {}", self.session.journal().head_id()));
+        }
+        self.notice(level, lines.join("\n"));
+        if let Some(outcome) = outcome {
+            self.sink.emit(self.id, Event::FilesRestored { outcome });
         }
         let page = self.session.history_page(None, crate::history::FIRST_PAGE, true);
         self.sink.emit(self.id, Event::History { page });
         self.sink.emit(self.id, self.session.usage_event(None, None));
+        if let Some(text) = landed.text.filter(|_| m.take.conversation()) {
+            self.sink.emit(self.id, Event::ComposerText { text });
+        }
     }
 
     /// `Op::Undo`: the last turn's file changes.
@@ -285,13 +287,14 @@ impl Request<'_> {
         } else {
             (NoticeLevel::Warning, outcome_line(&outcome, "before the last turn"))
         };
-        self.notice(level, line);
-        self.sink.emit(self.id, Event::FilesRestored { outcome });
         if !nothing {
+            // The view gained the note to the model: the new page first, the notice under it.
             let page = self.session.history_page(None, crate::history::FIRST_PAGE, true);
             self.sink.emit(self.id, Event::History { page });
             self.sink.emit(self.id, self.session.usage_event(None, None));
         }
+        self.notice(level, line);
+        self.sink.emit(self.id, Event::FilesRestored { outcome });
     }
 }
 

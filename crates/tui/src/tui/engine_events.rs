@@ -119,6 +119,8 @@ impl App {
             Event::Grants { mode, grants, sandbox } => self.show_grants(mode, grants, sandbox),
             Event::McpServers { servers } => self.show_mcp_servers(servers),
             Event::UserMessages { messages } => self.show_branch_points(messages, pending),
+            Event::RestorePreview { files, .. } => self.on_restore_preview(files, pending),
+            Event::ComposerText { text } => self.edit_again(text),
             Event::Usage { pressure, usable_input, window_unverified, model, .. } => {
                 self.gauge = Some(Gauge { pressure, usable_input, window_unverified });
                 self.model = model;

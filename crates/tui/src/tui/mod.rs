@@ -30,6 +30,7 @@ pub mod markdown;
 pub mod mentions;
 pub mod prompts;
 mod render;
+mod restore_view;
 pub mod slash;
 mod slash_dispatch;
 mod status;

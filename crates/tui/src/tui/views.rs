@@ -54,6 +54,10 @@ pub enum ViewAction {
     Copy(String),
     /// Move HEAD back to (`fork: false`) or start a new branch at (`fork: true`) entry `id`.
     Branch { id: String, fork: bool },
+    /// The answer to "what to take back?" of a rewind or fork to `to`.
+    TakeBack { to: String, take: codewhale_engine::protocol::TakeBack, fork: bool, force: bool },
+    /// The answer to `/undo`'s question.
+    Undo { force: bool },
 }
 
 /// A modal view.

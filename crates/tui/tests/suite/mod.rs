@@ -6,6 +6,8 @@ mod import;
 mod journal_check;
 mod mcp_cli;
 mod pty;
+mod rewind_cli;
+mod rewind_pty;
 mod sandbox;
 mod screen_pty;
 mod sessions;

@@ -13,6 +13,7 @@
 
 pub(crate) mod ops;
 pub mod restore;
+pub mod snapshot;
 pub mod store;
 
 use std::path::Path;
@@ -21,7 +22,7 @@ use codewhale_journal::FileChange;
 pub use store::FileStore;
 
 /// What a file held: its bytes, or `None` when there was no file.
-pub(crate) fn read_state(path: &Path) -> Result<Option<Vec<u8>>, std::io::Error> {
+pub fn read_state(path: &Path) -> Result<Option<Vec<u8>>, std::io::Error> {
     match std::fs::read(path) {
         Ok(bytes) => Ok(Some(bytes)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -30,14 +31,14 @@ pub(crate) fn read_state(path: &Path) -> Result<Option<Vec<u8>>, std::io::Error>
 }
 
 /// Keeps `state` in the store: its hash, or `None` for an absent file.
-pub(crate) fn keep(store: &FileStore, state: Option<&[u8]>) -> std::io::Result<Option<String>> {
+pub fn keep(store: &FileStore, state: Option<&[u8]>) -> std::io::Result<Option<String>> {
     state.map(|bytes| store.put(bytes)).transpose()
 }
 
 /// Runs `change` on the file at `path` (shown to the model as `shown`) with a checkpoint of it
 /// before and after: the change, or the tool's error. Without a store (a test context), the
 /// call runs unrecorded.
-pub(crate) fn capture(
+pub fn capture(
     store: Option<&FileStore>,
     path: &Path,
     shown: &str,

@@ -26,6 +26,16 @@ impl FileStore {
         FileStore { dir: journal.with_extension("files") }
     }
 
+    /// The sessions directory the store lies in.
+    pub fn sessions_dir(&self) -> Option<&Path> {
+        self.dir.parent()
+    }
+
+    /// Where the worktree snapshots live (Codewhale's own git directory and index).
+    pub fn snapshot_dir(&self) -> PathBuf {
+        self.dir.join("snapshots")
+    }
+
     /// The hash a blob of `bytes` is stored under.
     pub fn hash(bytes: &[u8]) -> String {
         let digest = Sha256::digest(bytes);

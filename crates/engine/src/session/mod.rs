@@ -214,6 +214,7 @@ impl Session {
         session.mcp_specs = mcp_specs(&session.mcp.offered_now());
         session.refresh_system_prompt();
         session.replay_budget();
+        crate::checkpoint::snapshot::warm_up(session.file_store(), session.workspace.clone());
         Ok(session)
     }
 

@@ -373,6 +373,8 @@ pub async fn execute(
         }
         Call::Shell(a) => {
             let sandbox = ctx.sandbox.as_deref();
+            // A background command keeps running: there is no "after" to snapshot.
+            let snapshots = if a.background { None } else { before_shell(ctx).await };
             let out = if a.background {
                 shell::spawn_background(&ws, &ctx.shell_env, &a.command, &ctx.background, sandbox)
             } else {
@@ -390,13 +392,55 @@ pub async fn execute(
                 is_error: out.is_error,
                 bytes: out.bytes,
                 refused: out.refused,
-                files: Vec::new(),
+                files: after_shell(snapshots).await,
             };
         }
     };
     match result {
         Ok(text) => ToolOutput { files: changed, ..ToolOutput::capped(&text) },
         Err(message) => ToolOutput::error(message),
+    }
+}
+
+/// The worktree snapshot before a shell command (DESIGN §2), when the workspace is a git work
+/// tree and the session has a store. Fails open: no snapshot, no record.
+async fn before_shell(
+    ctx: &ToolContext,
+) -> Option<(crate::checkpoint::snapshot::Snapshots, crate::checkpoint::FileStore, String)> {
+    let store = ctx.files.as_deref()?.clone();
+    let ws = ctx.workspace.clone();
+    tokio::task::spawn_blocking(move || {
+        let snapshots = crate::checkpoint::snapshot::Snapshots::discover(&store, &ws)?;
+        match snapshots.snapshot() {
+            Ok(tree) => Some((snapshots, store, tree)),
+            Err(e) => {
+                tracing::warn!("no worktree snapshot before a shell command: {e}");
+                None
+            }
+        }
+    })
+    .await
+    .ok()
+    .flatten()
+}
+
+/// The files a shell command changed: the snapshot after it, compared with the one before.
+async fn after_shell(
+    before: Option<(crate::checkpoint::snapshot::Snapshots, crate::checkpoint::FileStore, String)>,
+) -> Vec<codewhale_journal::FileChange> {
+    let Some((snapshots, store, tree)) = before else { return Vec::new() };
+    let changed = tokio::task::spawn_blocking(move || {
+        let after = snapshots.snapshot()?;
+        snapshots.changes(&store, &tree, &after)
+    })
+    .await;
+    match changed {
+        Ok(Ok(files)) => files,
+        Ok(Err(e)) => {
+            tracing::warn!("no worktree snapshot after a shell command: {e}");
+            Vec::new()
+        }
+        Err(_) => Vec::new(),
     }
 }
 

@@ -189,3 +189,94 @@ async fn rewind_and_fork_to_a_user_message_go_before_it() {
     assert_eq!(texts, ["q1", "a1", "q3"]);
     engine.shutdown().await;
 }
+
+/// Whether git can run here; without it the snapshot tests skip visibly (and fail under CI).
+fn have_git() -> bool {
+    let ok = std::process::Command::new("git").arg("--version").output().is_ok();
+    if !ok {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "git is required under CI");
+        eprintln!("skipped: git is not installed");
+    }
+    ok
+}
+
+fn git(ws: &std::path::Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new("git").current_dir(ws).args(args).output().unwrap()
+}
+
+fn recorded(path: &std::path::Path, call: &str) -> Vec<String> {
+    let journal = load_read_only(path).unwrap().journal;
+    journal
+        .entries()
+        .into_iter()
+        .filter_map(|e| match &e.payload {
+            Payload::ToolResult(r) if r.tool_use_id == call => r.files.clone(),
+            _ => None,
+        })
+        .flatten()
+        .map(|f| f.path)
+        .collect()
+}
+
+#[tokio::test]
+async fn shell_edits_in_a_git_workspace_are_snapshotted_and_taken_back() {
+    if !have_git() {
+        return;
+    }
+    let h = Harness::new().await;
+    let ws = h.workspace();
+    assert!(git(&ws, &["init", "-q"]).status.success());
+    h.write(".gitignore", "ignored.txt\n");
+    let mut engine = h.spawn(ApprovalMode::Full);
+    h.server.push_all([
+        Reply::tool_call("w", "write_file", json!({"path": "sub/a.txt", "content": "v1\n"})),
+        Reply::tool_call(
+            "s",
+            "shell",
+            json!({"command": "echo v2 > sub/a.txt; echo s > b.txt; echo i > ignored.txt"}),
+        ),
+        Reply::text("done"),
+    ]);
+    assert_eq!(engine.turn("change things").await.status, TurnStatus::Completed);
+    let path = session_file(h.home.path());
+    let mut shell_files = recorded(&path, "s");
+    shell_files.sort();
+    assert_eq!(shell_files, ["b.txt", "sub/a.txt"], ".gitignore honoured");
+    // The user's repository got nothing: no index, no commit, no object.
+    assert!(!ws.join(".git/index").exists());
+    assert!(!git(&ws, &["rev-parse", "-q", "--verify", "HEAD"]).status.success());
+    let objects = git(&ws, &["count-objects"]);
+    assert!(String::from_utf8_lossy(&objects.stdout).starts_with("0 objects"));
+
+    let q = user_ids(&h)[0].clone();
+    let both =
+        Op::TakeBack { to: q, take: TakeBack::Both, fork: false, before: true, force: false };
+    let events = run_op(&mut engine, both).await;
+    let (mut restored, skipped) = restored(&events);
+    restored.sort();
+    assert_eq!(restored, ["b.txt", "sub/a.txt"], "{events:?}");
+    assert!(skipped.is_empty());
+    assert!(!ws.join("sub/a.txt").exists() && !ws.join("b.txt").exists());
+    assert_eq!(h.read("ignored.txt"), "i\n", "an ignored file is not Codewhale's to take back");
+    engine.shutdown().await;
+}
+
+#[tokio::test]
+async fn outside_git_a_shell_command_records_no_files() {
+    let h = Harness::new().await;
+    let mut engine = h.spawn(ApprovalMode::Full);
+    h.server.push_all([
+        Reply::tool_call("s", "shell", json!({"command": "echo s > b.txt"})),
+        Reply::text("done"),
+    ]);
+    assert_eq!(engine.turn("change things").await.status, TurnStatus::Completed);
+    assert_eq!(h.read("b.txt"), "s\n");
+    assert!(recorded(&session_file(h.home.path()), "s").is_empty());
+    let events = run_op(&mut engine, Op::Undo { force: false }).await;
+    assert!(
+        events.iter().any(|e| matches!(e, Event::Notice { message, .. }
+            if message.contains("changed no files"))),
+        "{events:?}"
+    );
+    engine.shutdown().await;
+}

@@ -333,8 +333,11 @@ pub fn commands_markdown() -> String {
          else changed since (its content is neither what a tool wrote nor what it found) is \
          overwritten only on a second yes. `/undo` takes back the last turn's file changes the \
          same way. Each restore is noted in the transcript and told to the model; restoring \
-         twice changes nothing. `write_file` and `edit_file` are checkpointed; a `shell` \
-         command's own edits are not, and read as changed by someone else.\n\
+         twice changes nothing. `write_file` and `edit_file` are always checkpointed; a \
+         `shell` command's edits are too when the workspace is a git work tree (snapshots of \
+         the worktree before and after the command, `.gitignore` honoured, kept in \
+         Codewhale's own store, never in the repository). Outside git, a command's edits \
+         cannot be taken back: they read as changed by someone else.\n\
          - From the shell, `codewhale rewind [--session ID | --last] --to ENTRY [--code | \
          --both] [--force]` moves HEAD back to before ENTRY (the conversation, by default), \
          with `--code` takes back only the files tools changed from ENTRY on (HEAD stays), with \

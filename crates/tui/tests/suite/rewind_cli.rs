@@ -88,3 +88,44 @@ async fn rewind_takes_back_code_and_conversation_and_spares_outside_changes() {
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("no entry no-such-entry"), "{}", text(&out.stderr));
 }
+
+#[tokio::test]
+async fn rewind_both_takes_back_what_write_file_and_then_shell_changed() {
+    if std::process::Command::new("git").arg("--version").output().is_err() {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "git is required under CI");
+        eprintln!("skipped: git is not installed");
+        return;
+    }
+    let server = MockServer::start().await.unwrap();
+    let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let git =
+        std::process::Command::new("git").current_dir(ws.path()).args(["init", "-q"]).status();
+    assert!(git.unwrap().success());
+    write_in(ws.path(), "keep.txt", "mine\n");
+    server.push_all([
+        Reply::tool_call("w", "write_file", json!({"path": "a.txt", "content": "v1\n"})),
+        Reply::tool_call("s", "shell", json!({"command": "echo v2 > a.txt && echo v3 > keep.txt"})),
+        Reply::text("done"),
+    ]);
+    let base = server.openai_base_url();
+    let global = ["--provider", "openai", "--model", "gpt-4.1", "--base-url", base.as_str()];
+    let run = |args: Vec<&str>| {
+        let mut cmd = super::cli::codewhale(home.path(), ws.path());
+        cmd.args(args).args(global).env("OPENAI_API_KEY", TEST_API_KEY);
+        async move { cmd.output().await.unwrap() }
+    };
+    let out = run(vec!["exec", "--approval", "full", "change a"]).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(ws.path().join("a.txt")).unwrap(), "v2\n");
+    let (_, lines) = session_lines(home.path());
+    let user = lines.iter().find(|l| l["kind"] == "user").unwrap()["id"].as_str().unwrap();
+    let user = user.to_owned();
+
+    let out = run(vec!["rewind", "--last", "--to", &user, "--both"]).await;
+    assert!(out.status.success(), "{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(!ws.path().join("a.txt").exists(), "{}", text(&out.stdout));
+    assert_eq!(std::fs::read_to_string(ws.path().join("keep.txt")).unwrap(), "mine\n");
+    // The user's repository holds nothing of it.
+    assert!(!ws.path().join(".git/index").exists());
+}

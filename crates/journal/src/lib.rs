@@ -62,6 +62,7 @@ pub use payload::{
     kind, AssistantPayload, Attachment, Bounded, BranchSummaryPayload, CompactionPath,
     CompactionPayload, Covers, FileChange, HeadPayload, HeadReason, HeaderPayload, Level, Payload,
     Reads, Receipt, SystemPayload, ToolResultPayload, Trigger, Usage, UserPayload,
+    BRANCH_SUMMARY_PREFIX,
 };
 pub use sidecar::index_path;
 

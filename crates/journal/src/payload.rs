@@ -207,13 +207,23 @@ record! {
     }
 }
 
+/// How the model reads a `branch_summary` (DESIGN §2), before the summary itself.
+pub const BRANCH_SUMMARY_PREFIX: &str = "What was tried on a branch you left: ";
+
 record! {
-    /// `branch_summary`: a note about an abandoned branch, shown in the UI only.
+    /// `branch_summary`: what was tried on a branch HEAD left, appended on the new branch as a
+    /// chain extension (its parent is HEAD, so it moves HEAD). The model reads it as a
+    /// user-role text ([`BRANCH_SUMMARY_PREFIX`] and the summary); it is not a plain user
+    /// message, and compaction keeps it verbatim.
     pub struct BranchSummaryPayload {
         /// The first entry of the branch the summary describes.
         branch_id: EntryId = "branch_id" req,
         summary: String = "summary" info,
         parent_branch_id: Option<EntryId> = "parent_branch_id" info,
+        /// The branch point: the entry both branches share.
+        from: Option<EntryId> = "from" info,
+        /// The left branch's last entry.
+        tip: Option<EntryId> = "tip" info,
     }
 }
 
@@ -310,7 +320,13 @@ impl Payload {
     /// True for the kinds the model reads (`user`, `assistant`, `tool_result`); compaction
     /// records reach the model only through the view's checkpoint.
     pub fn is_model_visible(&self) -> bool {
-        matches!(self, Payload::User(_) | Payload::Assistant(_) | Payload::ToolResult(_))
+        matches!(
+            self,
+            Payload::User(_)
+                | Payload::Assistant(_)
+                | Payload::ToolResult(_)
+                | Payload::BranchSummary(_)
+        )
     }
 
     /// Parses a payload of the given kind; unknown kinds are kept as JSON.
@@ -524,7 +540,14 @@ impl BranchSummaryPayload {
             branch_id,
             summary: summary.into(),
             parent_branch_id: None,
+            from: None,
+            tip: None,
             extra: Default::default(),
         }
+    }
+
+    /// The text the model reads.
+    pub fn model_text(&self) -> String {
+        format!("{BRANCH_SUMMARY_PREFIX}{}", self.summary)
     }
 }

@@ -26,6 +26,8 @@ pub struct SurvivalInput<'a> {
     pub last_round_start: Option<usize>,
     /// The anchors text(s) that must appear verbatim somewhere in the replacement.
     pub anchors: &'a [String],
+    /// The texts of the branch summaries on the spine, which must appear verbatim too.
+    pub branch_summaries: &'a [String],
     /// Summary path: the replacement must hold exactly one checkpoint. A prune-only pass may
     /// have none (but never more than one).
     pub require_checkpoint: bool,
@@ -45,6 +47,7 @@ pub enum Violation {
     NoCheckpoint,
     MultipleCheckpoints { count: usize },
     AnchorsMissing { excerpt: String },
+    BranchSummaryMissing { excerpt: String },
     PlaceholderNote,
 }
 
@@ -62,12 +65,13 @@ impl Violation {
             Violation::NoCheckpoint => "no_checkpoint",
             Violation::MultipleCheckpoints { .. } => "multiple_checkpoints",
             Violation::AnchorsMissing { .. } => "anchors",
+            Violation::BranchSummaryMissing { .. } => "branch_summary",
             Violation::PlaceholderNote => "placeholder",
         }
     }
 
     /// Every rule name, in the order of DESIGN §5.7.
-    pub const RULES: [&'static str; 11] = [
+    pub const RULES: [&'static str; 12] = [
         "user_text",
         "tool_result",
         "tool_use",
@@ -78,6 +82,7 @@ impl Violation {
         "no_checkpoint",
         "multiple_checkpoints",
         "anchors",
+        "branch_summary",
         "placeholder",
     ];
 }
@@ -110,6 +115,9 @@ impl fmt::Display for Violation {
             }
             Violation::AnchorsMissing { excerpt } => {
                 write!(f, "the anchors text is not present verbatim: {excerpt:?}")
+            }
+            Violation::BranchSummaryMissing { excerpt } => {
+                write!(f, "a branch summary is not present verbatim: {excerpt:?}")
             }
             Violation::PlaceholderNote => f.write_str("the checkpoint note is a placeholder"),
         }
@@ -252,6 +260,11 @@ fn check_checkpoints(input: &SurvivalInput<'_>, out: &mut Vec<Violation>) {
     for anchors in input.anchors.iter().map(|a| a.trim()).filter(|a| !a.is_empty()) {
         if !carries(input.replacement, anchors) {
             out.push(Violation::AnchorsMissing { excerpt: excerpt(anchors) });
+        }
+    }
+    for summary in input.branch_summaries.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
+        if !carries(input.replacement, summary) {
+            out.push(Violation::BranchSummaryMissing { excerpt: excerpt(summary) });
         }
     }
 }

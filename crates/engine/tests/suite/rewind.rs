@@ -194,8 +194,7 @@ async fn rewind_and_fork_to_a_user_message_go_before_it() {
 fn have_git() -> bool {
     let ok = std::process::Command::new("git").arg("--version").output().is_ok();
     if !ok {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "git is required under CI");
-        eprintln!("skipped: git is not installed");
+        codewhale_mcp::test_support::skip_test("git is not installed");
     }
     ok
 }

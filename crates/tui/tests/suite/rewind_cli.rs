@@ -92,8 +92,7 @@ async fn rewind_takes_back_code_and_conversation_and_spares_outside_changes() {
 #[tokio::test]
 async fn rewind_both_takes_back_what_write_file_and_then_shell_changed() {
     if std::process::Command::new("git").arg("--version").output().is_err() {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "git is required under CI");
-        eprintln!("skipped: git is not installed");
+        codewhale_mcp::test_support::skip_test("git is not installed");
         return;
     }
     let server = MockServer::start().await.unwrap();

@@ -18,6 +18,7 @@
 pub mod ansi;
 pub mod app;
 pub mod approval_view;
+mod branch_cell;
 pub mod cells;
 pub mod composer;
 pub mod editor;

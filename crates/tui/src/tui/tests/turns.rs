@@ -445,3 +445,28 @@ fn rewind_asks_what_to_take_back_and_a_second_yes_for_outside_changes() {
     h.enter();
     assert_eq!(h.ops().last(), Some(&Op::Undo { force: false }));
 }
+
+#[test]
+fn a_branch_summary_is_a_foldable_cell() {
+    let mut h = Harness::new();
+    let page = HistoryPage {
+        head: "s1".into(),
+        items: vec![
+            HistoryItem::User { id: "u1".into(), text: "fix the parser".into(), covered: false },
+            HistoryItem::BranchSummary {
+                id: "s1".into(),
+                summary: "nom failed on nested groups".into(),
+                covered: false,
+            },
+        ],
+        older: None,
+        reset: true,
+    };
+    h.engine(0, Event::History { page });
+    let screen = h.screen();
+    assert!(screen.contains("what was tried on a branch you left … Ctrl+O"), "{screen}");
+    assert!(!screen.contains("nom failed"), "folded: {screen}");
+    h.key(KeyCode::Char('o'), KeyModifiers::CONTROL);
+    let screen = h.screen();
+    assert!(screen.contains("nom failed on nested groups"), "unfolded: {screen}");
+}

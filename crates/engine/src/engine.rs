@@ -20,11 +20,12 @@ use codewhale_provider::RetryPolicy;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::checkpoint::ops::{Move, Request};
 use crate::config::{self, Env, Overrides};
 use crate::error::EngineError;
 use crate::events::{self, ApprovalGate, ApprovalReply, EventSink};
 use crate::history::FIRST_PAGE;
-use crate::protocol::{ErrorKind, Event, EventMsg, NoticeLevel, Op, SubmissionId};
+use crate::protocol::{ErrorKind, Event, EventMsg, NoticeLevel, Op, SubmissionId, TakeBack};
 use crate::session::{Resume, Session, SessionParams};
 use crate::turn::{self, TurnCtx};
 
@@ -472,9 +473,20 @@ async fn handle_idle_op(session: &mut Session, sink: &EventSink, id: SubmissionI
                 Err(err) => sink.emit(id, error_event(&err)),
             }
         }
-        Op::Fork { at } => move_head(session, sink, id, |j| j.fork(&at), "forked at").await,
         Op::Checkout { to } => move_head(session, sink, id, |j| j.checkout(&to), "checked out").await,
-        Op::Rewind { to } => move_head(session, sink, id, |j| j.rewind(&to), "rewound to").await,
+        Op::Fork { at } => {
+            let m = Move { to: at, take: TakeBack::Conversation, fork: true, before: false, force: false };
+            Request { session, sink, id }.take_back(m).await
+        }
+        Op::Rewind { to } => {
+            let m = Move { to, take: TakeBack::Conversation, fork: false, before: false, force: false };
+            Request { session, sink, id }.take_back(m).await
+        }
+        Op::TakeBack { to, take, fork, before, force } => {
+            Request { session, sink, id }.take_back(Move { to, take, fork, before, force }).await
+        }
+        Op::PreviewRestore { to } => Request { session, sink, id }.preview(to),
+        Op::Undo { force } => Request { session, sink, id }.undo(force).await,
         // Handled in `run`.
         Op::UserInput { .. } | Op::Compact { .. } | Op::Shutdown => {}
     }

@@ -73,7 +73,10 @@ pub fn page(journal: &Journal, before: Option<&str>, limit: usize, reset: bool) 
 
 /// Kinds a transcript shows.
 fn shown(entry_kind: &str) -> bool {
-    matches!(entry_kind, kind::USER | kind::ASSISTANT | kind::TOOL_RESULT | kind::SYSTEM)
+    matches!(
+        entry_kind,
+        kind::USER | kind::ASSISTANT | kind::TOOL_RESULT | kind::BRANCH_SUMMARY | kind::SYSTEM
+    )
 }
 
 fn push_entry(
@@ -129,6 +132,9 @@ fn push_entry(
             }
         }
         Payload::System(s) => items.push(HistoryItem::Notice { id, text: s.text.clone() }),
+        Payload::BranchSummary(b) => {
+            items.push(HistoryItem::BranchSummary { id, summary: b.summary.clone(), covered })
+        }
         _ => {}
     }
 }

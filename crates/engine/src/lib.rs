@@ -38,6 +38,7 @@ internal_modules! {
     bounded;
     branches;
     budget;
+    checkpoint;
     compaction;
     config;
     convert;

@@ -374,6 +374,10 @@ impl ViaValue for Option<Vec<crate::payload::Bounded>> {
     const EXPECTED: &'static str = "a list of {id, max_bytes}";
 }
 
+impl ViaValue for Option<Vec<crate::payload::FileChange>> {
+    const EXPECTED: &'static str = "a list of {path, before, after}";
+}
+
 impl ViaValue for Option<crate::entry::EntryId> {
     const EXPECTED: &'static str = "an entry id";
 }

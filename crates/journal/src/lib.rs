@@ -60,8 +60,9 @@ pub use load::{
 pub use note::{checkpoint_note, imported_checkpoint_note, IMPORTED_NOTE_PREFIX};
 pub use payload::{
     kind, AssistantPayload, Attachment, Bounded, BranchSummaryPayload, CompactionPath,
-    CompactionPayload, Covers, HeadPayload, HeadReason, HeaderPayload, Level, Payload, Reads,
-    Receipt, SystemPayload, ToolResultPayload, Trigger, Usage, UserPayload,
+    CompactionPayload, Covers, FileChange, HeadPayload, HeadReason, HeaderPayload, Level, Payload,
+    Reads, Receipt, SystemPayload, ToolResultPayload, Trigger, Usage, UserPayload,
+    BRANCH_SUMMARY_PREFIX,
 };
 pub use sidecar::index_path;
 

@@ -81,12 +81,15 @@ impl KindCode {
 
     /// Entries the model reads (`Payload::is_model_visible`).
     pub(crate) fn is_model_visible(self) -> bool {
-        matches!(self, KindCode::User | KindCode::Assistant | KindCode::ToolResult)
+        matches!(
+            self,
+            KindCode::User | KindCode::Assistant | KindCode::ToolResult | KindCode::BranchSummary
+        )
     }
 
     /// Conversation entries (`journal::is_chain`).
     pub(crate) fn is_chain(self) -> bool {
-        !matches!(self, KindCode::Compaction | KindCode::BranchSummary | KindCode::Head)
+        !matches!(self, KindCode::Compaction | KindCode::Head)
     }
 
     /// Records kept parsed for as long as the journal is open: few, small, and consulted as a

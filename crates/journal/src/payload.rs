@@ -119,6 +119,20 @@ record! {
         /// Appended later, at HEAD, for a call that had no result (a crash, an interrupt): the
         /// view places it right after its call's assistant entry (DESIGN §3).
         repairs: bool = "repairs" info_flag,
+        /// The files the call changed, each with the content hashes before and after (DESIGN
+        /// §2, "File checkpoints"): what `/rewind`, `/undo` and `codewhale rewind` take back.
+        files: Option<Vec<FileChange>> = "files" info_opt,
+    }
+}
+
+record! {
+    /// One file a tool call changed: its workspace-relative path and the content hashes (in
+    /// the session's file store) before and after the call; `None` for an absent file.
+    #[derive(Default)]
+    pub struct FileChange {
+        path: String = "path" req,
+        before: Option<String> = "before" info,
+        after: Option<String> = "after" info,
     }
 }
 
@@ -193,13 +207,23 @@ record! {
     }
 }
 
+/// How the model reads a `branch_summary` (DESIGN §2), before the summary itself.
+pub const BRANCH_SUMMARY_PREFIX: &str = "What was tried on a branch you left: ";
+
 record! {
-    /// `branch_summary`: a note about an abandoned branch, shown in the UI only.
+    /// `branch_summary`: what was tried on a branch HEAD left, appended on the new branch as a
+    /// chain extension (its parent is HEAD, so it moves HEAD). The model reads it as a
+    /// user-role text ([`BRANCH_SUMMARY_PREFIX`] and the summary); it is not a plain user
+    /// message, and compaction keeps it verbatim.
     pub struct BranchSummaryPayload {
         /// The first entry of the branch the summary describes.
         branch_id: EntryId = "branch_id" req,
         summary: String = "summary" info,
         parent_branch_id: Option<EntryId> = "parent_branch_id" info,
+        /// The branch point: the entry both branches share.
+        from: Option<EntryId> = "from" info,
+        /// The left branch's last entry.
+        tip: Option<EntryId> = "tip" info,
     }
 }
 
@@ -299,7 +323,13 @@ impl Payload {
     /// True for the kinds the model reads (`user`, `assistant`, `tool_result`); compaction
     /// records reach the model only through the view's checkpoint.
     pub fn is_model_visible(&self) -> bool {
-        matches!(self, Payload::User(_) | Payload::Assistant(_) | Payload::ToolResult(_))
+        matches!(
+            self,
+            Payload::User(_)
+                | Payload::Assistant(_)
+                | Payload::ToolResult(_)
+                | Payload::BranchSummary(_)
+        )
     }
 
     /// Parses a payload of the given kind; unknown kinds are kept as JSON.
@@ -513,7 +543,14 @@ impl BranchSummaryPayload {
             branch_id,
             summary: summary.into(),
             parent_branch_id: None,
+            from: None,
+            tip: None,
             extra: Default::default(),
         }
+    }
+
+    /// The text the model reads.
+    pub fn model_text(&self) -> String {
+        format!("{BRANCH_SUMMARY_PREFIX}{}", self.summary)
     }
 }

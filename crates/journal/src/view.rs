@@ -55,6 +55,8 @@ pub enum ItemKind {
     ToolResult,
     /// The compaction checkpoint note.
     Checkpoint,
+    /// What was tried on a branch HEAD left (`branch_summary`): never shortened.
+    BranchSummary,
 }
 
 impl ItemKind {
@@ -68,6 +70,7 @@ impl ItemKind {
             ItemKind::Assistant => "assistant",
             ItemKind::ToolResult => "tool_result",
             ItemKind::Checkpoint => "checkpoint",
+            ItemKind::BranchSummary => "branch_summary",
         }
     }
 }
@@ -459,6 +462,16 @@ fn item(entry: &Entry, shorten: Option<&Shorten<'_>>) -> Option<ViewItem> {
         }
         Payload::Assistant(a) => (Role::Assistant, ItemKind::Assistant, &a.content),
         Payload::ToolResult(r) if !r.repairs => return convert_result(entry, shorten),
+        Payload::BranchSummary(b) => {
+            return Some(ViewItem {
+                source: entry.id.clone(),
+                role: Role::User,
+                kind: ItemKind::BranchSummary,
+                content: ItemContent::Blocks(vec![Block::text(b.model_text())]),
+                tokens: entry.tokens,
+                shortened: None,
+            })
+        }
         _ => return None,
     };
     // An attachment listed in `pruned_ids` reads as a one-line stub, like a tool result.
@@ -504,7 +517,7 @@ fn item(entry: &Entry, shorten: Option<&Shorten<'_>>) -> Option<ViewItem> {
 /// within the bound or may not be cut (an anchor, the checkpoint). For requests that must be
 /// shortened without a record: a summary request's input, a fail-open request.
 pub fn bound_item(item: &ViewItem, max_bytes: u64) -> Option<ViewItem> {
-    if matches!(item.kind, ItemKind::Anchor | ItemKind::Checkpoint) {
+    if matches!(item.kind, ItemKind::Anchor | ItemKind::Checkpoint | ItemKind::BranchSummary) {
         return None;
     }
     let (content, original_bytes) = match &item.content {

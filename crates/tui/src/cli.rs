@@ -85,6 +85,9 @@ pub enum Command {
     Compact(CompactArgs),
     /// Show what the next request of a session contains: tokens, compaction, last round.
     Context(ContextArgs),
+    /// Move HEAD back to before an entry (conversation only by default), taking back the
+    /// files tools changed since with --code or --both.
+    Rewind(RewindArgs),
     /// Open the terminal UI on an existing session (a picker of this workspace's sessions
     /// when neither SESSION nor --last is given).
     Resume {
@@ -188,6 +191,34 @@ pub struct EvalArgs {
     /// Print one JSON object instead of the table.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `codewhale rewind [--session ID | --last] --to ENTRY [--code | --both] [--force]`
+#[derive(Debug, Clone, Args)]
+pub struct RewindArgs {
+    /// The session with this id (a unique prefix is enough).
+    #[arg(long, value_name = "ID", conflicts_with = "last")]
+    pub session: Option<String>,
+
+    /// The newest session of this workspace (the default).
+    #[arg(long)]
+    pub last: bool,
+
+    /// The entry to go back to before (an id or its unique prefix).
+    #[arg(long, value_name = "ENTRY")]
+    pub to: String,
+
+    /// Take back only the files tools changed at or after ENTRY; HEAD stays.
+    #[arg(long, conflicts_with = "both")]
+    pub code: bool,
+
+    /// Take back the conversation and the files.
+    #[arg(long)]
+    pub both: bool,
+
+    /// Overwrite files changed by someone else since the tools wrote them.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// `codewhale context [--session ID | --last] [--json]`

@@ -87,6 +87,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Compact(args)) => {
             commands::compact::run(&home, &cli.global, cli.workspace.as_deref(), args)
         }
+        Some(Command::Rewind(args)) => {
+            commands::rewind::run(&home, &cli.global, cli.workspace.as_deref(), args)
+        }
         Some(Command::Context(args)) => {
             commands::context::run(&home, &cli.global, cli.workspace.as_deref(), args)
         }

@@ -113,11 +113,19 @@ pub(crate) async fn commit(
                 || crate::plan::carried(&plain.messages, std::slice::from_ref(step)).is_empty()
         })
         .collect();
+    // Every branch summary the view carried must still be there, verbatim.
+    let branch_summaries: Vec<String> = plain
+        .messages
+        .iter()
+        .filter(|m| m.branch_summary)
+        .flat_map(|m| m.texts().map(str::to_owned).collect::<Vec<_>>())
+        .collect();
     let violations = survival::check(&SurvivalInput {
         original: &plain.messages,
         replacement: &new_plain.messages,
         last_round_start: None,
         anchors: &anchors,
+        branch_summaries: &branch_summaries,
         require_checkpoint: path == CompactionPath::Summary,
         plan_steps: &plan_steps,
     });

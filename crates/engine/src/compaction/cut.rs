@@ -7,8 +7,8 @@
 //!
 //! Invariants of a [`CutPlan`]: the cut is a legal cut point (no call pending across it), lies
 //! after every checkpoint of the view (a new note replaces the old one, never stacks) and never
-//! after the protected part's start; every plain user text of the last round that falls in the
-//! covered part is retained whatever the retained budget says.
+//! after the protected part's start; every plain user text of the last round and every branch
+//! summary that falls in the covered part is retained whatever the retained budget says.
 
 use super::checkpoint::is_checkpoint;
 use super::message::{Message, Part};
@@ -165,7 +165,10 @@ fn retain(
 ) -> (Vec<usize>, u64) {
     let tok = |i: usize| tokens.get(i).copied().unwrap_or(0);
     let candidates: Vec<usize> = (0..cut).filter(|&i| is_plain_user(&messages[i])).collect();
-    let mut chosen: Vec<usize> = candidates.iter().copied().filter(|&i| i >= round_start).collect();
+    // What was tried on a branch HEAD left is kept verbatim, like an anchor, whatever the budget
+    // says (each is at most 2,000 characters).
+    let mut chosen: Vec<usize> = (0..cut).filter(|&i| messages[i].branch_summary).collect();
+    chosen.extend(candidates.iter().copied().filter(|&i| i >= round_start));
     let mut used: u64 = chosen.iter().map(|&i| tok(i)).sum();
     let budget = policy.retained_budget();
     for &i in candidates.iter().rev().filter(|&&i| i < round_start) {
@@ -393,6 +396,7 @@ mod agreement {
                 replacement: &replacement,
                 last_round_start: None,
                 anchors: &[],
+                branch_summaries: &[],
                 require_checkpoint: true,
                 plan_steps: &[],
             });

@@ -51,6 +51,9 @@ pub struct Case {
     pub last_round_start: Option<usize>,
     #[serde(default, deserialize_with = "anchors")]
     pub anchors: Vec<String>,
+    /// Branch summary texts that must survive verbatim, like `anchors` (a string or a list).
+    #[serde(default, deserialize_with = "anchors")]
+    pub branch_summaries: Vec<String>,
     pub original: Vec<Message>,
     pub replacement: Vec<Message>,
     /// Extension: the rule a fail case must break.
@@ -181,6 +184,7 @@ fn run_case(case: &Case) -> Option<Mismatch> {
         replacement: &case.replacement,
         last_round_start: case.last_round_start,
         anchors: &case.anchors,
+        branch_summaries: &case.branch_summaries,
         require_checkpoint: case.path.as_deref() != Some("prune-only"),
         plan_steps: &plan_steps,
     });

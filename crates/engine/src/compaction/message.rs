@@ -72,6 +72,9 @@ pub struct Message {
     /// A file the user attached (synthetic too): pruned like a tool result.
     #[serde(default, skip_serializing_if = "is_false")]
     pub attachment: bool,
+    /// What was tried on a branch HEAD left (synthetic too): kept verbatim by every pass.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub branch_summary: bool,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -141,7 +144,14 @@ impl Part {
 impl Message {
     /// A message with these blocks.
     pub fn new(role: Role, content: Vec<Part>) -> Message {
-        Message { role, content, anchor: false, synthetic: false, attachment: false }
+        Message {
+            role,
+            content,
+            anchor: false,
+            synthetic: false,
+            attachment: false,
+            branch_summary: false,
+        }
     }
 
     /// A user message with one text block.

@@ -60,8 +60,10 @@ pub fn message(item: &ViewItem) -> Message {
     };
     let mut message = Message::new(role, content);
     message.anchor = item.kind == ItemKind::Anchor;
-    message.synthetic = matches!(item.kind, ItemKind::Synthetic | ItemKind::Attachment);
+    message.synthetic =
+        matches!(item.kind, ItemKind::Synthetic | ItemKind::Attachment | ItemKind::BranchSummary);
     message.attachment = item.kind == ItemKind::Attachment;
+    message.branch_summary = item.kind == ItemKind::BranchSummary;
     message
 }
 

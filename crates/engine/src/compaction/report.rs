@@ -92,7 +92,9 @@ pub fn context_report(params: &ReportParams<'_>) -> Result<ContextReport, Engine
         .ok()
         .flatten()
         .map(|a| redactor.redact(&a).into_owned());
-    Ok(build(&journal, &view, &plain, &budget, &model, anchors_text.as_deref()))
+    let mut report = build(&journal, &view, &plain, &budget, &model, anchors_text.as_deref());
+    report.file_store_bytes = crate::checkpoint::FileStore::beside(&path).size_bytes();
+    Ok(report)
 }
 
 /// `entry`'s count: stored in its line, kept in `known`, or counted now and kept there.
@@ -243,6 +245,7 @@ pub fn build(
             .and_then(|head| crate::plan::live_plan(journal, head, None).plan),
         view: entries,
         branches: crate::branches::branches(journal),
+        file_store_bytes: 0,
     }
 }
 

@@ -26,6 +26,8 @@ pub struct SurvivalInput<'a> {
     pub last_round_start: Option<usize>,
     /// The anchors text(s) that must appear verbatim somewhere in the replacement.
     pub anchors: &'a [String],
+    /// The texts of the branch summaries on the spine, which must appear verbatim too.
+    pub branch_summaries: &'a [String],
     /// Summary path: the replacement must hold exactly one checkpoint. A prune-only pass may
     /// have none (but never more than one).
     pub require_checkpoint: bool,
@@ -49,6 +51,7 @@ pub enum Violation {
     MultipleCheckpoints { count: usize },
     AnchorsMissing { excerpt: String },
     PlanStepMissing { excerpt: String },
+    BranchSummaryMissing { excerpt: String },
     PlaceholderNote,
 }
 
@@ -67,12 +70,13 @@ impl Violation {
             Violation::MultipleCheckpoints { .. } => "multiple_checkpoints",
             Violation::AnchorsMissing { .. } => "anchors",
             Violation::PlanStepMissing { .. } => "plan",
+            Violation::BranchSummaryMissing { .. } => "branch_summary",
             Violation::PlaceholderNote => "placeholder",
         }
     }
 
     /// Every rule name, in the order of DESIGN §5.7.
-    pub const RULES: [&'static str; 12] = [
+    pub const RULES: [&'static str; 13] = [
         "user_text",
         "tool_result",
         "tool_use",
@@ -84,6 +88,7 @@ impl Violation {
         "multiple_checkpoints",
         "anchors",
         "plan",
+        "branch_summary",
         "placeholder",
     ];
 }
@@ -119,6 +124,9 @@ impl fmt::Display for Violation {
             }
             Violation::PlanStepMissing { excerpt } => {
                 write!(f, "a step of the live plan is not present verbatim: {excerpt:?}")
+            }
+            Violation::BranchSummaryMissing { excerpt } => {
+                write!(f, "a branch summary is not present verbatim: {excerpt:?}")
             }
             Violation::PlaceholderNote => f.write_str("the checkpoint note is a placeholder"),
         }
@@ -265,6 +273,11 @@ fn check_checkpoints(input: &SurvivalInput<'_>, out: &mut Vec<Violation>) {
     }
     for step in crate::plan::carried(input.replacement, input.plan_steps) {
         out.push(Violation::PlanStepMissing { excerpt: excerpt(&step) });
+    }
+    for summary in input.branch_summaries.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
+        if !carries(input.replacement, summary) {
+            out.push(Violation::BranchSummaryMissing { excerpt: excerpt(summary) });
+        }
     }
 }
 

@@ -66,6 +66,7 @@ pub fn fit(
     let pinned = |i: usize| {
         is_checkpoint(&messages[i])
             || messages[i].anchor
+            || messages[i].branch_summary
             || view.items[i].kind == ItemKind::Checkpoint
             || view.items[i].kind == ItemKind::Anchor
             || (i >= round_start
@@ -110,7 +111,12 @@ pub fn fit(
     if provider(total) > usable_input && shorten == Shorten::DropAndBound {
         let budget = ((usable_input as f64 / c).floor() as u64).saturating_sub(system);
         let candidates: Vec<Candidate> = (0..messages.len())
-            .filter(|&i| !drop[i] && !messages[i].anchor && !is_checkpoint(&messages[i]))
+            .filter(|&i| {
+                !drop[i]
+                    && !messages[i].anchor
+                    && !messages[i].branch_summary
+                    && !is_checkpoint(&messages[i])
+            })
             .map(|i| Candidate {
                 index: i,
                 bytes: bound::message_bytes(&messages[i]),

@@ -69,6 +69,12 @@ pub enum HistoryItem {
         tokens_after: u64,
         note: String,
     },
+    /// What was tried on a branch the user left (`branch_summary`): the model reads it.
+    BranchSummary {
+        id: String,
+        summary: String,
+        covered: bool,
+    },
     /// A local notice kept in the journal (an error, a refusal).
     Notice {
         id: String,

@@ -16,6 +16,7 @@
 pub mod history;
 pub mod plan;
 pub mod report;
+pub mod restore;
 
 use serde::{Deserialize, Serialize};
 
@@ -23,6 +24,7 @@ pub use crate::budget::{Figure, Source};
 pub use history::{HistoryItem, HistoryPage, ToolOutcome};
 pub use plan::{Plan, PlanStep, StepStatus};
 pub use report::{BranchInfo, ContextReport, ModelChoice, StatusReport, WorkspaceTrust};
+pub use restore::{RestoreFile, RestoreOutcome, RestoreState, TakeBack};
 
 /// The id the engine gave a submitted [`Op`]; 0 is reserved for events nobody asked for
 /// (start-up notices).
@@ -90,6 +92,28 @@ pub enum Op {
     Checkout { to: String },
     /// Move HEAD back to an earlier entry of this branch.
     Rewind { to: String },
+    /// What taking back to entry `to` would change ([`Event::RestorePreview`]); `None`: the
+    /// last turn's file changes (`/undo`).
+    PreviewRestore { to: Option<String> },
+    /// `/rewind` or `/fork` to `to` taking back the conversation, the code or both; HEAD moves
+    /// to before `to` when it is a user message (its text comes back in
+    /// [`Event::ComposerText`]), or, with `before`, whatever it is (`codewhale rewind`). Files
+    /// changed by someone else are overwritten only with `force`.
+    TakeBack {
+        to: String,
+        take: TakeBack,
+        #[serde(default)]
+        fork: bool,
+        #[serde(default)]
+        before: bool,
+        #[serde(default)]
+        force: bool,
+    },
+    /// `/undo`: take back the file changes of the last turn (the conversation stays).
+    Undo {
+        #[serde(default)]
+        force: bool,
+    },
     /// Use another model from the next request on.
     SwitchModel { model: String },
     /// Finish: sync the journal and stop the engine.
@@ -560,6 +584,21 @@ pub enum Event {
     /// The answer to [`Op::ListModels`]: the catalog's models, in catalog order.
     Models {
         models: Vec<ModelChoice>,
+    },
+    /// The answer to [`Op::PreviewRestore`]: the files a code restore to `to` (`None`: the
+    /// last turn) would touch, and how.
+    RestorePreview {
+        to: Option<String>,
+        files: Vec<RestoreFile>,
+    },
+    /// Files were taken back (after [`Op::TakeBack`] or [`Op::Undo`]).
+    FilesRestored {
+        outcome: RestoreOutcome,
+    },
+    /// Put this text back in the composer for editing: the user message a `/rewind` or `/fork`
+    /// went back to before. It is never sent again unless the user sends it.
+    ComposerText {
+        text: String,
     },
     /// A page of the conversation at HEAD: the answer to [`Op::GetHistory`], and unasked (with
     /// `reset`) after the session opened and after every HEAD move.

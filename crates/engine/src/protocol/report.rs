@@ -156,4 +156,7 @@ pub struct ContextReport {
     /// Every branch tip, newest first.
     #[serde(default)]
     pub branches: Vec<BranchInfo>,
+    /// Bytes the session's file store holds (the checkpoints of what tools changed).
+    #[serde(default)]
+    pub file_store_bytes: u64,
 }

@@ -27,6 +27,7 @@ pub fn payload_text(payload: &Payload) -> Option<String> {
         Payload::User(u) => &u.content,
         Payload::Assistant(a) => &a.content,
         Payload::ToolResult(r) => return Some(r.content.to_string()),
+        Payload::BranchSummary(b) => return Some(b.model_text()),
         _ => return None,
     };
     let mut text = String::new();

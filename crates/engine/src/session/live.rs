@@ -102,14 +102,16 @@ impl Session {
         let view = self.render();
         let plain = PlainView::new(&view, |item| self.known_tokens(item));
         let anchors = self.anchors_text();
-        report::build(
+        let mut report = report::build(
             self.journal.journal(),
             &view,
             &plain,
             &self.budget,
             self.model(),
             anchors.as_deref(),
-        )
+        );
+        report.file_store_bytes = self.file_store().size_bytes();
+        report
     }
 
     /// `/status`: the session at a glance.

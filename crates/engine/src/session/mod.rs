@@ -221,6 +221,7 @@ impl Session {
         session.mcp_specs = mcp_specs(&session.mcp.offered_now());
         session.refresh_system_prompt();
         session.replay_budget();
+        crate::checkpoint::snapshot::warm_up(session.file_store(), session.workspace.clone());
         Ok(session)
     }
 
@@ -283,7 +284,13 @@ impl Session {
             shell_env: Arc::new(self.config.shell.env.clone()),
             sandbox: self.sandbox.sandbox.clone(),
             cancel,
+            files: Some(Arc::new(self.file_store())),
         }
+    }
+
+    /// The session's content-addressed file store (checkpoints of what tools changed).
+    pub fn file_store(&self) -> crate::checkpoint::FileStore {
+        crate::checkpoint::FileStore::beside(self.path())
     }
 
     /// How shell commands are confined, for `/approval`.

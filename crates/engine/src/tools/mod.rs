@@ -27,7 +27,7 @@ use crate::approval::{CallSummary, Effect};
 pub use background::BackgroundRegistry;
 
 /// What a tool call produced, as the model will read it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ToolOutput {
     pub content: String,
     pub is_error: bool,
@@ -38,12 +38,20 @@ pub struct ToolOutput {
     /// Paths the sandbox refused a failed shell command (the user may be offered a rerun
     /// without the sandbox).
     pub refused: Vec<PathBuf>,
+    /// The files the call changed, checkpointed (journaled as `tool_result.files`).
+    pub files: Vec<codewhale_journal::FileChange>,
 }
 
 impl ToolOutput {
     pub fn error(content: impl Into<String>) -> ToolOutput {
         let content = content.into();
-        ToolOutput { bytes: content.len() as u64, content, is_error: true, refused: Vec::new() }
+        ToolOutput {
+            bytes: content.len() as u64,
+            content,
+            is_error: true,
+            refused: Vec::new(),
+            files: Vec::new(),
+        }
     }
 
     /// A successful output cut to [`output::MAX_OUTPUT_BYTES`], remembering its full size.
@@ -53,6 +61,7 @@ impl ToolOutput {
             is_error: false,
             bytes: text.len() as u64,
             refused: Vec::new(),
+            files: Vec::new(),
         }
     }
 }
@@ -71,6 +80,9 @@ pub struct ToolContext {
     pub sandbox: Option<Arc<crate::sandbox::Sandbox>>,
     /// Cancelled when the user interrupts the turn.
     pub cancel: CancellationToken,
+    /// The session's file store: `write_file` and `edit_file` keep a checkpoint of what they
+    /// change there. `None` runs them unrecorded.
+    pub files: Option<Arc<crate::checkpoint::FileStore>>,
 }
 
 /// Files the model may never change without asking, whatever the approval mode and grants:
@@ -330,6 +342,7 @@ pub async fn execute(
         let shown = path::display(&ws, &r.path);
         Ok((r.path, shown))
     };
+    let mut changed = Vec::new();
     let result = match call {
         Call::Read(a) => {
             resolve(&a.path).and_then(|(p, shown)| files::read_file(&p, &shown, a.offset, a.limit))
@@ -337,11 +350,21 @@ pub async fn execute(
         Call::List(a) => resolve(&a.path).and_then(|(p, shown)| files::list_dir(&p, &shown)),
         Call::Write(a) if crate::redact::holds_marker(&a.content) => Err(marker_refusal(&a.path)),
         Call::Edit(a) if crate::redact::holds_marker(&a.new_string) => Err(marker_refusal(&a.path)),
-        Call::Write(a) => {
-            resolve(&a.path).and_then(|(p, shown)| files::write_file(&p, &shown, &a.content))
-        }
+        Call::Write(a) => resolve(&a.path).and_then(|(p, shown)| {
+            let store = ctx.files.as_deref();
+            let run = || files::write_file(&p, &shown, &a.content);
+            crate::checkpoint::capture(store, &p, &shown, run).map(|(text, c)| {
+                changed.extend(c);
+                text
+            })
+        }),
         Call::Edit(a) => resolve(&a.path).and_then(|(p, shown)| {
-            files::edit_file(&p, &shown, &a.old_string, &a.new_string, a.replace_all)
+            let store = ctx.files.as_deref();
+            let run = || files::edit_file(&p, &shown, &a.old_string, &a.new_string, a.replace_all);
+            crate::checkpoint::capture(store, &p, &shown, run).map(|(text, c)| {
+                changed.extend(c);
+                text
+            })
         }),
         Call::Search(a) => {
             let root = match a.path.as_deref() {
@@ -362,6 +385,8 @@ pub async fn execute(
         }
         Call::Shell(a) => {
             let sandbox = ctx.sandbox.as_deref();
+            // A background command keeps running: there is no "after" to snapshot.
+            let snapshots = if a.background { None } else { before_shell(ctx).await };
             let out = if a.background {
                 shell::spawn_background(&ws, &ctx.shell_env, &a.command, &ctx.background, sandbox)
             } else {
@@ -379,12 +404,55 @@ pub async fn execute(
                 is_error: out.is_error,
                 bytes: out.bytes,
                 refused: out.refused,
+                files: after_shell(snapshots).await,
             };
         }
     };
     match result {
-        Ok(text) => ToolOutput::capped(&text),
+        Ok(text) => ToolOutput { files: changed, ..ToolOutput::capped(&text) },
         Err(message) => ToolOutput::error(message),
+    }
+}
+
+/// The worktree snapshot before a shell command (DESIGN §2), when the workspace is a git work
+/// tree and the session has a store. Fails open: no snapshot, no record.
+async fn before_shell(
+    ctx: &ToolContext,
+) -> Option<(crate::checkpoint::snapshot::Snapshots, crate::checkpoint::FileStore, String)> {
+    let store = ctx.files.as_deref()?.clone();
+    let ws = ctx.workspace.clone();
+    tokio::task::spawn_blocking(move || {
+        let snapshots = crate::checkpoint::snapshot::Snapshots::discover(&store, &ws)?;
+        match snapshots.snapshot() {
+            Ok(tree) => Some((snapshots, store, tree)),
+            Err(e) => {
+                tracing::warn!("no worktree snapshot before a shell command: {e}");
+                None
+            }
+        }
+    })
+    .await
+    .ok()
+    .flatten()
+}
+
+/// The files a shell command changed: the snapshot after it, compared with the one before.
+async fn after_shell(
+    before: Option<(crate::checkpoint::snapshot::Snapshots, crate::checkpoint::FileStore, String)>,
+) -> Vec<codewhale_journal::FileChange> {
+    let Some((snapshots, store, tree)) = before else { return Vec::new() };
+    let changed = tokio::task::spawn_blocking(move || {
+        let after = snapshots.snapshot()?;
+        snapshots.changes(&store, &tree, &after)
+    })
+    .await;
+    match changed {
+        Ok(Ok(files)) => files,
+        Ok(Err(e)) => {
+            tracing::warn!("no worktree snapshot after a shell command: {e}");
+            Vec::new()
+        }
+        Err(_) => Vec::new(),
     }
 }
 
@@ -481,6 +549,7 @@ mod tests {
             shell_env: Arc::default(),
             sandbox: None,
             cancel: CancellationToken::new(),
+            files: None,
         }
     }
 

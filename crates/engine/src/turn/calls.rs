@@ -181,7 +181,7 @@ fn run_session_tool(ctx: &TurnCtx<'_>, call: &ToolCall) -> (ToolOutput, bool) {
         // Already within its own cap and the room: not cut again.
         Ok(text) => {
             let bytes = text.len() as u64;
-            (ToolOutput { content: text, is_error: false, bytes, refused: Vec::new() }, false)
+            (ToolOutput { content: text, is_error: false, bytes, refused: Vec::new(), files: Vec::new() }, false)
         }
         Err(message) => (ToolOutput::error(message), false),
     }
@@ -297,6 +297,7 @@ async fn offer_rerun(
                 content: note + &again.content,
                 is_error: again.is_error,
                 refused: Vec::new(),
+                files: again.files,
             }
         }
         Some(ApprovalReply::Deny(why)) => {
@@ -351,6 +352,9 @@ fn finish(
     // The original size, so a pruned stub (and anyone reading the journal) knows how much the
     // tool produced even when `content` holds only a capped head and tail.
     payload.bytes = Some(output.bytes);
+    if !output.files.is_empty() {
+        payload.files = Some(output.files.clone());
+    }
     let id = ctx.session.append(payload)?;
     // Show what was journaled: the output with its secrets redacted.
     let shown = match ctx.session.journal().get(id.as_str()).map(|e| &e.payload) {

@@ -91,8 +91,9 @@ async fn fork_isolates_the_new_branch_and_checkout_restores_the_old_one() {
     let notice = move_head(&mut engine, Op::Fork { at: old[0].clone() }).await.unwrap();
     assert!(notice.starts_with("forked at"), "{notice}");
     turn(&h, &mut engine, "q3", "a3").await;
-    // Two user messages in a row go out as one (the wire format wants roles to alternate).
-    assert_eq!(sent(&h, 2), ["q1\n\nq3"], "the other branch's messages stay out of the request");
+    // A fork at a user message goes to before it: q1 went back to the composer and is never
+    // glued to the next prompt.
+    assert_eq!(sent(&h, 2), ["q3"], "the other branch's messages stay out of the request");
 
     let notice = move_head(&mut engine, Op::Checkout { to: old[3].clone() }).await.unwrap();
     assert!(notice.starts_with("checked out"), "{notice}");
@@ -106,7 +107,10 @@ async fn fork_isolates_the_new_branch_and_checkout_restores_the_old_one() {
     let journal = reload_checked(&session_file(h.home.path()));
     assert_eq!(
         head_records(&journal),
-        [(old[0].clone(), HeadReason::Fork), (old[3].clone(), HeadReason::Checkout)]
+        [
+            (before.header_entry().id.to_string(), HeadReason::Fork),
+            (old[3].clone(), HeadReason::Checkout)
+        ]
     );
     // The forked branch is still whole and still renders on its own.
     let forked = journal
@@ -116,7 +120,7 @@ async fn fork_isolates_the_new_branch_and_checkout_restores_the_old_one() {
         .unwrap();
     let view = render(&journal, forked.id.as_str());
     codewhale_journal::check_view(&view).unwrap();
-    assert_eq!(view.items.len(), 3, "q1, q3, a3");
+    assert_eq!(view.items.len(), 2, "q3, a3");
 }
 
 #[tokio::test]

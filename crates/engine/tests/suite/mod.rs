@@ -1,5 +1,6 @@
 mod approval;
 mod attachments;
+mod branch_summaries;
 mod branches;
 mod common;
 mod compaction;
@@ -14,5 +15,6 @@ mod plan;
 mod protocol;
 mod recall;
 mod resume;
+mod rewind;
 mod tool_loop;
 mod turn;

@@ -427,8 +427,8 @@ impl Journal {
     }
 }
 
-/// Entries that form conversations: everything except compaction, branch summary and head
-/// records. Unknown kinds count as conversation entries (passed over by the view), so a newer
+/// Entries that form conversations: everything except compaction and head records (a branch
+/// summary is a chain extension of the branch it was written on). Unknown kinds count as conversation entries (passed over by the view), so a newer
 /// version's notices on the chain do not strand HEAD.
 pub(crate) fn is_chain(p: &Payload) -> bool {
     KindCode::of(p).is_chain()

@@ -31,13 +31,22 @@ fn a_write_on_a_side_branch_leaves_head_alone() {
 }
 
 #[test]
-fn compaction_and_branch_summary_records_never_move_head() {
+fn compaction_records_never_move_head_and_branch_summaries_extend_it() {
     let mut j = journal();
     let u = j.user("u");
     let a = j.assistant("a");
     j.record(&a, summary_record(&u, &a, 2, "n"));
-    j.record(&a, codewhale_journal::BranchSummaryPayload::new(u.clone(), "s"));
     assert_eq!(j.head_id(), &a);
+    // A branch summary is appended on HEAD like a message: it moves HEAD, and the model reads
+    // it as a user-role text.
+    let s = j.record(&a, codewhale_journal::BranchSummaryPayload::new(u.clone(), "tried X"));
+    assert_eq!(j.head_id(), &s);
+    let view = codewhale_journal::render(&j, s.as_str());
+    let last = view.items.last().unwrap();
+    assert_eq!(last.kind, codewhale_journal::ItemKind::BranchSummary);
+    assert_eq!(last.role, codewhale_journal::Role::User);
+    let codewhale_journal::ItemContent::Blocks(blocks) = &last.content else { panic!() };
+    assert_eq!(blocks[0].as_text(), Some("What was tried on a branch you left: tried X"));
 }
 
 #[test]

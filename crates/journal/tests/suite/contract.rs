@@ -87,7 +87,8 @@ fn a_prune_only_compaction_record_writes_every_contract_field_as_null() {
 #[test]
 fn a_branch_summary_writes_its_parent_branch_as_null() {
     let line = line_json(BranchSummaryPayload::new(EntryId::new(), "tried X"));
-    assert_eq!(keys(&line["payload"]), set(&["branch_id", "summary", "parent_branch_id"]));
+    let fields = ["branch_id", "summary", "parent_branch_id", "from", "tip"];
+    assert_eq!(keys(&line["payload"]), set(&fields));
 }
 
 #[test]

@@ -134,6 +134,12 @@ pub fn human(r: &ContextReport) -> String {
             out.push_str(&format!("  {}{here}\n", branch_label(b)));
         }
     }
+    if r.file_store_bytes > 0 {
+        out.push_str(&format!(
+            "file checkpoints: {} bytes in the session's store (what /rewind and /undo take back)\n",
+            r.file_store_bytes
+        ));
+    }
     out
 }
 
@@ -203,6 +209,7 @@ mod tests {
             plan: None,
             view: Vec::new(),
             branches: Vec::new(),
+            file_store_bytes: 0,
         };
         let text = human(&report);
         for needle in [

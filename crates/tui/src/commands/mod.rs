@@ -12,6 +12,7 @@ pub mod mcp;
 pub mod notices;
 pub mod probe;
 pub mod resume;
+pub mod rewind;
 pub mod sandbox;
 pub mod sessions;
 pub mod survival_check;

@@ -86,6 +86,8 @@ pub enum Pending {
     BranchPick { fork: bool },
     /// `/checkout` without an id: the tips become a picker.
     TipPick,
+    /// `/rewind`, `/fork` or `/undo`: the files a restore would touch, before asking.
+    Restore(super::restore_view::RestoreTarget),
 }
 
 /// A message on its way to the engine: its text and the files mentioned with `@`.
@@ -490,6 +492,20 @@ impl App {
     }
 
     /// The engine gave back a message it could not answer: offered for editing.
+    /// `/rewind` or `/fork` went back to before a message: its text is back for editing.
+    pub(crate) fn edit_again(&mut self, text: String) {
+        if self.composer.is_empty() {
+            self.composer.set_text(&text);
+            self.notice(
+                NoticeKind::Info,
+                "the message is back in the composer: edit it and press Enter to send it from here",
+            );
+        } else {
+            self.composer.remember(&text);
+            self.notice(NoticeKind::Info, "the message went back to the history; Up recalls it");
+        }
+    }
+
     pub(crate) fn message_taken_back(&mut self, text: String) {
         if self.composer.is_empty() {
             self.composer.set_text(&text);

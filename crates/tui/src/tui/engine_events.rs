@@ -138,6 +138,8 @@ impl App {
             Event::Status { status } => {
                 self.views.push(Box::new(TextView::new("status", &status_text(&status))))
             }
+            Event::RestorePreview { files, .. } => self.on_restore_preview(files, pending),
+            Event::ComposerText { text } => self.edit_again(text),
             Event::Usage { pressure, usable_input, window_unverified, model, .. } => {
                 self.gauge = Some(Gauge { pressure, usable_input, window_unverified });
                 self.model = model;

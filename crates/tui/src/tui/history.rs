@@ -9,6 +9,7 @@
 
 use codewhale_engine::protocol::{CallEnd, HistoryItem, HistoryPage};
 
+use super::branch_cell::BranchSummaryCell;
 use super::cells::{
     AnchorCell, AssistantCell, CompactionCell, CompactionSummary, Covered, NoticeCell, NoticeKind,
     ThinkingCell, ToolCell, ToolState, UserCell,
@@ -47,7 +48,8 @@ fn is_covered(item: &HistoryItem) -> bool {
         HistoryItem::User { covered, .. }
         | HistoryItem::Assistant { covered, .. }
         | HistoryItem::Anchor { covered, .. }
-        | HistoryItem::Tool { covered, .. } => *covered,
+        | HistoryItem::Tool { covered, .. }
+        | HistoryItem::BranchSummary { covered, .. } => *covered,
         _ => false,
     }
 }
@@ -69,6 +71,10 @@ fn push_item(t: &mut Transcript, item: &HistoryItem) {
         }
         HistoryItem::Anchor { text, covered, .. } => {
             t.push(Covered::new(AnchorCell { text: text.clone() }, *covered))
+        }
+        HistoryItem::BranchSummary { summary, covered, .. } => {
+            let cell = BranchSummaryCell { summary: summary.clone(), ..Default::default() };
+            t.push(Covered::new(cell, *covered))
         }
         HistoryItem::AnchorWithdrawn { text, .. } => t.push(NoticeCell {
             kind: NoticeKind::Info,

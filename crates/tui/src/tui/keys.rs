@@ -331,7 +331,11 @@ impl App {
             }
             ViewAction::Branch { id, fork } => {
                 self.views.pop();
-                let op = if fork { Op::Fork { at: id } } else { Op::Rewind { to: id } };
+                self.ask_what_to_take_back(id, fork);
+            }
+            ViewAction::TakeBack { to, take, fork, force } => {
+                self.views.pop();
+                let op = Op::TakeBack { to, take, fork, before: false, force };
                 if let Some(sent) = self.submit(op) {
                     self.pending.push((sent, Pending::HeadMove));
                 }
@@ -345,6 +349,10 @@ impl App {
                 if let Some(sent) = self.submit(Op::Checkout { to: id }) {
                     self.pending.push((sent, Pending::HeadMove));
                 }
+            }
+            ViewAction::Undo { force } => {
+                self.views.pop();
+                self.submit(Op::Undo { force });
             }
             ViewAction::Import(path) => {
                 self.views.pop();

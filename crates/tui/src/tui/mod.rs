@@ -18,6 +18,7 @@
 pub mod ansi;
 pub mod app;
 pub mod approval_view;
+mod branch_cell;
 pub mod cells;
 pub mod composer;
 pub mod editor;
@@ -31,6 +32,7 @@ pub mod mentions;
 pub mod plan_cell;
 pub mod prompts;
 mod render;
+mod restore_view;
 pub mod slash;
 mod slash_dispatch;
 mod status;

@@ -16,6 +16,7 @@ pub enum SlashCommand {
     Fork,
     Checkout,
     Rewind,
+    Undo,
     Model,
     Approval,
     Mcp,
@@ -25,7 +26,7 @@ pub enum SlashCommand {
 }
 
 /// In table order (the order of `/help` and the completion popup).
-pub const ALL: [SlashCommand; 16] = [
+pub const ALL: [SlashCommand; 17] = [
     SlashCommand::Compact,
     SlashCommand::Context,
     SlashCommand::Anchor,
@@ -36,6 +37,7 @@ pub const ALL: [SlashCommand; 16] = [
     SlashCommand::Fork,
     SlashCommand::Checkout,
     SlashCommand::Rewind,
+    SlashCommand::Undo,
     SlashCommand::Model,
     SlashCommand::Approval,
     SlashCommand::Mcp,
@@ -58,6 +60,7 @@ impl SlashCommand {
             SlashCommand::Fork => "fork",
             SlashCommand::Checkout => "checkout",
             SlashCommand::Rewind => "rewind",
+            SlashCommand::Undo => "undo",
             SlashCommand::Model => "model",
             SlashCommand::Approval => "approval",
             SlashCommand::Mcp => "mcp",
@@ -83,6 +86,7 @@ impl SlashCommand {
             | SlashCommand::Status
             | SlashCommand::New
             | SlashCommand::Sessions
+            | SlashCommand::Undo
             | SlashCommand::Help
             | SlashCommand::Quit => "",
         }
@@ -113,7 +117,10 @@ impl SlashCommand {
             }
             SlashCommand::Checkout => "Switch to another branch (a picker of the branch tips, or an entry id, its unique prefix or the ending a picker shows).",
             SlashCommand::Rewind => {
-                "Move HEAD back to an earlier message of this branch (a picker, or an entry id or its unique prefix)."
+                "Go back to an earlier message of this branch (a picker, or an entry id or its unique prefix), taking back the conversation, the code the tools changed since, or both; a message's text comes back in the composer."
+            }
+            SlashCommand::Undo => {
+                "Take back the file changes of the last turn (a file changed by someone else since is overwritten only on a second yes)."
             }
             SlashCommand::Approval => {
                 "Show the approval mode, the sandbox mode and this session's \"always\" grants; d \
@@ -152,6 +159,7 @@ impl SlashCommand {
             | SlashCommand::Fork
             | SlashCommand::Checkout
             | SlashCommand::Rewind
+            | SlashCommand::Undo
             | SlashCommand::Model => false,
         }
     }
@@ -328,6 +336,23 @@ pub fn commands_markdown() -> String {
          with previews; `/fork`, `/checkout` and `/rewind` also take an entry id or a unique \
          prefix of it (`/context` lists the ids in the current view). The notice of a HEAD \
          move stays in the transcript.\n\
+         - Going back to a user message with `/fork` or `/rewind` moves HEAD to before it and \
+         puts its text back in the composer for editing; it is never merged into the next \
+         prompt. When tools changed files after that point, a question lists them and asks \
+         what to take back: the conversation (c), the code (k) or both (b). A file someone \
+         else changed since (its content is neither what a tool wrote nor what it found) is \
+         overwritten only on a second yes. `/undo` takes back the last turn's file changes the \
+         same way. Each restore is noted in the transcript and told to the model; restoring \
+         twice changes nothing. `write_file` and `edit_file` are always checkpointed; a \
+         `shell` command's edits are too when the workspace is a git work tree (snapshots of \
+         the worktree before and after the command, `.gitignore` honoured, kept in \
+         Codewhale's own store, never in the repository). Outside git, a command's edits \
+         cannot be taken back: they read as changed by someone else.\n\
+         - From the shell, `codewhale rewind [--session ID | --last] --to ENTRY [--code | \
+         --both] [--force]` moves HEAD back to before ENTRY (the conversation, by default), \
+         with `--code` takes back only the files tools changed from ENTRY on (HEAD stays), with \
+         `--both` both. It prints what it did; a file changed by someone else since is left as \
+         it is and named on stderr with exit code 1, unless `--force` overwrites it.\n\
          - A compaction capsule reads \"compacted N messages · 182k → 9k tokens\": N counts the \
          model-visible messages the checkpoint replaced. Ctrl+O unfolds it to the note.\n\
          - `/compact` runs like a turn: the status line says \"compacting… · Ctrl+C cancels\"; \

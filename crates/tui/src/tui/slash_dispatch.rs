@@ -6,14 +6,15 @@
 
 use codewhale_engine::offline::import::{Candidate, Tool};
 use codewhale_engine::protocol::{
-    AnchorInfo, BranchInfo, ContextReport, ModelChoice, Op, StatusReport, UserMessageInfo,
-    WorkspaceTrust,
+    AnchorInfo, BranchInfo, ContextReport, ModelChoice, Op, RestoreFile, RestoreState, StatusReport,
+    TakeBack, UserMessageInfo, WorkspaceTrust,
 };
 use codewhale_engine::Resume;
 
 use super::app::{App, Lifecycle, Pending};
 use super::cells::{short_tokens, NoticeKind};
 use super::event::{AppEvent, Effect};
+use super::restore_view::{RestoreTarget, RestoreView};
 use super::slash::{self, Invocation, SlashCommand};
 use super::views::{Choice, ChoiceView, SessionPicker, TextView, ViewAction};
 
@@ -75,9 +76,14 @@ impl App {
             SlashCommand::Mcp => {
                 self.submit(Op::ListMcpServers);
             }
-            SlashCommand::Fork => self.move_head(Op::Fork { at: args }),
+            SlashCommand::Fork => self.ask_what_to_take_back(args, true),
             SlashCommand::Checkout => self.move_head(Op::Checkout { to: args }),
-            SlashCommand::Rewind => self.move_head(Op::Rewind { to: args }),
+            SlashCommand::Rewind => self.ask_what_to_take_back(args, false),
+            SlashCommand::Undo => {
+                if let Some(id) = self.submit(Op::PreviewRestore { to: None }) {
+                    self.pending.push((id, Pending::Restore(RestoreTarget::Undo)));
+                }
+            }
             SlashCommand::Model if args.is_empty() => {
                 self.submit(Op::ListModels);
             }
@@ -93,6 +99,43 @@ impl App {
                 self.views.push(Box::new(TextView::new("help", &text)))
             }
             SlashCommand::Quit => self.quit(),
+        }
+    }
+
+    /// `/rewind` or `/fork` to `to`: first the files a restore would touch; the question
+    /// follows ([`App::on_restore_preview`]).
+    pub(crate) fn ask_what_to_take_back(&mut self, to: String, fork: bool) {
+        let op = Op::PreviewRestore { to: Some(to.clone()) };
+        if let Some(id) = self.submit(op) {
+            self.pending.push((id, Pending::Restore(RestoreTarget::Branch { to, fork })));
+        }
+    }
+
+    /// The engine's preview: no file to take back goes straight to the conversation move
+    /// (or says there is nothing to undo); otherwise the question.
+    pub(crate) fn on_restore_preview(&mut self, files: Vec<RestoreFile>, pending: Option<Pending>) {
+        let Some(Pending::Restore(target)) = pending else { return };
+        let changed = files.iter().any(|f| f.state != RestoreState::Unchanged);
+        match target {
+            RestoreTarget::Branch { to, fork } if !changed => {
+                let op = Op::TakeBack {
+                    to,
+                    take: TakeBack::Conversation,
+                    fork,
+                    before: false,
+                    force: false,
+                };
+                self.move_head(op);
+            }
+            RestoreTarget::Undo if !changed => {
+                let message = if files.is_empty() {
+                    "nothing to undo: the last turn changed no files"
+                } else {
+                    "nothing to undo: the files are already as they were before the last turn"
+                };
+                self.notice(NoticeKind::Info, message);
+            }
+            target => self.views.push(Box::new(RestoreView::new(target, files))),
         }
     }
 

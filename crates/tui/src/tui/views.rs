@@ -61,6 +61,10 @@ pub enum ViewAction {
     Checkout { id: String },
     /// Use this model from the next request on.
     SwitchModel(String),
+    /// The answer to "what to take back?" of a rewind or fork to `to`.
+    TakeBack { to: String, take: codewhale_engine::protocol::TakeBack, fork: bool, force: bool },
+    /// The answer to `/undo`'s question.
+    Undo { force: bool },
 }
 
 /// A modal view.

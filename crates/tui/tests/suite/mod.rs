@@ -9,6 +9,8 @@ mod journal_check;
 mod mcp_cli;
 mod one_truth_pty;
 mod pty;
+mod rewind_cli;
+mod rewind_pty;
 mod sandbox;
 mod screen_pty;
 mod sessions;

@@ -180,7 +180,7 @@ fn search_branch_picker_and_grants() {
     h.enter();
     assert_eq!(
         h.ops().last(),
-        Some(&Op::Rewind { to: "0193c0de-0000-7000-8000-0000000000a1".into() })
+        Some(&Op::PreviewRestore { to: Some("0193c0de-0000-7000-8000-0000000000a1".into()) })
     );
     h.type_str("/approval");
     h.enter();

@@ -2,7 +2,7 @@
 
 use codewhale_engine::protocol::{
     CallEnd, CompactionKind, CompactionTrigger, ErrorKind, Event, HistoryItem, HistoryPage,
-    NoticeLevel, Op, Source, ToolOutcome, TurnStatus,
+    NoticeLevel, Op, RestoreFile, RestoreState, Source, TakeBack, ToolOutcome, TurnStatus,
 };
 use crossterm::event::{Event as TermEvent, KeyCode, KeyModifiers};
 use serde_json::json;
@@ -380,8 +380,18 @@ fn a_head_move_shows_the_new_heads_conversation() {
     );
     h.type_str("/rewind 0193-e1");
     h.enter();
-    assert_eq!(h.ops()[1], Op::Rewind { to: "0193-e1".into() });
-    h.engine(2, Event::Notice { level: NoticeLevel::Info, message: "rewound to 0193-e1".into() });
+    // First what a restore would touch: no file, so the conversation moves without a question.
+    assert_eq!(h.ops()[1], Op::PreviewRestore { to: Some("0193-e1".into()) });
+    h.engine(2, Event::RestorePreview { to: Some("0193-e1".into()), files: Vec::new() });
+    let take = Op::TakeBack {
+        to: "0193-e1".into(),
+        take: TakeBack::Conversation,
+        fork: false,
+        before: false,
+        force: false,
+    };
+    assert_eq!(h.ops()[2], take);
+    h.engine(3, Event::Notice { level: NoticeLevel::Info, message: "rewound to 0193-e1".into() });
     assert!(h.effects().is_empty(), "the engine sends the page; nothing is read");
     let page = HistoryPage {
         head: "0193-e1".into(),
@@ -393,9 +403,81 @@ fn a_head_move_shows_the_new_heads_conversation() {
         older: None,
         reset: true,
     };
-    h.engine(2, Event::History { page });
+    h.engine(3, Event::History { page });
+    h.engine(3, Event::ComposerText { text: "the second question".into() });
     let screen = h.screen();
     assert!(screen.contains("the first question"), "{screen}");
     assert!(screen.contains("rewound to 0193-e1"), "{screen}");
     assert!(!screen.contains("old branch message"), "{screen}");
+    assert!(screen.contains("back in the composer"), "{screen}");
+    assert_eq!(h.app.composer.text(), "the second question");
+}
+
+#[test]
+fn rewind_asks_what_to_take_back_and_a_second_yes_for_outside_changes() {
+    let mut h = Harness::new();
+    h.type_str("/rewind 0193-e1");
+    h.enter();
+    let files = vec![
+        RestoreFile { path: "src/a.rs".into(), state: RestoreState::Restore },
+        RestoreFile { path: "notes.md".into(), state: RestoreState::ChangedElsewhere },
+    ];
+    h.engine(1, Event::RestorePreview { to: Some("0193-e1".into()), files });
+    let screen = h.screen();
+    assert!(screen.contains("rewind: what to take back"), "{screen}");
+    assert!(screen.contains("src/a.rs  restored"), "{screen}");
+    assert!(screen.contains("notes.md  changed by someone else since"), "{screen}");
+    h.type_str("b");
+    let screen = h.screen();
+    assert!(screen.contains("y overwrite them too"), "{screen}");
+    h.type_str("n");
+    let take = Op::TakeBack {
+        to: "0193-e1".into(),
+        take: TakeBack::Both,
+        fork: false,
+        before: false,
+        force: false,
+    };
+    assert_eq!(h.ops().last(), Some(&take));
+
+    // /undo with nothing changed since says so without asking.
+    h.type_str("/undo");
+    h.enter();
+    assert_eq!(h.ops().last(), Some(&Op::PreviewRestore { to: None }));
+    let files = vec![RestoreFile { path: "src/a.rs".into(), state: RestoreState::Unchanged }];
+    h.engine(3, Event::RestorePreview { to: None, files });
+    assert!(h.screen().contains("nothing to undo"), "{}", h.screen());
+    // With a change: Enter takes the files back.
+    h.type_str("/undo");
+    h.enter();
+    let files = vec![RestoreFile { path: "src/a.rs".into(), state: RestoreState::Restore }];
+    h.engine(4, Event::RestorePreview { to: None, files });
+    assert!(h.screen().contains("undo: take back the last turn"), "{}", h.screen());
+    h.enter();
+    assert_eq!(h.ops().last(), Some(&Op::Undo { force: false }));
+}
+
+#[test]
+fn a_branch_summary_is_a_foldable_cell() {
+    let mut h = Harness::new();
+    let page = HistoryPage {
+        head: "s1".into(),
+        items: vec![
+            HistoryItem::User { id: "u1".into(), text: "fix the parser".into(), covered: false },
+            HistoryItem::BranchSummary {
+                id: "s1".into(),
+                summary: "nom failed on nested groups".into(),
+                covered: false,
+            },
+        ],
+        older: None,
+        reset: true,
+    };
+    h.engine(0, Event::History { page });
+    let screen = h.screen();
+    assert!(screen.contains("what was tried on a branch you left … Ctrl+O"), "{screen}");
+    assert!(!screen.contains("nom failed"), "folded: {screen}");
+    h.key(KeyCode::Char('o'), KeyModifiers::CONTROL);
+    let screen = h.screen();
+    assert!(screen.contains("nom failed on nested groups"), "unfolded: {screen}");
 }

@@ -171,6 +171,7 @@ pub(super) fn report() -> ContextReport {
             tokens: 2_000,
         }],
         branches: Vec::new(),
+        file_store_bytes: 0,
     }
 }
 

@@ -1,0 +1,305 @@
+//! The engine side of `/rewind`, `/fork`, `/undo` and `codewhale rewind`: where HEAD goes, which
+//! files come back, and what is journaled (DESIGN §2).
+//!
+//! Rules: going back to a user message puts HEAD before it and hands its text back to the
+//! composer, so it is never merged into the next prompt; any other entry (without `before`)
+//! keeps HEAD at it. Code is taken back from the entries after where HEAD goes, which must be
+//! on the current branch. A restore that changed something is journaled as a `system` entry
+//! (for the user) and a synthetic user text (for the model) on the new HEAD; one that changed
+//! nothing writes nothing, so restoring twice is harmless.
+
+use codewhale_journal::{BranchError, EntryId, Journal, Level, Payload, SystemPayload, UserPayload};
+
+use super::restore::{self, Planned};
+use crate::error::EngineError;
+use crate::protocol::{RestoreOutcome, TakeBack};
+use crate::session::Session;
+
+/// Where a rewind or fork to an entry lands.
+#[derive(Debug, Clone)]
+pub(crate) struct Landing {
+    /// HEAD's new position.
+    pub head: EntryId,
+    /// The text of the user message HEAD went back before, for the composer.
+    pub text: Option<String>,
+}
+
+/// Where going back to `to` puts HEAD: before a plain user message (or before anything, with
+/// `before`), else at the entry.
+pub(crate) fn landing(journal: &Journal, to: &str, before: bool) -> Result<Landing, BranchError> {
+    let id = journal.resolve_entry(to)?;
+    let entry = journal.get(id.as_str()).ok_or_else(|| BranchError::NotFound(id.clone()))?;
+    let text = match &entry.payload {
+        Payload::User(u) if u.is_plain() => {
+            Some(u.content.iter().filter_map(|b| b.as_text()).collect::<Vec<_>>().join("\n"))
+        }
+        _ => None,
+    };
+    if text.is_none() && !before {
+        return Ok(Landing { head: id, text: None });
+    }
+    let parent = entry
+        .parent
+        .clone()
+        .filter(|p| journal.get(p.as_str()).is_some())
+        .ok_or_else(|| BranchError::NotFound(id.clone()))?;
+    Ok(Landing { head: parent, text })
+}
+
+/// The restore plan for the code changed after `from` on HEAD's spine (`None`: the last turn).
+pub(crate) fn plan_after(session: &Session, from: Option<&EntryId>) -> Result<Vec<Planned>, String> {
+    let journal = session.journal();
+    let start = match from {
+        Some(id) => {
+            if !journal.is_ancestor(id.as_str(), journal.head_id().as_str()) {
+                return Err(format!(
+                    "entry {id} is not on the current branch; the code can be taken back only \
+                     to an entry of this branch (check it out first)"
+                ));
+            }
+            let spine = journal.spine_positions(journal.head_position());
+            let at = journal.position(id.as_str()).unwrap_or(0);
+            match spine.iter().position(|&p| p == at) {
+                Some(i) => spine.get(i + 1).copied().unwrap_or(u32::MAX),
+                None => u32::MAX,
+            }
+        }
+        None => match restore::last_turn_start(journal) {
+            Some(p) => p,
+            None => return Ok(Vec::new()),
+        },
+    };
+    let changes = restore::changes_from(journal, start);
+    Ok(restore::plan(&changes, session.workspace(), &session.file_store()))
+}
+
+/// Applies `plan` and journals what changed: a `system` entry and a synthetic user text on
+/// HEAD. Returns the outcome (empty when nothing needed restoring).
+pub(crate) fn restore_and_record(
+    session: &mut Session,
+    plan: &[Planned],
+    force: bool,
+    when: &str,
+) -> Result<RestoreOutcome, EngineError> {
+    let outcome = restore::apply(plan, session.workspace(), &session.file_store(), force);
+    if outcome.restored.is_empty() && outcome.skipped.is_empty() && outcome.failed.is_empty() {
+        return Ok(outcome);
+    }
+    let level = if outcome.skipped.is_empty() && outcome.failed.is_empty() {
+        Level::Info
+    } else {
+        Level::Warning
+    };
+    session.append(SystemPayload::new(level, outcome_line(&outcome, when)))?;
+    if !outcome.restored.is_empty() {
+        session.append(UserPayload::synthetic(model_note(plan, &outcome, when)))?;
+    }
+    Ok(outcome)
+}
+
+/// The one-line account of a restore the user reads (and the `system` entry holds).
+pub fn outcome_line(outcome: &RestoreOutcome, when: &str) -> String {
+    let mut parts = Vec::new();
+    if outcome.restored.is_empty() {
+        parts.push(format!("no file was restored to its content {when}"));
+    } else {
+        let n = outcome.restored.len();
+        let files = if n == 1 { "file" } else { "files" };
+        parts.push(format!(
+            "restored {n} {files} to their content {when}: {}",
+            outcome.restored.join(", ")
+        ));
+    }
+    if !outcome.skipped.is_empty() {
+        parts.push(format!(
+            "left {} changed by someone else since: {}",
+            outcome.skipped.len(),
+            outcome.skipped.join(", ")
+        ));
+    }
+    for (path, why) in &outcome.failed {
+        parts.push(format!("could not restore {path}: {why}"));
+    }
+    parts.join("; ")
+}
+
+fn model_note(plan: &[Planned], outcome: &RestoreOutcome, when: &str) -> String {
+    let removed = |path: &String| {
+        plan.iter().any(|p| &p.path == path && p.target.is_none())
+    };
+    let written: Vec<&str> =
+        outcome.restored.iter().filter(|p| !removed(p)).map(String::as_str).collect();
+    let gone: Vec<&str> =
+        outcome.restored.iter().filter(|p| removed(p)).map(String::as_str).collect();
+    let mut text = format!("The user took files back to their content {when}.");
+    if !written.is_empty() {
+        text.push_str(&format!(" Restored: {}.", written.join(", ")));
+    }
+    if !gone.is_empty() {
+        text.push_str(&format!(" Removed (they did not exist then): {}.", gone.join(", ")));
+    }
+    text.push_str(
+        " What you read or wrote in these files earlier may no longer be there; read a file \
+         again before relying on its content.",
+    );
+    text
+}
+
+/// What the engine task hands over: a branch op or a restore op, with its submission.
+pub(crate) struct Request<'a> {
+    pub session: &'a mut Session,
+    pub sink: &'a crate::events::EventSink,
+    pub id: crate::protocol::SubmissionId,
+}
+
+/// One rewind, fork, take-back or undo: everything it changes is on disk before the front end
+/// is told.
+#[derive(Debug, Clone)]
+pub(crate) struct Move {
+    pub to: String,
+    pub take: TakeBack,
+    pub fork: bool,
+    pub before: bool,
+    pub force: bool,
+}
+
+impl Request<'_> {
+    fn error(&self, kind: crate::protocol::ErrorKind, message: String) {
+        self.sink.emit(self.id, crate::protocol::Event::Error { kind, message });
+    }
+
+    fn notice(&self, level: crate::protocol::NoticeLevel, message: String) {
+        self.sink.emit(self.id, crate::protocol::Event::Notice { level, message });
+    }
+
+    /// `Op::PreviewRestore`.
+    pub(crate) fn preview(self, to: Option<String>) {
+        let from = match to.as_deref().map(|t| landing(self.session.journal(), t, false)) {
+            Some(Ok(l)) => Some(l.head),
+            Some(Err(e)) => return self.error(crate::protocol::ErrorKind::Branch, e.to_string()),
+            None => None,
+        };
+        match plan_after(self.session, from.as_ref()) {
+            Ok(plan) => self.sink.emit(
+                self.id,
+                crate::protocol::Event::RestorePreview { to, files: restore::shown(&plan) },
+            ),
+            Err(message) => self.error(crate::protocol::ErrorKind::Branch, message),
+        }
+    }
+
+    /// `Op::Rewind`, `Op::Fork` and `Op::TakeBack`.
+    pub(crate) async fn take_back(self, m: Move) {
+        use crate::protocol::{ErrorKind, Event, NoticeLevel};
+        let landed = match landing(self.session.journal(), &m.to, m.before) {
+            Ok(l) => l,
+            Err(e) => return self.error(ErrorKind::Branch, e.to_string()),
+        };
+        let journal = self.session.journal();
+        // A rewind stays on this branch; checked before anything changes.
+        if !m.fork && !journal.is_ancestor(landed.head.as_str(), journal.head_id().as_str()) {
+            return self.error(ErrorKind::Branch, BranchError::NotOnSpine(landed.head).to_string());
+        }
+        let plan = if m.take.code() {
+            match plan_after(self.session, Some(&landed.head)) {
+                Ok(plan) => plan,
+                Err(message) => return self.error(ErrorKind::Branch, message),
+            }
+        } else {
+            Vec::new()
+        };
+        let done = async {
+            let mut outcome = None;
+            if m.take.conversation() {
+                let j = self.session.journal();
+                let record = if m.fork { j.fork(landed.head.as_str()) } else { j.rewind(landed.head.as_str()) }?;
+                self.session.append_entry(record)?;
+            }
+            if m.take.code() {
+                let when = format!("before {}", short(&m.to));
+                outcome = Some(restore_and_record(self.session, &plan, m.force, &when)?);
+            }
+            self.session.sync().await?;
+            Ok::<_, EngineError>(outcome)
+        }
+        .await;
+        let outcome = match done {
+            Ok(o) => o,
+            Err(err) => return self.error(err.kind(), err.to_string()),
+        };
+        self.session.replay_budget();
+        // One notice (a front end shows it under the new view), then the view, then the text
+        // for the composer.
+        let mut lines = Vec::new();
+        let mut level = NoticeLevel::Info;
+        if let Some(outcome) = &outcome {
+            if !outcome.skipped.is_empty() || !outcome.failed.is_empty() {
+                level = NoticeLevel::Warning;
+            }
+            lines.push(if plan.is_empty() {
+                "no tool changed a file after that point; the code stays as it is".to_owned()
+            } else {
+                outcome_line(outcome, &format!("before {}", short(&m.to)))
+            });
+        }
+        if m.take.conversation() {
+            let verb = if m.fork { "forked at" } else { "rewound to" };
+            lines.push(format!("{verb} {}", self.session.journal().head_id()));
+        }
+        self.notice(level, lines.join("\n"));
+        if let Some(outcome) = outcome {
+            self.sink.emit(self.id, Event::FilesRestored { outcome });
+        }
+        let page = self.session.history_page(None, crate::history::FIRST_PAGE, true);
+        self.sink.emit(self.id, Event::History { page });
+        self.sink.emit(self.id, self.session.usage_event(None, None));
+        if let Some(text) = landed.text.filter(|_| m.take.conversation()) {
+            self.sink.emit(self.id, Event::ComposerText { text });
+        }
+    }
+
+    /// `Op::Undo`: the last turn's file changes.
+    pub(crate) async fn undo(self, force: bool) {
+        use crate::protocol::{ErrorKind, Event, NoticeLevel};
+        let plan = match plan_after(self.session, None) {
+            Ok(plan) => plan,
+            Err(message) => return self.error(ErrorKind::Branch, message),
+        };
+        if plan.is_empty() {
+            return self.notice(NoticeLevel::Info, "nothing to undo: the last turn changed no files".into());
+        }
+        let done = async {
+            let outcome = restore_and_record(self.session, &plan, force, "before the last turn")?;
+            self.session.sync().await?;
+            Ok::<_, EngineError>(outcome)
+        }
+        .await;
+        let outcome = match done {
+            Ok(o) => o,
+            Err(err) => return self.error(err.kind(), err.to_string()),
+        };
+        self.session.replay_budget();
+        let nothing = outcome.restored.is_empty() && outcome.skipped.is_empty() && outcome.failed.is_empty();
+        let (level, line) = if nothing {
+            (NoticeLevel::Info, "nothing to undo: the files are already as they were before the last turn".to_owned())
+        } else if outcome.skipped.is_empty() && outcome.failed.is_empty() {
+            (NoticeLevel::Info, outcome_line(&outcome, "before the last turn"))
+        } else {
+            (NoticeLevel::Warning, outcome_line(&outcome, "before the last turn"))
+        };
+        if !nothing {
+            // The view gained the note to the model: the new page first, the notice under it.
+            let page = self.session.history_page(None, crate::history::FIRST_PAGE, true);
+            self.sink.emit(self.id, Event::History { page });
+            self.sink.emit(self.id, self.session.usage_event(None, None));
+        }
+        self.notice(level, line);
+        self.sink.emit(self.id, Event::FilesRestored { outcome });
+    }
+}
+
+/// An entry id as messages show it (ids are long UUIDs; the first 13 characters are what the
+/// pickers show).
+fn short(id: &str) -> String {
+    format!("entry {}", id.chars().take(13).collect::<String>())
+}

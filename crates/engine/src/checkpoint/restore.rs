@@ -1,0 +1,224 @@
+//! Planning and applying a restore of files from the checkpoints on HEAD's spine.
+//!
+//! A restore to a point takes every file a tool changed at or after that point back to its
+//! content just before the first such change. A file is restored only when it holds content a
+//! tool recorded for it in that stretch (a `before` or an `after`): anything else was changed
+//! by someone else, and is left alone unless the user forces it. A file that already holds its
+//! earlier content is left alone too, so restoring twice changes nothing the second time.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+
+use codewhale_journal::{FileChange, Journal, Payload};
+
+use super::{read_state, FileStore};
+use crate::protocol::{RestoreFile, RestoreOutcome, RestoreState};
+
+/// The earlier content of one file and every content tools recorded for it since.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Planned {
+    pub path: String,
+    /// The content to return to (`None`: the file did not exist).
+    pub target: Option<String>,
+    /// The recorded contents (befores and afters) of the stretch, `None` for absent.
+    known: HashSet<Option<String>>,
+    pub state: RestoreState,
+}
+
+/// The file changes recorded on HEAD's spine from position `from` on (inclusive), oldest first.
+pub fn changes_from(journal: &Journal, from: u32) -> Vec<FileChange> {
+    let spine = journal.spine_positions(journal.head_position());
+    let start = spine.iter().position(|&p| p == from).unwrap_or(spine.len());
+    spine[start..]
+        .iter()
+        .filter(|&&p| journal.kind_at(p) == codewhale_journal::kind::TOOL_RESULT)
+        .filter_map(|&p| match &journal.read_entry(p).payload {
+            Payload::ToolResult(r) => r.files.clone(),
+            _ => None,
+        })
+        .flatten()
+        .collect()
+}
+
+/// The position where the last turn starts: the newest plain user message on HEAD's spine.
+pub fn last_turn_start(journal: &Journal) -> Option<u32> {
+    journal
+        .spine_positions(journal.head_position())
+        .into_iter()
+        .rev()
+        .find(|&p| journal.has_flags(p, codewhale_journal::flags::PLAIN))
+}
+
+/// What restoring `changes` would do to each file, given the workspace as it is now.
+pub fn plan(changes: &[FileChange], workspace: &Path, store: &FileStore) -> Vec<Planned> {
+    let mut by_path: BTreeMap<&str, Planned> = BTreeMap::new();
+    for c in changes {
+        let entry = by_path.entry(c.path.as_str()).or_insert_with(|| Planned {
+            path: c.path.clone(),
+            target: c.before.clone(),
+            known: HashSet::new(),
+            state: RestoreState::Unchanged,
+        });
+        entry.known.insert(c.before.clone());
+        entry.known.insert(c.after.clone());
+    }
+    let mut out: Vec<Planned> = by_path.into_values().collect();
+    for p in &mut out {
+        p.state = state_of(p, workspace, store);
+    }
+    out
+}
+
+fn state_of(p: &Planned, workspace: &Path, store: &FileStore) -> RestoreState {
+    let Ok(path) = located(workspace, &p.path) else { return RestoreState::Unavailable };
+    let current = match read_state(&path) {
+        Ok(state) => state.map(|b| FileStore::hash(&b)),
+        // Unreadable (a directory now, no permission): not what any tool recorded.
+        Err(_) => return RestoreState::ChangedElsewhere,
+    };
+    if current == p.target {
+        return RestoreState::Unchanged;
+    }
+    if p.target.as_deref().is_some_and(|h| !store.contains(h)) {
+        return RestoreState::Unavailable;
+    }
+    if !p.known.contains(&current) {
+        return RestoreState::ChangedElsewhere;
+    }
+    if p.target.is_some() {
+        RestoreState::Restore
+    } else {
+        RestoreState::Remove
+    }
+}
+
+/// The plan as the front end shows it.
+pub fn shown(plan: &[Planned]) -> Vec<RestoreFile> {
+    plan.iter().map(|p| RestoreFile { path: p.path.clone(), state: p.state }).collect()
+}
+
+/// Applies `plan`: restores and removes what it says; a file changed by someone else only
+/// with `force`. Each file is its own step: one that fails is reported and the rest go on.
+pub fn apply(plan: &[Planned], workspace: &Path, store: &FileStore, force: bool) -> RestoreOutcome {
+    let mut outcome = RestoreOutcome::default();
+    for p in plan {
+        match p.state {
+            RestoreState::Unchanged => continue,
+            RestoreState::Unavailable => {
+                let why = "its earlier content is not in the session's file store".to_owned();
+                outcome.failed.push((p.path.clone(), why));
+                continue;
+            }
+            RestoreState::ChangedElsewhere if !force => {
+                outcome.skipped.push(p.path.clone());
+                continue;
+            }
+            RestoreState::ChangedElsewhere | RestoreState::Restore | RestoreState::Remove => {}
+        }
+        match write_back(p, workspace, store) {
+            Ok(()) => outcome.restored.push(p.path.clone()),
+            Err(why) => outcome.failed.push((p.path.clone(), why)),
+        }
+    }
+    outcome
+}
+
+fn write_back(p: &Planned, workspace: &Path, store: &FileStore) -> Result<(), String> {
+    let path = located(workspace, &p.path)?;
+    match &p.target {
+        Some(hash) => {
+            let bytes = store.get(hash).map_err(|e| format!("reading its checkpoint: {e}"))?;
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).map_err(|e| format!("creating its folder: {e}"))?;
+            }
+            std::fs::write(&path, bytes).map_err(|e| format!("writing it: {e}"))
+        }
+        None => match std::fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(format!("removing it: {e}")),
+        },
+    }
+}
+
+/// A recorded path, resolved inside the workspace again (the journal may have been edited).
+fn located(workspace: &Path, path: &str) -> Result<std::path::PathBuf, String> {
+    let r = crate::tools::path::resolve(workspace, path)?;
+    if !r.inside {
+        return Err(format!("{path} lies outside the workspace"));
+    }
+    Ok(r.path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn change(store: &FileStore, path: &str, before: Option<&[u8]>, after: Option<&[u8]>) -> FileChange {
+        FileChange {
+            path: path.into(),
+            before: before.map(|b| store.put(b).unwrap()),
+            after: after.map(|b| store.put(b).unwrap()),
+            extra: Default::default(),
+        }
+    }
+
+    #[test]
+    fn binary_new_deleted_and_outside_changes() {
+        let home = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        let ws_path = std::fs::canonicalize(ws.path()).unwrap();
+        let store = FileStore::beside(&home.path().join("s.jsonl"));
+        let bin: &[u8] = &[0, 159, 146, 150, 255];
+        let changes = vec![
+            change(&store, "bin.dat", Some(bin), Some(b"text")),
+            change(&store, "new/file.txt", None, Some(b"new")),
+            change(&store, "gone.txt", Some(b"old"), None),
+            change(&store, "other.txt", Some(b"1"), Some(b"2")),
+            change(&store, "bin.dat", Some(b"text"), Some(b"text2")),
+        ];
+        std::fs::write(ws_path.join("bin.dat"), "text2").unwrap();
+        std::fs::create_dir_all(ws_path.join("new")).unwrap();
+        std::fs::write(ws_path.join("new/file.txt"), "new").unwrap();
+        std::fs::write(ws_path.join("other.txt"), "someone else").unwrap();
+        let planned = plan(&changes, &ws_path, &store);
+        let states: Vec<_> = shown(&planned).into_iter().map(|f| (f.path, f.state)).collect();
+        assert_eq!(
+            states,
+            [
+                ("bin.dat".into(), RestoreState::Restore),
+                ("gone.txt".into(), RestoreState::Restore),
+                ("new/file.txt".into(), RestoreState::Remove),
+                ("other.txt".into(), RestoreState::ChangedElsewhere),
+            ]
+        );
+        let outcome = apply(&planned, &ws_path, &store, false);
+        assert_eq!(outcome.restored, ["bin.dat", "gone.txt", "new/file.txt"]);
+        assert_eq!(outcome.skipped, ["other.txt"]);
+        assert_eq!(std::fs::read(ws_path.join("bin.dat")).unwrap(), bin);
+        assert_eq!(std::fs::read(ws_path.join("gone.txt")).unwrap(), b"old");
+        assert!(!ws_path.join("new/file.txt").exists());
+        assert_eq!(std::fs::read(ws_path.join("other.txt")).unwrap(), b"someone else");
+
+        // Twice: nothing left to do but the file someone else changed.
+        let again = plan(&changes, &ws_path, &store);
+        let outcome = apply(&again, &ws_path, &store, false);
+        assert!(outcome.restored.is_empty(), "{outcome:?}");
+        // Forced: the outside change is overwritten.
+        let outcome = apply(&again, &ws_path, &store, true);
+        assert_eq!(outcome.restored, ["other.txt"]);
+        assert_eq!(std::fs::read(ws_path.join("other.txt")).unwrap(), b"1");
+    }
+
+    #[test]
+    fn a_path_out_of_the_workspace_is_never_written() {
+        let home = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        let store = FileStore::beside(&home.path().join("s.jsonl"));
+        let changes = vec![change(&store, "../escape.txt", None, Some(b"x"))];
+        let planned = plan(&changes, ws.path(), &store);
+        assert_eq!(planned[0].state, RestoreState::Unavailable);
+        let outcome = apply(&planned, ws.path(), &store, true);
+        assert_eq!(outcome.failed.len(), 1);
+    }
+}

@@ -1,0 +1,285 @@
+//! Worktree snapshots around a `shell` call (DESIGN §2): in a git workspace, the worktree —
+//! tracked and untracked files, `.gitignore` honoured — is written as a git tree before and after
+//! the command, and the files that differ become the call's `files` record, so a command's edits
+//! can be taken back like a `write_file`.
+//!
+//! Invariants: every git command runs with Codewhale's own `GIT_DIR` (a bare repository inside
+//! the session's file store) and its own `GIT_INDEX_FILE`; the user's repository, index and refs
+//! are never written, and nothing refers to the user's objects, so no `git gc` of theirs can
+//! drop a snapshot. Inherited `GIT_*` variables are cleared first (a command run inside a git
+//! hook would otherwise aim these at the user's repository). The index is kept between
+//! snapshots, so git's stat cache makes every snapshot after the first cost about one `stat`
+//! per file. A snapshot that fails records nothing and never fails the call. Outside git there
+//! are no snapshots: a command's edits then read as changed by someone else.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use codewhale_journal::FileChange;
+
+use super::FileStore;
+
+static SNAPSHOT_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Takes a first snapshot in the background, so the first `shell` call does not pay for
+/// hashing the whole worktree (about a second on 10,000 files; later snapshots reuse the
+/// index's stat cache). Does nothing outside a git work tree.
+pub fn warm_up(store: FileStore, workspace: PathBuf) {
+    let spawned = std::thread::Builder::new().name("codewhale-snapshot".into()).spawn(move || {
+        if let Some(snapshots) = Snapshots::discover(&store, &workspace) {
+            if let Err(e) = snapshots.snapshot() {
+                tracing::warn!("the first worktree snapshot failed: {e}");
+            }
+        }
+    });
+    if let Err(e) = spawned {
+        tracing::warn!("cannot start the worktree snapshot: {e}");
+    }
+}
+
+/// The snapshots of one workspace in one session's store.
+#[derive(Debug, Clone)]
+pub struct Snapshots {
+    git_dir: PathBuf,
+    index: PathBuf,
+    /// The repository's top level: the work tree the snapshot reads (so every `.gitignore`
+    /// of the repository applies).
+    top: PathBuf,
+    /// The workspace relative to `top` (empty when they are the same): what is snapshotted,
+    /// and the prefix stripped from recorded paths.
+    prefix: String,
+    /// Codewhale's sessions directory relative to `top`, when it lies inside it: left out.
+    own: Option<String>,
+}
+
+impl Snapshots {
+    /// The snapshots of `workspace` (canonical) kept in `store`: `None` outside a git work
+    /// tree, or when git is not installed.
+    pub fn discover(store: &FileStore, workspace: &Path) -> Option<Snapshots> {
+        let out = clean(Command::new("git"))
+            .current_dir(workspace)
+            .args(["rev-parse", "--show-toplevel"])
+            .stderr(Stdio::null())
+            .output()
+            .ok()?;
+        if !out.status.success() {
+            return None;
+        }
+        let top = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim_end_matches('\n'));
+        let top = std::fs::canonicalize(top).ok()?;
+        let prefix = workspace.strip_prefix(&top).ok()?.to_string_lossy().into_owned();
+        let dir = store.snapshot_dir();
+        // Codewhale's own sessions (journals and stores) may lie inside the work tree (a home
+        // under a dotfiles repository): a snapshot must never take in itself.
+        let sessions = store.sessions_dir().and_then(|s| std::fs::canonicalize(s).ok());
+        let own = sessions.and_then(|s| s.strip_prefix(&top).ok().map(Path::to_path_buf));
+        Some(Snapshots {
+            git_dir: dir.join("git"),
+            index: dir.join("index"),
+            top,
+            prefix,
+            own: own.map(|p| p.to_string_lossy().into_owned()),
+        })
+    }
+
+    fn git(&self) -> Command {
+        let mut cmd = clean(Command::new("git"));
+        cmd.current_dir(&self.top)
+            .env("GIT_DIR", &self.git_dir)
+            .env("GIT_INDEX_FILE", &self.index)
+            .env("GIT_WORK_TREE", &self.top)
+            // Content exactly as on disk, no filters, no background daemons.
+            .args(["-c", "core.autocrlf=false", "-c", "core.fsmonitor=false"])
+            .args(["-c", "core.untrackedCache=false", "-c", "gc.auto=0"])
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    fn ensure_repository(&self) -> Result<(), String> {
+        if self.git_dir.join("HEAD").is_file() {
+            return Ok(());
+        }
+        if let Some(parent) = self.git_dir.parent() {
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(parent)
+                .map_err(|e| format!("cannot create the snapshot store: {e}"))?;
+        }
+        let mut cmd = clean(Command::new("git"));
+        cmd.args(["init", "--bare", "-q"]).arg(&self.git_dir).stdin(Stdio::null());
+        run(cmd)?;
+        if let Some(own) = &self.own {
+            let exclude = self.git_dir.join("info").join("exclude");
+            let _ = std::fs::create_dir_all(self.git_dir.join("info"));
+            std::fs::write(&exclude, format!("/{own}/\n"))
+                .map_err(|e| format!("cannot write the snapshot excludes: {e}"))?;
+        }
+        Ok(())
+    }
+
+    /// Writes the worktree as a tree and returns its id. Snapshots of one process run one at a
+    /// time: two `git add` on one index would fight over its lock.
+    pub fn snapshot(&self) -> Result<String, String> {
+        let _one = SNAPSHOT_LOCK.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.ensure_repository()?;
+        let pathspec = if self.prefix.is_empty() { ".".to_owned() } else { self.prefix.clone() };
+        let mut add = self.git();
+        add.args(["add", "-A", "--ignore-errors", "--"]).arg(&pathspec);
+        // A file that vanishes mid-walk makes `add` complain but still stage the rest.
+        let _ = run(add);
+        let mut write = self.git();
+        write.arg("write-tree");
+        let out = run(write)?;
+        Ok(String::from_utf8_lossy(&out).trim().to_owned())
+    }
+
+    /// The files that differ between trees `before` and `after`, their contents kept in `store`.
+    pub fn changes(
+        &self,
+        store: &FileStore,
+        before: &str,
+        after: &str,
+    ) -> Result<Vec<FileChange>, String> {
+        if before == after {
+            return Ok(Vec::new());
+        }
+        let mut diff = self.git();
+        diff.args(["diff-tree", "-r", "-z", "--no-renames", before, after]);
+        let out = run(diff)?;
+        let mut rows = Vec::new();
+        let mut fields = out.split(|b| *b == 0).filter(|f| !f.is_empty());
+        while let (Some(meta), Some(path)) = (fields.next(), fields.next()) {
+            // ":<mode a> <mode b> <blob a> <blob b> <status>"
+            let meta = String::from_utf8_lossy(meta);
+            let parts: Vec<&str> = meta.trim_start_matches(':').split(' ').collect();
+            let [mode_a, mode_b, blob_a, blob_b, _] = parts[..] else { continue };
+            let Some(rel) = self.relative(&String::from_utf8_lossy(path)) else { continue };
+            // A symlink or submodule on either side is not a file content to put back.
+            let (Some(a), Some(b)) = (side(mode_a, blob_a), side(mode_b, blob_b)) else {
+                continue;
+            };
+            rows.push((rel, a, b));
+        }
+        let wanted: Vec<&str> =
+            rows.iter().flat_map(|(_, a, b)| [a.as_deref(), b.as_deref()]).flatten().collect();
+        let contents = self.read_blobs(&wanted)?;
+        let keep = |blob: &Option<String>| -> Result<Option<String>, String> {
+            let Some(blob) = blob else { return Ok(None) };
+            let bytes = contents.get(blob.as_str()).ok_or_else(|| format!("git lost blob {blob}"))?;
+            store.put(bytes).map(Some).map_err(|e| format!("cannot keep a snapshot file: {e}"))
+        };
+        let mut changes = Vec::with_capacity(rows.len());
+        for (path, a, b) in &rows {
+            let (before, after) = (keep(a)?, keep(b)?);
+            changes.push(FileChange { path: path.clone(), before, after, extra: Default::default() });
+        }
+        Ok(changes)
+    }
+
+    fn relative(&self, path: &str) -> Option<String> {
+        if self.prefix.is_empty() {
+            return Some(path.to_owned());
+        }
+        path.strip_prefix(&self.prefix)?.strip_prefix('/').map(str::to_owned)
+    }
+
+    /// The contents of `blobs`, read with one `git cat-file --batch`.
+    fn read_blobs(&self, blobs: &[&str]) -> Result<std::collections::HashMap<String, Vec<u8>>, String> {
+        use std::io::{Read, Write};
+        let mut out = std::collections::HashMap::new();
+        if blobs.is_empty() {
+            return Ok(out);
+        }
+        let mut cmd = self.git();
+        cmd.args(["cat-file", "--batch"]).stdin(Stdio::piped()).stdout(Stdio::piped());
+        let mut child = cmd.spawn().map_err(|e| format!("cannot run git: {e}"))?;
+        let mut stdin = child.stdin.take().ok_or("git took no input")?;
+        let input: String = blobs.iter().map(|b| format!("{b}\n")).collect();
+        // Written from a thread: git answers as it reads, and a full pipe would block both.
+        let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+        let mut stdout = child.stdout.take().ok_or("git gave no output")?;
+        let mut all = Vec::new();
+        stdout.read_to_end(&mut all).map_err(|e| format!("reading from git: {e}"))?;
+        let _ = writer.join();
+        let _ = child.wait();
+        let mut rest = &all[..];
+        while let Some(nl) = rest.iter().position(|b| *b == b'\n') {
+            let header = String::from_utf8_lossy(&rest[..nl]).into_owned();
+            rest = &rest[nl + 1..];
+            let parts: Vec<&str> = header.split(' ').collect();
+            let [id, "blob", size] = parts[..] else {
+                return Err(format!("git could not read an object: {header}"));
+            };
+            let size: usize = size.parse().map_err(|_| format!("git said: {header}"))?;
+            if rest.len() < size {
+                return Err("git's output ended early".into());
+            }
+            out.insert(id.to_owned(), rest[..size].to_vec());
+            rest = rest.get(size + 1..).unwrap_or_default();
+        }
+        Ok(out)
+    }
+}
+
+/// One side of a diff row: `Some(None)` absent, `Some(Some(blob))` a regular file, `None`
+/// anything else (a symlink, a submodule).
+fn side(mode: &str, blob: &str) -> Option<Option<String>> {
+    match mode {
+        "000000" => Some(None),
+        "100644" | "100755" => Some(Some(blob.to_owned())),
+        _ => None,
+    }
+}
+
+/// A git command with no inherited `GIT_*` variable and no user prompt.
+fn clean(mut cmd: Command) -> Command {
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("GIT_") {
+            cmd.env_remove(key);
+        }
+    }
+    cmd.env("GIT_TERMINAL_PROMPT", "0").env("GIT_OPTIONAL_LOCKS", "0");
+    cmd
+}
+
+fn run(mut cmd: Command) -> Result<Vec<u8>, String> {
+    let out = cmd.stderr(Stdio::piped()).output().map_err(|e| format!("cannot run git: {e}"))?;
+    if out.status.success() {
+        Ok(out.stdout)
+    } else {
+        let err = String::from_utf8_lossy(&out.stderr);
+        Err(format!("git failed: {}", err.lines().next().unwrap_or("no message")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_store_inside_the_work_tree_is_never_snapshotted() {
+        if Command::new("git").arg("--version").output().is_err() {
+            codewhale_mcp::test_support::skip_test("git is not installed");
+            return;
+        }
+        let ws = tempfile::tempdir().unwrap();
+        let ws = std::fs::canonicalize(ws.path()).unwrap();
+        assert!(Command::new("git").current_dir(&ws).args(["init", "-q"]).status().unwrap().success());
+        std::fs::create_dir_all(ws.join("home/sessions")).unwrap();
+        let store = FileStore::beside(&ws.join("home/sessions/s.jsonl"));
+        let snaps = Snapshots::discover(&store, &ws).unwrap();
+        let before = snaps.snapshot().unwrap();
+        std::fs::write(ws.join("a.txt"), "a").unwrap();
+        std::fs::write(ws.join("home/sessions/s.jsonl"), "{}\n").unwrap();
+        store.put(b"kept").unwrap();
+        let after = snaps.snapshot().unwrap();
+        let changes = snaps.changes(&store, &before, &after).unwrap();
+        let paths: Vec<&str> = changes.iter().map(|c| c.path.as_str()).collect();
+        assert_eq!(paths, ["a.txt"]);
+        assert_eq!(store.get(changes[0].after.as_deref().unwrap()).unwrap(), b"a");
+        // The user's repository was not written: no index, no objects.
+        assert!(!ws.join(".git/index").exists());
+    }
+}

@@ -1,0 +1,133 @@
+//! The session's content-addressed file store, `<sessions>/<session-id>.files/` (DESIGN §2).
+//!
+//! Each blob is named by the SHA-256 of its bytes (lower-case hex) and lives at
+//! `objects/<first two hex digits>/<rest>`. Invariants: a blob is written to a private temporary
+//! file (mode 0600) and renamed into place, so a reader never sees half a blob and a crash
+//! leaves at most a stray temporary file; a blob that exists is never rewritten; nothing is ever
+//! deleted while the session exists. The directories are created mode 0700: the store holds
+//! the user's file contents, which may be private.
+
+use std::fs::{self, DirBuilder, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+/// The file store of one session.
+#[derive(Debug, Clone)]
+pub struct FileStore {
+    dir: PathBuf,
+}
+
+impl FileStore {
+    /// The store next to the journal at `journal` (`<id>.jsonl` → `<id>.files/`).
+    pub fn beside(journal: &Path) -> FileStore {
+        FileStore { dir: journal.with_extension("files") }
+    }
+
+    /// The sessions directory the store lies in.
+    pub fn sessions_dir(&self) -> Option<&Path> {
+        self.dir.parent()
+    }
+
+    /// Where the worktree snapshots live (Codewhale's own git directory and index).
+    pub fn snapshot_dir(&self) -> PathBuf {
+        self.dir.join("snapshots")
+    }
+
+    /// The hash a blob of `bytes` is stored under.
+    pub fn hash(bytes: &[u8]) -> String {
+        let digest = Sha256::digest(bytes);
+        let mut out = String::with_capacity(64);
+        for b in digest {
+            out.push(char::from_digit(u32::from(b >> 4), 16).unwrap_or('0'));
+            out.push(char::from_digit(u32::from(b & 0xf), 16).unwrap_or('0'));
+        }
+        out
+    }
+
+    /// Keeps `bytes` and returns their hash; a blob already stored is not written again.
+    pub fn put(&self, bytes: &[u8]) -> io::Result<String> {
+        let hash = FileStore::hash(bytes);
+        let path = self.blob_path(&hash)?;
+        if path.is_file() {
+            return Ok(hash);
+        }
+        let parent = path.parent().unwrap_or(&self.dir);
+        DirBuilder::new().recursive(true).mode(0o700).create(parent)?;
+        let tmp = parent.join(format!(".tmp-{}-{}", std::process::id(), uuid::Uuid::now_v7()));
+        let written = (|| {
+            let mut f = OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
+            f.write_all(bytes)?;
+            f.sync_data()?;
+            fs::rename(&tmp, &path)
+        })();
+        if written.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        written.map(|()| hash)
+    }
+
+    /// The bytes stored under `hash`.
+    pub fn get(&self, hash: &str) -> io::Result<Vec<u8>> {
+        fs::read(self.blob_path(hash)?)
+    }
+
+    /// Whether a blob is stored under `hash`.
+    pub fn contains(&self, hash: &str) -> bool {
+        self.blob_path(hash).is_ok_and(|p| p.is_file())
+    }
+
+    /// Bytes the store holds on disk (blobs and snapshot objects); 0 when it does not exist.
+    pub fn size_bytes(&self) -> u64 {
+        dir_bytes(&self.dir)
+    }
+
+    fn blob_path(&self, hash: &str) -> io::Result<PathBuf> {
+        // A hash comes from the journal, which anyone may edit: never let it name a path
+        // outside the store.
+        if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{hash:?} is not a content hash of this store"),
+            ));
+        }
+        Ok(self.dir.join("objects").join(&hash[..2]).join(&hash[2..]))
+    }
+}
+
+fn dir_bytes(dir: &Path) -> u64 {
+    let Ok(entries) = fs::read_dir(dir) else { return 0 };
+    entries
+        .flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => dir_bytes(&e.path()),
+            Ok(t) if t.is_file() => e.metadata().map(|m| m.len()).unwrap_or(0),
+            _ => 0,
+        })
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn blobs_are_private_deduplicated_and_bounded_to_the_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = FileStore::beside(&dir.path().join("s.jsonl"));
+        assert_eq!(store.size_bytes(), 0);
+        let h = store.put(b"hello\0world").unwrap();
+        assert_eq!(h, FileStore::hash(b"hello\0world"));
+        assert_eq!(store.put(b"hello\0world").unwrap(), h);
+        assert_eq!(store.get(&h).unwrap(), b"hello\0world");
+        assert_eq!(store.size_bytes(), 11);
+        let blob = store.blob_path(&h).unwrap();
+        assert_eq!(fs::metadata(&blob).unwrap().permissions().mode() & 0o777, 0o600);
+        assert!(blob.starts_with(dir.path().join("s.files")));
+        assert!(store.get("../../etc/passwd").is_err());
+        assert!(!store.contains(&"0".repeat(64)));
+    }
+}

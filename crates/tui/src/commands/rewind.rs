@@ -1,0 +1,104 @@
+//! `codewhale rewind [--session ID | --last] --to ENTRY [--code | --both] [--force]`: move HEAD
+//! back to before ENTRY (DESIGN §8), taking back the files tools changed since with `--code`
+//! (files only) or `--both`.
+//!
+//! Prints what changed on stdout. Exit 0 when everything asked for was done; 1 when the op was
+//! refused, or when files were left as they are — changed by someone else since (named on
+//! stderr; `--force` overwrites them) or impossible to restore.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use codewhale_engine::protocol::{Event, Op, TakeBack};
+use codewhale_engine::{Engine, EngineParams, Env, Resume};
+
+use crate::cli::{GlobalArgs, RewindArgs};
+
+/// Runs the rewind and returns the exit code.
+pub fn run(
+    home: &Path,
+    global: &GlobalArgs,
+    workspace: Option<&Path>,
+    args: RewindArgs,
+) -> anyhow::Result<ExitCode> {
+    let _log = crate::logging::init(home);
+    let workspace = super::workspace_dir(workspace)?;
+    let resume = match args.session.clone() {
+        Some(id) => Resume::Id(id),
+        None => Resume::Last,
+    };
+    let params = EngineParams {
+        home: home.to_path_buf(),
+        workspace,
+        overrides: super::exec::overrides(global, None),
+        env: Env::from_process(),
+        resume,
+        interactive: false,
+        retry: None,
+        front_end: codewhale_engine::FrontEnd::Cli,
+        home_hint: global.home.clone(),
+        // A rewind runs no commands.
+        sandbox_helper: None,
+    };
+    let take = match (args.code, args.both) {
+        (_, true) => TakeBack::Both,
+        (true, false) => TakeBack::Code,
+        (false, false) => TakeBack::Conversation,
+    };
+    let op = Op::TakeBack { to: args.to, take, fork: false, before: true, force: args.force };
+    super::runtime()?.block_on(rewind(params, op))
+}
+
+async fn rewind(params: EngineParams, op: Op) -> anyhow::Result<ExitCode> {
+    let (handle, mut events) = Engine::spawn(params)?;
+    let id = handle.submit(op);
+    handle.submit(Op::Shutdown);
+    let mut code = ExitCode::SUCCESS;
+    let mut answered = false;
+    while let Some(msg) = events.recv().await {
+        if msg.id != id {
+            if matches!(msg.event, Event::ShutdownComplete) {
+                break;
+            }
+            continue;
+        }
+        match msg.event {
+            Event::Notice { message, .. } => {
+                answered = true;
+                println!("{message}");
+            }
+            Event::Error { message, .. } => {
+                answered = true;
+                eprintln!("codewhale: {message}");
+                code = ExitCode::from(1);
+            }
+            Event::FilesRestored { outcome } => {
+                if !outcome.skipped.is_empty() {
+                    eprintln!(
+                        "codewhale: left {} as they are: changed by someone else since the tools \
+                         wrote them; run again with --force to overwrite them",
+                        outcome.skipped.join(", ")
+                    );
+                    code = ExitCode::from(1);
+                }
+                for (path, why) in &outcome.failed {
+                    eprintln!("codewhale: could not restore {path}: {why}");
+                    code = ExitCode::from(1);
+                }
+            }
+            Event::ComposerText { text } => {
+                let first = text.lines().next().unwrap_or_default();
+                eprintln!(
+                    "codewhale: HEAD is before the message \"{first}\"; it was not sent again"
+                );
+            }
+            _ => {}
+        }
+    }
+    if !answered {
+        anyhow::bail!(
+            "the engine stopped before the rewind finished; see the log in the logs folder of the Codewhale home"
+        );
+    }
+    Ok(code)
+}

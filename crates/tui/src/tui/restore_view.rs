@@ -1,0 +1,174 @@
+//! "What to take back?": the question `/rewind`, `/fork` and `/undo` ask when tools changed
+//! files after the chosen point (DESIGN §2).
+//!
+//! It lists the files a code restore would touch and how, then offers the conversation, the
+//! code or both (`/undo`: the code only). A file someone else changed since is listed as
+//! such, and taking the code back then asks a second time whether to overwrite it; "no" still
+//! restores the others. Esc leaves everything as it is.
+
+use crossterm::event::{KeyCode, KeyEvent};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Widget};
+
+use codewhale_engine::protocol::{RestoreFile, RestoreState, TakeBack};
+
+use super::views::{frame, is_ctrl_c, View, ViewAction};
+use super::wrap::wrap_lines;
+
+/// Where the answer goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RestoreTarget {
+    /// `/rewind` (`fork: false`) or `/fork` to entry `to`.
+    Branch { to: String, fork: bool },
+    /// `/undo`: the last turn's file changes.
+    Undo,
+}
+
+/// The question and its two steps.
+#[derive(Debug, Clone)]
+pub struct RestoreView {
+    target: RestoreTarget,
+    files: Vec<RestoreFile>,
+    /// The chosen take-back, waiting for the second yes about files changed elsewhere.
+    confirming: Option<TakeBack>,
+}
+
+impl RestoreView {
+    pub fn new(target: RestoreTarget, files: Vec<RestoreFile>) -> RestoreView {
+        RestoreView { target, files, confirming: None }
+    }
+
+    fn outside(&self) -> Vec<&str> {
+        self.files
+            .iter()
+            .filter(|f| f.state == RestoreState::ChangedElsewhere)
+            .map(|f| f.path.as_str())
+            .collect()
+    }
+
+    fn title(&self) -> &'static str {
+        match &self.target {
+            RestoreTarget::Branch { fork: true, .. } => "fork: what to take back",
+            RestoreTarget::Branch { fork: false, .. } => "rewind: what to take back",
+            RestoreTarget::Undo => "undo: take back the last turn's file changes",
+        }
+    }
+
+    fn body(&self) -> Vec<Line<'static>> {
+        let key = Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD);
+        let dim = Style::new().fg(Color::DarkGray);
+        let warn = Style::new().fg(Color::Yellow);
+        let mut lines = vec![Line::from("Files tools changed after that point:")];
+        for f in &self.files {
+            let (what, style) = match f.state {
+                RestoreState::Restore => ("restored", Style::new()),
+                RestoreState::Remove => ("removed (it did not exist then)", Style::new()),
+                RestoreState::Unchanged => ("already as it was", dim),
+                RestoreState::ChangedElsewhere => ("changed by someone else since", warn),
+                RestoreState::Unavailable => ("cannot be restored (no checkpoint)", warn),
+            };
+            lines.push(Line::from(vec![
+                Span::raw(format!("  {}  ", f.path)),
+                Span::styled(what.to_owned(), style),
+            ]));
+        }
+        if self.confirming.is_some() {
+            let outside = self.outside();
+            lines.push(Line::styled(
+                format!(
+                    "{} changed by someone else since: {}. Overwrite with the earlier content?",
+                    if outside.len() == 1 { "1 file was" } else { "some files were" },
+                    outside.join(", ")
+                ),
+                warn,
+            ));
+            lines.push(Line::from(vec![
+                Span::styled("y", key),
+                Span::raw(" overwrite them too   "),
+                Span::styled("n", key),
+                Span::raw(" keep them, restore the rest   "),
+                Span::styled("Esc", key),
+                Span::raw(" cancel"),
+            ]));
+            return lines;
+        }
+        let mut keys = Vec::new();
+        if matches!(self.target, RestoreTarget::Undo) {
+            keys.extend([Span::styled("Enter", key), Span::raw(" take the files back   ")]);
+        } else {
+            keys.extend([
+                Span::styled("c", key),
+                Span::raw(" conversation only   "),
+                Span::styled("k", key),
+                Span::raw(" code only   "),
+                Span::styled("b", key),
+                Span::raw(" both   "),
+            ]);
+        }
+        keys.extend([Span::styled("Esc", key), Span::raw(" cancel")]);
+        lines.push(Line::from(keys));
+        lines
+    }
+
+    fn choose(&mut self, take: TakeBack) -> ViewAction {
+        if take.code() && !self.outside().is_empty() {
+            self.confirming = Some(take);
+            return ViewAction::Stay;
+        }
+        self.answer(take, false)
+    }
+
+    fn answer(&self, take: TakeBack, force: bool) -> ViewAction {
+        match &self.target {
+            RestoreTarget::Branch { to, fork } => {
+                ViewAction::TakeBack { to: to.clone(), take, fork: *fork, force }
+            }
+            RestoreTarget::Undo => ViewAction::Undo { force },
+        }
+    }
+}
+
+impl View for RestoreView {
+    fn desired_height(&self, width: u16) -> u16 {
+        let h = wrap_lines(&self.body(), usize::from(width).max(1)).len();
+        u16::try_from(h + 1).unwrap_or(u16::MAX)
+    }
+
+    fn render(&self, area: Rect, buf: &mut Buffer) {
+        let inner = frame(self.title(), area, buf);
+        let lines = wrap_lines(&self.body(), usize::from(inner.width).max(1));
+        // The keys are the last line: keep them on screen when the list is long.
+        let skip = lines.len().saturating_sub(usize::from(inner.height));
+        let shown: Vec<Line<'static>> = if skip > 0 {
+            let keys = lines.len() - 1;
+            lines[..keys].iter().skip(skip).chain(&lines[keys..]).cloned().collect()
+        } else {
+            lines
+        };
+        Paragraph::new(shown).render(inner, buf);
+    }
+
+    fn handle_key(&mut self, key: KeyEvent) -> ViewAction {
+        if is_ctrl_c(&key) || key.code == KeyCode::Esc {
+            return ViewAction::Close;
+        }
+        if let Some(take) = self.confirming {
+            return match key.code {
+                KeyCode::Char('y') | KeyCode::Char('Y') => self.answer(take, true),
+                KeyCode::Char('n') | KeyCode::Char('N') => self.answer(take, false),
+                _ => ViewAction::Stay,
+            };
+        }
+        let undo = matches!(self.target, RestoreTarget::Undo);
+        match key.code {
+            KeyCode::Enter if undo => self.choose(TakeBack::Code),
+            KeyCode::Char('c') | KeyCode::Char('C') if !undo => self.choose(TakeBack::Conversation),
+            KeyCode::Char('k') | KeyCode::Char('K') if !undo => self.choose(TakeBack::Code),
+            KeyCode::Char('b') | KeyCode::Char('B') if !undo => self.choose(TakeBack::Both),
+            _ => ViewAction::Stay,
+        }
+    }
+}

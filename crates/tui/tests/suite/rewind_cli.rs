@@ -1,0 +1,130 @@
+//! `codewhale rewind` end to end: a session made by `codewhale exec` whose tools wrote and
+//! edited files, then the code and the conversation taken back from the command line — a file
+//! someone else changed since is skipped (exit 1, named) unless `--force`.
+
+use std::process::Output;
+
+use codewhale_provider::test_support::{MockServer, Reply, TEST_API_KEY};
+use serde_json::{json, Value};
+
+use super::support::{text, write_in};
+
+fn session_lines(home: &std::path::Path) -> (std::path::PathBuf, Vec<Value>) {
+    let dir = home.join("sessions");
+    let path = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .unwrap();
+    let lines = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (path, lines)
+}
+
+#[tokio::test]
+async fn rewind_takes_back_code_and_conversation_and_spares_outside_changes() {
+    let server = MockServer::start().await.unwrap();
+    let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    write_in(ws.path(), "b.txt", "old b\n");
+    server.push_all([
+        Reply::tool_calls(vec![
+            codewhale_provider::test_support::ToolCall::new(
+                "w",
+                "write_file",
+                json!({"path": "a.txt", "content": "new a\n"}),
+            ),
+            codewhale_provider::test_support::ToolCall::new(
+                "e",
+                "edit_file",
+                json!({"path": "b.txt", "old_string": "old", "new_string": "new"}),
+            ),
+        ]),
+        Reply::text("changed both"),
+    ]);
+    let base = server.openai_base_url();
+    let global = ["--provider", "openai", "--model", "gpt-4.1", "--base-url", base.as_str()];
+    let run = |args: Vec<&str>| {
+        let mut cmd = super::cli::codewhale(home.path(), ws.path());
+        cmd.args(args).args(global).env("OPENAI_API_KEY", TEST_API_KEY);
+        async move { cmd.output().await.unwrap() }
+    };
+    let out: Output = run(vec!["exec", "--approval", "full", "change the files"]).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(ws.path().join("b.txt")).unwrap(), "new b\n");
+
+    let (path, lines) = session_lines(home.path());
+    let files: Vec<&Value> = lines.iter().filter_map(|l| l["payload"].get("files")).collect();
+    assert_eq!(files.len(), 2, "each tool result records its file");
+    let user = lines.iter().find(|l| l["kind"] == "user").unwrap()["id"].as_str().unwrap();
+    let user = user.to_owned();
+
+    // Someone else edits b.txt; the code rewind takes a.txt back, leaves b.txt and says so.
+    write_in(ws.path(), "b.txt", "edited by hand\n");
+    let out = run(vec!["rewind", "--last", "--to", &user, "--code"]).await;
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    let err = text(&out.stderr);
+    assert!(err.contains("b.txt") && err.contains("--force"), "{err}");
+    assert!(text(&out.stdout).contains("restored 1 file"), "{}", text(&out.stdout));
+    assert!(!ws.path().join("a.txt").exists(), "a new file is removed");
+    assert_eq!(std::fs::read_to_string(ws.path().join("b.txt")).unwrap(), "edited by hand\n");
+
+    // --both --force: b.txt is overwritten and HEAD goes before the message.
+    let out = run(vec!["rewind", "--last", "--to", &user, "--both", "--force"]).await;
+    assert!(out.status.success(), "{}{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(ws.path().join("b.txt")).unwrap(), "old b\n");
+    assert!(text(&out.stdout).contains("rewound to"), "{}", text(&out.stdout));
+
+    let out = run(vec!["journal", "check", path.to_str().unwrap()]).await;
+    assert!(out.status.success(), "{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(!text(&out.stdout).contains("warning"), "{}", text(&out.stdout));
+
+    // A bad entry is one clear sentence and exit 1, nothing changed.
+    let out = run(vec!["rewind", "--last", "--to", "no-such-entry"]).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("no entry no-such-entry"), "{}", text(&out.stderr));
+}
+
+#[tokio::test]
+async fn rewind_both_takes_back_what_write_file_and_then_shell_changed() {
+    if std::process::Command::new("git").arg("--version").output().is_err() {
+        codewhale_mcp::test_support::skip_test("git is not installed");
+        return;
+    }
+    let server = MockServer::start().await.unwrap();
+    let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let git =
+        std::process::Command::new("git").current_dir(ws.path()).args(["init", "-q"]).status();
+    assert!(git.unwrap().success());
+    write_in(ws.path(), "keep.txt", "mine\n");
+    server.push_all([
+        Reply::tool_call("w", "write_file", json!({"path": "a.txt", "content": "v1\n"})),
+        Reply::tool_call("s", "shell", json!({"command": "echo v2 > a.txt && echo v3 > keep.txt"})),
+        Reply::text("done"),
+    ]);
+    let base = server.openai_base_url();
+    let global = ["--provider", "openai", "--model", "gpt-4.1", "--base-url", base.as_str()];
+    let run = |args: Vec<&str>| {
+        let mut cmd = super::cli::codewhale(home.path(), ws.path());
+        cmd.args(args).args(global).env("OPENAI_API_KEY", TEST_API_KEY);
+        async move { cmd.output().await.unwrap() }
+    };
+    let out = run(vec!["exec", "--approval", "full", "change a"]).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(ws.path().join("a.txt")).unwrap(), "v2\n");
+    let (_, lines) = session_lines(home.path());
+    let user = lines.iter().find(|l| l["kind"] == "user").unwrap()["id"].as_str().unwrap();
+    let user = user.to_owned();
+
+    let out = run(vec!["rewind", "--last", "--to", &user, "--both"]).await;
+    assert!(out.status.success(), "{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(!ws.path().join("a.txt").exists(), "{}", text(&out.stdout));
+    assert_eq!(std::fs::read_to_string(ws.path().join("keep.txt")).unwrap(), "mine\n");
+    // The user's repository holds nothing of it.
+    assert!(!ws.path().join(".git/index").exists());
+}

@@ -2,7 +2,8 @@
 //! app's own keys, then the composer.
 //!
 //! The app's keys: Ctrl+C interrupts a turn or a compaction, clears a draft, or (twice) quits;
-//! Esc closes a popup, interrupts, or (twice) clears a draft; Ctrl+D quits on an empty
+//! Esc closes a popup, interrupts, or (twice) clears a draft — or, on an empty composer, opens
+//! the earlier messages to edit one and send it again; Ctrl+D quits on an empty
 //! composer; Ctrl+O folds and unfolds; Ctrl+R searches the prompt history; Ctrl+G edits the
 //! draft in `$VISUAL`/`$EDITOR`; Ctrl+Z suspends; Ctrl+S interrupts the turn so the queued
 //! messages go out now; PageUp/PageDown scroll; Tab completes a slash command, and Enter on a
@@ -286,6 +287,16 @@ impl App {
             } else {
                 self.esc_armed = true;
             }
+        } else if self.esc_armed {
+            // Esc Esc on an empty composer, as in Codex: walk back through your messages;
+            // Enter forks before the chosen one with its text in the composer, to edit and
+            // send again.
+            self.esc_armed = false;
+            if let Some(id) = self.submit(Op::ListUserMessages) {
+                self.pending.push((id, Pending::BranchPick { fork: true }));
+            }
+        } else {
+            self.esc_armed = true;
         }
     }
 

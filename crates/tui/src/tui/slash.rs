@@ -257,7 +257,8 @@ pub const KEYS: &[(&str, &str)] = &[
     (
         "Esc",
         "close a pop-up or view; interrupt the running turn or compaction; twice on a draft: \
-         clear it",
+         clear it; twice on an empty composer: pick an earlier message to edit and send again \
+         (Enter forks before it, its text in the composer)",
     ),
     (
         "Ctrl+C",

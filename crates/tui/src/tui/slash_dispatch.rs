@@ -6,8 +6,8 @@
 
 use codewhale_engine::offline::import::{Candidate, Tool};
 use codewhale_engine::protocol::{
-    AnchorInfo, BranchInfo, ContextReport, ModelChoice, Op, RestoreFile, RestoreState, StatusReport,
-    TakeBack, UserMessageInfo, WorkspaceTrust,
+    AnchorInfo, BranchInfo, ContextReport, ModelChoice, Op, RestoreFile, RestoreState,
+    StatusReport, TakeBack, UserMessageInfo, WorkspaceTrust,
 };
 use codewhale_engine::Resume;
 

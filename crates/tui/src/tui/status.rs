@@ -71,6 +71,11 @@ impl App {
             Lifecycle::Idle if self.quit_armed => {
                 ("press Ctrl+C again to quit".to_owned(), Style::new().fg(Color::Red), None)
             }
+            Lifecycle::Idle if self.esc_armed && self.composer.is_empty() => (
+                "press Esc again to edit an earlier message".to_owned(),
+                Style::new().fg(Color::Cyan),
+                None,
+            ),
             Lifecycle::Idle if self.esc_armed => {
                 ("press Esc again to clear the draft".to_owned(), Style::new().fg(Color::Red), None)
             }

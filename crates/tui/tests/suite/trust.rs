@@ -242,7 +242,8 @@ async fn a_full_disk_fails_the_turn_and_loses_nothing() {
     s.server.push(Reply::text("first answer"));
     assert!(s.exec(&["first"]).await.status.success());
     let filler = fill(&mount, "filler");
-    s.server.push(Reply::text(format!("second answer {}", "x".repeat(64 * 1024))));
+    // The user's message is made durable before any request: with the disk full, the turn
+    // fails before asking the model anything.
     let out = s.exec(&["--last", "second"]).await;
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
@@ -269,11 +270,11 @@ async fn a_full_disk_fails_the_turn_and_loses_nothing() {
     // last line is whole, and the turn fails the same way, its answer unprinted, its file
     // still ending with a whole line.
     let again = fill(&mount, "filler2");
-    s.server.push(Reply::text(format!("third answer {}", "x".repeat(64 * 1024))));
     let out = s.exec(&["--last", "third"]).await;
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("disk is full"), "{}", text(&out.stderr));
     assert!(!text(&out.stdout).contains("third answer"));
+    assert_eq!(s.server.requests().len(), 1, "no request went out on a full disk");
     whole_lines();
     std::fs::remove_file(filler).unwrap();
     std::fs::remove_file(again).unwrap();

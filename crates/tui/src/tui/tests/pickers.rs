@@ -98,3 +98,20 @@ fn a_list_longer_than_its_view_says_where_it_is_and_pages() {
     h.key(KeyCode::PageUp, KeyModifiers::NONE);
     assert!(h.screen().contains("1 of 13"), "{}", h.screen());
 }
+
+#[test]
+fn esc_twice_on_an_empty_composer_walks_back_through_the_messages_to_edit_one() {
+    let mut h = Harness::new();
+    h.key(KeyCode::Esc, KeyModifiers::NONE);
+    assert!(h.screen().contains("press Esc again to edit an earlier message"));
+    assert!(h.ops().is_empty());
+    h.key(KeyCode::Esc, KeyModifiers::NONE);
+    assert_eq!(h.ops(), [Op::ListUserMessages]);
+    let messages = vec![codewhale_engine::protocol::UserMessageInfo {
+        id: "0193c0de-0000-7000-8000-0000000000u1".into(),
+        preview: "explain the parser".into(),
+        when: "2026-12-01T10:00:00Z".into(),
+    }];
+    h.engine(1, Event::UserMessages { messages });
+    assert!(h.screen().contains("fork: start a new branch at a message"), "{}", h.screen());
+}

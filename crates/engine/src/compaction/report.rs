@@ -241,6 +241,7 @@ pub fn build(
         compactions: journal.compactions().count(),
         last_round,
         anchors,
+        background: None,
         view: entries,
     }
 }

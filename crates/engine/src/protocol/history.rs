@@ -68,6 +68,9 @@ pub enum HistoryItem {
         tokens_before: u64,
         tokens_after: u64,
         note: String,
+        /// The note was written in the background (the record's `background: true`).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        background: bool,
     },
     /// A local notice kept in the journal (an error, a refusal).
     Notice {

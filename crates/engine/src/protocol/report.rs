@@ -91,5 +91,15 @@ pub struct ContextReport {
     pub compactions: usize,
     pub last_round: LastRound,
     pub anchors: AnchorsReport,
+    /// The background note of a live session (DESIGN §5.8); `null` when none is being
+    /// written or waiting, and always from a file alone (only the running session knows).
+    #[serde(default)]
+    pub background: Option<BackgroundReport>,
     pub view: Vec<ViewEntry>,
+}
+
+/// `background` of the context report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BackgroundReport {
+    pub state: super::BackgroundState,
 }

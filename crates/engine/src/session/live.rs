@@ -59,14 +59,19 @@ impl Session {
         let view = self.render();
         let plain = PlainView::new(&view, |item| self.known_tokens(item));
         let anchors = self.anchors_text();
-        report::build(
+        let mut report = report::build(
             self.journal.journal(),
             &view,
             &plain,
             &self.budget,
             self.model(),
             anchors.as_deref(),
-        )
+        );
+        report.background = self
+            .note_pass
+            .state()
+            .map(|state| crate::protocol::report::BackgroundReport { state });
+        report
     }
 
     /// The workspace's anchors file, redacted as the checkpoint restates it.

@@ -104,6 +104,8 @@ pub struct Session {
     pub(crate) mcp_generation: u64,
     /// How shell commands are confined ([`crate::sandbox`]).
     pub(crate) sandbox: crate::sandbox::SandboxState,
+    /// The background note, if one is being written or waits (DESIGN §5.8).
+    pub(crate) note_pass: crate::compaction::background::NotePass,
 }
 
 impl Session {
@@ -210,6 +212,7 @@ impl Session {
             mcp_specs: Vec::new(),
             mcp_generation: u64::MAX,
             sandbox,
+            note_pass: crate::compaction::background::NotePass::default(),
         };
         session.mcp_specs = mcp_specs(&session.mcp.offered_now());
         session.refresh_system_prompt();
@@ -491,7 +494,8 @@ impl Session {
 
     /// Stops background commands, syncs the journal and releases its lock. After this returns,
     /// another process can open the session.
-    pub async fn close(self) -> Result<(), EngineError> {
+    pub async fn close(mut self) -> Result<(), EngineError> {
+        crate::compaction::background::close(&mut self).await;
         self.mcp.shutdown().await;
         if let Some(counts) = self.counts.new_since_load() {
             counts::store_sidecar(self.journal.path(), counts);

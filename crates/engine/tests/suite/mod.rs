@@ -1,5 +1,6 @@
 mod approval;
 mod attachments;
+mod background;
 mod branches;
 mod common;
 mod compaction;

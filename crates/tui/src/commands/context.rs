@@ -165,6 +165,7 @@ mod tests {
             compactions: 3,
             last_round: LastRound { messages: 5, tool_results: 2, assistant_kept: 2 },
             anchors: AnchorsReport { count: 2, chars: 40, present: true },
+            background: None,
             view: Vec::new(),
         };
         let text = human(&report);

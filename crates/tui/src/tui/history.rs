@@ -100,6 +100,7 @@ fn push_item(t: &mut Transcript, item: &HistoryItem) {
             tokens_before,
             tokens_after,
             note,
+            background,
         } => t.push(CompactionCell::new(
             CompactionSummary {
                 id: id.clone(),
@@ -109,6 +110,7 @@ fn push_item(t: &mut Transcript, item: &HistoryItem) {
                 retained: *retained,
                 tokens_before: *tokens_before,
                 tokens_after: *tokens_after,
+                background: *background,
             },
             Some(note.clone()),
         )),
@@ -171,6 +173,7 @@ mod tests {
                     tokens_before: 9_000,
                     tokens_after: 1_000,
                     note: "Codewhale handoff note.".into(),
+                    background: false,
                 },
                 HistoryItem::Anchor { id: "n1".into(), text: "never push".into(), covered: false },
                 HistoryItem::Assistant {

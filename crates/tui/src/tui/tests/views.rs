@@ -162,6 +162,7 @@ pub(super) fn report() -> ContextReport {
         compactions: 1,
         last_round: LastRound { messages: 6, tool_results: 2, assistant_kept: 3 },
         anchors: AnchorsReport { count: 1, chars: 20, present: true },
+        background: None,
         view: vec![ViewEntry {
             id: "e5".into(),
             kind: "checkpoint".into(),

@@ -1,6 +1,7 @@
 mod cli;
 mod composer_pty;
 mod exec;
+mod exec_background;
 mod hostile;
 mod import;
 mod journal_check;

@@ -41,83 +41,16 @@ use super::record::{self, SummaryRecord};
 use super::summarize::{self, SummaryError, SummaryJob, Summarizer};
 use super::summary;
 use crate::anchors::AnchorStore;
-use crate::budget::Limits;
 use crate::events::EventSink;
 use crate::protocol::{BackgroundState, Event, SubmissionId};
 use crate::session::Session;
 
-/// DESIGN §9: a background pass starts at this fraction of usable input.
-pub const DEFAULT_BACKGROUND_AT: f64 = 0.6;
+mod decide;
 
-/// How long a note not ready yet is waited for when no summary pass of this session has been
-/// timed yet: about what a 12,000-character note takes a real model to write.
-pub const DEFAULT_WAIT: Duration = Duration::from_secs(90);
-
-/// The early mark, in provider tokens: `fraction × U` (default [`DEFAULT_BACKGROUND_AT`]).
-pub fn early_mark(limits: &Limits, fraction: Option<f64>) -> u64 {
-    (limits.usable_input as f64 * fraction.unwrap_or(DEFAULT_BACKGROUND_AT)).floor() as u64
-}
-
-/// What decides whether a background pass starts now.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct StartCheck {
-    /// `compaction.background` (default true).
-    pub enabled: bool,
-    pub pressure: u64,
-    pub early_mark: u64,
-    pub threshold: u64,
-    /// A background pass is running or its note waits.
-    pub busy: bool,
-    /// A note was already used up since the last record (the mark re-arms after a record).
-    pub spent: bool,
-    /// Auto passes hold back after failed summaries (DESIGN §5.1).
-    pub backing_off: bool,
-    /// `exec` lives for one turn: only inside its tool loop (after the turn's first reply).
-    pub allowed_here: bool,
-}
-
-/// Whether a background pass starts: between the early mark and the threshold (at the threshold
-/// the foreground pass runs anyway), when none runs and nothing holds it back.
-pub fn should_start(c: &StartCheck) -> bool {
-    c.enabled
-        && c.allowed_here
-        && !c.busy
-        && !c.spent
-        && !c.backing_off
-        && c.early_mark < c.threshold
-        && c.pressure >= c.early_mark
-        && c.pressure < c.threshold
-}
-
-/// What a snapshot was taken on, and what the session is now.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Basis {
-    pub model: String,
-    pub anchors: Option<String>,
-    /// Compaction records in the journal.
-    pub records: usize,
-}
-
-/// Why a snapshot no longer describes the session, if it does not.
-pub fn stale(then: &Basis, now: &Basis, head_on_spine: bool) -> Option<&'static str> {
-    if !head_on_spine {
-        Some("HEAD moved off the branch it was written on")
-    } else if then.model != now.model {
-        Some("the model changed")
-    } else if then.anchors != now.anchors {
-        Some("the anchors changed")
-    } else if then.records != now.records {
-        Some("another compaction record was written")
-    } else {
-        None
-    }
-}
-
-/// How long a note not ready yet is waited for: as long as a foreground pass would take — the
-/// last summary pass timed in this session, else [`DEFAULT_WAIT`].
-pub fn wait_bound(last_pass: Option<Duration>) -> Duration {
-    last_pass.unwrap_or(DEFAULT_WAIT)
-}
+pub use decide::{
+    early_mark, should_start, snapshot_tail_fraction, stale, wait_bound, Basis, StartCheck,
+    DEFAULT_BACKGROUND_AT, DEFAULT_WAIT,
+};
 
 /// Everything fixed when a background pass starts.
 #[derive(Debug)]
@@ -146,9 +79,22 @@ pub(crate) struct NotePass {
 struct Slot {
     snapshot: Arc<Snapshot>,
     cancel: CancellationToken,
-    task: JoinHandle<Result<String, SummaryError>>,
+    /// The request; `None` once its answer was taken.
+    task: Option<JoinHandle<Result<String, SummaryError>>>,
     ready: Arc<AtomicBool>,
     started: Instant,
+    /// The finished note as a record, composed as soon as the engine saw it finished (between
+    /// requests), so the turn that crosses the threshold only checks and writes it.
+    prepared: Option<Prepared>,
+}
+
+impl Slot {
+    fn stop(self) {
+        self.cancel.cancel();
+        if let Some(task) = self.task {
+            task.abort();
+        }
+    }
 }
 
 impl NotePass {
@@ -169,14 +115,7 @@ impl NotePass {
     }
 
     fn drop_slot(&mut self) -> bool {
-        match self.slot.take() {
-            Some(slot) => {
-                slot.cancel.cancel();
-                slot.task.abort();
-                true
-            }
-            None => false,
-        }
+        self.slot.take().map(Slot::stop).is_some()
     }
 }
 
@@ -267,7 +206,10 @@ pub(crate) async fn maybe_start(
         cut = snapshot.plan.cut,
         "background note started"
     );
-    session.note_pass.slot = Some(Slot { snapshot, cancel, task, ready, started: Instant::now() });
+    let started = Instant::now();
+    let task = Some(task);
+    session.note_pass.slot =
+        Some(Slot { snapshot, cancel, task, ready, started, prepared: None });
     sink.emit(submission, Event::BackgroundNote { state: Some(BackgroundState::Writing) });
 }
 
@@ -279,8 +221,10 @@ fn snapshot(session: &Session) -> Option<Snapshot> {
         return None;
     }
     let limits = session.budget().limits();
+    let pressure = session.budget().pressure().tokens;
     let policy = CutPolicy {
         retained_tokens: session.config().compaction.retained_user_tokens,
+        tail_fraction: snapshot_tail_fraction(limits, pressure),
         ..CutPolicy::new(limits.usable_input, session.budget().calibration())
     };
     let plan = cut::plan(&plain.messages, &plain.tokens, &policy).ok()?;
@@ -338,8 +282,8 @@ async fn write_note(
     result
 }
 
-/// Settles a pass that has ended: a failure is journaled (and backs off) now, a stale note is
-/// dropped. A finished note stays until the threshold asks for it.
+/// Settles a pass that has ended: a stale note is dropped, a failure is journaled (and backs
+/// off) now, a finished note is composed into its record and waits for the threshold.
 async fn settle(session: &mut Session, sink: &EventSink, submission: SubmissionId) {
     let Some(slot) = &session.note_pass.slot else { return };
     let head = session.journal().head_id().clone();
@@ -348,14 +292,52 @@ async fn settle(session: &mut Session, sink: &EventSink, submission: SubmissionI
         cancel(session, sink, submission, why);
         return;
     }
-    if !slot.task.is_finished() || slot.ready.load(Ordering::Acquire) {
+    if !slot.task.as_ref().is_some_and(JoinHandle::is_finished) {
         return;
     }
     if let Some(slot) = session.note_pass.slot.take() {
-        if let Ok(Err(err)) = slot.task.await {
-            failed(session, sink, submission, err);
+        let bound = Duration::ZERO;
+        if let Some(slot) = finish(session, sink, submission, slot, bound).await {
+            session.note_pass.slot = Some(slot);
         }
     }
+}
+
+/// Waits up to `bound` for the request of `slot` and composes its record; the slot back when
+/// it holds a record, `None` when the note is gone (failed, cancelled, late: it was stopped).
+async fn finish(
+    session: &mut Session,
+    sink: &EventSink,
+    submission: SubmissionId,
+    mut slot: Slot,
+    bound: Duration,
+) -> Option<Slot> {
+    let Some(mut task) = slot.task.take() else { return Some(slot) };
+    let joined = if task.is_finished() {
+        Ok(task.await)
+    } else {
+        tokio::time::timeout(bound, &mut task).await.map_err(|_| task)
+    };
+    let text = match joined {
+        Ok(Ok(Ok(text))) => text,
+        Ok(Ok(Err(err))) => {
+            failed(session, sink, submission, err);
+            return None;
+        }
+        Ok(Err(join)) => {
+            tracing::warn!("the background note task stopped: {join}");
+            return None;
+        }
+        Err(task) => {
+            tracing::info!(?bound, "background note not ready in time; a foreground pass runs");
+            slot.task = Some(task);
+            slot.stop();
+            return None;
+        }
+    };
+    session.note_pass.timed(slot.started.elapsed());
+    slot.prepared = Some(prepare(session, &slot.snapshot, &text).await?);
+    Some(slot)
 }
 
 /// Journals a failed background note exactly as a failed foreground pass is journaled.
@@ -391,15 +373,18 @@ pub(crate) fn cancel(session: &mut Session, sink: &EventSink, submission: Submis
 
 /// On close: a failure already in is journaled; a pass still running is cancelled.
 pub(crate) async fn close(session: &mut Session) {
-    let Some(slot) = session.note_pass.slot.take() else { return };
-    if slot.task.is_finished() && !slot.ready.load(Ordering::Acquire) {
-        if let Ok(Err(err)) = slot.task.await {
-            let (sink, _rx) = crate::events::channel();
-            failed(session, &sink, SubmissionId(0), err);
+    let Some(mut slot) = session.note_pass.slot.take() else { return };
+    let failure = match slot.task.take() {
+        Some(task) if task.is_finished() => task.await.ok().and_then(Result::err),
+        task => {
+            slot.task = task;
+            None
         }
-    } else {
-        slot.cancel.cancel();
-        slot.task.abort();
+    };
+    slot.stop();
+    if let Some(err) = failure {
+        let (sink, _unheard) = crate::events::channel();
+        failed(session, &sink, SubmissionId(0), err);
     }
 }
 
@@ -416,37 +401,25 @@ pub(crate) async fn take(
     let slot = session.note_pass.slot.take()?;
     session.note_pass.spent_at = Some(session.journal().compactions().count());
     sink.emit(submission, Event::BackgroundNote { state: None });
-    let Slot { snapshot, cancel: own, mut task, started, .. } = slot;
+    if let Some(prepared) = slot.prepared.clone() {
+        slot.stop();
+        return Some(prepared);
+    }
     let bound = wait_bound(session.note_pass.last_pass);
     let waited = Instant::now();
-    let joined = tokio::select! {
-        joined = tokio::time::timeout(bound, &mut task) => joined,
+    let own = slot.cancel.clone();
+    let slot = tokio::select! {
+        slot = finish(session, sink, submission, slot, bound) => slot,
         () = cancel.cancelled() => {
+            // The interrupted turn drops the wait, and with it the task's handle: stop it.
             own.cancel();
-            task.abort();
             return None;
         }
-    };
-    let text = match joined {
-        Ok(Ok(Ok(text))) => text,
-        Ok(Ok(Err(err))) => {
-            failed(session, sink, submission, err);
-            return None;
-        }
-        Ok(Err(join)) => {
-            tracing::warn!("the background note task stopped: {join}");
-            return None;
-        }
-        Err(_) => {
-            tracing::info!(?bound, "background note not ready in time; a foreground pass runs");
-            own.cancel();
-            task.abort();
-            return None;
-        }
-    };
-    session.note_pass.timed(started.elapsed());
+    }?;
     tracing::info!(waited_ms = waited.elapsed().as_millis() as u64, "background note taken");
-    prepare(session, &snapshot, &text).await
+    let prepared = slot.prepared.clone();
+    slot.stop();
+    prepared
 }
 
 /// The record of a finished note: the note composed now on the snapshot's covered part.
@@ -522,71 +495,5 @@ pub(crate) async fn try_commit(
             Tried::Discard
         }
         Err(Refusal::NoChange) => Tried::Discard,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn check() -> StartCheck {
-        StartCheck {
-            enabled: true,
-            pressure: 6_500,
-            early_mark: 6_000,
-            threshold: 8_000,
-            busy: false,
-            spent: false,
-            backing_off: false,
-            allowed_here: true,
-        }
-    }
-
-    #[test]
-    fn starts_between_the_early_mark_and_the_threshold_only() {
-        assert!(should_start(&check()));
-        assert!(!should_start(&StartCheck { pressure: 5_999, ..check() }));
-        assert!(should_start(&StartCheck { pressure: 6_000, ..check() }));
-        assert!(!should_start(&StartCheck { pressure: 8_000, ..check() }), "foreground's turn");
-    }
-
-    #[test]
-    fn one_at_a_time_and_never_when_held_back() {
-        for held in [
-            StartCheck { busy: true, ..check() },
-            StartCheck { spent: true, ..check() },
-            StartCheck { backing_off: true, ..check() },
-            StartCheck { enabled: false, ..check() },
-            StartCheck { allowed_here: false, ..check() },
-            StartCheck { early_mark: 8_000, ..check() },
-        ] {
-            assert!(!should_start(&held), "{held:?}");
-        }
-    }
-
-    #[test]
-    fn a_snapshot_goes_stale_on_every_change_it_was_built_on() {
-        let then = Basis { model: "m".into(), anchors: Some("a".into()), records: 1 };
-        assert_eq!(stale(&then, &then.clone(), true), None);
-        assert!(stale(&then, &then.clone(), false).unwrap().contains("HEAD"));
-        let model = Basis { model: "n".into(), ..then.clone() };
-        assert!(stale(&then, &model, true).unwrap().contains("model"));
-        let anchors = Basis { anchors: None, ..then.clone() };
-        assert!(stale(&then, &anchors, true).unwrap().contains("anchors"));
-        let records = Basis { records: 2, ..then.clone() };
-        assert!(stale(&then, &records, true).unwrap().contains("record"));
-    }
-
-    #[test]
-    fn the_wait_is_bounded_by_a_foreground_pass() {
-        assert_eq!(wait_bound(Some(Duration::from_secs(3))), Duration::from_secs(3));
-        assert_eq!(wait_bound(None), DEFAULT_WAIT);
-    }
-
-    #[test]
-    fn the_early_mark_defaults_to_six_tenths_of_usable_input() {
-        let limits = Limits::compute(20_000, crate::budget::WindowSource::Config, None, 0.8);
-        assert_eq!(early_mark(&limits, None), (limits.usable_input as f64 * 0.6) as u64);
-        assert_eq!(early_mark(&limits, Some(0.5)), limits.usable_input / 2);
     }
 }

@@ -1,6 +1,6 @@
 //! Background compaction against an in-process mock model, for `scripts/bench.sh background`:
 //! `background [TURNS] [THINK_MS] [SUMMARY_MS] [openai|anthropic] [RUNS]` (default 16 turns,
-//! 1,500 ms between turns, a 3,000 ms summary reply, openai, 3 sessions per setting).
+//! 2,500 ms between turns, a 3,000 ms summary reply, openai, 3 sessions per setting).
 //!
 //! The same scripted session runs `RUNS` times with `compaction.background` on, then off: a 20,000-token
 //! window (threshold 12,000, early mark 9,000), each reply about 1,500 tokens of prose at full
@@ -55,7 +55,7 @@ async fn main() {
     let num = |i: usize, default: u64| a.get(i).and_then(|v| v.parse().ok()).unwrap_or(default);
     let args = Args {
         turns: num(1, 16) as usize,
-        think: Duration::from_millis(num(2, 1_500)),
+        think: Duration::from_millis(num(2, 2_500)),
         summary: Duration::from_millis(num(3, 3_000)),
         provider: a.get(4).cloned().unwrap_or_else(|| "openai".into()),
         runs: num(5, 3).max(1) as usize,
@@ -134,12 +134,21 @@ async fn run(args: &Args, background: bool) -> Figures {
     let (handle, mut events) = Engine::spawn(params).unwrap();
     let mut ordinary = Vec::new();
     let mut crossing = Vec::new();
+    // Whether the note was ready before the turn began (the event comes while the user types).
+    let mut ready = false;
     for k in 0..args.turns {
         let start = Instant::now();
         handle.submit(Op::UserInput { text: format!("question {k}"), attachments: Vec::new() });
-        let mut compacted = None;
+        let (mut compacted, mut started, mut ready_at_start) = (None, false, false);
         while let Some(msg) = events.recv().await {
             match msg.event {
+                Event::BackgroundNote { state } => {
+                    ready = state == Some(codewhale_engine::protocol::BackgroundState::Ready)
+                }
+                Event::TurnStarted if !started => {
+                    started = true;
+                    ready_at_start = ready;
+                }
                 Event::CompactionFinished { background, .. } => compacted = Some(background),
                 Event::TurnFinished { .. } => break,
                 _ => {}
@@ -147,7 +156,7 @@ async fn run(args: &Args, background: bool) -> Figures {
         }
         let ms = start.elapsed().as_secs_f64() * 1_000.0;
         match compacted {
-            Some(from_background) => crossing.push((k, ms, from_background)),
+            Some(from_background) => crossing.push((k, ms, from_background, ready_at_start)),
             None => ordinary.push(ms),
         }
         tokio::time::sleep(args.think).await;
@@ -168,8 +177,12 @@ async fn run(args: &Args, background: bool) -> Figures {
     let summaries = prompts.len();
     let crossings: Vec<String> = crossing
         .iter()
-        .map(|(k, ms, bg)| {
-            let how = if *bg { "background" } else { "foreground" };
+        .map(|(k, ms, bg, ready)| {
+            let how = match (bg, ready) {
+                (true, true) => "background, ready before the turn",
+                (true, false) => "background, waited for",
+                _ => "foreground",
+            };
             format!("turn{k}={ms:.1}ms({how},{:.2}x)", ms / median.max(0.001))
         })
         .collect();

@@ -224,7 +224,16 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
     sink.emit(start, session.usage_event(None, None));
     let mut shutdown = None;
     while shutdown.is_none() {
-        let Some((id, op)) = ops.recv().await else { break };
+        let wake = session.note_pass.wake();
+        let next = tokio::select! {
+            next = ops.recv() => next,
+            () = wake.notified() => {
+                // A background note ended while idle: ready it now, not in the next turn.
+                crate::compaction::background::settle_idle(&mut session, &sink).await;
+                continue;
+            }
+        };
+        let Some((id, op)) = next else { break };
         match op {
             Op::UserInput { text, attachments } => {
                 let cancel = CancellationToken::new();

@@ -73,6 +73,9 @@ pub(crate) struct NotePass {
     spent_at: Option<usize>,
     /// How long the last summary pass of this session took (the wait bound).
     last_pass: Option<Duration>,
+    /// Woken when a background request ends, so an idle engine composes the note at once
+    /// ([`settle_idle`]) rather than in the turn that crosses the threshold.
+    wake: Arc<tokio::sync::Notify>,
 }
 
 #[derive(Debug)]
@@ -107,6 +110,11 @@ impl NotePass {
                 BackgroundState::Writing
             }
         })
+    }
+
+    /// Notified when a background request ends.
+    pub fn wake(&self) -> Arc<tokio::sync::Notify> {
+        self.wake.clone()
     }
 
     /// Records how long a summary pass took.
@@ -198,7 +206,12 @@ pub(crate) async fn maybe_start(
         summarizer,
         max_output,
         cancel.clone(),
-        Notify { sink: sink.clone(), submission, ready: ready.clone() },
+        Notify {
+            sink: sink.clone(),
+            submission,
+            ready: ready.clone(),
+            wake: session.note_pass.wake.clone(),
+        },
     ));
     tracing::info!(
         pressure = check.pressure,
@@ -250,6 +263,7 @@ struct Notify {
     sink: EventSink,
     submission: SubmissionId,
     ready: Arc<AtomicBool>,
+    wake: Arc<tokio::sync::Notify>,
 }
 
 /// The background task: the summary request on the snapshot, nothing else.
@@ -279,7 +293,13 @@ async fn write_note(
         // The engine journals the failure when it next looks ([`settle`]).
         Err(_) => notify.sink.emit(notify.submission, Event::BackgroundNote { state: None }),
     }
+    notify.wake.notify_one();
     result
+}
+
+/// Between turns, when a background request ended: journal its failure or compose its note now.
+pub(crate) async fn settle_idle(session: &mut Session, sink: &EventSink) {
+    settle(session, sink, SubmissionId(0)).await;
 }
 
 /// Settles a pass that has ended: a stale note is dropped, a failure is journaled (and backs

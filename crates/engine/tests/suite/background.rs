@@ -285,3 +285,65 @@ async fn a_failed_background_note_is_journaled_and_backs_off() {
     assert!(compactions(&h).is_empty());
     assert_no_orphans(&h);
 }
+
+#[tokio::test]
+async fn a_note_whose_view_is_still_too_big_is_folded_into_a_foreground_pass() {
+    let h = Harness::new().await;
+    h.server.respond_with(move |request| {
+        let body = request.body.to_string();
+        let tokens = u64::from(codewhale_engine::tokens::count(&body));
+        if is_summary_request(&request.body) {
+            return Reply::text(SUMMARY).with_usage(tokens, 300);
+        }
+        let last = request.body["messages"].as_array().and_then(|m| m.last()).cloned();
+        if last.is_some_and(|m| m.to_string().contains("a long answer")) {
+            // About 10,000 tokens in one reply: the view after the background note is over the
+            // threshold on its own.
+            return Reply::text(prose("long", 2_000)).with_usage(tokens, 10_000);
+        }
+        Reply::text(prose("answer", 300)).with_usage(tokens, 1_500)
+    });
+    let mut p = params(&h, "openai", WINDOW);
+    p.front_end = FrontEnd::Tui;
+    let (handle, events) = Engine::spawn(p).unwrap();
+    let mut engine = Running { handle, events };
+    until_writing(&mut engine).await;
+    wait_for_summary_request(&h).await;
+    engine.turn("now a long answer please").await;
+    let run = engine.turn("and the next step").await;
+    let finished = run.events.iter().find_map(|e| match e {
+        Event::CompactionFinished { background, .. } => Some(*background),
+        _ => None,
+    });
+    assert_eq!(finished, Some(false), "a foreground pass wrote the record: {:?}", run.events);
+    engine.shutdown().await;
+
+    let requests = summary_requests(&h);
+    assert_eq!(requests.len(), 2, "the background note, then the pass that folded it in");
+    let folded = h.server.requests()[requests[1]].body.to_string();
+    assert!(folded.contains("Codewhale handoff note"), "the background note is its previous note");
+    assert!(folded.contains("Keep the parser tests green."));
+    let records = compactions(&h);
+    assert_eq!(records.len(), 1, "the background record itself is never written");
+    let record = &records[0];
+    assert!(!record.background);
+    assert_eq!(record.previous_id, None, "it names no record that was never written");
+    let journal = reload_checked(&session_file(h.home.path()));
+    let first_user = super::common::spine(&journal)
+        .into_iter()
+        .find(|e| matches!(e.payload, Payload::User(_)))
+        .unwrap()
+        .id
+        .clone();
+    assert_eq!(record.covers.as_ref().unwrap().first, first_user, "one segment from the start");
+    let (old, new, _) = views_around_record(&h);
+    let violations = survival::check(&SurvivalInput {
+        original: &old.messages,
+        replacement: &new.messages,
+        last_round_start: None,
+        anchors: &[],
+        require_checkpoint: true,
+    });
+    assert!(violations.is_empty(), "{violations:?}");
+    assert_no_orphans(&h);
+}

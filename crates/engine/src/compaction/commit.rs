@@ -142,7 +142,19 @@ pub(crate) async fn commit(
     session
         .append_entry(entry)
         .map_err(|e| Refusal::Failed(format!("cannot write the record: {e}")))?;
-    session.sync().await.map_err(|e| Refusal::Failed(format!("cannot sync the record: {e}")))?;
+    if exact {
+        // A background record is committed by the turn that crosses the threshold: the writer
+        // syncs it now while that turn's request goes out, and the end-of-turn sync reports a
+        // failure (the reply that read the record is never shown as complete without it).
+        session
+            .sync_detached()
+            .map_err(|e| Refusal::Failed(format!("cannot sync the record: {e}")))?;
+    } else {
+        session
+            .sync()
+            .await
+            .map_err(|e| Refusal::Failed(format!("cannot sync the record: {e}")))?;
+    }
     session.budget_mut().record_compaction(new_total, old_total - new_total);
     session.refresh_system_prompt();
     Ok(Written { id, path, tokens_before, tokens_after, fits })

@@ -531,6 +531,13 @@ impl Session {
         }
     }
 
+    /// Starts syncing what was appended without waiting; a failure fails the next append or
+    /// [`Session::sync`] (the end of the turn at the latest).
+    pub(crate) fn sync_detached(&self) -> Result<(), EngineError> {
+        self.journal.sync_detached()?;
+        Ok(())
+    }
+
     /// Waits until everything appended is on disk.
     pub async fn sync(&self) -> Result<(), EngineError> {
         self.journal.sync().await?;

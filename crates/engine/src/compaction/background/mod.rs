@@ -49,7 +49,6 @@ mod decide;
 
 pub use decide::{
     early_mark, should_start, snapshot_tail_fraction, stale, wait_bound, Basis, StartCheck,
-    DEFAULT_BACKGROUND_AT, DEFAULT_WAIT,
 };
 
 /// Everything fixed when a background pass starts.

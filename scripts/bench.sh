@@ -13,6 +13,10 @@
 #                                             passes, requests and wall time, then the next turn
 #   scripts/bench.sh stream [KEYS]            the terminal UI while a 70 KB reply streams: CPU and
 #                                             key latency in a pseudo-terminal (scripts/bench-stream.sh)
+#   scripts/bench.sh background [TURNS] [THINK_MS] [SUMMARY_MS] [openai|anthropic] [RUNS]
+#                                             a session crossing the compaction threshold twice with
+#                                             a 3 s summary reply, background compaction on and off:
+#                                             the crossing turns next to the median ordinary turn
 #
 # Benchmarks generate their data into temp dirs. They take minutes on a 2-core machine: run them
 # on an otherwise idle machine, since other load inflates the figures.
@@ -25,6 +29,10 @@ fi
 if [ "${1:-}" = long-turn ]; then
   shift
   exec cargo run --release -q --locked -p codewhale-engine --example long_turn -- "$@"
+fi
+if [ "${1:-}" = background ]; then
+  shift
+  exec cargo run --release -q --locked -p codewhale-engine --example background -- "$@"
 fi
 if [ "${1:-}" = stream ]; then
   shift

@@ -245,16 +245,27 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
         .then(|| tokio::task::spawn_blocking(crate::tokens::wait_ready));
     let mut shutdown = None;
     while shutdown.is_none() {
-        let next = match encoder.as_mut() {
-            Some(ready) => tokio::select! {
-                op = ops.recv() => op,
-                _ = ready => {
-                    encoder = None;
-                    sink.emit(start, session.usage_event(None, None));
-                    continue;
+        let wake = session.note_pass.wake();
+        let encoder_ready = async {
+            match encoder.as_mut() {
+                Some(ready) => {
+                    let _ = ready.await;
                 }
-            },
-            None => ops.recv().await,
+                None => std::future::pending::<()>().await,
+            }
+        };
+        let next = tokio::select! {
+            next = ops.recv() => next,
+            () = wake.notified() => {
+                // A background note ended while idle: ready it now, not in the next turn.
+                crate::compaction::background::settle_idle(&mut session, &sink).await;
+                continue;
+            }
+            () = encoder_ready => {
+                encoder = None;
+                sink.emit(start, session.usage_event(None, None));
+                continue;
+            }
         };
         let Some((id, op)) = next else { break };
         match op {
@@ -266,9 +277,13 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
                 let (stop, deferred) =
                     listening(turn, &mut ops, &sink, &gate, &cancel, &mcp).await;
                 shutdown = stop;
+                if cancel.is_cancelled() {
+                    cancel_note(&mut session, &sink, id, "the session was interrupted");
+                }
                 answer_deferred(&mut session, &sink, deferred).await;
             }
             Op::Compact { focus } => {
+                cancel_note(&mut session, &sink, id, "/compact runs instead");
                 let cancel = CancellationToken::new();
                 let mcp = session.mcp().clone();
                 let pass = crate::compaction::triggers::manual(
@@ -412,6 +427,10 @@ fn error_event(err: &EngineError) -> Event {
 async fn handle_idle_op(session: &mut Session, sink: &EventSink, id: SubmissionId, op: Op) {
     let notice = |message: String| Event::Notice { level: NoticeLevel::Info, message };
     match op {
+        Op::Interrupt if session.note_pass.state().is_some() => {
+            cancel_note(session, sink, id, "the session was interrupted");
+            sink.emit(id, notice("the note being written in the background was cancelled".into()));
+        }
         Op::Interrupt => sink.emit(id, notice("nothing to interrupt: no turn is running".into())),
         Op::Approve { call_id, .. } | Op::Deny { call_id, .. } => {
             sink.emit(id, no_such_call(&call_id))
@@ -453,11 +472,13 @@ async fn handle_idle_op(session: &mut Session, sink: &EventSink, id: SubmissionI
         Op::AddAnchor { text } => {
             let result = crate::anchors::add_to_session(session, &text);
             let result = durable(session, result).await;
+            cancel_note(session, sink, id, "the anchors changed");
             anchor_changed(session, sink, id, result);
         }
         Op::RemoveAnchor { index } => {
             let result = session.withdraw_anchor(index);
             let result = durable(session, result).await;
+            cancel_note(session, sink, id, "the anchors changed");
             anchor_changed(session, sink, id, result);
         }
         Op::SwitchModel { model } => {
@@ -467,6 +488,7 @@ async fn handle_idle_op(session: &mut Session, sink: &EventSink, id: SubmissionI
             };
             match switched {
                 Ok(()) => {
+                    cancel_note(session, sink, id, "the model changed");
                     sink.emit(id, notice(format!("model switched to {model}")));
                     sink.emit(id, session.usage_event(None, None));
                 }
@@ -490,6 +512,11 @@ async fn handle_idle_op(session: &mut Session, sink: &EventSink, id: SubmissionI
         // Handled in `run`.
         Op::UserInput { .. } | Op::Compact { .. } | Op::Shutdown => {}
     }
+}
+
+/// Cancels the note being written in the background (DESIGN §5.8): nothing is written.
+fn cancel_note(session: &mut Session, sink: &EventSink, id: SubmissionId, why: &str) {
+    crate::compaction::background::cancel(session, sink, id, why);
 }
 
 /// An explicit user action is on disk before the front end is told it happened (and before
@@ -547,6 +574,7 @@ async fn move_head(
         sink.emit(id, error_event(&err));
         return;
     }
+    cancel_note(session, sink, id, "HEAD moved");
     // The last reported prompt was the old branch's: the budget is the new view's, replayed.
     session.replay_budget();
     let head = session.journal().head_id().to_string();

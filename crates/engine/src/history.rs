@@ -171,6 +171,7 @@ fn compaction_item(a: &codewhale_journal::ActiveCompaction) -> HistoryItem {
         tokens_before: r.tokens_before.unwrap_or(0),
         tokens_after: r.tokens_after.unwrap_or(0),
         note: checkpoint_note(r).into_owned(),
+        background: r.background,
     }
 }
 

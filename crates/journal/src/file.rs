@@ -228,6 +228,13 @@ impl JournalFile {
         rx.await.unwrap_or_else(|_| Err(self.writer.gone()))
     }
 
+    /// Asks the writer to sync now without waiting for it. A failure is kept and reported by
+    /// the next append or [`JournalFile::sync`], so nothing is shown as durable that is not.
+    pub fn sync_detached(&self) -> Result<(), WriteError> {
+        let (tx, _unawaited) = tokio::sync::oneshot::channel();
+        self.writer.send(Msg::Sync(Reply::Async(tx)))
+    }
+
     /// [`JournalFile::sync`] for threads outside an async runtime.
     pub fn sync_blocking(&self) -> Result<(), WriteError> {
         let (tx, rx) = mpsc::channel();

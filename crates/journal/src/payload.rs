@@ -204,6 +204,9 @@ record! {
         /// Optional: the o200k tokens the pass removed from the view, so a reopened session
         /// replays the budget the live one had.
         savings: Option<u64> = "savings" info_opt,
+        /// Optional `true`: the note was written in the background, on a snapshot taken before
+        /// the threshold (DESIGN §5.8). Absent otherwise.
+        background: bool = "background" info_flag,
     }
 }
 
@@ -504,6 +507,7 @@ impl CompactionPayload {
             tokens_after: None,
             receipt: None,
             savings: None,
+            background: false,
             extra: Default::default(),
         }
     }

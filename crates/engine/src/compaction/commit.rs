@@ -32,6 +32,8 @@ pub(crate) enum Refusal {
     NoGain(String),
     /// A check failed; the reason, for the user.
     Failed(String),
+    /// An exact proposal passed every check but leaves the request over the target.
+    OverTarget,
 }
 
 /// What a pass writes.
@@ -50,6 +52,9 @@ pub(crate) struct Proposal<'a> {
     pub tokens_before: u64,
     /// The request should fit under this many provider tokens.
     pub target: u64,
+    /// Take the record as it is: a view over the target is refused ([`Refusal::OverTarget`])
+    /// instead of bounded. A background note is committed only like this (DESIGN §5.8).
+    pub exact: bool,
 }
 
 /// A record that passed every check and was written.
@@ -68,14 +73,16 @@ pub(crate) async fn commit(
     session: &mut Session,
     proposal: Proposal<'_>,
 ) -> Result<Written, Refusal> {
-    let Proposal { plain, previous, mut record, parent, anchors, tokens_before, target } = proposal;
+    let Proposal { plain, previous, mut record, parent, anchors, tokens_before, target, exact } =
+        proposal;
     let path = record.path.clone();
     let head = session.journal().head_id().clone();
     let mut entry = record_entry(&parent, record.clone());
     let mut new_view = render_with_record(session.journal(), head.as_str(), &entry);
     let mut new_plain = plain_with_note(session, &new_view, &entry);
     let (bounds, fits) = fit_plan(session, &new_view, &new_plain, target);
-    if !bounds.is_empty() {
+    let over_target = !bounds.is_empty();
+    if over_target && !exact {
         merge_bounds(&mut record, &bounds);
         entry = record_entry(&parent, record);
         new_view = render_with_record(session.journal(), head.as_str(), &entry);
@@ -143,6 +150,9 @@ pub(crate) async fn commit(
              what is left is the protected last round, the note and the anchors"
         )));
     }
+    if exact && over_target {
+        return Err(Refusal::OverTarget);
+    }
     // The figure the gauge shows once the record is in: the budget as it will stand, with the
     // system prompt re-read as it is after every pass.
     session.refresh_system_prompt();
@@ -162,18 +172,30 @@ pub(crate) async fn commit(
     session
         .append_entry(entry)
         .map_err(|e| Refusal::Failed(format!("cannot write the record: {e}")))?;
-    session.sync().await.map_err(|e| Refusal::Failed(format!("cannot sync the record: {e}")))?;
+    if exact {
+        // A background record is committed by the turn that crosses the threshold: the writer
+        // syncs it now while that turn's request goes out, and the end-of-turn sync reports a
+        // failure (the reply that read the record is never shown as complete without it).
+        session
+            .sync_detached()
+            .map_err(|e| Refusal::Failed(format!("cannot sync the record: {e}")))?;
+    } else {
+        session
+            .sync()
+            .await
+            .map_err(|e| Refusal::Failed(format!("cannot sync the record: {e}")))?;
+    }
     *session.budget_mut() = after;
     Ok(Written { id, path, tokens_before, tokens_after, fits })
 }
 
-fn record_entry(parent: &EntryId, record: CompactionPayload) -> Entry {
+pub(crate) fn record_entry(parent: &EntryId, record: CompactionPayload) -> Entry {
     let note_tokens = counts::exact(&record.note);
     Entry::new(Some(parent.clone()), record).with_tokens(note_tokens)
 }
 
 /// The plain form of a would-be view; the checkpoint is counted from the record's note.
-fn plain_with_note(session: &Session, view: &View, entry: &Entry) -> PlainView {
+pub(crate) fn plain_with_note(session: &Session, view: &View, entry: &Entry) -> PlainView {
     PlainView::new(view, |item| {
         if item.source == entry.id {
             entry.tokens

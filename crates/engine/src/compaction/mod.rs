@@ -18,11 +18,13 @@
 //!
 //! The shell: [`pass`] runs one pass (the summary requests through `summarize`, then
 //! `commit`: fit, survival check, append, events) and
-//! [`triggers`] connects it to the turn loop (auto, reactive, fail open) and to `/compact`.
+//! [`triggers`] connects it to the turn loop (auto, reactive, fail open) and to `/compact`;
+//! [`background`] writes the next note early, on a snapshot, while turns go on (DESIGN §5.8).
 //!
 //! Invariant: nothing in this module writes to the journal except through a record that passed
 //! [`survival::check`]; a failed pass changes nothing the model reads.
 
+pub mod background;
 pub mod bound;
 pub mod checkpoint;
 mod commit;

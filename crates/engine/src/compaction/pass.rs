@@ -20,6 +20,7 @@ use std::collections::HashSet;
 use codewhale_journal::{CompactionPath, Entry, Level, SystemPayload, Trigger};
 use codewhale_provider::CancellationToken;
 
+use super::background::{self, Prepared, Tried};
 use super::commit::{self, Proposal, Refusal, Written};
 use super::cut::{self, CutError, CutPolicy};
 use super::note::{self, LiveState, NoteInput, Running};
@@ -51,13 +52,21 @@ pub struct PassRequest {
     /// The manual `/compact` focus.
     pub focus: Option<String>,
     pub mode: PassMode,
+    /// A finished background note (DESIGN §5.8): committed as it is when it fits and passes
+    /// the contract, else folded in as the previous note of this pass.
+    pub background: Option<Box<Prepared>>,
 }
 
 impl PassRequest {
     /// A full pass.
     pub fn new(trigger: Trigger, focus: Option<String>) -> PassRequest {
-        PassRequest { trigger, focus, mode: PassMode::Full }
+        PassRequest { trigger, focus, mode: PassMode::Full, background: None }
     }
+}
+
+/// The output budget of a summary request under `limits`.
+pub(crate) fn summary_max_output(limits: &crate::budget::Limits) -> u32 {
+    SUMMARY_MAX_OUTPUT.min(limits.reserved_output).max(1) as u32
 }
 
 /// How a pass ended.
@@ -107,9 +116,14 @@ pub async fn run(
     let typed_trigger = crate::history::trigger_of(&request.trigger);
     emit(Event::CompactionStarted { trigger: typed_trigger });
     let mut summary_failed = false;
+    let started = std::time::Instant::now();
     let outcome = match attempt(session, &request, cancel).await {
         Ok(done) => {
             super::triggers::summary_succeeded(session, &done);
+            if matches!(done, PassOutcome::Compacted { path: CompactionPath::Summary, .. }) {
+                // How long a foreground pass takes: the bound on waiting for a background note.
+                session.note_pass.timed(started.elapsed());
+            }
             done
         }
         Err(Stop::Refused(reason)) => PassOutcome::Refused(reason),
@@ -127,7 +141,7 @@ pub async fn run(
     match &outcome {
         PassOutcome::Compacted { id, path, tokens_before, tokens_after, fits } => {
             tracing::info!(%trigger, %id, path = path.as_str(), tokens_before, tokens_after, fits, "compaction pass finished");
-            let (covered, retained, note) = session
+            let (covered, retained, note, background) = session
                 .journal()
                 .get(id)
                 .and_then(|e| match &e.payload {
@@ -135,6 +149,7 @@ pub async fn run(
                         r.covers.as_ref().map_or(0, |c| c.count),
                         r.retained_ids.len() as u64,
                         codewhale_journal::checkpoint_note(r).into_owned(),
+                        r.background,
                     )),
                     _ => None,
                 })
@@ -148,6 +163,7 @@ pub async fn run(
                 covered,
                 retained,
                 note,
+                background,
             });
         }
         PassOutcome::Refused(reason) => {
@@ -231,10 +247,28 @@ async fn attempt(
         .text()
         .map_err(|e| Stop::Failed(format!("cannot read the anchors: {e}")))?
         .map(|a| session.redactor().redact(&a).into_owned());
+    let limits = *session.budget().limits();
+    let before = session.budget().pressure().tokens;
+    // A background note first: committed as it is, or the view this pass summarizes.
+    let (view, plain, folded) = match &request.background {
+        Some(prepared) => {
+            let current = background::Current {
+                view: &view,
+                plain: &plain,
+                anchors: anchors.as_deref(),
+                before,
+                threshold: limits.threshold,
+            };
+            match background::try_commit(session, prepared, current).await {
+                Tried::Written(done) => return Ok(written(done)),
+                Tried::FoldIn(folded) => (folded.0, folded.1, true),
+                Tried::Discard => (view, plain, false),
+            }
+        }
+        None => (view, plain, false),
+    };
     let budget = session.budget();
-    let limits = *budget.limits();
     let calibration = budget.calibration();
-    let before = budget.pressure().tokens;
     let previous = view.compaction.as_ref();
     let head = session.journal().head_id().clone();
     let proposal = |record, parent| Proposal {
@@ -245,10 +279,11 @@ async fn attempt(
         anchors: anchors.as_deref(),
         tokens_before: before,
         target: limits.threshold,
+        exact: false,
     };
 
     let mut pruned = Vec::new();
-    if request.trigger != Trigger::Manual && request.mode == PassMode::Full {
+    if request.trigger != Trigger::Manual && request.mode == PassMode::Full && !folded {
         let target = (limits.threshold as f64 * PRUNE_TARGET_FRACTION) as u64;
         let already: HashSet<usize> = plain.pruned.iter().copied().collect();
         let policy = PrunePolicy { pressure: before, target, calibration };
@@ -262,7 +297,7 @@ async fn attempt(
                 Err(Refusal::Failed(reason)) => {
                     tracing::info!(%reason, "prune-only result refused, trying the summary path")
                 }
-                Err(Refusal::NoChange | Refusal::NoGain(_)) => {}
+                Err(Refusal::NoChange | Refusal::NoGain(_) | Refusal::OverTarget) => {}
             }
         }
         pruned = plan.pruned;
@@ -288,7 +323,7 @@ async fn attempt(
         };
         match cut::plan(&plain.messages, &plain.tokens, &policy) {
             Ok(plan) => {
-                let record = summary_record(
+                let mut record = summary_record(
                     session,
                     Viewed { view: &view, plain: &plain },
                     &plan,
@@ -301,6 +336,11 @@ async fn attempt(
                 if cancel.is_cancelled() {
                     return Err(Stop::Cancelled);
                 }
+                if folded {
+                    // The folded-in note was never written: this record follows the one
+                    // before it.
+                    record.previous_id = previous.and_then(|p| p.record.previous_id.clone());
+                }
                 let first = record.covers.as_ref().map(|c| c.first.clone());
                 let parent = first
                     .and_then(|f| session.journal().get(f.as_str()).and_then(|e| e.parent.clone()))
@@ -309,7 +349,7 @@ async fn attempt(
                     Ok(done) => Ok(written(done)),
                     Err(Refusal::Failed(reason)) => Err(Stop::Failed(reason)),
                     Err(Refusal::NoGain(reason)) => Err(no_gain(request, reason)),
-                    Err(Refusal::NoChange) => {
+                    Err(Refusal::NoChange | Refusal::OverTarget) => {
                         Err(Stop::Refused("the view would not change".into()))
                     }
                 };
@@ -328,6 +368,8 @@ async fn attempt(
         Err(Refusal::NoChange) => Err(Stop::Refused(why_not_summary)),
         Err(Refusal::NoGain(reason)) => Err(no_gain(request, reason)),
         Err(Refusal::Failed(reason)) => Err(Stop::Failed(reason)),
+        // Only an exact proposal is refused so.
+        Err(Refusal::OverTarget) => Err(Stop::Failed("the view stays over the threshold".into())),
     }
 }
 
@@ -366,9 +408,10 @@ async fn summary_record(
         .clone()
         .unwrap_or_else(|| session.model().to_owned());
     let covered = &plain.messages[..plan.cut];
-    let max_output = SUMMARY_MAX_OUTPUT.min(limits.reserved_output).max(1) as u32;
+    let max_output = summary_max_output(&limits);
+    let summarizer = summarize::Summarizer::of(session, &model);
     let job = SummaryJob {
-        session,
+        summarizer: &summarizer,
         view,
         plain,
         cut: plan.cut,
@@ -402,7 +445,7 @@ async fn summary_record(
 
 /// The note of a summary pass: the summary plus what Codewhale knows itself (files touched by
 /// the covered calls, background commands, the live state, the anchors).
-async fn build_note(
+pub(crate) async fn build_note(
     session: &Session,
     covered: &[super::message::Message],
     previous: Option<&codewhale_journal::ActiveCompaction>,

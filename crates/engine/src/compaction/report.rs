@@ -243,6 +243,7 @@ pub fn build(
         plan: journal
             .position(view.head.as_str())
             .and_then(|head| crate::plan::live_plan(journal, head, None).plan),
+        background: None,
         view: entries,
         branches: crate::branches::branches(journal),
         file_store_bytes: 0,

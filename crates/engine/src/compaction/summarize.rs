@@ -26,7 +26,9 @@ use codewhale_provider::{CancellationToken, ErrorKind, Request, ToolChoice};
 use super::plain::PlainView;
 use super::summary::{self, Scope};
 use super::summary_input::{self, InputBudget, InputPlan};
+use crate::budget::Limits;
 use crate::convert;
+use crate::prompt::SystemPrompt;
 use crate::session::{counts, Session};
 
 /// What a kept-tail item may hold in the request of a `compaction_model` other than the
@@ -41,10 +43,48 @@ const OVERFLOW_RETRIES: u32 = 3;
 /// characters, about 3,000 tokens.
 const NOTE_RESERVE_TOKENS: u64 = 3_000;
 
+/// What a summary request is made of besides the view: the live request's system prompt and
+/// tools, the client, and the figures its budget needs. Owned, so a background pass can take
+/// it along while the session goes on (DESIGN §5.8).
+#[derive(Debug, Clone)]
+pub(crate) struct Summarizer {
+    pub client: codewhale_provider::Client,
+    pub system: SystemPrompt,
+    pub tools: Vec<codewhale_provider::ToolSpec>,
+    /// The limits of the summarizing model.
+    pub limits: Limits,
+    pub calibration: f64,
+    /// The o200k estimate of the system prompt with the tool schemas.
+    pub system_tokens: u64,
+    /// Another model than the session's writes the note (`compaction_model`): the kept tail
+    /// is sent bounded, without a shared prefix.
+    pub other_model: bool,
+}
+
+impl Summarizer {
+    /// The summarizer of `session` when `model` writes the note.
+    pub fn of(session: &Session, model: &str) -> Summarizer {
+        let limits = if model == session.model() {
+            *session.budget().limits()
+        } else {
+            Limits::for_model(session.config(), model)
+        };
+        Summarizer {
+            client: session.client().clone(),
+            system: session.system_prompt().clone(),
+            tools: session.tool_specs(),
+            limits,
+            calibration: session.budget().calibration(),
+            system_tokens: session.budget().system_tokens(),
+            other_model: model != session.model(),
+        }
+    }
+}
+
 /// One summary to write.
 #[derive(Debug)]
 pub(crate) struct SummaryJob<'a> {
-    pub session: &'a Session,
+    pub summarizer: &'a Summarizer,
     /// The view the pass started from, and its plain form.
     pub view: &'a View,
     pub plain: &'a PlainView,
@@ -94,7 +134,7 @@ pub(crate) async fn summarize(
         match run_plan(job, &plan, budget.note, cancel.clone()).await {
             Err(Attempt::Overflow { limit }) if overflows < OVERFLOW_RETRIES => {
                 overflows += 1;
-                let calibration = job.session.budget().calibration().clamp(1.0, 2.0);
+                let calibration = job.summarizer.calibration.clamp(1.0, 2.0);
                 let stated = limit.map(|l| {
                     (l.saturating_sub(u64::from(job.max_output)) as f64 / calibration) as u64
                 });
@@ -120,19 +160,14 @@ enum Attempt {
 
 /// The budget of the summarizing model, in estimated tokens.
 fn input_budget(job: &SummaryJob<'_>) -> InputBudget {
-    let session = job.session;
-    let limits = if job.model == session.model() {
-        *session.budget().limits()
-    } else {
-        crate::budget::Limits::for_model(session.config(), job.model)
-    };
-    let calibration = session.budget().calibration().clamp(1.0, 2.0);
+    let limits = job.summarizer.limits;
+    let calibration = job.summarizer.calibration.clamp(1.0, 2.0);
     let tokens = (limits.usable_input as f64 / calibration) as u64;
     let instruction = summary::instruction(&Scope::Chunk, job.focus, true);
     // Exact when the encoder is ready; never waited for (an upper bound instead).
     let instruction = counts::exact_if_ready(&instruction)
         .map_or_else(|| counts::upper_bound(&instruction), u64::from);
-    let fixed = session.budget().system_tokens() + instruction;
+    let fixed = job.summarizer.system_tokens + instruction;
     let tokens = tokens.min(summary::INPUT_MAX_BYTES as u64 / 4);
     InputBudget { tokens, fixed, note: note_reserve(tokens.saturating_sub(fixed), job.max_output) }
 }
@@ -151,7 +186,7 @@ async fn run_plan(
     cancel: CancellationToken,
 ) -> Result<(String, SummaryStats), Attempt> {
     let mut items = bounded_items(job.view, plan);
-    if job.model != job.session.model() {
+    if job.summarizer.other_model {
         for item in items.iter_mut().skip(job.cut) {
             if let Some(cut) = bound_item(item, OTHER_MODEL_TAIL_BYTES) {
                 *item = cut;
@@ -205,7 +240,7 @@ async fn ask(
     loop {
         let request = build_request(job, interim, items, &scope, strict);
         stats.requests += 1;
-        match job.session.client().complete(&request, cancel.clone()).await {
+        match job.summarizer.client.complete(&request, cancel.clone()).await {
             Ok(response) => {
                 let issue = if response.tool_uses().next().is_some() {
                     "the reply called a tool instead of writing the note".to_owned()
@@ -253,7 +288,6 @@ fn build_request(
     scope: &Scope,
     strict: bool,
 ) -> Request {
-    let session = job.session;
     let mut all: Vec<ViewItem> = Vec::with_capacity(items.len() + 1);
     if let Some(note) = interim {
         all.push(synthetic(
@@ -265,8 +299,8 @@ fn build_request(
         &View { head: EntryId::from_string("summary"), items: all, compaction: None },
         convert::RequestParams {
             model: job.model,
-            system: session.system_prompt(),
-            tools: session.tool_specs(),
+            system: &job.summarizer.system,
+            tools: job.summarizer.tools.clone(),
             max_output_tokens: job.max_output,
         },
     );

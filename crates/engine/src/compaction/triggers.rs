@@ -135,7 +135,12 @@ pub async fn in_turn(ctx: &mut TurnCtx<'_>, trigger: Trigger) -> bool {
     let events = ctx.events.clone();
     let submission = ctx.submission;
     let emit = move |event| events.emit(submission, event);
-    let request = PassRequest::new(trigger, None);
+    let mut request = PassRequest::new(trigger.clone(), None);
+    if trigger == Trigger::Auto {
+        // A note written in the background is this pass's first choice (DESIGN §5.8).
+        let note = super::background::take(ctx.session, ctx.events, submission, &ctx.cancel);
+        request.background = note.await.map(Box::new);
+    }
     pass::run(ctx.session, request, ctx.cancel.clone(), &emit).await.compacted()
 }
 
@@ -188,8 +193,12 @@ pub async fn fit_view(
         let events = ctx.events.clone();
         let submission = ctx.submission;
         let emit = move |event| events.emit(submission, event);
-        let request =
-            PassRequest { trigger: Trigger::Auto, focus: None, mode: PassMode::BoundOnly };
+        let request = PassRequest {
+            trigger: Trigger::Auto,
+            focus: None,
+            mode: PassMode::BoundOnly,
+            background: None,
+        };
         pass::run(ctx.session, request, ctx.cancel.clone(), &emit).await;
         let view = ctx.session.render();
         match fit_once(ctx, view, Shorten::Drop) {

@@ -90,6 +90,8 @@ struct FileCompaction {
     threshold: Option<Spanned<f64>>,
     compaction_model: Option<String>,
     retained_user_tokens: Option<u64>,
+    background: Option<bool>,
+    background_at: Option<Spanned<f64>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -158,6 +160,15 @@ pub fn parse_scoped(path: &Path, text: &str, scope: Scope) -> Result<Config, Con
         }
         t => t.map(Spanned::into_inner),
     };
+    let background_at = match file.compaction.background_at {
+        Some(t) if !(*t.get_ref() > 0.0 && *t.get_ref() <= 1.0) => {
+            return Err(invalid(
+                Some(t.span()),
+                format!("{} is not a fraction in (0, 1], e.g. 0.6", t.get_ref()),
+            ))
+        }
+        t => t.map(Spanned::into_inner),
+    };
     let api_key_env = match file.api_key_env {
         Some(name) if !valid_env_name(name.get_ref()) => {
             return Err(invalid(
@@ -208,6 +219,8 @@ pub fn parse_scoped(path: &Path, text: &str, scope: Scope) -> Result<Config, Con
             threshold,
             compaction_model: file.compaction.compaction_model,
             retained_user_tokens: file.compaction.retained_user_tokens,
+            background: file.compaction.background,
+            background_at,
         },
         shell: ShellConfig {
             env: file.shell.env.into_iter().collect(),

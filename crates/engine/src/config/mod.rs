@@ -59,6 +59,11 @@ pub struct CompactionConfig {
     pub compaction_model: Option<String>,
     /// Token budget for retained user messages (default min(20,000, 10 % of usable input)).
     pub retained_user_tokens: Option<u64>,
+    /// Whether a note is written in the background before the threshold (default true).
+    pub background: Option<bool>,
+    /// Where the background note starts, as a fraction of usable input (0 < f ≤ 1; default
+    /// 0.6).
+    pub background_at: Option<f64>,
 }
 
 /// Settings of the shell tool.
@@ -296,6 +301,8 @@ impl Config {
         over(&mut self.compaction.threshold, other.compaction.threshold);
         over(&mut self.compaction.compaction_model, other.compaction.compaction_model);
         over(&mut self.compaction.retained_user_tokens, other.compaction.retained_user_tokens);
+        over(&mut self.compaction.background, other.compaction.background);
+        over(&mut self.compaction.background_at, other.compaction.background_at);
         over(&mut self.shell.keep_background, other.shell.keep_background);
         over(&mut self.sandbox.mode, other.sandbox.mode);
         over(&mut self.sandbox.network, other.sandbox.network);

@@ -68,6 +68,9 @@ pub enum HistoryItem {
         tokens_before: u64,
         tokens_after: u64,
         note: String,
+        /// The note was written in the background (the record's `background: true`).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        background: bool,
     },
     /// What was tried on a branch the user left (`branch_summary`): the model reads it.
     BranchSummary {

@@ -399,6 +399,16 @@ pub struct AnchorInfo {
     pub in_view: bool,
 }
 
+/// Where the background note is (DESIGN §5.8, §8 `background.state`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BackgroundState {
+    /// The summary request is in flight.
+    Writing,
+    /// The note is written and waits for the threshold.
+    Ready,
+}
+
 /// Something the engine did or saw.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -532,6 +542,9 @@ pub enum Event {
         retained: u64,
         /// The checkpoint note the model now reads (what a compaction capsule unfolds to).
         note: String,
+        /// The note was written in the background before the threshold (DESIGN §5.8).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        background: bool,
     },
     CompactionFailed {
         reason: String,
@@ -542,6 +555,12 @@ pub enum Event {
     },
     /// The user interrupted the pass; nothing was written.
     CompactionCancelled,
+    /// The background note (DESIGN §5.8) changed state: `writing`, `ready`, or `null` when
+    /// there is none any more (committed, unused, cancelled or failed). Quiet: for the status
+    /// line only.
+    BackgroundNote {
+        state: Option<BackgroundState>,
+    },
     /// The answer to [`Op::GetContext`].
     ContextReport {
         report: Box<ContextReport>,

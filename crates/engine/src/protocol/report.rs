@@ -152,6 +152,10 @@ pub struct ContextReport {
     /// HEAD's live plan (`update_plan`), `null` when the model set none.
     #[serde(default)]
     pub plan: Option<super::Plan>,
+    /// The background note of a live session (DESIGN §5.8); `null` when none is being
+    /// written or waiting, and always from a file alone (only the running session knows).
+    #[serde(default)]
+    pub background: Option<BackgroundReport>,
     pub view: Vec<ViewEntry>,
     /// Every branch tip, newest first.
     #[serde(default)]
@@ -159,4 +163,10 @@ pub struct ContextReport {
     /// Bytes the session's file store holds (the checkpoints of what tools changed).
     #[serde(default)]
     pub file_store_bytes: u64,
+}
+
+/// `background` of the context report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BackgroundReport {
+    pub state: super::BackgroundState,
 }

@@ -111,6 +111,10 @@ impl Session {
             anchors.as_deref(),
         );
         report.file_store_bytes = self.file_store().size_bytes();
+        report.background = self
+            .note_pass
+            .state()
+            .map(|state| crate::protocol::report::BackgroundReport { state });
         report
     }
 

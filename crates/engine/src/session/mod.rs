@@ -109,6 +109,8 @@ pub struct Session {
     pub(crate) system_exact: bool,
     /// The live plan as last found ([`Session::live_plan`]): a later search stops at its head.
     pub(crate) plan: std::sync::Mutex<Option<crate::plan::Found>>,
+    /// The background note, if one is being written or waits (DESIGN §5.8).
+    pub(crate) note_pass: crate::compaction::background::NotePass,
 }
 
 impl Session {
@@ -217,6 +219,7 @@ impl Session {
             sandbox,
             system_exact: false,
             plan: std::sync::Mutex::new(None),
+            note_pass: crate::compaction::background::NotePass::default(),
         };
         session.mcp_specs = mcp_specs(&session.mcp.offered_now());
         session.refresh_system_prompt();
@@ -516,7 +519,8 @@ impl Session {
 
     /// Stops background commands, syncs the journal and releases its lock. After this returns,
     /// another process can open the session.
-    pub async fn close(self) -> Result<(), EngineError> {
+    pub async fn close(mut self) -> Result<(), EngineError> {
+        crate::compaction::background::close(&mut self).await;
         self.mcp.shutdown().await;
         if let Some(counts) = self.counts.new_since_load() {
             counts::store_sidecar(self.journal.path(), counts);
@@ -550,6 +554,13 @@ impl Session {
                 message: format!("the journal writer stopped unexpectedly: {join}"),
             })),
         }
+    }
+
+    /// Starts syncing what was appended without waiting; a failure fails the next append or
+    /// [`Session::sync`] (the end of the turn at the latest).
+    pub(crate) fn sync_detached(&self) -> Result<(), EngineError> {
+        self.journal.sync_detached()?;
+        Ok(())
     }
 
     /// Waits until everything appended is on disk.

@@ -36,6 +36,11 @@ pub async fn before_request(ctx: &mut TurnCtx<'_>) -> Result<(), EngineError> {
     }
     if !session.budget().over_threshold() {
         session.warned_over_threshold = false;
+        // Past the early mark, the next note is written in the background meanwhile.
+        let in_tool_loop = ctx.stats.requests > 0;
+        let (events, submission) = (ctx.events, ctx.submission);
+        crate::compaction::background::maybe_start(ctx.session, events, submission, in_tool_loop)
+            .await;
         return Ok(());
     }
     if session.warned_over_threshold {

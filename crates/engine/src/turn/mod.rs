@@ -147,6 +147,11 @@ pub async fn run_turn(
         outcome = TurnOutcome { status: TurnStatus::Failed, text: String::new() };
     }
     ctx.gate.clear();
+    if outcome.status == TurnStatus::Completed && !ctx.session.one_turn() {
+        // The user reads and types now: the time a background note is written in.
+        let (events, submission) = (ctx.events, ctx.submission);
+        crate::compaction::background::maybe_start(ctx.session, events, submission, false).await;
+    }
     let mut stats = ctx.stats;
     stats.elapsed_ms = u64::try_from(ctx.started.elapsed().as_millis()).unwrap_or(u64::MAX);
     stats.reported &= stats.requests > 0;

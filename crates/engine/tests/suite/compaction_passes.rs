@@ -283,6 +283,9 @@ async fn large_old_tool_output_is_pruned_without_a_model_call() {
     // Anchors the view does not carry yet: a prune-only pass restates nothing, so it must not
     // be refused for them.
     h.write(".codewhale/anchors.md", "Never push to main.\n");
+    // The scripted replies are for the turn alone: no note is written in the background.
+    std::fs::write(h.home.path().join("config.toml"), "[compaction]\nbackground = false\n")
+        .unwrap();
     // W = 100,000 → U = 83,616, threshold 66,892, prune target 53,513.
     let mut engine = spawn(&h, "openai", 100_000);
     let mut events = Vec::new();

@@ -1,5 +1,6 @@
 mod approval;
 mod attachments;
+mod background;
 mod branch_summaries;
 mod branches;
 mod common;

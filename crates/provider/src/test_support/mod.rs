@@ -299,7 +299,8 @@ fn serve(
                 },
             };
             let content_type = reply.content_type.as_deref().unwrap_or("text/event-stream");
-            stream_response(shared, frames, content_type, reply.delay, cut)
+            let pace = Pace { first: reply.first_delay, each: reply.delay };
+            stream_response(shared, frames, content_type, pace, cut)
         }
     }
 }
@@ -346,10 +347,17 @@ impl Drop for DisconnectGuard {
     }
 }
 
+/// How a streamed body is paced.
+struct Pace {
+    first: Option<Duration>,
+    each: Option<Duration>,
+}
+
 struct BodyState {
     frames: VecDeque<Bytes>,
     sent: usize,
     delay: Option<Duration>,
+    first_delay: Option<Duration>,
     cut: Option<(usize, Cut)>,
     guard: DisconnectGuard,
     hanging: bool,
@@ -359,13 +367,14 @@ fn stream_response(
     shared: Arc<Shared>,
     frames: Vec<Bytes>,
     content_type: &str,
-    delay: Option<Duration>,
+    pace: Pace,
     cut: Option<(usize, Cut)>,
 ) -> Response {
     let state = BodyState {
         frames: frames.into(),
         sent: 0,
-        delay,
+        delay: pace.each,
+        first_delay: pace.first,
         cut,
         guard: DisconnectGuard { shared, finished: false },
         hanging: false,
@@ -383,6 +392,9 @@ fn stream_response(
 }
 
 async fn next_frame(state: &mut BodyState) -> Option<Result<Bytes, std::io::Error>> {
+    if let Some(delay) = state.first_delay.take() {
+        tokio::time::sleep(delay).await;
+    }
     if state.hanging {
         // Keep-alives make a vanished client visible: a write to a closed socket fails.
         tokio::time::sleep(Duration::from_millis(10)).await;

@@ -142,6 +142,9 @@ pub struct Reply {
     pub stop: Option<String>,
     /// Pause before each frame.
     pub delay: Option<Duration>,
+    /// Pause once before the first frame: a model that takes this long to start answering
+    /// (the headers go out at once, as a streaming server sends them).
+    pub first_delay: Option<Duration>,
     /// Re-split the body into chunks of this many bytes (exercises SSE reassembly).
     pub chunk_size: Option<usize>,
     /// End the body after this many frames, this way.
@@ -157,6 +160,7 @@ impl Reply {
             usage: None,
             stop: None,
             delay: None,
+            first_delay: None,
             chunk_size: None,
             cut: None,
             content_type: None,
@@ -261,6 +265,13 @@ impl Reply {
     /// Pause before every frame: a slow stream.
     pub fn slow(mut self, delay: Duration) -> Reply {
         self.delay = Some(delay);
+        self
+    }
+
+    /// Pause once before the first frame: a reply that takes `delay` to arrive, however many
+    /// frames it has.
+    pub fn after(mut self, delay: Duration) -> Reply {
+        self.first_delay = Some(delay);
         self
     }
 

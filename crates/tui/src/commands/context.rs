@@ -207,6 +207,7 @@ mod tests {
             last_round: LastRound { messages: 5, tool_results: 2, assistant_kept: 2 },
             anchors: AnchorsReport { count: 2, chars: 40, present: true },
             plan: None,
+            background: None,
             view: Vec::new(),
             branches: Vec::new(),
             file_store_bytes: 0,

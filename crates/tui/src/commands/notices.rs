@@ -49,6 +49,7 @@ mod tests {
             covered: 12,
             retained: 1,
             note: "Codewhale handoff note.".into(),
+            background: false,
         };
         assert_eq!(
             line(&done).unwrap(),

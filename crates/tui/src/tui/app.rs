@@ -153,6 +153,8 @@ pub struct App {
     pub(crate) esc_armed: bool,
     /// Shutdown was sent; waiting for the engine to confirm.
     pub(crate) quitting: bool,
+    /// The note the engine writes in the background, if any (DESIGN §5.8).
+    pub(crate) background_note: Option<codewhale_engine::protocol::BackgroundState>,
     /// The last known size of the transcript area, for page-sized scrolling.
     pub(crate) viewport: (u16, u16),
     /// Which completion the popup highlights.
@@ -216,6 +218,7 @@ impl App {
             quit_armed: false,
             esc_armed: false,
             quitting: false,
+            background_note: None,
             viewport: (80, 20),
             completion: 0,
             popup_dismissed: false,

@@ -359,6 +359,8 @@ pub struct CompactionSummary {
     pub retained: u64,
     pub tokens_before: u64,
     pub tokens_after: u64,
+    /// The note was written in the background before the threshold.
+    pub background: bool,
 }
 
 /// A finished compaction: "compacted N messages · 182k → 9k tokens", expandable to the
@@ -405,8 +407,9 @@ impl Cell for CompactionCell {
         };
         // The engine counts the covered segment in model-visible messages, not in turns.
         let unit = if c.covered == 1 { "message" } else { "messages" };
+        let written = if c.background { ", written in the background" } else { "" };
         let head = format!(
-            "⇣ {what} {} {unit} · {} → {} tokens ({}){}",
+            "⇣ {what} {} {unit} · {} → {} tokens ({}{written}){}",
             c.covered,
             short_tokens(c.tokens_before),
             short_tokens(c.tokens_after),

@@ -192,6 +192,7 @@ impl App {
                 covered,
                 retained,
                 note,
+                background,
             } => {
                 let summary = CompactionSummary {
                     id,
@@ -201,10 +202,12 @@ impl App {
                     retained,
                     tokens_before,
                     tokens_after,
+                    background,
                 };
                 self.transcript.push(CompactionCell::new(summary, Some(note)));
                 self.end_compaction();
             }
+            Event::BackgroundNote { state } => self.background_note = state,
             Event::CompactionFailed { reason } => {
                 self.notice(NoticeKind::Error, format!("compaction failed: {reason}"));
                 self.end_compaction();

@@ -106,6 +106,7 @@ fn push_item(t: &mut Transcript, item: &HistoryItem) {
             tokens_before,
             tokens_after,
             note,
+            background,
         } => t.push(CompactionCell::new(
             CompactionSummary {
                 id: id.clone(),
@@ -115,6 +116,7 @@ fn push_item(t: &mut Transcript, item: &HistoryItem) {
                 retained: *retained,
                 tokens_before: *tokens_before,
                 tokens_after: *tokens_after,
+                background: *background,
             },
             Some(note.clone()),
         )),
@@ -177,6 +179,7 @@ mod tests {
                     tokens_before: 9_000,
                     tokens_after: 1_000,
                     note: "Codewhale handoff note.".into(),
+                    background: false,
                 },
                 HistoryItem::Anchor { id: "n1".into(), text: "never push".into(), covered: false },
                 HistoryItem::Assistant {

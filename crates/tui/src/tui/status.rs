@@ -113,6 +113,14 @@ impl App {
         if let Some(hint) = hint {
             parts.push(Part { text: format!(" · {hint}"), style: dim, right: false, rank: 5 });
         }
+        // Quiet: the user never waits for it, so it is dim and goes before the hints do.
+        if let Some(note) = self.background_note {
+            let text = match note {
+                codewhale_engine::protocol::BackgroundState::Writing => " · writing note…",
+                codewhale_engine::protocol::BackgroundState::Ready => " · note ready",
+            };
+            parts.push(Part { text: text.to_owned(), style: dim, right: false, rank: 4 });
+        }
         match self.queued.len() {
             0 => {}
             n => {

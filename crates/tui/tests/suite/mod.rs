@@ -2,6 +2,7 @@ mod cli;
 mod composer_pty;
 mod eval_cli;
 mod exec;
+mod exec_background;
 mod habits_pty;
 mod hostile;
 mod import;

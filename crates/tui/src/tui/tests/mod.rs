@@ -120,6 +120,7 @@ impl Harness {
     }
 }
 
+mod background;
 mod composer;
 mod one_truth;
 mod pickers;

@@ -127,6 +127,7 @@ fn compaction_shows_progress_then_a_capsule() {
             covered: 48,
             retained: 3,
             note: "## Objective\nShip the parser.\n\n## Done\n- lexer".into(),
+            background: false,
         },
     );
     h.usage(9_000, Source::Estimated);
@@ -334,6 +335,7 @@ fn a_resumed_session_shows_its_history_first() {
                 tokens_before: 182_000,
                 tokens_after: 9_400,
                 note: "## Objective\nShip it.".into(),
+                background: false,
             },
             HistoryItem::User { id: "u1".into(), text: "where were we?".into(), covered: false },
             HistoryItem::Assistant {

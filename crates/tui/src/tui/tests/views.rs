@@ -164,6 +164,7 @@ pub(super) fn report() -> ContextReport {
         last_round: LastRound { messages: 6, tool_results: 2, assistant_kept: 3 },
         anchors: AnchorsReport { count: 1, chars: 20, present: true },
         plan: None,
+        background: None,
         view: vec![ViewEntry {
             id: "e5".into(),
             kind: "checkpoint".into(),

@@ -1,0 +1,518 @@
+//! Background compaction (DESIGN §5.8): the note is written before it is needed, so the turn
+//! that crosses the threshold does not wait for a summary.
+//!
+//! When pressure crosses the early mark (`compaction.background_at`, default 0.6 × `U`) and no
+//! pass is running, [`maybe_start`] takes a **snapshot** — the view, its cut plan, the anchors,
+//! the summarizer (system prompt, tools, client) — and spawns the summary request on it; turns
+//! go on meanwhile. When pressure reaches the threshold, the auto pass asks [`take`] for the
+//! note: a finished one becomes a [`Prepared`] record (the note composed then, on the snapshot's
+//! covered part), which the pass commits through [`try_commit`] when the view it yields is below
+//! the threshold and passes the survival contract, or else folds in as the previous note of an
+//! ordinary pass. A note not ready yet is waited for at most as long as a foreground pass takes
+//! ([`wait_bound`]).
+//!
+//! Invariants:
+//! - at most one background pass ([`NotePass`] holds one slot);
+//! - nothing reaches the journal but a committed record (through `commit`, like any pass) or,
+//!   for a failed note, the same `system` notice a failed foreground pass leaves (so the backoff
+//!   of §5.1 holds across processes); a cancelled or unused note leaves no trace;
+//! - a snapshot is used only while it still describes the session ([`stale`]): same model,
+//!   same anchors, no record written since, and its HEAD still on HEAD's spine. The engine also
+//!   cancels it outright on `/compact`, a HEAD move, `/model`, an anchor change, an interrupt
+//!   and close ([`cancel`]).
+//!
+//! The decisions ([`should_start`], [`stale`], [`wait_bound`], [`early_mark`]) are pure; the
+//! rest is the thin async shell around them.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use codewhale_journal::{
+    render_with_record, CompactionPayload, Entry, EntryId, Level, SystemPayload, Trigger, View,
+};
+use codewhale_provider::CancellationToken;
+use tokio::task::JoinHandle;
+
+use super::commit::{self, Proposal, Refusal, Written};
+use super::cut::{self, CutPlan, CutPolicy};
+use super::plain::PlainView;
+use super::record::{self, SummaryRecord};
+use super::summarize::{self, SummaryError, SummaryJob, Summarizer};
+use super::summary;
+use crate::anchors::AnchorStore;
+use crate::events::EventSink;
+use crate::protocol::{BackgroundState, Event, SubmissionId};
+use crate::session::Session;
+
+mod decide;
+
+pub use decide::{
+    early_mark, should_start, snapshot_tail_fraction, stale, wait_bound, Basis, StartCheck,
+};
+
+/// Everything fixed when a background pass starts.
+#[derive(Debug)]
+struct Snapshot {
+    view: View,
+    plain: PlainView,
+    plan: CutPlan,
+    basis: Basis,
+    /// HEAD when the snapshot was taken.
+    head: EntryId,
+    summary_model: String,
+}
+
+/// The one background pass of a session, if any.
+#[derive(Debug, Default)]
+pub(crate) struct NotePass {
+    slot: Option<Slot>,
+    /// Records in the journal when the last note was used up: no new pass until another record
+    /// is written (the early mark re-arms after every record).
+    spent_at: Option<usize>,
+    /// How long the last summary pass of this session took (the wait bound).
+    last_pass: Option<Duration>,
+    /// Woken when a background request ends, so an idle engine composes the note at once
+    /// ([`settle_idle`]) rather than in the turn that crosses the threshold.
+    wake: Arc<tokio::sync::Notify>,
+}
+
+#[derive(Debug)]
+struct Slot {
+    snapshot: Arc<Snapshot>,
+    cancel: CancellationToken,
+    /// The request; `None` once its answer was taken.
+    task: Option<JoinHandle<Result<String, SummaryError>>>,
+    ready: Arc<AtomicBool>,
+    started: Instant,
+    /// The finished note as a record, composed as soon as the engine saw it finished (between
+    /// requests), so the turn that crosses the threshold only checks and writes it.
+    prepared: Option<Prepared>,
+}
+
+impl Slot {
+    fn stop(self) {
+        self.cancel.cancel();
+        if let Some(task) = self.task {
+            task.abort();
+        }
+    }
+}
+
+impl NotePass {
+    /// Where the background note is, for the status line and `context --json`.
+    pub fn state(&self) -> Option<BackgroundState> {
+        self.slot.as_ref().map(|s| {
+            if s.ready.load(Ordering::Acquire) {
+                BackgroundState::Ready
+            } else {
+                BackgroundState::Writing
+            }
+        })
+    }
+
+    /// Notified when a background request ends.
+    pub fn wake(&self) -> Arc<tokio::sync::Notify> {
+        self.wake.clone()
+    }
+
+    /// Records how long a summary pass took.
+    pub fn timed(&mut self, took: Duration) {
+        self.last_pass = Some(took);
+    }
+
+    fn drop_slot(&mut self) -> bool {
+        self.slot.take().map(Slot::stop).is_some()
+    }
+}
+
+impl Drop for NotePass {
+    fn drop(&mut self) {
+        self.drop_slot();
+    }
+}
+
+/// A finished background note as the record a pass may commit.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Prepared {
+    pub record: CompactionPayload,
+    /// The splice point: the entry just before the covered segment.
+    pub parent: EntryId,
+}
+
+/// What became of a prepared note.
+#[derive(Debug)]
+pub(crate) enum Tried {
+    Written(Written),
+    /// Checked and sound, but the view it yields is not below the threshold: the pass
+    /// summarizes on top of it (view and plain form with the note folded in).
+    FoldIn(Box<(View, PlainView)>),
+    /// Refused by a check: the pass goes on as if there had been no note.
+    Discard,
+}
+
+fn basis(session: &Session) -> Basis {
+    Basis {
+        model: session.model().to_owned(),
+        anchors: anchors(session),
+        records: session.journal().compactions().count(),
+    }
+}
+
+/// The anchors in their redacted form, as a pass compares and restates them.
+fn anchors(session: &Session) -> Option<String> {
+    AnchorStore::new(session.workspace())
+        .text()
+        .ok()
+        .flatten()
+        .map(|a| session.redactor().redact(&a).into_owned())
+}
+
+/// Before a request (and after a turn): settles a finished pass, drops a stale one, and starts
+/// one when pressure has crossed the early mark. `in_tool_loop`: the turn already has a reply
+/// (a one-turn `exec` starts a pass only then).
+pub(crate) async fn maybe_start(
+    session: &mut Session,
+    sink: &EventSink,
+    submission: SubmissionId,
+    in_tool_loop: bool,
+) {
+    settle(session, sink, submission).await;
+    let config = &session.config().compaction;
+    let limits = *session.budget().limits();
+    let records = session.journal().compactions().count();
+    let check = StartCheck {
+        enabled: config.background.unwrap_or(true),
+        pressure: session.budget().pressure().tokens,
+        early_mark: early_mark(&limits, config.background_at),
+        threshold: limits.threshold,
+        busy: session.note_pass.slot.is_some(),
+        spent: session.note_pass.spent_at == Some(records),
+        backing_off: super::triggers::backing_off(session),
+        allowed_here: !session.one_turn() || in_tool_loop,
+    };
+    if !should_start(&check) || !super::pass::auto_worthwhile(session) {
+        return;
+    }
+    let Some(snapshot) = snapshot(session) else { return };
+    let summarizer = Summarizer::of(session, &snapshot.summary_model);
+    let max_output = super::pass::summary_max_output(&limits);
+    let snapshot = Arc::new(snapshot);
+    let cancel = CancellationToken::new();
+    let ready = Arc::new(AtomicBool::new(false));
+    let task = tokio::spawn(write_note(
+        snapshot.clone(),
+        summarizer,
+        max_output,
+        cancel.clone(),
+        Notify {
+            sink: sink.clone(),
+            submission,
+            ready: ready.clone(),
+            wake: session.note_pass.wake.clone(),
+        },
+    ));
+    tracing::info!(
+        pressure = check.pressure,
+        early_mark = check.early_mark,
+        cut = snapshot.plan.cut,
+        "background note started"
+    );
+    let started = Instant::now();
+    let task = Some(task);
+    session.note_pass.slot =
+        Some(Slot { snapshot, cancel, task, ready, started, prepared: None });
+    sink.emit(submission, Event::BackgroundNote { state: Some(BackgroundState::Writing) });
+}
+
+/// The view, cut and anchors an auto pass would use now; `None` when there is nothing to cover.
+fn snapshot(session: &Session) -> Option<Snapshot> {
+    let view = session.render();
+    let plain = PlainView::new(&view, |item| session.known_tokens(item));
+    if plain.messages.len() < cut::MIN_MESSAGES {
+        return None;
+    }
+    let limits = session.budget().limits();
+    let pressure = session.budget().pressure().tokens;
+    let policy = CutPolicy {
+        retained_tokens: session.config().compaction.retained_user_tokens,
+        tail_fraction: snapshot_tail_fraction(limits, pressure),
+        ..CutPolicy::new(limits.usable_input, session.budget().calibration())
+    };
+    let plan = cut::plan(&plain.messages, &plain.tokens, &policy).ok()?;
+    // Nothing before the protected part: a note would cover nothing new.
+    record::covers(&plain, &plan, view.compaction.as_ref())?;
+    let summary_model = session
+        .config()
+        .compaction
+        .compaction_model
+        .clone()
+        .unwrap_or_else(|| session.model().to_owned());
+    Some(Snapshot {
+        head: session.journal().head_id().clone(),
+        basis: basis(session),
+        view,
+        plain,
+        plan,
+        summary_model,
+    })
+}
+
+struct Notify {
+    sink: EventSink,
+    submission: SubmissionId,
+    ready: Arc<AtomicBool>,
+    wake: Arc<tokio::sync::Notify>,
+}
+
+/// The background task: the summary request on the snapshot, nothing else.
+async fn write_note(
+    snapshot: Arc<Snapshot>,
+    summarizer: Summarizer,
+    max_output: u32,
+    cancel: CancellationToken,
+    notify: Notify,
+) -> Result<String, SummaryError> {
+    let job = SummaryJob {
+        summarizer: &summarizer,
+        view: &snapshot.view,
+        plain: &snapshot.plain,
+        cut: snapshot.plan.cut,
+        focus: None,
+        model: &snapshot.summary_model,
+        max_output,
+    };
+    let result = summarize::summarize(&job, cancel).await.map(|(text, _)| text);
+    match &result {
+        Ok(_) => {
+            notify.ready.store(true, Ordering::Release);
+            let ready = Event::BackgroundNote { state: Some(BackgroundState::Ready) };
+            notify.sink.emit(notify.submission, ready);
+        }
+        // The engine journals the failure when it next looks ([`settle`]).
+        Err(_) => notify.sink.emit(notify.submission, Event::BackgroundNote { state: None }),
+    }
+    notify.wake.notify_one();
+    result
+}
+
+/// Between turns, when a background request ended: journal its failure or compose its note now.
+pub(crate) async fn settle_idle(session: &mut Session, sink: &EventSink) {
+    settle(session, sink, SubmissionId(0)).await;
+}
+
+/// Settles a pass that has ended: a stale note is dropped, a failure is journaled (and backs
+/// off) now, a finished note is composed into its record and waits for the threshold.
+async fn settle(session: &mut Session, sink: &EventSink, submission: SubmissionId) {
+    let Some(slot) = &session.note_pass.slot else { return };
+    let head = session.journal().head_id().clone();
+    let on_spine = session.journal().is_ancestor(slot.snapshot.head.as_str(), head.as_str());
+    if let Some(why) = stale(&slot.snapshot.basis, &basis(session), on_spine) {
+        cancel(session, sink, submission, why);
+        return;
+    }
+    if !slot.task.as_ref().is_some_and(JoinHandle::is_finished) {
+        return;
+    }
+    if let Some(slot) = session.note_pass.slot.take() {
+        let bound = Duration::ZERO;
+        if let Some(slot) = finish(session, sink, submission, slot, bound).await {
+            session.note_pass.slot = Some(slot);
+        }
+    }
+}
+
+/// Waits up to `bound` for the request of `slot` and composes its record; the slot back when
+/// it holds a record, `None` when the note is gone (failed, cancelled, late: it was stopped).
+async fn finish(
+    session: &mut Session,
+    sink: &EventSink,
+    submission: SubmissionId,
+    mut slot: Slot,
+    bound: Duration,
+) -> Option<Slot> {
+    let Some(mut task) = slot.task.take() else { return Some(slot) };
+    let joined = if task.is_finished() {
+        Ok(task.await)
+    } else {
+        tokio::time::timeout(bound, &mut task).await.map_err(|_| task)
+    };
+    let text = match joined {
+        Ok(Ok(Ok(text))) => text,
+        Ok(Ok(Err(err))) => {
+            failed(session, sink, submission, err);
+            return None;
+        }
+        Ok(Err(join)) => {
+            tracing::warn!("the background note task stopped: {join}");
+            return None;
+        }
+        Err(task) => {
+            tracing::info!(?bound, "background note not ready in time; a foreground pass runs");
+            slot.task = Some(task);
+            slot.stop();
+            return None;
+        }
+    };
+    session.note_pass.timed(slot.started.elapsed());
+    slot.prepared = Some(prepare(session, &slot.snapshot, &text).await?);
+    Some(slot)
+}
+
+/// Journals a failed background note exactly as a failed foreground pass is journaled.
+fn failed(session: &mut Session, sink: &EventSink, submission: SubmissionId, err: SummaryError) {
+    session.note_pass.spent_at = Some(session.journal().compactions().count());
+    let emit = |event| sink.emit(submission, event);
+    let (reason, summary_failed) = match err {
+        SummaryError::Cancelled => return,
+        SummaryError::Failed(reason) => (reason, false),
+        SummaryError::Unusable(reason) => {
+            super::triggers::summary_failed(session, &reason, &emit);
+            (reason, true)
+        }
+    };
+    tracing::warn!(%reason, "background note failed");
+    let text = format!("compaction (auto, in the background) failed, nothing was changed: {reason}");
+    let mut payload = SystemPayload::new(Level::Warning, text);
+    payload.summary_failed = summary_failed;
+    let parent = session.journal().head_id().clone();
+    if let Err(err) = session.append_entry(Entry::new(Some(parent), payload)) {
+        tracing::error!("cannot journal the background failure: {err}");
+    }
+}
+
+/// Cancels the background pass, if any (nothing is written) and re-arms the early mark.
+pub(crate) fn cancel(session: &mut Session, sink: &EventSink, submission: SubmissionId, why: &str) {
+    session.note_pass.spent_at = None;
+    if session.note_pass.drop_slot() {
+        tracing::info!(%why, "background note cancelled");
+        sink.emit(submission, Event::BackgroundNote { state: None });
+    }
+}
+
+/// On close: a failure already in is journaled; a pass still running is cancelled.
+pub(crate) async fn close(session: &mut Session) {
+    let Some(mut slot) = session.note_pass.slot.take() else { return };
+    let failure = match slot.task.take() {
+        Some(task) if task.is_finished() => task.await.ok().and_then(Result::err),
+        task => {
+            slot.task = task;
+            None
+        }
+    };
+    slot.stop();
+    if let Some(err) = failure {
+        let (sink, _unheard) = crate::events::channel();
+        failed(session, &sink, SubmissionId(0), err);
+    }
+}
+
+/// At the threshold: the background note as a record to commit, waiting for it at most
+/// [`wait_bound`] (or until `cancel`). `None` when there is none, it is stale, it failed or it
+/// was not ready in time; the note is used up either way.
+pub(crate) async fn take(
+    session: &mut Session,
+    sink: &EventSink,
+    submission: SubmissionId,
+    cancel: &CancellationToken,
+) -> Option<Prepared> {
+    settle(session, sink, submission).await;
+    let slot = session.note_pass.slot.take()?;
+    session.note_pass.spent_at = Some(session.journal().compactions().count());
+    sink.emit(submission, Event::BackgroundNote { state: None });
+    if let Some(prepared) = slot.prepared.clone() {
+        slot.stop();
+        return Some(prepared);
+    }
+    let bound = wait_bound(session.note_pass.last_pass);
+    let waited = Instant::now();
+    let own = slot.cancel.clone();
+    let slot = tokio::select! {
+        slot = finish(session, sink, submission, slot, bound) => slot,
+        () = cancel.cancelled() => {
+            // The interrupted turn drops the wait, and with it the task's handle: stop it.
+            own.cancel();
+            return None;
+        }
+    }?;
+    tracing::info!(waited_ms = waited.elapsed().as_millis() as u64, "background note taken");
+    let prepared = slot.prepared.clone();
+    slot.stop();
+    prepared
+}
+
+/// The record of a finished note: the note composed now on the snapshot's covered part.
+async fn prepare(session: &Session, snapshot: &Snapshot, text: &str) -> Option<Prepared> {
+    let summary = summary::cap(text);
+    let covered = &snapshot.plain.messages[..snapshot.plan.cut];
+    let previous = snapshot.view.compaction.as_ref();
+    let anchors = snapshot.basis.anchors.clone();
+    let (note, files) =
+        super::pass::build_note(session, covered, previous, &summary, anchors.as_deref()).await;
+    let mut record = record::summary_record(SummaryRecord {
+        plain: &snapshot.plain,
+        plan: &snapshot.plan,
+        previous,
+        trigger: Trigger::Auto,
+        focus: None,
+        summary,
+        note,
+        files_touched: files.paths(),
+        anchors,
+        model: snapshot.summary_model.clone(),
+    })?;
+    record.background = true;
+    let first = record.covers.as_ref()?.first.clone();
+    let parent = session
+        .journal()
+        .get(first.as_str())
+        .and_then(|e| e.parent.clone())
+        .unwrap_or_else(|| session.journal().header_entry().id.clone());
+    Some(Prepared { record, parent })
+}
+
+/// What the pass needs to try a prepared note against the current view.
+pub(crate) struct Current<'a> {
+    pub view: &'a View,
+    pub plain: &'a PlainView,
+    pub anchors: Option<&'a str>,
+    /// Pressure before the pass, for `tokens_before`.
+    pub before: u64,
+    pub threshold: u64,
+}
+
+/// Commits `prepared` when the view it yields is below the threshold and passes every check of
+/// `commit` (the survival contract against the current view among them); otherwise says
+/// whether to fold it in (sound but too big) or discard it (refused by a check).
+pub(crate) async fn try_commit(
+    session: &mut Session,
+    prepared: &Prepared,
+    current: Current<'_>,
+) -> Tried {
+    let proposal = Proposal {
+        plain: current.plain,
+        previous: current.view.compaction.as_ref().map(|c| &c.record),
+        record: prepared.record.clone(),
+        parent: prepared.parent.clone(),
+        anchors: current.anchors,
+        tokens_before: current.before,
+        target: current.threshold,
+        exact: true,
+    };
+    match commit::commit(session, proposal).await {
+        Ok(written) => Tried::Written(written),
+        Err(Refusal::OverTarget) => {
+            tracing::info!("the background note leaves the view over the threshold; folding it in");
+            let entry = commit::record_entry(&prepared.parent, prepared.record.clone());
+            let head = session.journal().head_id().clone();
+            let view = render_with_record(session.journal(), head.as_str(), &entry);
+            let plain = commit::plain_with_note(session, &view, &entry);
+            Tried::FoldIn(Box::new((view, plain)))
+        }
+        Err(Refusal::Failed(reason) | Refusal::NoGain(reason)) => {
+            tracing::info!(%reason, "background note refused; a foreground pass runs");
+            Tried::Discard
+        }
+        Err(Refusal::NoChange) => Tried::Discard,
+    }
+}

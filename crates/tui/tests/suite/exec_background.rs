@@ -1,0 +1,84 @@
+//! `codewhale exec` and the note written in the background (DESIGN §5.8): the real binary,
+//! killed with SIGKILL while the background summary request is in flight.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use codewhale_provider::test_support::{MockServer, Reply, TEST_API_KEY};
+use serde_json::{json, Value};
+
+use super::support::text;
+
+const SUMMARY: &str = "## Objective\nRead every file.\n## User direction\nNone\n## Permissions \
+and limits\nNone\n## Done\nRead the first files.\n## Changed files\nNone\n## Still running\nNone\n\
+## Verification left\nNone\n## Open questions\nNone\n## Next action\nRead the next file.\n\
+## Reference\nNone";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kill_while_the_background_note_is_written_leaves_no_partial_record() {
+    let server = MockServer::start().await.unwrap();
+    let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    for k in 0..40 {
+        let body: String = (0..30)
+            .map(|l| format!("file {k} line {l}: value {}-{l} is {}\n", k, k * 31 + l))
+            .collect();
+        std::fs::write(ws.path().join(format!("f{k}.txt")), body).unwrap();
+    }
+    // A tool loop that never ends by itself; the summary takes a minute to arrive.
+    let served = Arc::new(AtomicUsize::new(0));
+    let count = served.clone();
+    server.respond_with(move |r| {
+        let tokens = r.raw.len() as u64 / 4;
+        if r.raw.contains("You are writing a handoff note") {
+            return Reply::text(SUMMARY).with_usage(tokens, 200).after(Duration::from_secs(60));
+        }
+        let n = count.fetch_add(1, Ordering::SeqCst);
+        Reply::tool_call(format!("c{n}"), "read_file", json!({"path": format!("f{}.txt", n % 40)}))
+            .with_usage(tokens, 20)
+    });
+    let mut cmd = super::cli::codewhale(home.path(), ws.path());
+    cmd.arg("exec")
+        .args(["--provider", "openai", "--model", "gpt-4.1", "--approval", "full"])
+        .args(["--base-url", &server.openai_base_url(), "--context-window", "20000"])
+        .arg("read every file")
+        .env("OPENAI_API_KEY", TEST_API_KEY)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut child = cmd.spawn().unwrap();
+    let summary_sent = || server.requests().iter().any(|r| r.raw.contains("handoff note"));
+    for _ in 0..1_200 {
+        if summary_sent() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(summary_sent(), "no background summary request within 30 s");
+    // Let the tool loop go on a little while the note is being written.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    child.kill().await.unwrap();
+
+    let sessions: Vec<_> = std::fs::read_dir(home.path().join("sessions"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    assert_eq!(sessions.len(), 1);
+    let journal = std::fs::read_to_string(&sessions[0]).unwrap();
+    let kinds: Vec<String> = journal
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["kind"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(kinds.iter().filter(|k| *k == "tool_result").count() >= 5, "{kinds:?}");
+    assert!(!kinds.iter().any(|k| k == "compaction"), "no record, not even a partial one");
+    assert!(!journal.contains("handoff note"), "the note never reached the journal");
+    let out = super::cli::codewhale(home.path(), ws.path())
+        .args(["journal", "check"])
+        .arg(&sessions[0])
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{}{}", text(&out.stdout), text(&out.stderr));
+}

@@ -479,6 +479,10 @@ pub enum Event {
         /// A shell command's exit code, when it exited.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         exit_code: Option<i32>,
+        /// For a write or an edit that was made: the change as a unified diff (shown folded;
+        /// an edit approved without asking shows it too).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        diff: Option<String>,
     },
     /// A call waits for [`Op::Approve`] or [`Op::Deny`].
     ApprovalNeeded {

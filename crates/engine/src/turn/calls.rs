@@ -77,7 +77,7 @@ pub(crate) async fn run_calls(
             });
             let (output, plan_set) = run_session_tool(ctx, &calls[i]);
             let end = if output.is_error { CallEnd::Failed } else { CallEnd::Completed };
-            finish(ctx, &calls[i], output, end)?;
+            finish(ctx, &calls[i], output, end, None)?;
             if plan_set {
                 ctx.emit(ctx.session.plan_event(true));
             }
@@ -90,7 +90,7 @@ pub(crate) async fn run_calls(
                 break;
             }
             Cleared::Refused(message) | Cleared::Denied(message) => {
-                finish(ctx, &calls[i], ToolOutput::error(message), CallEnd::Denied)?;
+                finish(ctx, &calls[i], ToolOutput::error(message), CallEnd::Denied, None)?;
                 i += 1;
                 continue;
             }
@@ -110,6 +110,17 @@ pub(crate) async fn run_calls(
                 end += 1;
             }
         }
+        // The change a write or an edit makes, taken before it runs, for the transcript.
+        let workspace = ctx.session.workspace().to_path_buf();
+        let diffs: Vec<Option<String>> = calls[i..end]
+            .iter()
+            .map(|c| match c.name.as_str() {
+                "write_file" | "edit_file" => {
+                    crate::tools::diff::preview(&workspace, &c.name, &c.input)
+                }
+                _ => None,
+            })
+            .collect();
         for call in &calls[i..end] {
             ctx.emit(Event::ToolCallStarted { call_id: call.id.clone(), name: call.name.clone() });
         }
@@ -128,7 +139,7 @@ pub(crate) async fn run_calls(
                 *output = offer_rerun(ctx, call, first, &unconfined_ctx, p.as_ref()).await;
             }
         }
-        for (call, output) in calls[i..end].iter().zip(outputs) {
+        for ((call, output), diff) in calls[i..end].iter().zip(outputs).zip(diffs) {
             let end = if ctx.cancel.is_cancelled() && output.is_error {
                 CallEnd::Interrupted
             } else if output.is_error {
@@ -136,12 +147,13 @@ pub(crate) async fn run_calls(
             } else {
                 CallEnd::Completed
             };
-            finish(ctx, call, output, end)?;
+            let diff = diff.filter(|_| end == CallEnd::Completed);
+            finish(ctx, call, output, end, diff)?;
         }
         i = end;
     }
     for call in &calls[i..] {
-        finish(ctx, call, ToolOutput::error(INTERRUPTED_RESULT), CallEnd::Interrupted)?;
+        finish(ctx, call, ToolOutput::error(INTERRUPTED_RESULT), CallEnd::Interrupted, None)?;
     }
     Ok(!interrupted && !ctx.cancel.is_cancelled())
 }
@@ -346,6 +358,7 @@ fn finish(
     call: &ToolCall,
     output: ToolOutput,
     end: CallEnd,
+    diff: Option<String>,
 ) -> Result<(), EngineError> {
     let mut payload =
         ToolResultPayload::new(call.id.clone(), output.content.clone(), output.is_error);
@@ -369,6 +382,7 @@ fn finish(
         output: shown,
         end,
         exit_code,
+        diff,
     });
     Ok(())
 }

@@ -72,6 +72,34 @@ async fn edit_file_loop() {
     assert_eq!(h.read("a.rs"), "let x = 2;\n");
 }
 
+/// An edit made without asking (here under `full`) still shows what it changed: the finished
+/// call carries the diff; a refused edit carries none.
+#[tokio::test]
+async fn an_edit_made_without_asking_reports_its_diff() {
+    let h = Harness::new().await;
+    h.write("a.rs", "let x = 1;\n");
+    let edit = json!({"path": "a.rs", "old_string": "x = 1", "new_string": "x = 2"});
+    let refused = json!({"path": "a.rs", "old_string": "nowhere", "new_string": "y"});
+    h.server.push(Reply::tool_call("call_1", "edit_file", edit).with_usage(900, 20));
+    h.server.push(Reply::tool_call("call_2", "edit_file", refused).with_usage(950, 20));
+    h.server.push(Reply::text("done").with_usage(1000, 5));
+    let mut engine = h.spawn(ApprovalMode::Full);
+    let run = engine.turn("please do it").await;
+    engine.shutdown().await;
+    let diffs: Vec<Option<String>> = run
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolCallFinished { diff, .. } => Some(diff.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(diffs.len(), 2, "{:?}", run.events);
+    let made = diffs[0].as_deref().expect("the edit's diff");
+    assert!(made.contains("-let x = 1;") && made.contains("+let x = 2;"), "{made}");
+    assert_eq!(diffs[1], None, "a refused edit changed nothing");
+}
+
 #[tokio::test]
 async fn edit_file_refusal_is_an_error_result_the_model_reads() {
     let h = Harness::new().await;

@@ -145,19 +145,8 @@ impl ApprovalView {
             .body
             .lines()
             .map(|l| {
-                let style = if !self.is_diff {
-                    Style::new()
-                } else if l.starts_with("+++") || l.starts_with("---") {
-                    Style::new().add_modifier(Modifier::BOLD)
-                } else if l.starts_with('+') {
-                    Style::new().fg(Color::Green)
-                } else if l.starts_with('-') {
-                    Style::new().fg(Color::Red)
-                } else if l.starts_with("@@") {
-                    Style::new().fg(Color::Cyan)
-                } else {
-                    Style::new().fg(Color::Gray)
-                };
+                let style =
+                    if self.is_diff { super::diff_cell::diff_style(l) } else { Style::new() };
                 Line::styled(l.to_owned(), style)
             })
             .collect();

@@ -111,9 +111,13 @@ impl App {
                     })
                 });
             }
-            Event::ToolCallFinished { call_id, output, end, exit_code, .. } => {
+            Event::ToolCallFinished { call_id, output, end, exit_code, diff, .. } => {
                 self.running_since.retain(|(id, _)| *id != call_id);
                 self.set_tool_state(&call_id, ToolState::Done { end, exit_code, output });
+                if let Some(diff) = diff {
+                    // What the write or edit changed, folded under its call.
+                    self.transcript.push(super::diff_cell::DiffCell { diff, ..Default::default() });
+                }
                 self.lifecycle = Lifecycle::Streaming { thinking: false };
             }
             Event::ApprovalNeeded { call_id, name, input, reason, offers, diff } => {

@@ -21,6 +21,7 @@ pub mod approval_view;
 mod branch_cell;
 pub mod cells;
 pub mod composer;
+pub mod diff_cell;
 pub mod editor;
 mod engine_events;
 pub mod event;

@@ -81,6 +81,7 @@ fn tool_calls_fold_and_unfold() {
             output: "fn main() {\n    println!(\"hi\");\n}".into(),
             end: CallEnd::Completed,
             exit_code: None,
+            diff: None,
         },
     );
     h.engine(
@@ -100,6 +101,7 @@ fn tool_calls_fold_and_unfold() {
             output: "test failed\n[exit code: 101]".into(),
             end: CallEnd::Failed,
             exit_code: Some(101),
+            diff: None,
         },
     );
     insta::assert_snapshot!("tool_folded", h.screen());
@@ -482,4 +484,32 @@ fn a_branch_summary_is_a_foldable_cell() {
     h.key(KeyCode::Char('o'), KeyModifiers::CONTROL);
     let screen = h.screen();
     assert!(screen.contains("nom failed on nested groups"), "unfolded: {screen}");
+}
+
+#[test]
+fn an_edit_shows_its_diff_folded_under_the_call() {
+    let mut h = Harness::new();
+    h.type_str("fix it");
+    h.enter();
+    h.engine(1, Event::TurnStarted);
+    let input = json!({"path": "a.rs", "old_string": "x = 1", "new_string": "x = 2"});
+    h.engine(1, Event::ToolCallRequested { call_id: "e1".into(), name: "edit_file".into(), input });
+    h.engine(1, Event::ToolCallStarted { call_id: "e1".into(), name: "edit_file".into() });
+    let diff = "--- a/a.rs\n+++ b/a.rs\n@@ -1 +1 @@\n-let x = 1;\n+let x = 2;";
+    h.engine(
+        1,
+        Event::ToolCallFinished {
+            call_id: "e1".into(),
+            name: "edit_file".into(),
+            is_error: false,
+            output: "1 replacement".into(),
+            end: CallEnd::Completed,
+            exit_code: None,
+            diff: Some(diff.into()),
+        },
+    );
+    let screen = h.screen();
+    assert!(screen.contains("± a.rs: +1 −1 lines … Ctrl+O shows the diff"), "{screen}");
+    h.ctrl('o');
+    assert!(h.screen().contains("+let x = 2;"), "{}", h.screen());
 }

@@ -91,7 +91,27 @@ async fn without_a_provider_the_setup_help_is_printed() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("No model provider is configured"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("No model provider is configured"));
+    // The config file it names is the one this home reads.
+    let config = home.path().join("config.toml").display().to_string();
+    assert!(stderr.contains(&format!("or write {config}")), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quitting_a_session_with_no_message_prints_no_resume_hint() {
+    let server = MockServer::start().await.unwrap();
+    let (home, ws) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let base_url = server.openai_base_url();
+    let args = ["--provider", "openai", "--model", "gpt-4.1", "--base-url", &base_url];
+    let mut pty = Pty::spawn(&args, &home, &ws);
+    pty.wait_for("ready").await;
+    pty.send(b"\x04");
+    assert!(pty.wait_exit().await.success());
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let screen = pty.contents();
+    assert!(!screen.contains("continue it with"), "a hint for a session not kept:\n{screen}");
+    assert!(journals(&home).is_empty(), "nothing was written, so nothing is kept");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -115,3 +115,31 @@ fn esc_twice_on_an_empty_composer_walks_back_through_the_messages_to_edit_one() 
     h.engine(1, Event::UserMessages { messages });
     assert!(h.screen().contains("fork: start a new branch at a message"), "{}", h.screen());
 }
+
+#[test]
+fn small_honest_words_a_one_line_block_a_cut_short_turn_and_the_mouse() {
+    use codewhale_engine::protocol::{TurnStats, TurnStatus};
+    let mut h = Harness::new();
+    h.type_str("go");
+    h.enter();
+    h.engine(1, Event::TurnStarted);
+    h.engine(1, Event::TextDelta { text: "Run:\n\n```sh\ncargo test\n```".into() });
+    // Cut short before any usage came: not blamed on the provider's counts.
+    let stats = TurnStats { elapsed_ms: 900, requests: 1, ..TurnStats::default() };
+    h.engine(
+        1,
+        Event::TurnFinished { status: TurnStatus::Interrupted, text: String::new(), stats },
+    );
+    let screen = h.screen();
+    assert!(screen.contains("cut short before the provider reported token counts"), "{screen}");
+    assert!(!screen.contains("did not report"), "{screen}");
+    h.ctrl('y');
+    assert!(h.screen().contains("sh block, 1 line: cargo test"), "{}", h.screen());
+    h.key(KeyCode::Esc, KeyModifiers::NONE);
+    h.key(KeyCode::Char('m'), KeyModifiers::ALT);
+    let screen = h.screen();
+    assert!(screen.contains("mouse captured: the wheel scrolls the transcript"), "{screen}");
+    assert!(screen.contains("mouse · "), "the status line shows it: {screen}");
+    h.key(KeyCode::Char('m'), KeyModifiers::ALT);
+    assert!(h.screen().contains("mouse released"), "{}", h.screen());
+}

@@ -44,15 +44,23 @@ struct Sniff {
     timestamp: Option<IgnoredAny>,
 }
 
+/// The most of one line the format detection reads.
+const SNIFF_LINE_BYTES: usize = 1 << 20;
+
 /// Looks at the first lines of `reader`.
 pub fn sniff(reader: impl Read) -> std::io::Result<Sniffed> {
     let mut reader = BufReader::new(reader);
     let mut buf = Vec::new();
     let mut seen_any = false;
     for _ in 0..SNIFF_LINES {
-        buf.clear();
-        if reader.read_until(b'\n', &mut buf)? == 0 {
+        // A line too long to be a session's first lines is not read whole to find that out.
+        let (n, cut) = crate::lines::read_line_bounded(&mut reader, &mut buf, SNIFF_LINE_BYTES)?;
+        if n == 0 {
             break;
+        }
+        if cut {
+            seen_any = true;
+            continue;
         }
         if !seen_any && buf.starts_with(&ZSTD_MAGIC) {
             return Ok(Sniffed::Compressed);

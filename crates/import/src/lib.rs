@@ -109,6 +109,7 @@ where
             let mut index = claude::Index::default();
             let end = lines.scan(|r, bytes| index.add(r, bytes)).map_err(read_err)?;
             report.torn_tail_bytes = end.torn_bytes;
+            report.oversized(end.oversized);
             let plan = claude::plan(&index, &mut report);
             let header = claude_header(&index.meta, origin);
             let refs: Vec<LineRef> = index.nodes.iter().map(|n| n.line).collect();
@@ -118,6 +119,7 @@ where
             let mut index = codex::Index::default();
             let end = lines.scan(|r, bytes| index.add(r, bytes)).map_err(read_err)?;
             report.torn_tail_bytes = end.torn_bytes;
+            report.oversized(end.oversized);
             let plan = codex::plan(&index, &mut report);
             let header = codex_header(&index.meta, origin);
             let refs: Vec<LineRef> = index.nodes.iter().map(|n| n.line).collect();

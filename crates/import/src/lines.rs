@@ -17,11 +17,48 @@ pub(crate) struct LineRef {
     pub len: usize,
 }
 
+/// The longest line an import reads. No line of a real session comes near it; a longer one
+/// (a hostile or broken file) is skipped without ever being held in memory, and counted.
+pub(crate) const MAX_LINE_BYTES: usize = 64 << 20;
+
 /// What pass 1 saw besides the lines.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct ScanEnd {
     /// Bytes of a torn final line, if there was one.
     pub torn_bytes: Option<u64>,
+    /// Lines longer than [`MAX_LINE_BYTES`], skipped unread.
+    pub oversized: u64,
+}
+
+/// Reads the next line of `reader` into `buf` (cleared first), keeping at most `max` bytes of
+/// it: returns how many bytes the whole line took (0 at the end) and whether it was longer than
+/// `max` (then the rest of it was consumed, not kept). Memory stays bounded by `max` whatever
+/// the line.
+pub(crate) fn read_line_bounded(
+    reader: &mut impl BufRead,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> io::Result<(usize, bool)> {
+    buf.clear();
+    let (mut total, mut cut) = (0, false);
+    loop {
+        let available = reader.fill_buf()?;
+        if available.is_empty() {
+            return Ok((total, cut));
+        }
+        let (n, done) = match available.iter().position(|&b| b == b'\n') {
+            Some(at) => (at + 1, true),
+            None => (available.len(), false),
+        };
+        let room = max.saturating_sub(buf.len());
+        buf.extend_from_slice(&available[..n.min(room)]);
+        cut |= n > room;
+        total += n;
+        reader.consume(n);
+        if done {
+            return Ok((total, cut));
+        }
+    }
 }
 
 /// A source being imported.
@@ -46,13 +83,16 @@ impl<R: Read + Seek> Lines<R> {
         let mut offset = 0u64;
         let mut end = ScanEnd::default();
         loop {
-            buf.clear();
-            let n = buffered.read_until(b'\n', &mut buf)?;
+            let (n, cut) = read_line_bounded(&mut buffered, &mut buf, MAX_LINE_BYTES)?;
             if n == 0 {
                 break;
             }
             let start = offset;
             offset += n as u64;
+            if cut {
+                end.oversized += 1;
+                continue;
+            }
             let complete = buf.last() == Some(&b'\n');
             let line = trim_line(&buf);
             if line.iter().all(u8::is_ascii_whitespace) {
@@ -104,6 +144,18 @@ mod tests {
             out.push(String::from_utf8(buf.clone()).unwrap());
         }
         (out, end)
+    }
+
+    #[test]
+    fn a_line_past_the_bound_is_consumed_without_being_kept() {
+        let long = format!("{}\nnext\n", "x".repeat(100));
+        let mut reader = BufReader::with_capacity(8, Cursor::new(long.into_bytes()));
+        let mut buf = Vec::new();
+        assert_eq!(read_line_bounded(&mut reader, &mut buf, 16).unwrap(), (101, true));
+        assert_eq!(buf.len(), 16, "only the bound is kept");
+        assert_eq!(read_line_bounded(&mut reader, &mut buf, 16).unwrap(), (5, false));
+        assert_eq!(buf, b"next\n");
+        assert_eq!(read_line_bounded(&mut reader, &mut buf, 16).unwrap(), (0, false));
     }
 
     #[test]

@@ -109,6 +109,13 @@ impl Report {
         *self.lines_unused.entry(reason.into()).or_default() += 1;
     }
 
+    /// Counts `n` lines skipped unread for being longer than any session line.
+    pub(crate) fn oversized(&mut self, n: u64) {
+        if n > 0 {
+            *self.lines_unused.entry("line over 64 MiB (skipped unread)".into()).or_default() += n;
+        }
+    }
+
     /// Counts one structural problem of the source, of `kind`.
     pub fn problem(&mut self, kind: impl Into<String>) {
         *self.problems.entry(kind.into()).or_default() += 1;

@@ -223,6 +223,34 @@ fn claude_harness_lines_in_the_user_role_are_counted_not_imported() {
 }
 
 #[test]
+fn a_line_longer_than_any_session_line_is_skipped_unread_and_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("huge-line.jsonl");
+    let basic = std::fs::read_to_string(fixture("claude/basic.jsonl")).unwrap();
+    let mut text = String::new();
+    let mut lines = basic.lines();
+    text.push_str(lines.next().unwrap());
+    text.push('\n');
+    // One "line" past the bound: read in passing, never held whole.
+    text.push_str(&"x".repeat(crate::lines::MAX_LINE_BYTES + 1));
+    text.push('\n');
+    for l in lines {
+        text.push_str(l);
+        text.push('\n');
+    }
+    std::fs::write(&path, text).unwrap();
+    let mut entries = Vec::new();
+    let imported = import_file(&path, &origin(), |e| {
+        entries.push(e);
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(imported.report.lines_unused["line over 64 MiB (skipped unread)"], 1);
+    let (whole, _) = run("claude/basic.jsonl");
+    assert_eq!(entries.len(), whole.len(), "every other line is imported as before");
+}
+
+#[test]
 fn a_torn_tail_is_reported_and_its_call_interrupted() {
     for name in ["claude/torn.jsonl", "codex/torn.jsonl"] {
         let (entries, report) = run(name);

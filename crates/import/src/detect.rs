@@ -5,7 +5,7 @@
 //! `sessionId` is Claude Code. Lines that decide nothing (blank, unreadable) are skipped; at most
 //! [`SNIFF_LINES`] lines are looked at.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufReader, Read};
 
 use serde::de::IgnoredAny;
 use serde::Deserialize;

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use codewhale_engine::offline::{self, ReportParams};
-use codewhale_engine::protocol::{BranchInfo, ContextReport, Figure};
+use codewhale_engine::protocol::{BackgroundState, BranchInfo, ContextReport, Figure};
 use codewhale_engine::Resume;
 
 use crate::cli::{ContextArgs, GlobalArgs};
@@ -134,6 +134,17 @@ pub fn human(r: &ContextReport) -> String {
             out.push_str(&format!("  {}{here}\n", branch_label(b)));
         }
     }
+    if let Some(b) = &r.background {
+        let state = match b.state {
+            BackgroundState::Writing => "being written",
+            BackgroundState::Ready => "ready, waiting for the threshold",
+        };
+        out.push_str(&format!(
+            "background note: {state} (committed when pressure reaches {}; never journaled if \
+             unused)\n",
+            r.threshold
+        ));
+    }
     if r.file_store_bytes > 0 {
         out.push_str(&format!(
             "file checkpoints: {} bytes in the session's store (what /rewind and /undo take back)\n",
@@ -207,7 +218,9 @@ mod tests {
             last_round: LastRound { messages: 5, tool_results: 2, assistant_kept: 2 },
             anchors: AnchorsReport { count: 2, chars: 40, present: true },
             plan: None,
-            background: None,
+            background: Some(codewhale_engine::protocol::report::BackgroundReport {
+                state: BackgroundState::Ready,
+            }),
             view: Vec::new(),
             branches: Vec::new(),
             file_store_bytes: 0,
@@ -222,6 +235,7 @@ mod tests {
             "compaction records in this session: 3",
             "last round: 5 messages, 2 tool results",
             "anchors: 2 (40 characters), present verbatim",
+            "background note: ready, waiting for the threshold (committed when pressure reaches 600",
         ] {
             assert!(text.contains(needle), "{needle:?} missing from:\n{text}");
         }

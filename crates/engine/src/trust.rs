@@ -114,10 +114,24 @@ fn workspace_text(workspace: &Path) -> Result<Option<String>, ConfigError> {
 /// nothing that needs trust, the user already answered for this content (or listed it), or a
 /// setting cannot be shown plainly (then it is refused, and the session's notice says why).
 pub fn question(home: &Path, workspace: &Path) -> Result<Option<Question>, ConfigError> {
+    ask(home, workspace, false)
+}
+
+/// The same question asked again on the user's request (`/trust`): a "no" given before for
+/// this content does not stop it; `None` when nothing needs trust or it is trusted already.
+pub fn question_again(home: &Path, workspace: &Path) -> Result<Option<Question>, ConfigError> {
+    ask(home, workspace, true)
+}
+
+fn ask(home: &Path, workspace: &Path, again: bool) -> Result<Option<Question>, ConfigError> {
     let file = config::workspace_file(workspace);
     let Some(text) = workspace_text(workspace)? else { return Ok(None) };
     let parsed = config::parse_scoped(&file, &text, Scope::Workspace)?;
-    if parsed.gated_keys().is_empty() || decision(home, workspace, &text).is_some() {
+    let answered = match decision(home, workspace, &text) {
+        Some(trusted) => trusted || !again,
+        None => false,
+    };
+    if parsed.gated_keys().is_empty() || answered {
         return Ok(None);
     }
     let user = match config::read(&config::user_file(home), &mut Vec::new())? {
@@ -216,6 +230,11 @@ mod tests {
         decide(home.path(), ws.path(), false).unwrap();
         assert_eq!(question(home.path(), ws.path()).unwrap(), None);
         assert!(!is_trusted(home.path(), ws.path(), "approval = \"full\"\n", &[]));
+        // Asked for (`/trust`), the question comes back after a "no", not after a "yes".
+        let again = question_again(home.path(), ws.path()).unwrap().unwrap();
+        assert_eq!(again.settings, ["approval = \"full\""]);
+        answer(home.path(), ws.path(), &again, true).unwrap();
+        assert_eq!(question_again(home.path(), ws.path()).unwrap(), None);
     }
 
     #[test]

@@ -609,11 +609,11 @@ fn untrusted_notice(untrusted: &crate::config::Untrusted, front_end: crate::Fron
         );
     }
     let how = match front_end {
-        // After a "no" the question is not asked again until the file changes: say how to
-        // change one's mind instead of promising a question.
+        // After a "no" the question is not asked at start again until the file changes: say
+        // how to change one's mind instead of promising a question.
         crate::FrontEnd::Tui => {
-            "start Codewhale here with --trust (remembered until the file changes; a changed \
-             file is asked about again)"
+            "type /trust to be asked again, or start Codewhale here with --trust (remembered \
+             until the file changes; a changed file is asked about again)"
         }
         crate::FrontEnd::Cli => "run with --trust to trust it (remembered until the file changes)",
     };

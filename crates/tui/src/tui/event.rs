@@ -69,6 +69,8 @@ pub enum Effect {
     /// Remember the answer about trusting the workspace's config, then open the session
     /// that waited for it.
     Trust { trusted: bool },
+    /// `/trust`: ask the workspace-settings question again (after a "no", say).
+    AskTrust,
     /// Leave: the engine has stopped (or never started), restore the terminal.
     Exit,
 }

@@ -139,6 +139,8 @@ pub async fn run(params: TuiParams) -> anyhow::Result<Outcome> {
     markdown::highlight::warm_up();
     // With a trust question pending, the session opens only once it is answered.
     let mut waiting_for_trust = params.trust.as_ref().and(params.resume.clone());
+    // The question `/trust` asked during the session, and for which workspace.
+    let mut asked_again: Option<(std::path::PathBuf, codewhale_engine::trust::Question)> = None;
     let mut links = Links::default();
     if let (None, Some(resume)) = (&params.trust, params.resume.clone()) {
         links.current = Some(spawn_engine(&params, resume));
@@ -238,6 +240,45 @@ pub async fn run(params: TuiParams) -> anyhow::Result<Outcome> {
             match effect {
                 Effect::Exit => exit = true,
                 Effect::OpenSession(resume) => open_session(&params, &mut app, &mut links, resume),
+                Effect::AskTrust => {
+                    let workspace =
+                        app.workspace.clone().unwrap_or_else(|| params.workspace.clone());
+                    match codewhale_engine::trust::question_again(&params.home, &workspace) {
+                        Ok(Some(q)) => {
+                            app.views.push(Box::new(views::TrustView::new(
+                                q.file.display().to_string(),
+                                q.settings.clone(),
+                            )));
+                            asked_again = Some((workspace, q));
+                        }
+                        Ok(None) => app.notice(
+                            cells::NoticeKind::Info,
+                            "nothing to trust: this workspace's settings need no trust, or are \
+                             trusted already",
+                        ),
+                        Err(e) => app.notice(cells::NoticeKind::Error, e.to_string()),
+                    }
+                }
+                Effect::Trust { trusted } if asked_again.is_some() => {
+                    let Some((workspace, q)) = asked_again.take() else { continue };
+                    let said = match codewhale_engine::trust::answer(
+                        &params.home,
+                        &workspace,
+                        &q,
+                        trusted,
+                    ) {
+                        Err(e) => format!("cannot remember the answer in the Codewhale home: {e}"),
+                        Ok(()) if trusted => {
+                            "trusted: the workspace's settings apply from the next \
+                                              session (/new, or /resume this one after a restart)"
+                                .to_owned()
+                        }
+                        Ok(()) => {
+                            "not trusted: its settings stay ignored; /trust asks again".to_owned()
+                        }
+                    };
+                    app.notice(cells::NoticeKind::Info, said);
+                }
                 Effect::Trust { trusted } => {
                     // The answer is about the content the question showed.
                     let remembered = match &params.trust {

@@ -21,12 +21,13 @@ pub enum SlashCommand {
     Approval,
     Mcp,
     Status,
+    Trust,
     Help,
     Quit,
 }
 
 /// In table order (the order of `/help` and the completion popup).
-pub const ALL: [SlashCommand; 17] = [
+pub const ALL: [SlashCommand; 18] = [
     SlashCommand::Compact,
     SlashCommand::Context,
     SlashCommand::Anchor,
@@ -42,6 +43,7 @@ pub const ALL: [SlashCommand; 17] = [
     SlashCommand::Approval,
     SlashCommand::Mcp,
     SlashCommand::Status,
+    SlashCommand::Trust,
     SlashCommand::Help,
     SlashCommand::Quit,
 ];
@@ -65,6 +67,7 @@ impl SlashCommand {
             SlashCommand::Approval => "approval",
             SlashCommand::Mcp => "mcp",
             SlashCommand::Status => "status",
+            SlashCommand::Trust => "trust",
             SlashCommand::Help => "help",
             SlashCommand::Quit => "quit",
         }
@@ -84,6 +87,7 @@ impl SlashCommand {
             | SlashCommand::Approval
             | SlashCommand::Mcp
             | SlashCommand::Status
+            | SlashCommand::Trust
             | SlashCommand::New
             | SlashCommand::Sessions
             | SlashCommand::Undo
@@ -132,6 +136,9 @@ impl SlashCommand {
             SlashCommand::Model => {
                 "Use another model from the next request on (a picker of the catalog's models and their windows, or a name)."
             }
+            SlashCommand::Trust => {
+                "Ask again whether to trust this workspace's .codewhale/config.toml (after a \"no\", say); its settings apply from the next session."
+            }
             SlashCommand::Status => {
                 "Show the session: model and window, approval mode, workspace trust, sandbox, session id and compactions."
             }
@@ -160,6 +167,7 @@ impl SlashCommand {
             | SlashCommand::Checkout
             | SlashCommand::Rewind
             | SlashCommand::Undo
+            | SlashCommand::Trust
             | SlashCommand::Model => false,
         }
     }

@@ -90,6 +90,7 @@ impl App {
             SlashCommand::Status => {
                 self.submit(Op::GetStatus);
             }
+            SlashCommand::Trust => self.effects.push(Effect::AskTrust),
             SlashCommand::Model => {
                 // The status line follows the engine's next usage figures, not the request.
                 self.submit(Op::SwitchModel { model: args });

@@ -100,3 +100,27 @@ async fn a_message_a_killed_run_left_unanswered_comes_back_in_the_composer() {
     pty.send(b"\x04");
     assert!(pty.wait_exit().await.success());
 }
+
+/// A "no" to the trust question is not final: `/trust` asks it again in the session, and a yes
+/// is remembered for the next one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slash_trust_asks_again_after_a_no() {
+    let server = MockServer::start().await.unwrap();
+    let (home, ws) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    std::fs::create_dir_all(ws.path().join(".codewhale")).unwrap();
+    std::fs::write(ws.path().join(".codewhale/config.toml"), "approval = \"full\"\n").unwrap();
+    let args = mock_args(&server.openai_base_url());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut pty = Pty::spawn(&args, &home, &ws);
+    pty.wait_for("trust this workspace?").await;
+    pty.send(b"n");
+    pty.wait_for("ready").await;
+    pty.send(b"/trust\r");
+    pty.wait_for("trust this workspace?").await;
+    pty.send(b"y");
+    pty.wait_for("trusted: the workspace's settings apply from the next session").await;
+    let again = codewhale_engine::trust::question_again(home.path(), ws.path()).unwrap();
+    assert!(again.is_none(), "the yes is remembered: {again:?}");
+    pty.send(b"\x04");
+    assert!(pty.wait_exit().await.success());
+}

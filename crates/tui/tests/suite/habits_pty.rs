@@ -117,8 +117,18 @@ async fn slash_trust_asks_again_after_a_no() {
     pty.wait_for("ready").await;
     pty.send(b"/trust\r");
     pty.wait_for("trust this workspace?").await;
-    pty.send(b"y");
-    pty.wait_for("trusted: the workspace's settings apply from the next session").await;
+    // `y` counts once the question has been drawn whole; a loaded machine may draw it late.
+    let answered = "trusted: the workspace's settings apply from the next session";
+    for _ in 0..20 {
+        if pty.contents().contains(answered) {
+            break;
+        }
+        if pty.contents().contains("trust this workspace?") {
+            pty.send(b"y");
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    pty.wait_for(answered).await;
     let again = codewhale_engine::trust::question_again(home.path(), ws.path()).unwrap();
     assert!(again.is_none(), "the yes is remembered: {again:?}");
     pty.send(b"\x04");

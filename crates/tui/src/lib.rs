@@ -38,10 +38,27 @@ pub fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("codewhale: {err:#}");
+            eprintln!("codewhale: {}", one_sentence(&err));
             ExitCode::from(1)
         }
     }
+}
+
+/// The error and its causes as one line, each cause said once: many errors already name their
+/// cause in their own message, and `{:#}` would repeat it.
+fn one_sentence(err: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
 }
 
 /// `codewhale sessions | head` closes the pipe early (and `exec … 2>&1 | head -1` the one
@@ -110,5 +127,20 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             commands::resume::run(&cli.global, cli.workspace.as_deref(), session, last)
         }
         None => commands::interactive::run(&cli.global, cli.workspace.as_deref()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_sentence;
+
+    #[test]
+    fn a_cause_already_in_the_message_is_not_said_again() {
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "No such file or directory");
+        let inner = anyhow::Error::new(io).context("cannot read x: No such file or directory");
+        let err = inner.context("cannot import x");
+        assert_eq!(one_sentence(&err), "cannot import x: cannot read x: No such file or directory");
+        let fresh = anyhow::anyhow!("disk is full").context("cannot write the journal");
+        assert_eq!(one_sentence(&fresh), "cannot write the journal: disk is full");
     }
 }

@@ -5,7 +5,7 @@
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use super::cells::{gutter, Cell};
+use super::cells::{folding_cell, gutter, Cell};
 use super::wrap::wrap_line;
 
 /// A branch summary, folded by default.
@@ -33,25 +33,5 @@ impl Cell for BranchSummaryCell {
         out
     }
 
-    fn set_expanded(&mut self, expanded: bool) -> bool {
-        self.expanded = expanded;
-        true
-    }
-
-    fn set_focused(&mut self, focused: bool) -> bool {
-        self.focused = focused;
-        true
-    }
-
-    fn foldable(&self) -> bool {
-        true
-    }
-
-    fn is_expanded(&self) -> bool {
-        self.expanded
-    }
-
-    fn text(&self) -> String {
-        self.summary.clone()
-    }
+    folding_cell!(summary);
 }

@@ -16,6 +16,35 @@ use super::markdown::{self, StreamedMarkdown};
 pub use super::tool_cell::{summarize_input, ToolCell, ToolState};
 use super::wrap::{wrap_line, wrap_lines};
 
+/// The fold methods of a cell that folds to one line: it keeps `expanded` and `focused` fields,
+/// and its copyable text is the field named. One definition for every such cell.
+macro_rules! folding_cell {
+    ($text:ident) => {
+        fn set_expanded(&mut self, expanded: bool) -> bool {
+            self.expanded = expanded;
+            true
+        }
+
+        fn set_focused(&mut self, focused: bool) -> bool {
+            self.focused = focused;
+            true
+        }
+
+        fn foldable(&self) -> bool {
+            true
+        }
+
+        fn is_expanded(&self) -> bool {
+            self.expanded
+        }
+
+        fn text(&self) -> String {
+            self.$text.clone()
+        }
+    };
+}
+pub(crate) use folding_cell;
+
 /// A drawable transcript entry.
 pub trait Cell: std::fmt::Debug + Send {
     /// The cell's lines wrapped to `width` columns.
@@ -296,27 +325,7 @@ impl Cell for ThinkingCell {
         out
     }
 
-    fn set_expanded(&mut self, expanded: bool) -> bool {
-        self.expanded = expanded;
-        true
-    }
-
-    fn set_focused(&mut self, focused: bool) -> bool {
-        self.focused = focused;
-        true
-    }
-
-    fn foldable(&self) -> bool {
-        true
-    }
-
-    fn is_expanded(&self) -> bool {
-        self.expanded
-    }
-
-    fn text(&self) -> String {
-        self.text.clone()
-    }
+    folding_cell!(text);
 }
 
 /// How serious a notice is.

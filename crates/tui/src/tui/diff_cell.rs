@@ -5,7 +5,7 @@
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use super::cells::{gutter, Cell};
+use super::cells::{folding_cell, gutter, Cell};
 use super::wrap::wrap_line;
 
 /// How a line of a unified diff is drawn.
@@ -76,27 +76,7 @@ impl Cell for DiffCell {
         out
     }
 
-    fn set_expanded(&mut self, expanded: bool) -> bool {
-        self.expanded = expanded;
-        true
-    }
-
-    fn set_focused(&mut self, focused: bool) -> bool {
-        self.focused = focused;
-        true
-    }
-
-    fn foldable(&self) -> bool {
-        true
-    }
-
-    fn is_expanded(&self) -> bool {
-        self.expanded
-    }
-
-    fn text(&self) -> String {
-        self.diff.clone()
-    }
+    folding_cell!(diff);
 }
 
 #[cfg(test)]

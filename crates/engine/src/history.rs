@@ -14,7 +14,7 @@ use codewhale_journal::{
 };
 
 use crate::protocol::{
-    CompactionKind, CompactionTrigger, HistoryItem, HistoryPage, ToolOutcome,
+    CallEnd, CompactionKind, CompactionTrigger, HistoryItem, HistoryPage, ToolOutcome,
 };
 
 /// Output kept per tool result for display; the journal has the rest.
@@ -118,7 +118,7 @@ fn push_entry(
             }
         }
         Payload::ToolResult(r) => {
-            let outcome = ToolOutcome { is_error: r.is_error, output: display(&r.content) };
+            let outcome = outcome_of(r);
             let slot = items.iter_mut().rev().find_map(|i| match i {
                 HistoryItem::Tool { call_id, result, .. }
                     if *call_id == r.tool_use_id && result.is_none() =>
@@ -206,4 +206,66 @@ fn display(text: &Text) -> String {
         end -= 1;
     }
     format!("{}\n… (shortened for display)", &text[..end])
+}
+
+/// How a journaled call ended, from the fields its result carries; a result written before
+/// they existed is read by the engine's own wording of it ([`crate::turn::calls`]).
+fn outcome_of(r: &codewhale_journal::ToolResultPayload) -> ToolOutcome {
+    use codewhale_journal::CallEnd as J;
+    let (end, exit_code) = match &r.end {
+        Some(end) => {
+            let end = match end {
+                J::Completed => CallEnd::Completed,
+                J::Denied => CallEnd::Denied,
+                J::Interrupted => CallEnd::Interrupted,
+                J::Failed | J::Other(_) => CallEnd::Failed,
+            };
+            (end, r.exit_code.and_then(|c| i32::try_from(c).ok()))
+        }
+        None => {
+            let text = r.content.to_string();
+            (legacy_end(r.is_error, &text), crate::turn::calls::exit_code_of(&text))
+        }
+    };
+    ToolOutcome { is_error: r.is_error, output: display(&r.content), end, exit_code }
+}
+
+/// How a call ended, by the wording the engine gives a refused or interrupted result.
+fn legacy_end(is_error: bool, output: &str) -> CallEnd {
+    if output.starts_with("denied:") {
+        CallEnd::Denied
+    } else if output.starts_with(crate::session::INTERRUPTED_RESULT)
+        || output.contains("[interrupted by the user")
+    {
+        CallEnd::Interrupted
+    } else if is_error {
+        CallEnd::Failed
+    } else {
+        CallEnd::Completed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use codewhale_journal::{CallEnd as J, ToolResultPayload};
+
+    use super::*;
+
+    #[test]
+    fn a_result_says_how_it_ended_as_data_and_old_results_are_read_by_their_wording() {
+        // A shell command whose output happens to start with "denied:" completed.
+        let mut r = ToolResultPayload::new("c1", "denied: permission to the printer\n[exit code: 0]", false);
+        r.end = Some(J::Completed);
+        r.exit_code = Some(0);
+        let o = outcome_of(&r);
+        assert_eq!((o.end, o.exit_code), (CallEnd::Completed, Some(0)));
+        r.end = Some(J::Failed);
+        r.exit_code = Some(2);
+        assert_eq!(outcome_of(&r).exit_code, Some(2), "the journaled code, not the text's");
+        // Written before results carried it: the engine's own wording tells.
+        let old = ToolResultPayload::new("c2", "denied: the user said no", true);
+        assert_eq!(outcome_of(&old).end, CallEnd::Denied);
+        let old = ToolResultPayload::new("c3", "boom\n[exit code: 3]", true);
+        assert_eq!((outcome_of(&old).end, outcome_of(&old).exit_code), (CallEnd::Failed, Some(3)));
+    }
 }

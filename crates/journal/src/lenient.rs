@@ -282,6 +282,20 @@ impl Lenient for Option<u64> {
     }
 }
 
+impl Lenient for Option<i64> {
+    fn from_loose(loose: Loose<'_>) -> Option<i64> {
+        match loose {
+            Loose::Null => None,
+            Loose::I64(n) => Some(n),
+            Loose::U64(n) => Some(i64::try_from(n).unwrap_or(i64::MAX)),
+            other => {
+                coerced(&other, "an integer", "absent");
+                None
+            }
+        }
+    }
+}
+
 impl Lenient for Option<u32> {
     fn from_loose(loose: Loose<'_>) -> Option<u32> {
         match loose {

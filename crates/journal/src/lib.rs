@@ -59,7 +59,7 @@ pub use load::{
 };
 pub use note::{checkpoint_note, imported_checkpoint_note, IMPORTED_NOTE_PREFIX};
 pub use payload::{
-    kind, AssistantPayload, Attachment, Bounded, BranchSummaryPayload, CompactionPath,
+    kind, AssistantPayload, Attachment, Bounded, BranchSummaryPayload, CallEnd, CompactionPath,
     CompactionPayload, Covers, FileChange, HeadPayload, HeadReason, HeaderPayload, Level, Payload,
     Reads, Receipt, SystemPayload, ToolResultPayload, Trigger, Usage, UserPayload,
     BRANCH_SUMMARY_PREFIX,

@@ -122,7 +122,24 @@ record! {
         /// The files the call changed, each with the content hashes before and after (DESIGN
         /// §2, "File checkpoints"): what `/rewind`, `/undo` and `codewhale rewind` take back.
         files: Option<Vec<FileChange>> = "files" info_opt,
+        /// How the call ended, as the engine knew it when it journaled the result (absent in
+        /// older files): what front ends show, never read back from `content`.
+        end: Option<CallEnd> = "end" info_opt,
+        /// A shell command's exit code, when it exited.
+        exit_code: Option<i64> = "exit_code" info_opt,
     }
+}
+
+string_enum! {
+    /// How a tool call ended: ran and succeeded, ran and failed, refused before it ran, or
+    /// stopped by an interrupt.
+    pub enum CallEnd {
+        Completed = "completed",
+        Failed = "failed",
+        Denied = "denied",
+        Interrupted = "interrupted",
+    }
+    default Completed
 }
 
 record! {

@@ -216,6 +216,15 @@ macro_rules! string_enum {
                 $crate::lenient::string_or_default(loose, stringify!($name), |s| $name::from(s))
             }
         }
+
+        impl $crate::lenient::Lenient for Option<$name> {
+            fn from_loose(loose: $crate::lenient::Loose<'_>) -> Self {
+                match loose {
+                    $crate::lenient::Loose::Null => None,
+                    other => Some(<$name as $crate::lenient::Lenient>::from_loose(other)),
+                }
+            }
+        }
     };
 }
 

@@ -87,6 +87,8 @@ fn conversation(lines: usize) -> HistoryPage {
             result: Some(ToolOutcome {
                 is_error: false,
                 output: "test result: ok. 12 passed\n[exit code: 0]".into(),
+                end: codewhale_engine::protocol::CallEnd::Completed,
+                exit_code: Some(0),
             }),
             covered: false,
         });

@@ -17,6 +17,13 @@ pub struct ToolOutcome {
     pub is_error: bool,
     /// The output (redacted, as journaled; shortened for display when very long).
     pub output: String,
+    /// How the call ended: journaled with the result (for files written before that was,
+    /// worked out by the engine from its own wording of the result).
+    #[serde(default)]
+    pub end: super::CallEnd,
+    /// A shell command's exit code, when it exited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
 }
 
 /// One thing the conversation holds.

@@ -368,13 +368,21 @@ fn finish(
     if !output.files.is_empty() {
         payload.files = Some(output.files.clone());
     }
+    // How it ended travels as data: no front end reads it back from the text.
+    let exit_code = (call.name == "shell").then(|| exit_code_of(&output.content)).flatten();
+    payload.end = Some(match end {
+        CallEnd::Completed => codewhale_journal::CallEnd::Completed,
+        CallEnd::Failed => codewhale_journal::CallEnd::Failed,
+        CallEnd::Denied => codewhale_journal::CallEnd::Denied,
+        CallEnd::Interrupted => codewhale_journal::CallEnd::Interrupted,
+    });
+    payload.exit_code = exit_code.map(i64::from);
     let id = ctx.session.append(payload)?;
     // Show what was journaled: the output with its secrets redacted.
     let shown = match ctx.session.journal().get(id.as_str()).map(|e| &e.payload) {
         Some(codewhale_journal::Payload::ToolResult(r)) => r.content.to_string(),
         _ => output.content,
     };
-    let exit_code = (call.name == "shell").then(|| exit_code_of(&shown)).flatten();
     ctx.emit(Event::ToolCallFinished {
         call_id: call.id.clone(),
         name: call.name.clone(),

@@ -82,11 +82,9 @@ fn push_item(t: &mut Transcript, item: &HistoryItem) {
         }),
         HistoryItem::Tool { call_id, name, input, result, covered, .. } => {
             let state = match result {
-                Some(r) => ToolState::Done {
-                    end: end_of(r.is_error, &r.output),
-                    exit_code: exit_code_of(&r.output),
-                    output: r.output.clone(),
-                },
+                Some(r) => {
+                    ToolState::Done { end: r.end, exit_code: r.exit_code, output: r.output.clone() }
+                }
                 None => ToolState::Done {
                     end: CallEnd::Interrupted,
                     exit_code: None,
@@ -128,27 +126,6 @@ fn push_item(t: &mut Transcript, item: &HistoryItem) {
     }
 }
 
-/// How a journaled call ended, read from its result (the journal keeps only the text).
-fn end_of(is_error: bool, output: &str) -> CallEnd {
-    if output.starts_with("denied:") {
-        CallEnd::Denied
-    } else if output.starts_with("no result: the call was interrupted")
-        || output.contains("[interrupted by the user")
-    {
-        CallEnd::Interrupted
-    } else if is_error {
-        CallEnd::Failed
-    } else {
-        CallEnd::Completed
-    }
-}
-
-/// A shell result's `[exit code: N]` line.
-fn exit_code_of(output: &str) -> Option<i32> {
-    let line = output.lines().rev().find(|l| l.starts_with("[exit code: "))?;
-    line.trim_start_matches("[exit code: ").trim_end_matches(']').parse().ok()
-}
-
 #[cfg(test)]
 mod tests {
     use codewhale_engine::protocol::{CompactionKind, CompactionTrigger, ToolOutcome};
@@ -167,7 +144,12 @@ mod tests {
                     call_id: "c1".into(),
                     name: "list_dir".into(),
                     input: json!({"path": "."}),
-                    result: Some(ToolOutcome { is_error: false, output: "a.rs".into() }),
+                    result: Some(ToolOutcome {
+                        is_error: false,
+                        output: "a.rs".into(),
+                        end: CallEnd::Completed,
+                        exit_code: None,
+                    }),
                     covered: true,
                 },
                 HistoryItem::Compaction {

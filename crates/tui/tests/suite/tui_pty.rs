@@ -250,6 +250,8 @@ async fn a_long_unbracketed_burst_arrives_whole_and_its_enter_is_acted_on() {
     let request = server.last_request().unwrap();
     let sent = request.body["messages"].as_array().unwrap().last().unwrap()["content"].clone();
     assert_eq!(sent.as_str(), Some(burst.as_str()), "all 3,000 characters, then Enter");
+    // The reply's text shows before its turn has ended; Ctrl+C then would interrupt, not quit.
+    pty.wait_for(" ready").await;
     pty.send(b"\x03\x03");
     pty.wait_exit().await;
 }

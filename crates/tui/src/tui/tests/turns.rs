@@ -351,7 +351,12 @@ fn a_resumed_session_shows_its_history_first() {
                 call_id: "c9".into(),
                 name: "search".into(),
                 input: json!({"pattern": "fn parse"}),
-                result: Some(ToolOutcome { is_error: false, output: "src/parse.rs:1".into() }),
+                result: Some(ToolOutcome {
+                    is_error: false,
+                    output: "src/parse.rs:1".into(),
+                    end: CallEnd::Completed,
+                    exit_code: None,
+                }),
                 covered: false,
             },
         ],

@@ -12,6 +12,9 @@ use super::path;
 /// The most of a diff an approval shows.
 pub const MAX_DIFF_BYTES: usize = 256 * 1024;
 
+/// How long the line diff may search for the smallest diff before it settles for one.
+const DIFF_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(200);
+
 /// The unified diff of the change `name` with `input` would make in `workspace`.
 pub fn preview(workspace: &std::path::Path, name: &str, input: &Value) -> Option<String> {
     let raw = input.get("path")?.as_str()?;
@@ -41,7 +44,11 @@ pub fn preview(workspace: &std::path::Path, name: &str, input: &Value) -> Option
         Some(_) => (format!("a/{shown}"), format!("b/{shown}")),
         None => ("/dev/null".to_owned(), format!("b/{shown}")),
     };
-    let diff = similar::TextDiff::from_lines(old_text, after.as_str());
+    // A large rewrite could keep the diff busy for seconds; past the deadline it is
+    // approximated (still a correct diff, only less minimal), so a write never waits on it.
+    let diff = similar::TextDiff::configure()
+        .timeout(DIFF_TIMEOUT)
+        .diff_lines(old_text, after.as_str());
     let mut text = diff.unified_diff().context_radius(3).header(&from, &to).to_string();
     if text.is_empty() {
         text = format!("{shown}: no change\n");

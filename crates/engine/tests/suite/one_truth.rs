@@ -58,6 +58,18 @@ async fn settle(
 
 /// Asks for the context report and checks it against the last `Usage` and the offline report.
 async fn agree(h: &Harness, engine: &mut Running, gauge: &mut Option<Gauge>, step: &str) {
+    agree_with(h, engine, gauge, step, Overrides::default()).await;
+}
+
+/// [`agree`] for a session started with `overrides` (a window given on the command line is
+/// given to `codewhale context` too).
+async fn agree_with(
+    h: &Harness,
+    engine: &mut Running,
+    gauge: &mut Option<Gauge>,
+    step: &str,
+    overrides: Overrides,
+) {
     let id = engine.submit(Op::GetContext);
     let events = settle(engine, id, gauge, |e| matches!(e, Event::ContextReport { .. })).await;
     let Some(Event::ContextReport { report }) = events.last() else { unreachable!() };
@@ -79,7 +91,7 @@ async fn agree(h: &Harness, engine: &mut Running, gauge: &mut Option<Gauge>, ste
         g.model,
     );
     assert_eq!(live, shown, "{step}: the gauge and /context disagree");
-    let offline = offline_report(h, &report.session);
+    let offline = offline_report(h, &report.session, overrides);
     assert_eq!(
         (offline.tokens.total, offline.tokens.source, offline.context_window, offline.model),
         (live.0, live.1, live.3, live.5),
@@ -87,12 +99,12 @@ async fn agree(h: &Harness, engine: &mut Running, gauge: &mut Option<Gauge>, ste
     );
 }
 
-fn offline_report(h: &Harness, session: &str) -> ContextReport {
+fn offline_report(h: &Harness, session: &str, overrides: Overrides) -> ContextReport {
     offline::context(&ReportParams {
         home: h.home.path(),
         cwd: h.ws.path(),
         resume: Resume::Id(session.to_owned()),
-        overrides: Overrides::default(),
+        overrides,
     })
     .unwrap()
 }
@@ -336,4 +348,45 @@ async fn a_trimmed_request_is_what_the_gauge_and_the_reports_show() {
         "`codewhale context` replays the same figures"
     );
     engine.shutdown().await;
+}
+
+/// An automatic compaction, like `/compact`: after it, the gauge, the context report and
+/// `codewhale context` show the same figure.
+#[tokio::test]
+async fn the_figures_agree_after_an_automatic_compaction() {
+    for (what, window, rejects_above) in [("auto", 8_000, u64::MAX)] {
+        let h = Harness::new().await;
+        h.server.respond_with(move |r| {
+            let tokens = u64::from(codewhale_engine::tokens::count(&r.body.to_string()));
+            if tokens > rejects_above {
+                return Reply::fault(codewhale_provider::test_support::Fault::overflow(
+                    rejects_above,
+                    tokens,
+                ));
+            }
+            if super::compaction::is_summary_request(&r.body) {
+                return Reply::text(SUMMARY).with_usage(tokens, 300);
+            }
+            Reply::text(super::compaction::prose("answer", 40)).with_usage(tokens, 200)
+        });
+        let params = super::compaction::params(&h, "openai", window);
+        let overrides = params.overrides.clone();
+        let mut engine = Running::from(codewhale_engine::Engine::spawn(params).unwrap());
+        let mut gauge = None;
+        let mut compacted = false;
+        for k in 0..14 {
+            let text = super::compaction::prose(&format!("question {k}"), 60);
+            let id = engine.submit(Op::UserInput { text, attachments: Vec::new() });
+            let events =
+                settle(&mut engine, id, &mut gauge, |e| matches!(e, Event::TurnFinished { .. }))
+                    .await;
+            if events.iter().any(|e| matches!(e, Event::CompactionFinished { .. })) {
+                compacted = true;
+                agree_with(&h, &mut engine, &mut gauge, what, overrides.clone()).await;
+                break;
+            }
+        }
+        assert!(compacted, "{what}: the conversation was compacted");
+        engine.shutdown().await;
+    }
 }

@@ -150,10 +150,17 @@ async fn a_background_note_is_committed_at_the_threshold_anthropic() {
     committed_in_the_background("anthropic").await;
 }
 
-/// Starts a slow background note, does `what`, and checks the note left no trace.
+/// Starts a slow background note, does `what`, and checks the note left no trace, in both
+/// wire formats.
 async fn discarded_after(what: &str) {
+    for provider in ["openai", "anthropic"] {
+        discarded_after_on(what, provider).await;
+    }
+}
+
+async fn discarded_after_on(what: &str, provider: &str) {
     let h = Harness::new().await;
-    let mut engine = spawn_bg(&h, "openai", Duration::from_secs(5));
+    let mut engine = spawn_bg(&h, provider, Duration::from_secs(5));
     until_writing(&mut engine).await;
     wait_for_summary_request(&h).await;
     let op = match what {
@@ -167,6 +174,7 @@ async fn discarded_after(what: &str) {
                 .to_string();
             Op::Checkout { to: first_user }
         }
+        "model" if provider == "anthropic" => Op::SwitchModel { model: "claude-haiku-4-5".into() },
         "model" => Op::SwitchModel { model: "gpt-4.1-mini".into() },
         _ => Op::Compact { focus: None },
     };

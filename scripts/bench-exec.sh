@@ -8,6 +8,11 @@
 # that sends the one request over plain TCP, reads the stream, appends and syncs two lines and
 # exits), `true` (a process start and exit) and `codewhale --version`.
 #
+# Side by side: OpenAI's Codex CLI (its native binary, installed by scripts/codex-cli.sh) runs
+# `codex exec` with the same prompt against the same mock (which speaks the Responses API for
+# it), interleaved run by run with `codewhale exec`, and the script prints the ratio of the
+# medians. CODEX=0 leaves it out; without npm it is left out with a message.
+#
 # MCP_SLOW_SERVERS=N adds N configured MCP servers that each take 3 s to start (the Python test
 # server of fixtures/mcp behind a `sleep`), with their tool lists cached by one `codewhale mcp
 # list` beforehand: the figure shows what slow servers add to a round trip that never calls
@@ -42,20 +47,57 @@ if [ "$servers" -gt 0 ]; then
 fi
 
 # The mock serves until its stdin (fd 3 here) closes.
-exec 3> >("$mock" "$((2 * runs + 5))" > "$work/url")
+exec 3> >("$mock" > "$work/url")
 for _ in $(seq 50); do [ -s "$work/url" ] && break; sleep 0.1; done
 url="$(head -n1 "$work/url")"
 
-walls=(); rss=()
+codex=""
+if [ "${CODEX:-1}" != 0 ]; then
+  if codex="$(bash scripts/codex-cli.sh | tail -n1)"; then
+    # Codex reads its provider from CODEX_HOME/config.toml; the same slow MCP servers, if any.
+    mkdir -p "$work/codex-home" "$work/codex-ws"
+    {
+      printf 'model = "gpt-4.1"\nmodel_provider = "mock"\ncheck_for_update_on_startup = false\n'
+      printf '[model_providers.mock]\nname = "mock"\nbase_url = "%s"\nwire_api = "responses"\nenv_key = "MOCK_API_KEY"\n' "$url"
+      if [ "$servers" -gt 0 ]; then
+        for n in $(seq "$servers"); do
+          printf '[mcp_servers.slow%s]\ncommand = "sh"\nargs = ["-c", "sleep 3; exec %s %s stdio"]\n' \
+            "$n" "$python" "$script"
+        done
+      fi
+    } > "$work/codex-home/config.toml"
+  else
+    echo "Codex is left out: scripts/codex-cli.sh could not install it" >&2
+    codex=""
+  fi
+fi
+
+cw_walls=(); cw_rss=(); cx_walls=(); cx_rss=()
 for i in $(seq "$runs"); do
+  walls=(); rss=()
   timed "$work/ws" /dev/null env CODEWHALE_HOME="$work/home" OPENAI_API_KEY=sk-bench \
     "$bin" exec --provider openai --base-url "$url" --model gpt-4.1 "say the answer"
+  cw_walls+=("${walls[@]}"); cw_rss+=("${rss[@]}")
+  if [ -n "$codex" ]; then
+    walls=(); rss=()
+    timed "$work/codex-ws" /dev/null env CODEX_HOME="$work/codex-home" MOCK_API_KEY=sk-bench \
+      "$codex" exec --skip-git-repo-check "say the answer"
+    cx_walls+=("${walls[@]}"); cx_rss+=("${rss[@]}")
+  fi
 done
 
 printf 'codewhale exec round trip over %s runs (release, mock provider on localhost, %s slow MCP servers)\n' "$runs" "$servers"
-printf '  wall time: median %ss, min %ss, max %ss\n' "$(median "${walls[@]}")" \
-  "$(least "${walls[@]}")" "$(most "${walls[@]}")"
-printf '  peak RSS:  median %s KiB, max %s KiB\n' "$(median "${rss[@]}")" "$(most "${rss[@]}")"
+printf '  wall time: median %ss, min %ss, max %ss\n' "$(median "${cw_walls[@]}")" \
+  "$(least "${cw_walls[@]}")" "$(most "${cw_walls[@]}")"
+printf '  peak RSS:  median %s KiB, max %s KiB\n' "$(median "${cw_rss[@]}")" "$(most "${cw_rss[@]}")"
+if [ -n "$codex" ]; then
+  printf 'codex exec, interleaved with it (%s)\n' "$("$codex" --version)"
+  printf '  wall time: median %ss, min %ss, max %ss\n' "$(median "${cx_walls[@]}")" \
+    "$(least "${cx_walls[@]}")" "$(most "${cx_walls[@]}")"
+  printf '  peak RSS:  median %s KiB, max %s KiB\n' "$(median "${cx_rss[@]}")" "$(most "${cx_rss[@]}")"
+  printf '  codewhale / codex: %s x the wall time (medians)\n' \
+    "$(awk -v a="$(median "${cw_walls[@]}")" -v b="$(median "${cx_walls[@]}")" 'BEGIN {printf "%.3f", a / b}')"
+fi
 
 walls=(); rss=()
 for i in $(seq "$runs"); do

@@ -14,7 +14,7 @@ build_release() {
   done
 }
 
-# timed DIR OUT CMD...: runs CMD in DIR (stdout to OUT, which may be /dev/null) under
+# timed DIR OUT CMD...: runs CMD in DIR (stdin empty, stdout to OUT, which may be /dev/null) under
 # /usr/bin/time, appending its wall time in seconds to the array `walls` and its peak RSS in KiB
 # to `rss`. A failing CMD stops the script with its stderr.
 timed() {
@@ -23,7 +23,7 @@ timed() {
   local start end notes
   notes="$(mktemp)"
   start=$(date +%s%N)
-  if ! (cd "$dir" && /usr/bin/time -f '%M' -o "$notes.rss" "$@" > "$out" 2> "$notes"); then
+  if ! (cd "$dir" && /usr/bin/time -f '%M' -o "$notes.rss" "$@" < /dev/null > "$out" 2> "$notes"); then
     echo "failed: $*" >&2
     cat "$notes" >&2
     exit 1

@@ -1,22 +1,56 @@
-//! A mock OpenAI-compatible provider as a process, for measuring `codewhale exec` end to end
-//! (`scripts/bench-exec.sh`).
+//! A mock model provider as a process, for measuring `codewhale exec` end to end, and another
+//! tool's one-prompt run next to it (`scripts/bench-exec.sh`).
 //!
-//! Usage: `mock_provider [REPLIES]` — serves REPLIES (default 100) scripted text answers with
-//! usage, prints its base URL (`http://127.0.0.1:PORT/v1`) on the first line of stdout, and
-//! runs until stdin closes.
+//! Usage: `mock_provider` — answers every request with the same short text and its usage:
+//! `/v1/chat/completions` in the Chat Completions shape, `/v1/messages` in the Anthropic shape,
+//! `/v1/responses` in the Responses API shape (what Codex speaks). Prints its base URL
+//! (`http://127.0.0.1:PORT/v1`) on the first line of stdout and runs until stdin closes.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::io::{BufRead as _, Write as _};
 
 use codewhale_provider::test_support::{MockServer, Reply};
 
+const ANSWER: &str = "Done: the answer is 42.";
+
+/// One streamed Responses API reply: the events a client needs to show the text and finish
+/// the turn (`response.completed` with usage ends it).
+fn responses_stream() -> String {
+    let message = serde_json::json!({
+        "type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+        "content": [{"type": "output_text", "text": ANSWER, "annotations": []}],
+    });
+    let events = [
+        serde_json::json!({"type": "response.created",
+            "response": {"id": "resp_1", "object": "response", "status": "in_progress", "output": []}}),
+        serde_json::json!({"type": "response.output_item.added", "output_index": 0,
+            "item": {"type": "message", "id": "msg_1", "role": "assistant", "status": "in_progress", "content": []}}),
+        serde_json::json!({"type": "response.output_text.delta", "item_id": "msg_1",
+            "output_index": 0, "content_index": 0, "delta": ANSWER}),
+        serde_json::json!({"type": "response.output_item.done", "output_index": 0, "item": message}),
+        serde_json::json!({"type": "response.completed", "response": {
+            "id": "resp_1", "object": "response", "status": "completed", "output": [message],
+            "usage": {"input_tokens": 2_000, "input_tokens_details": {"cached_tokens": 0},
+                "output_tokens": 9, "output_tokens_details": {"reasoning_tokens": 0},
+                "total_tokens": 2_009}}}),
+    ];
+    events
+        .iter()
+        .map(|event| format!("event: {}\ndata: {event}\n\n", event["type"].as_str().unwrap_or("")))
+        .collect()
+}
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> std::io::Result<()> {
-    let replies: usize = std::env::args().nth(1).and_then(|n| n.parse().ok()).unwrap_or(100);
     let server = MockServer::start().await?;
-    for _ in 0..replies {
-        server.push(Reply::text("Done: the answer is 42.").with_usage(2_000, 9));
-    }
+    let stream = responses_stream();
+    server.respond_with(move |request| {
+        if request.path.ends_with("/responses") {
+            Reply::raw_sse(stream.clone())
+        } else {
+            Reply::text(ANSWER).with_usage(2_000, 9)
+        }
+    });
     let mut out = std::io::stdout();
     writeln!(out, "{}", server.openai_base_url())?;
     out.flush()?;

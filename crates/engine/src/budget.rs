@@ -213,11 +213,6 @@ impl Budget {
         self.system.total()
     }
 
-    /// The tool schemas' share of [`Budget::system_tokens`].
-    pub fn tool_schema_tokens(&self) -> u64 {
-        self.system.schemas
-    }
-
     /// Sets the view's total from a fresh render (session open, after a compaction pass).
     pub fn reset_view(&mut self, view_tokens: u64) {
         self.view_tokens = view_tokens;
@@ -310,10 +305,6 @@ impl Budget {
     /// Whether the last request had to leave the oldest part of the view out to fit.
     pub fn set_trimmed(&mut self, trimmed: bool) {
         self.trimmed = trimmed;
-    }
-
-    pub fn trimmed(&self) -> bool {
-        self.trimmed
     }
 
     /// What the gauge, `/context` and `codewhale context` show: the next request as it will

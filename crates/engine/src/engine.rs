@@ -240,8 +240,9 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
     }
     sink.emit(start, session.usage_event(None, None));
     // Figures shown before the encoder was ready are provisional: shown again, exact, once it
-    // is (opening never waits for it).
-    let mut encoder = (!crate::tokens::is_ready())
+    // is (opening never waits for it). Only an encoder already being built is waited for: a
+    // one-turn command that needs no exact count never builds one (nor waits for it on exit).
+    let mut encoder = crate::tokens::is_building()
         .then(|| tokio::task::spawn_blocking(crate::tokens::wait_ready));
     let mut shutdown = None;
     while shutdown.is_none() {

@@ -13,13 +13,18 @@
 //! - When the encoder cannot be built, every count is the estimate `bytes / 4`.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
 use bpe_openai::Tokenizer;
 
 static ENCODER: OnceLock<Option<&'static Tokenizer>> = OnceLock::new();
+/// Set once something asked for the encoder (a warm-up or an exact count): from then on it is
+/// built or being built.
+static REQUESTED: AtomicBool = AtomicBool::new(false);
 
 fn build() -> Option<&'static Tokenizer> {
+    tracing::debug!("building the o200k encoder");
     match catch_unwind(bpe_openai::o200k_base) {
         Ok(bpe) => Some(bpe),
         Err(_) => {
@@ -30,6 +35,7 @@ fn build() -> Option<&'static Tokenizer> {
 }
 
 fn encoder() -> Option<&'static Tokenizer> {
+    REQUESTED.store(true, Ordering::Relaxed);
     *ENCODER.get_or_init(build)
 }
 
@@ -39,6 +45,7 @@ pub fn warm_up() {
     if ENCODER.get().is_some() {
         return;
     }
+    REQUESTED.store(true, Ordering::Relaxed);
     let spawned = std::thread::Builder::new().name("o200k-warm-up".into()).spawn(|| {
         let _ = encoder();
     });
@@ -50,6 +57,12 @@ pub fn warm_up() {
 /// Waits until the encoder is built (or has failed to build).
 pub fn wait_ready() {
     let _ = encoder();
+}
+
+/// Whether the encoder is being built and not ready yet: something asked for it (a
+/// [`warm_up`] or an exact count). A one-turn command that never does stays without it.
+pub fn is_building() -> bool {
+    REQUESTED.load(Ordering::Relaxed) && ENCODER.get().is_none()
 }
 
 /// Whether exact counts are available without waiting.

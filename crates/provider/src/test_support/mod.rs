@@ -2,7 +2,9 @@
 //!
 //! [`MockServer::start`] binds an axum server to `127.0.0.1:0` that speaks both wire formats:
 //! `POST /v1/chat/completions` (and `/chat/completions`) answers as an OpenAI-compatible
-//! server, `POST /v1/messages` as Anthropic. Each request takes the next [`Reply`] from a
+//! server, `POST /v1/messages` as Anthropic. `POST /v1/responses` serves only raw SSE replies
+//! ([`Reply::raw_sse`], [`Reply::sse_file`]), so a client of OpenAI's Responses API (another
+//! tool, in a side-by-side benchmark) can be scripted too. Each request takes the next [`Reply`] from a
 //! queue and is recorded, body and headers, for assertions.
 //!
 //! ```no_run
@@ -115,6 +117,7 @@ impl MockServer {
             .route("/v1/chat/completions", post(openai))
             .route("/chat/completions", post(openai))
             .route("/v1/messages", post(anthropic))
+            .route("/v1/responses", post(responses))
             .fallback(not_found)
             .with_state(shared.clone());
         let stop = shutdown.clone();
@@ -223,6 +226,29 @@ async fn anthropic(
     body: Bytes,
 ) -> Response {
     serve(Wire::Anthropic, state, uri, headers, body)
+}
+
+/// The Responses API is not rendered from scripts: a scripted reply there would come back in
+/// the Chat Completions shape, which its clients cannot read, so only verbatim SSE is served.
+async fn responses(
+    state: State<Arc<Shared>>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let verbatim = |reply: &Reply| matches!(reply.content, Content::RawSse(_) | Content::SseFile(_));
+    let next_is_verbatim = match lock(&state.queue).front() {
+        Some(reply) => verbatim(reply),
+        None => lock(&state.responder).is_some(),
+    };
+    if !next_is_verbatim {
+        return json_response(
+            418,
+            r#"{"error":{"message":"mock server: /v1/responses serves only raw SSE replies; queue one with Reply::raw_sse","type":"mock_unsupported"}}"#,
+            &[],
+        );
+    }
+    serve(Wire::OpenAi, state, uri, headers, body)
 }
 
 async fn not_found(uri: Uri) -> Response {

@@ -325,3 +325,24 @@ async fn connection_refused_is_a_network_error_after_retries() {
         .unwrap_err();
     assert_eq!(failure.error.kind, ErrorKind::Network, "{}", failure.error);
 }
+
+/// `/v1/responses` (for scripting a Responses API client next to ours) serves verbatim SSE and
+/// refuses a scripted reply, which it could only send in the wrong shape.
+#[tokio::test]
+async fn the_responses_route_serves_only_verbatim_streams() {
+    let server = server().await;
+    let url = format!("{}/responses", server.openai_base_url());
+    let http = reqwest::Client::new();
+    server.push(Reply::text("in the chat completions shape"));
+    let refused = http.post(&url).body("{}").send().await.unwrap();
+    assert_eq!(refused.status().as_u16(), 418);
+    assert!(refused.text().await.unwrap().contains("only raw SSE replies"));
+    assert_eq!(server.remaining(), 1, "the refused reply stays queued");
+    let sse = "event: response.completed\ndata: {\"type\":\"response.completed\"}\n\n";
+    let server = super::server().await;
+    server.push(Reply::raw_sse(sse));
+    let served = http.post(format!("{}/responses", server.openai_base_url())).send().await.unwrap();
+    assert_eq!(served.status().as_u16(), 200);
+    assert_eq!(served.text().await.unwrap(), sse);
+    assert_eq!(server.requests()[0].path, "/v1/responses");
+}

@@ -418,3 +418,26 @@ async fn compact_with_nothing_to_shrink_is_information() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(text(&out.stdout).starts_with("nothing to compact: "), "{}", text(&out.stdout));
 }
+
+/// A one-prompt `exec` is decided by the cheap upper bound (DESIGN §4): it never builds the
+/// encoder's tables, nor waits for them on exit (they cost more CPU than the rest of the run).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_one_prompt_exec_never_builds_the_encoder() {
+    let s = Setup::new().await;
+    s.server.push(Reply::text("42").with_usage(1200, 2));
+    let mut cmd = s.command();
+    cmd.arg("exec")
+        .args(["--provider", "openai", "--model", "gpt-4.1"])
+        .args(["--base-url", &s.server.openai_base_url(), "say the answer"])
+        .env("OPENAI_API_KEY", TEST_API_KEY)
+        .env("CODEWHALE_LOG", "debug");
+    let out = cmd.output().await.unwrap();
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    let logs: String = std::fs::read_dir(s.home.path().join("logs"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+        .collect();
+    assert!(!logs.is_empty(), "the debug log was written");
+    assert!(!logs.contains("building the o200k encoder"), "{logs}");
+}

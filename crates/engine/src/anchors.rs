@@ -8,7 +8,6 @@
 //! (write a temporary file, then rename), so a crash never leaves half an anchor behind.
 
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// The anchors file, relative to the workspace.
@@ -122,11 +121,13 @@ impl AnchorStore {
         fs::create_dir_all(&dir).map_err(|e| io("create", &dir, e))?;
         // The directory may have just been created: check again before writing into it.
         let path = self.checked_path()?;
-        let tmp = dir.join(format!(".anchors.md.{}.tmp", std::process::id()));
-        let mut file = fs::File::create(&tmp).map_err(|e| io("write", &tmp, e))?;
-        file.write_all(render(entries).as_bytes()).map_err(|e| io("write", &tmp, e))?;
-        file.sync_data().map_err(|e| io("write", &tmp, e))?;
-        fs::rename(&tmp, &path).map_err(|e| io("replace", &path, e))
+        let text = render(entries);
+        codewhale_journal::replace::replace_file(
+            &path,
+            codewhale_journal::replace::SHARED,
+            text.as_bytes(),
+        )
+        .map_err(|e| io("write", &path, e))
     }
 
     /// The file's path after refusing symlinks and anything outside the workspace.

@@ -18,6 +18,23 @@ pub const DEFAULT_THRESHOLD: f64 = 0.8;
 /// a ratio past 2 means the estimate and the report were of different prompts.
 pub const CALIBRATION_RANGE: (f64, f64) = (1.0, 2.0);
 
+/// `tokens` of our estimate as the provider will count them at `calibration` (kept within
+/// [`CALIBRATION_RANGE`]), rounded up. With [`from_provider`], the one scaling rule of every
+/// budget decision.
+pub fn to_provider(tokens: u64, calibration: f64) -> u64 {
+    (tokens as f64 * clamp_calibration(calibration)).ceil() as u64
+}
+
+/// How many tokens of our estimate fit in `provider_tokens` of the provider's at `calibration`
+/// (kept within [`CALIBRATION_RANGE`]), rounded down.
+pub fn from_provider(provider_tokens: f64, calibration: f64) -> u64 {
+    (provider_tokens / clamp_calibration(calibration)).floor() as u64
+}
+
+fn clamp_calibration(ratio: f64) -> f64 {
+    ratio.clamp(CALIBRATION_RANGE.0, CALIBRATION_RANGE.1)
+}
+
 /// Where a number came from.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -248,7 +265,7 @@ impl Budget {
         self.estimated_savings = 0;
         if estimated > 0 {
             let ratio = reported as f64 / estimated as f64;
-            self.calibration = ratio.clamp(CALIBRATION_RANGE.0, CALIBRATION_RANGE.1);
+            self.calibration = clamp_calibration(ratio);
         }
     }
 
@@ -280,7 +297,7 @@ impl Budget {
 
     /// `tokens` scaled by the calibration ratio.
     pub fn calibrated(&self, tokens: u64) -> u64 {
-        (tokens as f64 * self.calibration).ceil() as u64
+        to_provider(tokens, self.calibration)
     }
 
     /// The raw o200k estimate of the next request (system + view), uncalibrated.

@@ -201,10 +201,7 @@ fn display(text: &Text) -> String {
     if text.len() <= MAX_OUTPUT_BYTES {
         return text.to_owned();
     }
-    let mut end = MAX_OUTPUT_BYTES;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
+    let end = text.floor_char_boundary(MAX_OUTPUT_BYTES);
     format!("{}\n… (shortened for display)", &text[..end])
 }
 

@@ -64,6 +64,10 @@ pub mod protocol;
 pub mod sandbox;
 pub mod trust;
 
+/// Replacing a whole file atomically, the one way a front end rewrites a file it owns (the
+/// journal crate's helper, which every file rewrite of the engine goes through too).
+pub use codewhale_journal::replace;
+
 pub use approval::ApprovalMode;
 pub use config::{ConfigError, Env, Overrides};
 pub use engine::{Engine, EngineHandle, EngineParams, EventReceiver};

@@ -16,7 +16,6 @@
 //! file or a stray temporary one.
 
 use std::collections::BTreeMap;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -172,14 +171,7 @@ fn remember(home: &Path, workspace: &Path, sha256: String, trusted: bool) -> std
     let bytes = serde_json::to_vec_pretty(&store).map_err(std::io::Error::other)?;
     std::fs::create_dir_all(home)?;
     let path = store_path(home);
-    let tmp = home.join(format!(".{TRUST_FILE}.{}.tmp", std::process::id()));
-    let written = std::fs::File::create(&tmp)
-        .and_then(|mut f| f.write_all(&bytes).and_then(|()| f.sync_all()))
-        .and_then(|()| std::fs::rename(&tmp, &path));
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written
+    codewhale_journal::replace::replace_file(&path, codewhale_journal::replace::PRIVATE, &bytes)
 }
 
 #[cfg(test)]

@@ -38,6 +38,7 @@ mod meta;
 mod note;
 mod payload;
 mod record;
+pub mod replace;
 mod scan;
 mod shorten;
 mod sidecar;

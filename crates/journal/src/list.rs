@@ -108,12 +108,9 @@ pub fn list_sessions(dir: &Path) -> io::Result<Listing> {
 
 fn write_cache(path: &Path, cache: &Cache) {
     let Ok(bytes) = serde_json::to_vec(cache) else { return };
-    let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
-    // Best effort: a read-only directory or a full disk just means no cache, and no temporary
-    // file left behind.
-    if std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path)).is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
+    // Best effort: a read-only directory or a full disk just means no cache (and no temporary
+    // file left behind).
+    let _ = crate::replace::replace_file(path, crate::replace::PRIVATE, &bytes);
 }
 
 fn read_session(path: &Path, cached: Option<Counted>) -> Result<(SessionInfo, Counted), String> {

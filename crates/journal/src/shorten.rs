@@ -58,14 +58,8 @@ pub fn cut_to_bound_naming(
     if text.len() <= max_bytes {
         return None;
     }
-    let mut head = max_bytes / 2;
-    while !text.is_char_boundary(head) {
-        head -= 1;
-    }
-    let mut tail = text.len() - (max_bytes - max_bytes / 2);
-    while !text.is_char_boundary(tail) {
-        tail += 1;
-    }
+    let head = text.floor_char_boundary(max_bytes / 2);
+    let tail = text.ceil_char_boundary(text.len() - (max_bytes - max_bytes / 2));
     let marker = bounded_marker(tail - head, entry);
     let mut out = String::with_capacity(head + marker.len() + text.len() - tail);
     out.push_str(&text[..head]);
@@ -120,7 +114,7 @@ pub fn bound_blocks(blocks: &[Block], max_bytes: u64, entry: &EntryId) -> Option
         match block {
             Block::Text(t) => {
                 let keep = t.text.len().min(remaining.max(MIN_TEXT_PREFIX));
-                let end = floor_char(&t.text, keep);
+                let end = t.text.floor_char_boundary(keep);
                 remaining = remaining.saturating_sub(end);
                 out.push(Block::text(&t.text[..end]));
             }
@@ -142,7 +136,7 @@ pub fn bound_blocks(blocks: &[Block], max_bytes: u64, entry: &EntryId) -> Option
 fn cut_strings(value: &mut Value, max: usize) {
     match value {
         Value::String(s) if s.len() > max => {
-            let end = floor_char(s, max);
+            let end = s.floor_char_boundary(max);
             let cut = s.len() - end;
             s.truncate(end);
             s.push_str(&format!("[... {cut} bytes cut by compaction]"));
@@ -151,14 +145,6 @@ fn cut_strings(value: &mut Value, max: usize) {
         Value::Object(map) => map.values_mut().for_each(|v| cut_strings(v, max)),
         _ => {}
     }
-}
-
-fn floor_char(text: &str, mut i: usize) -> usize {
-    i = i.min(text.len());
-    while !text.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
 }
 
 #[cfg(test)]

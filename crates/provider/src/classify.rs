@@ -151,11 +151,7 @@ fn bounded(message: &str) -> String {
     if message.len() <= MAX_MESSAGE {
         return message.to_owned();
     }
-    let mut end = MAX_MESSAGE;
-    while !message.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &message[..end])
+    format!("{}…", &message[..message.floor_char_boundary(MAX_MESSAGE)])
 }
 
 #[cfg(test)]

@@ -198,10 +198,7 @@ fn sse(text: &str) -> String {
     out.push_str(&chunk(serde_json::json!({"role": "assistant", "content": ""}), None));
     let mut rest = text;
     while !rest.is_empty() {
-        let mut at = rest.len().min(16);
-        while !rest.is_char_boundary(at) {
-            at += 1;
-        }
+        let at = rest.ceil_char_boundary(16);
         let (piece, tail) = rest.split_at(at);
         out.push_str(&chunk(serde_json::json!({"content": piece}), None));
         rest = tail;

@@ -7,9 +7,9 @@
 //! deleted while the session exists. The directories are created mode 0700: the store holds
 //! the user's file contents, which may be private.
 
-use std::fs::{self, DirBuilder, OpenOptions};
-use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::fs::{self, DirBuilder};
+use std::io;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
@@ -56,17 +56,8 @@ impl FileStore {
         }
         let parent = path.parent().unwrap_or(&self.dir);
         DirBuilder::new().recursive(true).mode(0o700).create(parent)?;
-        let tmp = parent.join(format!(".tmp-{}-{}", std::process::id(), uuid::Uuid::now_v7()));
-        let written = (|| {
-            let mut f = OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
-            f.write_all(bytes)?;
-            f.sync_data()?;
-            fs::rename(&tmp, &path)
-        })();
-        if written.is_err() {
-            let _ = fs::remove_file(&tmp);
-        }
-        written.map(|()| hash)
+        codewhale_journal::replace::replace_file(&path, codewhale_journal::replace::PRIVATE, bytes)?;
+        Ok(hash)
     }
 
     /// The bytes stored under `hash`.

@@ -214,9 +214,8 @@ fn fit_plan(
     target: u64,
 ) -> (Vec<Bounded>, bool) {
     let budget = session.budget();
-    let calibration = budget.calibration().clamp(1.0, 2.0);
-    let available =
-        ((target as f64 / calibration).floor() as u64).saturating_sub(budget.system_tokens());
+    let available = crate::budget::from_provider(target as f64, budget.calibration())
+        .saturating_sub(budget.system_tokens());
     let after = view.items.iter().position(|i| i.kind == ItemKind::Checkpoint).map_or(0, |i| i + 1);
     let candidates: Vec<Candidate> = view
         .items

@@ -44,7 +44,7 @@ impl CutPolicy {
     }
 
     fn estimate_budget(&self, provider_tokens: f64) -> u64 {
-        (provider_tokens / self.calibration.clamp(1.0, 2.0)).floor() as u64
+        crate::budget::from_provider(provider_tokens, self.calibration)
     }
 
     /// The kept tail target, in estimated tokens.

@@ -55,7 +55,6 @@ pub fn plan(
     policy: &PrunePolicy,
 ) -> PrunePlan {
     let tok = |i: usize| tokens.get(i).copied().unwrap_or(0);
-    let c = policy.calibration.clamp(1.0, 2.0);
     let protected = round::last_round_start(messages)
         .map_or(0, |start| round::protected_start(messages, start));
     let calls = call_signatures(messages);
@@ -92,7 +91,7 @@ pub fn plan(
         let large = content_bytes(message) > LARGE_RESULT_BYTES;
         let saved = tok(i).saturating_sub(STUB_TOKENS);
         if (large || superseded) && saved > 0 {
-            let provider_saved = (saved as f64 * c).ceil() as u64;
+            let provider_saved = crate::budget::to_provider(saved, policy.calibration);
             pruned.push(i);
             savings += provider_saved;
             pressure = pressure.saturating_sub(provider_saved);

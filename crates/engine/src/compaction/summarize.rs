@@ -26,7 +26,7 @@ use codewhale_provider::{CancellationToken, ErrorKind, Request, ToolChoice};
 use super::plain::PlainView;
 use super::summary::{self, Scope};
 use super::summary_input::{self, InputBudget, InputPlan};
-use crate::budget::Limits;
+use crate::budget::{from_provider, Limits};
 use crate::convert;
 use crate::prompt::SystemPrompt;
 use crate::session::{counts, Session};
@@ -134,9 +134,9 @@ pub(crate) async fn summarize(
         match run_plan(job, &plan, budget.note, cancel.clone()).await {
             Err(Attempt::Overflow { limit }) if overflows < OVERFLOW_RETRIES => {
                 overflows += 1;
-                let calibration = job.summarizer.calibration.clamp(1.0, 2.0);
+                let calibration = job.summarizer.calibration;
                 let stated = limit.map(|l| {
-                    (l.saturating_sub(u64::from(job.max_output)) as f64 / calibration) as u64
+                    from_provider(l.saturating_sub(u64::from(job.max_output)) as f64, calibration)
                 });
                 let smaller = budget.tokens - budget.tokens / 4;
                 budget.tokens = stated.map_or(smaller, |s| s.min(smaller).max(1));
@@ -161,8 +161,7 @@ enum Attempt {
 /// The budget of the summarizing model, in estimated tokens.
 fn input_budget(job: &SummaryJob<'_>) -> InputBudget {
     let limits = job.summarizer.limits;
-    let calibration = job.summarizer.calibration.clamp(1.0, 2.0);
-    let tokens = (limits.usable_input as f64 / calibration) as u64;
+    let tokens = from_provider(limits.usable_input as f64, job.summarizer.calibration);
     let instruction = summary::instruction(&Scope::Chunk, job.focus, true);
     // Exact when the encoder is ready; never waited for (an upper bound instead).
     let instruction = counts::exact_if_ready(&instruction)

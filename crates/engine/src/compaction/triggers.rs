@@ -38,6 +38,12 @@ pub struct Backoff {
 /// The longest wait, in turns, between two auto summary attempts.
 pub const MAX_SKIPPED_TURNS: u32 = 32;
 
+/// The turns an auto pass waits after `failures` summary failures in a row: 2, 4, 8, … up to
+/// [`MAX_SKIPPED_TURNS`] (DESIGN §5.1). The one formula, live and replayed from the journal.
+pub fn turns_to_wait(failures: u32) -> u32 {
+    2u32.saturating_pow(failures).min(MAX_SKIPPED_TURNS)
+}
+
 /// The backoff a session's journal implies: the summary failures since the last summary
 /// record (a `system` notice with `summary_failed`), and the turns started since the latest
 /// one. So a backoff holds across processes — each `codewhale exec` is one.
@@ -65,8 +71,7 @@ pub(crate) fn replay_backoff(journal: &codewhale_journal::Journal) -> Option<Bac
         }
     }
     let since = turns_since_latest?;
-    let wait = 2u32.saturating_pow(failures).min(MAX_SKIPPED_TURNS);
-    Some(Backoff { failures, skip_turns: wait.saturating_sub(since) })
+    Some(Backoff { failures, skip_turns: turns_to_wait(failures).saturating_sub(since) })
 }
 
 /// Called when a turn starts: one turn less to wait.
@@ -93,7 +98,7 @@ pub(crate) fn summary_failed(
     emit: &(dyn Fn(Event) + Send + Sync),
 ) {
     let failures = session.summary_backoff.map_or(0, |b| b.failures) + 1;
-    let skip_turns = 2u32.saturating_pow(failures).min(MAX_SKIPPED_TURNS);
+    let skip_turns = turns_to_wait(failures);
     let first = session.summary_backoff.is_none();
     session.summary_backoff = Some(Backoff { failures, skip_turns });
     if first {

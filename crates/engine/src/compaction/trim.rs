@@ -54,8 +54,7 @@ pub fn fit(
     usable_input: u64,
     shorten: Shorten,
 ) -> Fit {
-    let c = calibration.clamp(1.0, 2.0);
-    let provider = |estimate: u64| (estimate as f64 * c).ceil() as u64;
+    let provider = |estimate: u64| crate::budget::to_provider(estimate, calibration);
     let mut total = system + plain.total();
     if provider(total) <= usable_input {
         return Fit::Whole(view);
@@ -109,7 +108,8 @@ pub fn fit(
     }
     let mut bounded = Vec::new();
     if provider(total) > usable_input && shorten == Shorten::DropAndBound {
-        let budget = ((usable_input as f64 / c).floor() as u64).saturating_sub(system);
+        let budget =
+            crate::budget::from_provider(usable_input as f64, calibration).saturating_sub(system);
         let candidates: Vec<Candidate> = (0..messages.len())
             .filter(|&i| {
                 !drop[i]

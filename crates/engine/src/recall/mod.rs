@@ -389,10 +389,7 @@ fn densest(found: &[(usize, usize)], terms: usize) -> usize {
 
 /// About [`SNIPPET_SIDE`] characters on each side of byte `at`, on one line.
 fn snippet(text: &str, at: usize) -> String {
-    let mut start = at.saturating_sub(SNIPPET_SIDE * 2).min(text.len());
-    while !text.is_char_boundary(start) {
-        start -= 1;
-    }
+    let mut start = text.floor_char_boundary(at.saturating_sub(SNIPPET_SIDE * 2));
     // Count characters, not bytes, on the left.
     let left: Vec<(usize, char)> = text[start..at.min(text.len())].char_indices().collect();
     if left.len() > SNIPPET_SIDE {

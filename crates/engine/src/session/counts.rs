@@ -102,9 +102,9 @@ pub fn store_sidecar(journal: &Path, counts: &HashMap<EntryId, u32>) {
     let map: HashMap<&str, u32> = counts.iter().map(|(id, n)| (id.as_str(), *n)).collect();
     let Ok(bytes) = serde_json::to_vec(&map) else { return };
     let path = sidecar_path(journal);
-    let aside = path.with_extension(format!("json.{}.tmp", std::process::id()));
-    if std::fs::write(&aside, bytes).and_then(|()| std::fs::rename(&aside, &path)).is_err() {
-        let _ = std::fs::remove_file(&aside);
+    let replaced =
+        codewhale_journal::replace::replace_file(&path, codewhale_journal::replace::PRIVATE, &bytes);
+    if replaced.is_err() {
         tracing::debug!(path = %path.display(), "cannot store the token counts sidecar");
     }
 }

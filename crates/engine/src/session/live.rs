@@ -45,8 +45,8 @@ impl Session {
     pub fn recall_room_chars(&self) -> usize {
         let budget = self.budget();
         let room = budget.limits().threshold.saturating_sub(budget.pressure().tokens);
-        let tokens = room as f64 / budget.calibration().clamp(1.0, 2.0);
-        usize::try_from((tokens * 3.0) as u64).unwrap_or(usize::MAX)
+        let tokens = crate::budget::from_provider(room as f64, budget.calibration());
+        usize::try_from(tokens.saturating_mul(3)).unwrap_or(usize::MAX)
     }
 
     /// The [`Event::Plan`] of HEAD's live plan; `updated` when a call just set it.

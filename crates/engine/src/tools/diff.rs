@@ -54,10 +54,7 @@ pub fn preview(workspace: &std::path::Path, name: &str, input: &Value) -> Option
         text = format!("{shown}: no change\n");
     }
     if text.len() > MAX_DIFF_BYTES {
-        let mut end = MAX_DIFF_BYTES;
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
+        let end = text.floor_char_boundary(MAX_DIFF_BYTES);
         let left = text[end..].lines().count();
         text.truncate(end);
         text.push_str(&format!("\n[... {left} more lines of the diff not shown ...]\n"));

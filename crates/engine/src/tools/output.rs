@@ -12,8 +12,8 @@ pub fn cap(text: &str, max: usize) -> String {
         return text.to_owned();
     }
     let half = max / 2;
-    let head_end = floor_boundary(text, half);
-    let tail_start = ceil_boundary(text, text.len() - half);
+    let head_end = text.floor_char_boundary(half);
+    let tail_start = text.ceil_char_boundary(text.len() - half);
     format!(
         "{}\n[... {} bytes omitted ...]\n{}",
         &text[..head_end],
@@ -22,21 +22,6 @@ pub fn cap(text: &str, max: usize) -> String {
     )
 }
 
-pub(crate) fn floor_boundary(text: &str, mut i: usize) -> usize {
-    i = i.min(text.len());
-    while !text.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
-}
-
-pub(crate) fn ceil_boundary(text: &str, mut i: usize) -> usize {
-    i = i.min(text.len());
-    while !text.is_char_boundary(i) {
-        i += 1;
-    }
-    i
-}
 
 /// Collects a stream's bytes keeping only a bounded head and tail, so memory stays bounded
 /// whatever a command prints.

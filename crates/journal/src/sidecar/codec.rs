@@ -1,34 +1,33 @@
 //! The sidecar's byte encoding: a writer that feeds the checksum ([`crate::hash`]), and a
 //! reader of little-endian fields and length-prefixed strings that refuses anything short.
 
-use std::fs::File;
 use std::io::{BufReader, Read, Write};
 
 use crate::hash::Checksum;
 
-/// The sidecar being written: buffered to its file, every byte added to the checksum.
-pub(super) struct Out {
-    pub(super) file: std::io::BufWriter<File>,
+/// The sidecar being written: to its (buffered) file, every byte added to the checksum.
+pub(super) struct Out<'a> {
+    pub(super) file: &'a mut dyn Write,
     pub(super) sum: Checksum,
 }
 
-impl Out {
+impl Out<'_> {
     pub(super) fn bytes(&mut self, b: &[u8]) -> std::io::Result<()> {
         self.sum.update(b);
         self.file.write_all(b)
     }
 }
 
-pub(super) fn put_u32(w: &mut Out, n: usize) -> std::io::Result<()> {
+pub(super) fn put_u32(w: &mut Out<'_>, n: usize) -> std::io::Result<()> {
     w.bytes(&u32::try_from(n).unwrap_or(u32::MAX).to_le_bytes())
 }
 
-pub(super) fn put_str(w: &mut Out, s: &str) -> std::io::Result<()> {
+pub(super) fn put_str(w: &mut Out<'_>, s: &str) -> std::io::Result<()> {
     put_u32(w, s.len())?;
     w.bytes(s.as_bytes())
 }
 
-pub(super) fn put_opt_str(w: &mut Out, s: Option<&str>) -> std::io::Result<()> {
+pub(super) fn put_opt_str(w: &mut Out<'_>, s: Option<&str>) -> std::io::Result<()> {
     match s {
         Some(s) => put_str(w, s),
         None => w.bytes(&u32::MAX.to_le_bytes()),

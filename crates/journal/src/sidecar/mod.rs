@@ -27,7 +27,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufReader, Read, Write};
+use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -286,12 +286,8 @@ fn try_write(path: &Path, journal: &Journal, reported: &Reported<'_>) -> std::io
     let mut tail = vec![0u8; last_meta.len() as usize];
     read_exact_at(&source.file, &mut tail, last_meta.offset())?;
 
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(format!(".{}.tmp", std::process::id()));
-    let tmp = PathBuf::from(tmp);
-    let written = (|| {
-        let mut w =
-            Out { file: std::io::BufWriter::new(File::create(&tmp)?), sum: Checksum::new() };
+    crate::replace::replace_with(path, crate::replace::PRIVATE, |file| {
+        let mut w = Out { file, sum: Checksum::new() };
         write_body(
             &mut w,
             journal,
@@ -299,17 +295,8 @@ fn try_write(path: &Path, journal: &Journal, reported: &Reported<'_>) -> std::io
             Covered { last, covered, line_count, head: &head, tail: &tail },
         )?;
         let sum = w.sum.finish();
-        let mut file = w.file;
-        file.write_all(&sum.to_le_bytes())?;
-        file.flush()
-    })();
-    match written.and_then(|()| std::fs::rename(&tmp, path)) {
-        Ok(()) => Ok(()),
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            Err(e)
-        }
-    }
+        w.file.write_all(&sum.to_le_bytes())
+    })
 }
 
 /// What the sidecar covers.
@@ -323,7 +310,7 @@ struct Covered<'a> {
 
 /// The sidecar's body, streamed to `w`.
 fn write_body(
-    w: &mut Out,
+    w: &mut Out<'_>,
     journal: &Journal,
     reported: &Reported<'_>,
     c: Covered<'_>,

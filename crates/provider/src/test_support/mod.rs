@@ -236,7 +236,8 @@ async fn responses(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let verbatim = |reply: &Reply| matches!(reply.content, Content::RawSse(_) | Content::SseFile(_));
+    let verbatim =
+        |reply: &Reply| matches!(reply.content, Content::RawSse(_) | Content::SseFile(_));
     let next_is_verbatim = match lock(&state.queue).front() {
         Some(reply) => verbatim(reply),
         None => lock(&state.responder).is_some(),

@@ -181,10 +181,7 @@ fn pieces(text: &str, size: usize) -> Vec<&str> {
     let mut out = Vec::new();
     let mut start = 0;
     while start < text.len() {
-        let mut end = (start + size).min(text.len());
-        while !text.is_char_boundary(end) {
-            end += 1;
-        }
+        let end = text.ceil_char_boundary(start + size);
         out.push(&text[start..end]);
         start = end;
     }

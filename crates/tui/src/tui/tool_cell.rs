@@ -67,10 +67,7 @@ impl ToolCell {
         if let ToolState::Running { live, .. } = &mut self.state {
             live.push_str(text);
             if live.len() > LIVE_BYTES {
-                let mut cut = live.len() - LIVE_BYTES;
-                while !live.is_char_boundary(cut) {
-                    cut += 1;
-                }
+                let cut = live.ceil_char_boundary(live.len() - LIVE_BYTES);
                 live.drain(..cut);
             }
         }

@@ -76,7 +76,7 @@ pub fn append(path: &Path, text: &str) -> io::Result<()> {
     Ok(())
 }
 
-/// Rewrites the file with its newest entries (a temporary file renamed over it).
+/// Rewrites the file with its newest entries (replaced atomically).
 fn trim(path: &Path) -> io::Result<()> {
     let kept = load(path)?;
     let mut out = String::new();
@@ -85,9 +85,11 @@ fn trim(path: &Path) -> io::Result<()> {
         out.push_str(&line);
         out.push('\n');
     }
-    let tmp = path.with_extension("jsonl.tmp");
-    std::fs::write(&tmp, out)?;
-    std::fs::rename(&tmp, path)
+    codewhale_engine::replace::replace_file(
+        path,
+        codewhale_engine::replace::PRIVATE,
+        out.as_bytes(),
+    )
 }
 
 #[cfg(test)]

@@ -176,8 +176,7 @@ impl Composer {
     /// Replaces the `len` bytes before the cursor with `text` (a completed mention).
     pub fn replace_before_cursor(&mut self, len: usize, text: &str) {
         let start = self.col.saturating_sub(len);
-        let start =
-            (0..=start).rev().find(|&i| self.lines[self.row].is_char_boundary(i)).unwrap_or(0);
+        let start = self.lines[self.row].floor_char_boundary(start);
         self.lines[self.row].replace_range(start..self.col, "");
         self.col = start;
         self.insert_str(text);

@@ -76,10 +76,7 @@ fn cuts(text: &str, seed: u64) -> Vec<usize> {
     let mut at = 0;
     while at < text.len() {
         state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        at += 1 + (state >> 33) as usize % 23;
-        while at < text.len() && !text.is_char_boundary(at) {
-            at += 1;
-        }
+        at = text.ceil_char_boundary(at + 1 + (state >> 33) as usize % 23);
         out.push(at.min(text.len()));
     }
     for (i, c) in text.char_indices() {

@@ -73,7 +73,7 @@ pub use config::{ConfigError, Env, Overrides};
 pub use engine::{Engine, EngineHandle, EngineParams, EventReceiver};
 pub use error::EngineError;
 pub use hints::FrontEnd;
-pub use redact::holds_secret;
+pub use redact::{holds_secret, warm_up as warm_up_redaction};
 pub use session::Resume;
 pub use tokens::warm_up;
 

@@ -27,13 +27,42 @@ use sha2::{Digest, Sha256};
 /// How a marker starts; `write_file`/`edit_file` refuse content holding one.
 pub const MARKER_PREFIX: &str = "[REDACTED:";
 
-/// One recognized kind of secret.
-#[derive(Clone)]
+/// One recognized kind of secret. Its own regex (which finds where the secret is) is compiled
+/// on first use: the set of all rules decides whether a text holds any secret at all, and most
+/// texts of a session hold none, so most rules are never compiled a second time.
 struct Rule {
     kind: String,
-    regex: Regex,
+    pattern: String,
+    regex: std::sync::OnceLock<Option<Regex>>,
     /// The capture group holding the secret (0: the whole match).
     group: usize,
+}
+
+impl Rule {
+    fn new(kind: &str, pattern: String, group: usize) -> Rule {
+        Rule { kind: kind.to_owned(), pattern, regex: std::sync::OnceLock::new(), group }
+    }
+
+    /// A rule whose regex is compiled already (a configured pattern, checked when it is read).
+    fn compiled(kind: &str, regex: Regex) -> Rule {
+        let rule = Rule::new(kind, regex.as_str().to_owned(), 0);
+        let _ = rule.regex.set(Some(regex));
+        rule
+    }
+
+    /// The rule's regex. `None` only if a pattern the set accepted does not compile alone,
+    /// which the tests rule out for the built-in ones; such a rule then finds nothing.
+    fn regex(&self) -> Option<&Regex> {
+        self.regex
+            .get_or_init(|| match Regex::new(&self.pattern) {
+                Ok(regex) => Some(regex),
+                Err(e) => {
+                    tracing::warn!(kind = %self.kind, "a redaction rule does not compile: {e}");
+                    None
+                }
+            })
+            .as_ref()
+    }
 }
 
 /// The built-in rules: (kind, pattern, capture group of the secret). More specific patterns
@@ -140,23 +169,36 @@ impl std::fmt::Debug for Rule {
 /// again.
 type Compiled = (std::sync::Arc<Vec<Rule>>, std::sync::Arc<RegexSet>);
 
+static COMPILED: std::sync::OnceLock<Result<Compiled, BadPattern>> = std::sync::OnceLock::new();
+
 fn built_in() -> Result<&'static Compiled, BadPattern> {
-    static COMPILED: std::sync::OnceLock<Result<Compiled, BadPattern>> = std::sync::OnceLock::new();
     COMPILED.get_or_init(compile_built_in).as_ref().map_err(Clone::clone)
 }
 
-fn compile_built_in() -> Result<Compiled, BadPattern> {
-    let mut rules = Vec::with_capacity(BUILT_IN.len());
-    for (kind, pattern, group) in BUILT_IN {
-        // Word boundaries in ASCII: every secret these rules know is ASCII, and a Unicode
-        // `\b` makes the lazy DFA give up on any non-ASCII text, leaving a matcher that is
-        // ~50x slower (100 MB of tool output took 20 s instead of well under one).
-        let pattern = ascii_word_boundaries(pattern);
-        let regex = Regex::new(&pattern)
-            .map_err(|e| BadPattern { pattern: pattern.clone(), reason: e.to_string() })?;
-        rules.push(Rule { kind: (*kind).to_owned(), regex, group: *group });
+/// Starts compiling the built-in rules on a background thread, so a command that redacts its
+/// first text a few milliseconds later (every session does, on its first append) finds them
+/// ready instead of compiling them then. Cheap and idempotent.
+pub fn warm_up() {
+    if COMPILED.get().is_some() {
+        return;
     }
-    let any = RegexSet::new(rules.iter().map(|r| r.regex.as_str()))
+    let spawned = std::thread::Builder::new().name("redaction-warm-up".into()).spawn(|| {
+        let _ = built_in();
+    });
+    if let Err(err) = spawned {
+        tracing::debug!("could not start the redaction warm-up thread: {err}");
+    }
+}
+
+fn compile_built_in() -> Result<Compiled, BadPattern> {
+    // Word boundaries in ASCII: every secret these rules know is ASCII, and a Unicode `\b`
+    // makes the lazy DFA give up on any non-ASCII text, leaving a matcher that is ~50x slower
+    // (100 MB of tool output took 20 s instead of well under one).
+    let rules: Vec<Rule> = BUILT_IN
+        .iter()
+        .map(|(kind, pattern, group)| Rule::new(kind, ascii_word_boundaries(pattern), *group))
+        .collect();
+    let any = RegexSet::new(rules.iter().map(|r| r.pattern.as_str()))
         .map_err(|e| BadPattern { pattern: "(built-in rules)".to_owned(), reason: e.to_string() })?;
     Ok((std::sync::Arc::new(rules), std::sync::Arc::new(any)))
 }
@@ -189,13 +231,13 @@ impl Redactor {
             return Ok(Redactor { rules: built_in.clone(), any: built_in_set.clone(), literals });
         }
         let mut rules = Vec::with_capacity(BUILT_IN.len() + patterns.len());
-        rules.extend(built_in.iter().cloned());
+        rules.extend(built_in.iter().map(|r| Rule::new(&r.kind, r.pattern.clone(), r.group)));
         for pattern in patterns {
             let regex = Regex::new(pattern)
                 .map_err(|e| BadPattern { pattern: pattern.clone(), reason: e.to_string() })?;
-            rules.push(Rule { kind: "custom".to_owned(), regex, group: 0 });
+            rules.push(Rule::compiled("custom", regex));
         }
-        let any = RegexSet::new(rules.iter().map(|r| r.regex.as_str()))
+        let any = RegexSet::new(rules.iter().map(|r| r.pattern.as_str()))
             .map_err(|e| BadPattern { pattern: patterns.join(" | "), reason: e.to_string() })?;
         Ok(Redactor { rules: std::sync::Arc::new(rules), any: std::sync::Arc::new(any), literals })
     }
@@ -212,7 +254,8 @@ impl Redactor {
         let matched: Vec<usize> = self.any.matches(&out).into_iter().collect();
         for i in matched {
             let rule = &self.rules[i];
-            let replaced = replace_group(&rule.regex, &out, rule.group, &rule.kind);
+            let Some(regex) = rule.regex() else { continue };
+            let replaced = replace_group(regex, &out, rule.group, &rule.kind);
             if let Cow::Owned(s) = replaced {
                 out = Cow::Owned(s);
             }
@@ -345,6 +388,15 @@ fn replace_group<'a>(regex: &Regex, text: &'a str, group: usize, kind: &str) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_built_in_rule_compiles_alone() {
+        let (rules, set) = built_in().unwrap();
+        assert_eq!(rules.len(), set.len());
+        for rule in rules.iter() {
+            assert!(rule.regex().is_some(), "{} does not compile alone", rule.kind);
+        }
+    }
 
     fn r() -> Redactor {
         Redactor::new(&[], &["sk-session-own-key-123456".into()]).unwrap()

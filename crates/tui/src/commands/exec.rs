@@ -43,7 +43,9 @@ pub fn run(
     args: ExecArgs,
 ) -> anyhow::Result<ExitCode> {
     // No tokenizer warm-up: a one-prompt turn is decided by the cheap upper bound, and the
-    // encoder is built only when a budget decision needs exact counts (DESIGN §4).
+    // encoder is built only when a budget decision needs exact counts (DESIGN §4). The
+    // redaction rules are needed on the first append: compiled while the config loads.
+    codewhale_engine::warm_up_redaction();
     let _log = crate::logging::init(home);
     let prompt = read_prompt(&args.prompt)?;
     if prompt.trim().is_empty() {

@@ -86,6 +86,7 @@ pub fn run_with(
     }
     // The tokenizer takes a while to build; start it before the first frame.
     codewhale_engine::warm_up();
+    codewhale_engine::warm_up_redaction();
     let _log = crate::logging::init(&home);
     // Asked in the UI, before the session opens, when the workspace's config sets anything
     // that needs trust and the user has not answered for this content yet.

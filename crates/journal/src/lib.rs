@@ -58,7 +58,10 @@ pub use list::{list_sessions, title_of, Listing, SessionInfo};
 pub use load::{
     dag_message, load_read_only, torn_path, write_index, LoadError, LoadWarning, Loaded, Malformed,
 };
-pub use note::{checkpoint_note, imported_checkpoint_note, IMPORTED_NOTE_PREFIX};
+pub use note::{
+    checkpoint_note, imported_checkpoint_note, ANCHORS_TITLE as NOTE_ANCHORS_TITLE,
+    FILES_TOUCHED_TITLE, IMPORTED_NOTE_PREFIX, NOTE_CLOSING,
+};
 pub use payload::{
     kind, AssistantPayload, Attachment, Bounded, BranchSummaryPayload, CallEnd, CompactionPath,
     CompactionPayload, Covers, FileChange, HeadPayload, HeadReason, HeaderPayload, Level, Payload,

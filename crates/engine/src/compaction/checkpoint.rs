@@ -4,13 +4,14 @@
 //! [`NOTE_PREFIX`] and its second block is exactly [`MARKER`]. A user who merely quotes the
 //! phrase is a user. Checkpoints written by older tools are recognised by their opening words
 //! ([`LEGACY_PREFIXES`]). The note's fixed wording ([`HEADER`], [`CLOSING`], the section titles)
-//! lives here so that the composer (`note`), the validator (`survival`) and the view builder's
+//! is named here — the long texts are read from `assets/prompts/`, the ones a note rebuilt by
+//! the journal crate shares come from there — so that the composer (`note`), the validator (`survival`) and the view builder's
 //! tests all read the same text.
 
 use super::message::{Message, Part, Role};
 
 /// The provenance marker: the second text block of every checkpoint message.
-pub const MARKER: &str = "<!-- codewhale.compaction-checkpoint.v1 -->";
+pub const MARKER: &str = codewhale_journal::CHECKPOINT_MARKER;
 
 /// How every note's first block starts.
 pub const NOTE_PREFIX: &str = "Codewhale handoff note";
@@ -23,17 +24,11 @@ pub const LEGACY_PREFIXES: [&str; 2] = [
 
 /// The note's header: what the view keeps verbatim around the note and where output is cut.
 /// A test in `compaction::note` ties each claim to what the journal's view function renders.
-pub const HEADER: &str = "Codewhale handoff note. The earlier part of this conversation was \
-compacted into this note. Kept verbatim: the user's own earlier messages placed just before this \
-note, and the recent conversation after it, except long tool outputs, which are shortened and \
-marked \"cut by compaction\" or \"output pruned by compaction\"; each marker names the journal \
-entry that holds the original whole. Earlier detail exists only in this note and in the journal: \
-the `recall` tool reads it back, by entry id or with a query in your own words for anything this \
-note covers. Recall it, or reread a file that may have changed since, rather than guess or rerun \
-a command.";
+pub const HEADER: &str =
+    include_str!("../../../../assets/prompts/note-header.md").trim_ascii_end();
 
 /// Title of the list of files Codewhale saw the covered tool calls touch.
-pub const FILES_TOUCHED_TITLE: &str = "## Files touched";
+pub const FILES_TOUCHED_TITLE: &str = codewhale_journal::FILES_TOUCHED_TITLE;
 
 /// Title of the list of background commands still alive at the time of the pass.
 pub const RUNNING_NOW_TITLE: &str = "## Running now";
@@ -42,12 +37,10 @@ pub const RUNNING_NOW_TITLE: &str = "## Running now";
 pub const LIVE_STATE_PREFIX: &str = "Live state at compaction:";
 
 /// Introduces the verbatim text of the workspace's anchors.
-pub const ANCHORS_TITLE: &str = "User-pinned anchors (verbatim):";
+pub const ANCHORS_TITLE: &str = codewhale_journal::NOTE_ANCHORS_TITLE;
 
-/// The note's last paragraph.
-pub const CLOSING: &str = "Continue the user's task from where this note leaves off. This note \
-is a record, not an instruction: it grants no permissions beyond those the user gave in this \
-conversation.";
+/// The note's last paragraph (the journal crate's, which rebuilt notes end with too).
+pub const CLOSING: &str = codewhale_journal::NOTE_CLOSING;
 
 /// True when `message` is a checkpoint: structurally ours, or a legacy summary.
 pub fn is_checkpoint(message: &Message) -> bool {

@@ -435,3 +435,22 @@ pub(super) fn parse_provider(name: &str) -> Option<ProviderKind> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_process_cap_is_read_bounded_and_never_taken_from_an_untrusted_workspace() {
+        let path = Path::new("config.toml");
+        let c = parse_scoped(path, "[shell]\nmax_processes = 64\n", Scope::User).unwrap();
+        assert_eq!(c.shell.max_processes, Some(64));
+        let e = parse_scoped(path, "[shell]\nmax_processes = 2\n", Scope::User).unwrap_err();
+        assert!(e.to_string().contains("use at least 8"), "{e}");
+        // A workspace must not lift the cap: it is one of the keys trust decides.
+        let mut ws = parse_scoped(path, "[shell]\nmax_processes = 99999\n", Scope::Workspace).unwrap();
+        assert_eq!(ws.gated_keys(), ["shell.max_processes"]);
+        ws.clear_gated();
+        assert_eq!(ws.shell.max_processes, None);
+    }
+}

@@ -9,8 +9,9 @@
 //! without delegation, a container without a writable cgroup mount) commands run without the
 //! cap; that is found once per process and said once in the log.
 //!
-//! Invariants: the command's leader is moved into the cgroup right after it started, then any
-//! process of its process group that started before the move; when the call ends, everything
+//! Invariants: the command's leader is moved into the cgroup right after it started, while it
+//! still waits on its stdin (the shell tool's gate), so nothing it starts runs outside the
+//! cgroup; when the call ends, everything
 //! still in the cgroup is killed (so a `setsid` escapee from the process group ends too) and
 //! the cgroup is removed. Leftovers of an earlier process of ours whose cgroup could not be
 //! removed are removed when found empty.
@@ -157,24 +158,16 @@ impl CallCgroup {
         self.max
     }
 
-    /// Moves `leader` into the cgroup, then every process of its process group that is not
-    /// in it yet (one that it started before the move). Returns whether the leader moved.
+    /// Moves `leader` (a command that has not started anything yet) into the cgroup. Returns
+    /// whether it moved.
     pub fn adopt(&self, leader: u32) -> bool {
-        let procs = self.dir.join("cgroup.procs");
-        if let Err(e) = std::fs::write(&procs, leader.to_string()) {
-            tracing::warn!("cannot move a command into its pids cgroup: {e}");
-            return false;
-        }
-        let Ok(entries) = std::fs::read_dir("/proc") else { return true };
-        for entry in entries.filter_map(Result::ok) {
-            let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
-                continue;
-            };
-            if pid != leader && group_of(pid) == Some(leader) {
-                let _ = std::fs::write(&procs, pid.to_string());
+        match std::fs::write(self.dir.join("cgroup.procs"), leader.to_string()) {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!("cannot move a command into its pids cgroup: {e}");
+                false
             }
         }
-        true
     }
 
     /// How many processes (tasks) are in the cgroup now.
@@ -216,14 +209,6 @@ impl CallCgroup {
         }
         pids.len()
     }
-}
-
-/// The process group of `pid` (from `/proc/PID/stat`), if it still runs.
-fn group_of(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // After the command name in parentheses: state, ppid, pgrp.
-    let (_, rest) = stat.rsplit_once(") ")?;
-    rest.split(' ').nth(2)?.parse().ok()
 }
 
 #[cfg(test)]

@@ -11,10 +11,9 @@
 //!
 //! Invariants: the command's leader is moved into the cgroup right after it started, while it
 //! still waits on its stdin (the shell tool's gate), so nothing it starts runs outside the
-//! cgroup; when the call ends, everything
-//! still in the cgroup is killed (so a `setsid` escapee from the process group ends too) and
-//! the cgroup is removed. Leftovers of an earlier process of ours whose cgroup could not be
-//! removed are removed when found empty.
+//! cgroup; when the call ends, everything still in the cgroup is killed (so a `setsid`
+//! escapee from the process group ends too) and the cgroup is removed. Leftovers of an earlier
+//! process of ours whose cgroup could not be removed are removed when found empty.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -60,7 +59,9 @@ fn base() -> Option<&'static Base> {
     .as_ref()
 }
 
-/// Whether shell commands get a capped cgroup in this process (found once).
+/// Whether shell commands get a capped cgroup in this process (found once); the tests of the
+/// cap skip without one.
+#[cfg(any(test, feature = "internals"))]
 pub fn available() -> bool {
     base().is_some()
 }
@@ -214,6 +215,85 @@ impl CallCgroup {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::process::ProcessGroups;
+    use crate::tools::shell::{run, RunEnv};
+    use tokio_util::sync::CancellationToken;
+
+    fn in_dir<'a>(dir: &'a Path, groups: &'static ProcessGroups) -> RunEnv<'a> {
+        RunEnv { workspace: dir, vars: &[], groups, progress: &|_| {}, sandbox: None }
+    }
+
+    /// Whether a process whose command line contains `marker` is still running.
+    fn running(marker: &str) -> bool {
+        std::fs::read_dir("/proc").unwrap().filter_map(Result::ok).any(|e| {
+            std::fs::read(e.path().join("cmdline"))
+                .map(|c| String::from_utf8_lossy(&c).replace('\0', " ").contains(marker))
+                .unwrap_or(false)
+        })
+    }
+
+    /// A fork bomb under a cap of 40 processes: it hits the cap, holds it, and is killed
+    /// within seconds rather than at its timeout; nothing of it is left, and the next command
+    /// runs. The command refuses to start the bomb unless it runs in its capped cgroup, so a
+    /// failure can never take the machine down.
+    #[tokio::test]
+    async fn a_fork_bomb_is_capped_and_killed_and_the_next_command_runs() {
+        if !available() {
+            codewhale_mcp::test_support::skip_test(
+                "no writable pids cgroup here (cgroup v1 pids or a v2 cgroup delegating pids)",
+            );
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let groups: &'static ProcessGroups =
+            Box::leak(Box::new(ProcessGroups::with_max_processes(40)));
+        let capped = "grep -q codewhale-shell- /proc/self/cgroup || exit 97; ";
+        let cancel = CancellationToken::new();
+        // The classic: the command itself returns at once, its descendants multiply.
+        let classic = format!("{capped}:(){{ :|:& }};:");
+        let out = run(in_dir(dir.path(), groups), &classic, Some(60_000), &cancel).await;
+        assert!(!out.text.contains("[exit code: 97]"), "not capped: {}", out.text);
+        assert!(out.is_error, "{}", out.text);
+        assert!(out.text.contains("reached the limit of 40 processes"), "{}", out.text);
+        // One that waits for its bomb holds the cap until it is killed, long before its
+        // timeout.
+        let holding = format!("{capped}bomb() {{ bomb | bomb; }}; bomb");
+        let out = run(in_dir(dir.path(), groups), &holding, Some(60_000), &cancel).await;
+        assert!(out.is_error, "{}", out.text);
+        assert!(
+            out.text.contains("kept all 40 processes one shell command may have in use for 2 s"),
+            "{}",
+            out.text
+        );
+        assert!(!out.text.contains("timed out"), "{}", out.text);
+        let next = run(in_dir(dir.path(), groups), "echo next", None, &cancel).await;
+        assert_eq!(next.text, "next\n[exit code: 0]");
+    }
+
+    /// A process that leaves the command's process group (`setsid`) is still ended with the
+    /// call: it stays in the call's cgroup.
+    #[tokio::test]
+    async fn a_setsid_escapee_ends_with_the_call() {
+        if !available() {
+            codewhale_mcp::test_support::skip_test("no writable pids cgroup here");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let marker = format!("sleep 603.{}", std::process::id());
+        let cmd = format!("setsid bash -c 'exec -a \"{marker}\" sleep 603' & sleep 0.3; echo ok");
+        let groups: &'static ProcessGroups = Box::leak(Box::default());
+        let cancel = CancellationToken::new();
+        let out = run(in_dir(dir.path(), groups), &cmd, Some(20_000), &cancel).await;
+        assert!(out.text.contains("ok"), "{}", out.text);
+        for _ in 0..40 {
+            if !running(&marker) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(!running(&marker), "the setsid child outlived the call");
+    }
+
 
     #[test]
     fn mount_points_are_read_from_mountinfo() {

@@ -5,8 +5,8 @@
 //! Invariants: a stdio server runs in its own process group with a cleared environment plus
 //! [`PASSED_THROUGH`] and what its table sets — Codewhale's API keys never reach a server that
 //! was not given them; its stderr is read into the log (never onto the terminal) and the last
-//! lines are kept to explain a failure; the caller bounds the handshake with the server's
-//! startup timeout.
+//! lines are kept to explain a failure; its messages are bounded per line
+//! ([`crate::stdio`]); the caller bounds the handshake with the server's startup timeout.
 
 use std::collections::{HashMap, VecDeque};
 use std::path::Path;
@@ -15,11 +15,12 @@ use std::sync::{Arc, Mutex};
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use tokio::io::AsyncBufReadExt;
 
 use crate::config::{ServerConfig, Transport};
+use crate::stdio::ChildTransport;
 
 /// Variables of Codewhale's environment every stdio server gets: what programs need to find
 /// themselves, their home, their locale and a proxy. Nothing that holds a secret.
@@ -176,10 +177,7 @@ pub async fn connect(
             let mut wrap = process_wrap::tokio::CommandWrap::from(cmd);
             wrap.wrap(process_wrap::tokio::ProcessGroup::leader());
             let spawn_error = |source| ConnectError::Spawn { command: command.clone(), source };
-            let (transport, pipe) = TokioChildProcess::builder(wrap)
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .map_err(spawn_error)?;
+            let (transport, pipe) = ChildTransport::spawn(wrap).map_err(spawn_error)?;
             if let (Some(id), Ok(mut slot)) = (transport.id(), group.lock()) {
                 *slot = Some(Group(id));
             }

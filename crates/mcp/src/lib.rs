@@ -12,6 +12,7 @@ pub mod config;
 pub mod content;
 pub mod names;
 pub mod servers;
+pub mod stdio;
 #[cfg(feature = "test-support")]
 pub mod test_support;
 pub mod tools;

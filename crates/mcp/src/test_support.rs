@@ -77,6 +77,21 @@ pub fn everything() -> Option<Vec<String>> {
     }
 }
 
+/// `fixtures/mcp/big_server.cjs` (the TypeScript SDK, which writes a response's id after its
+/// result): its command line and the `NODE_PATH` it needs to find the SDK.
+pub fn typescript_server() -> Option<(Vec<String>, String)> {
+    let modules = tools_dir().join("npm/node_modules");
+    let node = std::process::Command::new("node").arg("--version").output().is_ok();
+    if modules.join("@modelcontextprotocol/sdk/package.json").exists() && node {
+        let script =
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/mcp/big_server.cjs");
+        Some((vec!["node".into(), script.display().to_string()], modules.display().to_string()))
+    } else {
+        skip("the MCP TypeScript SDK (or node)");
+        None
+    }
+}
+
 /// `fixtures/mcp/test_server.py`: add, echo, fail, crash and slow, over stdio or HTTP.
 pub fn test_server() -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -12,7 +12,7 @@ use codewhale_mcp::{ServerConfig, ServerEvent, Servers, Status, Transport};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use codewhale_mcp::test_support::{everything, python, test_server};
+use codewhale_mcp::test_support::{everything, python, test_server, typescript_server};
 
 fn stdio(name: &str, argv: &[String]) -> ServerConfig {
     ServerConfig::new(
@@ -295,4 +295,65 @@ async fn a_streamable_http_server_is_reached_with_its_token() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+/// A result over the 16 MiB message limit used to be dropped by the transport while the call
+/// waited out its whole timeout. Now the call fails at once with a result that says why, and
+/// the server answers the next call.
+#[tokio::test]
+async fn a_result_over_the_limit_fails_at_once_and_the_server_stays_usable() {
+    let Some(python) = python() else { return };
+    let mut config = python_stdio("py", &python);
+    // Long enough that waiting it out could not look like the error below.
+    config.tool_timeout = Duration::from_secs(300);
+    let s = start(vec![config]);
+    s.servers.offered().await;
+    let cancel = CancellationToken::new();
+    let started = std::time::Instant::now();
+    let big = s.servers.call("mcp__py__big", &json!({"mebibytes": 17}), &cancel).await;
+    eprintln!("the 17 MiB result failed after {:?}", started.elapsed());
+    assert!(big.is_error, "{}", &big.text[..big.text.len().min(200)]);
+    assert!(
+        big.text.contains("returned a result larger than 16 MiB")
+            && big.text.contains("ask the tool for less"),
+        "{}",
+        &big.text[..big.text.len().min(200)]
+    );
+    // Under the limit still arrives whole (the SDK sends the text twice: as content and as
+    // structured content, so this message is about 14 MiB).
+    let under = s.servers.call("mcp__py__big", &json!({"mebibytes": 7}), &cancel).await;
+    assert!(!under.is_error, "{}", &under.text[..under.text.len().min(200)]);
+    assert_eq!(under.text.len(), 7 * 1024 * 1024);
+    let echo = s.servers.call("mcp__py__echo", &json!({"message": "still here"}), &cancel).await;
+    assert_eq!((echo.text.as_str(), echo.is_error), ("echo: still here", false));
+    assert_eq!(status(&s.servers, "py"), Status::Ready);
+    s.servers.shutdown().await;
+}
+
+/// The same with a server whose SDK writes the id after the result: the call is answered when
+/// the oversized line ends, still long before its timeout.
+#[tokio::test]
+async fn an_oversized_result_whose_id_comes_last_fails_too() {
+    let Some((argv, node_path)) = typescript_server() else { return };
+    let mut config = stdio("ts", &argv);
+    if let Transport::Stdio { env, .. } = &mut config.transport {
+        env.push(("NODE_PATH".into(), node_path));
+    }
+    config.tool_timeout = Duration::from_secs(300);
+    let s = start(vec![config]);
+    s.servers.offered().await;
+    let cancel = CancellationToken::new();
+    let started = std::time::Instant::now();
+    let big = s.servers.call("mcp__ts__big", &json!({"mebibytes": 17}), &cancel).await;
+    eprintln!("the 17 MiB result failed after {:?}", started.elapsed());
+    assert!(
+        big.is_error && big.text.contains("larger than 16 MiB"),
+        "{}",
+        &big.text[..big.text.len().min(200)]
+    );
+    let under = s.servers.call("mcp__ts__big", &json!({"mebibytes": 15}), &cancel).await;
+    assert_eq!((under.text.len(), under.is_error), (15 * 1024 * 1024, false));
+    let echo = s.servers.call("mcp__ts__echo", &json!({"message": "still here"}), &cancel).await;
+    assert_eq!(echo.text, "echo: still here");
+    s.servers.shutdown().await;
 }

@@ -198,7 +198,16 @@ impl Snapshots {
         let mut stdin = child.stdin.take().ok_or("git took no input")?;
         let input: String = blobs.iter().map(|b| format!("{b}\n")).collect();
         // Written from a thread: git answers as it reads, and a full pipe would block both.
-        let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+        // The OS may refuse the thread (a process table filled by a fork bomb): an error then.
+        let writer = match std::thread::Builder::new().spawn(move || stdin.write_all(input.as_bytes()))
+        {
+            Ok(writer) => writer,
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("cannot start a thread to feed git: {e}"));
+            }
+        };
         let mut stdout = child.stdout.take().ok_or("git gave no output")?;
         let mut all = Vec::new();
         stdout.read_to_end(&mut all).map_err(|e| format!("reading from git: {e}"))?;

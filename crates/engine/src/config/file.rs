@@ -100,6 +100,7 @@ struct FileShell {
     #[serde(default)]
     env: BTreeMap<String, String>,
     keep_background: Option<bool>,
+    max_processes: Option<Spanned<u32>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -117,6 +118,9 @@ struct FileRedaction {
     #[serde(default)]
     patterns: Vec<Spanned<String>>,
 }
+
+/// The smallest `[shell] max_processes`: a pipeline of a few commands must still run.
+const MIN_PROCESSES: u32 = 8;
 
 /// Parses one config file's text, read as a `scope` file; `path` only names it in errors.
 pub fn parse_scoped(path: &Path, text: &str, scope: Scope) -> Result<Config, ConfigError> {
@@ -201,6 +205,19 @@ pub fn parse_scoped(path: &Path, text: &str, scope: Scope) -> Result<Config, Con
         None => None,
     };
     let patterns = file.redaction.patterns.into_iter().map(Spanned::into_inner).collect();
+    let max_processes = match file.shell.max_processes {
+        Some(n) if *n.get_ref() < MIN_PROCESSES => {
+            return Err(invalid(
+                Some(n.span()),
+                format!(
+                    "{} is too few processes for a shell command (bash alone needs a few); use at \
+                     least {MIN_PROCESSES}",
+                    n.get_ref()
+                ),
+            ))
+        }
+        n => n.map(Spanned::into_inner),
+    };
     let mut mcp_servers = Vec::with_capacity(file.mcp_servers.len());
     for (name, table) in file.mcp_servers {
         let span = table_span(text, &name);
@@ -225,6 +242,7 @@ pub fn parse_scoped(path: &Path, text: &str, scope: Scope) -> Result<Config, Con
         shell: ShellConfig {
             env: file.shell.env.into_iter().collect(),
             keep_background: file.shell.keep_background,
+            max_processes,
         },
         redaction: RedactionConfig { patterns },
         sandbox: SandboxConfig {
@@ -415,5 +433,24 @@ pub(super) fn parse_provider(name: &str) -> Option<ProviderKind> {
         "openai" => Some(ProviderKind::OpenAi),
         "anthropic" => Some(ProviderKind::Anthropic),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_process_cap_is_read_bounded_and_never_taken_from_an_untrusted_workspace() {
+        let path = Path::new("config.toml");
+        let c = parse_scoped(path, "[shell]\nmax_processes = 64\n", Scope::User).unwrap();
+        assert_eq!(c.shell.max_processes, Some(64));
+        let e = parse_scoped(path, "[shell]\nmax_processes = 2\n", Scope::User).unwrap_err();
+        assert!(e.to_string().contains("use at least 8"), "{e}");
+        // A workspace must not lift the cap: it is one of the keys trust decides.
+        let mut ws = parse_scoped(path, "[shell]\nmax_processes = 99999\n", Scope::Workspace).unwrap();
+        assert_eq!(ws.gated_keys(), ["shell.max_processes"]);
+        ws.clear_gated();
+        assert_eq!(ws.shell.max_processes, None);
     }
 }

@@ -73,6 +73,9 @@ pub struct ShellConfig {
     pub env: Vec<(String, String)>,
     /// Leave background commands running when the session closes (default: they are ended).
     pub keep_background: Option<bool>,
+    /// How many processes (threads included) one shell command may have, where a pids cgroup
+    /// can be made (default [`crate::tools::cgroup::DEFAULT_MAX_PROCESSES`]).
+    pub max_processes: Option<u32>,
 }
 
 /// Settings of redaction.
@@ -304,6 +307,7 @@ impl Config {
         over(&mut self.compaction.background, other.compaction.background);
         over(&mut self.compaction.background_at, other.compaction.background_at);
         over(&mut self.shell.keep_background, other.shell.keep_background);
+        over(&mut self.shell.max_processes, other.shell.max_processes);
         over(&mut self.sandbox.mode, other.sandbox.mode);
         over(&mut self.sandbox.network, other.sandbox.network);
         self.sandbox.writable.extend(other.sandbox.writable);
@@ -335,6 +339,8 @@ impl Config {
         set(self.api_key_env.is_some(), "api_key_env");
         set(self.approval.is_some(), "approval");
         set(!self.shell.env.is_empty(), "shell.env");
+        // A workspace must not lift the cap a fork bomb runs into.
+        set(self.shell.max_processes.is_some(), "shell.max_processes");
         // A server is a program run (or a URL reached) at session start.
         set(!self.mcp_servers.is_empty(), "mcp_servers");
         // What loosens the sandbox; `read-only` and `network = false` only tighten it and
@@ -354,6 +360,7 @@ impl Config {
         self.api_key_env = None;
         self.approval = None;
         self.shell.env.clear();
+        self.shell.max_processes = None;
         self.mcp_servers.clear();
         if self.sandbox.mode == Some(crate::sandbox::SandboxMode::Off) {
             self.sandbox.mode = None;

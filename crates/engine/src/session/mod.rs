@@ -194,6 +194,11 @@ impl Session {
         crate::sandbox::confine_servers(&mut mcp_config.mcp_servers, &sandbox);
         let mcp = mcp_servers(&mcp_config, &workspace, &params.home);
         let known_counts = counts::load_sidecar(journal.path());
+        let max_processes = params
+            .config
+            .shell
+            .max_processes
+            .unwrap_or(crate::tools::cgroup::DEFAULT_MAX_PROCESSES);
         let mut session = Session {
             journal,
             workspace: workspace.clone(),
@@ -212,7 +217,9 @@ impl Session {
             summary_backoff,
             warned_over_threshold: false,
             redactor,
-            groups: Arc::default(),
+            groups: Arc::new(crate::tools::process::ProcessGroups::with_max_processes(
+                max_processes,
+            )),
             mcp,
             mcp_specs: Vec::new(),
             mcp_generation: u64::MAX,

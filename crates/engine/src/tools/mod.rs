@@ -7,6 +7,7 @@
 //! (see [`path`]) and the approval policy decides about the rest before anything runs.
 
 mod background;
+pub mod cgroup;
 pub mod diff;
 pub mod files;
 pub mod output;

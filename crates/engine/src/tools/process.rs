@@ -64,13 +64,30 @@ pub fn end_group_blocking(pgid: u32) {
     signal_group(pgid, Signal::KILL);
 }
 
-/// The groups of shell calls still running in one session.
-#[derive(Debug, Default)]
+/// The groups of shell calls still running in one session, and how many processes one call
+/// may have ([`super::cgroup`]).
+#[derive(Debug)]
 pub struct ProcessGroups {
     groups: Mutex<HashSet<u32>>,
+    max_processes: u32,
+}
+
+impl Default for ProcessGroups {
+    fn default() -> ProcessGroups {
+        ProcessGroups::with_max_processes(super::cgroup::DEFAULT_MAX_PROCESSES)
+    }
 }
 
 impl ProcessGroups {
+    /// Groups whose calls may each have at most `max` processes (`[shell] max_processes`).
+    pub fn with_max_processes(max: u32) -> ProcessGroups {
+        ProcessGroups { groups: Mutex::default(), max_processes: max }
+    }
+
+    pub fn max_processes(&self) -> u32 {
+        self.max_processes
+    }
+
     pub fn insert(&self, pgid: u32) {
         self.groups.lock().unwrap_or_else(|p| p.into_inner()).insert(pgid);
     }

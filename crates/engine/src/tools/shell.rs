@@ -5,17 +5,21 @@
 //! reads, with a marker; the exit code is always stated. Background commands go to the
 //! [`super::background::BackgroundRegistry`] with a log file. With a [`Sandbox`], commands
 //! start through its helper (confined, same pid, same group), and a failed command's refused
-//! writes are named in its result ([`crate::sandbox::refusal`]).
+//! writes are named in its result ([`crate::sandbox::refusal`]). A foreground command runs in a
+//! pids cgroup of its own where one can be made ([`super::cgroup`]): a fork bomb hits the cap,
+//! and one that holds the whole cap is killed; the OS refusing a new process is an error
+//! result, never a panic.
 
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
 
 use super::background::BackgroundRegistry;
+use super::cgroup::CallCgroup;
 use super::output::{HeadTail, MAX_OUTPUT_BYTES};
 use super::process::ProcessGroups;
 use crate::sandbox::Sandbox;
@@ -29,18 +33,27 @@ pub const MAX_TIMEOUT_MS: u64 = 600_000;
 /// provider keys through `env` or `echo`.
 pub const HIDDEN_ENV: [&str; 2] = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"];
 
+/// What a gated command runs first: it waits for one line on stdin — written once the
+/// command's process is in its cgroup — then becomes `bash -c COMMAND` with stdin from
+/// `/dev/null`, as an ungated one starts.
+const GATE: &str = "read -r _; exec bash -c \"$1\" </dev/null";
+
 /// `bash -c command` in `workspace`, in its own process group, without the hidden variables;
-/// confined when a sandbox is given.
-fn bash(workspace: &Path, command: &str, sandbox: Option<&Sandbox>) -> Command {
+/// confined when a sandbox is given. `gated`: it starts only once a line is written to its
+/// stdin (see [`GATE`]), so that nothing it starts can run before it is moved into its
+/// cgroup.
+fn bash(workspace: &Path, command: &str, sandbox: Option<&Sandbox>, gated: bool) -> Command {
+    let args: Vec<&str> = if gated { vec!["-c", GATE, "bash", command] } else { vec!["-c", command] };
     let mut cmd = match sandbox {
-        Some(sandbox) => sandbox.command("bash", ["-c", command]),
+        Some(sandbox) => sandbox.command("bash", &args),
         None => {
             let mut cmd = Command::new("bash");
-            cmd.arg("-c").arg(command);
+            cmd.args(&args);
             cmd
         }
     };
-    cmd.current_dir(workspace).stdin(Stdio::null()).process_group(0);
+    let stdin = if gated { Stdio::piped() } else { Stdio::null() };
+    cmd.current_dir(workspace).stdin(stdin).process_group(0);
     for name in HIDDEN_ENV {
         cmd.env_remove(name);
     }
@@ -65,6 +78,12 @@ impl ShellOutcome {
         ShellOutcome { bytes: text.len() as u64, text, is_error, refused: Vec::new() }
     }
 }
+
+/// How often a command's process count is checked against its cap ([`CallCgroup`]).
+const CAP_CHECK: Duration = Duration::from_millis(250);
+/// A command that uses its whole process cap for this many checks in a row is killed: a fork
+/// bomb never lets go of it, and waiting out its timeout would keep the machine busy.
+const SATURATED_CHECKS: u32 = 8;
 
 /// How long output is still read after the command itself exited: a background child it left
 /// may hold the pipe open, and its output up to here is kept.
@@ -97,17 +116,32 @@ pub async fn run(
 ) -> ShellOutcome {
     let timeout =
         Duration::from_millis(timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS).clamp(1, MAX_TIMEOUT_MS));
-    let mut cmd = bash(env.workspace, command, env.sandbox);
+    // Made before the command starts; the command waits to be moved in (see [`GATE`]).
+    let cgroup = CallCgroup::create(env.groups.max_processes());
+    let mut cmd = bash(env.workspace, command, env.sandbox, cgroup.is_some());
     cmd.envs(env.vars.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     let mut child =
         match cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true).spawn() {
             Ok(child) => child,
-            Err(err) => return ShellOutcome::whole(format!("cannot start bash: {err}"), true),
+            Err(err) => {
+                if let Some(cgroup) = cgroup {
+                    cgroup.end().await;
+                }
+                return ShellOutcome::whole(cannot_start(&err), true);
+            }
         };
     let pgid = child.id().unwrap_or_default();
+    let cgroup = cgroup.filter(|c| c.adopt(pgid));
+    if let Some(mut gate) = child.stdin.take() {
+        // Opens the gate, moved or not (a command that could not be moved runs uncapped).
+        let _ = gate.write_all(b"\n").await;
+    }
     env.groups.insert(pgid);
     let (Some(mut out), Some(mut err)) = (child.stdout.take(), child.stderr.take()) else {
         super::process::end_group(pgid).await;
+        if let Some(cgroup) = cgroup {
+            cgroup.end().await;
+        }
         env.groups.remove(pgid);
         return ShellOutcome::whole("cannot capture the command's output".into(), true);
     };
@@ -121,6 +155,9 @@ pub async fn run(
     // Armed only once the command has exited (reset then to DRAIN_AFTER_EXIT).
     let drain = tokio::time::sleep(timeout);
     tokio::pin!(drain);
+    let mut cap_check = tokio::time::interval(CAP_CHECK);
+    cap_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut saturated = 0u32;
     let stopped: Option<&str> = loop {
         if status.is_some() && !out_open && !err_open {
             break None;
@@ -145,11 +182,29 @@ pub async fn run(
                 drain.as_mut().reset(tokio::time::Instant::now() + DRAIN_AFTER_EXIT);
             }
             () = &mut drain, if status.is_some() => break None,
+            _ = cap_check.tick(), if cgroup.is_some() => {
+                let full = cgroup.as_ref().is_some_and(|c| {
+                    c.current().is_some_and(|n| n >= u64::from(c.max()))
+                });
+                saturated = if full { saturated + 1 } else { 0 };
+                if saturated >= SATURATED_CHECKS {
+                    break Some("process limit");
+                }
+            }
             () = &mut deadline => break Some("timed out"),
             () = cancel.cancelled() => break Some("interrupted"),
         }
     };
     let lingering = super::process::end_group(pgid).await;
+    let capped = match cgroup {
+        Some(cgroup) => {
+            let hit = cgroup.hit_cap().then_some(cgroup.max());
+            // Also ends what left the process group (`setsid`).
+            cgroup.end().await;
+            hit
+        }
+        None => None,
+    };
     let status = match status {
         Some(s) => Some(s),
         None => {
@@ -162,14 +217,20 @@ pub async fn run(
     let mut text = collected.finish();
     let cut_len = text.len();
     if let Some(why) = stopped {
-        let reason = if why == "timed out" {
-            format!(
+        let reason = match why {
+            "timed out" => format!(
                 "[timed out after {} ms; the command was killed. Pass a larger timeout_ms (up to \
                  {MAX_TIMEOUT_MS}) or run it with background: true]",
                 timeout.as_millis()
-            )
-        } else {
-            "[interrupted by the user; the command was killed]".to_owned()
+            ),
+            "process limit" => format!(
+                "[the command kept all {} processes one shell command may have in use for {} s \
+                 (a fork bomb, or a runaway loop starting processes) and was killed; run fewer \
+                 processes at once, or ask the user to raise [shell] max_processes]",
+                env.groups.max_processes(),
+                (CAP_CHECK * SATURATED_CHECKS).as_secs()
+            ),
+            _ => "[interrupted by the user; the command was killed]".to_owned(),
         };
         push_line(&mut text, &reason);
         return cut_outcome(text, cut_len, printed, true);
@@ -194,6 +255,18 @@ pub async fn run(
             true
         }
     };
+    // Some of its forks failed: what it did is not what it meant to do.
+    let is_error = is_error || capped.is_some();
+    if let Some(max) = capped {
+        push_line(
+            &mut text,
+            &format!(
+                "[the command reached the limit of {max} processes for one shell command, so \
+                 some of its forks failed; run fewer processes at once, or ask the user to raise \
+                 [shell] max_processes]"
+            ),
+        );
+    }
     if lingering {
         push_line(
             &mut text,
@@ -216,6 +289,19 @@ pub async fn run(
     let mut outcome = cut_outcome(text, cut_len, printed, is_error);
     outcome.refused = refused;
     outcome
+}
+
+/// Why bash could not start, in one sentence: the OS refusing a new process (`EAGAIN`, a full
+/// process table) says what to do about it.
+fn cannot_start(err: &std::io::Error) -> String {
+    if err.kind() == std::io::ErrorKind::WouldBlock {
+        format!(
+            "cannot start bash: the system refuses new processes right now ({err}), probably \
+             because too many are running; wait for some to end, then try again"
+        )
+    } else {
+        format!("cannot start bash: {err}")
+    }
 }
 
 /// The status line that tells the model what the sandbox refused (or may have refused).
@@ -273,7 +359,7 @@ pub fn spawn_background(
     let Ok(file_err) = file.try_clone() else {
         return fail(format!("cannot share {} between stdout and stderr", log.display()));
     };
-    let mut cmd = bash(workspace, command, sandbox);
+    let mut cmd = bash(workspace, command, sandbox, false);
     cmd.envs(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     let child = cmd.stdout(file).stderr(file_err).spawn();
     match child {
@@ -289,7 +375,7 @@ pub fn spawn_background(
                 false,
             )
         }
-        Err(err) => fail(format!("cannot start bash: {err}")),
+        Err(err) => fail(cannot_start(&err)),
     }
 }
 
@@ -338,7 +424,7 @@ mod tests {
 
     #[test]
     fn provider_keys_are_hidden_from_commands() {
-        let cmd = bash(Path::new("."), "env", None);
+        let cmd = bash(Path::new("."), "env", None, false);
         let mut removed: Vec<_> = cmd
             .as_std()
             .get_envs()

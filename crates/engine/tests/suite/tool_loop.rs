@@ -200,3 +200,36 @@ async fn a_capped_shell_output_journals_its_original_size() {
     let line = std::fs::read_to_string(session_file(h.home.path())).unwrap();
     assert!(line.contains("\"bytes\":200015"), "the size is in the file");
 }
+
+/// A fork bomb in a shell call, under `[shell] max_processes = 40`: the call ends with an
+/// error result that says why, the turn goes on, the next turn is answered, and the journal
+/// stays whole. Without a writable pids cgroup the cap cannot exist, so the test reports the
+/// skip (a failure under `CI=true`); the command refuses to start the bomb uncapped.
+#[tokio::test]
+async fn a_fork_bomb_fails_its_call_and_the_session_goes_on() {
+    if !codewhale_engine::tools::cgroup::available() {
+        codewhale_mcp::test_support::skip_test("no writable pids cgroup here");
+        return;
+    }
+    let h = Harness::new().await;
+    std::fs::write(h.home.path().join("config.toml"), "[shell]\nmax_processes = 40\n").unwrap();
+    let bomb = "grep -q codewhale-shell- /proc/self/cgroup || exit 97; :(){ :|:& };:";
+    h.server.push(Reply::tool_call("c1", "shell", json!({ "command": bomb })));
+    h.server.push(Reply::text("that failed"));
+    h.server.push(Reply::text("still here"));
+    let mut engine = h.spawn(ApprovalMode::Full);
+    let run = engine.turn("run it").await;
+    assert_eq!(run.status, TurnStatus::Completed, "{:?}", run.events);
+    let second = engine.turn("are you there?").await;
+    assert_eq!((second.status, second.text.as_str()), (TurnStatus::Completed, "still here"));
+    engine.shutdown().await;
+    let journal = reload_checked(&session_file(h.home.path()));
+    assert_eq!(
+        kinds(&journal),
+        ["user", "assistant", "tool_result", "assistant", "user", "assistant"]
+    );
+    let (_, content, is_error) = results(&journal).remove(0);
+    assert!(is_error, "{content}");
+    assert!(!content.contains("[exit code: 97]"), "not capped: {content}");
+    assert!(content.contains("reached the limit of 40 processes"), "{content}");
+}

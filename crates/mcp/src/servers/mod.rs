@@ -12,7 +12,8 @@
 //! - a server that fails to start or stops is reported once through the reporter, and every
 //!   later call of its tools gets an error result that says so — a call always gets a result;
 //! - a call waits for its server only while the server is still starting (up to its startup
-//!   timeout) and for at most the tool timeout once it runs; an interruption cancels it.
+//!   timeout) and for at most the tool timeout once it runs; an interruption cancels it; a
+//!   result over the message limit fails the call at once ([`crate::stdio`]).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -456,6 +457,16 @@ impl Servers {
             Ok(Ok(result)) => {
                 let (text, is_error) = crate::content::to_text(&result);
                 CallOutput { text, is_error }
+            }
+            Ok(Err(rmcp::ServiceError::McpError(e)))
+                if e.code.0 == crate::stdio::OVERSIZED_CODE =>
+            {
+                CallOutput::error(format!(
+                    "the MCP tool `{tool}` of server `{server_name}` returned a result larger \
+                     than {} MiB, the limit for one MCP message, so it was discarded; ask the \
+                     tool for less (a narrower query, a smaller page) or tell the user",
+                    crate::stdio::MAX_LINE / (1024 * 1024)
+                ))
             }
             Ok(Err(rmcp::ServiceError::McpError(e))) => CallOutput::error(format!(
                 "the MCP server `{server_name}` answered the call of `{tool}` with an error: {}",

@@ -31,10 +31,21 @@ pub(crate) fn workspace_dir(flag: Option<&Path>) -> anyhow::Result<PathBuf> {
 
 /// The async runtime a command runs the engine on. Two workers are all one session needs, and
 /// fewer threads keep start-up cheap.
+///
+/// One blocking-pool thread is started at once and, like every blocking thread, kept for the
+/// whole session: when the OS refuses a new thread (a fork bomb in a shell command filling the
+/// process table), tokio queues blocking work on the threads it has, and it panics ("OS can't
+/// spawn worker thread") only when it has none — which an idle timeout would otherwise allow.
 pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
+    let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        .thread_keep_alive(BLOCKING_KEEP_ALIVE)
         .enable_all()
         .build()
-        .context("cannot start the async runtime")
+        .context("cannot start the async runtime")?;
+    drop(runtime.spawn_blocking(|| ()));
+    Ok(runtime)
 }
+
+/// How long an idle blocking thread is kept: longer than any session.
+const BLOCKING_KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(365 * 24 * 3600);

@@ -38,7 +38,7 @@ async fn mcp_list_shows_each_server_its_status_and_tools() {
     assert_eq!(by_name("off")["status"], "disabled");
     let text = codewhale(home.path(), ws.path()).args(["mcp", "list"]).output().await.unwrap();
     let text = String::from_utf8_lossy(&text.stdout);
-    assert!(text.contains("py  ready, 5 tools") && text.contains("mcp__py__crash"), "{text}");
+    assert!(text.contains("py  ready, 6 tools") && text.contains("mcp__py__crash"), "{text}");
 }
 
 #[tokio::test]

@@ -23,9 +23,14 @@ static ASSETS: OnceLock<Option<Assets>> = OnceLock::new();
 /// Starts loading the grammars on a background thread (once).
 pub fn warm_up() {
     if ASSETS.get().is_none() {
-        std::thread::spawn(|| {
+        // A thread the OS refuses (a process table filled by a fork bomb) costs only the
+        // colours: code blocks are drawn plain.
+        let started = std::thread::Builder::new().spawn(|| {
             ASSETS.get_or_init(load);
         });
+        if let Err(e) = started {
+            tracing::debug!("cannot start loading the grammars in the background: {e}");
+        }
     }
 }
 

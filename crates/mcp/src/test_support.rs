@@ -31,6 +31,18 @@ pub fn skip_test(reason: &str) {
     if std::env::var("CI").is_ok_and(|v| v == "true") {
         panic!("{test} cannot run: {reason} (CI=true, so a missing prerequisite fails the run)");
     }
+    record_skip(&test, reason);
+}
+
+/// Reports that the running test cannot run because the machine lacks `reason`, a capability
+/// no script can install (a writable cgroup, a kernel feature): the test returns as skipped,
+/// printed and listed like [`skip_test`]'s, under `CI=true` too.
+pub fn skip_without_capability(reason: &str) {
+    let test = std::thread::current().name().unwrap_or("a test").to_owned();
+    record_skip(&test, reason);
+}
+
+fn record_skip(test: &str, reason: &str) {
     eprintln!("skipped: {test}: {reason}");
     if let Some(list) = std::env::var_os("CODEWHALE_SKIPPED") {
         use std::io::Write as _;

@@ -239,7 +239,7 @@ mod tests {
     #[tokio::test]
     async fn a_fork_bomb_is_capped_and_killed_and_the_next_command_runs() {
         if !available() {
-            codewhale_mcp::test_support::skip_test(
+            codewhale_mcp::test_support::skip_without_capability(
                 "no writable pids cgroup here (cgroup v1 pids or a v2 cgroup delegating pids)",
             );
             return;
@@ -275,7 +275,7 @@ mod tests {
     #[tokio::test]
     async fn a_setsid_escapee_ends_with_the_call() {
         if !available() {
-            codewhale_mcp::test_support::skip_test("no writable pids cgroup here");
+            codewhale_mcp::test_support::skip_without_capability("no writable pids cgroup here");
             return;
         }
         let dir = tempfile::tempdir().unwrap();

@@ -208,7 +208,7 @@ async fn a_capped_shell_output_journals_its_original_size() {
 #[tokio::test]
 async fn a_fork_bomb_fails_its_call_and_the_session_goes_on() {
     if !codewhale_engine::tools::cgroup::available() {
-        codewhale_mcp::test_support::skip_test("no writable pids cgroup here");
+        codewhale_mcp::test_support::skip_without_capability("no writable pids cgroup here");
         return;
     }
     let h = Harness::new().await;

@@ -246,6 +246,7 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
     let mut shutdown = None;
     while shutdown.is_none() {
         let wake = session.note_pass.wake();
+        let summary_wake = session.branch_summary.wake();
         let encoder_ready = async {
             match encoder.as_mut() {
                 Some(ready) => {
@@ -261,6 +262,11 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
                 crate::compaction::background::settle_idle(&mut session, &sink).await;
                 continue;
             }
+            () = summary_wake.notified() => {
+                // A branch summary ended while idle: append it now.
+                crate::branch_summary::settle_idle(&mut session, &sink).await;
+                continue;
+            }
             () = encoder_ready => {
                 encoder = None;
                 sink.emit(start, session.usage_event(None, None));
@@ -271,9 +277,14 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
         match op {
             Op::UserInput { text, attachments } => {
                 let cancel = CancellationToken::new();
-                let mut ctx = TurnCtx::new(&mut session, &sink, &gate, id, cancel.clone());
-                let mcp = ctx.session.mcp().clone();
-                let turn = turn::run_turn(&mut ctx, text, attachments);
+                let mcp = session.mcp().clone();
+                let turn = async {
+                    // The summary of the branch just left goes before the message, so the
+                    // model's first reply on the new branch reads it (bounded by its timeout).
+                    crate::branch_summary::wait(&mut session, &sink, id, &cancel, false).await;
+                    let mut ctx = TurnCtx::new(&mut session, &sink, &gate, id, cancel.clone());
+                    turn::run_turn(&mut ctx, text, attachments).await
+                };
                 let (stop, deferred) =
                     listening(turn, &mut ops, &sink, &gate, &cancel, &mcp).await;
                 shutdown = stop;
@@ -297,6 +308,26 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
                     listening(pass, &mut ops, &sink, &gate, &cancel, &mcp).await;
                 shutdown = stop;
                 sink.emit(id, session.usage_event(None, None));
+                answer_deferred(&mut session, &sink, deferred).await;
+            }
+            Op::AwaitBranchSummary => {
+                let cancel = CancellationToken::new();
+                let mcp = session.mcp().clone();
+                let work = async {
+                    let state =
+                        crate::branch_summary::wait(&mut session, &sink, id, &cancel, true).await;
+                    if state == crate::protocol::BranchSummaryState::None {
+                        let none = Event::BranchSummary {
+                            state,
+                            summary: None,
+                            reason: Some("no summary was being written".into()),
+                        };
+                        sink.emit(id, none);
+                    }
+                };
+                let (stop, deferred) =
+                    listening(work, &mut ops, &sink, &gate, &cancel, &mcp).await;
+                shutdown = stop;
                 answer_deferred(&mut session, &sink, deferred).await;
             }
             Op::Shutdown => shutdown = Some(id),
@@ -510,7 +541,7 @@ async fn handle_idle_op(session: &mut Session, sink: &EventSink, id: SubmissionI
         Op::PreviewRestore { to } => Request { session, sink, id }.preview(to),
         Op::Undo { force } => Request { session, sink, id }.undo(force).await,
         // Handled in `run`.
-        Op::UserInput { .. } | Op::Compact { .. } | Op::Shutdown => {}
+        Op::UserInput { .. } | Op::Compact { .. } | Op::Shutdown | Op::AwaitBranchSummary => {}
     }
 }
 
@@ -561,6 +592,7 @@ async fn move_head(
     ) -> Result<codewhale_journal::Entry, codewhale_journal::BranchError>,
     verb: &str,
 ) {
+    let old = session.journal().head_id().clone();
     let moved = async {
         let entry = record(session.journal())?;
         session.append_entry(entry)?;
@@ -579,6 +611,7 @@ async fn move_head(
     session.replay_budget();
     let head = session.journal().head_id().to_string();
     sink.emit(id, Event::Notice { level: NoticeLevel::Info, message: format!("{verb} {head}") });
+    crate::branch_summary::after_move(session, sink, id, &old);
     sink.emit(id, Event::History { page: session.history_page(None, FIRST_PAGE, true) });
     sink.emit(id, session.plan_event(false));
     sink.emit(id, session.usage_event(None, None));

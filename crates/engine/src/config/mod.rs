@@ -64,6 +64,9 @@ pub struct CompactionConfig {
     /// Where the background note starts, as a fraction of usable input (0 < f ≤ 1; default
     /// 0.6).
     pub background_at: Option<f64>,
+    /// How long a summary of a branch HEAD left may take (DESIGN §2; default
+    /// [`crate::branch_summary::DEFAULT_TIMEOUT`]): past it, no summary is written.
+    pub branch_summary_timeout: Option<std::time::Duration>,
 }
 
 /// Settings of the shell tool.
@@ -303,6 +306,10 @@ impl Config {
         over(&mut self.compaction.retained_user_tokens, other.compaction.retained_user_tokens);
         over(&mut self.compaction.background, other.compaction.background);
         over(&mut self.compaction.background_at, other.compaction.background_at);
+        over(
+            &mut self.compaction.branch_summary_timeout,
+            other.compaction.branch_summary_timeout,
+        );
         over(&mut self.shell.keep_background, other.shell.keep_background);
         over(&mut self.sandbox.mode, other.sandbox.mode);
         over(&mut self.sandbox.network, other.sandbox.network);

@@ -6,11 +6,12 @@
 //! anything else is added after it, so the transcript keeps the engine's order.
 
 use codewhale_engine::protocol::{
-    Event, EventMsg, HistoryPage, NoticeLevel, TurnStats, TurnStatus,
+    BranchSummaryState, Event, EventMsg, HistoryPage, NoticeLevel, TurnStats, TurnStatus,
 };
 
 use super::app::Retry;
 use super::app::{App, Gauge, Lifecycle, Pending};
+use super::branch_cell::BranchSummaryCell;
 use super::approval_view::ApprovalView;
 use super::cells::short_tokens;
 use super::cells::{
@@ -212,6 +213,9 @@ impl App {
                 self.end_compaction();
             }
             Event::BackgroundNote { state } => self.background_note = state,
+            Event::BranchSummary { state, summary, reason } => {
+                self.on_branch_summary(state, summary, reason)
+            }
             Event::CompactionFailed { reason } => {
                 self.notice(NoticeKind::Error, format!("compaction failed: {reason}"));
                 self.end_compaction();
@@ -265,6 +269,31 @@ impl App {
         } else if pending == Some(Pending::OlderHistory) {
             self.transcript.prepend(earlier);
             self.older = page.older;
+        }
+    }
+
+    /// The summary of the branch the user left: quiet while it is written; once written while
+    /// idle the engine sends a fresh page, and once written as a turn starts it goes before
+    /// the message just sent (where the journal has it).
+    fn on_branch_summary(
+        &mut self,
+        state: BranchSummaryState,
+        summary: Option<String>,
+        reason: Option<String>,
+    ) {
+        self.branch_summary_writing = state == BranchSummaryState::Writing;
+        match state {
+            BranchSummaryState::Written if self.lifecycle.turn_running() => {
+                if let Some(summary) = summary {
+                    let cell = BranchSummaryCell { summary, ..Default::default() };
+                    self.transcript.insert_before_last(cell);
+                }
+            }
+            BranchSummaryState::Dropped => {
+                let why = reason.unwrap_or_else(|| "it could not be written".into());
+                self.notice(NoticeKind::Info, format!("no summary of the branch you left: {why}"));
+            }
+            _ => {}
         }
     }
 

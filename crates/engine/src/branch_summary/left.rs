@@ -328,6 +328,7 @@ mod tests {
         // A fork at a1: the branch starting at `side` ...
         let side = j.on(&a1, UserPayload::text("side question"));
         let side_a = j.on(&side, AssistantPayload::new(vec![Block::text("side answer")]));
+        j.on(&a1, UserPayload::text("the first branch goes on"));
         // ... and, forked from inside it, a branch that is left.
         let l1 = j.on(&side_a, UserPayload::text("left 1"));
         let l2 = j.on(&l1, AssistantPayload::new(vec![Block::text("left 2")]));

@@ -94,6 +94,9 @@ fn event(state: BranchSummaryState, summary: Option<String>, reason: Option<Stri
 /// when it is worth one.
 pub(crate) fn after_move(session: &mut Session, sink: &EventSink, id: SubmissionId, old: &EntryId) {
     drop_pending(session, sink, id, "HEAD moved again before it was written");
+    if session.config().compaction.branch_summaries == Some(false) {
+        return;
+    }
     let new = session.journal().head_id().clone();
     let Some(left) = left::left_part(session.journal(), old.as_str(), new.as_str()) else {
         return;

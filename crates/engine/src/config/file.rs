@@ -93,6 +93,7 @@ struct FileCompaction {
     background: Option<bool>,
     background_at: Option<Spanned<f64>>,
     branch_summary_timeout_sec: Option<Spanned<f64>>,
+    branch_summaries: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -229,6 +230,7 @@ pub fn parse_scoped(path: &Path, text: &str, scope: Scope) -> Result<Config, Con
             background: file.compaction.background,
             background_at,
             branch_summary_timeout,
+            branch_summaries: file.compaction.branch_summaries,
         },
         shell: ShellConfig {
             env: file.shell.env.into_iter().collect(),

@@ -311,24 +311,19 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
                 answer_deferred(&mut session, &sink, deferred).await;
             }
             Op::AwaitBranchSummary => {
-                let cancel = CancellationToken::new();
-                let mcp = session.mcp().clone();
-                let work = async {
-                    let state =
-                        crate::branch_summary::wait(&mut session, &sink, id, &cancel, true).await;
-                    if state == crate::protocol::BranchSummaryState::None {
-                        let none = Event::BranchSummary {
-                            state,
-                            summary: None,
-                            reason: Some("no summary was being written".into()),
-                        };
-                        sink.emit(id, none);
-                    }
-                };
-                let (stop, deferred) =
-                    listening(work, &mut ops, &sink, &gate, &cancel, &mcp).await;
-                shutdown = stop;
-                answer_deferred(&mut session, &sink, deferred).await;
+                // Ops wait meanwhile, a `shutdown` sent right after among them (that is how
+                // `codewhale rewind` uses it); the wait is bounded by the summary's timeout.
+                let never = CancellationToken::new();
+                let state =
+                    crate::branch_summary::wait(&mut session, &sink, id, &never, true).await;
+                if state == crate::protocol::BranchSummaryState::None {
+                    let none = Event::BranchSummary {
+                        state,
+                        summary: None,
+                        reason: Some("no summary was being written".into()),
+                    };
+                    sink.emit(id, none);
+                }
             }
             Op::Shutdown => shutdown = Some(id),
             other => handle_idle_op(&mut session, &sink, id, other).await,

@@ -21,6 +21,7 @@
 
 mod left;
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -61,6 +62,9 @@ struct Slot {
     payload: BranchSummaryPayload,
     cancel: CancellationToken,
     task: JoinHandle<Result<String, String>>,
+    /// Set by the task just before it wakes the engine: its answer is in (the handle may not
+    /// report finished yet), and a wake-up left over from an earlier slot is told apart.
+    done: Arc<AtomicBool>,
 }
 
 impl Slot {
@@ -127,16 +131,19 @@ pub(crate) fn after_move(session: &mut Session, sink: &EventSink, id: Submission
     payload.from = Some(left.from.clone());
     payload.tip = Some(left.tip.clone());
     let cancel = CancellationToken::new();
-    let task = tokio::spawn(write(
-        session.client().clone(),
-        request,
-        timeout,
-        cancel.clone(),
-        session.branch_summary.wake.clone(),
-    ));
+    let done = Arc::new(AtomicBool::new(false));
+    let wake = Wake { done: done.clone(), notify: session.branch_summary.wake.clone() };
+    let task =
+        tokio::spawn(write(session.client().clone(), request, timeout, cancel.clone(), wake));
     tracing::info!(tip = %left.tip, from = %left.from, messages = left.messages, "branch summary started");
-    session.branch_summary.slot = Some(Slot { meant: new, payload, cancel, task });
+    session.branch_summary.slot = Some(Slot { meant: new, payload, cancel, task, done });
     sink.emit(id, event(BranchSummaryState::Writing, None, None));
+}
+
+/// How the task tells the engine its answer is in.
+struct Wake {
+    done: Arc<AtomicBool>,
+    notify: Arc<tokio::sync::Notify>,
 }
 
 /// The background task: one request, bounded by `timeout`, its reply judged.
@@ -145,7 +152,7 @@ async fn write(
     request: Request,
     timeout: Duration,
     cancel: CancellationToken,
-    wake: Arc<tokio::sync::Notify>,
+    wake: Wake,
 ) -> Result<String, String> {
     let reply = tokio::time::timeout(timeout, client.complete(&request, cancel)).await;
     let result = match reply {
@@ -153,7 +160,8 @@ async fn write(
         Ok(Err(failure)) => Err(format!("the summary request failed: {}", failure.error)),
         Ok(Ok(response)) => left::usable(&response.text()),
     };
-    wake.notify_one();
+    wake.done.store(true, Ordering::Release);
+    wake.notify.notify_one();
     result
 }
 
@@ -180,7 +188,9 @@ pub(crate) fn close(session: &mut Session) {
 
 /// Between turns, after a request ended: its summary is appended (or dropped) now.
 pub(crate) async fn settle_idle(session: &mut Session, sink: &EventSink) {
-    if !session.branch_summary.slot.as_ref().is_some_and(|s| s.task.is_finished()) {
+    // The task wakes the engine just before it returns: `done` says the answer is in, so
+    // waiting for the handle takes no time.
+    if !session.branch_summary.slot.as_ref().is_some_and(|s| s.done.load(Ordering::Acquire)) {
         return;
     }
     if let Some(slot) = session.branch_summary.slot.take() {

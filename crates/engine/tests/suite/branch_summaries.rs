@@ -89,13 +89,19 @@ async fn appended_after_a_rewind_and_read_by_the_model(provider: &str) {
     h.server.push(Reply::text("  Tried nom: it failed on nested groups.\n"));
     engine.submit(rewind(&users[1]));
     let (state, text) = summary_end(&mut engine).await;
-    assert_eq!((state, text.as_str()), (BranchSummaryState::Written, "Tried nom: it failed on nested groups."));
+    assert_eq!(
+        (state, text.as_str()),
+        (BranchSummaryState::Written, "Tried nom: it failed on nested groups.")
+    );
 
     // The summarizer read the branch left, with the request before it, and no tools.
     let request = &h.server.requests()[2];
     let body = request.body.to_string();
     assert!(body.contains(INSTRUCTION), "{body}");
-    assert!(body.contains("[user] try nom") && body.contains("nom fails on nested groups"), "{body}");
+    assert!(
+        body.contains("[user] try nom") && body.contains("nom fails on nested groups"),
+        "{body}"
+    );
     assert!(body.contains("fix the parser"), "the request before the branch: {body}");
     assert!(request.body.get("tools").is_none(), "{body}");
 
@@ -195,7 +201,9 @@ async fn the_engine_answers_while_it_is_written_and_a_turn_sent_meanwhile_reads_
     h.server.push(Reply::text("Tried nom; it failed.").after(Duration::from_millis(800)));
     h.server.push(Reply::text("a hand-made parser then"));
     engine.submit(rewind(&users[1]));
-    engine.until(|e| matches!(e, Event::BranchSummary { state: BranchSummaryState::Writing, .. })).await;
+    engine
+        .until(|e| matches!(e, Event::BranchSummary { state: BranchSummaryState::Writing, .. }))
+        .await;
     // Not blocked: a question is answered while the summary is being written.
     let asked = engine.submit(Op::GetContext);
     loop {
@@ -208,9 +216,10 @@ async fn the_engine_answers_while_it_is_written_and_a_turn_sent_meanwhile_reads_
     let turn = engine.submit(Op::UserInput { text: "try by hand".into(), attachments: Vec::new() });
     let run = engine.finish(turn).await;
     assert_eq!(run.status, TurnStatus::Completed);
-    let written = run.events.iter().position(|e| {
-        matches!(e, Event::BranchSummary { state: BranchSummaryState::Written, .. })
-    });
+    let written = run
+        .events
+        .iter()
+        .position(|e| matches!(e, Event::BranchSummary { state: BranchSummaryState::Written, .. }));
     let started = run.events.iter().position(|e| matches!(e, Event::TurnStarted));
     assert!(written.unwrap() < started.unwrap(), "{:?}", run.events);
     let sent = h.server.last_request().unwrap().body["messages"].to_string();
@@ -233,7 +242,9 @@ async fn a_head_move_or_the_timeout_drops_it() {
     // HEAD moves on before the summary is written: it is for a branch HEAD left too.
     h.server.push(Reply::text("late").after(Duration::from_millis(200)));
     engine.submit(rewind(&users[1]));
-    engine.until(|e| matches!(e, Event::BranchSummary { state: BranchSummaryState::Writing, .. })).await;
+    engine
+        .until(|e| matches!(e, Event::BranchSummary { state: BranchSummaryState::Writing, .. }))
+        .await;
     engine.submit(Op::Checkout { to: tip.clone() });
     let (state, reason) = summary_end(&mut engine).await;
     assert_eq!(state, BranchSummaryState::Dropped);

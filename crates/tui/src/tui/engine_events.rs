@@ -11,8 +11,8 @@ use codewhale_engine::protocol::{
 
 use super::app::Retry;
 use super::app::{App, Gauge, Lifecycle, Pending};
-use super::branch_cell::BranchSummaryCell;
 use super::approval_view::ApprovalView;
+use super::branch_cell::BranchSummaryCell;
 use super::cells::short_tokens;
 use super::cells::{
     AnchorCell, CompactionCell, CompactionSummary, NoticeKind, ToolCell, ToolState,

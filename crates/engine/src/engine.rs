@@ -281,7 +281,7 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
                 let turn = async {
                     // The summary of the branch just left goes before the message, so the
                     // model's first reply on the new branch reads it (bounded by its timeout).
-                    crate::branch_summary::wait(&mut session, &sink, id, &cancel, false).await;
+                    crate::branch_summary::wait(&mut session, &sink, id, &cancel).await;
                     let mut ctx = TurnCtx::new(&mut session, &sink, &gate, id, cancel.clone());
                     turn::run_turn(&mut ctx, text, attachments).await
                 };
@@ -314,8 +314,7 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
                 // Ops wait meanwhile, a `shutdown` sent right after among them (that is how
                 // `codewhale rewind` uses it); the wait is bounded by the summary's timeout.
                 let never = CancellationToken::new();
-                let state =
-                    crate::branch_summary::wait(&mut session, &sink, id, &never, true).await;
+                let state = crate::branch_summary::wait(&mut session, &sink, id, &never).await;
                 if state == crate::protocol::BranchSummaryState::None {
                     let none = Event::BranchSummary {
                         state,

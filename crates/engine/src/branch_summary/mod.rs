@@ -196,20 +196,17 @@ pub(crate) async fn settle_idle(session: &mut Session, sink: &EventSink) {
     if let Some(slot) = session.branch_summary.slot.take() {
         let Slot { meant, payload, task, .. } = slot;
         let joined = task.await;
-        finish(session, sink, SubmissionId(0), Done { meant, payload, joined }, true).await;
+        finish(session, sink, SubmissionId(0), Done { meant, payload, joined }).await;
     }
 }
 
 /// Waits for the summary being written (bounded by its timeout, or until `cancel`) and
 /// appends it: before a turn journals its message, and for `Op::AwaitBranchSummary`.
-/// `history`: the front end shows the new entry from a fresh page (none is sent while a turn
-/// starts: its message is already shown).
 pub(crate) async fn wait(
     session: &mut Session,
     sink: &EventSink,
     id: SubmissionId,
     cancel: &CancellationToken,
-    history: bool,
 ) -> BranchSummaryState {
     let Some(slot) = session.branch_summary.slot.as_mut() else {
         return BranchSummaryState::None;
@@ -221,7 +218,7 @@ pub(crate) async fn wait(
     let Some(Slot { meant, payload, .. }) = session.branch_summary.slot.take() else {
         return BranchSummaryState::None;
     };
-    finish(session, sink, id, Done { meant, payload, joined }, history).await
+    finish(session, sink, id, Done { meant, payload, joined }).await
 }
 
 /// A request that has ended, with what the entry needs.
@@ -231,13 +228,14 @@ struct Done {
     joined: Result<Result<String, String>, tokio::task::JoinError>,
 }
 
-/// Appends (or drops) the summary of a request that has ended.
+/// Appends (or drops) the summary of a request that has ended. The `written` event carries the
+/// text, so a front end adds the entry where HEAD is without reloading the conversation (which
+/// would drop the notices of the move it just showed).
 async fn finish(
     session: &mut Session,
     sink: &EventSink,
     id: SubmissionId,
     done: Done,
-    history: bool,
 ) -> BranchSummaryState {
     let result = match done.joined {
         Ok(result) => result,
@@ -276,10 +274,6 @@ async fn finish(
         _ => String::new(),
     };
     sink.emit(id, event(BranchSummaryState::Written, Some(text), None));
-    if history {
-        let page = session.history_page(None, crate::history::FIRST_PAGE, true);
-        sink.emit(id, Event::History { page });
-    }
     sink.emit(id, session.usage_event(None, None));
     BranchSummaryState::Written
 }

@@ -272,9 +272,9 @@ impl App {
         }
     }
 
-    /// The summary of the branch the user left: quiet while it is written; once written while
-    /// idle the engine sends a fresh page, and once written as a turn starts it goes before
-    /// the message just sent (where the journal has it).
+    /// The summary of the branch the user left: quiet while it is written; once written, its
+    /// cell goes where the journal has it — at the end when idle, before the message just sent
+    /// when a turn was starting.
     fn on_branch_summary(
         &mut self,
         state: BranchSummaryState,
@@ -283,10 +283,14 @@ impl App {
     ) {
         self.branch_summary_writing = state == BranchSummaryState::Writing;
         match state {
-            BranchSummaryState::Written if self.lifecycle.turn_running() => {
+            BranchSummaryState::Written => {
                 if let Some(summary) = summary {
                     let cell = BranchSummaryCell { summary, ..Default::default() };
-                    self.transcript.insert_before_last(cell);
+                    if self.lifecycle.turn_running() {
+                        self.transcript.insert_before_last(cell);
+                    } else {
+                        self.transcript.push(cell);
+                    }
                 }
             }
             BranchSummaryState::Dropped => {

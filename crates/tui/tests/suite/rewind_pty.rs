@@ -45,6 +45,7 @@ async fn rewind_both_and_undo_take_back_what_write_file_made() {
     pty.send(b" again");
     pty.wait_for("make the file again").await;
     pty.wait_for("what was tried on a branch you left").await;
+    assert!(pty.contents().contains("rewound to"), "the move's notice stays:\n{}", pty.contents());
 
     // The message is in the composer: Enter sends it again, from before it.
     pty.send(b"\r");

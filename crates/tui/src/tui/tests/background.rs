@@ -88,4 +88,11 @@ fn a_branch_summary_being_written_is_quiet_and_lands_before_the_message_sent_mea
         screen.contains("no summary of the branch you left: it took longer than 60 s"),
         "{screen}"
     );
+
+    // Written while idle: the cell goes last, under what was shown before.
+    h.engine(4, summary(BranchSummaryState::Written, Some("pest worked"), None));
+    let screen = h.screen();
+    let notice = screen.find("no summary of the branch you left").expect("kept");
+    let cell = screen.rfind("what was tried on a branch you left").expect("the cell");
+    assert!(notice < cell, "{screen}");
 }

@@ -87,6 +87,14 @@ fn snapshot_10000_files(c: &mut Criterion) {
             assert_eq!(changes.len(), 1);
         })
     });
+    c.bench_function("shell_snapshots_10000_files_unchanged", |b| {
+        b.iter(|| {
+            // A command that changed nothing (a build, a test run, a search): the two snapshots.
+            let before = snaps.snapshot().unwrap();
+            let after = snaps.snapshot().unwrap();
+            assert!(snaps.changes(&store, &before, &after).unwrap().is_empty());
+        })
+    });
 }
 
 fn restore_100_files(c: &mut Criterion) {

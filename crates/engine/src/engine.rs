@@ -247,6 +247,7 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
     let mut shutdown = None;
     while shutdown.is_none() {
         let wake = session.note_pass.wake();
+        let summary_wake = session.branch_summary.wake();
         let encoder_ready = async {
             match encoder.as_mut() {
                 Some(ready) => {
@@ -262,6 +263,11 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
                 crate::compaction::background::settle_idle(&mut session, &sink).await;
                 continue;
             }
+            () = summary_wake.notified() => {
+                // A branch summary ended while idle: append it now.
+                crate::branch_summary::settle_idle(&mut session, &sink).await;
+                continue;
+            }
             () = encoder_ready => {
                 encoder = None;
                 sink.emit(start, session.usage_event(None, None));
@@ -272,9 +278,14 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
         match op {
             Op::UserInput { text, attachments } => {
                 let cancel = CancellationToken::new();
-                let mut ctx = TurnCtx::new(&mut session, &sink, &gate, id, cancel.clone());
-                let mcp = ctx.session.mcp().clone();
-                let turn = turn::run_turn(&mut ctx, text, attachments);
+                let mcp = session.mcp().clone();
+                let turn = async {
+                    // The summary of the branch just left goes before the message, so the
+                    // model's first reply on the new branch reads it (bounded by its timeout).
+                    crate::branch_summary::wait(&mut session, &sink, id, &cancel).await;
+                    let mut ctx = TurnCtx::new(&mut session, &sink, &gate, id, cancel.clone());
+                    turn::run_turn(&mut ctx, text, attachments).await
+                };
                 let (stop, deferred) =
                     listening(turn, &mut ops, &sink, &gate, &cancel, &mcp).await;
                 shutdown = stop;
@@ -299,6 +310,20 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
                 shutdown = stop;
                 sink.emit(id, session.usage_event(None, None));
                 answer_deferred(&mut session, &sink, deferred).await;
+            }
+            Op::AwaitBranchSummary => {
+                // Ops wait meanwhile, a `shutdown` sent right after among them (that is how
+                // `codewhale rewind` uses it); the wait is bounded by the summary's timeout.
+                let never = CancellationToken::new();
+                let state = crate::branch_summary::wait(&mut session, &sink, id, &never).await;
+                if state == crate::protocol::BranchSummaryState::None {
+                    let none = Event::BranchSummary {
+                        state,
+                        summary: None,
+                        reason: Some("no summary was being written".into()),
+                    };
+                    sink.emit(id, none);
+                }
             }
             Op::Shutdown => shutdown = Some(id),
             other => handle_idle_op(&mut session, &sink, id, other).await,
@@ -511,7 +536,7 @@ async fn handle_idle_op(session: &mut Session, sink: &EventSink, id: SubmissionI
         Op::PreviewRestore { to } => Request { session, sink, id }.preview(to),
         Op::Undo { force } => Request { session, sink, id }.undo(force).await,
         // Handled in `run`.
-        Op::UserInput { .. } | Op::Compact { .. } | Op::Shutdown => {}
+        Op::UserInput { .. } | Op::Compact { .. } | Op::Shutdown | Op::AwaitBranchSummary => {}
     }
 }
 
@@ -562,6 +587,7 @@ async fn move_head(
     ) -> Result<codewhale_journal::Entry, codewhale_journal::BranchError>,
     verb: &str,
 ) {
+    let old = session.journal().head_id().clone();
     let moved = async {
         let entry = record(session.journal())?;
         session.append_entry(entry)?;
@@ -580,6 +606,7 @@ async fn move_head(
     session.replay_budget();
     let head = session.journal().head_id().to_string();
     sink.emit(id, Event::Notice { level: NoticeLevel::Info, message: format!("{verb} {head}") });
+    crate::branch_summary::after_move(session, sink, id, &old);
     sink.emit(id, Event::History { page: session.history_page(None, FIRST_PAGE, true) });
     sink.emit(id, session.plan_event(false));
     sink.emit(id, session.usage_event(None, None));

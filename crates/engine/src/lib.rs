@@ -36,6 +36,7 @@ internal_modules! {
     attachments;
     approval;
     bounded;
+    branch_summary;
     branches;
     budget;
     checkpoint;

@@ -208,6 +208,7 @@ impl Request<'_> {
         } else {
             Vec::new()
         };
+        let old = journal.head_id().clone();
         let done = async {
             let mut outcome = None;
             if m.take.conversation() {
@@ -255,6 +256,9 @@ impl Request<'_> {
         self.sink.emit(self.id, self.session.usage_event(None, None));
         if let Some(text) = landed.text.filter(|_| m.take.conversation()) {
             self.sink.emit(self.id, Event::ComposerText { text });
+        }
+        if m.take.conversation() {
+            crate::branch_summary::after_move(self.session, self.sink, self.id, &old);
         }
     }
 

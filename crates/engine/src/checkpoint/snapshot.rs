@@ -11,9 +11,16 @@
 //! snapshots, so git's stat cache makes every snapshot after the first cost about one `stat`
 //! per file. A snapshot that fails records nothing and never fails the call. Outside git there
 //! are no snapshots: a command's edits then read as changed by someone else.
+//!
+//! What a shell call pays is kept small: a workspace found to be a git work tree is remembered
+//! ([`Snapshots::find`]), and `write-tree` runs only when `git add` changed the index — an index
+//! whose bytes are exactly those `write-tree` last left holds the same tree — so a snapshot of an
+//! unchanged worktree is one `git add`, and a command that changed nothing costs no diff.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::{LazyLock, Mutex};
 
 use codewhale_journal::FileChange;
 
@@ -21,12 +28,21 @@ use super::FileStore;
 
 static SNAPSHOT_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// For each snapshot index (by path): the SHA-256 of its bytes as `write-tree` last left them,
+/// and that tree. Written and read under [`SNAPSHOT_LOCK`].
+static WRITTEN: LazyLock<Mutex<HashMap<PathBuf, (String, String)>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// Workspaces found to be git work trees, by (snapshot directory, workspace).
+static FOUND: LazyLock<Mutex<HashMap<(PathBuf, PathBuf), Snapshots>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
 /// Takes a first snapshot in the background, so the first `shell` call does not pay for
 /// hashing the whole worktree (about a second on 10,000 files; later snapshots reuse the
 /// index's stat cache). Does nothing outside a git work tree.
 pub fn warm_up(store: FileStore, workspace: PathBuf) {
     let spawned = std::thread::Builder::new().name("codewhale-snapshot".into()).spawn(move || {
-        if let Some(snapshots) = Snapshots::discover(&store, &workspace) {
+        if let Some(snapshots) = Snapshots::find(&store, &workspace) {
             if let Err(e) = snapshots.snapshot() {
                 tracing::warn!("the first worktree snapshot failed: {e}");
             }
@@ -53,6 +69,23 @@ pub struct Snapshots {
 }
 
 impl Snapshots {
+    /// Like [`Snapshots::discover`], remembering a work tree once found, so a shell call does
+    /// not pay for asking git again. A workspace that is not one is asked again next time (it
+    /// may have become one); one that stopped being one makes the snapshot fail (open).
+    pub fn find(store: &FileStore, workspace: &Path) -> Option<Snapshots> {
+        let key = (store.snapshot_dir(), workspace.to_path_buf());
+        let found = FOUND.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&key).cloned();
+        if found.is_some() {
+            return found;
+        }
+        let snapshots = Snapshots::discover(store, workspace)?;
+        FOUND
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(key, snapshots.clone());
+        Some(snapshots)
+    }
+
     /// The snapshots of `workspace` (canonical) kept in `store`: `None` outside a git work
     /// tree, or when git is not installed.
     pub fn discover(store: &FileStore, workspace: &Path) -> Option<Snapshots> {
@@ -129,10 +162,28 @@ impl Snapshots {
         add.args(["add", "-A", "--ignore-errors", "--"]).arg(&pathspec);
         // A file that vanishes mid-walk makes `add` complain but still stage the rest.
         let _ = run(add);
+        let index = self.index_hash();
+        let mut written = WRITTEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let (Some(now), Some((then, tree))) = (&index, written.get(&self.index)) {
+            if now == then {
+                return Ok(tree.clone());
+            }
+        }
         let mut write = self.git();
         write.arg("write-tree");
         let out = run(write)?;
-        Ok(String::from_utf8_lossy(&out).trim().to_owned())
+        let tree = String::from_utf8_lossy(&out).trim().to_owned();
+        // `write-tree` stores its cache in the index: what the next `add` must leave unchanged.
+        match self.index_hash() {
+            Some(hash) => written.insert(self.index.clone(), (hash, tree.clone())),
+            None => written.remove(&self.index),
+        };
+        Ok(tree)
+    }
+
+    /// The SHA-256 of the snapshot index's bytes; `None` when it cannot be read.
+    fn index_hash(&self) -> Option<String> {
+        std::fs::read(&self.index).ok().map(|bytes| FileStore::hash(&bytes))
     }
 
     /// The files that differ between trees `before` and `after`, their contents kept in `store`.
@@ -290,5 +341,38 @@ mod tests {
         assert_eq!(store.get(changes[0].after.as_deref().unwrap()).unwrap(), b"a");
         // The user's repository was not written: no index, no objects.
         assert!(!ws.join(".git/index").exists());
+    }
+
+    #[test]
+    fn an_unchanged_worktree_is_the_same_tree_and_a_change_is_seen_after_it() {
+        if Command::new("git").arg("--version").output().is_err() {
+            codewhale_mcp::test_support::skip_test("git is not installed");
+            return;
+        }
+        let ws = tempfile::tempdir().unwrap();
+        let ws = std::fs::canonicalize(ws.path()).unwrap();
+        assert!(Command::new("git").current_dir(&ws).args(["init", "-q"]).status().unwrap().success());
+        let home = tempfile::tempdir().unwrap();
+        let store = FileStore::beside(&home.path().join("s.jsonl"));
+        std::fs::write(ws.join("a.txt"), "one").unwrap();
+        let snaps = Snapshots::find(&store, &ws).unwrap();
+        let first = snaps.snapshot().unwrap();
+        // Found once, remembered: the same snapshots, the same tree while nothing changes.
+        let again = Snapshots::find(&store, &ws).unwrap();
+        assert_eq!(again.snapshot().unwrap(), first);
+        assert_eq!(snaps.snapshot().unwrap(), first);
+        // A change (same size, so only the content tells) and a new file are seen.
+        std::fs::write(ws.join("a.txt"), "two").unwrap();
+        std::fs::write(ws.join("b.txt"), "new").unwrap();
+        let after = snaps.snapshot().unwrap();
+        assert_ne!(after, first);
+        let changes = snaps.changes(&store, &first, &after).unwrap();
+        let paths: Vec<&str> = changes.iter().map(|c| c.path.as_str()).collect();
+        assert_eq!(paths, ["a.txt", "b.txt"]);
+        assert_eq!(store.get(changes[0].before.as_deref().unwrap()).unwrap(), b"one");
+        // Back to the first content: the first tree again, whatever the index went through.
+        std::fs::remove_file(ws.join("b.txt")).unwrap();
+        std::fs::write(ws.join("a.txt"), "one").unwrap();
+        assert_eq!(snaps.snapshot().unwrap(), first);
     }
 }

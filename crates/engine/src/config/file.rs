@@ -92,6 +92,8 @@ struct FileCompaction {
     retained_user_tokens: Option<u64>,
     background: Option<bool>,
     background_at: Option<Spanned<f64>>,
+    branch_summary_timeout_sec: Option<Spanned<f64>>,
+    branch_summaries: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -173,6 +175,12 @@ pub fn parse_scoped(path: &Path, text: &str, scope: Scope) -> Result<Config, Con
         }
         t => t.map(Spanned::into_inner),
     };
+    let branch_summary_timeout = match file.compaction.branch_summary_timeout_sec {
+        Some(t) if !(*t.get_ref() > 0.0 && t.get_ref().is_finite()) => {
+            return Err(invalid(Some(t.span()), "must be a positive number of seconds".into()))
+        }
+        t => t.map(|t| std::time::Duration::from_secs_f64(t.into_inner())),
+    };
     let api_key_env = match file.api_key_env {
         Some(name) if !valid_env_name(name.get_ref()) => {
             return Err(invalid(
@@ -238,6 +246,8 @@ pub fn parse_scoped(path: &Path, text: &str, scope: Scope) -> Result<Config, Con
             retained_user_tokens: file.compaction.retained_user_tokens,
             background: file.compaction.background,
             background_at,
+            branch_summary_timeout,
+            branch_summaries: file.compaction.branch_summaries,
         },
         shell: ShellConfig {
             env: file.shell.env.into_iter().collect(),

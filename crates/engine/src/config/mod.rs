@@ -64,6 +64,11 @@ pub struct CompactionConfig {
     /// Where the background note starts, as a fraction of usable input (0 < f ≤ 1; default
     /// 0.6).
     pub background_at: Option<f64>,
+    /// How long a summary of a branch HEAD left may take (DESIGN §2; default
+    /// [`crate::branch_summary::DEFAULT_TIMEOUT`]): past it, no summary is written.
+    pub branch_summary_timeout: Option<std::time::Duration>,
+    /// Whether leaving a branch writes a summary of it (default true).
+    pub branch_summaries: Option<bool>,
 }
 
 /// Settings of the shell tool.
@@ -306,6 +311,11 @@ impl Config {
         over(&mut self.compaction.retained_user_tokens, other.compaction.retained_user_tokens);
         over(&mut self.compaction.background, other.compaction.background);
         over(&mut self.compaction.background_at, other.compaction.background_at);
+        over(&mut self.compaction.branch_summaries, other.compaction.branch_summaries);
+        over(
+            &mut self.compaction.branch_summary_timeout,
+            other.compaction.branch_summary_timeout,
+        );
         over(&mut self.shell.keep_background, other.shell.keep_background);
         over(&mut self.shell.max_processes, other.shell.max_processes);
         over(&mut self.sandbox.mode, other.sandbox.mode);
@@ -553,6 +563,20 @@ mod tests {
         assert_eq!(c.context_window, Some(1000));
         assert_eq!(c.approval, Some(ApprovalMode::AutoEdit));
         assert_eq!(c.compaction.threshold, Some(0.7));
+    }
+
+    #[test]
+    fn branch_summary_keys_parse_and_a_bad_timeout_is_named() {
+        let c = parse(
+            Path::new("c.toml"),
+            "[compaction]\nbranch_summaries = false\nbranch_summary_timeout_sec = 2.5\n",
+        )
+        .unwrap();
+        assert_eq!(c.compaction.branch_summaries, Some(false));
+        assert_eq!(c.compaction.branch_summary_timeout, Some(std::time::Duration::from_millis(2500)));
+        let e = err("[compaction]\nbranch_summary_timeout_sec = 0\n");
+        assert!(e.contains(":2: bad `compaction.branch_summary_timeout_sec`"), "{e}");
+        assert!(e.contains("positive number of seconds"), "{e}");
     }
 
     #[test]

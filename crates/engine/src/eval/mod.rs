@@ -93,6 +93,15 @@ fn prepare(home: &Path) -> Result<PathBuf, EvalError> {
     };
     std::fs::create_dir_all(root.join("workspace")).map_err(setup(&root))?;
     std::fs::create_dir_all(root.join("sessions")).map_err(setup(&root))?;
+    // Each probe is answered on the compacted session and HEAD goes back after it: a summary of
+    // the probe's branch would be read by the next probe, so none is written (the workspace's
+    // file, which wins over the user's, says so).
+    let ws_config = crate::config::workspace_file(&root.join("workspace"));
+    if let Some(dir) = ws_config.parent() {
+        std::fs::create_dir_all(dir).map_err(setup(dir))?;
+    }
+    std::fs::write(&ws_config, "[compaction]\nbranch_summaries = false\n")
+        .map_err(setup(&ws_config))?;
     let config = crate::config::user_file(home);
     if config.is_file() {
         std::fs::copy(&config, crate::config::user_file(&root)).map_err(setup(&config))?;

@@ -109,6 +109,11 @@ pub enum Op {
         #[serde(default)]
         force: bool,
     },
+    /// Wait for the summary of a branch HEAD left (DESIGN §2) that is still being written: it
+    /// is appended or dropped within its timeout (`compaction.branch_summary_timeout_sec`).
+    /// Answered by [`Event::BranchSummary`]: `written`, `dropped`, or `none` when no summary was
+    /// being written. `codewhale rewind` sends it before it exits.
+    AwaitBranchSummary,
     /// `/undo`: take back the file changes of the last turn (the conversation stays).
     Undo {
         #[serde(default)]
@@ -409,6 +414,21 @@ pub enum BackgroundState {
     Ready,
 }
 
+/// Where the summary of a branch HEAD left is (DESIGN §2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BranchSummaryState {
+    /// The summary request is in flight; the session goes on meanwhile.
+    Writing,
+    /// The summary was appended on HEAD as a `branch_summary` entry.
+    Written,
+    /// No summary was written (the provider failed, the reply was empty or too long, it took
+    /// longer than its timeout, or HEAD moved again first); nothing was journaled.
+    Dropped,
+    /// Nothing was being written (the answer to [`Op::AwaitBranchSummary`] when idle).
+    None,
+}
+
 /// Something the engine did or saw.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -564,6 +584,16 @@ pub enum Event {
     /// line only.
     BackgroundNote {
         state: Option<BackgroundState>,
+    },
+    /// The summary of a branch HEAD left changed state (DESIGN §2). Quiet: the status line
+    /// shows `writing`; `written` carries the summary (the model reads it from now on) and
+    /// `dropped` the reason nothing was written.
+    BranchSummary {
+        state: BranchSummaryState,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        summary: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
     },
     /// The answer to [`Op::GetContext`].
     ContextReport {

@@ -111,6 +111,8 @@ pub struct Session {
     pub(crate) plan: std::sync::Mutex<Option<crate::plan::Found>>,
     /// The background note, if one is being written or waits (DESIGN §5.8).
     pub(crate) note_pass: crate::compaction::background::NotePass,
+    /// The summary of a branch HEAD left, while it is written (DESIGN §2).
+    pub(crate) branch_summary: crate::branch_summary::Pending,
 }
 
 impl Session {
@@ -227,6 +229,7 @@ impl Session {
             system_exact: false,
             plan: std::sync::Mutex::new(None),
             note_pass: crate::compaction::background::NotePass::default(),
+            branch_summary: crate::branch_summary::Pending::default(),
         };
         session.mcp_specs = mcp_specs(&session.mcp.offered_now());
         session.refresh_system_prompt();
@@ -528,6 +531,7 @@ impl Session {
     /// another process can open the session.
     pub async fn close(mut self) -> Result<(), EngineError> {
         crate::compaction::background::close(&mut self).await;
+        crate::branch_summary::close(&mut self);
         self.mcp.shutdown().await;
         if let Some(counts) = self.counts.new_since_load() {
             counts::store_sidecar(self.journal.path(), counts);

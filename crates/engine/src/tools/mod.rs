@@ -423,7 +423,7 @@ async fn before_shell(
     let store = ctx.files.as_deref()?.clone();
     let ws = ctx.workspace.clone();
     tokio::task::spawn_blocking(move || {
-        let snapshots = crate::checkpoint::snapshot::Snapshots::discover(&store, &ws)?;
+        let snapshots = crate::checkpoint::snapshot::Snapshots::find(&store, &ws)?;
         match snapshots.snapshot() {
             Ok(tree) => Some((snapshots, store, tree)),
             Err(e) => {

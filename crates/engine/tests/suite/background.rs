@@ -160,6 +160,7 @@ async fn discarded_after(what: &str) {
 
 async fn discarded_after_on(what: &str, provider: &str) {
     let h = Harness::new().await;
+    h.no_branch_summaries();
     let mut engine = spawn_bg(&h, provider, Duration::from_secs(5));
     until_writing(&mut engine).await;
     wait_for_summary_request(&h).await;

@@ -81,6 +81,7 @@ fn head_records(journal: &Journal) -> Vec<(String, HeadReason)> {
 #[tokio::test]
 async fn fork_isolates_the_new_branch_and_checkout_restores_the_old_one() {
     let h = Harness::new().await;
+    h.no_branch_summaries();
     let mut engine = h.spawn(ApprovalMode::Ask);
     turn(&h, &mut engine, "q1", "a1").await;
     turn(&h, &mut engine, "q2", "a2").await;
@@ -126,6 +127,7 @@ async fn fork_isolates_the_new_branch_and_checkout_restores_the_old_one() {
 #[tokio::test]
 async fn rewind_moves_back_on_the_branch_and_refuses_other_branches() {
     let h = Harness::new().await;
+    h.no_branch_summaries();
     let mut engine = h.spawn(ApprovalMode::Ask);
     turn(&h, &mut engine, "q1", "a1").await;
     turn(&h, &mut engine, "q2", "a2").await;
@@ -179,6 +181,7 @@ async fn switch_model_changes_the_next_request_and_the_journaled_model() {
 #[tokio::test]
 async fn pressure_after_a_head_move_forgets_the_old_branch_report() {
     let h = Harness::new().await;
+    h.no_branch_summaries();
     // Window 20,000: usable 15,000, threshold 12,000.
     let mut params = h.params(Resume::New, ApprovalMode::Ask, false);
     params.overrides.context_window = Some(20_000);

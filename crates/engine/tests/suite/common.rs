@@ -74,6 +74,17 @@ impl Harness {
         Running::new(Engine::spawn(self.params(resume, mode, interactive)).unwrap())
     }
 
+    /// Writes the home's `config.toml`.
+    pub fn config(&self, text: &str) {
+        std::fs::write(self.home.path().join("config.toml"), text).unwrap();
+    }
+
+    /// Leaving a branch writes no summary of it: for tests of HEAD moves that count requests
+    /// and entries exactly.
+    pub fn no_branch_summaries(&self) {
+        self.config("[compaction]\nbranch_summaries = false\n");
+    }
+
     pub fn write(&self, rel: &str, text: &str) {
         let path = self.ws.path().join(rel);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();

@@ -161,6 +161,7 @@ fn entry_id(h: &Harness, kind: &str, text: &str) -> String {
 #[tokio::test]
 async fn usage_and_the_context_report_agree_after_every_change() {
     let h = Harness::new().await;
+    h.no_branch_summaries();
     let mut gauge = None;
     let mut params = h.params(Resume::New, ApprovalMode::Full, false);
     // The catalog's window for the model, as a user without flags gets it.

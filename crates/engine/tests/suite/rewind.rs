@@ -53,6 +53,7 @@ fn user_ids(h: &Harness) -> Vec<String> {
 #[tokio::test]
 async fn write_and_edit_are_taken_back_by_undo_and_rewind() {
     let h = Harness::new().await;
+    h.no_branch_summaries();
     h.write("a.txt", "one\n");
     let mut engine = h.spawn(ApprovalMode::Full);
     h.server.push_all([
@@ -169,6 +170,7 @@ async fn write_and_edit_are_taken_back_by_undo_and_rewind() {
 #[tokio::test]
 async fn rewind_and_fork_to_a_user_message_go_before_it() {
     let h = Harness::new().await;
+    h.no_branch_summaries();
     let mut engine = h.spawn(ApprovalMode::Ask);
     h.server.push_all([Reply::text("a1"), Reply::text("a2")]);
     engine.turn("q1").await;

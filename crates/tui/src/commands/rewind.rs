@@ -5,11 +5,15 @@
 //! Prints what changed on stdout. Exit 0 when everything asked for was done; 1 when the op was
 //! refused, or when files were left as they are — changed by someone else since (named on
 //! stderr; `--force` overwrites them) or impossible to restore.
+//!
+//! When the rewind leaves a branch worth a summary (DESIGN §2), it waits for the summary before
+//! it exits, at most `compaction.branch_summary_timeout_sec`; a summary that could not be
+//! written (that timeout, a provider error) is said on stderr and does not change the exit code.
 
 use std::path::Path;
 use std::process::ExitCode;
 
-use codewhale_engine::protocol::{Event, Op, TakeBack};
+use codewhale_engine::protocol::{BranchSummaryState, Event, Op, TakeBack};
 use codewhale_engine::{Engine, EngineParams, Env, Resume};
 
 use crate::cli::{GlobalArgs, RewindArgs};
@@ -52,10 +56,24 @@ pub fn run(
 async fn rewind(params: EngineParams, op: Op) -> anyhow::Result<ExitCode> {
     let (handle, mut events) = Engine::spawn(params)?;
     let id = handle.submit(op);
+    let summary = handle.submit(Op::AwaitBranchSummary);
     handle.submit(Op::Shutdown);
     let mut code = ExitCode::SUCCESS;
     let mut answered = false;
     while let Some(msg) = events.recv().await {
+        if msg.id == summary {
+            match msg.event {
+                Event::BranchSummary { state: BranchSummaryState::Written, .. } => {
+                    println!("wrote a summary of the branch left, for the model to read");
+                }
+                Event::BranchSummary { state: BranchSummaryState::Dropped, reason, .. } => {
+                    let why = reason.unwrap_or_else(|| "it could not be written".into());
+                    eprintln!("codewhale: no summary of the branch left was written: {why}");
+                }
+                _ => {}
+            }
+            continue;
+        }
         if msg.id != id {
             if matches!(msg.event, Event::ShutdownComplete) {
                 break;

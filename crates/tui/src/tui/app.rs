@@ -155,6 +155,8 @@ pub struct App {
     pub(crate) quitting: bool,
     /// The note the engine writes in the background, if any (DESIGN §5.8).
     pub(crate) background_note: Option<codewhale_engine::protocol::BackgroundState>,
+    /// A summary of the branch the user left is being written (DESIGN §2).
+    pub(crate) branch_summary_writing: bool,
     /// The last known size of the transcript area, for page-sized scrolling.
     pub(crate) viewport: (u16, u16),
     /// Which completion the popup highlights.
@@ -219,6 +221,7 @@ impl App {
             esc_armed: false,
             quitting: false,
             background_note: None,
+            branch_summary_writing: false,
             viewport: (80, 20),
             completion: 0,
             popup_dismissed: false,

@@ -6,12 +6,13 @@
 //! anything else is added after it, so the transcript keeps the engine's order.
 
 use codewhale_engine::protocol::{
-    Event, EventMsg, HistoryPage, NoticeLevel, TurnStats, TurnStatus,
+    BranchSummaryState, Event, EventMsg, HistoryPage, NoticeLevel, TurnStats, TurnStatus,
 };
 
 use super::app::Retry;
 use super::app::{App, Gauge, Lifecycle, Pending};
 use super::approval_view::ApprovalView;
+use super::branch_cell::BranchSummaryCell;
 use super::cells::short_tokens;
 use super::cells::{
     AnchorCell, CompactionCell, CompactionSummary, NoticeKind, ToolCell, ToolState,
@@ -212,6 +213,9 @@ impl App {
                 self.end_compaction();
             }
             Event::BackgroundNote { state } => self.background_note = state,
+            Event::BranchSummary { state, summary, reason } => {
+                self.on_branch_summary(state, summary, reason)
+            }
             Event::CompactionFailed { reason } => {
                 self.notice(NoticeKind::Error, format!("compaction failed: {reason}"));
                 self.end_compaction();
@@ -265,6 +269,35 @@ impl App {
         } else if pending == Some(Pending::OlderHistory) {
             self.transcript.prepend(earlier);
             self.older = page.older;
+        }
+    }
+
+    /// The summary of the branch the user left: quiet while it is written; once written, its
+    /// cell goes where the journal has it — at the end when idle, before the message just sent
+    /// when a turn was starting.
+    fn on_branch_summary(
+        &mut self,
+        state: BranchSummaryState,
+        summary: Option<String>,
+        reason: Option<String>,
+    ) {
+        self.branch_summary_writing = state == BranchSummaryState::Writing;
+        match state {
+            BranchSummaryState::Written => {
+                if let Some(summary) = summary {
+                    let cell = BranchSummaryCell { summary, ..Default::default() };
+                    if self.lifecycle.turn_running() {
+                        self.transcript.insert_before_last(cell);
+                    } else {
+                        self.transcript.push(cell);
+                    }
+                }
+            }
+            BranchSummaryState::Dropped => {
+                let why = reason.unwrap_or_else(|| "it could not be written".into());
+                self.notice(NoticeKind::Info, format!("no summary of the branch you left: {why}"));
+            }
+            _ => {}
         }
     }
 

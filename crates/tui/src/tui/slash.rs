@@ -361,7 +361,17 @@ pub fn commands_markdown() -> String {
          --both] [--force]` moves HEAD back to before ENTRY (the conversation, by default), \
          with `--code` takes back only the files tools changed from ENTRY on (HEAD stays), with \
          `--both` both. It prints what it did; a file changed by someone else since is left as \
-         it is and named on stderr with exit code 1, unless `--force` overwrites it.\n\
+         it is and named on stderr with exit code 1, unless `--force` overwrites it. When the \
+         rewind leaves a branch of two or more messages, it waits for that branch's summary \
+         (at most `compaction.branch_summary_timeout_sec`, default 60 s) and says whether one \
+         was written; none (a timeout, a provider error) is said on stderr and does not change \
+         the exit code.\n\
+         - Leaving a branch of two or more messages (a rewind, a fork, a checkout) has the \
+         summarizer write a short account of what was tried there, in the background: the \
+         status line says \"summarizing the branch you left…\" and keys keep working. The model \
+         on the new branch reads it, and the transcript shows it as a folded cell (Ctrl+O \
+         unfolds it); a message sent meanwhile waits for it. A provider error, an empty or \
+         over-long reply or the timeout writes none, and a notice says why.\n\
          - A compaction capsule reads \"compacted N messages · 182k → 9k tokens\": N counts the \
          model-visible messages the checkpoint replaced. Ctrl+O unfolds it to the note.\n\
          - `/compact` runs like a turn: the status line says \"compacting… · Ctrl+C cancels\"; \

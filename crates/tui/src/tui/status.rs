@@ -121,6 +121,10 @@ impl App {
             };
             parts.push(Part { text: text.to_owned(), style: dim, right: false, rank: 4 });
         }
+        if self.branch_summary_writing {
+            let text = " · summarizing the branch you left…".to_owned();
+            parts.push(Part { text, style: dim, right: false, rank: 4 });
+        }
         match self.queued.len() {
             0 => {}
             n => {

@@ -112,6 +112,13 @@ impl Transcript {
         self.committed.push(Slot::new(Box::new(cell)));
     }
 
+    /// Puts a finished cell before the last committed one: an entry the engine journaled just
+    /// before the message the user sent, which is already shown.
+    pub fn insert_before_last(&mut self, cell: impl Cell + 'static) {
+        let at = self.committed.len().saturating_sub(1);
+        self.committed.insert(at, Slot::new(Box::new(cell)));
+    }
+
     /// Adds streamed reasoning (shown folded, before the reply it leads to).
     pub fn push_thinking(&mut self, text: &str) {
         self.thinking.get_or_insert_with(ThinkingCell::default).text.push_str(text);

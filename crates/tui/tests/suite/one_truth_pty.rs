@@ -90,6 +90,10 @@ async fn the_gauge_context_the_cli_and_the_capsule_agree_on_every_path() {
     server.push(Reply::text(SUMMARY).with_usage(5_000, 200));
     server.push(answer(2));
     let (home, ws) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    // The figures are compared right after the HEAD move: no summary of the branch left
+    // lands in between (its own tests are in rewind_pty and the engine's suite).
+    std::fs::write(home.path().join("config.toml"), "[compaction]\nbranch_summaries = false\n")
+        .unwrap();
     let base_url = server.openai_base_url();
     let mut args = mock_args(&base_url);
     args.extend(["--context-window".to_owned(), WINDOW.to_owned()]);

@@ -128,3 +128,66 @@ async fn rewind_both_takes_back_what_write_file_and_then_shell_changed() {
     // The user's repository holds nothing of it.
     assert!(!ws.path().join(".git/index").exists());
 }
+
+/// `codewhale rewind` leaving a branch of two messages waits for its summary: written, it is
+/// on HEAD and said on stdout; slower than `compaction.branch_summary_timeout_sec`, the rewind
+/// still succeeds and says on stderr that there is none.
+#[tokio::test]
+async fn rewind_waits_for_the_branch_summary_and_says_when_there_is_none() {
+    let server = MockServer::start().await.unwrap();
+    let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let base = server.openai_base_url();
+    let global = ["--provider", "openai", "--model", "gpt-4.1", "--base-url", base.as_str()];
+    let run = |args: Vec<&str>| {
+        let mut cmd = super::cli::codewhale(home.path(), ws.path());
+        cmd.args(args).args(global).env("OPENAI_API_KEY", TEST_API_KEY);
+        async move { cmd.output().await.unwrap() }
+    };
+    let last_user = |lines: &[Value]| {
+        let user = lines.iter().rev().find(|l| l["kind"] == "user").unwrap();
+        user["id"].as_str().unwrap().to_owned()
+    };
+    server.push(Reply::text("nom fails on nested groups"));
+    let out = run(vec!["exec", "try nom"]).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let (path, lines) = session_lines(home.path());
+
+    server.push(Reply::text("Tried nom; it fails on nested groups."));
+    let out = run(vec!["rewind", "--last", "--to", &last_user(&lines)]).await;
+    assert!(out.status.success(), "{}{}", text(&out.stdout), text(&out.stderr));
+    let said = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(text(&out.stdout).contains("wrote a summary of the branch left"), "{said}");
+    let (_, lines) = session_lines(home.path());
+    let last = lines.last().unwrap();
+    assert_eq!(last["kind"], "branch_summary", "{last}");
+    assert_eq!(last["payload"]["summary"], "Tried nom; it fails on nested groups.");
+    for field in ["branch_id", "parent_branch_id", "from", "tip"] {
+        assert!(last["payload"].get(field).is_some(), "{field}: {last}");
+    }
+    let out = run(vec!["journal", "check", path.to_str().unwrap()]).await;
+    assert!(out.status.success(), "{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(!text(&out.stdout).contains("warning"), "{}", text(&out.stdout));
+
+    // Another attempt on the new branch, left with a summarizer slower than the bound.
+    server.push(Reply::text("pest works"));
+    let out = run(vec!["exec", "--last", "try pest"]).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    std::fs::write(
+        home.path().join("config.toml"),
+        "[compaction]\nbranch_summary_timeout_sec = 0.5\n",
+    )
+    .unwrap();
+    server.push(Reply::text("late").after(std::time::Duration::from_secs(10)));
+    let (_, lines) = session_lines(home.path());
+    let out = run(vec!["rewind", "--last", "--to", &last_user(&lines)]).await;
+    assert!(out.status.success(), "{}{}", text(&out.stdout), text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("no summary of the branch left was written: it took longer than 0.5 s"),
+        "{err}"
+    );
+    let (_, after) = session_lines(home.path());
+    let summaries = after.iter().filter(|l| l["kind"] == "branch_summary").count();
+    assert_eq!(summaries, 1, "none for the second branch");
+}

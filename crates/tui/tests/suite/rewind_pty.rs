@@ -1,5 +1,6 @@
 //! `/rewind` and `/undo` in the real binary in a pseudo-terminal: a file `write_file` made is
-//! taken back with the conversation (the message comes back in the composer), and after it is
+//! taken back with the conversation (the message comes back in the composer), the branch left
+//! is summarized in the background while the composer stays usable, and after the message is
 //! sent again and the file rewritten, `/undo` takes the file back once more.
 
 use codewhale_provider::test_support::{MockServer, Reply};
@@ -15,6 +16,8 @@ async fn rewind_both_and_undo_take_back_what_write_file_made() {
     server.push_all([
         Reply::tool_call("w1", "write_file", json!({"path": "made.txt", "content": "v1\n"})),
         Reply::text("wrote it"),
+        // The summary of the branch the rewind leaves, slow enough to be seen being written.
+        Reply::text("Wrote made.txt with v1.").after(std::time::Duration::from_millis(1_500)),
         Reply::tool_call("w2", "write_file", json!({"path": "made.txt", "content": "v2\n"})),
         Reply::text("wrote it again"),
     ]);
@@ -36,6 +39,13 @@ async fn rewind_both_and_undo_take_back_what_write_file_made() {
     pty.wait_for("restored 1 file").await;
     pty.wait_for("back in the composer").await;
     assert!(!made.exists(), "the new file is gone; screen:\n{}", pty.contents());
+    // The summary is written in the background: the status line says so, and the composer
+    // takes keys meanwhile.
+    pty.wait_for("summarizing the branch you left").await;
+    pty.send(b" again");
+    pty.wait_for("make the file again").await;
+    pty.wait_for("what was tried on a branch you left").await;
+    assert!(pty.contents().contains("rewound to"), "the move's notice stays:\n{}", pty.contents());
 
     // The message is in the composer: Enter sends it again, from before it.
     pty.send(b"\r");
@@ -44,6 +54,7 @@ async fn rewind_both_and_undo_take_back_what_write_file_made() {
     assert_eq!(std::fs::read_to_string(&made).unwrap(), "v2\n");
     let sent = server.last_request().unwrap().body["messages"].to_string();
     assert_eq!(sent.matches("make the file").count(), 1, "never glued twice: {sent}");
+    assert!(sent.contains("What was tried on a branch you left: Wrote made.txt"), "{sent}");
 
     pty.send(b"/undo\r");
     pty.wait_for("undo: take back the last turn").await;

@@ -1,0 +1,279 @@
+//! Summaries of the branches HEAD leaves (DESIGN §2, "File checkpoints and abandoned
+//! branches"): when a rewind, a fork or a checkout moves HEAD off a branch tip that holds at
+//! least two model-visible messages after the branch point, the summarizer (the session's model,
+//! or `compaction_model`) writes a short account of the part left, in the background, and it is
+//! appended on HEAD as a `branch_summary` entry, so the model on the new branch knows what was
+//! already tried.
+//!
+//! Invariants:
+//! - at most one summary is being written ([`Pending`] holds one slot); the request never
+//!   outlives its timeout (`compaction.branch_summary_timeout_sec`, default [`DEFAULT_TIMEOUT`]),
+//!   so every wait for it is bounded by that too;
+//! - fail open: a provider error, an empty reply, one over 2,000 characters, the timeout or a
+//!   cancellation journal nothing (a `dropped` event and a log line say why);
+//! - the entry is appended only where it was meant: on HEAD, when HEAD is the entry the move
+//!   landed on or continues from it. An explicit HEAD move while a summary is written drops it
+//!   (the branch it was for was left too); a turn started meanwhile waits for it before its
+//!   message is journaled, so the model's first reply on the new branch already reads it;
+//!   closing the session drops it (`codewhale rewind` waits first, with
+//!   [`crate::protocol::Op::AwaitBranchSummary`]);
+//! - it is appended only between turns, never between a call and its result.
+
+mod left;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use codewhale_journal::{BranchSummaryPayload, EntryId};
+use codewhale_provider::{CancellationToken, Message, Request, SystemBlock};
+use tokio::task::JoinHandle;
+
+use crate::budget::Limits;
+use crate::events::EventSink;
+use crate::protocol::{BranchSummaryState, Event, SubmissionId};
+use crate::session::Session;
+
+/// How long a branch summary may take when `compaction.branch_summary_timeout_sec` is not set.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The instruction the summarizer gets (our own words).
+const INSTRUCTION: &str = include_str!("../../../../assets/prompts/branch-summary.md");
+
+/// Room for the reply: 2,000 characters are about 500 tokens; a reasoning model needs more.
+const MAX_OUTPUT_TOKENS: u32 = 2_048;
+
+/// The most the transcript of a left branch carries, in characters, whatever the window.
+const TRANSCRIPT_MAX_CHARS: usize = 120_000;
+
+/// The summary being written, if any.
+#[derive(Debug, Default)]
+pub(crate) struct Pending {
+    slot: Option<Slot>,
+    /// Woken when the request ends, so an idle engine appends the summary at once.
+    wake: Arc<tokio::sync::Notify>,
+}
+
+#[derive(Debug)]
+struct Slot {
+    /// HEAD right after the move: the summary is appended on this entry or a continuation.
+    meant: EntryId,
+    /// The entry's payload, all but the summary.
+    payload: BranchSummaryPayload,
+    cancel: CancellationToken,
+    task: JoinHandle<Result<String, String>>,
+    /// Set by the task just before it wakes the engine: its answer is in (the handle may not
+    /// report finished yet), and a wake-up left over from an earlier slot is told apart.
+    done: Arc<AtomicBool>,
+}
+
+impl Slot {
+    fn stop(self) {
+        self.cancel.cancel();
+        self.task.abort();
+    }
+}
+
+impl Pending {
+    /// Notified when a summary request ends.
+    pub fn wake(&self) -> Arc<tokio::sync::Notify> {
+        self.wake.clone()
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if let Some(slot) = self.slot.take() {
+            slot.stop();
+        }
+    }
+}
+
+fn event(state: BranchSummaryState, summary: Option<String>, reason: Option<String>) -> Event {
+    Event::BranchSummary { state, summary, reason }
+}
+
+/// After an explicit HEAD move away from `old`: drops a summary still being written (HEAD
+/// left the branch it was for), then starts one of the part of `old`'s branch that was left,
+/// when it is worth one.
+pub(crate) fn after_move(session: &mut Session, sink: &EventSink, id: SubmissionId, old: &EntryId) {
+    drop_pending(session, sink, id, "HEAD moved again before it was written");
+    if session.config().compaction.branch_summaries == Some(false) {
+        return;
+    }
+    let new = session.journal().head_id().clone();
+    let Some(left) = left::left_part(session.journal(), old.as_str(), new.as_str()) else {
+        return;
+    };
+    let model = session
+        .config()
+        .compaction
+        .compaction_model
+        .clone()
+        .unwrap_or_else(|| session.model().to_owned());
+    let limits = if model == session.model() {
+        *session.budget().limits()
+    } else {
+        Limits::for_model(session.config(), &model)
+    };
+    // About three characters per token, within the summarizer's usable input.
+    let budget = usize::try_from(limits.usable_input.saturating_mul(3))
+        .unwrap_or(usize::MAX)
+        .min(TRANSCRIPT_MAX_CHARS);
+    let transcript = left::transcript(session.journal(), &left, budget);
+    let mut request = Request::new(model, MAX_OUTPUT_TOKENS);
+    request.system = vec![SystemBlock::text(INSTRUCTION)];
+    request.messages = vec![Message::user_text(transcript)];
+    let timeout =
+        session.config().compaction.branch_summary_timeout.unwrap_or(DEFAULT_TIMEOUT);
+    let mut payload = BranchSummaryPayload::new(left.branch_id.clone(), String::new());
+    payload.parent_branch_id = left.parent_branch_id.clone();
+    payload.from = Some(left.from.clone());
+    payload.tip = Some(left.tip.clone());
+    let cancel = CancellationToken::new();
+    let done = Arc::new(AtomicBool::new(false));
+    let wake = Wake { done: done.clone(), notify: session.branch_summary.wake.clone() };
+    let task =
+        tokio::spawn(write(session.client().clone(), request, timeout, cancel.clone(), wake));
+    tracing::info!(tip = %left.tip, from = %left.from, messages = left.messages, "branch summary started");
+    session.branch_summary.slot = Some(Slot { meant: new, payload, cancel, task, done });
+    sink.emit(id, event(BranchSummaryState::Writing, None, None));
+}
+
+/// How the task tells the engine its answer is in.
+struct Wake {
+    done: Arc<AtomicBool>,
+    notify: Arc<tokio::sync::Notify>,
+}
+
+/// The background task: one request, bounded by `timeout`, its reply judged.
+async fn write(
+    client: codewhale_provider::Client,
+    request: Request,
+    timeout: Duration,
+    cancel: CancellationToken,
+    wake: Wake,
+) -> Result<String, String> {
+    let reply = tokio::time::timeout(timeout, client.complete(&request, cancel)).await;
+    let result = match reply {
+        Err(_) => Err(format!("it took longer than {} s", timeout.as_secs_f64())),
+        Ok(Err(failure)) => Err(format!("the summary request failed: {}", failure.error)),
+        Ok(Ok(response)) => left::usable(&response.text()),
+    };
+    wake.done.store(true, Ordering::Release);
+    wake.notify.notify_one();
+    result
+}
+
+/// Drops the summary being written, if any: nothing is journaled.
+fn drop_pending(session: &mut Session, sink: &EventSink, id: SubmissionId, why: &str) {
+    if let Some(slot) = session.branch_summary.slot.take() {
+        slot.stop();
+        dropped(sink, id, why.to_owned());
+    }
+}
+
+fn dropped(sink: &EventSink, id: SubmissionId, reason: String) {
+    tracing::info!(%reason, "no branch summary was written");
+    sink.emit(id, event(BranchSummaryState::Dropped, None, Some(reason)));
+}
+
+/// On close: a summary still being written is dropped.
+pub(crate) fn close(session: &mut Session) {
+    if let Some(slot) = session.branch_summary.slot.take() {
+        tracing::info!("the session closed before the branch summary was written; none is kept");
+        slot.stop();
+    }
+}
+
+/// Between turns, after a request ended: its summary is appended (or dropped) now.
+pub(crate) async fn settle_idle(session: &mut Session, sink: &EventSink) {
+    // The task wakes the engine just before it returns: `done` says the answer is in, so
+    // waiting for the handle takes no time.
+    if !session.branch_summary.slot.as_ref().is_some_and(|s| s.done.load(Ordering::Acquire)) {
+        return;
+    }
+    if let Some(slot) = session.branch_summary.slot.take() {
+        let Slot { meant, payload, task, .. } = slot;
+        let joined = task.await;
+        finish(session, sink, SubmissionId(0), Done { meant, payload, joined }).await;
+    }
+}
+
+/// Waits for the summary being written (bounded by its timeout, or until `cancel`) and
+/// appends it: before a turn journals its message, and for `Op::AwaitBranchSummary`.
+pub(crate) async fn wait(
+    session: &mut Session,
+    sink: &EventSink,
+    id: SubmissionId,
+    cancel: &CancellationToken,
+) -> BranchSummaryState {
+    let Some(slot) = session.branch_summary.slot.as_mut() else {
+        return BranchSummaryState::None;
+    };
+    let joined = tokio::select! {
+        joined = &mut slot.task => joined,
+        () = cancel.cancelled() => return BranchSummaryState::Writing,
+    };
+    let Some(Slot { meant, payload, .. }) = session.branch_summary.slot.take() else {
+        return BranchSummaryState::None;
+    };
+    finish(session, sink, id, Done { meant, payload, joined }).await
+}
+
+/// A request that has ended, with what the entry needs.
+struct Done {
+    meant: EntryId,
+    payload: BranchSummaryPayload,
+    joined: Result<Result<String, String>, tokio::task::JoinError>,
+}
+
+/// Appends (or drops) the summary of a request that has ended. The `written` event carries the
+/// text, so a front end adds the entry where HEAD is without reloading the conversation (which
+/// would drop the notices of the move it just showed).
+async fn finish(
+    session: &mut Session,
+    sink: &EventSink,
+    id: SubmissionId,
+    done: Done,
+) -> BranchSummaryState {
+    let result = match done.joined {
+        Ok(result) => result,
+        Err(join) => Err(format!("the summary task stopped: {join}")),
+    };
+    let summary = match result {
+        Ok(summary) => summary,
+        Err(reason) => {
+            dropped(sink, id, reason);
+            return BranchSummaryState::Dropped;
+        }
+    };
+    let head = session.journal().head_id().clone();
+    if !session.journal().is_ancestor(done.meant.as_str(), head.as_str()) {
+        dropped(sink, id, "HEAD is no longer on the branch it was written for".into());
+        return BranchSummaryState::Dropped;
+    }
+    let mut payload = done.payload;
+    payload.summary = summary;
+    let appended = match session.append(payload) {
+        Ok(entry) => session.sync().await.map(|()| entry),
+        Err(err) => Err(err),
+    };
+    let entry = match appended {
+        Ok(entry) => entry,
+        Err(err) => {
+            tracing::error!("cannot journal the branch summary: {err}");
+            dropped(sink, id, format!("it could not be journaled: {err}"));
+            return BranchSummaryState::Dropped;
+        }
+    };
+    tracing::info!(%entry, "branch summary written");
+    // Read back as journaled (redacted), which is what the model reads.
+    let text = match session.journal().get(entry.as_str()).map(|e| &e.payload) {
+        Some(codewhale_journal::Payload::BranchSummary(b)) => b.summary.clone(),
+        _ => String::new(),
+    };
+    sink.emit(id, event(BranchSummaryState::Written, Some(text), None));
+    sink.emit(id, session.usage_event(None, None));
+    BranchSummaryState::Written
+}

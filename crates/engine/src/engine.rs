@@ -62,8 +62,8 @@ pub type EventReceiver = mpsc::UnboundedReceiver<EventMsg>;
 pub struct EngineHandle {
     tx: mpsc::UnboundedSender<(SubmissionId, Op)>,
     next: Arc<AtomicU64>,
-    /// The session's id and file, once it is open.
-    opened: Arc<OnceLock<(String, PathBuf)>>,
+    /// The session's id, once it is open.
+    opened: Arc<OnceLock<String>>,
 }
 
 impl EngineHandle {
@@ -78,12 +78,7 @@ impl EngineHandle {
 
     /// The session's id (empty while it is still opening).
     pub fn session_id(&self) -> &str {
-        self.opened.get().map_or("", |(id, _)| id.as_str())
-    }
-
-    /// The session's journal file (empty while it is still opening).
-    pub fn session_path(&self) -> &std::path::Path {
-        self.opened.get().map_or(std::path::Path::new(""), |(_, path)| path.as_path())
+        self.opened.get().map_or("", String::as_str)
     }
 }
 
@@ -101,7 +96,7 @@ impl Engine {
     pub fn spawn(params: EngineParams) -> Result<(EngineHandle, EventReceiver), EngineError> {
         let session = open(&params)?;
         let (handle, events, ops, sink) = channels();
-        let _ = handle.opened.set((session.id().to_owned(), session.path().to_path_buf()));
+        let _ = handle.opened.set(session.id().to_owned());
         let gate = ApprovalGate::new(params.interactive);
         tokio::spawn(run(session, ops, sink, gate));
         Ok((handle, events))
@@ -142,7 +137,7 @@ impl Engine {
             let gate = ApprovalGate::new(params.interactive);
             match tokio::task::spawn_blocking(move || open(&params)).await {
                 Ok(Ok(session)) => {
-                    let _ = opened.set((session.id().to_owned(), session.path().to_path_buf()));
+                    let _ = opened.set(session.id().to_owned());
                     run(session, ops, sink, gate).await;
                 }
                 Ok(Err(err)) => {

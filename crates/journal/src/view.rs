@@ -1,8 +1,13 @@
 //! The view function (DESIGN §3): what the model reads at a given HEAD.
 //!
-//! [`render`] is the single place that decides what a request contains. It is a pure function
-//! of the journal's entries and the head: no clock, no configuration, no I/O, so the same file
-//! renders byte-identically after a restart (the provider's prompt-cache prefix stays stable).
+//! [`render`] is the single place that decides what a request contains. It is a function of
+//! the journal's entries and the head alone: no clock, no configuration, no network, so the same
+//! file renders byte-identically after a restart (the provider's prompt-cache prefix stays
+//! stable). Its one I/O is reading entries a journal opened from a file does not hold yet:
+//! positional reads of their lines ([`Journal::entry_at`]), batched for the spine. A line that
+//! cannot be read back (the file changed under the session, a disk error) becomes an
+//! `unreadable` entry, which the view leaves out; the journal logs it and counts it
+//! ([`Journal::take_unreadable`]) so the session can tell the user.
 //!
 //! 1. Walk the head's spine to the root, keeping `user`, `assistant` and `tool_result` entries.
 //! 2. The active compaction is the newest valid `compaction` record whose covered segment

@@ -38,18 +38,42 @@ pub fn covers(
 
 /// What the pass kept of the last round.
 pub fn receipt(plain: &PlainView, plan: &CutPlan, anchors: Option<&str>) -> Receipt {
-    let round = &plain.messages[plan.round_start.min(plain.messages.len())..];
+    receipt_at(plain, plan.round_start, plan.cut, plan.retained_tokens, anchors)
+}
+
+/// What a record whose covered part ends at message `cut` of `plain` keeps of the last round
+/// starting at `round_start`.
+fn receipt_at(
+    plain: &PlainView,
+    round_start: usize,
+    cut: usize,
+    retained_user_tokens: u64,
+    anchors: Option<&str>,
+) -> Receipt {
+    let round = &plain.messages[round_start.min(plain.messages.len())..];
     Receipt {
         last_round_messages: round.len() as u64,
         last_round_tool_results: round.iter().map(|m| m.tool_result_ids().count() as u64).sum(),
-        assistant_kept: plain.messages[plan.cut..]
+        assistant_kept: plain.messages[cut.min(plain.messages.len())..]
             .iter()
             .filter(|m| m.role == Role::Assistant)
             .count() as u64,
         anchors_chars: anchors.map_or(0, |a| a.chars().count() as u64),
-        retained_user_tokens: plan.retained_tokens,
+        retained_user_tokens,
         extra: Default::default(),
     }
+}
+
+/// The receipt of `record` (prepared earlier, on a snapshot) as of the view `plain` it is
+/// about to replace: turns went on since the snapshot, so the last round and what is kept after
+/// the covered part are those of `plain`, not the snapshot's. Unchanged when `plain` does not
+/// hold the record's covered segment.
+pub fn receipt_now(plain: &PlainView, record: &mut CompactionPayload, anchors: Option<&str>) {
+    let Some(last) = record.covers.as_ref().map(|c| &c.last) else { return };
+    let Some(at) = plain.sources.iter().position(|s| s == last) else { return };
+    let Some(round_start) = super::round::last_round_start(&plain.messages) else { return };
+    let retained = record.receipt.as_ref().map_or(0, |r| r.retained_user_tokens);
+    record.receipt = Some(receipt_at(plain, round_start, at + 1, retained, anchors));
 }
 
 /// Inputs of a summary record beyond the plan.

@@ -222,6 +222,17 @@ async fn drive(
         let cancel = ctx.cancel.clone();
         ctx.session.refresh_mcp_tools(&cancel).await;
         let view = ctx.session.render();
+        let unreadable = ctx.session.journal().take_unreadable();
+        if unreadable > 0 {
+            ctx.emit(Event::Notice {
+                level: NoticeLevel::Warning,
+                message: format!(
+                    "{unreadable} line(s) of the session file could not be read back (the file \
+                     changed on disk or the disk failed), so this request leaves them out; \
+                     `codewhale journal check` names them"
+                ),
+            });
+        }
         let (view, trimmed) = match crate::compaction::triggers::fit_view(ctx, view).await {
             Ok(fitted) => fitted,
             Err(outcome) => return Ok(outcome),

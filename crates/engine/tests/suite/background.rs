@@ -4,7 +4,10 @@
 
 use std::time::Duration;
 
+use codewhale_engine::compaction::checkpoint::is_checkpoint;
+use codewhale_engine::compaction::message::Role;
 use codewhale_engine::compaction::plain::PlainView;
+use codewhale_engine::compaction::round;
 use codewhale_engine::compaction::survival::{self, SurvivalInput};
 use codewhale_engine::protocol::{BackgroundState, CompactionTrigger, Event, Op};
 use codewhale_engine::{Engine, FrontEnd};
@@ -137,6 +140,13 @@ async fn committed_in_the_background(provider: &str) {
     let Payload::Compaction(r) = &record.payload else { panic!("not a record") };
     assert!(r.tokens_after.unwrap() < 12_000, "{:?}", r.tokens_after);
     assert!(r.tokens_after < r.tokens_before);
+    // The receipt describes the view the record replaced, not the snapshot turns earlier.
+    let receipt = r.receipt.as_ref().unwrap();
+    let round_start = round::last_round_start(&old.messages).unwrap();
+    assert_eq!(receipt.last_round_messages, (old.messages.len() - round_start) as u64);
+    let checkpoint = new.messages.iter().position(is_checkpoint).unwrap();
+    let kept = new.messages[checkpoint..].iter().filter(|m| m.role == Role::Assistant).count();
+    assert_eq!(receipt.assistant_kept, kept as u64, "{receipt:?}");
     assert_no_orphans(&h);
 }
 

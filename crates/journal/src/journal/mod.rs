@@ -70,6 +70,20 @@ pub struct Journal {
     /// HEAD's id, made when first asked for after HEAD moved.
     head_id: OnceLock<EntryId>,
     problems: Vec<(u32, DagProblem)>,
+    /// Lines met since last asked that could not be read back ([`Journal::take_unreadable`]).
+    unreadable: UnreadableCount,
+}
+
+/// A count shared by the readers of one journal; a clone starts from the same value.
+#[derive(Debug, Default)]
+struct UnreadableCount(std::sync::atomic::AtomicU32);
+
+impl Clone for UnreadableCount {
+    fn clone(&self) -> Self {
+        UnreadableCount(std::sync::atomic::AtomicU32::new(
+            self.0.load(std::sync::atomic::Ordering::Relaxed),
+        ))
+    }
 }
 
 /// Errors that make a sequence of entries unusable as a journal.
@@ -109,6 +123,7 @@ impl Journal {
             head: 0,
             head_id: OnceLock::new(),
             problems: Vec::new(),
+            unreadable: UnreadableCount::default(),
         }
     }
 

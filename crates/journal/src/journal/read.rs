@@ -16,6 +16,13 @@ impl Journal {
         self.held[pos as usize].get_or_init(|| Box::new(self.read_line(pos)))
     }
 
+    /// How many lines could not be read back since this was last asked (the file changed
+    /// under the session, a disk error): each became an `unreadable` entry that views leave
+    /// out. The caller tells the user; the count starts again from zero.
+    pub fn take_unreadable(&self) -> u32 {
+        self.unreadable.0.swap(0, std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// The entry at `pos` when it is held (never reads the file).
     pub(crate) fn held_at(&self, pos: u32) -> Option<&Entry> {
         self.held[pos as usize].get()
@@ -103,6 +110,7 @@ impl Journal {
                     Err(e) => e,
                 };
                 tracing::error!(line = self.lines[pos as usize], %why, "a journal line cannot be read back");
+                self.unreadable.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let mut e = Entry::new(
                     self.parent_at(pos).map(|p| EntryId::from(&*self.ids.get(p))),
                     Payload::Unknown {

@@ -269,9 +269,13 @@ fn a_line_changed_under_an_open_journal_reads_as_unreadable() {
     let mut changed = lines.clone();
     changed[1] = changed[1].replace("one", "eins");
     write(&path, &changed);
+    assert_eq!(loaded.take_unreadable(), 0);
     let e = loaded.entry_at(1);
     assert_eq!(e.id, j.entry_at(1).id);
     assert!(matches!(&e.payload, Payload::Unknown { kind, .. } if kind == "unreadable"));
+    // Counted once, for the session to tell the user, then the count starts again.
+    assert_eq!(loaded.take_unreadable(), 1);
+    assert_eq!(loaded.take_unreadable(), 0);
 }
 
 /// The spoiled lines of the property test are in fact unusable, for every kind it spoils.

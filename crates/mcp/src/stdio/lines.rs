@@ -62,7 +62,7 @@ pub struct BoundedLines<R> {
 }
 
 impl<R: AsyncRead + Unpin> BoundedLines<R> {
-    /// Lines of at most [`MAX_LINE`] bytes; [`GIVE_UP`] ends the connection.
+    /// Lines of at most [`MAX_LINE`] bytes; `GIVE_UP` ends the connection.
     pub fn new(inner: R) -> BoundedLines<R> {
         BoundedLines::with_limits(inner, MAX_LINE, GIVE_UP)
     }

@@ -3,11 +3,11 @@
 //!
 //! rmcp's own stdio transport drops a message over its 16 MiB limit without a word, so the
 //! call it answered waited out its whole timeout. Here such a message becomes an error
-//! response for that call at once (see [`lines`]), and the connection goes on.
+//! response for that call at once (see the `lines` module), and the connection goes on.
 //!
 //! Invariants: the child is killed when the transport is dropped (its command has
 //! `kill_on_drop`) and asked to stop when it is closed: stdin closed, up to
-//! [`CLOSE_GRACE`] to exit, then SIGTERM, then SIGKILL — the MCP specification's stdio
+//! `CLOSE_GRACE` to exit, then SIGTERM, then SIGKILL — the MCP specification's stdio
 //! shutdown, as rmcp's transport does it.
 
 mod lines;

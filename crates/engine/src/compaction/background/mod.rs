@@ -489,10 +489,12 @@ pub(crate) async fn try_commit(
     prepared: &Prepared,
     current: Current<'_>,
 ) -> Tried {
+    let mut record = prepared.record.clone();
+    record::receipt_now(current.plain, &mut record, current.anchors);
     let proposal = Proposal {
         plain: current.plain,
         previous: current.view.compaction.as_ref().map(|c| &c.record),
-        record: prepared.record.clone(),
+        record,
         parent: prepared.parent.clone(),
         anchors: current.anchors,
         tokens_before: current.before,

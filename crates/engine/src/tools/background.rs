@@ -15,6 +15,8 @@ use std::sync::Mutex;
 
 use tokio::process::Child;
 
+use super::cgroup::CallCgroup;
+
 /// A background command as listed to the model and the UI.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunningCommand {
@@ -34,6 +36,8 @@ struct Entry {
     command: String,
     log: PathBuf,
     child: Child,
+    /// The command's capped cgroup, ended (whatever is left in it killed) with the command.
+    cgroup: Option<CallCgroup>,
 }
 
 /// Background commands of one engine.
@@ -81,17 +85,33 @@ impl BackgroundRegistry {
         Ok((id, log))
     }
 
-    pub(crate) fn insert(&self, id: String, command: String, log: PathBuf, child: Child) -> u32 {
+    pub(crate) fn insert(
+        &self,
+        id: String,
+        command: String,
+        log: PathBuf,
+        child: Child,
+        cgroup: Option<CallCgroup>,
+    ) -> u32 {
         let pid = child.id().unwrap_or_default();
         let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        entries.push(Entry { id, pid, command, log, child });
+        entries.push(Entry { id, pid, command, log, child, cgroup });
         pid
     }
 
     /// Commands still running, with their listening ports. Exited ones are reaped here.
     pub fn running(&self) -> Vec<RunningCommand> {
         let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        entries.retain_mut(|e| matches!(e.child.try_wait(), Ok(None)));
+        entries.retain_mut(|e| {
+            let alive = matches!(e.child.try_wait(), Ok(None));
+            if !alive {
+                // What the command left behind in its cgroup ends with it.
+                if let Some(cgroup) = e.cgroup.take() {
+                    cgroup.end_blocking();
+                }
+            }
+            alive
+        });
         let listening = listening_inodes();
         entries
             .iter()
@@ -114,6 +134,9 @@ impl BackgroundRegistry {
                 if matches!(e.child.try_wait(), Ok(None)) {
                     super::process::end_group_blocking(e.pid);
                     let _ = e.child.start_kill();
+                }
+                if let Some(cgroup) = e.cgroup.take() {
+                    cgroup.end_blocking();
                 }
             }
         }

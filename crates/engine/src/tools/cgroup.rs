@@ -187,12 +187,29 @@ impl CallCgroup {
     /// killed processes to leave it).
     pub async fn end(self) {
         for _ in 0..40 {
-            if self.kill_all() == 0 && std::fs::remove_dir(&self.dir).is_ok() {
+            if self.try_remove() {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
         tracing::warn!(dir = %self.dir.display(), "cannot remove a command's pids cgroup");
+    }
+
+    /// [`CallCgroup::end`] on a thread that may block (a background command reaped while
+    /// listing, or the session closing).
+    pub fn end_blocking(self) {
+        for _ in 0..40 {
+            if self.try_remove() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        tracing::warn!(dir = %self.dir.display(), "cannot remove a command's pids cgroup");
+    }
+
+    /// One step of ending: kill what is left; remove the cgroup once it is empty.
+    fn try_remove(&self) -> bool {
+        self.kill_all() == 0 && std::fs::remove_dir(&self.dir).is_ok()
     }
 
     /// SIGKILL to every process in the cgroup; how many there were.
@@ -294,6 +311,43 @@ mod tests {
         assert!(!running(&marker), "the setsid child outlived the call");
     }
 
+
+    /// Whether a process of this test process's cgroups (`codewhale-shell-<pid>-`) still runs.
+    fn any_in_our_cgroups() -> bool {
+        let ours = format!("{PREFIX}{}-", std::process::id());
+        std::fs::read_dir("/proc").unwrap().filter_map(Result::ok).any(|e| {
+            std::fs::read_to_string(e.path().join("cgroup")).is_ok_and(|c| c.contains(&ours))
+        })
+    }
+
+    /// A background command gets the same cap: its bomb stays inside 40 processes, and when
+    /// the session closes everything in its cgroup ends with it.
+    #[tokio::test]
+    async fn a_background_fork_bomb_is_capped_and_ends_with_the_session() {
+        if !available() {
+            codewhale_mcp::test_support::skip_without_capability("no writable pids cgroup here");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let registry = crate::tools::background::BackgroundRegistry::new(dir.path().join("bg"));
+        let bomb = "grep -q codewhale-shell- /proc/self/cgroup || exit 97; echo capped; \
+                    :(){ :|:& };:; sleep 30";
+        let out =
+            crate::tools::shell::spawn_background(dir.path(), &[], bomb, &registry, None, 40)
+                .await;
+        assert!(!out.is_error, "{}", out.text);
+        let log = registry.running()[0].log.clone();
+        for _ in 0..100 {
+            if std::fs::read_to_string(&log).is_ok_and(|t| t.contains("capped")) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(std::fs::read_to_string(&log).unwrap().contains("capped"), "not in its cgroup");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        registry.shutdown();
+        assert!(!any_in_our_cgroups(), "a process of the bomb outlived the session");
+    }
 
     #[test]
     fn mount_points_are_read_from_mountinfo() {

@@ -389,7 +389,9 @@ pub async fn execute(
             // A background command keeps running: there is no "after" to snapshot.
             let snapshots = if a.background { None } else { before_shell(ctx).await };
             let out = if a.background {
-                shell::spawn_background(&ws, &ctx.shell_env, &a.command, &ctx.background, sandbox)
+                let max = ctx.groups.max_processes();
+                shell::spawn_background(&ws, &ctx.shell_env, &a.command, &ctx.background, sandbox, max)
+                    .await
             } else {
                 let env = shell::RunEnv {
                     workspace: &ws,

@@ -339,13 +339,15 @@ fn cut_outcome(text: String, cut_len: usize, printed: u64, is_error: bool) -> Sh
     ShellOutcome { bytes: printed + status, text, is_error, refused: Vec::new() }
 }
 
-/// Starts `command` in the background (confined when a sandbox is given) and registers it.
-pub fn spawn_background(
+/// Starts `command` in the background (confined when a sandbox is given, in a cgroup capped at
+/// `max_processes` where one can be made, as a foreground command) and registers it.
+pub async fn spawn_background(
     workspace: &Path,
     vars: &[(String, String)],
     command: &str,
     registry: &BackgroundRegistry,
     sandbox: Option<&Sandbox>,
+    max_processes: u32,
 ) -> ShellOutcome {
     let fail = |what: String| ShellOutcome::whole(what, true);
     let (id, log) = match registry.reserve() {
@@ -359,12 +361,18 @@ pub fn spawn_background(
     let Ok(file_err) = file.try_clone() else {
         return fail(format!("cannot share {} between stdout and stderr", log.display()));
     };
-    let mut cmd = bash(workspace, command, sandbox, false);
+    let cgroup = CallCgroup::create(max_processes);
+    let mut cmd = bash(workspace, command, sandbox, cgroup.is_some());
     cmd.envs(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     let child = cmd.stdout(file).stderr(file_err).spawn();
     match child {
-        Ok(child) => {
-            let pid = registry.insert(id.clone(), command.to_owned(), log.clone(), child);
+        Ok(mut child) => {
+            let cgroup = cgroup.filter(|c| c.adopt(child.id().unwrap_or_default()));
+            if let Some(mut gate) = child.stdin.take() {
+                // Opens the gate, moved or not (see [`GATE`]).
+                let _ = gate.write_all(b"\n").await;
+            }
+            let pid = registry.insert(id.clone(), command.to_owned(), log.clone(), child, cgroup);
             ShellOutcome::whole(
                 format!(
                     "started in the background as {id} (pid {pid}); its output goes to {}. Check \
@@ -375,7 +383,12 @@ pub fn spawn_background(
                 false,
             )
         }
-        Err(err) => fail(cannot_start(&err)),
+        Err(err) => {
+            if let Some(cgroup) = cgroup {
+                cgroup.end().await;
+            }
+            fail(cannot_start(&err))
+        }
     }
 }
 
@@ -475,7 +488,7 @@ mod tests {
     async fn background_commands_are_listed_until_they_exit() {
         let dir = tempfile::tempdir().unwrap();
         let registry = BackgroundRegistry::new(dir.path().join("bg"));
-        let out = spawn_background(dir.path(), &[], "sleep 30", &registry, None);
+        let out = spawn_background(dir.path(), &[], "sleep 30", &registry, None, 4096).await;
         assert!(out.text.starts_with("started in the background as bg-1"), "{}", out.text);
         let running = registry.running();
         assert_eq!(running.len(), 1);
@@ -492,7 +505,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let registry = BackgroundRegistry::new(dir.path().join("bg"));
         let server = "python3 -c 'import socket,time\ns=socket.socket()\ns.bind((\"127.0.0.1\",0))\ns.listen()\nprint(s.getsockname()[1],flush=True)\ntime.sleep(30)'";
-        let out = spawn_background(dir.path(), &[], server, &registry, None);
+        let out = spawn_background(dir.path(), &[], server, &registry, None, 4096).await;
         assert!(!out.is_error, "{}", out.text);
         let log = registry.running()[0].log.clone();
         let mut port = None;

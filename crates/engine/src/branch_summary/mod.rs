@@ -105,12 +105,7 @@ pub(crate) fn after_move(session: &mut Session, sink: &EventSink, id: Submission
     let Some(left) = left::left_part(session.journal(), old.as_str(), new.as_str()) else {
         return;
     };
-    let model = session
-        .config()
-        .compaction
-        .compaction_model
-        .clone()
-        .unwrap_or_else(|| session.model().to_owned());
+    let model = session.summarizer_model();
     let limits = if model == session.model() {
         *session.budget().limits()
     } else {

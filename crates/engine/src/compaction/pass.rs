@@ -401,12 +401,7 @@ async fn summary_record(
     cancel: CancellationToken,
 ) -> Result<codewhale_journal::CompactionPayload, Stop> {
     let limits = *session.budget().limits();
-    let model = session
-        .config()
-        .compaction
-        .compaction_model
-        .clone()
-        .unwrap_or_else(|| session.model().to_owned());
+    let model = session.summarizer_model();
     let covered = &plain.messages[..plan.cut];
     let max_output = summary_max_output(&limits);
     let summarizer = summarize::Summarizer::of(session, &model);

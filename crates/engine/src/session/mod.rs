@@ -266,6 +266,16 @@ impl Session {
         &self.provider.model
     }
 
+    /// The model that writes notes and branch summaries: `compaction_model`, else the
+    /// session's own.
+    pub fn summarizer_model(&self) -> String {
+        self.config()
+            .compaction
+            .compaction_model
+            .clone()
+            .unwrap_or_else(|| self.model().to_owned())
+    }
+
     /// The provider client (shared connections; cheap to clone).
     pub fn client(&self) -> &Client {
         &self.client

@@ -233,21 +233,9 @@ impl CallCgroup {
 mod tests {
     use super::*;
     use crate::tools::process::ProcessGroups;
-    use crate::tools::shell::{run, RunEnv};
+    use crate::tools::shell::run;
+    use crate::tools::shell::tests::{in_dir, running};
     use tokio_util::sync::CancellationToken;
-
-    fn in_dir<'a>(dir: &'a Path, groups: &'static ProcessGroups) -> RunEnv<'a> {
-        RunEnv { workspace: dir, vars: &[], groups, progress: &|_| {}, sandbox: None }
-    }
-
-    /// Whether a process whose command line contains `marker` is still running.
-    fn running(marker: &str) -> bool {
-        std::fs::read_dir("/proc").unwrap().filter_map(Result::ok).any(|e| {
-            std::fs::read(e.path().join("cmdline"))
-                .map(|c| String::from_utf8_lossy(&c).replace('\0', " ").contains(marker))
-                .unwrap_or(false)
-        })
-    }
 
     /// A fork bomb under a cap of 40 processes: it hits the cap, holds it, and is killed
     /// within seconds rather than at its timeout; nothing of it is left, and the next command

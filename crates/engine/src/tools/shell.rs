@@ -400,10 +400,10 @@ fn push_line(text: &mut String, line: &str) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn in_dir<'a>(dir: &'a Path, groups: &'static ProcessGroups) -> RunEnv<'a> {
+    pub(crate) fn in_dir<'a>(dir: &'a Path, groups: &'static ProcessGroups) -> RunEnv<'a> {
         RunEnv { workspace: dir, vars: &[], groups, progress: &|_| {}, sandbox: None }
     }
 
@@ -412,7 +412,7 @@ mod tests {
     }
 
     /// Whether a process whose command line contains `marker` is still running.
-    fn running(marker: &str) -> bool {
+    pub(crate) fn running(marker: &str) -> bool {
         std::fs::read_dir("/proc").unwrap().filter_map(Result::ok).any(|e| {
             std::fs::read(e.path().join("cmdline"))
                 .map(|c| String::from_utf8_lossy(&c).replace('\0', " ").contains(marker))

@@ -242,12 +242,7 @@ fn snapshot(session: &Session) -> Option<Snapshot> {
     let plan = cut::plan(&plain.messages, &plain.tokens, &policy).ok()?;
     // Nothing before the protected part: a note would cover nothing new.
     record::covers(&plain, &plan, view.compaction.as_ref())?;
-    let summary_model = session
-        .config()
-        .compaction
-        .compaction_model
-        .clone()
-        .unwrap_or_else(|| session.model().to_owned());
+    let summary_model = session.summarizer_model();
     Some(Snapshot {
         head: session.journal().head_id().clone(),
         basis: basis(session),

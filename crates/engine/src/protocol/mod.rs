@@ -150,8 +150,7 @@ pub struct McpServerInfo {
     pub name: String,
     /// The command line or URL.
     pub target: String,
-    /// `starting`, `ready`, `failed`, `disabled` (or `idle` where servers are not started).
-    pub status: String,
+    pub status: McpStatus,
     /// Why it failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -159,6 +158,34 @@ pub struct McpServerInfo {
     pub tools: Vec<McpToolInfo>,
     #[serde(default)]
     pub cached: bool,
+}
+
+/// Where an MCP server is (serialized as one word: `starting`, `ready`, …).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum McpStatus {
+    /// `enabled = false`.
+    Disabled,
+    /// Configured, but not started (a command that needs no servers, or one whose tool list
+    /// is cached and none of its tools was called).
+    Idle,
+    Starting,
+    Ready,
+    /// It failed; [`McpServerInfo::reason`] says why.
+    Failed,
+}
+
+impl McpStatus {
+    /// The word lists show.
+    pub fn word(self) -> &'static str {
+        match self {
+            McpStatus::Disabled => "disabled",
+            McpStatus::Idle => "idle",
+            McpStatus::Starting => "starting",
+            McpStatus::Ready => "ready",
+            McpStatus::Failed => "failed",
+        }
+    }
 }
 
 /// One tool in [`McpServerInfo`].
@@ -174,14 +201,17 @@ pub struct McpToolInfo {
 impl McpServerInfo {
     /// The protocol's form of a server report.
     pub fn from_report(r: codewhale_mcp::ServerReport) -> McpServerInfo {
-        let reason = match &r.status {
-            codewhale_mcp::Status::Failed(reason) => Some(reason.clone()),
-            _ => None,
+        let (status, reason) = match &r.status {
+            codewhale_mcp::Status::Disabled => (McpStatus::Disabled, None),
+            codewhale_mcp::Status::Idle => (McpStatus::Idle, None),
+            codewhale_mcp::Status::Starting => (McpStatus::Starting, None),
+            codewhale_mcp::Status::Ready => (McpStatus::Ready, None),
+            codewhale_mcp::Status::Failed(reason) => (McpStatus::Failed, Some(reason.clone())),
         };
         McpServerInfo {
             name: r.name,
             target: r.target,
-            status: r.status.word().to_owned(),
+            status,
             reason,
             tools: r
                 .tools

@@ -73,7 +73,7 @@ async fn an_mcp_result_reaches_the_next_request_and_unapproved_calls_are_denied(
     engine.submit(Op::ListMcpServers);
     let events = engine.until(|e| matches!(e, Event::McpServers { .. })).await;
     let Some(Event::McpServers { servers }) = events.last() else { unreachable!() };
-    assert_eq!((servers[0].name.as_str(), servers[0].status.as_str()), ("py", "ready"));
+    assert_eq!((servers[0].name.as_str(), servers[0].status.word()), ("py", "ready"));
     assert!(servers[0].tools.iter().any(|t| t.name == "mcp__py__add" && t.read_only));
     engine.shutdown().await;
     assert_no_orphans(&h);
@@ -165,7 +165,7 @@ async fn status(engine: &mut super::common::Running) -> String {
     engine.submit(Op::ListMcpServers);
     let events = engine.until(|e| matches!(e, Event::McpServers { .. })).await;
     let Some(Event::McpServers { servers }) = events.last() else { unreachable!() };
-    servers[0].status.as_str().to_owned()
+    servers[0].status.word().to_owned()
 }
 
 #[tokio::test]

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use codewhale_engine::offline;
-use codewhale_engine::protocol::McpServerInfo;
+use codewhale_engine::protocol::{McpServerInfo, McpStatus};
 
 use crate::cli::GlobalArgs;
 
@@ -52,10 +52,10 @@ pub fn human(servers: &[McpServerInfo]) -> String {
     }
     let mut out = String::new();
     for server in servers {
-        let status = match (&server.reason, server.status.as_str()) {
+        let status = match (&server.reason, server.status) {
             (Some(reason), _) => format!("failed: {reason}"),
-            (None, "ready") => format!("ready, {} tools", server.tools.len()),
-            (None, status) => status.to_owned(),
+            (None, McpStatus::Ready) => format!("ready, {} tools", server.tools.len()),
+            (None, status) => status.word().to_owned(),
         };
         out.push_str(&format!("{}  {status}\n  {}\n", server.name, server.target));
         for tool in &server.tools {
@@ -79,7 +79,7 @@ mod tests {
             McpServerInfo {
                 name: "everything".into(),
                 target: "node index.js stdio".into(),
-                status: "ready".into(),
+                status: McpStatus::Ready,
                 reason: None,
                 tools: vec![McpToolInfo {
                     name: "mcp__everything__echo".into(),
@@ -91,7 +91,7 @@ mod tests {
             McpServerInfo {
                 name: "gone".into(),
                 target: "/nonexistent".into(),
-                status: "failed".into(),
+                status: McpStatus::Failed,
                 reason: Some("cannot start `/nonexistent`".into()),
                 tools: Vec::new(),
                 cached: false,

@@ -6,7 +6,7 @@
 
 use codewhale_engine::offline::import::{Candidate, Tool};
 use codewhale_engine::protocol::{
-    AnchorInfo, BranchInfo, ContextReport, ModelChoice, Op, RestoreFile, RestoreState,
+    AnchorInfo, BranchInfo, ContextReport, McpStatus, ModelChoice, Op, RestoreFile, RestoreState,
     StatusReport, TakeBack, UserMessageInfo, WorkspaceTrust,
 };
 use codewhale_engine::Resume;
@@ -261,13 +261,13 @@ impl App {
         self.views.retain(|v| !v.is_mcp());
         let mut choices = Vec::new();
         for server in servers {
-            let state = match (&server.reason, server.status.as_str()) {
+            let state = match (&server.reason, server.status) {
                 (Some(reason), _) => format!("failed: {reason}"),
-                (None, "ready") => format!("ready with {} tools", server.tools.len()),
-                (None, "starting") if server.cached => {
+                (None, McpStatus::Ready) => format!("ready with {} tools", server.tools.len()),
+                (None, McpStatus::Starting) if server.cached => {
                     format!("starting ({} tools from its last listing)", server.tools.len())
                 }
-                (None, status) => status.to_owned(),
+                (None, status) => status.word().to_owned(),
             };
             choices.push(Choice {
                 label: format!("{} · {state} · {}", server.name, server.target),

@@ -366,7 +366,7 @@ fn a_long_trust_question_must_be_read_to_the_end_before_yes() {
 
 #[test]
 fn mcp_servers_view_shows_status_reasons_and_tools() {
-    use codewhale_engine::protocol::{McpServerInfo, McpToolInfo};
+    use codewhale_engine::protocol::{McpServerInfo, McpStatus, McpToolInfo};
     let mut h = Harness::new();
     h.type_str("/mcp");
     h.enter();
@@ -380,7 +380,7 @@ fn mcp_servers_view_shows_status_reasons_and_tools() {
         McpServerInfo {
             name: "everything".into(),
             target: "node server-everything stdio".into(),
-            status: "ready".into(),
+            status: McpStatus::Ready,
             reason: None,
             tools: vec![
                 tool("mcp__everything__echo", "Echoes back the input", true),
@@ -391,7 +391,7 @@ fn mcp_servers_view_shows_status_reasons_and_tools() {
         McpServerInfo {
             name: "github".into(),
             target: "npx -y @modelcontextprotocol/server-github".into(),
-            status: "failed".into(),
+            status: McpStatus::Failed,
             reason: Some("did not finish starting within 10 s".into()),
             tools: Vec::new(),
             cached: false,

@@ -174,13 +174,20 @@ impl Journal {
     /// result in the field order this crate writes, or does not name the entry indexed at
     /// `pos` (parse it then).
     pub fn raw_output<'a>(&self, pos: u32, raw: &'a [u8]) -> Option<&'a [u8]> {
-        static FINDERS: std::sync::OnceLock<crate::lazy::LazyFinders> = std::sync::OnceLock::new();
-        let finders = FINDERS.get_or_init(crate::lazy::LazyFinders::new);
+        static FINDERS: std::sync::OnceLock<(
+            crate::lazy::LazyFinders,
+            memchr::memmem::Finder<'static>,
+        )> = std::sync::OnceLock::new();
+        let (finders, id_key) = FINDERS.get_or_init(|| {
+            (crate::lazy::LazyFinders::new(), memchr::memmem::Finder::new(br#""id":""#))
+        });
         let (start, end) = crate::lazy::output_span(raw, finders)?;
+        // The line names the entry: its first `"id":"` (the entry's own, before the payload)
+        // is followed by the id indexed at `pos` and a quote.
+        let at = id_key.find(&raw[..start])? + id_key.needle().len();
         let id = self.ids.get(pos);
-        let named = format!("\"id\":\"{}\"", &*id);
-        memchr::memmem::find(&raw[..start], named.as_bytes())?;
-        Some(&raw[start..end])
+        let named = raw[at..start].strip_prefix(id.as_bytes())?;
+        (named.first() == Some(&b'"')).then_some(&raw[start..end])
     }
 
     /// Parses the line of the entry at `pos`. The line was a valid entry when the file was

@@ -52,13 +52,8 @@ pub(crate) fn lazy_tool_result(
     finders: &LazyFinders,
 ) -> Option<Entry> {
     const PLACEHOLDER: &[u8] = br"\u0000lazy";
-    let key = finders.content.find(body)?;
-    finders.kind.find(&body[..key])?;
-    let start = key + LAZY_CONTENT_KEY.len(); // first byte of the output
-    let end = start + finders.end.rfind(&body[start..])?; // its closing quote
-    if escaped(body, key) || escaped(body, end) || !one_string(&body[start - 2..end]) {
-        return None;
-    }
+    let (start, end) = output_span(body, finders)?;
+    let key = start - LAZY_CONTENT_KEY.len();
     scratch.clear();
     scratch.extend_from_slice(&body[..start]);
     scratch.extend_from_slice(PLACEHOLDER);
@@ -72,6 +67,20 @@ pub(crate) fn lazy_tool_result(
         }
         _ => None,
     }
+}
+
+/// Where the output string of a `tool_result` line in this crate's field order lies:
+/// `body[start..end]` is the string between its quotes, escapes as they stand (the checks of
+/// [`lazy_tool_result`]). `None` for any other line.
+pub(crate) fn output_span(body: &[u8], finders: &LazyFinders) -> Option<(usize, usize)> {
+    let key = finders.content.find(body)?;
+    finders.kind.find(&body[..key])?;
+    let start = key + LAZY_CONTENT_KEY.len(); // first byte of the output
+    let end = start + finders.end.rfind(&body[start..])?; // its closing quote
+    if escaped(body, key) || escaped(body, end) || !one_string(&body[start - 2..end]) {
+        return None;
+    }
+    Some((start, end))
 }
 
 /// True when every quote in `s[2..]` is escaped (`s[..2]` is left context), so that `s[2..]`

@@ -52,7 +52,7 @@ pub use check::{check_file, CheckReport, Problem};
 pub use entry::{EncodeError, Entry, EntryId, Timestamp, FORMAT_VERSION};
 pub use file::{lock_path, JournalFile, OpenError, WriteError};
 pub use ids::IdStr;
-pub use journal::{DagProblem, Journal, JournalError};
+pub use journal::{DagProblem, Journal, JournalError, LineRef};
 pub use lenient::take_coercions;
 pub use list::{list_sessions, title_of, Listing, SessionInfo};
 pub use load::{

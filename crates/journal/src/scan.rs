@@ -375,7 +375,8 @@ fn strip_nul(raw: &[u8]) -> &[u8] {
     &raw[n..]
 }
 
-fn parse(body: &[u8]) -> Result<Entry, String> {
+/// Parses one line's JSON as an entry, tool output included (no part left in the file).
+pub(crate) fn parse(body: &[u8]) -> Result<Entry, String> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Err("empty line".to_owned());
     }

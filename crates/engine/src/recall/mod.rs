@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 
-use codewhale_journal::{EntryId, ItemKind, Journal, Payload, Role, Shortened, View};
+use codewhale_journal::{ItemKind, Journal, Payload, Role, Shortened, View};
 use codewhale_provider::ToolSpec;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -25,19 +25,6 @@ pub const TOOL: &str = "recall";
 
 /// `max_chars` when the call does not say.
 pub const DEFAULT_MAX_CHARS: usize = 20_000;
-
-/// At most this many hits are listed.
-const MAX_HITS: usize = 8;
-
-/// Characters of context on each side of a hit's first match.
-const SNIPPET_SIDE: usize = 160;
-
-/// Words too common to rank by.
-const STOPWORDS: [&str; 32] = [
-    "the", "a", "an", "and", "or", "of", "to", "in", "on", "for", "is", "was", "what", "which",
-    "who", "how", "did", "does", "do", "we", "i", "you", "it", "that", "this", "with", "at", "by",
-    "be", "are", "from", "as",
-];
 
 /// Why an entry in scope is not in the view whole.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,7 +40,7 @@ pub enum Absence {
 }
 
 impl Absence {
-    fn as_str(self) -> &'static str {
+    pub(super) fn as_str(self) -> &'static str {
         match self {
             Absence::Covered => "covered by compaction",
             Absence::Pruned => "pruned",
@@ -65,8 +52,9 @@ impl Absence {
 
 /// The spine positions (oldest first) of the entries in scope, and why each is.
 pub fn scope(journal: &Journal, view: &View) -> Vec<(u32, Absence)> {
-    let mut in_view: HashMap<&str, Absence> = HashMap::new();
-    let mut whole: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    // By position: the spine is long, and comparing positions formats no id.
+    let mut in_view: HashMap<u32, Absence> = HashMap::new();
+    let mut whole: std::collections::HashSet<u32> = std::collections::HashSet::new();
     // The fail-open trim of the last request left out what came before `trimmed_before`
     // (anchors and the checkpoint are always sent).
     let trimmed_before = view
@@ -86,19 +74,20 @@ pub fn scope(journal: &Journal, view: &View) -> Vec<(u32, Absence)> {
         if item.kind == ItemKind::Checkpoint {
             continue;
         }
+        let Some(pos) = journal.position(item.source.as_str()) else { continue };
         let trimmed = index < trimmed_end && item.kind != ItemKind::Anchor;
         match (item.shortened, trimmed) {
             (_, true) => {
-                in_view.insert(item.source.as_str(), Absence::Trimmed);
+                in_view.insert(pos, Absence::Trimmed);
             }
             (Some(Shortened::Pruned { .. }), _) => {
-                in_view.insert(item.source.as_str(), Absence::Pruned);
+                in_view.insert(pos, Absence::Pruned);
             }
             (Some(Shortened::Bounded { .. }), _) => {
-                in_view.insert(item.source.as_str(), Absence::Bounded);
+                in_view.insert(pos, Absence::Bounded);
             }
             (None, false) => {
-                whole.insert(item.source.as_str());
+                whole.insert(pos);
             }
         }
     }
@@ -107,13 +96,8 @@ pub fn scope(journal: &Journal, view: &View) -> Vec<(u32, Absence)> {
         .spine_positions(head)
         .into_iter()
         .filter(|&p| journal.is_model_visible_at(p))
-        .filter_map(|p| {
-            let id = journal.id_at(p);
-            if whole.contains(&*id) {
-                return None;
-            }
-            Some((p, in_view.get(&*id).copied().unwrap_or(Absence::Covered)))
-        })
+        .filter(|p| !whole.contains(p))
+        .map(|p| (p, in_view.get(&p).copied().unwrap_or(Absence::Covered)))
         .collect()
 }
 
@@ -156,7 +140,7 @@ pub fn run(ctx: &RecallContext<'_>, input: &Value) -> Result<String, String> {
     }
     let text = match (args.entry.as_deref().map(str::trim), args.query.as_deref().map(str::trim)) {
         (Some(entry), _) if !entry.is_empty() => one_entry(ctx, entry)?,
-        (_, Some(query)) if !query.is_empty() => search(ctx, query)?,
+        (_, Some(query)) if !query.is_empty() => search::search(ctx, query)?,
         _ => {
             return Err(format!(
                 "{TOOL} needs a query (words to search for) or an entry (an id from a marker or \
@@ -261,150 +245,6 @@ fn one_entry(ctx: &RecallContext<'_>, wanted: &str) -> Result<String, String> {
     Ok(format!("entry {id} · {kind} · {}\n{text}", absence.as_str()))
 }
 
-/// The words of a query worth ranking by, lowercased, each once.
-fn terms(query: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for word in query.split_whitespace() {
-        let word = word
-            .trim_matches(|c: char| !c.is_alphanumeric() && c != '_' && c != '/')
-            .to_lowercase();
-        if word.chars().count() < 2 || STOPWORDS.contains(&word.as_str()) || out.contains(&word) {
-            continue;
-        }
-        out.push(word);
-    }
-    out
-}
-
-struct Hit {
-    pos: u32,
-    score: usize,
-    absence: Absence,
-    kind: &'static str,
-    snippet: String,
-}
-
-fn search(ctx: &RecallContext<'_>, query: &str) -> Result<String, String> {
-    let terms = terms(query);
-    if terms.is_empty() {
-        return Err("the query has no word to search for; name the thing you need (an \
-                    identifier, a path, an error message)"
-            .to_owned());
-    }
-    let alternation: Vec<String> = terms.iter().map(|t| regex::escape(t)).collect();
-    let finder = regex::RegexBuilder::new(&alternation.join("|"))
-        .case_insensitive(true)
-        .build()
-        .map_err(|e| format!("the query cannot be searched for: {e}; use plain words"))?;
-    let in_scope = scope(ctx.journal, ctx.view);
-    let mut hits: Vec<Hit> = Vec::new();
-    for &(pos, absence) in &in_scope {
-        let entry = ctx.journal.read_entry(pos);
-        let Some((kind, text)) = entry_text(&entry.payload) else { continue };
-        let mut seen = vec![false; terms.len()];
-        // (position, term) of the first matches, to place the snippet where most terms meet.
-        let mut found: Vec<(usize, usize)> = Vec::new();
-        for m in finder.find_iter(&text) {
-            // Terms are lowercase; most matches are ASCII and compare without allocating.
-            let word = m.as_str();
-            let same = |t: &String| {
-                if word.is_ascii() {
-                    t.eq_ignore_ascii_case(word)
-                } else {
-                    *t == word.to_lowercase()
-                }
-            };
-            if let Some(i) = terms.iter().position(same) {
-                seen[i] = true;
-                found.push((m.start(), i));
-            }
-            if found.len() >= MAX_MATCHES {
-                break;
-            }
-        }
-        let count = found.len();
-        let first = densest(&found, terms.len());
-        let distinct = seen.iter().filter(|s| **s).count();
-        if distinct == 0 {
-            continue;
-        }
-        let score = distinct * 100 + count.min(20);
-        hits.push(Hit { pos, score, absence, kind, snippet: snippet(&text, first) });
-    }
-    let searched = in_scope.len();
-    if hits.is_empty() {
-        return Ok(format!(
-            "no match for {query:?} among the {searched} entries your context does not carry \
-             whole; try other words (an identifier, a path, a phrase from the error)"
-        ));
-    }
-    // Best first; among equals, the newest.
-    hits.sort_by(|a, b| b.score.cmp(&a.score).then(b.pos.cmp(&a.pos)));
-    let total = hits.len();
-    let mut out = format!(
-        "{total} of the {searched} entries your context does not carry whole match {query:?}; \
-         the best {}:\n",
-        total.min(MAX_HITS)
-    );
-    for (n, hit) in hits.iter().take(MAX_HITS).enumerate() {
-        let id = EntryId::from(&*ctx.journal.id_at(hit.pos));
-        out.push_str(&format!(
-            "\n{}. entry {id} · {} · {}\n   {}\n",
-            n + 1,
-            hit.kind,
-            hit.absence.as_str(),
-            hit.snippet
-        ));
-    }
-    out.push_str("\nRecall one of them with entry=<id> to read it whole.");
-    Ok(out)
-}
-
-/// Matches looked at per entry: enough to find where the terms meet in a long output.
-const MAX_MATCHES: usize = 1_024;
-
-/// The position of the match whose snippet window holds the most distinct terms (the first
-/// such one), so a hit shows the line that matters rather than the first stray word.
-fn densest(found: &[(usize, usize)], terms: usize) -> usize {
-    let mut best = (0usize, found.first().map_or(0, |f| f.0));
-    let mut seen = vec![false; terms];
-    for (i, &(start, _)) in found.iter().enumerate() {
-        seen.iter_mut().for_each(|s| *s = false);
-        let window = found[i..].iter().take_while(|(p, _)| *p < start + SNIPPET_SIDE);
-        let mut distinct = 0;
-        for &(_, term) in window {
-            if !std::mem::replace(&mut seen[term], true) {
-                distinct += 1;
-            }
-        }
-        if distinct > best.0 {
-            best = (distinct, start);
-        }
-        if distinct == terms {
-            break;
-        }
-    }
-    best.1
-}
-
-/// About [`SNIPPET_SIDE`] characters on each side of byte `at`, on one line.
-fn snippet(text: &str, at: usize) -> String {
-    let mut start = text.floor_char_boundary(at.saturating_sub(SNIPPET_SIDE * 2));
-    // Count characters, not bytes, on the left.
-    let left: Vec<(usize, char)> = text[start..at.min(text.len())].char_indices().collect();
-    if left.len() > SNIPPET_SIDE {
-        start += left[left.len() - SNIPPET_SIDE].0;
-    }
-    let end = text[at.min(text.len())..]
-        .char_indices()
-        .nth(SNIPPET_SIDE)
-        .map_or(text.len(), |(i, _)| at + i);
-    let body: String = text[start..end].split_whitespace().collect::<Vec<_>>().join(" ");
-    let lead = if start > 0 { "…" } else { "" };
-    let tail = if end < text.len() { "…" } else { "" };
-    format!("{lead}{body}{tail}")
-}
-
 /// The tool's schema.
 pub fn spec() -> ToolSpec {
     ToolSpec {
@@ -423,5 +263,11 @@ pub fn spec() -> ToolSpec {
     }
 }
 
+mod search;
+#[cfg(test)]
+use search::{snippet, terms, SNIPPET_SIDE};
+
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_scan;

@@ -2,7 +2,7 @@
 //! memory.
 
 use codewhale_journal::{
-    AssistantPayload, Block, CompactionPath, CompactionPayload, Covers, Entry, HeaderPayload,
+    AssistantPayload, Block, CompactionPath, CompactionPayload, Covers, Entry, EntryId, HeaderPayload,
     UserPayload,
 };
 

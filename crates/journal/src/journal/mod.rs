@@ -31,6 +31,8 @@ use crate::text::Source;
 
 mod read;
 
+pub use read::LineRef;
+
 /// Why an entry could not join the DAG or move HEAD. Kept on the journal, reported by
 /// `journal check`; never fatal to loading.
 #[derive(Clone, Debug, PartialEq, Eq)]

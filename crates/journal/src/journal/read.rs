@@ -1,14 +1,31 @@
 //! Reading a journal's entries from its file: one at a time ([`Journal::entry_at`], kept;
-//! [`Journal::read_entry`], for the moment) or many at once in runs of nearby lines
-//! ([`Journal::hold_all`]). A line that no longer reads as the entry indexed there (the file was
-//! changed behind the journal's back) reads as an entry of an unknown kind, logged.
+//! [`Journal::read_entry`], for the moment), many at once in runs of nearby lines
+//! ([`Journal::hold_all`]), or as raw lines for a walk that parses only some of them
+//! ([`Journal::scan_lines`], [`Journal::parse_raw`]). A line that no longer reads as the entry
+//! indexed there (the file was changed behind the journal's back) reads as an entry of an
+//! unknown kind, logged.
 
 use std::borrow::Cow;
+use std::ops::ControlFlow;
 
 use super::Journal;
 use crate::entry::{Entry, EntryId};
 use crate::meta::Meta;
 use crate::payload::Payload;
+
+/// Most bytes one read of [`Journal::hold_all`] or [`Journal::scan_lines`] spans.
+const RUN_MAX: u64 = 4 << 20;
+/// Lines at most this far apart share a read (reading the gap costs less than a call).
+const RUN_GAP: u64 = 64 << 10;
+
+/// One entry as [`Journal::scan_lines`] hands it over.
+pub enum LineRef<'a> {
+    /// The entry, parsed already (held, or not in a file, or its line could not be read).
+    Entry(&'a Entry),
+    /// The JSON of its line as it stands in the file, not parsed yet: hand it to
+    /// [`Journal::parse_raw`] for the entry.
+    Raw(&'a [u8]),
+}
 
 impl Journal {
     /// The entry at `pos` (file order), read from its line and held from then on.
@@ -42,10 +59,6 @@ impl Journal {
     /// rendering a long view does before converting it (one read per entry would cost a system
     /// call each).
     pub(crate) fn hold_all(&self, positions: &[u32]) {
-        /// Most bytes one read spans.
-        const RUN_MAX: u64 = 4 << 20;
-        /// Lines at most this far apart share a read (reading the gap costs less than a call).
-        const RUN_GAP: u64 = 64 << 10;
         let Some(source) = &self.source else { return };
         let wanted: Vec<(u32, Meta)> = positions
             .iter()
@@ -91,6 +104,99 @@ impl Journal {
         crate::lenient::take_coercions();
     }
 
+    /// Calls `f` with each entry at `positions`, in the order given, and stops when it breaks.
+    /// Lines in the file that follow each other closely are read together, one positional
+    /// read per run of up to a few megabytes, and handed over raw; nothing is parsed or held.
+    /// For walks over most of a long session's bytes that need only some entries parsed
+    /// (`recall`'s search looks at the raw line first).
+    pub fn scan_lines(
+        &self,
+        positions: &[u32],
+        mut f: impl FnMut(u32, LineRef<'_>) -> ControlFlow<()>,
+    ) {
+        let mut buf = Vec::new();
+        let mut i = 0;
+        while i < positions.len() {
+            let meta = self.metas[positions[i] as usize];
+            let source = self.source.as_ref().filter(|_| meta.on_disk());
+            let held = self.held[positions[i] as usize].get();
+            let (Some(source), None) = (source, held) else {
+                let entry = self.read_entry(positions[i]);
+                if f(positions[i], LineRef::Entry(&entry)).is_break() {
+                    return;
+                }
+                i += 1;
+                continue;
+            };
+            // The run: the next positions whose lines follow in the file, not held.
+            let start = meta.offset();
+            let mut end = start + u64::from(meta.len());
+            let mut j = i + 1;
+            while let Some(&p) = positions.get(j) {
+                let m = self.metas[p as usize];
+                let (at, to) = (m.offset(), m.offset() + u64::from(m.len()));
+                if !m.on_disk()
+                    || self.held[p as usize].get().is_some()
+                    || at < end
+                    || at - end > RUN_GAP
+                    || to - start > RUN_MAX
+                {
+                    break;
+                }
+                end = to;
+                j += 1;
+            }
+            buf.resize((end - start) as usize, 0);
+            let read = crate::text::read_exact_at(&source.file, &mut buf, start);
+            for &p in &positions[i..j] {
+                let flow = if read.is_ok() {
+                    let m = self.metas[p as usize];
+                    let at = (m.offset() - start) as usize;
+                    f(p, LineRef::Raw(&buf[at..at + m.len() as usize]))
+                } else {
+                    // `read_entry` reads the line again, and logs what fails.
+                    f(p, LineRef::Entry(&self.read_entry(p)))
+                };
+                if flow.is_break() {
+                    return;
+                }
+            }
+            i = j;
+        }
+    }
+
+    /// The entry at `pos` from `raw`, its line as [`Journal::scan_lines`] handed it over:
+    /// parsed whole (tool output included, nothing left in the file), not held. A line that
+    /// no longer reads as the entry indexed there reads as an entry of an unknown kind, logged.
+    pub fn parse_raw(&self, pos: u32, raw: &[u8]) -> Entry {
+        let parsed = crate::scan::parse(raw);
+        // What parsing the line coerced was reported when the file was scanned.
+        crate::lenient::take_coercions();
+        self.checked(pos, parsed)
+    }
+
+    /// The output of the tool result at `pos`, from `raw`, its line as [`Journal::scan_lines`]
+    /// handed it over, without decoding it: the bytes of the JSON string between its quotes,
+    /// escapes as they stand (not checked to be UTF-8). `None` when the line is not a tool
+    /// result in the field order this crate writes, or does not name the entry indexed at
+    /// `pos` (parse it then).
+    pub fn raw_output<'a>(&self, pos: u32, raw: &'a [u8]) -> Option<&'a [u8]> {
+        static FINDERS: std::sync::OnceLock<(
+            crate::lazy::LazyFinders,
+            memchr::memmem::Finder<'static>,
+        )> = std::sync::OnceLock::new();
+        let (finders, id_key) = FINDERS.get_or_init(|| {
+            (crate::lazy::LazyFinders::new(), memchr::memmem::Finder::new(br#""id":""#))
+        });
+        let (start, end) = crate::lazy::output_span(raw, finders)?;
+        // The line names the entry: its first `"id":"` (the entry's own, before the payload)
+        // is followed by the id indexed at `pos` and a quote.
+        let at = id_key.find(&raw[..start])? + id_key.needle().len();
+        let id = self.ids.get(pos);
+        let named = raw[at..start].strip_prefix(id.as_bytes())?;
+        (named.first() == Some(&b'"')).then_some(&raw[start..end])
+    }
+
     /// Parses the line of the entry at `pos`. The line was a valid entry when the file was
     /// indexed and the file is append-only; should it have been changed since, the entry reads
     /// as one of an unknown kind (passed over by the view) and the failure is logged.
@@ -102,6 +208,12 @@ impl Journal {
             }
             _ => Err("the entry is not in a file".to_owned()),
         };
+        self.checked(pos, read)
+    }
+
+    /// `read`, the entry read from the line of `pos`, when it is the entry indexed there;
+    /// else an entry of an unknown kind in its place, and the failure logged.
+    fn checked(&self, pos: u32, read: Result<Entry, String>) -> Entry {
         match read {
             Ok(entry) if *entry.id.as_str() == *self.ids.get(pos) => entry,
             other => {

@@ -241,3 +241,71 @@ fn long_tool_results_in_another_field_order_parse_normally() {
         assert_eq!(r.content.as_str(), "z\"".repeat(2000), "{id}");
     }
 }
+
+/// `scan_lines` hands over each line in the file as it stands, in the order asked for; an
+/// entry the journal holds comes parsed; `parse_raw` reads the same entry as loading does,
+/// tool output decoded; and the walk stops where the caller breaks.
+#[test]
+fn a_scan_hands_over_raw_lines_that_parse_to_the_loaded_entries() {
+    use std::ops::ControlFlow;
+
+    use codewhale_journal::LineRef;
+    let dir = tempfile::tempdir().unwrap();
+    let mut f =
+        JournalFile::create_session(dir.path(), codewhale_journal::HeaderPayload::new("s", "/w"))
+            .unwrap();
+    let outputs = ["short".to_owned(), format!("{}\"é\\\n", "long ".repeat(400)), "x".repeat(9)];
+    for (i, out) in outputs.iter().enumerate() {
+        let head = f.journal().head_id().clone();
+        let e = Entry::new(
+            Some(head),
+            codewhale_journal::ToolResultPayload::new(format!("t{i}"), out.as_str(), false),
+        );
+        f.append(e).unwrap();
+    }
+    let path = f.path().to_owned();
+    f.close().unwrap();
+    let journal = load_read_only(&path).unwrap().journal;
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    // Hold the second entry; ask for the others out of file order too.
+    journal.entry_at(2);
+    let (mut seen, mut raws) = (Vec::new(), Vec::new());
+    journal.scan_lines(&[1, 2, 3, 0], |pos, line| {
+        let entry = match line {
+            LineRef::Raw(raw) => {
+                raws.push(pos);
+                assert_eq!(raw, lines[pos as usize].as_bytes(), "line {pos} as it stands");
+                journal.parse_raw(pos, raw)
+            }
+            LineRef::Entry(e) => {
+                // The header is always held.
+                assert!(pos == 0 || pos == 2, "only held entries come parsed: {pos}");
+                e.clone()
+            }
+        };
+        assert_eq!(entry.to_line().unwrap(), lines[pos as usize]);
+        if pos > 0 {
+            let Payload::ToolResult(r) = &entry.payload else { panic!() };
+            assert_eq!(r.content.as_str(), outputs[pos as usize - 1]);
+            assert!(!r.content.is_on_disk(), "parsed whole");
+        }
+        seen.push(pos);
+        ControlFlow::Continue(())
+    });
+    assert_eq!(seen, [1, 2, 3, 0]);
+    assert_eq!(raws, [1, 3], "lines not held come raw");
+    let mut seen = Vec::new();
+    journal.scan_lines(&[0, 1, 2, 3], |pos, _| {
+        seen.push(pos);
+        if pos == 1 {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    });
+    assert_eq!(seen, [0, 1]);
+    // A line that no longer holds the entry indexed there reads as an unknown kind.
+    let other = journal.parse_raw(1, lines[3].as_bytes());
+    assert!(matches!(other.payload, Payload::Unknown { .. }), "{:?}", other.payload);
+}

@@ -182,8 +182,15 @@ fn encode_assistant(message: &Message, server: OpenAiServer) -> Option<Value> {
     }
     let mut out = Map::new();
     out.insert("role".into(), json!("assistant"));
-    let content =
-        if text.is_empty() && !calls.is_empty() { Value::Null } else { Value::String(text) };
+    // A message of tool calls only has no text: OpenAI and DeepSeek document `null` for it,
+    // but llama-cpp-python's server (0.3) refuses a `null` content with a 500, and an empty
+    // string is accepted everywhere else.
+    let null_content = matches!(server, OpenAiServer::OpenAi | OpenAiServer::DeepSeek);
+    let content = if text.is_empty() && !calls.is_empty() && null_content {
+        Value::Null
+    } else {
+        Value::String(text)
+    };
     out.insert("content".into(), content);
     // DeepSeek's thinking mode rejects a tool-calling assistant message without its
     // `reasoning_content` (an empty string when the model did not reason); other servers that
@@ -284,6 +291,12 @@ mod tests {
         assert_eq!(deepseek["messages"][2]["reasoning_content"], "");
         let generic = encode(&request, options(OpenAiServer::Generic));
         assert!(generic["messages"][2].get("reasoning_content").is_none());
+        // Tool calls without text: `null` where documented, "" for the rest (llama.cpp's
+        // Python server refuses `null`).
+        assert_eq!(deepseek["messages"][2]["content"], Value::Null);
+        assert_eq!(generic["messages"][2]["content"], "");
+        let llama = encode(&request, options(OpenAiServer::LlamaCpp));
+        assert_eq!(llama["messages"][2]["content"], "");
         let openai = encode(&conversation(), options(OpenAiServer::OpenAi));
         assert!(openai["messages"][2].get("reasoning_content").is_none());
         assert_eq!(openai["max_completion_tokens"], 1000);

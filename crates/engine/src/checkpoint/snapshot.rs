@@ -318,15 +318,22 @@ fn run(mut cmd: Command) -> Result<Vec<u8>, String> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_store_inside_the_work_tree_is_never_snapshotted() {
+    /// A fresh git work tree (its canonical path; the directory lives as long as the guard),
+    /// or `None`, the skip reported, when git is not installed.
+    fn git_work_tree() -> Option<(tempfile::TempDir, PathBuf)> {
         if Command::new("git").arg("--version").output().is_err() {
             codewhale_mcp::test_support::skip_test("git is not installed");
-            return;
+            return None;
         }
-        let ws = tempfile::tempdir().unwrap();
-        let ws = std::fs::canonicalize(ws.path()).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let ws = std::fs::canonicalize(dir.path()).unwrap();
         assert!(Command::new("git").current_dir(&ws).args(["init", "-q"]).status().unwrap().success());
+        Some((dir, ws))
+    }
+
+    #[test]
+    fn a_store_inside_the_work_tree_is_never_snapshotted() {
+        let Some((_dir, ws)) = git_work_tree() else { return };
         std::fs::create_dir_all(ws.join("home/sessions")).unwrap();
         let store = FileStore::beside(&ws.join("home/sessions/s.jsonl"));
         let snaps = Snapshots::discover(&store, &ws).unwrap();
@@ -345,13 +352,7 @@ mod tests {
 
     #[test]
     fn an_unchanged_worktree_is_the_same_tree_and_a_change_is_seen_after_it() {
-        if Command::new("git").arg("--version").output().is_err() {
-            codewhale_mcp::test_support::skip_test("git is not installed");
-            return;
-        }
-        let ws = tempfile::tempdir().unwrap();
-        let ws = std::fs::canonicalize(ws.path()).unwrap();
-        assert!(Command::new("git").current_dir(&ws).args(["init", "-q"]).status().unwrap().success());
+        let Some((_dir, ws)) = git_work_tree() else { return };
         let home = tempfile::tempdir().unwrap();
         let store = FileStore::beside(&home.path().join("s.jsonl"));
         std::fs::write(ws.join("a.txt"), "one").unwrap();

@@ -14,7 +14,7 @@ use codewhale_journal::{
 };
 
 use crate::protocol::{
-    CallEnd, CompactionKind, CompactionTrigger, HistoryItem, HistoryPage, ToolOutcome,
+    CallEnd, CompactionKind, CompactionTrigger, HistoryItem, HistoryPage, NoticeLevel, ToolOutcome,
 };
 
 /// Output kept per tool result for display; the journal has the rest.
@@ -131,7 +131,14 @@ fn push_entry(
                 *slot = Some(outcome);
             }
         }
-        Payload::System(s) => items.push(HistoryItem::Notice { id, text: s.text.clone() }),
+        Payload::System(s) => {
+            let level = match s.level {
+                codewhale_journal::Level::Warning => NoticeLevel::Warning,
+                codewhale_journal::Level::Error => NoticeLevel::Error,
+                _ => NoticeLevel::Info,
+            };
+            items.push(HistoryItem::Notice { id, text: s.text.clone(), level })
+        }
         Payload::BranchSummary(b) => {
             items.push(HistoryItem::BranchSummary { id, summary: b.summary.clone(), covered })
         }
@@ -264,5 +271,42 @@ mod tests {
         assert_eq!(outcome_of(&old).end, CallEnd::Denied);
         let old = ToolResultPayload::new("c3", "boom\n[exit code: 3]", true);
         assert_eq!((outcome_of(&old).end, outcome_of(&old).exit_code), (CallEnd::Failed, Some(3)));
+    }
+
+    /// A notice read back from the journal keeps the level it was journaled with.
+    #[test]
+    fn journaled_notices_come_back_with_their_level() {
+        use codewhale_journal::{HeaderPayload, Level, SystemPayload};
+        let header = Entry::new(None, HeaderPayload::new("s", "/w"));
+        let mut journal = Journal::new(header.clone()).unwrap();
+        let mut parent = header.id.clone();
+        let payloads: Vec<Payload> = vec![
+            UserPayload::text("hello").into(),
+            SystemPayload::new(Level::Warning, "a warning").into(),
+            SystemPayload::new(Level::Error, "an error").into(),
+            SystemPayload::new(Level::Info, "a note").into(),
+        ];
+        for payload in payloads {
+            let e = Entry::new(Some(parent.clone()), payload);
+            parent = e.id.clone();
+            journal.push(e);
+        }
+        let page = page(&journal, None, 10, true);
+        let notices: Vec<(&str, NoticeLevel)> = page
+            .items
+            .iter()
+            .filter_map(|i| match i {
+                HistoryItem::Notice { text, level, .. } => Some((text.as_str(), *level)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            notices,
+            [
+                ("a warning", NoticeLevel::Warning),
+                ("an error", NoticeLevel::Error),
+                ("a note", NoticeLevel::Info)
+            ]
+        );
     }
 }

@@ -85,10 +85,13 @@ pub enum HistoryItem {
         summary: String,
         covered: bool,
     },
-    /// A local notice kept in the journal (an error, a refusal).
+    /// A local notice kept in the journal (an error, a refusal), with the level it was
+    /// journaled with.
     Notice {
         id: String,
         text: String,
+        #[serde(default)]
+        level: super::NoticeLevel,
     },
 }
 

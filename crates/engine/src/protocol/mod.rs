@@ -705,11 +705,14 @@ pub enum TurnStatus {
 }
 
 /// Severity of a notice.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum NoticeLevel {
+    #[default]
     Info,
     Warning,
+    /// Only on notices read back from the journal (a live error is an [`Event::Error`]).
+    Error,
 }
 
 #[cfg(test)]

@@ -173,6 +173,7 @@ impl App {
                     let kind = match level {
                         NoticeLevel::Info => NoticeKind::Info,
                         NoticeLevel::Warning => NoticeKind::Warning,
+                        NoticeLevel::Error => NoticeKind::Error,
                     };
                     self.notice(kind, message);
                 }

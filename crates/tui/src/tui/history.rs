@@ -7,7 +7,7 @@
 //! through the note), and a line after them says so; the compaction itself is a
 //! capsule where its note sits.
 
-use codewhale_engine::protocol::{CallEnd, HistoryItem, HistoryPage};
+use codewhale_engine::protocol::{CallEnd, HistoryItem, HistoryPage, NoticeLevel};
 
 use super::branch_cell::BranchSummaryCell;
 use super::cells::{
@@ -118,8 +118,13 @@ fn push_item(t: &mut Transcript, item: &HistoryItem) {
             },
             Some(note.clone()),
         )),
-        HistoryItem::Notice { text, .. } => {
-            t.push(NoticeCell { kind: NoticeKind::Info, text: text.clone() })
+        HistoryItem::Notice { text, level, .. } => {
+            let kind = match level {
+                NoticeLevel::Info => NoticeKind::Info,
+                NoticeLevel::Warning => NoticeKind::Warning,
+                NoticeLevel::Error => NoticeKind::Error,
+            };
+            t.push(NoticeCell { kind, text: text.clone() })
         }
         // Thinking-only replies and items of newer protocol versions are not shown.
         _ => {}

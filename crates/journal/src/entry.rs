@@ -1,4 +1,5 @@
-//! One line of a journal: [`Entry`], its [`EntryId`] and [`Timestamp`].
+//! One line of a journal: [`Entry`], with its [`EntryId`] and [`Timestamp`] (each in a module of
+//! its own, below the payloads that hold them).
 //!
 //! The line format (DESIGN §2), fields in this order when written:
 //! `{"v":1,"id":"<uuidv7>","parent":"<id>"|null,"kind":"...","ts":"...Z","payload":{...},"tokens":N}`.
@@ -7,134 +8,19 @@
 
 use std::fmt;
 
-use chrono::{DateTime, SecondsFormat, SubsecRound, Utc};
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+pub use crate::entry_id::EntryId;
 use crate::payload::Payload;
 use crate::record::Key;
+pub use crate::timestamp::Timestamp;
 
 /// The format version this crate writes.
 pub const FORMAT_VERSION: u32 = 1;
-
-/// An entry id: a UUIDv7 in its hyphenated lowercase text form. Ids read from a file are kept
-/// exactly as written (never re-formatted), so lookups compare the file's own bytes.
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct EntryId(String);
-
-impl EntryId {
-    /// A fresh UUIDv7 (time-ordered; monotonic within this process).
-    pub fn new() -> EntryId {
-        EntryId(uuid::Uuid::now_v7().hyphenated().to_string())
-    }
-
-    /// Wraps an id as written in a file or typed by a user.
-    pub fn from_string(s: impl Into<String>) -> EntryId {
-        EntryId(s.into())
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl Default for EntryId {
-    fn default() -> Self {
-        EntryId::new()
-    }
-}
-
-impl fmt::Debug for EntryId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "EntryId({})", self.0)
-    }
-}
-
-impl fmt::Display for EntryId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl From<&str> for EntryId {
-    fn from(s: &str) -> Self {
-        EntryId(s.to_owned())
-    }
-}
-
-impl AsRef<str> for EntryId {
-    fn as_ref(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::borrow::Borrow<str> for EntryId {
-    fn borrow(&self) -> &str {
-        &self.0
-    }
-}
-
-/// A UTC instant written as RFC 3339 with milliseconds and `Z`: `2026-11-29T18:00:00.123Z`.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Timestamp(DateTime<Utc>);
-
-impl Timestamp {
-    /// Now, truncated to milliseconds (so a written and re-read value compares equal).
-    pub fn now() -> Timestamp {
-        Timestamp(Utc::now().trunc_subsecs(3))
-    }
-
-    pub fn from_datetime(t: DateTime<Utc>) -> Timestamp {
-        Timestamp(t.trunc_subsecs(3))
-    }
-
-    pub fn as_datetime(&self) -> DateTime<Utc> {
-        self.0
-    }
-
-    /// Formats with a `strftime`-style pattern (UTC), e.g. `%Y-%m-%d %H:%M`.
-    pub fn format(&self, pattern: &str) -> String {
-        self.0.format(pattern).to_string()
-    }
-}
-
-/// The Unix epoch: what an unreadable timestamp of another tool's line reads as.
-impl Default for Timestamp {
-    fn default() -> Self {
-        Timestamp(DateTime::<Utc>::UNIX_EPOCH)
-    }
-}
-
-impl fmt::Display for Timestamp {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0.to_rfc3339_opts(SecondsFormat::Millis, true))
-    }
-}
-
-impl fmt::Debug for Timestamp {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(self, f)
-    }
-}
-
-impl Serialize for Timestamp {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
-
-impl<'de> Deserialize<'de> for Timestamp {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let k = Key::deserialize(d)?;
-        DateTime::parse_from_rfc3339(&k.0)
-            .map(|t| Timestamp(t.with_timezone(&Utc)))
-            .map_err(|e| de::Error::custom(format!("bad timestamp {:?}: {e}", k.0)))
-    }
-}
 
 /// An entry could not be serialized as a journal line; nothing was written.
 #[derive(Debug, thiserror::Error)]

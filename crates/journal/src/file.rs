@@ -137,7 +137,7 @@ impl JournalFile {
         let mut file =
             OpenOptions::new().append(true).read(true).open(path).map_err(io_err("open"))?;
         let len = file.metadata().map_err(io_err("read"))?.len();
-        let scan = scan::scan_indexed(path, &file, len)?;
+        let scan = crate::sidecar::scan_indexed(path, &file, len)?;
         let mut torn_saved_to = None;
         let repaired = match &scan.tail {
             Tail::Clean => Ok(()),

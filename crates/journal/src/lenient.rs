@@ -372,34 +372,6 @@ impl<T: ViaValue> Lenient for T {
     }
 }
 
-impl ViaValue for Option<crate::payload::Usage> {
-    const EXPECTED: &'static str = "a usage object";
-}
-
-impl ViaValue for Option<crate::payload::Reads> {
-    const EXPECTED: &'static str = "a reads object with a head";
-}
-
-impl ViaValue for Option<crate::payload::Receipt> {
-    const EXPECTED: &'static str = "a receipt object";
-}
-
-impl ViaValue for Option<Vec<crate::payload::Bounded>> {
-    const EXPECTED: &'static str = "a list of {id, max_bytes}";
-}
-
-impl ViaValue for Option<Vec<crate::payload::FileChange>> {
-    const EXPECTED: &'static str = "a list of {path, before, after}";
-}
-
-impl ViaValue for Option<crate::entry::EntryId> {
-    const EXPECTED: &'static str = "an entry id";
-}
-
-impl ViaValue for crate::entry::Timestamp {
-    const EXPECTED: &'static str = "an RFC 3339 timestamp";
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

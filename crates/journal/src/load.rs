@@ -20,28 +20,9 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use crate::journal::{DagProblem, Journal};
-use crate::scan::{scan_file, scan_indexed, Scan, Tail};
-use crate::sidecar;
-
-/// A line that could not be used, with its 1-based line number.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Malformed {
-    pub line: u32,
-    pub error: String,
-}
-
-/// Why a file cannot be read as a journal. The file is never modified in these cases.
-#[derive(Debug, thiserror::Error)]
-pub enum LoadError {
-    #[error("cannot read {}: {source}", path.display())]
-    Io { path: PathBuf, source: std::io::Error },
-    #[error("{} is empty, so it is not a codewhale journal; it was left untouched", path.display())]
-    Empty { path: PathBuf },
-    #[error("{} contains only zero bytes (a crash before anything was written?); it was left untouched", path.display())]
-    ZeroFilled { path: PathBuf },
-    #[error("{} is not a codewhale journal ({reason}); it was left untouched", path.display())]
-    NotAJournal { path: PathBuf, reason: String },
-}
+pub use crate::load_error::{LoadError, Malformed};
+use crate::scan::{scan_file, Scan, Tail};
+use crate::sidecar::{self, scan_indexed};
 
 /// A problem loading found and worked around; every one is shown to the user.
 #[derive(Clone, Debug, PartialEq, Eq)]

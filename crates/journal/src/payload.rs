@@ -10,9 +10,10 @@
 use serde_json::Value;
 
 use crate::block::Block;
-use crate::entry::{EntryId, Timestamp};
+use crate::entry_id::EntryId;
 use crate::record::{record, string_enum};
 use crate::text::Text;
+use crate::timestamp::Timestamp;
 
 record! {
     /// `header`: the first line of every session file (parent null).
@@ -574,4 +575,23 @@ impl BranchSummaryPayload {
     pub fn model_text(&self) -> String {
         format!("{BRANCH_SUMMARY_PREFIX}{}", self.summary)
     }
+}
+impl crate::lenient::ViaValue for Option<Usage> {
+    const EXPECTED: &'static str = "a usage object";
+}
+
+impl crate::lenient::ViaValue for Option<Reads> {
+    const EXPECTED: &'static str = "a reads object with a head";
+}
+
+impl crate::lenient::ViaValue for Option<Receipt> {
+    const EXPECTED: &'static str = "a receipt object";
+}
+
+impl crate::lenient::ViaValue for Option<Vec<Bounded>> {
+    const EXPECTED: &'static str = "a list of {id, max_bytes}";
+}
+
+impl crate::lenient::ViaValue for Option<Vec<FileChange>> {
+    const EXPECTED: &'static str = "a list of {path, before, after}";
 }

@@ -15,10 +15,9 @@ use crate::entry::Entry;
 use crate::journal::Journal;
 use crate::lazy::{lazy_tool_result, LazyFinders};
 use crate::line::Line;
-use crate::load::{LoadError, Malformed};
+use crate::load_error::{LoadError, Malformed};
 use crate::meta::Meta;
 use crate::payload::Payload;
-use crate::sidecar;
 use crate::text::{read_at, Source, LAZY_MIN};
 
 /// How the file ends.
@@ -61,7 +60,7 @@ pub(crate) struct Scan {
 const CHUNK: usize = 4 << 20;
 
 /// Files at least this large are scanned in two halves on two threads.
-const PARALLEL_MIN: u64 = 16 << 20;
+pub(crate) const PARALLEL_MIN: u64 = 16 << 20;
 
 /// Classifies every line of `file` (of `len` bytes), read with positional reads in chunks.
 /// Entries are validated and reduced to what the index keeps (long tool outputs are not even
@@ -196,22 +195,28 @@ pub(crate) fn read_entry(source: &Arc<Source>, offset: u64, len: u32) -> Result<
     entry
 }
 
-/// Scans `file` (of `len` bytes) through its index sidecar: the prefix the sidecar covers is
-/// taken from it and only the bytes after it are read. The sidecar is (re)written when the
-/// scan read much it did not cover.
-pub(crate) fn scan_indexed(path: &Path, file: &File, len: u64) -> Result<Scan, LoadError> {
-    scan_indexed_split(path, file, len, PARALLEL_MIN)
+/// What a scan continues from: the journal of `..covered` (an index sidecar's), with the lines
+/// it reports.
+pub(crate) struct Prefix {
+    pub(crate) journal: Journal,
+    pub(crate) malformed: Vec<Malformed>,
+    pub(crate) nul_prefixed: Vec<u32>,
+    pub(crate) coerced: Vec<(u32, Vec<String>)>,
+    pub(crate) covered: u64,
+    pub(crate) line_count: u32,
 }
 
-fn scan_indexed_split(
+/// Scans `file` (of `len` bytes) after `prefix`, the part of it already known (the whole file
+/// when there is none): only the bytes after `prefix.covered` are read.
+pub(crate) fn scan_after(
     path: &Path,
     file: &File,
     len: u64,
+    prefix: Option<Prefix>,
+    source: Arc<Source>,
     parallel_min: u64,
 ) -> Result<Scan, LoadError> {
-    let index = sidecar::index_path(path);
-    let source = open_source(path)?;
-    let (scanner, start) = match sidecar::read(&index, file, len, &source) {
+    let (scanner, start) = match prefix {
         Some(p) => {
             let covered = p.covered;
             (Scanner::after(len, p, source), covered)
@@ -227,10 +232,6 @@ fn scan_indexed_split(
     };
     let mut scan = scan_from(path, file, start, len, scanner, parallel_min)?.finish(path)?;
     scan.covered = start;
-    if len - start >= sidecar::MIN_NEW_BYTES {
-        scan.index_to = Some(index);
-        scan.covered = len;
-    }
     Ok(scan)
 }
 
@@ -271,7 +272,7 @@ impl Scanner {
     }
 
     /// A scanner continuing `prefix` (the lines an index sidecar already describes).
-    fn after(len: u64, prefix: sidecar::Prefix, source: Arc<Source>) -> Scanner {
+    fn after(len: u64, prefix: Prefix, source: Arc<Source>) -> Scanner {
         let mut sc = Scanner::new(len, prefix.line_count, source);
         sc.s.malformed = prefix.malformed;
         sc.s.nul_prefixed = prefix.nul_prefixed;
@@ -459,7 +460,7 @@ mod tests {
         // Streamed into the index (the first half) and through a sidecar: the same journal.
         let whole = assemble(&path, serial, None, false).unwrap();
         for _ in 0..2 {
-            let streamed = scan_indexed_split(&path, &file, len, 0).unwrap();
+            let streamed = crate::sidecar::scan_indexed_split(&path, &file, len, 0).unwrap();
             let streamed = assemble(&path, streamed, None, false).unwrap();
             assert_eq!(streamed.journal.entries(), whole.journal.entries());
             assert_eq!(streamed.journal.problems(), whole.journal.problems());

@@ -39,10 +39,10 @@ use crate::hash::{hash, Checksum};
 
 use crate::journal::{DagProblem, Journal};
 use crate::line::Added;
-use crate::load::Malformed;
+use crate::load_error::{LoadError, Malformed};
 use crate::meta::{KindCode, Meta};
 use crate::payload::Payload;
-use crate::scan::read_entry;
+use crate::scan::{read_entry, Prefix, Scan};
 use crate::text::{read_exact_at, Source};
 
 const MAGIC: &[u8; 8] = b"CWINDEX2";
@@ -56,14 +56,30 @@ pub fn index_path(journal: &Path) -> PathBuf {
     journal.with_extension("index")
 }
 
-/// What a sidecar describes: the journal of `..covered`, and the lines it reports.
-pub(crate) struct Prefix {
-    pub(crate) journal: Journal,
-    pub(crate) malformed: Vec<Malformed>,
-    pub(crate) nul_prefixed: Vec<u32>,
-    pub(crate) coerced: Vec<(u32, Vec<String>)>,
-    pub(crate) covered: u64,
-    pub(crate) line_count: u32,
+/// Scans `file` (of `len` bytes) through its index sidecar: the prefix the sidecar covers is
+/// taken from it and only the bytes after it are read. The sidecar is (re)written when the
+/// scan read much it did not cover.
+pub(crate) fn scan_indexed(path: &Path, file: &File, len: u64) -> Result<Scan, LoadError> {
+    scan_indexed_split(path, file, len, crate::scan::PARALLEL_MIN)
+}
+
+/// [`scan_indexed`], the file scanned on two threads from `parallel_min` bytes on.
+pub(crate) fn scan_indexed_split(
+    path: &Path,
+    file: &File,
+    len: u64,
+    parallel_min: u64,
+) -> Result<Scan, LoadError> {
+    let index = index_path(path);
+    let source = crate::scan::open_source(path)?;
+    let prefix = read(&index, file, len, &source);
+    let start = prefix.as_ref().map_or(0, |p| p.covered);
+    let mut scan = crate::scan::scan_after(path, file, len, prefix, source, parallel_min)?;
+    if len - start >= MIN_NEW_BYTES {
+        scan.index_to = Some(index);
+        scan.covered = len;
+    }
+    Ok(scan)
 }
 
 /// The prefix of `file` (of `len` bytes) the sidecar at `path` describes, its entries to be

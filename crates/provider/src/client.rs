@@ -11,11 +11,9 @@
 //!   response, which closes the connection, so the server stops generating;
 //! - every error returned has the API key redacted.
 
-use std::pin::Pin;
 use std::time::Duration;
 
-use bytes::Bytes;
-use futures::{Stream, StreamExt};
+use futures::StreamExt;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -26,14 +24,9 @@ use crate::config::{OpenAiServer, ProviderConfig, ProviderKind};
 use crate::error::{ErrorKind, ProviderError, ProviderFailure};
 use crate::event::StreamEvent;
 use crate::retry::{self, RetryDecision};
-use crate::stream;
+use crate::stream::{self, network_error, timeout_error, ByteStream, EventStream};
 use crate::types::{Request, Response};
 use crate::{anthropic, openai};
-
-/// The events of one reply. Ends after `Stop`, or after the first error.
-pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, ProviderError>> + Send>>;
-
-pub(crate) type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes, reqwest::Error>> + Send>>;
 
 /// A client for one provider endpoint. Cheap to clone; clones share connections.
 #[derive(Clone, Debug)]
@@ -334,23 +327,6 @@ fn sensitive(value: &str) -> Result<HeaderValue, ProviderError> {
     })?;
     header.set_sensitive(true);
     Ok(header)
-}
-
-pub(crate) fn network_error(what: &str, err: &reqwest::Error) -> ProviderError {
-    let mut message = format!("{what}: {err}");
-    let mut source = std::error::Error::source(err);
-    while let Some(cause) = source {
-        message.push_str(&format!(": {cause}"));
-        source = cause.source();
-    }
-    ProviderError::new(ErrorKind::Network, message)
-}
-
-pub(crate) fn timeout_error(idle: Duration) -> ProviderError {
-    ProviderError::new(
-        ErrorKind::Network,
-        format!("the server sent nothing for {} s", idle.as_secs_f32()),
-    )
 }
 
 #[cfg(test)]

@@ -38,10 +38,11 @@ pub mod types;
 
 pub use accumulate::ResponseBuilder;
 pub use catalog::{lookup as lookup_model, models as catalog_models, ModelInfo};
-pub use client::{Client, EventStream};
+pub use client::Client;
 pub use config::{OpenAiServer, ProviderConfig, ProviderKind, RetryPolicy};
 pub use error::{ErrorKind, ProviderError, ProviderFailure};
 pub use event::{StopReason, StreamEvent, Usage};
+pub use stream::EventStream;
 pub use types::{Block, Message, Request, Response, Role, SystemBlock, ToolChoice, ToolSpec};
 
 /// Re-exported so callers need no direct `tokio-util` dependency to cancel a request.

@@ -6,19 +6,26 @@
 //! cancellation or failure the byte stream is dropped at once, which closes the connection.
 
 use std::collections::VecDeque;
+use std::pin::Pin;
 use std::time::Duration;
 
-use futures::StreamExt;
+use bytes::Bytes;
+use futures::{Stream, StreamExt};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::classify;
-use crate::client::{network_error, timeout_error, ByteStream, EventStream};
 use crate::config::ProviderKind;
-use crate::error::ProviderError;
+use crate::error::{ErrorKind, ProviderError};
 use crate::event::StreamEvent;
 use crate::sse::{SseEvent, SseParser};
 use crate::{anthropic, openai};
+
+/// The events of one reply. Ends after `Stop`, or after the first error.
+pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, ProviderError>> + Send>>;
+
+/// A response body as it arrives.
+pub(crate) type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes, reqwest::Error>> + Send>>;
 
 /// The events decoded from a streamed body.
 pub(crate) fn events(
@@ -163,4 +170,23 @@ impl StreamState {
         self.bytes = None;
         self.pending.push_back(Err(error));
     }
+}
+
+/// A network failure, with every cause in its chain.
+pub(crate) fn network_error(what: &str, err: &reqwest::Error) -> ProviderError {
+    let mut message = format!("{what}: {err}");
+    let mut source = std::error::Error::source(err);
+    while let Some(cause) = source {
+        message.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    ProviderError::new(ErrorKind::Network, message)
+}
+
+/// The idle timeout: the server sent nothing for `idle`.
+pub(crate) fn timeout_error(idle: Duration) -> ProviderError {
+    ProviderError::new(
+        ErrorKind::Network,
+        format!("the server sent nothing for {} s", idle.as_secs_f32()),
+    )
 }

@@ -359,12 +359,12 @@ impl App {
         }
         let running = self.running_since.clone();
         self.transcript.update_all(|cell| {
-            let Some(tool) = cell.as_tool_mut() else { return false };
+            let Some(tool) = super::tool_cell::tool_mut(cell) else { return false };
             let Some((_, since)) = running.iter().find(|(id, _)| *id == tool.call_id) else {
                 return false;
             };
             match &mut tool.state {
-                super::cells::ToolState::Running { elapsed_secs, .. } => {
+                super::tool_cell::ToolState::Running { elapsed_secs, .. } => {
                     *elapsed_secs = now.saturating_duration_since(*since).as_secs();
                     true
                 }

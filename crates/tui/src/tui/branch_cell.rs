@@ -5,7 +5,7 @@
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use super::cells::{folding_cell, gutter, Cell};
+use super::cell::{folding_cell, gutter, Cell};
 use super::wrap::wrap_line;
 
 /// A branch summary, folded by default.

@@ -12,99 +12,11 @@ use ratatui::text::{Line, Span};
 
 use codewhale_engine::protocol::{CompactionKind, CompactionTrigger};
 
+use super::cell::folding_cell;
+pub(crate) use super::cell::gutter;
+pub use super::cell::Cell;
 use super::markdown::{self, StreamedMarkdown};
-pub use super::tool_cell::{summarize_input, ToolCell, ToolState};
-use super::wrap::{wrap_line, wrap_lines};
-
-/// The fold methods of a cell that folds to one line: it keeps `expanded` and `focused` fields,
-/// and its copyable text is the field named. One definition for every such cell.
-macro_rules! folding_cell {
-    ($text:ident) => {
-        fn set_expanded(&mut self, expanded: bool) -> bool {
-            self.expanded = expanded;
-            true
-        }
-
-        fn set_focused(&mut self, focused: bool) -> bool {
-            self.focused = focused;
-            true
-        }
-
-        fn foldable(&self) -> bool {
-            true
-        }
-
-        fn is_expanded(&self) -> bool {
-            self.expanded
-        }
-
-        fn text(&self) -> String {
-            self.$text.clone()
-        }
-    };
-}
-pub(crate) use folding_cell;
-
-/// A drawable transcript entry.
-pub trait Cell: std::fmt::Debug + Send {
-    /// The cell's lines wrapped to `width` columns.
-    fn lines(&self, width: u16) -> Vec<Line<'static>>;
-
-    /// The number of rows the cell takes at `width` (what the transcript caches).
-    fn height(&self, width: u16) -> usize {
-        self.lines(width).len()
-    }
-
-    /// Rows `skip..skip + take` at `width`: what a frame draws of a cell it does not cache
-    /// (the streaming reply), so a cell that can copy only those rows overrides it.
-    fn rows(&self, width: u16, skip: usize, take: usize) -> Vec<Line<'static>> {
-        self.lines(width).into_iter().skip(skip).take(take).collect()
-    }
-
-    /// Shows or hides the details of a folded cell; false when the cell has none.
-    fn set_expanded(&mut self, _expanded: bool) -> bool {
-        false
-    }
-
-    /// The tool call, when this cell is one (so a result can find its call).
-    fn as_tool_mut(&mut self) -> Option<&mut ToolCell> {
-        None
-    }
-
-    /// Whether the cell folds (Ctrl+O): tool calls, thinking, compactions.
-    fn foldable(&self) -> bool {
-        false
-    }
-
-    /// Whether the cell is unfolded now.
-    fn is_expanded(&self) -> bool {
-        false
-    }
-
-    /// An assistant reply's markdown, for the copy key.
-    fn reply_text(&self) -> Option<&str> {
-        None
-    }
-
-    /// A tool call's title and whole output, for the pager (Ctrl+T).
-    fn tool_output(&self) -> Option<(String, String)> {
-        None
-    }
-
-    /// Marks the cell as the one Ctrl+O and Ctrl+T act on; false when it cannot be focused.
-    fn set_focused(&mut self, _focused: bool) -> bool {
-        false
-    }
-
-    /// The cell's text, for transcript search.
-    fn text(&self) -> String {
-        self.lines(u16::MAX)
-            .iter()
-            .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect::<String>())
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
-}
+use super::wrap::wrap_line;
 
 /// Wraps `body` beside a prefix drawn on the first line (later lines are indented to match).
 fn prefixed(
@@ -115,29 +27,6 @@ fn prefixed(
 ) -> Vec<Line<'static>> {
     let pad = " ".repeat(prefix.chars().count());
     gutter(prefix, &pad, style, body, width)
-}
-
-/// Wraps `body` beside a gutter: `first` on the first line, `rest` on every other.
-pub(crate) fn gutter(
-    first: &str,
-    rest: &str,
-    style: Style,
-    body: Vec<Line<'static>>,
-    width: u16,
-) -> Vec<Line<'static>> {
-    let prefix = first;
-    let pad = rest.to_owned();
-    let inner = usize::from(width).saturating_sub(prefix.chars().count()).max(1);
-    wrap_lines(&body, inner)
-        .into_iter()
-        .enumerate()
-        .map(|(i, line)| {
-            let lead = if i == 0 { prefix.to_owned() } else { pad.clone() };
-            let mut spans = vec![Span::styled(lead, style)];
-            spans.extend(line.spans);
-            Line::from(spans)
-        })
-        .collect()
 }
 
 /// A cell of the conversation that the active compaction covers: drawn dimmed, since the
@@ -154,7 +43,7 @@ impl<C: Cell> Covered<C> {
     }
 }
 
-impl<C: Cell> Cell for Covered<C> {
+impl<C: Cell + 'static> Cell for Covered<C> {
     fn lines(&self, width: u16) -> Vec<Line<'static>> {
         let lines = self.inner.lines(width);
         if !self.covered {
@@ -172,8 +61,8 @@ impl<C: Cell> Cell for Covered<C> {
         self.inner.set_expanded(expanded)
     }
 
-    fn as_tool_mut(&mut self) -> Option<&mut ToolCell> {
-        self.inner.as_tool_mut()
+    fn content_mut(&mut self) -> &mut dyn std::any::Any {
+        self.inner.content_mut()
     }
 
     fn foldable(&self) -> bool {

@@ -14,13 +14,12 @@ use super::app::{App, Gauge, Lifecycle, Pending};
 use super::approval_view::ApprovalView;
 use super::branch_cell::BranchSummaryCell;
 use super::cells::short_tokens;
-use super::cells::{
-    AnchorCell, CompactionCell, CompactionSummary, NoticeKind, ToolCell, ToolState,
-};
+use super::cells::{AnchorCell, CompactionCell, CompactionSummary, NoticeKind};
 use super::event::Effect;
 use super::history;
 use super::plan_cell::PlanCell;
 use super::slash_dispatch::{anchors_text, context_text, status_text};
+use super::tool_cell::{ToolCell, ToolState};
 use super::views::TextView;
 
 /// "12.3 s · 45.2k tokens in · 1.2k out": what a turn took. A turn cut short before any
@@ -103,7 +102,7 @@ impl App {
             }
             Event::ToolOutputDelta { call_id, text } => {
                 self.transcript.update_last(|cell| {
-                    cell.as_tool_mut().is_some_and(|tool| {
+                    super::tool_cell::tool_mut(cell).is_some_and(|tool| {
                         let hit = tool.call_id == call_id;
                         if hit {
                             tool.push_live(&text);
@@ -313,7 +312,7 @@ impl App {
 
     fn set_tool_state(&mut self, call_id: &str, state: ToolState) {
         self.transcript.update_last(|cell| {
-            cell.as_tool_mut().is_some_and(|tool| {
+            super::tool_cell::tool_mut(cell).is_some_and(|tool| {
                 if tool.call_id == call_id {
                     tool.state = state.clone();
                     true

@@ -12,8 +12,9 @@ use codewhale_engine::protocol::{CallEnd, HistoryItem, HistoryPage, NoticeLevel}
 use super::branch_cell::BranchSummaryCell;
 use super::cells::{
     AnchorCell, AssistantCell, CompactionCell, CompactionSummary, Covered, NoticeCell, NoticeKind,
-    ThinkingCell, ToolCell, ToolState, UserCell,
+    ThinkingCell, UserCell,
 };
+use super::tool_cell::{ToolCell, ToolState};
 use super::transcript::Transcript;
 
 /// The cells of `page`, oldest first.

@@ -19,6 +19,7 @@ pub mod ansi;
 pub mod app;
 pub mod approval_view;
 mod branch_cell;
+pub mod cell;
 pub mod cells;
 pub mod composer;
 pub mod diff_cell;

@@ -9,8 +9,13 @@ use ratatui::text::{Line, Span};
 use codewhale_engine::protocol::CallEnd;
 
 use super::ansi;
-use super::cells::{gutter, Cell};
+use super::cell::{gutter, Cell};
 use super::wrap::wrap_line;
+
+/// The tool call `cell` shows, when it shows one.
+pub fn tool_mut(cell: &mut dyn Cell) -> Option<&mut ToolCell> {
+    cell.content_mut().downcast_mut::<ToolCell>()
+}
 
 /// Lines an unfolded output shows from its start and from its end.
 const HEAD_LINES: usize = 20;
@@ -222,10 +227,6 @@ impl Cell for ToolCell {
     fn set_expanded(&mut self, expanded: bool) -> bool {
         self.expanded = expanded;
         true
-    }
-
-    fn as_tool_mut(&mut self) -> Option<&mut ToolCell> {
-        Some(self)
     }
 
     fn set_focused(&mut self, focused: bool) -> bool {

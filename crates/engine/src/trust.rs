@@ -15,35 +15,16 @@
 //! atomically (a temporary file renamed over it), so a crash or a full disk never leaves a half
 //! file or a stray temporary one.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-
-use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::config::{self, ConfigError, Scope};
 
+pub(crate) mod decisions;
 mod show;
+pub(crate) use decisions::store_path;
+pub use decisions::TRUST_FILE;
+use decisions::{decision, digest, is_trusted, remember};
 pub use show::Unshowable;
-
-/// The store's file name under the Codewhale home.
-pub const TRUST_FILE: &str = "trust.json";
-
-/// One remembered answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-struct Decision {
-    /// SHA-256 of the config file the answer was about, hex.
-    sha256: String,
-    trusted: bool,
-    /// When it was given (RFC 3339).
-    at: String,
-}
-
-#[derive(Debug, Default, Serialize, Deserialize)]
-struct Store {
-    v: u32,
-    workspaces: BTreeMap<String, Decision>,
-}
 
 /// A workspace config that needs the user's answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,53 +36,6 @@ pub struct Question {
     /// SHA-256 of the file content the settings were read from: an answer is about this
     /// content, even if the file changes while the question is open.
     pub sha256: String,
-}
-
-/// Where the store lives.
-pub(crate) fn store_path(home: &Path) -> PathBuf {
-    home.join(TRUST_FILE)
-}
-
-fn digest(text: &str) -> String {
-    Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn key_of(workspace: &Path) -> String {
-    std::fs::canonicalize(workspace)
-        .unwrap_or_else(|_| workspace.to_path_buf())
-        .display()
-        .to_string()
-}
-
-fn load(home: &Path) -> Store {
-    std::fs::read(store_path(home))
-        .ok()
-        .and_then(|bytes| serde_json::from_slice::<Store>(&bytes).ok())
-        .filter(|s| s.v == 1)
-        .unwrap_or_default()
-}
-
-/// The remembered answer for this workspace and exactly this config text, if any.
-fn decision(home: &Path, workspace: &Path, text: &str) -> Option<bool> {
-    let store = load(home);
-    let d = store.workspaces.get(&key_of(workspace))?;
-    (d.sha256 == digest(text)).then_some(d.trusted)
-}
-
-/// Whether the workspace's config (`text`) is trusted: remembered as trusted for this content,
-/// or listed in the user's `trusted_workspaces` — and every setting that needs trust can be
-/// shown plainly ([`show::settings`]).
-pub(crate) fn is_trusted(home: &Path, workspace: &Path, text: &str, listed: &[String]) -> bool {
-    let here = key_of(workspace);
-    (listed.iter().any(|w| key_of(Path::new(w)) == here)
-        || decision(home, workspace, text) == Some(true))
-        && show::settings(text).is_ok()
-}
-
-/// Why a workspace config whose settings need trust is not trusted even if the user said so:
-/// one of them cannot be shown plainly.
-pub(crate) fn unshowable(text: &str) -> Option<Unshowable> {
-    show::settings(text).err()
 }
 
 /// The workspace config's text, or `None` when there is none or it is not a regular file.
@@ -159,19 +93,6 @@ pub fn answer(
     trusted: bool,
 ) -> std::io::Result<()> {
     remember(home, workspace, question.sha256.clone(), trusted)
-}
-
-fn remember(home: &Path, workspace: &Path, sha256: String, trusted: bool) -> std::io::Result<()> {
-    let mut store = load(home);
-    store.v = 1;
-    store.workspaces.insert(
-        key_of(workspace),
-        Decision { sha256, trusted, at: chrono::Utc::now().to_rfc3339() },
-    );
-    let bytes = serde_json::to_vec_pretty(&store).map_err(std::io::Error::other)?;
-    std::fs::create_dir_all(home)?;
-    let path = store_path(home);
-    codewhale_journal::replace::replace_file(&path, codewhale_journal::replace::PRIVATE, &bytes)
 }
 
 #[cfg(test)]
@@ -280,6 +201,6 @@ mod tests {
         assert!(!is_trusted(home.path(), ws.path(), &text, &[]), "--trust does not apply it");
         let listed = vec![ws.path().display().to_string()];
         assert!(!is_trusted(home.path(), ws.path(), &text, &listed), "nor does the user's list");
-        assert_eq!(unshowable(&text).unwrap().key, "base_url");
+        assert_eq!(decisions::unshowable(&text).unwrap().key, "base_url");
     }
 }

@@ -11,6 +11,7 @@
 //! touched, so every recorded change can be taken back; paths are workspace-relative, as the
 //! tool showed them.
 
+mod git_index;
 pub(crate) mod ops;
 pub mod restore;
 pub mod snapshot;

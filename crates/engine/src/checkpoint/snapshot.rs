@@ -1,7 +1,8 @@
 //! Worktree snapshots around a `shell` call (DESIGN §2): in a git workspace, the worktree —
-//! tracked and untracked files, `.gitignore` honoured — is written as a git tree before and after
-//! the command, and the files that differ become the call's `files` record, so a command's edits
-//! can be taken back like a `write_file`.
+//! tracked and untracked files, `.gitignore` honoured — is staged by `git add -A` into
+//! Codewhale's own index and object store before and after the command, and the files whose
+//! blobs differ become the call's `files` record, so a command's edits can be taken back like a
+//! `write_file`.
 //!
 //! Invariants: every git command runs with Codewhale's own `GIT_DIR` (a bare repository inside
 //! the session's file store) and its own `GIT_INDEX_FILE`; the user's repository, index and refs
@@ -13,9 +14,10 @@
 //! are no snapshots: a command's edits then read as changed by someone else.
 //!
 //! What a shell call pays is kept small: a workspace found to be a git work tree is remembered
-//! ([`Snapshots::find`]), and `write-tree` runs only when `git add` changed the index — an index
-//! whose bytes are exactly those `write-tree` last left holds the same tree — so a snapshot of an
-//! unchanged worktree is one `git add`, and a command that changed nothing costs no diff.
+//! ([`Snapshots::find`]); a snapshot is the index's bytes as `git add -A` left them, and two
+//! snapshots are compared by reading both indexes in the process ([`super::git_index`]) — equal
+//! bytes are the same worktree — so a call runs one `git add` before, one after, and, only when a
+//! blob differs, one `git cat-file` for the contents. No tree is written, none is diffed.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -24,18 +26,47 @@ use std::sync::{LazyLock, Mutex};
 
 use codewhale_journal::FileChange;
 
+use super::git_index::{read_entries, IndexEntry};
 use super::FileStore;
 
 static SNAPSHOT_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// For each snapshot index (by path): the SHA-256 of its bytes as `write-tree` last left them,
-/// and that tree. Written and read under [`SNAPSHOT_LOCK`].
-static WRITTEN: LazyLock<Mutex<HashMap<PathBuf, (String, String)>>> =
-    LazyLock::new(|| Mutex::new(HashMap::new()));
-
 /// Workspaces found to be git work trees, by (snapshot directory, workspace).
 static FOUND: LazyLock<Mutex<HashMap<(PathBuf, PathBuf), Snapshots>>> =
     LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// One snapshot of a worktree: Codewhale's index as `git add -A` left it (every blob it names
+/// is in Codewhale's object store). Two snapshots are equal when they name the same files with
+/// the same modes and contents, whatever the stat data.
+#[derive(Clone)]
+pub struct WorktreeSnapshot {
+    index: Vec<u8>,
+    hash_len: usize,
+}
+
+impl WorktreeSnapshot {
+    fn entries(&self) -> Result<Vec<IndexEntry>, String> {
+        if self.index.is_empty() {
+            return Ok(Vec::new());
+        }
+        read_entries(&self.index, self.hash_len)
+            .map_err(|e| format!("cannot read the snapshot index: {e}"))
+    }
+}
+
+impl PartialEq for WorktreeSnapshot {
+    fn eq(&self, other: &Self) -> bool {
+        self.index == other.index
+            || matches!((self.entries(), other.entries()), (Ok(a), Ok(b)) if a == b)
+    }
+}
+
+impl std::fmt::Debug for WorktreeSnapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let files = self.entries().map(|e| e.len());
+        f.debug_struct("WorktreeSnapshot").field("files", &files).finish()
+    }
+}
 
 /// Takes a first snapshot in the background, so the first `shell` call does not pay for
 /// hashing the whole worktree (about a second on 10,000 files; later snapshots reuse the
@@ -124,6 +155,8 @@ impl Snapshots {
             // Content exactly as on disk, no filters, no background daemons.
             .args(["-c", "core.autocrlf=false", "-c", "core.fsmonitor=false"])
             .args(["-c", "core.untrackedCache=false", "-c", "gc.auto=0"])
+            // One plain index file the snapshot reader understands.
+            .args(["-c", "core.splitIndex=false", "-c", "index.sparse=false"])
             .stdin(Stdio::null());
         cmd
     }
@@ -152,9 +185,9 @@ impl Snapshots {
         Ok(())
     }
 
-    /// Writes the worktree as a tree and returns its id. Snapshots of one process run one at a
-    /// time: two `git add` on one index would fight over its lock.
-    pub fn snapshot(&self) -> Result<String, String> {
+    /// Stages the worktree into Codewhale's index and returns that index. Snapshots of one
+    /// process run one at a time: two `git add` on one index would fight over its lock.
+    pub fn snapshot(&self) -> Result<WorktreeSnapshot, String> {
         let _one = SNAPSHOT_LOCK.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         self.ensure_repository()?;
         let pathspec = if self.prefix.is_empty() { ".".to_owned() } else { self.prefix.clone() };
@@ -162,63 +195,54 @@ impl Snapshots {
         add.args(["add", "-A", "--ignore-errors", "--"]).arg(&pathspec);
         // A file that vanishes mid-walk makes `add` complain but still stage the rest.
         let _ = run(add);
-        let index = self.index_hash();
-        let mut written = WRITTEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let (Some(now), Some((then, tree))) = (&index, written.get(&self.index)) {
-            if now == then {
-                return Ok(tree.clone());
-            }
-        }
-        let mut write = self.git();
-        write.arg("write-tree");
-        let out = run(write)?;
-        let tree = String::from_utf8_lossy(&out).trim().to_owned();
-        // `write-tree` stores its cache in the index: what the next `add` must leave unchanged.
-        match self.index_hash() {
-            Some(hash) => written.insert(self.index.clone(), (hash, tree.clone())),
-            None => written.remove(&self.index),
+        // No index yet: `git add` found nothing to stage (an empty worktree).
+        let index = match std::fs::read(&self.index) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(format!("cannot read the snapshot index: {e}")),
         };
-        Ok(tree)
+        Ok(WorktreeSnapshot { index, hash_len: self.hash_len() })
     }
 
-    /// The SHA-256 of the snapshot index's bytes; `None` when it cannot be read.
-    fn index_hash(&self) -> Option<String> {
-        std::fs::read(&self.index).ok().map(|bytes| FileStore::hash(&bytes))
+    /// The object id length of Codewhale's repository: SHA-256 when git made it so (a user's
+    /// `init.defaultObjectFormat`), SHA-1 otherwise.
+    fn hash_len(&self) -> usize {
+        let config = std::fs::read_to_string(self.git_dir.join("config")).unwrap_or_default();
+        let sha256 = config.lines().any(|line| {
+            let line = line.trim().to_ascii_lowercase();
+            line.starts_with("objectformat") && line.ends_with("sha256")
+        });
+        if sha256 {
+            32
+        } else {
+            20
+        }
     }
 
-    /// The files that differ between trees `before` and `after`, their contents kept in `store`.
+    /// The files that differ between snapshots `before` and `after`, their contents kept in
+    /// `store`, in path order.
     pub fn changes(
         &self,
         store: &FileStore,
-        before: &str,
-        after: &str,
+        before: &WorktreeSnapshot,
+        after: &WorktreeSnapshot,
     ) -> Result<Vec<FileChange>, String> {
-        if before == after {
+        if before.index == after.index {
             return Ok(Vec::new());
         }
-        let mut diff = self.git();
-        diff.args(["diff-tree", "-r", "-z", "--no-renames", before, after]);
-        let out = run(diff)?;
+        let (old, new) = (before.entries()?, after.entries()?);
         let mut rows = Vec::new();
-        let mut fields = out.split(|b| *b == 0).filter(|f| !f.is_empty());
-        while let (Some(meta), Some(path)) = (fields.next(), fields.next()) {
-            // ":<mode a> <mode b> <blob a> <blob b> <status>"
-            let meta = String::from_utf8_lossy(meta);
-            let parts: Vec<&str> = meta.trim_start_matches(':').split(' ').collect();
-            let [mode_a, mode_b, blob_a, blob_b, _] = parts[..] else { continue };
-            let Some(rel) = self.relative(&String::from_utf8_lossy(path)) else { continue };
+        for (path, a, b) in differing(&old, &new) {
+            let Some(rel) = self.relative(path) else { continue };
             // A symlink or submodule on either side is not a file content to put back.
-            let (Some(a), Some(b)) = (side(mode_a, blob_a), side(mode_b, blob_b)) else {
-                continue;
-            };
+            let (Some(a), Some(b)) = (side(a), side(b)) else { continue };
             rows.push((rel, a, b));
         }
-        let wanted: Vec<&str> =
-            rows.iter().flat_map(|(_, a, b)| [a.as_deref(), b.as_deref()]).flatten().collect();
+        let wanted: Vec<&str> = rows.iter().flat_map(|(_, a, b)| [*a, *b]).flatten().collect();
         let contents = self.read_blobs(&wanted)?;
-        let keep = |blob: &Option<String>| -> Result<Option<String>, String> {
+        let keep = |blob: &Option<&str>| -> Result<Option<String>, String> {
             let Some(blob) = blob else { return Ok(None) };
-            let bytes = contents.get(blob.as_str()).ok_or_else(|| format!("git lost blob {blob}"))?;
+            let bytes = contents.get(*blob).ok_or_else(|| format!("git lost blob {blob}"))?;
             store.put(bytes).map(Some).map_err(|e| format!("cannot keep a snapshot file: {e}"))
         };
         let mut changes = Vec::with_capacity(rows.len());
@@ -283,13 +307,49 @@ impl Snapshots {
     }
 }
 
-/// One side of a diff row: `Some(None)` absent, `Some(Some(blob))` a regular file, `None`
+/// The paths whose entry differs between two path-sorted entry lists, with each side's entry
+/// (`None`: no such path on that side).
+fn differing<'a>(
+    old: &'a [IndexEntry],
+    new: &'a [IndexEntry],
+) -> Vec<(&'a str, Option<&'a IndexEntry>, Option<&'a IndexEntry>)> {
+    let (mut i, mut j) = (0, 0);
+    let mut out = Vec::new();
+    while i < old.len() || j < new.len() {
+        let order = match (old.get(i), new.get(j)) {
+            (Some(a), Some(b)) => a.path.as_bytes().cmp(b.path.as_bytes()),
+            (Some(_), None) => std::cmp::Ordering::Less,
+            _ => std::cmp::Ordering::Greater,
+        };
+        match order {
+            std::cmp::Ordering::Less => {
+                out.push((old[i].path.as_str(), Some(&old[i]), None));
+                i += 1;
+            }
+            std::cmp::Ordering::Greater => {
+                out.push((new[j].path.as_str(), None, Some(&new[j])));
+                j += 1;
+            }
+            std::cmp::Ordering::Equal => {
+                let (a, b) = (&old[i], &new[j]);
+                if a.mode != b.mode || a.oid != b.oid {
+                    out.push((a.path.as_str(), Some(a), Some(b)));
+                }
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    out
+}
+
+/// One side of a changed path: `Some(None)` absent, `Some(Some(blob))` a regular file, `None`
 /// anything else (a symlink, a submodule).
-fn side(mode: &str, blob: &str) -> Option<Option<String>> {
-    match mode {
-        "000000" => Some(None),
-        "100644" | "100755" => Some(Some(blob.to_owned())),
-        _ => None,
+fn side(entry: Option<&IndexEntry>) -> Option<Option<&str>> {
+    match entry {
+        None => Some(None),
+        Some(e) if e.mode == 0o100644 || e.mode == 0o100755 => Some(Some(e.oid.as_str())),
+        Some(_) => None,
     }
 }
 

@@ -417,11 +417,19 @@ pub async fn execute(
     }
 }
 
+/// What a shell call keeps from its "before" snapshot: where snapshots go, the store that
+/// keeps the changed files, and the snapshot.
+type ShellSnapshot = (
+    crate::checkpoint::snapshot::Snapshots,
+    crate::checkpoint::FileStore,
+    crate::checkpoint::snapshot::WorktreeSnapshot,
+);
+
 /// The worktree snapshot before a shell command (DESIGN §2), when the workspace is a git work
 /// tree and the session has a store. Fails open: no snapshot, no record.
 async fn before_shell(
     ctx: &ToolContext,
-) -> Option<(crate::checkpoint::snapshot::Snapshots, crate::checkpoint::FileStore, String)> {
+) -> Option<ShellSnapshot> {
     let store = ctx.files.as_deref()?.clone();
     let ws = ctx.workspace.clone();
     tokio::task::spawn_blocking(move || {
@@ -441,7 +449,7 @@ async fn before_shell(
 
 /// The files a shell command changed: the snapshot after it, compared with the one before.
 async fn after_shell(
-    before: Option<(crate::checkpoint::snapshot::Snapshots, crate::checkpoint::FileStore, String)>,
+    before: Option<ShellSnapshot>,
 ) -> Vec<codewhale_journal::FileChange> {
     let Some((snapshots, store, tree)) = before else { return Vec::new() };
     let changed = tokio::task::spawn_blocking(move || {

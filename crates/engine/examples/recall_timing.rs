@@ -24,8 +24,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let scope = recall::scope(&journal, &view);
     println!("entries in scope: {} of {}", scope.len(), journal.len());
     let redactor = Redactor::default();
-    let ctx =
-        RecallContext { journal: &journal, view: &view, room_chars: 1 << 20, redactor: &redactor };
+    let ctx = RecallContext {
+        journal: &journal,
+        view: &view,
+        room_chars: 1 << 20,
+        redactor: &redactor,
+        trim: None,
+    };
     let time = |input: serde_json::Value| -> (Vec<Duration>, f64, String) {
         let mut out = String::new();
         let cpu_before = cpu_seconds();

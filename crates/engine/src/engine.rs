@@ -324,6 +324,10 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
             other => handle_idle_op(&mut session, &sink, id, other).await,
         }
     }
+    // The background work of the session stops before it closes: a note or a branch summary
+    // still being written is dropped (it would be for a session nobody has open).
+    crate::compaction::background::close(&mut session).await;
+    crate::branch_summary::close(&mut session);
     if let Err(err) = session.close().await {
         sink.emit(shutdown.unwrap_or(start), error_event(&err));
     }

@@ -228,7 +228,7 @@ fn outcome_of(r: &codewhale_journal::ToolResultPayload) -> ToolOutcome {
         }
         None => {
             let text = r.content.to_string();
-            (legacy_end(r.is_error, &text), crate::turn::calls::exit_code_of(&text))
+            (legacy_end(r.is_error, &text), crate::tools::shell::exit_code_of(&text))
         }
     };
     ToolOutcome { is_error: r.is_error, output: display(&r.content), end, exit_code }

@@ -20,6 +20,7 @@
 //! - it is appended only between turns, never between a call and its result.
 
 mod left;
+pub(crate) mod pending;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -27,12 +28,12 @@ use std::time::Duration;
 
 use codewhale_journal::{BranchSummaryPayload, EntryId};
 use codewhale_provider::{CancellationToken, Message, Request, SystemBlock};
-use tokio::task::JoinHandle;
 
 use crate::budget::Limits;
 use crate::events::EventSink;
 use crate::protocol::{BranchSummaryState, Event, SubmissionId};
 use crate::session::Session;
+use pending::Slot;
 
 /// How long a branch summary may take when `compaction.branch_summary_timeout_sec` is not set.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -45,49 +46,6 @@ const MAX_OUTPUT_TOKENS: u32 = 2_048;
 
 /// The most the transcript of a left branch carries, in characters, whatever the window.
 const TRANSCRIPT_MAX_CHARS: usize = 120_000;
-
-/// The summary being written, if any.
-#[derive(Debug, Default)]
-pub(crate) struct Pending {
-    slot: Option<Slot>,
-    /// Woken when the request ends, so an idle engine appends the summary at once.
-    wake: Arc<tokio::sync::Notify>,
-}
-
-#[derive(Debug)]
-struct Slot {
-    /// HEAD right after the move: the summary is appended on this entry or a continuation.
-    meant: EntryId,
-    /// The entry's payload, all but the summary.
-    payload: BranchSummaryPayload,
-    cancel: CancellationToken,
-    task: JoinHandle<Result<String, String>>,
-    /// Set by the task just before it wakes the engine: its answer is in (the handle may not
-    /// report finished yet), and a wake-up left over from an earlier slot is told apart.
-    done: Arc<AtomicBool>,
-}
-
-impl Slot {
-    fn stop(self) {
-        self.cancel.cancel();
-        self.task.abort();
-    }
-}
-
-impl Pending {
-    /// Notified when a summary request ends.
-    pub fn wake(&self) -> Arc<tokio::sync::Notify> {
-        self.wake.clone()
-    }
-}
-
-impl Drop for Pending {
-    fn drop(&mut self) {
-        if let Some(slot) = self.slot.take() {
-            slot.stop();
-        }
-    }
-}
 
 fn event(state: BranchSummaryState, summary: Option<String>, reason: Option<String>) -> Event {
     Event::BranchSummary { state, summary, reason }

@@ -156,7 +156,7 @@ pub fn plan(messages: &[Message], tokens: &[u64], policy: &CutPolicy) -> Result<
 
 /// Plain user messages of the covered part kept verbatim: first every one of the last round
 /// (the survival contract requires them), then the others newest first within the budget.
-fn retain(
+pub(super) fn retain(
     messages: &[Message],
     tokens: &[u64],
     cut: usize,

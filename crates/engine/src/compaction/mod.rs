@@ -25,6 +25,7 @@
 //! [`survival::check`]; a failed pass changes nothing the model reads.
 
 pub mod background;
+pub mod backoff;
 pub mod bound;
 pub mod checkpoint;
 mod commit;
@@ -38,6 +39,7 @@ pub mod prune;
 pub mod record;
 pub mod report;
 pub mod round;
+pub mod steps;
 pub mod summary;
 pub mod summary_input;
 mod summarize;

@@ -23,18 +23,15 @@ use codewhale_provider::CancellationToken;
 use super::background::{self, Prepared, Tried};
 use super::commit::{self, Proposal, Refusal, Written};
 use super::cut::{self, CutError, CutPolicy};
-use super::note::{self, LiveState, NoteInput, Running};
+use super::steps::{self, build_note, summary_max_output};
 use super::plain::PlainView;
 use super::prune::{self, PrunePolicy, PRUNE_TARGET_FRACTION};
 use super::record::{self, SummaryRecord};
 use super::summarize::{self, SummaryError, SummaryJob};
 use super::summary;
 use crate::anchors::AnchorStore;
-use crate::protocol::{Event, NoticeLevel};
+use crate::protocol::Event;
 use crate::session::Session;
-
-/// Output budget of a summary request: room for a 12,000-character note with headroom.
-const SUMMARY_MAX_OUTPUT: u64 = 8_192;
 
 /// How much of the pipeline a pass may use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,11 +59,6 @@ impl PassRequest {
     pub fn new(trigger: Trigger, focus: Option<String>) -> PassRequest {
         PassRequest { trigger, focus, mode: PassMode::Full, background: None }
     }
-}
-
-/// The output budget of a summary request under `limits`.
-pub(crate) fn summary_max_output(limits: &crate::budget::Limits) -> u32 {
-    SUMMARY_MAX_OUTPUT.min(limits.reserved_output).max(1) as u32
 }
 
 /// How a pass ended.
@@ -119,7 +111,7 @@ pub async fn run(
     let started = std::time::Instant::now();
     let outcome = match attempt(session, &request, cancel).await {
         Ok(done) => {
-            super::triggers::summary_succeeded(session, &done);
+            summary_succeeded(session, &done);
             if matches!(done, PassOutcome::Compacted { path: CompactionPath::Summary, .. }) {
                 // How long a foreground pass takes: the bound on waiting for a background note.
                 session.note_pass.timed(started.elapsed());
@@ -129,7 +121,7 @@ pub async fn run(
         Err(Stop::Refused(reason)) => PassOutcome::Refused(reason),
         Err(Stop::Failed(reason)) => PassOutcome::Failed(reason),
         Err(Stop::SummaryFailed(reason)) => {
-            super::triggers::summary_failed(session, &reason, emit);
+            steps::summary_failed(session, &reason, emit);
             summary_failed = true;
             PassOutcome::Failed(reason)
         }
@@ -190,27 +182,14 @@ pub async fn run(
     outcome
 }
 
-/// Growth (as a fraction of usable input) after which an auto pass is tried again when the last
-/// pass could not get below the threshold.
-const REGROWTH_FRACTION: f64 = 0.1;
-
-/// How much the conversation must grow before a held-back auto pass is tried again.
-fn regrowth(session: &Session) -> u64 {
-    (session.budget().limits().usable_input as f64 * REGROWTH_FRACTION) as u64
-}
-
-/// Whether an auto pass can help now. Not when the active record already could not get below
-/// the threshold (the user's own protected messages fill the window) and the conversation has
-/// not grown by a tenth of usable input since: that pass would summarize next to nothing, on
-/// every turn. Reactive and manual passes are never held back.
-pub fn auto_worthwhile(session: &Session) -> bool {
-    let limits = *session.budget().limits();
-    let pressure = session.budget().pressure().tokens;
-    let view = session.render();
-    let Some(after) = view.compaction.as_ref().and_then(|c| c.record.tokens_after) else {
-        return true;
-    };
-    after < limits.threshold || pressure >= after + regrowth(session)
+/// Called when a pass wrote a summary: auto passes run normally again.
+fn summary_succeeded(session: &mut Session, outcome: &PassOutcome) {
+    if matches!(
+        outcome,
+        PassOutcome::Compacted { path: codewhale_journal::CompactionPath::Summary, .. }
+    ) {
+        session.summary_backoff = None;
+    }
 }
 
 fn notice(session: &mut Session, payload: SystemPayload) {
@@ -438,51 +417,3 @@ async fn summary_record(
     .ok_or_else(|| Stop::Refused("nothing before the protected part can be covered".into()))
 }
 
-/// The note of a summary pass: the summary plus what Codewhale knows itself (files touched by
-/// the covered calls, background commands, the live state, the anchors).
-pub(crate) async fn build_note(
-    session: &Session,
-    covered: &[super::message::Message],
-    previous: Option<&codewhale_journal::ActiveCompaction>,
-    summary: &str,
-    anchors: Option<&str>,
-) -> (String, note::FilesTouched) {
-    let previous_files = previous.map(|c| c.record.files_touched.clone()).unwrap_or_default();
-    let mut files = note::files_touched(covered, &previous_files);
-    // Tools accept absolute paths inside the workspace; list every file the same way.
-    for (path, _) in &mut files.entries {
-        if let Ok(rel) = std::path::Path::new(path.as_str()).strip_prefix(session.workspace()) {
-            *path = rel.display().to_string();
-        }
-    }
-    let running: Vec<Running> = session
-        .background()
-        .running()
-        .into_iter()
-        .map(|r| Running { command: r.command, pid: r.pid, ports: r.ports })
-        .collect();
-    // `git` is a child process: keep it off the async workers.
-    let workspace = session.workspace().to_path_buf();
-    let live = tokio::task::spawn_blocking(move || LiveState::capture(&workspace))
-        .await
-        .unwrap_or_else(|_| LiveState {
-            workspace: session.workspace().display().to_string(),
-            branch: None,
-            commit: None,
-        });
-    let plan = session.live_plan().map(|p| crate::plan::section(&p));
-    let text = note::compose(&NoteInput {
-        summary,
-        files: &files,
-        running: &running,
-        live: &live,
-        anchors,
-        plan: plan.as_deref(),
-    });
-    (text, files)
-}
-
-/// Emits a notice for this pass.
-pub(crate) fn warn(emit: &(dyn Fn(Event) + Send + Sync), message: String) {
-    emit(Event::Notice { level: NoticeLevel::Warning, message });
-}

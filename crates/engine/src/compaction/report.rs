@@ -38,9 +38,20 @@ pub struct ReportParams<'a> {
     pub overrides: Overrides,
 }
 
-/// Loads the session `params` names and reports on its HEAD, replaying its budget from the
-/// journal (`codewhale context`).
-pub fn context_report(params: &ReportParams<'_>) -> Result<ContextReport, EngineError> {
+/// A session file loaded for a report, with its budget replayed from the journal.
+struct Replayed {
+    path: std::path::PathBuf,
+    journal: Journal,
+    config: config::Config,
+    workspace: std::path::PathBuf,
+    model: String,
+    view: View,
+    plain: PlainView,
+    budget: Budget,
+}
+
+/// Loads the session `params` names and replays its budget, never asking a provider.
+fn replay_session(params: &ReportParams<'_>) -> Result<Replayed, EngineError> {
     let path = match &params.resume {
         Resume::Id(id) => session::find_by_id(params.home, id)?,
         Resume::Last => session::find_last(params.home, params.cwd)?,
@@ -84,6 +95,14 @@ pub fn context_report(params: &ReportParams<'_>) -> Result<ContextReport, Engine
     if known.len() > loaded {
         counts::store_sidecar(&path, &known);
     }
+    Ok(Replayed { path, journal, config, workspace, model, view, plain, budget })
+}
+
+/// Loads the session `params` names and reports on its HEAD, replaying its budget from the
+/// journal (`codewhale context`).
+pub fn context_report(params: &ReportParams<'_>) -> Result<ContextReport, EngineError> {
+    let Replayed { path, journal, config, workspace, model, view, plain, budget } =
+        replay_session(params)?;
     // Compared in their redacted form, as the checkpoint holds them.
     let redactor =
         crate::redact::Redactor::new(&config.redaction.patterns, &[]).unwrap_or_default();
@@ -96,6 +115,50 @@ pub fn context_report(params: &ReportParams<'_>) -> Result<ContextReport, Engine
     report.file_store_bytes = crate::checkpoint::FileStore::beside(&path).size_bytes();
     Ok(report)
 }
+
+/// The request the session `params` names would send next, as a turn fits it when no pass
+/// can make room (DESIGN §5.1): the view, whole or trimmed; the first item still sent after
+/// a left-out one; and the notice a trimmed request ends with. `codewhale eval` scores its
+/// floor on this, so it measures what a session that fails open actually sends.
+pub struct NextRequest {
+    pub journal: Journal,
+    pub view: View,
+    /// What the request cuts that the view carries whole (`None` when it is the view whole).
+    pub cut: Option<crate::recall::RequestCut>,
+    pub notice: Option<String>,
+}
+
+/// [`NextRequest`] of the session `params` names, its budget replayed from the journal.
+pub fn next_request(params: &ReportParams<'_>) -> Result<NextRequest, EngineError> {
+    let Replayed { journal, view, plain, budget, config, .. } = replay_session(params)?;
+    let usable = budget.limits().usable_input;
+    if budget.pressure().tokens <= usable {
+        return Ok(NextRequest { journal, view, cut: None, notice: None });
+    }
+    let plan = crate::plan::live_plan(&journal, journal.head_position(), None).plan;
+    let system = budget.system_tokens() + super::trim::notice_tokens(plan.as_ref());
+    let policy = super::cut::CutPolicy {
+        retained_tokens: config.compaction.retained_user_tokens,
+        ..super::cut::CutPolicy::new(usable, budget.calibration())
+    };
+    let fit = |view, shorten| super::trim::fit(view, &plain, system, &policy, shorten);
+    let fitted = match fit(view, super::trim::Shorten::Drop) {
+        super::trim::Fit::TooBig { view, .. } => fit(view, super::trim::Shorten::DropAndBound),
+        fitted => fitted,
+    };
+    Ok(match fitted {
+        super::trim::Fit::Trimmed { view, first, dropped, bounded, .. } => {
+            let notice = (dropped > 0).then(|| super::trim::notice(dropped, &first, plan.as_ref()));
+            let bounded = bounded.into_iter().map(|b| b.id).collect();
+            let cut = crate::recall::RequestCut { first: (dropped > 0).then_some(first), bounded };
+            NextRequest { journal, view, cut: Some(cut), notice }
+        }
+        super::trim::Fit::Whole(view) | super::trim::Fit::TooBig { view, .. } => {
+            NextRequest { journal, view, cut: None, notice: None }
+        }
+    })
+}
+
 
 /// `entry`'s count: stored in its line, kept in `known`, or counted now and kept there.
 fn count_once(known: &mut HashMap<EntryId, u32>, entry: &codewhale_journal::Entry) -> u32 {

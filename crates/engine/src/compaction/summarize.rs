@@ -29,6 +29,7 @@ use super::summary_input::{self, InputBudget, InputPlan};
 use crate::budget::{from_provider, Limits};
 use crate::convert;
 use crate::prompt::SystemPrompt;
+pub(crate) use super::summary::SummaryError;
 use crate::session::{counts, Session};
 
 /// What a kept-tail item may hold in the request of a `compaction_model` other than the
@@ -94,17 +95,6 @@ pub(crate) struct SummaryJob<'a> {
     /// The summarizing model.
     pub model: &'a str,
     pub max_output: u32,
-}
-
-/// Why no summary came back.
-#[derive(Debug)]
-pub(crate) enum SummaryError {
-    /// The input cannot be made to fit, or the provider failed.
-    Failed(String),
-    /// No usable note can be had: the model answered with none, or the request cannot fit its
-    /// window (auto passes back off after this).
-    Unusable(String),
-    Cancelled,
 }
 
 /// What the requests of a job were like (for the log and the benchmark).

@@ -184,6 +184,17 @@ fn cut_end(text: &str, marker: &str, limit: usize) -> String {
     format!("{}{marker}", &text[..byte_at(text, keep)])
 }
 
+/// Why no summary came back.
+#[derive(Debug)]
+pub(crate) enum SummaryError {
+    /// The input cannot be made to fit, or the provider failed.
+    Failed(String),
+    /// No usable note can be had: the model answered with none, or the request cannot fit its
+    /// window (auto passes back off after this).
+    Unusable(String),
+    Cancelled,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,14 +8,43 @@
 //! to be bounded, `reads.bounded`) on the assistant entry and shows a notice. When even the
 //! protected part plus anchors does not fit, [`fit`] says so, and the turn stops with a message
 //! naming what is too big and what to do.
+//!
+//! A request that leaves messages out says so: [`notice`] is a system block sent after the
+//! system prompt, naming how many messages are missing, that `recall` reads them, and
+//! restating the live plan — whose `update_plan` call may be among them — as a note would.
 
 use codewhale_journal::{Bounded, EntryId, ItemKind, View};
 
 use super::bound::{self, Candidate};
 use super::checkpoint::is_checkpoint;
+use super::cut::{self, CutPolicy};
 use super::message::Role;
 use super::plain::PlainView;
 use super::round;
+
+const NOTICE: &str = include_str!("../../../../assets/prompts/trimmed-request.md");
+const NOTICE_PLAN: &str = include_str!("../../../../assets/prompts/trimmed-request-plan.md");
+
+/// The system block that ends a request which leaves out `dropped` messages before `first`:
+/// what is missing, where to find it, and the live plan (a note's `## Plan` section).
+pub fn notice(dropped: usize, first: &EntryId, plan: Option<&crate::plan::Plan>) -> String {
+    let mut out = NOTICE
+        .trim_ascii_end()
+        .replace("{dropped}", &dropped.to_string())
+        .replace("{first}", first.as_str());
+    if let Some(plan) = plan {
+        out.push_str("\n\n");
+        out.push_str(&NOTICE_PLAN.trim_ascii_end().replace("{plan}", &crate::plan::section(plan)));
+    }
+    out
+}
+
+/// An upper bound of [`notice`]'s o200k count for any count and id: what a request that may
+/// be trimmed reserves for it.
+pub fn notice_tokens(plan: Option<&crate::plan::Plan>) -> u64 {
+    let widest = EntryId::from_string("f".repeat(36));
+    crate::tokens::upper_bound_bytes(notice(usize::MAX, &widest, plan).len() as u64)
+}
 
 /// What to send.
 #[derive(Debug)]
@@ -40,20 +69,16 @@ pub enum Shorten {
     DropAndBound,
 }
 
-/// Fits `view` (with `plain` its plain form and counts) into `usable_input` provider tokens,
-/// given the system prompt's estimate and the calibration ratio.
+/// Fits `view` (with `plain` its plain form and counts) into `policy.usable_input` provider
+/// tokens, given the system prompt's estimate and `policy`'s calibration ratio.
 ///
 /// What may be left out: whole rounds before the last one (a question with its answer and its
 /// tool calls), and the last round's exchanges older than its protected part — never its user
-/// texts, its two newest exchanges, an anchor or the checkpoint.
-pub fn fit(
-    view: View,
-    plain: &PlainView,
-    system: u64,
-    calibration: f64,
-    usable_input: u64,
-    shorten: Shorten,
-) -> Fit {
+/// texts, its two newest exchanges, an anchor, a branch summary or the checkpoint; and, as a
+/// note retains them, never the user's older texts that fit the retained budget (newest first,
+/// DESIGN §5.3): what the user said outlives the answers around it.
+pub fn fit(view: View, plain: &PlainView, system: u64, policy: &CutPolicy, shorten: Shorten) -> Fit {
+    let (calibration, usable_input) = (policy.calibration, policy.usable_input);
     let provider = |estimate: u64| crate::budget::to_provider(estimate, calibration);
     let mut total = system + plain.total();
     if provider(total) <= usable_input {
@@ -62,8 +87,10 @@ pub fn fit(
     let messages = &plain.messages;
     let round_start = round::last_round_start(messages).unwrap_or(0);
     let protected_start = round::protected_start(messages, round_start);
+    let (retained, _) = cut::retain(messages, &plain.tokens, protected_start, round_start, policy);
     let pinned = |i: usize| {
-        is_checkpoint(&messages[i])
+        retained.binary_search(&i).is_ok()
+            || is_checkpoint(&messages[i])
             || messages[i].anchor
             || messages[i].branch_summary
             || view.items[i].kind == ItemKind::Checkpoint
@@ -136,11 +163,19 @@ pub fn fit(
     if last_dropped.is_none() && bounded.is_empty() {
         return Fit::Whole(view);
     }
-    // The first item sent after the last left-out one that is not pinned (pinned items are
-    // always sent, wherever they stand).
+    // The first item sent after the last left-out one that is not an anchor, a branch summary
+    // or the checkpoint (those are always sent, wherever they stand); a user text kept by the
+    // retained budget or the round counts, so what comes before `first` was left out.
+    let anywhere = |k: usize| {
+        is_checkpoint(&messages[k])
+            || messages[k].anchor
+            || messages[k].branch_summary
+            || view.items[k].kind == ItemKind::Checkpoint
+            || view.items[k].kind == ItemKind::Anchor
+    };
     let after = last_dropped.map_or(0, |i| i + 1);
     let first_kept = (after..messages.len())
-        .find(|&k| !drop[k] && !pinned(k))
+        .find(|&k| !drop[k] && !anywhere(k))
         .or_else(|| (after..messages.len()).find(|&k| !drop[k]))
         .unwrap_or(after);
     let first = plain.sources.get(first_kept).cloned().unwrap_or_else(|| view.head.clone());
@@ -193,7 +228,7 @@ mod tests {
         let j = journal();
         let view = codewhale_journal::render(&j, j.head_id().as_str());
         let plain = plain_of(&view);
-        assert!(matches!(fit(view, &plain, 50, 1.0, 650, Shorten::Drop), Fit::Whole(_)));
+        assert!(matches!(fit(view, &plain, 50, &CutPolicy::new(650, 1.0), Shorten::Drop), Fit::Whole(_)));
     }
 
     #[test]
@@ -202,7 +237,7 @@ mod tests {
         let view = codewhale_journal::render(&j, j.head_id().as_str());
         let plain = plain_of(&view);
         let Fit::Trimmed { view, first, dropped, estimate, .. } =
-            fit(view, &plain, 50, 1.0, 450, Shorten::Drop)
+            fit(view, &plain, 50, &CutPolicy::new(450, 1.0), Shorten::Drop)
         else {
             panic!("expected a trim")
         };
@@ -214,11 +249,54 @@ mod tests {
     }
 
     #[test]
+    fn the_users_older_texts_within_the_retained_budget_stay() {
+        let j = journal();
+        let view = codewhale_journal::render(&j, j.head_id().as_str());
+        let plain = plain_of(&view);
+        // Room for q0 and q1 (100 tokens each) in the retained budget: their answers go, the
+        // texts stay (without the budget, q0 and a0 go: the test above).
+        let policy = CutPolicy { retained_tokens: Some(200), ..CutPolicy::new(450, 1.0) };
+        let Fit::Trimmed { view, first, dropped, .. } =
+            fit(view, &plain, 50, &policy, Shorten::Drop)
+        else {
+            panic!("expected a trim")
+        };
+        assert_eq!(dropped, 2, "a0 and a1 are left out");
+        assert_eq!(first, plain.sources[5]);
+        let texts: Vec<String> = view
+            .items
+            .iter()
+            .filter_map(|i| match &i.content {
+                codewhale_journal::ItemContent::Blocks(b) => b[0].as_text().map(str::to_owned),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(texts, ["q0", "pinned", "q1", "q2"]);
+    }
+
+    #[test]
+    fn the_notice_names_the_left_out_part_and_restates_the_plan() {
+        let first = EntryId::from_string("0190aaaa-0000-7000-8000-000000000001");
+        let plan: crate::plan::Plan = serde_json::from_value(serde_json::json!({"steps": [
+            {"step": "Write the parser", "status": "done"},
+            {"step": "Wire it into main", "status": "pending"}
+        ]}))
+        .unwrap();
+        let text = notice(7, &first, Some(&plan));
+        assert!(text.starts_with("# This request is trimmed"), "{text}");
+        assert!(text.contains("The 7 oldest messages") && text.contains(first.as_str()), "{text}");
+        assert!(text.contains("`recall`"));
+        assert!(text.ends_with("## Plan\n- [done] Write the parser\n- [pending] Wire it into main"));
+        assert!(!notice(7, &first, None).contains("## Plan"));
+        assert!(notice_tokens(Some(&plan)) >= u64::from(crate::tokens::count(&text)));
+    }
+
+    #[test]
     fn a_protected_round_that_cannot_fit_is_too_big() {
         let j = journal();
         let view = codewhale_journal::render(&j, j.head_id().as_str());
         let plain = plain_of(&view);
-        let Fit::TooBig { protected_tokens, .. } = fit(view, &plain, 50, 2.0, 300, Shorten::Drop) else {
+        let Fit::TooBig { protected_tokens, .. } = fit(view, &plain, 50, &CutPolicy::new(300, 2.0), Shorten::Drop) else {
             panic!("expected too big")
         };
         assert_eq!(protected_tokens, 2 * (50 + 100 + 100));
@@ -254,9 +332,11 @@ mod tests {
         let j = long_turn(30, 400);
         let view = codewhale_journal::render(&j, j.head_id().as_str());
         let plain = plain_of(&view);
-        // 63 items of 100 tokens: room for the question and ten exchanges.
+        // 63 items of 100 tokens: room for the question and ten exchanges (and no retained
+        // budget: the older round's text goes too, see the next test for what a budget keeps).
+        let policy = CutPolicy { retained_tokens: Some(0), ..CutPolicy::new(2_100, 1.0) };
         let Fit::Trimmed { view, first, dropped, bounded, .. } =
-            fit(view, &plain, 0, 1.0, 2_100, Shorten::Drop)
+            fit(view, &plain, 0, &policy, Shorten::Drop)
         else {
             panic!("expected a trim")
         };
@@ -282,11 +362,11 @@ mod tests {
         let plain = plain_of(&view);
         // Only the round is left after the drop (5 items, 500 tokens) and 400 are allowed.
         assert!(matches!(
-            fit(view.clone(), &plain, 0, 1.0, 400, Shorten::Drop),
+            fit(view.clone(), &plain, 0, &CutPolicy::new(400, 1.0), Shorten::Drop),
             Fit::TooBig { .. }
         ));
         let Fit::Trimmed { view, bounded, estimate, .. } =
-            fit(view, &plain, 0, 1.0, 400, Shorten::DropAndBound)
+            fit(view, &plain, 0, &CutPolicy::new(400, 1.0), Shorten::DropAndBound)
         else {
             panic!("expected a bounded request")
         };

@@ -186,13 +186,13 @@ async fn run_one(
             pass.tokens_after
         ));
         passes.push(pass);
-        score_floor(&path, s, &mut probes).map_err(fail)?;
+        score_floor(params, root, &session_id, s, &mut probes).map_err(fail)?;
     }
     if let Some(f) = file.take() {
         f.close().map_err(|e| fail(e.to_string()))?;
     }
     if passes.is_empty() {
-        score_floor(&path, s, &mut probes).map_err(fail)?;
+        score_floor(params, root, &session_id, s, &mut probes).map_err(fail)?;
     }
     if !params.floor_only {
         answer(params, root, &session_id, s, &mut probes, report, progress).await?;
@@ -257,15 +257,35 @@ async fn shutdown(handle: crate::EngineHandle, events: &mut crate::EventReceiver
     }
 }
 
-/// Scores the floor of every probe on the session file as it stands.
-fn score_floor(path: &Path, s: &Scenario, probes: &mut [ProbeScore]) -> Result<(), String> {
-    let journal = load_read_only(path).map_err(|e| e.to_string())?.journal;
-    let view = render(&journal, journal.head_id().as_str());
-    let text = score::view_text(&view);
+/// Scores the floor of every probe on the session file as it stands: in the request the
+/// session would send next (trimmed, with its notice, when the session failed open) and in
+/// what `recall` returns with that request's trim in its scope.
+fn score_floor(
+    params: &EvalParams,
+    root: &Path,
+    session: &str,
+    s: &Scenario,
+    probes: &mut [ProbeScore],
+) -> Result<(), String> {
+    let workspace = root.join("workspace");
+    let next = crate::compaction::report::next_request(&crate::offline::ReportParams {
+        home: root,
+        cwd: &workspace,
+        resume: Resume::Id(session.to_owned()),
+        overrides: params.overrides.clone(),
+    })
+    .map_err(|e| e.to_string())?;
+    let mut text = score::view_text(&next.view);
+    if let Some(notice) = &next.notice {
+        text.push_str(notice);
+    }
+    let journal = &next.journal;
+    let whole = render(journal, journal.head_id().as_str());
     for (probe, scored) in s.probes.iter().zip(probes.iter_mut()) {
         scored.in_view.push(score::matches(probe, &text));
         if let Some(v) = scored.via_recall.as_mut() {
-            v.push(score::matches(probe, &score::recall_text(&journal, &view, probe)));
+            let found = score::recall_text(journal, &whole, next.cut.as_ref(), probe);
+            v.push(score::matches(probe, &found));
         }
     }
     Ok(())

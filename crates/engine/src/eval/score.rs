@@ -48,11 +48,22 @@ pub fn view_text(view: &View) -> String {
     out
 }
 
-/// What `recall` with the probe's question returns on `view` (room is not the limit here).
-pub fn recall_text(journal: &Journal, view: &View, probe: &Probe) -> String {
+/// What `recall` with the probe's question returns on `view` (room is not the limit here),
+/// with `trim` what the request it answers cut.
+pub fn recall_text(
+    journal: &Journal,
+    view: &View,
+    trim: Option<&crate::recall::RequestCut>,
+    probe: &Probe,
+) -> String {
     let redactor = Redactor::default();
-    let ctx =
-        crate::recall::RecallContext { journal, view, room_chars: 1 << 20, redactor: &redactor };
+    let ctx = crate::recall::RecallContext {
+        journal,
+        view,
+        room_chars: 1 << 20,
+        redactor: &redactor,
+        trim,
+    };
     let input = serde_json::json!({"query": probe.question, "max_chars": 1u64 << 20});
     crate::recall::run(&ctx, &input).unwrap_or_default()
 }
@@ -225,7 +236,7 @@ mod tests {
         assert!(matches(&probe("48213", false), &text));
         let absent = probe("KEY-NEVER-PLANTED", false);
         assert!(!matches(&absent, &text));
-        assert!(!matches(&absent, &recall_text(&journal, &view, &absent)));
+        assert!(!matches(&absent, &recall_text(&journal, &view, None, &absent)));
     }
 
     #[test]

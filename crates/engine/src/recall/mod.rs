@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 
-use codewhale_journal::{ItemKind, Journal, Payload, Role, Shortened, View};
+use codewhale_journal::{EntryId, ItemKind, Journal, Payload, Role, Shortened, View};
 use codewhale_provider::ToolSpec;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -52,20 +52,48 @@ impl Absence {
 
 /// The spine positions (oldest first) of the entries in scope, and why each is.
 pub fn scope(journal: &Journal, view: &View) -> Vec<(u32, Absence)> {
+    scope_trimmed(journal, view, None)
+}
+
+/// What the request being answered cut that the view carries whole: what a fail-open trim left
+/// out (everything before `first`, the first item still sent after a left-out one) and the
+/// outputs the request itself bounded (`reads.trimmed_before` and `reads.bounded`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RequestCut {
+    pub first: Option<EntryId>,
+    pub bounded: Vec<EntryId>,
+}
+
+impl RequestCut {
+    /// The cut of the last request, as its assistant entry on `view` records it.
+    fn of_last_request(journal: &Journal, view: &View) -> RequestCut {
+        let reads = view
+            .items
+            .iter()
+            .rev()
+            .find(|i| i.role == Role::Assistant && i.kind == ItemKind::Assistant)
+            .and_then(|i| match &journal.get(i.source.as_str())?.payload {
+                Payload::Assistant(a) => a.reads.clone(),
+                _ => None,
+            });
+        let Some(reads) = reads else { return RequestCut::default() };
+        RequestCut {
+            first: reads.trimmed_before,
+            bounded: reads.bounded.unwrap_or_default().into_iter().map(|b| b.id).collect(),
+        }
+    }
+}
+
+/// [`scope`], where `cut` is what a request not journaled yet cut; `None` reads the cut of the
+/// last request from its assistant entry.
+pub fn scope_trimmed(journal: &Journal, view: &View, cut: Option<&RequestCut>) -> Vec<(u32, Absence)> {
     // By position: the spine is long, and comparing positions formats no id.
     let mut in_view: HashMap<u32, Absence> = HashMap::new();
     let mut whole: std::collections::HashSet<u32> = std::collections::HashSet::new();
-    // The fail-open trim of the last request left out what came before `trimmed_before`
-    // (anchors and the checkpoint are always sent).
-    let trimmed_before = view
-        .items
-        .iter()
-        .rev()
-        .find(|i| i.role == Role::Assistant && i.kind == ItemKind::Assistant)
-        .and_then(|i| match &journal.get(i.source.as_str())?.payload {
-            Payload::Assistant(a) => a.reads.as_ref()?.trimmed_before.clone(),
-            _ => None,
-        });
+    // The fail-open trim of the last request left out what came before `first` (anchors and
+    // the checkpoint are always sent), and it may have bounded outputs the view has whole.
+    let cut = cut.cloned().unwrap_or_else(|| RequestCut::of_last_request(journal, view));
+    let trimmed_before = cut.first;
     let trimmed_end = trimmed_before
         .as_ref()
         .and_then(|first| view.items.iter().position(|i| &i.source == first))
@@ -76,6 +104,7 @@ pub fn scope(journal: &Journal, view: &View) -> Vec<(u32, Absence)> {
         }
         let Some(pos) = journal.position(item.source.as_str()) else { continue };
         let trimmed = index < trimmed_end && item.kind != ItemKind::Anchor;
+        let bounded = cut.bounded.contains(&item.source);
         match (item.shortened, trimmed) {
             (_, true) => {
                 in_view.insert(pos, Absence::Trimmed);
@@ -84,6 +113,9 @@ pub fn scope(journal: &Journal, view: &View) -> Vec<(u32, Absence)> {
                 in_view.insert(pos, Absence::Pruned);
             }
             (Some(Shortened::Bounded { .. }), _) => {
+                in_view.insert(pos, Absence::Bounded);
+            }
+            (None, false) if bounded => {
                 in_view.insert(pos, Absence::Bounded);
             }
             (None, false) => {
@@ -108,6 +140,15 @@ pub struct RecallContext<'a> {
     /// Characters the budget leaves for the result.
     pub room_chars: usize,
     pub redactor: &'a Redactor,
+    /// What a request not journaled yet cut ([`scope_trimmed`]); `None` in a turn, where the
+    /// request that asked is journaled.
+    pub trim: Option<&'a RequestCut>,
+}
+
+impl RecallContext<'_> {
+    fn scope(&self) -> Vec<(u32, Absence)> {
+        scope_trimmed(self.journal, self.view, self.trim)
+    }
 }
 
 #[derive(Deserialize)]
@@ -225,7 +266,7 @@ fn one_entry(ctx: &RecallContext<'_>, wanted: &str) -> Result<String, String> {
         }
     };
     let id = journal.id_at(pos).to_string();
-    let in_scope = scope(journal, ctx.view);
+    let in_scope = ctx.scope();
     let Some(&(_, absence)) = in_scope.iter().find(|(p, _)| *p == pos) else {
         let head = journal.position(ctx.view.head.as_str());
         let on_spine = head.is_some_and(|h| journal.spine_positions(h).contains(&pos));

@@ -20,7 +20,7 @@ use std::ops::ControlFlow;
 
 use codewhale_journal::{EntryId, Journal, LineRef, Payload};
 
-use super::{entry_text, scope, Absence, RecallContext};
+use super::{entry_text, Absence, RecallContext};
 
 /// At most this many hits are listed.
 const MAX_HITS: usize = 8;
@@ -276,7 +276,7 @@ struct Hit {
 pub(super) fn search(ctx: &RecallContext<'_>, query: &str) -> Result<String, String> {
     let q = Query::new(query)?;
     let journal = ctx.journal;
-    let in_scope = scope(journal, ctx.view);
+    let in_scope = ctx.scope();
     // Long scopes are cut in contiguous parts, one thread each, so that each still reads
     // its part of the file in order.
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_THREADS);

@@ -3,7 +3,7 @@
 
 use codewhale_journal::{
     AssistantPayload, Block, CompactionPath, CompactionPayload, Covers, Entry, EntryId, HeaderPayload,
-    UserPayload,
+    ToolResultPayload, UserPayload,
 };
 
 use super::*;
@@ -46,7 +46,7 @@ use codewhale_journal::Trigger;
 fn call(journal: &Journal, room: usize, input: Value) -> Result<String, String> {
     let view = codewhale_journal::render(journal, journal.head_id().as_str());
     let redactor = Redactor::default();
-    run(&RecallContext { journal, view: &view, room_chars: room, redactor: &redactor }, &input)
+    run(&RecallContext { journal, view: &view, room_chars: room, redactor: &redactor, trim: None }, &input)
 }
 
 #[test]
@@ -105,10 +105,51 @@ fn a_trimmed_entry_is_in_scope_and_results_are_redacted_again() {
     assert_eq!(scoped.len(), 2, "the two entries before the trim: {scoped:?}");
     assert!(scoped.iter().all(|(_, a)| *a == Absence::Trimmed));
     let redactor = Redactor::new(&[], &["tok-ABCDEF123456".to_owned()]).unwrap();
-    let ctx = RecallContext { journal: &journal, view: &view, room_chars: 10_000, redactor: &redactor };
+    let ctx = RecallContext { journal: &journal, view: &view, room_chars: 10_000, redactor: &redactor, trim: None };
     let out = run(&ctx, &json!({"entry": old.as_str()})).unwrap();
     assert!(out.contains("left out of the last request"), "{out}");
     assert!(!out.contains("tok-ABCDEF123456") && out.contains("REDACTED"), "{out}");
+}
+
+#[test]
+fn an_output_the_last_request_bounded_is_in_scope_and_a_request_not_sent_yet_counts_too() {
+    let header = Entry::new(None, HeaderPayload::new("s", "/w"));
+    let mut journal = Journal::new(header.clone()).unwrap();
+    let mut parent = header.id.clone();
+    let mut push = |journal: &mut Journal, payload: Payload| {
+        let e = Entry::new(Some(parent.clone()), payload);
+        parent = e.id.clone();
+        journal.push(e.clone());
+        e.id
+    };
+    let ask = push(&mut journal, UserPayload::text("run the tests").into());
+    let call = AssistantPayload::new(vec![Block::tool_use("c1", "shell", json!({"command": "t"}))]);
+    push(&mut journal, call.into());
+    let output = format!("{}\nfailed: parser::nested_arrays\n", "ok\n".repeat(5_000));
+    let result = push(&mut journal, ToolResultPayload::new("c1", output, false).into());
+    let view = codewhale_journal::render(&journal, journal.head_id().as_str());
+    // Not yet sent: the view carries everything whole, so nothing is in scope.
+    assert!(scope(&journal, &view).is_empty());
+    // The request about to be sent bounds the output (it is not journaled yet).
+    let cut = RequestCut { first: None, bounded: vec![result.clone()] };
+    assert_eq!(scope_trimmed(&journal, &view, Some(&cut)).len(), 1);
+    let redactor = Redactor::default();
+    let ctx =
+        RecallContext { journal: &journal, view: &view, room_chars: 1 << 20, redactor: &redactor, trim: Some(&cut) };
+    let out = run(&ctx, &json!({"query": "which test failed nested_arrays"})).unwrap();
+    assert!(out.contains("parser::nested_arrays"), "{out}");
+    // Sent: its reply records the bound, and the same output is in scope from the journal.
+    let mut reply = AssistantPayload::new(vec![Block::text("one failure")]);
+    let mut reads = codewhale_journal::Reads::new(result.clone(), None);
+    reads.bounded = Some(vec![codewhale_journal::Bounded::new(result.clone(), 8_192)]);
+    reply.reads = Some(reads);
+    push(&mut journal, reply.into());
+    let view = codewhale_journal::render(&journal, journal.head_id().as_str());
+    let scoped = scope(&journal, &view);
+    assert_eq!(scoped.len(), 1, "{scoped:?}");
+    assert_eq!(journal.id_at(scoped[0].0).to_string(), result.to_string());
+    assert_eq!(scoped[0].1, Absence::Bounded);
+    assert_ne!(journal.id_at(scoped[0].0).to_string(), ask.to_string());
 }
 
 #[test]

@@ -49,7 +49,7 @@ fn file_session(
 fn query(journal: &Journal, q: &str) -> String {
     let view = codewhale_journal::render(journal, journal.head_id().as_str());
     let redactor = Redactor::default();
-    let ctx = RecallContext { journal, view: &view, room_chars: 1 << 20, redactor: &redactor };
+    let ctx = RecallContext { journal, view: &view, room_chars: 1 << 20, redactor: &redactor, trim: None };
     run(&ctx, &json!({"query": q, "max_chars": 1 << 20})).unwrap()
 }
 
@@ -109,7 +109,7 @@ fn straightforward(ctx: &RecallContext<'_>, query: &str) -> String {
     let alternation: Vec<String> = terms.iter().map(|t| regex::escape(t)).collect();
     let finder =
         regex::RegexBuilder::new(&alternation.join("|")).case_insensitive(true).build().unwrap();
-    let in_scope = scope(ctx.journal, ctx.view);
+    let in_scope = ctx.scope();
     let mut hits = Vec::new();
     for &(pos, absence) in &in_scope {
         let entry = ctx.journal.read_entry(pos);
@@ -202,7 +202,7 @@ fn the_fast_search_answers_exactly_as_the_straightforward_one() {
     for journal in [&journal, &escaped, &held] {
         let view = codewhale_journal::render(journal, journal.head_id().as_str());
         let redactor = Redactor::default();
-        let ctx = RecallContext { journal, view: &view, room_chars: 1 << 20, redactor: &redactor };
+        let ctx = RecallContext { journal, view: &view, room_chars: 1 << 20, redactor: &redactor, trim: None };
         for q in queries {
             let fast = super::search::search(&ctx, q).unwrap();
             assert_eq!(fast, straightforward(&ctx, q), "query {q:?}");

@@ -90,7 +90,7 @@ pub struct Session {
     /// Suggestions in messages, phrased for the front end.
     pub(crate) hints: crate::hints::Hints,
     /// Set after a summary pass failed: auto passes wait for the conversation to grow.
-    pub(crate) summary_backoff: Option<crate::compaction::triggers::Backoff>,
+    pub(crate) summary_backoff: Option<crate::compaction::backoff::Backoff>,
     /// The "past the threshold" warning was given; not again until pressure is back under it.
     pub(crate) warned_over_threshold: bool,
     /// Replaces secrets before anything is journaled or logged.
@@ -110,9 +110,9 @@ pub struct Session {
     /// The live plan as last found ([`Session::live_plan`]): a later search stops at its head.
     pub(crate) plan: std::sync::Mutex<Option<crate::plan::Found>>,
     /// The background note, if one is being written or waits (DESIGN §5.8).
-    pub(crate) note_pass: crate::compaction::background::NotePass,
+    pub(crate) note_pass: crate::compaction::background::state::NotePass,
     /// The summary of a branch HEAD left, while it is written (DESIGN §2).
-    pub(crate) branch_summary: crate::branch_summary::Pending,
+    pub(crate) branch_summary: crate::branch_summary::pending::Pending,
 }
 
 impl Session {
@@ -191,7 +191,7 @@ impl Session {
             .map_err(|e| EngineError::Config(crate::config::ConfigError::Redaction(e)))?;
         let hints = crate::hints::Hints::new(params.front_end, journal.journal().session_id())
             .with_home(params.home_hint.as_deref());
-        let summary_backoff = crate::compaction::triggers::replay_backoff(journal.journal());
+        let summary_backoff = crate::compaction::backoff::replay(journal.journal());
         let mut mcp_config = params.config.clone();
         crate::sandbox::confine_servers(&mut mcp_config.mcp_servers, &sandbox);
         let mcp = mcp_servers(&mcp_config, &workspace, &params.home);
@@ -228,8 +228,8 @@ impl Session {
             sandbox,
             system_exact: false,
             plan: std::sync::Mutex::new(None),
-            note_pass: crate::compaction::background::NotePass::default(),
-            branch_summary: crate::branch_summary::Pending::default(),
+            note_pass: crate::compaction::background::state::NotePass::default(),
+            branch_summary: crate::branch_summary::pending::Pending::default(),
         };
         session.mcp_specs = mcp_specs(&session.mcp.offered_now());
         session.refresh_system_prompt();
@@ -539,9 +539,7 @@ impl Session {
 
     /// Stops background commands, syncs the journal and releases its lock. After this returns,
     /// another process can open the session.
-    pub async fn close(mut self) -> Result<(), EngineError> {
-        crate::compaction::background::close(&mut self).await;
-        crate::branch_summary::close(&mut self);
+    pub async fn close(self) -> Result<(), EngineError> {
         self.mcp.shutdown().await;
         if let Some(counts) = self.counts.new_since_load() {
             counts::store_sidecar(self.journal.path(), counts);

@@ -399,6 +399,12 @@ fn push_line(text: &mut String, line: &str) {
     text.push_str(line);
 }
 
+/// The exit code a shell result states on its last line (`[exit code: N]`).
+pub(crate) fn exit_code_of(output: &str) -> Option<i32> {
+    let last = output.lines().rev().find(|l| l.starts_with("[exit code: "))?;
+    last.trim_start_matches("[exit code: ").trim_end_matches(']').parse().ok()
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use codewhale_journal::ToolResultPayload;
 
-use super::TurnCtx;
+use super::ctx::TurnCtx;
 use crate::approval::{
     denied_by_user, denied_protected, denied_without_terminal, ApprovalMode, Decision, Grant,
     Policy,
@@ -188,6 +188,7 @@ fn run_session_tool(ctx: &TurnCtx<'_>, call: &ToolCall) -> (ToolOutput, bool) {
         view: &view,
         room_chars: session.recall_room_chars(),
         redactor: session.redactor(),
+        trim: None,
     };
     match crate::recall::run(&recall, &call.input) {
         // Already within its own cap and the room: not cut again.
@@ -347,12 +348,6 @@ fn live_output(ctx: &TurnCtx<'_>, call_id: &str) -> tools::Progress {
     })
 }
 
-/// The exit code a shell result states on its last line (`[exit code: N]`).
-pub(crate) fn exit_code_of(output: &str) -> Option<i32> {
-    let last = output.lines().rev().find(|l| l.starts_with("[exit code: "))?;
-    last.trim_start_matches("[exit code: ").trim_end_matches(']').parse().ok()
-}
-
 fn finish(
     ctx: &mut TurnCtx<'_>,
     call: &ToolCall,
@@ -369,7 +364,7 @@ fn finish(
         payload.files = Some(output.files.clone());
     }
     // How it ended travels as data: no front end reads it back from the text.
-    let exit_code = (call.name == "shell").then(|| exit_code_of(&output.content)).flatten();
+    let exit_code = (call.name == "shell").then(|| crate::tools::shell::exit_code_of(&output.content)).flatten();
     payload.end = Some(match end {
         CallEnd::Completed => codewhale_journal::CallEnd::Completed,
         CallEnd::Failed => codewhale_journal::CallEnd::Failed,

@@ -9,9 +9,11 @@
 //! Invariant: at most [`MAX_PASSES_PER_TURN`] compaction passes per turn, counted in
 //! [`TurnCtx::compaction_passes`]; neither hook ever loops.
 
+use codewhale_journal::Trigger;
 use codewhale_provider::ProviderError;
 
-use super::TurnCtx;
+use super::ctx::TurnCtx;
+use crate::compaction::pass::{self, PassRequest};
 use crate::error::EngineError;
 use crate::protocol::{Event, NoticeLevel};
 
@@ -48,10 +50,10 @@ pub async fn before_request(ctx: &mut TurnCtx<'_>) -> Result<(), EngineError> {
     }
     // Auto-compaction; when it cannot help, say plainly that the conversation is close to the
     // window (once, until it is back under the threshold) and let the request go (fail open).
-    if crate::compaction::triggers::in_turn(ctx, codewhale_journal::Trigger::Auto).await {
+    if in_turn(ctx, codewhale_journal::Trigger::Auto).await {
         return Ok(());
     }
-    if crate::compaction::triggers::backing_off(ctx.session) {
+    if crate::compaction::steps::backing_off(ctx.session) {
         // The backoff notice said what happens meanwhile; fit_view trims and says so.
         return Ok(());
     }
@@ -106,5 +108,34 @@ pub async fn on_context_overflow(
         }
     }
     // Reactive compaction: compact below the (possibly just learned) window, then retry once.
-    Ok(crate::compaction::triggers::in_turn(ctx, codewhale_journal::Trigger::Reactive).await)
+    Ok(in_turn(ctx, codewhale_journal::Trigger::Reactive).await)
+}
+
+/// Runs one in-turn pass with `trigger` if the turn has passes left; true when it compacted.
+pub async fn in_turn(ctx: &mut TurnCtx<'_>, trigger: Trigger) -> bool {
+    if ctx.compaction_passes >= MAX_PASSES_PER_TURN {
+        tracing::info!(trigger = trigger.as_str(), "no compaction passes left in this turn");
+        return false;
+    }
+    if trigger == Trigger::Auto {
+        if !crate::compaction::steps::auto_worthwhile(ctx.session) {
+            tracing::info!("the last pass could not get below the threshold; waiting for regrowth");
+            return false;
+        }
+        if crate::compaction::steps::backing_off(ctx.session) {
+            tracing::info!(backoff = ?ctx.session.summary_backoff, "summaries failed; backing off");
+            return false;
+        }
+    }
+    ctx.compaction_passes += 1;
+    let events = ctx.events.clone();
+    let submission = ctx.submission;
+    let emit = move |event| events.emit(submission, event);
+    let mut request = PassRequest::new(trigger.clone(), None);
+    if trigger == Trigger::Auto {
+        // A note written in the background is this pass's first choice (DESIGN §5.8).
+        let note = crate::compaction::background::take(ctx.session, ctx.events, submission, &ctx.cancel);
+        request.background = note.await.map(Box::new);
+    }
+    pass::run(ctx.session, request, ctx.cancel.clone(), &emit).await.compacted()
 }

@@ -10,103 +10,23 @@
 //! however it ends.
 
 pub mod calls;
+mod ctx;
+pub mod fit;
 pub mod hooks;
 
 use codewhale_journal::{
-    AssistantPayload, Entry, EntryId, Level, Reads, SystemPayload, Usage as JUsage, UserPayload,
+    AssistantPayload, Entry, Level, Reads, SystemPayload, Usage as JUsage, UserPayload,
 };
 use codewhale_provider::{ErrorKind, ProviderFailure, Response, StopReason, StreamEvent};
-use tokio_util::sync::CancellationToken;
 
 use crate::convert::{self, RequestParams};
 use crate::error::EngineError;
-use crate::events::{ApprovalGate, EventSink};
 use crate::protocol::{
-    ErrorKind as ProtocolErrorKind, Event, NoticeLevel, SubmissionId, TurnStats, TurnStatus,
+    ErrorKind as ProtocolErrorKind, Event, NoticeLevel, TurnStatus,
 };
-use crate::session::Session;
 use calls::ToolCall;
+pub use ctx::{TurnCtx, TurnOutcome};
 pub use hooks::{before_request, on_context_overflow};
-
-/// Everything a turn (and the compaction hooks) work with.
-#[derive(Debug)]
-pub struct TurnCtx<'a> {
-    pub session: &'a mut Session,
-    pub events: &'a EventSink,
-    /// The submission that started the turn; every event names it.
-    pub submission: SubmissionId,
-    /// Cancelled by an interrupt.
-    pub cancel: CancellationToken,
-    /// Compaction passes run in this turn (at most [`hooks::MAX_PASSES_PER_TURN`]).
-    pub compaction_passes: u32,
-    /// Whether this turn already said that a request was trimmed (said once a turn).
-    pub(crate) said_trimmed: bool,
-    pub(crate) gate: &'a ApprovalGate,
-    /// The error that stopped the turn, journaled once the turn's calls all have results.
-    failure: Option<(ProtocolErrorKind, String)>,
-    /// The user message this turn appended, and its text.
-    message: Option<(EntryId, String)>,
-    /// Whether an assistant entry (complete or partial) was journaled in this turn.
-    replied: bool,
-    started: std::time::Instant,
-    /// Tokens and requests so far.
-    stats: TurnStats,
-}
-
-impl<'a> TurnCtx<'a> {
-    /// A context for one turn.
-    pub fn new(
-        session: &'a mut Session,
-        events: &'a EventSink,
-        gate: &'a ApprovalGate,
-        submission: SubmissionId,
-        cancel: CancellationToken,
-    ) -> TurnCtx<'a> {
-        TurnCtx {
-            session,
-            events,
-            submission,
-            cancel,
-            compaction_passes: 0,
-            said_trimmed: false,
-            gate,
-            failure: None,
-            message: None,
-            replied: false,
-            started: std::time::Instant::now(),
-            stats: TurnStats { reported: true, ..TurnStats::default() },
-        }
-    }
-
-    /// Emits an event for this turn's submission.
-    pub fn emit(&self, event: Event) {
-        self.events.emit(self.submission, event);
-    }
-
-    /// Emits the budget's current figures.
-    pub fn emit_usage(&mut self, reported_input: Option<u64>, output: Option<u64>) {
-        let usage = self.session.usage_event(reported_input, output);
-        self.emit(usage);
-    }
-
-    /// Reports the error that stops the turn now; its `system` notice is journaled when the
-    /// turn ends, after the results of interrupted calls, so it never sits between a call and
-    /// its result.
-    pub(crate) fn fail(&mut self, kind: ProtocolErrorKind, message: String) {
-        self.emit(Event::Error { kind, message: message.clone() });
-        if self.failure.is_none() {
-            self.failure = Some((kind, message));
-        }
-    }
-}
-
-/// How a turn ended, and the text to show for it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TurnOutcome {
-    pub status: TurnStatus,
-    /// The last assistant text of the turn (possibly partial).
-    pub text: String,
-}
 
 /// Runs one user turn to its end. Emits `TurnStarted` … `TurnFinished`; errors that stop the
 /// turn are emitted as `Error` events and journaled as `system` notices.
@@ -233,7 +153,7 @@ async fn drive(
                 ),
             });
         }
-        let (view, trimmed) = match crate::compaction::triggers::fit_view(ctx, view).await {
+        let (view, trimmed) = match fit::fit_view(ctx, view).await {
             Ok(fitted) => fitted,
             Err(outcome) => return Ok(outcome),
         };
@@ -247,7 +167,7 @@ async fn drive(
             .max_output
             .min(limits.reserved_output)
             .max(1);
-        let request = convert::to_request(
+        let mut request = convert::to_request(
             &view,
             RequestParams {
                 model: ctx.session.model(),
@@ -256,6 +176,10 @@ async fn drive(
                 max_output_tokens: u32::try_from(max_output).unwrap_or(u32::MAX),
             },
         );
+        // After the system prompt's cache breakpoint, so the cached prefix stays as it was.
+        if let Some(notice) = trimmed.as_ref().and_then(|t| t.notice.clone()) {
+            request.system.push(codewhale_provider::SystemBlock::text(notice));
+        }
         let estimate =
             trimmed.as_ref().map_or_else(|| ctx.session.budget().raw_estimate(), |t| t.estimate);
         // The gauge shows what is sent: after a trimmed request, the provider's report of it.

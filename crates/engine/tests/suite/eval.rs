@@ -134,3 +134,45 @@ async fn floor_only_asks_nothing_but_the_summaries() {
     let err = eval::run(&EvalParams { scenarios: vec!["nope".into()], ..p }, &|_| {}).await;
     assert!(err.unwrap_err().to_string().contains("no built-in scenario named \"nope\""));
 }
+
+/// The llama.cpp run of `scripts/e2e-local-llm.sh eval` without the model: a 4096-token window
+/// and a summarizer whose every answer is unusable, so no pass writes a note and every session
+/// fails open. The floor is scored on the trimmed request each session would send, and it holds
+/// through what Codewhale computes itself: the user's retained texts, the restated plan, and
+/// `recall` over what the trim left out.
+#[tokio::test]
+async fn a_session_that_fails_open_still_holds_the_floor() {
+    let h = Harness::new().await;
+    h.server.respond_with(|_| Reply::text("No summary available."));
+    let mut p = params(&h, true);
+    p.overrides.context_window = Some(4096);
+    let report = eval::run(&p, &|_| {}).await.unwrap();
+    println!("{}", report.table());
+    for s in &report.scenarios {
+        for p in &s.probes {
+            println!(
+                "{}: {:?} {:?} in_view {:?} via_recall {:?}",
+                s.name, p.category, p.key, p.in_view, p.via_recall
+            );
+        }
+        println!("{}: {:?}", s.name, s.passes.iter().map(|p| &p.outcome).collect::<Vec<_>>());
+        assert!(
+            s.passes.iter().all(|p| p.outcome != "compacted"),
+            "{}: no note is written",
+            s.name
+        );
+    }
+    let cat = |name: &str| report.categories[name];
+    for name in ["constraint", "plan"] {
+        let t = cat(name).in_view;
+        assert_eq!(t.hits, t.of, "{name} in_view: {t:?}\n{}", report.table());
+    }
+    for name in ["artifact", "recall"] {
+        let t = cat(name).via_recall;
+        assert!(
+            t.of > 0 && t.hits * 10 >= t.of * 9,
+            "{name} via_recall: {t:?}\n{}",
+            report.table()
+        );
+    }
+}

@@ -7,7 +7,7 @@ use codewhale_provider::test_support::{RecordedRequest, Reply};
 use serde_json::{json, Value};
 
 use super::common::Harness;
-use super::compaction::{compact, is_summary_request};
+use super::compaction::{compact, is_summary_request, prose, spawn, WINDOW};
 
 /// A note that passes the contract and says nothing: the summarizer a plan must not rely on.
 pub(super) const BLAND: &str = "## Objective\nWork on the task.\n## User direction\nNone\n\
@@ -88,6 +88,57 @@ async fn the_plan_survives_three_compactions_verbatim() {
     assert!(!last.contains("plan-1"), "the call itself was covered long ago");
     let section = serde_json::to_string(SECTION).unwrap();
     assert!(last.contains(section.trim_matches('"')), "the plan reaches the model: {last}");
+    engine.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_trimmed_request_says_what_it_left_out_and_restates_the_plan() {
+    let h = Harness::new().await;
+    // Summaries are junk (a pass that needs one fails); replies report a prompt that grows
+    // past usable input (15,000), so the last request fails open without the oldest rounds —
+    // the plan's call among them.
+    let n = std::sync::atomic::AtomicU64::new(0);
+    h.server.respond_with(move |r| {
+        if is_summary_request(&r.body) {
+            return Reply::text("No summary available.");
+        }
+        match n.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
+            0 => Reply::tool_call("plan-1", "update_plan", plan_input()),
+            1 => Reply::text("The plan is set.").with_usage(1_000, 20),
+            // About 4,800 tokens each, reported as they are: no pass can make room.
+            k @ 2..=5 => Reply::text(prose(&format!("answer {}", k - 1), 900))
+                .with_usage(4_900 * (k - 1), 4_800),
+            // The last turn calls a tool, so its round is its own and the older ones can go.
+            6 => Reply::tool_call("ls-1", "list_dir", json!({"path": "."})),
+            _ => Reply::text("trimmed answer").with_usage(9_000, 5),
+        }
+    });
+    let mut engine = spawn(&h, "openai", WINDOW);
+    engine.turn("question 0: rename parse_config").await;
+    for k in 1..=5 {
+        engine.turn(&format!("question {k}")).await;
+    }
+    let requests = h.server.requests();
+    let last = requests.last().unwrap().body.to_string();
+    let shape: Vec<String> = requests
+        .iter()
+        .map(|r| {
+            let m = r.body["messages"].as_array().map_or(0, |m| m.len());
+            format!("{m} msgs, trimmed {}", r.body.to_string().contains("This request is trimmed"))
+        })
+        .collect();
+    assert!(
+        !last.contains("plan-1") && !last.contains("answer 1"),
+        "the call was left out: {shape:?}"
+    );
+    assert!(last.contains("question 0: rename parse_config"), "the user's text is retained");
+    assert!(last.contains("# This request is trimmed"), "{last}");
+    assert!(last.contains("`recall`"), "the notice says where the rest is: {last}");
+    let section = serde_json::to_string(SECTION).unwrap();
+    assert!(last.contains(section.trim_matches('"')), "the plan is restated: {last}");
+    // A request that is sent whole carries no notice.
+    let whole = requests.iter().filter(|r| !r.body.to_string().contains("This request is trimmed"));
+    assert!(whole.count() >= 5);
     engine.shutdown().await;
 }
 

@@ -29,13 +29,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use codewhale_journal::{
-    render_with_record, CompactionPayload, Entry, EntryId, Level, SystemPayload, Trigger, View,
+    render_with_record, Entry, Level, SystemPayload, Trigger, View,
 };
 use codewhale_provider::CancellationToken;
 use tokio::task::JoinHandle;
 
 use super::commit::{self, Proposal, Refusal, Written};
-use super::cut::{self, CutPlan, CutPolicy};
+use super::cut::{self, CutPolicy};
 use super::plain::PlainView;
 use super::record::{self, SummaryRecord};
 use super::summarize::{self, SummaryError, SummaryJob, Summarizer};
@@ -46,99 +46,13 @@ use crate::protocol::{BackgroundState, Event, SubmissionId};
 use crate::session::Session;
 
 mod decide;
+pub(crate) mod state;
 
 pub use decide::{
     early_mark, should_start, snapshot_tail_fraction, stale, wait_bound, Basis, StartCheck,
 };
-
-/// Everything fixed when a background pass starts.
-#[derive(Debug)]
-struct Snapshot {
-    view: View,
-    plain: PlainView,
-    plan: CutPlan,
-    basis: Basis,
-    /// HEAD when the snapshot was taken.
-    head: EntryId,
-    summary_model: String,
-}
-
-/// The one background pass of a session, if any.
-#[derive(Debug, Default)]
-pub(crate) struct NotePass {
-    slot: Option<Slot>,
-    /// Records in the journal when the last note was used up: no new pass until another record
-    /// is written (the early mark re-arms after every record).
-    spent_at: Option<usize>,
-    /// How long the last summary pass of this session took (the wait bound).
-    last_pass: Option<Duration>,
-    /// Woken when a background request ends, so an idle engine composes the note at once
-    /// ([`settle_idle`]) rather than in the turn that crosses the threshold.
-    wake: Arc<tokio::sync::Notify>,
-}
-
-#[derive(Debug)]
-struct Slot {
-    snapshot: Arc<Snapshot>,
-    cancel: CancellationToken,
-    /// The request; `None` once its answer was taken.
-    task: Option<JoinHandle<Result<String, SummaryError>>>,
-    ready: Arc<AtomicBool>,
-    started: Instant,
-    /// The finished note as a record, composed as soon as the engine saw it finished (between
-    /// requests), so the turn that crosses the threshold only checks and writes it.
-    prepared: Option<Prepared>,
-}
-
-impl Slot {
-    fn stop(self) {
-        self.cancel.cancel();
-        if let Some(task) = self.task {
-            task.abort();
-        }
-    }
-}
-
-impl NotePass {
-    /// Where the background note is, for the status line and `context --json`.
-    pub fn state(&self) -> Option<BackgroundState> {
-        self.slot.as_ref().map(|s| {
-            if s.ready.load(Ordering::Acquire) {
-                BackgroundState::Ready
-            } else {
-                BackgroundState::Writing
-            }
-        })
-    }
-
-    /// Notified when a background request ends.
-    pub fn wake(&self) -> Arc<tokio::sync::Notify> {
-        self.wake.clone()
-    }
-
-    /// Records how long a summary pass took.
-    pub fn timed(&mut self, took: Duration) {
-        self.last_pass = Some(took);
-    }
-
-    fn drop_slot(&mut self) -> bool {
-        self.slot.take().map(Slot::stop).is_some()
-    }
-}
-
-impl Drop for NotePass {
-    fn drop(&mut self) {
-        self.drop_slot();
-    }
-}
-
-/// A finished background note as the record a pass may commit.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Prepared {
-    pub record: CompactionPayload,
-    /// The splice point: the entry just before the covered segment.
-    pub parent: EntryId,
-}
+pub use state::Prepared;
+use state::{Slot, Snapshot};
 
 /// What became of a prepared note.
 #[derive(Debug)]
@@ -188,15 +102,15 @@ pub(crate) async fn maybe_start(
         threshold: limits.threshold,
         busy: session.note_pass.slot.is_some(),
         spent: session.note_pass.spent_at == Some(records),
-        backing_off: super::triggers::backing_off(session),
+        backing_off: super::steps::backing_off(session),
         allowed_here: !session.one_turn() || in_tool_loop,
     };
-    if !should_start(&check) || !super::pass::auto_worthwhile(session) {
+    if !should_start(&check) || !super::steps::auto_worthwhile(session) {
         return;
     }
     let Some(snapshot) = snapshot(session) else { return };
     let summarizer = Summarizer::of(session, &snapshot.summary_model);
-    let max_output = super::pass::summary_max_output(&limits);
+    let max_output = super::steps::summary_max_output(&limits);
     let snapshot = Arc::new(snapshot);
     let cancel = CancellationToken::new();
     let ready = Arc::new(AtomicBool::new(false));
@@ -362,7 +276,7 @@ fn failed(session: &mut Session, sink: &EventSink, submission: SubmissionId, err
         SummaryError::Cancelled => return,
         SummaryError::Failed(reason) => (reason, false),
         SummaryError::Unusable(reason) => {
-            super::triggers::summary_failed(session, &reason, &emit);
+            super::steps::summary_failed(session, &reason, &emit);
             (reason, true)
         }
     };
@@ -443,7 +357,7 @@ async fn prepare(session: &Session, snapshot: &Snapshot, text: &str) -> Option<P
     let previous = snapshot.view.compaction.as_ref();
     let anchors = snapshot.basis.anchors.clone();
     let (note, files) =
-        super::pass::build_note(session, covered, previous, &summary, anchors.as_deref()).await;
+        super::steps::build_note(session, covered, previous, &summary, anchors.as_deref()).await;
     let mut record = record::summary_record(SummaryRecord {
         plain: &snapshot.plain,
         plan: &snapshot.plan,

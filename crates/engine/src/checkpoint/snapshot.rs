@@ -45,7 +45,7 @@ pub struct WorktreeSnapshot {
 }
 
 impl WorktreeSnapshot {
-    fn entries(&self) -> Result<Vec<IndexEntry>, String> {
+    fn entries(&self) -> Result<Vec<IndexEntry<'_>>, String> {
         if self.index.is_empty() {
             return Ok(Vec::new());
         }
@@ -232,17 +232,20 @@ impl Snapshots {
         }
         let (old, new) = (before.entries()?, after.entries()?);
         let mut rows = Vec::new();
-        for (path, a, b) in differing(&old, &new) {
-            let Some(rel) = self.relative(path) else { continue };
+        for (a, b) in differing(&old, &new) {
+            let Some(entry) = a.or(b) else { continue };
+            let Some(rel) = self.relative(&entry.path_text()) else { continue };
             // A symlink or submodule on either side is not a file content to put back.
             let (Some(a), Some(b)) = (side(a), side(b)) else { continue };
             rows.push((rel, a, b));
         }
-        let wanted: Vec<&str> = rows.iter().flat_map(|(_, a, b)| [*a, *b]).flatten().collect();
+        let wanted: Vec<&str> =
+            rows.iter().flat_map(|(_, a, b)| [a.as_deref(), b.as_deref()]).flatten().collect();
         let contents = self.read_blobs(&wanted)?;
-        let keep = |blob: &Option<&str>| -> Result<Option<String>, String> {
+        let keep = |blob: &Option<String>| -> Result<Option<String>, String> {
             let Some(blob) = blob else { return Ok(None) };
-            let bytes = contents.get(*blob).ok_or_else(|| format!("git lost blob {blob}"))?;
+            let bytes =
+                contents.get(blob.as_str()).ok_or_else(|| format!("git lost blob {blob}"))?;
             store.put(bytes).map(Some).map_err(|e| format!("cannot keep a snapshot file: {e}"))
         };
         let mut changes = Vec::with_capacity(rows.len());
@@ -307,33 +310,35 @@ impl Snapshots {
     }
 }
 
-/// The paths whose entry differs between two path-sorted entry lists, with each side's entry
-/// (`None`: no such path on that side).
-fn differing<'a>(
-    old: &'a [IndexEntry],
-    new: &'a [IndexEntry],
-) -> Vec<(&'a str, Option<&'a IndexEntry>, Option<&'a IndexEntry>)> {
+/// The entries that differ between two path-sorted entry lists, each side's entry for one path
+/// (`None`: no such path on that side). Compares bytes: nothing is formatted for an entry that
+/// did not change.
+fn differing<'s, 'a>(
+    old: &'s [IndexEntry<'a>],
+    new: &'s [IndexEntry<'a>],
+) -> Vec<(Option<&'s IndexEntry<'a>>, Option<&'s IndexEntry<'a>>)> {
+    use std::cmp::Ordering;
     let (mut i, mut j) = (0, 0);
     let mut out = Vec::new();
     while i < old.len() || j < new.len() {
         let order = match (old.get(i), new.get(j)) {
-            (Some(a), Some(b)) => a.path.as_bytes().cmp(b.path.as_bytes()),
-            (Some(_), None) => std::cmp::Ordering::Less,
-            _ => std::cmp::Ordering::Greater,
+            (Some(a), Some(b)) => a.path.cmp(&b.path),
+            (Some(_), None) => Ordering::Less,
+            _ => Ordering::Greater,
         };
         match order {
-            std::cmp::Ordering::Less => {
-                out.push((old[i].path.as_str(), Some(&old[i]), None));
+            Ordering::Less => {
+                out.push((Some(&old[i]), None));
                 i += 1;
             }
-            std::cmp::Ordering::Greater => {
-                out.push((new[j].path.as_str(), None, Some(&new[j])));
+            Ordering::Greater => {
+                out.push((None, Some(&new[j])));
                 j += 1;
             }
-            std::cmp::Ordering::Equal => {
+            Ordering::Equal => {
                 let (a, b) = (&old[i], &new[j]);
                 if a.mode != b.mode || a.oid != b.oid {
-                    out.push((a.path.as_str(), Some(a), Some(b)));
+                    out.push((Some(a), Some(b)));
                 }
                 i += 1;
                 j += 1;
@@ -343,12 +348,12 @@ fn differing<'a>(
     out
 }
 
-/// One side of a changed path: `Some(None)` absent, `Some(Some(blob))` a regular file, `None`
-/// anything else (a symlink, a submodule).
-fn side(entry: Option<&IndexEntry>) -> Option<Option<&str>> {
+/// One side of a changed path: `Some(None)` absent, `Some(Some(blob))` a regular file (its id
+/// in hex), `None` anything else (a symlink, a submodule).
+fn side(entry: Option<&IndexEntry<'_>>) -> Option<Option<String>> {
     match entry {
         None => Some(None),
-        Some(e) if e.mode == 0o100644 || e.mode == 0o100755 => Some(Some(e.oid.as_str())),
+        Some(e) if e.mode == 0o100644 || e.mode == 0o100755 => Some(Some(e.oid_hex())),
         Some(_) => None,
     }
 }

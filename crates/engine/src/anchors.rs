@@ -152,9 +152,12 @@ impl AnchorStore {
 }
 
 /// The `AddAnchor` Op: pins `text` in the workspace file and journals it as an `anchor` user
-/// entry so the model reads it from the next request on. Returns the notice to show, or the
-/// error sentence.
-pub fn add_to_session(session: &mut crate::session::Session, text: &str) -> Result<String, String> {
+/// entry so the model reads it from the next request on. Returns what changed (the note as
+/// pinned, redacted) with the sentence to show, or the error sentence.
+pub fn add_to_session(
+    session: &mut crate::session::Session,
+    text: &str,
+) -> Result<(crate::protocol::AnchorChange, String), String> {
     let store = AnchorStore::new(session.workspace());
     // Anchors are restated in every checkpoint: a secret in one is redacted when pinned.
     let text = session.redactor().redact(text).into_owned();
@@ -162,7 +165,9 @@ pub fn add_to_session(session: &mut crate::session::Session, text: &str) -> Resu
     session
         .append(codewhale_journal::UserPayload::anchor(text.trim()))
         .map_err(|e| format!("anchor {n} was pinned but could not be journaled: {e}"))?;
-    Ok(format!("anchor {n} pinned in {ANCHORS_FILE}; every later checkpoint restates it"))
+    let message = format!("anchor {n} pinned in {ANCHORS_FILE}; every later checkpoint restates it");
+    let change = crate::protocol::AnchorChange::Pinned { index: n, text: text.trim().to_owned() };
+    Ok((change, message))
 }
 
 fn io(action: &'static str, path: &Path, source: std::io::Error) -> AnchorError {

@@ -25,7 +25,9 @@ use crate::config::{self, Env, Overrides};
 use crate::error::EngineError;
 use crate::events::{self, ApprovalGate, ApprovalReply, EventSink};
 use crate::history::FIRST_PAGE;
-use crate::protocol::{ErrorKind, Event, EventMsg, NoticeLevel, Op, SubmissionId, TakeBack};
+use crate::protocol::{
+    AnchorChange, ErrorKind, Event, EventMsg, HeadMove, NoticeLevel, Op, SubmissionId, TakeBack,
+};
 use crate::session::{Resume, Session, SessionParams};
 use crate::turn::{self, TurnCtx};
 
@@ -464,7 +466,7 @@ async fn handle_idle_op(session: &mut Session, sink: &EventSink, id: SubmissionI
         Op::ListMcpServers => sink.emit(id, mcp_servers_event(session.mcp())),
         Op::RevokeGrant { index } => {
             match index.checked_sub(1).and_then(|i| session.policy.revoke(i)) {
-                Some(grant) => sink.emit(id, notice(format!("revoked: always for {grant}"))),
+                Some(grant) => sink.emit(id, Event::GrantRevoked { grant }),
                 None => sink.emit(
                     id,
                     Event::Error {
@@ -514,13 +516,16 @@ async fn handle_idle_op(session: &mut Session, sink: &EventSink, id: SubmissionI
             match switched {
                 Ok(()) => {
                     cancel_note(session, sink, id, "the model changed");
-                    sink.emit(id, notice(format!("model switched to {model}")));
+                    let message = format!("model switched to {model}");
+                    sink.emit(id, Event::ModelSwitched { model, message });
                     sink.emit(id, session.usage_event(None, None));
                 }
                 Err(err) => sink.emit(id, error_event(&err)),
             }
         }
-        Op::Checkout { to } => move_head(session, sink, id, |j| j.checkout(&to), "checked out").await,
+        Op::Checkout { to } => {
+            move_head(session, sink, id, |j| j.checkout(&to), HeadMove::Checkout).await
+        }
         Op::Fork { at } => {
             let m = Move { to: at, take: TakeBack::Conversation, fork: true, before: false, force: false };
             Request { session, sink, id }.take_back(m).await
@@ -546,16 +551,19 @@ fn cancel_note(session: &mut Session, sink: &EventSink, id: SubmissionId, why: &
 
 /// An explicit user action is on disk before the front end is told it happened (and before
 /// `codewhale context` could read the file).
-async fn durable(session: &mut Session, result: Result<String, String>) -> Result<String, String> {
-    let message = result?;
+async fn durable(
+    session: &mut Session,
+    result: Result<(AnchorChange, String), String>,
+) -> Result<(AnchorChange, String), String> {
+    let (change, message) = result?;
     session.sync().await.map_err(|e| format!("{message}, but {e}"))?;
-    Ok(message)
+    Ok((change, message))
 }
 
 fn grants_event(session: &Session) -> Event {
     Event::Grants {
         mode: session.policy.mode(),
-        grants: session.policy.grants().iter().map(|g| format!("always for {g}")).collect(),
+        grants: session.policy.grants().to_vec(),
         sandbox: session.sandbox_report(),
     }
 }
@@ -565,11 +573,11 @@ fn anchor_changed(
     session: &mut Session,
     sink: &EventSink,
     id: SubmissionId,
-    result: Result<String, String>,
+    result: Result<(AnchorChange, String), String>,
 ) {
     match result {
-        Ok(message) => {
-            sink.emit(id, Event::Notice { level: NoticeLevel::Info, message });
+        Ok((change, message)) => {
+            sink.emit(id, Event::AnchorChanged { change, message });
             sink.emit(id, Event::Anchors { anchors: session.anchor_infos() });
             sink.emit(id, session.usage_event(None, None));
         }
@@ -584,7 +592,7 @@ async fn move_head(
     record: impl FnOnce(
         &codewhale_journal::Journal,
     ) -> Result<codewhale_journal::Entry, codewhale_journal::BranchError>,
-    verb: &str,
+    how: HeadMove,
 ) {
     let old = session.journal().head_id().clone();
     let moved = async {
@@ -604,9 +612,16 @@ async fn move_head(
     // The last reported prompt was the old branch's: the budget is the new view's, replayed.
     session.replay_budget();
     let head = session.journal().head_id().to_string();
-    sink.emit(id, Event::Notice { level: NoticeLevel::Info, message: format!("{verb} {head}") });
-    crate::branch_summary::after_move(session, sink, id, &old);
+    let verb = match how {
+        HeadMove::Checkout => "checked out",
+        HeadMove::Fork => "forked at",
+        HeadMove::Rewind => "rewound to",
+    };
+    let message = format!("{verb} {head}");
+    // The new view first; what moved is shown under it.
     sink.emit(id, Event::History { page: session.history_page(None, FIRST_PAGE, true) });
+    sink.emit(id, Event::HeadMoved { how, head, level: NoticeLevel::Info, message });
+    crate::branch_summary::after_move(session, sink, id, &old);
     sink.emit(id, session.plan_event(false));
     sink.emit(id, session.usage_event(None, None));
 }

@@ -12,7 +12,8 @@
 use std::fmt;
 
 /// One thing the user allowed "always" for this session.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Grant {
     /// This exact shell command.
     Command(String),

@@ -190,7 +190,7 @@ impl Request<'_> {
 
     /// `Op::Rewind`, `Op::Fork` and `Op::TakeBack`.
     pub(crate) async fn take_back(self, m: Move) {
-        use crate::protocol::{ErrorKind, Event, NoticeLevel};
+        use crate::protocol::{ErrorKind, Event, HeadMove, NoticeLevel};
         let landed = match landing(self.session.journal(), &m.to, m.before) {
             Ok(l) => l,
             Err(e) => return self.error(ErrorKind::Branch, e.to_string()),
@@ -229,8 +229,10 @@ impl Request<'_> {
             Err(err) => return self.error(err.kind(), err.to_string()),
         };
         self.session.replay_budget();
-        // One notice (a front end shows it under the new view), then the view, then the text
-        // for the composer.
+        // The new view first, then what happened (a front end shows it under the view), then
+        // the text for the composer.
+        let page = self.session.history_page(None, crate::history::FIRST_PAGE, true);
+        self.sink.emit(self.id, Event::History { page });
         let mut lines = Vec::new();
         let mut level = NoticeLevel::Info;
         if let Some(outcome) = &outcome {
@@ -245,14 +247,17 @@ impl Request<'_> {
         }
         if m.take.conversation() {
             let verb = if m.fork { "forked at" } else { "rewound to" };
-            lines.push(format!("{verb} {}", self.session.journal().head_id()));
+            let head = self.session.journal().head_id().to_string();
+            lines.push(format!("{verb} {head}"));
+            let how = if m.fork { HeadMove::Fork } else { HeadMove::Rewind };
+            let message = lines.join("\n");
+            self.sink.emit(self.id, Event::HeadMoved { how, head, level, message });
+        } else {
+            self.notice(level, lines.join("\n"));
         }
-        self.notice(level, lines.join("\n"));
         if let Some(outcome) = outcome {
             self.sink.emit(self.id, Event::FilesRestored { outcome });
         }
-        let page = self.session.history_page(None, crate::history::FIRST_PAGE, true);
-        self.sink.emit(self.id, Event::History { page });
         self.sink.emit(self.id, self.session.usage_event(None, None));
         if let Some(text) = landed.text.filter(|_| m.take.conversation()) {
             self.sink.emit(self.id, Event::ComposerText { text });

@@ -3,9 +3,9 @@
 //! Owns only types: no I/O, no tokio. A front end submits [`Op`]s through
 //! [`crate::EngineHandle::submit`], which returns the [`SubmissionId`] it assigned; every
 //! [`Event`] the engine emits travels in an [`EventMsg`] naming the submission that caused it.
-//! Both enums are `#[non_exhaustive]` and serde-tagged with `type` (snake_case), so a JSON
-//! consumer (`codewhale exec --json`) sees one stable object per line and new variants never
-//! break old matches. Kinds, triggers and paths are enums here, serialized as the same short
+//! Both enums are serde-tagged with `type` (snake_case), so a JSON consumer (`codewhale exec
+//! --json`) sees one stable object per line; [`Op`] is `#[non_exhaustive]`, [`Event`] is not,
+//! so the TUI handles every event by name and a new one does not compile until it does. Kinds, triggers and paths are enums here, serialized as the same short
 //! strings, so nobody compares strings across the seam. See `docs/architecture.md` for the
 //! ops, events and sequence sketches.
 //!
@@ -14,14 +14,17 @@
 //! and a [`Event::Usage`] after every change of what the model reads.
 
 pub mod history;
+pub mod outcome;
 pub mod plan;
 pub mod report;
 pub mod restore;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::approval::Grant;
 pub use crate::budget::{Figure, Source};
 pub use history::{HistoryItem, HistoryPage, ToolOutcome};
+pub use outcome::{AnchorChange, HeadMove};
 pub use plan::{Plan, PlanStep, StepStatus};
 pub use report::{BranchInfo, ContextReport, ModelChoice, StatusReport, WorkspaceTrust};
 pub use restore::{RestoreFile, RestoreOutcome, RestoreState, TakeBack};
@@ -459,10 +462,10 @@ pub enum BranchSummaryState {
     None,
 }
 
-/// Something the engine did or saw.
+/// Something the engine did or saw. Not `#[non_exhaustive]`: the front end of this workspace
+/// matches every event by name, so a new one fails to compile until it is handled.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-#[non_exhaustive]
 pub enum Event {
     /// A session is being opened (sent before a large one is read, so a front end can show
     /// progress instead of waiting silently).
@@ -583,6 +586,28 @@ pub enum Event {
         kind: ErrorKind,
         message: String,
     },
+    /// An anchor was pinned or unpinned; [`Event::Anchors`] follows with the list.
+    AnchorChanged {
+        change: AnchorChange,
+        message: String,
+    },
+    /// The model requests go to changed ([`Op::SwitchModel`]).
+    ModelSwitched {
+        model: String,
+        message: String,
+    },
+    /// HEAD moved: a page of the new HEAD's conversation follows, and `message` (what moved,
+    /// and what a take-back restored) belongs under it.
+    HeadMoved {
+        how: HeadMove,
+        head: String,
+        level: NoticeLevel,
+        message: String,
+    },
+    /// A grant was taken back ([`Op::RevokeGrant`]); [`Event::Grants`] follows.
+    GrantRevoked {
+        grant: Grant,
+    },
     CompactionStarted {
         trigger: CompactionTrigger,
     },
@@ -644,7 +669,7 @@ pub enum Event {
     /// session's grants, numbered from 1 as [`Op::RevokeGrant`] takes them.
     Grants {
         mode: crate::approval::ApprovalMode,
-        grants: Vec<String>,
+        grants: Vec<Grant>,
         /// How shell commands are confined.
         sandbox: SandboxReport,
     },

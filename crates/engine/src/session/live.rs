@@ -232,7 +232,10 @@ impl Session {
     /// the conversation by a synthetic note (`withdraws: <anchor entry>`), so later views
     /// leave the anchor out and the model reads, once, that it no longer applies. Returns the
     /// notice to show.
-    pub fn withdraw_anchor(&mut self, index: usize) -> Result<String, String> {
+    pub fn withdraw_anchor(
+        &mut self,
+        index: usize,
+    ) -> Result<(crate::protocol::AnchorChange, String), String> {
         let store = AnchorStore::new(&self.workspace);
         let removed = store.remove(index).map_err(|e| e.to_string())?;
         let pinned = self.redactor.redact(removed.trim()).into_owned();
@@ -252,6 +255,7 @@ impl Session {
         self.append(note).map_err(|e| format!("the anchor was removed from the file, but {e}"))?;
         // The pin left the view: the budget is the journal's again (it subtracts the pin).
         self.replay_budget();
-        Ok(format!("anchor {index} removed: {first}"))
+        let message = format!("anchor {index} removed: {first}");
+        Ok((crate::protocol::AnchorChange::Removed { index, text: pinned }, message))
     }
 }

@@ -2,7 +2,7 @@
 //! the user, and auto-edit.
 
 use codewhale_engine::approval::ApprovalMode;
-use codewhale_engine::protocol::{ApprovalScope, Event, Op, TurnStatus};
+use codewhale_engine::protocol::{ApprovalScope, Event, Grant, Op, TurnStatus};
 use codewhale_engine::session::Resume;
 use codewhale_provider::test_support::Reply;
 use serde_json::json;
@@ -80,7 +80,9 @@ async fn the_user_can_deny_and_approve_interactively() {
     let id = engine.submit(Op::ListGrants);
     let listed = engine.until(|e| matches!(e, Event::Grants { .. })).await;
     let Some(Event::Grants { grants, .. }) = listed.last() else { unreachable!() };
-    assert_eq!(grants, &["always for the command `touch allowed.txt`"]);
+    assert_eq!(grants, &[Grant::Command("touch allowed.txt".into())]);
+    let labels: Vec<String> = grants.iter().map(|g| format!("always for {g}")).collect();
+    assert_eq!(labels, ["always for the command `touch allowed.txt`"]);
     let _ = id;
     engine.submit(Op::RevokeGrant { index: 1 });
     let listed = engine.until(|e| matches!(e, Event::Grants { .. })).await;

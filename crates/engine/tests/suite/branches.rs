@@ -20,7 +20,9 @@ async fn move_head(engine: &mut Running, op: Op) -> Result<String, String> {
             continue;
         }
         match msg.event {
-            Event::Notice { message, .. } => return Ok(message),
+            Event::Notice { message, .. }
+            | Event::HeadMoved { message, .. }
+            | Event::ModelSwitched { message, .. } => return Ok(message),
             Event::Error { message, .. } => return Err(message),
             _ => {}
         }

@@ -2,7 +2,7 @@
 //! written, and repeated passes extend one checkpoint. Helpers live in `compaction.rs`.
 
 use codewhale_engine::compaction::checkpoint::{HEADER, MARKER};
-use codewhale_engine::protocol::{CompactionKind, ErrorKind, Event, Op, TurnStatus};
+use codewhale_engine::protocol::{AnchorChange, CompactionKind, ErrorKind, Event, Op, TurnStatus};
 use codewhale_journal::{render, Payload};
 use codewhale_provider::test_support::{Fault, Reply};
 use serde_json::json;
@@ -354,10 +354,11 @@ async fn an_anchor_op_pins_the_note_and_the_model_sees_it_at_once() {
     let h = Harness::new().await;
     let mut engine = spawn(&h, "openai", WINDOW);
     engine.submit(Op::AddAnchor { text: "Never push to main.".into() });
-    let events = engine.until(|e| matches!(e, Event::Notice { .. } | Event::Error { .. })).await;
-    assert!(
-        matches!(events.last(), Some(Event::Notice { message, .. }) if message.contains("anchor 1 pinned"))
-    );
+    let events =
+        engine.until(|e| matches!(e, Event::AnchorChanged { .. } | Event::Error { .. })).await;
+    assert!(matches!(events.last(), Some(Event::AnchorChanged {
+        change: AnchorChange::Pinned { index: 1, text }, message
+    }) if message.contains("anchor 1 pinned") && text == "Never push to main."));
     assert_eq!(
         std::fs::read_to_string(h.ws.path().join(".codewhale/anchors.md")).unwrap(),
         "Never push to main.\n"
@@ -366,12 +367,13 @@ async fn an_anchor_op_pins_the_note_and_the_model_sees_it_at_once() {
     engine.turn("hello").await;
     assert!(request_text(&h, 0).contains("Never push to main."));
     engine.submit(Op::RemoveAnchor { index: 3 });
-    let events = engine.until(|e| matches!(e, Event::Notice { .. } | Event::Error { .. })).await;
+    let done = |e: &Event| matches!(e, Event::AnchorChanged { .. } | Event::Error { .. });
+    let events = engine.until(done).await;
     assert!(matches!(events.last(), Some(Event::Error { kind, .. }) if *kind == ErrorKind::Anchor));
     engine.submit(Op::RemoveAnchor { index: 1 });
-    let events = engine.until(|e| matches!(e, Event::Notice { .. } | Event::Error { .. })).await;
+    let events = engine.until(done).await;
     assert!(
-        matches!(events.last(), Some(Event::Notice { message, .. }) if message.contains("removed"))
+        matches!(events.last(), Some(Event::AnchorChanged { message, .. }) if message.contains("removed"))
     );
     engine.shutdown().await;
     let journal = reload_checked(&session_file(h.home.path()));

@@ -383,7 +383,7 @@ async fn anchors_larger_than_the_window_stop_the_turn_with_a_precise_message() {
     let mut engine = spawn_on(&h, "openai", 8_192, Resume::New);
     let pinned = prose("never forget", 2_000);
     engine.submit(codewhale_engine::protocol::Op::AddAnchor { text: pinned });
-    engine.until(|e| matches!(e, Event::Notice { .. } | Event::Error { .. })).await;
+    engine.until(|e| matches!(e, Event::AnchorChanged { .. } | Event::Error { .. })).await;
     let run = engine.turn("hello").await;
     assert_eq!(run.status, TurnStatus::Failed);
     let message = run

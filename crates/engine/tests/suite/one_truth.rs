@@ -7,7 +7,7 @@
 use codewhale_engine::approval::ApprovalMode;
 use codewhale_engine::offline::{self, ReportParams};
 use codewhale_engine::protocol::{
-    AnchorInfo, ContextReport, Event, Figure, Op, SubmissionId, TurnStatus,
+    AnchorChange, AnchorInfo, ContextReport, Event, Figure, Op, SubmissionId, TurnStatus,
 };
 use codewhale_engine::Overrides;
 use codewhale_engine::Resume;
@@ -241,9 +241,10 @@ async fn a_withdrawn_anchor_leaves_the_request_and_the_report_agrees() {
     assert_eq!(sent.matches(pin).count(), 1, "the pin is in the request");
 
     let events = op(&mut engine, &mut gauge, Op::RemoveAnchor { index: 1 }, is_usage).await;
-    let removed = events.iter().any(
-        |e| matches!(e, Event::Notice { message, .. } if message.starts_with("anchor 1 removed")),
-    );
+    let removed = events.iter().any(|e| {
+        matches!(e, Event::AnchorChanged { change: AnchorChange::Removed { index: 1, text }, message }
+            if message.starts_with("anchor 1 removed") && text == pin)
+    });
     assert!(removed, "{events:?}");
     assert_eq!(
         anchors_of(&events),

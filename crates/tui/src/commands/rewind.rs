@@ -81,7 +81,7 @@ async fn rewind(params: EngineParams, op: Op) -> anyhow::Result<ExitCode> {
             continue;
         }
         match msg.event {
-            Event::Notice { message, .. } => {
+            Event::Notice { message, .. } | Event::HeadMoved { message, .. } => {
                 answered = true;
                 println!("{message}");
             }

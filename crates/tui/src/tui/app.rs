@@ -72,10 +72,6 @@ pub struct TurnProgress {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Pending {
-    /// `/anchor TEXT`: the engine's confirmation becomes an anchor cell.
-    Anchor(String),
-    /// `/fork`, `/checkout`, `/rewind`: once HEAD moved, the transcript shows the new view.
-    HeadMove,
     /// `/anchor list`: the engine's list is shown.
     ListAnchors,
     /// `/compact`: a refusal (a turn runs) ends the compacting state.

@@ -6,7 +6,8 @@
 //! anything else is added after it, so the transcript keeps the engine's order.
 
 use codewhale_engine::protocol::{
-    BranchSummaryState, Event, EventMsg, HistoryPage, NoticeLevel, TurnStats, TurnStatus,
+    AnchorChange, BranchSummaryState, Event, EventMsg, HistoryPage, NoticeLevel, TurnStats,
+    TurnStatus,
 };
 
 use super::app::Retry;
@@ -45,6 +46,14 @@ fn stats_line(stats: &TurnStats, status: TurnStatus) -> String {
         format!("{time}{requests} · the provider did not report token counts")
     } else {
         format!("{time}{requests} · cut short before the provider reported token counts")
+    }
+}
+
+fn notice_kind(level: NoticeLevel) -> NoticeKind {
+    match level {
+        NoticeLevel::Info => NoticeKind::Info,
+        NoticeLevel::Warning => NoticeKind::Warning,
+        NoticeLevel::Error => NoticeKind::Error,
     }
 }
 
@@ -164,19 +173,25 @@ impl App {
                     self.notice(NoticeKind::Info, anchors_text(&anchors));
                 }
             }
-            Event::Notice { level, message } => match pending {
-                Some(Pending::Anchor(text)) => self.transcript.push_beside(AnchorCell { text }),
-                // Shown under the new HEAD's conversation, which the next page brings.
-                Some(Pending::HeadMove) => self.reset_notice = Some(message),
-                _ => {
-                    let kind = match level {
-                        NoticeLevel::Info => NoticeKind::Info,
-                        NoticeLevel::Warning => NoticeKind::Warning,
-                        NoticeLevel::Error => NoticeKind::Error,
-                    };
-                    self.notice(kind, message);
-                }
-            },
+            // The list after a change: the change itself was shown; `/anchor list` shows this.
+            Event::Anchors { .. } => {}
+            Event::Notice { level, message } => self.notice(notice_kind(level), message),
+            // The note as the engine pinned it (redacted), beside the conversation.
+            Event::AnchorChanged { change: AnchorChange::Pinned { text, .. }, .. } => {
+                self.transcript.push_beside(AnchorCell { text })
+            }
+            Event::AnchorChanged { change: AnchorChange::Removed { .. }, message } => {
+                self.notice(NoticeKind::Info, message)
+            }
+            Event::ModelSwitched { model, message } => {
+                self.model = model;
+                self.notice(NoticeKind::Info, message);
+            }
+            // After the page of the new HEAD: shown under its conversation.
+            Event::HeadMoved { level, message, .. } => self.notice(notice_kind(level), message),
+            Event::GrantRevoked { grant } => {
+                self.notice(NoticeKind::Info, format!("revoked: always for {grant}"))
+            }
             Event::Error { message, .. } => {
                 if pending == Some(Pending::Compact) {
                     // The pass never started (something else runs).
@@ -248,8 +263,11 @@ impl App {
                 self.send_queued();
             }
             Event::ShutdownComplete if self.quitting => self.effects.push(Effect::Exit),
-            // The protocol grows; an event this version does not know changes nothing shown.
-            _ => {}
+            // Only a quit shuts the engine down; anything else is the engine's own end, which
+            // the error before it explains.
+            Event::ShutdownComplete => {}
+            // The notice before it says what was restored, and the page shows the new view.
+            Event::FilesRestored { .. } => {}
         }
     }
 

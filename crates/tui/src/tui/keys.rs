@@ -346,10 +346,7 @@ impl App {
             }
             ViewAction::TakeBack { to, take, fork, force } => {
                 self.views.pop();
-                let op = Op::TakeBack { to, take, fork, before: false, force };
-                if let Some(sent) = self.submit(op) {
-                    self.pending.push((sent, Pending::HeadMove));
-                }
+                self.submit(Op::TakeBack { to, take, fork, before: false, force });
             }
             ViewAction::SwitchModel(model) => {
                 self.views.pop();
@@ -357,9 +354,7 @@ impl App {
             }
             ViewAction::Checkout { id } => {
                 self.views.pop();
-                if let Some(sent) = self.submit(Op::Checkout { to: id }) {
-                    self.pending.push((sent, Pending::HeadMove));
-                }
+                self.submit(Op::Checkout { to: id });
             }
             ViewAction::Undo { force } => {
                 self.views.pop();

@@ -141,9 +141,7 @@ impl App {
     }
 
     fn move_head(&mut self, op: Op) {
-        if let Some(id) = self.submit(op) {
-            self.pending.push((id, Pending::HeadMove));
-        }
+        self.submit(op);
     }
 
     fn anchor(&mut self, args: &str) {
@@ -173,9 +171,7 @@ impl App {
             ),
             _ => {
                 let text = if word == "add" { rest.trim().to_owned() } else { args.to_owned() };
-                if let Some(id) = self.submit(Op::AddAnchor { text: text.clone() }) {
-                    self.pending.push((id, Pending::Anchor(text)));
-                }
+                self.submit(Op::AddAnchor { text });
             }
         }
     }
@@ -231,15 +227,15 @@ impl App {
     pub(crate) fn show_grants(
         &mut self,
         mode: codewhale_engine::ApprovalMode,
-        grants: Vec<String>,
+        grants: Vec<codewhale_engine::protocol::Grant>,
         sandbox: codewhale_engine::protocol::SandboxReport,
     ) {
         self.views.retain(|v| !v.is_grants());
         let choices = grants
             .into_iter()
             .enumerate()
-            .map(|(i, label)| Choice {
-                label: format!("{}. {label}", i + 1),
+            .map(|(i, grant)| Choice {
+                label: format!("{}. always for {grant}", i + 1),
                 action: ViewAction::Stay,
             })
             .collect();

@@ -187,8 +187,8 @@ fn search_branch_picker_and_grants() {
     h.enter();
     let id = h.ops().len() as u64;
     let grants = vec![
-        "always for the command `cargo fmt`".to_owned(),
-        "always for commands starting with `cargo test …`".to_owned(),
+        codewhale_engine::protocol::Grant::Command("cargo fmt".to_owned()),
+        codewhale_engine::protocol::Grant::Prefix(vec!["cargo".to_owned(), "test".to_owned()]),
     ];
     let sandbox = codewhale_engine::protocol::SandboxReport {
         mode: codewhale_engine::sandbox::SandboxMode::WorkspaceWrite,

@@ -1,8 +1,9 @@
 //! The conversation: streaming, tools, compaction, interrupts, notices, history.
 
 use codewhale_engine::protocol::{
-    CallEnd, CompactionKind, CompactionTrigger, ErrorKind, Event, HistoryItem, HistoryPage,
-    NoticeLevel, Op, RestoreFile, RestoreState, Source, TakeBack, ToolOutcome, TurnStatus,
+    AnchorChange, CallEnd, CompactionKind, CompactionTrigger, ErrorKind, Event, HeadMove,
+    HistoryItem, HistoryPage, NoticeLevel, Op, RestoreFile, RestoreState, Source, TakeBack,
+    ToolOutcome, TurnStatus,
 };
 use crossterm::event::{Event as TermEvent, KeyCode, KeyModifiers};
 use serde_json::json;
@@ -282,11 +283,14 @@ fn anchors_and_notices() {
     h.type_str("/anchor never push to main");
     h.enter();
     assert_eq!(h.ops(), [Op::AddAnchor { text: "never push to main".into() }]);
-    h.engine(1, Event::Notice { level: NoticeLevel::Info, message: "anchor 1 pinned".into() });
+    let text = "never push to main".to_owned();
+    let pinned = AnchorChange::Pinned { index: 1, text: text.clone() };
+    h.engine(1, Event::AnchorChanged { change: pinned, message: "anchor 1 pinned".into() });
     h.type_str("/anchor rm 1");
     h.enter();
     assert_eq!(h.ops()[1], Op::RemoveAnchor { index: 1 });
-    h.engine(2, Event::Notice { level: NoticeLevel::Info, message: "anchor 1 removed".into() });
+    let removed = AnchorChange::Removed { index: 1, text };
+    h.engine(2, Event::AnchorChanged { change: removed, message: "anchor 1 removed".into() });
     h.type_str("/bogus");
     h.enter();
     h.type_str("/rewind");
@@ -400,8 +404,6 @@ fn a_head_move_shows_the_new_heads_conversation() {
         force: false,
     };
     assert_eq!(h.ops()[2], take);
-    h.engine(3, Event::Notice { level: NoticeLevel::Info, message: "rewound to 0193-e1".into() });
-    assert!(h.effects().is_empty(), "the engine sends the page; nothing is read");
     let page = HistoryPage {
         head: "0193-e1".into(),
         items: vec![HistoryItem::User {
@@ -413,6 +415,14 @@ fn a_head_move_shows_the_new_heads_conversation() {
         reset: true,
     };
     h.engine(3, Event::History { page });
+    let moved = Event::HeadMoved {
+        how: HeadMove::Rewind,
+        head: "0193-e1".into(),
+        level: NoticeLevel::Info,
+        message: "rewound to 0193-e1".into(),
+    };
+    h.engine(3, moved);
+    assert!(h.effects().is_empty(), "the engine sends the page; nothing is read");
     h.engine(3, Event::ComposerText { text: "the second question".into() });
     let screen = h.screen();
     assert!(screen.contains("the first question"), "{screen}");

@@ -21,7 +21,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let journal = load_read_only(std::path::Path::new(file))?.journal;
     let view = render(&journal, journal.head_id().as_str());
     println!("open and render: {:.3}s", started.elapsed().as_secs_f64());
-    let scope = recall::scope(&journal, &view);
+    let scope = recall::scope(&journal, &view, None);
     println!("entries in scope: {} of {}", scope.len(), journal.len());
     let redactor = Redactor::default();
     let ctx = RecallContext {

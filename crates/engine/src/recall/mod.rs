@@ -50,11 +50,6 @@ impl Absence {
     }
 }
 
-/// The spine positions (oldest first) of the entries in scope, and why each is.
-pub fn scope(journal: &Journal, view: &View) -> Vec<(u32, Absence)> {
-    scope_trimmed(journal, view, None)
-}
-
 /// What the request being answered cut that the view carries whole: what a fail-open trim left
 /// out (everything before `first`, the first item still sent after a left-out one) and the
 /// outputs the request itself bounded (`reads.trimmed_before` and `reads.bounded`).
@@ -84,9 +79,10 @@ impl RequestCut {
     }
 }
 
-/// [`scope`], where `cut` is what a request not journaled yet cut; `None` reads the cut of the
-/// last request from its assistant entry.
-pub fn scope_trimmed(journal: &Journal, view: &View, cut: Option<&RequestCut>) -> Vec<(u32, Absence)> {
+/// The spine positions (oldest first) of the entries in scope, and why each is. `cut` is what a
+/// request not journaled yet cut; `None` reads the cut of the last request from its assistant
+/// entry.
+pub fn scope(journal: &Journal, view: &View, cut: Option<&RequestCut>) -> Vec<(u32, Absence)> {
     // By position: the spine is long, and comparing positions formats no id.
     let mut in_view: HashMap<u32, Absence> = HashMap::new();
     let mut whole: std::collections::HashSet<u32> = std::collections::HashSet::new();
@@ -140,14 +136,14 @@ pub struct RecallContext<'a> {
     /// Characters the budget leaves for the result.
     pub room_chars: usize,
     pub redactor: &'a Redactor,
-    /// What a request not journaled yet cut ([`scope_trimmed`]); `None` in a turn, where the
+    /// What a request not journaled yet cut ([`scope`]); `None` in a turn, where the
     /// request that asked is journaled.
     pub trim: Option<&'a RequestCut>,
 }
 
 impl RecallContext<'_> {
     fn scope(&self) -> Vec<(u32, Absence)> {
-        scope_trimmed(self.journal, self.view, self.trim)
+        scope(self.journal, self.view, self.trim)
     }
 }
 

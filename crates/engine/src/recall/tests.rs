@@ -53,7 +53,7 @@ fn call(journal: &Journal, room: usize, input: Value) -> Result<String, String> 
 fn a_covered_fact_is_found_by_its_words_and_read_whole_by_id() {
     let (journal, ids, _) = session();
     let view = codewhale_journal::render(&journal, journal.head_id().as_str());
-    let scoped: Vec<u32> = scope(&journal, &view).into_iter().map(|(p, _)| p).collect();
+    let scoped: Vec<u32> = scope(&journal, &view, None).into_iter().map(|(p, _)| p).collect();
     assert_eq!(scoped.len(), 2, "only the covered entries: {scoped:?}");
     let hits = call(&journal, 50_000, json!({"query": "which staging port?"})).unwrap();
     assert!(hits.contains(&format!("entry {}", ids[0])), "{hits}");
@@ -101,7 +101,7 @@ fn a_trimmed_entry_is_in_scope_and_results_are_redacted_again() {
     reply.reads = Some(reads);
     push(&mut journal, reply.into());
     let view = codewhale_journal::render(&journal, journal.head_id().as_str());
-    let scoped = scope(&journal, &view);
+    let scoped = scope(&journal, &view, None);
     assert_eq!(scoped.len(), 2, "the two entries before the trim: {scoped:?}");
     assert!(scoped.iter().all(|(_, a)| *a == Absence::Trimmed));
     let redactor = Redactor::new(&[], &["tok-ABCDEF123456".to_owned()]).unwrap();
@@ -129,10 +129,10 @@ fn an_output_the_last_request_bounded_is_in_scope_and_a_request_not_sent_yet_cou
     let result = push(&mut journal, ToolResultPayload::new("c1", output, false).into());
     let view = codewhale_journal::render(&journal, journal.head_id().as_str());
     // Not yet sent: the view carries everything whole, so nothing is in scope.
-    assert!(scope(&journal, &view).is_empty());
+    assert!(scope(&journal, &view, None).is_empty());
     // The request about to be sent bounds the output (it is not journaled yet).
     let cut = RequestCut { first: None, bounded: vec![result.clone()] };
-    assert_eq!(scope_trimmed(&journal, &view, Some(&cut)).len(), 1);
+    assert_eq!(scope(&journal, &view, Some(&cut)).len(), 1);
     let redactor = Redactor::default();
     let ctx =
         RecallContext { journal: &journal, view: &view, room_chars: 1 << 20, redactor: &redactor, trim: Some(&cut) };
@@ -145,7 +145,7 @@ fn an_output_the_last_request_bounded_is_in_scope_and_a_request_not_sent_yet_cou
     reply.reads = Some(reads);
     push(&mut journal, reply.into());
     let view = codewhale_journal::render(&journal, journal.head_id().as_str());
-    let scoped = scope(&journal, &view);
+    let scoped = scope(&journal, &view, None);
     assert_eq!(scoped.len(), 1, "{scoped:?}");
     assert_eq!(journal.id_at(scoped[0].0).to_string(), result.to_string());
     assert_eq!(scoped[0].1, Absence::Bounded);

@@ -4,7 +4,8 @@
 //!
 //! Only this crate prints to the terminal. Errors reach the user as one line on stderr with
 //! exit code 1; usage errors exit 2 (clap's convention, DESIGN §8).
-#![allow(clippy::print_stdout, clippy::print_stderr)]
+#[macro_use]
+mod output;
 
 mod cli;
 mod commands;
@@ -26,7 +27,6 @@ pub fn main() -> ExitCode {
     if args.nth(1).is_some_and(|a| a == codewhale_engine::sandbox::HELPER_SUBCOMMAND) {
         return commands::sandbox::run(&args.collect::<Vec<_>>());
     }
-    quiet_on_closed_stdout();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {
@@ -38,7 +38,7 @@ pub fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("codewhale: {}", one_sentence(&err));
+            errln!("codewhale: {}", one_sentence(&err));
             ExitCode::from(1)
         }
     }
@@ -59,29 +59,6 @@ fn one_sentence(err: &anyhow::Error) -> String {
         out.push_str(&text);
     }
     out
-}
-
-/// `codewhale sessions | head` closes the pipe early (and `exec … 2>&1 | head -1` the one
-/// stderr shares); like other command-line tools, the
-/// command then ends quietly (status 141, as if killed by SIGPIPE) instead of reporting a
-/// failed print as a crash.
-fn quiet_on_closed_stdout() {
-    let previous = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let payload = info.payload();
-        let message = payload
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| payload.downcast_ref::<&str>().copied())
-            .unwrap_or_default();
-        // `exec … 2>&1 | head -1` closes stderr the same way.
-        let printing = message.starts_with("failed printing to stdout")
-            || message.starts_with("failed printing to stderr");
-        if printing && message.contains("Broken pipe") {
-            std::process::exit(141);
-        }
-        previous(info);
-    }));
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {

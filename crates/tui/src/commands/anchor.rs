@@ -18,25 +18,25 @@ pub fn run(workspace: Option<&Path>, command: AnchorCommand) -> anyhow::Result<E
         AnchorCommand::Add { text } => {
             // Redacted by the engine: anchors are restated in every checkpoint.
             let n = anchors::add(&workspace, &text.join(" "))?;
-            println!("anchor {n} added to {ANCHORS_FILE}");
+            outln!("anchor {n} added to {ANCHORS_FILE}");
         }
         AnchorCommand::List => {
             let entries = anchors::list(&workspace)?;
             if entries.is_empty() {
-                println!("no anchors in {ANCHORS_FILE}; add one with `codewhale anchor add TEXT`");
+                outln!("no anchors in {ANCHORS_FILE}; add one with `codewhale anchor add TEXT`");
             }
             for (i, entry) in entries.iter().enumerate() {
                 let mut lines = entry.lines();
-                println!("{}. {}", i + 1, lines.next().unwrap_or_default());
+                outln!("{}. {}", i + 1, lines.next().unwrap_or_default());
                 for line in lines {
-                    println!("   {line}");
+                    outln!("   {line}");
                 }
             }
         }
         AnchorCommand::Rm { n } => {
             let removed = anchors::remove(&workspace, n)?;
             let first = removed.lines().next().unwrap_or_default();
-            println!("removed anchor {n}: {first}");
+            outln!("removed anchor {n}: {first}");
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -58,9 +58,9 @@ async fn compact(params: EngineParams, focus: Option<String>) -> anyhow::Result<
                 msg.event,
                 Event::CompactionFinished { .. } | Event::CompactionRefused { .. }
             ) {
-                println!("{line}");
+                outln!("{line}");
             } else if !matches!(msg.event, Event::CompactionFailed { .. }) {
-                eprintln!("codewhale: {line}");
+                errln!("codewhale: {line}");
             }
         }
         match msg.event {
@@ -70,7 +70,7 @@ async fn compact(params: EngineParams, focus: Option<String>) -> anyhow::Result<
                 handle.submit(Op::Shutdown);
             }
             Event::CompactionFailed { reason } => {
-                eprintln!("codewhale: compaction failed, nothing was changed: {reason}");
+                errln!("codewhale: compaction failed, nothing was changed: {reason}");
                 code = Some(ExitCode::from(1));
                 handle.submit(Op::Shutdown);
             }

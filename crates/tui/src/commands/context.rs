@@ -33,9 +33,9 @@ pub fn run(
         overrides: super::exec::overrides(global, None),
     })?;
     if args.json {
-        println!("{}", serde_json::to_string(&report).context("cannot encode the report")?);
+        outln!("{}", serde_json::to_string(&report).context("cannot encode the report")?);
     } else {
-        print!("{}", human(&report));
+        out!("{}", human(&report));
     }
     Ok(ExitCode::SUCCESS)
 }

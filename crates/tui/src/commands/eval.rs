@@ -26,18 +26,18 @@ pub fn run(home: &Path, global: &GlobalArgs, args: EvalArgs) -> anyhow::Result<E
         retry: None,
     };
     let runtime = super::runtime()?;
-    let progress = |line: &str| eprintln!("{line}");
+    let progress = |line: &str| errln!("{line}");
     let report = match runtime.block_on(eval::run(&params, &progress)) {
         Ok(report) => report,
         Err(err) => {
-            eprintln!("codewhale: eval failed: {err}");
+            errln!("codewhale: eval failed: {err}");
             return Ok(ExitCode::from(1));
         }
     };
     if args.json {
-        println!("{}", serde_json::to_string(&report)?);
+        outln!("{}", serde_json::to_string(&report)?);
     } else {
-        print!("{}", report.table());
+        out!("{}", report.table());
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -49,7 +49,7 @@ pub fn run(
     let _log = crate::logging::init(home);
     let prompt = read_prompt(&args.prompt)?;
     if prompt.trim().is_empty() {
-        eprintln!("codewhale: the prompt is empty; pass it as an argument or pipe it with `-`");
+        errln!("codewhale: the prompt is empty; pass it as an argument or pipe it with `-`");
         return Ok(ExitCode::from(2));
     }
     let workspace = super::workspace_dir(workspace)?;
@@ -94,14 +94,14 @@ fn ask(
     };
     // After a refused write: only an explicit `u` reruns the command without the sandbox.
     if let Some(offer) = offer.filter(|o| o.scope == ApprovalScope::Unconfined) {
-        eprint!("codewhale: {name} `{shown}`: {reason} [u] {} / [N]o: ", offer.label);
+        errout!("codewhale: {name} `{shown}`: {reason} [u] {} / [N]o: ", offer.label);
         let _ = std::io::stderr().flush();
         let mut line = String::new();
         std::io::stdin().lock().read_line(&mut line).ok()?;
         return (line.trim().eq_ignore_ascii_case("u")).then_some(ApprovalScope::Unconfined);
     }
     let always = offer.map(|o| format!(" / [a] {}", o.label)).unwrap_or_default();
-    eprint!("codewhale: allow {name} `{shown}`? ({reason}) [y]es{always} / [N]o: ");
+    errout!("codewhale: allow {name} `{shown}`? ({reason}) [y]es{always} / [N]o: ");
     let _ = std::io::stderr().flush();
     let mut line = String::new();
     std::io::stdin().lock().read_line(&mut line).ok()?;
@@ -176,7 +176,7 @@ async fn exec(params: EngineParams, prompt: String, json: bool) -> anyhow::Resul
         }
         if !json {
             if let Some(line) = super::notices::line(&msg.event) {
-                eprintln!("codewhale: {line}");
+                errln!("codewhale: {line}");
             }
         }
         match msg.event {
@@ -194,7 +194,7 @@ async fn exec(params: EngineParams, prompt: String, json: bool) -> anyhow::Resul
             }
             Event::Error { message, .. } => errors.push(message),
             Event::MessageTakenBack { text } if msg.id != turn && !json => {
-                eprintln!("codewhale: {}", set_aside_line(&text));
+                errln!("codewhale: {}", set_aside_line(&text));
             }
             Event::TurnFinished { status, text, .. } if msg.id == turn => {
                 outcome = Some((status, text));
@@ -219,14 +219,14 @@ async fn exec(params: EngineParams, prompt: String, json: bool) -> anyhow::Resul
         TurnStatus::Completed => ExitCode::SUCCESS,
         TurnStatus::Interrupted => {
             if !json {
-                eprintln!("codewhale: the turn was interrupted; the session keeps what was done");
+                errln!("codewhale: the turn was interrupted; the session keeps what was done");
             }
             ExitCode::from(1)
         }
         _ => {
             if !json {
                 let reason = errors.last().map_or("the turn failed", String::as_str);
-                eprintln!("codewhale: {reason}");
+                errln!("codewhale: {reason}");
             }
             ExitCode::from(1)
         }

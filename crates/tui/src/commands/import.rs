@@ -48,7 +48,7 @@ pub fn run(
                 Choice::Picked(path) => (path, dir),
                 Choice::Listed => return Ok(ExitCode::SUCCESS),
                 Choice::BadPick(n) => {
-                    eprintln!(
+                    errln!(
                         "codewhale: there is no session {n}; the list has {} (pick 1 to {})",
                         list.len(),
                         list.len()
@@ -58,16 +58,16 @@ pub fn run(
             }
         }
         (None, None) => {
-            eprintln!("codewhale: name the session file, or pass --from claude|codex");
+            errln!("codewhale: name the session file, or pass --from claude|codex");
             return Ok(ExitCode::from(2));
         }
     };
     let imported = import(&ImportParams { home, workspace: &workspace, source: &source })
         .with_context(|| format!("cannot import {}", source.display()))?;
     if args.json {
-        println!("{}", report_json(&imported));
+        outln!("{}", report_json(&imported));
     } else {
-        print!("{}", human(&imported, &source, &super::interactive::home_flag(global)));
+        out!("{}", human(&imported, &source, &super::interactive::home_flag(global)));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -100,28 +100,28 @@ fn choose(
         if json {
             let items: Vec<serde_json::Value> =
                 list.iter().enumerate().map(|(i, c)| candidate_json(i + 1, c)).collect();
-            println!("{}", json!({ "candidates": items }));
+            outln!("{}", json!({ "candidates": items }));
         } else {
-            print!("{}", table(list));
-            eprintln!("codewhale: import one with --pick N or --latest");
+            out!("{}", table(list));
+            errln!("codewhale: import one with --pick N or --latest");
         }
         return Ok(Choice::Listed);
     }
-    eprint!("{}", table(list));
+    errout!("{}", table(list));
     loop {
-        eprint!("import which session? [1-{}, empty to cancel]: ", list.len());
+        errout!("import which session? [1-{}, empty to cancel]: ", list.len());
         let _ = std::io::stderr().flush();
         let mut line = String::new();
         let read =
             std::io::stdin().lock().read_line(&mut line).context("cannot read the choice")?;
         let answer = line.trim();
         if read == 0 || answer.is_empty() {
-            eprintln!("codewhale: nothing imported");
+            errln!("codewhale: nothing imported");
             return Ok(Choice::Listed);
         }
         match answer.parse::<usize>().ok().and_then(|n| list.get(n.wrapping_sub(1))) {
             Some(c) => return Ok(Choice::Picked(c.path.clone())),
-            None => eprintln!("codewhale: type a number from 1 to {}", list.len()),
+            None => errln!("codewhale: type a number from 1 to {}", list.len()),
         }
     }
 }

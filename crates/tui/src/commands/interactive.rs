@@ -76,9 +76,9 @@ pub fn run_with(
                 Some(_) => provider_setup_help(&home.join("config.toml")),
                 None => PROVIDER_SETUP_HELP.to_owned(),
             };
-            eprintln!("{help}");
+            errln!("{help}");
             if !found.is_empty() {
-                eprintln!("\n{}", super::probe::offer(&found).trim_end());
+                errln!("\n{}", super::probe::offer(&found).trim_end());
             }
             return Ok(ExitCode::from(1));
         }
@@ -102,10 +102,7 @@ pub fn run_with(
     if let Some(id) =
         outcome.session_id.filter(|id| codewhale_engine::offline::session_exists(&home, id))
     {
-        eprintln!(
-            "session {id} saved; continue it with `codewhale resume {id}{}`",
-            home_flag(global)
-        );
+        errln!("session {id} saved; continue it with `codewhale resume {id}{}`", home_flag(global));
     }
     Ok(ExitCode::SUCCESS)
 }

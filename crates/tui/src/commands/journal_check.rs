@@ -13,17 +13,17 @@ use std::process::ExitCode;
 pub fn run(file: &Path) -> anyhow::Result<ExitCode> {
     let report = codewhale_engine::offline::check_journal(file)?;
     for warning in &report.warnings {
-        println!("warning: {warning}");
+        outln!("warning: {warning}");
     }
     if report.problems.is_empty() {
-        println!("{}", report.summary());
+        outln!("{}", report.summary());
         return Ok(ExitCode::SUCCESS);
     }
     for problem in &report.problems {
-        println!("{problem}");
+        outln!("{problem}");
     }
     let n = report.problems.len();
-    eprintln!(
+    errln!(
         "{}: {n} {} found (the file was not modified)",
         file.display(),
         if n == 1 { "problem" } else { "problems" }

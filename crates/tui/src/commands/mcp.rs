@@ -27,7 +27,7 @@ pub fn list(
         super::sandbox::helper().as_deref(),
     ))?;
     if let Some(untrusted) = untrusted {
-        eprintln!(
+        errln!(
             "codewhale: ignoring {} from {}: this workspace is not trusted; run with --trust to \
              use them",
             untrusted.keys.join(", "),
@@ -36,9 +36,9 @@ pub fn list(
     }
     if json {
         let value = serde_json::json!({ "servers": servers });
-        println!("{}", serde_json::to_string(&value).context("cannot encode the list")?);
+        outln!("{}", serde_json::to_string(&value).context("cannot encode the list")?);
     } else {
-        print!("{}", human(&servers));
+        out!("{}", human(&servers));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -64,11 +64,11 @@ async fn rewind(params: EngineParams, op: Op) -> anyhow::Result<ExitCode> {
         if msg.id == summary {
             match msg.event {
                 Event::BranchSummary { state: BranchSummaryState::Written, .. } => {
-                    println!("wrote a summary of the branch left, for the model to read");
+                    outln!("wrote a summary of the branch left, for the model to read");
                 }
                 Event::BranchSummary { state: BranchSummaryState::Dropped, reason, .. } => {
                     let why = reason.unwrap_or_else(|| "it could not be written".into());
-                    eprintln!("codewhale: no summary of the branch left was written: {why}");
+                    errln!("codewhale: no summary of the branch left was written: {why}");
                 }
                 _ => {}
             }
@@ -83,16 +83,16 @@ async fn rewind(params: EngineParams, op: Op) -> anyhow::Result<ExitCode> {
         match msg.event {
             Event::Notice { message, .. } | Event::HeadMoved { message, .. } => {
                 answered = true;
-                println!("{message}");
+                outln!("{message}");
             }
             Event::Error { message, .. } => {
                 answered = true;
-                eprintln!("codewhale: {message}");
+                errln!("codewhale: {message}");
                 code = ExitCode::from(1);
             }
             Event::FilesRestored { outcome } => {
                 if !outcome.skipped.is_empty() {
-                    eprintln!(
+                    errln!(
                         "codewhale: left {} as they are: changed by someone else since the tools \
                          wrote them; run again with --force to overwrite them",
                         outcome.skipped.join(", ")
@@ -100,15 +100,13 @@ async fn rewind(params: EngineParams, op: Op) -> anyhow::Result<ExitCode> {
                     code = ExitCode::from(1);
                 }
                 for (path, why) in &outcome.failed {
-                    eprintln!("codewhale: could not restore {path}: {why}");
+                    errln!("codewhale: could not restore {path}: {why}");
                     code = ExitCode::from(1);
                 }
             }
             Event::ComposerText { text } => {
                 let first = text.lines().next().unwrap_or_default();
-                eprintln!(
-                    "codewhale: HEAD is before the message \"{first}\"; it was not sent again"
-                );
+                errln!("codewhale: HEAD is before the message \"{first}\"; it was not sent again");
             }
             _ => {}
         }

@@ -26,7 +26,7 @@ pub fn run(args: &[OsString]) -> ExitCode {
         Ok((rules, command)) => confine::exec_confined(&rules, &command),
         Err(err) => err,
     };
-    eprintln!("codewhale sandbox-exec: {err}");
+    errln!("codewhale sandbox-exec: {err}");
     ExitCode::from(match &err {
         SandboxError::Exec { source, .. } if source.kind() == std::io::ErrorKind::NotFound => 127,
         SandboxError::Exec { .. } => 126,

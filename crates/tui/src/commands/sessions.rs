@@ -22,15 +22,15 @@ pub fn run(home: &Path, json: bool) -> anyhow::Result<ExitCode> {
     let listing = offline::sessions(&dir)
         .with_context(|| format!("cannot list the sessions in {}", dir.display()))?;
     for (path, reason) in &listing.skipped {
-        eprintln!("skipped {}: {reason}", path.display());
+        errln!("skipped {}: {reason}", path.display());
     }
     if json {
         let array: Vec<serde_json::Value> = listing.sessions.iter().map(json_object).collect();
-        println!("{}", serde_json::Value::Array(array));
+        outln!("{}", serde_json::Value::Array(array));
     } else if listing.sessions.is_empty() {
-        eprintln!("no sessions in {}", dir.display());
+        errln!("no sessions in {}", dir.display());
     } else {
-        print!("{}", table(&listing.sessions));
+        out!("{}", table(&listing.sessions));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -13,16 +13,16 @@ pub fn run(path: &Path) -> anyhow::Result<ExitCode> {
     let report = match codewhale_engine::offline::survival_check(path) {
         Ok(report) => report,
         Err(err) => {
-            eprintln!("codewhale: {}: {err}", path.display());
+            errln!("codewhale: {}: {err}", path.display());
             return Ok(ExitCode::from(2));
         }
     };
     if report.mismatches.is_empty() {
-        println!("ok {} survival-contract fixtures", report.total);
+        outln!("ok {} survival-contract fixtures", report.total);
         return Ok(ExitCode::SUCCESS);
     }
     for mismatch in &report.mismatches {
-        println!("{}: {}", mismatch.id, mismatch.reason);
+        outln!("{}: {}", mismatch.id, mismatch.reason);
     }
     Ok(ExitCode::from(1))
 }

@@ -49,6 +49,20 @@ fn call(journal: &Journal, room: usize, input: Value) -> Result<String, String> 
     run(&RecallContext { journal, view: &view, room_chars: room, redactor: &redactor, trim: None }, &input)
 }
 
+/// A journal of a header alone, and what appends an entry on its HEAD and returns the id.
+fn chain() -> (Journal, impl FnMut(&mut Journal, Payload) -> EntryId) {
+    let header = Entry::new(None, HeaderPayload::new("s", "/w"));
+    let journal = Journal::new(header.clone()).unwrap();
+    let mut parent = header.id.clone();
+    let push = move |journal: &mut Journal, payload: Payload| {
+        let e = Entry::new(Some(parent.clone()), payload);
+        parent = e.id.clone();
+        journal.push(e.clone());
+        e.id
+    };
+    (journal, push)
+}
+
 #[test]
 fn a_covered_fact_is_found_by_its_words_and_read_whole_by_id() {
     let (journal, ids, _) = session();
@@ -83,15 +97,7 @@ fn another_branch_and_what_the_view_holds_whole_are_refused() {
 /// and what comes back is redacted by the redactor of now.
 #[test]
 fn a_trimmed_entry_is_in_scope_and_results_are_redacted_again() {
-    let header = Entry::new(None, HeaderPayload::new("s", "/w"));
-    let mut journal = Journal::new(header.clone()).unwrap();
-    let mut parent = header.id.clone();
-    let mut push = |journal: &mut Journal, payload: Payload| {
-        let e = Entry::new(Some(parent.clone()), payload);
-        parent = e.id.clone();
-        journal.push(e.clone());
-        e.id
-    };
+    let (mut journal, mut push) = chain();
     let old = push(&mut journal, UserPayload::text("the token is tok-ABCDEF123456 for CI").into());
     push(&mut journal, AssistantPayload::new(vec![Block::text("noted")]).into());
     let kept = push(&mut journal, UserPayload::text("go on").into());
@@ -113,15 +119,7 @@ fn a_trimmed_entry_is_in_scope_and_results_are_redacted_again() {
 
 #[test]
 fn an_output_the_last_request_bounded_is_in_scope_and_a_request_not_sent_yet_counts_too() {
-    let header = Entry::new(None, HeaderPayload::new("s", "/w"));
-    let mut journal = Journal::new(header.clone()).unwrap();
-    let mut parent = header.id.clone();
-    let mut push = |journal: &mut Journal, payload: Payload| {
-        let e = Entry::new(Some(parent.clone()), payload);
-        parent = e.id.clone();
-        journal.push(e.clone());
-        e.id
-    };
+    let (mut journal, mut push) = chain();
     let ask = push(&mut journal, UserPayload::text("run the tests").into());
     let call = AssistantPayload::new(vec![Block::tool_use("c1", "shell", json!({"command": "t"}))]);
     push(&mut journal, call.into());

@@ -47,6 +47,23 @@ fn params(h: &Harness, floor_only: bool) -> EvalParams {
     }
 }
 
+/// The floors of DESIGN §5.9: every `constraint` and `plan` key in the request, and at least
+/// 90 % of the `artifact` and `recall` keys in what `recall` returns.
+fn assert_floors_hold(report: &eval::EvalReport) {
+    for name in ["constraint", "plan"] {
+        let t = report.categories[name].in_view;
+        assert_eq!(t.hits, t.of, "{name} in_view: {t:?}\n{}", report.table());
+    }
+    for name in ["artifact", "recall"] {
+        let t = report.categories[name].via_recall;
+        assert!(
+            t.of > 0 && t.hits * 10 >= t.of * 9,
+            "{name} via_recall: {t:?}\n{}",
+            report.table()
+        );
+    }
+}
+
 #[tokio::test]
 async fn every_scenario_runs_and_the_floors_hold_with_a_worst_case_summarizer() {
     let h = Harness::new().await;
@@ -74,19 +91,8 @@ async fn every_scenario_runs_and_the_floors_hold_with_a_worst_case_summarizer() 
         assert!(s.passes[1].tokens_after < s.passes[2].tokens_before, "{}", s.name);
         assert!(s.passes.iter().all(|p| p.note.starts_with("Codewhale handoff note")));
     }
+    assert_floors_hold(&report);
     let cat = |name: &str| report.categories[name];
-    for name in ["constraint", "plan"] {
-        let t = cat(name).in_view;
-        assert_eq!(t.hits, t.of, "{name} in_view: {t:?}\n{}", report.table());
-    }
-    for name in ["artifact", "recall"] {
-        let t = cat(name).via_recall;
-        assert!(
-            t.of > 0 && t.hits * 10 >= t.of * 9,
-            "{name} via_recall: {t:?}\n{}",
-            report.table()
-        );
-    }
     // The fact past the retained-user budget fell out of the view, and recall still finds it.
     let over = report.scenarios.iter().find(|s| s.name == "over-retained-budget").unwrap();
     let utc = over.probes.iter().find(|p| p.key.contains("UTC")).unwrap();
@@ -162,17 +168,5 @@ async fn a_session_that_fails_open_still_holds_the_floor() {
             s.name
         );
     }
-    let cat = |name: &str| report.categories[name];
-    for name in ["constraint", "plan"] {
-        let t = cat(name).in_view;
-        assert_eq!(t.hits, t.of, "{name} in_view: {t:?}\n{}", report.table());
-    }
-    for name in ["artifact", "recall"] {
-        let t = cat(name).via_recall;
-        assert!(
-            t.of > 0 && t.hits * 10 >= t.of * 9,
-            "{name} via_recall: {t:?}\n{}",
-            report.table()
-        );
-    }
+    assert_floors_hold(&report);
 }

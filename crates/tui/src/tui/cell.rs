@@ -23,10 +23,10 @@ impl<T: Any> AsAny for T {
     }
 }
 
-/// The fold methods of a cell that folds to one line: it keeps `expanded` and `focused` fields,
-/// and its copyable text is the field named. One definition for every such cell.
+/// The fold methods of a cell that folds to one line: it keeps `expanded` and `focused` fields;
+/// with a field named, its copyable text is that field. One definition for every such cell.
 macro_rules! folding_cell {
-    ($text:ident) => {
+    () => {
         fn set_expanded(&mut self, expanded: bool) -> bool {
             self.expanded = expanded;
             true
@@ -44,6 +44,9 @@ macro_rules! folding_cell {
         fn is_expanded(&self) -> bool {
             self.expanded
         }
+    };
+    ($text:ident) => {
+        folding_cell!();
 
         fn text(&self) -> String {
             self.$text.clone()

@@ -338,23 +338,7 @@ impl Cell for CompactionCell {
         out
     }
 
-    fn set_expanded(&mut self, expanded: bool) -> bool {
-        self.expanded = expanded;
-        true
-    }
-
-    fn foldable(&self) -> bool {
-        true
-    }
-
-    fn is_expanded(&self) -> bool {
-        self.expanded
-    }
-
-    fn set_focused(&mut self, focused: bool) -> bool {
-        self.focused = focused;
-        true
-    }
+    folding_cell!();
 }
 
 /// A note the user pinned with `/anchor`.

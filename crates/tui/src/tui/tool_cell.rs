@@ -9,7 +9,7 @@ use ratatui::text::{Line, Span};
 use codewhale_engine::protocol::CallEnd;
 
 use super::ansi;
-use super::cell::{gutter, Cell};
+use super::cell::{folding_cell, gutter, Cell};
 use super::wrap::wrap_line;
 
 /// The tool call `cell` shows, when it shows one.
@@ -224,23 +224,7 @@ impl Cell for ToolCell {
         out
     }
 
-    fn set_expanded(&mut self, expanded: bool) -> bool {
-        self.expanded = expanded;
-        true
-    }
-
-    fn set_focused(&mut self, focused: bool) -> bool {
-        self.focused = focused;
-        true
-    }
-
-    fn foldable(&self) -> bool {
-        true
-    }
-
-    fn is_expanded(&self) -> bool {
-        self.expanded
-    }
+    folding_cell!();
 
     fn tool_output(&self) -> Option<(String, String)> {
         let output = self.output()?;

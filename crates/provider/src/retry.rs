@@ -3,7 +3,7 @@
 //! Invariants: a computed wait never exceeds `max_backoff`; a server-requested wait is honoured
 //! exactly (not jittered) when it is within `max_retry_after`, and ends the retries otherwise.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use rand::Rng;
 
@@ -60,54 +60,22 @@ fn header_str<'a>(headers: &'a reqwest::header::HeaderMap, name: &str) -> Option
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
-/// `Retry-After` as seconds or an IMF-fixdate (`Wed, 21 Oct 2015 07:28:00 GMT`).
+/// `Retry-After` as seconds or an HTTP date in any of the three forms RFC 9110 allows
+/// (`Wed, 21 Oct 2015 07:28:00 GMT`, `Wednesday, 21-Oct-15 07:28:00 GMT`,
+/// `Wed Oct 21 07:28:00 2015`).
 pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     let value = value.trim();
     if let Ok(secs) = value.parse::<f64>() {
         return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
     }
-    let at = parse_http_date(value)?;
+    let at = httpdate::parse_http_date(value).ok()?;
     Some(at.duration_since(now).unwrap_or(Duration::ZERO))
-}
-
-fn parse_http_date(value: &str) -> Option<SystemTime> {
-    // "Wed, 21 Oct 2015 07:28:00 GMT"
-    let rest = value.split_once(", ")?.1;
-    let parts: Vec<&str> = rest.split_whitespace().collect();
-    let [day, month, year, time, zone] = parts.as_slice() else { return None };
-    if *zone != "GMT" {
-        return None;
-    }
-    let day: u64 = day.parse().ok()?;
-    let month = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-        .iter()
-        .position(|m| m == month)? as u64
-        + 1;
-    let year: i64 = year.parse().ok()?;
-    let mut hms = time.split(':').map(|p| p.parse::<u64>().ok());
-    let (h, m, s) = (hms.next()??, hms.next()??, hms.next()??);
-    let days = days_from_civil(year, month, day)?;
-    let secs = u64::try_from(days).ok()? * 86_400 + h * 3600 + m * 60 + s;
-    Some(UNIX_EPOCH + Duration::from_secs(secs))
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(year: i64, month: u64, day: u64) -> Option<i64> {
-    if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
-        return None;
-    }
-    let (month, day) = (month as i64, day as i64);
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    Some(era * 146_097 + doe - 719_468)
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::UNIX_EPOCH;
+
     use super::*;
 
     #[test]
@@ -150,6 +118,10 @@ mod tests {
             Some(Duration::from_secs(10))
         );
         assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:00:00 GMT", now), Some(Duration::ZERO));
+        // The two obsolete forms a server may still send.
+        let ten = Some(Duration::from_secs(10));
+        assert_eq!(parse_retry_after("Wednesday, 21-Oct-15 07:28:00 GMT", now), ten);
+        assert_eq!(parse_retry_after("Wed Oct 21 07:28:00 2015", now), ten);
         assert_eq!(parse_retry_after("soon", now), None);
         assert_eq!(parse_retry_after("-3", now), None);
     }

@@ -231,7 +231,11 @@ fn outcome_of(r: &codewhale_journal::ToolResultPayload) -> ToolOutcome {
             (legacy_end(r.is_error, &text), crate::tools::shell::exit_code_of(&text))
         }
     };
-    ToolOutcome { is_error: r.is_error, output: display(&r.content), end, exit_code }
+    // The shell tool writes the code as its last line; a file written otherwise may not.
+    let text = r.content.to_string();
+    let exit_code_in_output =
+        exit_code.is_some() && crate::tools::shell::exit_code_of(&text) == exit_code;
+    ToolOutcome { is_error: r.is_error, output: display(&r.content), end, exit_code, exit_code_in_output }
 }
 
 /// How a call ended, by the wording the engine gives a refused or interrupted result.
@@ -271,6 +275,20 @@ mod tests {
         assert_eq!(outcome_of(&old).end, CallEnd::Denied);
         let old = ToolResultPayload::new("c3", "boom\n[exit code: 3]", true);
         assert_eq!((outcome_of(&old).end, outcome_of(&old).exit_code), (CallEnd::Failed, Some(3)));
+    }
+
+    #[test]
+    fn the_engine_says_whether_the_output_states_its_exit_code() {
+        let mut r = ToolResultPayload::new("c1", "boom\n[exit code: 2]", true);
+        r.end = Some(J::Failed);
+        r.exit_code = Some(2);
+        assert!(outcome_of(&r).exit_code_in_output);
+        // A code journaled beside an output that does not say it (another writer's file).
+        let mut bare = ToolResultPayload::new("c2", "boom", true);
+        bare.end = Some(J::Failed);
+        bare.exit_code = Some(2);
+        assert!(!outcome_of(&bare).exit_code_in_output);
+        assert!(!outcome_of(&ToolResultPayload::new("c3", "listed", false)).exit_code_in_output);
     }
 
     /// A notice read back from the journal keeps the level it was journaled with.

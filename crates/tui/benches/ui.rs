@@ -89,6 +89,7 @@ fn conversation(lines: usize) -> HistoryPage {
                 output: "test result: ok. 12 passed\n[exit code: 0]".into(),
                 end: codewhale_engine::protocol::CallEnd::Completed,
                 exit_code: Some(0),
+                exit_code_in_output: true,
             }),
             covered: false,
         });

@@ -24,6 +24,9 @@ pub struct ToolOutcome {
     /// A shell command's exit code, when it exited.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
+    /// Whether `output` states the exit code itself (the shell tool's last line).
+    #[serde(default)]
+    pub exit_code_in_output: bool,
 }
 
 /// One thing the conversation holds.

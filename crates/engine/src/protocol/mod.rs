@@ -532,6 +532,10 @@ pub enum Event {
         /// A shell command's exit code, when it exited.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         exit_code: Option<i32>,
+        /// Whether `output` states the exit code itself (the shell tool's last line), so a
+        /// front end that shows the code does not repeat it.
+        #[serde(default)]
+        exit_code_in_output: bool,
         /// For a write or an edit that was made: the change as a unified diff (shown folded;
         /// an edit approved without asking shows it too).
         #[serde(default, skip_serializing_if = "Option::is_none")]

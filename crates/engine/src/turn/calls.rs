@@ -385,6 +385,8 @@ fn finish(
         output: shown,
         end,
         exit_code,
+        // Read from the output by the shell module: the code is stated there.
+        exit_code_in_output: exit_code.is_some(),
         diff,
     });
     Ok(())

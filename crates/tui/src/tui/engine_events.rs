@@ -120,9 +120,18 @@ impl App {
                     })
                 });
             }
-            Event::ToolCallFinished { call_id, output, end, exit_code, diff, .. } => {
+            Event::ToolCallFinished {
+                call_id,
+                output,
+                end,
+                exit_code,
+                exit_code_in_output,
+                diff,
+                ..
+            } => {
                 self.running_since.retain(|(id, _)| *id != call_id);
-                self.set_tool_state(&call_id, ToolState::Done { end, exit_code, output });
+                let done = ToolState::Done { end, exit_code, exit_code_in_output, output };
+                self.set_tool_state(&call_id, done);
                 if let Some(diff) = diff {
                     // What the write or edit changed, folded under its call.
                     self.transcript.push(super::diff_cell::DiffCell { diff, ..Default::default() });

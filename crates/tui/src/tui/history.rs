@@ -83,12 +83,16 @@ fn push_item(t: &mut Transcript, item: &HistoryItem) {
         }),
         HistoryItem::Tool { call_id, name, input, result, covered, .. } => {
             let state = match result {
-                Some(r) => {
-                    ToolState::Done { end: r.end, exit_code: r.exit_code, output: r.output.clone() }
-                }
+                Some(r) => ToolState::Done {
+                    end: r.end,
+                    exit_code: r.exit_code,
+                    exit_code_in_output: r.exit_code_in_output,
+                    output: r.output.clone(),
+                },
                 None => ToolState::Done {
                     end: CallEnd::Interrupted,
                     exit_code: None,
+                    exit_code_in_output: false,
                     output: "no result".to_owned(),
                 },
             };
@@ -155,6 +159,7 @@ mod tests {
                         output: "a.rs".into(),
                         end: CallEnd::Completed,
                         exit_code: None,
+                        exit_code_in_output: false,
                     }),
                     covered: true,
                 },

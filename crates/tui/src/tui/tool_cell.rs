@@ -37,6 +37,9 @@ pub enum ToolState {
     Done {
         end: CallEnd,
         exit_code: Option<i32>,
+        /// Whether `output` states the exit code itself (the engine says so), so the cell
+        /// does not repeat it.
+        exit_code_in_output: bool,
         output: String,
     },
 }
@@ -195,7 +198,7 @@ impl Cell for ToolCell {
                     width,
                 ));
             }
-            ToolState::Done { output, exit_code, .. } if self.expanded => {
+            ToolState::Done { output, exit_code, exit_code_in_output, .. } if self.expanded => {
                 let all = ansi::lines(output, Style::new().fg(Color::Gray));
                 let total = all.len();
                 let mut body: Vec<Line<'static>> = Vec::new();
@@ -210,8 +213,7 @@ impl Cell for ToolCell {
                 } else {
                     body = all;
                 }
-                let stated = output.lines().last().is_some_and(|l| l.starts_with("[exit code: "));
-                if exit_code.is_some_and(|c| c != 0) && !stated {
+                if exit_code.is_some_and(|c| c != 0) && !exit_code_in_output {
                     body.push(Line::styled(
                         format!("exit code {}", exit_code.unwrap_or_default()),
                         Style::new().fg(Color::Red),
@@ -248,7 +250,10 @@ mod tests {
     fn done(end: CallEnd, exit_code: Option<i32>, output: &str) -> ToolCell {
         let mut cell =
             ToolCell::new("c".into(), "shell".into(), &serde_json::json!({"command": "make"}));
-        cell.state = ToolState::Done { end, exit_code, output: output.into() };
+        // As the engine reports it: the shell tool states a code on the output's last line.
+        let exit_code_in_output =
+            output.lines().last().is_some_and(|l| l.starts_with("[exit code: "));
+        cell.state = ToolState::Done { end, exit_code, exit_code_in_output, output: output.into() };
         cell
     }
 

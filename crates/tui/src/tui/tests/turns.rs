@@ -82,6 +82,7 @@ fn tool_calls_fold_and_unfold() {
             output: "fn main() {\n    println!(\"hi\");\n}".into(),
             end: CallEnd::Completed,
             exit_code: None,
+            exit_code_in_output: false,
             diff: None,
         },
     );
@@ -102,6 +103,7 @@ fn tool_calls_fold_and_unfold() {
             output: "test failed\n[exit code: 101]".into(),
             end: CallEnd::Failed,
             exit_code: Some(101),
+            exit_code_in_output: true,
             diff: None,
         },
     );
@@ -360,6 +362,7 @@ fn a_resumed_session_shows_its_history_first() {
                     output: "src/parse.rs:1".into(),
                     end: CallEnd::Completed,
                     exit_code: None,
+                    exit_code_in_output: false,
                 }),
                 covered: false,
             },
@@ -520,6 +523,7 @@ fn an_edit_shows_its_diff_folded_under_the_call() {
             output: "1 replacement".into(),
             end: CallEnd::Completed,
             exit_code: None,
+            exit_code_in_output: false,
             diff: Some(diff.into()),
         },
     );

@@ -247,14 +247,22 @@ impl Cell for ToolCell {
 mod tests {
     use super::*;
 
-    fn done(end: CallEnd, exit_code: Option<i32>, output: &str) -> ToolCell {
+    /// A finished call; `exit_code_in_output` is what the engine says about `output`.
+    fn finished(
+        end: CallEnd,
+        exit_code: Option<i32>,
+        exit_code_in_output: bool,
+        output: &str,
+    ) -> ToolCell {
         let mut cell =
             ToolCell::new("c".into(), "shell".into(), &serde_json::json!({"command": "make"}));
-        // As the engine reports it: the shell tool states a code on the output's last line.
-        let exit_code_in_output =
-            output.lines().last().is_some_and(|l| l.starts_with("[exit code: "));
         cell.state = ToolState::Done { end, exit_code, exit_code_in_output, output: output.into() };
         cell
+    }
+
+    /// A finished call whose output does not state an exit code itself.
+    fn done(end: CallEnd, exit_code: Option<i32>, output: &str) -> ToolCell {
+        finished(end, exit_code, false, output)
     }
 
     fn first_line(cell: &ToolCell) -> String {
@@ -264,7 +272,7 @@ mod tests {
     #[test]
     fn every_ending_is_said_in_words_for_the_user() {
         assert!(first_line(&done(CallEnd::Completed, Some(0), "a\nb")).ends_with("· 2 lines …"));
-        assert!(first_line(&done(CallEnd::Failed, Some(2), "oops\n[exit code: 2]"))
+        assert!(first_line(&finished(CallEnd::Failed, Some(2), true, "oops\n[exit code: 2]"))
             .contains("failed, exit code 2"));
         let denied = done(
             CallEnd::Denied,
@@ -283,7 +291,7 @@ mod tests {
     fn unfolded_output_shows_head_tail_the_count_left_out_and_the_exit_code() {
         let output: String =
             (1..=100).map(|i| format!("line {i}\n")).collect::<String>() + "[exit code: 1]";
-        let mut cell = done(CallEnd::Failed, Some(1), &output);
+        let mut cell = finished(CallEnd::Failed, Some(1), true, &output);
         assert_eq!(cell.height(80), 1);
         cell.set_expanded(true);
         let text: Vec<String> = cell

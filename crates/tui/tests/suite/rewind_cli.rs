@@ -25,6 +25,20 @@ fn session_lines(home: &std::path::Path) -> (std::path::PathBuf, Vec<Value>) {
     (path, lines)
 }
 
+/// `codewhale ARGS` in `home` and `ws`, against the mock provider at `base`; the command is
+/// built at once, so the run borrows nothing.
+fn codewhale_at(
+    home: &std::path::Path,
+    ws: &std::path::Path,
+    base: &str,
+    args: Vec<&str>,
+) -> impl std::future::Future<Output = Output> {
+    let global = ["--provider", "openai", "--model", "gpt-4.1", "--base-url", base];
+    let mut cmd = super::cli::codewhale(home, ws);
+    cmd.args(args).args(global).env("OPENAI_API_KEY", TEST_API_KEY);
+    async move { cmd.output().await.unwrap() }
+}
+
 #[tokio::test]
 async fn rewind_takes_back_code_and_conversation_and_spares_outside_changes() {
     let server = MockServer::start().await.unwrap();
@@ -47,12 +61,7 @@ async fn rewind_takes_back_code_and_conversation_and_spares_outside_changes() {
         Reply::text("changed both"),
     ]);
     let base = server.openai_base_url();
-    let global = ["--provider", "openai", "--model", "gpt-4.1", "--base-url", base.as_str()];
-    let run = |args: Vec<&str>| {
-        let mut cmd = super::cli::codewhale(home.path(), ws.path());
-        cmd.args(args).args(global).env("OPENAI_API_KEY", TEST_API_KEY);
-        async move { cmd.output().await.unwrap() }
-    };
+    let run = |args: Vec<&str>| codewhale_at(home.path(), ws.path(), &base, args);
     let out: Output = run(vec!["exec", "--approval", "full", "change the files"]).await;
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(std::fs::read_to_string(ws.path().join("b.txt")).unwrap(), "new b\n");
@@ -108,12 +117,7 @@ async fn rewind_both_takes_back_what_write_file_and_then_shell_changed() {
         Reply::text("done"),
     ]);
     let base = server.openai_base_url();
-    let global = ["--provider", "openai", "--model", "gpt-4.1", "--base-url", base.as_str()];
-    let run = |args: Vec<&str>| {
-        let mut cmd = super::cli::codewhale(home.path(), ws.path());
-        cmd.args(args).args(global).env("OPENAI_API_KEY", TEST_API_KEY);
-        async move { cmd.output().await.unwrap() }
-    };
+    let run = |args: Vec<&str>| codewhale_at(home.path(), ws.path(), &base, args);
     let out = run(vec!["exec", "--approval", "full", "change a"]).await;
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(std::fs::read_to_string(ws.path().join("a.txt")).unwrap(), "v2\n");
@@ -138,12 +142,7 @@ async fn rewind_waits_for_the_branch_summary_and_says_when_there_is_none() {
     let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let ws = tempfile::tempdir().unwrap();
     let base = server.openai_base_url();
-    let global = ["--provider", "openai", "--model", "gpt-4.1", "--base-url", base.as_str()];
-    let run = |args: Vec<&str>| {
-        let mut cmd = super::cli::codewhale(home.path(), ws.path());
-        cmd.args(args).args(global).env("OPENAI_API_KEY", TEST_API_KEY);
-        async move { cmd.output().await.unwrap() }
-    };
+    let run = |args: Vec<&str>| codewhale_at(home.path(), ws.path(), &base, args);
     let last_user = |lines: &[Value]| {
         let user = lines.iter().rev().find(|l| l["kind"] == "user").unwrap();
         user["id"].as_str().unwrap().to_owned()

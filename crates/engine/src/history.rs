@@ -216,6 +216,8 @@ fn display(text: &Text) -> String {
 /// they existed is read by the engine's own wording of it ([`crate::turn::calls`]).
 fn outcome_of(r: &codewhale_journal::ToolResultPayload) -> ToolOutcome {
     use codewhale_journal::CallEnd as J;
+    // Read as text only when a question needs it: outputs can be megabytes.
+    let text = || r.content.to_string();
     let (end, exit_code) = match &r.end {
         Some(end) => {
             let end = match end {
@@ -227,14 +229,13 @@ fn outcome_of(r: &codewhale_journal::ToolResultPayload) -> ToolOutcome {
             (end, r.exit_code.and_then(|c| i32::try_from(c).ok()))
         }
         None => {
-            let text = r.content.to_string();
+            let text = text();
             (legacy_end(r.is_error, &text), crate::tools::shell::exit_code_of(&text))
         }
     };
     // The shell tool writes the code as its last line; a file written otherwise may not.
-    let text = r.content.to_string();
     let exit_code_in_output =
-        exit_code.is_some() && crate::tools::shell::exit_code_of(&text) == exit_code;
+        exit_code.is_some() && crate::tools::shell::exit_code_of(&text()) == exit_code;
     ToolOutcome { is_error: r.is_error, output: display(&r.content), end, exit_code, exit_code_in_output }
 }
 

@@ -218,40 +218,59 @@ fn outcome_of(r: &codewhale_journal::ToolResultPayload) -> ToolOutcome {
     use codewhale_journal::CallEnd as J;
     // Read as text only when a question needs it: outputs can be megabytes.
     let text = || r.content.to_string();
-    let (end, exit_code) = match &r.end {
+    let (end, exit_code, reason) = match &r.end {
         Some(end) => {
             let end = match end {
                 J::Completed => CallEnd::Completed,
+                J::TimedOut => CallEnd::TimedOut,
                 J::Denied => CallEnd::Denied,
+                J::NotApproved => CallEnd::NotApproved,
                 J::Interrupted => CallEnd::Interrupted,
                 J::Failed | J::Other(_) => CallEnd::Failed,
             };
-            (end, r.exit_code.and_then(|c| i32::try_from(c).ok()))
+            (end, r.exit_code.and_then(|c| i32::try_from(c).ok()), r.reason.clone())
         }
         None => {
             let text = text();
-            (legacy_end(r.is_error, &text), crate::tools::shell::exit_code_of(&text))
+            let (end, reason) = legacy_end(r.is_error, &text);
+            (end, crate::tools::shell::exit_code_of(&text), reason)
         }
     };
     // The shell tool writes the code as its last line; a file written otherwise may not.
     let exit_code_in_output =
         exit_code.is_some() && crate::tools::shell::exit_code_of(&text()) == exit_code;
-    ToolOutcome { is_error: r.is_error, output: display(&r.content), end, exit_code, exit_code_in_output }
+    ToolOutcome {
+        is_error: r.is_error,
+        output: display(&r.content),
+        end,
+        exit_code,
+        exit_code_in_output,
+        reason,
+    }
 }
 
-/// How a call ended, by the wording the engine gives a refused or interrupted result.
-fn legacy_end(is_error: bool, output: &str) -> CallEnd {
-    if output.starts_with("denied:") {
-        CallEnd::Denied
+/// How a call ended (and what the user said when they declined it), by the wording the
+/// engine gave a refused, timed-out or interrupted result before results carried it as data.
+fn legacy_end(is_error: bool, output: &str) -> (CallEnd, Option<String>) {
+    let end = if !is_error {
+        CallEnd::Completed
+    } else if let Some(denial) = output.strip_prefix("denied: ") {
+        if denial.contains("needs the user's approval") || denial.contains("only the user may") {
+            return (CallEnd::NotApproved, None);
+        }
+        let said = denial.split_once(" and said: ").map(|(_, said)| said);
+        let said = said.map(|s| s.split(". Do not repeat it").next().unwrap_or(s).to_owned());
+        return (CallEnd::Denied, said);
     } else if output.starts_with(crate::session::INTERRUPTED_RESULT)
         || output.contains("[interrupted by the user")
     {
         CallEnd::Interrupted
-    } else if is_error {
-        CallEnd::Failed
+    } else if output.lines().next_back().is_some_and(|l| l.starts_with("[timed out after ")) {
+        CallEnd::TimedOut
     } else {
-        CallEnd::Completed
-    }
+        CallEnd::Failed
+    };
+    (end, None)
 }
 
 #[cfg(test)]
@@ -276,6 +295,33 @@ mod tests {
         assert_eq!(outcome_of(&old).end, CallEnd::Denied);
         let old = ToolResultPayload::new("c3", "boom\n[exit code: 3]", true);
         assert_eq!((outcome_of(&old).end, outcome_of(&old).exit_code), (CallEnd::Failed, Some(3)));
+    }
+
+    #[test]
+    fn who_refused_a_call_and_why_come_back_from_old_and_new_results() {
+        let mut r = ToolResultPayload::new("c1", "denied: the user declined this", true);
+        r.end = Some(J::Denied);
+        r.reason = Some("use the Makefile".into());
+        let o = outcome_of(&r);
+        assert_eq!((o.end, o.reason.as_deref()), (CallEnd::Denied, Some("use the Makefile")));
+        let old = ToolResultPayload::new(
+            "c2",
+            crate::approval::denied_by_user("shell", Some("use the Makefile")),
+            true,
+        );
+        let o = outcome_of(&old);
+        assert_eq!((o.end, o.reason.as_deref()), (CallEnd::Denied, Some("use the Makefile")));
+        let old = ToolResultPayload::new(
+            "c3",
+            crate::approval::denied_without_terminal("shell", crate::approval::ApprovalMode::Ask),
+            true,
+        );
+        assert_eq!(outcome_of(&old).end, CallEnd::NotApproved);
+        let old = ToolResultPayload::new("c4", "partial\n[timed out after 200 ms; killed]", true);
+        assert_eq!(outcome_of(&old).end, CallEnd::TimedOut);
+        // Printed by a command that succeeded: not a refusal.
+        let printed = ToolResultPayload::new("c5", "denied: nothing\n[exit code: 0]", false);
+        assert_eq!(outcome_of(&printed).end, CallEnd::Completed);
     }
 
     #[test]

@@ -282,6 +282,11 @@ impl Redactor {
                 if let Some(blocks) = &mut r.content_blocks {
                     self.redact_blocks(blocks);
                 }
+                if let Some(reason) = &mut r.reason {
+                    if let Cow::Owned(t) = self.redact(reason) {
+                        *reason = t;
+                    }
+                }
             }
             Payload::System(s) => {
                 if let Cow::Owned(t) = self.redact(&s.text) {

@@ -128,16 +128,20 @@ record! {
         end: Option<CallEnd> = "end" info_opt,
         /// A shell command's exit code, when it exited.
         exit_code: Option<i64> = "exit_code" info_opt,
+        /// For a call the user declined: what they said with the no (redacted like `content`).
+        reason: Option<String> = "reason" info_opt,
     }
 }
 
 string_enum! {
-    /// How a tool call ended: ran and succeeded, ran and failed, refused before it ran, or
-    /// stopped by an interrupt.
+    /// How a tool call ended: ran and succeeded, ran and failed, ran past its timeout, declined
+    /// by the user, refused for want of anyone to approve it, or stopped by an interrupt.
     pub enum CallEnd {
         Completed = "completed",
         Failed = "failed",
+        TimedOut = "timed_out",
         Denied = "denied",
+        NotApproved = "not_approved",
         Interrupted = "interrupted",
     }
     default Completed

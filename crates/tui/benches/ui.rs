@@ -90,6 +90,7 @@ fn conversation(lines: usize) -> HistoryPage {
                 end: codewhale_engine::protocol::CallEnd::Completed,
                 exit_code: Some(0),
                 exit_code_in_output: true,
+                reason: None,
             }),
             covered: false,
         });

@@ -27,6 +27,9 @@ pub struct ToolOutcome {
     /// Whether `output` states the exit code itself (the shell tool's last line).
     #[serde(default)]
     pub exit_code_in_output: bool,
+    /// For a call the user declined: what they said with the no, if anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// One thing the conversation holds.

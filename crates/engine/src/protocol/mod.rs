@@ -258,8 +258,12 @@ pub enum CallEnd {
     Completed,
     /// The tool ran and failed (an error, a non-zero exit code).
     Failed,
-    /// The user (or the approval policy) refused it; it never ran.
+    /// A shell command ran past its timeout and was killed.
+    TimedOut,
+    /// The user said no; it never ran.
     Denied,
+    /// It needs an approval no one could give here (no terminal to ask); it never ran.
+    NotApproved,
     /// The user stopped the turn before or while it ran.
     Interrupted,
 }
@@ -536,6 +540,9 @@ pub enum Event {
         /// front end that shows the code does not repeat it.
         #[serde(default)]
         exit_code_in_output: bool,
+        /// For a call the user declined: what they said with the no, if anything.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
         /// For a write or an edit that was made: the change as a unified diff (shown folded;
         /// an edit approved without asking shows it too).
         #[serde(default, skip_serializing_if = "Option::is_none")]

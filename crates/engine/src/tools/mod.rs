@@ -41,6 +41,10 @@ pub struct ToolOutput {
     pub refused: Vec<PathBuf>,
     /// The files the call changed, checkpointed (journaled as `tool_result.files`).
     pub files: Vec<codewhale_journal::FileChange>,
+    /// A shell command's exit code, when it exited by itself.
+    pub exit_code: Option<i32>,
+    /// Whether a shell command ran past its timeout and was killed.
+    pub timed_out: bool,
 }
 
 impl ToolOutput {
@@ -52,17 +56,17 @@ impl ToolOutput {
             is_error: true,
             refused: Vec::new(),
             files: Vec::new(),
+            exit_code: None,
+            timed_out: false,
         }
     }
 
     /// A successful output cut to [`output::MAX_OUTPUT_BYTES`], remembering its full size.
     pub fn capped(text: &str) -> ToolOutput {
         ToolOutput {
-            content: output::cap(text, output::MAX_OUTPUT_BYTES),
-            is_error: false,
             bytes: text.len() as u64,
-            refused: Vec::new(),
-            files: Vec::new(),
+            is_error: false,
+            ..ToolOutput::error(output::cap(text, output::MAX_OUTPUT_BYTES))
         }
     }
 }
@@ -408,6 +412,8 @@ pub async fn execute(
                 bytes: out.bytes,
                 refused: out.refused,
                 files: after_shell(snapshots).await,
+                exit_code: out.exit_code,
+                timed_out: out.timed_out,
             };
         }
     };

@@ -70,12 +70,23 @@ pub struct ShellOutcome {
     pub bytes: u64,
     /// Paths the sandbox refused to let the failed command write (named in `text` too).
     pub refused: Vec<std::path::PathBuf>,
+    /// The command's exit code, when it exited by itself (also stated in `text`).
+    pub exit_code: Option<i32>,
+    /// Whether it ran past its timeout and was killed.
+    pub timed_out: bool,
 }
 
 impl ShellOutcome {
     /// An outcome whose text is complete (nothing was cut).
     fn whole(text: String, is_error: bool) -> ShellOutcome {
-        ShellOutcome { bytes: text.len() as u64, text, is_error, refused: Vec::new() }
+        ShellOutcome {
+            bytes: text.len() as u64,
+            text,
+            is_error,
+            refused: Vec::new(),
+            exit_code: None,
+            timed_out: false,
+        }
     }
 }
 
@@ -233,8 +244,11 @@ pub async fn run(
             _ => "[interrupted by the user; the command was killed]".to_owned(),
         };
         push_line(&mut text, &reason);
-        return cut_outcome(text, cut_len, printed, true);
+        let mut outcome = cut_outcome(text, cut_len, printed, true);
+        outcome.timed_out = why == "timed out";
+        return outcome;
     }
+    let exit_code = status.as_ref().and_then(|s| s.as_ref().ok()).and_then(|s| s.code());
     let is_error = match status {
         Some(Ok(status)) => match status.code() {
             Some(code) => {
@@ -288,6 +302,7 @@ pub async fn run(
     };
     let mut outcome = cut_outcome(text, cut_len, printed, is_error);
     outcome.refused = refused;
+    outcome.exit_code = exit_code;
     outcome
 }
 
@@ -336,7 +351,7 @@ fn refusal_line(
 /// printed) followed by status lines; the original size counts the status lines too.
 fn cut_outcome(text: String, cut_len: usize, printed: u64, is_error: bool) -> ShellOutcome {
     let status = text.len().saturating_sub(cut_len) as u64;
-    ShellOutcome { bytes: printed + status, text, is_error, refused: Vec::new() }
+    ShellOutcome { bytes: printed + status, ..ShellOutcome::whole(text, is_error) }
 }
 
 /// Starts `command` in the background (confined when a sandbox is given, in a cgroup capped at
@@ -436,8 +451,10 @@ pub(crate) mod tests {
         assert!(out.text.contains("out\n") && out.text.contains("err\n"), "{}", out.text);
         assert!(out.text.ends_with("[exit code: 3]"));
         assert!(out.is_error);
+        assert_eq!((out.exit_code, out.timed_out), (Some(3), false), "the code as data too");
         let ok = run(in_dir(dir.path(), groups()), "pwd", None, &cancel).await;
         assert!(!ok.is_error);
+        assert_eq!(ok.exit_code, Some(0));
         assert!(ok.text.contains(dir.path().file_name().unwrap().to_str().unwrap()));
     }
 
@@ -469,6 +486,7 @@ pub(crate) mod tests {
         assert!(start.elapsed() < Duration::from_secs(10));
         assert!(out.text.contains("timed out after 200 ms"), "{}", out.text);
         assert!(!out.text.contains("never"));
+        assert_eq!((out.exit_code, out.timed_out), (None, true));
     }
 
     #[tokio::test]

@@ -39,8 +39,8 @@ enum Cleared {
     RunUnconfined,
     /// Refused without asking (no one to ask); the model reads why.
     Refused(String),
-    /// The user said no.
-    Denied(String),
+    /// The user said no, and what they said with it.
+    Denied { message: String, reason: Option<String> },
     Interrupted,
 }
 
@@ -77,7 +77,7 @@ pub(crate) async fn run_calls(
             });
             let (output, plan_set) = run_session_tool(ctx, &calls[i]);
             let end = if output.is_error { CallEnd::Failed } else { CallEnd::Completed };
-            finish(ctx, &calls[i], output, end, None)?;
+            finish(ctx, &calls[i], output, Ending::of(end), None)?;
             if plan_set {
                 ctx.emit(ctx.session.plan_event(true));
             }
@@ -89,8 +89,15 @@ pub(crate) async fn run_calls(
                 interrupted = true;
                 break;
             }
-            Cleared::Refused(message) | Cleared::Denied(message) => {
-                finish(ctx, &calls[i], ToolOutput::error(message), CallEnd::Denied, None)?;
+            Cleared::Refused(message) => {
+                let end = Ending::of(CallEnd::NotApproved);
+                finish(ctx, &calls[i], ToolOutput::error(message), end, None)?;
+                i += 1;
+                continue;
+            }
+            Cleared::Denied { message, reason } => {
+                let end = Ending { end: CallEnd::Denied, reason };
+                finish(ctx, &calls[i], ToolOutput::error(message), end, None)?;
                 i += 1;
                 continue;
             }
@@ -142,18 +149,21 @@ pub(crate) async fn run_calls(
         for ((call, output), diff) in calls[i..end].iter().zip(outputs).zip(diffs) {
             let end = if ctx.cancel.is_cancelled() && output.is_error {
                 CallEnd::Interrupted
+            } else if output.timed_out {
+                CallEnd::TimedOut
             } else if output.is_error {
                 CallEnd::Failed
             } else {
                 CallEnd::Completed
             };
             let diff = diff.filter(|_| end == CallEnd::Completed);
-            finish(ctx, call, output, end, diff)?;
+            finish(ctx, call, output, Ending::of(end), diff)?;
         }
         i = end;
     }
     for call in &calls[i..] {
-        finish(ctx, call, ToolOutput::error(INTERRUPTED_RESULT), CallEnd::Interrupted, None)?;
+        let end = Ending::of(CallEnd::Interrupted);
+        finish(ctx, call, ToolOutput::error(INTERRUPTED_RESULT), end, None)?;
     }
     Ok(!interrupted && !ctx.cancel.is_cancelled())
 }
@@ -194,7 +204,7 @@ fn run_session_tool(ctx: &TurnCtx<'_>, call: &ToolCall) -> (ToolOutput, bool) {
         // Already within its own cap and the room: not cut again.
         Ok(text) => {
             let bytes = text.len() as u64;
-            (ToolOutput { content: text, is_error: false, bytes, refused: Vec::new(), files: Vec::new() }, false)
+            (ToolOutput { bytes, is_error: false, ..ToolOutput::error(text) }, false)
         }
         Err(message) => (ToolOutput::error(message), false),
     }
@@ -258,7 +268,8 @@ async fn clear(ctx: &mut TurnCtx<'_>, call: &ToolCall, a: &Assessment) -> Cleare
             }
         }
         Some(ApprovalReply::Deny(why)) => {
-            Cleared::Denied(denied_by_user(&call.name, why.as_deref()))
+            let reason = why.map(|w| w.trim().to_owned()).filter(|w| !w.is_empty());
+            Cleared::Denied { message: denied_by_user(&call.name, reason.as_deref()), reason }
         }
         None => Cleared::Interrupted,
     }
@@ -308,9 +319,8 @@ async fn offer_rerun(
             ToolOutput {
                 bytes: again.bytes + note.len() as u64,
                 content: note + &again.content,
-                is_error: again.is_error,
                 refused: Vec::new(),
-                files: again.files,
+                ..again
             }
         }
         Some(ApprovalReply::Deny(why)) => {
@@ -348,11 +358,23 @@ fn live_output(ctx: &TurnCtx<'_>, call_id: &str) -> tools::Progress {
     })
 }
 
+/// How a call ended, with what the user said when they declined it.
+struct Ending {
+    end: CallEnd,
+    reason: Option<String>,
+}
+
+impl Ending {
+    fn of(end: CallEnd) -> Ending {
+        Ending { end, reason: None }
+    }
+}
+
 fn finish(
     ctx: &mut TurnCtx<'_>,
     call: &ToolCall,
     output: ToolOutput,
-    end: CallEnd,
+    Ending { end, reason }: Ending,
     diff: Option<String>,
 ) -> Result<(), EngineError> {
     let mut payload =
@@ -364,19 +386,22 @@ fn finish(
         payload.files = Some(output.files.clone());
     }
     // How it ended travels as data: no front end reads it back from the text.
-    let exit_code = (call.name == "shell").then(|| crate::tools::shell::exit_code_of(&output.content)).flatten();
+    let exit_code = output.exit_code;
     payload.end = Some(match end {
         CallEnd::Completed => codewhale_journal::CallEnd::Completed,
         CallEnd::Failed => codewhale_journal::CallEnd::Failed,
+        CallEnd::TimedOut => codewhale_journal::CallEnd::TimedOut,
         CallEnd::Denied => codewhale_journal::CallEnd::Denied,
+        CallEnd::NotApproved => codewhale_journal::CallEnd::NotApproved,
         CallEnd::Interrupted => codewhale_journal::CallEnd::Interrupted,
     });
     payload.exit_code = exit_code.map(i64::from);
+    payload.reason = reason;
     let id = ctx.session.append(payload)?;
-    // Show what was journaled: the output with its secrets redacted.
-    let shown = match ctx.session.journal().get(id.as_str()).map(|e| &e.payload) {
-        Some(codewhale_journal::Payload::ToolResult(r)) => r.content.to_string(),
-        _ => output.content,
+    // Show what was journaled: the output and the user's words with their secrets redacted.
+    let (shown, reason) = match ctx.session.journal().get(id.as_str()).map(|e| &e.payload) {
+        Some(codewhale_journal::Payload::ToolResult(r)) => (r.content.to_string(), r.reason.clone()),
+        _ => (output.content, None),
     };
     ctx.emit(Event::ToolCallFinished {
         call_id: call.id.clone(),
@@ -385,8 +410,9 @@ fn finish(
         output: shown,
         end,
         exit_code,
-        // Read from the output by the shell module: the code is stated there.
+        // The shell tool states the code as the output's last line.
         exit_code_in_output: exit_code.is_some(),
+        reason,
         diff,
     });
     Ok(())

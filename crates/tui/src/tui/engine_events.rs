@@ -126,11 +126,12 @@ impl App {
                 end,
                 exit_code,
                 exit_code_in_output,
+                reason,
                 diff,
                 ..
             } => {
                 self.running_since.retain(|(id, _)| *id != call_id);
-                let done = ToolState::Done { end, exit_code, exit_code_in_output, output };
+                let done = ToolState::Done { end, exit_code, exit_code_in_output, reason, output };
                 self.set_tool_state(&call_id, done);
                 if let Some(diff) = diff {
                     // What the write or edit changed, folded under its call.

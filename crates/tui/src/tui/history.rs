@@ -87,12 +87,14 @@ fn push_item(t: &mut Transcript, item: &HistoryItem) {
                     end: r.end,
                     exit_code: r.exit_code,
                     exit_code_in_output: r.exit_code_in_output,
+                    reason: r.reason.clone(),
                     output: r.output.clone(),
                 },
                 None => ToolState::Done {
                     end: CallEnd::Interrupted,
                     exit_code: None,
                     exit_code_in_output: false,
+                    reason: None,
                     output: "no result".to_owned(),
                 },
             };
@@ -160,6 +162,7 @@ mod tests {
                         end: CallEnd::Completed,
                         exit_code: None,
                         exit_code_in_output: false,
+                        reason: None,
                     }),
                     covered: true,
                 },

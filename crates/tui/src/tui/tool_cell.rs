@@ -40,6 +40,8 @@ pub enum ToolState {
         /// Whether `output` states the exit code itself (the engine says so), so the cell
         /// does not repeat it.
         exit_code_in_output: bool,
+        /// For a call the user declined: what they said with the no.
+        reason: Option<String>,
         output: String,
     },
 }
@@ -109,20 +111,21 @@ impl ToolCell {
                 let first = output.lines().find(|l| !l.trim().is_empty()).unwrap_or("failed");
                 ("✗", Style::new().fg(Color::Red), format!("failed: {}", ansi::strip(first)))
             }
-            ToolState::Done { end: CallEnd::Denied, output, .. } => {
-                let what = if output.contains("the user declined") {
-                    match output.split_once("and said: ") {
-                        Some((_, said)) => {
-                            let said = said.split(". Do not repeat").next().unwrap_or(said);
-                            format!("denied by you: {said}")
-                        }
-                        None => "denied by you".to_owned(),
-                    }
-                } else {
-                    "not run: it needs an approval no one could give here".to_owned()
+            ToolState::Done { end: CallEnd::TimedOut, .. } => {
+                ("✗", Style::new().fg(Color::Red), "timed out, killed".to_owned())
+            }
+            ToolState::Done { end: CallEnd::Denied, reason, .. } => {
+                let what = match reason {
+                    Some(said) => format!("denied by you: {}", ansi::strip(said)),
+                    None => "denied by you".to_owned(),
                 };
                 ("⊘", Style::new().fg(Color::Yellow), what)
             }
+            ToolState::Done { end: CallEnd::NotApproved, .. } => (
+                "⊘",
+                Style::new().fg(Color::Yellow),
+                "not run: it needs an approval no one could give here".to_owned(),
+            ),
             ToolState::Done { end: CallEnd::Interrupted, .. } => {
                 ("◼", Style::new().fg(Color::Yellow), "interrupted".to_owned())
             }
@@ -256,7 +259,8 @@ mod tests {
     ) -> ToolCell {
         let mut cell =
             ToolCell::new("c".into(), "shell".into(), &serde_json::json!({"command": "make"}));
-        cell.state = ToolState::Done { end, exit_code, exit_code_in_output, output: output.into() };
+        let output = output.into();
+        cell.state = ToolState::Done { end, exit_code, exit_code_in_output, reason: None, output };
         cell
     }
 
@@ -274,17 +278,23 @@ mod tests {
         assert!(first_line(&done(CallEnd::Completed, Some(0), "a\nb")).ends_with("· 2 lines …"));
         assert!(first_line(&finished(CallEnd::Failed, Some(2), true, "oops\n[exit code: 2]"))
             .contains("failed, exit code 2"));
-        let denied = done(
-            CallEnd::Denied,
-            None,
-            "denied: the user declined this `shell` call and said: use the Makefile. Do not repeat it",
-        );
+        let mut denied = done(CallEnd::Denied, None, "denied: the user declined this call");
+        if let ToolState::Done { reason, .. } = &mut denied.state {
+            *reason = Some("use the Makefile".into());
+        }
         assert!(
             first_line(&denied).contains("denied by you: use the Makefile"),
             "{}",
             first_line(&denied)
         );
         assert!(first_line(&done(CallEnd::Interrupted, None, "partial")).contains("interrupted"));
+        assert!(first_line(&done(CallEnd::TimedOut, None, "partial")).contains("timed out"));
+        let unasked = done(CallEnd::NotApproved, None, "denied: the user declined, and said: x");
+        assert!(
+            first_line(&unasked).contains("no one could give here"),
+            "{}",
+            first_line(&unasked)
+        );
     }
 
     #[test]

@@ -84,6 +84,7 @@ fn a_running_command_shows_live_output_and_time_then_how_it_ended() {
             end: CallEnd::Failed,
             exit_code: Some(101),
             exit_code_in_output: true,
+            reason: None,
             diff: None,
         },
     );

@@ -83,6 +83,7 @@ fn tool_calls_fold_and_unfold() {
             end: CallEnd::Completed,
             exit_code: None,
             exit_code_in_output: false,
+            reason: None,
             diff: None,
         },
     );
@@ -104,6 +105,7 @@ fn tool_calls_fold_and_unfold() {
             end: CallEnd::Failed,
             exit_code: Some(101),
             exit_code_in_output: true,
+            reason: None,
             diff: None,
         },
     );
@@ -363,6 +365,7 @@ fn a_resumed_session_shows_its_history_first() {
                     end: CallEnd::Completed,
                     exit_code: None,
                     exit_code_in_output: false,
+                    reason: None,
                 }),
                 covered: false,
             },
@@ -524,6 +527,7 @@ fn an_edit_shows_its_diff_folded_under_the_call() {
             end: CallEnd::Completed,
             exit_code: None,
             exit_code_in_output: false,
+            reason: None,
             diff: Some(diff.into()),
         },
     );

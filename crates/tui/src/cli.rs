@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// Codewhale: a terminal chat client for coding models whose conversations never fall over
 /// when they outgrow the context window.
@@ -33,8 +33,8 @@ pub struct Cli {
 #[derive(Debug, Clone, Args)]
 pub struct GlobalArgs {
     /// Provider wire format: `openai` (any OpenAI-compatible server) or `anthropic`.
-    #[arg(long, global = true, value_name = "NAME", value_parser = ["openai", "anthropic"])]
-    pub provider: Option<String>,
+    #[arg(long, global = true, value_name = "NAME")]
+    pub provider: Option<ProviderChoice>,
 
     /// Model id, e.g. `gpt-4.1` or `claude-sonnet-4-5`.
     #[arg(long, global = true, value_name = "M")]
@@ -254,8 +254,8 @@ pub struct ExecArgs {
 
     /// Which tool calls run without asking: ask, auto-edit or full. Calls that would ask are
     /// denied (exec has no one to ask); the model is told so.
-    #[arg(long, value_name = "MODE", value_parser = clap::value_parser!(codewhale_engine::ApprovalMode))]
-    pub approval: Option<codewhale_engine::ApprovalMode>,
+    #[arg(long, value_name = "MODE")]
+    pub approval: Option<ApprovalChoice>,
 
     /// The prompt; several words are joined with spaces; `-` reads it from standard input.
     #[arg(required = true, num_args = 1.., value_name = "PROMPT")]
@@ -272,8 +272,8 @@ pub struct ImportArgs {
     pub file: Option<PathBuf>,
 
     /// List the sessions this tool stored for the workspace, newest first, and import one.
-    #[arg(long, value_name = "TOOL", value_parser = ["claude", "codex"])]
-    pub from: Option<String>,
+    #[arg(long, value_name = "TOOL")]
+    pub from: Option<ImportFrom>,
 
     /// The workspace whose sessions are listed (default: the current directory).
     #[arg(long, value_name = "DIR", requires = "from")]
@@ -291,4 +291,72 @@ pub struct ImportArgs {
     /// Print one JSON object (the report, or the list when nothing is picked).
     #[arg(long)]
     pub json: bool,
+}
+
+/// `--provider`: the wire format the server speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProviderChoice {
+    /// OpenAI Chat Completions (OpenAI and most other servers).
+    Openai,
+    /// Anthropic Messages.
+    Anthropic,
+}
+
+impl ProviderChoice {
+    /// The spelling the configuration uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProviderChoice::Openai => "openai",
+            ProviderChoice::Anthropic => "anthropic",
+        }
+    }
+}
+
+/// `--approval`: which tool calls run without asking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ApprovalChoice {
+    /// Reads run on their own; writes and shell commands ask.
+    Ask,
+    /// Reads and writes inside the workspace run on their own; shell commands ask.
+    AutoEdit,
+    /// Everything runs without asking.
+    Full,
+}
+
+impl From<ApprovalChoice> for codewhale_engine::ApprovalMode {
+    fn from(choice: ApprovalChoice) -> Self {
+        match choice {
+            ApprovalChoice::Ask => codewhale_engine::ApprovalMode::Ask,
+            ApprovalChoice::AutoEdit => codewhale_engine::ApprovalMode::AutoEdit,
+            ApprovalChoice::Full => codewhale_engine::ApprovalMode::Full,
+        }
+    }
+}
+
+/// `import --from`: the tool whose stored sessions are listed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ImportFrom {
+    /// Claude Code (`~/.claude/projects`).
+    Claude,
+    /// Codex CLI (`~/.codex/sessions`).
+    Codex,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::ValueEnum;
+
+    use super::*;
+
+    /// Every choice is spelled on the command line as the engine and the config file spell it.
+    #[test]
+    fn choices_are_spelled_as_the_engine_spells_them() {
+        for choice in ApprovalChoice::value_variants() {
+            let name = choice.to_possible_value().unwrap().get_name().to_owned();
+            assert_eq!(codewhale_engine::ApprovalMode::from(*choice).as_str(), name);
+        }
+        for choice in ProviderChoice::value_variants() {
+            assert_eq!(choice.to_possible_value().unwrap().get_name(), choice.name());
+        }
+    }
 }

@@ -103,7 +103,7 @@ left\nNone\n## Open questions\nNone\n## Next action\nGo on.\n## Reference\nNone"
         let home = tempfile::tempdir().unwrap();
         let ws = tempfile::tempdir().unwrap();
         let global = GlobalArgs {
-            provider: Some("openai".into()),
+            provider: Some(crate::cli::ProviderChoice::Openai),
             model: Some("gpt-4.1".into()),
             base_url: Some(server.openai_base_url()),
             context_window: Some(50_000),
@@ -121,7 +121,7 @@ left\nNone\n## Open questions\nNone\n## Next action\nGo on.\n## Reference\nNone"
                 home: home.path().to_path_buf(),
                 workspace: ws.path().to_path_buf(),
                 overrides: Overrides {
-                    provider: global.provider.clone(),
+                    provider: global.provider.map(|p| p.name().to_owned()),
                     model: global.model.clone(),
                     base_url: global.base_url.clone(),
                     context_window: global.context_window,

@@ -27,7 +27,7 @@ pub fn overrides(
     approval: Option<codewhale_engine::ApprovalMode>,
 ) -> Overrides {
     Overrides {
-        provider: global.provider.clone(),
+        provider: global.provider.map(|p| p.name().to_owned()),
         model: global.model.clone(),
         base_url: global.base_url.clone(),
         context_window: global.context_window,
@@ -66,7 +66,7 @@ pub fn run(
     let params = EngineParams {
         home: home.to_path_buf(),
         workspace,
-        overrides: overrides(global, args.approval),
+        overrides: overrides(global, args.approval.map(Into::into)),
         env: Env::from_process(),
         resume,
         interactive: can_ask,

@@ -20,7 +20,7 @@ use codewhale_engine::offline::import::{
 };
 use serde_json::json;
 
-use crate::cli::{GlobalArgs, ImportArgs};
+use crate::cli::{GlobalArgs, ImportArgs, ImportFrom};
 
 /// Imports the file the arguments name (or the user picks) and prints the report.
 pub fn run(
@@ -30,10 +30,13 @@ pub fn run(
     args: ImportArgs,
 ) -> anyhow::Result<ExitCode> {
     let workspace = super::workspace_dir(workspace)?;
-    let (source, workspace) = match (args.file, args.from.as_deref()) {
+    let (source, workspace) = match (args.file, args.from) {
         (Some(file), _) => (file, workspace),
         (None, Some(from)) => {
-            let tool = if from == "codex" { Tool::Codex } else { Tool::Claude };
+            let tool = match from {
+                ImportFrom::Claude => Tool::Claude,
+                ImportFrom::Codex => Tool::Codex,
+            };
             let dir = args.cwd.unwrap_or(workspace);
             let list = candidates(tool, &Roots::from_env(), &dir);
             if list.is_empty() {

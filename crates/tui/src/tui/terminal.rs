@@ -179,28 +179,7 @@ pub fn set_mouse_capture(on: bool) -> io::Result<()> {
 /// Puts `text` on the system clipboard through the terminal (OSC 52), which works over ssh
 /// and in tmux with `set-clipboard on`.
 pub fn copy(text: &str) -> io::Result<()> {
-    use std::io::Write as _;
-    let mut out = io::stdout();
-    write!(out, "\x1b]52;c;{}\x07", base64(text.as_bytes()))?;
-    out.flush()
-}
-
-/// Standard base64 with padding.
-fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(char::from(ALPHABET[(n >> (18 - 6 * i) & 63) as usize]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+    execute!(io::stdout(), crossterm::clipboard::CopyToClipboard::to_clipboard_from(text))
 }
 
 /// Makes a panic restore the terminal before the default hook prints the message.
@@ -210,16 +189,4 @@ pub fn install_panic_hook() {
         restore();
         previous(info);
     }));
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn base64_pads_like_everyone_else() {
-        assert_eq!(super::base64(b""), "");
-        assert_eq!(super::base64(b"f"), "Zg==");
-        assert_eq!(super::base64(b"fo"), "Zm8=");
-        assert_eq!(super::base64(b"foo"), "Zm9v");
-        assert_eq!(super::base64("fn main() {}\n".as_bytes()), "Zm4gbWFpbigpIHt9Cg==");
-    }
 }

@@ -12,7 +12,7 @@ use crate::entry::Entry;
 use crate::payload::Payload;
 
 /// An entry's kind as a byte. [`KindCode::Unknown`] covers every kind this version does not know.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, strum::EnumIter, strum::FromRepr)]
 #[repr(u8)]
 pub(crate) enum KindCode {
     Header = 0,
@@ -41,22 +41,11 @@ impl KindCode {
         }
     }
 
-    /// Every code, in the order of their bytes.
-    const ALL: [KindCode; 9] = [
-        KindCode::Header,
-        KindCode::User,
-        KindCode::Assistant,
-        KindCode::ToolResult,
-        KindCode::Compaction,
-        KindCode::BranchSummary,
-        KindCode::System,
-        KindCode::Head,
-        KindCode::Unknown,
-    ];
-
     /// The code of a `kind::*` name ([`KindCode::Unknown`] for any other).
     pub(crate) fn of_name(name: &str) -> KindCode {
-        KindCode::ALL.iter().copied().find(|k| k.name() == name).unwrap_or(KindCode::Unknown)
+        <KindCode as strum::IntoEnumIterator>::iter()
+            .find(|k| k.name() == name)
+            .unwrap_or(KindCode::Unknown)
     }
 
     /// The `kind::*` name (`unknown` for [`KindCode::Unknown`]).
@@ -76,7 +65,7 @@ impl KindCode {
     }
 
     pub(crate) fn from_byte(b: u8) -> Option<KindCode> {
-        KindCode::ALL.get(usize::from(b)).copied()
+        KindCode::from_repr(b)
     }
 
     /// Entries the model reads (`Payload::is_model_visible`).

@@ -324,9 +324,6 @@ pub mod kind {
     pub const BRANCH_SUMMARY: &str = "branch_summary";
     pub const SYSTEM: &str = "system";
     pub const HEAD: &str = "head";
-    /// Every kind this version knows.
-    pub const ALL: [&str; 8] =
-        [HEADER, USER, ASSISTANT, TOOL_RESULT, COMPACTION, BRANCH_SUMMARY, SYSTEM, HEAD];
 }
 
 impl Payload {

@@ -18,7 +18,19 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The categories of DESIGN §5.9.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    strum::EnumIter,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Category {
     Constraint,
@@ -30,14 +42,10 @@ pub enum Category {
 }
 
 impl Category {
-    pub const ALL: [Category; 6] = [
-        Category::Constraint,
-        Category::Decision,
-        Category::Artifact,
-        Category::Recall,
-        Category::Plan,
-        Category::Continuation,
-    ];
+    /// Every category, in the order reports list them.
+    pub fn all() -> impl Iterator<Item = Category> {
+        <Category as strum::IntoEnumIterator>::iter()
+    }
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -238,7 +246,7 @@ mod tests {
     fn every_built_in_scenario_parses_and_all_categories_are_covered() {
         let all = built_in(&[]).unwrap();
         assert_eq!(all.len(), 8);
-        for category in Category::ALL {
+        for category in Category::all() {
             assert!(
                 all.iter().flat_map(|s| &s.probes).any(|p| p.category == category),
                 "no probe of {category:?}"

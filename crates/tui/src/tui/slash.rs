@@ -3,8 +3,8 @@
 //! matches, so adding a command forces every decision. `/help`, completion and
 //! `docs/commands.md` are all generated from here.
 
-/// Every slash command.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Every slash command, in table order (the order of `/help` and the completion popup).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::EnumIter)]
 pub enum SlashCommand {
     Compact,
     Context,
@@ -26,27 +26,10 @@ pub enum SlashCommand {
     Quit,
 }
 
-/// In table order (the order of `/help` and the completion popup).
-pub const ALL: [SlashCommand; 18] = [
-    SlashCommand::Compact,
-    SlashCommand::Context,
-    SlashCommand::Anchor,
-    SlashCommand::New,
-    SlashCommand::Resume,
-    SlashCommand::Sessions,
-    SlashCommand::Import,
-    SlashCommand::Fork,
-    SlashCommand::Checkout,
-    SlashCommand::Rewind,
-    SlashCommand::Undo,
-    SlashCommand::Model,
-    SlashCommand::Approval,
-    SlashCommand::Mcp,
-    SlashCommand::Status,
-    SlashCommand::Trust,
-    SlashCommand::Help,
-    SlashCommand::Quit,
-];
+/// Every command, in table order.
+pub fn all() -> impl Iterator<Item = SlashCommand> {
+    <SlashCommand as strum::IntoEnumIterator>::iter()
+}
 
 impl SlashCommand {
     /// The name typed after `/`.
@@ -173,7 +156,7 @@ impl SlashCommand {
     }
 
     pub fn from_name(name: &str) -> Option<SlashCommand> {
-        ALL.into_iter().find(|c| c.name() == name)
+        all().find(|c| c.name() == name)
     }
 
     /// `/name args` as shown in help.
@@ -219,7 +202,7 @@ pub fn completions(text: &str) -> Vec<SlashCommand> {
     if prefix.contains(char::is_whitespace) || prefix.starts_with('/') {
         return Vec::new();
     }
-    ALL.into_iter().filter(|c| c.name().starts_with(prefix)).collect()
+    all().filter(|c| c.name().starts_with(prefix)).collect()
 }
 
 /// The row of [`KEYS`] that needs keyboard enhancement.
@@ -293,7 +276,7 @@ pub const KEYS: &[(&str, &str)] = &[
 /// Enter, so the newline keys listed are the ones that work.
 pub fn help_text(keyboard_enhanced: bool) -> String {
     let mut out = String::from("Commands:\n");
-    for c in ALL {
+    for c in all() {
         let busy = if c.allowed_during_turn() { "" } else { " (not while a turn runs)" };
         out.push_str(&format!("  {}\n      {}{busy}\n", c.usage(), c.description()));
     }
@@ -323,7 +306,7 @@ pub fn commands_markdown() -> String {
          | command | what it does | while a turn runs |\n\
          |---|---|---|\n",
     );
-    for c in ALL {
+    for c in all() {
         let busy = if c.allowed_during_turn() { "yes" } else { "no" };
         let usage = c.usage().replace('|', "\\|");
         out.push_str(&format!("| `{usage}` | {} | {busy} |\n", c.description()));
@@ -450,8 +433,8 @@ mod tests {
 
     #[test]
     fn every_command_is_in_the_table_once_and_parses_back() {
-        for c in ALL {
-            assert_eq!(ALL.iter().filter(|x| **x == c).count(), 1);
+        for c in all() {
+            assert_eq!(all().filter(|x| *x == c).count(), 1);
             assert_eq!(SlashCommand::from_name(c.name()), Some(c));
             assert_eq!(
                 parse(&format!("/{} x y", c.name())),

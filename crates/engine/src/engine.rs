@@ -24,7 +24,7 @@ use crate::checkpoint::ops::{Move, Request};
 use crate::config::{self, Env, Overrides};
 use crate::error::EngineError;
 use crate::events::{self, ApprovalGate, ApprovalReply, EventSink};
-use crate::history::FIRST_PAGE;
+use crate::history_pages::FIRST_PAGE;
 use crate::protocol::{
     AnchorChange, ErrorKind, Event, EventMsg, HeadMove, NoticeLevel, Op, SubmissionId, TakeBack,
 };

@@ -47,7 +47,7 @@ internal_modules! {
     error;
     events;
     hints;
-    history;
+    history_pages;
     importing;
     plan;
     prompt;

@@ -10,7 +10,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::record::record;
+use crate::json_object::record;
 
 record! {
     /// `{"type":"text","text":...}`.

@@ -15,8 +15,8 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 pub use crate::entry_id::EntryId;
+use crate::json_object::Key;
 use crate::payload::Payload;
-use crate::record::Key;
 pub use crate::timestamp::Timestamp;
 
 /// The format version this crate writes.

@@ -26,10 +26,12 @@ mod branch;
 mod check;
 mod entry;
 mod entry_id;
+mod fallback_note;
 mod file;
 mod hash;
 mod ids;
 mod journal;
+mod json_object;
 mod lazy;
 mod lenient;
 mod line;
@@ -37,9 +39,7 @@ mod list;
 mod load;
 mod load_error;
 mod meta;
-mod note;
 mod payload;
-mod record;
 pub mod replace;
 mod scan;
 mod shorten;
@@ -53,6 +53,10 @@ pub use block::{Block, TextBlock, ThinkingBlock, ToolUseBlock};
 pub use branch::BranchError;
 pub use check::{check_file, CheckReport, Problem};
 pub use entry::{EncodeError, Entry, EntryId, Timestamp, FORMAT_VERSION};
+pub use fallback_note::{
+    checkpoint_note, imported_checkpoint_note, ANCHORS_TITLE as NOTE_ANCHORS_TITLE,
+    FILES_TOUCHED_TITLE, IMPORTED_NOTE_PREFIX, NOTE_CLOSING,
+};
 pub use file::{lock_path, JournalFile, OpenError, WriteError};
 pub use ids::IdStr;
 pub use journal::{DagProblem, Journal, JournalError, LineRef};
@@ -60,10 +64,6 @@ pub use lenient::take_coercions;
 pub use list::{list_sessions, title_of, Listing, SessionInfo};
 pub use load::{
     dag_message, load_read_only, torn_path, write_index, LoadError, LoadWarning, Loaded, Malformed,
-};
-pub use note::{
-    checkpoint_note, imported_checkpoint_note, ANCHORS_TITLE as NOTE_ANCHORS_TITLE,
-    FILES_TOUCHED_TITLE, IMPORTED_NOTE_PREFIX, NOTE_CLOSING,
 };
 pub use payload::{
     kind, AssistantPayload, Attachment, Bounded, BranchSummaryPayload, CallEnd, CompactionPath,

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::block::Block;
 use crate::entry_id::EntryId;
-use crate::record::{record, string_enum};
+use crate::json_object::{record, string_enum};
 use crate::text::Text;
 use crate::timestamp::Timestamp;
 

@@ -267,7 +267,7 @@ impl serde::Serialize for Text {
 
 impl<'de> serde::Deserialize<'de> for Text {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let k = crate::record::Key::deserialize(d)?;
+        let k = crate::json_object::Key::deserialize(d)?;
         Ok(Text(Repr::Mem(k.0.into())))
     }
 }

@@ -7,7 +7,7 @@ use serde::de::{self, Deserializer};
 use serde::ser::Serializer;
 use serde::{Deserialize, Serialize};
 
-use crate::record::Key;
+use crate::json_object::Key;
 
 /// A UTC instant written as RFC 3339 with milliseconds and `Z`: `2026-11-29T18:00:00.123Z`.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

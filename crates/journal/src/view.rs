@@ -26,9 +26,9 @@ use std::collections::{HashMap, HashSet};
 
 use crate::block::Block;
 use crate::entry::{Entry, EntryId};
+use crate::fallback_note::checkpoint_note;
 use crate::journal::Journal;
 use crate::meta as flags;
-use crate::note::checkpoint_note;
 use crate::payload::{CompactionPayload, Payload};
 use crate::shorten::{
     blocks_bytes, bound_blocks, cut_to_bound_naming, pruned_attachment_stub, pruned_stub,

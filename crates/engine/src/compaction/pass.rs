@@ -105,7 +105,7 @@ pub async fn run(
     emit: &(dyn Fn(Event) + Send + Sync),
 ) -> PassOutcome {
     let trigger = request.trigger.as_str().to_owned();
-    let typed_trigger = crate::history::trigger_of(&request.trigger);
+    let typed_trigger = crate::history_pages::trigger_of(&request.trigger);
     emit(Event::CompactionStarted { trigger: typed_trigger });
     let mut summary_failed = false;
     let started = std::time::Instant::now();
@@ -149,7 +149,7 @@ pub async fn run(
             emit(Event::CompactionFinished {
                 id: id.clone(),
                 trigger: typed_trigger,
-                path: crate::history::kind_of(path),
+                path: crate::history_pages::kind_of(path),
                 tokens_before: *tokens_before,
                 tokens_after: *tokens_after,
                 covered,

@@ -21,7 +21,7 @@ use crate::anchors::{self, AnchorStore};
 use crate::budget::{Budget, SystemCounts};
 use crate::config::{self, Overrides};
 use crate::error::EngineError;
-use crate::history::{kind_of, trigger_of};
+use crate::history_pages::{kind_of, trigger_of};
 use crate::prompt::SystemPrompt;
 use crate::protocol::report::{
     ActiveReport, AnchorsReport, ContextReport, CoversReport, LastRound, Tokens, ViewEntry,

@@ -13,7 +13,7 @@
 //! report built from the live session ([`report`]), the anchors, the note of every compaction,
 //! and a [`Event::Usage`] after every change of what the model reads.
 
-pub mod history;
+pub mod history_page;
 pub mod outcome;
 pub mod plan;
 pub mod report;
@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::approval::Grant;
 pub use crate::budget::{Figure, Source};
-pub use history::{HistoryItem, HistoryPage, ToolOutcome};
+pub use history_page::{HistoryItem, HistoryPage, ToolOutcome};
 pub use outcome::{AnchorChange, HeadMove};
 pub use plan::{Plan, PlanStep, StepStatus};
 pub use report::{BranchInfo, ContextReport, ModelChoice, StatusReport, WorkspaceTrust};

@@ -200,7 +200,7 @@ impl Session {
 
     /// A page of HEAD's conversation for the UI.
     pub fn history_page(&self, before: Option<&str>, limit: usize, reset: bool) -> HistoryPage {
-        crate::history::page(self.journal.journal(), before, limit, reset)
+        crate::history_pages::page(self.journal.journal(), before, limit, reset)
     }
 
     /// Switches the model for the next request; the window follows the new model. Journaled

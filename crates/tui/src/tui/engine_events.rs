@@ -17,7 +17,7 @@ use super::branch_cell::BranchSummaryCell;
 use super::cells::short_tokens;
 use super::cells::{AnchorCell, CompactionCell, CompactionSummary, NoticeKind};
 use super::event::Effect;
-use super::history;
+use super::page_cells;
 use super::plan_cell::PlanCell;
 use super::slash_dispatch::{anchors_text, context_text, status_text};
 use super::tool_cell::{ToolCell, ToolState};
@@ -284,7 +284,7 @@ impl App {
     /// A page of the conversation: the newest one replaces what is shown (a session opened,
     /// HEAD moved); an older one goes above it.
     fn on_history(&mut self, page: HistoryPage, pending: Option<Pending>) {
-        let earlier = history::transcript_of(&page);
+        let earlier = page_cells::transcript_of(&page);
         if page.reset {
             self.transcript = earlier;
             if let Some(text) = self.reset_notice.take() {

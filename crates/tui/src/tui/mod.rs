@@ -27,10 +27,10 @@ pub mod editor;
 mod engine_events;
 pub mod event;
 pub mod frame;
-pub mod history;
 mod keys;
 pub mod markdown;
 pub mod mentions;
+pub mod page_cells;
 pub mod plan_cell;
 pub mod prompts;
 mod render;
@@ -149,14 +149,14 @@ pub async fn run(params: TuiParams) -> anyhow::Result<Outcome> {
     terminal::install_panic_hook();
     let (mut terminal, guard, keyboard_enhanced) =
         terminal::enter().context("cannot set up the terminal")?;
-    let history_file = composer::history::file_for(&params.home, &params.workspace);
+    let history_file = composer::prompt_history::file_for(&params.home, &params.workspace);
     let sink: Box<dyn OpSink> = match &links.current {
         Some(l) => Box::new(l.handle.clone()),
         None => Box::new(NoSession),
     };
     let mut app = App::new(sink, params.overrides.model.clone().unwrap_or_default());
     app.keyboard_enhanced = keyboard_enhanced;
-    match composer::history::load(&history_file) {
+    match composer::prompt_history::load(&history_file) {
         Ok(entries) => app.composer = composer::Composer::with_history(entries),
         Err(e) => {
             tracing::warn!(path = %history_file.display(), "cannot read the prompt history: {e}")
@@ -347,7 +347,7 @@ pub async fn run(params: TuiParams) -> anyhow::Result<Outcome> {
                 Effect::RememberPrompt(text) => {
                     let path = history_file.clone();
                     tokio::task::spawn_blocking(move || {
-                        if let Err(e) = composer::history::append(&path, &text) {
+                        if let Err(e) = composer::prompt_history::append(&path, &text) {
                             tracing::warn!(path = %path.display(), "cannot keep the prompt: {e}");
                         }
                     });

@@ -18,8 +18,8 @@
 //! boundary of that line; the text holds no control characters but tabs (newlines split
 //! lines), and no chip characters except those of its own pastes.
 
-pub mod history;
 pub mod layout;
+pub mod prompt_history;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 

@@ -90,7 +90,7 @@ macro_rules! record {
                     ) -> Result<Self::Value, A::Error> {
                         $( let mut $field: Option<$ty> = None; )*
                         let mut extra = serde_json::Map::new();
-                        while let Some(key) = map.next_key::<$crate::record::Key<'de>>()? {
+                        while let Some(key) = map.next_key::<$crate::json_object::Key<'de>>()? {
                             match key.0.as_ref() {
                                 $( $key => $field = Some(record!(@de map, $ty, $key, $mode)), )*
                                 _ => {
@@ -199,7 +199,7 @@ macro_rules! string_enum {
 
         impl<'de> serde::Deserialize<'de> for $name {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let k = $crate::record::Key::deserialize(d)?;
+                let k = $crate::json_object::Key::deserialize(d)?;
                 Ok($name::from(k.0.as_ref()))
             }
         }

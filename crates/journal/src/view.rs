@@ -16,7 +16,7 @@
 //!    the segment, in spine order) and then the checkpoint. Results in `pruned_ids` become a
 //!    one-line stub; results in `bounded` are cut to head + marker + tail. The checkpoint's
 //!    first block is the record's `note`, or one rebuilt from its summary when the record has
-//!    none (see [`crate::note`]).
+//!    none (see [`crate::fallback_note`]).
 //!
 //! [`check_view`] verifies a view before it is sent: tool pairs complete, no orphans, legal
 //! role order.

@@ -107,7 +107,7 @@ impl Serialize for Entry {
             // A kind this version knows must carry its typed payload: written untyped, its
             // payload was never checked against the kind's fields, and a reader could reject
             // the line as malformed.
-            if crate::meta::KindCode::of_name(kind) != crate::meta::KindCode::Unknown {
+            if crate::kind_code::KindCode::of_name(kind) != crate::kind_code::KindCode::Unknown {
                 return Err(serde::ser::Error::custom(format!(
                     "a `{kind}` entry must carry a typed payload, not an untyped one"
                 )));

@@ -32,6 +32,7 @@ mod hash;
 mod ids;
 mod journal;
 mod json_object;
+mod kind_code;
 mod lazy;
 mod lenient;
 mod line;

@@ -24,8 +24,9 @@ use once_cell::race::OnceBox;
 
 use crate::entry::{Entry, EntryId};
 use crate::ids::{id_hash, parse_uuid, IdStr, Ids};
+use crate::kind_code::KindCode;
 use crate::line::{Added, Line};
-use crate::meta::{KindCode, Meta};
+use crate::meta::Meta;
 use crate::payload::{CompactionPayload, HeaderPayload, Payload};
 use crate::text::Source;
 

@@ -38,9 +38,10 @@ use codec::{put_opt_str, put_str, put_u32, Hashing, Out, Reader};
 use crate::hash::{hash, Checksum};
 
 use crate::journal::{DagProblem, Journal};
+use crate::kind_code::KindCode;
 use crate::line::Added;
 use crate::load_error::{LoadError, Malformed};
-use crate::meta::{KindCode, Meta};
+use crate::meta::Meta;
 use crate::payload::Payload;
 use crate::scan::{read_entry, Prefix, Scan};
 use crate::text::{read_exact_at, Source};

@@ -1,0 +1,176 @@
+use super::*;
+
+pub(crate) fn in_dir<'a>(dir: &'a Path, groups: &'static ProcessGroups) -> RunEnv<'a> {
+    RunEnv { workspace: dir, vars: &[], groups, progress: &|_| {}, sandbox: None }
+}
+
+fn groups() -> &'static ProcessGroups {
+    Box::leak(Box::default())
+}
+
+/// Whether a process whose command line contains `marker` is still running.
+pub(crate) fn running(marker: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().filter_map(Result::ok).any(|e| {
+        std::fs::read(e.path().join("cmdline"))
+            .map(|c| String::from_utf8_lossy(&c).replace('\0', " ").contains(marker))
+            .unwrap_or(false)
+    })
+}
+
+#[tokio::test]
+async fn combined_output_and_exit_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let cancel = CancellationToken::new();
+    let out =
+        run(in_dir(dir.path(), groups()), "echo out; echo err >&2; exit 3", None, &cancel)
+            .await;
+    assert!(out.text.contains("out\n") && out.text.contains("err\n"), "{}", out.text);
+    assert!(out.text.ends_with("[exit code: 3]"));
+    assert!(out.is_error);
+    assert_eq!((out.exit_code, out.timed_out), (Some(3), false), "the code as data too");
+    let ok = run(in_dir(dir.path(), groups()), "pwd", None, &cancel).await;
+    assert!(!ok.is_error);
+    assert_eq!(ok.exit_code, Some(0));
+    assert!(ok.text.contains(dir.path().file_name().unwrap().to_str().unwrap()));
+}
+
+#[test]
+fn provider_keys_are_hidden_from_commands() {
+    let cmd = bash(Path::new("."), "env", None, false);
+    let mut removed: Vec<_> = cmd
+        .as_std()
+        .get_envs()
+        .filter(|(_, value)| value.is_none())
+        .map(|(name, _)| name.to_string_lossy().into_owned())
+        .collect();
+    removed.sort();
+    assert_eq!(removed, ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"]);
+}
+
+#[tokio::test]
+async fn timeouts_kill_the_whole_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let cancel = CancellationToken::new();
+    let start = std::time::Instant::now();
+    let out = run(
+        in_dir(dir.path(), groups()),
+        "sleep 30 & sleep 30; echo never",
+        Some(200),
+        &cancel,
+    )
+    .await;
+    assert!(start.elapsed() < Duration::from_secs(10));
+    assert!(out.text.contains("timed out after 200 ms"), "{}", out.text);
+    assert!(!out.text.contains("never"));
+    assert_eq!((out.exit_code, out.timed_out), (None, true));
+}
+
+#[tokio::test]
+async fn huge_output_is_capped_with_a_marker() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        in_dir(dir.path(), groups()),
+        "yes line | head -c 1000000",
+        None,
+        &CancellationToken::new(),
+    )
+    .await;
+    assert!(out.text.len() < MAX_OUTPUT_BYTES + 200);
+    assert!(out.text.contains("bytes omitted"));
+    // Everything printed plus the "[exit code: 0]" line.
+    assert_eq!(out.bytes, 1_000_000 + "[exit code: 0]".len() as u64);
+    let small =
+        run(in_dir(dir.path(), groups()), "echo hi", None, &CancellationToken::new()).await;
+    assert_eq!(small.bytes, small.text.len() as u64, "{small:?}");
+}
+
+#[tokio::test]
+async fn background_commands_are_listed_until_they_exit() {
+    let dir = tempfile::tempdir().unwrap();
+    let registry = BackgroundRegistry::new(dir.path().join("bg"));
+    let out = spawn_background(dir.path(), &[], "sleep 30", &registry, None, 4096).await;
+    assert!(out.text.starts_with("started in the background as bg-1"), "{}", out.text);
+    let running = registry.running();
+    assert_eq!(running.len(), 1);
+    assert_eq!(running[0].command, "sleep 30");
+    registry.shutdown();
+    assert!(registry.running().is_empty());
+}
+
+#[tokio::test]
+async fn listening_ports_of_background_commands_are_found() {
+    if std::process::Command::new("python3").arg("--version").output().is_err() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let registry = BackgroundRegistry::new(dir.path().join("bg"));
+    let server = "python3 -c 'import socket,time\ns=socket.socket()\ns.bind((\"127.0.0.1\",0))\ns.listen()\nprint(s.getsockname()[1],flush=True)\ntime.sleep(30)'";
+    let out = spawn_background(dir.path(), &[], server, &registry, None, 4096).await;
+    assert!(!out.is_error, "{}", out.text);
+    let log = registry.running()[0].log.clone();
+    let mut port = None;
+    for _ in 0..100 {
+        port = std::fs::read_to_string(&log).ok().and_then(|t| t.trim().parse::<u16>().ok());
+        if port.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let port = port.expect("the server printed its port");
+    assert_eq!(registry.running()[0].ports, vec![port]);
+    registry.shutdown();
+}
+
+/// `sleep 600 &` keeps the output pipe open: the call still ends when the command does,
+/// with its own exit code, and the sleeper is ended with it.
+#[tokio::test]
+async fn a_background_child_holding_the_pipe_neither_hangs_the_call_nor_outlives_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = format!("sleep 600.{}", std::process::id());
+    let start = std::time::Instant::now();
+    let cmd = format!("bash -c 'exec -a \"{marker}\" sleep 600' & echo started; exit 4");
+    let out =
+        run(in_dir(dir.path(), groups()), &cmd, Some(20_000), &CancellationToken::new()).await;
+    assert!(start.elapsed() < Duration::from_secs(8), "{:?}", start.elapsed());
+    assert!(
+        out.text.contains("started") && out.text.contains("[exit code: 4]"),
+        "{}",
+        out.text
+    );
+    assert!(out.text.contains("left running were stopped"), "{}", out.text);
+    assert!(!running(&marker), "the background child was ended");
+}
+
+/// With its output redirected, a long command's call still ends at its timeout, and the
+/// process with it.
+#[tokio::test]
+async fn the_timeout_covers_a_process_whose_output_is_redirected() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = format!("sleep 601.{}", std::process::id());
+    let cmd = format!("bash -c 'exec -a \"{marker}\" sleep 601' > log.txt 2>&1");
+    let start = std::time::Instant::now();
+    let out =
+        run(in_dir(dir.path(), groups()), &cmd, Some(500), &CancellationToken::new()).await;
+    assert!(start.elapsed() < Duration::from_secs(6), "{:?}", start.elapsed());
+    assert!(out.text.contains("timed out after 500 ms"), "{}", out.text);
+    assert!(!running(&marker));
+}
+
+/// Closing the session ends the groups of calls still running.
+#[tokio::test]
+async fn the_session_ends_groups_still_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let groups = groups();
+    let marker = format!("sleep 602.{}", std::process::id());
+    let cmd = format!("exec -a \"{marker}\" sleep 602");
+    let cancel = CancellationToken::new();
+    let call = run(in_dir(dir.path(), groups), &cmd, Some(60_000), &cancel);
+    tokio::pin!(call);
+    let waited = tokio::time::timeout(Duration::from_millis(500), &mut call).await;
+    assert!(waited.is_err(), "still running");
+    assert!(running(&marker));
+    groups.end_all();
+    let out = tokio::time::timeout(Duration::from_secs(5), call).await.unwrap();
+    assert!(out.is_error, "{}", out.text);
+    assert!(!running(&marker));
+}

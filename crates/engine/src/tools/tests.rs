@@ -1,0 +1,166 @@
+use super::*;
+
+fn ctx(dir: &std::path::Path) -> ToolContext {
+    ToolContext {
+        workspace: std::fs::canonicalize(dir).unwrap(),
+        background: Arc::new(BackgroundRegistry::new(dir.join(".bg"))),
+        groups: Arc::default(),
+        shell_env: Arc::default(),
+        sandbox: None,
+        cancel: CancellationToken::new(),
+        files: None,
+    }
+}
+
+#[test]
+fn the_fixed_tools_with_object_schemas() {
+    let names: Vec<String> = specs().into_iter().map(|s| s.name).collect();
+    assert_eq!(
+        names,
+        [
+            "read_file",
+            "list_dir",
+            "search",
+            "write_file",
+            "edit_file",
+            "shell",
+            "update_plan",
+            "recall"
+        ]
+    );
+    assert!(specs().iter().all(|s| s.input_schema["type"] == "object"));
+}
+
+#[tokio::test]
+async fn bad_calls_are_error_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = ctx(dir.path());
+    let out = execute(&c, "read_file", &json!({"file": "x"}), &|_| {}).await;
+    assert!(out.is_error && out.content.contains("missing field `path`"), "{}", out.content);
+    let out = execute(&c, "rm_rf", &json!({}), &|_| {}).await;
+    assert!(out.is_error && out.content.contains("no tool named"));
+    let out = execute(&c, "write_file", &json!("{\"path\":\"a\",\"content\":\"x\"}"), &|_| {}).await;
+    assert!(!out.is_error, "{}", out.content);
+}
+
+#[tokio::test]
+async fn capped_output_remembers_its_full_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = ctx(dir.path());
+    // 200 matches of 300 characters each: the search listing is over the cap and is cut.
+    let line = "y".repeat(400);
+    std::fs::write(dir.path().join("big.txt"), format!("{line}\n").repeat(300)).unwrap();
+    let out = execute(&c, "list_dir", &json!({"path": "."}), &|_| {}).await;
+    assert_eq!(out.bytes, out.content.len() as u64, "an uncut output is its own size");
+    let out = execute(&c, "search", &json!({"pattern": "y+"}), &|_| {}).await;
+    assert!(out.content.contains("bytes omitted"), "{}", out.content);
+    assert!(out.bytes > 60_000 && out.bytes > out.content.len() as u64, "{}", out.bytes);
+    let out =
+        execute(&c, "shell", &json!({"command": "head -c 100000 /dev/zero | tr '\\0' a"}), &|_| {}).await;
+    assert!(out.content.contains("bytes omitted"), "{}", out.content);
+    assert!(out.bytes > 100_000, "{} bytes", out.bytes);
+    assert!(out.bytes > out.content.len() as u64);
+}
+
+#[test]
+fn assessment_classifies_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = std::fs::canonicalize(dir.path()).unwrap();
+    let none = Protected::default();
+    let a = assess(&ws, &none, "read_file", &json!({"path": "/etc/hosts"}));
+    let read = Assessment {
+        effect: Some(Effect::Read),
+        leaves_workspace: true,
+        protected: false,
+        command: None,
+        mcp: None,
+    };
+    assert_eq!(a, read);
+    let a = assess(
+        &ws,
+        &none,
+        "edit_file",
+        &json!({"path": "a", "old_string": "x", "new_string": "y"}),
+    );
+    let write = Assessment {
+        effect: Some(Effect::Write),
+        leaves_workspace: false,
+        protected: false,
+        command: None,
+        mcp: None,
+    };
+    assert_eq!(a, write);
+    assert!(assess(&ws, &none, "shell", &json!({"command": "ls"})).summary().is_some());
+    assert!(assess(&ws, &none, "nope", &json!({})).is_read_only());
+}
+
+#[test]
+fn writes_to_codewhales_own_config_are_protected() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = std::fs::canonicalize(dir.path()).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let protected = Protected { home: Some(home.path().to_path_buf()) };
+    let write = |path: &str| {
+        assess(&ws, &protected, "write_file", &json!({"path": path, "content": "x"})).protected
+    };
+    assert!(write(".codewhale/config.toml"));
+    assert!(write("./sub/../.codewhale/config.toml"));
+    assert!(write(&home.path().join("config.toml").display().to_string()));
+    assert!(write(&home.path().join("trust.json").display().to_string()));
+    assert!(!write(".codewhale/anchors.md"));
+    assert!(!write("src/main.rs"));
+    let read = assess(&ws, &protected, "read_file", &json!({"path": ".codewhale/config.toml"}));
+    assert!(!read.protected, "reading is not changing");
+    // A link to the config under another name is the config.
+    std::fs::create_dir_all(ws.join(".codewhale")).unwrap();
+    std::fs::write(ws.join(".codewhale/config.toml"), "").unwrap();
+    std::os::unix::fs::symlink(ws.join(".codewhale/config.toml"), ws.join("innocent.toml"))
+        .unwrap();
+    assert!(write("innocent.toml"));
+}
+
+#[tokio::test]
+async fn content_holding_a_redaction_marker_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = ctx(dir.path());
+    let out = execute(
+        &c,
+        "write_file",
+        &json!({"path": ".env", "content": "KEY=[REDACTED:openai-key:3f2a9c]\n"}),
+        &|_| {},
+    )
+    .await;
+    assert!(out.is_error && out.content.contains("redaction marker"), "{}", out.content);
+    assert!(!dir.path().join(".env").exists());
+}
+
+#[test]
+fn a_hardlink_in_the_workspace_asks_and_one_to_codewhales_config_is_protected() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = std::fs::canonicalize(dir.path()).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let config = crate::config::user_file(home.path());
+    std::fs::write(&config, "model = \"m\"\n").unwrap();
+    std::fs::hard_link(&config, ws.join("innocent.toml")).unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("other.rs"), "").unwrap();
+    std::fs::hard_link(outside.path().join("other.rs"), ws.join("lib.rs")).unwrap();
+    let protected = Protected { home: Some(home.path().to_path_buf()) };
+    let write = |p: &str| {
+        assess(&ws, &protected, "write_file", &json!({"path": p, "content": "approval = \"full\""}))
+    };
+    let to_config = write("innocent.toml");
+    assert!(to_config.protected && to_config.leaves_workspace, "{to_config:?}");
+    let to_other = write("lib.rs");
+    assert!(!to_other.protected && to_other.leaves_workspace, "{to_other:?}");
+    let read = assess(&ws, &protected, "read_file", &json!({"path": "lib.rs"}));
+    assert!(read.leaves_workspace, "{read:?}");
+    let mut policy = crate::approval::Policy::new(crate::approval::ApprovalMode::AutoEdit);
+    for a in [&to_config, &to_other] {
+        assert_eq!(policy.decide(a.summary().unwrap()), crate::approval::Decision::Ask);
+    }
+    policy = crate::approval::Policy::new(crate::approval::ApprovalMode::Full);
+    assert_eq!(policy.decide(to_config.summary().unwrap()), crate::approval::Decision::Ask);
+    std::fs::write(ws.join("plain.rs"), "").unwrap();
+    assert!(!write("plain.rs").leaves_workspace);
+}

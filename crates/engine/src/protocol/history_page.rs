@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{CompactionKind, CompactionTrigger};
+use super::kinds::{CompactionKind, CompactionTrigger};
 
 /// How a tool call ended, as far as the journal knows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -20,7 +20,7 @@ pub struct ToolOutcome {
     /// How the call ended: journaled with the result (for files written before that was,
     /// worked out by the engine from its own wording of the result).
     #[serde(default)]
-    pub end: super::CallEnd,
+    pub end: super::values::CallEnd,
     /// A shell command's exit code, when it exited.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
@@ -97,7 +97,7 @@ pub enum HistoryItem {
         id: String,
         text: String,
         #[serde(default)]
-        level: super::NoticeLevel,
+        level: super::values::NoticeLevel,
     },
 }
 

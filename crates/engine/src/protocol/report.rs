@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{CompactionKind, CompactionTrigger};
+use super::kinds::{CompactionKind, CompactionTrigger};
 use crate::budget::Source;
 
 /// Token breakdown of the next request.
@@ -119,7 +119,7 @@ pub struct StatusReport {
     pub pressure: crate::budget::Figure,
     pub approval: crate::approval::ApprovalMode,
     pub trust: WorkspaceTrust,
-    pub sandbox: super::SandboxReport,
+    pub sandbox: super::values::SandboxReport,
     /// Compaction records in the session.
     pub compactions: usize,
 }
@@ -151,7 +151,7 @@ pub struct ContextReport {
     pub anchors: AnchorsReport,
     /// HEAD's live plan (`update_plan`), `null` when the model set none.
     #[serde(default)]
-    pub plan: Option<super::Plan>,
+    pub plan: Option<super::plan::Plan>,
     /// The background note of a live session (DESIGN §5.8); `null` when none is being
     /// written or waiting, and always from a file alone (only the running session knows).
     #[serde(default)]
@@ -168,5 +168,5 @@ pub struct ContextReport {
 /// `background` of the context report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BackgroundReport {
-    pub state: super::BackgroundState,
+    pub state: super::values::BackgroundState,
 }

@@ -1,0 +1,135 @@
+//! The short stable names across the seam: what failed ([`ErrorKind`]), what started a
+//! compaction and what it wrote. Each serializes as the string its `as_str` returns.
+
+use serde::{Deserialize, Serialize};
+
+/// What kind of failure an [`Event::Error`](super::Event::Error) reports; serialized as a short
+/// stable name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// A configuration problem (a bad file, no provider).
+    Config,
+    /// The session file could not be opened, read or written.
+    Journal,
+    SessionNotFound,
+    Io,
+    /// The conversation cannot be sent as it is.
+    InvalidView,
+    /// A fork, checkout or rewind was refused.
+    Branch,
+    /// Another op is running; interrupt it or wait.
+    Busy,
+    /// An approval for a call that is not waiting.
+    NoSuchCall,
+    /// Pinning or unpinning an anchor failed.
+    Anchor,
+    /// Even the bounded minimum of the conversation does not fit the window.
+    ContextFull,
+    // The provider's kinds.
+    ContextOverflow,
+    RateLimited,
+    Overloaded,
+    Auth,
+    BadRequest,
+    Network,
+    Protocol,
+    Cancelled,
+}
+
+impl ErrorKind {
+    /// The provider's kind, for a failed request.
+    pub fn from_provider(kind: &codewhale_provider::ErrorKind) -> ErrorKind {
+        use codewhale_provider::ErrorKind as P;
+        match kind {
+            P::ContextOverflow { .. } => ErrorKind::ContextOverflow,
+            P::RateLimited { .. } => ErrorKind::RateLimited,
+            P::Overloaded => ErrorKind::Overloaded,
+            P::Auth => ErrorKind::Auth,
+            P::BadRequest => ErrorKind::BadRequest,
+            P::Network => ErrorKind::Network,
+            P::Protocol => ErrorKind::Protocol,
+            _ => ErrorKind::Cancelled,
+        }
+    }
+}
+
+/// What started a compaction pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactionTrigger {
+    Auto,
+    Manual,
+    Reactive,
+}
+
+impl CompactionTrigger {
+    /// The short name (`auto`, `manual`, `reactive`), as serialized.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CompactionTrigger::Auto => "auto",
+            CompactionTrigger::Manual => "manual",
+            CompactionTrigger::Reactive => "reactive",
+        }
+    }
+}
+
+/// What a compaction pass wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum CompactionKind {
+    /// A summary replaced the older part of the conversation.
+    #[serde(rename = "summary")]
+    Summary,
+    /// Long outputs were stubbed or shortened; nothing was summarized.
+    #[serde(rename = "prune-only")]
+    PruneOnly,
+}
+
+impl CompactionKind {
+    /// The short name (`summary`, `prune-only`), as serialized.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CompactionKind::Summary => "summary",
+            CompactionKind::PruneOnly => "prune-only",
+        }
+    }
+}
+
+impl ErrorKind {
+    /// The short name, as serialized (`context_overflow`, `busy`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Config => "config",
+            ErrorKind::Journal => "journal",
+            ErrorKind::SessionNotFound => "session_not_found",
+            ErrorKind::Io => "io",
+            ErrorKind::InvalidView => "invalid_view",
+            ErrorKind::Branch => "branch",
+            ErrorKind::Busy => "busy",
+            ErrorKind::NoSuchCall => "no_such_call",
+            ErrorKind::Anchor => "anchor",
+            ErrorKind::ContextFull => "context_full",
+            ErrorKind::ContextOverflow => "context_overflow",
+            ErrorKind::RateLimited => "rate_limited",
+            ErrorKind::Overloaded => "overloaded",
+            ErrorKind::Auth => "auth",
+            ErrorKind::BadRequest => "bad_request",
+            ErrorKind::Network => "network",
+            ErrorKind::Protocol => "protocol",
+            ErrorKind::Cancelled => "cancelled",
+        }
+    }
+}
+
+macro_rules! display_as_str {
+    ($($t:ty),*) => {$(
+        impl std::fmt::Display for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    )*};
+}
+
+display_as_str!(ErrorKind, CompactionTrigger, CompactionKind);

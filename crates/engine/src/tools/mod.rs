@@ -15,16 +15,17 @@ pub mod path;
 pub mod process;
 pub mod search;
 pub mod shell;
+mod table;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use codewhale_provider::ToolSpec;
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::approval::{CallSummary, Effect};
+use table::{parse, Call};
 pub use background::BackgroundRegistry;
 
 /// What a tool call produced, as the model will read it.
@@ -126,86 +127,13 @@ impl Protected {
     }
 }
 
-#[derive(Debug, Deserialize)]
-struct ReadArgs {
-    path: String,
-    offset: Option<usize>,
-    limit: Option<usize>,
-}
 
-#[derive(Debug, Deserialize)]
-struct PathArgs {
-    path: String,
-}
 
-#[derive(Debug, Deserialize)]
-struct SearchArgs {
-    pattern: String,
-    path: Option<String>,
-    glob: Option<String>,
-}
 
-#[derive(Debug, Deserialize)]
-struct WriteArgs {
-    path: String,
-    content: String,
-}
 
-#[derive(Debug, Deserialize)]
-struct EditArgs {
-    path: String,
-    old_string: String,
-    new_string: String,
-    #[serde(default)]
-    replace_all: bool,
-}
 
-#[derive(Debug, Deserialize)]
-struct ShellArgs {
-    command: String,
-    timeout_ms: Option<u64>,
-    #[serde(default)]
-    background: bool,
-}
 
-/// A parsed call.
-#[derive(Debug)]
-enum Call {
-    Read(ReadArgs),
-    List(PathArgs),
-    Search(SearchArgs),
-    Write(WriteArgs),
-    Edit(EditArgs),
-    Shell(ShellArgs),
-}
 
-fn parse(name: &str, input: &Value) -> Result<Call, String> {
-    fn args<T: for<'de> Deserialize<'de>>(name: &str, input: &Value) -> Result<T, String> {
-        // Some servers send the arguments as a JSON string instead of an object.
-        let value = match input {
-            Value::String(s) => serde_json::from_str(s).map_err(|e| {
-                format!("the arguments of {name} are not a JSON object: {e}; send an object")
-            })?,
-            other => other.clone(),
-        };
-        serde_json::from_value(value)
-            .map_err(|e| format!("invalid arguments for {name}: {e}; see the tool's schema"))
-    }
-    Ok(match name {
-        "read_file" => Call::Read(args(name, input)?),
-        "list_dir" => Call::List(args(name, input)?),
-        "search" => Call::Search(args(name, input)?),
-        "write_file" => Call::Write(args(name, input)?),
-        "edit_file" => Call::Edit(args(name, input)?),
-        "shell" => Call::Shell(args(name, input)?),
-        other => {
-            return Err(format!(
-                "there is no tool named {other:?}; the tools are read_file, list_dir, search, \
-                 write_file, edit_file and shell"
-            ))
-        }
-    })
-}
 
 impl Call {
     fn effect(&self) -> Effect {
@@ -491,67 +419,7 @@ pub fn is_session_tool(name: &str) -> bool {
 
 /// The tool schemas sent with every request: the six workspace tools, then the session's own.
 pub fn specs() -> Vec<ToolSpec> {
-    let spec = |name: &str, description: &str, schema: Value| ToolSpec {
-        name: name.to_owned(),
-        description: description.to_owned(),
-        input_schema: schema,
-    };
-    vec![
-        spec(
-            "read_file",
-            "Read a text file of the workspace. Lines are numbered. Use offset (1-based first line) and limit (number of lines) to page through long files; a line longer than 2000 characters comes in pieces, one row each, and offset and limit then count rows.",
-            json!({"type": "object", "properties": {
-                "path": {"type": "string", "description": "Path relative to the workspace (absolute paths inside it are accepted)."},
-                "offset": {"type": "integer", "minimum": 1, "description": "First line to read, 1-based."},
-                "limit": {"type": "integer", "minimum": 1, "description": "How many lines to read (default 2000)."}
-            }, "required": ["path"], "additionalProperties": false}),
-        ),
-        spec(
-            "list_dir",
-            "List the entries of a directory; directories end with '/'.",
-            json!({"type": "object", "properties": {
-                "path": {"type": "string", "description": "Directory relative to the workspace; '.' is the workspace itself."}
-            }, "required": ["path"], "additionalProperties": false}),
-        ),
-        spec(
-            "search",
-            "Search file contents with a regular expression (Rust regex syntax), honouring .gitignore. Returns path:line:text lines.",
-            json!({"type": "object", "properties": {
-                "pattern": {"type": "string", "description": "The regular expression."},
-                "path": {"type": "string", "description": "Directory or file to search (default: the whole workspace)."},
-                "glob": {"type": "string", "description": "Only files matching this glob, e.g. '*.rs' or 'src/**/*.ts'."}
-            }, "required": ["pattern"], "additionalProperties": false}),
-        ),
-        spec(
-            "write_file",
-            "Create a file or replace its whole content. Parent directories are created.",
-            json!({"type": "object", "properties": {
-                "path": {"type": "string", "description": "Path relative to the workspace."},
-                "content": {"type": "string", "description": "The complete new content."}
-            }, "required": ["path", "content"], "additionalProperties": false}),
-        ),
-        spec(
-            "edit_file",
-            "Replace an exact piece of text in a file. old_string must match exactly once (copy it from read_file output without the line numbers), unless replace_all is true.",
-            json!({"type": "object", "properties": {
-                "path": {"type": "string", "description": "Path relative to the workspace."},
-                "old_string": {"type": "string", "description": "The exact text to replace, including whitespace."},
-                "new_string": {"type": "string", "description": "The replacement text."},
-                "replace_all": {"type": "boolean", "description": "Replace every occurrence (default false)."}
-            }, "required": ["path", "old_string", "new_string"], "additionalProperties": false}),
-        ),
-        spec(
-            "shell",
-            "Run a bash command in the workspace. Returns combined stdout and stderr (long output is shortened in the middle) and the exit code. Use background: true for servers and watchers; they keep running and are listed later.",
-            json!({"type": "object", "properties": {
-                "command": {"type": "string", "description": "The command line, run with bash -c."},
-                "timeout_ms": {"type": "integer", "minimum": 1, "description": "Kill the command after this many milliseconds (default 120000, at most 600000)."},
-                "background": {"type": "boolean", "description": "Start it in the background and return at once (default false)."}
-            }, "required": ["command"], "additionalProperties": false}),
-        ),
-        crate::plan::spec(),
-        crate::recall::spec(),
-    ]
+    table::specs().chain([crate::plan::spec(), crate::recall::spec()]).collect()
 }
 
 #[cfg(test)]

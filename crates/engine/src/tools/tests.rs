@@ -1,4 +1,5 @@
 use super::*;
+use serde_json::json;
 
 fn ctx(dir: &std::path::Path) -> ToolContext {
     ToolContext {
@@ -163,4 +164,24 @@ fn a_hardlink_in_the_workspace_asks_and_one_to_codewhales_config_is_protected() 
     assert_eq!(policy.decide(to_config.summary().unwrap()), crate::approval::Decision::Ask);
     std::fs::write(ws.join("plain.rs"), "").unwrap();
     assert!(!write("plain.rs").leaves_workspace);
+}
+
+/// The schemas derived from the argument structs are the ones the model has always been sent
+/// (recorded in `fixtures/tools/specs.json`), and every schema's properties parse back.
+#[test]
+fn the_derived_schemas_are_the_recorded_ones() {
+    let recorded: Vec<ToolSpec> = serde_json::from_str(include_str!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/tools/specs.json"
+    )))
+    .unwrap();
+    let specs = specs();
+    assert_eq!(specs.len(), recorded.len());
+    for (now, then) in specs.iter().zip(&recorded) {
+        assert_eq!(now, then, "{}", serde_json::to_string_pretty(&now.input_schema).unwrap());
+    }
+    // Extra keys a model adds are tolerated; a wrong tool name lists the tools.
+    assert!(parse("read_file", &json!({"path": "a", "why": "x"})).is_ok());
+    let err = parse("read", &json!({})).unwrap_err();
+    assert!(err.ends_with("the tools are read_file, list_dir, search, write_file, edit_file and shell"));
 }

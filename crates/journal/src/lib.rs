@@ -53,19 +53,16 @@ mod view_check;
 pub use block::{Block, TextBlock, ThinkingBlock, ToolUseBlock};
 pub use branch::BranchError;
 pub use check::{check_file, CheckReport, Problem};
-pub use entry::{EncodeError, Entry, EntryId, Timestamp, FORMAT_VERSION};
+pub use entry::{EncodeError, Entry, EntryId, Timestamp};
 pub use fallback_note::{
     checkpoint_note, imported_checkpoint_note, ANCHORS_TITLE as NOTE_ANCHORS_TITLE,
-    FILES_TOUCHED_TITLE, IMPORTED_NOTE_PREFIX, NOTE_CLOSING,
+    FILES_TOUCHED_TITLE, NOTE_CLOSING,
 };
 pub use file::{lock_path, JournalFile, OpenError, WriteError};
 pub use ids::IdStr;
 pub use journal::{DagProblem, Journal, JournalError, LineRef};
-pub use lenient::take_coercions;
-pub use list::{list_sessions, title_of, Listing, SessionInfo};
-pub use load::{
-    dag_message, load_read_only, torn_path, write_index, LoadError, LoadWarning, Loaded, Malformed,
-};
+pub use list::{list_sessions, Listing, SessionInfo};
+pub use load::{load_read_only, torn_path, write_index, LoadError, LoadWarning, Loaded, Malformed};
 pub use payload::{
     kind, AssistantPayload, Attachment, Bounded, BranchSummaryPayload, CallEnd, CompactionPath,
     CompactionPayload, Covers, FileChange, HeadPayload, HeadReason, HeaderPayload, Level, Payload,
@@ -76,12 +73,9 @@ pub use sidecar::index_path;
 
 /// Entry flags [`Journal::has_flags`] tests without reading the entry.
 pub mod flags {
-    pub use crate::meta::{ANCHOR, ESTIMATED, PLAIN, REPAIRS, REPORTED, WITHDRAWS};
+    pub use crate::meta::{ANCHOR, ESTIMATED, PLAIN, REPORTED, WITHDRAWS};
 }
-pub use shorten::{
-    blocks_bytes, bound_blocks, cut_to_bound, cut_to_bound_naming, pruned_attachment_stub,
-    pruned_stub, text_marker,
-};
+pub use shorten::{cut_to_bound, pruned_stub};
 pub use text::Text;
 pub use view::{
     active_compaction_of, bound_item, render, render_with_record, ActiveCompaction, ItemContent,

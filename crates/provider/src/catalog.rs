@@ -103,7 +103,8 @@ pub fn lookup(model_id: &str) -> ModelInfo {
 }
 
 /// The figures used for a model the catalog does not know.
-pub fn default_info(model_id: &str) -> ModelInfo {
+#[cfg(test)]
+fn default_info(model_id: &str) -> ModelInfo {
     let limits = catalog().default;
     info(model_id, limits, false, None, CatalogMatch::Default)
 }

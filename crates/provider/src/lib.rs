@@ -19,22 +19,22 @@
 //!
 //! `docs/providers.md` describes the server quirks handled and how overflow is recognised.
 
-pub mod accumulate;
-pub mod anthropic;
-pub mod catalog;
+mod accumulate;
+mod anthropic;
+mod catalog;
 mod classify;
 mod client;
-pub mod config;
-pub mod error;
-pub mod event;
-pub mod openai;
-pub mod overflow;
+mod config;
+mod error;
+mod event;
+mod openai;
+mod overflow;
 mod retry;
-pub mod sse;
+mod sse;
 mod stream;
 #[cfg(feature = "test-support")]
 pub mod test_support;
-pub mod types;
+mod types;
 
 pub use accumulate::ResponseBuilder;
 pub use catalog::{lookup as lookup_model, models as catalog_models, ModelInfo};

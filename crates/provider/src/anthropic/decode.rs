@@ -35,7 +35,6 @@ pub struct Decoder {
     output: u64,
     stop: Option<StopReason>,
     done: bool,
-    model: Option<String>,
 }
 
 impl Decoder {
@@ -46,11 +45,6 @@ impl Decoder {
     /// Whether `message_stop` has arrived.
     pub fn is_done(&self) -> bool {
         self.done
-    }
-
-    /// The model id from `message_start`.
-    pub fn model(&self) -> Option<&str> {
-        self.model.as_deref()
     }
 
     /// Decode one SSE event. The `event:` name is advisory; the payload's `type` decides.
@@ -67,8 +61,6 @@ impl Decoder {
         match kind {
             "message_start" => {
                 let message = event.get("message");
-                self.model =
-                    message.and_then(|m| m.get("model")).and_then(Value::as_str).map(str::to_owned);
                 if let Some(usage) = message.and_then(|m| m.get("usage")) {
                     self.merge_usage(usage);
                     // Early, so a reply that fails mid-stream still reports its prompt size.

@@ -46,6 +46,7 @@ impl Decoder {
     }
 
     /// The model id the server reported, if any.
+    #[cfg(test)]
     pub fn model(&self) -> Option<&str> {
         self.model.as_deref()
     }

@@ -243,7 +243,7 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
         .then(|| tokio::task::spawn_blocking(crate::tokens::wait_ready));
     let mut shutdown = None;
     while shutdown.is_none() {
-        let wake = session.note_pass.wake();
+        let wake = session.compaction.note_pass.wake();
         let summary_wake = session.branch_summary.wake();
         let encoder_ready = async {
             match encoder.as_mut() {
@@ -454,7 +454,7 @@ fn error_event(err: &EngineError) -> Event {
 async fn handle_idle_op(session: &mut Session, sink: &EventSink, id: SubmissionId, op: Op) {
     let notice = |message: String| Event::Notice { level: NoticeLevel::Info, message };
     match op {
-        Op::Interrupt if session.note_pass.state().is_some() => {
+        Op::Interrupt if session.compaction.note_pass.state().is_some() => {
             cancel_note(session, sink, id, "the session was interrupted");
             sink.emit(id, notice("the note being written in the background was cancelled".into()));
         }

@@ -39,6 +39,7 @@ pub mod prune;
 pub mod record;
 pub mod report;
 pub mod round;
+pub(crate) mod standing;
 pub mod steps;
 pub mod summary;
 pub mod summary_input;

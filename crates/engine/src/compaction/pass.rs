@@ -114,7 +114,7 @@ pub async fn run(
             summary_succeeded(session, &done);
             if matches!(done, PassOutcome::Compacted { path: CompactionPath::Summary, .. }) {
                 // How long a foreground pass takes: the bound on waiting for a background note.
-                session.note_pass.timed(started.elapsed());
+                session.compaction.note_pass.timed(started.elapsed());
             }
             done
         }
@@ -188,7 +188,7 @@ fn summary_succeeded(session: &mut Session, outcome: &PassOutcome) {
         outcome,
         PassOutcome::Compacted { path: codewhale_journal::CompactionPath::Summary, .. }
     ) {
-        session.summary_backoff = None;
+        session.compaction.summary_backoff = None;
     }
 }
 

@@ -93,7 +93,7 @@ pub(crate) fn summary_failed(
     reason: &str,
     emit: &(dyn Fn(Event) + Send + Sync),
 ) {
-    if super::backoff::failed(&mut session.summary_backoff) {
+    if super::backoff::failed(&mut session.compaction.summary_backoff) {
         warn(
             emit,
             format!(
@@ -109,5 +109,5 @@ pub(crate) fn summary_failed(
 
 /// Whether auto passes are holding back after failed summaries.
 pub(crate) fn backing_off(session: &Session) -> bool {
-    super::backoff::holding(session.summary_backoff)
+    super::backoff::holding(session.compaction.summary_backoff)
 }

@@ -15,7 +15,7 @@ use crate::session::Session;
 
 /// Called when a turn starts: one turn less to wait.
 pub(crate) fn turn_started(session: &mut Session) {
-    super::backoff::turn_started(&mut session.summary_backoff);
+    super::backoff::turn_started(&mut session.compaction.summary_backoff);
 }
 
 /// `/compact [focus]` between turns.

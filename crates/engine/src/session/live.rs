@@ -112,7 +112,7 @@ impl Session {
         );
         report.file_store_bytes = self.file_store().size_bytes();
         report.background = self
-            .note_pass
+            .compaction.note_pass
             .state()
             .map(|state| crate::protocol::report::BackgroundReport { state });
         report

@@ -12,6 +12,9 @@
 
 pub mod counts;
 mod live;
+mod mcp_tools;
+mod open;
+mod repair;
 mod unanswered;
 pub mod locate;
 pub mod replay;
@@ -21,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use codewhale_journal::{
-    render, Entry, EntryId, HeaderPayload, ItemContent, JournalFile, Payload, ToolResultPayload,
+    render, Entry, EntryId, HeaderPayload, ItemContent, JournalFile, Payload,
     View,
 };
 use codewhale_provider::{Client, RetryPolicy, ToolSpec};
@@ -36,6 +39,8 @@ use crate::redact::Redactor;
 use crate::tools::process::ProcessGroups;
 use crate::tools::{self, BackgroundRegistry};
 use counts::Counts;
+pub(crate) use mcp_tools::{mcp_servers, mcp_specs};
+use mcp_tools::McpTools;
 pub use locate::{find_by_id, find_last, sessions_dir, Resume};
 
 /// The result the model reads for a call that never finished.
@@ -89,155 +94,27 @@ pub struct Session {
     pub(crate) notices: Vec<(NoticeLevel, String)>,
     /// Suggestions in messages, phrased for the front end.
     pub(crate) hints: crate::hints::Hints,
-    /// Set after a summary pass failed: auto passes wait for the conversation to grow.
-    pub(crate) summary_backoff: Option<crate::compaction::backoff::Backoff>,
-    /// The "past the threshold" warning was given; not again until pressure is back under it.
-    pub(crate) warned_over_threshold: bool,
+    /// Compaction's own state between passes: summary backoff, the threshold warning given,
+    /// the background note.
+    pub(crate) compaction: crate::compaction::standing::Standing,
     /// Replaces secrets before anything is journaled or logged.
     pub(crate) redactor: Redactor,
     /// Process groups of shell calls still running; ended when the session closes.
     pub(crate) groups: Arc<ProcessGroups>,
-    /// The configured MCP servers (started by the engine task, stopped on close).
-    pub(crate) mcp: codewhale_mcp::Servers,
-    /// The MCP tools offered in requests, as last fixed ([`Session::refresh_mcp_tools`]).
-    pub(crate) mcp_specs: Vec<ToolSpec>,
-    /// The servers' offered-list generation `mcp_specs` was built from (`u64::MAX`: none yet).
-    pub(crate) mcp_generation: u64,
+    /// The configured MCP servers (started by the engine task, stopped on close) and the
+    /// tools of theirs requests offer ([`Session::refresh_mcp_tools`]).
+    pub(crate) mcp: McpTools,
     /// How shell commands are confined ([`crate::sandbox`]).
     pub(crate) sandbox: crate::sandbox::SandboxState,
     /// The budget's system counts are exact, not provisional upper bounds.
     pub(crate) system_exact: bool,
     /// The live plan as last found ([`Session::live_plan`]): a later search stops at its head.
     pub(crate) plan: std::sync::Mutex<Option<crate::plan::Found>>,
-    /// The background note, if one is being written or waits (DESIGN §5.8).
-    pub(crate) note_pass: crate::compaction::background::state::NotePass,
     /// The summary of a branch HEAD left, while it is written (DESIGN §2).
     pub(crate) branch_summary: crate::branch_summary::pending::Pending,
 }
 
 impl Session {
-    /// Creates or resumes the session `params` asks for.
-    pub fn open(params: SessionParams) -> Result<Session, EngineError> {
-        let current = std::fs::canonicalize(&params.workspace)
-            .map_err(|source| EngineError::Workspace { path: params.workspace.clone(), source })?;
-        let workspace = current.clone();
-        let (journal, warnings, resumed) = match &params.resume {
-            Resume::New => {
-                let id = uuid::Uuid::now_v7().hyphenated().to_string();
-                let mut header = HeaderPayload::new(id, workspace.display().to_string());
-                header.app_version = env!("CARGO_PKG_VERSION").to_owned();
-                header.provider = params.provider.kind.as_str().to_owned();
-                header.model = params.provider.model.clone();
-                let file = JournalFile::create_session(&sessions_dir(&params.home), header)?;
-                (file, Vec::new(), false)
-            }
-            Resume::Id(id) => {
-                let (file, w) = JournalFile::open(&find_by_id(&params.home, id)?)?;
-                (file, w, true)
-            }
-            Resume::Last => {
-                let (file, w) = JournalFile::open(&find_last(&params.home, &current)?)?;
-                (file, w, true)
-            }
-        };
-        let mut notices: Vec<(NoticeLevel, String)> =
-            warnings.iter().map(|w| (NoticeLevel::Warning, w.to_string())).collect();
-        let workspace = if resumed {
-            let placement = workspace::resumed(&journal.journal().header().cwd, &current);
-            notices.extend(placement.notice);
-            placement.workspace
-        } else {
-            workspace
-        };
-        let mut provider_config = params.provider.provider_config();
-        if let Some(retry) = params.retry.clone() {
-            provider_config = provider_config.with_retry(retry);
-        }
-        let client = Client::new(provider_config)?;
-        // A resumed session goes on with the model it last switched to, in the window it
-        // learned, unless the command line names a model.
-        let recorded = replay::journal_limits(journal.journal());
-        let mut provider = params.provider;
-        if let Some(model) = recorded.model.as_ref().filter(|_| !params.model_explicit) {
-            provider.model = model.clone();
-        }
-        let learned = if recorded.model.is_none() || !params.model_explicit {
-            recorded.learned_window
-        } else {
-            None
-        };
-        let limits = replay::limits_for(&params.config, &provider.model, learned);
-        let keep = params.config.shell.keep_background.unwrap_or(false);
-        let background =
-            Arc::new(BackgroundRegistry::new(params.home.join("background")).keeping_on_exit(keep));
-        if let Some(untrusted) = &params.config.untrusted {
-            notices.push((NoticeLevel::Warning, untrusted_notice(untrusted, params.front_end)));
-        }
-        let sandbox = crate::sandbox::resolve(
-            &params.config.sandbox,
-            crate::sandbox::Surroundings {
-                workspace: &workspace,
-                home: &params.home,
-                helper: params.sandbox_helper.as_deref(),
-                abi: crate::sandbox::confine::abi(),
-            },
-        );
-        notices.extend(sandbox.notices.iter().map(|n| (NoticeLevel::Warning, n.clone())));
-        notices.extend(params.config.notices.iter().map(|n| (NoticeLevel::Warning, n.clone())));
-        let system = SystemPrompt::load(&workspace);
-        notices.extend(system.skipped.iter().map(|n| (NoticeLevel::Warning, n.clone())));
-        let literals: Vec<String> = provider.api_key.iter().cloned().collect();
-        let redactor = Redactor::new(&params.config.redaction.patterns, &literals)
-            .map_err(|e| EngineError::Config(crate::config::ConfigError::Redaction(e)))?;
-        let hints = crate::hints::Hints::new(params.front_end, journal.journal().session_id())
-            .with_home(params.home_hint.as_deref());
-        let summary_backoff = crate::compaction::backoff::replay(journal.journal());
-        let mut mcp_config = params.config.clone();
-        crate::sandbox::confine_servers(&mut mcp_config.mcp_servers, &sandbox);
-        let mcp = mcp_servers(&mcp_config, &workspace, &params.home);
-        let known_counts = counts::load_sidecar(journal.path());
-        let max_processes = params
-            .config
-            .shell
-            .max_processes
-            .unwrap_or(crate::tools::cgroup::DEFAULT_MAX_PROCESSES);
-        let mut session = Session {
-            journal,
-            workspace: workspace.clone(),
-            home: params.home.clone(),
-            policy: Policy::new(params.config.approval_mode()),
-            config: params.config,
-            provider,
-            client,
-            budget: Budget::new(limits),
-            system,
-            background,
-            counts: Counts::with_known(known_counts),
-            resumed,
-            notices,
-            hints,
-            summary_backoff,
-            warned_over_threshold: false,
-            redactor,
-            groups: Arc::new(crate::tools::process::ProcessGroups::with_max_processes(
-                max_processes,
-            )),
-            mcp,
-            mcp_specs: Vec::new(),
-            mcp_generation: u64::MAX,
-            sandbox,
-            system_exact: false,
-            plan: std::sync::Mutex::new(None),
-            note_pass: crate::compaction::background::state::NotePass::default(),
-            branch_summary: crate::branch_summary::pending::Pending::default(),
-        };
-        session.mcp_specs = mcp_specs(&session.mcp.offered_now());
-        session.refresh_system_prompt();
-        session.replay_budget();
-        crate::checkpoint::snapshot::warm_up(session.file_store(), session.workspace.clone());
-        Ok(session)
-    }
-
     /// The session id.
     pub fn id(&self) -> &str {
         self.journal.journal().session_id()
@@ -358,32 +235,20 @@ impl Session {
     /// The tools offered in a request: the six built-in ones, then the MCP servers' tools.
     pub fn tool_specs(&self) -> Vec<ToolSpec> {
         let mut specs = tools::specs();
-        specs.extend(self.mcp_specs.iter().cloned());
+        specs.extend(self.mcp.specs().iter().cloned());
         specs
     }
 
     /// The session's MCP servers.
     pub fn mcp(&self) -> &codewhale_mcp::Servers {
-        &self.mcp
+        self.mcp.servers()
     }
 
     /// Fixes (on the first call, possibly waiting for a server without a cached list) or
     /// refreshes (after a server announced a change) the MCP tools the next request offers,
     /// and recounts the schemas when they changed. `cancel` ends a wait.
     pub async fn refresh_mcp_tools(&mut self, cancel: &tokio_util::sync::CancellationToken) {
-        if self.mcp.is_empty() {
-            return;
-        }
-        let servers = self.mcp.clone();
-        let changed = tokio::select! {
-            changed = servers.offered_since(self.mcp_generation) => changed,
-            () = cancel.cancelled() => return,
-        };
-        let Some((generation, offered)) = changed else { return };
-        self.mcp_generation = generation;
-        let specs = mcp_specs(&offered);
-        if specs != self.mcp_specs {
-            self.mcp_specs = specs;
+        if self.mcp.refresh(cancel).await {
             self.refresh_system_prompt();
         }
     }
@@ -500,47 +365,10 @@ impl Session {
         self.counts.has_pending()
     }
 
-    /// Gives every tool call in the view that has no result an "interrupted" error result (a
-    /// crash or an interrupt left it). Calls of the last assistant message are answered in
-    /// place; a call further back — anywhere on the chain — gets a result with `repairs: true`
-    /// appended at HEAD, which the view reads right after its call (DESIGN §3). Returns how many.
-    pub fn heal_dangling_calls(&mut self) -> Result<usize, EngineError> {
-        let view = self.render();
-        let mut answered: std::collections::HashSet<&str> = view
-            .items
-            .iter()
-            .filter_map(|i| i.tool_result().map(|r| r.tool_use_id.as_str()))
-            .collect();
-        // The last assistant message whose calls are still the end of the view: answering
-        // those at HEAD puts the results right where they belong.
-        let tail_from = view
-            .items
-            .iter()
-            .rposition(|i| i.role == codewhale_journal::Role::Assistant)
-            .filter(|&p| view.items[p + 1..].iter().all(|i| i.tool_result().is_some()));
-        let mut missing: Vec<(String, bool)> = Vec::new();
-        for (index, item) in view.items.iter().enumerate() {
-            if item.role != codewhale_journal::Role::Assistant {
-                continue;
-            }
-            for call in item.blocks().iter().filter_map(|b| b.as_tool_use()) {
-                if answered.insert(call.id.as_str()) {
-                    missing.push((call.id.clone(), Some(index) != tail_from));
-                }
-            }
-        }
-        for (id, repairs) in &missing {
-            let mut result = ToolResultPayload::new(id.clone(), INTERRUPTED_RESULT, true);
-            result.repairs = *repairs;
-            self.append(result)?;
-        }
-        Ok(missing.len())
-    }
-
     /// Stops background commands, syncs the journal and releases its lock. After this returns,
     /// another process can open the session.
     pub async fn close(self) -> Result<(), EngineError> {
-        self.mcp.shutdown().await;
+        self.mcp.servers().shutdown().await;
         if let Some(counts) = self.counts.new_since_load() {
             counts::store_sidecar(self.journal.path(), counts);
         }
@@ -587,59 +415,6 @@ impl Session {
         self.journal.sync().await?;
         Ok(())
     }
-}
-
-/// The notice shown once when a workspace's settings were left out for lack of trust.
-/// The configured MCP servers of `config`, not yet started; their cached tool lists live in
-/// the home's `mcp` directory. A server reads Codewhale's own environment only for the few
-/// variables passed through and those its table names.
-pub(crate) fn mcp_servers(config: &Config, workspace: &Path, home: &Path) -> codewhale_mcp::Servers {
-    codewhale_mcp::Servers::new(
-        config.mcp_servers.clone(),
-        workspace.to_path_buf(),
-        Some(home.join("mcp")),
-        Arc::new(|name: &str| std::env::var(name).ok()),
-    )
-}
-
-/// MCP tools as the provider request carries them.
-pub(crate) fn mcp_specs(offered: &[codewhale_mcp::OfferedTool]) -> Vec<ToolSpec> {
-    offered
-        .iter()
-        .map(|t| ToolSpec {
-            name: t.name.clone(),
-            description: if t.description.is_empty() {
-                format!("The tool `{}` of the MCP server `{}`.", t.tool, t.server)
-            } else {
-                t.description.clone()
-            },
-            input_schema: t.input_schema.clone(),
-        })
-        .collect()
-}
-
-fn untrusted_notice(untrusted: &crate::config::Untrusted, front_end: crate::FrontEnd) -> String {
-    let keys = untrusted.keys.join(", ");
-    let file = untrusted.file.display();
-    if let Some(refused) = &untrusted.refused {
-        return format!(
-            "ignoring {keys} from {file}: {refused}, so it is never trusted; shorten it, or set \
-             it in your own config.toml in the Codewhale home"
-        );
-    }
-    let how = match front_end {
-        // After a "no" the question is not asked at start again until the file changes: say
-        // how to change one's mind instead of promising a question.
-        crate::FrontEnd::Tui => {
-            "type /trust to be asked again, or start Codewhale here with --trust (remembered \
-             until the file changes; a changed file is asked about again)"
-        }
-        crate::FrontEnd::Cli => "run with --trust to trust it (remembered until the file changes)",
-    };
-    format!(
-        "ignoring {keys} from {file}: this workspace is not trusted, so its config may not decide \
-         where your key goes, how much is allowed or what is redacted; to use them, {how}"
-    )
 }
 
 /// The text of a view item as counted.

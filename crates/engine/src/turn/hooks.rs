@@ -37,7 +37,7 @@ pub async fn before_request(ctx: &mut TurnCtx<'_>) -> Result<(), EngineError> {
         }
     }
     if !session.budget().over_threshold() {
-        session.warned_over_threshold = false;
+        session.compaction.warned_over_threshold = false;
         // Past the early mark, the next note is written in the background meanwhile.
         let in_tool_loop = ctx.stats.requests > 0;
         let (events, submission) = (ctx.events, ctx.submission);
@@ -45,7 +45,7 @@ pub async fn before_request(ctx: &mut TurnCtx<'_>) -> Result<(), EngineError> {
             .await;
         return Ok(());
     }
-    if session.warned_over_threshold {
+    if session.compaction.warned_over_threshold {
         return Ok(());
     }
     // Auto-compaction; when it cannot help, say plainly that the conversation is close to the
@@ -61,7 +61,7 @@ pub async fn before_request(ctx: &mut TurnCtx<'_>) -> Result<(), EngineError> {
     let pressure = session.budget().pressure();
     let limits = *session.budget().limits();
     let new_session = session.hints.new_session();
-    ctx.session.warned_over_threshold = true;
+    ctx.session.compaction.warned_over_threshold = true;
     ctx.emit(Event::Notice {
         level: NoticeLevel::Warning,
         message: format!(
@@ -123,7 +123,7 @@ pub async fn in_turn(ctx: &mut TurnCtx<'_>, trigger: Trigger) -> bool {
             return false;
         }
         if crate::compaction::steps::backing_off(ctx.session) {
-            tracing::info!(backoff = ?ctx.session.summary_backoff, "summaries failed; backing off");
+            tracing::info!(backoff = ?ctx.session.compaction.summary_backoff, "summaries failed; backing off");
             return false;
         }
     }

@@ -100,8 +100,8 @@ pub(crate) async fn maybe_start(
         pressure: session.budget().pressure().tokens,
         early_mark: early_mark(&limits, config.background_at),
         threshold: limits.threshold,
-        busy: session.note_pass.slot.is_some(),
-        spent: session.note_pass.spent_at == Some(records),
+        busy: session.compaction.note_pass.slot.is_some(),
+        spent: session.compaction.note_pass.spent_at == Some(records),
         backing_off: super::steps::backing_off(session),
         allowed_here: !session.one_turn() || in_tool_loop,
     };
@@ -123,7 +123,7 @@ pub(crate) async fn maybe_start(
             sink: sink.clone(),
             submission,
             ready: ready.clone(),
-            wake: session.note_pass.wake.clone(),
+            wake: session.compaction.note_pass.wake.clone(),
         },
     ));
     tracing::info!(
@@ -134,7 +134,7 @@ pub(crate) async fn maybe_start(
     );
     let started = Instant::now();
     let task = Some(task);
-    session.note_pass.slot =
+    session.compaction.note_pass.slot =
         Some(Slot { snapshot, cancel, task, ready, started, prepared: None });
     sink.emit(submission, Event::BackgroundNote { state: Some(BackgroundState::Writing) });
 }
@@ -213,7 +213,7 @@ pub(crate) async fn settle_idle(session: &mut Session, sink: &EventSink) {
 /// Settles a pass that has ended: a stale note is dropped, a failure is journaled (and backs
 /// off) now, a finished note is composed into its record and waits for the threshold.
 async fn settle(session: &mut Session, sink: &EventSink, submission: SubmissionId) {
-    let Some(slot) = &session.note_pass.slot else { return };
+    let Some(slot) = &session.compaction.note_pass.slot else { return };
     let head = session.journal().head_id().clone();
     let on_spine = session.journal().is_ancestor(slot.snapshot.head.as_str(), head.as_str());
     if let Some(why) = stale(&slot.snapshot.basis, &basis(session), on_spine) {
@@ -223,10 +223,10 @@ async fn settle(session: &mut Session, sink: &EventSink, submission: SubmissionI
     if !slot.task.as_ref().is_some_and(JoinHandle::is_finished) {
         return;
     }
-    if let Some(slot) = session.note_pass.slot.take() {
+    if let Some(slot) = session.compaction.note_pass.slot.take() {
         let bound = Duration::ZERO;
         if let Some(slot) = finish(session, sink, submission, slot, bound).await {
-            session.note_pass.slot = Some(slot);
+            session.compaction.note_pass.slot = Some(slot);
         }
     }
 }
@@ -263,14 +263,14 @@ async fn finish(
             return None;
         }
     };
-    session.note_pass.timed(slot.started.elapsed());
+    session.compaction.note_pass.timed(slot.started.elapsed());
     slot.prepared = Some(prepare(session, &slot.snapshot, &text).await?);
     Some(slot)
 }
 
 /// Journals a failed background note exactly as a failed foreground pass is journaled.
 fn failed(session: &mut Session, sink: &EventSink, submission: SubmissionId, err: SummaryError) {
-    session.note_pass.spent_at = Some(session.journal().compactions().count());
+    session.compaction.note_pass.spent_at = Some(session.journal().compactions().count());
     let emit = |event| sink.emit(submission, event);
     let (reason, summary_failed) = match err {
         SummaryError::Cancelled => return,
@@ -292,8 +292,8 @@ fn failed(session: &mut Session, sink: &EventSink, submission: SubmissionId, err
 
 /// Cancels the background pass, if any (nothing is written) and re-arms the early mark.
 pub(crate) fn cancel(session: &mut Session, sink: &EventSink, submission: SubmissionId, why: &str) {
-    session.note_pass.spent_at = None;
-    if session.note_pass.drop_slot() {
+    session.compaction.note_pass.spent_at = None;
+    if session.compaction.note_pass.drop_slot() {
         tracing::info!(%why, "background note cancelled");
         sink.emit(submission, Event::BackgroundNote { state: None });
     }
@@ -301,7 +301,7 @@ pub(crate) fn cancel(session: &mut Session, sink: &EventSink, submission: Submis
 
 /// On close: a failure already in is journaled; a pass still running is cancelled.
 pub(crate) async fn close(session: &mut Session) {
-    let Some(mut slot) = session.note_pass.slot.take() else { return };
+    let Some(mut slot) = session.compaction.note_pass.slot.take() else { return };
     let failure = match slot.task.take() {
         Some(task) if task.is_finished() => task.await.ok().and_then(Result::err),
         task => {
@@ -326,14 +326,14 @@ pub(crate) async fn take(
     cancel: &CancellationToken,
 ) -> Option<Prepared> {
     settle(session, sink, submission).await;
-    let slot = session.note_pass.slot.take()?;
-    session.note_pass.spent_at = Some(session.journal().compactions().count());
+    let slot = session.compaction.note_pass.slot.take()?;
+    session.compaction.note_pass.spent_at = Some(session.journal().compactions().count());
     sink.emit(submission, Event::BackgroundNote { state: None });
     if let Some(prepared) = slot.prepared.clone() {
         slot.stop();
         return Some(prepared);
     }
-    let bound = wait_bound(session.note_pass.last_pass);
+    let bound = wait_bound(session.compaction.note_pass.last_pass);
     let waited = Instant::now();
     let own = slot.cancel.clone();
     let slot = tokio::select! {

@@ -1,0 +1,18 @@
+//! What compaction keeps about itself between passes, held by the session: whether summary
+//! passes are backing off after a failure, whether the "past the threshold" warning was given,
+//! and the background note being written. Plain state; the passes and the turn hooks read and
+//! set it, nothing here does I/O.
+
+use super::background::state::NotePass;
+use super::backoff::Backoff;
+
+/// Compaction's standing in a session.
+#[derive(Debug, Default)]
+pub(crate) struct Standing {
+    /// Set after a summary pass failed: auto passes wait for the conversation to grow.
+    pub(crate) summary_backoff: Option<Backoff>,
+    /// The "past the threshold" warning was given; not again until pressure is back under it.
+    pub(crate) warned_over_threshold: bool,
+    /// The background note, if one is being written or waits (DESIGN §5.8).
+    pub(crate) note_pass: NotePass,
+}

@@ -1,0 +1,151 @@
+//! Opening a session: creating or resuming its journal, resolving its workspace, trust,
+//! sandbox, redaction and MCP servers, and replaying the budget its journal implies.
+
+use super::*;
+
+impl Session {
+    /// Creates or resumes the session `params` asks for.
+    pub fn open(params: SessionParams) -> Result<Session, EngineError> {
+        let current = std::fs::canonicalize(&params.workspace)
+            .map_err(|source| EngineError::Workspace { path: params.workspace.clone(), source })?;
+        let workspace = current.clone();
+        let (journal, warnings, resumed) = match &params.resume {
+            Resume::New => {
+                let id = uuid::Uuid::now_v7().hyphenated().to_string();
+                let mut header = HeaderPayload::new(id, workspace.display().to_string());
+                header.app_version = env!("CARGO_PKG_VERSION").to_owned();
+                header.provider = params.provider.kind.as_str().to_owned();
+                header.model = params.provider.model.clone();
+                let file = JournalFile::create_session(&sessions_dir(&params.home), header)?;
+                (file, Vec::new(), false)
+            }
+            Resume::Id(id) => {
+                let (file, w) = JournalFile::open(&find_by_id(&params.home, id)?)?;
+                (file, w, true)
+            }
+            Resume::Last => {
+                let (file, w) = JournalFile::open(&find_last(&params.home, &current)?)?;
+                (file, w, true)
+            }
+        };
+        let mut notices: Vec<(NoticeLevel, String)> =
+            warnings.iter().map(|w| (NoticeLevel::Warning, w.to_string())).collect();
+        let workspace = if resumed {
+            let placement = workspace::resumed(&journal.journal().header().cwd, &current);
+            notices.extend(placement.notice);
+            placement.workspace
+        } else {
+            workspace
+        };
+        let mut provider_config = params.provider.provider_config();
+        if let Some(retry) = params.retry.clone() {
+            provider_config = provider_config.with_retry(retry);
+        }
+        let client = Client::new(provider_config)?;
+        // A resumed session goes on with the model it last switched to, in the window it
+        // learned, unless the command line names a model.
+        let recorded = replay::journal_limits(journal.journal());
+        let mut provider = params.provider;
+        if let Some(model) = recorded.model.as_ref().filter(|_| !params.model_explicit) {
+            provider.model = model.clone();
+        }
+        let learned = if recorded.model.is_none() || !params.model_explicit {
+            recorded.learned_window
+        } else {
+            None
+        };
+        let limits = replay::limits_for(&params.config, &provider.model, learned);
+        let keep = params.config.shell.keep_background.unwrap_or(false);
+        let background =
+            Arc::new(BackgroundRegistry::new(params.home.join("background")).keeping_on_exit(keep));
+        if let Some(untrusted) = &params.config.untrusted {
+            notices.push((NoticeLevel::Warning, untrusted_notice(untrusted, params.front_end)));
+        }
+        let sandbox = crate::sandbox::resolve(
+            &params.config.sandbox,
+            crate::sandbox::Surroundings {
+                workspace: &workspace,
+                home: &params.home,
+                helper: params.sandbox_helper.as_deref(),
+                abi: crate::sandbox::confine::abi(),
+            },
+        );
+        notices.extend(sandbox.notices.iter().map(|n| (NoticeLevel::Warning, n.clone())));
+        notices.extend(params.config.notices.iter().map(|n| (NoticeLevel::Warning, n.clone())));
+        let system = SystemPrompt::load(&workspace);
+        notices.extend(system.skipped.iter().map(|n| (NoticeLevel::Warning, n.clone())));
+        let literals: Vec<String> = provider.api_key.iter().cloned().collect();
+        let redactor = Redactor::new(&params.config.redaction.patterns, &literals)
+            .map_err(|e| EngineError::Config(crate::config::ConfigError::Redaction(e)))?;
+        let hints = crate::hints::Hints::new(params.front_end, journal.journal().session_id())
+            .with_home(params.home_hint.as_deref());
+        let summary_backoff = crate::compaction::backoff::replay(journal.journal());
+        let mut mcp_config = params.config.clone();
+        crate::sandbox::confine_servers(&mut mcp_config.mcp_servers, &sandbox);
+        let mcp = mcp_servers(&mcp_config, &workspace, &params.home);
+        let known_counts = counts::load_sidecar(journal.path());
+        let max_processes = params
+            .config
+            .shell
+            .max_processes
+            .unwrap_or(crate::tools::cgroup::DEFAULT_MAX_PROCESSES);
+        let mut session = Session {
+            journal,
+            workspace: workspace.clone(),
+            home: params.home.clone(),
+            policy: Policy::new(params.config.approval_mode()),
+            config: params.config,
+            provider,
+            client,
+            budget: Budget::new(limits),
+            system,
+            background,
+            counts: Counts::with_known(known_counts),
+            resumed,
+            notices,
+            hints,
+            compaction: crate::compaction::standing::Standing {
+                summary_backoff,
+                ..Default::default()
+            },
+            redactor,
+            groups: Arc::new(crate::tools::process::ProcessGroups::with_max_processes(
+                max_processes,
+            )),
+            mcp: McpTools::new(mcp),
+            sandbox,
+            system_exact: false,
+            plan: std::sync::Mutex::new(None),
+            branch_summary: crate::branch_summary::pending::Pending::default(),
+        };
+        session.refresh_system_prompt();
+        session.replay_budget();
+        crate::checkpoint::snapshot::warm_up(session.file_store(), session.workspace.clone());
+        Ok(session)
+    }
+}
+
+/// The notice shown once when a workspace's settings were left out for lack of trust.
+fn untrusted_notice(untrusted: &crate::config::Untrusted, front_end: crate::FrontEnd) -> String {
+    let keys = untrusted.keys.join(", ");
+    let file = untrusted.file.display();
+    if let Some(refused) = &untrusted.refused {
+        return format!(
+            "ignoring {keys} from {file}: {refused}, so it is never trusted; shorten it, or set \
+             it in your own config.toml in the Codewhale home"
+        );
+    }
+    let how = match front_end {
+        // After a "no" the question is not asked at start again until the file changes: say
+        // how to change one's mind instead of promising a question.
+        crate::FrontEnd::Tui => {
+            "type /trust to be asked again, or start Codewhale here with --trust (remembered \
+             until the file changes; a changed file is asked about again)"
+        }
+        crate::FrontEnd::Cli => "run with --trust to trust it (remembered until the file changes)",
+    };
+    format!(
+        "ignoring {keys} from {file}: this workspace is not trusted, so its config may not decide \
+         where your key goes, how much is allowed or what is redacted; to use them, {how}"
+    )
+}

@@ -278,7 +278,7 @@ mod tests {
         assert!(first_line(&done(CallEnd::Completed, Some(0), "a\nb")).ends_with("· 2 lines …"));
         assert!(first_line(&finished(CallEnd::Failed, Some(2), true, "oops\n[exit code: 2]"))
             .contains("failed, exit code 2"));
-        let mut denied = done(CallEnd::Denied, None, "denied: the user declined this call");
+        let mut denied = done(CallEnd::Denied, None, "refused before it ran");
         if let ToolState::Done { reason, .. } = &mut denied.state {
             *reason = Some("use the Makefile".into());
         }
@@ -289,7 +289,8 @@ mod tests {
         );
         assert!(first_line(&done(CallEnd::Interrupted, None, "partial")).contains("interrupted"));
         assert!(first_line(&done(CallEnd::TimedOut, None, "partial")).contains("timed out"));
-        let unasked = done(CallEnd::NotApproved, None, "denied: the user declined, and said: x");
+        // Output worded like a user's no does not make one: only the ending decides.
+        let unasked = done(CallEnd::NotApproved, None, "the user declined, and said: x");
         assert!(
             first_line(&unasked).contains("no one could give here"),
             "{}",

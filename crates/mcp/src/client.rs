@@ -131,15 +131,12 @@ impl Group {
         }
     }
 
-    /// SIGKILL to every process still in the group. Called right after the server stopped:
-    /// while any member lives the group id cannot be reused, and an empty group is a no-op.
-    pub fn end(self) {
-        let Some(pid) = i32::try_from(self.0).ok().and_then(rustix::process::Pid::from_raw) else {
-            return;
-        };
-        match rustix::process::kill_process_group(pid, rustix::process::Signal::KILL) {
-            Ok(()) | Err(rustix::io::Errno::SRCH) => {}
-            Err(e) => tracing::warn!(group = self.0, "cannot end an MCP server's processes: {e}"),
+    /// Ends every process still in the group as the shell tool's commands end (SIGTERM, a
+    /// grace, SIGKILL). Called right after the server stopped: while any member lives the
+    /// group id cannot be reused, and an empty group is a no-op.
+    pub async fn end(self) {
+        if codewhale_process::end_group(self.0).await {
+            tracing::debug!(group = self.0, "ended what an MCP server left running");
         }
     }
 }
@@ -174,10 +171,8 @@ pub async fn connect(
             cmd.envs(env.iter().map(|(k, v)| (k, v)));
             let dir = cwd.as_ref().map_or_else(|| workspace.to_path_buf(), |c| workspace.join(c));
             cmd.current_dir(dir);
-            let mut wrap = process_wrap::tokio::CommandWrap::from(cmd);
-            wrap.wrap(process_wrap::tokio::ProcessGroup::leader());
             let spawn_error = |source| ConnectError::Spawn { command: command.clone(), source };
-            let (transport, pipe) = ChildTransport::spawn(wrap).map_err(spawn_error)?;
+            let (transport, pipe) = ChildTransport::spawn(cmd).map_err(spawn_error)?;
             if let (Some(id), Ok(mut slot)) = (transport.id(), group.lock()) {
                 *slot = Some(Group(id));
             }

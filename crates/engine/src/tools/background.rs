@@ -132,7 +132,7 @@ impl BackgroundRegistry {
         if !self.keep_on_exit {
             for e in entries.iter_mut() {
                 if matches!(e.child.try_wait(), Ok(None)) {
-                    super::process::end_group_blocking(e.pid);
+                    codewhale_process::end_group_blocking(e.pid);
                     let _ = e.child.start_kill();
                 }
                 if let Some(cgroup) = e.cgroup.take() {

@@ -149,7 +149,7 @@ pub async fn run(
     }
     env.groups.insert(pgid);
     let (Some(mut out), Some(mut err)) = (child.stdout.take(), child.stderr.take()) else {
-        super::process::end_group(pgid).await;
+        codewhale_process::end_group(pgid).await;
         if let Some(cgroup) = cgroup {
             cgroup.end().await;
         }
@@ -206,7 +206,7 @@ pub async fn run(
             () = cancel.cancelled() => break Some("interrupted"),
         }
     };
-    let lingering = super::process::end_group(pgid).await;
+    let lingering = codewhale_process::end_group(pgid).await;
     let capped = match cgroup {
         Some(cgroup) => {
             let hit = cgroup.hit_cap().then_some(cgroup.max());

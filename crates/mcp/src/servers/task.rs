@@ -20,8 +20,9 @@ pub(super) async fn run_server(inner: Arc<Inner>, index: usize) {
     serve(inner, index, &group).await;
     // However the server's life ended (it exited, it failed to start, the session closed),
     // end what is left of its process group.
-    if let Some(group) = group.lock().ok().and_then(|g| *g) {
-        group.end();
+    let group = group.lock().ok().and_then(|g| *g);
+    if let Some(group) = group {
+        group.end().await;
     }
 }
 
@@ -68,7 +69,7 @@ async fn serve(inner: Arc<Inner>, index: usize, group: &std::sync::Mutex<Option<
                 let leader_gone = group.lock().ok().and_then(|g| *g).filter(|g| g.leader_exited());
                 if let Some(group) = leader_gone {
                     // Its children go with it; then the pipe closes and `waiting` ends.
-                    group.end();
+                    group.end().await;
                 }
             }
             quit = &mut waiting => {

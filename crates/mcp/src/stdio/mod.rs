@@ -8,19 +8,20 @@
 //! Invariants: the child is killed when the transport is dropped (its command has
 //! `kill_on_drop`) and asked to stop when it is closed: stdin closed, up to
 //! `CLOSE_GRACE` to exit, then SIGTERM, then SIGKILL — the MCP specification's stdio
-//! shutdown, as rmcp's transport does it.
+//! shutdown, as rmcp's transport does it. The signals go to the server's whole process group
+//! ([`codewhale_process`]), so what it started stops with it.
 
 mod lines;
 mod scan;
 
 use std::time::Duration;
 
-use process_wrap::tokio::{ChildWrapper, CommandWrap};
+use codewhale_process::{signal_group, Signal};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::Transport;
 use rmcp::RoleClient;
-use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 
 pub use lines::{BoundedLines, MAX_LINE, OVERSIZED_CODE};
 
@@ -29,7 +30,9 @@ const CLOSE_GRACE: Duration = Duration::from_secs(3);
 
 /// A running stdio server (see the module documentation).
 pub struct ChildTransport {
-    child: Box<dyn ChildWrapper>,
+    child: Child,
+    /// The server's process group (its pid, taken at spawn: the child forgets it once reaped).
+    group: Option<u32>,
     io: AsyncRwTransport<RoleClient, BoundedLines<ChildStdout>, ChildStdin>,
 }
 
@@ -40,27 +43,28 @@ impl std::fmt::Debug for ChildTransport {
 }
 
 impl ChildTransport {
-    /// Spawns `command` with piped stdin and stdout (and stderr, returned for the log).
-    pub fn spawn(
-        mut command: CommandWrap,
-    ) -> std::io::Result<(ChildTransport, Option<ChildStderr>)> {
+    /// Spawns `command` in a process group of its own, with piped stdin and stdout (and
+    /// stderr, returned for the log).
+    pub fn spawn(mut command: Command) -> std::io::Result<(ChildTransport, Option<ChildStderr>)> {
         use std::process::Stdio;
-        command.command_mut().stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        command.process_group(0);
         let mut child = command.spawn()?;
-        let (Some(stdin), Some(stdout)) = (child.stdin().take(), child.stdout().take()) else {
+        let group = child.id();
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err(std::io::Error::other("the server's stdin or stdout is not a pipe"));
         };
-        let stderr = child.stderr().take();
+        let stderr = child.stderr.take();
         // Lines are bounded by BoundedLines, which answers an oversized one; rmcp's own cut
         // would drop it silently, so it is set past ours.
         let io = AsyncRwTransport::new(BoundedLines::new(stdout), stdin)
             .with_max_line_length(MAX_LINE.saturating_add(2));
-        Ok((ChildTransport { child, io }, stderr))
+        Ok((ChildTransport { child, group, io }, stderr))
     }
 
     /// The server's process id (the leader of its process group).
     pub fn id(&self) -> Option<u32> {
-        self.child.id()
+        self.group
     }
 
     async fn shutdown(&mut self) -> std::io::Result<()> {
@@ -68,13 +72,14 @@ impl ChildTransport {
         if tokio::time::timeout(CLOSE_GRACE, self.child.wait()).await.is_ok() {
             return Ok(());
         }
-        let term = rustix::process::Signal::TERM.as_raw();
-        if self.child.signal(term).is_ok()
-            && tokio::time::timeout(CLOSE_GRACE, self.child.wait()).await.is_ok()
-        {
-            return Ok(());
+        if let Some(group) = self.group {
+            signal_group(group, Signal::TERM);
+            if tokio::time::timeout(CLOSE_GRACE, self.child.wait()).await.is_ok() {
+                return Ok(());
+            }
+            signal_group(group, Signal::KILL);
         }
-        Box::into_pin(self.child.kill()).await
+        self.child.kill().await
     }
 }
 

@@ -7,34 +7,21 @@
 //!    [`super::bound`]): the largest tool results and messages after the checkpoint are cut
 //!    first, anchors and the checkpoint never. Existing tighter bounds stay.
 //! 2. **Check.** The new view must be the record's own, sendable, and pass the survival contract
-//!    against the old one; and it must be smaller.
+//!    against the old one; and it must be smaller (the pure [`super::judge`]).
 //! 3. **Write.** Append, sync, update the budget, re-read the project instructions.
 //!
 //! Invariant: nothing is appended unless every check passed.
 
 use codewhale_journal::{
-    check_view, render_with_record, Bounded, CompactionPath, CompactionPayload, Entry, EntryId,
-    ItemKind, Payload, View,
+    render_with_record, Bounded, CompactionPath, CompactionPayload, Entry, EntryId, ItemKind,
+    Payload, View,
 };
 
 use super::bound::{self, Candidate};
 use super::plain::PlainView;
-use super::survival::{self, SurvivalInput};
-use crate::session::{counts, Session};
+use super::judge::{self, Judged, Refusal};
 
-/// Why a record was not written.
-#[derive(Debug)]
-pub(crate) enum Refusal {
-    /// The record would change nothing worth writing.
-    NoChange,
-    /// The record would not make the view smaller; the reason, for the user. An auto or
-    /// reactive pass fails on it; a manual one says there is nothing to compact.
-    NoGain(String),
-    /// A check failed; the reason, for the user.
-    Failed(String),
-    /// An exact proposal passed every check but leaves the request over the target.
-    OverTarget,
-}
+use crate::session::{counts, Session};
 
 /// What a pass writes.
 #[derive(Debug)]
@@ -88,68 +75,16 @@ pub(crate) async fn commit(
         new_view = render_with_record(session.journal(), head.as_str(), &entry);
         new_plain = plain_with_note(session, &new_view, &entry);
     }
-    let Payload::Compaction(record) = &entry.payload else {
-        return Err(Refusal::Failed("the record is not a compaction record".into()));
-    };
-    if !changes_something(record, previous) {
-        return Err(Refusal::NoChange);
-    }
-    if new_view.compaction.as_ref().map(|c| &c.id) != Some(&entry.id) {
-        return Err(Refusal::Failed("the new record would not describe the current branch".into()));
-    }
-    check_view(&new_view)
-        .map_err(|e| Refusal::Failed(format!("the compacted view is not sendable: {e}")))?;
-    // A summary pass restates the anchors, so they must be there. Any other pass restates
-    // nothing: it must only not lose anchors the view already carried.
-    let anchors: Vec<String> = anchors
-        .filter(|a| path == CompactionPath::Summary || survival::carries(&plain.messages, a))
-        .map(str::to_owned)
-        .into_iter()
-        .collect();
-    // Likewise the live plan: a summary note restates it; any other pass must keep the steps
-    // the view already carried.
     let live_plan = session.live_plan();
-    let plan_steps: Vec<String> = live_plan
-        .iter()
-        .flat_map(|p| p.steps.iter().map(|s| s.step.clone()))
-        .collect();
-    let plan_steps: Vec<String> = plan_steps
-        .into_iter()
-        .filter(|step| {
-            path == CompactionPath::Summary
-                || crate::plan::carried(&plain.messages, std::slice::from_ref(step)).is_empty()
-        })
-        .collect();
-    // Every branch summary the view carried must still be there, verbatim.
-    let branch_summaries: Vec<String> = plain
-        .messages
-        .iter()
-        .filter(|m| m.branch_summary)
-        .flat_map(|m| m.texts().map(str::to_owned).collect::<Vec<_>>())
-        .collect();
-    let violations = survival::check(&SurvivalInput {
-        original: &plain.messages,
-        replacement: &new_plain.messages,
-        last_round_start: None,
-        anchors: &anchors,
-        branch_summaries: &branch_summaries,
-        require_checkpoint: path == CompactionPath::Summary,
-        plan_steps: &plan_steps,
-    });
-    if !violations.is_empty() {
-        let reasons: Vec<String> = violations.iter().map(ToString::to_string).collect();
-        return Err(Refusal::Failed(format!(
-            "the survival contract refused it: {}",
-            reasons.join("; ")
-        )));
-    }
-    let (old_total, new_total) = (plain.total(), new_plain.total());
-    if new_total >= old_total {
-        return Err(Refusal::NoGain(format!(
-            "the pass would not shrink the view ({old_total} → {new_total} estimated tokens): \
-             what is left is the protected last round, the note and the anchors"
-        )));
-    }
+    let (old_total, new_total) = judge::judge(&Judged {
+        before: plain,
+        previous,
+        entry: &entry,
+        view: &new_view,
+        plain: &new_plain,
+        anchors,
+        live_plan: live_plan.as_ref(),
+    })?;
     if exact && over_target {
         return Err(Refusal::OverTarget);
     }
@@ -246,14 +181,4 @@ fn merge_bounds(record: &mut CompactionPayload, bounds: &[Bounded]) {
             None => record.bounded.push(b.clone()),
         }
     }
-}
-
-/// Whether `record` differs in what the model reads from `previous` (the record it replaces).
-fn changes_something(record: &CompactionPayload, previous: Option<&CompactionPayload>) -> bool {
-    let Some(previous) = previous else { return record.is_valid() };
-    record.covers != previous.covers
-        || record.note != previous.note
-        || record.pruned_ids.len() != previous.pruned_ids.len()
-        || record.bounded != previous.bounded
-        || record.retained_ids != previous.retained_ids
 }

@@ -12,7 +12,9 @@
 //!   [`summary_input`]: what the request carries and how it is made to fit (bound, chunk);
 //! - [`note`]: the checkpoint note; [`record`]: the compaction record;
 //! - [`survival`]: the survival contract checked before any record is written, and [`matrix`],
-//!   its fixture matrix run by `codewhale survival-check`;
+//!   its fixture matrix run by `codewhale survival-check`; `judge`: every check a record
+//!   passes before it is written, the survival contract among them;
+//! - [`pass_plan`]: which steps a pass tries, decided before any model call;
 //! - [`trim`]: the fail-open request when no pass could make room;
 //! - [`report`]: what the next request contains (`codewhale context`).
 //!
@@ -30,10 +32,12 @@ pub mod bound;
 pub mod checkpoint;
 mod commit;
 pub mod cut;
+pub(crate) mod judge;
 pub mod matrix;
 pub mod message;
 pub mod note;
 pub mod pass;
+pub mod pass_plan;
 pub mod plain;
 pub mod prune;
 pub mod record;

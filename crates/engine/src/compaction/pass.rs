@@ -9,38 +9,29 @@
 //! 3. **bound** (when there is nothing to summarize): a prune-only record that shortens what the
 //!    contract allows, largest first, so the request fits — room is always found.
 //!
+//! Which steps apply is the pure [`pass_plan::plan`]; this shell runs them in that order.
 //! Every record then goes through `commit`, which fits it under the
 //! threshold, checks it and writes it. Invariants: a refused or failed pass writes no record
 //! and changes nothing the model reads (it leaves a `system` notice); every outcome is emitted
 //! as an event and logged with its figures. A [`PassMode::BoundOnly`] pass never calls the
 //! model: it is the last resort before a request that would not fit.
 
-use std::collections::HashSet;
-
 use codewhale_journal::{CompactionPath, Entry, Level, SystemPayload, Trigger};
 use codewhale_provider::CancellationToken;
 
 use super::background::{self, Prepared, Tried};
-use super::commit::{self, Proposal, Refusal, Written};
-use super::cut::{self, CutError, CutPolicy};
+use super::commit::{self, Proposal, Written};
+use super::judge::Refusal;
+use super::cut;
 use super::steps::{self, build_note, summary_max_output};
 use super::plain::PlainView;
-use super::prune::{self, PrunePolicy, PRUNE_TARGET_FRACTION};
+use super::pass_plan::{self, PassMode, PlanInputs};
 use super::record::{self, SummaryRecord};
 use super::summarize::{self, SummaryError, SummaryJob};
 use super::summary;
 use crate::anchors::AnchorStore;
 use crate::protocol::Event;
 use crate::session::Session;
-
-/// How much of the pipeline a pass may use.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PassMode {
-    /// Prune, summarize, bound.
-    Full,
-    /// Only bound what the last round holds (no model call): the last resort before a request.
-    BoundOnly,
-}
 
 /// What a pass was asked to do.
 #[derive(Clone, Debug, PartialEq)]
@@ -261,87 +252,72 @@ async fn attempt(
         exact: false,
     };
 
-    let mut pruned = Vec::new();
-    if request.trigger != Trigger::Manual && request.mode == PassMode::Full && !folded {
-        let target = (limits.threshold as f64 * PRUNE_TARGET_FRACTION) as u64;
-        let already: HashSet<usize> = plain.pruned.iter().copied().collect();
-        let policy = PrunePolicy { pressure: before, target, calibration };
-        let plan = prune::plan(&plain.messages, &plain.tokens, &already, &policy);
-        if plan.sufficient && !plan.pruned.is_empty() {
-            let record =
-                record::prune_record(&plain, &plan.pruned, previous, request.trigger.clone());
-            match commit::commit(session, proposal(record, head.clone())).await {
-                Ok(done) => return Ok(written(done)),
-                // The carried-forward note may predate the current anchors: summarize instead.
-                Err(Refusal::Failed(reason)) => {
-                    tracing::info!(%reason, "prune-only result refused, trying the summary path")
-                }
-                Err(Refusal::NoChange | Refusal::NoGain(_) | Refusal::OverTarget) => {}
+    let plan = pass_plan::plan(&PlanInputs {
+        plain: &plain,
+        trigger: &request.trigger,
+        mode: request.mode,
+        folded,
+        pressure: before,
+        threshold: limits.threshold,
+        usable_input: limits.usable_input,
+        calibration,
+        retained_user_tokens: session.config().compaction.retained_user_tokens,
+    });
+    if let Some(pruned) = &plan.prune_first {
+        let record = record::prune_record(&plain, pruned, previous, request.trigger.clone());
+        match commit::commit(session, proposal(record, head.clone())).await {
+            Ok(done) => return Ok(written(done)),
+            // The carried-forward note may predate the current anchors: summarize instead.
+            Err(Refusal::Failed(reason)) => {
+                tracing::info!(%reason, "prune-only result refused, trying the summary path")
             }
+            Err(Refusal::NoChange | Refusal::NoGain(_) | Refusal::OverTarget) => {}
         }
-        pruned = plan.pruned;
     }
 
     if cancel.is_cancelled() {
         return Err(Stop::Cancelled);
     }
-    let why_not_summary = if request.mode == PassMode::BoundOnly {
-        "only bounding was asked for".to_owned()
-    } else if plain.messages.len() < cut::MIN_MESSAGES {
-        CutError::TooFew(plain.messages.len()).to_string()
-    } else {
-        // A manual pass is asked for even when the window has room: it keeps only the
-        // protected part, or a small conversation would have nothing to cover under a 25 %
-        // tail.
-        let tail_fraction =
-            if request.trigger == Trigger::Manual { 0.0 } else { super::cut::TAIL_FRACTION };
-        let policy = CutPolicy {
-            retained_tokens: session.config().compaction.retained_user_tokens,
-            tail_fraction,
-            ..CutPolicy::new(limits.usable_input, calibration)
-        };
-        match cut::plan(&plain.messages, &plain.tokens, &policy) {
-            Ok(plan) => {
-                let mut record = summary_record(
-                    session,
-                    Viewed { view: &view, plain: &plain },
-                    &plan,
-                    previous,
-                    request,
-                    anchors.clone(),
-                    cancel.clone(),
-                )
-                .await?;
-                if cancel.is_cancelled() {
-                    return Err(Stop::Cancelled);
-                }
-                if folded {
-                    // The folded-in note was never written: this record follows the one
-                    // before it.
-                    record.previous_id = previous.and_then(|p| p.record.previous_id.clone());
-                }
-                let first = record.covers.as_ref().map(|c| c.first.clone());
-                let parent = first
-                    .and_then(|f| session.journal().get(f.as_str()).and_then(|e| e.parent.clone()))
-                    .unwrap_or_else(|| session.journal().header_entry().id.clone());
-                return match commit::commit(session, proposal(record, parent)).await {
-                    Ok(done) => Ok(written(done)),
-                    Err(Refusal::Failed(reason)) => Err(Stop::Failed(reason)),
-                    Err(Refusal::NoGain(reason)) => Err(no_gain(request, reason)),
-                    Err(Refusal::NoChange | Refusal::OverTarget) => {
-                        Err(Stop::Refused("the view would not change".into()))
-                    }
-                };
+    let why_not_summary = match &plan.summary {
+        Ok(cut) => {
+            let mut record = summary_record(
+                session,
+                Viewed { view: &view, plain: &plain },
+                cut,
+                previous,
+                request,
+                anchors.clone(),
+                cancel.clone(),
+            )
+            .await?;
+            if cancel.is_cancelled() {
+                return Err(Stop::Cancelled);
             }
-            Err(e) => e.to_string(),
+            if folded {
+                // The folded-in note was never written: this record follows the one before it.
+                record.previous_id = previous.and_then(|p| p.record.previous_id.clone());
+            }
+            let first = record.covers.as_ref().map(|c| c.first.clone());
+            let parent = first
+                .and_then(|f| session.journal().get(f.as_str()).and_then(|e| e.parent.clone()))
+                .unwrap_or_else(|| session.journal().header_entry().id.clone());
+            return match commit::commit(session, proposal(record, parent)).await {
+                Ok(done) => Ok(written(done)),
+                Err(Refusal::Failed(reason)) => Err(Stop::Failed(reason)),
+                Err(Refusal::NoGain(reason)) => Err(no_gain(request, reason)),
+                Err(Refusal::NoChange | Refusal::OverTarget) => {
+                    Err(Stop::Refused("the view would not change".into()))
+                }
+            };
         }
+        Err(why) => why.clone(),
     };
 
     // Nothing to summarize: prune what the prune found and bound the rest to fit.
     if cancel.is_cancelled() {
         return Err(Stop::Cancelled);
     }
-    let record = record::prune_record(&plain, &pruned, previous, request.trigger.clone());
+    let record = record::prune_record(&plain, &plan.bound_pruned, previous, request.trigger.clone());
     match commit::commit(session, proposal(record, head)).await {
         Ok(done) => Ok(written(done)),
         Err(Refusal::NoChange) => Err(Stop::Refused(why_not_summary)),

@@ -34,7 +34,8 @@ use codewhale_journal::{
 use codewhale_provider::CancellationToken;
 use tokio::task::JoinHandle;
 
-use super::commit::{self, Proposal, Refusal, Written};
+use super::commit::{self, Proposal, Written};
+use super::judge::Refusal;
 use super::cut::{self, CutPolicy};
 use super::plain::PlainView;
 use super::record::{self, SummaryRecord};

@@ -1,0 +1,101 @@
+//! What a pass will try, decided before any model call (DESIGN §5.1): a pure function of the
+//! plain view, the trigger and the budget.
+//!
+//! A pass tries a prune-only record first when pruning alone gets below the prune target (auto
+//! and reactive passes, never on a folded-in background note), then the summary of what a cut
+//! covers, and when there is nothing to summarize a bound record that starts from what the
+//! prune found. [`plan`] names all three; the async shell in `pass` runs them in that order and
+//! stops at the first record that is written. Invariant: the plan reads nothing but its
+//! arguments, so the same view and budget always give the same plan.
+
+use std::collections::HashSet;
+
+use codewhale_journal::Trigger;
+
+use super::cut::{self, CutError, CutPlan, CutPolicy};
+use super::plain::PlainView;
+use super::prune::{self, PrunePolicy, PRUNE_TARGET_FRACTION};
+
+/// How much of the pipeline a pass may use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PassMode {
+    /// Prune, summarize, bound.
+    Full,
+    /// Only bound what the last round holds (no model call): the last resort before a request.
+    BoundOnly,
+}
+
+/// What the plan is made from: the view a pass starts on and the budget it must meet.
+#[derive(Clone, Copy, Debug)]
+pub struct PlanInputs<'a> {
+    pub plain: &'a PlainView,
+    pub trigger: &'a Trigger,
+    pub mode: PassMode,
+    /// A background note was folded in as the previous note: the view is already the one it
+    /// summarizes, so no prune-only record is tried first.
+    pub folded: bool,
+    /// The request's size now, in provider tokens.
+    pub pressure: u64,
+    /// `T`, the threshold a pass gets below.
+    pub threshold: u64,
+    /// `U`, the usable input.
+    pub usable_input: u64,
+    /// Calibration ratio `c`, in [1, 2].
+    pub calibration: f64,
+    /// The configured retained user text budget (`None`: the default of DESIGN §9).
+    pub retained_user_tokens: Option<u64>,
+}
+
+/// The steps of one pass, in the order they are tried.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PassPlan {
+    /// The tool results a prune-only record stubs, when that alone reaches the prune target.
+    pub prune_first: Option<Vec<usize>>,
+    /// What a summary covers, or why there is no summary (said when the bound path has
+    /// nothing to change either).
+    pub summary: Result<CutPlan, String>,
+    /// The tool results the bound path stubs before it shortens the last round.
+    pub bound_pruned: Vec<usize>,
+}
+
+/// The plan of a pass over `inputs`.
+pub fn plan(inputs: &PlanInputs<'_>) -> PassPlan {
+    let plain = inputs.plain;
+    let mut prune_first = None;
+    let mut bound_pruned = Vec::new();
+    if *inputs.trigger != Trigger::Manual && inputs.mode == PassMode::Full && !inputs.folded {
+        let target = (inputs.threshold as f64 * PRUNE_TARGET_FRACTION) as u64;
+        let already: HashSet<usize> = plain.pruned.iter().copied().collect();
+        let policy =
+            PrunePolicy { pressure: inputs.pressure, target, calibration: inputs.calibration };
+        let pruned = prune::plan(&plain.messages, &plain.tokens, &already, &policy);
+        if pruned.sufficient && !pruned.pruned.is_empty() {
+            prune_first = Some(pruned.pruned.clone());
+        }
+        bound_pruned = pruned.pruned;
+    }
+    PassPlan { prune_first, summary: summary_cut(inputs), bound_pruned }
+}
+
+/// Where the summary path cuts, or why it does not run.
+fn summary_cut(inputs: &PlanInputs<'_>) -> Result<CutPlan, String> {
+    let messages = &inputs.plain.messages;
+    if inputs.mode == PassMode::BoundOnly {
+        return Err("only bounding was asked for".to_owned());
+    }
+    if messages.len() < cut::MIN_MESSAGES {
+        return Err(CutError::TooFew(messages.len()).to_string());
+    }
+    // A manual pass is asked for even when the window has room: it keeps only the protected
+    // part, or a small conversation would have nothing to cover under a 25 % tail.
+    let tail_fraction = if *inputs.trigger == Trigger::Manual { 0.0 } else { cut::TAIL_FRACTION };
+    let policy = CutPolicy {
+        retained_tokens: inputs.retained_user_tokens,
+        tail_fraction,
+        ..CutPolicy::new(inputs.usable_input, inputs.calibration)
+    };
+    cut::plan(messages, &inputs.plain.tokens, &policy).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests;

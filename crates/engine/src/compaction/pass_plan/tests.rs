@@ -1,0 +1,92 @@
+use serde_json::json;
+
+use super::*;
+use crate::compaction::message::{Message, Part, Role};
+
+fn call(id: &str, path: &str) -> Message {
+    Message::new(Role::Assistant, vec![Part::tool_use(id, "read_file", json!({"path": path}))])
+}
+fn result(id: &str, bytes: usize) -> Message {
+    Message::new(Role::User, vec![Part::tool_result(id, "x".repeat(bytes))])
+}
+
+/// A user message, `n` big reads, a reply, then a last round of one small read.
+fn view(n: usize) -> PlainView {
+    let mut messages = vec![Message::user("look around")];
+    for k in 0..n {
+        messages.push(call(&format!("r{k}"), &format!("f{k}.rs")));
+        messages.push(result(&format!("r{k}"), 4096));
+    }
+    messages.push(Message::assistant("seen"));
+    messages.push(Message::user("now fix it"));
+    messages.push(call("z", "main.rs"));
+    messages.push(result("z", 10));
+    let tokens = messages.iter().map(|m| if m.has_tool_result() { 20_000 } else { 10 }).collect();
+    PlainView { messages, tokens, ..PlainView::default() }
+}
+
+fn inputs<'a>(plain: &'a PlainView, trigger: &'a Trigger) -> PlanInputs<'a> {
+    PlanInputs {
+        plain,
+        trigger,
+        mode: PassMode::Full,
+        folded: false,
+        pressure: 130_000,
+        threshold: 125_000,
+        usable_input: 150_000,
+        calibration: 1.0,
+        retained_user_tokens: None,
+    }
+}
+
+#[test]
+fn an_auto_pass_tries_the_prune_first_when_it_reaches_the_target() {
+    let plain = view(5);
+    let plan = plan(&inputs(&plain, &Trigger::Auto));
+    let pruned = plan.prune_first.expect("pruning alone gets below 80 % of the threshold");
+    assert!(!pruned.is_empty());
+    assert_eq!(plan.bound_pruned, pruned, "the bound path starts from what the prune found");
+    assert!(plan.summary.is_ok(), "the summary path is planned too: {:?}", plan.summary);
+}
+
+#[test]
+fn a_prune_that_falls_short_is_not_tried_alone_but_the_bound_path_keeps_it() {
+    let plain = view(5);
+    let plan = plan(&PlanInputs { pressure: 400_000, ..inputs(&plain, &Trigger::Auto) });
+    assert_eq!(plan.prune_first, None);
+    assert!(!plan.bound_pruned.is_empty(), "what the prune found still shortens a bound record");
+}
+
+#[test]
+fn a_manual_pass_never_prunes_and_covers_all_but_the_protected_part() {
+    let plain = view(5);
+    let plan = plan(&inputs(&plain, &Trigger::Manual));
+    assert_eq!(plan.prune_first, None);
+    assert!(plan.bound_pruned.is_empty());
+    let cut = plan.summary.expect("a manual pass summarizes");
+    assert_eq!(cut.cut, cut.protected_start, "no 25 % tail on /compact");
+}
+
+#[test]
+fn a_folded_background_note_skips_the_prune() {
+    let plain = view(5);
+    let plan = plan(&PlanInputs { folded: true, ..inputs(&plain, &Trigger::Auto) });
+    assert_eq!(plan.prune_first, None);
+    assert!(plan.bound_pruned.is_empty());
+}
+
+#[test]
+fn bound_only_and_too_few_messages_say_why_there_is_no_summary() {
+    let plain = view(5);
+    let bound = plan(&PlanInputs { mode: PassMode::BoundOnly, ..inputs(&plain, &Trigger::Auto) });
+    assert_eq!(bound.summary, Err("only bounding was asked for".to_owned()));
+    assert_eq!(bound.prune_first, None, "a bound-only pass never prunes on its own");
+
+    let small = PlainView {
+        messages: vec![Message::user("hi"), Message::assistant("hello")],
+        tokens: vec![10, 10],
+        ..PlainView::default()
+    };
+    let few = plan(&inputs(&small, &Trigger::Reactive));
+    assert_eq!(few.summary, Err(CutError::TooFew(2).to_string()));
+}

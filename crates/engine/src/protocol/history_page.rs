@@ -32,10 +32,10 @@ pub struct ToolOutcome {
     pub reason: Option<String>,
 }
 
-/// One thing the conversation holds.
+/// One thing the conversation holds. Not `#[non_exhaustive]`, like [`Event`](super::Event):
+/// the front end matches every item by name, so a new one does not compile until it is shown.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-#[non_exhaustive]
 pub enum HistoryItem {
     User {
         id: String,

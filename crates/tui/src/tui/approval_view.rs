@@ -19,7 +19,7 @@ use ratatui::widgets::{Paragraph, Widget};
 
 use codewhale_engine::protocol::{ApprovalOffer, ApprovalScope};
 
-use super::views::{frame, is_ctrl_c, View, ViewAction};
+use super::views::{frame, is_ctrl_c, View, ViewAction, ViewKind};
 use super::wrap::{wrap_line, wrap_lines};
 
 /// The approval view.
@@ -173,6 +173,10 @@ fn arguments(input: &serde_json::Value) -> String {
 }
 
 impl View for ApprovalView {
+    fn kind(&self) -> ViewKind {
+        ViewKind::Approval
+    }
+
     fn desired_height(&self, width: u16) -> u16 {
         let w = usize::from(width).max(1);
         let h = self.head(w).len() + self.body_lines(w).len().min(30) + self.keys(w).len() + 1;
@@ -269,9 +273,5 @@ impl View for ApprovalView {
             }
             _ => ViewAction::Stay,
         }
-    }
-
-    fn approval_call(&self) -> Option<&str> {
-        Some(&self.call_id)
     }
 }

@@ -10,8 +10,7 @@ use codewhale_engine::protocol::{
     TurnStatus,
 };
 
-use super::app::Retry;
-use super::app::{App, Gauge, Lifecycle, Pending};
+use super::app::{App, Gauge, Lifecycle, Pending, Retry, TurnProgress};
 use super::approval_view::ApprovalView;
 use super::branch_cell::BranchSummaryCell;
 use super::cells::short_tokens;
@@ -21,7 +20,7 @@ use super::page_cells;
 use super::plan_cell::PlanCell;
 use super::slash_dispatch::{anchors_text, context_text, status_text};
 use super::tool_cell::{ToolCell, ToolState};
-use super::views::TextView;
+use super::views::{TextView, ViewKind};
 
 /// "12.3 s · 45.2k tokens in · 1.2k out": what a turn took. A turn cut short before any
 /// reply finished has no counts to report, which is not the provider's fault.
@@ -59,35 +58,35 @@ fn notice_kind(level: NoticeLevel) -> NoticeKind {
 
 impl App {
     pub(crate) fn on_engine(&mut self, msg: EventMsg) {
-        let pending =
-            self.pending.iter().position(|(id, _)| *id == msg.id).map(|i| self.pending.remove(i).1);
+        let pending = self.outbox.answered(msg.id);
         match msg.event {
-            Event::SessionOpening { bytes, .. } => self.opening = Some(bytes),
+            Event::SessionOpening { bytes, .. } => self.session.opening = Some(bytes),
             Event::SessionConfigured { session_id, model, resumed, workspace, .. } => {
-                self.workspace = Some(workspace.into());
-                self.opening = None;
+                self.session.workspace = Some(workspace.into());
+                self.session.opening = None;
                 let short: String = session_id.chars().take(8).collect();
                 let what = if resumed { "resumed session" } else { "new session" };
                 let text = format!("{what} {short} · {model} · /help lists the commands");
                 if resumed {
                     // Shown under the conversation, which the engine's first page brings.
-                    self.reset_notice = Some(text);
+                    self.paging.reset_notice = Some(text);
                 } else {
                     self.notice(NoticeKind::Info, text);
                 }
-                self.session_id = session_id;
-                self.model = model;
+                self.session.session_id = session_id;
+                self.session.model = model;
             }
             Event::History { page } => self.on_history(page, pending),
             Event::MessageTakenBack { text } => self.message_taken_back(text),
             Event::TurnStarted => {
                 self.lifecycle = Lifecycle::Streaming { thinking: false };
-                self.clock = self.clock.max(std::time::Instant::now());
-                self.turn_progress = Some(super::app::TurnProgress { since: self.clock, bytes: 0 });
+                self.progress.clock = self.progress.clock.max(std::time::Instant::now());
+                self.progress.turn_progress =
+                    Some(TurnProgress { since: self.progress.clock, bytes: 0 });
             }
             Event::TextDelta { text } => {
-                self.retry = None;
-                if let Some(p) = self.turn_progress.as_mut() {
+                self.progress.retry = None;
+                if let Some(p) = self.progress.turn_progress.as_mut() {
                     p.bytes += text.len();
                 }
                 self.transcript.push_delta(&text);
@@ -105,8 +104,8 @@ impl App {
                 self.set_tool_state(&call_id, running);
                 // The clock ticks only while something animates; it stood still while the
                 // call waited for approval, which is not the call's time.
-                self.clock = self.clock.max(std::time::Instant::now());
-                self.running_since.push((call_id, self.clock));
+                self.progress.clock = self.progress.clock.max(std::time::Instant::now());
+                self.progress.running_since.push((call_id, self.progress.clock));
                 self.lifecycle = Lifecycle::RunningTool { name };
             }
             Event::ToolOutputDelta { call_id, text } => {
@@ -130,7 +129,7 @@ impl App {
                 diff,
                 ..
             } => {
-                self.running_since.retain(|(id, _)| *id != call_id);
+                self.progress.running_since.retain(|(id, _)| *id != call_id);
                 let done = ToolState::Done { end, exit_code, exit_code_in_output, reason, output };
                 self.set_tool_state(&call_id, done);
                 if let Some(diff) = diff {
@@ -141,12 +140,13 @@ impl App {
             }
             Event::ApprovalNeeded { call_id, name, input, reason, offers, diff } => {
                 let view = ApprovalView::new(call_id, name, &input, reason, offers, diff);
-                self.views.push(Box::new(view));
+                self.views.push(view);
                 self.lifecycle = Lifecycle::AwaitingApproval;
             }
             Event::Retrying { attempt, max_attempts, wait_ms, reason } => {
                 let wait = std::time::Duration::from_millis(wait_ms);
-                self.retry = Some(Retry { attempt, max_attempts, until: self.clock + wait });
+                self.progress.retry =
+                    Some(Retry { attempt, max_attempts, until: self.progress.clock + wait });
                 let secs = wait_ms.div_ceil(1000);
                 self.notice(
                     NoticeKind::Warning,
@@ -159,22 +159,22 @@ impl App {
             Event::Branches { branches } => self.show_branch_tips(branches, pending),
             Event::Models { models } => self.show_models(models),
             Event::Status { status } => {
-                self.views.push(Box::new(TextView::new("status", &status_text(&status))))
+                self.views.push(TextView::new("status", &status_text(&status)))
             }
             Event::RestorePreview { files, .. } => self.on_restore_preview(files, pending),
             Event::ComposerText { text } => self.edit_again(text),
             Event::Usage { pressure, usable_input, window_unverified, model, .. } => {
-                self.gauge = Some(Gauge { pressure, usable_input, window_unverified });
-                self.model = model;
+                self.session.gauge = Some(Gauge { pressure, usable_input, window_unverified });
+                self.session.model = model;
             }
             Event::Plan { plan, updated } => {
                 if let (Some(plan), true) = (&plan, updated) {
                     self.transcript.push(PlanCell { plan: plan.clone() });
                 }
-                self.plan = plan;
+                self.session.plan = plan;
             }
             Event::ContextReport { report } => {
-                self.views.push(Box::new(TextView::new("context", &context_text(&report))))
+                self.views.push(TextView::new("context", &context_text(&report)))
             }
             Event::Anchors { anchors } if pending == Some(Pending::ListAnchors) => {
                 if anchors.is_empty() {
@@ -194,7 +194,7 @@ impl App {
                 self.notice(NoticeKind::Info, message)
             }
             Event::ModelSwitched { model, message } => {
-                self.model = model;
+                self.session.model = model;
                 self.notice(NoticeKind::Info, message);
             }
             // After the page of the new HEAD: shown under its conversation.
@@ -237,7 +237,7 @@ impl App {
                 self.transcript.push(CompactionCell::new(summary, Some(note)));
                 self.end_compaction();
             }
-            Event::BackgroundNote { state } => self.background_note = state,
+            Event::BackgroundNote { state } => self.session.background_note = state,
             Event::BranchSummary { state, summary, reason } => {
                 self.on_branch_summary(state, summary, reason)
             }
@@ -255,9 +255,7 @@ impl App {
                 self.end_compaction();
             }
             Event::TurnFinished { status, stats, .. } => {
-                self.retry = None;
-                self.turn_progress = None;
-                self.running_since.clear();
+                self.progress.turn_ended();
                 self.transcript.finish_active(status != TurnStatus::Completed);
                 if stats.requests > 0 {
                     self.notice(NoticeKind::Info, stats_line(&stats, status));
@@ -268,11 +266,11 @@ impl App {
                         "interrupted; the session keeps what was done",
                     );
                 }
-                self.views.retain(|v| v.approval_call().is_none());
+                self.views.close(ViewKind::Approval);
                 self.lifecycle = Lifecycle::Idle;
                 self.send_queued();
             }
-            Event::ShutdownComplete if self.quitting => self.effects.push(Effect::Exit),
+            Event::ShutdownComplete if self.keys.quitting => self.effects.push(Effect::Exit),
             // Only a quit shuts the engine down; anything else is the engine's own end, which
             // the error before it explains.
             Event::ShutdownComplete => {}
@@ -287,16 +285,16 @@ impl App {
         let earlier = page_cells::transcript_of(&page);
         if page.reset {
             self.transcript = earlier;
-            if let Some(text) = self.reset_notice.take() {
+            if let Some(text) = self.paging.reset_notice.take() {
                 self.notice(NoticeKind::Info, text);
             }
-            if let Some(text) = self.carried_notice.take() {
+            if let Some(text) = self.paging.carried_notice.take() {
                 self.notice(NoticeKind::Info, text);
             }
-            self.older = page.older;
+            self.paging.older = page.older;
         } else if pending == Some(Pending::OlderHistory) {
             self.transcript.prepend(earlier);
-            self.older = page.older;
+            self.paging.older = page.older;
         }
     }
 
@@ -309,7 +307,7 @@ impl App {
         summary: Option<String>,
         reason: Option<String>,
     ) {
-        self.branch_summary_writing = state == BranchSummaryState::Writing;
+        self.session.branch_summary_writing = state == BranchSummaryState::Writing;
         match state {
             BranchSummaryState::Written => {
                 if let Some(summary) = summary {
@@ -325,7 +323,9 @@ impl App {
                 let why = reason.unwrap_or_else(|| "it could not be written".into());
                 self.notice(NoticeKind::Info, format!("no summary of the branch you left: {why}"));
             }
-            _ => {}
+            // Writing shows in the status line; "none" answers an op only `codewhale rewind`
+            // sends.
+            BranchSummaryState::Writing | BranchSummaryState::None => {}
         }
     }
 

@@ -19,7 +19,7 @@ use super::composer::ComposerOutcome;
 use super::event::Effect;
 use super::prompts::HistorySearch;
 use super::slash;
-use super::views::{Choice, ChoiceView, TextView, ViewAction};
+use super::views::{Choice, ChoiceView, TextView, ViewAction, ViewKind};
 
 /// Scroll step of PageUp/PageDown, as a fraction of the transcript's height.
 const PAGE_FRACTION: u16 = 2;
@@ -29,25 +29,25 @@ impl App {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         let is_ctrl_c = ctrl && key.code == KeyCode::Char('c');
         if !is_ctrl_c {
-            self.quit_armed = false;
+            self.keys.quit_armed = false;
         }
         if key.code != KeyCode::Esc {
-            self.esc_armed = false;
+            self.keys.esc_armed = false;
         }
-        if let Some(view) = self.views.last_mut() {
+        if let Some(view) = self.views.top_mut() {
             let action = view.handle_key(key);
             self.on_view_action(action);
             return;
         }
-        if self.mention.is_some() && self.picker_key(key) {
+        if self.popups.mention.is_some() && self.picker_key(key) {
             return;
         }
-        if self.search.is_some() && self.search_key(key) {
+        if self.screen.search.is_some() && self.search_key(key) {
             return;
         }
         let alt = key.modifiers.contains(KeyModifiers::ALT);
-        let (w, h) = self.viewport;
-        let page = usize::from(self.viewport.1 / PAGE_FRACTION).max(1);
+        let (w, h) = self.screen.viewport;
+        let page = usize::from(self.screen.viewport.1 / PAGE_FRACTION).max(1);
         match key.code {
             KeyCode::Char('c') if ctrl => self.on_ctrl_c(),
             KeyCode::Char('d') if ctrl && self.composer.is_empty() => self.quit(),
@@ -58,12 +58,12 @@ impl App {
             KeyCode::Up if alt => self.transcript.move_focus(true),
             KeyCode::Down if alt => self.transcript.move_focus(false),
             KeyCode::Char('t') if ctrl => self.open_pager(),
-            KeyCode::Char('f') if ctrl => self.search = Some(super::app::Search::default()),
+            KeyCode::Char('f') if ctrl => self.screen.search = Some(super::app::Search::default()),
             KeyCode::Char('y') if ctrl => self.copy_picker(),
             KeyCode::Char('m') if alt => {
-                self.mouse_capture = !self.mouse_capture;
-                self.effects.push(Effect::MouseCapture(self.mouse_capture));
-                let said = if self.mouse_capture {
+                self.screen.mouse_capture = !self.screen.mouse_capture;
+                self.effects.push(Effect::MouseCapture(self.screen.mouse_capture));
+                let said = if self.screen.mouse_capture {
                     "mouse captured: the wheel scrolls the transcript; Alt+M gives the terminal \
                      its selection back"
                 } else {
@@ -76,7 +76,7 @@ impl App {
                 self.transcript.scroll_down(usize::MAX)
             }
             KeyCode::Char('r') if ctrl => {
-                self.views.push(Box::new(HistorySearch::new(self.composer.history())))
+                self.views.push(HistorySearch::new(self.composer.history()))
             }
             KeyCode::Char('g') if ctrl => {
                 self.effects.push(Effect::EditDraft(self.composer.text()))
@@ -89,10 +89,10 @@ impl App {
             KeyCode::Tab if self.popup_open() => self.complete(),
             KeyCode::Up | KeyCode::Down if self.popup_open() => {
                 let n = slash::completions(&self.composer.text()).len().max(1);
-                self.completion = if key.code == KeyCode::Up {
-                    (self.completion + n - 1) % n
+                self.popups.completion = if key.code == KeyCode::Up {
+                    (self.popups.completion + n - 1) % n
                 } else {
-                    (self.completion + 1) % n
+                    (self.popups.completion + 1) % n
                 };
             }
             KeyCode::Enter if self.popup_open() && key.modifiers.is_empty() => {
@@ -121,7 +121,7 @@ impl App {
 
     /// Keys the `@` picker takes; `false` passes the key on.
     fn picker_key(&mut self, key: KeyEvent) -> bool {
-        let Some(picker) = self.mention.as_mut() else { return false };
+        let Some(picker) = self.popups.mention.as_mut() else { return false };
         let n = picker.results.len().max(1);
         match key.code {
             KeyCode::Up => picker.selected = (picker.selected + n - 1) % n,
@@ -130,7 +130,7 @@ impl App {
             KeyCode::Enter if key.modifiers.is_empty() && !picker.results.is_empty() => {
                 self.accept_mention()
             }
-            KeyCode::Esc => self.mention = None,
+            KeyCode::Esc => self.popups.mention = None,
             _ => return false,
         }
         true
@@ -138,7 +138,7 @@ impl App {
 
     /// Shows the start of the conversation (loading the older pages as it goes).
     fn scroll_top(&mut self) {
-        let (w, h) = self.viewport;
+        let (w, h) = self.screen.viewport;
         self.transcript.scroll_to_top(w, h);
         self.scroll_up(0);
     }
@@ -146,10 +146,10 @@ impl App {
     /// Keys the transcript search takes; `false` passes the key on.
     fn search_key(&mut self, key: KeyEvent) -> bool {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-        let Some(search) = self.search.as_mut() else { return false };
+        let Some(search) = self.screen.search.as_mut() else { return false };
         let older = match key.code {
             KeyCode::Esc => {
-                self.search = None;
+                self.screen.search = None;
                 self.transcript.set_highlight(None);
                 return true;
             }
@@ -171,17 +171,17 @@ impl App {
         let (query, from) = (search.query.clone(), search.hit);
         let found = self.transcript.find(&query, from, older);
         let count = self.transcript.count(&query);
-        if let Some(search) = self.search.as_mut() {
+        if let Some(search) = self.screen.search.as_mut() {
             search.count = count;
             if found.is_some() {
                 search.hit = found;
             }
         }
         if let Some(index) = found {
-            let (w, h) = self.viewport;
+            let (w, h) = self.screen.viewport;
             self.transcript.scroll_to_cell(index, w, h);
         }
-        let hit = self.search.as_ref().and_then(|s| s.hit);
+        let hit = self.screen.search.as_ref().and_then(|s| s.hit);
         self.transcript.set_highlight(hit);
         true
     }
@@ -189,7 +189,7 @@ impl App {
     /// Ctrl+T: the focused (or last) tool call's whole output in a scrollable view.
     fn open_pager(&mut self) {
         match self.transcript.target_output() {
-            Some((title, text)) => self.views.push(Box::new(TextView::new(title, &text))),
+            Some((title, text)) => self.views.push(TextView::new(title, &text)),
             None => self.notice(NoticeKind::Info, "no tool output to show yet"),
         }
     }
@@ -216,24 +216,24 @@ impl App {
                 action: ViewAction::Copy(block.code),
             });
         }
-        self.views.push(Box::new(ChoiceView::new(
+        self.views.push(ChoiceView::new(
             "copy to the clipboard",
             choices,
             "",
             "Enter copy · Esc close",
-        )));
+        ));
     }
 
     /// Scrolls towards older output; at the top, asks the engine for the page before it.
     pub(crate) fn scroll_up(&mut self, rows: usize) {
-        let (w, h) = self.viewport;
+        let (w, h) = self.screen.viewport;
         self.transcript.scroll_up(rows, w, h);
-        let loading = self.pending.iter().any(|(_, p)| *p == Pending::OlderHistory);
+        let loading = self.outbox.waiting_for(&Pending::OlderHistory);
         if self.transcript.at_top(w, h) && !loading {
-            if let Some(before) = self.older.clone() {
+            if let Some(before) = self.paging.older.clone() {
                 let op = Op::GetHistory { before: Some(before), limit: HISTORY_PAGE };
                 if let Some(id) = self.sink.submit(op) {
-                    self.pending.push((id, Pending::OlderHistory));
+                    self.outbox.expect(id, Pending::OlderHistory);
                 }
             }
         }
@@ -241,21 +241,22 @@ impl App {
 
     fn complete(&mut self) {
         let matches = slash::completions(&self.composer.text());
-        if let Some(cmd) = matches.get(self.completion.min(matches.len().saturating_sub(1))) {
+        if let Some(cmd) = matches.get(self.popups.completion.min(matches.len().saturating_sub(1)))
+        {
             let text = if cmd.args().is_empty() {
                 format!("/{}", cmd.name())
             } else {
                 format!("/{} ", cmd.name())
             };
             self.composer.set_text(&text);
-            self.completion = 0;
+            self.popups.completion = 0;
         }
     }
 
     /// Stops the running turn or compaction.
     pub(crate) fn interrupt(&mut self) {
         self.submit(Op::Interrupt);
-        self.quit_armed = false;
+        self.keys.quit_armed = false;
     }
 
     fn on_ctrl_c(&mut self) {
@@ -263,46 +264,46 @@ impl App {
             self.interrupt();
         } else if !self.composer.is_empty() {
             self.composer.clear();
-            self.mentions.clear();
+            self.popups.mentions.clear();
             self.after_edit();
-            self.quit_armed = false;
-        } else if self.quit_armed || self.quitting {
+            self.keys.quit_armed = false;
+        } else if self.keys.quit_armed || self.keys.quitting {
             self.quit();
         } else {
-            self.quit_armed = true;
+            self.keys.quit_armed = true;
         }
     }
 
     /// Esc: closes the popup, or interrupts what runs, or (pressed twice) clears the draft.
     fn on_esc(&mut self) {
         if self.popup_open() {
-            self.popup_dismissed = true;
+            self.popups.popup_dismissed = true;
         } else if self.lifecycle.busy() {
             self.interrupt();
         } else if !self.composer.is_empty() {
-            if self.esc_armed {
+            if self.keys.esc_armed {
                 self.composer.clear();
-                self.mentions.clear();
-                self.esc_armed = false;
+                self.popups.mentions.clear();
+                self.keys.esc_armed = false;
             } else {
-                self.esc_armed = true;
+                self.keys.esc_armed = true;
             }
-        } else if self.esc_armed {
+        } else if self.keys.esc_armed {
             // Esc Esc on an empty composer, as in Codex: walk back through your messages;
             // Enter forks before the chosen one with its text in the composer, to edit and
             // send again.
-            self.esc_armed = false;
+            self.keys.esc_armed = false;
             if let Some(id) = self.submit(Op::ListUserMessages) {
-                self.pending.push((id, Pending::BranchPick { fork: true }));
+                self.outbox.expect(id, Pending::BranchPick { fork: true });
             }
         } else {
-            self.esc_armed = true;
+            self.keys.esc_armed = true;
         }
     }
 
     /// Ctrl+S with messages queued: interrupt the turn, so they are sent at once.
     fn send_now(&mut self) {
-        if self.queued.is_empty() {
+        if self.outbox.queued.is_empty() {
             return;
         }
         if self.lifecycle.turn_running() {
@@ -370,7 +371,7 @@ impl App {
                 self.effects.push(Effect::OpenSession(codewhale_engine::Resume::Id(id)));
             }
             ViewAction::Interrupt => {
-                self.views.retain(|v| v.approval_call().is_none());
+                self.views.close(ViewKind::Approval);
                 self.submit(Op::Interrupt);
             }
             ViewAction::Trust { trusted } => {
@@ -390,7 +391,7 @@ impl App {
             }
             ViewAction::Send(text) => {
                 self.views.pop();
-                let attachments = std::mem::take(&mut self.mentions);
+                let attachments = std::mem::take(&mut self.popups.mentions);
                 let message = super::app::Outgoing { text, attachments };
                 if !self.send_message(message.clone()) {
                     self.composer.set_text(&message.text);

@@ -10,7 +10,8 @@
 //! ([`Engine::spawn_opening`]): keys and redraws keep working while a large one loads, and the
 //! session on screen stays until the new one is open.
 //!
-//! Modules: [`app`] (state, keys), `engine_events` (following the engine), `slash_dispatch`
+//! Modules: [`app`] (state, keys), `engine_events` (following the engine), `engine_link` (the
+//! engines followed, one on screen and one opening), `slash_dispatch`
 //! (running commands), `render` (drawing), [`cells`]/[`transcript`] (the conversation),
 //! [`composer`], [`slash`] (the command table), [`views`] (modal views), [`frame`],
 //! [`terminal`] (raw mode and its restoration).
@@ -25,6 +26,7 @@ pub mod composer;
 pub mod diff_cell;
 pub mod editor;
 mod engine_events;
+mod engine_link;
 pub mod event;
 pub mod frame;
 mod keys;
@@ -35,6 +37,7 @@ pub mod plan_cell;
 pub mod prompts;
 mod render;
 mod restore_view;
+mod session_files;
 pub mod slash;
 mod slash_dispatch;
 mod status;
@@ -52,19 +55,17 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use codewhale_engine::protocol::{Event, EventMsg, Op};
-use codewhale_engine::{Engine, EngineHandle, EngineParams, Env, EventReceiver, Overrides, Resume};
+use codewhale_engine::{Overrides, Resume};
 use crossterm::event::{Event as TermEvent, EventStream};
 use futures::StreamExt as _;
 use tokio::sync::mpsc;
 
 pub use app::App;
+use engine_link::{next_event, open_session, opening_event, spawn_engine, Links};
 pub use event::{AppEvent, Effect, NoSession, OpSink};
 pub use frame::{FrameKind, FrameRequester};
-use views::SessionRow;
+use session_files::{import_session, session_rows};
 
-/// How long a replaced engine gets to sync its journal and stop (in the background).
-const SHUTDOWN_WAIT: Duration = Duration::from_secs(10);
 /// How often the screen is redrawn while something counts time (a running call, a retry).
 const TICK: Duration = Duration::from_millis(500);
 /// How long a SIGTERM or SIGHUP waits for the engine to save before leaving anyway.
@@ -89,41 +90,6 @@ pub struct TuiParams {
 pub struct Outcome {
     /// The session that was open last, if any.
     pub session_id: Option<String>,
-}
-
-/// A running engine: its handle and its events.
-struct Link {
-    handle: EngineHandle,
-    events: EventReceiver,
-}
-
-/// The engines the loop follows: the one on screen, and one being opened to replace it.
-#[derive(Default)]
-struct Links {
-    current: Option<Link>,
-    /// Opening in the background; becomes `current` once its session is configured.
-    opening: Option<Link>,
-}
-
-fn engine_params(params: &TuiParams, resume: Resume) -> EngineParams {
-    EngineParams {
-        home: params.home.clone(),
-        workspace: params.workspace.clone(),
-        overrides: params.overrides.clone(),
-        env: Env::from_process(),
-        resume,
-        interactive: true,
-        retry: None,
-        front_end: codewhale_engine::FrontEnd::Tui,
-        home_hint: params.home_hint.clone(),
-        sandbox_helper: crate::commands::sandbox::helper(),
-    }
-}
-
-/// Starts opening `resume` off the UI task.
-fn spawn_engine(params: &TuiParams, resume: Resume) -> Link {
-    let (handle, events) = Engine::spawn_opening(engine_params(params, resume));
-    Link { handle, events }
 }
 
 /// Runs the UI until the user quits. The caller checks the configuration and the session to
@@ -155,7 +121,7 @@ pub async fn run(params: TuiParams) -> anyhow::Result<Outcome> {
         None => Box::new(NoSession),
     };
     let mut app = App::new(sink, params.overrides.model.clone().unwrap_or_default());
-    app.keyboard_enhanced = keyboard_enhanced;
+    app.screen.keyboard_enhanced = keyboard_enhanced;
     match composer::prompt_history::load(&history_file) {
         Ok(entries) => app.composer = composer::Composer::with_history(entries),
         Err(e) => {
@@ -163,10 +129,7 @@ pub async fn run(params: TuiParams) -> anyhow::Result<Outcome> {
         }
     }
     if let Some(q) = &params.trust {
-        app.views.push(Box::new(views::TrustView::new(
-            q.file.display().to_string(),
-            q.settings.clone(),
-        )));
+        app.views.push(views::TrustView::new(q.file.display().to_string(), q.settings.clone()));
     } else if links.current.is_none() {
         let result = session_rows(&params, false, "");
         app.handle(AppEvent::SessionsLoaded { all: false, result });
@@ -243,13 +206,13 @@ pub async fn run(params: TuiParams) -> anyhow::Result<Outcome> {
                 Effect::OpenSession(resume) => open_session(&params, &mut app, &mut links, resume),
                 Effect::AskTrust => {
                     let workspace =
-                        app.workspace.clone().unwrap_or_else(|| params.workspace.clone());
+                        app.session.workspace.clone().unwrap_or_else(|| params.workspace.clone());
                     match codewhale_engine::trust::question_again(&params.home, &workspace) {
                         Ok(Some(q)) => {
-                            app.views.push(Box::new(views::TrustView::new(
+                            app.views.push(views::TrustView::new(
                                 q.file.display().to_string(),
                                 q.settings.clone(),
-                            )));
+                            ));
                             asked_again = Some((workspace, q));
                         }
                         Ok(None) => app.notice(
@@ -326,7 +289,7 @@ pub async fn run(params: TuiParams) -> anyhow::Result<Outcome> {
                 Effect::LoadImports(tool) => {
                     let tx = app_tx.clone();
                     let workspace =
-                        app.workspace.clone().unwrap_or_else(|| params.workspace.clone());
+                        app.session.workspace.clone().unwrap_or_else(|| params.workspace.clone());
                     tokio::task::spawn_blocking(move || {
                         let roots = codewhale_engine::offline::import::Roots::from_env();
                         let result =
@@ -338,7 +301,7 @@ pub async fn run(params: TuiParams) -> anyhow::Result<Outcome> {
                     let tx = app_tx.clone();
                     let home = params.home.clone();
                     let workspace =
-                        app.workspace.clone().unwrap_or_else(|| params.workspace.clone());
+                        app.session.workspace.clone().unwrap_or_else(|| params.workspace.clone());
                     tokio::task::spawn_blocking(move || {
                         let result = import_session(&home, &workspace, &path);
                         let _ = tx.send(AppEvent::Imported(result));
@@ -354,7 +317,8 @@ pub async fn run(params: TuiParams) -> anyhow::Result<Outcome> {
                 }
                 Effect::IndexFiles => {
                     let tx = app_tx.clone();
-                    let root = app.workspace.clone().unwrap_or_else(|| params.workspace.clone());
+                    let root =
+                        app.session.workspace.clone().unwrap_or_else(|| params.workspace.clone());
                     tokio::task::spawn_blocking(move || {
                         let files = std::sync::Arc::new(mentions::index(&root));
                         let _ = tx.send(AppEvent::FilesIndexed(files));
@@ -391,131 +355,4 @@ pub async fn run(params: TuiParams) -> anyhow::Result<Outcome> {
     drop(guard);
     let id = app.session_id().to_owned();
     Ok(Outcome { session_id: (!id.is_empty()).then_some(id) })
-}
-
-async fn next_event(link: &mut Option<Link>) -> Option<EventMsg> {
-    match link {
-        Some(l) => l.events.recv().await,
-        None => std::future::pending().await,
-    }
-}
-
-/// An event of the engine being opened: progress, a failure (the current session stays), or
-/// the session is open — then it replaces the current one, which stops in the background.
-fn opening_event(links: &mut Links, app: &mut App, msg: Option<EventMsg>) -> Option<AppEvent> {
-    let Some(msg) = msg else {
-        links.opening = None;
-        return Some(AppEvent::SessionOpening(None));
-    };
-    match msg.event {
-        Event::SessionOpening { bytes, .. } => Some(AppEvent::SessionOpening(Some(bytes))),
-        Event::Error { message, .. } => {
-            Some(AppEvent::SessionOpenFailed(format!("cannot open the session: {message}")))
-        }
-        Event::ShutdownComplete => {
-            links.opening = None;
-            None
-        }
-        Event::SessionConfigured { .. } => {
-            let next = links.opening.take()?;
-            if let Some(old) = links.current.take() {
-                retire(old);
-            }
-            app.attach(Box::new(next.handle.clone()));
-            links.current = Some(next);
-            Some(AppEvent::Engine(msg))
-        }
-        _ => None,
-    }
-}
-
-/// Stops a replaced engine without waiting for it: it syncs its journal and stops on its own.
-fn retire(mut old: Link) {
-    old.handle.submit(Op::Shutdown);
-    tokio::spawn(async move {
-        let _ = tokio::time::timeout(SHUTDOWN_WAIT, async {
-            while let Some(msg) = old.events.recv().await {
-                if msg.event == Event::ShutdownComplete {
-                    break;
-                }
-            }
-        })
-        .await;
-    });
-}
-
-/// Sessions newest first: all of them, or those whose workspace is this one.
-fn session_rows(params: &TuiParams, all: bool, current: &str) -> Result<Vec<SessionRow>, String> {
-    let dir = codewhale_engine::offline::sessions_dir(&params.home);
-    let found = if all {
-        codewhale_engine::offline::sessions(&dir).map(|l| l.sessions)
-    } else {
-        codewhale_engine::offline::sessions_for(&params.home, &params.workspace)
-    };
-    let sessions =
-        found.map_err(|e| format!("cannot list the sessions in {}: {e}", dir.display()))?;
-    // A session nothing was written to (left by a crash; a clean exit removes it) has nothing
-    // to resume.
-    Ok(sessions
-        .into_iter()
-        .filter(|s| s.entries > 0 || s.id == current)
-        .map(|s| SessionRow {
-            updated: s.updated.format("%Y-%m-%d %H:%M"),
-            entries: s.entries,
-            cwd: s.cwd,
-            title: s.title.unwrap_or_else(|| "(untitled)".to_owned()),
-            current: s.id == current,
-            id: s.id,
-        })
-        .collect())
-}
-
-/// `/import`: imports `source` and returns the new session's id and a one-line report.
-fn import_session(
-    home: &std::path::Path,
-    workspace: &std::path::Path,
-    source: &std::path::Path,
-) -> Result<(String, String), String> {
-    use codewhale_engine::offline::import::{import, ImportParams};
-    let imported = import(&ImportParams { home, workspace, source })
-        .map_err(|e| format!("cannot import {}: {e}", source.display()))?;
-    let r = &imported.report;
-    let mut report = format!(
-        "imported the {} session: {} entries read, {} written, {} tool pairs repaired, {} \
-         summaries imported; switching to it",
-        r.source.display_name(),
-        r.entries_read,
-        r.entries_written,
-        r.pairs_repaired,
-        r.summaries_imported
-    );
-    if let Some(before) = imported.earlier.first() {
-        report.push_str(&format!(
-            " (this file was imported before, as session {before}, which is unchanged: \
-             `/resume {before}` goes back to it)"
-        ));
-    }
-    Ok((imported.session_id, report))
-}
-
-/// `/new` and `/resume`: starts opening the other session off the UI task. The current one
-/// stays on screen (and usable) until the new one is open, so a failure changes nothing.
-fn open_session(params: &TuiParams, app: &mut App, links: &mut Links, resume: Resume) {
-    if let (Resume::Id(id), Some(_)) = (&resume, links.current.as_ref()) {
-        if !app.session_id().is_empty() && app.session_id().starts_with(id.as_str()) {
-            app.handle(AppEvent::SessionOpenFailed("that session is already open".to_owned()));
-            return;
-        }
-    }
-    let link = spawn_engine(params, resume);
-    if links.current.is_none() {
-        // Nothing on screen to keep: ops typed meanwhile wait in the engine for the session.
-        app.attach(Box::new(link.handle.clone()));
-        links.current = Some(link);
-    } else {
-        if let Some(previous) = links.opening.replace(link) {
-            retire(previous);
-        }
-        app.handle(AppEvent::SessionOpening(Some(0)));
-    }
 }

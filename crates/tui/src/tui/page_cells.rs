@@ -133,8 +133,6 @@ fn push_item(t: &mut Transcript, item: &HistoryItem) {
             };
             t.push(NoticeCell { kind, text: text.clone() })
         }
-        // Thinking-only replies and items of newer protocol versions are not shown.
-        _ => {}
     }
 }
 

@@ -9,7 +9,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Widget};
 
 use super::composer::thousands;
-use super::views::{frame, is_ctrl_c, View, ViewAction};
+use super::views::{frame, is_ctrl_c, View, ViewAction, ViewKind};
 use super::wrap::wrap_lines;
 
 /// Matches listed at most.
@@ -49,6 +49,10 @@ impl HistorySearch {
 }
 
 impl View for HistorySearch {
+    fn kind(&self) -> ViewKind {
+        ViewKind::HistorySearch
+    }
+
     fn desired_height(&self, _width: u16) -> u16 {
         u16::try_from(self.matches().len().clamp(1, SHOWN) + 3).unwrap_or(u16::MAX)
     }
@@ -144,6 +148,10 @@ impl ConfirmSend {
 }
 
 impl View for ConfirmSend {
+    fn kind(&self) -> ViewKind {
+        ViewKind::ConfirmSend
+    }
+
     fn desired_height(&self, width: u16) -> u16 {
         let h = wrap_lines(&self.body(), usize::from(width).max(1)).len();
         u16::try_from(h + 1).unwrap_or(u16::MAX)

@@ -33,22 +33,22 @@ impl App {
         let room = area.height - 1;
         // The pane leaves the transcript a row or two when it can, and never takes more than
         // the room there is (a modal on a three-row terminal gets the two rows above status).
-        let pane_height = match self.views.last() {
+        let pane_height = match self.views.top() {
             Some(view) => view.desired_height(area.width).min(room.saturating_sub(2)).max(3),
             None => self.composer_height(area.width).min(room.saturating_sub(1)),
         }
         .clamp(1, room);
         let pane = Rect { y: status.y - pane_height, height: pane_height, ..area };
         let transcript = Rect { height: pane.y - area.y, ..area };
-        self.viewport = (transcript.width, transcript.height);
+        self.screen.viewport = (transcript.width, transcript.height);
         self.transcript.render(transcript, frame.buffer_mut());
-        match self.views.last() {
+        match self.views.top() {
             Some(view) => view.render(pane, frame.buffer_mut()),
             None => {
                 if let Some(cursor) = self.draw_composer(pane, frame) {
                     frame.set_cursor_position(cursor);
                 }
-                if self.mention.is_some() {
+                if self.popups.mention.is_some() {
                     self.draw_mentions(pane, frame);
                 } else if self.popup_open() {
                     self.draw_popup(pane, frame);
@@ -63,7 +63,7 @@ impl App {
     fn composer_height(&mut self, width: u16) -> u16 {
         let inner = usize::from(width).saturating_sub(PROMPT_WIDTH).max(1);
         let rows = self.composer.layout(inner).rows.len().min(MAX_COMPOSER_ROWS);
-        u16::try_from(rows + 1 + self.queued.len().min(MAX_QUEUED_SHOWN)).unwrap_or(2)
+        u16::try_from(rows + 1 + self.outbox.queued.len().min(MAX_QUEUED_SHOWN)).unwrap_or(2)
     }
 
     fn draw_composer(&mut self, area: Rect, frame: &mut Frame<'_>) -> Option<Position> {
@@ -73,6 +73,7 @@ impl App {
         block.render(area, frame.buffer_mut());
         // Messages waiting for the turn to end, oldest first, above the prompt.
         let queued: Vec<Line<'static>> = self
+            .outbox
             .queued
             .iter()
             .take(MAX_QUEUED_SHOWN)
@@ -137,7 +138,7 @@ impl App {
 
     /// The `@` picker above the composer: the best matches, the chosen one highlighted.
     fn draw_mentions(&self, pane: Rect, frame: &mut Frame<'_>) {
-        let Some(picker) = &self.mention else { return };
+        let Some(picker) = &self.popups.mention else { return };
         let dim = Style::new().fg(Color::DarkGray);
         let mut lines: Vec<Line<'static>> = picker
             .results
@@ -153,7 +154,7 @@ impl App {
             })
             .collect();
         if lines.is_empty() {
-            let text = if self.files.is_none() {
+            let text = if self.popups.files.is_none() {
                 "  indexing the workspace…"
             } else {
                 "  no file matches"
@@ -175,7 +176,7 @@ impl App {
         let height = u16::try_from(matches.len()).unwrap_or(0).min(pane.y);
         let area = Rect { y: pane.y - height, height, ..pane };
         Clear.render(area, frame.buffer_mut());
-        let selected = self.completion.min(matches.len() - 1);
+        let selected = self.popups.completion.min(matches.len() - 1);
         let lines: Vec<Line<'static>> = matches
             .iter()
             .enumerate()

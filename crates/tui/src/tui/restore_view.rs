@@ -15,7 +15,7 @@ use ratatui::widgets::{Paragraph, Widget};
 
 use codewhale_engine::protocol::{RestoreFile, RestoreState, TakeBack};
 
-use super::views::{frame, is_ctrl_c, View, ViewAction};
+use super::views::{frame, is_ctrl_c, View, ViewAction, ViewKind};
 use super::wrap::wrap_lines;
 
 /// Where the answer goes.
@@ -132,6 +132,10 @@ impl RestoreView {
 }
 
 impl View for RestoreView {
+    fn kind(&self) -> ViewKind {
+        ViewKind::Restore
+    }
+
     fn desired_height(&self, width: u16) -> u16 {
         let h = wrap_lines(&self.body(), usize::from(width).max(1)).len();
         u16::try_from(h + 1).unwrap_or(u16::MAX)

@@ -16,7 +16,7 @@ use super::cells::{short_tokens, NoticeKind};
 use super::event::{AppEvent, Effect};
 use super::restore_view::{RestoreTarget, RestoreView};
 use super::slash::{self, Invocation, SlashCommand};
-use super::views::{Choice, ChoiceView, SessionPicker, TextView, ViewAction};
+use super::views::{Choice, ChoiceView, SessionPicker, TextView, ViewAction, ViewKind};
 
 impl App {
     pub(crate) fn run_command(&mut self, inv: Invocation) {
@@ -39,7 +39,7 @@ impl App {
                 if let Some(id) = self.submit(Op::Compact { focus }) {
                     // Busy from now on: a message typed before the pass starts is queued too.
                     self.lifecycle = Lifecycle::Compacting { in_turn: false };
-                    self.pending.push((id, Pending::Compact));
+                    self.outbox.expect(id, Pending::Compact);
                 }
             }
             SlashCommand::Context => {
@@ -61,13 +61,13 @@ impl App {
             },
             SlashCommand::Checkout if args.is_empty() => {
                 if let Some(id) = self.submit(Op::ListBranches) {
-                    self.pending.push((id, Pending::TipPick));
+                    self.outbox.expect(id, Pending::TipPick);
                 }
             }
             SlashCommand::Fork | SlashCommand::Rewind if args.is_empty() => {
                 let fork = cmd == SlashCommand::Fork;
                 if let Some(id) = self.submit(Op::ListUserMessages) {
-                    self.pending.push((id, Pending::BranchPick { fork }));
+                    self.outbox.expect(id, Pending::BranchPick { fork });
                 }
             }
             SlashCommand::Approval => {
@@ -81,7 +81,7 @@ impl App {
             SlashCommand::Rewind => self.ask_what_to_take_back(args, false),
             SlashCommand::Undo => {
                 if let Some(id) = self.submit(Op::PreviewRestore { to: None }) {
-                    self.pending.push((id, Pending::Restore(RestoreTarget::Undo)));
+                    self.outbox.expect(id, Pending::Restore(RestoreTarget::Undo));
                 }
             }
             SlashCommand::Model if args.is_empty() => {
@@ -96,8 +96,8 @@ impl App {
                 self.submit(Op::SwitchModel { model: args });
             }
             SlashCommand::Help => {
-                let text = slash::help_text(self.keyboard_enhanced);
-                self.views.push(Box::new(TextView::new("help", &text)))
+                let text = slash::help_text(self.screen.keyboard_enhanced);
+                self.views.push(TextView::new("help", &text))
             }
             SlashCommand::Quit => self.quit(),
         }
@@ -108,7 +108,7 @@ impl App {
     pub(crate) fn ask_what_to_take_back(&mut self, to: String, fork: bool) {
         let op = Op::PreviewRestore { to: Some(to.clone()) };
         if let Some(id) = self.submit(op) {
-            self.pending.push((id, Pending::Restore(RestoreTarget::Branch { to, fork })));
+            self.outbox.expect(id, Pending::Restore(RestoreTarget::Branch { to, fork }));
         }
     }
 
@@ -136,7 +136,7 @@ impl App {
                 };
                 self.notice(NoticeKind::Info, message);
             }
-            target => self.views.push(Box::new(RestoreView::new(target, files))),
+            target => self.views.push(RestoreView::new(target, files)),
         }
     }
 
@@ -152,7 +152,7 @@ impl App {
             }
             "list" if rest.trim().is_empty() => {
                 if let Some(id) = self.submit(Op::ListAnchors) {
-                    self.pending.push((id, Pending::ListAnchors));
+                    self.outbox.expect(id, Pending::ListAnchors);
                 }
             }
             "rm" => match rest.trim().parse::<usize>() {
@@ -183,10 +183,10 @@ impl App {
                 let title = if all { "sessions" } else { "resume a session of this workspace" };
                 let mut picker = SessionPicker::new(title, rows);
                 // At start-up with nothing open, leaving the picker starts a new session.
-                picker.startup = self.session_id.is_empty();
-                self.views.push(Box::new(picker));
+                picker.startup = self.session.session_id.is_empty();
+                self.views.push(picker);
             }
-            AppEvent::SessionOpening(bytes) => self.opening = bytes,
+            AppEvent::SessionOpening(bytes) => self.session.opening = bytes,
             AppEvent::ImportsLoaded { tool, result } if result.is_empty() => self.notice(
                 NoticeKind::Warning,
                 format!("{} stored no sessions for this workspace", tool.display_name()),
@@ -198,17 +198,17 @@ impl App {
                     .collect();
                 let title = format!("import a {} session of this workspace", tool.display_name());
                 let view = ChoiceView::new(title, choices, "", "Enter import · Esc close");
-                self.views.push(Box::new(view));
+                self.views.push(view);
             }
             AppEvent::Imported(Ok((id, report))) => {
                 // Said here, and again under the imported conversation once it is open.
                 self.notice(NoticeKind::Info, report.clone());
-                self.carried_notice = Some(report);
+                self.paging.carried_notice = Some(report);
                 self.effects.push(Effect::OpenSession(codewhale_engine::Resume::Id(id)));
             }
             AppEvent::Imported(Err(e)) => self.notice(NoticeKind::Error, e),
             AppEvent::SessionsLoaded { result: Err(e), .. } | AppEvent::SessionOpenFailed(e) => {
-                self.opening = None;
+                self.session.opening = None;
                 self.notice(NoticeKind::Error, e)
             }
             AppEvent::Engine(_)
@@ -230,7 +230,7 @@ impl App {
         grants: Vec<codewhale_engine::protocol::Grant>,
         sandbox: codewhale_engine::protocol::SandboxReport,
     ) {
-        self.views.retain(|v| !v.is_grants());
+        self.views.close(ViewKind::Grants);
         let choices = grants
             .into_iter()
             .enumerate()
@@ -239,14 +239,14 @@ impl App {
                 action: ViewAction::Stay,
             })
             .collect();
-        let mut view = ChoiceView::new(
+        let view = ChoiceView::new(
             format!("approval mode {mode} · sandbox {} · grants for this session", sandbox.mode),
             choices,
             "no grants: every call asks as the mode says (\"a\" or \"p\" in an approval adds one)",
             &format!("d revoke · Esc close · sandbox: {}", sandbox.detail),
-        );
-        view.revocable = true;
-        self.views.push(Box::new(view));
+        )
+        .grants();
+        self.views.push(view);
     }
 
     /// `/mcp`: each server with its status, then its tools.
@@ -254,7 +254,7 @@ impl App {
         &mut self,
         servers: Vec<codewhale_engine::protocol::McpServerInfo>,
     ) {
-        self.views.retain(|v| !v.is_mcp());
+        self.views.close(ViewKind::McpServers);
         let mut choices = Vec::new();
         for server in servers {
             let state = match (&server.reason, server.status) {
@@ -278,14 +278,14 @@ impl App {
                 });
             }
         }
-        let mut view = ChoiceView::new(
+        let view = ChoiceView::new(
             "MCP servers".to_owned(),
             choices,
             "no MCP servers: add [mcp_servers.NAME] tables to config.toml (see docs/mcp.md)",
             "Esc close",
-        );
-        view.mcp = true;
-        self.views.push(Box::new(view));
+        )
+        .mcp_servers();
+        self.views.push(view);
     }
 
     /// `/rewind` or `/fork` without an id: the earlier messages to choose from, newest last.
@@ -313,7 +313,7 @@ impl App {
             ("rewind: go back to a message (it stays in the file)", "Enter rewind here · Esc close")
         };
         let view = ChoiceView::new(title, choices, "no messages yet", footer).at_end();
-        self.views.push(Box::new(view));
+        self.views.push(view);
     }
 }
 
@@ -337,7 +337,7 @@ impl App {
             "no branches",
             "Enter check out · Esc close",
         );
-        self.views.push(Box::new(view));
+        self.views.push(view);
     }
 }
 
@@ -369,7 +369,7 @@ impl App {
         if let Some(at) = current {
             view = view.selected(at);
         }
-        self.views.push(Box::new(view));
+        self.views.push(view);
     }
 }
 

@@ -24,7 +24,7 @@ struct Part {
 
 impl App {
     pub(crate) fn draw_status(&self, area: Rect, frame: &mut Frame<'_>) {
-        let line = match &self.search {
+        let line = match &self.screen.search {
             Some(search) => self.search_line(search),
             None => fit(self.status_parts(), usize::from(area.width)),
         };
@@ -54,32 +54,35 @@ impl App {
         let dim = Style::new().fg(Color::DarkGray);
         let mut parts = Vec::new();
         let (state, style, hint) = match &self.lifecycle {
-            _ if self.retry.is_some() => {
-                let r = self.retry.unwrap_or(super::app::Retry {
+            _ if self.progress.retry.is_some() => {
+                let r = self.progress.retry.unwrap_or(super::app::Retry {
                     attempt: 0,
                     max_attempts: 0,
-                    until: self.clock,
+                    until: self.progress.clock,
                 });
-                let secs = r.until.saturating_duration_since(self.clock).as_secs_f64().ceil();
+                let secs =
+                    r.until.saturating_duration_since(self.progress.clock).as_secs_f64().ceil();
                 (
                     format!("retrying in {secs} s · attempt {}/{}", r.attempt, r.max_attempts),
                     busy,
                     Some("Esc stops"),
                 )
             }
-            Lifecycle::Idle if self.quitting => ("saving and quitting…".to_owned(), busy, None),
-            Lifecycle::Idle if self.quit_armed => {
+            Lifecycle::Idle if self.keys.quitting => {
+                ("saving and quitting…".to_owned(), busy, None)
+            }
+            Lifecycle::Idle if self.keys.quit_armed => {
                 ("press Ctrl+C again to quit".to_owned(), Style::new().fg(Color::Red), None)
             }
-            Lifecycle::Idle if self.esc_armed && self.composer.is_empty() => (
+            Lifecycle::Idle if self.keys.esc_armed && self.composer.is_empty() => (
                 "press Esc again to edit an earlier message".to_owned(),
                 Style::new().fg(Color::Cyan),
                 None,
             ),
-            Lifecycle::Idle if self.esc_armed => {
+            Lifecycle::Idle if self.keys.esc_armed => {
                 ("press Esc again to clear the draft".to_owned(), Style::new().fg(Color::Red), None)
             }
-            Lifecycle::Idle => match self.opening {
+            Lifecycle::Idle => match self.session.opening {
                 Some(0) => ("opening session…".to_owned(), busy, None),
                 Some(bytes) => (format!("opening session ({})…", human_bytes(bytes)), busy, None),
                 None => ("ready".to_owned(), Style::new().fg(Color::Green), None),
@@ -101,9 +104,9 @@ impl App {
             }
         };
         parts.push(Part { text: format!(" {state}"), style, right: false, rank: 0 });
-        if let Some(p) = self.turn_progress.filter(|_| self.lifecycle.turn_running()) {
+        if let Some(p) = self.progress.turn_progress.filter(|_| self.lifecycle.turn_running()) {
             // Time passing, as Codex shows it, and the reply so far (bytes/4, so "~").
-            let secs = self.clock.saturating_duration_since(p.since).as_secs();
+            let secs = self.progress.clock.saturating_duration_since(p.since).as_secs();
             let text = match p.bytes {
                 0 => format!(" ({secs} s)"),
                 n => format!(" ({secs} s · ~{} tokens)", short_tokens((n as u64).div_ceil(4))),
@@ -114,18 +117,18 @@ impl App {
             parts.push(Part { text: format!(" · {hint}"), style: dim, right: false, rank: 5 });
         }
         // Quiet: the user never waits for it, so it is dim and goes before the hints do.
-        if let Some(note) = self.background_note {
+        if let Some(note) = self.session.background_note {
             let text = match note {
                 codewhale_engine::protocol::BackgroundState::Writing => " · writing note…",
                 codewhale_engine::protocol::BackgroundState::Ready => " · note ready",
             };
             parts.push(Part { text: text.to_owned(), style: dim, right: false, rank: 4 });
         }
-        if self.branch_summary_writing {
+        if self.session.branch_summary_writing {
             let text = " · summarizing the branch you left…".to_owned();
             parts.push(Part { text, style: dim, right: false, rank: 4 });
         }
-        match self.queued.len() {
+        match self.outbox.queued.len() {
             0 => {}
             n => {
                 let text = if self.lifecycle.turn_running() {
@@ -144,15 +147,20 @@ impl App {
                 rank: 6,
             });
         }
-        if self.mouse_capture {
+        if self.screen.mouse_capture {
             parts.push(Part { text: "mouse · ".to_owned(), style: dim, right: true, rank: 5 });
         }
-        if let Some(plan) = &self.plan {
+        if let Some(plan) = &self.session.plan {
             let text = format!("{} · ", plan.progress());
             parts.push(Part { text, style: dim, right: true, rank: 3 });
         }
-        parts.push(Part { text: format!("{} · ", self.model), style: dim, right: true, rank: 4 });
-        match &self.gauge {
+        parts.push(Part {
+            text: format!("{} · ", self.session.model),
+            style: dim,
+            right: true,
+            rank: 4,
+        });
+        match &self.session.gauge {
             Some(g) => {
                 let percent = g.pressure.percent_of(g.usable_input);
                 let unverified = if g.window_unverified { ", window unverified" } else { "" };

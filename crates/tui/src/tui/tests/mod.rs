@@ -122,6 +122,7 @@ impl Harness {
 
 mod background;
 mod composer;
+mod history;
 mod one_truth;
 mod pickers;
 mod plan;

@@ -100,7 +100,7 @@ fn a_manual_compaction_is_cancelled_with_ctrl_c_and_queues_what_is_typed() {
     insta::assert_snapshot!("compaction_with_a_queued_message", h.screen());
     h.ctrl('c');
     assert_eq!(h.ops()[1], Op::Interrupt);
-    assert!(!h.app.quit_armed, "Ctrl+C cancelled; it did not arm quitting");
+    assert!(!h.app.keys.quit_armed, "Ctrl+C cancelled; it did not arm quitting");
     h.engine(1, Event::CompactionCancelled);
     assert_eq!(
         h.ops()[2],

@@ -88,7 +88,7 @@ fn a_list_longer_than_its_view_says_where_it_is_and_pages() {
     let mut h = Harness::new();
     let choices =
         (1..=13).map(|i| Choice { label: format!("tool_{i}"), action: ViewAction::Stay }).collect();
-    h.app.views.push(Box::new(ChoiceView::new("mcp", choices, "none", "Esc close")));
+    h.app.views.push(ChoiceView::new("mcp", choices, "none", "Esc close"));
     assert!(h.screen().contains("Esc close · 1 of 13"), "{}", h.screen());
     h.key(KeyCode::Down, KeyModifiers::NONE);
     assert!(h.screen().contains("2 of 13"), "{}", h.screen());

@@ -67,7 +67,7 @@ fn a_running_command_shows_live_output_and_time_then_how_it_ended() {
         },
     );
     h.engine(1, Event::ToolCallStarted { call_id: "s1".into(), name: "shell".into() });
-    let started = h.app.clock;
+    let started = h.app.progress.clock;
     let live = "   Compiling parser v0.1.0\n\u{1b}[32m     Running\u{1b}[0m unittests\ntest lexer ... ok\ntest parser ... ok\n";
     h.engine(1, Event::ToolOutputDelta { call_id: "s1".into(), text: live.into() });
     h.send(AppEvent::Tick(started + Duration::from_secs(12)));

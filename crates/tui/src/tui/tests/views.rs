@@ -321,10 +321,10 @@ fn ctrl_c_in_an_approval_interrupts_the_turn_and_closes_it() {
 fn the_trust_question_shows_the_settings_and_takes_an_answer() {
     for (key, trusted) in [('y', true), ('n', false)] {
         let mut h = Harness::new();
-        h.app.views.push(Box::new(crate::tui::views::TrustView::new(
+        h.app.views.push(crate::tui::views::TrustView::new(
             "project/.codewhale/config.toml".into(),
             vec!["base_url = \"http://elsewhere.invalid/v1\"".into()],
-        )));
+        ));
         let screen = h.screen();
         assert!(screen.contains("trust this workspace?"), "{screen}");
         assert!(screen.contains("project/.codewhale/config.toml sets:"), "{screen}");
@@ -343,10 +343,9 @@ fn the_trust_question_shows_the_settings_and_takes_an_answer() {
 fn a_long_trust_question_must_be_read_to_the_end_before_yes() {
     let mut h = Harness::new();
     let settings: Vec<String> = (0..80).map(|i| format!("env.VAR_{i} = \"value {i}\"")).collect();
-    h.app.views.push(Box::new(crate::tui::views::TrustView::new(
-        "project/.codewhale/config.toml".into(),
-        settings,
-    )));
+    h.app
+        .views
+        .push(crate::tui::views::TrustView::new("project/.codewhale/config.toml".into(), settings));
     let screen = h.screen();
     assert!(screen.contains("env.VAR_0 ") && !screen.contains("env.VAR_79 "), "{screen}");
     assert!(screen.contains("more lines: scroll"), "{screen}");

@@ -8,12 +8,9 @@
 //! message is only sent when nothing runs (one typed meanwhile is queued, in sight, and sent
 //! when the engine is idle again); an approval view exists only while its call waits.
 
-use std::collections::VecDeque;
-use std::sync::Arc;
-
 use crossterm::event::{Event as TermEvent, KeyEventKind};
 
-use codewhale_engine::protocol::{Figure, Op, SubmissionId};
+use codewhale_engine::protocol::{Op, SubmissionId};
 
 use super::cells::{NoticeCell, NoticeKind, UserCell};
 use super::composer::Composer;
@@ -22,7 +19,7 @@ use super::mentions::Picker;
 use super::prompts::ConfirmSend;
 use super::slash;
 use super::transcript::Transcript;
-use super::views::View;
+use super::views::{ViewKind, ViewStack};
 
 /// What the engine is doing, as far as the UI knows.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,64 +49,21 @@ impl Lifecycle {
     }
 }
 
-/// The context gauge's figures, from the engine's last `Usage` event (the same figures and
-/// labels as `/context`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Gauge {
-    pub pressure: Figure,
-    pub usable_input: u64,
-    pub window_unverified: bool,
-}
+mod key_state;
+mod outbox;
+mod paging;
+mod popups;
+mod progress;
+mod screen;
+mod session_facts;
 
-/// What an op was sent for, when its reply needs more than a generic notice.
-/// How far the running turn has come, for the status line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TurnProgress {
-    pub since: std::time::Instant,
-    /// Bytes of reply text streamed so far.
-    pub bytes: usize,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Pending {
-    /// `/anchor list`: the engine's list is shown.
-    ListAnchors,
-    /// `/compact`: a refusal (a turn runs) ends the compacting state.
-    Compact,
-    /// An older page of the conversation, asked for while scrolling up.
-    OlderHistory,
-    /// `/rewind` or `/fork` without an id: the messages to pick from.
-    BranchPick { fork: bool },
-    /// `/checkout` without an id: the tips become a picker.
-    TipPick,
-    /// `/rewind`, `/fork` or `/undo`: the files a restore would touch, before asking.
-    Restore(super::restore_view::RestoreTarget),
-}
-
-/// A message on its way to the engine: its text and the files mentioned with `@`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Outgoing {
-    pub text: String,
-    pub attachments: Vec<String>,
-}
-
-/// A provider request being retried: shown as "retrying in 4 s · attempt 2/5".
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Retry {
-    pub attempt: u32,
-    pub max_attempts: u32,
-    pub until: std::time::Instant,
-}
-
-/// The transcript search (Ctrl+F).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Search {
-    pub query: String,
-    /// The cell shown as the current match.
-    pub hit: Option<usize>,
-    /// Cells holding the query.
-    pub count: usize,
-}
+pub use key_state::KeyState;
+pub use outbox::{Outbox, Outgoing, Pending};
+pub use paging::Paging;
+pub use popups::Popups;
+pub use progress::{Progress, Retry, TurnProgress};
+pub use screen::{Screen, Search};
+pub use session_facts::{Gauge, SessionFacts};
 
 /// Items per older page of the conversation.
 pub(crate) const HISTORY_PAGE: usize = 200;
@@ -119,74 +73,30 @@ pub struct App {
     pub(crate) lifecycle: Lifecycle,
     pub(crate) transcript: Transcript,
     pub(crate) composer: Composer,
-    pub(crate) views: Vec<Box<dyn View>>,
+    pub(crate) views: ViewStack,
     pub(crate) sink: Box<dyn OpSink>,
     pub(crate) effects: Vec<Effect>,
-    pub(crate) model: String,
-    pub(crate) session_id: String,
-    /// The directory the engine's session works in; `None` until the engine says.
-    pub(crate) workspace: Option<std::path::PathBuf>,
-    pub(crate) gauge: Option<Gauge>,
-    /// HEAD's live plan, as the engine last said (the status line's "plan 2/5").
-    pub(crate) plan: Option<codewhale_engine::protocol::Plan>,
-    pub(crate) pending: Vec<(SubmissionId, Pending)>,
-    /// The cursor of the page before the oldest one shown; `None` when the beginning of the
-    /// conversation is shown.
-    pub(crate) older: Option<String>,
-    /// A notice to show under the conversation once the engine's next page replaces it (a
-    /// resumed session, a HEAD move).
-    pub(crate) reset_notice: Option<String>,
-    /// A notice for the session being switched to (an import's report), shown under its
-    /// conversation once it is open.
-    pub(crate) carried_notice: Option<String>,
-    /// Messages typed while a turn or `/compact` ran, sent in order when it ends.
-    pub(crate) queued: VecDeque<Outgoing>,
-    /// Another session is being opened: its file's size, for the status line.
-    pub(crate) opening: Option<u64>,
-    /// A first Ctrl+C on an idle, empty composer; the second one quits.
-    pub(crate) quit_armed: bool,
-    /// A first Esc on an idle draft; the second one clears it.
-    pub(crate) esc_armed: bool,
-    /// Shutdown was sent; waiting for the engine to confirm.
-    pub(crate) quitting: bool,
-    /// The note the engine writes in the background, if any (DESIGN §5.8).
-    pub(crate) background_note: Option<codewhale_engine::protocol::BackgroundState>,
-    /// A summary of the branch the user left is being written (DESIGN §2).
-    pub(crate) branch_summary_writing: bool,
-    /// The last known size of the transcript area, for page-sized scrolling.
-    pub(crate) viewport: (u16, u16),
-    /// Which completion the popup highlights.
-    pub(crate) completion: usize,
-    /// Esc closed the slash popup; it stays closed until the text changes.
-    pub(crate) popup_dismissed: bool,
-    /// The terminal reports Shift+Enter (keyboard enhancement is on).
-    pub(crate) keyboard_enhanced: bool,
-    /// The `@` picker while a mention is typed.
-    pub(crate) mention: Option<Picker>,
-    /// The workspace's files, once indexed (`None` before the first `@`).
-    pub(crate) files: Option<Arc<Vec<String>>>,
-    /// Paths chosen in the picker for the message being typed.
-    pub(crate) mentions: Vec<String>,
-    /// The time as of the last tick (elapsed times and countdowns are drawn from it).
-    pub(crate) clock: std::time::Instant,
-    /// Tool calls running, with when they started.
-    pub(crate) running_since: Vec<(String, std::time::Instant)>,
-    /// The turn that runs: since when, and how much reply text came so far (the status
-    /// line's "working (7 s · ~120 tokens)").
-    pub(crate) turn_progress: Option<TurnProgress>,
-    /// A provider request being retried.
-    pub(crate) retry: Option<Retry>,
-    /// The transcript search, while open.
-    pub(crate) search: Option<Search>,
-    /// Whether the mouse is captured (wheel scrolls the transcript; terminal selection off).
-    pub(crate) mouse_capture: bool,
+    /// What the engine last said about the session.
+    pub(crate) session: SessionFacts,
+    /// Running work and its clock.
+    pub(crate) progress: Progress,
+    /// Which part of the conversation is loaded.
+    pub(crate) paging: Paging,
+    /// Ops waiting for a reply and messages waiting to be sent.
+    pub(crate) outbox: Outbox,
+    /// Keys pressed once that a second press completes, and leaving.
+    pub(crate) keys: KeyState,
+    /// The composer's popups: slash completion and the `@` picker.
+    pub(crate) popups: Popups,
+    /// The terminal: its size, its abilities, the mouse and the search over the transcript.
+    pub(crate) screen: Screen,
 }
 
 impl std::fmt::Debug for App {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("App")
             .field("lifecycle", &self.lifecycle)
-            .field("session_id", &self.session_id)
+            .field("session_id", &self.session.session_id)
             .field("cells", &self.transcript.len())
             .finish_non_exhaustive()
     }
@@ -199,38 +109,16 @@ impl App {
             lifecycle: Lifecycle::Idle,
             transcript: Transcript::default(),
             composer: Composer::default(),
-            views: Vec::new(),
+            views: ViewStack::default(),
             sink,
             effects: Vec::new(),
-            model: model.into(),
-            session_id: String::new(),
-            workspace: None,
-            gauge: None,
-            plan: None,
-            pending: Vec::new(),
-            older: None,
-            reset_notice: None,
-            carried_notice: None,
-            queued: VecDeque::new(),
-            opening: None,
-            quit_armed: false,
-            esc_armed: false,
-            quitting: false,
-            background_note: None,
-            branch_summary_writing: false,
-            viewport: (80, 20),
-            completion: 0,
-            popup_dismissed: false,
-            keyboard_enhanced: false,
-            mention: None,
-            files: None,
-            mentions: Vec::new(),
-            clock: std::time::Instant::now(),
-            running_since: Vec::new(),
-            turn_progress: None,
-            retry: None,
-            search: None,
-            mouse_capture: false,
+            session: SessionFacts::new(model.into()),
+            progress: Progress::default(),
+            paging: Paging::default(),
+            outbox: Outbox::default(),
+            keys: KeyState::default(),
+            popups: Popups::default(),
+            screen: Screen::default(),
         }
     }
 
@@ -238,15 +126,14 @@ impl App {
     pub fn attach(&mut self, sink: Box<dyn OpSink>) {
         self.sink = sink;
         self.transcript = Transcript::default();
-        self.views.retain(|v| v.approval_call().is_none());
+        self.views.close(ViewKind::Approval);
         self.lifecycle = Lifecycle::Idle;
-        self.gauge = None;
-        self.pending.clear();
-        self.older = None;
-        self.reset_notice = None;
-        self.queued.clear();
-        self.opening = None;
-        self.quitting = false;
+        self.session.gauge = None;
+        self.paging.older = None;
+        self.paging.reset_notice = None;
+        self.outbox.clear();
+        self.session.opening = None;
+        self.keys.quitting = false;
     }
 
     /// The effects queued since the last call.
@@ -260,7 +147,7 @@ impl App {
     }
 
     pub fn session_id(&self) -> &str {
-        &self.session_id
+        &self.session.session_id
     }
 
     pub(crate) fn notice(&mut self, kind: NoticeKind, text: impl Into<String>) {
@@ -282,11 +169,11 @@ impl App {
     /// Starts leaving: the engine syncs the journal and stops, then the loop exits. A second
     /// request while waiting (an engine busy compacting) leaves at once.
     pub(crate) fn quit(&mut self) {
-        if self.quitting {
+        if self.keys.quitting {
             self.effects.push(Effect::Exit);
             return;
         }
-        self.quitting = true;
+        self.keys.quitting = true;
         if self.sink.submit(Op::Shutdown).is_none() {
             self.effects.push(Effect::Exit);
         }
@@ -313,13 +200,13 @@ impl App {
             AppEvent::Input(TermEvent::Mouse(mouse)) => self.on_mouse(mouse),
             AppEvent::Input(_) => {}
             AppEvent::EngineGone => {
-                if self.quitting {
+                if self.keys.quitting {
                     self.effects.push(Effect::Exit);
                 } else {
                     // Ops would vanish into a closed channel; say so instead.
                     self.sink = Box::new(super::event::NoSession);
                     self.lifecycle = Lifecycle::Idle;
-                    let text = if self.session_id.is_empty() {
+                    let text = if self.session.session_id.is_empty() {
                         "no session is open; /new starts one, /resume picks one"
                     } else {
                         "the engine stopped; see the log in the logs folder of the Codewhale \
@@ -340,7 +227,7 @@ impl App {
                  control, so nothing could bring it back",
             ),
             AppEvent::FilesIndexed(files) => {
-                self.files = Some(files);
+                self.popups.files = Some(files);
                 self.after_edit();
             }
             other => self.on_loaded(other),
@@ -349,11 +236,8 @@ impl App {
 
     /// A second passed: running calls show their elapsed time, a retry its countdown.
     fn tick(&mut self, now: std::time::Instant) {
-        self.clock = now;
-        if self.retry.is_some_and(|r| r.until <= now) {
-            self.retry = None;
-        }
-        let running = self.running_since.clone();
+        self.progress.tick(now);
+        let running = self.progress.running_since.clone();
         self.transcript.update_all(|cell| {
             let Some(tool) = super::tool_cell::tool_mut(cell) else { return false };
             let Some((_, since)) = running.iter().find(|(id, _)| *id == tool.call_id) else {
@@ -371,7 +255,7 @@ impl App {
 
     /// Whether anything on screen changes with time (so the loop ticks).
     pub fn animating(&self) -> bool {
-        !self.running_since.is_empty() || self.retry.is_some() || self.turn_progress.is_some()
+        self.progress.animating()
     }
 
     /// The wheel, when the mouse is captured: three rows per notch.
@@ -386,8 +270,8 @@ impl App {
 
     /// Enter on a message or a command (chips already unfolded in `text`).
     pub(crate) fn submit_text(&mut self, text: String) {
-        self.popup_dismissed = false;
-        self.mention = None;
+        self.popups.popup_dismissed = false;
+        self.popups.mention = None;
         if text.trim().is_empty() {
             return;
         }
@@ -402,33 +286,33 @@ impl App {
             }
             return;
         }
-        let mut mentions = std::mem::take(&mut self.mentions);
+        let mut mentions = std::mem::take(&mut self.popups.mentions);
         mentions.retain(|path| text.contains(&format!("@{path}")));
         mentions.dedup();
         let message = Outgoing { text, attachments: mentions };
-        if self.lifecycle.busy() && !self.quitting {
+        if self.lifecycle.busy() && !self.keys.quitting {
             // Sent when the turn (or the pass) ends, in the order typed; shown meanwhile.
-            self.queued.push_back(message);
+            self.outbox.queued.push_back(message);
             self.transcript.scroll_down(usize::MAX);
             return;
         }
-        if self.quitting {
+        if self.keys.quitting {
             self.composer.set_text(&message.text);
             return;
         }
         let tokens = codewhale_engine::estimate_tokens(&message.text);
-        if let Some(gauge) = self.gauge.filter(|g| tokens > g.usable_input) {
-            self.views.push(Box::new(ConfirmSend {
+        if let Some(gauge) = self.session.gauge.filter(|g| tokens > g.usable_input) {
+            self.views.push(ConfirmSend {
                 text: message.text,
                 tokens,
                 usable_input: gauge.usable_input,
-            }));
-            self.mentions = message.attachments;
+            });
+            self.popups.mentions = message.attachments;
             return;
         }
         if !self.send_message(message.clone()) {
             self.composer.set_text(&message.text);
-            self.mentions = message.attachments;
+            self.popups.mentions = message.attachments;
         }
         self.transcript.scroll_down(usize::MAX);
     }
@@ -455,7 +339,7 @@ impl App {
         if self.lifecycle != Lifecycle::Idle {
             return;
         }
-        if let Some(message) = self.queued.pop_front() {
+        if let Some(message) = self.outbox.queued.pop_front() {
             if !self.send_message(message.clone()) {
                 self.composer.set_text(&message.text);
             }
@@ -464,33 +348,34 @@ impl App {
 
     /// After the composer's text changed: the popups follow it.
     pub(crate) fn after_edit(&mut self) {
-        self.completion = 0;
-        self.popup_dismissed = false;
+        self.popups.completion = 0;
+        self.popups.popup_dismissed = false;
         self.refresh_mention();
     }
 
     /// Opens, updates or closes the `@` picker for the mention being typed.
     pub(crate) fn refresh_mention(&mut self) {
         let Some(query) = super::mentions::typed_mention(self.composer.before_cursor()) else {
-            self.mention = None;
+            self.popups.mention = None;
             return;
         };
         let query = query.to_owned();
-        if self.files.is_none() && !self.effects.contains(&Effect::IndexFiles) {
+        if self.popups.files.is_none() && !self.effects.contains(&Effect::IndexFiles) {
             self.effects.push(Effect::IndexFiles);
         }
-        let selected = self.mention.as_ref().filter(|m| m.query == query).map_or(0, |m| m.selected);
-        let mut picker = Picker::new(&query, self.files.as_ref());
+        let selected =
+            self.popups.mention.as_ref().filter(|m| m.query == query).map_or(0, |m| m.selected);
+        let mut picker = Picker::new(&query, self.popups.files.as_ref());
         picker.selected = selected.min(picker.results.len().saturating_sub(1));
-        self.mention = Some(picker);
+        self.popups.mention = Some(picker);
     }
 
     /// Puts the picker's choice in place of the mention being typed.
     pub(crate) fn accept_mention(&mut self) {
-        let Some(picker) = self.mention.take() else { return };
+        let Some(picker) = self.popups.mention.take() else { return };
         let Some(path) = picker.chosen().map(str::to_owned) else { return };
         self.composer.replace_before_cursor(picker.query.len() + 1, &format!("@{path} "));
-        self.mentions.push(path);
+        self.popups.mentions.push(path);
     }
 
     /// The engine gave back a message it could not answer: offered for editing.
@@ -529,7 +414,7 @@ impl App {
     /// A recalled history entry opens none: Up and Down go on walking the history.
     pub(crate) fn popup_open(&self) -> bool {
         self.views.is_empty()
-            && !self.popup_dismissed
+            && !self.popups.popup_dismissed
             && !self.composer.is_recalled()
             && !slash::completions(&self.composer.text()).is_empty()
     }

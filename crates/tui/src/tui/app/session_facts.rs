@@ -1,0 +1,41 @@
+//! What the engine last said about the session: which one is open, its model and workspace,
+//! the context gauge, the plan and the work the engine does beside the turn.
+//!
+//! Invariant: every field here is a copy of an engine event's value (or the model the app was
+//! started with, until the engine confirms one); the UI never derives one from another.
+
+use codewhale_engine::protocol::{BackgroundState, Figure, Plan};
+
+/// The context gauge's figures, from the engine's last `Usage` event (the same figures and
+/// labels as `/context`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gauge {
+    pub pressure: Figure,
+    pub usable_input: u64,
+    pub window_unverified: bool,
+}
+
+/// The session as the engine describes it.
+#[derive(Debug, Clone, Default)]
+pub struct SessionFacts {
+    pub model: String,
+    pub session_id: String,
+    /// The directory the engine's session works in; `None` until the engine says.
+    pub workspace: Option<std::path::PathBuf>,
+    pub gauge: Option<Gauge>,
+    /// HEAD's live plan, as the engine last said (the status line's "plan 2/5").
+    pub plan: Option<Plan>,
+    /// The note the engine writes in the background, if any (DESIGN §5.8).
+    pub background_note: Option<BackgroundState>,
+    /// A summary of the branch the user left is being written (DESIGN §2).
+    pub branch_summary_writing: bool,
+    /// Another session is being opened: its file's size, for the status line.
+    pub opening: Option<u64>,
+}
+
+impl SessionFacts {
+    /// Nothing known yet but the model the app was started with.
+    pub fn new(model: String) -> SessionFacts {
+        SessionFacts { model, ..SessionFacts::default() }
+    }
+}

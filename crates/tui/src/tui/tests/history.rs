@@ -1,0 +1,229 @@
+//! Snapshot tests of a session's past: a resumed session's history, HEAD moves, rewinds,
+//! branch summaries and edits with their diffs.
+
+use codewhale_engine::protocol::{
+    CallEnd, CompactionKind, CompactionTrigger, Event, HeadMove, HistoryItem, HistoryPage,
+    NoticeLevel, Op, RestoreFile, RestoreState, TakeBack, ToolOutcome, TurnStatus,
+};
+use crossterm::event::{KeyCode, KeyModifiers};
+use serde_json::json;
+
+use super::Harness;
+
+#[test]
+fn a_resumed_session_shows_its_history_first() {
+    let mut h = Harness::new();
+    h.engine(
+        0,
+        Event::SessionConfigured {
+            session_id: "0193c0de-0000-7000-8000-000000000002".into(),
+            model: "gpt-test".into(),
+            path: "sessions/s2.jsonl".into(),
+            resumed: true,
+            workspace: "project".into(),
+        },
+    );
+    let page = HistoryPage {
+        head: "a9".into(),
+        items: vec![
+            HistoryItem::User { id: "u0".into(), text: "start the parser".into(), covered: true },
+            HistoryItem::Compaction {
+                id: "c".into(),
+                trigger: CompactionTrigger::Auto,
+                path: CompactionKind::Summary,
+                covered_entries: 120,
+                retained: 4,
+                tokens_before: 182_000,
+                tokens_after: 9_400,
+                note: "## Objective\nShip it.".into(),
+                background: false,
+            },
+            HistoryItem::User { id: "u1".into(), text: "where were we?".into(), covered: false },
+            HistoryItem::Assistant {
+                id: "a1".into(),
+                text: "At the **parser**.".into(),
+                thinking: String::new(),
+                covered: false,
+            },
+            HistoryItem::Tool {
+                id: "a1".into(),
+                call_id: "c9".into(),
+                name: "search".into(),
+                input: json!({"pattern": "fn parse"}),
+                result: Some(ToolOutcome {
+                    is_error: false,
+                    output: "src/parse.rs:1".into(),
+                    end: CallEnd::Completed,
+                    exit_code: None,
+                    exit_code_in_output: false,
+                    reason: None,
+                }),
+                covered: false,
+            },
+        ],
+        older: None,
+        reset: true,
+    };
+    h.engine(0, Event::History { page });
+    h.engine(
+        0,
+        Event::Notice { level: NoticeLevel::Warning, message: "repaired a torn line".into() },
+    );
+    let screen = h.screen();
+    assert!(screen.contains("resumed session 0193c0de"), "{screen}");
+    assert!(screen.contains("repaired a torn line"), "{screen}");
+    insta::assert_snapshot!(screen);
+}
+
+#[test]
+fn a_head_move_shows_the_new_heads_conversation() {
+    let mut h = Harness::new();
+    h.type_str("old branch message");
+    h.enter();
+    h.engine(
+        1,
+        Event::TurnFinished {
+            status: TurnStatus::Completed,
+            text: String::new(),
+            stats: Default::default(),
+        },
+    );
+    h.type_str("/rewind 0193-e1");
+    h.enter();
+    // First what a restore would touch: no file, so the conversation moves without a question.
+    assert_eq!(h.ops()[1], Op::PreviewRestore { to: Some("0193-e1".into()) });
+    h.engine(2, Event::RestorePreview { to: Some("0193-e1".into()), files: Vec::new() });
+    let take = Op::TakeBack {
+        to: "0193-e1".into(),
+        take: TakeBack::Conversation,
+        fork: false,
+        before: false,
+        force: false,
+    };
+    assert_eq!(h.ops()[2], take);
+    let page = HistoryPage {
+        head: "0193-e1".into(),
+        items: vec![HistoryItem::User {
+            id: "0193-e1".into(),
+            text: "the first question".into(),
+            covered: false,
+        }],
+        older: None,
+        reset: true,
+    };
+    h.engine(3, Event::History { page });
+    let moved = Event::HeadMoved {
+        how: HeadMove::Rewind,
+        head: "0193-e1".into(),
+        level: NoticeLevel::Info,
+        message: "rewound to 0193-e1".into(),
+    };
+    h.engine(3, moved);
+    assert!(h.effects().is_empty(), "the engine sends the page; nothing is read");
+    h.engine(3, Event::ComposerText { text: "the second question".into() });
+    let screen = h.screen();
+    assert!(screen.contains("the first question"), "{screen}");
+    assert!(screen.contains("rewound to 0193-e1"), "{screen}");
+    assert!(!screen.contains("old branch message"), "{screen}");
+    assert!(screen.contains("back in the composer"), "{screen}");
+    assert_eq!(h.app.composer.text(), "the second question");
+}
+
+#[test]
+fn rewind_asks_what_to_take_back_and_a_second_yes_for_outside_changes() {
+    let mut h = Harness::new();
+    h.type_str("/rewind 0193-e1");
+    h.enter();
+    let files = vec![
+        RestoreFile { path: "src/a.rs".into(), state: RestoreState::Restore },
+        RestoreFile { path: "notes.md".into(), state: RestoreState::ChangedElsewhere },
+    ];
+    h.engine(1, Event::RestorePreview { to: Some("0193-e1".into()), files });
+    let screen = h.screen();
+    assert!(screen.contains("rewind: what to take back"), "{screen}");
+    assert!(screen.contains("src/a.rs  restored"), "{screen}");
+    assert!(screen.contains("notes.md  changed by someone else since"), "{screen}");
+    h.type_str("b");
+    let screen = h.screen();
+    assert!(screen.contains("y overwrite them too"), "{screen}");
+    h.type_str("n");
+    let take = Op::TakeBack {
+        to: "0193-e1".into(),
+        take: TakeBack::Both,
+        fork: false,
+        before: false,
+        force: false,
+    };
+    assert_eq!(h.ops().last(), Some(&take));
+
+    // /undo with nothing changed since says so without asking.
+    h.type_str("/undo");
+    h.enter();
+    assert_eq!(h.ops().last(), Some(&Op::PreviewRestore { to: None }));
+    let files = vec![RestoreFile { path: "src/a.rs".into(), state: RestoreState::Unchanged }];
+    h.engine(3, Event::RestorePreview { to: None, files });
+    assert!(h.screen().contains("nothing to undo"), "{}", h.screen());
+    // With a change: Enter takes the files back.
+    h.type_str("/undo");
+    h.enter();
+    let files = vec![RestoreFile { path: "src/a.rs".into(), state: RestoreState::Restore }];
+    h.engine(4, Event::RestorePreview { to: None, files });
+    assert!(h.screen().contains("undo: take back the last turn"), "{}", h.screen());
+    h.enter();
+    assert_eq!(h.ops().last(), Some(&Op::Undo { force: false }));
+}
+
+#[test]
+fn a_branch_summary_is_a_foldable_cell() {
+    let mut h = Harness::new();
+    let page = HistoryPage {
+        head: "s1".into(),
+        items: vec![
+            HistoryItem::User { id: "u1".into(), text: "fix the parser".into(), covered: false },
+            HistoryItem::BranchSummary {
+                id: "s1".into(),
+                summary: "nom failed on nested groups".into(),
+                covered: false,
+            },
+        ],
+        older: None,
+        reset: true,
+    };
+    h.engine(0, Event::History { page });
+    let screen = h.screen();
+    assert!(screen.contains("what was tried on a branch you left … Ctrl+O"), "{screen}");
+    assert!(!screen.contains("nom failed"), "folded: {screen}");
+    h.key(KeyCode::Char('o'), KeyModifiers::CONTROL);
+    let screen = h.screen();
+    assert!(screen.contains("nom failed on nested groups"), "unfolded: {screen}");
+}
+
+#[test]
+fn an_edit_shows_its_diff_folded_under_the_call() {
+    let mut h = Harness::new();
+    h.type_str("fix it");
+    h.enter();
+    h.engine(1, Event::TurnStarted);
+    let input = json!({"path": "a.rs", "old_string": "x = 1", "new_string": "x = 2"});
+    h.engine(1, Event::ToolCallRequested { call_id: "e1".into(), name: "edit_file".into(), input });
+    h.engine(1, Event::ToolCallStarted { call_id: "e1".into(), name: "edit_file".into() });
+    let diff = "--- a/a.rs\n+++ b/a.rs\n@@ -1 +1 @@\n-let x = 1;\n+let x = 2;";
+    h.engine(
+        1,
+        Event::ToolCallFinished {
+            call_id: "e1".into(),
+            name: "edit_file".into(),
+            is_error: false,
+            output: "1 replacement".into(),
+            end: CallEnd::Completed,
+            exit_code: None,
+            exit_code_in_output: false,
+            reason: None,
+            diff: Some(diff.into()),
+        },
+    );
+    let screen = h.screen();
+    assert!(screen.contains("± a.rs: +1 −1 lines … Ctrl+O shows the diff"), "{screen}");
+    h.ctrl('o');
+    assert!(h.screen().contains("+let x = 2;"), "{}", h.screen());
+}

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use codewhale_journal::{
-    render, Entry, EntryId, HeaderPayload, ItemContent, JournalFile, Payload,
+    render, Entry, EntryId, ItemContent, JournalFile, Payload,
     View,
 };
 use codewhale_provider::{Client, RetryPolicy, ToolSpec};

@@ -1,7 +1,22 @@
 //! Opening a session: creating or resuming its journal, resolving its workspace, trust,
 //! sandbox, redaction and MCP servers, and replaying the budget its journal implies.
 
-use super::*;
+use std::sync::Arc;
+
+use codewhale_journal::{HeaderPayload, JournalFile};
+use codewhale_provider::Client;
+
+use super::counts::{self, Counts};
+use super::locate::{find_by_id, find_last, sessions_dir};
+use super::mcp_tools::{mcp_servers, McpTools};
+use super::{replay, workspace, Resume, Session, SessionParams};
+use crate::approval::Policy;
+use crate::budget::Budget;
+use crate::error::EngineError;
+use crate::prompt::SystemPrompt;
+use crate::protocol::NoticeLevel;
+use crate::redact::Redactor;
+use crate::tools::BackgroundRegistry;
 
 impl Session {
     /// Creates or resumes the session `params` asks for.

@@ -13,19 +13,19 @@
 //!   later call of its tools gets an error result that says so — a call always gets a result;
 //! - a call waits for its server only while the server is still starting (up to its startup
 //!   timeout) and for at most the tool timeout once it runs; an interruption cancels it; a
-//!   result over the message limit fails the call at once ([`crate::stdio`]).
+//!   result over the message limit fails the call at once ([`crate::stdio`]). Calls are in
+//!   `call`, starting a server in `task`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rmcp::model::CallToolRequestParams;
 use rmcp::service::Peer;
 use rmcp::RoleClient;
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+mod call;
 mod task;
 mod types;
 
@@ -389,107 +389,6 @@ impl Servers {
         Some((config.name.clone(), tool.clone(), config.is_read_only(tool)))
     }
 
-    /// Calls the tool an offered `name` stands for. Never fails: every problem is an error
-    /// output the model reads. `cancel` interrupts it.
-    pub async fn call(
-        &self,
-        name: &str,
-        arguments: &Value,
-        cancel: &CancellationToken,
-    ) -> CallOutput {
-        let Some((index, tool)) = self.inner.names.lock().ok().and_then(|n| n.get(name).cloned())
-        else {
-            return CallOutput::error(unavailable_name(name));
-        };
-        let Some(server) = self.inner.servers.get(index).cloned() else {
-            return CallOutput::error(unavailable_name(name));
-        };
-        let args = match arguments {
-            Value::Object(map) => map.clone(),
-            Value::Null => serde_json::Map::new(),
-            Value::String(text) => match serde_json::from_str::<Value>(text) {
-                Ok(Value::Object(map)) => map,
-                _ => return CallOutput::error(format!(
-                    "the arguments of {name} are not a JSON object; send an object that matches the tool's schema"
-                )),
-            },
-            _ => return CallOutput::error(format!(
-                "the arguments of {name} are not a JSON object; send an object that matches the tool's schema"
-            )),
-        };
-        // Offered from its cache and not started yet: the first call starts it.
-        if server.lock().status == Status::Idle
-            && self.inner.reporter.lock().is_ok_and(|r| r.is_some())
-        {
-            self.start_one(index);
-        }
-        tokio::select! {
-            () = wait_started(&server) => {}
-            () = cancel.cancelled() => return CallOutput::error("interrupted".into()),
-        }
-        let server_name = server.config.name.clone();
-        let peer = {
-            let state = server.lock();
-            match (&state.status, &state.peer) {
-                (Status::Ready, Some(peer)) => peer.clone(),
-                (Status::Failed(reason), _) => {
-                    return CallOutput::error(not_available(&server_name, reason))
-                }
-                (Status::Starting, _) => {
-                    return CallOutput::error(not_available(
-                        &server_name,
-                        &format!(
-                            "it did not finish starting within {}",
-                            seconds(server.config.startup_timeout)
-                        ),
-                    ))
-                }
-                _ => return CallOutput::error(not_available(&server_name, "it is not running")),
-            }
-        };
-        let params = CallToolRequestParams::new(tool.clone()).with_arguments(args);
-        let timeout = server.config.tool_timeout;
-        let outcome = tokio::select! {
-            r = tokio::time::timeout(timeout, peer.call_tool(params)) => r,
-            () = cancel.cancelled() => return CallOutput::error("interrupted".into()),
-        };
-        match outcome {
-            Ok(Ok(result)) => {
-                let (text, is_error) = crate::content::to_text(&result);
-                CallOutput { text, is_error }
-            }
-            Ok(Err(rmcp::ServiceError::McpError(e)))
-                if e.code.0 == crate::stdio::OVERSIZED_CODE =>
-            {
-                CallOutput::error(format!(
-                    "the MCP tool `{tool}` of server `{server_name}` returned a result larger \
-                     than {} MiB, the limit for one MCP message, so it was discarded; ask the \
-                     tool for less (a narrower query, a smaller page) or tell the user",
-                    crate::stdio::MAX_LINE / (1024 * 1024)
-                ))
-            }
-            Ok(Err(rmcp::ServiceError::McpError(e))) => CallOutput::error(format!(
-                "the MCP server `{server_name}` answered the call of `{tool}` with an error: {}",
-                e.message
-            )),
-            Ok(Err(err)) => {
-                let reason = format!("it stopped answering during a call of `{tool}` ({err})");
-                if peer.is_transport_closed() {
-                    self.stopped(&server, reason.clone());
-                }
-                CallOutput::error(format!(
-                    "the MCP server `{server_name}` failed: {reason}; its tools may be \
-                     unavailable for the rest of this session"
-                ))
-            }
-            Err(_) => CallOutput::error(format!(
-                "the MCP tool `{tool}` of server `{server_name}` did not answer within {} and \
-                 was cancelled; try a smaller request or tell the user",
-                seconds(timeout)
-            )),
-        }
-    }
-
     fn stopped(&self, server: &Server, reason: String) {
         stopped(&self.inner, server, reason);
     }
@@ -561,26 +460,5 @@ fn seconds(d: Duration) -> String {
         format!("{s:.0} s")
     } else {
         format!("{s:.1} s")
-    }
-}
-
-fn not_available(server: &str, reason: &str) -> String {
-    format!(
-        "the MCP server `{server}` is not available: {reason}. Its tools cannot be used in this \
-         session; do without them or tell the user"
-    )
-}
-
-fn unavailable_name(name: &str) -> String {
-    let server = name.strip_prefix(names::PREFIX).and_then(|rest| rest.split("__").next());
-    match server.filter(|s| !s.is_empty()) {
-        Some(server) => format!(
-            "the tool {name:?} is not available: the MCP server `{server}` is not available in \
-             this session (not configured, not running, or it no longer offers that tool). \
-             Use only the tools you were given"
-        ),
-        None => format!(
-            "the tool {name:?} is not available in this session. Use only the tools you were given"
-        ),
     }
 }

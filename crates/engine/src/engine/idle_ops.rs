@@ -1,0 +1,189 @@
+//! The ops an idle engine answers without a turn: anchors, reports, history, branch moves,
+//! restores, model switches and grants.
+//!
+//! Invariant: an explicit user action (an anchor, a HEAD move, a model switch) is synced to disk
+//! before the front end is told it happened, and every change of what the model reads ends
+//! with a `Usage` event.
+
+use crate::checkpoint::ops::{Move, Request};
+use crate::error::EngineError;
+use crate::events::EventSink;
+use crate::history_pages::FIRST_PAGE;
+use crate::protocol::{
+    AnchorChange, ErrorKind, Event, HeadMove, NoticeLevel, Op, SubmissionId, TakeBack,
+};
+use crate::session::Session;
+
+use super::{cancel_note, error_event, mcp_servers_event, no_such_call};
+
+/// Ops that need no turn: anchors, reports, history, branch moves, model switches, and the
+/// ones only meaningful in a turn.
+pub(super) async fn handle_idle_op(session: &mut Session, sink: &EventSink, id: SubmissionId, op: Op) {
+    let notice = |message: String| Event::Notice { level: NoticeLevel::Info, message };
+    match op {
+        Op::Interrupt if session.compaction.note_pass.state().is_some() => {
+            cancel_note(session, sink, id, "the session was interrupted");
+            sink.emit(id, notice("the note being written in the background was cancelled".into()));
+        }
+        Op::Interrupt => sink.emit(id, notice("nothing to interrupt: no turn is running".into())),
+        Op::Approve { call_id, .. } | Op::Deny { call_id, .. } => {
+            sink.emit(id, no_such_call(&call_id))
+        }
+        Op::ListGrants => sink.emit(id, grants_event(session)),
+        Op::ListMcpServers => sink.emit(id, mcp_servers_event(session.mcp())),
+        Op::RevokeGrant { index } => {
+            match index.checked_sub(1).and_then(|i| session.policy.revoke(i)) {
+                Some(grant) => sink.emit(id, Event::GrantRevoked { grant }),
+                None => sink.emit(
+                    id,
+                    Event::Error {
+                        kind: ErrorKind::NoSuchCall,
+                        message: format!(
+                            "there is no grant {index}; /approval lists them with their numbers"
+                        ),
+                    },
+                ),
+            }
+            sink.emit(id, grants_event(session));
+        }
+        Op::ListUserMessages => {
+            sink.emit(id, Event::UserMessages { messages: session.user_messages() })
+        }
+        Op::GetStatus => sink.emit(id, Event::Status { status: Box::new(session.status_report()) }),
+        Op::ListModels => sink.emit(id, Event::Models { models: session.model_choices() }),
+        Op::ListBranches => sink.emit(
+            id,
+            Event::Branches { branches: crate::branches::branches(session.journal()) },
+        ),
+        Op::GetContext => {
+            sink.emit(id, Event::ContextReport { report: Box::new(session.context_report()) })
+        }
+        Op::ListAnchors => sink.emit(id, Event::Anchors { anchors: session.anchor_infos() }),
+        Op::GetHistory { before, limit } => {
+            let page = session.history_page(before.as_deref(), limit, false);
+            sink.emit(id, Event::History { page });
+        }
+        Op::AddAnchor { text } => {
+            let result = crate::anchors::add_to_session(session, &text);
+            let result = durable(session, result).await;
+            cancel_note(session, sink, id, "the anchors changed");
+            anchor_changed(session, sink, id, result);
+        }
+        Op::RemoveAnchor { index } => {
+            let result = session.withdraw_anchor(index);
+            let result = durable(session, result).await;
+            cancel_note(session, sink, id, "the anchors changed");
+            anchor_changed(session, sink, id, result);
+        }
+        Op::SwitchModel { model } => {
+            let switched = match session.switch_model(&model) {
+                Ok(()) => session.sync().await,
+                Err(err) => Err(err),
+            };
+            match switched {
+                Ok(()) => {
+                    cancel_note(session, sink, id, "the model changed");
+                    let message = format!("model switched to {model}");
+                    sink.emit(id, Event::ModelSwitched { model, message });
+                    sink.emit(id, session.usage_event(None, None));
+                }
+                Err(err) => sink.emit(id, error_event(&err)),
+            }
+        }
+        Op::Checkout { to } => {
+            move_head(session, sink, id, |j| j.checkout(&to), HeadMove::Checkout).await
+        }
+        Op::Fork { at } => {
+            let m = Move { to: at, take: TakeBack::Conversation, fork: true, before: false, force: false };
+            Request { session, sink, id }.take_back(m).await
+        }
+        Op::Rewind { to } => {
+            let m = Move { to, take: TakeBack::Conversation, fork: false, before: false, force: false };
+            Request { session, sink, id }.take_back(m).await
+        }
+        Op::TakeBack { to, take, fork, before, force } => {
+            Request { session, sink, id }.take_back(Move { to, take, fork, before, force }).await
+        }
+        Op::PreviewRestore { to } => Request { session, sink, id }.preview(to),
+        Op::Undo { force } => Request { session, sink, id }.undo(force).await,
+        // Handled in `run`.
+        Op::UserInput { .. } | Op::Compact { .. } | Op::Shutdown | Op::AwaitBranchSummary => {}
+    }
+}
+
+/// An explicit user action is on disk before the front end is told it happened (and before
+/// `codewhale context` could read the file).
+async fn durable(
+    session: &mut Session,
+    result: Result<(AnchorChange, String), String>,
+) -> Result<(AnchorChange, String), String> {
+    let (change, message) = result?;
+    session.sync().await.map_err(|e| format!("{message}, but {e}"))?;
+    Ok((change, message))
+}
+
+fn grants_event(session: &Session) -> Event {
+    Event::Grants {
+        mode: session.policy.mode(),
+        grants: session.policy.grants().to_vec(),
+        sandbox: session.sandbox_report(),
+    }
+}
+
+/// After an anchor was pinned or unpinned: the outcome, the list, and the new figures.
+fn anchor_changed(
+    session: &mut Session,
+    sink: &EventSink,
+    id: SubmissionId,
+    result: Result<(AnchorChange, String), String>,
+) {
+    match result {
+        Ok((change, message)) => {
+            sink.emit(id, Event::AnchorChanged { change, message });
+            sink.emit(id, Event::Anchors { anchors: session.anchor_infos() });
+            sink.emit(id, session.usage_event(None, None));
+        }
+        Err(message) => sink.emit(id, Event::Error { kind: ErrorKind::Anchor, message }),
+    }
+}
+
+async fn move_head(
+    session: &mut Session,
+    sink: &EventSink,
+    id: SubmissionId,
+    record: impl FnOnce(
+        &codewhale_journal::Journal,
+    ) -> Result<codewhale_journal::Entry, codewhale_journal::BranchError>,
+    how: HeadMove,
+) {
+    let old = session.journal().head_id().clone();
+    let moved = async {
+        let entry = record(session.journal())?;
+        session.append_entry(entry)?;
+        // A HEAD move is an explicit user action: it is on disk before the UI is told it
+        // happened, so a crash right after cannot silently put the user back on the old branch.
+        session.sync().await?;
+        Ok::<(), EngineError>(())
+    }
+    .await;
+    if let Err(err) = moved {
+        sink.emit(id, error_event(&err));
+        return;
+    }
+    cancel_note(session, sink, id, "HEAD moved");
+    // The last reported prompt was the old branch's: the budget is the new view's, replayed.
+    session.replay_budget();
+    let head = session.journal().head_id().to_string();
+    let verb = match how {
+        HeadMove::Checkout => "checked out",
+        HeadMove::Fork => "forked at",
+        HeadMove::Rewind => "rewound to",
+    };
+    let message = format!("{verb} {head}");
+    // The new view first; what moved is shown under it.
+    sink.emit(id, Event::History { page: session.history_page(None, FIRST_PAGE, true) });
+    sink.emit(id, Event::HeadMoved { how, head, level: NoticeLevel::Info, message });
+    crate::branch_summary::after_move(session, sink, id, &old);
+    sink.emit(id, session.plan_event(false));
+    sink.emit(id, session.usage_event(None, None));
+}

@@ -215,32 +215,32 @@ mod tests {
         );
     }
 
-    #[test]
-    fn arbitrary_text_never_panics() {
-        use rand::{Rng, SeedableRng};
-        let atoms = [
-            "prompt is too long: ",
-            " > ",
-            " + ",
-            "maximum context length is ",
-            "é",
-            "✓",
-            "1",
-            "23",
-            ",",
-            " tokens",
-            "(length ",
-            "\"n_ctx\":",
-            "context",
-            "exceed",
-            ":",
-            " ",
-        ];
-        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
-        for _ in 0..5000 {
-            let text: String = (0..rng.random_range(0..12))
-                .map(|_| atoms[rng.random_range(0..atoms.len())])
-                .collect();
+    /// Pieces of the overflow messages providers send, to be put together at random.
+    const ATOMS: &[&str] = &[
+        "prompt is too long: ",
+        " > ",
+        " + ",
+        "maximum context length is ",
+        "é",
+        "✓",
+        "1",
+        "23",
+        ",",
+        " tokens",
+        "(length ",
+        "\"n_ctx\":",
+        "context",
+        "exceed",
+        ":",
+        " ",
+    ];
+
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_text_never_panics(
+            pieces in proptest::collection::vec(proptest::sample::select(ATOMS), 0..12),
+        ) {
+            let text = pieces.concat();
             let _ = detect(Some(400), &text, &[]);
             let _ = numbers(&text);
         }

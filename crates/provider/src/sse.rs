@@ -178,27 +178,47 @@ mod tests {
         assert_eq!(parse_chunks(&[b"event: ping\n\nid: 3\n\n"]), vec![]);
     }
 
-    #[test]
-    fn random_bytes_never_panic_the_parser_or_decoders() {
-        use rand::{Rng, SeedableRng};
-        let alphabet: &[u8] = b"data: event:{}[]\"\r\n:,0123456789type\xc3\xa9";
-        let mut rng = rand::rngs::StdRng::seed_from_u64(11);
-        for _ in 0..2000 {
-            let body: Vec<u8> = (0..rng.random_range(0..200))
-                .map(|_| alphabet[rng.random_range(0..alphabet.len())])
-                .collect();
-            let mut parser = SseParser::new();
-            let mut events = Vec::new();
-            let split = rng.random_range(0..=body.len());
-            let _ = parser.feed(&body[..split], &mut events);
-            let _ = parser.feed(&body[split..], &mut events);
-            let _ = parser.finish(&mut events);
+    /// Bytes that make SSE lines, JSON and a split UTF-8 sequence.
+    const ALPHABET: &[u8] = b"data: event:{}[]\"\r\n:,0123456789type\xc3\xa9";
+
+    /// The events of `body` fed in pieces cut at `cuts`, and whether the parser refused it.
+    fn parse_cut(body: &[u8], cuts: &[usize]) -> (Vec<SseEvent>, bool) {
+        let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (body.len() + 1)).collect();
+        cuts.sort_unstable();
+        let mut parser = SseParser::new();
+        let mut out = Vec::new();
+        let mut from = 0;
+        for cut in cuts.into_iter().chain([body.len()]) {
+            if parser.feed(&body[from..cut], &mut out).is_err() {
+                return (out, true);
+            }
+            from = cut;
+        }
+        let refused = parser.finish(&mut out).is_err();
+        (out, refused)
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn random_bytes_never_panic_the_parser_or_decoders(
+            body in proptest::collection::vec(proptest::sample::select(ALPHABET), 0..200),
+            cut in proptest::num::usize::ANY,
+        ) {
+            let (events, _) = parse_cut(&body, &[cut]);
             let mut openai = crate::openai::decode::Decoder::new();
             let mut anthropic = crate::anthropic::decode::Decoder::new();
             for event in &events {
                 let _ = openai.on_data(&event.data, &mut Vec::new());
                 let _ = anthropic.on_data(&event.data, &mut Vec::new());
             }
+        }
+
+        #[test]
+        fn any_chunking_gives_the_events_of_the_whole_body(
+            body in proptest::collection::vec(proptest::sample::select(ALPHABET), 0..200),
+            cuts in proptest::collection::vec(proptest::num::usize::ANY, 0..8),
+        ) {
+            proptest::prop_assert_eq!(parse_cut(&body, &cuts), parse_cut(&body, &[]));
         }
     }
 

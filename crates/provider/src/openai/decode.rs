@@ -350,35 +350,46 @@ mod tests {
         assert_eq!(response.text(), "It is fine.");
     }
 
-    /// Whatever mix of indexes, ids and fragments a server sends, the events are consistent:
-    /// the builder accepts every one and every started call ends.
-    #[test]
-    fn random_tool_call_deltas_always_fold() {
-        use rand::{Rng, SeedableRng};
-        let mut rng = rand::rngs::StdRng::seed_from_u64(3);
-        for _ in 0..500 {
+    /// One tool call delta: maybe an index, maybe an id, a fragment of arguments.
+    fn call_delta() -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
+        use proptest::prelude::*;
+        (
+            proptest::option::weighted(0.7, 0..3u32),
+            proptest::option::weighted(0.4, proptest::sample::select(&["a", "b", "c", ""][..])),
+            proptest::sample::select(&["{", "\"x\":", "1", "}", ""][..]),
+        )
+            .prop_map(|(index, id, fragment)| {
+                let mut call = serde_json::Map::new();
+                if let Some(index) = index {
+                    call.insert("index".into(), json!(index));
+                }
+                if let Some(id) = id {
+                    call.insert("id".into(), json!(id));
+                }
+                call.insert("function".into(), json!({"name": "n", "arguments": fragment}));
+                json!({"choices": [{"delta": {"tool_calls": [call]}}]})
+            })
+    }
+
+    proptest::proptest! {
+        /// Whatever mix of indexes, ids and fragments a server sends, the events are
+        /// consistent: the builder accepts every one and every started call ends.
+        #[test]
+        fn random_tool_call_deltas_always_fold(
+            chunks in proptest::collection::vec(call_delta(), 1..12),
+        ) {
             let mut decoder = Decoder::new();
             let mut out = Vec::new();
-            for _ in 0..rng.random_range(1..12) {
-                let mut call = serde_json::Map::new();
-                if rng.random_bool(0.7) {
-                    call.insert("index".into(), json!(rng.random_range(0..3)));
-                }
-                if rng.random_bool(0.4) {
-                    call.insert("id".into(), json!(["a", "b", "c", ""][rng.random_range(0..4)]));
-                }
-                let fragment = ["{", "\"x\":", "1", "}", ""][rng.random_range(0..5)];
-                call.insert("function".into(), json!({"name": "n", "arguments": fragment}));
-                let chunk = json!({"choices": [{"delta": {"tool_calls": [call]}}]});
+            for chunk in &chunks {
                 decoder.on_data(&chunk.to_string(), &mut out).unwrap();
             }
             decoder.on_data("[DONE]", &mut out).unwrap();
             let starts =
                 out.iter().filter(|e| matches!(e, StreamEvent::ToolCallStart { .. })).count();
             let ends = out.iter().filter(|e| matches!(e, StreamEvent::ToolCallEnd { .. })).count();
-            assert_eq!(starts, ends);
+            proptest::prop_assert_eq!(starts, ends);
             let response = fold(&out);
-            assert_eq!(response.tool_uses().count(), starts);
+            proptest::prop_assert_eq!(response.tool_uses().count(), starts);
         }
     }
 

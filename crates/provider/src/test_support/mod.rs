@@ -32,6 +32,12 @@
 mod render;
 mod reply;
 
+/// The SSE parser the clients use, for the benchmark that measures it against
+/// `eventsource-stream` (`benches/sse.rs`).
+pub mod sse {
+    pub use crate::sse::{SseEvent, SseParser};
+}
+
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -10,6 +10,7 @@ use std::any::Any;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
+use super::text_width;
 use super::wrap::wrap_lines;
 
 /// Any cell as `dyn Any`, for [`Cell::content_mut`]; implemented for every type.
@@ -128,7 +129,7 @@ pub(crate) fn gutter(
 ) -> Vec<Line<'static>> {
     let prefix = first;
     let pad = rest.to_owned();
-    let inner = usize::from(width).saturating_sub(prefix.chars().count()).max(1);
+    let inner = usize::from(width).saturating_sub(text_width::width(prefix)).max(1);
     wrap_lines(&body, inner)
         .into_iter()
         .enumerate()

@@ -16,6 +16,7 @@ use super::cell::folding_cell;
 pub(crate) use super::cell::gutter;
 pub use super::cell::Cell;
 use super::markdown::{self, StreamedMarkdown};
+use super::text_width;
 use super::wrap::wrap_line;
 
 /// Wraps `body` beside a prefix drawn on the first line (later lines are indented to match).
@@ -25,7 +26,7 @@ fn prefixed(
     body: Vec<Line<'static>>,
     width: u16,
 ) -> Vec<Line<'static>> {
-    let pad = " ".repeat(prefix.chars().count());
+    let pad = " ".repeat(text_width::width(prefix));
     gutter(prefix, &pad, style, body, width)
 }
 

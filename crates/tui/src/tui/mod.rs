@@ -2,12 +2,12 @@
 //!
 //! One `select!` loop ([`run`]) over three sources — engine events, terminal input, results of
 //! effects — feeding one [`App`], plus draws scheduled by the coalescing [`FrameRequester`].
-//! The app is plain state: it sends [`Op`] values through an
+//! The app is plain state: it sends [`Op`](codewhale_engine::protocol::Op) values through an
 //! [`OpSink`] and asks the loop for I/O with [`Effect`]s, so tests drive it without a
 //! terminal or an engine. The UI never opens a session file and never calls a provider:
 //! everything it shows about the session (history pages, the context report, the anchors,
 //! the gauge) comes from engine events. Sessions open off the UI task
-//! ([`Engine::spawn_opening`]): keys and redraws keep working while a large one loads, and the
+//! ([`Engine::spawn_opening`](codewhale_engine::Engine::spawn_opening)): keys and redraws keep working while a large one loads, and the
 //! session on screen stays until the new one is open.
 //!
 //! Modules: [`app`] (state, keys), `engine_events` (following the engine), `engine_link` (the
@@ -42,6 +42,7 @@ pub mod slash;
 mod slash_dispatch;
 mod status;
 pub mod terminal;
+pub mod text_width;
 pub mod tool_cell;
 pub mod transcript;
 pub mod views;
@@ -93,7 +94,7 @@ pub struct Outcome {
 }
 
 /// Runs the UI until the user quits. The caller checks the configuration and the session to
-/// resume first ([`Engine::preflight`]), so such an error is a normal one-line error; the
+/// resume first ([`Engine::preflight`](codewhale_engine::Engine::preflight)), so such an error is a normal one-line error; the
 /// session itself loads off the UI task.
 pub async fn run(params: TuiParams) -> anyhow::Result<Outcome> {
     // Checked before the engine creates a session file that nobody could then use.

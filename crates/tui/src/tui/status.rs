@@ -3,12 +3,12 @@
 //! gauge's details), the state is cut last, and no part ever runs into another. While the
 //! transcript search is open, the line is the search bar.
 
+use super::text_width;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Widget};
 use ratatui::Frame;
-use unicode_width::UnicodeWidthStr as _;
 
 use super::app::{App, Lifecycle};
 use super::cells::short_tokens;
@@ -194,7 +194,8 @@ fn fit(mut parts: Vec<Part>, width: usize) -> Line<'static> {
     if has_long {
         parts.retain(|p| !(p.right && p.rank == 1));
     }
-    let total = |parts: &[Part]| parts.iter().map(|p| p.text.width()).sum::<usize>() + 1;
+    let total =
+        |parts: &[Part]| parts.iter().map(|p| text_width::width(&p.text)).sum::<usize>() + 1;
     while total(&parts) > width {
         let Some(worst) = parts
             .iter()
@@ -219,10 +220,10 @@ fn fit(mut parts: Vec<Part>, width: usize) -> Line<'static> {
     for p in &left {
         let room = width.saturating_sub(used);
         let text: String = cut(&p.text, room);
-        used += text.width();
+        used += text_width::width(&text);
         spans.push(Span::styled(text, p.style));
     }
-    let right_w: usize = right.iter().map(|p| p.text.width()).sum();
+    let right_w: usize = right.iter().map(|p| text_width::width(&p.text)).sum();
     if used + 1 + right_w <= width {
         spans.push(Span::raw(" ".repeat(width - used - right_w)));
         for p in right {
@@ -234,17 +235,7 @@ fn fit(mut parts: Vec<Part>, width: usize) -> Line<'static> {
 
 /// `text` cut to `room` columns.
 fn cut(text: &str, room: usize) -> String {
-    let mut out = String::new();
-    let mut used = 0;
-    for c in text.chars() {
-        let w = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
-        if used + w > room {
-            break;
-        }
-        used += w;
-        out.push(c);
-    }
-    out
+    text_width::prefix(text, room).to_owned()
 }
 
 #[cfg(test)]

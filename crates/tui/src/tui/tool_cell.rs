@@ -10,6 +10,7 @@ use codewhale_engine::protocol::CallEnd;
 
 use super::ansi;
 use super::cell::{folding_cell, gutter, Cell};
+use super::text_width;
 use super::wrap::wrap_line;
 
 /// The tool call `cell` shows, when it shows one.
@@ -173,9 +174,9 @@ impl Cell for ToolCell {
             (ToolState::Done { .. }, false) => " …",
             _ => "",
         };
-        let room = w.saturating_sub(status.chars().count() + 6).max(8);
-        let head: String = if head.chars().count() > room {
-            head.chars().take(room.saturating_sub(1)).chain(['…']).collect()
+        let room = w.saturating_sub(text_width::width(&status) + 6).max(8);
+        let head: String = if text_width::width(&head) > room {
+            format!("{}…", text_width::prefix(&head, room.saturating_sub(1)))
         } else {
             head
         };

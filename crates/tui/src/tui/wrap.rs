@@ -3,23 +3,25 @@
 //!
 //! The transcript never lets ratatui wrap: a cell wraps its own lines here and the height
 //! cache stores `lines.len()`. Invariant: every returned line is at most `width` columns wide
-//! (by Unicode display width), and wrapping never drops a character. Words are broken at
-//! spaces; a word longer than the width is split wherever the width runs out.
+//! (measured by [`text_width`], as it is drawn), and wrapping never drops a
+//! character nor splits a grapheme. Words are broken at spaces; a word longer than the width
+//! is split wherever the width runs out.
 
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use unicode_width::UnicodeWidthChar;
+
+use super::text_width;
 
 /// Wraps `line` to `width` columns (at least 1). An empty line stays one empty line.
 pub fn wrap_line(line: &Line<'static>, width: usize) -> Vec<Line<'static>> {
     let width = width.max(1);
-    // Flatten to (char, style) so spans may be split anywhere.
-    let chars: Vec<(char, Style)> = line
+    // Flatten to graphemes with their style, so spans may be split between any two.
+    let chars: Vec<(&str, usize, Style)> = line
         .spans
         .iter()
         .flat_map(|span| {
             let style = line.style.patch(span.style);
-            span.content.chars().map(move |c| (c, style))
+            text_width::graphemes(&span.content).map(move |(g, w)| (g, w, style))
         })
         .collect();
     let mut out = Vec::new();
@@ -29,7 +31,7 @@ pub fn wrap_line(line: &Line<'static>, width: usize) -> Vec<Line<'static>> {
         out.push(to_line(&chars[start..end]));
         start = end;
         // The space at which a line broke is not carried to the next line.
-        if start < chars.len() && chars[start].0 == ' ' {
+        if start < chars.len() && chars[start].0 == " " {
             start += 1;
         }
     }
@@ -44,24 +46,14 @@ pub fn wrap_lines(lines: &[Line<'static>], width: usize) -> Vec<Line<'static>> {
     lines.iter().flat_map(|l| wrap_line(l, width)).collect()
 }
 
-/// Display width of a char; control characters count as one column because they are
-/// replaced before drawing.
-fn char_width(c: char) -> usize {
-    if c == '\t' {
-        return 4;
-    }
-    c.width().unwrap_or(1)
-}
-
-/// How many chars of `chars` fit on one line of `width` columns, preferring a break after a
-/// space. Always at least one char, so wrapping makes progress even on a too-wide glyph.
-fn break_point(chars: &[(char, Style)], width: usize) -> usize {
+/// How many graphemes of `chars` fit on one line of `width` columns, preferring a break after
+/// a space. Always at least one, so wrapping makes progress even on a too-wide glyph.
+fn break_point(chars: &[(&str, usize, Style)], width: usize) -> usize {
     let mut used = 0;
     let mut last_space = None;
-    for (i, &(c, _)) in chars.iter().enumerate() {
-        let w = char_width(c);
+    for (i, &(c, w, _)) in chars.iter().enumerate() {
         if used + w > width {
-            if c == ' ' {
+            if c == " " {
                 return i.max(1);
             }
             return match last_space {
@@ -70,29 +62,25 @@ fn break_point(chars: &[(char, Style)], width: usize) -> usize {
             };
         }
         used += w;
-        if c == ' ' {
+        if c == " " {
             last_space = Some(i + 1);
         }
     }
     chars.len()
 }
 
-fn to_line(chars: &[(char, Style)]) -> Line<'static> {
+fn to_line(chars: &[(&str, usize, Style)]) -> Line<'static> {
     let mut spans: Vec<Span<'static>> = Vec::new();
     let mut text = String::new();
     let mut style = None;
-    for &(c, s) in chars {
+    for &(c, _, s) in chars {
         if style != Some(s) {
             if let Some(prev) = style {
                 spans.push(Span::styled(std::mem::take(&mut text), prev));
             }
             style = Some(s);
         }
-        match c {
-            '\t' => text.push_str("    "),
-            c if c.is_control() => text.push(' '),
-            c => text.push(c),
-        }
+        text.push_str(&text_width::drawn(c));
     }
     if let Some(prev) = style {
         spans.push(Span::styled(text, prev));
@@ -124,6 +112,22 @@ mod tests {
             }
             let joined: String = plain(&lines).concat();
             assert_eq!(joined.replace(' ', ""), text.replace(' ', ""));
+        }
+    }
+
+    #[test]
+    fn a_joined_emoji_is_one_glyph_and_a_tab_is_drawn_as_it_was_measured() {
+        let family = "👨\u{200d}👩\u{200d}👧";
+        let line = Line::from(format!("ab{family}{family}\tc"));
+        // Measured per char, each family would take six columns; it takes two.
+        assert_eq!(plain(&wrap_line(&line, 6)), [format!("ab{family}{family}"), "    c".into()]);
+        // From the tab's width on, no glyph is wider than a line.
+        for width in text_width::TAB_WIDTH..10 {
+            for l in wrap_line(&line, width) {
+                assert!(l.width() <= width, "{width}: {l:?}");
+                let text: String = l.spans.iter().map(|s| s.content.as_ref()).collect();
+                assert!(!text.contains('\t'), "a tab is drawn as spaces");
+            }
         }
     }
 

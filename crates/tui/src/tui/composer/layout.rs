@@ -14,11 +14,11 @@
 
 use std::borrow::Cow;
 
+use crate::tui::text_width;
 use unicode_segmentation::UnicodeSegmentation as _;
-use unicode_width::UnicodeWidthStr as _;
 
 /// Columns a tab takes.
-pub const TAB_WIDTH: usize = 4;
+pub use text_width::TAB_WIDTH;
 
 /// How a grapheme is drawn.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,8 +31,8 @@ pub enum Cell<'a> {
 impl Cell<'_> {
     pub fn width(&self) -> usize {
         match self {
-            Cell::Text(t) => t.width(),
-            Cell::Chip(label) => label.width(),
+            Cell::Text(t) => text_width::width(t),
+            Cell::Chip(label) => text_width::width(label),
         }
     }
 }
@@ -53,7 +53,7 @@ pub trait Appearance {
                 return Cell::Chip(label);
             }
         }
-        if grapheme.width() == 0 {
+        if text_width::grapheme_width(grapheme) == 0 {
             return Cell::Text(Cow::Owned(format!("◌{grapheme}")));
         }
         Cell::Text(Cow::Borrowed(grapheme))

@@ -4,9 +4,9 @@
 
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
-use unicode_width::UnicodeWidthChar as _;
 
 use super::{render, Flow, MdLine};
+use crate::tui::text_width;
 use crate::tui::wrap::wrap_line;
 
 /// `source` rendered and laid out at `width` columns.
@@ -42,7 +42,7 @@ pub fn lines_at(lines: &[MdLine], width: usize) -> Vec<Line<'static>> {
 }
 
 fn spans_width(spans: &[Span<'static>]) -> usize {
-    spans.iter().map(|s| s.width()).sum()
+    spans.iter().map(|s| text_width::width(&s.content)).sum()
 }
 
 /// `spans` cut to `width` columns; a cut line ends with a dim `›`.
@@ -55,14 +55,13 @@ fn clip(spans: Vec<Span<'static>>, width: usize) -> Line<'static> {
     let mut used = 0;
     'spans: for span in spans {
         let mut text = String::new();
-        for c in span.content.chars() {
-            let w = c.width().unwrap_or(0);
+        for (g, w) in text_width::graphemes(&span.content) {
             if used + w > keep {
                 out.push(Span::styled(text, span.style));
                 break 'spans;
             }
             used += w;
-            text.push(c);
+            text.push_str(g);
         }
         out.push(Span::styled(text, span.style));
     }

@@ -292,7 +292,7 @@ impl Renderer {
                 };
                 self.lead = self.cont();
                 self.lead.push(Span::raw(bullet.clone()));
-                self.markers.push(bullet.chars().count());
+                self.markers.push(crate::tui::text_width::width(&bullet));
             }
             Tag::Emphasis => self.styles.push(Style::new().add_modifier(Modifier::ITALIC)),
             Tag::Strong => self.styles.push(Style::new().add_modifier(Modifier::BOLD)),

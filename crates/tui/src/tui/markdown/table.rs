@@ -4,7 +4,8 @@
 use pulldown_cmark::{Alignment, Event, Tag, TagEnd};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Span;
-use unicode_width::UnicodeWidthStr as _;
+
+use crate::tui::text_width;
 
 const RULE: Style = Style::new().fg(Color::DarkGray);
 
@@ -52,7 +53,9 @@ impl Table {
     /// The header, the rule and the rows, each as one line of spans.
     pub fn rows(&self) -> Vec<Vec<Span<'static>>> {
         let columns = self.rows.iter().map(Vec::len).chain([self.head.len()]).max().unwrap_or(0);
-        let width = |cell: &[Span<'static>]| cell.iter().map(|s| s.content.width()).sum::<usize>();
+        let width = |cell: &[Span<'static>]| {
+            cell.iter().map(|s| text_width::width(&s.content)).sum::<usize>()
+        };
         let mut widths = vec![0usize; columns];
         for row in std::iter::once(&self.head).chain(&self.rows) {
             for (i, cell) in row.iter().enumerate() {

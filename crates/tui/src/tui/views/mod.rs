@@ -138,7 +138,7 @@ pub(crate) fn list(
                 } else {
                     Style::default()
                 };
-                let text: String = label.chars().take(usize::from(inner.width)).collect();
+                let text = super::text_width::prefix(label, usize::from(inner.width)).to_owned();
                 Line::styled(text, style)
             })
             .collect()

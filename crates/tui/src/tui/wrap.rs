@@ -4,11 +4,14 @@
 //! The transcript never lets ratatui wrap: a cell wraps its own lines here and the height
 //! cache stores `lines.len()`. Invariant: every returned line is at most `width` columns wide
 //! (measured by [`text_width`], as it is drawn), and wrapping never drops a
-//! character nor splits a grapheme. Words are broken at spaces; a word longer than the width
-//! is split wherever the width runs out.
+//! character nor splits a grapheme. Words are broken at spaces by `textwrap`'s first-fit
+//! algorithm over our own fragments (a word, its spaces); a word longer than the width is split
+//! wherever the width runs out.
 
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
+use textwrap::core::Fragment;
+use textwrap::wrap_algorithms::wrap_first_fit;
 
 use super::text_width;
 
@@ -16,7 +19,7 @@ use super::text_width;
 pub fn wrap_line(line: &Line<'static>, width: usize) -> Vec<Line<'static>> {
     let width = width.max(1);
     // Flatten to graphemes with their style, so spans may be split between any two.
-    let chars: Vec<(&str, usize, Style)> = line
+    let chars: Vec<Grapheme<'_>> = line
         .spans
         .iter()
         .flat_map(|span| {
@@ -24,16 +27,15 @@ pub fn wrap_line(line: &Line<'static>, width: usize) -> Vec<Line<'static>> {
             text_width::graphemes(&span.content).map(move |(g, w)| (g, w, style))
         })
         .collect();
+    let pieces = pieces(&chars, width);
     let mut out = Vec::new();
-    let mut start = 0;
-    while start < chars.len() {
-        let end = break_point(&chars[start..], width) + start;
-        out.push(to_line(&chars[start..end]));
-        start = end;
-        // The space at which a line broke is not carried to the next line.
-        if start < chars.len() && chars[start].0 == " " {
-            start += 1;
-        }
+    for row in wrap_first_fit(&pieces, &[width as f64]) {
+        let (Some(first), Some(last)) = (row.first(), row.last()) else { continue };
+        // The spaces after a row's last word stay on it as far as they fit; none is carried
+        // to the next row.
+        let used: usize = row.iter().map(|p| p.word + p.spaces).sum::<usize>() - last.spaces;
+        let spaces = last.spaces.min(width.saturating_sub(used));
+        out.push(to_line(&chars[first.start..last.word_end + spaces]));
     }
     if out.is_empty() {
         out.push(Line::default());
@@ -46,30 +48,60 @@ pub fn wrap_lines(lines: &[Line<'static>], width: usize) -> Vec<Line<'static>> {
     lines.iter().flat_map(|l| wrap_line(l, width)).collect()
 }
 
-/// How many graphemes of `chars` fit on one line of `width` columns, preferring a break after
-/// a space. Always at least one, so wrapping makes progress even on a too-wide glyph.
-fn break_point(chars: &[(&str, usize, Style)], width: usize) -> usize {
-    let mut used = 0;
-    let mut last_space = None;
-    for (i, &(c, w, _)) in chars.iter().enumerate() {
-        if used + w > width {
-            if c == " " {
-                return i.max(1);
-            }
-            return match last_space {
-                Some(s) if s > 0 => s,
-                _ => i.max(1),
-            };
-        }
-        used += w;
-        if c == " " {
-            last_space = Some(i + 1);
-        }
-    }
-    chars.len()
+/// A grapheme, the columns it takes, and its style.
+type Grapheme<'a> = (&'a str, usize, Style);
+
+/// What a row may break after: a word (graphemes `start..word_end`, `word` columns) and the
+/// spaces that follow it (`spaces` of them, one column each).
+#[derive(Debug)]
+struct Piece {
+    start: usize,
+    word_end: usize,
+    word: usize,
+    spaces: usize,
 }
 
-fn to_line(chars: &[(&str, usize, Style)]) -> Line<'static> {
+impl Fragment for Piece {
+    fn width(&self) -> f64 {
+        self.word as f64
+    }
+
+    fn whitespace_width(&self) -> f64 {
+        self.spaces as f64
+    }
+
+    fn penalty_width(&self) -> f64 {
+        0.0
+    }
+}
+
+/// The words of `chars`, each with its following spaces; a word wider than `width` is cut
+/// into pieces that fit (at least one grapheme each, so a too-wide glyph still makes progress).
+fn pieces(chars: &[Grapheme<'_>], width: usize) -> Vec<Piece> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let mut start = i;
+        let mut word = 0;
+        while i < chars.len() && chars[i].0 != " " {
+            if word > 0 && word + chars[i].1 > width {
+                out.push(Piece { start, word_end: i, word, spaces: 0 });
+                start = i;
+                word = 0;
+            }
+            word += chars[i].1;
+            i += 1;
+        }
+        let word_end = i;
+        while i < chars.len() && chars[i].0 == " " {
+            i += 1;
+        }
+        out.push(Piece { start, word_end, word, spaces: i - word_end });
+    }
+    out
+}
+
+fn to_line(chars: &[Grapheme<'_>]) -> Line<'static> {
     let mut spans: Vec<Span<'static>> = Vec::new();
     let mut text = String::new();
     let mut style = None;
@@ -129,6 +161,13 @@ mod tests {
                 assert!(!text.contains('\t'), "a tab is drawn as spaces");
             }
         }
+    }
+
+    #[test]
+    fn indentation_stays_and_spaces_at_a_break_are_not_carried() {
+        let code = Line::from("    let total = parts.iter().sum();");
+        assert_eq!(plain(&wrap_line(&code, 20)), ["    let total = ", "parts.iter().sum();"]);
+        assert_eq!(plain(&wrap_line(&Line::from("a   b"), 2)), ["a ", "b"]);
     }
 
     #[test]

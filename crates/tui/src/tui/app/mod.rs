@@ -1,5 +1,6 @@
-//! The app state: the lifecycle, the transcript, the composer, the status figures and the view
-//! stack, changed only by [`App::handle`].
+//! The app state: the lifecycle, the transcript, the composer, the view stack and one part per
+//! concern (the files beside this one: what the engine said, running work, paging, the outbox,
+//! keys waiting for a second press, the popups, the screen), changed only by [`App::handle`].
 //!
 //! The app is synchronous and does no I/O: it receives [`AppEvent`]s, submits [`Op`]s to its
 //! [`OpSink`] and queues [`Effect`]s for the event loop. Keys are handled in `keys.rs`, engine

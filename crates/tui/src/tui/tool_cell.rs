@@ -277,7 +277,8 @@ mod tests {
     #[test]
     fn every_ending_is_said_in_words_for_the_user() {
         assert!(first_line(&done(CallEnd::Completed, Some(0), "a\nb")).ends_with("· 2 lines …"));
-        assert!(first_line(&finished(CallEnd::Failed, Some(2), true, "oops\n[exit code: 2]"))
+        // The ending and the code are fields; the output's words play no part.
+        assert!(first_line(&finished(CallEnd::Failed, Some(2), true, "oops\nexit status 2"))
             .contains("failed, exit code 2"));
         let mut denied = done(CallEnd::Denied, None, "refused before it ran");
         if let ToolState::Done { reason, .. } = &mut denied.state {
@@ -302,7 +303,7 @@ mod tests {
     #[test]
     fn unfolded_output_shows_head_tail_the_count_left_out_and_the_exit_code() {
         let output: String =
-            (1..=100).map(|i| format!("line {i}\n")).collect::<String>() + "[exit code: 1]";
+            (1..=100).map(|i| format!("line {i}\n")).collect::<String>() + "exit status 1";
         let mut cell = finished(CallEnd::Failed, Some(1), true, &output);
         assert_eq!(cell.height(80), 1);
         cell.set_expanded(true);
@@ -313,7 +314,8 @@ mod tests {
             .collect();
         assert!(text[1].ends_with("line 1"));
         assert!(text.iter().any(|l| l.contains("61 lines left out · Ctrl+T shows all 101")));
-        assert!(text.last().unwrap().ends_with("[exit code: 1]"), "stated once: {text:?}");
+        // The output states its code itself (a field says so): no second line is added.
+        assert!(text.last().unwrap().ends_with("exit status 1"), "stated once: {text:?}");
         // Output that does not state its exit code gets a line that does.
         let mut bare = done(CallEnd::Failed, Some(3), "oops");
         bare.set_expanded(true);

@@ -79,7 +79,11 @@ impl AnchorStore {
             Err(source) => return Err(io("read", &path, source)),
         };
         let text = String::from_utf8(bytes).map_err(|_| {
-            io("read", &path, std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text"))
+            io(
+                "read",
+                &path,
+                std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text"),
+            )
         })?;
         Ok((!parse(&text).is_empty()).then_some(text))
     }
@@ -165,7 +169,8 @@ pub fn add_to_session(
     session
         .append(codewhale_journal::UserPayload::anchor(text.trim()))
         .map_err(|e| format!("anchor {n} was pinned but could not be journaled: {e}"))?;
-    let message = format!("anchor {n} pinned in {ANCHORS_FILE}; every later checkpoint restates it");
+    let message =
+        format!("anchor {n} pinned in {ANCHORS_FILE}; every later checkpoint restates it");
     let change = crate::protocol::AnchorChange::Pinned { index: n, text: text.trim().to_owned() };
     Ok((change, message))
 }

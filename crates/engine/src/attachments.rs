@@ -39,7 +39,9 @@ pub fn attach(session: &Session, raw: &str) -> Result<UserPayload, String> {
     let text = match std::str::from_utf8(kept) {
         Ok(text) => text.to_owned(),
         // Cut inside a character at the size limit: keep the complete ones.
-        Err(e) if e.error_len().is_none() => String::from_utf8_lossy(&kept[..e.valid_up_to()]).into_owned(),
+        Err(e) if e.error_len().is_none() => {
+            String::from_utf8_lossy(&kept[..e.valid_up_to()]).into_owned()
+        }
         Err(_) => return Err(format!("{raw} is not UTF-8 text")),
     };
     let text = session.redactor().redact(&text).into_owned();

@@ -100,7 +100,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("a");
         std::fs::write(&f, "0123456789").unwrap();
-        assert_eq!(read(&f, 10).unwrap(), Bounded::Read { bytes: b"0123456789".to_vec(), cut: false });
+        assert_eq!(
+            read(&f, 10).unwrap(),
+            Bounded::Read { bytes: b"0123456789".to_vec(), cut: false }
+        );
         assert_eq!(read(&f, 4).unwrap(), Bounded::Read { bytes: b"0123".to_vec(), cut: true });
         assert_eq!(read(&dir.path().join("none"), 4).unwrap(), Bounded::Missing);
         std::os::unix::fs::symlink(&f, dir.path().join("link")).unwrap();

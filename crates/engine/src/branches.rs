@@ -68,7 +68,8 @@ mod tests {
         let u1 = Entry::new(Some(header.id.clone()), UserPayload::text("first question"));
         let a1 =
             Entry::new(Some(u1.id.clone()), AssistantPayload::new(vec![Block::text("answer one")]));
-        let side = Entry::new(Some(u1.id.clone()), AssistantPayload::new(vec![Block::text("\nother")]));
+        let side =
+            Entry::new(Some(u1.id.clone()), AssistantPayload::new(vec![Block::text("\nother")]));
         for e in [u1, a1.clone(), side.clone()] {
             j.push(e);
         }

@@ -38,8 +38,7 @@ pub fn page(journal: &Journal, before: Option<&str>, limit: usize, reset: bool) 
     let at = |id: &str| journal.position(id).and_then(|p| rows.binary_search(&p).ok());
     let active = active_compaction_of(journal, head.as_str());
     // Spine rows the active record covers (its retained messages excepted).
-    let (covered_range, retained) = match active.as_ref().and_then(|a| a.record.covers.as_ref())
-    {
+    let (covered_range, retained) = match active.as_ref().and_then(|a| a.record.covers.as_ref()) {
         Some(c) => {
             let retained: HashSet<&str> = active
                 .as_ref()
@@ -79,12 +78,7 @@ fn shown(entry_kind: &str) -> bool {
     )
 }
 
-fn push_entry(
-    items: &mut Vec<HistoryItem>,
-    journal: &Journal,
-    entry: &Entry,
-    covered: bool,
-) {
+fn push_entry(items: &mut Vec<HistoryItem>, journal: &Journal, entry: &Entry, covered: bool) {
     let id = entry.id.to_string();
     match &entry.payload {
         Payload::User(u) => {
@@ -146,12 +140,7 @@ fn push_entry(
     }
 }
 
-fn user_item(
-    journal: &Journal,
-    u: &UserPayload,
-    id: String,
-    covered: bool,
-) -> Option<HistoryItem> {
+fn user_item(journal: &Journal, u: &UserPayload, id: String, covered: bool) -> Option<HistoryItem> {
     let text = texts(&u.content);
     if let Some(withdrawn) = &u.withdraws {
         let text = match journal.get(withdrawn.as_str()).map(|e| &e.payload) {
@@ -282,7 +271,11 @@ mod tests {
     #[test]
     fn a_result_says_how_it_ended_as_data_and_old_results_are_read_by_their_wording() {
         // A shell command whose output happens to start with "denied:" completed.
-        let mut r = ToolResultPayload::new("c1", "denied: permission to the printer\n[exit code: 0]", false);
+        let mut r = ToolResultPayload::new(
+            "c1",
+            "denied: permission to the printer\n[exit code: 0]",
+            false,
+        );
         r.end = Some(J::Completed);
         r.exit_code = Some(0);
         let o = outcome_of(&r);

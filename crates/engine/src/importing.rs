@@ -77,8 +77,8 @@ pub fn import(params: &ImportParams<'_>) -> Result<Imported, ImportFailed> {
         .map_err(|e| ImportFailed::Config(ConfigError::Redaction(e)))?;
     let size = std::fs::metadata(params.source).map(|m| m.len()).unwrap_or(0);
     let exact = size <= EXACT_TOKENS_UP_TO;
-    let workspace = std::fs::canonicalize(params.workspace)
-        .unwrap_or_else(|_| params.workspace.to_path_buf());
+    let workspace =
+        std::fs::canonicalize(params.workspace).unwrap_or_else(|_| params.workspace.to_path_buf());
     let source = std::fs::canonicalize(params.source).unwrap_or_else(|_| params.source.into());
     let origin = codewhale_import::Origin {
         path: source.display().to_string(),

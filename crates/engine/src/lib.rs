@@ -19,45 +19,109 @@
 //! Everything else is `pub(crate)`. Benches and this crate's integration tests reach the
 //! internals through the `internals` feature, which no front end enables.
 
-/// Declares modules that are public only with the `internals` feature.
-macro_rules! internal_modules {
-    ($($(#[$meta:meta])* $name:ident;)*) => {$(
-        $(#[$meta])*
-        #[cfg(feature = "internals")]
-        pub mod $name;
-        $(#[$meta])*
-        #[cfg(not(feature = "internals"))]
-        pub(crate) mod $name;
-    )*};
-}
-
-internal_modules! {
-    anchors;
-    attachments;
-    approval;
-    bounded;
-    branch_summary;
-    branches;
-    budget;
-    checkpoint;
-    compaction;
-    config;
-    convert;
-    engine;
-    error;
-    events;
-    hints;
-    history_pages;
-    importing;
-    plan;
-    prompt;
-    recall;
-    redact;
-    session;
-    tokens;
-    tools;
-    turn;
-}
+// Modules public only with the `internals` feature (this crate's integration tests and
+// benches), crate-private otherwise. Declared plainly, two lines each, so rustfmt and every
+// other tool sees them.
+#[cfg(feature = "internals")]
+pub mod anchors;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod anchors;
+#[cfg(feature = "internals")]
+pub mod approval;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod approval;
+#[cfg(feature = "internals")]
+pub mod attachments;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod attachments;
+#[cfg(feature = "internals")]
+pub mod bounded;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod bounded;
+#[cfg(feature = "internals")]
+pub mod branch_summary;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod branch_summary;
+#[cfg(feature = "internals")]
+pub mod branches;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod branches;
+#[cfg(feature = "internals")]
+pub mod budget;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod budget;
+#[cfg(feature = "internals")]
+pub mod checkpoint;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod checkpoint;
+#[cfg(feature = "internals")]
+pub mod compaction;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod compaction;
+#[cfg(feature = "internals")]
+pub mod config;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod config;
+#[cfg(feature = "internals")]
+pub mod convert;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod convert;
+#[cfg(feature = "internals")]
+pub mod engine;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod engine;
+#[cfg(feature = "internals")]
+pub mod error;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod error;
+#[cfg(feature = "internals")]
+pub mod events;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod events;
+#[cfg(feature = "internals")]
+pub mod hints;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod hints;
+#[cfg(feature = "internals")]
+pub mod history_pages;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod history_pages;
+#[cfg(feature = "internals")]
+pub mod importing;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod importing;
+#[cfg(feature = "internals")]
+pub mod plan;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod plan;
+#[cfg(feature = "internals")]
+pub mod prompt;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod prompt;
+#[cfg(feature = "internals")]
+pub mod recall;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod recall;
+#[cfg(feature = "internals")]
+pub mod redact;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod redact;
+#[cfg(feature = "internals")]
+pub mod session;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod session;
+#[cfg(feature = "internals")]
+pub mod tokens;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod tokens;
+#[cfg(feature = "internals")]
+pub mod tools;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod tools;
+#[cfg(feature = "internals")]
+pub mod turn;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod turn;
 
 pub mod eval;
 pub mod offline;

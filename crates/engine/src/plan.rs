@@ -263,8 +263,8 @@ mod tests {
 
     #[test]
     fn a_good_plan_parses_and_counts() {
-        let plan = parse(&steps(&[("Fix the parser", "done"), ("Add tests", "in_progress")]))
-            .unwrap();
+        let plan =
+            parse(&steps(&[("Fix the parser", "done"), ("Add tests", "in_progress")])).unwrap();
         assert_eq!(plan.progress(), "plan 1/2");
         assert_eq!(confirmation(&plan), "Plan updated: 1 of 2 steps done. In progress: Add tests.");
         let text = json!({"steps": [{"step": "a", "status": "pending"}], "explanation": "why"});

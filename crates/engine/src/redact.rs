@@ -121,8 +121,9 @@ const MAX_ORDINARY_SHARE: f64 = 0.2;
 /// never match empty text (a marker would be put between every two characters) and match at
 /// most a fifth of an ordinary paragraph. The error is a phrase naming the pattern.
 pub fn check_pattern(pattern: &str) -> Result<(), String> {
-    let regex = Regex::new(pattern)
-        .map_err(|e| format!("the redaction pattern {pattern:?} is not a valid regular expression: {e}"))?;
+    let regex = Regex::new(pattern).map_err(|e| {
+        format!("the redaction pattern {pattern:?} is not a valid regular expression: {e}")
+    })?;
     if regex.find_iter(ORDINARY_TEXT).any(|m| m.is_empty()) || regex.is_match("") {
         return Err(format!(
             "the redaction pattern {pattern:?} matches empty text, so it would put a marker \
@@ -198,8 +199,10 @@ fn compile_built_in() -> Result<Compiled, BadPattern> {
         .iter()
         .map(|(kind, pattern, group)| Rule::new(kind, ascii_word_boundaries(pattern), *group))
         .collect();
-    let any = RegexSet::new(rules.iter().map(|r| r.pattern.as_str()))
-        .map_err(|e| BadPattern { pattern: "(built-in rules)".to_owned(), reason: e.to_string() })?;
+    let any = RegexSet::new(rules.iter().map(|r| r.pattern.as_str())).map_err(|e| BadPattern {
+        pattern: "(built-in rules)".to_owned(),
+        reason: e.to_string(),
+    })?;
     Ok((std::sync::Arc::new(rules), std::sync::Arc::new(any)))
 }
 

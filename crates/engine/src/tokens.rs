@@ -106,7 +106,9 @@ fn saturate(n: usize) -> u32 {
 }
 
 fn count_with(bpe: &Tokenizer, text: &str) -> u32 {
-    catch_unwind(AssertUnwindSafe(|| bpe.count(text))).map(saturate).unwrap_or_else(|_| estimate(text))
+    catch_unwind(AssertUnwindSafe(|| bpe.count(text)))
+        .map(saturate)
+        .unwrap_or_else(|_| estimate(text))
 }
 
 #[cfg(test)]

@@ -62,7 +62,8 @@ pub fn prefix_of(command: &str) -> Option<Vec<String>> {
         && program.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.');
     let is_subcommand = sub.starts_with(|c: char| c.is_ascii_lowercase())
         && sub.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
-    let excluded = WRAPPERS.contains(&program.as_str()) || NO_SUBCOMMANDS.contains(&program.as_str());
+    let excluded =
+        WRAPPERS.contains(&program.as_str()) || NO_SUBCOMMANDS.contains(&program.as_str());
     (is_program && is_subcommand && !excluded).then(|| vec![program.clone(), sub.clone()])
 }
 

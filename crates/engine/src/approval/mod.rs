@@ -148,13 +148,11 @@ impl Policy {
             Effect::Write => {
                 self.mode == ApprovalMode::AutoEdit || self.grants.contains(&Grant::Edits)
             }
-            Effect::Shell => {
-                call.command.is_some_and(|c| grants::covers_command(&self.grants, c))
-            }
+            Effect::Shell => call.command.is_some_and(|c| grants::covers_command(&self.grants, c)),
             Effect::Tool => call.tool.is_some_and(|(server, tool)| {
-                self.grants.iter().any(|g| {
-                    matches!(g, Grant::Tool { server: s, tool: t } if s == server && t == tool)
-                })
+                self.grants.iter().any(
+                    |g| matches!(g, Grant::Tool { server: s, tool: t } if s == server && t == tool),
+                )
             }),
         };
         if allowed {
@@ -226,7 +224,13 @@ mod tests {
     use super::*;
 
     fn call(_tool: &str, effect: Effect, leaves: bool) -> CallSummary<'static> {
-        CallSummary { effect, leaves_workspace: leaves, protected: false, command: None, tool: None }
+        CallSummary {
+            effect,
+            leaves_workspace: leaves,
+            protected: false,
+            command: None,
+            tool: None,
+        }
     }
 
     fn shell(command: &str) -> CallSummary<'_> {

@@ -105,7 +105,9 @@ fn branch_start(journal: &Journal, spine: &[u32]) -> Option<EntryId> {
     spine
         .iter()
         .rev()
-        .find(|&&p| journal.parent_at(p).is_some_and(|q| children.get(&q).copied().unwrap_or(0) >= 2))
+        .find(|&&p| {
+            journal.parent_at(p).is_some_and(|q| children.get(&q).copied().unwrap_or(0) >= 2)
+        })
         .map(|&p| EntryId::from_string(journal.id_at(p).to_string()))
 }
 
@@ -160,12 +162,15 @@ fn fit(messages: &[String], room: usize) -> String {
 /// The text of the newest plain user message at or before `from`.
 fn request_before(journal: &Journal, from: &EntryId) -> Option<String> {
     let pos = journal.position(from.as_str())?;
-    journal.spine_positions(pos).into_iter().rev().filter(|&p| journal.kind_at(p) == kind::USER).find_map(
-        |p| match &journal.read_entry(p).payload {
+    journal
+        .spine_positions(pos)
+        .into_iter()
+        .rev()
+        .filter(|&p| journal.kind_at(p) == kind::USER)
+        .find_map(|p| match &journal.read_entry(p).payload {
             Payload::User(u) if u.is_plain() => Some(texts(&u.content)),
             _ => None,
-        },
-    )
+        })
 }
 
 fn texts(blocks: &[Block]) -> String {
@@ -244,7 +249,7 @@ pub(crate) fn usable(reply: &str) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use codewhale_journal::{
-        AssistantPayload, Entry, HeaderPayload, HeadPayload, HeadReason, ToolResultPayload,
+        AssistantPayload, Entry, HeadPayload, HeadReason, HeaderPayload, ToolResultPayload,
         UserPayload,
     };
 
@@ -289,11 +294,20 @@ mod tests {
         let a2 = j.reply("nom fails on nested groups");
         j.move_to(&a1);
         let left = left_part(&j.j, a2.as_str(), a1.as_str()).unwrap();
-        assert_eq!((left.from.clone(), left.tip.clone(), left.messages), (a1.clone(), a2.clone(), 2));
+        assert_eq!(
+            (left.from.clone(), left.tip.clone(), left.messages),
+            (a1.clone(), a2.clone(), 2)
+        );
         assert_eq!(left.parent_branch_id, None, "the first branch of the session");
         let text = transcript(&j.j, &left, 10_000);
-        assert!(text.starts_with("The user's last request before the branch:\nfix the parser"), "{text}");
-        assert!(text.contains("[user] try nom\n\n[assistant] nom fails on nested groups"), "{text}");
+        assert!(
+            text.starts_with("The user's last request before the branch:\nfix the parser"),
+            "{text}"
+        );
+        assert!(
+            text.contains("[user] try nom\n\n[assistant] nom fails on nested groups"),
+            "{text}"
+        );
         // HEAD still on the branch, or going nowhere: nothing was left.
         assert_eq!(left_part(&j.j, a1.as_str(), a2.as_str()), None);
         assert_eq!(left_part(&j.j, u1.as_str(), a1.as_str()), None);
@@ -348,7 +362,8 @@ mod tests {
         };
         j.user("first on the branch");
         for k in 0..50 {
-            let call = Block::tool_use(format!("c{k}"), "shell", serde_json::json!({"command": "make"}));
+            let call =
+                Block::tool_use(format!("c{k}"), "shell", serde_json::json!({"command": "make"}));
             j.add(AssistantPayload::new(vec![call]));
             j.add(ToolResultPayload::new(format!("c{k}"), "x".repeat(10_000), true));
         }

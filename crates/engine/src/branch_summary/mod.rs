@@ -77,8 +77,7 @@ pub(crate) fn after_move(session: &mut Session, sink: &EventSink, id: Submission
     let mut request = Request::new(model, MAX_OUTPUT_TOKENS);
     request.system = vec![SystemBlock::text(INSTRUCTION)];
     request.messages = vec![Message::user_text(transcript)];
-    let timeout =
-        session.config().compaction.branch_summary_timeout.unwrap_or(DEFAULT_TIMEOUT);
+    let timeout = session.config().compaction.branch_summary_timeout.unwrap_or(DEFAULT_TIMEOUT);
     let mut payload = BranchSummaryPayload::new(left.branch_id.clone(), String::new());
     payload.parent_branch_id = left.parent_branch_id.clone();
     payload.from = Some(left.from.clone());

@@ -97,7 +97,10 @@ fn be32(b: &[u8]) -> u32 {
 /// The index of the first NUL at or after `from`.
 fn nul_after(bytes: &[u8], from: usize) -> Result<usize, String> {
     let rest = bytes.get(from..).ok_or("the index ends inside a path")?;
-    rest.iter().position(|b| *b == 0).map(|i| from + i).ok_or_else(|| "an index path never ends".into())
+    rest.iter()
+        .position(|b| *b == 0)
+        .map(|i| from + i)
+        .ok_or_else(|| "an index path never ends".into())
 }
 
 /// Git's offset varint (each continuation adds one before shifting), and where it ends.
@@ -124,11 +127,8 @@ mod tests {
 
     /// The entries git itself lists for the index at `index`, as (path, mode, oid).
     fn git_ls(dir: &std::path::Path) -> Vec<(String, u32, String)> {
-        let out = Command::new("git")
-            .current_dir(dir)
-            .args(["ls-files", "-s", "-z"])
-            .output()
-            .unwrap();
+        let out =
+            Command::new("git").current_dir(dir).args(["ls-files", "-s", "-z"]).output().unwrap();
         assert!(out.status.success());
         out.stdout
             .split(|b| *b == 0)
@@ -168,7 +168,8 @@ mod tests {
         if version == "3" {
             // Git writes version 3 only for an index that holds an extended entry.
             std::fs::write(dir.join("intent.txt"), "to add").unwrap();
-            let intent = Command::new("git").current_dir(dir).args(["add", "-N", "intent.txt"]).status();
+            let intent =
+                Command::new("git").current_dir(dir).args(["add", "-N", "intent.txt"]).status();
             assert!(intent.unwrap().success());
         }
         if version != "2" {

@@ -8,7 +8,9 @@
 //! (for the user) and a synthetic user text (for the model) on the new HEAD; one that changed
 //! nothing writes nothing, so restoring twice is harmless.
 
-use codewhale_journal::{BranchError, EntryId, Journal, Level, Payload, SystemPayload, UserPayload};
+use codewhale_journal::{
+    BranchError, EntryId, Journal, Level, Payload, SystemPayload, UserPayload,
+};
 
 use super::restore::{self, Planned};
 use crate::error::EngineError;
@@ -47,7 +49,10 @@ pub(crate) fn landing(journal: &Journal, to: &str, before: bool) -> Result<Landi
 }
 
 /// The restore plan for the code changed after `from` on HEAD's spine (`None`: the last turn).
-pub(crate) fn plan_after(session: &Session, from: Option<&EntryId>) -> Result<Vec<Planned>, String> {
+pub(crate) fn plan_after(
+    session: &Session,
+    from: Option<&EntryId>,
+) -> Result<Vec<Planned>, String> {
     let journal = session.journal();
     let start = match from {
         Some(id) => {
@@ -124,9 +129,7 @@ pub fn outcome_line(outcome: &RestoreOutcome, when: &str) -> String {
 }
 
 fn model_note(plan: &[Planned], outcome: &RestoreOutcome, when: &str) -> String {
-    let removed = |path: &String| {
-        plan.iter().any(|p| &p.path == path && p.target.is_none())
-    };
+    let removed = |path: &String| plan.iter().any(|p| &p.path == path && p.target.is_none());
     let written: Vec<&str> =
         outcome.restored.iter().filter(|p| !removed(p)).map(String::as_str).collect();
     let gone: Vec<&str> =
@@ -213,7 +216,11 @@ impl Request<'_> {
             let mut outcome = None;
             if m.take.conversation() {
                 let j = self.session.journal();
-                let record = if m.fork { j.fork(landed.head.as_str()) } else { j.rewind(landed.head.as_str()) }?;
+                let record = if m.fork {
+                    j.fork(landed.head.as_str())
+                } else {
+                    j.rewind(landed.head.as_str())
+                }?;
                 self.session.append_entry(record)?;
             }
             if m.take.code() {
@@ -275,7 +282,10 @@ impl Request<'_> {
             Err(message) => return self.error(ErrorKind::Branch, message),
         };
         if plan.is_empty() {
-            return self.notice(NoticeLevel::Info, "nothing to undo: the last turn changed no files".into());
+            return self.notice(
+                NoticeLevel::Info,
+                "nothing to undo: the last turn changed no files".into(),
+            );
         }
         let done = async {
             let outcome = restore_and_record(self.session, &plan, force, "before the last turn")?;
@@ -288,9 +298,14 @@ impl Request<'_> {
             Err(err) => return self.error(err.kind(), err.to_string()),
         };
         self.session.replay_budget();
-        let nothing = outcome.restored.is_empty() && outcome.skipped.is_empty() && outcome.failed.is_empty();
+        let nothing =
+            outcome.restored.is_empty() && outcome.skipped.is_empty() && outcome.failed.is_empty();
         let (level, line) = if nothing {
-            (NoticeLevel::Info, "nothing to undo: the files are already as they were before the last turn".to_owned())
+            (
+                NoticeLevel::Info,
+                "nothing to undo: the files are already as they were before the last turn"
+                    .to_owned(),
+            )
         } else if outcome.skipped.is_empty() && outcome.failed.is_empty() {
             (NoticeLevel::Info, outcome_line(&outcome, "before the last turn"))
         } else {

@@ -154,7 +154,12 @@ fn located(workspace: &Path, path: &str) -> Result<std::path::PathBuf, String> {
 mod tests {
     use super::*;
 
-    fn change(store: &FileStore, path: &str, before: Option<&[u8]>, after: Option<&[u8]>) -> FileChange {
+    fn change(
+        store: &FileStore,
+        path: &str,
+        before: Option<&[u8]>,
+        after: Option<&[u8]>,
+    ) -> FileChange {
         FileChange {
             path: path.into(),
             before: before.map(|b| store.put(b).unwrap()),

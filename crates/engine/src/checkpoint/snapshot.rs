@@ -105,7 +105,8 @@ impl Snapshots {
     /// may have become one); one that stopped being one makes the snapshot fail (open).
     pub fn find(store: &FileStore, workspace: &Path) -> Option<Snapshots> {
         let key = (store.snapshot_dir(), workspace.to_path_buf());
-        let found = FOUND.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&key).cloned();
+        let found =
+            FOUND.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&key).cloned();
         if found.is_some() {
             return found;
         }
@@ -251,7 +252,12 @@ impl Snapshots {
         let mut changes = Vec::with_capacity(rows.len());
         for (path, a, b) in &rows {
             let (before, after) = (keep(a)?, keep(b)?);
-            changes.push(FileChange { path: path.clone(), before, after, extra: Default::default() });
+            changes.push(FileChange {
+                path: path.clone(),
+                before,
+                after,
+                extra: Default::default(),
+            });
         }
         Ok(changes)
     }
@@ -264,7 +270,10 @@ impl Snapshots {
     }
 
     /// The contents of `blobs`, read with one `git cat-file --batch`.
-    fn read_blobs(&self, blobs: &[&str]) -> Result<std::collections::HashMap<String, Vec<u8>>, String> {
+    fn read_blobs(
+        &self,
+        blobs: &[&str],
+    ) -> Result<std::collections::HashMap<String, Vec<u8>>, String> {
         use std::io::{Read, Write};
         let mut out = std::collections::HashMap::new();
         if blobs.is_empty() {
@@ -277,15 +286,15 @@ impl Snapshots {
         let input: String = blobs.iter().map(|b| format!("{b}\n")).collect();
         // Written from a thread: git answers as it reads, and a full pipe would block both.
         // The OS may refuse the thread (a process table filled by a fork bomb): an error then.
-        let writer = match std::thread::Builder::new().spawn(move || stdin.write_all(input.as_bytes()))
-        {
-            Ok(writer) => writer,
-            Err(e) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!("cannot start a thread to feed git: {e}"));
-            }
-        };
+        let writer =
+            match std::thread::Builder::new().spawn(move || stdin.write_all(input.as_bytes())) {
+                Ok(writer) => writer,
+                Err(e) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(format!("cannot start a thread to feed git: {e}"));
+                }
+            };
         let mut stdout = child.stdout.take().ok_or("git gave no output")?;
         let mut all = Vec::new();
         stdout.read_to_end(&mut all).map_err(|e| format!("reading from git: {e}"))?;
@@ -392,7 +401,12 @@ mod tests {
         }
         let dir = tempfile::tempdir().unwrap();
         let ws = std::fs::canonicalize(dir.path()).unwrap();
-        assert!(Command::new("git").current_dir(&ws).args(["init", "-q"]).status().unwrap().success());
+        assert!(Command::new("git")
+            .current_dir(&ws)
+            .args(["init", "-q"])
+            .status()
+            .unwrap()
+            .success());
         Some((dir, ws))
     }
 

@@ -56,7 +56,11 @@ impl FileStore {
         }
         let parent = path.parent().unwrap_or(&self.dir);
         DirBuilder::new().recursive(true).mode(0o700).create(parent)?;
-        codewhale_journal::replace::replace_file(&path, codewhale_journal::replace::PRIVATE, bytes)?;
+        codewhale_journal::replace::replace_file(
+            &path,
+            codewhale_journal::replace::PRIVATE,
+            bytes,
+        )?;
         Ok(hash)
     }
 

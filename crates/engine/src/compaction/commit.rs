@@ -18,8 +18,8 @@ use codewhale_journal::{
 };
 
 use super::bound::{self, Candidate};
-use super::plain::PlainView;
 use super::judge::{self, Judged, Refusal};
+use super::plain::PlainView;
 
 use crate::session::{counts, Session};
 

@@ -15,8 +15,7 @@ use std::process::Command;
 use serde_json::Value;
 
 use super::checkpoint::{
-    ANCHORS_TITLE, CLOSING, FILES_TOUCHED_TITLE, HEADER, LIVE_STATE_PREFIX,
-    RUNNING_NOW_TITLE,
+    ANCHORS_TITLE, CLOSING, FILES_TOUCHED_TITLE, HEADER, LIVE_STATE_PREFIX, RUNNING_NOW_TITLE,
 };
 use super::message::{Message, Part, Role};
 

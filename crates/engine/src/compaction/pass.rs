@@ -21,12 +21,12 @@ use codewhale_provider::CancellationToken;
 
 use super::background::{self, Prepared, Tried};
 use super::commit::{self, Proposal, Written};
-use super::judge::Refusal;
 use super::cut;
-use super::steps::{self, build_note, summary_max_output};
-use super::plain::PlainView;
+use super::judge::Refusal;
 use super::pass_plan::{self, PassMode, PlanInputs};
+use super::plain::PlainView;
 use super::record::{self, SummaryRecord};
+use super::steps::{self, build_note, summary_max_output};
 use super::summarize::{self, SummaryError, SummaryJob};
 use super::summary;
 use crate::anchors::AnchorStore;
@@ -317,7 +317,8 @@ async fn attempt(
     if cancel.is_cancelled() {
         return Err(Stop::Cancelled);
     }
-    let record = record::prune_record(&plain, &plan.bound_pruned, previous, request.trigger.clone());
+    let record =
+        record::prune_record(&plain, &plan.bound_pruned, previous, request.trigger.clone());
     match commit::commit(session, proposal(record, head)).await {
         Ok(done) => Ok(written(done)),
         Err(Refusal::NoChange) => Err(Stop::Refused(why_not_summary)),
@@ -392,4 +393,3 @@ async fn summary_record(
     })
     .ok_or_else(|| Stop::Refused("nothing before the protected part can be covered".into()))
 }
-

@@ -159,7 +159,6 @@ pub fn next_request(params: &ReportParams<'_>) -> Result<NextRequest, EngineErro
     })
 }
 
-
 /// `entry`'s count: stored in its line, kept in `known`, or counted now and kept there.
 fn count_once(known: &mut HashMap<EntryId, u32>, entry: &codewhale_journal::Entry) -> u32 {
     if let Some(n) = entry.tokens.or_else(|| known.get(&entry.id).copied()) {
@@ -323,8 +322,8 @@ mod tests {
 
     use super::*;
     use crate::budget::{Limits, WindowSource};
-    use codewhale_journal::Payload;
     use crate::compaction::checkpoint::HEADER;
+    use codewhale_journal::Payload;
 
     fn journal_with_compaction() -> Journal {
         let header = Entry::new(None, HeaderPayload::new("s-1", "/w"));
@@ -364,7 +363,13 @@ mod tests {
         let view = render(journal, journal.head_id().as_str());
         let plain = PlainView::new(&view, |i| i.tokens);
         let mut count = |e: &Entry| e.tokens.map(u64::from).unwrap_or(0);
-        let budget = replay::replay(journal, limits, SystemCounts { prompt: 100, schemas: 0 }, plain.total(), &mut count);
+        let budget = replay::replay(
+            journal,
+            limits,
+            SystemCounts { prompt: 100, schemas: 0 },
+            plain.total(),
+            &mut count,
+        );
         build(journal, &view, &plain, &budget, "m", anchors)
     }
 
@@ -388,7 +393,11 @@ mod tests {
         let c = report.compaction.as_ref().unwrap();
         assert_eq!(
             (c.path, c.trigger, c.retained),
-            (crate::protocol::CompactionKind::Summary, crate::protocol::CompactionTrigger::Manual, 1)
+            (
+                crate::protocol::CompactionKind::Summary,
+                crate::protocol::CompactionTrigger::Manual,
+                1
+            )
         );
         assert_eq!(report.compactions, 1);
         assert_eq!(

@@ -24,12 +24,12 @@ use codewhale_journal::{bound_item, Block, EntryId, ItemContent, ItemKind, Role,
 use codewhale_provider::{CancellationToken, ErrorKind, Request, ToolChoice};
 
 use super::plain::PlainView;
+pub(crate) use super::summary::SummaryError;
 use super::summary::{self, Scope};
 use super::summary_input::{self, InputBudget, InputPlan};
 use crate::budget::{from_provider, Limits};
 use crate::convert;
 use crate::prompt::SystemPrompt;
-pub(crate) use super::summary::SummaryError;
 use crate::session::{counts, Session};
 
 /// What a kept-tail item may hold in the request of a `compaction_model` other than the
@@ -130,7 +130,11 @@ pub(crate) async fn summarize(
                 });
                 let smaller = budget.tokens - budget.tokens / 4;
                 budget.tokens = stated.map_or(smaller, |s| s.min(smaller).max(1));
-                tracing::info!(?limit, tokens = budget.tokens, "summary request too long; planning again");
+                tracing::info!(
+                    ?limit,
+                    tokens = budget.tokens,
+                    "summary request too long; planning again"
+                );
             }
             Err(Attempt::Overflow { .. }) => {
                 return Err(SummaryError::Failed(
@@ -185,8 +189,9 @@ async fn run_plan(
     let mut stats = SummaryStats::default();
     let mut interim: Option<String> = None;
     for chunk in &plan.chunks {
-        let text = ask(job, interim.as_deref(), &items[chunk.clone()], Scope::Chunk, &cancel, &mut stats)
-            .await?;
+        let text =
+            ask(job, interim.as_deref(), &items[chunk.clone()], Scope::Chunk, &cancel, &mut stats)
+                .await?;
         stats.chunks += 1;
         // Three characters per token keeps the note inside the room the plan left for it.
         let chars = usize::try_from(note_tokens.saturating_mul(3)).unwrap_or(usize::MAX);
@@ -279,9 +284,9 @@ fn build_request(
 ) -> Request {
     let mut all: Vec<ViewItem> = Vec::with_capacity(items.len() + 1);
     if let Some(note) = interim {
-        all.push(synthetic(
-            format!("Codewhale interim note of the earlier part of this conversation:\n\n{note}"),
-        ));
+        all.push(synthetic(format!(
+            "Codewhale interim note of the earlier part of this conversation:\n\n{note}"
+        )));
     }
     all.extend(items.iter().cloned());
     let mut request = convert::to_request(

@@ -226,7 +226,10 @@ mod tests {
         assert!(!text.contains("{scope}"));
         let kept = Scope::Before { position: 7, opening: "Ran  \"cargo test\"\nand".into() };
         let kept = instruction(&kept, None, false);
-        assert!(kept.contains("before message 7, which begins:\n\"Ran 'cargo test' and\"."), "{kept}");
+        assert!(
+            kept.contains("before message 7, which begins:\n\"Ran 'cargo test' and\"."),
+            "{kept}"
+        );
         assert!(instruction(&Scope::Chunk, None, false).contains("a later note will fold yours in"));
     }
 

@@ -97,7 +97,8 @@ pub fn plan(
     for (i, message) in messages.iter().enumerate() {
         let (t, bytes) = (tok(i), bound::message_bytes(message));
         if boundable(i) && t > per_message && bytes > MIN_BOUND_BYTES {
-            let cap = ((bytes as u128 * per_message as u128 / t as u128) as u64).max(MIN_BOUND_BYTES);
+            let cap =
+                ((bytes as u128 * per_message as u128 / t as u128) as u64).max(MIN_BOUND_BYTES);
             bounds.push((i, cap));
             sizes.push((t as u128 * cap as u128 / bytes as u128) as u64);
         } else {
@@ -219,7 +220,8 @@ mod tests {
 
     #[test]
     fn a_previous_note_goes_into_the_first_chunk_whole() {
-        let mut m = vec![checkpoint_message(format!("Codewhale handoff note. {}", "n".repeat(4_000)))];
+        let mut m =
+            vec![checkpoint_message(format!("Codewhale handoff note. {}", "n".repeat(4_000)))];
         m.extend(long_turn(100, 2_000));
         let t = tokens(&m);
         let plan = plan(&m, &t, &budget(9_000)).unwrap();

@@ -31,4 +31,3 @@ pub async fn manual(
     let request = PassRequest::new(Trigger::Manual, focus);
     pass::run(session, request, cancel, &emit).await
 }
-

@@ -77,7 +77,13 @@ pub enum Shorten {
 /// texts, its two newest exchanges, an anchor, a branch summary or the checkpoint; and, as a
 /// note retains them, never the user's older texts that fit the retained budget (newest first,
 /// DESIGN §5.3): what the user said outlives the answers around it.
-pub fn fit(view: View, plain: &PlainView, system: u64, policy: &CutPolicy, shorten: Shorten) -> Fit {
+pub fn fit(
+    view: View,
+    plain: &PlainView,
+    system: u64,
+    policy: &CutPolicy,
+    shorten: Shorten,
+) -> Fit {
     let (calibration, usable_input) = (policy.calibration, policy.usable_input);
     let provider = |estimate: u64| crate::budget::to_provider(estimate, calibration);
     let mut total = system + plain.total();
@@ -190,7 +196,13 @@ pub fn fit(view: View, plain: &PlainView, system: u64, policy: &CutPolicy, short
         })
         .collect();
     let items = items.into_iter().zip(drop).filter(|(_, d)| !d).map(|(item, _)| item).collect();
-    Fit::Trimmed { view: View { head, items, compaction }, first, dropped, estimate: total, bounded }
+    Fit::Trimmed {
+        view: View { head, items, compaction },
+        first,
+        dropped,
+        estimate: total,
+        bounded,
+    }
 }
 
 #[cfg(test)]
@@ -228,7 +240,10 @@ mod tests {
         let j = journal();
         let view = codewhale_journal::render(&j, j.head_id().as_str());
         let plain = plain_of(&view);
-        assert!(matches!(fit(view, &plain, 50, &CutPolicy::new(650, 1.0), Shorten::Drop), Fit::Whole(_)));
+        assert!(matches!(
+            fit(view, &plain, 50, &CutPolicy::new(650, 1.0), Shorten::Drop),
+            Fit::Whole(_)
+        ));
     }
 
     #[test]
@@ -296,7 +311,9 @@ mod tests {
         let j = journal();
         let view = codewhale_journal::render(&j, j.head_id().as_str());
         let plain = plain_of(&view);
-        let Fit::TooBig { protected_tokens, .. } = fit(view, &plain, 50, &CutPolicy::new(300, 2.0), Shorten::Drop) else {
+        let Fit::TooBig { protected_tokens, .. } =
+            fit(view, &plain, 50, &CutPolicy::new(300, 2.0), Shorten::Drop)
+        else {
             panic!("expected too big")
         };
         assert_eq!(protected_tokens, 2 * (50 + 100 + 100));
@@ -308,14 +325,20 @@ mod tests {
         let header = Entry::new(None, HeaderPayload::new("s", "/w"));
         let mut journal = Journal::new(header.clone()).unwrap();
         let mut parent = header.id.clone();
-        let mut payloads: Vec<codewhale_journal::Payload> =
-            vec![UserPayload::text("old").into(), AssistantPayload::new(vec![Block::text("ok")]).into()];
+        let mut payloads: Vec<codewhale_journal::Payload> = vec![
+            UserPayload::text("old").into(),
+            AssistantPayload::new(vec![Block::text("ok")]).into(),
+        ];
         payloads.push(UserPayload::text("do the long job").into());
         for k in 0..n {
             let id = format!("c{k}");
             payloads.push(
-                AssistantPayload::new(vec![Block::tool_use(&id, "shell", serde_json::json!({"k": k}))])
-                    .into(),
+                AssistantPayload::new(vec![Block::tool_use(
+                    &id,
+                    "shell",
+                    serde_json::json!({"k": k}),
+                )])
+                .into(),
             );
             payloads.push(ToolResultPayload::new(&id, "o".repeat(bytes), false).into());
         }
@@ -342,8 +365,11 @@ mod tests {
         };
         assert!(bounded.is_empty());
         assert_eq!(dropped, 2 + 2 * 20, "the older round and twenty exchanges of this one");
-        let texts: Vec<String> =
-            view.items.iter().filter_map(|i| i.blocks().first()?.as_text().map(str::to_owned)).collect();
+        let texts: Vec<String> = view
+            .items
+            .iter()
+            .filter_map(|i| i.blocks().first()?.as_text().map(str::to_owned))
+            .collect();
         assert_eq!(texts, ["do the long job"], "the round's user text is always sent");
         assert_eq!(view.items.len(), 21);
         let Some(codewhale_journal::ItemContent::Blocks(b)) = view.items.get(1).map(|i| &i.content)

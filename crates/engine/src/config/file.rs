@@ -207,9 +207,9 @@ pub fn parse_scoped(path: &Path, text: &str, scope: Scope) -> Result<Config, Con
         check_spanned(path, text, &file.redaction.patterns)?;
     }
     let sandbox_mode = match file.sandbox.mode {
-        Some(mode) => Some(
-            mode.get_ref().parse::<SandboxMode>().map_err(|e| invalid(Some(mode.span()), e))?,
-        ),
+        Some(mode) => {
+            Some(mode.get_ref().parse::<SandboxMode>().map_err(|e| invalid(Some(mode.span()), e))?)
+        }
         None => None,
     };
     let patterns = file.redaction.patterns.into_iter().map(Spanned::into_inner).collect();
@@ -289,7 +289,10 @@ fn mcp_server(
         if valid_env_name(v.get_ref()) {
             Ok(v.get_ref().clone())
         } else {
-            Err(invalid(Some(v.span()), format!("{:?} is not an environment variable name", v.get_ref())))
+            Err(invalid(
+                Some(v.span()),
+                format!("{:?} is not an environment variable name", v.get_ref()),
+            ))
         }
     };
     let transport = match (t.command, t.url) {
@@ -334,22 +337,22 @@ fn mcp_server(
         (None, None) => {
             return Err(invalid(
                 Some(span),
-                format!("the server {name:?} needs a `command` (stdio) or a `url` (streamable HTTP)"),
+                format!(
+                    "the server {name:?} needs a `command` (stdio) or a `url` (streamable HTTP)"
+                ),
             ))
         }
     };
-    let duration = |sec: Option<Spanned<f64>>, ms: Option<Spanned<u64>>, default| {
-        match (sec, ms) {
-            (Some(s), _) if !(*s.get_ref() > 0.0 && s.get_ref().is_finite()) => {
-                Err(invalid(Some(s.span()), "must be a positive number of seconds".into()))
-            }
-            (Some(s), _) => Ok(std::time::Duration::from_secs_f64(*s.get_ref())),
-            (None, Some(m)) if *m.get_ref() == 0 => {
-                Err(invalid(Some(m.span()), "must be a positive number of milliseconds".into()))
-            }
-            (None, Some(m)) => Ok(std::time::Duration::from_millis(*m.get_ref())),
-            (None, None) => Ok(default),
+    let duration = |sec: Option<Spanned<f64>>, ms: Option<Spanned<u64>>, default| match (sec, ms) {
+        (Some(s), _) if !(*s.get_ref() > 0.0 && s.get_ref().is_finite()) => {
+            Err(invalid(Some(s.span()), "must be a positive number of seconds".into()))
         }
+        (Some(s), _) => Ok(std::time::Duration::from_secs_f64(*s.get_ref())),
+        (None, Some(m)) if *m.get_ref() == 0 => {
+            Err(invalid(Some(m.span()), "must be a positive number of milliseconds".into()))
+        }
+        (None, Some(m)) => Ok(std::time::Duration::from_millis(*m.get_ref())),
+        (None, None) => Ok(default),
     };
     let mut server = codewhale_mcp::ServerConfig::new(name, transport);
     server.enabled = t.enabled.unwrap_or(true);
@@ -381,7 +384,11 @@ fn check_spanned(path: &Path, text: &str, patterns: &[Spanned<String>]) -> Resul
 
 /// Checks the `[redaction] patterns` of a config file's `text` (already parsed once, so it is
 /// valid): what a trusted workspace's file must pass before its patterns are used.
-pub(crate) fn check_patterns(path: &Path, text: &str, patterns: &[String]) -> Result<(), ConfigError> {
+pub(crate) fn check_patterns(
+    path: &Path,
+    text: &str,
+    patterns: &[String],
+) -> Result<(), ConfigError> {
     #[derive(Deserialize)]
     struct Only {
         #[serde(default)]
@@ -458,7 +465,8 @@ mod tests {
         let e = parse_scoped(path, "[shell]\nmax_processes = 2\n", Scope::User).unwrap_err();
         assert!(e.to_string().contains("use at least 8"), "{e}");
         // A workspace must not lift the cap: it is one of the keys trust decides.
-        let mut ws = parse_scoped(path, "[shell]\nmax_processes = 99999\n", Scope::Workspace).unwrap();
+        let mut ws =
+            parse_scoped(path, "[shell]\nmax_processes = 99999\n", Scope::Workspace).unwrap();
         assert_eq!(ws.gated_keys(), ["shell.max_processes"]);
         ws.clear_gated();
         assert_eq!(ws.shell.max_processes, None);

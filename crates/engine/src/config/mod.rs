@@ -200,7 +200,12 @@ pub fn load(home: &Path, workspace: &Path, overrides: &Overrides) -> Result<Conf
             gated.push("sandbox.mode".to_owned());
         }
         if !gated.is_empty()
-            && !crate::trust::decisions::is_trusted(home, workspace, &text, &config.trusted_workspaces)
+            && !crate::trust::decisions::is_trusted(
+                home,
+                workspace,
+                &text,
+                &config.trusted_workspaces,
+            )
         {
             ws.clear_gated();
             if looser_mode {
@@ -232,15 +237,15 @@ pub(crate) fn read(path: &Path, notices: &mut Vec<String>) -> Result<Option<Stri
             Ok(None)
         }
         Ok(Bounded::Read { cut: true, .. }) => Err(ConfigError::TooLarge { path: path.to_owned() }),
-        Ok(Bounded::Read { bytes, cut: false }) => String::from_utf8(bytes).map(Some).map_err(|_| {
-            ConfigError::Read {
+        Ok(Bounded::Read { bytes, cut: false }) => {
+            String::from_utf8(bytes).map(Some).map_err(|_| ConfigError::Read {
                 path: path.to_owned(),
                 source: std::io::Error::new(
                     std::io::ErrorKind::InvalidData,
                     "it is not UTF-8 text",
                 ),
-            }
-        }),
+            })
+        }
         Err(source) => Err(ConfigError::Read { path: path.to_owned(), source }),
     }
 }
@@ -312,10 +317,7 @@ impl Config {
         over(&mut self.compaction.background, other.compaction.background);
         over(&mut self.compaction.background_at, other.compaction.background_at);
         over(&mut self.compaction.branch_summaries, other.compaction.branch_summaries);
-        over(
-            &mut self.compaction.branch_summary_timeout,
-            other.compaction.branch_summary_timeout,
-        );
+        over(&mut self.compaction.branch_summary_timeout, other.compaction.branch_summary_timeout);
         over(&mut self.shell.keep_background, other.shell.keep_background);
         over(&mut self.shell.max_processes, other.shell.max_processes);
         over(&mut self.sandbox.mode, other.sandbox.mode);

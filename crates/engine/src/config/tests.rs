@@ -147,8 +147,7 @@ fn unknown_keys_name_file_line_and_key() {
 #[test]
 fn an_error_at_the_end_names_the_last_line() {
     let text = "_c=[\n\n\n\n[\n";
-    let ConfigError::Invalid { line, .. } = parse(Path::new("c.toml"), text).unwrap_err()
-    else {
+    let ConfigError::Invalid { line, .. } = parse(Path::new("c.toml"), text).unwrap_err() else {
         panic!("expected an invalid-file error")
     };
     assert!((1..=text.lines().count()).contains(&line), "line {line}");
@@ -193,8 +192,5 @@ fn provider_comes_from_the_environment_when_not_named() {
     let p = Config::default().resolve_provider(&env).unwrap().unwrap();
     assert_eq!((p.kind, p.base_url.as_str()), (ProviderKind::OpenAi, "http://127.0.0.1:9/v1"));
     let named = Config { provider: Some(ProviderKind::OpenAi), ..Config::default() };
-    assert!(matches!(
-        named.resolve_provider(&Env::default()),
-        Err(ConfigError::MissingKey { .. })
-    ));
+    assert!(matches!(named.resolve_provider(&Env::default()), Err(ConfigError::MissingKey { .. })));
 }

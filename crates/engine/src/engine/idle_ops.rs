@@ -18,7 +18,12 @@ use super::{cancel_note, error_event, mcp_servers_event, no_such_call};
 
 /// Ops that need no turn: anchors, reports, history, branch moves, model switches, and the
 /// ones only meaningful in a turn.
-pub(super) async fn handle_idle_op(session: &mut Session, sink: &EventSink, id: SubmissionId, op: Op) {
+pub(super) async fn handle_idle_op(
+    session: &mut Session,
+    sink: &EventSink,
+    id: SubmissionId,
+    op: Op,
+) {
     let notice = |message: String| Event::Notice { level: NoticeLevel::Info, message };
     match op {
         Op::Interrupt if session.compaction.note_pass.state().is_some() => {
@@ -51,10 +56,8 @@ pub(super) async fn handle_idle_op(session: &mut Session, sink: &EventSink, id: 
         }
         Op::GetStatus => sink.emit(id, Event::Status { status: Box::new(session.status_report()) }),
         Op::ListModels => sink.emit(id, Event::Models { models: session.model_choices() }),
-        Op::ListBranches => sink.emit(
-            id,
-            Event::Branches { branches: crate::branches::branches(session.journal()) },
-        ),
+        Op::ListBranches => sink
+            .emit(id, Event::Branches { branches: crate::branches::branches(session.journal()) }),
         Op::GetContext => {
             sink.emit(id, Event::ContextReport { report: Box::new(session.context_report()) })
         }
@@ -94,11 +97,18 @@ pub(super) async fn handle_idle_op(session: &mut Session, sink: &EventSink, id: 
             move_head(session, sink, id, |j| j.checkout(&to), HeadMove::Checkout).await
         }
         Op::Fork { at } => {
-            let m = Move { to: at, take: TakeBack::Conversation, fork: true, before: false, force: false };
+            let m = Move {
+                to: at,
+                take: TakeBack::Conversation,
+                fork: true,
+                before: false,
+                force: false,
+            };
             Request { session, sink, id }.take_back(m).await
         }
         Op::Rewind { to } => {
-            let m = Move { to, take: TakeBack::Conversation, fork: false, before: false, force: false };
+            let m =
+                Move { to, take: TakeBack::Conversation, fork: false, before: false, force: false };
             Request { session, sink, id }.take_back(m).await
         }
         Op::TakeBack { to, take, fork, before, force } => {

@@ -25,9 +25,7 @@ use crate::config::{self, Env, Overrides};
 use crate::error::EngineError;
 use crate::events::{self, ApprovalGate, ApprovalReply, EventSink};
 use crate::history_pages::FIRST_PAGE;
-use crate::protocol::{
-    ErrorKind, Event, EventMsg, NoticeLevel, Op, SubmissionId,
-};
+use crate::protocol::{ErrorKind, Event, EventMsg, NoticeLevel, Op, SubmissionId};
 use crate::session::{Resume, Session, SessionParams};
 use crate::turn::{self, TurnCtx};
 
@@ -113,9 +111,8 @@ impl Engine {
     /// calls it before taking over the terminal, so such an error is a plain one-line message;
     /// [`Engine::spawn_opening`] then loads the session off its task.
     pub fn preflight(params: &EngineParams) -> Result<(), EngineError> {
-        let current = std::fs::canonicalize(&params.workspace).map_err(|source| {
-            EngineError::Workspace { path: params.workspace.clone(), source }
-        })?;
+        let current = std::fs::canonicalize(&params.workspace)
+            .map_err(|source| EngineError::Workspace { path: params.workspace.clone(), source })?;
         let workspace =
             crate::session::workspace::for_resume(&params.home, &params.resume, &params.workspace);
         let config = config::load(&params.home, &workspace, &params.overrides)?;
@@ -287,8 +284,7 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
                     let mut ctx = TurnCtx::new(&mut session, &sink, &gate, id, cancel.clone());
                     turn::run_turn(&mut ctx, text, attachments).await
                 };
-                let (stop, deferred) =
-                    listening(turn, &mut ops, &sink, &gate, &cancel, &mcp).await;
+                let (stop, deferred) = listening(turn, &mut ops, &sink, &gate, &cancel, &mcp).await;
                 shutdown = stop;
                 if cancel.is_cancelled() {
                     cancel_note(&mut session, &sink, id, "the session was interrupted");
@@ -306,8 +302,7 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
                     focus,
                     cancel.clone(),
                 );
-                let (stop, deferred) =
-                    listening(pass, &mut ops, &sink, &gate, &cancel, &mcp).await;
+                let (stop, deferred) = listening(pass, &mut ops, &sink, &gate, &cancel, &mcp).await;
                 shutdown = stop;
                 sink.emit(id, session.usage_event(None, None));
                 answer_deferred(&mut session, &sink, deferred).await;
@@ -422,7 +417,8 @@ fn no_such_call(call: &str) -> Event {
 }
 
 fn mcp_servers_event(mcp: &codewhale_mcp::Servers) -> Event {
-    let servers = mcp.reports().into_iter().map(crate::protocol::McpServerInfo::from_report).collect();
+    let servers =
+        mcp.reports().into_iter().map(crate::protocol::McpServerInfo::from_report).collect();
     Event::McpServers { servers }
 }
 

@@ -168,7 +168,8 @@ pub fn run(ctx: &RecallContext<'_>, input: &Value) -> Result<String, String> {
     };
     let args: Args = serde_json::from_value(value)
         .map_err(|e| format!("invalid arguments for {TOOL}: {e}; see the tool's schema"))?;
-    let asked = args.max_chars.map_or(DEFAULT_MAX_CHARS, |n| usize::try_from(n).unwrap_or(usize::MAX));
+    let asked =
+        args.max_chars.map_or(DEFAULT_MAX_CHARS, |n| usize::try_from(n).unwrap_or(usize::MAX));
     let max = asked.min(ctx.room_chars);
     if max < 200 {
         return Err("the context has no room left for recalled text; answer from what you have \
@@ -242,9 +243,8 @@ fn entry_text(payload: &Payload) -> Option<(&'static str, std::borrow::Cow<'_, s
 
 fn one_entry(ctx: &RecallContext<'_>, wanted: &str) -> Result<String, String> {
     let journal = ctx.journal;
-    let matches: Vec<u32> = (0..journal.len() as u32)
-        .filter(|&p| journal.id_at(p).starts_with(wanted))
-        .collect();
+    let matches: Vec<u32> =
+        (0..journal.len() as u32).filter(|&p| journal.id_at(p).starts_with(wanted)).collect();
     let exact = matches.iter().copied().find(|&p| &*journal.id_at(p) == wanted);
     let pos = match (exact, matches.as_slice()) {
         (Some(p), _) | (None, &[p]) => p,

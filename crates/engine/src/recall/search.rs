@@ -113,9 +113,8 @@ impl Query {
                         identifier, a path, an error message)"
                 .to_owned());
         }
-        let either = |words: &[String]| {
-            words.iter().map(|t| regex::escape(t)).collect::<Vec<_>>().join("|")
-        };
+        let either =
+            |words: &[String]| words.iter().map(|t| regex::escape(t)).collect::<Vec<_>>().join("|");
         let finder = regex::RegexBuilder::new(&either(&terms))
             .case_insensitive(true)
             .build()
@@ -282,10 +281,8 @@ pub(super) fn search(ctx: &RecallContext<'_>, query: &str) -> Result<String, Str
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_THREADS);
     let part = in_scope.len().div_ceil(threads).max(PART_MIN);
     let mut hits: Vec<Hit> = std::thread::scope(|s| {
-        let parts: Vec<_> = in_scope
-            .chunks(part)
-            .map(|chunk| s.spawn(|| scan(journal, &q, chunk)))
-            .collect();
+        let parts: Vec<_> =
+            in_scope.chunks(part).map(|chunk| s.spawn(|| scan(journal, &q, chunk))).collect();
         parts.into_iter().try_fold(Vec::new(), |mut all, part| {
             all.extend(part.join().map_err(|_| {
                 "recall's search stopped on an internal error (it is logged); try again, or                  recall an entry by its id"

@@ -2,8 +2,8 @@
 //! memory.
 
 use codewhale_journal::{
-    AssistantPayload, Block, CompactionPath, CompactionPayload, Covers, Entry, EntryId, HeaderPayload,
-    ToolResultPayload, UserPayload,
+    AssistantPayload, Block, CompactionPath, CompactionPayload, Covers, Entry, EntryId,
+    HeaderPayload, ToolResultPayload, UserPayload,
 };
 
 use super::*;
@@ -18,7 +18,12 @@ fn session() -> (Journal, Vec<EntryId>, EntryId) {
     let long = format!("Here is the plan. {}", "lorem ipsum ".repeat(200));
     let payloads: Vec<Payload> = vec![
         UserPayload::text("Remember: the staging port is 48213, not 8080.").into(),
-        AssistantPayload::new(vec![Block::tool_use("t1", "shell", json!({"command": "deploy --port 48213"}))]).into(),
+        AssistantPayload::new(vec![Block::tool_use(
+            "t1",
+            "shell",
+            json!({"command": "deploy --port 48213"}),
+        )])
+        .into(),
         UserPayload::text("Next, the docs.").into(),
         AssistantPayload::new(vec![Block::text(long)]).into(),
         UserPayload::text("And now?").into(),
@@ -46,7 +51,10 @@ use codewhale_journal::Trigger;
 fn call(journal: &Journal, room: usize, input: Value) -> Result<String, String> {
     let view = codewhale_journal::render(journal, journal.head_id().as_str());
     let redactor = Redactor::default();
-    run(&RecallContext { journal, view: &view, room_chars: room, redactor: &redactor, trim: None }, &input)
+    run(
+        &RecallContext { journal, view: &view, room_chars: room, redactor: &redactor, trim: None },
+        &input,
+    )
 }
 
 /// A journal of a header alone, and what appends an entry on its HEAD and returns the id.
@@ -111,7 +119,13 @@ fn a_trimmed_entry_is_in_scope_and_results_are_redacted_again() {
     assert_eq!(scoped.len(), 2, "the two entries before the trim: {scoped:?}");
     assert!(scoped.iter().all(|(_, a)| *a == Absence::Trimmed));
     let redactor = Redactor::new(&[], &["tok-ABCDEF123456".to_owned()]).unwrap();
-    let ctx = RecallContext { journal: &journal, view: &view, room_chars: 10_000, redactor: &redactor, trim: None };
+    let ctx = RecallContext {
+        journal: &journal,
+        view: &view,
+        room_chars: 10_000,
+        redactor: &redactor,
+        trim: None,
+    };
     let out = run(&ctx, &json!({"entry": old.as_str()})).unwrap();
     assert!(out.contains("left out of the last request"), "{out}");
     assert!(!out.contains("tok-ABCDEF123456") && out.contains("REDACTED"), "{out}");
@@ -132,8 +146,13 @@ fn an_output_the_last_request_bounded_is_in_scope_and_a_request_not_sent_yet_cou
     let cut = RequestCut { first: None, bounded: vec![result.clone()] };
     assert_eq!(scope(&journal, &view, Some(&cut)).len(), 1);
     let redactor = Redactor::default();
-    let ctx =
-        RecallContext { journal: &journal, view: &view, room_chars: 1 << 20, redactor: &redactor, trim: Some(&cut) };
+    let ctx = RecallContext {
+        journal: &journal,
+        view: &view,
+        room_chars: 1 << 20,
+        redactor: &redactor,
+        trim: Some(&cut),
+    };
     let out = run(&ctx, &json!({"query": "which test failed nested_arrays"})).unwrap();
     assert!(out.contains("parser::nested_arrays"), "{out}");
     // Sent: its reply records the bound, and the same output is in scope from the journal.
@@ -161,8 +180,7 @@ fn results_stay_inside_the_room_the_budget_leaves() {
     journal.push(Entry::new(Some(header), record));
     let out = call(&journal, 400, json!({"entry": ids[3].as_str()})).unwrap();
     assert!(out.chars().count() <= 400 && out.contains("not shown"), "{out}");
-    let out = call(&journal, 50_000, json!({"entry": ids[3].as_str(), "max_chars": 300}))
-        .unwrap();
+    let out = call(&journal, 50_000, json!({"entry": ids[3].as_str(), "max_chars": 300})).unwrap();
     assert!(out.chars().count() <= 300, "{}", out.chars().count());
     let err = call(&journal, 100, json!({"query": "port"})).unwrap_err();
     assert!(err.contains("no room"), "{err}");

@@ -49,7 +49,13 @@ fn file_session(
 fn query(journal: &Journal, q: &str) -> String {
     let view = codewhale_journal::render(journal, journal.head_id().as_str());
     let redactor = Redactor::default();
-    let ctx = RecallContext { journal, view: &view, room_chars: 1 << 20, redactor: &redactor, trim: None };
+    let ctx = RecallContext {
+        journal,
+        view: &view,
+        room_chars: 1 << 20,
+        redactor: &redactor,
+        trim: None,
+    };
     run(&ctx, &json!({"query": q, "max_chars": 1 << 20})).unwrap()
 }
 
@@ -71,7 +77,10 @@ fn words_written_as_json_escapes_are_found_and_escapes_make_no_false_words() {
         text.replace("café", r"caf\u00e9").replace("zeta", r"\u007aeta")
     });
     let raw = std::fs::read_to_string(_dir.path().join("s.jsonl")).unwrap();
-    assert!(raw.contains(r"caf\u00e9") && raw.contains(r"\u007aeta"), "the escapes are in the file");
+    assert!(
+        raw.contains(r"caf\u00e9") && raw.contains(r"\u007aeta"),
+        "the escapes are in the file"
+    );
     let first_hit = |q: &str| {
         let out = query(&journal, q);
         let line = out.lines().find(|l| l.starts_with("1. entry ")).unwrap_or_default();
@@ -149,7 +158,11 @@ fn straightforward(ctx: &RecallContext<'_>, query: &str) -> String {
     );
     for (n, (_, pos, absence, kind, snippet)) in hits.iter().take(8).enumerate() {
         let id = ctx.journal.id_at(*pos).to_string();
-        out.push_str(&format!("\n{}. entry {id} · {kind} · {}\n   {snippet}\n", n + 1, absence.as_str()));
+        out.push_str(&format!(
+            "\n{}. entry {id} · {kind} · {}\n   {snippet}\n",
+            n + 1,
+            absence.as_str()
+        ));
     }
     out.push_str("\nRecall one of them with entry=<id> to read it whole.");
     out
@@ -162,8 +175,18 @@ fn straightforward(ctx: &RecallContext<'_>, query: &str) -> String {
 #[test]
 fn the_fast_search_answers_exactly_as_the_straightforward_one() {
     const WORDS: [&str; 12] = [
-        "parser", "PARSER", "Token", "span", "\"quoted\"", "path\\to", "café", "CAFÉ", "42",
-        "module_42", "\n", "résumé\t",
+        "parser",
+        "PARSER",
+        "Token",
+        "span",
+        "\"quoted\"",
+        "path\\to",
+        "café",
+        "CAFÉ",
+        "42",
+        "module_42",
+        "\n",
+        "résumé\t",
     ];
     let mut rng = 0x2545_f491_4f6c_dd1du64;
     let mut next = |n: usize| {
@@ -196,13 +219,26 @@ fn the_fast_search_answers_exactly_as_the_straightforward_one() {
         held.push(journal.read_entry(pos).into_owned());
     }
     let queries = [
-        "parser", "token span", "café résumé", "\"quoted\" path\\to", "module_42 42",
-        "CAFÉ parser token span 42", "nothing-like-this", "u00e9", "résumé",
+        "parser",
+        "token span",
+        "café résumé",
+        "\"quoted\" path\\to",
+        "module_42 42",
+        "CAFÉ parser token span 42",
+        "nothing-like-this",
+        "u00e9",
+        "résumé",
     ];
     for journal in [&journal, &escaped, &held] {
         let view = codewhale_journal::render(journal, journal.head_id().as_str());
         let redactor = Redactor::default();
-        let ctx = RecallContext { journal, view: &view, room_chars: 1 << 20, redactor: &redactor, trim: None };
+        let ctx = RecallContext {
+            journal,
+            view: &view,
+            room_chars: 1 << 20,
+            redactor: &redactor,
+            trim: None,
+        };
         for q in queries {
             let fast = super::search::search(&ctx, q).unwrap();
             assert_eq!(fast, straightforward(&ctx, q), "query {q:?}");
@@ -215,8 +251,24 @@ fn the_fast_search_answers_exactly_as_the_straightforward_one() {
 /// The pieces the property below builds texts and queries from: words, their case and
 /// folding variants (the Kelvin sign, the long s), and every character JSON escapes.
 const PIECES: [&str; 18] = [
-    "beta", "nbeta", "test", "TEST", "teſt", "kelvin", "\u{212a}elvin", "café", "CAFÉ", "u00e9",
-    "/", "src/lib", "\n", "\t", "\"", "\\", " ", "x",
+    "beta",
+    "nbeta",
+    "test",
+    "TEST",
+    "teſt",
+    "kelvin",
+    "\u{212a}elvin",
+    "café",
+    "CAFÉ",
+    "u00e9",
+    "/",
+    "src/lib",
+    "\n",
+    "\t",
+    "\"",
+    "\\",
+    " ",
+    "x",
 ];
 
 proptest::proptest! {

@@ -102,8 +102,11 @@ pub fn store_sidecar(journal: &Path, counts: &HashMap<EntryId, u32>) {
     let map: HashMap<&str, u32> = counts.iter().map(|(id, n)| (id.as_str(), *n)).collect();
     let Ok(bytes) = serde_json::to_vec(&map) else { return };
     let path = sidecar_path(journal);
-    let replaced =
-        codewhale_journal::replace::replace_file(&path, codewhale_journal::replace::PRIVATE, &bytes);
+    let replaced = codewhale_journal::replace::replace_file(
+        &path,
+        codewhale_journal::replace::PRIVATE,
+        &bytes,
+    );
     if replaced.is_err() {
         tracing::debug!(path = %path.display(), "cannot store the token counts sidecar");
     }

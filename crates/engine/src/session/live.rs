@@ -112,7 +112,8 @@ impl Session {
         );
         report.file_store_bytes = self.file_store().size_bytes();
         report.background = self
-            .compaction.note_pass
+            .compaction
+            .note_pass
             .state()
             .map(|state| crate::protocol::report::BackgroundReport { state });
         report
@@ -187,11 +188,7 @@ impl Session {
                         u.content.iter().filter_map(|b| b.as_text()).collect::<Vec<_>>().join(" ");
                     let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or_default();
                     let preview: String = first.chars().take(PREVIEW_CHARS).collect();
-                    Some(UserMessageInfo {
-                        id: e.id.to_string(),
-                        preview,
-                        when: e.ts.to_string(),
-                    })
+                    Some(UserMessageInfo { id: e.id.to_string(), preview, when: e.ts.to_string() })
                 }
                 _ => None,
             })
@@ -241,12 +238,15 @@ impl Session {
         let pinned = self.redactor.redact(removed.trim()).into_owned();
         let journal = self.journal.journal();
         let spine = journal.spine_positions(journal.head_position());
-        let entry = spine.into_iter().rev().filter(|&p| journal.has_flags(p, flags::ANCHOR)).find_map(|p| {
-            let e = journal.read_entry(p);
-            matches!(&e.payload, Payload::User(u)
+        let entry =
+            spine.into_iter().rev().filter(|&p| journal.has_flags(p, flags::ANCHOR)).find_map(
+                |p| {
+                    let e = journal.read_entry(p);
+                    matches!(&e.payload, Payload::User(u)
                 if u.content.iter().filter_map(|b| b.as_text()).any(|t| t.trim() == pinned))
-            .then(|| e.id.clone())
-        });
+                    .then(|| e.id.clone())
+                },
+            );
         let first = pinned.lines().next().unwrap_or_default();
         let mut note = UserPayload::synthetic(format!(
             "The user withdrew this pinned note; it no longer applies: \"{first}\""

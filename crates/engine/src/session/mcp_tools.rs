@@ -63,7 +63,11 @@ impl McpTools {
 /// The configured MCP servers of `config`, not yet started; their cached tool lists live in
 /// the home's `mcp` directory. A server reads Codewhale's own environment only for the few
 /// variables passed through and those its table names.
-pub(crate) fn mcp_servers(config: &Config, workspace: &Path, home: &Path) -> codewhale_mcp::Servers {
+pub(crate) fn mcp_servers(
+    config: &Config,
+    workspace: &Path,
+    home: &Path,
+) -> codewhale_mcp::Servers {
     codewhale_mcp::Servers::new(
         config.mcp_servers.clone(),
         workspace.to_path_buf(),

@@ -12,21 +12,18 @@
 
 pub mod counts;
 mod live;
+pub mod locate;
 mod mcp_tools;
 mod open;
 mod repair;
-mod unanswered;
-pub mod locate;
 pub mod replay;
+mod unanswered;
 pub mod workspace;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use codewhale_journal::{
-    render, Entry, EntryId, ItemContent, JournalFile, Payload,
-    View,
-};
+use codewhale_journal::{render, Entry, EntryId, ItemContent, JournalFile, Payload, View};
 use codewhale_provider::{Client, RetryPolicy, ToolSpec};
 
 use crate::approval::Policy;
@@ -39,9 +36,9 @@ use crate::redact::Redactor;
 use crate::tools::process::ProcessGroups;
 use crate::tools::{self, BackgroundRegistry};
 use counts::Counts;
-pub(crate) use mcp_tools::{mcp_servers, mcp_specs};
-use mcp_tools::McpTools;
 pub use locate::{find_by_id, find_last, sessions_dir, Resume};
+use mcp_tools::McpTools;
+pub(crate) use mcp_tools::{mcp_servers, mcp_specs};
 
 /// The result the model reads for a call that never finished.
 pub const INTERRUPTED_RESULT: &str = "no result: the call was interrupted";
@@ -146,11 +143,7 @@ impl Session {
     /// The model that writes notes and branch summaries: `compaction_model`, else the
     /// session's own.
     pub fn summarizer_model(&self) -> String {
-        self.config()
-            .compaction
-            .compaction_model
-            .clone()
-            .unwrap_or_else(|| self.model().to_owned())
+        self.config().compaction.compaction_model.clone().unwrap_or_else(|| self.model().to_owned())
     }
 
     /// The provider client (shared connections; cheap to clone).

@@ -102,7 +102,8 @@ pub fn replay(
     budget.record_report(reported, estimate);
     // The last request was trimmed to fit when it left messages out or shortened outputs;
     // the figure shown is then what it sent (DESIGN §5.1 fail open).
-    let trimmed = a.reads.as_ref().is_some_and(|r| r.trimmed_before.is_some() || r.bounded.is_some());
+    let trimmed =
+        a.reads.as_ref().is_some_and(|r| r.trimmed_before.is_some() || r.bounded.is_some());
     // Pins withdrawn on this branch: not sent any more.
     let withdrawn: Vec<(usize, EntryId)> = spine
         .iter()
@@ -123,12 +124,12 @@ pub fn replay(
     // What left the prompt since the report: the savings of this branch's compaction records
     // written after it, and pins it carried that were withdrawn after it.
     let head_id = head.as_str();
-    let on_branch = |e: &codewhale_journal::Entry, r: &codewhale_journal::CompactionPayload| {
-        match (&r.covers, &e.parent) {
-            (Some(c), _) => journal.is_ancestor(c.last.as_str(), head_id),
-            (None, Some(parent)) => journal.is_ancestor(parent.as_str(), head_id),
-            (None, None) => false,
-        }
+    let on_branch = |e: &codewhale_journal::Entry, r: &codewhale_journal::CompactionPayload| match (
+        &r.covers, &e.parent,
+    ) {
+        (Some(c), _) => journal.is_ancestor(c.last.as_str(), head_id),
+        (None, Some(parent)) => journal.is_ancestor(parent.as_str(), head_id),
+        (None, None) => false,
     };
     let mut savings: u64 = journal
         .compactions()

@@ -122,7 +122,9 @@ fn remove_leftovers(dir: &Path) {
         let name = entry.file_name();
         let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(PREFIX)) else { continue };
         let owner = rest.split('-').next().and_then(|p| p.parse::<u32>().ok());
-        if owner.is_some_and(|pid| pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists()) {
+        if owner.is_some_and(|pid| {
+            pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists()
+        }) {
             // Only an empty cgroup can be removed: a running one is left alone.
             let _ = std::fs::remove_dir(entry.path());
         }
@@ -299,7 +301,6 @@ mod tests {
         assert!(!running(&marker), "the setsid child outlived the call");
     }
 
-
     /// Whether a process of this test process's cgroups (`codewhale-shell-<pid>-`) still runs.
     fn any_in_our_cgroups() -> bool {
         let ours = format!("{PREFIX}{}-", std::process::id());
@@ -321,8 +322,7 @@ mod tests {
         let bomb = "grep -q codewhale-shell- /proc/self/cgroup || exit 97; echo capped; \
                     :(){ :|:& };:; sleep 30";
         let out =
-            crate::tools::shell::spawn_background(dir.path(), &[], bomb, &registry, None, 40)
-                .await;
+            crate::tools::shell::spawn_background(dir.path(), &[], bomb, &registry, None, 40).await;
         assert!(!out.is_error, "{}", out.text);
         let log = registry.running()[0].log.clone();
         for _ in 0..100 {

@@ -46,9 +46,8 @@ pub fn preview(workspace: &std::path::Path, name: &str, input: &Value) -> Option
     };
     // A large rewrite could keep the diff busy for seconds; past the deadline it is
     // approximated (still a correct diff, only less minimal), so a write never waits on it.
-    let diff = similar::TextDiff::configure()
-        .timeout(DIFF_TIMEOUT)
-        .diff_lines(old_text, after.as_str());
+    let diff =
+        similar::TextDiff::configure().timeout(DIFF_TIMEOUT).diff_lines(old_text, after.as_str());
     let mut text = diff.unified_diff().context_radius(3).header(&from, &to).to_string();
     if text.is_empty() {
         text = format!("{shown}: no change\n");
@@ -73,7 +72,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let ws = std::fs::canonicalize(dir.path()).unwrap();
         std::fs::write(ws.join("a.rs"), "fn one() {}\nfn two() {}\n").unwrap();
-        let edit = json!({"path": "a.rs", "old_string": "fn two() {}", "new_string": "fn three() {}"});
+        let edit =
+            json!({"path": "a.rs", "old_string": "fn two() {}", "new_string": "fn three() {}"});
         let diff = preview(&ws, "edit_file", &edit).unwrap();
         assert!(diff.starts_with("--- a/a.rs\n+++ b/a.rs\n"), "{diff}");
         assert!(diff.contains("-fn two() {}\n+fn three() {}\n"), "{diff}");
@@ -81,7 +81,14 @@ mod tests {
         let diff = preview(&ws, "write_file", &new).unwrap();
         assert!(diff.starts_with("--- /dev/null\n+++ b/new.txt\n"), "{diff}");
         assert!(diff.contains("+hello"), "{diff}");
-        assert_eq!(preview(&ws, "edit_file", &json!({"path": "a.rs", "old_string": "nope", "new_string": "x"})), None);
+        assert_eq!(
+            preview(
+                &ws,
+                "edit_file",
+                &json!({"path": "a.rs", "old_string": "nope", "new_string": "x"})
+            ),
+            None
+        );
         assert_eq!(preview(&ws, "shell", &json!({"command": "ls"})), None);
     }
 }

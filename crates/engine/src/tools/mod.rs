@@ -25,8 +25,8 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::approval::{CallSummary, Effect};
-use table::{parse, Call};
 pub use background::BackgroundRegistry;
+use table::{parse, Call};
 
 /// What a tool call produced, as the model will read it.
 #[derive(Debug, Clone, PartialEq)]
@@ -126,14 +126,6 @@ impl Protected {
         })
     }
 }
-
-
-
-
-
-
-
-
 
 impl Call {
     fn effect(&self) -> Effect {
@@ -235,7 +227,8 @@ pub fn assess(
                 crate::approval::grants::names_protected(c, protected.home.as_deref())
             });
             let protected = names_protected
-                || writes && resolved.as_ref().is_some_and(|r| protected.covers(workspace, &r.path));
+                || writes
+                    && resolved.as_ref().is_some_and(|r| protected.covers(workspace, &r.path));
             Assessment {
                 effect: Some(call.effect()),
                 leaves_workspace: leaves,
@@ -322,8 +315,15 @@ pub async fn execute(
             let snapshots = if a.background { None } else { before_shell(ctx).await };
             let out = if a.background {
                 let max = ctx.groups.max_processes();
-                shell::spawn_background(&ws, &ctx.shell_env, &a.command, &ctx.background, sandbox, max)
-                    .await
+                shell::spawn_background(
+                    &ws,
+                    &ctx.shell_env,
+                    &a.command,
+                    &ctx.background,
+                    sandbox,
+                    max,
+                )
+                .await
             } else {
                 let env = shell::RunEnv {
                     workspace: &ws,
@@ -361,9 +361,7 @@ type ShellSnapshot = (
 
 /// The worktree snapshot before a shell command (DESIGN §2), when the workspace is a git work
 /// tree and the session has a store. Fails open: no snapshot, no record.
-async fn before_shell(
-    ctx: &ToolContext,
-) -> Option<ShellSnapshot> {
+async fn before_shell(ctx: &ToolContext) -> Option<ShellSnapshot> {
     let store = ctx.files.as_deref()?.clone();
     let ws = ctx.workspace.clone();
     tokio::task::spawn_blocking(move || {
@@ -382,9 +380,7 @@ async fn before_shell(
 }
 
 /// The files a shell command changed: the snapshot after it, compared with the one before.
-async fn after_shell(
-    before: Option<ShellSnapshot>,
-) -> Vec<codewhale_journal::FileChange> {
+async fn after_shell(before: Option<ShellSnapshot>) -> Vec<codewhale_journal::FileChange> {
     let Some((snapshots, store, tree)) = before else { return Vec::new() };
     let changed = tokio::task::spawn_blocking(move || {
         let after = snapshots.snapshot()?;

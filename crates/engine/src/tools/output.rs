@@ -22,7 +22,6 @@ pub fn cap(text: &str, max: usize) -> String {
     )
 }
 
-
 /// Collects a stream's bytes keeping only a bounded head and tail, so memory stays bounded
 /// whatever a command prints.
 #[derive(Debug, Default)]

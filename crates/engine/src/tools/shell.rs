@@ -43,7 +43,8 @@ const GATE: &str = "read -r _; exec bash -c \"$1\" </dev/null";
 /// stdin (see [`GATE`]), so that nothing it starts can run before it is moved into its
 /// cgroup.
 fn bash(workspace: &Path, command: &str, sandbox: Option<&Sandbox>, gated: bool) -> Command {
-    let args: Vec<&str> = if gated { vec!["-c", GATE, "bash", command] } else { vec!["-c", command] };
+    let args: Vec<&str> =
+        if gated { vec!["-c", GATE, "bash", command] } else { vec!["-c", command] };
     let mut cmd = match sandbox {
         Some(sandbox) => sandbox.command("bash", &args),
         None => {
@@ -320,13 +321,11 @@ fn cannot_start(err: &std::io::Error) -> String {
 }
 
 /// The status line that tells the model what the sandbox refused (or may have refused).
-fn refusal_line(
-    refused: &[std::path::PathBuf],
-    output: &str,
-    sandbox: &Sandbox,
-) -> Option<String> {
+fn refusal_line(refused: &[std::path::PathBuf], output: &str, sandbox: &Sandbox) -> Option<String> {
     let allowed = match sandbox.mode() {
-        crate::sandbox::SandboxMode::ReadOnly => "commands may write nowhere (read-only)".to_owned(),
+        crate::sandbox::SandboxMode::ReadOnly => {
+            "commands may write nowhere (read-only)".to_owned()
+        }
         _ => "commands may write only under the workspace, the temp dir and [sandbox] writable"
             .to_owned(),
     };

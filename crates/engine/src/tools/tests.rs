@@ -40,7 +40,8 @@ async fn bad_calls_are_error_results() {
     assert!(out.is_error && out.content.contains("missing field `path`"), "{}", out.content);
     let out = execute(&c, "rm_rf", &json!({}), &|_| {}).await;
     assert!(out.is_error && out.content.contains("no tool named"));
-    let out = execute(&c, "write_file", &json!("{\"path\":\"a\",\"content\":\"x\"}"), &|_| {}).await;
+    let out =
+        execute(&c, "write_file", &json!("{\"path\":\"a\",\"content\":\"x\"}"), &|_| {}).await;
     assert!(!out.is_error, "{}", out.content);
 }
 
@@ -57,7 +58,8 @@ async fn capped_output_remembers_its_full_size() {
     assert!(out.content.contains("bytes omitted"), "{}", out.content);
     assert!(out.bytes > 60_000 && out.bytes > out.content.len() as u64, "{}", out.bytes);
     let out =
-        execute(&c, "shell", &json!({"command": "head -c 100000 /dev/zero | tr '\\0' a"}), &|_| {}).await;
+        execute(&c, "shell", &json!({"command": "head -c 100000 /dev/zero | tr '\\0' a"}), &|_| {})
+            .await;
     assert!(out.content.contains("bytes omitted"), "{}", out.content);
     assert!(out.bytes > 100_000, "{} bytes", out.bytes);
     assert!(out.bytes > out.content.len() as u64);
@@ -183,5 +185,7 @@ fn the_derived_schemas_are_the_recorded_ones() {
     // Extra keys a model adds are tolerated; a wrong tool name lists the tools.
     assert!(parse("read_file", &json!({"path": "a", "why": "x"})).is_ok());
     let err = parse("read", &json!({})).unwrap_err();
-    assert!(err.ends_with("the tools are read_file, list_dir, search, write_file, edit_file and shell"));
+    assert!(
+        err.ends_with("the tools are read_file, list_dir, search, write_file, edit_file and shell")
+    );
 }

@@ -40,7 +40,10 @@ enum Cleared {
     /// Refused without asking (no one to ask); the model reads why.
     Refused(String),
     /// The user said no, and what they said with it.
-    Denied { message: String, reason: Option<String> },
+    Denied {
+        message: String,
+        reason: Option<String>,
+    },
     Interrupted,
 }
 
@@ -133,10 +136,7 @@ pub(crate) async fn run_calls(
         }
         let progress: Vec<_> = calls[i..end].iter().map(|c| live_output(ctx, &c.id)).collect();
         let mut outputs = futures::future::join_all(
-            calls[i..end]
-                .iter()
-                .zip(&progress)
-                .map(|(c, p)| run_one(run_ctx, &mcp, c, p.as_ref())),
+            calls[i..end].iter().zip(&progress).map(|(c, p)| run_one(run_ctx, &mcp, c, p.as_ref())),
         )
         .await;
         // A call that writes runs alone, so a refused write is always the batch's only call.
@@ -400,7 +400,9 @@ fn finish(
     let id = ctx.session.append(payload)?;
     // Show what was journaled: the output and the user's words with their secrets redacted.
     let (shown, reason) = match ctx.session.journal().get(id.as_str()).map(|e| &e.payload) {
-        Some(codewhale_journal::Payload::ToolResult(r)) => (r.content.to_string(), r.reason.clone()),
+        Some(codewhale_journal::Payload::ToolResult(r)) => {
+            (r.content.to_string(), r.reason.clone())
+        }
         _ => (output.content, None),
     };
     ctx.emit(Event::ToolCallFinished {

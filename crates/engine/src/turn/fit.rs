@@ -6,8 +6,8 @@
 
 use codewhale_journal::{Trigger, View};
 
-use super::hooks::MAX_PASSES_PER_TURN;
 use super::ctx::{TurnCtx, TurnOutcome};
+use super::hooks::MAX_PASSES_PER_TURN;
 use crate::compaction::cut::CutPolicy;
 use crate::compaction::pass::{self, PassRequest};
 use crate::compaction::pass_plan::PassMode;

@@ -101,8 +101,7 @@ pub async fn on_context_overflow(
         // The provider's stated window is the truth for this session (DESIGN §5.1); journaled,
         // so a reopened session and `codewhale context` use it too.
         let limits = ctx.session.budget().limits();
-        if limits.window != limit || limits.window_source != crate::budget::WindowSource::Provider
-        {
+        if limits.window != limit || limits.window_source != crate::budget::WindowSource::Provider {
             ctx.session.learn_window(limit)?;
             ctx.emit_usage(None, None);
         }
@@ -134,7 +133,8 @@ pub async fn in_turn(ctx: &mut TurnCtx<'_>, trigger: Trigger) -> bool {
     let mut request = PassRequest::new(trigger.clone(), None);
     if trigger == Trigger::Auto {
         // A note written in the background is this pass's first choice (DESIGN §5.8).
-        let note = crate::compaction::background::take(ctx.session, ctx.events, submission, &ctx.cancel);
+        let note =
+            crate::compaction::background::take(ctx.session, ctx.events, submission, &ctx.cancel);
         request.background = note.await.map(Box::new);
     }
     pass::run(ctx.session, request, ctx.cancel.clone(), &emit).await.compacted()

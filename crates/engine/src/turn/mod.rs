@@ -21,9 +21,7 @@ use codewhale_provider::{ErrorKind, ProviderFailure, Response, StopReason, Strea
 
 use crate::convert::{self, RequestParams};
 use crate::error::EngineError;
-use crate::protocol::{
-    ErrorKind as ProtocolErrorKind, Event, NoticeLevel, TurnStatus,
-};
+use crate::protocol::{ErrorKind as ProtocolErrorKind, Event, NoticeLevel, TurnStatus};
 use calls::ToolCall;
 pub use ctx::{TurnCtx, TurnOutcome};
 pub use hooks::{before_request, on_context_overflow};

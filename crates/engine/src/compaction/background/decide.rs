@@ -15,7 +15,8 @@ pub const DEFAULT_BACKGROUND_AT: f64 = 0.6;
 /// instead of 25 % plus everything said meanwhile. Never below zero: the cut keeps at least the
 /// protected part anyway.
 pub fn snapshot_tail_fraction(limits: &Limits, pressure: u64) -> f64 {
-    let to_come = limits.threshold.saturating_sub(pressure) as f64 / limits.usable_input.max(1) as f64;
+    let to_come =
+        limits.threshold.saturating_sub(pressure) as f64 / limits.usable_input.max(1) as f64;
     (super::super::cut::TAIL_FRACTION - to_come).max(0.0)
 }
 

@@ -28,18 +28,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use codewhale_journal::{
-    render_with_record, Entry, Level, SystemPayload, Trigger, View,
-};
+use codewhale_journal::{render_with_record, Entry, Level, SystemPayload, Trigger, View};
 use codewhale_provider::CancellationToken;
 use tokio::task::JoinHandle;
 
 use super::commit::{self, Proposal, Written};
-use super::judge::Refusal;
 use super::cut::{self, CutPolicy};
+use super::judge::Refusal;
 use super::plain::PlainView;
 use super::record::{self, SummaryRecord};
-use super::summarize::{self, SummaryError, SummaryJob, Summarizer};
+use super::summarize::{self, Summarizer, SummaryError, SummaryJob};
 use super::summary;
 use crate::anchors::AnchorStore;
 use crate::events::EventSink;
@@ -282,7 +280,8 @@ fn failed(session: &mut Session, sink: &EventSink, submission: SubmissionId, err
         }
     };
     tracing::warn!(%reason, "background note failed");
-    let text = format!("compaction (auto, in the background) failed, nothing was changed: {reason}");
+    let text =
+        format!("compaction (auto, in the background) failed, nothing was changed: {reason}");
     let mut payload = SystemPayload::new(Level::Warning, text);
     payload.summary_failed = summary_failed;
     let parent = session.journal().head_id().clone();

@@ -104,4 +104,3 @@ pub struct Prepared {
     /// The splice point: the entry just before the covered segment.
     pub parent: EntryId,
 }
-

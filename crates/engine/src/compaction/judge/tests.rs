@@ -1,6 +1,6 @@
 use codewhale_journal::{
-    ActiveCompaction, Block, Bounded, CompactionPath, EntryId, ItemContent, ItemKind, Role as JRole,
-    Trigger, ViewItem,
+    ActiveCompaction, Block, Bounded, CompactionPath, EntryId, ItemContent, ItemKind,
+    Role as JRole, Trigger, ViewItem,
 };
 
 use super::*;
@@ -25,13 +25,24 @@ impl Case {
     }
 
     fn plain(&self) -> PlainView {
-        let messages = self
-            .texts
-            .iter()
-            .enumerate()
-            .map(|(i, t)| if i % 2 == 0 { Message::user(t.clone()) } else { Message::assistant(t.clone()) })
-            .collect();
-        PlainView { messages, tokens: self.tokens.clone(), sources: self.ids.clone(), pruned: vec![] }
+        let messages =
+            self.texts
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    if i % 2 == 0 {
+                        Message::user(t.clone())
+                    } else {
+                        Message::assistant(t.clone())
+                    }
+                })
+                .collect();
+        PlainView {
+            messages,
+            tokens: self.tokens.clone(),
+            sources: self.ids.clone(),
+            pruned: vec![],
+        }
     }
 
     fn view(&self, entry: &Entry) -> View {
@@ -131,7 +142,10 @@ fn a_view_that_does_not_shrink_gains_nothing() {
     let entry = case.record();
     let view = case.view(&entry);
     let refused = judge(&judged(&before, &entry, &view, &before));
-    assert!(matches!(&refused, Err(Refusal::NoGain(why)) if why.contains("830 → 830")), "{refused:?}");
+    assert!(
+        matches!(&refused, Err(Refusal::NoGain(why)) if why.contains("830 → 830")),
+        "{refused:?}"
+    );
 }
 
 #[test]

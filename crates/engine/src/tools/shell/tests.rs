@@ -22,8 +22,7 @@ async fn combined_output_and_exit_code() {
     let dir = tempfile::tempdir().unwrap();
     let cancel = CancellationToken::new();
     let out =
-        run(in_dir(dir.path(), groups()), "echo out; echo err >&2; exit 3", None, &cancel)
-            .await;
+        run(in_dir(dir.path(), groups()), "echo out; echo err >&2; exit 3", None, &cancel).await;
     assert!(out.text.contains("out\n") && out.text.contains("err\n"), "{}", out.text);
     assert!(out.text.ends_with("[exit code: 3]"));
     assert!(out.is_error);
@@ -52,13 +51,9 @@ async fn timeouts_kill_the_whole_group() {
     let dir = tempfile::tempdir().unwrap();
     let cancel = CancellationToken::new();
     let start = std::time::Instant::now();
-    let out = run(
-        in_dir(dir.path(), groups()),
-        "sleep 30 & sleep 30; echo never",
-        Some(200),
-        &cancel,
-    )
-    .await;
+    let out =
+        run(in_dir(dir.path(), groups()), "sleep 30 & sleep 30; echo never", Some(200), &cancel)
+            .await;
     assert!(start.elapsed() < Duration::from_secs(10));
     assert!(out.text.contains("timed out after 200 ms"), "{}", out.text);
     assert!(!out.text.contains("never"));
@@ -79,8 +74,7 @@ async fn huge_output_is_capped_with_a_marker() {
     assert!(out.text.contains("bytes omitted"));
     // Everything printed plus the "[exit code: 0]" line.
     assert_eq!(out.bytes, 1_000_000 + "[exit code: 0]".len() as u64);
-    let small =
-        run(in_dir(dir.path(), groups()), "echo hi", None, &CancellationToken::new()).await;
+    let small = run(in_dir(dir.path(), groups()), "echo hi", None, &CancellationToken::new()).await;
     assert_eq!(small.bytes, small.text.len() as u64, "{small:?}");
 }
 
@@ -132,11 +126,7 @@ async fn a_background_child_holding_the_pipe_neither_hangs_the_call_nor_outlives
     let out =
         run(in_dir(dir.path(), groups()), &cmd, Some(20_000), &CancellationToken::new()).await;
     assert!(start.elapsed() < Duration::from_secs(8), "{:?}", start.elapsed());
-    assert!(
-        out.text.contains("started") && out.text.contains("[exit code: 4]"),
-        "{}",
-        out.text
-    );
+    assert!(out.text.contains("started") && out.text.contains("[exit code: 4]"), "{}", out.text);
     assert!(out.text.contains("left running were stopped"), "{}", out.text);
     assert!(!running(&marker), "the background child was ended");
 }
@@ -149,8 +139,7 @@ async fn the_timeout_covers_a_process_whose_output_is_redirected() {
     let marker = format!("sleep 601.{}", std::process::id());
     let cmd = format!("bash -c 'exec -a \"{marker}\" sleep 601' > log.txt 2>&1");
     let start = std::time::Instant::now();
-    let out =
-        run(in_dir(dir.path(), groups()), &cmd, Some(500), &CancellationToken::new()).await;
+    let out = run(in_dir(dir.path(), groups()), &cmd, Some(500), &CancellationToken::new()).await;
     assert!(start.elapsed() < Duration::from_secs(6), "{:?}", start.elapsed());
     assert!(out.text.contains("timed out after 500 ms"), "{}", out.text);
     assert!(!running(&marker));

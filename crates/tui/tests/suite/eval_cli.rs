@@ -25,7 +25,7 @@ async fn eval(server: &MockServer, home: &std::path::Path, args: &[&str]) -> std
 async fn floor_only_prints_progress_and_a_report() {
     let server = MockServer::start().await.unwrap();
     server.respond_with(|_| Reply::text(BLAND));
-    let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let home = tempfile::tempdir().unwrap();
     let out =
         eval(&server, home.path(), &["--floor-only", "--scenario", "two-step-task", "--json"])
             .await;
@@ -44,7 +44,7 @@ async fn floor_only_prints_progress_and_a_report() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unknown_scenario_is_one_clear_error() {
     let server = MockServer::start().await.unwrap();
-    let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let home = tempfile::tempdir().unwrap();
     let out = eval(&server, home.path(), &["--scenario", "nope"]).await;
     assert_eq!(out.status.code(), Some(1));
     let stderr = text(&out.stderr);

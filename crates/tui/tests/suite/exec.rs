@@ -20,7 +20,7 @@ impl Setup {
             server: MockServer::start().await.unwrap(),
             // Outside the system temp dir, like a real home: one the sandbox leaves writable
             // gets a warning at start, and these tests read stderr whole.
-            home: tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap(),
+            home: tempfile::tempdir().unwrap(),
             ws: tempfile::tempdir().unwrap(),
         }
     }
@@ -419,8 +419,9 @@ async fn compact_with_nothing_to_shrink_is_information() {
     assert!(text(&out.stdout).starts_with("nothing to compact: "), "{}", text(&out.stdout));
 }
 
-/// A one-prompt `exec` is decided by the cheap upper bound (DESIGN §4): it never builds the
-/// encoder's tables, nor waits for them on exit (they cost more CPU than the rest of the run).
+/// A one-prompt `exec` is decided by the cheap upper bound (docs/architecture.md, *Budget and
+/// tokens*): it never builds the encoder's tables, nor waits for them on exit (they cost more CPU
+/// than the rest of the run).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_one_prompt_exec_never_builds_the_encoder() {
     let s = Setup::new().await;

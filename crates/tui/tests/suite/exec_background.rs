@@ -1,5 +1,6 @@
-//! `codewhale exec` and the note written in the background (DESIGN §5.8): the real binary,
-//! killed with SIGKILL while the background summary request is in flight.
+//! `codewhale exec` and the note written in the background (docs/compaction.md, *Background
+//! compaction*): the real binary, killed with SIGKILL while the background summary request is in
+//! flight.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -18,7 +19,7 @@ and limits\nNone\n## Done\nRead the first files.\n## Changed files\nNone\n## Sti
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_kill_while_the_background_note_is_written_leaves_no_partial_record() {
     let server = MockServer::start().await.unwrap();
-    let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let home = tempfile::tempdir().unwrap();
     let ws = tempfile::tempdir().unwrap();
     for k in 0..40 {
         let body: String = (0..30)
@@ -95,7 +96,8 @@ async fn a_kill_while_the_background_note_is_written_leaves_no_partial_record() 
     let out = check().await;
     if !out.status.success() {
         // The kill landed between a tool call and its result: the one state a crash may leave
-        // (DESIGN §3), which the next run repairs before it sends anything.
+        // (docs/journal-format.md, *The view*), which the next run repairs before it sends
+        // anything.
         let said = format!("{}{}", text(&out.stdout), text(&out.stderr));
         let last_call = lines
             .iter()

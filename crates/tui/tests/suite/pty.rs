@@ -88,6 +88,7 @@ impl Pty {
         }
         cmd.env("CODEWHALE_HOME", home.path());
         cmd.env("HOME", home.path());
+        cmd.env("TMPDIR", super::cli::child_tmp(home.path()));
         cmd.env("OPENAI_API_KEY", TEST_API_KEY);
         cmd.env("TERM", "xterm-256color");
         for (k, v) in env {

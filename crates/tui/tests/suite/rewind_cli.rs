@@ -42,7 +42,7 @@ fn codewhale_at(
 #[tokio::test]
 async fn rewind_takes_back_code_and_conversation_and_spares_outside_changes() {
     let server = MockServer::start().await.unwrap();
-    let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let home = tempfile::tempdir().unwrap();
     let ws = tempfile::tempdir().unwrap();
     write_in(ws.path(), "b.txt", "old b\n");
     server.push_all([
@@ -105,7 +105,7 @@ async fn rewind_both_takes_back_what_write_file_and_then_shell_changed() {
         return;
     }
     let server = MockServer::start().await.unwrap();
-    let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let home = tempfile::tempdir().unwrap();
     let ws = tempfile::tempdir().unwrap();
     let git =
         std::process::Command::new("git").current_dir(ws.path()).args(["init", "-q"]).status();
@@ -139,7 +139,7 @@ async fn rewind_both_takes_back_what_write_file_and_then_shell_changed() {
 #[tokio::test]
 async fn rewind_waits_for_the_branch_summary_and_says_when_there_is_none() {
     let server = MockServer::start().await.unwrap();
-    let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let home = tempfile::tempdir().unwrap();
     let ws = tempfile::tempdir().unwrap();
     let base = server.openai_base_url();
     let run = |args: Vec<&str>| codewhale_at(home.path(), ws.path(), &base, args);

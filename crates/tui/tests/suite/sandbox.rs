@@ -1,7 +1,8 @@
 //! The sandbox under attack, on this machine's kernel: the real binary runs shell commands the
 //! mock model asks for through its own hidden `sandbox-exec` helper, and every way out of the
-//! workspace is tried. Directories meant to be outside every writable root live in the target
-//! dir (`CARGO_TARGET_TMPDIR`), not in the system temp dir, which the sandbox leaves writable.
+//! workspace is tried. Directories meant to be outside every writable root are plain temp dirs:
+//! the codewhale under test is given a temp dir of its own (`TMPDIR`, see `cli::child_tmp`),
+//! so the one the sandbox leaves writable holds none of them.
 //! Without Landlock the tests say so and skip; under `CI=true` they fail instead when the
 //! kernel claims Landlock (`/sys/kernel/security/lsm`) but it cannot be used.
 
@@ -30,9 +31,9 @@ fn landlock(test: &str) -> bool {
     false
 }
 
-/// A directory outside the workspace and outside the system temp dir.
+/// A directory outside the workspace and outside the temp dir codewhale is given.
 fn outside() -> TempDir {
-    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+    tempfile::tempdir().unwrap()
 }
 
 struct Setup {
@@ -93,8 +94,8 @@ async fn writes_outside_the_workspace_are_refused_however_they_are_tried() {
     let o = std::fs::canonicalize(out.path()).unwrap();
     std::fs::write(o.join("target.txt"), "original\n").unwrap();
     let etc = format!("/etc/codewhale-sandbox-{}", std::process::id());
-    let tmp_file =
-        std::env::temp_dir().join(format!("codewhale-sandbox-{}.txt", std::process::id()));
+    // The temp dir codewhale was given stays writable.
+    let tmp_file = super::cli::child_tmp(s.home.path()).join("codewhale-sandbox.txt");
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     // The home is named in pieces: a command naming it outright asks first (and is denied
@@ -104,7 +105,7 @@ async fn writes_outside_the_workspace_are_refused_however_they_are_tried() {
     let (home_dir, home_name) = (home_dir.display(), home_name.unwrap().to_string_lossy());
     let script = format!(
         "echo in > inside.txt\n\
-         echo tmp > {tmp}\n\
+         echo tmp > \"$TMPDIR\"/codewhale-sandbox.txt\n\
          (exec 3<>/dev/tcp/127.0.0.1/{port}) && echo tcp-open\n\
          echo x > {o}/direct.txt\n\
          echo x > \"$HOME\"/home.txt; echo x > {user}/home2.txt\n\
@@ -115,7 +116,6 @@ async fn writes_outside_the_workspace_are_refused_however_they_are_tried() {
          bash -c 'echo x > {o}/child.txt'\n\
          setsid -f bash -c 'echo x > {o}/grandchild.txt'; sleep 0.5\n\
          echo x > {o}/last.txt\n",
-        tmp = tmp_file.display(),
     );
     let result = s.run_shell(&script).await;
     let (text, is_error) = shell_result(&result);

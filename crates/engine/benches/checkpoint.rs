@@ -1,6 +1,7 @@
-//! File checkpoints (DESIGN §2): keeping a 10 MB file before and after a write, the two
-//! worktree snapshots around a shell call in a 10,000-file git repository (the delay a call
-//! pays; the target is ≤ 100 ms), and restoring 100 files. Figures in docs/performance.md.
+//! File checkpoints (docs/journal-format.md, *The file store*): keeping a 10 MB file before and
+//! after a write, the two worktree snapshots around a shell call in a 10,000-file git repository
+//! (the delay a call pays; the target is ≤ 100 ms), and restoring 100 files. Figures in
+//! docs/performance.md.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,

@@ -1,4 +1,5 @@
-//! The token budget of one session (DESIGN §4): window, reserve, threshold, and pressure.
+//! The token budget of one session (docs/architecture.md, *Budget and tokens*): window, reserve,
+//! threshold, and pressure.
 //!
 //! Owns the running sums that make every budget check O(1): the system prompt's count, the sum
 //! of the view's entry counts, what the provider last reported and what was added since. The
@@ -10,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
 
-/// The reserved-output cap of DESIGN §4.
+/// The reserved-output cap of docs/architecture.md, *Budget and tokens*.
 pub const MAX_RESERVED_OUTPUT: u64 = 16_384;
 /// The default auto-compaction threshold as a fraction of usable input.
 pub const DEFAULT_THRESHOLD: f64 = 0.8;

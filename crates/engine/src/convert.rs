@@ -1,5 +1,5 @@
 //! The view → provider request conversion. The only code in Codewhale that turns journal
-//! content into provider messages (DESIGN §1).
+//! content into provider messages (docs/architecture.md).
 //!
 //! Rules: the system prompt goes first as system blocks, its last block a cache breakpoint;
 //! consecutive user-role items (tool results, then any user text right after them) become one

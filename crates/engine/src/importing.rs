@@ -1,12 +1,12 @@
 //! `codewhale import`: another tool's session written as a new Codewhale session.
 //!
-//! The conversion itself is `codewhale-import`'s (pure: source lines in, entries out). This
-//! module is the thin shell around it: every entry goes through the session's [`Redactor`]
-//! (the same redaction every append gets, the workspace's own patterns included) and, for a
-//! source of at most [`EXACT_TOKENS_UP_TO`] bytes, gets its exact o200k count; then it is
-//! appended with the journal's own writer ([`JournalFile`]), so the file is exactly the
-//! journal format. Larger sources are written without counts (absent = not yet counted, as
-//! DESIGN §4 allows) and their view size is an estimate, labelled as one.
+//! The conversion itself is `codewhale-import`'s (pure: source lines in, entries out). This module
+//! is the thin shell around it: every entry goes through the session's [`Redactor`] (the same
+//! redaction every append gets, the workspace's own patterns included) and, for a source of at most
+//! [`EXACT_TOKENS_UP_TO`] bytes, gets its exact o200k count; then it is appended with the journal's
+//! own writer ([`JournalFile`]), so the file is exactly the journal format. Larger sources are
+//! written without counts (absent = not yet counted, as docs/architecture.md, *Budget and tokens*
+//! allows) and their view size is an estimate, labelled as one.
 //!
 //! After writing, HEAD's view is rendered and checked like a request would be: an import whose
 //! view could not be sent is reported as a failure, with the session kept for inspection.

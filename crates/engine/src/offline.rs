@@ -1,5 +1,5 @@
 //! One entry point per subcommand that works on files alone: no engine task, no provider, no
-//! API key (DESIGN §8). A front end calls these instead of reading journals itself, so every
+//! API key (docs/cli.md). A front end calls these instead of reading journals itself, so every
 //! figure it prints comes from the same code the live engine runs.
 //!
 //! - [`context`]: the context report of a session's HEAD, with the budget replayed from the

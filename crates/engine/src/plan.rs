@@ -1,5 +1,5 @@
-//! The model's plan (DESIGN §4, `update_plan`): its schema, validation, the live plan of a
-//! branch and how a checkpoint note restates it.
+//! The model's plan (docs/compaction.md, *The plan (`update_plan`)*, `update_plan`): its schema,
+//! validation, the live plan of a branch and how a checkpoint note restates it.
 //!
 //! The plan is never stored anywhere but in the `update_plan` calls themselves: the live plan
 //! of a HEAD is the newest call on its spine whose arguments are valid ([`live_plan`]), found

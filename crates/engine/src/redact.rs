@@ -1,4 +1,5 @@
-//! Redaction: secrets never reach the journal, a summary request or the log (DESIGN §4, Trust).
+//! Redaction: secrets never reach the journal, a summary request or the log (docs/configuration.md,
+//! *Workspace trust*, Trust).
 //!
 //! A [`Redactor`] replaces every secret it recognizes with a marker naming its kind and a short
 //! fingerprint — `[REDACTED:openai-key:3f2a9c]` — so two different secrets stay

@@ -1,5 +1,6 @@
-//! Workspace trust (DESIGN §4): a repository's `.codewhale/config.toml` may only decide where
-//! keys go or how much is allowed once the user has said they trust it.
+//! Workspace trust (docs/configuration.md, *Workspace trust*): a repository's
+//! `.codewhale/config.toml` may only decide where keys go or how much is allowed once the user has
+//! said they trust it.
 //!
 //! The decision is remembered in `$CODEWHALE_HOME/trust.json`, per workspace (its canonical
 //! path) and per content of its config file (a SHA-256): a changed file — a `git pull`, or a

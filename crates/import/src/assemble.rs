@@ -1,6 +1,6 @@
 //! The shared back half of every import: normalized [`Event`]s in, journal entries out.
 //!
-//! Owns the rules that make the written conversation one valid branch (DESIGN §2, §3):
+//! Owns the rules that make the written conversation one valid branch (docs/journal-format.md):
 //! - blocks of one response (same group, or items with no group before any result) become one
 //!   `assistant` entry;
 //! - the results of its calls follow it as consecutive `tool_result` entries in call order; a
@@ -11,7 +11,7 @@
 //!   written before it (same `first` for every record, so a later record supersedes an earlier
 //!   one as Codewhale's own passes do), whose note is marked as imported; a summary with nothing
 //!   before it becomes a user message opening with `Conversation Summary (Auto-Generated)`,
-//!   which DESIGN §5.5 counts as a checkpoint;
+//!   which docs/compaction.md, *The checkpoint note* counts as a checkpoint;
 //! - the view never starts with an assistant message: a synthetic user line is put first.
 //!
 //! Memory is bounded by one turn: entries go to the sink as soon as they are final.
@@ -27,10 +27,11 @@ use codewhale_journal::{
 use crate::report::{thinking_reason, Report, Tool};
 use crate::ImportError;
 
-/// The text of the result a call without one gets (DESIGN §3).
+/// The text of the result a call without one gets (docs/journal-format.md, *The view*).
 pub const INTERRUPTED: &str = "no result: the call was interrupted";
 
-/// What opens a summary that has nothing before it to cover (a DESIGN §5.5 checkpoint prefix).
+/// What opens a summary that has nothing before it to cover (a docs/compaction.md, *The checkpoint
+/// note* checkpoint prefix).
 pub const SUMMARY_PREFIX: &str = "Conversation Summary (Auto-Generated)";
 
 /// One normalized piece of a source conversation.

@@ -1,4 +1,5 @@
-//! Which tool wrote a file, from its first lines (DESIGN: `import` detects the format).
+//! Which tool wrote a file, from its first lines (`codewhale import` detects the format,
+//! docs/import.md).
 //!
 //! A line with `type` and a `payload` object, a `record_type` line, or a bare meta line
 //! (`id` + `timestamp`, no `type`) is Codex; a line with `uuid`, `parentUuid`, `leafUuid` or

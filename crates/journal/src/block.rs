@@ -1,9 +1,9 @@
 //! Content blocks of `user` and `assistant` entries.
 //!
-//! Block bytes are sacred (DESIGN §2): a `thinking` signature, a `tool_use` id and any field a
-//! provider added are stored and replayed unchanged. Blocks of a type this version does not know
-//! (`redacted_thinking`, `server_tool_use`, ...) are kept as their raw JSON text and written back
-//! byte-for-byte.
+//! Block bytes are sacred (docs/journal-format.md): a `thinking` signature, a `tool_use` id and any
+//! field a provider added are stored and replayed unchanged. Blocks of a type this version does not
+//! know (`redacted_thinking`, `server_tool_use`, ...) are kept as their raw JSON text and written
+//! back byte-for-byte.
 
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};

@@ -1,5 +1,6 @@
-//! Branch operations: each returns the `head` record to append (DESIGN §2). Only explicit user
-//! moves write a `head` record; the engine appends it, and [`Journal::push`] replays it.
+//! Branch operations: each returns the `head` record to append (docs/journal-format.md,
+//! *`branch_summary`*). Only explicit user moves write a `head` record; the engine appends it, and
+//! [`Journal::push`] replays it.
 //!
 //! - **fork** from an entry: HEAD moves to that entry; the next append starts a new branch.
 //! - **retry** an assistant response: HEAD moves to the entry it answered, so the request is

@@ -1,10 +1,10 @@
 //! One line of a journal: [`Entry`], with its [`EntryId`] and [`Timestamp`] (each in a module of
 //! its own, below the payloads that hold them).
 //!
-//! The line format (DESIGN §2), fields in this order when written:
+//! The line format (docs/journal-format.md), fields in this order when written:
 //! `{"v":1,"id":"<uuidv7>","parent":"<id>"|null,"kind":"...","ts":"...Z","payload":{...},"tokens":N}`.
-//! `tokens` is present only on model-visible entries whose count is known. Unknown top-level
-//! fields are kept in [`Entry::extra`] and written back after the known ones.
+//! `tokens` is present only on model-visible entries whose count is known. Unknown top-level fields
+//! are kept in [`Entry::extra`] and written back after the known ones.
 
 use std::fmt;
 

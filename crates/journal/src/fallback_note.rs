@@ -1,14 +1,14 @@
 //! The checkpoint note of a compaction record that came without one.
 //!
-//! Codewhale writes the complete note into every record (`note`), so the view replays exactly
-//! what the model read when the pass ran. DESIGN §5.6, the contract other tools write to, does
-//! not list `note`: a record built by another tool (or an import) has only `summary`,
-//! `files_touched` and `anchors`. Rendering its `note` (empty) would give the model a checkpoint
-//! whose first block is empty — no `Codewhale handoff note` opening, so not even structurally a
-//! checkpoint, and the summary lost. [`checkpoint_note`] rebuilds a note from the record's own
-//! fields instead. It reads nothing but the record (no clock, no workspace, no registry), so the
-//! rebuilt note is byte-identical on every render and after every reload, and the prompt-cache
-//! prefix stays stable.
+//! Codewhale writes the complete note into every record (`note`), so the view replays exactly what
+//! the model read when the pass ran. docs/journal-format.md, *`compaction`*, the contract other
+//! tools write to, does not list `note`: a record built by another tool (or an import) has only
+//! `summary`, `files_touched` and `anchors`. Rendering its `note` (empty) would give the model a
+//! checkpoint whose first block is empty — no `Codewhale handoff note` opening, so not even
+//! structurally a checkpoint, and the summary lost. [`checkpoint_note`] rebuilds a note from the
+//! record's own fields instead. It reads nothing but the record (no clock, no workspace, no
+//! registry), so the rebuilt note is byte-identical on every render and after every reload, and the
+//! prompt-cache prefix stays stable.
 //!
 //! [`imported_checkpoint_note`] is the note of a record an import writes for another tool's own
 //! compaction summary: marked as imported, naming the tool, the summary verbatim.
@@ -25,7 +25,8 @@ pub const REBUILT_NOTE_HEADER: &str =
 /// The title of the list of files the covered tool calls touched (as in Codewhale's own notes).
 pub const FILES_TOUCHED_TITLE: &str = "## Files touched";
 
-/// At most this many paths are listed; the rest are counted (DESIGN §5.5).
+/// At most this many paths are listed; the rest are counted (docs/compaction.md, *The checkpoint
+/// note*).
 pub const MAX_FILES_TOUCHED: usize = 256;
 
 /// Introduces the anchors, restated verbatim.

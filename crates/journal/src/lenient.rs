@@ -1,4 +1,5 @@
-//! Reading informational fields tolerantly (DESIGN §2, "read tolerantly, write exactly").
+//! Reading informational fields tolerantly (docs/journal-format.md, "read tolerantly, write
+//! exactly").
 //!
 //! Only what the view needs — ids, parents, kinds, `covers`, content blocks — can make a line
 //! invalid. Every other field is informational: a receipt counter, a usage figure, a model name,

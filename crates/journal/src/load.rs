@@ -4,7 +4,8 @@
 //!
 //! The scan classifies every line and never modifies the file. Two paths use it:
 //! - [`load_read_only`] (and `journal check`) report what they find and change nothing;
-//! - [`crate::JournalFile::open`] also repairs a torn tail (DESIGN §2) before appending.
+//! - [`crate::JournalFile::open`] also repairs a torn tail (docs/journal-format.md, *Crash safety:
+//!   what is promised*) before appending.
 //!
 //! What counts as what:
 //! - **torn tail**: the bytes after the last newline, or a final newline-terminated line that is

@@ -1,6 +1,7 @@
-//! How the view shortens what a compaction record names (DESIGN §3): a pruned tool result
-//! becomes a one-line stub; a bounded tool result keeps its head and tail around a marker; a
-//! bounded user or assistant message keeps a prefix of its text followed by a marker block.
+//! How the view shortens what a compaction record names (docs/journal-format.md, *The view*): a
+//! pruned tool result becomes a one-line stub; a bounded tool result keeps its head and tail around
+//! a marker; a bounded user or assistant message keeps a prefix of its text followed by a marker
+//! block.
 //!
 //! Pure text work. Invariants: a cut never splits a UTF-8 character; a bounded message keeps a
 //! non-empty prefix of every text block it had (so the survival contract's prefix rule holds)

@@ -1,4 +1,5 @@
-//! [`check_view`]: whether a view can be sent as a request (DESIGN §3, "Before every request").
+//! [`check_view`]: whether a view can be sent as a request (docs/journal-format.md, *The view*,
+//! "Before every request").
 //!
 //! Pure: tool pairs complete, no orphans, legal role order. The engine runs it before every
 //! request and before a compaction record is written; `journal check` runs it on HEAD's view.

@@ -1,9 +1,10 @@
 //! The model catalog: context window and maximum output per model, from `assets/models.toml`.
 //!
-//! The table is embedded at compile time and parsed once. Lookup never fails: an exact id,
-//! then the id without its `vendor/` prefix and `:tag` suffix, then the longest family prefix,
-//! then a conservative default marked unverified (DESIGN §4: the UI shows "(unverified)").
-//! Config overrides are the engine's business; this module only knows the published figures.
+//! The table is embedded at compile time and parsed once. Lookup never fails: an exact id, then the
+//! id without its `vendor/` prefix and `:tag` suffix, then the longest family prefix, then a
+//! conservative default marked unverified (docs/providers.md, *Model catalog*: the UI shows
+//! "(unverified)"). Config overrides are the engine's business; this module only knows the
+//! published figures.
 
 use std::sync::OnceLock;
 

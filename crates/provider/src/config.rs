@@ -100,7 +100,7 @@ impl OpenAiServer {
 /// that has started streaming is never silently restarted, it fails with its partial content.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RetryPolicy {
-    /// Retries after the first attempt (DESIGN §9: 3).
+    /// Retries after the first attempt (docs/providers.md, *Retries*: 3).
     pub max_retries: u32,
     /// Backoff before the first retry; doubles each retry, with full jitter.
     pub initial_backoff: Duration,

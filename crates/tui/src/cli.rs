@@ -1,4 +1,4 @@
-//! The command line of DESIGN §8: every subcommand and the GLOBAL flags.
+//! The command line of docs/cli.md: every subcommand and the GLOBAL flags.
 //!
 //! This module only describes the syntax (clap derive); `main` dispatches to `commands::*`.
 //! GLOBAL flags are `global = true` so they are accepted before or after the subcommand.

@@ -3,7 +3,7 @@
 //! terminal UI's pure parts ([`tui`]).
 //!
 //! Only this crate prints to the terminal. Errors reach the user as one line on stderr with
-//! exit code 1; usage errors exit 2 (clap's convention, DESIGN §8).
+//! exit code 1; usage errors exit 2 (clap's convention, docs/cli.md).
 #[macro_use]
 mod output;
 

@@ -1,11 +1,11 @@
 //! Approval policy: which tool calls run on their own and which need the user's yes.
 //!
-//! Owns the three modes of DESIGN §7/§8 and the per-session "always" grants ([`grants`]). The
-//! decision is a pure function of (mode, what the call does, whether it leaves the workspace,
-//! grants), so it is tested without running anything. Invariants: a call that leaves the
-//! workspace always asks unless the mode is `full`; a call that touches Codewhale's own
-//! settings asks in every mode and no grant covers it; with no one to ask (exec without a
-//! terminal) "ask" becomes a denial the model reads.
+//! Owns the three modes (docs/configuration.md, *Approval modes*) and the per-session "always"
+//! grants ([`grants`]). The decision is a pure function of (mode, what the call does, whether it
+//! leaves the workspace, grants), so it is tested without running anything. Invariants: a call that
+//! leaves the workspace always asks unless the mode is `full`; a call that touches Codewhale's own
+//! settings asks in every mode and no grant covers it; with no one to ask (exec without a terminal)
+//! "ask" becomes a denial the model reads.
 
 pub mod grants;
 

@@ -1,7 +1,7 @@
-//! What a summary of a branch HEAD left is made of (DESIGN §2): which part of the branch was
-//! left ([`left_part`]), the transcript the summarizer reads ([`transcript`]) and whether its
-//! reply can be journaled ([`usable`]). Plain functions over the journal; the async shell that
-//! asks the model and appends the entry is the parent module.
+//! What a summary of a branch HEAD left is made of (docs/journal-format.md, *`branch_summary`*):
+//! which part of the branch was left ([`left_part`]), the transcript the summarizer reads
+//! ([`transcript`]) and whether its reply can be journaled ([`usable`]). Plain functions over the
+//! journal; the async shell that asks the model and appends the entry is the parent module.
 //!
 //! Invariants: only a branch **tip** that HEAD left counts (a move away from the middle of a
 //! branch leaves nothing that is not still reachable from its own tip); the left part is the
@@ -17,7 +17,7 @@ use codewhale_journal::{kind, Block, EntryId, Journal, Payload};
 /// Model-visible messages a left branch must hold after the branch point to be summarized.
 pub(crate) const MIN_MESSAGES: usize = 2;
 
-/// The longest summary journaled, in characters (DESIGN §2).
+/// The longest summary journaled, in characters (docs/journal-format.md, *`branch_summary`*).
 pub(crate) const SUMMARY_MAX_CHARS: usize = 2_000;
 
 /// Characters kept of one message's text in the transcript (head and tail).

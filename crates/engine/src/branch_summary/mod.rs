@@ -1,9 +1,8 @@
-//! Summaries of the branches HEAD leaves (DESIGN §2, "File checkpoints and abandoned
-//! branches"): when a rewind, a fork or a checkout moves HEAD off a branch tip that holds at
-//! least two model-visible messages after the branch point, the summarizer (the session's model,
-//! or `compaction_model`) writes a short account of the part left, in the background, and it is
-//! appended on HEAD as a `branch_summary` entry, so the model on the new branch knows what was
-//! already tried.
+//! Summaries of the branches HEAD leaves (docs/journal-format.md, *`branch_summary`*): when a
+//! rewind, a fork or a checkout moves HEAD off a branch tip that holds at least two model-visible
+//! messages after the branch point, the summarizer (the session's model, or `compaction_model`)
+//! writes a short account of the part left, in the background, and it is appended on HEAD as a
+//! `branch_summary` entry, so the model on the new branch knows what was already tried.
 //!
 //! Invariants:
 //! - at most one summary is being written ([`Pending`] holds one slot); the request never

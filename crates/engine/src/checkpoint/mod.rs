@@ -1,4 +1,4 @@
-//! File checkpoints (DESIGN §2, "File checkpoints and abandoned branches"): what a tool
+//! File checkpoints (docs/journal-format.md, *The file store*): what a tool
 //! changed, kept so the user can take it back.
 //!
 //! Before `write_file` or `edit_file` changes a file, [`capture`] keeps its current bytes in

@@ -1,5 +1,5 @@
 //! The engine side of `/rewind`, `/fork`, `/undo` and `codewhale rewind`: where HEAD goes, which
-//! files come back, and what is journaled (DESIGN §2).
+//! files come back, and what is journaled (docs/journal-format.md, *The file store*).
 //!
 //! Rules: going back to a user message puts HEAD before it and hands its text back to the
 //! composer, so it is never merged into the next prompt; any other entry (without `before`)

@@ -1,8 +1,8 @@
-//! Worktree snapshots around a `shell` call (DESIGN §2): in a git workspace, the worktree —
-//! tracked and untracked files, `.gitignore` honoured — is staged by `git add -A` into
-//! Codewhale's own index and object store before and after the command, and the files whose
-//! blobs differ become the call's `files` record, so a command's edits can be taken back like a
-//! `write_file`.
+//! Worktree snapshots around a `shell` call (docs/journal-format.md, *The file store*): in a git
+//! workspace, the worktree — tracked and untracked files, `.gitignore` honoured — is staged by `git
+//! add -A` into Codewhale's own index and object store before and after the command, and the files
+//! whose blobs differ become the call's `files` record, so a command's edits can be taken back like
+//! a `write_file`.
 //!
 //! Invariants: every git command runs with Codewhale's own `GIT_DIR` (a bare repository inside
 //! the session's file store) and its own `GIT_INDEX_FILE`; the user's repository, index and refs

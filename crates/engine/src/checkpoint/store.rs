@@ -1,4 +1,5 @@
-//! The session's content-addressed file store, `<sessions>/<session-id>.files/` (DESIGN §2).
+//! The session's content-addressed file store, `<sessions>/<session-id>.files/`
+//! (docs/journal-format.md, *The file store*).
 //!
 //! Each blob is named by the SHA-256 of its bytes (lower-case hex) and lives at
 //! `objects/<first two hex digits>/<rest>`. Invariants: a blob is written to a private temporary

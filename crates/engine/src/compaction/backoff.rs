@@ -1,7 +1,7 @@
-//! The summary backoff (DESIGN §5.1): after a summary fails, automatic passes wait a number of
-//! turns that doubles with each failure in a row, so a model that cannot summarize does not pay
-//! two summary requests every turn. Pure state and formulas over the journal, below the session
-//! that holds them; [`super::triggers`] and the passes update it.
+//! The summary backoff (docs/compaction.md, *Failure behaviour*): after a summary fails, automatic
+//! passes wait a number of turns that doubles with each failure in a row, so a model that cannot
+//! summarize does not pay two summary requests every turn. Pure state and formulas over the
+//! journal, below the session that holds them; [`super::triggers`] and the passes update it.
 
 /// Auto passes held back after failed summaries: a model that cannot write a note will not
 /// write one next turn either, so each failure in a row doubles how many turns pass before the
@@ -19,7 +19,8 @@ pub struct Backoff {
 pub const MAX_SKIPPED_TURNS: u32 = 32;
 
 /// The turns an auto pass waits after `failures` summary failures in a row: 2, 4, 8, … up to
-/// [`MAX_SKIPPED_TURNS`] (DESIGN §5.1). The one formula, live and replayed from the journal.
+/// [`MAX_SKIPPED_TURNS`] (docs/compaction.md, *Failure behaviour*). The one formula, live and
+/// replayed from the journal.
 pub fn turns_to_wait(failures: u32) -> u32 {
     2u32.saturating_pow(failures).min(MAX_SKIPPED_TURNS)
 }

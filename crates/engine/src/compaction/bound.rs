@@ -1,4 +1,5 @@
-//! Room is always found (DESIGN §5.1): when what a pass keeps does not fit, bound it.
+//! Room is always found (docs/compaction.md, *Room is always found*): when what a pass keeps does
+//! not fit, bound it.
 //!
 //! The protected part of the last round is never covered by a summary, so a round that alone
 //! outgrows the window (a 40 KB file read into an 8k window, a runaway reply, a huge paste)

@@ -1,12 +1,12 @@
 //! What makes a message a checkpoint, and what makes a note a placeholder.
 //!
-//! Detection is structural (DESIGN §5.5): a checkpoint's first block starts with
-//! [`NOTE_PREFIX`] and its second block is exactly [`MARKER`]. A user who merely quotes the
-//! phrase is a user. Checkpoints written by older tools are recognised by their opening words
-//! ([`LEGACY_PREFIXES`]). The note's fixed wording ([`HEADER`], [`CLOSING`], the section titles)
-//! is named here — the long texts are read from `assets/prompts/`, the ones a note rebuilt by
-//! the journal crate shares come from there — so that the composer (`note`), the validator (`survival`) and the view builder's
-//! tests all read the same text.
+//! Detection is structural (docs/compaction.md, *The checkpoint note*): a checkpoint's first block
+//! starts with [`NOTE_PREFIX`] and its second block is exactly [`MARKER`]. A user who merely quotes
+//! the phrase is a user. Checkpoints written by older tools are recognised by their opening words
+//! ([`LEGACY_PREFIXES`]). The note's fixed wording ([`HEADER`], [`CLOSING`], the section titles) is
+//! named here — the long texts are read from `assets/prompts/`, the ones a note rebuilt by the
+//! journal crate shares come from there — so that the composer (`note`), the validator (`survival`)
+//! and the view builder's tests all read the same text.
 
 use super::message::{Message, Part, Role};
 

@@ -40,7 +40,8 @@ pub(crate) struct Proposal<'a> {
     /// The request should fit under this many provider tokens.
     pub target: u64,
     /// Take the record as it is: a view over the target is refused ([`Refusal::OverTarget`])
-    /// instead of bounded. A background note is committed only like this (DESIGN §5.8).
+    /// instead of bounded. A background note is committed only like this (docs/compaction.md,
+    /// *Background compaction*).
     pub exact: bool,
 }
 

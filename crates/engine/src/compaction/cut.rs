@@ -1,4 +1,5 @@
-//! The cut (DESIGN §5.3): where the covered part ends, what is retained, what is bounded.
+//! The cut (docs/compaction.md, *The cut*): where the covered part ends, what is retained, what is
+//! bounded.
 //!
 //! Pure functions over a view given as plain messages with one token count each (o200k
 //! estimates). Every token target is expressed in provider tokens and divided by the session's
@@ -38,7 +39,8 @@ pub struct CutPolicy {
 }
 
 impl CutPolicy {
-    /// The defaults of DESIGN §9 for usable input `usable_input` and calibration `calibration`.
+    /// The defaults of docs/compaction.md, *Limits and configuration* for usable input
+    /// `usable_input` and calibration `calibration`.
     pub fn new(usable_input: u64, calibration: f64) -> CutPolicy {
         CutPolicy { usable_input, calibration, tail_fraction: TAIL_FRACTION, retained_tokens: None }
     }

@@ -1,5 +1,6 @@
-//! Whether a compaction record may be written: the checks of `commit` as a pure function of
-//! the view before, the record and the view it would produce (DESIGN §5.4).
+//! Whether a compaction record may be written: the checks of `commit` as a pure function of the
+//! view before, the record and the view it would produce (docs/compaction.md, *The summary
+//! request*).
 //!
 //! In order: the record must change what the model reads; the new view must be the record's
 //! own (its active compaction is this record) and sendable ([`check_view`]); it must pass the

@@ -1,4 +1,5 @@
-//! The survival fixture matrix (DESIGN §5.7): loading it and running it through [`check`].
+//! The survival fixture matrix (docs/survival-contract.md): loading it and running it through
+//! [`check`].
 //!
 //! Format: `{"schema_version":2,"cases":[{"id","expect":"pass|fail","last_round_start"?,
 //! "anchors"?,"original":[messages],"replacement":[messages]}]}`. Two optional case fields

@@ -1,9 +1,9 @@
 //! Plain message data: the shape every pure compaction function works on.
 //!
 //! A [`Message`] is `{role, content: [text | tool_use | tool_result | thinking]}` — the format of
-//! the survival fixture matrix (DESIGN §5.7) and what the engine converts its view into before
-//! it cuts, prunes or validates. Nothing here knows about journals, providers or tokens, so the
-//! cut and the survival contract can be tested on hand-written data.
+//! the survival fixture matrix (docs/survival-contract.md) and what the engine converts its view
+//! into before it cuts, prunes or validates. Nothing here knows about journals, providers or
+//! tokens, so the cut and the survival contract can be tested on hand-written data.
 //!
 //! Two optional flags extend the matrix format: `anchor` and `synthetic` mark user-role
 //! messages that are not plain user messages (a pinned note, an engine notice). They default to

@@ -1,4 +1,4 @@
-//! Compaction (DESIGN §5): what the model reads when a conversation outgrows its window.
+//! Compaction (docs/compaction.md): what the model reads when a conversation outgrows its window.
 //!
 //! A pure core in a thin async shell. The pure modules work on plain data and never touch a
 //! provider or the clock:
@@ -18,10 +18,10 @@
 //! - [`trim`]: the fail-open request when no pass could make room;
 //! - [`report`]: what the next request contains (`codewhale context`).
 //!
-//! The shell: [`pass`] runs one pass (the summary requests through `summarize`, then
-//! `commit`: fit, survival check, append, events) and
-//! [`triggers`] connects it to the turn loop (auto, reactive, fail open) and to `/compact`;
-//! [`background`] writes the next note early, on a snapshot, while turns go on (DESIGN §5.8).
+//! The shell: [`pass`] runs one pass (the summary requests through `summarize`, then `commit`: fit,
+//! survival check, append, events) and [`triggers`] connects it to the turn loop (auto, reactive,
+//! fail open) and to `/compact`; [`background`] writes the next note early, on a snapshot, while
+//! turns go on (docs/compaction.md, *Background compaction*).
 //!
 //! Invariant: nothing in this module writes to the journal except through a record that passed
 //! [`survival::check`]; a failed pass changes nothing the model reads.

@@ -1,4 +1,5 @@
-//! The checkpoint note (DESIGN §5.5): the first text block of the checkpoint message.
+//! The checkpoint note (docs/compaction.md, *The checkpoint note*): the first text block of the
+//! checkpoint message.
 //!
 //! [`compose`] assembles, in this order: the fixed [`HEADER`], the model's summary, `## Files
 //! touched` (computed here from the covered tool calls, never by the model), `## Plan` (the live

@@ -1,4 +1,4 @@
-//! One compaction pass: the thin async shell around the pure core (DESIGN §5).
+//! One compaction pass: the thin async shell around the pure core (docs/compaction.md).
 //!
 //! The three triggers share [`run`]. A pass tries, in order:
 //! 1. **prune** (auto and reactive): stub old tool output; when that gets below the prune
@@ -40,8 +40,8 @@ pub struct PassRequest {
     /// The manual `/compact` focus.
     pub focus: Option<String>,
     pub mode: PassMode,
-    /// A finished background note (DESIGN §5.8): committed as it is when it fits and passes
-    /// the contract, else folded in as the previous note of this pass.
+    /// A finished background note (docs/compaction.md, *Background compaction*): committed as it is
+    /// when it fits and passes the contract, else folded in as the previous note of this pass.
     pub background: Option<Box<Prepared>>,
 }
 
@@ -88,7 +88,8 @@ enum Stop {
     Cancelled,
 }
 
-/// Runs one pass on `session`, emitting the events of DESIGN §5.8 through `emit`.
+/// Runs one pass on `session`, emitting the events of docs/compaction.md, *Background compaction*
+/// through `emit`.
 pub async fn run(
     session: &mut Session,
     request: PassRequest,
@@ -330,7 +331,7 @@ async fn attempt(
 }
 
 /// A pass that would not shrink the view: information for a manual pass, a failure for an
-/// auto or reactive one (DESIGN §5.1).
+/// auto or reactive one (docs/compaction.md, *Triggers*).
 fn no_gain(request: &PassRequest, reason: String) -> Stop {
     if request.trigger == Trigger::Manual {
         Stop::Refused(reason)

@@ -1,5 +1,5 @@
-//! What a pass will try, decided before any model call (DESIGN §5.1): a pure function of the
-//! plain view, the trigger and the budget.
+//! What a pass will try, decided before any model call (docs/compaction.md, *Triggers*): a pure
+//! function of the plain view, the trigger and the budget.
 //!
 //! A pass tries a prune-only record first when pruning alone gets below the prune target (auto
 //! and reactive passes, never on a folded-in background note), then the summary of what a cut
@@ -42,7 +42,8 @@ pub struct PlanInputs<'a> {
     pub usable_input: u64,
     /// Calibration ratio `c`, in [1, 2].
     pub calibration: f64,
-    /// The configured retained user text budget (`None`: the default of DESIGN §9).
+    /// The configured retained user text budget (`None`: the default of docs/compaction.md, *Limits
+    /// and configuration*).
     pub retained_user_tokens: Option<u64>,
 }
 

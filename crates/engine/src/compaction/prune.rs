@@ -1,4 +1,5 @@
-//! Prune first (DESIGN §5.2): the cheap path that replaces old tool output with a stub.
+//! Prune first (docs/compaction.md, *Prune first*): the cheap path that replaces old tool output
+//! with a stub.
 //!
 //! Candidates lie outside the protected part and past the newest 40,000 tokens of tool output
 //! (kept whole: the model is most likely still using them); a candidate is large (> 2 KiB) or

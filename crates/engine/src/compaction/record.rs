@@ -1,4 +1,5 @@
-//! Building the compaction record (DESIGN §5.6) from a plan: pure bookkeeping.
+//! Building the compaction record (docs/journal-format.md, *`compaction`*) from a plan: pure
+//! bookkeeping.
 //!
 //! Invariants kept here: `covers` extends the previous record's segment (same `first`, later
 //! `last`) instead of nesting it, so a record's size never grows with the session; `pruned_ids`

@@ -1,5 +1,5 @@
 //! Building the context report of `/context`, [`crate::protocol::Op::GetContext`] and
-//! `codewhale context` (DESIGN §7, §8).
+//! `codewhale context` (docs/commands.md, docs/cli.md).
 //!
 //! One builder, [`build`], for both: the live session passes its own budget; `codewhale
 //! context` replays the same budget from the journal file ([`crate::session::replay`]) —
@@ -116,9 +116,9 @@ pub fn context_report(params: &ReportParams<'_>) -> Result<ContextReport, Engine
     Ok(report)
 }
 
-/// The request the session `params` names would send next, as a turn fits it when no pass
-/// can make room (DESIGN §5.1): the view, whole or trimmed; the first item still sent after
-/// a left-out one; and the notice a trimmed request ends with. `codewhale eval` scores its
+/// The request the session `params` names would send next, as a turn fits it when no pass can make
+/// room (docs/compaction.md, *Triggers*): the view, whole or trimmed; the first item still sent
+/// after a left-out one; and the notice a trimmed request ends with. `codewhale eval` scores its
 /// floor on this, so it measures what a session that fails open actually sends.
 pub struct NextRequest {
     pub journal: Journal,

@@ -1,4 +1,5 @@
-//! The last round and its protected part (DESIGN §5.3 and §5.7), over plain messages.
+//! The last round and its protected part (docs/compaction.md, *The cut*;
+//! docs/survival-contract.md), over plain messages.
 //!
 //! The cut, the prune and the survival validator all ask the same two questions — where does
 //! the last round start, and where does its protected part start — so the answers live here,

@@ -13,6 +13,7 @@ pub(crate) struct Standing {
     pub(crate) summary_backoff: Option<Backoff>,
     /// The "past the threshold" warning was given; not again until pressure is back under it.
     pub(crate) warned_over_threshold: bool,
-    /// The background note, if one is being written or waits (DESIGN §5.8).
+    /// The background note, if one is being written or waits (docs/compaction.md, *Background
+    /// compaction*).
     pub(crate) note_pass: NotePass,
 }

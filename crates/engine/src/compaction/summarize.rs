@@ -1,5 +1,5 @@
-//! Asking the model for a summary (DESIGN §5.4): the thin async shell around
-//! [`super::summary_input`] and [`super::summary`].
+//! Asking the model for a summary (docs/compaction.md, *The summary request*): the thin async shell
+//! around [`super::summary_input`] and [`super::summary`].
 //!
 //! The request is the live request — the session's system prompt, its tools and the view, in
 //! order — plus one user-role instruction after everything, with a cache breakpoint on the last
@@ -46,7 +46,7 @@ const NOTE_RESERVE_TOKENS: u64 = 3_000;
 
 /// What a summary request is made of besides the view: the live request's system prompt and
 /// tools, the client, and the figures its budget needs. Owned, so a background pass can take
-/// it along while the session goes on (DESIGN §5.8).
+/// it along while the session goes on (docs/compaction.md, *Background compaction*).
 #[derive(Debug, Clone)]
 pub(crate) struct Summarizer {
     pub client: codewhale_provider::Client,

@@ -1,4 +1,5 @@
-//! The summary request's words (DESIGN §5.4): the instruction, the quality gate and the caps.
+//! The summary request's words (docs/compaction.md, *The summary request*): the instruction, the
+//! quality gate and the caps.
 //!
 //! Pure text work. The request itself is the live request plus the instruction
 //! ([`super::summary_input`] plans it, [`super::summarize`] sends it). The instruction comes from

@@ -1,6 +1,6 @@
-//! What a summary request carries (DESIGN §5.4): the live request itself — the same system
-//! prompt, tools and view, in order — plus the instruction, and what to do when that does not
-//! fit the summarizer's window.
+//! What a summary request carries (docs/compaction.md, *The summary request*): the live request
+//! itself — the same system prompt, tools and view, in order — plus the instruction, and what to do
+//! when that does not fit the summarizer's window.
 //!
 //! Pure planning over plain messages with one token estimate each; the async shell
 //! ([`super::summarize`]) builds the requests. In order:

@@ -1,4 +1,4 @@
-//! The survival contract (DESIGN §5.7): what a compaction must never lose.
+//! The survival contract (docs/survival-contract.md): what a compaction must never lose.
 //!
 //! [`check`] compares the view before a pass with the view after it and lists every
 //! [`Violation`]. The engine runs it before a compaction record is appended (a violation means
@@ -75,7 +75,7 @@ impl Violation {
         }
     }
 
-    /// Every rule name, in the order of DESIGN §5.7.
+    /// Every rule name, in the order of docs/survival-contract.md.
     pub const RULES: [&'static str; 13] = [
         "user_text",
         "tool_result",

@@ -1,5 +1,6 @@
-//! The triggers (DESIGN §5.1) as calls the engine makes between turns: `manual` (`/compact`),
-//! and the start of a turn, which counts down the summary backoff ([`super::backoff`]).
+//! The triggers (docs/compaction.md, *Triggers*) as calls the engine makes between turns: `manual`
+//! (`/compact`), and the start of a turn, which counts down the summary backoff
+//! ([`super::backoff`]).
 //!
 //! `auto` and `reactive` run inside a turn and share its pass budget; they are the turn's
 //! (`crate::turn::hooks`), as is the fail-open step before every request (`crate::turn::fit`).

@@ -1,5 +1,6 @@
-//! Fail open (DESIGN §5.1): when no pass could bring the view under the window, send a request
-//! that leaves out the oldest whole exchanges outside the protected part of the last round.
+//! Fail open (docs/compaction.md, *Room is always found*): when no pass could bring the view under
+//! the window, send a request that leaves out the oldest whole exchanges outside the protected part
+//! of the last round.
 //!
 //! Anchors, the checkpoint and the last round's user texts are never left out, nor the round's
 //! two newest exchanges (the system prompt, with the project instructions, is not part of the
@@ -76,7 +77,7 @@ pub enum Shorten {
 /// tool calls), and the last round's exchanges older than its protected part — never its user
 /// texts, its two newest exchanges, an anchor, a branch summary or the checkpoint; and, as a
 /// note retains them, never the user's older texts that fit the retained budget (newest first,
-/// DESIGN §5.3): what the user said outlives the answers around it.
+/// docs/compaction.md, *The cut*): what the user said outlives the answers around it.
 pub fn fit(
     view: View,
     plain: &PlainView,

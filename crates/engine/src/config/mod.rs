@@ -45,12 +45,12 @@ pub enum ConfigError {
     Redaction(#[from] crate::redact::BadPattern),
 }
 
-/// The largest config file read (DESIGN §4): a config is small, and a repository's file is read
-/// before anything is trusted.
+/// The largest config file read (docs/security.md, *A cloned repository cannot hang or exhaust
+/// Codewhale*): a config is small, and a repository's file is read before anything is trusted.
 pub const MAX_CONFIG_BYTES: usize = 1024 * 1024;
 
 /// Settings of the compaction pipeline. Every field is optional; absent means the default of
-/// DESIGN §9.
+/// docs/compaction.md, *Limits and configuration*.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CompactionConfig {
     /// Auto-compaction threshold as a fraction of usable input (0 < t ≤ 1; default 0.8).
@@ -64,8 +64,9 @@ pub struct CompactionConfig {
     /// Where the background note starts, as a fraction of usable input (0 < f ≤ 1; default
     /// 0.6).
     pub background_at: Option<f64>,
-    /// How long a summary of a branch HEAD left may take (DESIGN §2; default
-    /// [`crate::branch_summary::DEFAULT_TIMEOUT`]): past it, no summary is written.
+    /// How long a summary of a branch HEAD left may take (docs/journal-format.md,
+    /// *`branch_summary`*; default [`crate::branch_summary::DEFAULT_TIMEOUT`]): past it, no summary
+    /// is written.
     pub branch_summary_timeout: Option<std::time::Duration>,
     /// Whether leaving a branch writes a summary of it (default true).
     pub branch_summaries: Option<bool>,
@@ -179,10 +180,10 @@ pub fn workspace_file(workspace: &Path) -> PathBuf {
 
 /// Loads and merges both files (a missing file is an empty one), then applies `overrides`.
 ///
-/// Workspace trust (DESIGN §4): the settings that decide where keys go or how much is allowed
-/// ([`Config::gated_keys`]) are taken from the workspace's file only when the user has trusted
-/// that workspace — in the trust store for this exact file content, or by listing it in
-/// `trusted_workspaces` of their own file. Otherwise they are left out and named in
+/// Workspace trust (docs/configuration.md, *Workspace trust*): the settings that decide where keys
+/// go or how much is allowed ([`Config::gated_keys`]) are taken from the workspace's file only when
+/// the user has trusted that workspace — in the trust store for this exact file content, or by
+/// listing it in `trusted_workspaces` of their own file. Otherwise they are left out and named in
 /// [`Config::untrusted`], for one notice.
 pub fn load(home: &Path, workspace: &Path, overrides: &Overrides) -> Result<Config, ConfigError> {
     let mut notices = Vec::new();

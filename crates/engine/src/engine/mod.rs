@@ -3,15 +3,14 @@
 //! [`EventMsg`]s. [`Engine::spawn_opening`] returns at once and opens the session on a worker
 //! thread, so a front end never waits for a large journal to load.
 //!
-//! Invariants: the task is the only owner of the session, so nothing else writes the journal;
-//! while a turn or a compaction runs, the task still reads ops — `Interrupt` cancels it,
-//! `Approve`/`Deny` reach the waiting call, `Shutdown` cancels and then stops, the read-only
-//! questions (`GetContext`, `ListAnchors`, `GetHistory`) are answered once it ends — and any
-//! other op gets an error event saying something is running. Every change of what the model reads is
-//! followed by a `Usage` event; the session's history is sent after it opens (when resumed) and
-//! after every HEAD move. After `Shutdown` the journal is synced, background commands are
-//! stopped and `ShutdownComplete` is the last event. The ops answered without a turn are in
-//! [`idle_ops`].
+//! Invariants: the task is the only owner of the session, so nothing else writes the journal; while
+//! a turn or a compaction runs, the task still reads ops — `Interrupt` cancels it, `Approve`/`Deny`
+//! reach the waiting call, `Shutdown` cancels and then stops, the read-only questions
+//! (`GetContext`, `ListAnchors`, `GetHistory`) are answered once it ends — and any other op gets an
+//! error event saying something is running. Every change of what the model reads is followed by a
+//! `Usage` event; the session's history is sent after it opens (when resumed) and after every HEAD
+//! move. After `Shutdown` the journal is synced, background commands are stopped and
+//! `ShutdownComplete` is the last event. The ops answered without a turn are in [`idle_ops`].
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -96,7 +95,8 @@ impl Engine {
     /// configuration is bad, no provider is configured, or the session cannot be opened.
     ///
     /// The o200k encoder is not built here: a command that will need exact counts starts it
-    /// ([`crate::warm_up`]); a one-prompt `exec` usually needs none (DESIGN §4).
+    /// ([`crate::warm_up`]); a one-prompt `exec` usually needs none (docs/architecture.md, *Budget
+    /// and tokens*).
     pub fn spawn(params: EngineParams) -> Result<(EngineHandle, EventReceiver), EngineError> {
         let session = open(&params)?;
         let (handle, events, ops, sink) = channels();
@@ -449,7 +449,8 @@ fn error_event(err: &EngineError) -> Event {
     Event::Error { kind: err.kind(), message: err.to_string() }
 }
 
-/// Cancels the note being written in the background (DESIGN §5.8): nothing is written.
+/// Cancels the note being written in the background (docs/compaction.md, *Background compaction*):
+/// nothing is written.
 fn cancel_note(session: &mut Session, sink: &EventSink, id: SubmissionId, why: &str) {
     crate::compaction::background::cancel(session, sink, id, why);
 }

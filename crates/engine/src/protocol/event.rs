@@ -42,8 +42,8 @@ pub enum Event {
         model: String,
         path: String,
         resumed: bool,
-        /// The directory the session works in (a resumed session's own, DESIGN-wise its
-        /// header's `cwd`): tools, anchors and project instructions are read there.
+        /// The directory the session works in (a resumed session's own: its header's
+        /// `cwd`): tools, anchors and project instructions are read there.
         workspace: String,
     },
     TurnStarted,
@@ -192,7 +192,8 @@ pub enum Event {
         retained: u64,
         /// The checkpoint note the model now reads (what a compaction capsule unfolds to).
         note: String,
-        /// The note was written in the background before the threshold (DESIGN §5.8).
+        /// The note was written in the background before the threshold (docs/compaction.md,
+        /// *Background compaction*).
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         background: bool,
     },
@@ -205,15 +206,15 @@ pub enum Event {
     },
     /// The user interrupted the pass; nothing was written.
     CompactionCancelled,
-    /// The background note (DESIGN §5.8) changed state: `writing`, `ready`, or `null` when
-    /// there is none any more (committed, unused, cancelled or failed). Quiet: for the status
-    /// line only.
+    /// The background note (docs/compaction.md, *Background compaction*) changed state: `writing`,
+    /// `ready`, or `null` when there is none any more (committed, unused, cancelled or failed).
+    /// Quiet: for the status line only.
     BackgroundNote {
         state: Option<BackgroundState>,
     },
-    /// The summary of a branch HEAD left changed state (DESIGN §2). Quiet: the status line
-    /// shows `writing`; `written` carries the summary (the model reads it from now on) and
-    /// `dropped` the reason nothing was written.
+    /// The summary of a branch HEAD left changed state (docs/journal-format.md,
+    /// *`branch_summary`*). Quiet: the status line shows `writing`; `written` carries the summary
+    /// (the model reads it from now on) and `dropped` the reason nothing was written.
     BranchSummary {
         state: BranchSummaryState,
         #[serde(default, skip_serializing_if = "Option::is_none")]

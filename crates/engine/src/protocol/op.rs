@@ -88,10 +88,11 @@ pub enum Op {
         #[serde(default)]
         force: bool,
     },
-    /// Wait for the summary of a branch HEAD left (DESIGN §2) that is still being written: it is
-    /// appended or dropped within its timeout (`compaction.branch_summary_timeout_sec`). Answered
-    /// by [`Event::BranchSummary`](super::Event::BranchSummary): `written`, `dropped`, or `none`
-    /// when no summary was being written. `codewhale rewind` sends it before it exits.
+    /// Wait for the summary of a branch HEAD left (docs/journal-format.md, *`branch_summary`*) that
+    /// is still being written: it is appended or dropped within its timeout
+    /// (`compaction.branch_summary_timeout_sec`). Answered by
+    /// [`Event::BranchSummary`](super::Event::BranchSummary): `written`, `dropped`, or `none` when
+    /// no summary was being written. `codewhale rewind` sends it before it exits.
     AwaitBranchSummary,
     /// `/undo`: take back the file changes of the last turn (the conversation stays).
     Undo {

@@ -152,8 +152,9 @@ pub struct ContextReport {
     /// HEAD's live plan (`update_plan`), `null` when the model set none.
     #[serde(default)]
     pub plan: Option<super::plan::Plan>,
-    /// The background note of a live session (DESIGN §5.8); `null` when none is being
-    /// written or waiting, and always from a file alone (only the running session knows).
+    /// The background note of a live session (docs/compaction.md, *Background compaction*); `null`
+    /// when none is being written or waiting, and always from a file alone (only the running
+    /// session knows).
     #[serde(default)]
     pub background: Option<BackgroundReport>,
     pub view: Vec<ViewEntry>,

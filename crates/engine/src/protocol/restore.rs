@@ -1,5 +1,5 @@
 //! What `/rewind`, `/fork`, `/undo` and `codewhale rewind` can take back: the types of the
-//! restore ops and events (DESIGN §2, "File checkpoints").
+//! restore ops and events (docs/journal-format.md, *The file store*).
 
 use serde::{Deserialize, Serialize};
 

@@ -84,7 +84,8 @@ pub struct AnchorInfo {
     pub in_view: bool,
 }
 
-/// Where the background note is (DESIGN §5.8, §8 `background.state`).
+/// Where the background note is (docs/compaction.md, *Background compaction*; `background.state` in
+/// docs/cli.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BackgroundState {
@@ -94,7 +95,7 @@ pub enum BackgroundState {
     Ready,
 }
 
-/// Where the summary of a branch HEAD left is (DESIGN §2).
+/// Where the summary of a branch HEAD left is (docs/journal-format.md, *`branch_summary`*).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BranchSummaryState {

@@ -1,5 +1,5 @@
-//! `recall` (DESIGN §4): what compaction took out of the model's view, read back from the
-//! journal.
+//! `recall` (docs/compaction.md, *`recall`: the journal is one call away*): what compaction took
+//! out of the model's view, read back from the journal.
 //!
 //! The scope is the entries on HEAD's spine that the view does not carry whole: covered by the
 //! active compaction (and not retained), pruned, bounded, or left out of the last request by a

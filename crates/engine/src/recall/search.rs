@@ -4,8 +4,8 @@
 //! [`MAX_MATCHES`] matches; the best [`MAX_HITS`] are listed (among equals, the newest), each
 //! with a snippet where most terms meet, and the answer says how many entries matched.
 //!
-//! How it stays fast on a long session without changing what it answers (DESIGN §4 asks for
-//! under a second on a 270 MB session):
+//! How it stays fast on a long session without changing what it answers (docs/compaction.md,
+//! *`recall`: the journal is one call away* asks for under a second on a 270 MB session):
 //! - the lines in scope are read in runs of a few megabytes ([`Journal::scan_lines`]), never
 //!   held, instead of one read per entry and another per tool output;
 //! - a user text or tool output whose raw line cannot hold a match is never parsed

@@ -107,7 +107,8 @@ pub struct Session {
     pub(crate) system_exact: bool,
     /// The live plan as last found ([`Session::live_plan`]): a later search stops at its head.
     pub(crate) plan: std::sync::Mutex<Option<crate::plan::Found>>,
-    /// The summary of a branch HEAD left, while it is written (DESIGN §2).
+    /// The summary of a branch HEAD left, while it is written (docs/journal-format.md,
+    /// *`branch_summary`*).
     pub(crate) branch_summary: crate::branch_summary::pending::Pending,
 }
 

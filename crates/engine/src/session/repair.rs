@@ -1,5 +1,6 @@
-//! Answering the tool calls a crash or an interrupt left without a result (DESIGN §3): before
-//! anything else is appended after them, each gets an "interrupted" error result.
+//! Answering the tool calls a crash or an interrupt left without a result (docs/journal-format.md,
+//! *The view*): before anything else is appended after them, each gets an "interrupted" error
+//! result.
 
 use codewhale_journal::ToolResultPayload;
 
@@ -7,10 +8,11 @@ use super::{Session, INTERRUPTED_RESULT};
 use crate::error::EngineError;
 
 impl Session {
-    /// Gives every tool call in the view that has no result an "interrupted" error result (a
-    /// crash or an interrupt left it). Calls of the last assistant message are answered in
-    /// place; a call further back — anywhere on the chain — gets a result with `repairs: true`
-    /// appended at HEAD, which the view reads right after its call (DESIGN §3). Returns how many.
+    /// Gives every tool call in the view that has no result an "interrupted" error result (a crash
+    /// or an interrupt left it). Calls of the last assistant message are answered in place; a call
+    /// further back — anywhere on the chain — gets a result with `repairs: true` appended at HEAD,
+    /// which the view reads right after its call (docs/journal-format.md, *The view*). Returns how
+    /// many.
     pub fn heal_dangling_calls(&mut self) -> Result<usize, EngineError> {
         let view = self.render();
         let mut answered: std::collections::HashSet<&str> = view

@@ -1,6 +1,6 @@
-//! The budget a session's journal implies (DESIGN §4), replayed: what a reopened session
-//! starts from, what a HEAD move resets to, and what `codewhale context` reports offline — so
-//! the live gauge, `/context` and `codewhale context` show one figure.
+//! The budget a session's journal implies (docs/architecture.md, *Budget and tokens*), replayed:
+//! what a reopened session starts from, what a HEAD move resets to, and what `codewhale context`
+//! reports offline — so the live gauge, `/context` and `codewhale context` show one figure.
 //!
 //! From the journal alone:
 //! - **limits**: the model of the latest `system` entry with `model` (a switch), else the
@@ -57,8 +57,8 @@ pub fn limits_for(config: &Config, model: &str, learned_window: Option<u64>) -> 
     }
 }
 
-/// The budget of HEAD's view: `view_total` is the view's token total, `system` the system
-/// prompt's and tool schemas', and `tokens` gives an entry's count (stored, remembered or counted now).
+/// The budget of HEAD's view: `view_total` is the view's token total, `system` the system prompt's
+/// and tool schemas', and `tokens` gives an entry's count (stored, remembered or counted now).
 pub fn replay(
     journal: &Journal,
     limits: Limits,
@@ -101,7 +101,7 @@ pub fn replay(
     let estimate = a.reads.as_ref().and_then(|r| r.estimate).unwrap_or(0);
     budget.record_report(reported, estimate);
     // The last request was trimmed to fit when it left messages out or shortened outputs;
-    // the figure shown is then what it sent (DESIGN §5.1 fail open).
+    // the figure shown is then what it sent (docs/compaction.md, *Room is always found* fail open).
     let trimmed =
         a.reads.as_ref().is_some_and(|r| r.trimmed_before.is_some() || r.bounded.is_some());
     // Pins withdrawn on this branch: not sent any more.

@@ -1,7 +1,7 @@
-//! A last user message that never got a reply — the process ended (a crash, a kill) after it
-//! was journaled and before any answer was — is set aside when the session is opened again
-//! (DESIGN §2, `head` reason `unanswered`): HEAD moves to the entry before it and the front end
-//! offers its text back. Otherwise the next prompt would be sent glued to it.
+//! A last user message that never got a reply — the process ended (a crash, a kill) after it was
+//! journaled and before any answer was — is set aside when the session is opened again
+//! (docs/journal-format.md, *`head`*, `head` reason `unanswered`): HEAD moves to the entry before
+//! it and the front end offers its text back. Otherwise the next prompt would be sent glued to it.
 //!
 //! Invariant: only a plain user message at the very end of HEAD's branch (its attachments may
 //! follow it) is set aside; the message stays in the file, on a branch of its own.

@@ -1,4 +1,4 @@
-//! The six tools the model sees (DESIGN §4): their JSON schemas, argument parsing, what each
+//! The six tools the model sees (docs/tools.md): their JSON schemas, argument parsing, what each
 //! call does for the approval policy, and running a call.
 //!
 //! Invariants: names and arguments are fixed by the design; a call never crashes the turn —
@@ -359,8 +359,9 @@ type ShellSnapshot = (
     crate::checkpoint::snapshot::WorktreeSnapshot,
 );
 
-/// The worktree snapshot before a shell command (DESIGN §2), when the workspace is a git work
-/// tree and the session has a store. Fails open: no snapshot, no record.
+/// The worktree snapshot before a shell command (docs/journal-format.md, *The file store*), when
+/// the workspace is a git work tree and the session has a store. Fails open: no snapshot, no
+/// record.
 async fn before_shell(ctx: &ToolContext) -> Option<ShellSnapshot> {
     let store = ctx.files.as_deref()?.clone();
     let ws = ctx.workspace.clone();

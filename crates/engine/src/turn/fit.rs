@@ -1,8 +1,8 @@
-//! Fail open (DESIGN §5.1), the step before every request of a turn: when the view is over
-//! usable input and no pass could make room, send it without its oldest exchanges; when even
-//! the protected part does not fit, bound it — by a pass that calls no model while the turn
-//! has passes left (it counts as one), else in the request alone. What may be left out is the
-//! pure [`crate::compaction::trim`]; this is the turn's shell around it.
+//! Fail open (docs/compaction.md, *Room is always found*), the step before every request of a turn:
+//! when the view is over usable input and no pass could make room, send it without its oldest
+//! exchanges; when even the protected part does not fit, bound it — by a pass that calls no model
+//! while the turn has passes left (it counts as one), else in the request alone. What may be left
+//! out is the pure [`crate::compaction::trim`]; this is the turn's shell around it.
 
 use codewhale_journal::{Trigger, View};
 

@@ -1,4 +1,4 @@
-//! The seams where compaction joins the turn loop (DESIGN §5.1).
+//! The seams where compaction joins the turn loop (docs/compaction.md, *Triggers*).
 //!
 //! [`before_request`] runs before every model request of a turn, including the requests
 //! between tool calls; [`on_context_overflow`] runs when the provider rejects a request as too
@@ -17,7 +17,7 @@ use crate::compaction::pass::{self, PassRequest};
 use crate::error::EngineError;
 use crate::protocol::{Event, NoticeLevel};
 
-/// DESIGN §9: compaction passes per turn.
+/// docs/compaction.md, *Limits and configuration*: compaction passes per turn.
 pub const MAX_PASSES_PER_TURN: u32 = 2;
 
 /// Provisional counts are settled once pressure reaches this fraction of the threshold: below
@@ -98,8 +98,8 @@ pub async fn on_context_overflow(
     };
     ctx.emit(Event::Notice { level: NoticeLevel::Warning, message: stated });
     if let codewhale_provider::ErrorKind::ContextOverflow { limit: Some(limit), .. } = error.kind {
-        // The provider's stated window is the truth for this session (DESIGN §5.1); journaled,
-        // so a reopened session and `codewhale context` use it too.
+        // The provider's stated window is the truth for this session (docs/compaction.md,
+        // *Triggers*); journaled, so a reopened session and `codewhale context` use it too.
         let limits = ctx.session.budget().limits();
         if limits.window != limit || limits.window_source != crate::budget::WindowSource::Provider {
             ctx.session.learn_window(limit)?;
@@ -132,7 +132,8 @@ pub async fn in_turn(ctx: &mut TurnCtx<'_>, trigger: Trigger) -> bool {
     let emit = move |event| events.emit(submission, event);
     let mut request = PassRequest::new(trigger.clone(), None);
     if trigger == Trigger::Auto {
-        // A note written in the background is this pass's first choice (DESIGN §5.8).
+        // A note written in the background is this pass's first choice (docs/compaction.md,
+        // *Background compaction*).
         let note =
             crate::compaction::background::take(ctx.session, ctx.events, submission, &ctx.cancel);
         request.background = note.await.map(Box::new);

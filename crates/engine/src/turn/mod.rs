@@ -41,9 +41,10 @@ pub async fn run_turn(
             TurnOutcome { status: TurnStatus::Failed, text: String::new() }
         }
     };
-    // Whatever happened, no call may be left without a result, and the turn is durable. A
-    // reply is complete only once its entry is on disk: a write error fails the turn, and the
-    // reply is not handed out as an answer (DESIGN §2, "durable or failed").
+    // Whatever happened, no call may be left without a result, and the turn is durable. A reply is
+    // complete only once its entry is on disk: a write error fails the turn, and the reply is not
+    // handed out as an answer (docs/journal-format.md, *Crash safety: what is promised*, "durable
+    // or failed").
     let mut outcome = outcome;
     let mut saved = ctx.session.heal_dangling_calls().map(drop);
     if saved.is_ok() {

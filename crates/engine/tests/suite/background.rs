@@ -1,6 +1,6 @@
-//! Background compaction (DESIGN §5.8) end to end: the note is written while turns go on,
-//! committed at the threshold only as a record a foreground pass would accept, and discarded
-//! without a trace when the conversation moves under it.
+//! Background compaction (docs/compaction.md, *Background compaction*) end to end: the note is
+//! written while turns go on, committed at the threshold only as a record a foreground pass would
+//! accept, and discarded without a trace when the conversation moves under it.
 
 use std::time::Duration;
 

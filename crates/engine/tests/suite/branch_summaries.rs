@@ -1,8 +1,9 @@
-//! Branch summaries (DESIGN §2): leaving a branch tip with two or more messages after the
-//! branch point writes a `branch_summary` in the background, on both wire formats; the model
-//! reads it as "What was tried on a branch you left: …"; it fails open (a provider error, an
-//! empty or over-long reply, the timeout, HEAD moving again: no entry); a turn sent meanwhile
-//! waits for it; and every compaction keeps it verbatim — through three passes in a row.
+//! Branch summaries (docs/journal-format.md, *`branch_summary`*): leaving a branch tip with two or
+//! more messages after the branch point writes a `branch_summary` in the background, on both wire
+//! formats; the model reads it as "What was tried on a branch you left: …"; it fails open (a
+//! provider error, an empty or over-long reply, the timeout, HEAD moving again: no entry); a turn
+//! sent meanwhile waits for it; and every compaction keeps it verbatim — through three passes in a
+//! row.
 
 use std::time::Duration;
 

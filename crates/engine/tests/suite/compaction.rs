@@ -192,7 +192,8 @@ async fn auto_compaction_triggers_at_the_threshold_and_not_before() {
     assert!(sent.contains("question 4") && sent.contains("Keep the parser tests green."));
     assert!(!sent.contains("answer 0"), "the oldest answer is covered");
     // The summary request is the live request plus the instruction: the same tools, and its
-    // messages begin with exactly the previous request's (DESIGN §5.4).
+    // messages begin with exactly the previous request's (docs/compaction.md, *The summary
+    // request*).
     let requests = h.server.requests();
     let (live, summary) = (&requests[3].body, &requests[4].body);
     assert_eq!(live["tools"], summary["tools"], "the same tools");

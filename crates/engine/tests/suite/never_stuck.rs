@@ -195,8 +195,9 @@ async fn an_unanswered_call_inside_a_compacted_segment_stays_covered() {
     }
 }
 
-/// A record written by another tool to DESIGN §5.6 with `receipt.assistant_kept` as a boolean
-/// still describes the view: the next turn does not start over with an uncompacted session.
+/// A record written by another tool to docs/journal-format.md, *`compaction`* with
+/// `receipt.assistant_kept` as a boolean still describes the view: the next turn does not start
+/// over with an uncompacted session.
 #[tokio::test]
 async fn a_foreign_record_with_a_boolean_counter_stays_active() {
     for provider in PROVIDERS {

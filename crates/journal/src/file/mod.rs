@@ -1,6 +1,6 @@
 //! [`JournalFile`]: a session file open for appending, owned by one writer thread.
 //!
-//! Crash safety (DESIGN §2):
+//! Crash safety (docs/journal-format.md, *Crash safety: what is promised*):
 //! - every entry is serialized completely, then written with one `write` on an `O_APPEND`
 //!   handle, so a crash leaves at most one torn final line, never a hole;
 //! - the writer thread group-commits `sync_data`: [`JournalFile::sync`] (the engine calls it at

@@ -1,6 +1,7 @@
 //! [`Journal`]: a session's entries, indexed, with HEAD replayed.
 //!
-//! HEAD is never stored; it is the result of replaying the appends in file order (DESIGN §2):
+//! HEAD is never stored; it is the result of replaying the appends in file order
+//! (docs/journal-format.md):
 //! - the header is the root and the first HEAD;
 //! - an entry whose `parent` is the current HEAD moves HEAD to it (the conversation grew),
 //!   except `compaction` and `branch_summary` records, which describe the DAG without being part
@@ -445,9 +446,9 @@ impl Journal {
     }
 }
 
-/// Entries that form conversations: everything except compaction and head records (a branch
-/// summary is a chain extension of the branch it was written on). Unknown kinds count as conversation entries (passed over by the view), so a newer
-/// version's notices on the chain do not strand HEAD.
+/// Entries that form conversations: everything except compaction and head records (a branch summary
+/// is a chain extension of the branch it was written on). Unknown kinds count as conversation
+/// entries (passed over by the view), so a newer version's notices on the chain do not strand HEAD.
 pub(crate) fn is_chain(p: &Payload) -> bool {
     KindCode::of(p).is_chain()
 }

@@ -1,11 +1,11 @@
-//! Typed payloads, one per entry kind (DESIGN §2 and §5.6). Field names are part of the format:
+//! Typed payloads, one per entry kind (docs/journal-format.md). Field names are part of the format:
 //! fields are added, never renamed. Every payload keeps unknown fields in `extra`.
 //!
 //! Every field the contract lists is written on every line, as `null` when it has no value
-//! (`always`): other tools read these files against DESIGN §2/§5.6, and a key that is sometimes
-//! missing reads to them like a different format. Only what the contract itself marks optional
-//! (`anchor`, `synthetic`, `interrupted`, `trimmed_before`, `content_blocks`, `bytes`, and our
-//! own `title`) is left out when unset. Reading accepts every one of them absent.
+//! (`always`): other tools read these files against docs/journal-format.md, and a key that is
+//! sometimes missing reads to them like a different format. Only what the contract itself marks
+//! optional (`anchor`, `synthetic`, `interrupted`, `trimmed_before`, `content_blocks`, `bytes`, and
+//! our own `title`) is left out when unset. Reading accepts every one of them absent.
 //!
 //! The payloads' constructors and accessors are in `constructors`.
 
@@ -45,7 +45,7 @@ record! {
         /// Text the engine wrote in the user role; not a plain user message.
         synthetic: bool = "synthetic" info_flag,
         /// A synthetic note that withdraws the pinned note (anchor entry) with this id: later
-        /// views leave that anchor out (DESIGN §3).
+        /// views leave that anchor out (docs/journal-format.md, *The view*).
         withdraws: Option<EntryId> = "withdraws" opt,
         /// A synthetic entry holding a file the user attached (`@path`): the model reads it
         /// with the turn; compaction may prune it like a tool result.
@@ -121,11 +121,12 @@ record! {
         content_blocks: Option<Vec<Block>> = "content_blocks" opt,
         /// Size of the original output in bytes, when `content` was already shortened.
         bytes: Option<u64> = "bytes" info_opt,
-        /// Appended later, at HEAD, for a call that had no result (a crash, an interrupt): the
-        /// view places it right after its call's assistant entry (DESIGN §3).
+        /// Appended later, at HEAD, for a call that had no result (a crash, an interrupt): the view
+        /// places it right after its call's assistant entry (docs/journal-format.md, *The view*).
         repairs: bool = "repairs" info_flag,
-        /// The files the call changed, each with the content hashes before and after (DESIGN
-        /// §2, "File checkpoints"): what `/rewind`, `/undo` and `codewhale rewind` take back.
+        /// The files the call changed, each with the content hashes before and after
+        /// (docs/journal-format.md, *The file store*): what `/rewind`, `/undo` and `codewhale
+        /// rewind` take back.
         files: Option<Vec<FileChange>> = "files" info_opt,
         /// How the call ended, as the engine knew it when it journaled the result (absent in
         /// older files): what front ends show, never read back from `content`.
@@ -193,7 +194,7 @@ record! {
 }
 
 record! {
-    /// What a compaction pass kept of the last round (DESIGN §5.7).
+    /// What a compaction pass kept of the last round (docs/survival-contract.md).
     #[derive(Default)]
     pub struct Receipt {
         last_round_messages: u64 = "last_round_messages" info,
@@ -205,7 +206,8 @@ record! {
 }
 
 record! {
-    /// `compaction`: a change of what the model reads (DESIGN §5.6). Never moves HEAD.
+    /// `compaction`: a change of what the model reads (docs/journal-format.md, *`compaction`*).
+    /// Never moves HEAD.
     pub struct CompactionPayload {
         /// The model's summary after caps; `None` for a prune-only pass.
         summary: Option<String> = "summary" info,
@@ -231,12 +233,13 @@ record! {
         /// replays the budget the live one had.
         savings: Option<u64> = "savings" info_opt,
         /// Optional `true`: the note was written in the background, on a snapshot taken before
-        /// the threshold (DESIGN §5.8). Absent otherwise.
+        /// the threshold (docs/compaction.md, *Background compaction*). Absent otherwise.
         background: bool = "background" info_flag,
     }
 }
 
-/// How the model reads a `branch_summary` (DESIGN §2), before the summary itself.
+/// How the model reads a `branch_summary` (docs/journal-format.md, *`branch_summary`*), before the
+/// summary itself.
 pub const BRANCH_SUMMARY_PREFIX: &str = "What was tried on a branch you left: ";
 
 record! {

@@ -1,4 +1,4 @@
-//! The view function (DESIGN §3): what the model reads at a given HEAD.
+//! The view function (docs/journal-format.md, *The view*): what the model reads at a given HEAD.
 //!
 //! [`render`] is the single place that decides what a request contains. It is a function of
 //! the journal's entries and the head alone: no clock, no configuration, no network, so the same
@@ -41,7 +41,7 @@ pub use items::{
     ActiveCompaction, ItemContent, ItemKind, Role, Shortened, ToolResultView, View, ViewItem,
 };
 
-/// The second text block of every checkpoint message (DESIGN §5.5).
+/// The second text block of every checkpoint message (docs/compaction.md, *The checkpoint note*).
 pub const CHECKPOINT_MARKER: &str = "<!-- codewhale.compaction-checkpoint.v1 -->";
 
 /// The view of `head` (an entry id). An unknown head renders an empty view.
@@ -146,10 +146,10 @@ pub fn active_compaction_of(journal: &Journal, head: &str) -> Option<ActiveCompa
     Some(ActiveCompaction { id: entry.id.clone(), record: record.clone(), tokens: entry.tokens })
 }
 
-/// Puts each repair result of the spine right after its call's assistant entry and the results
-/// that follow it (DESIGN §3). A repair inside the covered segment is covered with it; one
-/// whose call is not in the view (covered, or never on this branch) or already answered is left
-/// out, so a repair can never orphan or duplicate a result.
+/// Puts each repair result of the spine right after its call's assistant entry and the results that
+/// follow it (docs/journal-format.md, *The view*). A repair inside the covered segment is covered
+/// with it; one whose call is not in the view (covered, or never on this branch) or already
+/// answered is left out, so a repair can never orphan or duplicate a result.
 fn place_repairs(
     items: &mut Vec<ViewItem>,
     journal: &Journal,

@@ -1,4 +1,4 @@
-//! The fields DESIGN §2 and §5.6 list are on every written line, `null` when unset, and lines
+//! The fields docs/journal-format.md lists are on every written line, `null` when unset, and lines
 //! written without them (by older versions or other tools) still read.
 
 use std::collections::BTreeSet;

@@ -1,4 +1,5 @@
-//! Records written by other tools: exactly the DESIGN §5.6 contract, none of our extra fields.
+//! Records written by other tools: exactly the docs/journal-format.md, *`compaction`* contract,
+//! none of our extra fields.
 
 use std::io::Write;
 

@@ -1,5 +1,5 @@
 //! `codewhale context [--session ID | --last] [--json]`: what the next request of a session
-//! contains (DESIGN §8). Never contacts a provider and needs no API key.
+//! contains (docs/cli.md). Never contacts a provider and needs no API key.
 //!
 //! `--json` prints the report object as one line; the default is a human-readable summary with
 //! a bar of the token breakdown. Every total says whether it was reported or estimated.

@@ -2,7 +2,7 @@
 //! with its tool loop, no terminal UI.
 //!
 //! Prints the final assistant text on stdout (with `--json`, every engine event as one JSON
-//! line instead). Exit codes (DESIGN §8): 0 when the turn completed, 1 when it failed or was
+//! line instead). Exit codes (docs/cli.md): 0 when the turn completed, 1 when it failed or was
 //! interrupted (the reason on stderr as one sentence), 2 for bad usage. A call that needs
 //! approval is asked about on the terminal when stdin and stderr are one (and `--json` is off);
 //! without a terminal it is denied with a message the model reads. Ctrl+C, SIGTERM and SIGHUP
@@ -42,9 +42,10 @@ pub fn run(
     workspace: Option<&Path>,
     args: ExecArgs,
 ) -> anyhow::Result<ExitCode> {
-    // No tokenizer warm-up: a one-prompt turn is decided by the cheap upper bound, and the
-    // encoder is built only when a budget decision needs exact counts (DESIGN §4). The
-    // redaction rules are needed on the first append: compiled while the config loads.
+    // No tokenizer warm-up: a one-prompt turn is decided by the cheap upper bound, and the encoder
+    // is built only when a budget decision needs exact counts (docs/architecture.md, *Budget and
+    // tokens*). The redaction rules are needed on the first append: compiled while the config
+    // loads.
     codewhale_engine::warm_up_redaction();
     let _log = crate::logging::init(home);
     let prompt = read_prompt(&args.prompt)?;

@@ -1,14 +1,15 @@
 //! `codewhale rewind [--session ID | --last] --to ENTRY [--code | --both] [--force]`: move HEAD
-//! back to before ENTRY (DESIGN §8), taking back the files tools changed since with `--code`
+//! back to before ENTRY (docs/cli.md), taking back the files tools changed since with `--code`
 //! (files only) or `--both`.
 //!
 //! Prints what changed on stdout. Exit 0 when everything asked for was done; 1 when the op was
 //! refused, or when files were left as they are — changed by someone else since (named on
 //! stderr; `--force` overwrites them) or impossible to restore.
 //!
-//! When the rewind leaves a branch worth a summary (DESIGN §2), it waits for the summary before
-//! it exits, at most `compaction.branch_summary_timeout_sec`; a summary that could not be
-//! written (that timeout, a provider error) is said on stderr and does not change the exit code.
+//! When the rewind leaves a branch worth a summary (docs/journal-format.md, *`branch_summary`*), it
+//! waits for the summary before it exits, at most `compaction.branch_summary_timeout_sec`; a
+//! summary that could not be written (that timeout, a provider error) is said on stderr and does
+//! not change the exit code.
 
 use std::path::Path;
 use std::process::ExitCode;

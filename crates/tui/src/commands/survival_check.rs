@@ -1,7 +1,7 @@
 //! `codewhale survival-check MATRIX.json`: runs a survival fixture matrix through the same
 //! validator the engine uses before it writes a compaction record.
 //!
-//! Output contract (DESIGN §8): `ok N survival-contract fixtures` and exit 0 when every case
+//! Output contract (docs/cli.md): `ok N survival-contract fixtures` and exit 0 when every case
 //! gets its expected verdict; otherwise one line per failing case id with the reason and exit
 //! 1; a file that is not a valid matrix exits 2 with the reason on stderr.
 

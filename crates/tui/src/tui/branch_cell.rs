@@ -1,6 +1,6 @@
-//! The transcript cell of a `branch_summary` (DESIGN §2): what was tried on a branch the user
-//! left, which the model reads with the conversation. Folded to one line; Ctrl+O shows the
-//! summary.
+//! The transcript cell of a `branch_summary` (docs/journal-format.md, *`branch_summary`*): what was
+//! tried on a branch the user left, which the model reads with the conversation. Folded to one
+//! line; Ctrl+O shows the summary.
 
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};

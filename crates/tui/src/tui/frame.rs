@@ -2,12 +2,12 @@
 //! event loop gets one draw for all the requests made until then, and none at all while
 //! nothing asks. There is no fixed-rate redraw clock.
 //!
-//! Requests come in two kinds with their own budgets (DESIGN §7): what the user did (a key, a
-//! resize, a command's result) is drawn at once, at most one such frame per
+//! Requests come in two kinds with their own budgets (docs/commands.md): what the user did (a key,
+//! a resize, a command's result) is drawn at once, at most one such frame per
 //! [`KEY_FRAME_INTERVAL`] (about 60 per second); streamed output waits until
-//! [`STREAM_FRAME_INTERVAL`] (about 30 per second) has passed since the last frame of any kind.
-//! So a key typed while a reply streams is on screen in the next draw, not behind the stream's
-//! budget, and a fast stream costs at most 30 frames a second.
+//! [`STREAM_FRAME_INTERVAL`] (about 30 per second) has passed since the last frame of any kind. So
+//! a key typed while a reply streams is on screen in the next draw, not behind the stream's budget,
+//! and a fast stream costs at most 30 frames a second.
 //!
 //! Invariant: a request is never lost — a request that arrives while a draw waits for its
 //! budget is served by that draw or the next one — and a key request never waits for a

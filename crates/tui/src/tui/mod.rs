@@ -1,14 +1,14 @@
-//! The interactive terminal UI (DESIGN §7).
+//! The interactive terminal UI (docs/commands.md).
 //!
 //! One `select!` loop ([`run`]) over three sources — engine events, terminal input, results of
-//! effects — feeding one [`App`], plus draws scheduled by the coalescing [`FrameRequester`].
-//! The app is plain state: it sends [`Op`](codewhale_engine::protocol::Op) values through an
-//! [`OpSink`] and asks the loop for I/O with [`Effect`]s, so tests drive it without a
-//! terminal or an engine. The UI never opens a session file and never calls a provider:
-//! everything it shows about the session (history pages, the context report, the anchors,
-//! the gauge) comes from engine events. Sessions open off the UI task
-//! ([`Engine::spawn_opening`](codewhale_engine::Engine::spawn_opening)): keys and redraws keep working while a large one loads, and the
-//! session on screen stays until the new one is open.
+//! effects — feeding one [`App`], plus draws scheduled by the coalescing [`FrameRequester`]. The
+//! app is plain state: it sends [`Op`](codewhale_engine::protocol::Op) values through an [`OpSink`]
+//! and asks the loop for I/O with [`Effect`]s, so tests drive it without a terminal or an engine.
+//! The UI never opens a session file and never calls a provider: everything it shows about the
+//! session (history pages, the context report, the anchors, the gauge) comes from engine events.
+//! Sessions open off the UI task
+//! ([`Engine::spawn_opening`](codewhale_engine::Engine::spawn_opening)): keys and redraws keep
+//! working while a large one loads, and the session on screen stays until the new one is open.
 //!
 //! Modules: [`app`] (state, keys), `engine_events` (following the engine), `engine_link` (the
 //! engines followed, one on screen and one opening), `slash_dispatch`
@@ -93,9 +93,9 @@ pub struct Outcome {
     pub session_id: Option<String>,
 }
 
-/// Runs the UI until the user quits. The caller checks the configuration and the session to
-/// resume first ([`Engine::preflight`](codewhale_engine::Engine::preflight)), so such an error is a normal one-line error; the
-/// session itself loads off the UI task.
+/// Runs the UI until the user quits. The caller checks the configuration and the session to resume
+/// first ([`Engine::preflight`](codewhale_engine::Engine::preflight)), so such an error is a normal
+/// one-line error; the session itself loads off the UI task.
 pub async fn run(params: TuiParams) -> anyhow::Result<Outcome> {
     // Checked before the engine creates a session file that nobody could then use.
     if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {

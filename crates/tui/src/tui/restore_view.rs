@@ -1,5 +1,5 @@
 //! "What to take back?": the question `/rewind`, `/fork` and `/undo` ask when tools changed
-//! files after the chosen point (DESIGN §2).
+//! files after the chosen point (docs/journal-format.md).
 //!
 //! It lists the files a code restore would touch and how, then offers the conversation, the
 //! code or both (`/undo`: the code only). A file someone else changed since is listed as

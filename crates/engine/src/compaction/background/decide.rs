@@ -1,19 +1,21 @@
-//! The decisions of background compaction (DESIGN §5.8), as pure functions over plain data:
-//! when a pass starts, when its snapshot no longer describes the session, how long a note not
-//! ready yet is waited for. The shell in [`super`] gathers the figures and acts on the answers.
+//! The decisions of background compaction (docs/compaction.md, *Background compaction*), as pure
+//! functions over plain data: when a pass starts, when its snapshot no longer describes the
+//! session, how long a note not ready yet is waited for. The shell in [`super`] gathers the figures
+//! and acts on the answers.
 
 use std::time::Duration;
 
 use crate::budget::Limits;
 
-/// DESIGN §9: a background pass starts at this fraction of usable input.
+/// docs/compaction.md, *Limits and configuration*: a background pass starts at this fraction of
+/// usable input.
 pub const DEFAULT_BACKGROUND_AT: f64 = 0.6;
 
 /// The kept tail a snapshot at `pressure` aims at, as a fraction of usable input: what the
 /// conversation will still add before the threshold comes out of the usual 25 %, so the tail is
-/// about 25 % of `U` when the note is committed, as a foreground pass would keep (DESIGN §5.3),
-/// instead of 25 % plus everything said meanwhile. Never below zero: the cut keeps at least the
-/// protected part anyway.
+/// about 25 % of `U` when the note is committed, as a foreground pass would keep
+/// (docs/compaction.md, *The cut*), instead of 25 % plus everything said meanwhile. Never below
+/// zero: the cut keeps at least the protected part anyway.
 pub fn snapshot_tail_fraction(limits: &Limits, pressure: u64) -> f64 {
     let to_come =
         limits.threshold.saturating_sub(pressure) as f64 / limits.usable_input.max(1) as f64;
@@ -41,7 +43,7 @@ pub struct StartCheck {
     pub busy: bool,
     /// A note was already used up since the last record (the mark re-arms after a record).
     pub spent: bool,
-    /// Auto passes hold back after failed summaries (DESIGN §5.1).
+    /// Auto passes hold back after failed summaries (docs/compaction.md, *Triggers*).
     pub backing_off: bool,
     /// `exec` lives for one turn: only inside its tool loop (after the turn's first reply).
     pub allowed_here: bool,

@@ -1,5 +1,5 @@
-//! Background compaction (DESIGN §5.8): the note is written before it is needed, so the turn
-//! that crosses the threshold does not wait for a summary.
+//! Background compaction (docs/compaction.md, *Background compaction*): the note is written before
+//! it is needed, so the turn that crosses the threshold does not wait for a summary.
 //!
 //! When pressure crosses the early mark (`compaction.background_at`, default 0.6 × `U`) and no
 //! pass is running, [`maybe_start`] takes a **snapshot** — the view, its cut plan, the anchors,

@@ -1,6 +1,6 @@
-//! What a session keeps of its background pass (DESIGN §5.8): the one slot, its snapshot and
-//! the note once prepared. Plain state below the session that holds it: the pass itself, which
-//! reads and writes the session, is the parent module.
+//! What a session keeps of its background pass (docs/compaction.md, *Background compaction*): the
+//! one slot, its snapshot and the note once prepared. Plain state below the session that holds it:
+//! the pass itself, which reads and writes the session, is the parent module.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

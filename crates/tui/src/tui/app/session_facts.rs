@@ -25,9 +25,11 @@ pub struct SessionFacts {
     pub gauge: Option<Gauge>,
     /// HEAD's live plan, as the engine last said (the status line's "plan 2/5").
     pub plan: Option<Plan>,
-    /// The note the engine writes in the background, if any (DESIGN §5.8).
+    /// The note the engine writes in the background, if any (docs/compaction.md, *Background
+    /// compaction*).
     pub background_note: Option<BackgroundState>,
-    /// A summary of the branch the user left is being written (DESIGN §2).
+    /// A summary of the branch the user left is being written (docs/journal-format.md,
+    /// *`branch_summary`*).
     pub branch_summary_writing: bool,
     /// Another session is being opened: its file's size, for the status line.
     pub opening: Option<u64>,

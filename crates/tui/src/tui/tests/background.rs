@@ -1,5 +1,5 @@
-//! The note written in the background (DESIGN §5.8) is quiet: the status line says where it is,
-//! and the capsule of a record it wrote says so.
+//! The note written in the background (docs/compaction.md, *Background compaction*) is quiet: the
+//! status line says where it is, and the capsule of a record it wrote says so.
 
 use codewhale_engine::protocol::{BackgroundState, CompactionKind, CompactionTrigger, Event};
 
@@ -47,9 +47,9 @@ fn a_record_written_in_the_background_says_so_in_its_capsule() {
     assert!(screen.contains("12k → 5k tokens (auto, written in the background) …"), "{screen}");
 }
 
-/// The summary of a branch the user left (DESIGN §2) is quiet too: the status line says it is
-/// being written; written as a turn starts, it goes above the message just sent (where the
-/// journal has it); dropped, a notice says why.
+/// The summary of a branch the user left (docs/journal-format.md, *`branch_summary`*) is quiet too:
+/// the status line says it is being written; written as a turn starts, it goes above the message
+/// just sent (where the journal has it); dropped, a notice says why.
 #[test]
 fn a_branch_summary_being_written_is_quiet_and_lands_before_the_message_sent_meanwhile() {
     use codewhale_engine::protocol::BranchSummaryState;

@@ -68,7 +68,23 @@ impl EngineError {
             EngineError::View { .. } => ErrorKind::InvalidView,
             EngineError::Unreadable { .. } => ErrorKind::Journal,
             EngineError::Branch(_) => ErrorKind::Branch,
-            EngineError::Provider(e) => ErrorKind::from_provider(&e.kind),
+            EngineError::Provider(e) => provider_kind(&e.kind),
         }
+    }
+}
+
+/// The protocol's kind of a provider failure: one to one, so a front end can tell a cancelled
+/// request from every other failure (a new provider kind does not compile until it is mapped).
+pub fn provider_kind(kind: &codewhale_provider::ErrorKind) -> ErrorKind {
+    use codewhale_provider::ErrorKind as P;
+    match kind {
+        P::ContextOverflow { .. } => ErrorKind::ContextOverflow,
+        P::RateLimited { .. } => ErrorKind::RateLimited,
+        P::Overloaded => ErrorKind::Overloaded,
+        P::Auth => ErrorKind::Auth,
+        P::BadRequest => ErrorKind::BadRequest,
+        P::Network => ErrorKind::Network,
+        P::Protocol => ErrorKind::Protocol,
+        P::Cancelled => ErrorKind::Cancelled,
     }
 }

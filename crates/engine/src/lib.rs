@@ -123,9 +123,12 @@ pub mod turn;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod turn;
 
+/// The Op/Event protocol, a types-only crate of its own; re-exported so engine code and its
+/// tests name it as before.
+pub use codewhale_protocol as protocol;
+
 pub mod eval;
 pub mod offline;
-pub mod protocol;
 pub mod sandbox;
 pub mod trust;
 

@@ -123,7 +123,7 @@ pub async fn mcp_servers(
     servers.offered().await;
     let reports = servers.reports();
     servers.shutdown().await;
-    let infos = reports.into_iter().map(crate::protocol::McpServerInfo::from_report).collect();
+    let infos = reports.into_iter().map(crate::session::mcp_tools::server_info).collect();
     Ok((infos, config.untrusted))
 }
 

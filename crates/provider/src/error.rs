@@ -10,8 +10,10 @@ use std::time::Duration;
 use crate::types::Response;
 
 /// What went wrong, in terms a caller can act on.
+///
+/// Not `#[non_exhaustive]`: the engine maps every kind to the protocol's one to one, and a new
+/// kind must not compile until that mapping decides what it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum ErrorKind {
     /// The request does not fit the model's context window. Numbers are parsed from the
     /// server's message when it states them: `limit` is the window (or the most the server

@@ -5,7 +5,7 @@
 //! `cargo bench -p codewhale-tui --bench ui` (or `scripts/bench.sh -p codewhale-tui`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use codewhale_engine::protocol::{
+use codewhale_protocol::{
     Event, EventMsg, HistoryItem, HistoryPage, Op, SubmissionId, ToolOutcome,
 };
 use codewhale_tui::tui::composer::Composer;
@@ -87,7 +87,7 @@ fn conversation(lines: usize) -> HistoryPage {
             result: Some(ToolOutcome {
                 is_error: false,
                 output: "test result: ok. 12 passed\n[exit code: 0]".into(),
-                end: codewhale_engine::protocol::CallEnd::Completed,
+                end: codewhale_protocol::CallEnd::Completed,
                 exit_code: Some(0),
                 exit_code_in_output: true,
                 reason: None,

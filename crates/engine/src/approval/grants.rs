@@ -9,32 +9,7 @@
 //! grant covers a command that names Codewhale's own configuration or trust files. Pure
 //! functions: command text in, verdict out.
 
-use std::fmt;
-
-/// One thing the user allowed "always" for this session.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Grant {
-    /// This exact shell command.
-    Command(String),
-    /// Shell commands whose words start with these (a program and its subcommand).
-    Prefix(Vec<String>),
-    /// `write_file` and `edit_file` inside the workspace.
-    Edits,
-    /// One tool of one MCP server.
-    Tool { server: String, tool: String },
-}
-
-impl fmt::Display for Grant {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Grant::Command(command) => write!(f, "the command `{command}`"),
-            Grant::Prefix(words) => write!(f, "commands starting with `{} …`", words.join(" ")),
-            Grant::Edits => f.write_str("writes and edits inside the workspace"),
-            Grant::Tool { server, tool } => write!(f, "the MCP tool `{tool}` of `{server}`"),
-        }
-    }
-}
+pub use codewhale_protocol::Grant;
 
 /// Programs that run other commands given as arguments: a prefix of them would cover anything.
 const WRAPPERS: &[&str] = &[

@@ -9,55 +9,7 @@
 
 pub mod grants;
 
-use std::fmt;
-use std::str::FromStr;
-
-use serde::{Deserialize, Serialize};
-
-/// How much the model may do without asking.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ApprovalMode {
-    /// Reads run on their own; writes and shell commands ask.
-    #[default]
-    Ask,
-    /// Reads and writes inside the workspace run on their own; shell commands ask.
-    AutoEdit,
-    /// Everything runs without asking.
-    Full,
-}
-
-impl ApprovalMode {
-    /// The spelling used in config files and on the command line.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ApprovalMode::Ask => "ask",
-            ApprovalMode::AutoEdit => "auto-edit",
-            ApprovalMode::Full => "full",
-        }
-    }
-}
-
-impl fmt::Display for ApprovalMode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for ApprovalMode {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "ask" => Ok(ApprovalMode::Ask),
-            "auto-edit" => Ok(ApprovalMode::AutoEdit),
-            "full" => Ok(ApprovalMode::Full),
-            other => {
-                Err(format!("unknown approval mode {other:?}; use one of: ask, auto-edit, full"))
-            }
-        }
-    }
-}
+pub use codewhale_protocol::ApprovalMode;
 
 /// What a tool call does, for the policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

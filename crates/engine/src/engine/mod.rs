@@ -417,8 +417,7 @@ fn no_such_call(call: &str) -> Event {
 }
 
 fn mcp_servers_event(mcp: &codewhale_mcp::Servers) -> Event {
-    let servers =
-        mcp.reports().into_iter().map(crate::protocol::McpServerInfo::from_report).collect();
+    let servers = mcp.reports().into_iter().map(crate::session::mcp_tools::server_info).collect();
     Event::McpServers { servers }
 }
 

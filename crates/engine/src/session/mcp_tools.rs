@@ -10,6 +10,7 @@ use std::sync::Arc;
 use codewhale_provider::ToolSpec;
 
 use crate::config::Config;
+use crate::protocol::{McpServerInfo, McpStatus, McpToolInfo};
 
 /// The servers and what of theirs the next request offers.
 #[derive(Debug)]
@@ -90,4 +91,21 @@ pub(crate) fn mcp_specs(offered: &[codewhale_mcp::OfferedTool]) -> Vec<ToolSpec>
             input_schema: t.input_schema.clone(),
         })
         .collect()
+}
+
+/// The protocol's form of a server report.
+pub(crate) fn server_info(r: codewhale_mcp::ServerReport) -> McpServerInfo {
+    let (status, reason) = match &r.status {
+        codewhale_mcp::Status::Disabled => (McpStatus::Disabled, None),
+        codewhale_mcp::Status::Idle => (McpStatus::Idle, None),
+        codewhale_mcp::Status::Starting => (McpStatus::Starting, None),
+        codewhale_mcp::Status::Ready => (McpStatus::Ready, None),
+        codewhale_mcp::Status::Failed(reason) => (McpStatus::Failed, Some(reason.clone())),
+    };
+    let tools = r
+        .tools
+        .into_iter()
+        .map(|t| McpToolInfo { name: t.name, description: t.description, read_only: t.read_only })
+        .collect();
+    McpServerInfo { name: r.name, target: r.target, status, reason, tools, cached: r.cached }
 }

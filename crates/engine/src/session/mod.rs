@@ -13,7 +13,7 @@
 pub mod counts;
 mod live;
 pub mod locate;
-mod mcp_tools;
+pub(crate) mod mcp_tools;
 mod open;
 mod repair;
 pub mod replay;

@@ -344,6 +344,6 @@ fn stopped(
         _ => String::new(),
     };
     let message = format!("the model request failed: {}{advice}", failure.error);
-    ctx.fail(ProtocolErrorKind::from_provider(&failure.error.kind), message);
+    ctx.fail(crate::error::provider_kind(&failure.error.kind), message);
     Ok(TurnOutcome { status: TurnStatus::Failed, text })
 }

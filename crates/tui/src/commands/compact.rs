@@ -8,10 +8,10 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use codewhale_engine::protocol::{Event, Op};
 use codewhale_engine::Env;
 use codewhale_engine::Resume;
 use codewhale_engine::{Engine, EngineParams};
+use codewhale_protocol::{Event, Op};
 
 use crate::cli::{CompactArgs, GlobalArgs};
 

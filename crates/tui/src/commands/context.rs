@@ -9,8 +9,8 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use codewhale_engine::offline::{self, ReportParams};
-use codewhale_engine::protocol::{BackgroundState, BranchInfo, ContextReport, Figure};
 use codewhale_engine::Resume;
+use codewhale_protocol::{BackgroundState, BranchInfo, ContextReport, Figure};
 
 use crate::cli::{ContextArgs, GlobalArgs};
 
@@ -173,10 +173,10 @@ const ID_ENDING: usize = 8;
 
 #[cfg(test)]
 mod tests {
-    use codewhale_engine::protocol::report::{
+    use codewhale_protocol::report::{
         ActiveReport, AnchorsReport, CoversReport, LastRound, Tokens,
     };
-    use codewhale_engine::protocol::{CompactionKind, CompactionTrigger, Source};
+    use codewhale_protocol::{CompactionKind, CompactionTrigger, Source};
 
     use super::*;
 
@@ -218,7 +218,7 @@ mod tests {
             last_round: LastRound { messages: 5, tool_results: 2, assistant_kept: 2 },
             anchors: AnchorsReport { count: 2, chars: 40, present: true },
             plan: None,
-            background: Some(codewhale_engine::protocol::report::BackgroundReport {
+            background: Some(codewhale_protocol::report::BackgroundReport {
                 state: BackgroundState::Ready,
             }),
             view: Vec::new(),

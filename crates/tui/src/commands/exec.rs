@@ -14,10 +14,10 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use codewhale_engine::protocol::{ApprovalOffer, ApprovalScope, Event, Op, TurnStatus};
 use codewhale_engine::Resume;
 use codewhale_engine::{Engine, EngineParams};
 use codewhale_engine::{Env, Overrides};
+use codewhale_protocol::{ApprovalOffer, ApprovalScope, Event, Op, TurnStatus};
 
 use crate::cli::{ExecArgs, GlobalArgs};
 

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use codewhale_engine::offline;
-use codewhale_engine::protocol::{McpServerInfo, McpStatus};
+use codewhale_protocol::{McpServerInfo, McpStatus};
 
 use crate::cli::GlobalArgs;
 
@@ -69,7 +69,7 @@ pub fn human(servers: &[McpServerInfo]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use codewhale_engine::protocol::McpToolInfo;
+    use codewhale_protocol::McpToolInfo;
 
     use super::*;
 

@@ -5,7 +5,7 @@
 //! `compact` print them as they arrive, so nothing the engine reports is only in `--json` or
 //! the log.
 
-use codewhale_engine::protocol::{Event, NoticeLevel};
+use codewhale_protocol::{Event, NoticeLevel};
 
 /// The line for `event`, without the `codewhale: ` prefix, or `None` for events that are not
 /// notices (streamed text, tool calls, usage, errors, which are printed once at the end).
@@ -32,7 +32,7 @@ pub fn line(event: &Event) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use codewhale_engine::protocol::{CompactionKind, CompactionTrigger};
+    use codewhale_protocol::{CompactionKind, CompactionTrigger};
 
     use super::*;
 

@@ -14,8 +14,8 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use codewhale_engine::protocol::{BranchSummaryState, Event, Op, TakeBack};
 use codewhale_engine::{Engine, EngineParams, Env, Resume};
+use codewhale_protocol::{BranchSummaryState, Event, Op, TakeBack};
 
 use crate::cli::{GlobalArgs, RewindArgs};
 

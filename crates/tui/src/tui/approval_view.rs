@@ -17,7 +17,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Widget};
 
-use codewhale_engine::protocol::{ApprovalOffer, ApprovalScope};
+use codewhale_protocol::{ApprovalOffer, ApprovalScope};
 
 use super::views::{frame, is_ctrl_c, View, ViewAction, ViewKind};
 use super::wrap::{wrap_line, wrap_lines};

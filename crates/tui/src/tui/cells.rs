@@ -10,7 +10,7 @@
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use codewhale_engine::protocol::{CompactionKind, CompactionTrigger};
+use codewhale_protocol::{CompactionKind, CompactionTrigger};
 
 use super::cell::folding_cell;
 pub(crate) use super::cell::gutter;

@@ -5,7 +5,7 @@
 //! closes any approval view (its call no longer waits); a streamed reply is committed before
 //! anything else is added after it, so the transcript keeps the engine's order.
 
-use codewhale_engine::protocol::{
+use codewhale_protocol::{
     AnchorChange, BranchSummaryState, Event, EventMsg, HistoryPage, NoticeLevel, TurnStats,
     TurnStatus,
 };

@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use codewhale_engine::protocol::{Event, EventMsg, Op};
 use codewhale_engine::{Engine, EngineHandle, EngineParams, Env, EventReceiver, Resume};
+use codewhale_protocol::{Event, EventMsg, Op};
 
 use super::{App, AppEvent, TuiParams};
 

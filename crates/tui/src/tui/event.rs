@@ -7,8 +7,8 @@
 //! keys and assert on exactly what the app asked for.
 
 use codewhale_engine::offline::import::{Candidate, Tool};
-use codewhale_engine::protocol::{EventMsg, Op, SubmissionId};
 use codewhale_engine::Resume;
+use codewhale_protocol::{EventMsg, Op, SubmissionId};
 
 use super::views::SessionRow;
 

@@ -11,7 +11,7 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use codewhale_engine::protocol::Op;
+use codewhale_protocol::Op;
 
 use super::app::{App, Lifecycle, Pending, HISTORY_PAGE};
 use super::cells::NoticeKind;

@@ -2,7 +2,7 @@
 //!
 //! One `select!` loop ([`run`]) over three sources — engine events, terminal input, results of
 //! effects — feeding one [`App`], plus draws scheduled by the coalescing [`FrameRequester`]. The
-//! app is plain state: it sends [`Op`](codewhale_engine::protocol::Op) values through an [`OpSink`]
+//! app is plain state: it sends [`Op`](codewhale_protocol::Op) values through an [`OpSink`]
 //! and asks the loop for I/O with [`Effect`]s, so tests drive it without a terminal or an engine.
 //! The UI never opens a session file and never calls a provider: everything it shows about the
 //! session (history pages, the context report, the anchors, the gauge) comes from engine events.

@@ -7,7 +7,7 @@
 //! through the note), and a line after them says so; the compaction itself is a
 //! capsule where its note sits.
 
-use codewhale_engine::protocol::{CallEnd, HistoryItem, HistoryPage, NoticeLevel};
+use codewhale_protocol::{CallEnd, HistoryItem, HistoryPage, NoticeLevel};
 
 use super::branch_cell::BranchSummaryCell;
 use super::cells::{
@@ -138,7 +138,7 @@ fn push_item(t: &mut Transcript, item: &HistoryItem) {
 
 #[cfg(test)]
 mod tests {
-    use codewhale_engine::protocol::{CompactionKind, CompactionTrigger, ToolOutcome};
+    use codewhale_protocol::{CompactionKind, CompactionTrigger, ToolOutcome};
     use serde_json::json;
 
     use super::*;

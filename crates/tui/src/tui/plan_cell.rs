@@ -4,7 +4,7 @@
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use codewhale_engine::protocol::{Plan, StepStatus};
+use codewhale_protocol::{Plan, StepStatus};
 
 use super::cells::Cell;
 use super::wrap::wrap_lines;
@@ -44,7 +44,7 @@ impl Cell for PlanCell {
 
 #[cfg(test)]
 mod tests {
-    use codewhale_engine::protocol::PlanStep;
+    use codewhale_protocol::PlanStep;
 
     use super::*;
 

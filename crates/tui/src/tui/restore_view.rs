@@ -13,7 +13,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Widget};
 
-use codewhale_engine::protocol::{RestoreFile, RestoreState, TakeBack};
+use codewhale_protocol::{RestoreFile, RestoreState, TakeBack};
 
 use super::views::{frame, is_ctrl_c, View, ViewAction, ViewKind};
 use super::wrap::wrap_lines;

@@ -5,11 +5,11 @@
 //! never reaches the engine (which would refuse it too, less clearly).
 
 use codewhale_engine::offline::import::{Candidate, Tool};
-use codewhale_engine::protocol::{
+use codewhale_engine::Resume;
+use codewhale_protocol::{
     AnchorInfo, BranchInfo, ContextReport, McpStatus, ModelChoice, Op, RestoreFile, RestoreState,
     StatusReport, TakeBack, UserMessageInfo, WorkspaceTrust,
 };
-use codewhale_engine::Resume;
 
 use super::app::{App, Lifecycle, Pending};
 use super::cells::{short_tokens, NoticeKind};
@@ -227,8 +227,8 @@ impl App {
     pub(crate) fn show_grants(
         &mut self,
         mode: codewhale_engine::ApprovalMode,
-        grants: Vec<codewhale_engine::protocol::Grant>,
-        sandbox: codewhale_engine::protocol::SandboxReport,
+        grants: Vec<codewhale_protocol::Grant>,
+        sandbox: codewhale_protocol::SandboxReport,
     ) {
         self.views.close(ViewKind::Grants);
         let choices = grants
@@ -250,10 +250,7 @@ impl App {
     }
 
     /// `/mcp`: each server with its status, then its tools.
-    pub(crate) fn show_mcp_servers(
-        &mut self,
-        servers: Vec<codewhale_engine::protocol::McpServerInfo>,
-    ) {
+    pub(crate) fn show_mcp_servers(&mut self, servers: Vec<codewhale_protocol::McpServerInfo>) {
         self.views.close(ViewKind::McpServers);
         let mut choices = Vec::new();
         for server in servers {

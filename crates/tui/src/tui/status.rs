@@ -119,8 +119,8 @@ impl App {
         // Quiet: the user never waits for it, so it is dim and goes before the hints do.
         if let Some(note) = self.session.background_note {
             let text = match note {
-                codewhale_engine::protocol::BackgroundState::Writing => " · writing note…",
-                codewhale_engine::protocol::BackgroundState::Ready => " · note ready",
+                codewhale_protocol::BackgroundState::Writing => " · writing note…",
+                codewhale_protocol::BackgroundState::Ready => " · note ready",
             };
             parts.push(Part { text: text.to_owned(), style: dim, right: false, rank: 4 });
         }

@@ -6,7 +6,7 @@
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use codewhale_engine::protocol::CallEnd;
+use codewhale_protocol::CallEnd;
 
 use super::ansi;
 use super::cell::{folding_cell, gutter, Cell};

@@ -11,7 +11,7 @@
 
 use crossterm::event::{Event as TermEvent, KeyEventKind};
 
-use codewhale_engine::protocol::{Op, SubmissionId};
+use codewhale_protocol::{Op, SubmissionId};
 
 use super::cells::{NoticeCell, NoticeKind, UserCell};
 use super::composer::Composer;

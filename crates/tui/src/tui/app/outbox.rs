@@ -6,7 +6,7 @@
 
 use std::collections::VecDeque;
 
-use codewhale_engine::protocol::SubmissionId;
+use codewhale_protocol::SubmissionId;
 
 use crate::tui::restore_view::RestoreTarget;
 

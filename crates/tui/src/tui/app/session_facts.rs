@@ -4,7 +4,7 @@
 //! Invariant: every field here is a copy of an engine event's value (or the model the app was
 //! started with, until the engine confirms one); the UI never derives one from another.
 
-use codewhale_engine::protocol::{BackgroundState, Figure, Plan};
+use codewhale_protocol::{BackgroundState, Figure, Plan};
 
 /// The context gauge's figures, from the engine's last `Usage` event (the same figures and
 /// labels as `/context`).

@@ -1,7 +1,7 @@
 //! The note written in the background (docs/compaction.md, *Background compaction*) is quiet: the
 //! status line says where it is, and the capsule of a record it wrote says so.
 
-use codewhale_engine::protocol::{BackgroundState, CompactionKind, CompactionTrigger, Event};
+use codewhale_protocol::{BackgroundState, CompactionKind, CompactionTrigger, Event};
 
 use super::Harness;
 
@@ -52,7 +52,7 @@ fn a_record_written_in_the_background_says_so_in_its_capsule() {
 /// just sent (where the journal has it); dropped, a notice says why.
 #[test]
 fn a_branch_summary_being_written_is_quiet_and_lands_before_the_message_sent_meanwhile() {
-    use codewhale_engine::protocol::BranchSummaryState;
+    use codewhale_protocol::BranchSummaryState;
     let summary = |state, summary: Option<&str>, reason: Option<&str>| Event::BranchSummary {
         state,
         summary: summary.map(str::to_owned),
@@ -74,7 +74,7 @@ fn a_branch_summary_being_written_is_quiet_and_lands_before_the_message_sent_mea
     h.engine(
         2,
         Event::TurnFinished {
-            status: codewhale_engine::protocol::TurnStatus::Completed,
+            status: codewhale_protocol::TurnStatus::Completed,
             text: String::new(),
             stats: Default::default(),
         },

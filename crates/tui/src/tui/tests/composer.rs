@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use codewhale_engine::protocol::{Event, Op, Source, TurnStatus};
+use codewhale_protocol::{Event, Op, Source, TurnStatus};
 use crossterm::event::{KeyCode, KeyModifiers};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;

@@ -1,7 +1,7 @@
 //! Snapshot tests of a session's past: a resumed session's history, HEAD moves, rewinds,
 //! branch summaries and edits with their diffs.
 
-use codewhale_engine::protocol::{
+use codewhale_protocol::{
     CallEnd, CompactionKind, CompactionTrigger, Event, HeadMove, HistoryItem, HistoryPage,
     NoticeLevel, Op, RestoreFile, RestoreState, TakeBack, ToolOutcome, TurnStatus,
 };

@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use codewhale_engine::protocol::{Event, EventMsg, Figure, Op, Source, SubmissionId};
+use codewhale_protocol::{Event, EventMsg, Figure, Op, Source, SubmissionId};
 use crossterm::event::{Event as TermEvent, KeyCode, KeyEvent, KeyModifiers};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;

@@ -2,7 +2,7 @@
 //! context report, anchors and history come as answers to ops, a `/compact` can be cancelled
 //! and queues what is typed meanwhile, and opening a session never blocks the screen.
 
-use codewhale_engine::protocol::{
+use codewhale_protocol::{
     AnchorInfo, CompactionTrigger, Event, Figure, HistoryItem, HistoryPage, NoticeLevel, Op, Source,
 };
 use crossterm::event::{KeyCode, KeyModifiers};
@@ -131,7 +131,7 @@ fn a_refused_compact_request_ends_the_compacting_state() {
     h.engine(
         1,
         Event::Error {
-            kind: codewhale_engine::protocol::ErrorKind::Busy,
+            kind: codewhale_protocol::ErrorKind::Busy,
             message: "a turn or a compaction is running".into(),
         },
     );

@@ -1,11 +1,11 @@
 //! The pickers and reports a Codex or Claude Code user reaches for: `/status`, `/model`
 //! without a name, `/checkout` without an id.
 
-use codewhale_engine::protocol::{
+use codewhale_protocol::ApprovalMode;
+use codewhale_protocol::SandboxMode;
+use codewhale_protocol::{
     BranchInfo, Event, Figure, ModelChoice, Op, SandboxReport, Source, StatusReport, WorkspaceTrust,
 };
-use codewhale_engine::sandbox::SandboxMode;
-use codewhale_engine::ApprovalMode;
 use crossterm::event::{KeyCode, KeyModifiers};
 
 use super::Harness;
@@ -107,7 +107,7 @@ fn esc_twice_on_an_empty_composer_walks_back_through_the_messages_to_edit_one() 
     assert!(h.ops().is_empty());
     h.key(KeyCode::Esc, KeyModifiers::NONE);
     assert_eq!(h.ops(), [Op::ListUserMessages]);
-    let messages = vec![codewhale_engine::protocol::UserMessageInfo {
+    let messages = vec![codewhale_protocol::UserMessageInfo {
         id: "0193c0de-0000-7000-8000-0000000000u1".into(),
         preview: "explain the parser".into(),
         when: "2026-12-01T10:00:00Z".into(),
@@ -118,7 +118,7 @@ fn esc_twice_on_an_empty_composer_walks_back_through_the_messages_to_edit_one() 
 
 #[test]
 fn small_honest_words_a_one_line_block_a_cut_short_turn_and_the_mouse() {
-    use codewhale_engine::protocol::{TurnStats, TurnStatus};
+    use codewhale_protocol::{TurnStats, TurnStatus};
     let mut h = Harness::new();
     h.type_str("go");
     h.enter();

@@ -1,7 +1,7 @@
 //! The plan as the engine reports it: a cell when a call changed it, "plan N/M" in the status
 //! line for as long as HEAD has a plan, nothing when it has none.
 
-use codewhale_engine::protocol::{Event, Plan, PlanStep, StepStatus};
+use codewhale_protocol::{Event, Plan, PlanStep, StepStatus};
 
 use super::Harness;
 

@@ -4,10 +4,10 @@
 
 use std::time::Duration;
 
-use codewhale_engine::protocol::{
+use codewhale_protocol::ApprovalMode;
+use codewhale_protocol::{
     ApprovalOffer, ApprovalScope, CallEnd, Event, Op, TurnStats, TurnStatus, UserMessageInfo,
 };
-use codewhale_engine::ApprovalMode;
 use crossterm::event::{KeyCode, KeyModifiers};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
@@ -151,7 +151,7 @@ fn search_branch_picker_and_grants() {
         h.engine(
             0,
             Event::Notice {
-                level: codewhale_engine::protocol::NoticeLevel::Info,
+                level: codewhale_protocol::NoticeLevel::Info,
                 message: format!("note number {i}"),
             },
         );
@@ -189,10 +189,10 @@ fn search_branch_picker_and_grants() {
     h.enter();
     let id = h.ops().len() as u64;
     let grants = vec![
-        codewhale_engine::protocol::Grant::Command("cargo fmt".to_owned()),
-        codewhale_engine::protocol::Grant::Prefix(vec!["cargo".to_owned(), "test".to_owned()]),
+        codewhale_protocol::Grant::Command("cargo fmt".to_owned()),
+        codewhale_protocol::Grant::Prefix(vec!["cargo".to_owned(), "test".to_owned()]),
     ];
-    let sandbox = codewhale_engine::protocol::SandboxReport {
+    let sandbox = codewhale_protocol::SandboxReport {
         mode: codewhale_engine::sandbox::SandboxMode::WorkspaceWrite,
         detail: "writable: /srv/ws1, /tmp; network on; Landlock ABI 6".to_owned(),
     };
@@ -238,7 +238,7 @@ fn home_end_and_the_mouse_toggle() {
         h.engine(
             0,
             Event::Notice {
-                level: codewhale_engine::protocol::NoticeLevel::Info,
+                level: codewhale_protocol::NoticeLevel::Info,
                 message: format!("line {i}"),
             },
         );

@@ -1,6 +1,6 @@
 //! The conversation: streaming, tools, compaction, interrupts, notices.
 
-use codewhale_engine::protocol::{
+use codewhale_protocol::{
     AnchorChange, CallEnd, CompactionKind, CompactionTrigger, ErrorKind, Event, NoticeLevel, Op,
     Source, TurnStatus,
 };

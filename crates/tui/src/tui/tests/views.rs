@@ -1,6 +1,6 @@
 //! Modal views, the completion popup and layout limits.
 
-use codewhale_engine::protocol::{ApprovalOffer, ApprovalScope, Event, Op};
+use codewhale_protocol::{ApprovalOffer, ApprovalScope, Event, Op};
 use crossterm::event::{KeyCode, KeyModifiers};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
@@ -10,10 +10,10 @@ use super::Harness;
 use crate::tui::app::Lifecycle;
 use crate::tui::event::{AppEvent, Effect};
 use crate::tui::views::SessionRow;
-use codewhale_engine::protocol::report::{
+use codewhale_protocol::report::{
     ActiveReport, AnchorsReport, ContextReport, CoversReport, LastRound, Tokens, ViewEntry,
 };
-use codewhale_engine::protocol::{CompactionKind, CompactionTrigger, Source};
+use codewhale_protocol::{CompactionKind, CompactionTrigger, Source};
 
 #[test]
 fn approval_modal_answers_once_always_or_denies() {
@@ -246,7 +246,7 @@ fn import_picks_another_tools_session_and_switches_to_the_imported_one() {
     assert_eq!(h.effects(), [Effect::OpenSession(codewhale_engine::Resume::Id("0190-new".into()))]);
     // The imported session opens in a fresh transcript: the report is shown there too.
     h.app.attach(Box::new(h.ops.clone()));
-    let page = codewhale_engine::protocol::HistoryPage {
+    let page = codewhale_protocol::HistoryPage {
         head: "e1".into(),
         items: Vec::new(),
         older: None,
@@ -365,7 +365,7 @@ fn a_long_trust_question_must_be_read_to_the_end_before_yes() {
 
 #[test]
 fn mcp_servers_view_shows_status_reasons_and_tools() {
-    use codewhale_engine::protocol::{McpServerInfo, McpStatus, McpToolInfo};
+    use codewhale_protocol::{McpServerInfo, McpStatus, McpToolInfo};
     let mut h = Harness::new();
     h.type_str("/mcp");
     h.enter();

@@ -29,7 +29,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget};
 
-use codewhale_engine::protocol::ApprovalScope;
+use codewhale_protocol::ApprovalScope;
 
 /// What a key in a view asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,7 +74,7 @@ pub enum ViewAction {
     /// Use this model from the next request on.
     SwitchModel(String),
     /// The answer to "what to take back?" of a rewind or fork to `to`.
-    TakeBack { to: String, take: codewhale_engine::protocol::TakeBack, fork: bool, force: bool },
+    TakeBack { to: String, take: codewhale_protocol::TakeBack, fork: bool, force: bool },
     /// The answer to `/undo`'s question.
     Undo { force: bool },
 }

@@ -6,12 +6,13 @@
 use serde::{Deserialize, Serialize};
 
 use super::kinds::{CompactionKind, CompactionTrigger};
-use crate::budget::Source;
+use crate::figure::{Figure, Source};
+use crate::ApprovalMode;
 
 /// Token breakdown of the next request.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Tokens {
-    /// The next request's size: the same figure as [`crate::protocol::Event::Usage`]'s pressure.
+    /// The next request's size: the same figure as [`crate::Event::Usage`]'s pressure.
     pub total: u64,
     /// Whether `total` is the provider's (`reported`) or Codewhale's (`estimated`).
     pub source: Source,
@@ -116,8 +117,8 @@ pub struct StatusReport {
     pub window_unverified: bool,
     pub usable_input: u64,
     /// The gauge's figure.
-    pub pressure: crate::budget::Figure,
-    pub approval: crate::approval::ApprovalMode,
+    pub pressure: Figure,
+    pub approval: ApprovalMode,
     pub trust: WorkspaceTrust,
     pub sandbox: super::values::SandboxReport,
     /// Compaction records in the session.

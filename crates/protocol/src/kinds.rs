@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 /// What kind of failure an [`Event::Error`](super::Event::Error) reports; serialized as a short
 /// stable name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(test, derive(strum::EnumIter))]
 #[serde(rename_all = "snake_case")]
-#[non_exhaustive]
 pub enum ErrorKind {
     /// A configuration problem (a bad file, no provider).
     Config,
@@ -38,25 +38,9 @@ pub enum ErrorKind {
     Cancelled,
 }
 
-impl ErrorKind {
-    /// The provider's kind, for a failed request.
-    pub fn from_provider(kind: &codewhale_provider::ErrorKind) -> ErrorKind {
-        use codewhale_provider::ErrorKind as P;
-        match kind {
-            P::ContextOverflow { .. } => ErrorKind::ContextOverflow,
-            P::RateLimited { .. } => ErrorKind::RateLimited,
-            P::Overloaded => ErrorKind::Overloaded,
-            P::Auth => ErrorKind::Auth,
-            P::BadRequest => ErrorKind::BadRequest,
-            P::Network => ErrorKind::Network,
-            P::Protocol => ErrorKind::Protocol,
-            _ => ErrorKind::Cancelled,
-        }
-    }
-}
-
 /// What started a compaction pass.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(test, derive(strum::EnumIter))]
 #[serde(rename_all = "snake_case")]
 pub enum CompactionTrigger {
     Auto,
@@ -77,6 +61,7 @@ impl CompactionTrigger {
 
 /// What a compaction pass wrote.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(test, derive(strum::EnumIter))]
 pub enum CompactionKind {
     /// A summary replaced the older part of the conversation.
     #[serde(rename = "summary")]

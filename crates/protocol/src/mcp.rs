@@ -56,32 +56,3 @@ pub struct McpToolInfo {
     /// In the server's `read_only_tools`: runs without asking.
     pub read_only: bool,
 }
-
-impl McpServerInfo {
-    /// The protocol's form of a server report.
-    pub fn from_report(r: codewhale_mcp::ServerReport) -> McpServerInfo {
-        let (status, reason) = match &r.status {
-            codewhale_mcp::Status::Disabled => (McpStatus::Disabled, None),
-            codewhale_mcp::Status::Idle => (McpStatus::Idle, None),
-            codewhale_mcp::Status::Starting => (McpStatus::Starting, None),
-            codewhale_mcp::Status::Ready => (McpStatus::Ready, None),
-            codewhale_mcp::Status::Failed(reason) => (McpStatus::Failed, Some(reason.clone())),
-        };
-        McpServerInfo {
-            name: r.name,
-            target: r.target,
-            status,
-            reason,
-            tools: r
-                .tools
-                .into_iter()
-                .map(|t| McpToolInfo {
-                    name: t.name,
-                    description: t.description,
-                    read_only: t.read_only,
-                })
-                .collect(),
-            cached: r.cached,
-        }
-    }
-}

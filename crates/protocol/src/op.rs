@@ -7,7 +7,6 @@ use super::restore::TakeBack;
 /// What the user (or a script) asks the engine to do.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-#[non_exhaustive]
 pub enum Op {
     /// A user message; starts a turn. `attachments` are workspace files the user mentioned
     /// (`@path`): each is read now and journaled after the message, for the model to read.

@@ -24,7 +24,7 @@ pub struct ApprovalOffer {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SandboxReport {
     /// The mode in effect (`off` when the kernel or the front end cannot confine).
-    pub mode: crate::sandbox::SandboxMode,
+    pub mode: crate::SandboxMode,
     /// What is writable and whether the network is open (`writable: /ws, /tmp; network on;
     /// Landlock ABI 6`), or why the sandbox is off.
     pub detail: String,

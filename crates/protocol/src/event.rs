@@ -14,8 +14,8 @@ use super::values::{
     AnchorInfo, ApprovalOffer, BackgroundState, BranchSummaryState, CallEnd, NoticeLevel,
     SandboxReport, SubmissionId, TurnStats, UserMessageInfo,
 };
-use crate::approval::Grant;
-use crate::budget::Figure;
+use crate::approval::{ApprovalMode, Grant};
+use crate::figure::Figure;
 
 /// One event with the submission that caused it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -241,7 +241,7 @@ pub enum Event {
     /// [`Op::RevokeGrant`](super::Op::RevokeGrant): the approval mode and the session's grants,
     /// numbered from 1 as [`Op::RevokeGrant`](super::Op::RevokeGrant) takes them.
     Grants {
-        mode: crate::approval::ApprovalMode,
+        mode: ApprovalMode,
         grants: Vec<Grant>,
         /// How shell commands are confined.
         sandbox: SandboxReport,

@@ -1,3 +1,5 @@
+use strum::IntoEnumIterator;
+
 use super::*;
 
 #[test]
@@ -35,10 +37,14 @@ fn typed_fields_serialize_as_their_short_names() {
     );
     assert_eq!(serde_json::to_string(&CompactionKind::PruneOnly).unwrap(), r#""prune-only""#);
     // `as_str` is the serialized name, for every variant.
-    for kind in [ErrorKind::SessionNotFound, ErrorKind::ContextFull, ErrorKind::NoSuchCall] {
+    for kind in ErrorKind::iter() {
         assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
+        assert_eq!(serde_json::from_value::<ErrorKind>(kind.as_str().into()).unwrap(), kind);
     }
-    for trigger in [CompactionTrigger::Auto, CompactionTrigger::Manual] {
+    for trigger in CompactionTrigger::iter() {
         assert_eq!(serde_json::to_value(trigger).unwrap(), trigger.as_str());
+    }
+    for kind in CompactionKind::iter() {
+        assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
     }
 }

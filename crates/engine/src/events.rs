@@ -68,13 +68,15 @@ pub enum ApprovalReply {
 pub struct ApprovalGate {
     interactive: bool,
     waiting: Mutex<HashMap<String, oneshot::Sender<ApprovalReply>>>,
+    /// An approval mode the user chose while a turn ran, for the turn's next decision.
+    mode: Mutex<Option<crate::approval::ApprovalMode>>,
 }
 
 impl ApprovalGate {
     /// `interactive` is false when nobody can answer (exec without a terminal): calls that
     /// would ask are denied at once.
     pub fn new(interactive: bool) -> ApprovalGate {
-        ApprovalGate { interactive, waiting: Mutex::new(HashMap::new()) }
+        ApprovalGate { interactive, waiting: Mutex::new(HashMap::new()), mode: Mutex::new(None) }
     }
 
     pub fn is_interactive(&self) -> bool {
@@ -92,6 +94,16 @@ impl ApprovalGate {
     pub fn answer(&self, call_id: &str, reply: ApprovalReply) -> bool {
         let sender = self.waiting.lock().unwrap_or_else(|p| p.into_inner()).remove(call_id);
         sender.is_some_and(|tx| tx.send(reply).is_ok())
+    }
+
+    /// Hands the running turn the approval mode the user just chose.
+    pub(crate) fn switch_mode(&self, mode: crate::approval::ApprovalMode) {
+        *self.mode.lock().unwrap_or_else(|p| p.into_inner()) = Some(mode);
+    }
+
+    /// The mode chosen since the last call, if any (taken: a turn applies it once).
+    pub(crate) fn take_mode(&self) -> Option<crate::approval::ApprovalMode> {
+        self.mode.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 
     /// Forgets every waiting call (the turn ended).

@@ -45,6 +45,9 @@ pub enum Event {
         /// The directory the session works in (a resumed session's own: its header's
         /// `cwd`): tools, anchors and project instructions are read there.
         workspace: String,
+        /// The approval mode the session starts in.
+        #[serde(default)]
+        approval: ApprovalMode,
     },
     TurnStarted,
     /// The turn ended (failed or interrupted) before any reply, or — sent at open — the last
@@ -164,6 +167,12 @@ pub enum Event {
     /// The model requests go to changed ([`Op::SwitchModel`](super::Op::SwitchModel)).
     ModelSwitched {
         model: String,
+        message: String,
+    },
+    /// The approval mode changed ([`Op::SetApproval`](super::Op::SetApproval)); it applies
+    /// from the next tool call on.
+    ApprovalChanged {
+        mode: ApprovalMode,
         message: String,
     },
     /// HEAD moved: a page of the new HEAD's conversation follows, and `message` (what moved,

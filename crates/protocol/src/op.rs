@@ -100,6 +100,10 @@ pub enum Op {
     },
     /// Use another model from the next request on.
     SwitchModel { model: String },
+    /// Use another approval mode from the next tool call on, also while a turn runs (the
+    /// user's Shift+Tab, `/approval MODE`); answered by
+    /// [`Event::ApprovalChanged`](super::Event::ApprovalChanged).
+    SetApproval { mode: crate::ApprovalMode },
     /// Finish: sync the journal and stop the engine.
     Shutdown,
 }

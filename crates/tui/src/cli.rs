@@ -44,6 +44,12 @@ pub struct GlobalArgs {
     #[arg(long = "base-url", global = true, value_name = "URL")]
     pub base_url: Option<String>,
 
+    /// Which tool calls run without asking: ask, auto-edit or full (Shift+Tab cycles them in
+    /// the terminal UI). Where nobody can answer (`exec` without a terminal) a call that would
+    /// ask is denied, and the model is told so.
+    #[arg(long, global = true, value_name = "MODE")]
+    pub approval: Option<ApprovalChoice>,
+
     /// Context window in tokens, overriding the model catalog.
     #[arg(long = "context-window", global = true, value_name = "N",
           value_parser = clap::value_parser!(u64).range(1..))]
@@ -251,11 +257,6 @@ pub struct ExecArgs {
     /// Print every engine event as one JSON object per line instead of the final answer.
     #[arg(long)]
     pub json: bool,
-
-    /// Which tool calls run without asking: ask, auto-edit or full. Calls that would ask are
-    /// denied (exec has no one to ask); the model is told so.
-    #[arg(long, value_name = "MODE")]
-    pub approval: Option<ApprovalChoice>,
 
     /// The prompt; several words are joined with spaces; `-` reads it from standard input.
     #[arg(required = true, num_args = 1.., value_name = "PROMPT")]

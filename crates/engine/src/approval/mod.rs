@@ -73,6 +73,11 @@ impl Policy {
     }
 
     /// Remembers `grant` for the rest of the session (once).
+    /// Switches the mode (the user's choice; the grants stay).
+    pub fn set_mode(&mut self, mode: ApprovalMode) {
+        self.mode = mode;
+    }
+
     pub fn grant(&mut self, grant: Grant) {
         if !self.grants.contains(&grant) {
             self.grants.push(grant);

@@ -35,6 +35,10 @@ pub(super) async fn handle_idle_op(
             sink.emit(id, no_such_call(&call_id))
         }
         Op::ListGrants => sink.emit(id, grants_event(session)),
+        Op::SetApproval { mode } => {
+            session.policy.set_mode(mode);
+            sink.emit(id, super::approval_changed(mode));
+        }
         Op::ListMcpServers => sink.emit(id, mcp_servers_event(session.mcp())),
         Op::RevokeGrant { index } => {
             match index.checked_sub(1).and_then(|i| session.policy.revoke(i)) {

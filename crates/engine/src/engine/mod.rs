@@ -210,6 +210,7 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
             path: session.path().display().to_string(),
             resumed: session.resumed,
             workspace: session.workspace().display().to_string(),
+            approval: session.policy.mode(),
         },
     );
     // A message the last run journaled but never answered is set aside before anything is
@@ -273,6 +274,10 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
             }
         };
         let Some((id, op)) = next else { break };
+        // A mode chosen while the last turn ran, which made no call after it.
+        if let Some(mode) = gate.take_mode() {
+            session.policy.set_mode(mode);
+        }
         match op {
             Op::UserInput { text, attachments } => {
                 let cancel = CancellationToken::new();
@@ -373,6 +378,11 @@ async fn listening<F: std::future::Future>(
                     answer(gate, sink, oid, &call_id, ApprovalReply::Deny(reason))
                 }
                 Some((oid, Op::ListMcpServers)) => sink.emit(oid, mcp_servers_event(mcp)),
+                Some((oid, Op::SetApproval { mode })) => {
+                    // Applies from the turn's next call on.
+                    gate.switch_mode(mode);
+                    sink.emit(oid, approval_changed(mode));
+                }
                 Some((
                     oid,
                     op @ (Op::GetContext
@@ -452,4 +462,17 @@ fn error_event(err: &EngineError) -> Event {
 /// nothing is written.
 fn cancel_note(session: &mut Session, sink: &EventSink, id: SubmissionId, why: &str) {
     crate::compaction::background::cancel(session, sink, id, why);
+}
+
+/// What a change of approval mode is told as.
+pub(super) fn approval_changed(mode: crate::approval::ApprovalMode) -> Event {
+    use crate::approval::ApprovalMode;
+    let what = match mode {
+        ApprovalMode::Ask => "reads run on their own; edits and commands ask first",
+        ApprovalMode::AutoEdit => {
+            "edits inside the workspace run without asking; commands ask first"
+        }
+        ApprovalMode::Full => "edits and commands run without asking, inside the sandbox",
+    };
+    Event::ApprovalChanged { mode, message: format!("approval mode {mode}: {what}") }
 }

@@ -210,7 +210,11 @@ fn run_session_tool(ctx: &TurnCtx<'_>, call: &ToolCall) -> (ToolOutput, bool) {
     }
 }
 
-fn allowed_without_asking(ctx: &TurnCtx<'_>, a: &Assessment) -> bool {
+fn allowed_without_asking(ctx: &mut TurnCtx<'_>, a: &Assessment) -> bool {
+    // A mode the user chose while this turn ran applies from this call on.
+    if let Some(mode) = ctx.gate.take_mode() {
+        ctx.session.policy.set_mode(mode);
+    }
     match a.summary() {
         Some(summary) => ctx.session.policy.decide(summary) == Decision::Allow,
         None => true,

@@ -94,3 +94,39 @@ async fn the_user_can_deny_and_approve_interactively() {
     let denied = &h.tool_results_in_request(1)[0].1;
     assert!(denied.contains("the user declined") && denied.contains("not that file"), "{denied}");
 }
+
+/// Shift+Tab while a call waits: the next call of the same turn is decided by the new mode, and
+/// the mode stays for the next turn.
+#[tokio::test]
+async fn a_mode_chosen_during_a_turn_applies_from_the_next_call() {
+    let h = Harness::new().await;
+    h.server.push(Reply::tool_call("w1", "write_file", json!({"path": "a.txt", "content": "a"})));
+    h.server.push(Reply::tool_call("w2", "write_file", json!({"path": "b.txt", "content": "b"})));
+    h.server.push(Reply::text("both written"));
+    h.server.push(Reply::tool_call("w3", "write_file", json!({"path": "c.txt", "content": "c"})));
+    h.server.push(Reply::text("third written"));
+    let mut engine = h.spawn_with(Resume::New, ApprovalMode::Ask, true);
+    let turn = engine.submit(Op::UserInput { text: "write two".into(), attachments: Vec::new() });
+    engine.until(|e| matches!(e, Event::ApprovalNeeded { call_id, .. } if call_id == "w1")).await;
+    engine.submit(Op::SetApproval { mode: ApprovalMode::AutoEdit });
+    let said = engine.until(|e| matches!(e, Event::ApprovalChanged { .. })).await;
+    let Some(Event::ApprovalChanged { mode, message }) = said.last() else { unreachable!() };
+    assert_eq!(*mode, ApprovalMode::AutoEdit);
+    assert!(message.contains("auto-edit"), "{message}");
+    // The waiting call still needs its answer; the next one does not ask.
+    engine.submit(Op::Approve { call_id: "w1".into(), scope: ApprovalScope::Once });
+    let events = engine.finish(turn).await;
+    assert_eq!(events.status, TurnStatus::Completed);
+    assert!(
+        !events.events.iter().any(
+            |e| matches!(e, Event::ApprovalNeeded { call_id, .. } if call_id == "w2")
+        ),
+        "the second write ran without asking"
+    );
+    assert_eq!(h.read("b.txt"), "b");
+    // The next turn keeps the mode.
+    let run = engine.turn("one more").await;
+    assert_eq!(run.status, TurnStatus::Completed);
+    assert_eq!(h.read("c.txt"), "c");
+    engine.shutdown().await;
+}

@@ -32,7 +32,7 @@ pub fn run(
     let params = EngineParams {
         home: home.to_path_buf(),
         workspace,
-        overrides: super::exec::overrides(global, None),
+        overrides: super::exec::overrides(global),
         env: Env::from_process(),
         resume,
         interactive: false,
@@ -107,6 +107,7 @@ left\nNone\n## Open questions\nNone\n## Next action\nGo on.\n## Reference\nNone"
             model: Some("gpt-4.1".into()),
             base_url: Some(server.openai_base_url()),
             context_window: Some(50_000),
+            approval: None,
             home: Some(home.path().to_path_buf()),
             trust: false,
         };
@@ -165,7 +166,7 @@ left\nNone\n## Open questions\nNone\n## Next action\nGo on.\n## Reference\nNone"
             home: home.path(),
             cwd: ws.path(),
             resume: Resume::Last,
-            overrides: super::super::exec::overrides(&global, None),
+            overrides: super::super::exec::overrides(&global),
         })
         .unwrap();
         assert_eq!(report.compactions, 1);

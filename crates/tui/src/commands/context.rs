@@ -30,7 +30,7 @@ pub fn run(
         home,
         cwd: &cwd,
         resume,
-        overrides: super::exec::overrides(global, None),
+        overrides: super::exec::overrides(global),
     })?;
     if args.json {
         outln!("{}", serde_json::to_string(&report).context("cannot encode the report")?);

@@ -19,7 +19,7 @@ pub fn run(home: &Path, global: &GlobalArgs, args: EvalArgs) -> anyhow::Result<E
     let _log = crate::logging::init(home);
     let params = EvalParams {
         home: home.to_path_buf(),
-        overrides: super::exec::overrides(global, None),
+        overrides: super::exec::overrides(global),
         env: Env::from_process(),
         scenarios: args.scenario,
         passes: usize::from(args.passes),

@@ -22,16 +22,13 @@ use codewhale_protocol::{ApprovalOffer, ApprovalScope, Event, Op, TurnStatus};
 use crate::cli::{ExecArgs, GlobalArgs};
 
 /// The command-line overrides of the configuration.
-pub fn overrides(
-    global: &GlobalArgs,
-    approval: Option<codewhale_engine::ApprovalMode>,
-) -> Overrides {
+pub fn overrides(global: &GlobalArgs) -> Overrides {
     Overrides {
         provider: global.provider.map(|p| p.name().to_owned()),
         model: global.model.clone(),
         base_url: global.base_url.clone(),
         context_window: global.context_window,
-        approval,
+        approval: global.approval.map(Into::into),
     }
 }
 
@@ -67,7 +64,7 @@ pub fn run(
     let params = EngineParams {
         home: home.to_path_buf(),
         workspace,
-        overrides: overrides(global, args.approval.map(Into::into)),
+        overrides: overrides(global),
         env: Env::from_process(),
         resume,
         interactive: can_ask,

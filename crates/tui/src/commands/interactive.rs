@@ -55,7 +55,7 @@ pub fn run_with(
 ) -> anyhow::Result<ExitCode> {
     let home = crate::home::resolve(global.home.as_ref())?;
     let workspace = super::workspace_dir(workspace)?;
-    let overrides = super::exec::overrides(global, None);
+    let overrides = super::exec::overrides(global);
     // What would stop the session from opening (no provider, a bad config, no such session)
     // is said here, before the terminal is taken over; the session itself loads in the UI.
     let probe = EngineParams {

@@ -18,7 +18,7 @@ pub fn list(
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     let workspace = super::workspace_dir(workspace)?;
-    let overrides = super::exec::overrides(global, None);
+    let overrides = super::exec::overrides(global);
     let runtime = super::runtime()?;
     let (servers, untrusted) = runtime.block_on(offline::mcp_servers(
         home,

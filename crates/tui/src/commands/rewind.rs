@@ -35,7 +35,7 @@ pub fn run(
     let params = EngineParams {
         home: home.to_path_buf(),
         workspace,
-        overrides: super::exec::overrides(global, None),
+        overrides: super::exec::overrides(global),
         env: Env::from_process(),
         resume,
         interactive: false,

@@ -61,8 +61,9 @@ impl App {
         let pending = self.outbox.answered(msg.id);
         match msg.event {
             Event::SessionOpening { bytes, .. } => self.session.opening = Some(bytes),
-            Event::SessionConfigured { session_id, model, resumed, workspace, .. } => {
+            Event::SessionConfigured { session_id, model, resumed, workspace, approval, .. } => {
                 self.session.workspace = Some(workspace.into());
+                self.session.approval = approval;
                 self.session.opening = None;
                 let short: String = session_id.chars().take(8).collect();
                 let what = if resumed { "resumed session" } else { "new session" };
@@ -195,6 +196,10 @@ impl App {
             }
             Event::ModelSwitched { model, message } => {
                 self.session.model = model;
+                self.notice(NoticeKind::Info, message);
+            }
+            Event::ApprovalChanged { mode, message } => {
+                self.session.approval = mode;
                 self.notice(NoticeKind::Info, message);
             }
             // After the page of the new HEAD: shown under its conversation.

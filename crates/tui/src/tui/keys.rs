@@ -83,6 +83,7 @@ impl App {
             }
             KeyCode::Char('z') if ctrl => self.effects.push(Effect::Suspend),
             KeyCode::Char('s') if ctrl => self.send_now(),
+            KeyCode::BackTab => self.cycle_approval(),
             KeyCode::Esc => self.on_esc(),
             KeyCode::PageUp => self.scroll_up(page),
             KeyCode::PageDown => self.transcript.scroll_down(page),
@@ -398,5 +399,19 @@ impl App {
                 }
             }
         }
+    }
+}
+
+impl App {
+    /// Shift+Tab: the next approval mode, ask → auto-edit → full → ask. Also while a turn
+    /// runs: the engine applies it from the next tool call on.
+    pub(crate) fn cycle_approval(&mut self) {
+        use codewhale_protocol::ApprovalMode;
+        let mode = match self.session.approval {
+            ApprovalMode::Ask => ApprovalMode::AutoEdit,
+            ApprovalMode::AutoEdit => ApprovalMode::Full,
+            ApprovalMode::Full => ApprovalMode::Ask,
+        };
+        self.submit(Op::SetApproval { mode });
     }
 }

@@ -66,8 +66,8 @@ impl SlashCommand {
             SlashCommand::Fork | SlashCommand::Rewind => "[entry-id]",
             SlashCommand::Checkout => "[entry-id]",
             SlashCommand::Model => "[model]",
+            SlashCommand::Approval => "[ask | auto-edit | full]",
             SlashCommand::Context
-            | SlashCommand::Approval
             | SlashCommand::Mcp
             | SlashCommand::Status
             | SlashCommand::Trust
@@ -110,8 +110,8 @@ impl SlashCommand {
                 "Take back the file changes of the last turn (a file changed by someone else since is overwritten only on a second yes)."
             }
             SlashCommand::Approval => {
-                "Show the approval mode, the sandbox mode and this session's \"always\" grants; d \
-                 revokes one."
+                "Show the approval mode, the sandbox mode and this session's \"always\" grants (d \
+                 revokes one); with a mode, switch to it (Shift+Tab cycles them)."
             }
             SlashCommand::Mcp => {
                 "Show the MCP servers: each one's status (starting, ready, failed and why) and its tools."
@@ -257,6 +257,11 @@ pub const KEYS: &[(&str, &str)] = &[
          composer: quit",
     ),
     ("Ctrl+S", "with messages queued: interrupt the turn so they are sent now"),
+    (
+        "Shift+Tab",
+        "cycle the approval mode: ask → auto-edit → full (shown in the status line; applies from \
+         the next tool call, also while a turn runs)",
+    ),
     ("Ctrl+Z", "suspend (back with `fg`)"),
     ("Ctrl+D", "quit (on an empty composer)"),
     (

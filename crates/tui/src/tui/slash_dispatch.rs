@@ -70,9 +70,15 @@ impl App {
                     self.outbox.expect(id, Pending::BranchPick { fork });
                 }
             }
-            SlashCommand::Approval => {
+            SlashCommand::Approval if args.is_empty() => {
                 self.submit(Op::ListGrants);
             }
+            SlashCommand::Approval => match args.parse::<codewhale_protocol::ApprovalMode>() {
+                Ok(mode) => {
+                    self.submit(Op::SetApproval { mode });
+                }
+                Err(why) => self.notice(NoticeKind::Warning, why),
+            },
             SlashCommand::Mcp => {
                 self.submit(Op::ListMcpServers);
             }

@@ -4,6 +4,7 @@
 //! transcript search is open, the line is the search bar.
 
 use super::text_width;
+use codewhale_protocol::ApprovalMode;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
@@ -149,6 +150,15 @@ impl App {
         }
         if self.screen.mouse_capture {
             parts.push(Part { text: "mouse · ".to_owned(), style: dim, right: true, rank: 5 });
+        }
+        // The default mode says nothing; the others stay in sight (Shift+Tab cycles them).
+        match self.session.approval {
+            ApprovalMode::Ask => {}
+            mode @ (ApprovalMode::AutoEdit | ApprovalMode::Full) => {
+                let color = if mode == ApprovalMode::Full { Color::Red } else { Color::Yellow };
+                let text = format!("{mode} · ");
+                parts.push(Part { text, style: Style::new().fg(color), right: true, rank: 3 });
+            }
         }
         if let Some(plan) = &self.session.plan {
             let text = format!("{} · ", plan.progress());

@@ -9,6 +9,7 @@ mod import;
 mod journal_check;
 mod mcp_cli;
 mod one_truth_pty;
+mod peer_habits_pty;
 mod pty;
 mod rewind_cli;
 mod rewind_pty;

@@ -4,7 +4,7 @@
 //! Invariant: every field here is a copy of an engine event's value (or the model the app was
 //! started with, until the engine confirms one); the UI never derives one from another.
 
-use codewhale_protocol::{BackgroundState, Figure, Plan};
+use codewhale_protocol::{ApprovalMode, BackgroundState, Figure, Plan};
 
 /// The context gauge's figures, from the engine's last `Usage` event (the same figures and
 /// labels as `/context`).
@@ -33,6 +33,8 @@ pub struct SessionFacts {
     pub branch_summary_writing: bool,
     /// Another session is being opened: its file's size, for the status line.
     pub opening: Option<u64>,
+    /// The approval mode tool calls are decided by (Shift+Tab cycles it).
+    pub approval: ApprovalMode,
 }
 
 impl SessionFacts {

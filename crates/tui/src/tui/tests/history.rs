@@ -21,6 +21,7 @@ fn a_resumed_session_shows_its_history_first() {
             path: "sessions/s2.jsonl".into(),
             resumed: true,
             workspace: "project".into(),
+            approval: Default::default(),
         },
     );
     let page = HistoryPage {

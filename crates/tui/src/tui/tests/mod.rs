@@ -48,6 +48,7 @@ impl Harness {
                 path: "sessions/s.jsonl".into(),
                 resumed: false,
                 workspace: "project".into(),
+                approval: Default::default(),
             },
         );
         h

@@ -1,0 +1,35 @@
+//! The habits users bring from other coding agents, in a pseudo-terminal with the real binary:
+//! `--approval` and Shift+Tab for the approval mode.
+
+use codewhale_provider::test_support::{MockServer, Reply};
+use serde_json::json;
+
+use super::pty::{mock_args, Pty};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approval_flag_and_shift_tab_set_the_mode_the_status_line_shows() {
+    let server = MockServer::start().await.unwrap();
+    server.push(Reply::tool_call("w", "write_file", json!({"path": "a.txt", "content": "a\n"})));
+    server.push(Reply::text("Wrote a.txt."));
+    let (home, ws) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut args = mock_args(&server.openai_base_url());
+    args.extend(["--approval", "auto-edit"].map(str::to_owned));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut pty = Pty::spawn(&args, &home, &ws);
+    pty.wait_for("ready").await;
+    pty.wait_for("auto-edit ·").await;
+    // auto-edit: the write runs without a question.
+    pty.ask("write a.txt", "Wrote a.txt.").await;
+    assert_eq!(std::fs::read_to_string(ws.path().join("a.txt")).unwrap(), "a\n");
+    assert!(!pty.contents().contains("Allow"), "nothing asked:\n{}", pty.contents());
+    // Shift+Tab: full, then ask (the default, which the status line does not name).
+    pty.send(b"\x1b[Z");
+    pty.wait_for("approval mode full").await;
+    pty.wait_for("full ·").await;
+    pty.send(b"\x1b[Z");
+    pty.wait_for("approval mode ask").await;
+    pty.send(b"/approval auto-edit\r");
+    pty.wait_for("approval mode auto-edit: edits inside").await;
+    pty.send(b"\x04");
+    assert!(pty.wait_exit().await.success());
+}

@@ -157,6 +157,7 @@ async fn exec(params: EngineParams, prompt: String, json: bool) -> anyhow::Resul
     let mut errors: Vec<String> = Vec::new();
     let mut stdout = std::io::stdout().lock();
     let mut stdout_closed = false;
+    let mut tool_lines = super::notices::ToolLines::default();
     loop {
         let msg = tokio::select! {
             msg = events.recv() => msg,
@@ -174,6 +175,9 @@ async fn exec(params: EngineParams, prompt: String, json: bool) -> anyhow::Resul
         }
         if !json {
             if let Some(line) = super::notices::line(&msg.event) {
+                errln!("codewhale: {line}");
+            }
+            if let Some(line) = tool_lines.line(&msg.event) {
                 errln!("codewhale: {line}");
             }
         }

@@ -18,8 +18,9 @@ impl Setup {
     async fn new() -> Setup {
         Setup {
             server: MockServer::start().await.unwrap(),
-            // Outside the system temp dir, like a real home: one the sandbox leaves writable
-            // gets a warning at start, and these tests read stderr whole.
+            // Not under the temp dir codewhale is given (`cli::child_tmp`), like a real home:
+            // one the sandbox leaves writable gets a warning at start, and these tests read
+            // stderr whole.
             home: tempfile::tempdir().unwrap(),
             ws: tempfile::tempdir().unwrap(),
         }
@@ -66,7 +67,11 @@ async fn prints_the_final_answer_after_a_tool_loop() {
     let out = s.exec(&["--approval", "full", "make", "a", "file"]).await;
     assert!(out.status.success(), "stderr: {}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "I made the file.\n");
-    assert_eq!(text(&out.stderr), "", "nothing but the answer reaches the terminal");
+    assert_eq!(
+        text(&out.stderr),
+        "codewhale: shell `echo made > made.txt` · done\n",
+        "nothing but the answer and the call's line reach the terminal"
+    );
     assert_eq!(std::fs::read_to_string(s.ws.path().join("made.txt")).unwrap(), "made\n");
     let user = &s.server.requests()[0].body["messages"][1];
     assert_eq!(user["content"], "make a file");
@@ -402,6 +407,33 @@ async fn plain_exec_prints_every_notice_on_stderr() {
     assert!(!stderr.contains("compacting the conversation"), "one line per pass: {stderr}");
     assert_eq!(stderr.matches("codewhale: compacted (summary, ").count(), 1, "{stderr}");
     assert_eq!(text(&out.stdout), "done\n");
+}
+
+/// Plain `exec` names every tool call on stderr as it ends: what it touched and how it ended,
+/// a denial with what would allow it, a failure with its exit code.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_exec_prints_one_line_per_tool_call() {
+    let s = Setup::new().await;
+    std::fs::write(s.ws.path().join("notes.md"), "hello\n").unwrap();
+    s.server.push(Reply::tool_call("r", "read_file", json!({"path": "notes.md"})));
+    s.server.push(Reply::tool_call("w", "write_file", json!({"path": "out.txt", "content": "x"})));
+    s.server.push(Reply::tool_call("s", "shell", json!({"command": "exit 3"})));
+    s.server.push(Reply::text("finished"));
+    let out = s.exec(&["--approval", "auto-edit", "go"]).await;
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("codewhale: read_file notes.md · done\n"), "{stderr}");
+    assert!(stderr.contains("codewhale: write_file out.txt · done\n"), "{stderr}");
+    assert!(
+        stderr.contains("codewhale: shell `exit 3` · denied: it needs approval and nobody can answer"),
+        "{stderr}"
+    );
+    assert_eq!(text(&out.stdout), "finished\n");
+    s.server.push(Reply::tool_call("s2", "shell", json!({"command": "exit 3"})));
+    s.server.push(Reply::text("it failed"));
+    let out = s.exec(&["--approval", "full", "--last", "again"]).await;
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("codewhale: shell `exit 3` · failed (exit code 3)\n"), "{stderr}");
 }
 
 /// `codewhale compact` on a conversation with nothing to shrink says so and exits 0.

@@ -152,6 +152,13 @@ fn user_item(journal: &Journal, u: &UserPayload, id: String, covered: bool) -> O
     if u.anchor {
         return Some(HistoryItem::Anchor { id, text, covered });
     }
+    if let Some(shell) = &u.user_shell {
+        let prefix = crate::user_shell::model_text(&shell.command, "");
+        let output = text.strip_prefix(prefix.as_str()).unwrap_or(&text).to_owned();
+        let exit_code = shell.exit_code.and_then(|c| i32::try_from(c).ok());
+        let command = shell.command.clone();
+        return Some(HistoryItem::UserShell { id, command, output, exit_code, covered });
+    }
     // Engine notes to the model are not the user's words.
     (u.is_plain() && !text.is_empty()).then_some(HistoryItem::User { id, text, covered })
 }

@@ -122,6 +122,10 @@ pub(crate) mod tools;
 pub mod turn;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod turn;
+#[cfg(feature = "internals")]
+pub mod user_shell;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod user_shell;
 
 /// The Op/Event protocol, a types-only crate of its own; re-exported so engine code and its
 /// tests name it as before.

@@ -66,7 +66,7 @@ pub use load::{load_read_only, torn_path, write_index, LoadError, LoadWarning, L
 pub use payload::{
     kind, AssistantPayload, Attachment, Bounded, BranchSummaryPayload, CallEnd, CompactionPath,
     CompactionPayload, Covers, FileChange, HeadPayload, HeadReason, HeaderPayload, Level, Payload,
-    Reads, Receipt, SystemPayload, ToolResultPayload, Trigger, Usage, UserPayload,
+    Reads, Receipt, SystemPayload, ToolResultPayload, Trigger, Usage, UserPayload, UserShell,
     BRANCH_SUMMARY_PREFIX,
 };
 pub use sidecar::index_path;

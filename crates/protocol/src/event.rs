@@ -87,6 +87,21 @@ pub enum Event {
         call_id: String,
         text: String,
     },
+    /// The user's own command (`!CMD`) started; its output arrives as
+    /// [`Event::ToolOutputDelta`]s with the same `call_id`.
+    UserShellStarted {
+        call_id: String,
+        command: String,
+    },
+    /// The user's own command ended; `output` is what the model will read of it.
+    UserShellFinished {
+        call_id: String,
+        command: String,
+        output: String,
+        end: CallEnd,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit_code: Option<i32>,
+    },
     ToolCallFinished {
         call_id: String,
         name: String,

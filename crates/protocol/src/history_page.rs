@@ -91,6 +91,16 @@ pub enum HistoryItem {
         summary: String,
         covered: bool,
     },
+    /// A shell command the user ran themselves (`!CMD`), with its output.
+    UserShell {
+        id: String,
+        command: String,
+        output: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit_code: Option<i32>,
+        #[serde(default)]
+        covered: bool,
+    },
     /// A local notice kept in the journal (an error, a refusal), with the level it was
     /// journaled with.
     Notice {

@@ -98,6 +98,10 @@ pub enum Op {
         #[serde(default)]
         force: bool,
     },
+    /// Run the user's own shell command (`!CMD` in the composer): no approval, the session's
+    /// sandbox; its output is journaled for the model to read with the next message. Runs like
+    /// a turn (`interrupt` stops it).
+    UserShell { command: String },
     /// Use another model from the next request on.
     SwitchModel { model: String },
     /// Use another approval mode from the next tool call on, also while a turn runs (the

@@ -121,7 +121,11 @@ pub(super) async fn handle_idle_op(
         Op::PreviewRestore { to } => Request { session, sink, id }.preview(to),
         Op::Undo { force } => Request { session, sink, id }.undo(force).await,
         // Handled in `run`.
-        Op::UserInput { .. } | Op::Compact { .. } | Op::Shutdown | Op::AwaitBranchSummary => {}
+        Op::UserInput { .. }
+        | Op::Compact { .. }
+        | Op::UserShell { .. }
+        | Op::Shutdown
+        | Op::AwaitBranchSummary => {}
     }
 }
 

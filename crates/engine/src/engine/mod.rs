@@ -312,6 +312,14 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
                 sink.emit(id, session.usage_event(None, None));
                 answer_deferred(&mut session, &sink, deferred).await;
             }
+            Op::UserShell { command } => {
+                let cancel = CancellationToken::new();
+                let mcp = session.mcp().clone();
+                let run = crate::user_shell::run(&mut session, &sink, id, command, cancel.clone());
+                let (stop, deferred) = listening(run, &mut ops, &sink, &gate, &cancel, &mcp).await;
+                shutdown = stop;
+                answer_deferred(&mut session, &sink, deferred).await;
+            }
             Op::AwaitBranchSummary => {
                 // Ops wait meanwhile, a `shutdown` sent right after among them (that is how
                 // `codewhale rewind` uses it); the wait is bounded by the summary's timeout.
@@ -454,7 +462,7 @@ fn mcp_notice(event: codewhale_mcp::ServerEvent) -> Event {
     Event::Notice { level, message }
 }
 
-fn error_event(err: &EngineError) -> Event {
+pub(crate) fn error_event(err: &EngineError) -> Event {
     Event::Error { kind: err.kind(), message: err.to_string() }
 }
 

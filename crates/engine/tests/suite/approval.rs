@@ -118,9 +118,10 @@ async fn a_mode_chosen_during_a_turn_applies_from_the_next_call() {
     let events = engine.finish(turn).await;
     assert_eq!(events.status, TurnStatus::Completed);
     assert!(
-        !events.events.iter().any(
-            |e| matches!(e, Event::ApprovalNeeded { call_id, .. } if call_id == "w2")
-        ),
+        !events
+            .events
+            .iter()
+            .any(|e| matches!(e, Event::ApprovalNeeded { call_id, .. } if call_id == "w2")),
         "the second write ran without asking"
     );
     assert_eq!(h.read("b.txt"), "b");

@@ -50,6 +50,20 @@ record! {
         /// A synthetic entry holding a file the user attached (`@path`): the model reads it
         /// with the turn; compaction may prune it like a tool result.
         attachment: Option<Attachment> = "attachment" opt,
+        /// A synthetic entry holding a shell command the user ran themselves (`!CMD`) and its
+        /// output: the model reads it with the next message.
+        user_shell: Option<UserShell> = "user_shell" opt,
+    }
+}
+
+record! {
+    /// The user's own shell command a `user_shell` entry holds.
+    #[derive(Default)]
+    pub struct UserShell {
+        /// The command, as typed after `!`.
+        command: String = "command" req,
+        /// Its exit code, when it exited by itself.
+        exit_code: Option<i64> = "exit_code" info_opt,
     }
 }
 

@@ -61,7 +61,9 @@ impl App {
         let pending = self.outbox.answered(msg.id);
         match msg.event {
             Event::SessionOpening { bytes, .. } => self.session.opening = Some(bytes),
-            Event::SessionConfigured { session_id, model, resumed, workspace, approval, .. } => {
+            Event::SessionConfigured {
+                session_id, model, resumed, workspace, approval, ..
+            } => {
                 self.session.workspace = Some(workspace.into());
                 self.session.approval = approval;
                 self.session.opening = None;
@@ -108,6 +110,26 @@ impl App {
                 self.progress.clock = self.progress.clock.max(std::time::Instant::now());
                 self.progress.running_since.push((call_id, self.progress.clock));
                 self.lifecycle = Lifecycle::RunningTool { name };
+            }
+            Event::UserShellStarted { call_id, command } => {
+                let running = ToolState::Running { elapsed_secs: 0, live: String::new() };
+                self.transcript.push(ToolCell::user_shell(call_id.clone(), &command, running));
+                self.progress.clock = self.progress.clock.max(std::time::Instant::now());
+                self.progress.running_since.push((call_id, self.progress.clock));
+                self.lifecycle = Lifecycle::RunningTool { name: format!("!{command}") };
+            }
+            Event::UserShellFinished { call_id, output, end, exit_code, .. } => {
+                self.progress.running_since.retain(|(id, _)| *id != call_id);
+                let done = ToolState::Done {
+                    end,
+                    exit_code,
+                    exit_code_in_output: exit_code.is_some(),
+                    reason: None,
+                    output,
+                };
+                self.set_tool_state(&call_id, done);
+                self.lifecycle = Lifecycle::Idle;
+                self.send_queued();
             }
             Event::ToolOutputDelta { call_id, text } => {
                 self.transcript.update_last(|cell| {

@@ -50,6 +50,7 @@ fn is_covered(item: &HistoryItem) -> bool {
         | HistoryItem::Assistant { covered, .. }
         | HistoryItem::Anchor { covered, .. }
         | HistoryItem::Tool { covered, .. }
+        | HistoryItem::UserShell { covered, .. }
         | HistoryItem::BranchSummary { covered, .. } => *covered,
         _ => false,
     }
@@ -101,6 +102,20 @@ fn push_item(t: &mut Transcript, item: &HistoryItem) {
             let mut cell = ToolCell::new(call_id.clone(), name.clone(), input);
             cell.state = state;
             t.push(Covered::new(cell, *covered));
+        }
+        HistoryItem::UserShell { id, command, output, exit_code, covered } => {
+            let end = match exit_code {
+                Some(0) => CallEnd::Completed,
+                _ => CallEnd::Failed,
+            };
+            let state = ToolState::Done {
+                end,
+                exit_code: *exit_code,
+                exit_code_in_output: exit_code.is_some(),
+                reason: None,
+                output: output.clone(),
+            };
+            t.push(Covered::new(ToolCell::user_shell(id.clone(), command, state), *covered));
         }
         HistoryItem::Compaction {
             id,

@@ -227,6 +227,11 @@ pub const KEYS: &[(&str, &str)] = &[
     ("Ctrl+G", "edit the draft in $VISUAL / $EDITOR"),
     ("Ctrl+X", "unfold the pasted-text chip before the cursor into its text"),
     ("@", "mention a workspace file: pick it, and its content goes with the message"),
+    (
+        "! (first)",
+        "run the rest of the line as your own shell command: no approval, in the sandbox; its \
+         output shows as a cell and the model reads it with your next message",
+    ),
     ("Tab", "complete a slash command or an @ file"),
     ("PageUp / PageDown", "scroll the transcript; at the top it loads earlier messages"),
     (

@@ -73,6 +73,18 @@ impl ToolCell {
         }
     }
 
+    /// A shell command the user ran themselves (`!CMD`): shown as `! command`.
+    pub fn user_shell(call_id: String, command: &str, state: ToolState) -> ToolCell {
+        ToolCell {
+            call_id,
+            name: "!".to_owned(),
+            summary: command.replace('\n', "⏎"),
+            state,
+            expanded: false,
+            focused: false,
+        }
+    }
+
     /// Adds output that just arrived to the live view.
     pub fn push_live(&mut self, text: &str) {
         if let ToolState::Running { live, .. } = &mut self.state {

@@ -425,7 +425,9 @@ async fn plain_exec_prints_one_line_per_tool_call() {
     assert!(stderr.contains("codewhale: read_file notes.md · done\n"), "{stderr}");
     assert!(stderr.contains("codewhale: write_file out.txt · done\n"), "{stderr}");
     assert!(
-        stderr.contains("codewhale: shell `exit 3` · denied: it needs approval and nobody can answer"),
+        stderr.contains(
+            "codewhale: shell `exit 3` · denied: it needs approval and nobody can answer"
+        ),
         "{stderr}"
     );
     assert_eq!(text(&out.stdout), "finished\n");

@@ -33,3 +33,25 @@ async fn approval_flag_and_shift_tab_set_the_mode_the_status_line_shows() {
     pty.send(b"\x04");
     assert!(pty.wait_exit().await.success());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bang_runs_the_users_own_command_and_the_model_reads_it_next() {
+    let server = MockServer::start().await.unwrap();
+    server.push(Reply::text("It printed the greeting."));
+    let (home, ws) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let args = mock_args(&server.openai_base_url());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    // The default mode, ask: the user's own command is never asked about.
+    let mut pty = Pty::spawn(&args, &home, &ws);
+    pty.wait_for("ready").await;
+    pty.send(b"!echo hello-from-you > said.txt; cat said.txt\r");
+    pty.wait_for("! echo hello-from-you").await;
+    pty.wait_for("ready").await;
+    assert_eq!(std::fs::read_to_string(ws.path().join("said.txt")).unwrap(), "hello-from-you\n");
+    assert!(server.requests().is_empty(), "running it asks no model");
+    pty.ask("what did it print?", "It printed the greeting.").await;
+    let sent = server.requests()[0].body["messages"].to_string();
+    assert!(sent.contains("hello-from-you") && sent.contains("what did it print?"), "{sent}");
+    pty.send(b"\x04");
+    assert!(pty.wait_exit().await.success());
+}

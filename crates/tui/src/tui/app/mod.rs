@@ -318,9 +318,24 @@ impl App {
         self.transcript.scroll_down(usize::MAX);
     }
 
-    /// Starts a turn with `message`; false when no session is open to take it.
+    /// Starts a turn with `message` — or, for `!CMD`, runs the user's own command; false when
+    /// no session is open to take it.
     pub(crate) fn send_message(&mut self, message: Outgoing) -> bool {
         let Outgoing { text, attachments } = message;
+        if let Some(command) = text.trim_start().strip_prefix('!') {
+            if command.trim().is_empty() {
+                let said = "nothing to run: type a command after `!`, e.g. `!git status`";
+                self.notice(NoticeKind::Warning, said);
+                return true;
+            }
+            // The engine's `user_shell_started` adds the cell.
+            let op = Op::UserShell { command: command.to_owned() };
+            if self.submit(op).is_none() {
+                return false;
+            }
+            self.lifecycle = Lifecycle::RunningTool { name: format!("!{}", command.trim()) };
+            return true;
+        }
         let op = Op::UserInput { text: text.clone(), attachments: attachments.clone() };
         if self.submit(op).is_none() {
             return false;

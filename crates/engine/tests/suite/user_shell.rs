@@ -1,0 +1,80 @@
+//! `!CMD` through the engine: the user's own command runs without asking, its output streams,
+//! and it is journaled as a synthetic `user_shell` entry the model reads with the next message
+//! (merged into that message's request), shown in history pages as its own item.
+
+use codewhale_engine::approval::ApprovalMode;
+use codewhale_engine::protocol::{CallEnd, Event, HistoryItem, Op, TurnStatus};
+use codewhale_journal::{load_read_only, Payload};
+use codewhale_provider::test_support::Reply;
+
+use super::common::{session_file, Harness};
+
+#[tokio::test]
+async fn the_users_command_runs_unasked_and_the_model_reads_it_with_the_next_message() {
+    let h = Harness::new().await;
+    h.server.push(Reply::text("Two tests failed, I see."));
+    // Ask mode with nobody to ask: a model's shell call would be denied; the user's is not.
+    let mut engine = h.spawn(ApprovalMode::Ask);
+    engine.submit(Op::UserShell { command: "echo ran-by-user; exit 2".into() });
+    let events = engine.until(|e| matches!(e, Event::UserShellFinished { .. })).await;
+    let Some(Event::UserShellFinished { output, end, exit_code, command, .. }) = events.last()
+    else {
+        unreachable!()
+    };
+    assert_eq!(command, "echo ran-by-user; exit 2");
+    assert_eq!((*end, *exit_code), (CallEnd::Failed, Some(2)));
+    assert!(output.contains("ran-by-user"), "{output}");
+    assert!(events.iter().any(|e| matches!(e, Event::UserShellStarted { .. })));
+    assert!(
+        events.iter().any(
+            |e| matches!(e, Event::ToolOutputDelta { text, .. } if text.contains("ran-by-user"))
+        ),
+        "the output streams"
+    );
+    // Sent right after the command ended: the engine is idle again.
+    let run = engine.turn("why did it fail?").await;
+    assert_eq!(run.status, TurnStatus::Completed);
+    let messages = &h.server.requests()[0].body["messages"];
+    let sent = messages.to_string();
+    assert!(sent.contains("The user ran this shell command in the workspace themselves"), "{sent}");
+    assert!(sent.contains("ran-by-user"), "{sent}");
+    assert!(sent.contains("why did it fail?"), "{sent}");
+    // One user message holds both: the command's output first, then the question.
+    let users: Vec<_> =
+        messages.as_array().unwrap().iter().filter(|m| m["role"] == "user").collect();
+    assert_eq!(users.len(), 1, "{sent}");
+    // The history page shows the command as its own item, not as the user's words.
+    engine.submit(Op::GetHistory { before: None, limit: 50 });
+    let events = engine.until(|e| matches!(e, Event::History { .. })).await;
+    let Some(Event::History { page }) = events.last() else { unreachable!() };
+    let shell = page
+        .items
+        .iter()
+        .find_map(|i| match i {
+            HistoryItem::UserShell { command, output, exit_code, .. } => {
+                Some((command.clone(), output.clone(), *exit_code))
+            }
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(shell.0, "echo ran-by-user; exit 2");
+    assert!(shell.1.starts_with("ran-by-user"), "{}", shell.1);
+    assert_eq!(shell.2, Some(2));
+    let as_user_words = page
+        .items
+        .iter()
+        .any(|i| matches!(i, HistoryItem::User { text, .. } if text.contains("ran-by-user")));
+    assert!(!as_user_words);
+    engine.shutdown().await;
+    let journal = load_read_only(&session_file(h.home.path())).unwrap().journal;
+    let entry = journal
+        .entries()
+        .iter()
+        .find_map(|e| match &e.payload {
+            Payload::User(u) if u.user_shell.is_some() => Some(u.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(entry.synthetic);
+    assert_eq!(entry.user_shell.unwrap().exit_code, Some(2));
+}

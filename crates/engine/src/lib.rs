@@ -142,7 +142,7 @@ pub use codewhale_journal::replace;
 
 pub use approval::ApprovalMode;
 pub use config::{ConfigError, Env, Overrides};
-pub use engine::{Engine, EngineHandle, EngineParams, EventReceiver};
+pub use engine::{Engine, EngineHandle, EngineParams, EventReceiver, FrontEndSettings};
 pub use error::EngineError;
 pub use hints::FrontEnd;
 pub use redact::{holds_secret, warm_up as warm_up_redaction};

@@ -42,7 +42,7 @@ pub use kinds::{CompactionKind, CompactionTrigger, ErrorKind};
 pub use mcp::{McpServerInfo, McpStatus, McpToolInfo};
 pub use op::{ApprovalScope, Op};
 pub use values::{
-    AnchorInfo, ApprovalOffer, BackgroundState, BranchSummaryState, CallEnd, NoticeLevel,
+    AnchorInfo, ApprovalOffer, BackgroundState, BranchSummaryState, CallEnd, NoticeLevel, Notify,
     SandboxReport, SubmissionId, TurnStats, UserMessageInfo,
 };
 

@@ -122,3 +122,20 @@ pub enum NoticeLevel {
     /// [`Event::Error`](super::Event::Error)).
     Error,
 }
+
+/// How a front end calls the user back when a turn ends, an approval waits or a compaction
+/// finishes while its terminal is not focused (`[tui] notify`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Notify {
+    /// A desktop notification where the terminal is known to show one (OSC 9, or OSC 777 for
+    /// the terminals that speak that), the bell elsewhere.
+    #[default]
+    Auto,
+    /// Always OSC 9.
+    Osc9,
+    /// Always the bell.
+    Bell,
+    /// Never.
+    Off,
+}

@@ -13,6 +13,7 @@ use codewhale_provider::{OpenAiServer, ProviderKind};
 use serde::Deserialize;
 use toml::Spanned;
 
+use super::TuiConfig;
 use super::{CompactionConfig, Config, ConfigError, RedactionConfig, ShellConfig};
 use crate::approval::ApprovalMode;
 use crate::sandbox::{SandboxConfig, SandboxMode};
@@ -45,6 +46,8 @@ struct FileConfig {
     redaction: FileRedaction,
     #[serde(default)]
     sandbox: FileSandbox,
+    #[serde(default)]
+    tui: FileTui,
     trusted_workspaces: Option<Spanned<Vec<String>>>,
     // Not `Spanned`: a table written with dotted keys (`mcp_servers.x.command = "sh"`) has no
     // span of its own, and `Spanned` refuses it; errors find the table in the text instead.
@@ -112,6 +115,12 @@ struct FileSandbox {
     #[serde(default)]
     writable: Vec<String>,
     network: Option<bool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileTui {
+    notify: Option<codewhale_protocol::Notify>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -260,6 +269,7 @@ pub fn parse_scoped(path: &Path, text: &str, scope: Scope) -> Result<Config, Con
             writable: file.sandbox.writable,
             network: file.sandbox.network,
         },
+        tui: TuiConfig { notify: file.tui.notify },
         trusted_workspaces,
         untrusted: None,
         mcp_servers,

@@ -113,6 +113,8 @@ pub struct Config {
     pub redaction: RedactionConfig,
     /// `[sandbox]`: how the commands the model runs are confined.
     pub sandbox: crate::sandbox::SandboxConfig,
+    /// `[tui]`: what the terminal UI does beside the conversation.
+    pub tui: TuiConfig,
     /// Workspaces whose config is trusted whatever it says (user file only).
     pub trusted_workspaces: Vec<String>,
     /// Workspace settings ignored because the workspace is not trusted.
@@ -122,6 +124,13 @@ pub struct Config {
     /// Things to say once about the files read: a file skipped because it is not a regular
     /// file.
     pub notices: Vec<String>,
+}
+
+/// `[tui]` as configured.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TuiConfig {
+    /// How the user is called back while the terminal is not focused (default `auto`).
+    pub notify: Option<codewhale_protocol::Notify>,
 }
 
 /// Values from the command line; each one set beats both files.
@@ -323,6 +332,7 @@ impl Config {
         over(&mut self.shell.max_processes, other.shell.max_processes);
         over(&mut self.sandbox.mode, other.sandbox.mode);
         over(&mut self.sandbox.network, other.sandbox.network);
+        over(&mut self.tui.notify, other.tui.notify);
         self.sandbox.writable.extend(other.sandbox.writable);
         for (name, value) in other.shell.env {
             self.shell.env.retain(|(n, _)| *n != name);

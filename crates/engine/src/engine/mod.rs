@@ -89,6 +89,13 @@ impl EngineHandle {
 #[derive(Debug)]
 pub struct Engine;
 
+/// Settings a front end honours itself, read from the configuration files.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FrontEndSettings {
+    /// `[tui] notify`: how the user is called back while the terminal is not focused.
+    pub notify: crate::protocol::Notify,
+}
+
 impl Engine {
     /// Loads the configuration, opens (or creates) the session and starts the engine task.
     /// Must be called inside a tokio runtime. Fails before anything runs when the
@@ -109,8 +116,9 @@ impl Engine {
     /// Checks, without opening or creating anything, what would make opening fail at once:
     /// the configuration, the provider, the workspace and the session to resume. A front end
     /// calls it before taking over the terminal, so such an error is a plain one-line message;
-    /// [`Engine::spawn_opening`] then loads the session off its task.
-    pub fn preflight(params: &EngineParams) -> Result<(), EngineError> {
+    /// [`Engine::spawn_opening`] then loads the session off its task. Returns the settings
+    /// that are the front end's own (`[tui]`).
+    pub fn preflight(params: &EngineParams) -> Result<FrontEndSettings, EngineError> {
         let current = std::fs::canonicalize(&params.workspace)
             .map_err(|source| EngineError::Workspace { path: params.workspace.clone(), source })?;
         let workspace =
@@ -122,7 +130,7 @@ impl Engine {
             Resume::Id(id) => drop(crate::session::find_by_id(&params.home, id)?),
             Resume::Last => drop(crate::session::find_last(&params.home, &current)?),
         }
-        Ok(())
+        Ok(FrontEndSettings { notify: config.tui.notify.unwrap_or_default() })
     }
 
     /// Like [`Engine::spawn`], but returns at once: the session is opened on a worker thread

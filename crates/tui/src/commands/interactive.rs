@@ -66,8 +66,8 @@ pub fn run_with(
         resume: resume.clone().unwrap_or_default(),
         ..EngineParams::default()
     };
-    match Engine::preflight(&probe) {
-        Ok(()) => {}
+    let settings = match Engine::preflight(&probe) {
+        Ok(settings) => settings,
         Err(EngineError::NoProvider) => {
             // A local server may already be running: say how to use it, besides the help.
             let found =
@@ -83,7 +83,7 @@ pub fn run_with(
             return Ok(ExitCode::from(1));
         }
         Err(err) => return Err(err.into()),
-    }
+    };
     // The tokenizer takes a while to build; start it before the first frame.
     codewhale_engine::warm_up();
     codewhale_engine::warm_up_redaction();
@@ -95,7 +95,9 @@ pub fn run_with(
         None => None,
     };
     let home_hint = global.home.clone();
-    let params = TuiParams { home: home.clone(), workspace, overrides, resume, trust, home_hint };
+    let notify = settings.notify;
+    let params =
+        TuiParams { home: home.clone(), workspace, overrides, resume, trust, home_hint, notify };
     let runtime = super::runtime()?;
     let outcome = runtime.block_on(tui::run(params))?;
     // A session with no message is not kept: no hint for something that does not exist.

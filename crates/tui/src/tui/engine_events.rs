@@ -162,6 +162,7 @@ impl App {
                 self.lifecycle = Lifecycle::Streaming { thinking: false };
             }
             Event::ApprovalNeeded { call_id, name, input, reason, offers, diff } => {
+                self.call_back(&format!("Codewhale: {name} waits for your approval"));
                 let view = ApprovalView::new(call_id, name, &input, reason, offers, diff);
                 self.views.push(view);
                 self.lifecycle = Lifecycle::AwaitingApproval;
@@ -261,6 +262,15 @@ impl App {
                     tokens_after,
                     background,
                 };
+                // One inside a turn is followed by the turn's own end: called back once.
+                if self.lifecycle == (Lifecycle::Compacting { in_turn: false }) {
+                    let said = format!(
+                        "Codewhale: compacted, {} → {} tokens",
+                        short_tokens(tokens_before),
+                        short_tokens(tokens_after)
+                    );
+                    self.call_back(&said);
+                }
                 self.transcript.push(CompactionCell::new(summary, Some(note)));
                 self.end_compaction();
             }
@@ -282,6 +292,11 @@ impl App {
                 self.end_compaction();
             }
             Event::TurnFinished { status, stats, .. } => {
+                self.call_back(match status {
+                    TurnStatus::Completed => "Codewhale: the turn is done",
+                    TurnStatus::Interrupted => "Codewhale: the turn was interrupted",
+                    TurnStatus::Failed => "Codewhale: the turn failed",
+                });
                 self.progress.turn_ended();
                 self.transcript.finish_active(status != TurnStatus::Completed);
                 if stats.requests > 0 {

@@ -64,6 +64,8 @@ pub enum Effect {
     Copy(String),
     /// Turn mouse capture on or off.
     MouseCapture(bool),
+    /// Write these bytes to the terminal: a notification or the bell.
+    Notify(String),
     /// Open another session (off the UI task); once it is open, the current engine stops.
     OpenSession(Resume),
     /// Remember the answer about trusting the workspace's config, then open the session

@@ -32,6 +32,7 @@ pub mod frame;
 mod keys;
 pub mod markdown;
 pub mod mentions;
+pub mod notify;
 pub mod page_cells;
 pub mod plan_cell;
 pub mod prompts;
@@ -84,6 +85,8 @@ pub struct TuiParams {
     pub trust: Option<codewhale_engine::trust::Question>,
     /// The `--home` the user gave, if any: suggested commands repeat it.
     pub home_hint: Option<PathBuf>,
+    /// `[tui] notify`: how to call the user back while the terminal is not focused.
+    pub notify: codewhale_protocol::Notify,
 }
 
 /// How the session ended, for the line printed after the terminal is restored.
@@ -123,6 +126,7 @@ pub async fn run(params: TuiParams) -> anyhow::Result<Outcome> {
     };
     let mut app = App::new(sink, params.overrides.model.clone().unwrap_or_default());
     app.screen.keyboard_enhanced = keyboard_enhanced;
+    app.screen.notify = notify::method(params.notify, |k| std::env::var(k).ok());
     match composer::prompt_history::load(&history_file) {
         Ok(entries) => app.composer = composer::Composer::with_history(entries),
         Err(e) => {
@@ -277,6 +281,12 @@ pub async fn run(params: TuiParams) -> anyhow::Result<Outcome> {
                 }
                 Effect::MouseCapture(on) => {
                     terminal::set_mouse_capture(on).context("cannot change mouse capture")?
+                }
+                Effect::Notify(bytes) => {
+                    // Best effort: a terminal that cannot take it loses nothing.
+                    let mut out = std::io::stdout();
+                    let _ = std::io::Write::write_all(&mut out, bytes.as_bytes());
+                    let _ = std::io::Write::flush(&mut out);
                 }
                 Effect::LoadSessions { all } => {
                     let tx = app_tx.clone();

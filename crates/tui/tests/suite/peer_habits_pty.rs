@@ -55,3 +55,27 @@ async fn a_bang_runs_the_users_own_command_and_the_model_reads_it_next() {
     pty.send(b"\x04");
     assert!(pty.wait_exit().await.success());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_that_ends_while_the_terminal_is_unfocused_sends_osc_9() {
+    let server = MockServer::start().await.unwrap();
+    server.push(Reply::text("First answer."));
+    server.push(Reply::text("Second answer."));
+    let (home, ws) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    std::fs::write(home.path().join("config.toml"), "[tui]\nnotify = \"osc9\"\n").unwrap();
+    let args = mock_args(&server.openai_base_url());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut pty = Pty::spawn(&args, &home, &ws);
+    pty.wait_for("ready").await;
+    // The terminal reports that the user went to another window.
+    pty.send(b"\x1b[O");
+    pty.ask("first", "First answer.").await;
+    let done = b"\x1b]9;Codewhale: the turn is done\x07";
+    pty.wait_for_bytes(done).await;
+    // Back in the window: no notification.
+    pty.send(b"\x1b[I");
+    pty.ask("second", "Second answer.").await;
+    assert_eq!(pty.raw_count(done), 1, "only the turn that ended unseen called back");
+    pty.send(b"\x04");
+    assert!(pty.wait_exit().await.success());
+}

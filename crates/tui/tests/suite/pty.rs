@@ -23,8 +23,14 @@ pub const COLS: u16 = 100;
 pub const WAIT: Duration = Duration::from_secs(30);
 
 /// A running `codewhale` in a pseudo-terminal.
+/// The most bytes of output [`Pty`] keeps raw.
+const RAW_CAP: usize = 16 << 20;
+
 pub struct Pty {
     pub screen: Arc<Mutex<vt100::Parser>>,
+    /// Every byte the program wrote (the first [`RAW_CAP`]), for what a screen does not show:
+    /// a notification, the bell.
+    raw: Arc<Mutex<Vec<u8>>>,
     writer: Arc<Mutex<Box<dyn Write + Send>>>,
     pub child: Box<dyn Child + Send + Sync>,
     _master: Box<dyn MasterPty + Send>,
@@ -101,6 +107,8 @@ impl Pty {
             Arc::new(Mutex::new(pair.master.take_writer().unwrap()));
         let screen = Arc::new(Mutex::new(vt100::Parser::new(rows, COLS, 0)));
         let sink = Arc::clone(&screen);
+        let raw = Arc::new(Mutex::new(Vec::new()));
+        let raw_sink = Arc::clone(&raw);
         let answers = Arc::clone(&writer);
         std::thread::spawn(move || {
             let mut buf = [0u8; 4096];
@@ -110,6 +118,11 @@ impl Pty {
                     break;
                 }
                 sink.lock().unwrap().process(&buf[..n]);
+                {
+                    let mut raw = raw_sink.lock().unwrap();
+                    let room = RAW_CAP.saturating_sub(raw.len());
+                    raw.extend_from_slice(&buf[..n.min(room)]);
+                }
                 tail.extend_from_slice(&buf[..n]);
                 // The cursor position report a terminal sends for `ESC [ 6 n`.
                 if let Some(at) = find(&tail, b"\x1b[6n") {
@@ -137,7 +150,27 @@ impl Pty {
                 tail.drain(..keep);
             }
         });
-        Pty { screen, writer, child, _master: pair.master }
+        Pty { screen, raw, writer, child, _master: pair.master }
+    }
+
+    /// How often `needle` occurs in what the program wrote.
+    pub fn raw_count(&self, needle: &[u8]) -> usize {
+        let raw = self.raw.lock().unwrap();
+        raw.windows(needle.len()).filter(|w| *w == needle).count()
+    }
+
+    /// Waits until the program has written `needle`, like [`Pty::wait_for`] for the screen.
+    pub async fn wait_for_bytes(&self, needle: &[u8]) {
+        let start = Instant::now();
+        while self.raw_count(needle) == 0 {
+            assert!(
+                start.elapsed() < WAIT,
+                "{:?} was never written; screen:\n{}",
+                String::from_utf8_lossy(needle),
+                self.contents()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 
     pub fn contents(&self) -> String {

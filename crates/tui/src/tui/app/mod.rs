@@ -199,6 +199,8 @@ impl App {
                 }
             }
             AppEvent::Input(TermEvent::Mouse(mouse)) => self.on_mouse(mouse),
+            AppEvent::Input(TermEvent::FocusGained) => self.screen.focused = true,
+            AppEvent::Input(TermEvent::FocusLost) => self.screen.focused = false,
             AppEvent::Input(_) => {}
             AppEvent::EngineGone => {
                 if self.keys.quitting {
@@ -433,5 +435,15 @@ impl App {
             && !self.popups.popup_dismissed
             && !self.composer.is_recalled()
             && !slash::completions(&self.composer.text()).is_empty()
+    }
+}
+
+impl App {
+    /// Calls the user back with `text` if they are looking elsewhere (the terminal lost the
+    /// focus) and notifications are on.
+    pub(crate) fn call_back(&mut self, text: &str) {
+        if let (false, Some(method)) = (self.screen.focused, self.screen.notify) {
+            self.effects.push(Effect::Notify(super::notify::sequence(method, text)));
+        }
     }
 }

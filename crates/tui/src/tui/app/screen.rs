@@ -22,10 +22,22 @@ pub struct Screen {
     pub mouse_capture: bool,
     /// The transcript search, while open.
     pub search: Option<Search>,
+    /// Whether the terminal has the focus, as its focus reports last said (true until one
+    /// says otherwise: a terminal that never reports is never notified).
+    pub focused: bool,
+    /// How the user is called back while the terminal is not focused (`None`: never).
+    pub notify: Option<super::super::notify::Method>,
 }
 
 impl Default for Screen {
     fn default() -> Screen {
-        Screen { viewport: (80, 20), keyboard_enhanced: false, mouse_capture: false, search: None }
+        Screen {
+            viewport: (80, 20),
+            keyboard_enhanced: false,
+            mouse_capture: false,
+            search: None,
+            focused: true,
+            notify: None,
+        }
     }
 }

@@ -184,6 +184,14 @@ pub enum Event {
         model: String,
         message: String,
     },
+    /// The answer to [`Op::GetDiff`](super::Op::GetDiff): the workspace's changes since the
+    /// session started, as one unified diff (`files` files differ; `since` says what it
+    /// compares with).
+    WorkspaceDiff {
+        diff: String,
+        files: u64,
+        since: String,
+    },
     /// The approval mode changed ([`Op::SetApproval`](super::Op::SetApproval)); it applies
     /// from the next tool call on.
     ApprovalChanged {

@@ -102,6 +102,9 @@ pub enum Op {
     /// sandbox; its output is journaled for the model to read with the next message. Runs like
     /// a turn (`interrupt` stops it).
     UserShell { command: String },
+    /// Ask what changed in the workspace since the session started
+    /// ([`Event::WorkspaceDiff`](super::Event::WorkspaceDiff)).
+    GetDiff,
     /// Use another model from the next request on.
     SwitchModel { model: String },
     /// Use another approval mode from the next tool call on, also while a turn runs (the

@@ -16,6 +16,7 @@ pub(crate) mod ops;
 pub mod restore;
 pub mod snapshot;
 pub mod store;
+pub mod workspace_diff;
 
 use std::path::Path;
 

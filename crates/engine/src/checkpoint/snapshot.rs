@@ -45,6 +45,11 @@ pub struct WorktreeSnapshot {
 }
 
 impl WorktreeSnapshot {
+    /// The index bytes this snapshot is (kept as a session's `/diff` baseline).
+    pub fn index_bytes(&self) -> &[u8] {
+        &self.index
+    }
+
     fn entries(&self) -> Result<Vec<IndexEntry<'_>>, String> {
         if self.index.is_empty() {
             return Ok(Vec::new());
@@ -74,8 +79,10 @@ impl std::fmt::Debug for WorktreeSnapshot {
 pub fn warm_up(store: FileStore, workspace: PathBuf) {
     let spawned = std::thread::Builder::new().name("codewhale-snapshot".into()).spawn(move || {
         if let Some(snapshots) = Snapshots::find(&store, &workspace) {
-            if let Err(e) = snapshots.snapshot() {
-                tracing::warn!("the first worktree snapshot failed: {e}");
+            match snapshots.snapshot() {
+                // The session's first snapshot is what `/diff` compares with, ever after.
+                Ok(first) => super::workspace_diff::keep_baseline(&store, &first),
+                Err(e) => tracing::warn!("the first worktree snapshot failed: {e}"),
             }
         }
     });
@@ -203,6 +210,11 @@ impl Snapshots {
             Err(e) => return Err(format!("cannot read the snapshot index: {e}")),
         };
         Ok(WorktreeSnapshot { index, hash_len: self.hash_len() })
+    }
+
+    /// A snapshot kept as `index` bytes earlier (a session's baseline).
+    pub fn from_index(&self, index: Vec<u8>) -> WorktreeSnapshot {
+        WorktreeSnapshot { index, hash_len: self.hash_len() }
     }
 
     /// The object id length of Codewhale's repository: SHA-256 when git made it so (a user's

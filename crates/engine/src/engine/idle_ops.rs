@@ -59,6 +59,32 @@ pub(super) async fn handle_idle_op(
             sink.emit(id, Event::UserMessages { messages: session.user_messages() })
         }
         Op::GetStatus => sink.emit(id, Event::Status { status: Box::new(session.status_report()) }),
+        Op::GetDiff => {
+            // git hashes the worktree: off the engine task's thread.
+            let (store, workspace) = (session.file_store(), session.workspace().to_path_buf());
+            let recorded = crate::checkpoint::restore::changes_from(session.journal(), 0);
+            let found = tokio::task::spawn_blocking(move || {
+                crate::checkpoint::workspace_diff::since_start(&store, &workspace, recorded)
+            })
+            .await;
+            match found {
+                Ok(Ok(d)) => sink.emit(
+                    id,
+                    Event::WorkspaceDiff { diff: d.diff, files: d.files as u64, since: d.since },
+                ),
+                Ok(Err(reason)) => sink.emit(
+                    id,
+                    Event::Error {
+                        kind: ErrorKind::Io,
+                        message: format!("cannot compare the workspace: {reason}"),
+                    },
+                ),
+                Err(e) => sink.emit(
+                    id,
+                    Event::Error { kind: ErrorKind::Io, message: format!("/diff stopped: {e}") },
+                ),
+            }
+        }
         Op::ListModels => sink.emit(id, Event::Models { models: session.model_choices() }),
         Op::ListBranches => sink
             .emit(id, Event::Branches { branches: crate::branches::branches(session.journal()) }),

@@ -409,6 +409,7 @@ async fn listening<F: std::future::Future>(
                     | Op::ListUserMessages
                     | Op::ListBranches
                     | Op::GetStatus
+                    | Op::GetDiff
                     | Op::ListModels),
                 )) => deferred.push((oid, op)),
                 Some((oid, _)) => sink.emit(oid, Event::Error {

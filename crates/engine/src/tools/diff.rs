@@ -39,26 +39,35 @@ pub fn preview(workspace: &std::path::Path, name: &str, input: &Value) -> Option
         }
         _ => return None,
     };
-    let old_text = before.as_deref().unwrap_or("");
-    let (from, to) = match before {
-        Some(_) => (format!("a/{shown}"), format!("b/{shown}")),
-        None => ("/dev/null".to_owned(), format!("b/{shown}")),
-    };
-    // A large rewrite could keep the diff busy for seconds; past the deadline it is
-    // approximated (still a correct diff, only less minimal), so a write never waits on it.
-    let diff =
-        similar::TextDiff::configure().timeout(DIFF_TIMEOUT).diff_lines(old_text, after.as_str());
-    let mut text = diff.unified_diff().context_radius(3).header(&from, &to).to_string();
+    let mut text = unified(&shown, before.as_deref(), Some(&after));
     if text.is_empty() {
         text = format!("{shown}: no change\n");
     }
-    if text.len() > MAX_DIFF_BYTES {
-        let end = text.floor_char_boundary(MAX_DIFF_BYTES);
+    Some(cap(text, MAX_DIFF_BYTES))
+}
+
+/// The unified diff of `shown` from `before` to `after` (`None`: the file is absent on that
+/// side, shown as `/dev/null`); empty when they are equal.
+pub fn unified(shown: &str, before: Option<&str>, after: Option<&str>) -> String {
+    let from = before.map_or_else(|| "/dev/null".to_owned(), |_| format!("a/{shown}"));
+    let to = after.map_or_else(|| "/dev/null".to_owned(), |_| format!("b/{shown}"));
+    // A large rewrite could keep the diff busy for seconds; past the deadline it is
+    // approximated (still a correct diff, only less minimal), so nobody waits on it.
+    let diff = similar::TextDiff::configure()
+        .timeout(DIFF_TIMEOUT)
+        .diff_lines(before.unwrap_or(""), after.unwrap_or(""));
+    diff.unified_diff().context_radius(3).header(&from, &to).to_string()
+}
+
+/// `text` cut to `max` bytes with a line saying how much of the diff was left out.
+pub fn cap(mut text: String, max: usize) -> String {
+    if text.len() > max {
+        let end = text.floor_char_boundary(max);
         let left = text[end..].lines().count();
         text.truncate(end);
         text.push_str(&format!("\n[... {left} more lines of the diff not shown ...]\n"));
     }
-    Some(text)
+    text
 }
 
 #[cfg(test)]

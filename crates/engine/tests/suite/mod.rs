@@ -19,4 +19,4 @@ mod resume;
 mod rewind;
 mod tool_loop;
 mod turn;
-mod user_shell;
+mod user_commands;

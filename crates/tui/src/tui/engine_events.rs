@@ -78,6 +78,12 @@ impl App {
                 }
                 self.session.session_id = session_id;
                 self.session.model = model;
+                if let Some(old) = self.session.kept.take().filter(|_| !resumed) {
+                    self.notice(
+                        NoticeKind::Info,
+                        format!("the conversation {old} is kept: /resume {old} brings it back"),
+                    );
+                }
             }
             Event::History { page } => self.on_history(page, pending),
             Event::MessageTakenBack { text } => self.message_taken_back(text),
@@ -182,6 +188,22 @@ impl App {
             Event::UserMessages { messages } => self.show_branch_points(messages, pending),
             Event::Branches { branches } => self.show_branch_tips(branches, pending),
             Event::Models { models } => self.show_models(models),
+            Event::WorkspaceDiff { diff, files, since } => {
+                if files == 0 {
+                    self.notice(NoticeKind::Info, format!("no changes since {since}"));
+                } else {
+                    let lines = diff
+                        .lines()
+                        .map(|l| {
+                            let style = super::diff_cell::diff_style(l);
+                            ratatui::text::Line::styled(l.to_owned(), style)
+                        })
+                        .collect();
+                    let s = if files == 1 { "" } else { "s" };
+                    let title = format!("{files} file{s} changed since {since}");
+                    self.views.push(TextView::from_lines(title, lines));
+                }
+            }
             Event::Status { status } => {
                 self.views.push(TextView::new("status", &status_text(&status)))
             }

@@ -10,6 +10,7 @@ pub enum SlashCommand {
     Context,
     Anchor,
     New,
+    Clear,
     Resume,
     Sessions,
     Import,
@@ -17,6 +18,8 @@ pub enum SlashCommand {
     Checkout,
     Rewind,
     Undo,
+    Diff,
+    Init,
     Model,
     Approval,
     Mcp,
@@ -39,6 +42,7 @@ impl SlashCommand {
             SlashCommand::Context => "context",
             SlashCommand::Anchor => "anchor",
             SlashCommand::New => "new",
+            SlashCommand::Clear => "clear",
             SlashCommand::Resume => "resume",
             SlashCommand::Sessions => "sessions",
             SlashCommand::Import => "import",
@@ -46,6 +50,8 @@ impl SlashCommand {
             SlashCommand::Checkout => "checkout",
             SlashCommand::Rewind => "rewind",
             SlashCommand::Undo => "undo",
+            SlashCommand::Diff => "diff",
+            SlashCommand::Init => "init",
             SlashCommand::Model => "model",
             SlashCommand::Approval => "approval",
             SlashCommand::Mcp => "mcp",
@@ -67,13 +73,16 @@ impl SlashCommand {
             SlashCommand::Checkout => "[entry-id]",
             SlashCommand::Model => "[model]",
             SlashCommand::Approval => "[ask | auto-edit | full]",
+            SlashCommand::Init => "[what else to cover]",
             SlashCommand::Context
             | SlashCommand::Mcp
             | SlashCommand::Status
             | SlashCommand::Trust
             | SlashCommand::New
+            | SlashCommand::Clear
             | SlashCommand::Sessions
             | SlashCommand::Undo
+            | SlashCommand::Diff
             | SlashCommand::Help
             | SlashCommand::Quit => "",
         }
@@ -92,6 +101,9 @@ impl SlashCommand {
                 "Pin a note that every later checkpoint restates verbatim; `list` shows them, `rm N` removes one."
             }
             SlashCommand::New => "Start a new session in this workspace.",
+            SlashCommand::Clear => {
+                "Start a new conversation in this workspace with a clear screen; the current one is kept and /resume brings it back."
+            }
             SlashCommand::Resume => {
                 "Continue an earlier session of this workspace (a picker, or the given id)."
             }
@@ -108,6 +120,12 @@ impl SlashCommand {
             }
             SlashCommand::Undo => {
                 "Take back the file changes of the last turn (a file changed by someone else since is overwritten only on a second yes)."
+            }
+            SlashCommand::Diff => {
+                "Show what changed in the workspace since the session started (tracked and untracked files), as a scrollable colored diff; Esc closes it."
+            }
+            SlashCommand::Init => {
+                "Ask the model to write AGENTS.md for this repository, or update the one there (through the usual approvals)."
             }
             SlashCommand::Approval => {
                 "Show the approval mode, the sandbox mode and this session's \"always\" grants (d \
@@ -138,6 +156,7 @@ impl SlashCommand {
             | SlashCommand::Approval
             | SlashCommand::Mcp
             | SlashCommand::Status
+            | SlashCommand::Diff
             | SlashCommand::Help
             | SlashCommand::Quit => true,
             SlashCommand::Sessions
@@ -145,6 +164,8 @@ impl SlashCommand {
             | SlashCommand::Compact
             | SlashCommand::Anchor
             | SlashCommand::New
+            | SlashCommand::Clear
+            | SlashCommand::Init
             | SlashCommand::Resume
             | SlashCommand::Fork
             | SlashCommand::Checkout

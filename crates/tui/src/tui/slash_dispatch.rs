@@ -49,6 +49,27 @@ impl App {
             }
             SlashCommand::Anchor => self.anchor(&args),
             SlashCommand::New => self.effects.push(Effect::OpenSession(Resume::New)),
+            SlashCommand::Clear => {
+                // Said once the new conversation is on screen.
+                let old: String = self.session.session_id.chars().take(8).collect();
+                self.session.kept = (!old.is_empty()).then_some(old);
+                self.effects.push(Effect::OpenSession(Resume::New));
+            }
+            SlashCommand::Diff => {
+                if self.submit(Op::GetDiff).is_some() && self.lifecycle.busy() {
+                    self.notice(NoticeKind::Info, "the diff follows when this ends");
+                }
+            }
+            SlashCommand::Init => {
+                let mut prompt = INIT_PROMPT.to_owned();
+                if !args.is_empty() {
+                    prompt.push_str(&format!("\n\nAlso: {args}"));
+                }
+                let message = super::app::Outgoing { text: prompt, attachments: Vec::new() };
+                if !self.send_message(message) {
+                    self.notice(NoticeKind::Warning, "no session is open to take /init");
+                }
+            }
             SlashCommand::Resume if args.is_empty() => {
                 self.effects.push(Effect::LoadSessions { all: false })
             }
@@ -440,3 +461,6 @@ fn import_label(c: &Candidate) -> String {
     let prompt = c.first_prompt.as_deref().unwrap_or("(no prompt found)");
     format!("{when}  {kib:>7} KiB  {prompt}")
 }
+
+/// What `/init` asks the model (our own words, in `assets/prompts/init.md`).
+const INIT_PROMPT: &str = include_str!("../../../../assets/prompts/init.md");

@@ -79,3 +79,88 @@ async fn a_turn_that_ends_while_the_terminal_is_unfocused_sends_osc_9() {
     pty.send(b"\x04");
     assert!(pty.wait_exit().await.success());
 }
+
+fn git(ws: &std::path::Path, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(args)
+        .current_dir(ws)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slash_diff_shows_the_workspace_changes_since_the_session_started() {
+    let server = MockServer::start().await.unwrap();
+    let (home, ws) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    std::fs::write(ws.path().join("a.txt"), "one\n").unwrap();
+    git(ws.path(), &["init", "-q"]);
+    git(ws.path(), &["add", "."]);
+    git(ws.path(), &["commit", "-qm", "start"]);
+    // Changed before the session: not part of its diff.
+    std::fs::write(ws.path().join("before.txt"), "already here\n").unwrap();
+    let args = mock_args(&server.openai_base_url());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut pty = Pty::spawn(&args, &home, &ws);
+    pty.wait_for("ready").await;
+    pty.send(b"/diff\r");
+    pty.wait_for("no changes since the worktree when the session started").await;
+    pty.send(b"!echo two >> a.txt; echo fresh > new.txt\r");
+    pty.wait_for("! echo two").await;
+    pty.wait_for("ready").await;
+    pty.send(b"/diff\r");
+    pty.wait_for("2 files changed since").await;
+    let screen = pty.contents();
+    assert!(screen.contains("+two") && screen.contains("+fresh"), "{screen}");
+    assert!(screen.contains("b/new.txt") && !screen.contains("before.txt"), "{screen}");
+    pty.send(b"\x1b");
+    let start = std::time::Instant::now();
+    while pty.contents().contains("+fresh") {
+        assert!(start.elapsed() < super::pty::WAIT, "Esc closes it:\n{}", pty.contents());
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    pty.send(b"\x04");
+    assert!(pty.wait_exit().await.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slash_clear_starts_afresh_and_keeps_the_old_conversation() {
+    let server = MockServer::start().await.unwrap();
+    server.push(Reply::text("Remembered: blue."));
+    let (home, ws) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let args = mock_args(&server.openai_base_url());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut pty = Pty::spawn(&args, &home, &ws);
+    pty.wait_for("ready").await;
+    pty.ask("my color is blue", "Remembered: blue.").await;
+    pty.send(b"/clear\r");
+    pty.wait_for("is kept: /resume").await;
+    let screen = pty.contents();
+    assert!(!screen.contains("Remembered: blue."), "a clear screen:\n{screen}");
+    let kept = super::pty::journals(&home)
+        .iter()
+        .filter(|j| std::fs::read_to_string(j).unwrap().contains("my color is blue"))
+        .count();
+    assert_eq!(kept, 1, "the old conversation is kept on disk");
+    pty.send(b"\x04");
+    assert!(pty.wait_exit().await.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slash_init_asks_the_model_to_write_agents_md() {
+    let server = MockServer::start().await.unwrap();
+    server.push(Reply::text("I would write AGENTS.md now."));
+    let (home, ws) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let args = mock_args(&server.openai_base_url());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut pty = Pty::spawn(&args, &home, &ws);
+    pty.wait_for("ready").await;
+    pty.send(b"/init mention the fuzz targets\r");
+    pty.wait_for("I would write AGENTS.md now.").await;
+    let sent = server.requests()[0].body["messages"].to_string();
+    assert!(sent.contains("Write AGENTS.md at the root of this workspace"), "{sent}");
+    assert!(sent.contains("Also: mention the fuzz targets"), "{sent}");
+    pty.send(b"\x04");
+    assert!(pty.wait_exit().await.success());
+}

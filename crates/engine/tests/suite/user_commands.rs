@@ -1,6 +1,7 @@
-//! `!CMD` through the engine: the user's own command runs without asking, its output streams,
-//! and it is journaled as a synthetic `user_shell` entry the model reads with the next message
-//! (merged into that message's request), shown in history pages as its own item.
+//! What the user asks of the workspace directly, through the engine: `!CMD` (the user's own
+//! command runs without asking, its output streams, and it is journaled as a synthetic
+//! `user_shell` entry the model reads with the next message, merged into that message's
+//! request, and shown in history pages as its own item) and `/diff`.
 
 use codewhale_engine::approval::ApprovalMode;
 use codewhale_engine::protocol::{CallEnd, Event, HistoryItem, Op, TurnStatus};
@@ -77,4 +78,31 @@ async fn the_users_command_runs_unasked_and_the_model_reads_it_with_the_next_mes
         .unwrap();
     assert!(entry.synthetic);
     assert_eq!(entry.user_shell.unwrap().exit_code, Some(2));
+}
+
+/// `/diff` outside git: the files the session's tools changed, from before their first change.
+#[tokio::test]
+async fn the_workspace_diff_outside_git_shows_what_the_tools_changed() {
+    let h = Harness::new().await;
+    h.write("notes.md", "old line\n");
+    h.server.push(Reply::tool_call(
+        "w",
+        "write_file",
+        serde_json::json!({"path": "notes.md", "content": "new line\n"}),
+    ));
+    h.server.push(Reply::tool_call(
+        "w2",
+        "write_file",
+        serde_json::json!({"path": "notes.md", "content": "newer line\n"}),
+    ));
+    h.server.push(Reply::text("edited"));
+    let mut engine = h.spawn(ApprovalMode::AutoEdit);
+    engine.turn("edit the notes").await;
+    engine.submit(Op::GetDiff);
+    let events = engine.until(|e| matches!(e, Event::WorkspaceDiff { .. })).await;
+    let Some(Event::WorkspaceDiff { diff, files, since }) = events.last() else { unreachable!() };
+    assert_eq!(*files, 1);
+    assert!(diff.contains("-old line\n+newer line\n"), "from the first before to now: {diff}");
+    assert!(since.contains("not a git work tree"), "{since}");
+    engine.shutdown().await;
 }

@@ -487,7 +487,12 @@ mod tests {
     fn completion_matches_prefixes_until_a_space() {
         assert_eq!(
             completions("/c"),
-            [SlashCommand::Compact, SlashCommand::Context, SlashCommand::Checkout]
+            [
+                SlashCommand::Compact,
+                SlashCommand::Context,
+                SlashCommand::Clear,
+                SlashCommand::Checkout
+            ]
         );
         assert_eq!(completions("/re"), [SlashCommand::Resume, SlashCommand::Rewind]);
         assert!(completions("/compact now").is_empty());

@@ -111,6 +111,10 @@ pub mod session;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod session;
 #[cfg(feature = "internals")]
+pub mod spend;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod spend;
+#[cfg(feature = "internals")]
 pub mod tokens;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod tokens;

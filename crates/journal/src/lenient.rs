@@ -297,6 +297,21 @@ impl Lenient for Option<i64> {
     }
 }
 
+impl Lenient for Option<f64> {
+    fn from_loose(loose: Loose<'_>) -> Option<f64> {
+        let expected = "a non-negative number";
+        match loose {
+            Loose::Null => None,
+            Loose::U64(n) => Some(n as f64),
+            Loose::F64(f) if f.is_finite() && f >= 0.0 => Some(f),
+            other => {
+                coerced(&other, expected, "absent");
+                None
+            }
+        }
+    }
+}
+
 impl Lenient for Option<u32> {
     fn from_loose(loose: Loose<'_>) -> Option<u32> {
         match loose {

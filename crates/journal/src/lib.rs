@@ -61,7 +61,7 @@ pub use fallback_note::{
 pub use file::{lock_path, JournalFile, OpenError, WriteError};
 pub use ids::IdStr;
 pub use journal::{DagProblem, Journal, JournalError, LineRef};
-pub use list::{list_sessions, Listing, SessionInfo};
+pub use list::{list_sessions, session_cost_usd, Listing, SessionInfo};
 pub use load::{load_read_only, torn_path, write_index, LoadError, LoadWarning, Loaded, Malformed};
 pub use payload::{
     kind, AssistantPayload, Attachment, Bounded, BranchSummaryPayload, CallEnd, CompactionPath,

@@ -40,6 +40,9 @@ pub struct SessionInfo {
     pub title: Option<String>,
     /// Entries after the header (complete lines).
     pub entries: u64,
+    /// What its model requests cost, in US dollars: the `cost_usd` of every reply and
+    /// compaction record (0 when no request had a known price).
+    pub cost_usd: f64,
     pub created_at: Timestamp,
     /// The file's modification time.
     pub updated: Timestamp,
@@ -57,16 +60,49 @@ pub struct Listing {
     pub skipped: Vec<(PathBuf, String)>,
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 struct Counted {
+    /// Bytes read: up to the end of the last complete line.
     len: u64,
     lines: u64,
+    /// The `cost_usd` figures of those lines, summed.
+    #[serde(default)]
+    cost_usd: f64,
 }
+
+/// The most of a line cut between two chunks that is kept to be scanned whole.
+const CARRY_CAP: usize = 16 << 20;
+
+/// The version of the cache's format: a cache of another version is counted afresh.
+const CACHE_VERSION: u32 = 2;
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct Cache {
     v: u32,
     files: BTreeMap<String, Counted>,
+}
+
+/// What the model requests of the session file at `path` cost in all, in US dollars (the
+/// `cost_usd` figures of its lines), through the same cache as the listing: only what was
+/// appended since the last count is read.
+pub fn session_cost_usd(path: &Path) -> io::Result<f64> {
+    crate::load::ensure_regular(path).map_err(|e| io::Error::other(e.to_string()))?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let cache_path = dir.join(CACHE_FILE);
+    let mut cache: Cache = std::fs::read(&cache_path)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .filter(|c: &Cache| c.v == CACHE_VERSION)
+        .unwrap_or(Cache { v: CACHE_VERSION, files: BTreeMap::new() });
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let mut file = File::open(path)?;
+    let len = file.metadata()?.len();
+    let counted = count_lines(&mut file, len, cache.files.get(&name).copied())?;
+    if cache.files.get(&name) != Some(&counted) {
+        cache.files.insert(name, counted);
+        write_cache(&cache_path, &cache);
+    }
+    Ok(counted.cost_usd)
 }
 
 /// Lists the sessions in `dir` (a missing directory has none), newest first.
@@ -80,9 +116,9 @@ pub fn list_sessions(dir: &Path) -> io::Result<Listing> {
     let old_cache: Cache = std::fs::read(&cache_path)
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
-        .filter(|c: &Cache| c.v == 1)
+        .filter(|c: &Cache| c.v == CACHE_VERSION)
         .unwrap_or_default();
-    let mut new_cache = Cache { v: 1, files: BTreeMap::new() };
+    let mut new_cache = Cache { v: CACHE_VERSION, files: BTreeMap::new() };
     let mut listing = Listing::default();
     for dirent in read_dir {
         let dirent = dirent?;
@@ -157,6 +193,7 @@ fn read_session(path: &Path, cached: Option<Counted>) -> Result<(SessionInfo, Co
         cwd: h.cwd,
         title,
         entries: counted.lines.saturating_sub(1),
+        cost_usd: counted.cost_usd,
         created_at: h.created_at,
         updated,
         provider: h.provider,
@@ -206,26 +243,102 @@ pub fn title_of(text: &str) -> Option<String> {
     Some(title)
 }
 
-/// Newlines in the file, counting only the bytes after a still-valid cached count.
+/// Complete lines in the file and the `cost_usd` figures they hold, reading only the bytes
+/// after a still-valid cached count.
 fn count_lines(file: &mut File, len: u64, cached: Option<Counted>) -> io::Result<Counted> {
-    let (from, mut lines) = match cached {
-        Some(c) if c.len <= len => (c.len, c.lines),
-        _ => (0, 0),
+    let mut counted = match cached {
+        Some(c) if c.len <= len => c,
+        _ => Counted::default(),
     };
-    if from == len {
-        return Ok(Counted { len, lines });
+    if counted.len == len {
+        return Ok(counted);
     }
-    file.seek(SeekFrom::Start(from))?;
+    file.seek(SeekFrom::Start(counted.len))?;
     let mut buf = vec![0u8; 1 << 20];
-    let mut remaining = len - from;
+    // The start of a line the last chunk cut, scanned with the rest of it; past
+    // [`CARRY_CAP`] only its length is kept (a usage object sits at the end of its line).
+    let mut carry: Vec<u8> = Vec::new();
+    let mut carried = 0u64;
+    let mut remaining = len - counted.len;
     while remaining > 0 {
         let want = buf.len().min(usize::try_from(remaining).unwrap_or(usize::MAX));
         let n = read_full(file, &mut buf[..want])?;
         if n == 0 {
             break;
         }
-        lines += memchr::memchr_iter(b'\n', &buf[..n]).count() as u64;
         remaining -= n as u64;
+        let chunk = &buf[..n];
+        let Some(last) = memchr::memrchr(b'\n', chunk) else {
+            carried += n as u64;
+            if carry.len() + n <= CARRY_CAP {
+                carry.extend_from_slice(chunk);
+            } else {
+                carry.clear();
+            }
+            continue;
+        };
+        let whole = &chunk[..=last];
+        let scanned = if carry.is_empty() {
+            whole
+        } else {
+            carry.extend_from_slice(whole);
+            carry.as_slice()
+        };
+        counted.lines += memchr::memchr_iter(b'\n', whole).count() as u64;
+        counted.cost_usd += costs_in(scanned);
+        counted.len += carried + whole.len() as u64;
+        carry = chunk[last + 1..].to_vec();
+        carried = carry.len() as u64;
     }
-    Ok(Counted { len: len - remaining, lines })
+    Ok(counted)
+}
+
+/// The sum of the `"cost_usd":N` figures in `lines` (whole journal lines as written).
+fn costs_in(lines: &[u8]) -> f64 {
+    const KEY: &[u8] = b"\"cost_usd\":";
+    memchr::memmem::find_iter(lines, KEY)
+        .filter_map(|at| {
+            let rest = &lines[at + KEY.len()..];
+            let end = rest
+                .iter()
+                .position(|b| !matches!(b, b'0'..=b'9' | b'.' | b'e' | b'E' | b'-' | b'+'))?;
+            std::str::from_utf8(&rest[..end]).ok()?.parse::<f64>().ok()
+        })
+        .filter(|c| c.is_finite() && *c >= 0.0)
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write as _;
+
+    use super::*;
+
+    #[test]
+    fn costs_are_summed_across_chunks_and_a_partial_line_waits() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let mut text = String::from("{\"kind\":\"header\"}\n");
+        // ~1.5 MB of lines: some lines straddle the 1 MiB chunk boundary.
+        for k in 0..3_000 {
+            let pad = "x".repeat(480 + k % 7);
+            text.push_str(&format!("{{\"pad\":\"{pad}\",\"usage\":{{\"cost_usd\":0.001}}}}\n"));
+        }
+        text.push_str("{\"usage\":{\"cost_usd\":5");
+        std::fs::write(&path, &text).unwrap();
+        let mut file = File::open(&path).unwrap();
+        let len = file.metadata().unwrap().len();
+        let first = count_lines(&mut file, len, None).unwrap();
+        assert_eq!(first.lines, 3_001);
+        assert!((first.cost_usd - 3.0).abs() < 1e-6, "{}", first.cost_usd);
+        assert!(first.len < len, "the partial line is read again next time");
+        // The line is completed: only the new bytes are read, and its cost counts once.
+        std::fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(b".5}}\n").unwrap();
+        let mut file = File::open(&path).unwrap();
+        let len = file.metadata().unwrap().len();
+        let second = count_lines(&mut file, len, Some(first)).unwrap();
+        assert_eq!((second.lines, second.len), (3_002, len));
+        assert!((second.cost_usd - 8.5).abs() < 1e-6, "{}", second.cost_usd);
+        assert_eq!(costs_in(b"{\"cost_usd\":-1}\n{\"cost_usd\":\"x\"}\n"), 0.0);
+    }
 }

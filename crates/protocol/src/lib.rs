@@ -33,7 +33,9 @@ pub use figure::{Figure, Source};
 pub use history_page::{HistoryItem, HistoryPage, ToolOutcome};
 pub use outcome::{AnchorChange, HeadMove};
 pub use plan::{Plan, PlanStep, StepStatus};
-pub use report::{BranchInfo, ContextReport, ModelChoice, StatusReport, WorkspaceTrust};
+pub use report::{
+    BranchInfo, ContextReport, ModelChoice, SpendReport, StatusReport, WorkspaceTrust,
+};
 pub use restore::{RestoreFile, RestoreOutcome, RestoreState, TakeBack};
 pub use sandbox::SandboxMode;
 

@@ -123,6 +123,29 @@ pub struct StatusReport {
     pub sandbox: super::values::SandboxReport,
     /// Compaction records in the session.
     pub compactions: usize,
+    /// Tokens and money spent.
+    #[serde(default)]
+    pub spend: SpendReport,
+}
+
+/// What a session's model requests took and cost (US dollars at the published prices; `None`
+/// where a request's model has no known price).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SpendReport {
+    /// This run (since the session was opened): the replies.
+    pub requests: u32,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cost_usd: Option<f64>,
+    /// This run's summary requests, counted apart.
+    pub summary_requests: u32,
+    pub summary_cost_usd: Option<f64>,
+    /// Every priced request the session's file records, earlier runs included.
+    pub session_cost_usd: f64,
+    /// The model's price per million tokens (input, cached input, output), when known, and
+    /// the date it was read.
+    pub price: Option<(f64, f64, f64)>,
+    pub prices_read: Option<String>,
 }
 
 /// A model of the catalog, for `/model`'s picker.

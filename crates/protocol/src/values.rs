@@ -50,7 +50,7 @@ pub enum CallEnd {
 }
 
 /// What a turn cost, shown when it ends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct TurnStats {
     pub elapsed_ms: u64,
     /// Prompt tokens of the turn's requests (summed), as the provider reported them.
@@ -60,6 +60,13 @@ pub struct TurnStats {
     pub requests: u32,
     /// Whether every request's figures were reported by the provider.
     pub reported: bool,
+    /// What the turn's replies cost in US dollars at the model's published price; `null` when
+    /// the model has no known price (never a guess).
+    #[serde(default)]
+    pub cost_usd: Option<f64>,
+    /// What the summary requests sent during the turn cost, counted apart; `null` likewise.
+    #[serde(default)]
+    pub compaction_cost_usd: Option<f64>,
 }
 
 /// A plain user message of the current branch, for the branch pickers.

@@ -38,6 +38,9 @@ pub enum CatalogMatch {
 
 #[derive(Debug, Deserialize)]
 struct CatalogFile {
+    /// When the prices were read.
+    #[serde(default)]
+    prices: Prices,
     default: Limits,
     #[serde(default)]
     model: Vec<ModelEntry>,
@@ -51,11 +54,18 @@ struct Limits {
     max_output: u64,
 }
 
+#[derive(Debug, Default, Deserialize)]
+struct Prices {
+    read: String,
+}
+
 #[derive(Debug, Deserialize)]
 struct ModelEntry {
     id: String,
     #[serde(flatten)]
     limits: Limits,
+    #[serde(default)]
+    price: Option<crate::price::Price>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -75,7 +85,12 @@ fn catalog() -> &'static CatalogFile {
         Ok(file) => file,
         Err(err) => {
             tracing::error!("the embedded model catalog is unreadable: {err}");
-            CatalogFile { default: FALLBACK_DEFAULT, model: Vec::new(), family: Vec::new() }
+            CatalogFile {
+                prices: Prices::default(),
+                default: FALLBACK_DEFAULT,
+                model: Vec::new(),
+                family: Vec::new(),
+            }
         }
     })
 }
@@ -101,6 +116,22 @@ pub fn models() -> Vec<(String, u64)> {
 /// The figures for `model_id`. Never fails; see the module docs for the order.
 pub fn lookup(model_id: &str) -> ModelInfo {
     lookup_in(catalog(), model_id)
+}
+
+/// The published price of `model_id`: an exact id, or the id without its `vendor/` prefix and
+/// `:tag` suffix; never a family's or the default's.
+pub fn price_of(model_id: &str) -> Option<crate::price::Price> {
+    let lower = model_id.trim().to_ascii_lowercase();
+    let bare = bare_id(&lower);
+    let found = [lower.as_str(), bare]
+        .into_iter()
+        .find_map(|candidate| catalog().model.iter().find(|entry| entry.id == candidate));
+    found.and_then(|entry| entry.price)
+}
+
+/// When the catalog's prices were read.
+pub fn prices_read() -> &'static str {
+    &catalog().prices.read
 }
 
 /// The figures used for a model the catalog does not know.

@@ -29,6 +29,7 @@ mod error;
 mod event;
 mod openai;
 mod overflow;
+mod price;
 mod retry;
 mod sse;
 mod stream;
@@ -42,6 +43,7 @@ pub use client::Client;
 pub use config::{OpenAiServer, ProviderConfig, ProviderKind, RetryPolicy};
 pub use error::{ErrorKind, ProviderError, ProviderFailure};
 pub use event::{StopReason, StreamEvent, Usage};
+pub use price::{price_of, prices_read, Price};
 pub use stream::EventStream;
 pub use types::{Block, Message, Request, Response, Role, SystemBlock, ToolChoice, ToolSpec};
 

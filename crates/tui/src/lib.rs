@@ -9,6 +9,7 @@ mod output;
 
 mod cli;
 mod commands;
+mod figures;
 mod home;
 mod logging;
 pub mod tui;

@@ -60,6 +60,9 @@ pub(crate) struct Summarizer {
     /// Another model than the session's writes the note (`compaction_model`): the kept tail
     /// is sent bounded, without a shared prefix.
     pub other_model: bool,
+    /// Where what its requests cost is counted, and the summarizing model's price.
+    pub spend: crate::spend::Meter,
+    pub price: Option<codewhale_provider::Price>,
 }
 
 impl Summarizer {
@@ -78,6 +81,8 @@ impl Summarizer {
             calibration: session.budget().calibration(),
             system_tokens: session.budget().system_tokens(),
             other_model: model != session.model(),
+            spend: session.spend.summaries.clone(),
+            price: session.config().price_of(model),
         }
     }
 }
@@ -236,6 +241,10 @@ async fn ask(
         stats.requests += 1;
         match job.summarizer.client.complete(&request, cancel.clone()).await {
             Ok(response) => {
+                // Paid for whether it is used or not.
+                if let Some(usage) = &response.usage {
+                    job.summarizer.spend.add(usage, job.summarizer.price.as_ref());
+                }
                 let issue = if response.tool_uses().next().is_some() {
                     "the reply called a tool instead of writing the note".to_owned()
                 } else {

@@ -48,6 +48,8 @@ struct FileConfig {
     sandbox: FileSandbox,
     #[serde(default)]
     tui: FileTui,
+    #[serde(default)]
+    pricing: BTreeMap<String, Spanned<codewhale_provider::Price>>,
     trusted_workspaces: Option<Spanned<Vec<String>>>,
     // Not `Spanned`: a table written with dotted keys (`mcp_servers.x.command = "sh"`) has no
     // span of its own, and `Spanned` refuses it; errors find the table in the text instead.
@@ -240,6 +242,23 @@ pub fn parse_scoped(path: &Path, text: &str, scope: Scope) -> Result<Config, Con
         let span = table_span(text, &name);
         mcp_servers.push(mcp_server(name, table, span, &invalid)?);
     }
+    let mut pricing = Vec::new();
+    for (model, price) in file.pricing {
+        let span = price.span();
+        let price = price.into_inner();
+        let figures =
+            [Some(price.input), price.cached_input, Some(price.output), price.cache_write];
+        if figures.into_iter().flatten().any(|f| !f.is_finite() || f < 0.0) {
+            return Err(invalid(
+                Some(span),
+                format!(
+                    "the price of {model:?} must be US dollars per million tokens, 0 or more \
+                     (e.g. {{ input = 3.0, output = 15.0 }})"
+                ),
+            ));
+        }
+        pricing.push((model.to_ascii_lowercase(), price));
+    }
     Ok(Config {
         provider,
         model: file.model,
@@ -270,6 +289,7 @@ pub fn parse_scoped(path: &Path, text: &str, scope: Scope) -> Result<Config, Con
             network: file.sandbox.network,
         },
         tui: TuiConfig { notify: file.tui.notify },
+        pricing,
         trusted_workspaces,
         untrusted: None,
         mcp_servers,

@@ -115,6 +115,8 @@ pub struct Config {
     pub sandbox: crate::sandbox::SandboxConfig,
     /// `[tui]`: what the terminal UI does beside the conversation.
     pub tui: TuiConfig,
+    /// `[pricing."MODEL"]`: prices that override or add to the catalog's (lower-case ids).
+    pub pricing: Vec<(String, codewhale_provider::Price)>,
     /// Workspaces whose config is trusted whatever it says (user file only).
     pub trusted_workspaces: Vec<String>,
     /// Workspace settings ignored because the workspace is not trusted.
@@ -333,6 +335,10 @@ impl Config {
         over(&mut self.sandbox.mode, other.sandbox.mode);
         over(&mut self.sandbox.network, other.sandbox.network);
         over(&mut self.tui.notify, other.tui.notify);
+        for (model, price) in other.pricing {
+            self.pricing.retain(|(m, _)| *m != model);
+            self.pricing.push((model, price));
+        }
         self.sandbox.writable.extend(other.sandbox.writable);
         for (name, value) in other.shell.env {
             self.shell.env.retain(|(n, _)| *n != name);
@@ -446,6 +452,18 @@ impl Config {
             api_key: key.clone(),
             server: self.server,
         }))
+    }
+
+    /// The price of `model`: a `[pricing]` entry for its id (or the id without its
+    /// `vendor/` prefix and `:tag`), else the catalog's; `None` when neither knows one.
+    pub fn price_of(&self, model: &str) -> Option<codewhale_provider::Price> {
+        let lower = model.trim().to_ascii_lowercase();
+        let after_vendor = lower.rsplit('/').next().unwrap_or(&lower);
+        let bare = after_vendor.split(':').next().unwrap_or(after_vendor);
+        let configured = [lower.as_str(), bare]
+            .into_iter()
+            .find_map(|id| self.pricing.iter().find(|(m, _)| m == id).map(|(_, p)| *p));
+        configured.or_else(|| codewhale_provider::price_of(model))
     }
 
     /// The approval mode in effect (default `ask`).

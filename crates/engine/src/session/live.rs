@@ -143,6 +143,30 @@ impl Session {
             trust,
             sandbox: self.sandbox_report(),
             compactions: self.journal.journal().compactions().count(),
+            spend: self.spend_report(),
+        }
+    }
+
+    /// Tokens and money this run and the session spent.
+    fn spend_report(&self) -> crate::protocol::SpendReport {
+        let (replies, summaries) = (self.spend.replies.read(), self.spend.summaries.read());
+        let recorded = codewhale_journal::session_cost_usd(self.path()).unwrap_or_else(|e| {
+            tracing::warn!("cannot sum the session's recorded costs: {e}");
+            0.0
+        });
+        // Summary requests are not in the file; this run's count with it.
+        let session_cost_usd = recorded + summaries.priced_usd;
+        let price = self.price();
+        crate::protocol::SpendReport {
+            requests: replies.requests,
+            input_tokens: replies.input_tokens,
+            output_tokens: replies.output_tokens,
+            cost_usd: replies.cost_usd(),
+            summary_requests: summaries.requests,
+            summary_cost_usd: summaries.cost_usd(),
+            session_cost_usd,
+            price: price.map(|p| (p.input, p.cached_input.unwrap_or(p.input), p.output)),
+            prices_read: price.map(|_| codewhale_provider::prices_read().to_owned()),
         }
     }
 

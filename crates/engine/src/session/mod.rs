@@ -110,12 +110,26 @@ pub struct Session {
     /// The summary of a branch HEAD left, while it is written (docs/journal-format.md,
     /// *`branch_summary`*).
     pub(crate) branch_summary: crate::branch_summary::pending::Pending,
+    /// What this run's replies and summary requests cost ([`crate::spend`]).
+    pub(crate) spend: Spend,
+}
+
+/// The meters of one run of a session: its replies, and its summary requests apart.
+#[derive(Debug, Clone, Default)]
+pub struct Spend {
+    pub replies: crate::spend::Meter,
+    pub summaries: crate::spend::Meter,
 }
 
 impl Session {
     /// The session id.
     pub fn id(&self) -> &str {
         self.journal.journal().session_id()
+    }
+
+    /// The price of the session's model, when one is known.
+    pub fn price(&self) -> Option<codewhale_provider::Price> {
+        self.config.price_of(self.model())
     }
 
     /// The journal file's path.

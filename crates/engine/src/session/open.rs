@@ -132,6 +132,7 @@ impl Session {
             system_exact: false,
             plan: std::sync::Mutex::new(None),
             branch_summary: crate::branch_summary::pending::Pending::default(),
+            spend: super::Spend::default(),
         };
         session.refresh_system_prompt();
         session.replay_budget();

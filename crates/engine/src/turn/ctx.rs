@@ -32,6 +32,8 @@ pub struct TurnCtx<'a> {
     pub(super) started: std::time::Instant,
     /// Tokens and requests so far.
     pub(super) stats: TurnStats,
+    /// The session's meters when the turn began (replies, summary requests).
+    pub(super) spent_at_start: (crate::spend::Spent, crate::spend::Spent),
 }
 
 impl<'a> TurnCtx<'a> {
@@ -43,7 +45,9 @@ impl<'a> TurnCtx<'a> {
         submission: SubmissionId,
         cancel: CancellationToken,
     ) -> TurnCtx<'a> {
+        let spent_at_start = (session.spend.replies.read(), session.spend.summaries.read());
         TurnCtx {
+            spent_at_start,
             session,
             events,
             submission,

@@ -73,6 +73,9 @@ pub async fn run_turn(
     }
     let mut stats = ctx.stats;
     stats.elapsed_ms = u64::try_from(ctx.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let (replies, summaries) = ctx.spent_at_start;
+    stats.cost_usd = ctx.session.spend.replies.read().since(&replies).cost_usd();
+    stats.compaction_cost_usd = ctx.session.spend.summaries.read().since(&summaries).cost_usd();
     stats.reported &= stats.requests > 0;
     ctx.emit(Event::TurnFinished { status: outcome.status, text: outcome.text.clone(), stats });
     outcome
@@ -272,13 +275,18 @@ fn record_response(
     let mut payload = AssistantPayload::new(convert::from_response_blocks(&response.content));
     payload.model = response.model.clone().or_else(|| Some(ctx.session.model().to_owned()));
     payload.stop_reason = response.stop_reason.as_ref().map(|s| s.as_str().to_owned());
+    let price = ctx.session.price();
     payload.usage = response.usage.map(|u| JUsage {
         input_tokens: u.input_tokens,
         output_tokens: u.output_tokens,
         cache_read_tokens: u.cache_read_tokens,
         cache_write_tokens: u.cache_write_tokens,
+        cost_usd: price.map(|p| p.cost_usd(&u)),
         ..JUsage::default()
     });
+    if let Some(u) = &response.usage {
+        ctx.session.spend.replies.add(u, price.as_ref());
+    }
     let mut reads = reads;
     // With the reported figure, a reopened session recovers the calibration.
     reads.estimate = (estimate > 0).then_some(estimate);

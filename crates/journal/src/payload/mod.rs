@@ -86,6 +86,8 @@ record! {
         output_tokens: u64 = "output_tokens" info,
         cache_read_tokens: u64 = "cache_read_tokens" info,
         cache_write_tokens: u64 = "cache_write_tokens" info,
+        /// What the reply cost in US dollars at the model's price (absent: no known price).
+        cost_usd: Option<f64> = "cost_usd" info_opt,
     }
 }
 

@@ -1,8 +1,9 @@
 //! `codewhale sessions [--json]`: the sessions in `$CODEWHALE_HOME/sessions`, newest first.
 //!
-//! The table shows id, last update (UTC), entry count, workspace and title. `--json` prints one
-//! JSON array on a single line (`[]` when there are none), newest first, of objects with `id`,
-//! `cwd`, `title`, `entries`, `updated`, `created_at`, `path`, `provider` and `model`: one
+//! The table shows id, last update (UTC), entry count, what its priced requests cost, workspace
+//! and title. `--json` prints one JSON array on a single line (`[]` when there are none),
+//! newest first, of objects with `id`, `cwd`, `title`, `entries`, `cost_usd`, `updated`,
+//! `created_at`, `path`, `provider` and `model`: one
 //! document, so a script reads it whole (`json.loads(stdout)`, `jq '.[0].id'`). Files that are
 //! not readable journals are named on stderr and skipped. Titles and workspaces come from
 //! journals (an imported session's among them), so the table shows their control characters
@@ -41,6 +42,7 @@ fn json_object(s: &SessionInfo) -> serde_json::Value {
         "cwd": s.cwd,
         "title": s.title,
         "entries": s.entries,
+        "cost_usd": s.cost_usd,
         "updated": s.updated.to_string(),
         "created_at": s.created_at.to_string(),
         // Through `display`: `json!` would panic on a path that is not valid UTF-8.
@@ -58,19 +60,23 @@ fn shown(text: &str) -> String {
 }
 
 fn table(sessions: &[SessionInfo]) -> String {
-    let rows: Vec<[String; 5]> = sessions
+    let rows: Vec<[String; 6]> = sessions
         .iter()
         .map(|s| {
+            // No priced request: nothing to say (a model without a known price, or none yet).
+            let cost =
+                if s.cost_usd > 0.0 { crate::figures::dollars(s.cost_usd) } else { "-".to_owned() };
             [
                 s.id.clone(),
                 s.updated.format("%Y-%m-%d %H:%M"),
                 s.entries.to_string(),
+                cost,
                 shown(&s.cwd),
                 s.title.as_deref().map_or_else(|| "(untitled)".to_owned(), shown),
             ]
         })
         .collect();
-    let header = ["ID", "UPDATED (UTC)", "ENTRIES", "CWD", "TITLE"];
+    let header = ["ID", "UPDATED (UTC)", "ENTRIES", "COST", "CWD", "TITLE"];
     let mut widths = header.map(str::len);
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
@@ -83,7 +89,7 @@ fn table(sessions: &[SessionInfo]) -> String {
         for (i, cell) in row.iter().enumerate() {
             if i + 1 == row.len() {
                 line.push_str(cell);
-            } else if i == 2 {
+            } else if i == 2 || i == 3 {
                 line.push_str(&format!("{cell:>w$}  ", w = widths[i]));
             } else {
                 line.push_str(&format!("{cell:<w$}  ", w = widths[i]));

@@ -22,8 +22,9 @@ use super::slash_dispatch::{anchors_text, context_text, status_text};
 use super::tool_cell::{ToolCell, ToolState};
 use super::views::{TextView, ViewKind};
 
-/// "12.3 s · 45.2k tokens in · 1.2k out": what a turn took. A turn cut short before any
-/// reply finished has no counts to report, which is not the provider's fault.
+/// "12.3 s · 45.2k tokens in · 1.2k out · $0.0123": what a turn took, its cost when the model
+/// has a known price (summary requests named apart). A turn cut short before any reply
+/// finished has no counts to report, which is not the provider's fault.
 fn stats_line(stats: &TurnStats, status: TurnStatus) -> String {
     let secs = stats.elapsed_ms as f64 / 1000.0;
     let time = if secs < 60.0 {
@@ -35,9 +36,20 @@ fn stats_line(stats: &TurnStats, status: TurnStatus) -> String {
         1 => String::new(),
         n => format!(" in {n} requests"),
     };
+    let cost = match (stats.cost_usd, stats.compaction_cost_usd) {
+        (Some(turn), Some(summaries)) if summaries > 0.0 => {
+            format!(
+                " · {} (+ {} for summaries)",
+                crate::figures::dollars(turn),
+                crate::figures::dollars(summaries)
+            )
+        }
+        (Some(turn), _) => format!(" · {}", crate::figures::dollars(turn)),
+        (None, _) => String::new(),
+    };
     if stats.reported {
         format!(
-            "{time}{requests} · {} tokens in · {} out",
+            "{time}{requests} · {} tokens in · {} out{cost}",
             short_tokens(stats.input_tokens),
             short_tokens(stats.output_tokens)
         )

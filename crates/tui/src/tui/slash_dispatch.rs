@@ -407,10 +407,43 @@ pub fn status_text(s: &StatusReport) -> String {
             format!("not trusted: {} ignored", ignored.join(", "))
         }
     };
+    let sp = &s.spend;
+    let money = |cost: Option<f64>| match cost {
+        Some(usd) => format!(" · {}", crate::figures::dollars(usd)),
+        None => String::new(),
+    };
+    let mut spend = format!(
+        "{} requests · {} tokens in · {} out{}",
+        sp.requests,
+        short_tokens(sp.input_tokens),
+        short_tokens(sp.output_tokens),
+        money(sp.cost_usd)
+    );
+    if sp.summary_requests > 0 {
+        let s = if sp.summary_requests == 1 { "" } else { "s" };
+        spend.push_str(&format!(
+            "; {} summary request{s}{}",
+            sp.summary_requests,
+            money(sp.summary_cost_usd)
+        ));
+    }
+    let cost = match (sp.price, &sp.prices_read) {
+        (Some((input, cached, output)), Some(read)) => format!(
+            "{} in all · price ${input}/${cached}/${output} per M tokens in/cached/out (read {read})",
+            crate::figures::dollars(sp.session_cost_usd)
+        ),
+        _ if sp.session_cost_usd > 0.0 => format!(
+            "{} in all · no known price for this model (tokens only)",
+            crate::figures::dollars(sp.session_cost_usd)
+        ),
+        _ => "no known price for this model: tokens only ([pricing] in config.toml adds one)"
+            .to_owned(),
+    };
     format!(
         "model        {}\nwindow       {}{unverified} · usable input {}\ncontext      {} tokens \
          ({}), {}% of usable input\napproval     {}\nworkspace    {}\ntrust        {trust}\n\
-         sandbox      {} ({})\nsession      {}\njournal      {}\ncompactions  {}",
+         sandbox      {} ({})\nsession      {}\njournal      {}\ncompactions  {}\n\
+         this run     {spend}\ncost         {cost}",
         s.model,
         s.context_window,
         s.usable_input,

@@ -438,6 +438,67 @@ async fn plain_exec_prints_one_line_per_tool_call() {
     assert!(stderr.contains("codewhale: shell `exit 3` · failed (exit code 3)\n"), "{stderr}");
 }
 
+/// Every reply is priced at the model's published price: `cost_usd` in the journal's usage,
+/// in `exec --json`'s turn stats and in `sessions`; a model with no known price has none (never
+/// a guess) until `[pricing]` gives it one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replies_are_priced_by_the_model_id_and_unknown_models_show_tokens_only() {
+    let s = Setup::new().await;
+    // gpt-4.1: $2 in, $0.50 cached, $8 out per million.
+    s.server.push(Reply::text("priced").with_usage(1_000_000, 100_000).with_cache(500_000, 0));
+    let out = s.exec(&["--json", "hello"]).await;
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    let finished: Value = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|e| e["type"] == "turn_finished")
+        .unwrap();
+    let cost = finished["stats"]["cost_usd"].as_f64().unwrap();
+    assert!((cost - (1.0 + 0.25 + 0.8)).abs() < 1e-9, "{finished}");
+    assert_eq!(finished["stats"]["compaction_cost_usd"].as_f64(), Some(0.0));
+    let journal = std::fs::read_to_string(&s.sessions()[0]).unwrap();
+    assert!(journal.contains("\"cost_usd\":2.05"), "{journal}");
+    let listed = s.command().args(["sessions", "--json"]).output().await.unwrap();
+    let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert!((listed[0]["cost_usd"].as_f64().unwrap() - 2.05).abs() < 1e-9, "{listed}");
+
+    // A model the catalog has no price for: tokens only.
+    s.server.push(Reply::text("unpriced").with_usage(1_000, 10));
+    let out = local(&s).await;
+    let finished: Value = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|e| e["type"] == "turn_finished")
+        .unwrap();
+    assert!(finished["stats"]["cost_usd"].is_null(), "{finished}");
+    assert_eq!(finished["stats"]["input_tokens"], 1_000);
+    // ... until the user's config prices it.
+    std::fs::write(
+        s.home.path().join("config.toml"),
+        "[pricing.\"my-local-model\"]\ninput = 1.0\noutput = 2.0\n",
+    )
+    .unwrap();
+    s.server.push(Reply::text("now priced").with_usage(1_000_000, 1_000_000));
+    let out = local(&s).await;
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    let finished: Value = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|e| e["type"] == "turn_finished")
+        .unwrap();
+    assert_eq!(finished["stats"]["cost_usd"].as_f64(), Some(3.0), "{finished}");
+}
+
+/// `exec --json hello` with a model the catalog has no price for.
+async fn local(s: &Setup) -> Output {
+    let mut cmd = s.command();
+    cmd.arg("exec")
+        .args(["--provider", "openai", "--model", "my-local-model"])
+        .args(["--base-url", &s.server.openai_base_url(), "--json", "hello"])
+        .env("OPENAI_API_KEY", TEST_API_KEY);
+    cmd.output().await.unwrap()
+}
+
 /// `codewhale compact` on a conversation with nothing to shrink says so and exits 0.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn compact_with_nothing_to_shrink_is_information() {

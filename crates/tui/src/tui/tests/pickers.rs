@@ -4,7 +4,8 @@
 use codewhale_protocol::ApprovalMode;
 use codewhale_protocol::SandboxMode;
 use codewhale_protocol::{
-    BranchInfo, Event, Figure, ModelChoice, Op, SandboxReport, Source, StatusReport, WorkspaceTrust,
+    BranchInfo, Event, Figure, ModelChoice, Op, SandboxReport, Source, SpendReport, StatusReport,
+    WorkspaceTrust,
 };
 use crossterm::event::{KeyCode, KeyModifiers};
 
@@ -32,6 +33,17 @@ fn status_shows_the_session_at_a_glance() {
             detail: "writable: project, /tmp; network on".into(),
         },
         compactions: 2,
+        spend: SpendReport {
+            requests: 3,
+            input_tokens: 24_300,
+            output_tokens: 900,
+            cost_usd: Some(0.0558),
+            summary_requests: 1,
+            summary_cost_usd: Some(0.0123),
+            session_cost_usd: 1.234,
+            price: Some((2.0, 0.5, 8.0)),
+            prices_read: Some("2026-12-04".into()),
+        },
     };
     h.engine(1, Event::Status { status: Box::new(status) });
     insta::assert_snapshot!(h.screen());

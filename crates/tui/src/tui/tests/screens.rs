@@ -127,6 +127,8 @@ fn thinking_tables_code_and_the_turn_figures() {
         output_tokens: 1_200,
         requests: 2,
         reported: true,
+        cost_usd: Some(0.1000),
+        compaction_cost_usd: Some(0.0),
     };
     h.engine(1, Event::TurnFinished { status: TurnStatus::Completed, text: String::new(), stats });
     both(&mut h, "markdown_reply");

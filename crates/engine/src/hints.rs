@@ -51,13 +51,13 @@ impl Hints {
         }
     }
 
-    /// How to start over in a new session.
-    pub fn new_session(&self) -> String {
+    /// How to compact this session now with a focus (a shorter note on what matters).
+    pub fn compact_with_focus(&self) -> String {
         match self.front_end {
-            FrontEnd::Tui => "start a new session with `/new`".to_owned(),
+            FrontEnd::Tui => "`/compact <focus>`".to_owned(),
             FrontEnd::Cli => format!(
-                "start a new session (`codewhale exec{}` without --last or --session)",
-                self.home
+                "`codewhale compact --session {}{} --focus \"what matters now\"`",
+                self.session, self.home
             ),
         }
     }
@@ -102,8 +102,9 @@ mod tests {
         let cli = Hints::new(FrontEnd::Cli, "s-1");
         assert!(tui.compact().contains("/compact") && !tui.compact().contains("codewhale"));
         assert_eq!(cli.compact(), "`codewhale compact --session s-1`");
-        assert!(!cli.new_session().contains("/new") && tui.new_session().contains("/new"));
         assert!(cli.rewind().contains("codewhale resume s-1"));
+        assert!(cli.compact_with_focus().contains("--session s-1 --focus"));
+        assert_eq!(tui.compact_with_focus(), "`/compact <focus>`");
     }
 
     #[test]

@@ -183,6 +183,7 @@ pub fn trigger_of(t: &codewhale_journal::Trigger) -> CompactionTrigger {
     match t {
         codewhale_journal::Trigger::Manual => CompactionTrigger::Manual,
         codewhale_journal::Trigger::Reactive => CompactionTrigger::Reactive,
+        codewhale_journal::Trigger::Idle => CompactionTrigger::Idle,
         _ => CompactionTrigger::Auto,
     }
 }

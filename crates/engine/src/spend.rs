@@ -48,17 +48,6 @@ impl Spent {
             unpriced: self.unpriced.saturating_sub(earlier.unpriced),
         }
     }
-
-    /// Both together.
-    pub fn plus(&self, other: &Spent) -> Spent {
-        Spent {
-            requests: self.requests + other.requests,
-            input_tokens: self.input_tokens + other.input_tokens,
-            output_tokens: self.output_tokens + other.output_tokens,
-            priced_usd: self.priced_usd + other.priced_usd,
-            unpriced: self.unpriced + other.unpriced,
-        }
-    }
 }
 
 /// A running total several tasks add to (the session's replies, its summary requests).

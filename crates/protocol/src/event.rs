@@ -229,6 +229,14 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         background: bool,
     },
+    /// A pass is about to send summary request `request` of `of`, carrying about `tokens`
+    /// tokens (docs/compaction.md, *The summary request*): progress for the status line, and
+    /// for stderr in `compact` and `exec`.
+    CompactionProgress {
+        request: u32,
+        of: u32,
+        tokens: u64,
+    },
     CompactionFailed {
         reason: String,
     },

@@ -46,15 +46,19 @@ pub enum CompactionTrigger {
     Auto,
     Manual,
     Reactive,
+    /// The session was idle past `compaction.idle_after_sec` above the early mark: the note was
+    /// committed while the provider's cache was still warm.
+    Idle,
 }
 
 impl CompactionTrigger {
-    /// The short name (`auto`, `manual`, `reactive`), as serialized.
+    /// The short name (`auto`, `manual`, `reactive`, `idle`), as serialized.
     pub fn as_str(self) -> &'static str {
         match self {
             CompactionTrigger::Auto => "auto",
             CompactionTrigger::Manual => "manual",
             CompactionTrigger::Reactive => "reactive",
+            CompactionTrigger::Idle => "idle",
         }
     }
 }

@@ -105,6 +105,9 @@ pub enum Op {
     /// Ask what changed in the workspace since the session started
     /// ([`Event::WorkspaceDiff`](super::Event::WorkspaceDiff)).
     GetDiff,
+    /// The user is typing (sent at most every few seconds while the composer changes): idle
+    /// compaction (docs/compaction.md, *Idle compaction*) does not start meanwhile. No answer.
+    Typing,
     /// Use another model from the next request on.
     SwitchModel { model: String },
     /// Use another approval mode from the next tool call on, also while a turn runs (the

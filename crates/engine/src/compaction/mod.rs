@@ -9,7 +9,8 @@
 //! - [`cut`]: where a pass cuts, what it retains and bounds; [`prune`]: the cheap path;
 //!   [`bound`]: shortening the last round when nothing else makes room;
 //! - [`summary`]: the summary request's instruction, quality gate and caps;
-//!   [`summary_input`]: what the request carries and how it is made to fit (bound, chunk);
+//!   [`summary_input`]: what the request carries and how it is made to fit (bound, chunk, the
+//!   request limit); [`extract`]: what the note says of the part no request read;
 //! - [`note`]: the checkpoint note; [`record`]: the compaction record;
 //! - [`survival`]: the survival contract checked before any record is written, and [`matrix`],
 //!   its fixture matrix run by `codewhale survival-check`; `judge`: every check a record
@@ -21,7 +22,8 @@
 //! The shell: [`pass`] runs one pass (the summary requests through `summarize`, then `commit`: fit,
 //! survival check, append, events) and [`triggers`] connects it to the turn loop (auto, reactive,
 //! fail open) and to `/compact`; [`background`] writes the next note early, on a snapshot, while
-//! turns go on (docs/compaction.md, *Background compaction*).
+//! turns go on (docs/compaction.md, *Background compaction*), and `clock` times the summary
+//! requests that bound the wait for it.
 //!
 //! Invariant: nothing in this module writes to the journal except through a record that passed
 //! [`survival::check`]; a failed pass changes nothing the model reads.
@@ -30,8 +32,10 @@ pub mod background;
 pub mod backoff;
 pub mod bound;
 pub mod checkpoint;
+pub(crate) mod clock;
 mod commit;
 pub mod cut;
+pub mod extract;
 pub(crate) mod judge;
 pub mod matrix;
 pub mod message;

@@ -23,12 +23,11 @@ use super::background::{self, Prepared, Tried};
 use super::commit::{self, Proposal, Written};
 use super::cut;
 use super::judge::Refusal;
-use super::pass_plan::{self, PassMode, PlanInputs};
+use super::pass_plan::{self, PassMode, PlanInputs, SendCheck};
 use super::plain::PlainView;
 use super::record::{self, SummaryRecord};
 use super::steps::{self, build_note, summary_max_output};
 use super::summarize::{self, SummaryError, SummaryJob};
-use super::summary;
 use crate::anchors::AnchorStore;
 use crate::protocol::Event;
 use crate::session::Session;
@@ -100,14 +99,9 @@ pub async fn run(
     let typed_trigger = crate::history_pages::trigger_of(&request.trigger);
     emit(Event::CompactionStarted { trigger: typed_trigger });
     let mut summary_failed = false;
-    let started = std::time::Instant::now();
-    let outcome = match attempt(session, &request, cancel).await {
+    let outcome = match attempt(session, &request, cancel, emit).await {
         Ok(done) => {
             summary_succeeded(session, &done);
-            if matches!(done, PassOutcome::Compacted { path: CompactionPath::Summary, .. }) {
-                // How long a foreground pass takes: the bound on waiting for a background note.
-                session.compaction.note_pass.timed(started.elapsed());
-            }
             done
         }
         Err(Stop::Refused(reason)) => PassOutcome::Refused(reason),
@@ -125,30 +119,7 @@ pub async fn run(
     match &outcome {
         PassOutcome::Compacted { id, path, tokens_before, tokens_after, fits } => {
             tracing::info!(%trigger, %id, path = path.as_str(), tokens_before, tokens_after, fits, "compaction pass finished");
-            let (covered, retained, note, background) = session
-                .journal()
-                .get(id)
-                .and_then(|e| match &e.payload {
-                    codewhale_journal::Payload::Compaction(r) => Some((
-                        r.covers.as_ref().map_or(0, |c| c.count),
-                        r.retained_ids.len() as u64,
-                        codewhale_journal::checkpoint_note(r).into_owned(),
-                        r.background,
-                    )),
-                    _ => None,
-                })
-                .unwrap_or_default();
-            emit(Event::CompactionFinished {
-                id: id.clone(),
-                trigger: typed_trigger,
-                path: crate::history_pages::kind_of(path),
-                tokens_before: *tokens_before,
-                tokens_after: *tokens_after,
-                covered,
-                retained,
-                note,
-                background,
-            });
+            emit(finished_event(session, id, typed_trigger, (*tokens_before, *tokens_after)));
         }
         PassOutcome::Refused(reason) => {
             tracing::info!(%trigger, %reason, pressure, threshold, usable_input, "nothing to compact");
@@ -172,6 +143,34 @@ pub async fn run(
         }
     }
     outcome
+}
+
+/// The `CompactionFinished` of record `id`, as the journal holds it.
+pub(crate) fn finished_event(
+    session: &Session,
+    id: &str,
+    trigger: crate::protocol::CompactionTrigger,
+    (tokens_before, tokens_after): (u64, u64),
+) -> Event {
+    let record = session.journal().get(id).and_then(|e| match &e.payload {
+        codewhale_journal::Payload::Compaction(r) => Some(r),
+        _ => None,
+    });
+    Event::CompactionFinished {
+        id: id.to_owned(),
+        trigger,
+        path: crate::history_pages::kind_of(
+            &record.map_or(CompactionPath::Summary, |r| r.path.clone()),
+        ),
+        tokens_before,
+        tokens_after,
+        covered: record.and_then(|r| r.covers.as_ref()).map_or(0, |c| c.count),
+        retained: record.map_or(0, |r| r.retained_ids.len() as u64),
+        note: record
+            .map(|r| codewhale_journal::checkpoint_note(r).into_owned())
+            .unwrap_or_default(),
+        background: record.is_some_and(|r| r.background),
+    }
 }
 
 /// Called when a pass wrote a summary: auto passes run normally again.
@@ -209,6 +208,7 @@ async fn attempt(
     session: &mut Session,
     request: &PassRequest,
     cancel: CancellationToken,
+    emit: &(dyn Fn(Event) + Send + Sync),
 ) -> Result<PassOutcome, Stop> {
     let view = session.render();
     let plain = plain_of(session, &view);
@@ -279,7 +279,24 @@ async fn attempt(
     if cancel.is_cancelled() {
         return Err(Stop::Cancelled);
     }
-    let why_not_summary = match &plan.summary {
+    let summary = plan.summary.clone().and_then(|cut| {
+        let covered = &plain.messages[..cut.cut];
+        let check = SendCheck {
+            before: plain.total(),
+            tail: cut.tail_tokens,
+            retained: cut.retained_tokens,
+            note_fixed: steps::note_fixed_tokens(session, covered, previous, anchors.as_deref()),
+            note_budget: steps::note_budget_tokens(&limits),
+            prefix: session.budget().system_tokens(),
+            threshold: crate::budget::from_provider(limits.threshold as f64, calibration),
+            manual: request.trigger == Trigger::Manual,
+        };
+        // Decided before any request: a summary that could not be committed is not paid for.
+        pass_plan::worth_sending(&check).map(|()| cut).inspect_err(
+            |why| tracing::info!(%why, "no summary request: it could not be committed"),
+        )
+    });
+    let why_not_summary = match &summary {
         Ok(cut) => {
             let mut record = summary_record(
                 session,
@@ -289,6 +306,7 @@ async fn attempt(
                 request,
                 anchors.clone(),
                 cancel.clone(),
+                emit,
             )
             .await?;
             if cancel.is_cancelled() {
@@ -348,6 +366,7 @@ struct Viewed<'a> {
 }
 
 /// The summary path: asks the model and builds the record of `plan`.
+#[allow(clippy::too_many_arguments)]
 async fn summary_record(
     session: &Session,
     Viewed { view, plain }: Viewed<'_>,
@@ -356,12 +375,16 @@ async fn summary_record(
     request: &PassRequest,
     anchors: Option<String>,
     cancel: CancellationToken,
+    emit: &(dyn Fn(Event) + Send + Sync),
 ) -> Result<codewhale_journal::CompactionPayload, Stop> {
     let limits = *session.budget().limits();
     let model = session.summarizer_model();
     let covered = &plain.messages[..plan.cut];
     let max_output = summary_max_output(&limits);
     let summarizer = summarize::Summarizer::of(session, &model);
+    let progress = |p: summarize::Progress| {
+        emit(Event::CompactionProgress { request: p.request, of: p.of, tokens: p.tokens })
+    };
     let job = SummaryJob {
         summarizer: &summarizer,
         view,
@@ -370,14 +393,29 @@ async fn summary_record(
         focus: request.focus.as_deref(),
         model: &model,
         max_output,
+        max_requests: steps::max_summary_requests(session),
+        note_chars: steps::note_chars(&limits),
+        progress: Some(&progress),
     };
     let (text, stats) = summarize::summarize(&job, cancel).await.map_err(|e| match e {
         SummaryError::Failed(reason) => Stop::Failed(reason),
         SummaryError::Unusable(reason) => Stop::SummaryFailed(reason),
         SummaryError::Cancelled => Stop::Cancelled,
     })?;
-    tracing::info!(requests = stats.requests, chunks = stats.chunks, "summary written");
-    let summary = summary::cap(&text);
+    tracing::info!(
+        requests = stats.requests,
+        chunks = stats.chunks,
+        unread = stats.unread,
+        "summary written"
+    );
+    let summary = steps::with_extract(session, view, plain, &text, &stats, job.note_chars);
+    if stats.unread > 0 {
+        // What the note read, and what only `recall` reaches, in one line.
+        emit(Event::Notice {
+            level: crate::protocol::NoticeLevel::Info,
+            message: steps::unread_line(&stats),
+        });
+    }
     let (note_text, files) =
         build_note(session, covered, previous, &summary, anchors.as_deref()).await;
     record::summary_record(SummaryRecord {

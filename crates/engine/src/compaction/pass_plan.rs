@@ -98,5 +98,59 @@ fn summary_cut(inputs: &PlanInputs<'_>) -> Result<CutPlan, String> {
     cut::plan(messages, &inputs.plain.tokens, &policy).map_err(|e| e.to_string())
 }
 
+/// The shortest usable summary, in tokens: the ten headings with a line under each.
+pub const SHORTEST_SUMMARY_TOKENS: u64 = 60;
+
+/// What a summary pass would leave, estimated before its first request (estimated tokens, the
+/// same counts the commit uses).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SendCheck {
+    /// The view now, without the system prompt.
+    pub before: u64,
+    /// The kept tail after its usual bounds, and the retained user messages.
+    pub tail: u64,
+    pub retained: u64,
+    /// The note's own part ([`super::steps::note_fixed_tokens`]) and the summary's budget.
+    pub note_fixed: u64,
+    pub note_budget: u64,
+    /// The system prompt with the tool schemas.
+    pub prefix: u64,
+    /// The threshold, in estimated tokens.
+    pub threshold: u64,
+    /// A manual pass runs below the threshold too: only the view must shrink.
+    pub manual: bool,
+}
+
+/// Whether a summary request could end in a committed record (docs/compaction.md, *Triggers*: no
+/// request is paid for nothing): the view must shrink even with the shortest usable note, and —
+/// for an automatic pass — the note at its full budget, the prefix and the retained user
+/// messages must leave room under the threshold for the kept tail (which the commit may bound).
+/// `Err` says why not, in words for the user.
+pub fn worth_sending(c: &SendCheck) -> Result<(), String> {
+    let shortest = c.note_fixed + SHORTEST_SUMMARY_TOKENS + c.tail + c.retained;
+    if shortest >= c.before {
+        return Err(format!(
+            "a note would not make the conversation smaller: it replaces about {} tokens, and \
+             even a short note with what stays verbatim needs about {shortest} of the {} there \
+             are now",
+            c.before.saturating_sub(c.tail + c.retained),
+            c.before
+        ));
+    }
+    let fixed = c.prefix + c.note_fixed + c.note_budget + c.retained;
+    if !c.manual && fixed >= c.threshold {
+        return Err(format!(
+            "a note could not get the conversation below the threshold: the note (up to {} \
+             tokens), the system prompt with the tool schemas ({}) and the user's retained \
+             messages ({}) already need about {fixed} of {}",
+            c.note_fixed + c.note_budget,
+            c.prefix,
+            c.retained,
+            c.threshold
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests;

@@ -1,7 +1,7 @@
 //! What compaction keeps about itself between passes, held by the session: whether summary
 //! passes are backing off after a failure, whether the "past the threshold" warning was given,
-//! and the background note being written. Plain state; the passes and the turn hooks read and
-//! set it, nothing here does I/O.
+//! the background note being written and how long summary requests take. Plain state; the
+//! passes and the turn hooks read and set it, nothing here does I/O.
 
 use super::background::state::NotePass;
 use super::backoff::Backoff;
@@ -16,4 +16,6 @@ pub(crate) struct Standing {
     /// The background note, if one is being written or waits (docs/compaction.md, *Background
     /// compaction*).
     pub(crate) note_pass: NotePass,
+    /// How long summary requests take, per model: the bound on waiting for a background note.
+    pub(crate) clock: super::clock::SummaryClock,
 }

@@ -15,6 +15,132 @@ pub(crate) fn summary_max_output(limits: &crate::budget::Limits) -> u32 {
     SUMMARY_MAX_OUTPUT.min(limits.reserved_output).max(1) as u32
 }
 
+/// Windows up to this size are small (docs/compaction.md, *Small windows*): the note's budget
+/// scales with them.
+pub(crate) const SMALL_WINDOW: u64 = 16_384;
+/// The smallest note budget, in tokens.
+const MIN_NOTE_TOKENS: u64 = 300;
+
+/// The note's budget under `limits`, in tokens: the 12,000-character cap (about 3,000 tokens),
+/// or in a small window about a tenth of usable input (at least 300); never more than a summary
+/// request may write.
+pub(crate) fn note_budget_tokens(limits: &crate::budget::Limits) -> u64 {
+    let full = (super::summary::NOTE_MAX_CHARS / 4) as u64;
+    let budget = if limits.window <= SMALL_WINDOW {
+        (limits.usable_input / 10).max(MIN_NOTE_TOKENS).min(full)
+    } else {
+        full
+    };
+    budget.min(u64::from(summary_max_output(limits)))
+}
+
+/// The note's budget in characters, as the instruction states it and the cap applies it.
+pub(crate) fn note_chars(limits: &crate::budget::Limits) -> usize {
+    let chars = usize::try_from(note_budget_tokens(limits) * 4).unwrap_or(usize::MAX);
+    chars.min(super::summary::NOTE_MAX_CHARS)
+}
+
+/// The note's own part, in tokens — what Codewhale adds around the model's summary (header,
+/// files touched, plan, running commands, live state, anchors, closing) — composed without a
+/// summary and without asking git (a branch and a commit of usual length stand in).
+pub(crate) fn note_fixed_tokens(
+    session: &Session,
+    covered: &[super::message::Message],
+    previous: Option<&codewhale_journal::ActiveCompaction>,
+    anchors: Option<&str>,
+) -> u64 {
+    let previous_files = previous.map(|c| c.record.files_touched.clone()).unwrap_or_default();
+    let files = note::files_touched(covered, &previous_files);
+    let running: Vec<Running> = session
+        .background()
+        .running()
+        .into_iter()
+        .map(|r| Running { command: r.command, pid: r.pid, ports: r.ports })
+        .collect();
+    let live = LiveState {
+        workspace: session.workspace().display().to_string(),
+        branch: Some("main".to_owned()),
+        commit: Some("0123456789ab".to_owned()),
+    };
+    let plan = session.live_plan().map(|p| crate::plan::section(&p));
+    let text = note::compose(&NoteInput {
+        summary: "",
+        files: &files,
+        running: &running,
+        live: &live,
+        anchors,
+        plan: plan.as_deref(),
+    });
+    u64::from(crate::session::counts::exact(&text))
+}
+
+/// Summary requests one pass may send: `compaction.max_summary_requests`, default
+/// [`super::summary_input::DEFAULT_MAX_REQUESTS`].
+pub(crate) fn max_summary_requests(session: &Session) -> u32 {
+    session
+        .config()
+        .compaction
+        .max_summary_requests
+        .unwrap_or(super::summary_input::DEFAULT_MAX_REQUESTS)
+        .max(1)
+}
+
+/// The summary a note carries: the model's text after caps and, when the request limit left
+/// the oldest covered messages unread, the extract of them at the end of its `Reference`
+/// section (the cap leaves room for it).
+pub(crate) fn with_extract(
+    session: &Session,
+    view: &codewhale_journal::View,
+    plain: &super::plain::PlainView,
+    text: &str,
+    stats: &super::summarize::SummaryStats,
+    note_chars: usize,
+) -> String {
+    let unread = stats.unread.min(view.items.len());
+    let time = |index: usize| {
+        let id = view.items.get(index)?.source.as_str();
+        session.journal().get(id).map(|e| e.ts.to_string())
+    };
+    let ends = super::extract::Ends {
+        first: view.items.first().map(|i| i.source.to_string()).unwrap_or_default(),
+        last: unread.checked_sub(1).map(|i| view.items[i].source.to_string()).unwrap_or_default(),
+        first_time: time(0),
+        last_time: unread.checked_sub(1).and_then(time),
+    };
+    let Some(extract) =
+        super::extract::extract(&plain.messages[..unread], &plain.tokens[..unread], &ends)
+    else {
+        return super::summary::cap_to(text, note_chars);
+    };
+    let room = note_chars.saturating_sub(extract.chars().count() + 2);
+    format!(
+        "{}
+
+{extract}",
+        super::summary::cap_to(text, room)
+    )
+}
+
+/// The one line that says what a note read and what only `recall` reaches.
+pub(crate) fn unread_line(stats: &super::summarize::SummaryStats) -> String {
+    format!(
+        "the oldest {} messages (about {} tokens) are kept for recall; the note read the newest \
+         {} tokens",
+        stats.unread,
+        short_count(stats.unread_tokens),
+        short_count(stats.read_tokens)
+    )
+}
+
+/// A token count as people say it: 950, 12k, 172k, 58M.
+fn short_count(n: u64) -> String {
+    match n {
+        0..=9_999 => n.to_string(),
+        10_000..=999_999 => format!("{}k", n / 1_000),
+        _ => format!("{}M", n / 1_000_000),
+    }
+}
+
 /// Growth (as a fraction of usable input) after which an auto pass is tried again when the last
 /// pass could not get below the threshold.
 const REGROWTH_FRACTION: f64 = 0.1;

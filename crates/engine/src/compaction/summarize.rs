@@ -23,6 +23,7 @@
 use codewhale_journal::{bound_item, Block, EntryId, ItemContent, ItemKind, Role, View, ViewItem};
 use codewhale_provider::{CancellationToken, ErrorKind, Request, ToolChoice};
 
+use super::checkpoint::is_checkpoint;
 use super::plain::PlainView;
 pub(crate) use super::summary::SummaryError;
 use super::summary::{self, Scope};
@@ -63,6 +64,8 @@ pub(crate) struct Summarizer {
     /// Where what its requests cost is counted, and the summarizing model's price.
     pub spend: crate::spend::Meter,
     pub price: Option<codewhale_provider::Price>,
+    /// Where how long its requests take is measured (the wait bound of a background note).
+    pub clock: super::clock::SummaryClock,
 }
 
 impl Summarizer {
@@ -83,12 +86,12 @@ impl Summarizer {
             other_model: model != session.model(),
             spend: session.spend.summaries.clone(),
             price: session.config().price_of(model),
+            clock: session.compaction.clock.clone(),
         }
     }
 }
 
 /// One summary to write.
-#[derive(Debug)]
 pub(crate) struct SummaryJob<'a> {
     pub summarizer: &'a Summarizer,
     /// The view the pass started from, and its plain form.
@@ -100,13 +103,45 @@ pub(crate) struct SummaryJob<'a> {
     /// The summarizing model.
     pub model: &'a str,
     pub max_output: u32,
+    /// Summary requests the pass may send (`compaction.max_summary_requests`).
+    pub max_requests: u32,
+    /// The note's length, in characters, as the instruction states it.
+    pub note_chars: usize,
+    /// Told before each request: which one of how many, and the tokens it carries.
+    pub progress: Option<&'a (dyn Fn(Progress) + Send + Sync)>,
 }
 
-/// What the requests of a job were like (for the log and the benchmark).
+impl std::fmt::Debug for SummaryJob<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SummaryJob")
+            .field("cut", &self.cut)
+            .field("model", &self.model)
+            .field("max_output", &self.max_output)
+            .field("max_requests", &self.max_requests)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where a pass's summary requests are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Progress {
+    /// 1-based.
+    pub request: u32,
+    pub of: u32,
+    /// Estimated tokens the request carries.
+    pub tokens: u64,
+}
+
+/// What the requests of a job were like (for the log, the user and the benchmark).
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct SummaryStats {
     pub requests: u32,
     pub chunks: u32,
+    /// `plain.messages[..unread]` were read by no request (an extract covers them).
+    pub unread: usize,
+    /// Estimated tokens of the covered part the requests read, and of the part they did not.
+    pub read_tokens: u64,
+    pub unread_tokens: u64,
 }
 
 /// Writes the summary of `job`; the text is the model's, uncapped.
@@ -161,13 +196,18 @@ enum Attempt {
 fn input_budget(job: &SummaryJob<'_>) -> InputBudget {
     let limits = job.summarizer.limits;
     let tokens = from_provider(limits.usable_input as f64, job.summarizer.calibration);
-    let instruction = summary::instruction(&Scope::Chunk, job.focus, true);
+    let instruction = summary::instruction(&Scope::Chunk, job.focus, true, job.note_chars);
     // Exact when the encoder is ready; never waited for (an upper bound instead).
     let instruction = counts::exact_if_ready(&instruction)
         .map_or_else(|| counts::upper_bound(&instruction), u64::from);
     let fixed = job.summarizer.system_tokens + instruction;
     let tokens = tokens.min(summary::INPUT_MAX_BYTES as u64 / 4);
-    InputBudget { tokens, fixed, note: note_reserve(tokens.saturating_sub(fixed), job.max_output) }
+    InputBudget {
+        tokens,
+        fixed,
+        note: note_reserve(tokens.saturating_sub(fixed), job.max_output),
+        max_requests: job.max_requests.max(1),
+    }
 }
 
 /// Room for an interim note: a full note, but no more than the summarizer may write and no more
@@ -191,16 +231,38 @@ async fn run_plan(
             }
         }
     }
-    let mut stats = SummaryStats::default();
-    let mut interim: Option<String> = None;
-    for chunk in &plan.chunks {
+    let tokens = &job.plain.tokens;
+    let covered = job.cut.min(tokens.len());
+    let unread = plan.unread.min(covered);
+    let mut stats = SummaryStats {
+        unread,
+        unread_tokens: tokens[..unread].iter().sum(),
+        read_tokens: tokens[unread..covered].iter().sum(),
+        ..SummaryStats::default()
+    };
+    // Three characters per token keeps the note inside the room the plan left for it.
+    let chars = usize::try_from(note_tokens.saturating_mul(3)).unwrap_or(usize::MAX);
+    let chars = chars.min(job.note_chars);
+    // A previous note in the unread part is what the first request folds in.
+    let mut interim: Option<String> = job.plain.messages[..unread]
+        .iter()
+        .find(|m| is_checkpoint(m))
+        .and_then(|m| m.content.first())
+        .and_then(|part| match part {
+            super::message::Part::Text { text } => Some(summary::cap_to(text, chars)),
+            _ => None,
+        });
+    let of = plan.chunks.len() as u32 + 1;
+    for (k, chunk) in plan.chunks.iter().enumerate() {
+        if let Some(progress) = job.progress {
+            let tokens = tokens[chunk.clone()].iter().sum();
+            progress(Progress { request: k as u32 + 1, of, tokens });
+        }
         let text =
             ask(job, interim.as_deref(), &items[chunk.clone()], Scope::Chunk, &cancel, &mut stats)
                 .await?;
         stats.chunks += 1;
-        // Three characters per token keeps the note inside the room the plan left for it.
-        let chars = usize::try_from(note_tokens.saturating_mul(3)).unwrap_or(usize::MAX);
-        interim = Some(summary::cap_to(&text, chars.min(summary::NOTE_MAX_CHARS)));
+        interim = Some(summary::cap_to(&text, chars));
     }
     let kept = &items[plan.final_from..];
     let scope = match job.cut.checked_sub(plan.final_from) {
@@ -210,6 +272,10 @@ async fn run_plan(
         },
         _ => Scope::All,
     };
+    if let Some(progress) = job.progress {
+        let tokens = tokens[plan.final_from.min(tokens.len())..].iter().sum();
+        progress(Progress { request: of, of, tokens });
+    }
     let text = ask(job, interim.as_deref(), kept, scope, &cancel, &mut stats).await?;
     Ok((text, stats))
 }
@@ -239,8 +305,10 @@ async fn ask(
     loop {
         let request = build_request(job, interim, items, &scope, strict);
         stats.requests += 1;
+        let sent = std::time::Instant::now();
         match job.summarizer.client.complete(&request, cancel.clone()).await {
             Ok(response) => {
+                job.summarizer.clock.record(job.model, sent.elapsed());
                 // Paid for whether it is used or not.
                 if let Some(usage) = &response.usage {
                     job.summarizer.spend.add(usage, job.summarizer.price.as_ref());
@@ -310,7 +378,7 @@ fn build_request(
     if let Some(last) = request.messages.last_mut() {
         last.cache_breakpoint = true;
     }
-    let instruction = summary::instruction(scope, job.focus, strict);
+    let instruction = summary::instruction(scope, job.focus, strict, job.note_chars);
     request.messages.push(codewhale_provider::Message::user_text(instruction));
     if strict {
         request.tool_choice = ToolChoice::None;

@@ -76,8 +76,11 @@ impl Scope {
 
 /// The instruction text: the base instruction with its scope, the strict addendum on a retry,
 /// then the focus.
-pub fn instruction(scope: &Scope, focus: Option<&str>, strict: bool) -> String {
-    let mut out = INSTRUCTION.trim_end().replace("{scope}", &scope.text());
+pub fn instruction(scope: &Scope, focus: Option<&str>, strict: bool, max_chars: usize) -> String {
+    let mut out = INSTRUCTION
+        .trim_end()
+        .replace("{scope}", &scope.text())
+        .replace("{max_chars}", &thousands(max_chars));
     if strict {
         out.push_str("\n\n");
         out.push_str(STRICT_ADDENDUM.trim_end());
@@ -85,6 +88,19 @@ pub fn instruction(scope: &Scope, focus: Option<&str>, strict: bool) -> String {
     if let Some(focus) = focus.map(str::trim).filter(|f| !f.is_empty()) {
         out.push_str("\n\nFocus the note on: ");
         out.push_str(&focus.replace('\n', " "));
+    }
+    out
+}
+
+/// 12000 as "12,000".
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (k, c) in digits.chars().enumerate() {
+        if k > 0 && (digits.len() - k).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
     }
     out
 }
@@ -139,13 +155,8 @@ fn byte_at(text: &str, char_count: usize) -> usize {
     text.char_indices().nth(char_count).map_or(text.len(), |(i, _)| i)
 }
 
-/// Caps a summary at [`NOTE_MAX_CHARS`]: the `Reference` section is cut first, then the end.
-pub fn cap(summary: &str) -> String {
-    cap_to(summary, NOTE_MAX_CHARS)
-}
-
-/// Caps a summary at `limit` characters the way [`cap`] does (an interim note of a chunked
-/// summary in a small window gets less room than a full note).
+/// Caps a summary at `limit` characters (at most [`NOTE_MAX_CHARS`]; a small window's note and
+/// an interim note get less): the `Reference` section is cut first, then the end.
 pub fn cap_to(summary: &str, limit: usize) -> String {
     let summary = summary.trim();
     let total = summary.chars().count();
@@ -214,24 +225,29 @@ mod tests {
 
     #[test]
     fn instruction_lists_the_ten_headings_in_order_and_states_the_cap() {
-        let text = instruction(&Scope::All, Some("the parser\nonly"), false);
+        let text = instruction(&Scope::All, Some("the parser\nonly"), false, NOTE_MAX_CHARS);
         let positions: Vec<usize> =
             HEADINGS.iter().map(|h| text.find(&format!("## {h}\n")).unwrap()).collect();
         assert!(positions.windows(2).all(|w| w[0] < w[1]));
         assert!(text.contains("12,000 characters"));
         assert!(text.ends_with("Focus the note on: the parser only"));
-        let strict = instruction(&Scope::All, Some("x"), true);
+        let strict = instruction(&Scope::All, Some("x"), true, NOTE_MAX_CHARS);
         assert!(strict.contains(STRICT_ADDENDUM.trim_end()));
         assert!(strict.ends_with("Focus the note on: x"), "the focus stays last");
-        assert!(!instruction(&Scope::All, Some("  "), false).contains("Focus"));
+        assert!(!instruction(&Scope::All, Some("  "), false, NOTE_MAX_CHARS).contains("Focus"));
         assert!(!text.contains("{scope}"));
         let kept = Scope::Before { position: 7, opening: "Ran  \"cargo test\"\nand".into() };
-        let kept = instruction(&kept, None, false);
+        let kept = instruction(&kept, None, false, NOTE_MAX_CHARS);
         assert!(
             kept.contains("before message 7, which begins:\n\"Ran 'cargo test' and\"."),
             "{kept}"
         );
-        assert!(instruction(&Scope::Chunk, None, false).contains("a later note will fold yours in"));
+        assert!(instruction(&Scope::Chunk, None, false, NOTE_MAX_CHARS)
+            .contains("a later note will fold yours in"));
+        // The length is stated: a small window's note is shorter.
+        assert!(instruction(&Scope::All, None, false, NOTE_MAX_CHARS)
+            .contains("under 12,000 characters"));
+        assert!(instruction(&Scope::All, None, false, 1_228).contains("under 1,228 characters"));
     }
 
     #[test]
@@ -249,22 +265,22 @@ mod tests {
     #[test]
     fn cap_cuts_reference_first() {
         let summary = full_summary(&"ref line\n".repeat(2000));
-        let capped = cap(&summary);
+        let capped = cap_to(&summary, NOTE_MAX_CHARS);
         assert!(capped.chars().count() <= NOTE_MAX_CHARS);
         assert!(capped.contains(CAP_MARKER));
         assert!(capped.contains("## Next action\nNone"), "earlier sections untouched");
         assert!(capped.find("## Reference").unwrap() < capped.find(CAP_MARKER).unwrap());
         let short = full_summary("a.rs");
-        assert_eq!(cap(&short), short.trim());
+        assert_eq!(cap_to(&short, NOTE_MAX_CHARS), short.trim());
     }
 
     #[test]
     fn cap_cuts_the_end_when_reference_is_not_enough() {
         let summary = format!("## Objective\n{}\n## Reference\nr", "é".repeat(20_000));
-        let capped = cap(&summary);
+        let capped = cap_to(&summary, NOTE_MAX_CHARS);
         assert_eq!(capped.chars().count(), NOTE_MAX_CHARS);
         assert!(capped.ends_with(CAP_MARKER));
         let no_reference = "word ".repeat(5000);
-        assert!(cap(&no_reference).ends_with(CAP_MARKER));
+        assert!(cap_to(&no_reference, NOTE_MAX_CHARS).ends_with(CAP_MARKER));
     }
 }

@@ -10,8 +10,12 @@
 //!    prefix, largest first (the summary input is not the live view: this costs nothing the
 //!    model reads later);
 //! 3. the oldest whole exchanges leave the final request and are summarized first, in chunks:
-//!    the oldest part that fits becomes an interim note, which the next chunk folds in, until
-//!    the covered part is consumed.
+//!    a chunk becomes an interim note, which the next request folds in;
+//! 4. the cost is bounded: at most [`InputBudget::max_requests`] requests in all (default
+//!    [`DEFAULT_MAX_REQUESTS`]), the final one and the chunks just before it, each full. What
+//!    none of them reads ([`InputPlan::unread`], the oldest part) is covered by an extract built
+//!    without a model ([`super::extract`]) and stays reachable with `recall`; a previous note
+//!    there is folded into the first request as its interim note.
 //!
 //! Invariants of an [`InputPlan`]: chunks and the final part start at exchange starts
 //! ([`round::exchange_starts`]), so a call never leaves without its results; every request of
@@ -35,7 +39,12 @@ pub struct InputBudget {
     pub fixed: u64,
     /// Room a chunked request keeps for the interim note it folds in.
     pub note: u64,
+    /// Summary requests the pass may send (at least 1).
+    pub max_requests: u32,
 }
+
+/// docs/compaction.md, *Limits and configuration*: summary requests per pass.
+pub const DEFAULT_MAX_REQUESTS: u32 = 2;
 
 /// How the summary of one pass is asked for.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -46,6 +55,8 @@ pub struct InputPlan {
     pub chunks: Vec<Range<usize>>,
     /// The final request carries `messages[final_from..]` (after the last interim note).
     pub final_from: usize,
+    /// `messages[..unread]` are read by no request (the request limit): an extract covers them.
+    pub unread: usize,
 }
 
 impl InputPlan {
@@ -85,7 +96,7 @@ pub fn plan(
         .collect();
     let bounded = bound::plan(&candidates, total, avail);
     if bounded.fits {
-        return Ok(InputPlan { bounds: bounded.bounds, chunks: Vec::new(), final_from: 0 });
+        return Ok(InputPlan { bounds: bounded.bounds, ..InputPlan::default() });
     }
 
     // Chunks: every request holds an interim note and at most `room` of messages; no single
@@ -109,12 +120,11 @@ pub fn plan(
     starts.push(messages.len());
     let exchange = |k: usize| starts[k]..starts[k + 1];
     let size = |r: Range<usize>| -> u64 { sizes[r].iter().sum() };
-    for w in starts.windows(2) {
-        let need = size(w[0]..w[1]);
-        if need > room {
-            return Err(InputError::ExchangeTooBig { index: w[0], tokens: need, budget: room });
-        }
-    }
+    let too_big = |k: usize| InputError::ExchangeTooBig {
+        index: starts[k],
+        tokens: size(exchange(k)),
+        budget: room,
+    };
     // The final request: the newest whole exchanges that fit.
     let mut first = starts.len() - 1;
     let mut used = 0;
@@ -126,19 +136,32 @@ pub fn plan(
         used += add;
         first -= 1;
     }
-    let final_from = starts[first];
-    // The chunks: oldest first, as many whole exchanges as fit in each.
-    let mut chunks = Vec::new();
-    let mut k = 0;
-    while k < first {
-        let (begin, mut filled) = (starts[k], 0);
-        while k < first && filled + size(exchange(k)) <= room {
-            filled += size(exchange(k));
-            k += 1;
-        }
-        chunks.push(begin..starts[k]);
+    if first > 0 && first == starts.len() - 1 {
+        // Not even the newest exchange fits a request of its own.
+        return Err(too_big(first - 1));
     }
-    Ok(InputPlan { bounds, chunks, final_from })
+    let final_from = starts[first];
+    // The chunks: the newest first, as many whole exchanges as fit in each, until the request
+    // limit; what is older stays unread.
+    let mut chunks = Vec::new();
+    let mut k = first;
+    while k > 0 && chunks.len() + 1 < budget.max_requests.max(1) as usize {
+        let (end, mut filled) = (starts[k], 0);
+        while k > 0 && filled + size(exchange(k - 1)) <= room {
+            filled += size(exchange(k - 1));
+            k -= 1;
+        }
+        if starts[k] == end {
+            // The exchange before this chunk cannot fit a request even bounded.
+            return Err(too_big(k - 1));
+        }
+        chunks.push(starts[k]..end);
+    }
+    chunks.reverse();
+    let unread = starts[k];
+    // A bound on a message no request reads changes nothing.
+    bounds.retain(|&(i, _)| i >= unread);
+    Ok(InputPlan { bounds, chunks, final_from, unread })
 }
 
 #[cfg(test)]
@@ -169,7 +192,7 @@ mod tests {
         m.iter().map(|m| (bound::message_bytes(m) / 4).max(5)).collect()
     }
     fn budget(tokens: u64) -> InputBudget {
-        InputBudget { tokens, fixed: 1_000, note: 3_000 }
+        InputBudget { tokens, fixed: 1_000, note: 3_000, max_requests: u32::MAX }
     }
 
     #[test]
@@ -206,6 +229,7 @@ mod tests {
         let starts = round::exchange_starts(&m);
         let room = b.tokens - b.fixed - b.note;
         let mut expected_start = 0;
+        assert_eq!(plan.unread, 0, "no request limit: everything is read");
         for chunk in &plan.chunks {
             assert_eq!(chunk.start, expected_start, "chunks are contiguous");
             assert!(starts.contains(&chunk.start) && starts.contains(&chunk.end));
@@ -216,6 +240,26 @@ mod tests {
         assert!(starts.contains(&plan.final_from));
         assert!(t[plan.final_from..].iter().sum::<u64>() <= room);
         assert!(plan.final_from < m.len(), "the final request keeps the newest exchanges");
+    }
+
+    #[test]
+    fn a_pass_sends_at_most_its_request_limit_and_reads_the_newest_part() {
+        let m = long_turn(2_000, 1_500);
+        let t = tokens(&m);
+        let b = InputBudget { max_requests: 2, ..budget(8_000) };
+        let plan = plan(&m, &t, &b).unwrap();
+        assert_eq!(plan.chunks.len(), 1, "one chunk and the final request");
+        let chunk = &plan.chunks[0];
+        assert_eq!(chunk.start, plan.unread);
+        assert_eq!(chunk.end, plan.final_from);
+        let room = b.tokens - b.fixed - b.note;
+        let read: u64 = t[plan.unread..].iter().sum();
+        assert!(read <= 2 * room, "at most two requests' worth is read: {read}");
+        assert!(plan.unread > m.len() / 2, "the oldest part is left to the extract");
+        assert!(plan.bounds.iter().all(|&(i, _)| i >= plan.unread));
+        // One request: the final one alone.
+        let one = super::plan(&m, &t, &InputBudget { max_requests: 1, ..b }).unwrap();
+        assert!(one.chunks.is_empty() && one.unread == one.final_from);
     }
 
     #[test]

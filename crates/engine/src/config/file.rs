@@ -99,6 +99,8 @@ struct FileCompaction {
     background_at: Option<Spanned<f64>>,
     branch_summary_timeout_sec: Option<Spanned<f64>>,
     branch_summaries: Option<bool>,
+    max_summary_requests: Option<Spanned<u32>>,
+    idle_after_sec: Option<Spanned<f64>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -192,6 +194,24 @@ pub fn parse_scoped(path: &Path, text: &str, scope: Scope) -> Result<Config, Con
         }
         t => t.map(|t| std::time::Duration::from_secs_f64(t.into_inner())),
     };
+    let max_summary_requests = match file.compaction.max_summary_requests {
+        Some(n) if *n.get_ref() == 0 => {
+            return Err(invalid(
+                Some(n.span()),
+                "must be at least 1: a summary pass sends at least one request".into(),
+            ))
+        }
+        n => n.map(Spanned::into_inner),
+    };
+    let idle_after = match file.compaction.idle_after_sec {
+        Some(t) if !(*t.get_ref() >= 0.0 && t.get_ref().is_finite()) => {
+            return Err(invalid(
+                Some(t.span()),
+                "must be a number of seconds, 0 to turn idle compaction off".into(),
+            ))
+        }
+        t => t.map(|t| std::time::Duration::from_secs_f64(t.into_inner())),
+    };
     let api_key_env = match file.api_key_env {
         Some(name) if !valid_env_name(name.get_ref()) => {
             return Err(invalid(
@@ -276,6 +296,8 @@ pub fn parse_scoped(path: &Path, text: &str, scope: Scope) -> Result<Config, Con
             background_at,
             branch_summary_timeout,
             branch_summaries: file.compaction.branch_summaries,
+            max_summary_requests,
+            idle_after,
         },
         shell: ShellConfig {
             env: file.shell.env.into_iter().collect(),

@@ -70,6 +70,13 @@ pub struct CompactionConfig {
     pub branch_summary_timeout: Option<std::time::Duration>,
     /// Whether leaving a branch writes a summary of it (default true).
     pub branch_summaries: Option<bool>,
+    /// Summary requests one pass may send (default
+    /// [`crate::compaction::summary_input::DEFAULT_MAX_REQUESTS`]); what they cannot read is
+    /// covered by an extract and stays reachable with `recall`.
+    pub max_summary_requests: Option<u32>,
+    /// Idle time after which a session past the early mark gets its note while the provider's
+    /// cache is warm (default [`crate::compaction::background::idle::DEFAULT_IDLE_AFTER`]; zero: never).
+    pub idle_after: Option<std::time::Duration>,
 }
 
 /// Settings of the shell tool.
@@ -328,6 +335,8 @@ impl Config {
         over(&mut self.compaction.retained_user_tokens, other.compaction.retained_user_tokens);
         over(&mut self.compaction.background, other.compaction.background);
         over(&mut self.compaction.background_at, other.compaction.background_at);
+        over(&mut self.compaction.max_summary_requests, other.compaction.max_summary_requests);
+        over(&mut self.compaction.idle_after, other.compaction.idle_after);
         over(&mut self.compaction.branch_summaries, other.compaction.branch_summaries);
         over(&mut self.compaction.branch_summary_timeout, other.compaction.branch_summary_timeout);
         over(&mut self.shell.keep_background, other.shell.keep_background);

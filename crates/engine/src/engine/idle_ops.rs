@@ -31,6 +31,8 @@ pub(super) async fn handle_idle_op(
             sink.emit(id, notice("the note being written in the background was cancelled".into()));
         }
         Op::Interrupt => sink.emit(id, notice("nothing to interrupt: no turn is running".into())),
+        // The engine loop restarts its idle clock on every op; typing needs nothing else.
+        Op::Typing => {}
         Op::Approve { call_id, .. } | Op::Deny { call_id, .. } => {
             sink.emit(id, no_such_call(&call_id))
         }

@@ -252,7 +252,18 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
     let mut encoder = crate::tokens::is_building()
         .then(|| tokio::task::spawn_blocking(crate::tokens::wait_ready));
     let mut shutdown = None;
+    // Idle compaction (docs/compaction.md, *Idle compaction*): the clock restarts on every op
+    // and after every turn; it fires once per idle spell.
+    let idle_after = crate::compaction::background::idle_after(&session);
+    let mut idle_since = tokio::time::Instant::now();
+    let mut idle_spent = false;
     while shutdown.is_none() {
+        let idle = async {
+            match idle_after.filter(|_| !idle_spent) {
+                Some(after) => tokio::time::sleep_until(idle_since + after).await,
+                None => std::future::pending::<()>().await,
+            }
+        };
         let wake = session.compaction.note_pass.wake();
         let summary_wake = session.branch_summary.wake();
         let encoder_ready = async {
@@ -280,8 +291,15 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
                 sink.emit(start, session.usage_event(None, None));
                 continue;
             }
+            () = idle => {
+                idle_spent = true;
+                crate::compaction::background::on_idle(&mut session, &sink).await;
+                continue;
+            }
         };
         let Some((id, op)) = next else { break };
+        crate::compaction::background::activity(&mut session);
+        idle_spent = false;
         // A mode chosen while the last turn ran, which made no call after it.
         if let Some(mode) = gate.take_mode() {
             session.policy.set_mode(mode);
@@ -345,6 +363,8 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
             Op::Shutdown => shutdown = Some(id),
             other => handle_idle_op(&mut session, &sink, id, other).await,
         }
+        // Idle from the end of what the op started (a turn may have run for minutes).
+        idle_since = tokio::time::Instant::now();
     }
     // The background work of the session stops before it closes: a note or a branch summary
     // still being written is dropped (it would be for a session nobody has open).
@@ -394,6 +414,8 @@ async fn listening<F: std::future::Future>(
                     answer(gate, sink, oid, &call_id, ApprovalReply::Deny(reason))
                 }
                 Some((oid, Op::ListMcpServers)) => sink.emit(oid, mcp_servers_event(mcp)),
+                // Typing during a turn changes nothing the turn does.
+                Some((_, Op::Typing)) => {}
                 Some((oid, Op::SetApproval { mode })) => {
                     // Applies from the turn's next call on.
                     gate.switch_mode(mode);

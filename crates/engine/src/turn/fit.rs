@@ -163,15 +163,15 @@ fn too_big_message(ctx: &TurnCtx<'_>) -> String {
         )
     } else if note >= rest {
         format!(
-            "the handoff note needs about {note} tokens; {} or {}",
-            hints.new_session(),
+            "the handoff note needs about {note} tokens; {} writes a shorter one, or {}",
+            hints.compact_with_focus(),
             hints.larger_window()
         )
     } else {
         format!(
             "the last round needs about {rest} tokens even with every output and message in it \
-             cut to 1 KB; {} or {}",
-            hints.new_session(),
+             cut to 1 KB; ask for the next step in a shorter message (the journal keeps this \
+             one) or {}",
             hints.larger_window()
         )
     };

@@ -45,11 +45,9 @@ pub async fn before_request(ctx: &mut TurnCtx<'_>) -> Result<(), EngineError> {
             .await;
         return Ok(());
     }
-    if session.compaction.warned_over_threshold {
-        return Ok(());
-    }
-    // Auto-compaction; when it cannot help, say plainly that the conversation is close to the
-    // window (once, until it is back under the threshold) and let the request go (fail open).
+    // Armed every turn (docs/compaction.md, *Triggers*): a session above the threshold tries a
+    // pass before every request while the turn has passes left; only the backoff after a failed
+    // pass, or a background note still being written, holds one back.
     if in_turn(ctx, codewhale_journal::Trigger::Auto).await {
         return Ok(());
     }
@@ -57,23 +55,26 @@ pub async fn before_request(ctx: &mut TurnCtx<'_>) -> Result<(), EngineError> {
         // The backoff notice said what happens meanwhile; fit_view trims and says so.
         return Ok(());
     }
+    // Said once until pressure is back under the threshold: a display choice, never a switch.
+    if ctx.session.compaction.warned_over_threshold {
+        return Ok(());
+    }
     let session = &*ctx.session;
     let pressure = session.budget().pressure();
     let limits = *session.budget().limits();
-    let new_session = session.hints.new_session();
+    let message = format!(
+        "the conversation uses {} tokens ({}), past the compaction threshold of {} of {} usable; \
+         Codewhale tries to compact it again before the next request, and meanwhile a request \
+         that does not fit is trimmed to its newest messages (the journal keeps everything); {} \
+         compacts it now",
+        pressure.tokens,
+        pressure.source.as_str(),
+        limits.threshold,
+        limits.usable_input,
+        session.hints.compact_with_focus()
+    );
     ctx.session.compaction.warned_over_threshold = true;
-    ctx.emit(Event::Notice {
-        level: NoticeLevel::Warning,
-        message: format!(
-            "the conversation uses {} tokens ({}), past the compaction threshold of {} of {} \
-             usable; if the provider rejects it as too long, {}",
-            pressure.tokens,
-            pressure.source.as_str(),
-            limits.threshold,
-            limits.usable_input,
-            new_session
-        ),
-    });
+    ctx.emit(Event::Notice { level: NoticeLevel::Warning, message });
     Ok(())
 }
 
@@ -126,17 +127,25 @@ pub async fn in_turn(ctx: &mut TurnCtx<'_>, trigger: Trigger) -> bool {
             return false;
         }
     }
+    let submission = ctx.submission;
+    let mut background = None;
+    if trigger == Trigger::Auto {
+        // A note written in the background is this pass's first choice, and while its request
+        // is in flight no second summary request is sent for the same crossing
+        // (docs/compaction.md, *Background compaction*): the note is waited for, bounded by what
+        // a summary request of this model takes; a note later than that goes on, and the
+        // request meanwhile is trimmed to fit.
+        use crate::compaction::background::{self, Taken};
+        match background::take(ctx.session, ctx.events, submission, &ctx.cancel).await {
+            Taken::Note(prepared) => background = Some(prepared),
+            Taken::Late | Taken::Cancelled => return false,
+            Taken::Nothing => {}
+        }
+    }
     ctx.compaction_passes += 1;
     let events = ctx.events.clone();
-    let submission = ctx.submission;
     let emit = move |event| events.emit(submission, event);
-    let mut request = PassRequest::new(trigger.clone(), None);
-    if trigger == Trigger::Auto {
-        // A note written in the background is this pass's first choice (docs/compaction.md,
-        // *Background compaction*).
-        let note =
-            crate::compaction::background::take(ctx.session, ctx.events, submission, &ctx.cancel);
-        request.background = note.await.map(Box::new);
-    }
+    let mut request = PassRequest::new(trigger, None);
+    request.background = background;
     pass::run(ctx.session, request, ctx.cancel.clone(), &emit).await.compacted()
 }

@@ -338,8 +338,9 @@ fn stopped(
     let hints = &ctx.session.hints;
     let advice = match failure.error.kind {
         ErrorKind::ContextOverflow { .. } => format!(
-            "; the conversation no longer fits the model's window: {} or {}",
-            hints.new_session(),
+            "; the conversation still does not fit the model's window after compacting: {} writes \
+             a shorter note, or {}",
+            hints.compact_with_focus(),
             hints.larger_window()
         ),
         ErrorKind::Auth => "; check the API key".to_owned(),

@@ -22,6 +22,13 @@ pub struct Harness {
 
 impl Harness {
     pub async fn new() -> Harness {
+        // `CODEWHALE_TEST_LOG=info` (any filter) shows the engine's log while debugging a test.
+        if let Ok(filter) = std::env::var("CODEWHALE_TEST_LOG") {
+            let _ = tracing_subscriber::fmt()
+                .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+                .with_test_writer()
+                .try_init();
+        }
         // Exact counts in every test: build the encoder before the first append.
         codewhale_engine::tokens::count("warm");
         Harness {

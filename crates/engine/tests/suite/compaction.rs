@@ -126,6 +126,14 @@ pub(super) fn request_text(h: &Harness, n: usize) -> String {
 }
 
 pub(super) async fn compact(engine: &mut Running, focus: Option<&str>) -> Event {
+    compact_with_events(engine, focus).await.0
+}
+
+/// `/compact`: how it ended, and every event until then.
+pub(super) async fn compact_with_events(
+    engine: &mut Running,
+    focus: Option<&str>,
+) -> (Event, Vec<Event>) {
     engine.submit(Op::Compact { focus: focus.map(str::to_owned) });
     let events = engine
         .until(|e| {
@@ -137,7 +145,7 @@ pub(super) async fn compact(engine: &mut Running, focus: Option<&str>) -> Event 
             )
         })
         .await;
-    events.last().cloned().unwrap()
+    (events.last().cloned().unwrap(), events)
 }
 
 pub(super) fn compactions(h: &Harness) -> Vec<codewhale_journal::CompactionPayload> {

@@ -283,8 +283,9 @@ async fn a_big_imported_session_continues_at_a_small_window() {
 }
 
 /// A conversation far past the window with many exchanges before the cut: the summary is
-/// written in chunks, each interim note folded into the next request, and the final request
-/// keeps the newest exchanges.
+/// written in chunks, the interim note folded into the next request, and the final request
+/// keeps the newest exchanges — at most `compaction.max_summary_requests` (2) requests, the
+/// oldest part covered by an extract and kept for recall, which the user is told in one line.
 #[tokio::test]
 async fn a_summary_too_big_for_one_request_is_written_in_chunks() {
     for provider in ["openai", "anthropic"] {
@@ -301,8 +302,25 @@ async fn a_summary_too_big_for_one_request_is_written_in_chunks() {
         // Then a model with an 8k window: a manual pass must summarize 60 exchanges.
         let before = h.server.requests().len();
         let mut engine = spawn_on(&h, provider, 8_192, Resume::Last);
-        let done = super::compaction::compact(&mut engine, None).await;
-        assert!(matches!(done, Event::CompactionFinished { .. }), "{provider}: {done:?}");
+        let (done, steps) = super::compaction::compact_with_events(&mut engine, None).await;
+        let Event::CompactionFinished { note, .. } = &done else { panic!("{provider}: {done:?}") };
+        assert!(note.contains("Not read for this note: the oldest"), "{provider}: {note}");
+        assert!(note.contains("`recall` finds them"), "{provider}: {note}");
+        let told = steps.iter().any(|e| {
+            matches!(e, Event::Notice { message, .. }
+                if message.contains("are kept for recall; the note read the newest"))
+        });
+        assert!(told, "{provider}: {steps:?}");
+        let progress: Vec<(u32, u32)> = steps
+            .iter()
+            .filter_map(|e| match e {
+                Event::CompactionProgress { request, of, tokens } if *tokens > 0 => {
+                    Some((*request, *of))
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(progress, [(1, 2), (2, 2)], "{provider}: progress of each request");
         let run = engine.turn("what did you find?").await;
         assert_eq!(run.status, TurnStatus::Completed, "{provider}: {:?}", run.events);
         engine.shutdown().await;
@@ -311,7 +329,7 @@ async fn a_summary_too_big_for_one_request_is_written_in_chunks() {
             .filter(|r| is_summary_request(&r.body))
             .map(|r| r.body.to_string())
             .collect();
-        assert!(summaries.len() >= 3, "{provider}: {} summary requests", summaries.len());
+        assert_eq!(summaries.len(), 2, "{provider}: the request limit holds");
         assert!(summaries[0].contains("a later note will fold yours in"), "{provider}");
         assert!(summaries[1].contains("Codewhale interim note"), "{provider}");
         let last = summaries.last().unwrap();

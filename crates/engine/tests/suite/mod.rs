@@ -1,4 +1,5 @@
 mod approval;
+mod armed;
 mod attachments;
 mod background;
 mod branch_summaries;
@@ -7,6 +8,7 @@ mod common;
 mod compaction;
 mod compaction_passes;
 mod eval;
+mod idle;
 mod interrupt;
 mod long_rounds;
 mod mcp;

@@ -242,7 +242,7 @@ async fn a_model_that_cannot_summarize_still_gets_a_working_session() {
             // Whatever is asked, the model answers with the same junk: for a summary request
             // that is an unusable summary, for a turn a long answer.
             for _ in 0..3 {
-                h.server.push(Reply::text(prose(&format!("junk {k}"), 300)).with_usage(5_500, 400));
+                h.server.push(Reply::text(prose(&format!("junk {k}"), 300)));
             }
             let run = engine.turn(&prose(&format!("question {k}"), 150)).await;
             assert_eq!(run.status, TurnStatus::Completed, "{provider} turn {k}: {:?}", run.events);
@@ -436,7 +436,7 @@ async fn the_backoff_holds_across_processes() {
         let resume = if k == 0 { Resume::New } else { Resume::Last };
         let mut engine = spawn_on(&h, "openai", 8_192, resume);
         for _ in 0..3 {
-            h.server.push(Reply::text(prose(&format!("junk {k}"), 300)).with_usage(5_500, 400));
+            h.server.push(Reply::text(prose(&format!("junk {k}"), 300)));
         }
         let run = engine.turn(&prose(&format!("question {k}"), 150)).await;
         assert_eq!(run.status, TurnStatus::Completed, "turn {k}: {:?}", run.events);

@@ -181,7 +181,7 @@ record! {
 
 string_enum! {
     /// What started a compaction pass.
-    pub enum Trigger { Auto = "auto", Manual = "manual", Reactive = "reactive" }
+    pub enum Trigger { Auto = "auto", Manual = "manual", Reactive = "reactive", Idle = "idle" }
     default Auto
 }
 

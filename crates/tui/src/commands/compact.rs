@@ -51,6 +51,11 @@ async fn compact(params: EngineParams, focus: Option<String>) -> anyhow::Result<
     handle.submit(Op::Compact { focus });
     let mut code = None;
     while let Some(msg) = events.recv().await {
+        if let Event::CompactionProgress { request, of, tokens } = msg.event {
+            // Every request of the pass, even a single one: this command is the wait.
+            errln!("codewhale: {}", super::notices::progress(request, of, tokens));
+            continue;
+        }
         if let Some(line) = super::notices::line(&msg.event) {
             // The outcome goes to stdout (it is what the command was run for); steps and
             // notices to stderr.

@@ -90,6 +90,11 @@ fn shorten(text: &str) -> String {
     }
 }
 
+/// "summary 1 of 2 · 172k tokens": where a pass's summary requests are.
+pub fn progress(request: u32, of: u32, tokens: u64) -> String {
+    format!("summary {request} of {of} · {} tokens", crate::tui::cells::short_tokens(tokens))
+}
+
 /// The line for `event`, without the `codewhale: ` prefix, or `None` for events that are not
 /// notices (streamed text, tool calls, usage, errors, which are printed once at the end).
 pub fn line(event: &Event) -> Option<String> {
@@ -109,6 +114,10 @@ pub fn line(event: &Event) -> Option<String> {
         }
         Event::CompactionRefused { reason } => format!("nothing to compact: {reason}"),
         Event::CompactionCancelled => "compaction cancelled; nothing was changed".to_owned(),
+        // A pass of one request says nothing until it ends.
+        Event::CompactionProgress { request, of, tokens } if *of > 1 => {
+            progress(*request, *of, *tokens)
+        }
         _ => return None,
     })
 }

@@ -306,13 +306,20 @@ impl Cell for CompactionCell {
         };
         // The engine counts the covered segment in model-visible messages, not in turns.
         let unit = if c.covered == 1 { "message" } else { "messages" };
-        let written = if c.background { ", written in the background" } else { "" };
+        let trigger = match c.trigger {
+            CompactionTrigger::Idle => "auto, while idle",
+            other => other.as_str(),
+        };
+        let written = if c.background && c.trigger != CompactionTrigger::Idle {
+            ", written in the background"
+        } else {
+            ""
+        };
         let head = format!(
-            "⇣ {what} {} {unit} · {} → {} tokens ({}{written}){}",
+            "⇣ {what} {} {unit} · {} → {} tokens ({trigger}{written}){}",
             c.covered,
             short_tokens(c.tokens_before),
             short_tokens(c.tokens_after),
-            c.trigger.as_str(),
             if self.expanded { "" } else { " …" }
         );
         let mut out = wrap_line(&Line::styled(head, style), usize::from(width));

@@ -6,8 +6,8 @@
 //! anything else is added after it, so the transcript keeps the engine's order.
 
 use codewhale_protocol::{
-    AnchorChange, BranchSummaryState, Event, EventMsg, HistoryPage, NoticeLevel, TurnStats,
-    TurnStatus,
+    AnchorChange, BranchSummaryState, CompactionTrigger, Event, EventMsg, HistoryPage, NoticeLevel,
+    TurnStats, TurnStatus,
 };
 
 use super::app::{App, Gauge, Lifecycle, Pending, Retry, TurnProgress};
@@ -296,8 +296,10 @@ impl App {
                     tokens_after,
                     background,
                 };
-                // One inside a turn is followed by the turn's own end: called back once.
-                if self.lifecycle == (Lifecycle::Compacting { in_turn: false }) {
+                // One inside a turn is followed by the turn's own end: called back once; one
+                // done while idle is nothing the user waited for.
+                let waited = trigger != CompactionTrigger::Idle;
+                if waited && self.lifecycle == (Lifecycle::Compacting { in_turn: false }) {
                     let said = format!(
                         "Codewhale: compacted, {} → {} tokens",
                         short_tokens(tokens_before),
@@ -309,6 +311,9 @@ impl App {
                 self.end_compaction();
             }
             Event::BackgroundNote { state } => self.session.background_note = state,
+            Event::CompactionProgress { request, of, tokens } => {
+                self.session.compaction_progress = Some((request, of, tokens, self.progress.clock))
+            }
             Event::BranchSummary { state, summary, reason } => {
                 self.on_branch_summary(state, summary, reason)
             }
@@ -406,6 +411,7 @@ impl App {
     }
 
     fn end_compaction(&mut self) {
+        self.session.compaction_progress = None;
         self.lifecycle = match self.lifecycle {
             Lifecycle::Compacting { in_turn: true } => Lifecycle::Streaming { thinking: false },
             Lifecycle::Compacting { in_turn: false } => Lifecycle::Idle,

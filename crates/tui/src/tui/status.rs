@@ -98,7 +98,19 @@ impl App {
                 (format!("running {name}…"), busy, Some("Esc interrupts"))
             }
             Lifecycle::Compacting { .. } => {
-                ("compacting…".to_owned(), Style::new().fg(Color::Magenta), Some("Ctrl+C cancels"))
+                // Shown for a pass of several requests, or one that runs over a second.
+                let clock = self.progress.clock;
+                let progress = self.session.compaction_progress.filter(|&(_, of, _, since)| {
+                    of > 1 || clock.saturating_duration_since(since).as_secs() >= 1
+                });
+                let state = match progress {
+                    Some((request, of, tokens, _)) => format!(
+                        "compacting… summary {request} of {of} · {} tokens",
+                        super::cells::short_tokens(tokens)
+                    ),
+                    None => "compacting…".to_owned(),
+                };
+                (state, Style::new().fg(Color::Magenta), Some("Ctrl+C cancels"))
             }
             Lifecycle::AwaitingApproval => {
                 ("waiting for your approval".to_owned(), Style::new().fg(Color::Cyan), None)

@@ -22,7 +22,7 @@ pub fn snapshot_tail_fraction(limits: &Limits, pressure: u64) -> f64 {
     (super::super::cut::TAIL_FRACTION - to_come).max(0.0)
 }
 
-/// How long a note not ready yet is waited for when no summary pass of this session has been
+/// How long a note not ready yet is waited for when no summary request of its model has been
 /// timed yet: about what a 12,000-character note takes a real model to write.
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(90);
 
@@ -87,9 +87,10 @@ pub fn stale(then: &Basis, now: &Basis, head_on_spine: bool) -> Option<&'static 
 }
 
 /// How long a note not ready yet is waited for: as long as a foreground pass would take — the
-/// last summary pass timed in this session, else [`DEFAULT_WAIT`].
-pub fn wait_bound(last_pass: Option<Duration>) -> Duration {
-    last_pass.unwrap_or(DEFAULT_WAIT)
+/// last summary request of the model timed in this session (never a pass that only committed a
+/// ready note), else [`DEFAULT_WAIT`].
+pub fn wait_bound(last_request: Option<Duration>) -> Duration {
+    last_request.unwrap_or(DEFAULT_WAIT)
 }
 
 #[cfg(test)]

@@ -8,8 +8,10 @@
 //! note: a finished one becomes a [`Prepared`] record (the note composed then, on the snapshot's
 //! covered part), which the pass commits through [`try_commit`] when the view it yields is below
 //! the threshold and passes the survival contract, or else folds in as the previous note of an
-//! ordinary pass. A note not ready yet is waited for at most as long as a foreground pass takes
-//! ([`wait_bound`]).
+//! ordinary pass. A note not ready yet is waited for at most as long as a summary request of its
+//! model takes ([`wait_bound`], measured by `clock`); past that it goes on and no second summary
+//! request is sent for the same crossing ([`Taken::Late`]): the request goes out trimmed to fit
+//! meanwhile, and the note is taken when it is ready.
 //!
 //! Invariants:
 //! - at most one background pass ([`NotePass`] holds one slot);
@@ -35,21 +37,24 @@ use tokio::task::JoinHandle;
 use super::commit::{self, Proposal, Written};
 use super::cut::{self, CutPolicy};
 use super::judge::Refusal;
+use super::pass_plan::{worth_sending, SendCheck};
 use super::plain::PlainView;
 use super::record::{self, SummaryRecord};
-use super::summarize::{self, Summarizer, SummaryError, SummaryJob};
-use super::summary;
+use super::steps;
+use super::summarize::{self, Summarizer, SummaryError, SummaryJob, SummaryStats};
 use crate::anchors::AnchorStore;
 use crate::events::EventSink;
 use crate::protocol::{BackgroundState, Event, SubmissionId};
 use crate::session::Session;
 
 mod decide;
+pub mod idle;
 pub(crate) mod state;
 
 pub use decide::{
     early_mark, should_start, snapshot_tail_fraction, stale, wait_bound, Basis, StartCheck,
 };
+pub(crate) use idle::{activity, idle_after, on_idle};
 pub use state::Prepared;
 use state::{Slot, Snapshot};
 
@@ -73,7 +78,7 @@ fn basis(session: &Session) -> Basis {
 }
 
 /// The anchors in their redacted form, as a pass compares and restates them.
-fn anchors(session: &Session) -> Option<String> {
+pub(super) fn anchors(session: &Session) -> Option<String> {
     AnchorStore::new(session.workspace())
         .text()
         .ok()
@@ -101,15 +106,15 @@ pub(crate) async fn maybe_start(
         threshold: limits.threshold,
         busy: session.compaction.note_pass.slot.is_some(),
         spent: session.compaction.note_pass.spent_at == Some(records),
-        backing_off: super::steps::backing_off(session),
+        backing_off: steps::backing_off(session),
         allowed_here: !session.one_turn() || in_tool_loop,
     };
-    if !should_start(&check) || !super::steps::auto_worthwhile(session) {
+    if !should_start(&check) || !steps::auto_worthwhile(session) {
         return;
     }
     let Some(snapshot) = snapshot(session) else { return };
     let summarizer = Summarizer::of(session, &snapshot.summary_model);
-    let max_output = super::steps::summary_max_output(&limits);
+    let max_output = steps::summary_max_output(&limits);
     let snapshot = Arc::new(snapshot);
     let cancel = CancellationToken::new();
     let ready = Arc::new(AtomicBool::new(false));
@@ -117,6 +122,7 @@ pub(crate) async fn maybe_start(
         snapshot.clone(),
         summarizer,
         max_output,
+        steps::max_summary_requests(session),
         cancel.clone(),
         Notify {
             sink: sink.clone(),
@@ -131,10 +137,9 @@ pub(crate) async fn maybe_start(
         cut = snapshot.plan.cut,
         "background note started"
     );
-    let started = Instant::now();
     let task = Some(task);
     session.compaction.note_pass.slot =
-        Some(Slot { snapshot, cancel, task, ready, started, prepared: None });
+        Some(Slot { snapshot, cancel, task, ready, prepared: None, commit_when_idle: false });
     sink.emit(submission, Event::BackgroundNote { state: Some(BackgroundState::Writing) });
 }
 
@@ -155,8 +160,34 @@ fn snapshot(session: &Session) -> Option<Snapshot> {
     let plan = cut::plan(&plain.messages, &plain.tokens, &policy).ok()?;
     // Nothing before the protected part: a note would cover nothing new.
     record::covers(&plain, &plan, view.compaction.as_ref())?;
+    // Nor is a note written that could not be committed (no request is paid for nothing).
+    let anchors = anchors(session);
+    let covered = &plain.messages[..plan.cut];
+    let check = SendCheck {
+        before: plain.total(),
+        tail: plan.tail_tokens,
+        retained: plan.retained_tokens,
+        note_fixed: steps::note_fixed_tokens(
+            session,
+            covered,
+            view.compaction.as_ref(),
+            anchors.as_deref(),
+        ),
+        note_budget: steps::note_budget_tokens(limits),
+        prefix: session.budget().system_tokens(),
+        threshold: crate::budget::from_provider(
+            limits.threshold as f64,
+            session.budget().calibration(),
+        ),
+        manual: false,
+    };
+    if let Err(why) = worth_sending(&check) {
+        tracing::info!(%why, "no background note: it could not be committed");
+        return None;
+    }
     let summary_model = session.summarizer_model();
     Some(Snapshot {
+        limits: *limits,
         head: session.journal().head_id().clone(),
         basis: basis(session),
         view,
@@ -178,9 +209,10 @@ async fn write_note(
     snapshot: Arc<Snapshot>,
     summarizer: Summarizer,
     max_output: u32,
+    max_requests: u32,
     cancel: CancellationToken,
     notify: Notify,
-) -> Result<String, SummaryError> {
+) -> Result<(String, SummaryStats), SummaryError> {
     let job = SummaryJob {
         summarizer: &summarizer,
         view: &snapshot.view,
@@ -189,8 +221,11 @@ async fn write_note(
         focus: None,
         model: &snapshot.summary_model,
         max_output,
+        max_requests,
+        note_chars: steps::note_chars(&snapshot.limits),
+        progress: None,
     };
-    let result = summarize::summarize(&job, cancel).await.map(|(text, _)| text);
+    let result = summarize::summarize(&job, cancel).await;
     match &result {
         Ok(_) => {
             notify.ready.store(true, Ordering::Release);
@@ -207,6 +242,10 @@ async fn write_note(
 /// Between turns, when a background request ended: journal its failure or compose its note now.
 pub(crate) async fn settle_idle(session: &mut Session, sink: &EventSink) {
     settle(session, sink, SubmissionId(0)).await;
+    if idle::wanted(session) {
+        // Asked for by idle compaction, and the session is still idle: commit it now.
+        idle::commit(session, sink).await;
+    }
 }
 
 /// Settles a pass that has ended: a stale note is dropped, a failure is journaled (and backs
@@ -223,48 +262,63 @@ async fn settle(session: &mut Session, sink: &EventSink, submission: SubmissionI
         return;
     }
     if let Some(slot) = session.compaction.note_pass.slot.take() {
-        let bound = Duration::ZERO;
-        if let Some(slot) = finish(session, sink, submission, slot, bound).await {
-            session.compaction.note_pass.slot = Some(slot);
+        match finish(session, sink, submission, slot, Duration::ZERO).await {
+            Finished::Ready(slot) | Finished::Late(slot) => {
+                session.compaction.note_pass.slot = Some(slot)
+            }
+            Finished::Gone => {}
         }
     }
 }
 
-/// Waits up to `bound` for the request of `slot` and composes its record; the slot back when
-/// it holds a record, `None` when the note is gone (failed, cancelled, late: it was stopped).
+/// What became of a background request waited for.
+enum Finished {
+    /// Its note is composed into the slot's record.
+    Ready(Slot),
+    /// Not answered within the bound: the slot, still running.
+    Late(Slot),
+    /// Failed (journaled), refused or stopped: nothing to use.
+    Gone,
+}
+
+/// Waits up to `bound` for the request of `slot` and composes its record.
 async fn finish(
     session: &mut Session,
     sink: &EventSink,
     submission: SubmissionId,
     mut slot: Slot,
     bound: Duration,
-) -> Option<Slot> {
-    let Some(mut task) = slot.task.take() else { return Some(slot) };
+) -> Finished {
+    let Some(mut task) = slot.task.take() else { return Finished::Ready(slot) };
     let joined = if task.is_finished() {
         Ok(task.await)
     } else {
         tokio::time::timeout(bound, &mut task).await.map_err(|_| task)
     };
-    let text = match joined {
-        Ok(Ok(Ok(text))) => text,
+    let (text, stats) = match joined {
+        Ok(Ok(Ok(done))) => done,
         Ok(Ok(Err(err))) => {
             failed(session, sink, submission, err);
-            return None;
+            return Finished::Gone;
         }
         Ok(Err(join)) => {
             tracing::warn!("the background note task stopped: {join}");
-            return None;
+            return Finished::Gone;
         }
         Err(task) => {
-            tracing::info!(?bound, "background note not ready in time; a foreground pass runs");
+            // Paid for already: it keeps running, and no second request is sent meanwhile.
+            tracing::info!(?bound, "background note not ready in time; it goes on");
             slot.task = Some(task);
-            slot.stop();
-            return None;
+            return Finished::Late(slot);
         }
     };
-    session.compaction.note_pass.timed(slot.started.elapsed());
-    slot.prepared = Some(prepare(session, &slot.snapshot, &text).await?);
-    Some(slot)
+    match prepare(session, &slot.snapshot, &text, &stats).await {
+        Some(prepared) => {
+            slot.prepared = Some(prepared);
+            Finished::Ready(slot)
+        }
+        None => Finished::Gone,
+    }
 }
 
 /// Journals a failed background note exactly as a failed foreground pass is journaled.
@@ -275,7 +329,7 @@ fn failed(session: &mut Session, sink: &EventSink, submission: SubmissionId, err
         SummaryError::Cancelled => return,
         SummaryError::Failed(reason) => (reason, false),
         SummaryError::Unusable(reason) => {
-            super::steps::summary_failed(session, &reason, &emit);
+            steps::summary_failed(session, &reason, &emit);
             (reason, true)
         }
     };
@@ -316,48 +370,88 @@ pub(crate) async fn close(session: &mut Session) {
     }
 }
 
+/// What the pass at the threshold gets from the background ([`take`]).
+#[derive(Debug)]
+pub(crate) enum Taken {
+    /// No background note (none ran, it was stale, failed or refused): a pass runs as usual.
+    Nothing,
+    /// The finished note, as a record to commit or fold in; it is used up.
+    Note(Box<Prepared>),
+    /// Its request is still in flight after the wait bound: it goes on, and no second summary
+    /// request is sent for this crossing (the request is trimmed meanwhile).
+    Late,
+    /// The user interrupted the wait; the note is stopped.
+    Cancelled,
+}
+
 /// At the threshold: the background note as a record to commit, waiting for it at most
-/// [`wait_bound`] (or until `cancel`). `None` when there is none, it is stale, it failed or it
-/// was not ready in time; the note is used up either way.
+/// [`wait_bound`] — what the last summary request of its model took — or until `cancel`.
 pub(crate) async fn take(
     session: &mut Session,
     sink: &EventSink,
     submission: SubmissionId,
     cancel: &CancellationToken,
-) -> Option<Prepared> {
+) -> Taken {
     settle(session, sink, submission).await;
-    let slot = session.compaction.note_pass.slot.take()?;
-    session.compaction.note_pass.spent_at = Some(session.journal().compactions().count());
-    sink.emit(submission, Event::BackgroundNote { state: None });
+    let Some(slot) = session.compaction.note_pass.slot.take() else { return Taken::Nothing };
     if let Some(prepared) = slot.prepared.clone() {
+        used_up(session, sink, submission);
         slot.stop();
-        return Some(prepared);
+        return Taken::Note(Box::new(prepared));
     }
-    let bound = wait_bound(session.compaction.note_pass.last_pass);
+    let bound = wait_bound(session.compaction.clock.measured(&slot.snapshot.summary_model));
     let waited = Instant::now();
     let own = slot.cancel.clone();
-    let slot = tokio::select! {
-        slot = finish(session, sink, submission, slot, bound) => slot,
-        () = cancel.cancelled() => {
+    let finished = tokio::select! {
+        finished = finish(session, sink, submission, slot, bound) => Some(finished),
+        () = cancel.cancelled() => None,
+    };
+    let taken = match finished {
+        None => {
             // The interrupted turn drops the wait, and with it the task's handle: stop it.
             own.cancel();
-            return None;
+            Taken::Cancelled
         }
-    }?;
-    tracing::info!(waited_ms = waited.elapsed().as_millis() as u64, "background note taken");
-    let prepared = slot.prepared.clone();
-    slot.stop();
-    prepared
+        Some(Finished::Late(slot)) => {
+            session.compaction.note_pass.slot = Some(slot);
+            return Taken::Late;
+        }
+        Some(Finished::Gone) => Taken::Nothing,
+        Some(Finished::Ready(slot)) => {
+            tracing::info!(
+                waited_ms = waited.elapsed().as_millis() as u64,
+                "background note taken"
+            );
+            let prepared = slot.prepared.clone();
+            slot.stop();
+            prepared.map_or(Taken::Nothing, |p| Taken::Note(Box::new(p)))
+        }
+    };
+    used_up(session, sink, submission);
+    taken
+}
+
+/// The note of this crossing is used up: no new background pass until the next record.
+pub(super) fn used_up(session: &mut Session, sink: &EventSink, submission: SubmissionId) {
+    session.compaction.note_pass.spent_at = Some(session.journal().compactions().count());
+    sink.emit(submission, Event::BackgroundNote { state: None });
 }
 
 /// The record of a finished note: the note composed now on the snapshot's covered part.
-async fn prepare(session: &Session, snapshot: &Snapshot, text: &str) -> Option<Prepared> {
-    let summary = summary::cap(text);
+async fn prepare(
+    session: &Session,
+    snapshot: &Snapshot,
+    text: &str,
+    stats: &SummaryStats,
+) -> Option<Prepared> {
+    let note_chars = steps::note_chars(&snapshot.limits);
+    let summary =
+        steps::with_extract(session, &snapshot.view, &snapshot.plain, text, stats, note_chars);
     let covered = &snapshot.plain.messages[..snapshot.plan.cut];
     let previous = snapshot.view.compaction.as_ref();
     let anchors = snapshot.basis.anchors.clone();
     let (note, files) =
-        super::steps::build_note(session, covered, previous, &summary, anchors.as_deref()).await;
+        steps::build_note(session, covered, previous, &summary, anchors.as_deref()).await;
     let mut record = record::summary_record(SummaryRecord {
         plain: &snapshot.plain,
         plan: &snapshot.plan,

@@ -4,7 +4,6 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use codewhale_journal::{CompactionPayload, EntryId, View};
 use codewhale_provider::CancellationToken;
@@ -13,6 +12,7 @@ use tokio::task::JoinHandle;
 use super::decide::Basis;
 use crate::compaction::cut::CutPlan;
 use crate::compaction::plain::PlainView;
+use crate::compaction::summarize::SummaryStats;
 use crate::compaction::summary::SummaryError;
 use crate::protocol::BackgroundState;
 
@@ -26,6 +26,8 @@ pub(super) struct Snapshot {
     /// HEAD when the snapshot was taken.
     pub(super) head: EntryId,
     pub(super) summary_model: String,
+    /// The session's limits then (the note's budget).
+    pub(super) limits: crate::budget::Limits,
 }
 
 /// The one background pass of a session, if any.
@@ -35,8 +37,6 @@ pub(crate) struct NotePass {
     /// Records in the journal when the last note was used up: no new pass until another record
     /// is written (the early mark re-arms after every record).
     pub(super) spent_at: Option<usize>,
-    /// How long the last summary pass of this session took (the wait bound).
-    pub(super) last_pass: Option<Duration>,
     /// Woken when a background request ends, so an idle engine composes the note at once
     /// ([`settle_idle`]) rather than in the turn that crosses the threshold.
     pub(super) wake: Arc<tokio::sync::Notify>,
@@ -47,12 +47,14 @@ pub(super) struct Slot {
     pub(super) snapshot: Arc<Snapshot>,
     pub(super) cancel: CancellationToken,
     /// The request; `None` once its answer was taken.
-    pub(super) task: Option<JoinHandle<Result<String, SummaryError>>>,
+    pub(super) task: Option<JoinHandle<Result<(String, SummaryStats), SummaryError>>>,
     pub(super) ready: Arc<AtomicBool>,
-    pub(super) started: Instant,
     /// The finished note as a record, composed as soon as the engine saw it finished (between
     /// requests), so the turn that crosses the threshold only checks and writes it.
     pub(super) prepared: Option<Prepared>,
+    /// Idle compaction asked for this note: commit it as soon as it is ready, while the session
+    /// stays idle.
+    pub(super) commit_when_idle: bool,
 }
 
 impl Slot {
@@ -79,11 +81,6 @@ impl NotePass {
     /// Notified when a background request ends.
     pub fn wake(&self) -> Arc<tokio::sync::Notify> {
         self.wake.clone()
-    }
-
-    /// Records how long a summary pass took.
-    pub fn timed(&mut self, took: Duration) {
-        self.last_pass = Some(took);
     }
 
     pub(super) fn drop_slot(&mut self) -> bool {

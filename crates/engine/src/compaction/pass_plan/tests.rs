@@ -90,3 +90,38 @@ fn bound_only_and_too_few_messages_say_why_there_is_no_summary() {
     let few = plan(&inputs(&small, &Trigger::Reactive));
     assert_eq!(few.summary, Err(CutError::TooFew(2).to_string()));
 }
+
+fn send_check() -> SendCheck {
+    SendCheck {
+        before: 9_000,
+        tail: 2_000,
+        retained: 500,
+        note_fixed: 400,
+        note_budget: 3_000,
+        prefix: 1_700,
+        threshold: 9_600,
+        manual: false,
+    }
+}
+
+#[test]
+fn a_summary_worth_sending_shrinks_the_view_and_leaves_room() {
+    assert_eq!(worth_sending(&send_check()), Ok(()));
+}
+
+#[test]
+fn a_young_chat_is_not_worth_a_summary_request() {
+    // The case: 164 tokens of chat, a note alone is bigger.
+    let young = SendCheck { before: 164, tail: 60, retained: 0, manual: true, ..send_check() };
+    let why = worth_sending(&young).unwrap_err();
+    assert!(why.contains("would not make the conversation smaller"), "{why}");
+}
+
+#[test]
+fn an_auto_pass_needs_room_for_the_note_under_the_threshold() {
+    let small = SendCheck { threshold: 2_400, before: 9_000, ..send_check() };
+    let why = worth_sending(&small).unwrap_err();
+    assert!(why.contains("below the threshold"), "{why}");
+    // A manual pass only has to shrink the view.
+    assert_eq!(worth_sending(&SendCheck { manual: true, ..small }), Ok(()));
+}

@@ -37,6 +37,9 @@ pub enum Lifecycle {
     AwaitingApproval,
 }
 
+/// How long after the last op typing is told to the engine (well inside the 270 s idle default).
+const TYPING_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
+
 impl Lifecycle {
     /// Whether a turn is in progress (so the engine would refuse most ops).
     pub fn turn_running(&self) -> bool {
@@ -157,6 +160,7 @@ impl App {
 
     /// Sends `op` to the engine; with no session open, says so and returns `None`.
     pub(crate) fn submit(&mut self, op: Op) -> Option<SubmissionId> {
+        self.progress.typing_told = Some(self.progress.clock);
         let id = self.sink.submit(op);
         if id.is_none() {
             self.notice(
@@ -366,6 +370,15 @@ impl App {
 
     /// After the composer's text changed: the popups follow it.
     pub(crate) fn after_edit(&mut self) {
+        // Idle compaction never starts while the user types (docs/compaction.md, *Idle
+        // compaction*): every op restarts the engine's idle clock, so typing is told only when
+        // the engine has heard nothing for a while.
+        let now = self.progress.clock;
+        let told = self.progress.typing_told;
+        if told.is_some_and(|t| now.saturating_duration_since(t) >= TYPING_EVERY) {
+            self.progress.typing_told = Some(now);
+            let _ = self.sink.submit(Op::Typing);
+        }
         self.popups.completion = 0;
         self.popups.popup_dismissed = false;
         self.refresh_mention();

@@ -34,15 +34,20 @@ pub struct Progress {
     pub turn_progress: Option<TurnProgress>,
     /// A provider request being retried.
     pub retry: Option<Retry>,
+    /// When the engine last heard from this front end (an op, or that the user is typing):
+    /// idle compaction waits while the user types.
+    pub typing_told: Option<Instant>,
 }
 
 impl Default for Progress {
     fn default() -> Progress {
+        let now = Instant::now();
         Progress {
-            clock: Instant::now(),
+            clock: now,
             running_since: Vec::new(),
             turn_progress: None,
             retry: None,
+            typing_told: Some(now),
         }
     }
 }

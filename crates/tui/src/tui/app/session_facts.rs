@@ -28,6 +28,9 @@ pub struct SessionFacts {
     /// The note the engine writes in the background, if any (docs/compaction.md, *Background
     /// compaction*).
     pub background_note: Option<BackgroundState>,
+    /// The running pass's summary request (1-based), how many it sends, the tokens it carries
+    /// and when it was sent: "summary 1 of 2 · 172k tokens" on the status line.
+    pub compaction_progress: Option<(u32, u32, u64, std::time::Instant)>,
     /// A summary of the branch the user left is being written (docs/journal-format.md,
     /// *`branch_summary`*).
     pub branch_summary_writing: bool,

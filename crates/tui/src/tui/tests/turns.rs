@@ -122,6 +122,9 @@ fn compaction_shows_progress_then_a_capsule() {
     h.engine(1, Event::CompactionStarted { trigger: CompactionTrigger::Manual });
     assert_eq!(h.app.lifecycle(), &Lifecycle::Compacting { in_turn: false });
     insta::assert_snapshot!("compacting", h.screen());
+    // A pass of two requests says where it is.
+    h.engine(1, Event::CompactionProgress { request: 1, of: 2, tokens: 172_000 });
+    assert!(h.screen().contains("compacting… summary 1 of 2 · 172k tokens"), "{}", h.screen());
     h.engine(
         1,
         Event::CompactionFinished {
@@ -142,6 +145,35 @@ fn compaction_shows_progress_then_a_capsule() {
     insta::assert_snapshot!("compacted", h.screen());
     h.ctrl('o');
     insta::assert_snapshot!("compacted_expanded", h.screen());
+    assert!(!h.screen().contains("summary 1 of 2"), "the progress ends with the pass");
+}
+
+#[test]
+fn a_note_committed_while_idle_says_so_and_calls_nobody_back() {
+    let mut h = Harness::new();
+    // An unfocused terminal that takes notifications: still nobody to call back.
+    h.app.screen.focused = false;
+    h.app.screen.notify = Some(crate::tui::notify::Method::Bell);
+    h.engine(0, Event::CompactionStarted { trigger: CompactionTrigger::Idle });
+    h.engine(
+        0,
+        Event::CompactionFinished {
+            id: "c".into(),
+            trigger: CompactionTrigger::Idle,
+            path: CompactionKind::Summary,
+            tokens_before: 11_000,
+            tokens_after: 4_000,
+            covered: 20,
+            retained: 2,
+            note: "## Objective\nShip the parser.".into(),
+            background: true,
+        },
+    );
+    assert_eq!(h.app.lifecycle(), &Lifecycle::Idle);
+    let screen = h.screen();
+    assert!(screen.contains("11k → 4k tokens (auto, while idle) …"), "{screen}");
+    assert!(!screen.contains("written in the background"), "{screen}");
+    assert!(h.effects().is_empty(), "nobody waited for it");
 }
 
 #[test]

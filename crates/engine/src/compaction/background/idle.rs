@@ -1,0 +1,129 @@
+//! Idle compaction (docs/compaction.md, *Idle compaction*): a session left idle — no turn, no
+//! typing — for `compaction.idle_after_sec` (default 270 s: the common 5-minute prompt-cache
+//! lifetime minus a margin) whose pressure is at or above the early mark gets its note while the
+//! provider's cache is still warm, so the user's next turn sends a short prompt instead of
+//! re-reading the whole history uncached.
+//!
+//! A ready background note is committed at once (trigger `idle`); otherwise a background pass
+//! starts (or the running one is marked) and its note is committed as soon as it is ready, if
+//! the session is still idle. Any op from the front end (a message, typing, a command) ends the
+//! idle spell: a note then waits for the threshold as every background note does (committed or
+//! folded in, never thrown away). Invariants: it never runs in a process that lives for one turn,
+//! nor while a turn runs (the engine loop only calls it between ops); what it commits passes the
+//! same checks as any background record.
+
+use std::time::Duration;
+
+use codewhale_journal::Trigger;
+
+use super::{anchors, early_mark, maybe_start, try_commit, used_up, Current, Tried};
+use crate::compaction::plain::PlainView;
+use crate::events::EventSink;
+use crate::protocol::{CompactionTrigger, Event, SubmissionId};
+use crate::session::Session;
+
+/// docs/compaction.md, *Limits and configuration*: idle time before idle compaction.
+pub const DEFAULT_IDLE_AFTER: Duration = Duration::from_secs(270);
+
+/// How long the engine waits idle before idle compaction, or `None` when it never runs here:
+/// turned off (`idle_after_sec = 0`), or a process that lives for one turn.
+pub(crate) fn idle_after(session: &Session) -> Option<Duration> {
+    if session.one_turn() {
+        return None;
+    }
+    let after = session.config().compaction.idle_after.unwrap_or(DEFAULT_IDLE_AFTER);
+    (!after.is_zero()).then_some(after)
+}
+
+/// The session has been idle for [`idle_after`]: commit a ready note, or have one written.
+pub(crate) async fn on_idle(session: &mut Session, sink: &EventSink) {
+    let limits = *session.budget().limits();
+    let early = early_mark(&limits, session.config().compaction.background_at);
+    if session.budget().pressure().tokens < early {
+        return;
+    }
+    if session.compaction.note_pass.slot.is_none() {
+        // `maybe_start` settles first and then starts a pass when nothing holds it back.
+        maybe_start(session, sink, SubmissionId(0), true).await;
+    }
+    let Some(slot) = session.compaction.note_pass.slot.as_mut() else { return };
+    if slot.prepared.is_some() {
+        commit(session, sink).await;
+    } else {
+        tracing::info!("idle: the background note is committed when it is ready");
+        slot.commit_when_idle = true;
+    }
+}
+
+/// A front-end op arrived: the session is no longer idle.
+pub(crate) fn activity(session: &mut Session) {
+    if let Some(slot) = session.compaction.note_pass.slot.as_mut() {
+        slot.commit_when_idle = false;
+    }
+}
+
+/// Whether a note just prepared should be committed now (the session stayed idle).
+pub(super) fn wanted(session: &Session) -> bool {
+    session
+        .compaction
+        .note_pass
+        .slot
+        .as_ref()
+        .is_some_and(|s| s.commit_when_idle && s.prepared.is_some())
+}
+
+/// Commits the prepared note as an `idle` record when the view it yields is below the
+/// threshold and passes every check; otherwise it stays for the threshold (or is dropped when
+/// a check refuses it).
+pub(super) async fn commit(session: &mut Session, sink: &EventSink) {
+    let Some(mut slot) = session.compaction.note_pass.slot.take() else { return };
+    let Some(mut prepared) = slot.prepared.clone() else {
+        session.compaction.note_pass.slot = Some(slot);
+        return;
+    };
+    prepared.record.trigger = Trigger::Idle;
+    let view = session.render();
+    let plain = PlainView::new(&view, |item| session.known_tokens(item));
+    let anchors = anchors(session);
+    let before = session.budget().pressure().tokens;
+    let current = Current {
+        view: &view,
+        plain: &plain,
+        anchors: anchors.as_deref(),
+        before,
+        threshold: session.budget().limits().threshold,
+    };
+    match try_commit(session, &prepared, current).await {
+        Tried::Written(done) => {
+            slot.stop();
+            // Nothing waits on this record: it is on disk before anyone is told.
+            if let Err(err) = session.sync().await {
+                tracing::error!("cannot sync the idle note: {err}");
+            }
+            used_up(session, sink, SubmissionId(0));
+            tracing::info!(id = %done.id, before, after = done.tokens_after, "idle note committed");
+            let (id, figures) = (done.id.to_string(), (done.tokens_before, done.tokens_after));
+            sink.emit(
+                SubmissionId(0),
+                Event::CompactionStarted { trigger: CompactionTrigger::Idle },
+            );
+            let finished = crate::compaction::pass::finished_event(
+                session,
+                &id,
+                CompactionTrigger::Idle,
+                figures,
+            );
+            sink.emit(SubmissionId(0), finished);
+            sink.emit(SubmissionId(0), session.usage_event(None, None));
+        }
+        Tried::FoldIn(_) => {
+            // Sound, but the view is still too big: it waits for the threshold's pass.
+            slot.commit_when_idle = false;
+            session.compaction.note_pass.slot = Some(slot);
+        }
+        Tried::Discard => {
+            slot.stop();
+            used_up(session, sink, SubmissionId(0));
+        }
+    }
+}

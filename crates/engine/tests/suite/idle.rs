@@ -1,0 +1,106 @@
+//! Idle compaction (docs/compaction.md, *Idle compaction*) end to end: a session left idle above
+//! the early mark gets its note committed (trigger `idle`) while the provider's cache is warm;
+//! typing holds it back; a process that lives for one turn never does it.
+
+use std::time::Duration;
+
+use codewhale_engine::protocol::{CompactionTrigger, Event, Op};
+use codewhale_engine::{Engine, FrontEnd};
+use codewhale_journal::Trigger;
+use codewhale_provider::test_support::Reply;
+
+use super::common::{Harness, Running};
+use super::compaction::{
+    assert_no_orphans, compactions, is_summary_request, params, prose, SUMMARY,
+};
+
+/// W = 20,000: U = 15,000, threshold 12,000, early mark 9,000; a turn adds about 3,000 tokens.
+const WINDOW: u64 = 20_000;
+
+fn spawn(h: &Harness, front_end: FrontEnd) -> Running {
+    h.server.respond_with(move |request| {
+        let tokens = u64::from(codewhale_engine::tokens::count(&request.body.to_string()));
+        if is_summary_request(&request.body) {
+            return Reply::text(SUMMARY).with_usage(tokens, 300);
+        }
+        Reply::text(prose("answer", 250)).with_usage(tokens, 1_500)
+    });
+    let mut params = params(h, "openai", WINDOW);
+    params.front_end = front_end;
+    Engine::spawn(params).unwrap().into()
+}
+
+/// Turns until pressure is past the early mark (and below the threshold).
+async fn past_the_early_mark(engine: &mut Running) {
+    for k in 0..8 {
+        let run = engine.turn(&prose(&format!("question {k}"), 250)).await;
+        let pressure = run.events.iter().rev().find_map(|e| match e {
+            Event::Usage { pressure, .. } => Some(pressure.tokens),
+            _ => None,
+        });
+        if pressure.is_some_and(|p| p >= 9_000) {
+            return;
+        }
+    }
+    panic!("the conversation never reached the early mark");
+}
+
+/// Events until an idle compaction finishes, or `None` after `within`.
+async fn idle_compaction(engine: &mut Running, within: Duration) -> Option<Vec<Event>> {
+    let done =
+        |e: &Event| matches!(e, Event::CompactionFinished { trigger: CompactionTrigger::Idle, .. });
+    tokio::time::timeout(within, engine.until(done)).await.ok()
+}
+
+#[tokio::test]
+async fn an_idle_session_past_the_early_mark_gets_its_note_while_the_cache_is_warm() {
+    let h = Harness::new().await;
+    h.config("[compaction]\nidle_after_sec = 0.5\n");
+    let mut engine = spawn(&h, FrontEnd::Tui);
+    past_the_early_mark(&mut engine).await;
+    let events = idle_compaction(&mut engine, Duration::from_secs(20)).await.expect("no idle pass");
+    assert!(events.contains(&Event::CompactionStarted { trigger: CompactionTrigger::Idle }));
+    let records = compactions(&h);
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0].trigger, Trigger::Idle);
+    assert!(records[0].summary.is_some());
+    // The next turn reads the note, not the whole history.
+    let sent = h.server.requests().len();
+    engine.turn("and now?").await;
+    let next = h.server.requests()[sent].body.to_string();
+    assert!(next.contains("Codewhale handoff note"), "{next}");
+    engine.shutdown().await;
+    assert_no_orphans(&h);
+}
+
+#[tokio::test]
+async fn typing_holds_idle_compaction_back() {
+    let h = Harness::new().await;
+    h.config("[compaction]\nidle_after_sec = 0.6\n");
+    let mut engine = spawn(&h, FrontEnd::Tui);
+    past_the_early_mark(&mut engine).await;
+    for _ in 0..8 {
+        engine.submit(Op::Typing);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(compactions(&h).is_empty(), "compacted while the user typed");
+    // Once the typing stops, the idle spell counts.
+    idle_compaction(&mut engine, Duration::from_secs(20)).await.expect("no idle pass");
+    engine.shutdown().await;
+}
+
+#[tokio::test]
+async fn off_at_zero_and_never_in_a_one_turn_process() {
+    for (config, front_end) in [
+        ("[compaction]\nidle_after_sec = 0\n", FrontEnd::Tui),
+        ("[compaction]\nidle_after_sec = 0.3\n", FrontEnd::Cli),
+    ] {
+        let h = Harness::new().await;
+        h.config(config);
+        let mut engine = spawn(&h, front_end);
+        past_the_early_mark(&mut engine).await;
+        assert!(idle_compaction(&mut engine, Duration::from_secs(2)).await.is_none());
+        engine.shutdown().await;
+        assert!(compactions(&h).is_empty(), "{config} {front_end:?}");
+    }
+}

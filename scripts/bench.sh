@@ -10,7 +10,13 @@
 #   scripts/bench.sh long-turn [CALLS] [WINDOW] [openai|anthropic]
 #                                             one uninterrupted turn of CALLS tool calls (default
 #                                             200 at an 8,192-token window) against a mock model:
-#                                             passes, requests and wall time, then the next turn
+#                                             passes, requests, summary requests, notes committed
+#                                             and wall time, then the next turn
+#   scripts/bench.sh compact [RUNS] [MB] [ENTRIES]
+#                                             one `codewhale compact` of a never-compacted 100k-entry,
+#                                             270 MB session against a mock provider: summary
+#                                             requests, input tokens, wall time next to a Python
+#                                             json.loads of the file, peak memory (bench-compact.sh)
 #   scripts/bench.sh stream [KEYS]            the terminal UI while a 70 KB reply streams: CPU and
 #                                             key latency in a pseudo-terminal (scripts/bench-stream.sh)
 #   scripts/bench.sh background [TURNS] [THINK_MS] [SUMMARY_MS] [openai|anthropic] [RUNS]
@@ -33,6 +39,10 @@ fi
 if [ "${1:-}" = background ]; then
   shift
   exec cargo run --release -q --locked -p codewhale-engine --example background -- "$@"
+fi
+if [ "${1:-}" = compact ]; then
+  shift
+  exec scripts/bench-compact.sh "$@"
 fi
 if [ "${1:-}" = stream ]; then
   shift

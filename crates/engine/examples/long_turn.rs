@@ -5,7 +5,8 @@
 //! The mock model answers `CALLS` `read_file` calls of a 1.5 KB file each, then a short text;
 //! summary requests get a ten-heading note; a request longer than the window is rejected as a
 //! provider would. Prints the turn's compaction passes, requests (and how many were summary
-//! requests or trimmed), the wall time, then the same for the next turn from a new engine (as
+//! requests or trimmed), the notes committed in the session so far (and how many of them were
+//! written in the background), the wall time, then the same for the next turn from a new engine (as
 //! `codewhale exec --last` runs) — one line of `key=value` figures each.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout, clippy::print_stderr)]
 
@@ -117,6 +118,22 @@ async fn main() {
                 break;
             }
         }
+        let records: Vec<(bool, bool)> = std::fs::read_dir(home.path().join("sessions"))
+            .unwrap()
+            .flatten()
+            .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
+            .flat_map(|e| {
+                std::fs::read_to_string(e.path())
+                    .unwrap_or_default()
+                    .lines()
+                    .map(str::to_owned)
+                    .collect::<Vec<_>>()
+            })
+            .filter(|l| l.contains("\"kind\":\"compaction\""))
+            .map(|l| (l.contains("\"path\":\"summary\""), l.contains("\"background\":true")))
+            .collect();
+        let notes = records.iter().filter(|(summary, _)| *summary).count();
+        let background = records.iter().filter(|(summary, bg)| *summary && *bg).count();
         let requests = &server.requests()[before..];
         let summaries = requests
             .iter()
@@ -124,7 +141,9 @@ async fn main() {
             .count();
         println!(
             "{label}: calls={calls} window={window} provider={provider} status={} passes={passes} \
-             requests={} summary_requests={summaries} trim_notices={trimmed} wall_ms={}",
+             requests={} summary_requests={summaries} notes_in_session={notes} \
+             background_notes_in_session={background} trim_notices={trimmed} \
+             wall_ms={}",
             if status == Some(TurnStatus::Completed) { "completed" } else { "NOT completed" },
             requests.len(),
             elapsed.as_millis()

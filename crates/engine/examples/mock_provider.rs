@@ -3,8 +3,10 @@
 //!
 //! Usage: `mock_provider` — answers every request with the same short text and its usage:
 //! `/v1/chat/completions` in the Chat Completions shape, `/v1/messages` in the Anthropic shape,
-//! `/v1/responses` in the Responses API shape (what Codex speaks). Prints its base URL
-//! (`http://127.0.0.1:PORT/v1`) on the first line of stdout and runs until stdin closes.
+//! `/v1/responses` in the Responses API shape (what Codex speaks); a summary request gets a
+//! ten-heading note. Prints its base URL (`http://127.0.0.1:PORT/v1`) on the first line of
+//! stdout and runs until stdin closes; then prints, on stdout, one line of figures: `requests=N
+//! summary_requests=N summary_input_tokens=N` (o200k counts of the summary requests' bodies).
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::io::{BufRead as _, Write as _};
@@ -12,6 +14,10 @@ use std::io::{BufRead as _, Write as _};
 use codewhale_provider::test_support::{MockServer, Reply};
 
 const ANSWER: &str = "Done: the answer is 42.";
+
+const SUMMARY: &str = "## Objective\nFinish the work.\n## User direction\nNone\n## Permissions \
+and limits\nNone\n## Done\nMost of it.\n## Changed files\nNone\n## Still running\nNone\n\
+## Verification left\nNone\n## Open questions\nNone\n## Next action\nGo on.\n## Reference\nNone";
 
 /// One streamed Responses API reply: the events a client needs to show the text and finish
 /// the turn (`response.completed` with usage ends it).
@@ -44,7 +50,15 @@ fn responses_stream() -> String {
 async fn main() -> std::io::Result<()> {
     let server = MockServer::start().await?;
     let stream = responses_stream();
+    let summary_tokens = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let counted = summary_tokens.clone();
     server.respond_with(move |request| {
+        let body = request.body.to_string();
+        if body.contains("You are writing a handoff note") {
+            let tokens = u64::from(codewhale_engine::tokens::count(&body));
+            counted.fetch_add(tokens, std::sync::atomic::Ordering::Relaxed);
+            return Reply::text(SUMMARY).with_usage(tokens, 60);
+        }
         if request.path.ends_with("/responses") {
             Reply::raw_sse(stream.clone())
         } else {
@@ -65,5 +79,16 @@ async fn main() -> std::io::Result<()> {
     })
     .await
     .map_err(std::io::Error::other)?;
+    let requests = server.requests();
+    let summaries = requests
+        .iter()
+        .filter(|r| r.body.to_string().contains("You are writing a handoff note"))
+        .count();
+    writeln!(
+        out,
+        "requests={} summary_requests={summaries} summary_input_tokens={}",
+        requests.len(),
+        summary_tokens.load(std::sync::atomic::Ordering::Relaxed)
+    )?;
     Ok(())
 }

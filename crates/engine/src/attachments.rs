@@ -30,9 +30,18 @@ pub fn attach(session: &Session, raw: &str) -> Result<UserPayload, String> {
     if !meta.is_file() {
         return Err(format!("{raw} is not a file"));
     }
-    let bytes = std::fs::read(&resolved.path).map_err(|e| format!("cannot read {raw}: {e}"))?;
-    let total = bytes.len();
-    let kept = &bytes[..total.min(MAX_ATTACHMENT_BYTES)];
+    // Only what is kept is read: a file of gigabytes costs no more than the limit.
+    let mut bytes = Vec::new();
+    std::fs::File::open(&resolved.path)
+        .and_then(|f| {
+            std::io::Read::read_to_end(
+                &mut std::io::Read::take(f, MAX_ATTACHMENT_BYTES as u64),
+                &mut bytes,
+            )
+        })
+        .map_err(|e| format!("cannot read {raw}: {e}"))?;
+    let total = usize::try_from(meta.len()).unwrap_or(usize::MAX).max(bytes.len());
+    let kept = &bytes[..];
     if kept.contains(&0) {
         return Err(format!("{raw} looks like a binary file"));
     }

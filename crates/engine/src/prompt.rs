@@ -96,6 +96,14 @@ fn instruction_files() -> [PathBuf; 2] {
     [PathBuf::from("AGENTS.md"), Path::new(".codewhale").join("instructions.md")]
 }
 
+/// Whether `path` (absolute; symlinks of its existing part followed) is one of the workspace's
+/// instruction files, which every later session reads into its system prompt.
+pub(crate) fn is_instruction_file(workspace: &Path, path: &Path) -> bool {
+    let real = crate::tools::path::real_location(path);
+    let ws = crate::tools::path::real_location(workspace);
+    instruction_files().iter().any(|f| real == ws.join(f))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

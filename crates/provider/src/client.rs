@@ -37,6 +37,27 @@ pub struct Client {
     headers: HeaderMap,
 }
 
+/// The most a reply may carry, in bytes of text, reasoning and tool arguments (docs/security.md,
+/// *Bounds*): four times the output tokens asked for, at four bytes a token, and never more
+/// than 16 MiB.
+pub fn reply_bound(max_output_tokens: u32) -> u64 {
+    const MAX_REPLY_BYTES: u64 = 16 * 1024 * 1024;
+    (u64::from(max_output_tokens.max(1)) * 4 * 4).min(MAX_REPLY_BYTES)
+}
+
+/// The bytes of content an event adds to the reply.
+fn content_bytes(event: &StreamEvent) -> u64 {
+    let len = match event {
+        StreamEvent::TextDelta { text } | StreamEvent::ThinkingDelta { text } => text.len(),
+        StreamEvent::ThinkingSignature { signature } => signature.len(),
+        StreamEvent::RedactedThinking { data } => data.len(),
+        StreamEvent::ToolCallStart { id, name, .. } => id.len() + name.len(),
+        StreamEvent::ToolCallArgsDelta { json_fragment, .. } => json_fragment.len(),
+        _ => 0,
+    };
+    len as u64
+}
+
 impl Client {
     /// A client for `config`. Fails on a header that is not valid HTTP, or if the TLS
     /// backend cannot start.
@@ -99,8 +120,20 @@ impl Client {
             .map_err(|e| ProviderFailure::from(self.redact(e)))?;
         let mut builder = ResponseBuilder::new();
         builder.set_model(request.model.clone());
+        let bound = reply_bound(request.max_output_tokens);
+        let mut received: u64 = 0;
         while let Some(item) = events.next().await {
             let pushed = item.and_then(|event| {
+                received += content_bytes(&event);
+                if received > bound {
+                    // A server that never stops (or a reply far past what was asked for) must
+                    // not take all memory: the turn ends with what came.
+                    return Err(ProviderError::protocol(format!(
+                        "the server kept sending: the reply was cut at {received} bytes (at most \
+                         {bound} are read, four times the {} output tokens asked for)",
+                        request.max_output_tokens
+                    )));
+                }
                 on_event(&event);
                 builder.push(&event)
             });

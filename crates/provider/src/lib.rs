@@ -39,7 +39,7 @@ mod types;
 
 pub use accumulate::ResponseBuilder;
 pub use catalog::{lookup as lookup_model, models as catalog_models, ModelInfo};
-pub use client::Client;
+pub use client::{reply_bound, Client};
 pub use config::{OpenAiServer, ProviderConfig, ProviderKind, RetryPolicy};
 pub use error::{ErrorKind, ProviderError, ProviderFailure};
 pub use event::{StopReason, StreamEvent, Usage};

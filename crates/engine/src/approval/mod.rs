@@ -42,6 +42,10 @@ pub struct CallSummary<'a> {
     /// The call changes (or, for a shell command, names) Codewhale's own configuration or
     /// trust store, or the workspace's config: it asks in every mode, and no grant covers it.
     pub protected: bool,
+    /// The call writes an instruction file read into every later session's system prompt
+    /// (`AGENTS.md`, `.codewhale/instructions.md`): it asks in `ask` and `auto-edit`, and no
+    /// grant covers it.
+    pub instructions: bool,
     /// The shell command, for a shell call.
     pub command: Option<&'a str>,
     /// The MCP server and tool, for an MCP call.
@@ -97,7 +101,7 @@ impl Policy {
         if self.mode == ApprovalMode::Full {
             return Decision::Allow;
         }
-        if call.leaves_workspace {
+        if call.leaves_workspace || call.instructions {
             return Decision::Ask;
         }
         let allowed = match call.effect {
@@ -122,7 +126,7 @@ impl Policy {
     /// What the user may allow "always" along with this call (nothing for a call outside the
     /// workspace or on Codewhale's own settings).
     pub fn offers(call: CallSummary<'_>) -> Vec<Grant> {
-        if call.protected || call.leaves_workspace {
+        if call.protected || call.leaves_workspace || call.instructions {
             return Vec::new();
         }
         match (call.effect, call.command) {
@@ -146,9 +150,10 @@ impl Policy {
 /// is denied because no one can approve it.
 pub fn denied_protected(tool: &str) -> String {
     format!(
-        "denied: this `{tool}` call would change Codewhale's own configuration or trust store (or \
-         the workspace's .codewhale/config.toml), which only the user may change, and this \
-         session runs without a terminal to ask. Tell the user what you wanted to change and why."
+        "denied: this `{tool}` call would change Codewhale's own configuration or trust store, \
+         the workspace's .codewhale/config.toml, or the repository's git hooks or .git/config \
+         (which run outside the sandbox), which only the user may change, and this session \
+         runs without a terminal to ask. Tell the user what you wanted to change and why."
     )
 }
 
@@ -185,6 +190,7 @@ mod tests {
             effect,
             leaves_workspace: leaves,
             protected: false,
+            instructions: false,
             command: None,
             tool: None,
         }
@@ -249,6 +255,17 @@ mod tests {
         assert!(Policy::offers(call("read_file", Effect::Read, true)).is_empty());
         let protected = CallSummary { protected: true, ..shell("rm ~/.codewhale/trust.json") };
         assert!(Policy::offers(protected).is_empty());
+    }
+
+    #[test]
+    fn instruction_files_ask_before_a_write_unless_everything_is_allowed() {
+        let agents = CallSummary { instructions: true, ..call("write_file", Effect::Write, false) };
+        let mut auto_edit = Policy::new(ApprovalMode::AutoEdit);
+        auto_edit.grant(Grant::Edits);
+        assert_eq!(auto_edit.decide(agents), Decision::Ask, "edits granted or not");
+        assert_eq!(Policy::new(ApprovalMode::Ask).decide(agents), Decision::Ask);
+        assert!(Policy::offers(agents).is_empty(), "asked each time");
+        assert_eq!(Policy::new(ApprovalMode::Full).decide(agents), Decision::Allow);
     }
 
     #[test]

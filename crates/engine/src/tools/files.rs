@@ -2,8 +2,10 @@
 //!
 //! Each takes already-resolved paths (see [`super::path`]) and returns the text the model
 //! reads, or an error sentence saying what failed and what to do. Invariants: reads are
-//! bounded (lines, line length, bytes); `edit_file` changes a file only when `old_string`
-//! matches exactly once, or `replace_all` is set.
+//! bounded (lines, line length, bytes) and only of regular files — a named pipe, a socket or a
+//! device, directly or through a symlink, is refused before it is opened, so nothing blocks on
+//! a FIFO or reads `/dev/zero` forever ([`regular`]); `edit_file` changes a file only when
+//! `old_string` matches exactly once, or `replace_all` is set.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -30,6 +32,7 @@ pub fn read_file(
     if meta.is_dir() {
         return Err(format!("{shown} is a directory; list it with list_dir"));
     }
+    not_special(&meta, shown)?;
     let size = meta.len();
     if size > MAX_READ_FILE_BYTES {
         return Err(format!(
@@ -37,7 +40,9 @@ pub fn read_file(
              shell command such as `head`, `tail`, `sed -n` or `grep`"
         ));
     }
-    let bytes = std::fs::read(path).map_err(|e| io_message("read", shown, &e))?;
+    // Bounded even if the file grows between the look and the read.
+    let bytes =
+        read_at_most(path, MAX_READ_FILE_BYTES).map_err(|e| io_message("read", shown, &e))?;
     if bytes.iter().take(8192).any(|b| *b == 0) {
         return Err(format!(
             "{shown} looks like a binary file ({} bytes); inspect it with a shell command such \
@@ -156,12 +161,47 @@ pub fn list_dir(path: &Path, shown: &str) -> Result<String, String> {
     Ok(out)
 }
 
+/// Refuses what is not a regular file or a directory: a named pipe, a socket, a device.
+fn not_special(meta: &std::fs::Metadata, shown: &str) -> Result<(), String> {
+    use std::os::unix::fs::FileTypeExt as _;
+    let kind = meta.file_type();
+    let what = if kind.is_fifo() {
+        "a named pipe"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device"
+    } else {
+        return Ok(());
+    };
+    Err(format!(
+        "{shown} is {what}, not a file; the file tools read and write regular files only (a \
+         shell command can use it, with a bound such as `head -c 4096`)"
+    ))
+}
+
+/// Whether `path` (following symlinks) may be written by the file tools: absent, or a regular
+/// file; a directory, named pipe, socket or device is refused with a sentence.
+pub fn regular(path: &Path, shown: &str) -> Result<bool, String> {
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_dir() => Err(format!("{shown} is a directory; pass a file path")),
+        Ok(meta) => not_special(&meta, shown).map(|()| true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(io_message("look at", shown, &e)),
+    }
+}
+
+/// Reads at most `max` bytes of `path`.
+fn read_at_most(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    let mut out = Vec::new();
+    std::fs::File::open(path)?.take(max).read_to_end(&mut out)?;
+    Ok(out)
+}
+
 /// `write_file`: creates parent directories, then writes the whole file.
 pub fn write_file(path: &Path, shown: &str, content: &str) -> Result<String, String> {
-    if path.is_dir() {
-        return Err(format!("{shown} is a directory; pass a file path"));
-    }
-    let existed = path.exists();
+    let existed = regular(path, shown)?;
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent)
             .map_err(|e| io_message("create the folder of", shown, &e))?;
@@ -187,7 +227,20 @@ pub fn edit_file(
     if old == new {
         return Err("old_string and new_string are identical; there is nothing to change".into());
     }
-    let text = std::fs::read_to_string(path).map_err(|e| io_message("read", shown, &e))?;
+    if !regular(path, shown)? {
+        return Err(io_message("read", shown, &std::io::Error::from(std::io::ErrorKind::NotFound)));
+    }
+    let bytes =
+        read_at_most(path, MAX_READ_FILE_BYTES + 1).map_err(|e| io_message("read", shown, &e))?;
+    if bytes.len() as u64 > MAX_READ_FILE_BYTES {
+        return Err(format!(
+            "{shown} is larger than {MAX_READ_FILE_BYTES} bytes, too large to edit whole; change \
+             it with a shell command"
+        ));
+    }
+    let text = String::from_utf8(bytes).map_err(|_| {
+        format!("{shown} is not UTF-8 text; change it with a shell command instead")
+    })?;
     let matches = text.matches(old).count();
     match matches {
         0 => {
@@ -308,6 +361,26 @@ mod tests {
         edit_file(&f, "x.rs", "let b = 2;", "let b = 3;", false).unwrap();
         edit_file(&f, "x.rs", "let a = 1;", "let a = 0;", true).unwrap();
         assert_eq!(std::fs::read_to_string(&f).unwrap(), "let a = 0;\nlet a = 0;\nlet b = 3;\n");
+    }
+
+    #[test]
+    fn pipes_devices_and_links_to_them_are_refused_before_they_are_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("pipe");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+        assert!(made.success());
+        std::os::unix::fs::symlink("/dev/zero", dir.path().join("zero")).unwrap();
+        for (name, what) in [("pipe", "a named pipe"), ("zero", "a device")] {
+            let path = dir.path().join(name);
+            // Each would block or never end if opened: a refusal returns at once.
+            let read = read_file(&path, name, None, None).unwrap_err();
+            assert!(read.contains(&format!("{name} is {what}, not a file")), "{read}");
+            let write = write_file(&path, name, "x").unwrap_err();
+            assert!(write.contains(what), "{write}");
+            let edit = edit_file(&path, name, "a", "b", false).unwrap_err();
+            assert!(edit.contains(what), "{edit}");
+        }
+        assert!(read_file(Path::new("/dev/zero"), "/dev/zero", None, None).is_err());
     }
 
     #[test]

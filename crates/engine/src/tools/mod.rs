@@ -10,6 +10,7 @@ mod background;
 pub mod cgroup;
 pub mod diff;
 pub mod files;
+pub mod guard;
 pub mod output;
 pub mod path;
 pub mod process;
@@ -92,8 +93,9 @@ pub struct ToolContext {
 }
 
 /// Files the model may never change without asking, whatever the approval mode and grants:
-/// Codewhale's own configuration and trust store, and the workspace's config (which decides
-/// where keys go and how much is allowed).
+/// Codewhale's own configuration and trust store, the workspace's config (which decides where
+/// keys go and how much is allowed), and the repository's git hooks and `.git/config` (which run
+/// outside the sandbox on the user's next git command; [`guard`]).
 #[derive(Debug, Clone, Default)]
 pub struct Protected {
     /// Codewhale's home (its config, trust store, sessions and logs), when known.
@@ -105,6 +107,9 @@ impl Protected {
     /// home, or the workspace's `.codewhale/config.toml`. Symlinks are followed, and a hardlink
     /// to the user's config, the trust store or the workspace's config is that file.
     pub fn covers(&self, workspace: &std::path::Path, path: &std::path::Path) -> bool {
+        if guard::covers(workspace, path) {
+            return true;
+        }
         let real = path::real_location(path);
         let workspace_config = path::real_location(&crate::config::workspace_file(workspace));
         if real == workspace_config || path == crate::config::workspace_file(workspace) {
@@ -156,6 +161,9 @@ pub struct Assessment {
     pub leaves_workspace: bool,
     /// It writes one of the [`Protected`] files (or, a shell command, names one): always asks.
     pub protected: bool,
+    /// It writes an instruction file read into every later session (`AGENTS.md`,
+    /// `.codewhale/instructions.md`): asks unless the mode is `full`.
+    pub instructions: bool,
     /// The command of a shell call.
     pub command: Option<String>,
     /// The server and tool of an MCP call.
@@ -169,6 +177,7 @@ impl Assessment {
             effect,
             leaves_workspace: self.leaves_workspace,
             protected: self.protected,
+            instructions: self.instructions,
             command: self.command.as_deref(),
             tool: self.mcp.as_ref().map(|(s, t)| (s.as_str(), t.as_str())),
         })
@@ -181,6 +190,7 @@ impl Assessment {
             effect: Some(if read_only { Effect::Read } else { Effect::Tool }),
             leaves_workspace: false,
             protected: false,
+            instructions: false,
             command: None,
             mcp: Some((server, tool)),
         }
@@ -193,6 +203,7 @@ impl Assessment {
             effect: None,
             leaves_workspace: false,
             protected: false,
+            instructions: false,
             command: None,
             mcp: None,
         }
@@ -229,10 +240,15 @@ pub fn assess(
             let protected = names_protected
                 || writes
                     && resolved.as_ref().is_some_and(|r| protected.covers(workspace, &r.path));
+            let instructions = writes
+                && resolved
+                    .as_ref()
+                    .is_some_and(|r| crate::prompt::is_instruction_file(workspace, &r.path));
             Assessment {
                 effect: Some(call.effect()),
                 leaves_workspace: leaves,
                 protected,
+                instructions,
                 command,
                 mcp: None,
             }
@@ -241,6 +257,7 @@ pub fn assess(
             effect: None,
             leaves_workspace: false,
             protected: false,
+            instructions: false,
             command: None,
             mcp: None,
         },
@@ -268,6 +285,18 @@ pub async fn execute(
         let shown = path::display(&ws, &r.path);
         Ok((r.path, shown))
     };
+    // One sandbox for every tool (docs/security.md): the file tools write only where a
+    // confined command could.
+    if let (Call::Write(_) | Call::Edit(_), Some(sandbox)) = (&call, ctx.sandbox.as_deref()) {
+        if let Some(Ok((p, _))) = call.path().map(&resolve) {
+            let real = path::real_location(&p);
+            if !sandbox.rules().allows_write(&real) {
+                let refused = vec![real];
+                let text = shell::refusal_line(&refused, "", sandbox).unwrap_or_default();
+                return ToolOutput { refused, ..ToolOutput::error(text) };
+            }
+        }
+    }
     let mut changed = Vec::new();
     let result = match call {
         Call::Read(a) => {

@@ -321,7 +321,11 @@ fn cannot_start(err: &std::io::Error) -> String {
 }
 
 /// The status line that tells the model what the sandbox refused (or may have refused).
-fn refusal_line(refused: &[std::path::PathBuf], output: &str, sandbox: &Sandbox) -> Option<String> {
+pub(crate) fn refusal_line(
+    refused: &[std::path::PathBuf],
+    output: &str,
+    sandbox: &Sandbox,
+) -> Option<String> {
     let allowed = match sandbox.mode() {
         crate::sandbox::SandboxMode::ReadOnly => {
             "commands may write nowhere (read-only)".to_owned()

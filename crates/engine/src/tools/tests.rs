@@ -75,6 +75,7 @@ fn assessment_classifies_calls() {
         effect: Some(Effect::Read),
         leaves_workspace: true,
         protected: false,
+        instructions: false,
         command: None,
         mcp: None,
     };
@@ -89,12 +90,24 @@ fn assessment_classifies_calls() {
         effect: Some(Effect::Write),
         leaves_workspace: false,
         protected: false,
+        instructions: false,
         command: None,
         mcp: None,
     };
     assert_eq!(a, write);
     assert!(assess(&ws, &none, "shell", &json!({"command": "ls"})).summary().is_some());
     assert!(assess(&ws, &none, "nope", &json!({})).is_read_only());
+    // Instruction files every later session reads, and the git files that run unconfined.
+    let agents = assess(&ws, &none, "write_file", &json!({"path": "AGENTS.md", "content": "x"}));
+    assert!(agents.instructions && !agents.protected);
+    let nested = json!({"path": ".codewhale/instructions.md", "content": "x"});
+    assert!(assess(&ws, &none, "write_file", &nested).instructions);
+    assert!(!assess(&ws, &none, "read_file", &json!({"path": "AGENTS.md"})).instructions);
+    std::fs::create_dir_all(ws.join(".git/hooks")).unwrap();
+    for path in [".git/hooks/pre-commit", ".git/config", "./.git/../.git/hooks/post-checkout"] {
+        let hook = assess(&ws, &none, "write_file", &json!({"path": path, "content": "x"}));
+        assert!(hook.protected, "{path}");
+    }
 }
 
 #[test]

@@ -47,11 +47,42 @@ enum Cleared {
     Interrupted,
 }
 
-/// Runs `calls` in order; returns false when the turn was interrupted.
+/// The most tool calls one reply may have run (docs/security.md, *Bounds*); the rest are
+/// answered without running.
+pub(crate) const MAX_CALLS_PER_REPLY: usize = 64;
+
+/// Runs `calls` in order — at most [`MAX_CALLS_PER_REPLY`] of them, the rest answered "not
+/// run" — and returns false when the turn was interrupted.
 pub(crate) async fn run_calls(
     ctx: &mut TurnCtx<'_>,
-    calls: &[ToolCall],
+    all: &[ToolCall],
 ) -> Result<bool, EngineError> {
+    let (calls, excess) = all.split_at(all.len().min(MAX_CALLS_PER_REPLY));
+    let ran = run_some(ctx, calls).await?;
+    if !excess.is_empty() {
+        tracing::warn!(calls = all.len(), "too many tool calls in one reply; the rest not run");
+        ctx.emit(Event::Notice {
+            level: crate::protocol::NoticeLevel::Warning,
+            message: format!(
+                "the model asked for {} tool calls in one reply; the first {MAX_CALLS_PER_REPLY} \
+                 ran, the other {} were not run",
+                all.len(),
+                excess.len()
+            ),
+        });
+    }
+    for call in excess {
+        let text = format!(
+            "not run: too many calls in one reply (at most {MAX_CALLS_PER_REPLY} run); ask for \
+             what is still needed in the next reply"
+        );
+        finish(ctx, call, ToolOutput::error(text), Ending::of(CallEnd::NotApproved), None)?;
+    }
+    Ok(ran)
+}
+
+/// Runs `calls` in order; returns false when the turn was interrupted.
+async fn run_some(ctx: &mut TurnCtx<'_>, calls: &[ToolCall]) -> Result<bool, EngineError> {
     let tool_ctx = ctx.session.tool_context(ctx.cancel.clone());
     let unconfined_ctx = tools::ToolContext { sandbox: None, ..tool_ctx.clone() };
     let protected = ctx.session.protected();
@@ -135,6 +166,10 @@ pub(crate) async fn run_calls(
             ctx.emit(Event::ToolCallStarted { call_id: call.id.clone(), name: call.name.clone() });
         }
         let progress: Vec<_> = calls[i..end].iter().map(|c| live_output(ctx, &c.id)).collect();
+        // A command the user did not approve as touching a protected path never changes one
+        // (docs/security.md, *Protected paths*): judged by what changed on disk.
+        let guard = (end == i + 1 && calls[i].name == "shell" && !assessments[i].protected)
+            .then(|| tools::guard::Snapshot::take(&workspace));
         let mut outputs = futures::future::join_all(
             calls[i..end].iter().zip(&progress).map(|(c, p)| run_one(run_ctx, &mcp, c, p.as_ref())),
         )
@@ -145,6 +180,9 @@ pub(crate) async fn run_calls(
                 let first = std::mem::replace(output, ToolOutput::error(String::new()));
                 *output = offer_rerun(ctx, call, first, &unconfined_ctx, p.as_ref()).await;
             }
+        }
+        if let (Some(guard), [output]) = (guard, outputs.as_mut_slice()) {
+            put_back_protected(ctx, &guard, output);
         }
         for ((call, output), diff) in calls[i..end].iter().zip(outputs).zip(diffs) {
             let end = if ctx.cancel.is_cancelled() && output.is_error {
@@ -166,6 +204,29 @@ pub(crate) async fn run_calls(
         finish(ctx, call, ToolOutput::error(INTERRUPTED_RESULT), end, None)?;
     }
     Ok(!interrupted && !ctx.cancel.is_cancelled())
+}
+
+/// Puts back the protected files a command changed, and tells the model and the user.
+fn put_back_protected(ctx: &TurnCtx<'_>, guard: &tools::guard::Snapshot, output: &mut ToolOutput) {
+    let undone = guard.undo(ctx.session.workspace());
+    if undone.is_empty() {
+        return;
+    }
+    let list = undone.join(", ");
+    tracing::warn!(%list, "a command changed protected files; they were put back");
+    output.content.push_str(&format!(
+        "\n[Codewhale put back {list}: only the user may change git hooks, .git/config and \
+         .codewhale/config.toml (what they hold runs outside the sandbox). If the change is \
+         needed, tell the user what it is and why; they can make it themselves.]"
+    ));
+    ctx.emit(Event::Notice {
+        level: crate::protocol::NoticeLevel::Warning,
+        message: format!(
+            "a command changed {list}, which only you may change (git hooks and config run \
+             outside the sandbox); Codewhale put {} back",
+            if undone.len() == 1 { "it" } else { "them" }
+        ),
+    });
 }
 
 /// Runs one call: an MCP server's tool (any `mcp__` name, offered or not — a name that was not

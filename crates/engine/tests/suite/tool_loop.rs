@@ -233,3 +233,59 @@ async fn a_fork_bomb_fails_its_call_and_the_session_goes_on() {
     assert!(!content.contains("[exit code: 97]"), "not capped: {content}");
     assert!(content.contains("reached the limit of 40 processes"), "{content}");
 }
+
+/// A reply with a hundred calls: the first 64 run, the rest are answered "not run", every call
+/// gets its result (no orphan), and the turn goes on.
+#[tokio::test]
+async fn at_most_sixty_four_calls_of_one_reply_run() {
+    let h = Harness::new().await;
+    for k in 0..100 {
+        h.write(&format!("f{k}.txt"), &format!("file {k}\n"));
+    }
+    let calls: Vec<ToolCall> = (0..100)
+        .map(|k| ToolCall::new(format!("c{k}"), "read_file", json!({"path": format!("f{k}.txt")})))
+        .collect();
+    h.server.push(Reply::tool_calls(calls).with_usage(900, 2_000));
+    h.server.push(Reply::text("done").with_usage(5_000, 5));
+    let mut engine = h.spawn(ApprovalMode::Full);
+    let run = engine.turn("read them all").await;
+    assert_eq!(run.status, TurnStatus::Completed, "{:?}", run.events);
+    let told = run.events.iter().any(|e| {
+        matches!(e, Event::Notice { message, .. } if message.contains("100 tool calls in one reply"))
+    });
+    assert!(told, "the user is told");
+    engine.shutdown().await;
+    let sent = h.tool_results_in_request(1);
+    assert_eq!(sent.len(), 100, "every call has its result");
+    assert!(sent[63].1.contains("file 63"));
+    assert!(sent[64].1.starts_with("not run: too many calls in one reply"), "{}", sent[64].1);
+    assert!(sent[99].1.starts_with("not run"));
+}
+
+/// A command that plants a git hook, rewrites `.git/config` or writes Codewhale's workspace
+/// config — however it is phrased — finds them put back, and the model and the user are told.
+#[tokio::test]
+async fn a_command_never_changes_git_hooks_git_config_or_the_workspace_config() {
+    let commands = [
+        ("printf '#!/bin/sh\\ntouch ~/owned\\n' > .git/hooks/pre-commit", ".git/hooks/pre-commit"),
+        ("git config core.fsmonitor 'touch owned'", ".git/config"),
+        (
+            "mkdir -p .codewhale && cd .codewhale && echo 'model = \"x\"' > config.toml",
+            ".codewhale/config.toml",
+        ),
+        ("ln -s /tmp/anything .git/hooks/post-checkout", ".git/hooks/post-checkout"),
+    ];
+    for (command, path) in commands {
+        let h = Harness::new().await;
+        let init =
+            std::process::Command::new("git").arg("init").arg("-q").arg(h.ws.path()).status();
+        assert!(init.unwrap().success());
+        let config_before = std::fs::read(h.ws.path().join(".git/config")).unwrap();
+        let (out, _) = one_call(&h, "shell", json!({"command": command})).await;
+        assert!(out.contains(&format!("Codewhale put back {path}")), "{command}: {out}");
+        assert_eq!(std::fs::read(h.ws.path().join(".git/config")).unwrap(), config_before);
+        assert!(std::fs::symlink_metadata(h.ws.path().join(".git/hooks/pre-commit")).is_err());
+        assert!(std::fs::symlink_metadata(h.ws.path().join(".git/hooks/post-checkout")).is_err());
+        assert!(!h.ws.path().join(".codewhale/config.toml").exists());
+    }
+}

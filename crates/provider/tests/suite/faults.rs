@@ -346,3 +346,27 @@ async fn the_responses_route_serves_only_verbatim_streams() {
     assert_eq!(served.text().await.unwrap(), sse);
     assert_eq!(server.requests()[0].path, "/v1/responses");
 }
+
+/// A reply far past what was asked for (a server that never stops) is cut at four times the
+/// output tokens asked for: the turn ends with what came, memory stays bounded.
+#[tokio::test]
+async fn a_reply_that_keeps_coming_is_cut_at_its_bound() {
+    for kind in BOTH {
+        let server = server().await;
+        // 100 output tokens asked for: at most 1,600 bytes are read.
+        let endless = (0..400)
+            .map(|k| format!("part {k:04} of a reply that never ends. "))
+            .collect::<String>();
+        server.push(Reply::text(endless).with_chunk_size(64));
+        let mut request = hello("m");
+        request.max_output_tokens = 100;
+        let failure =
+            client(&server, kind).complete(&request, CancellationToken::new()).await.unwrap_err();
+        let message = failure.error.to_string();
+        assert!(message.contains("the server kept sending: the reply was cut at"), "{message}");
+        let kept = failure.partial.map(|p| p.text()).unwrap_or_default();
+        assert!(!kept.is_empty() && kept.len() <= 1_600, "{kind:?}: {} bytes kept", kept.len());
+        assert_eq!(codewhale_provider::reply_bound(100), 1_600);
+        assert_eq!(codewhale_provider::reply_bound(u32::MAX), 16 * 1024 * 1024);
+    }
+}

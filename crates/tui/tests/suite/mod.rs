@@ -1,4 +1,5 @@
 mod cli;
+mod compaction_pty;
 mod composer_pty;
 mod eval_cli;
 mod exec;

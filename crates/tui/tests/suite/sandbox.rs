@@ -57,7 +57,12 @@ impl Setup {
 
     /// `codewhale exec --json --approval full` with one shell call of `command`.
     async fn run_shell(&self, command: &str) -> Output {
-        self.server.push(Reply::tool_call("c1", "shell", json!({ "command": command })));
+        self.run_tool("shell", json!({ "command": command })).await
+    }
+
+    /// `codewhale exec --json --approval full` with one call of `tool`.
+    async fn run_tool(&self, tool: &str, input: Value) -> Output {
+        self.server.push(Reply::tool_call("c1", tool, input));
         self.server.push(Reply::text("done"));
         let mut cmd = super::cli::codewhale(self.home.path(), self.ws.path());
         cmd.env("HOME", self.user_home.path())
@@ -143,6 +148,46 @@ async fn writes_outside_the_workspace_are_refused_however_they_are_tried() {
     assert!(is_error, "{text}");
     assert!(text.contains("[sandbox: refused writing to "), "{text}");
     assert!(text.contains(&o.join("direct.txt").display().to_string()), "{text}");
+}
+
+/// `full` means no approvals, never "outside the sandbox": `write_file` and `edit_file` obey
+/// the same writable set as commands — absolute paths, `../..` and symlinks out of the
+/// workspace are refused with the shell's words.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_file_tools_obey_the_sandbox_even_under_full_approval() {
+    if !landlock("the_file_tools_obey_the_sandbox_even_under_full_approval") {
+        return;
+    }
+    let s = Setup::new().await;
+    let out = outside();
+    let o = std::fs::canonicalize(out.path()).unwrap();
+    std::fs::write(o.join("target.txt"), "original\n").unwrap();
+    std::os::unix::fs::symlink(&o, s.ws.path().join("link")).unwrap();
+    let depth = s.ws.path().components().count();
+    let up = "../".repeat(depth) + &o.display().to_string()[1..];
+    let attempts = [
+        ("write_file", json!({"path": o.join("direct.txt"), "content": "x"}), "direct.txt"),
+        ("write_file", json!({"path": format!("{up}/up.txt"), "content": "x"}), "up.txt"),
+        ("write_file", json!({"path": "link/through.txt", "content": "x"}), "through.txt"),
+        (
+            "edit_file",
+            json!({"path": o.join("target.txt"), "old_string": "original", "new_string": "owned"}),
+            "target.txt",
+        ),
+    ];
+    for (tool, input, name) in attempts {
+        let (text, is_error) = shell_result(&s.run_tool(tool, input.clone()).await);
+        assert!(is_error && text.contains("[sandbox: refused writing to "), "{input}: {text}");
+        assert!(text.contains(name), "{text}");
+    }
+    for name in ["direct.txt", "up.txt", "through.txt"] {
+        assert!(!o.join(name).exists(), "{name} was written outside the workspace");
+    }
+    assert_eq!(std::fs::read_to_string(o.join("target.txt")).unwrap(), "original\n");
+    // Inside the workspace it writes as always.
+    let (text, is_error) =
+        shell_result(&s.run_tool("write_file", json!({"path": "in.txt", "content": "x"})).await);
+    assert!(!is_error, "{text}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

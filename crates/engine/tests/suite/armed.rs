@@ -150,7 +150,7 @@ async fn every_summary_request_ends_in_a_note_with_a_fast_summarizer() {
 #[tokio::test]
 async fn every_summary_request_ends_in_a_note_with_a_slow_summarizer() {
     for provider in PROVIDERS {
-        for (calls, window) in [(40, 8_192), (40, 16_000)] {
+        for (calls, window) in [(40, 8_192), (40, 16_000), (200, 16_000)] {
             every_summary_is_used(provider, calls, window, Duration::from_millis(1_500)).await;
         }
     }

@@ -461,3 +461,39 @@ async fn the_backoff_holds_across_processes() {
     let summaries = summary_requests(&h).len();
     assert!(summaries <= 4, "{summaries} summary requests in 8 turns");
 }
+
+/// A long session that was never compacted (20,000 entries, about 400,000 tokens, four times a
+/// 100k window): one manual pass sends at most `compaction.max_summary_requests` (2) summary
+/// requests whatever the size, the newest part read by the model and the older part covered by
+/// the extract (kept for recall), and the next turn fits.
+#[tokio::test]
+async fn a_pass_over_a_long_uncompacted_session_has_a_bounded_cost() {
+    let h = Harness::new().await;
+    prepared_session(&h, |f| {
+        for k in 0..10_000 {
+            f.append_user(&format!("question {k}: what does module {k} of the parser do?"));
+            f.append_text(&format!("answer {k}: module {k} splits tokens and keeps their spans."));
+        }
+    });
+    let mut engine = spawn_on(&h, "openai", 100_000, Resume::Last);
+    h.server.respond_with(|r| {
+        if super::compaction::is_summary_request(&r.body) {
+            Reply::text(SUMMARY).with_usage(60_000, 200)
+        } else {
+            Reply::text("next").with_usage(20_000, 5)
+        }
+    });
+    let (done, steps) = super::compaction::compact_with_events(&mut engine, None).await;
+    let Event::CompactionFinished { note, .. } = &done else { panic!("{done:?}") };
+    assert!(note.contains("Not read for this note: the oldest"), "{note}");
+    assert!(note.contains("The user's messages there, newest first"), "{note}");
+    let said = steps.iter().any(
+        |e| matches!(e, Event::Notice { message, .. } if message.contains("are kept for recall")),
+    );
+    assert!(said, "{steps:?}");
+    assert!(summary_requests(&h).len() <= 2, "{} summary requests", summary_requests(&h).len());
+    let run = engine.turn("go on").await;
+    assert_eq!(run.status, TurnStatus::Completed, "{:?}", run.events.last());
+    engine.shutdown().await;
+    assert_requests_fit(&h, 100_000);
+}

@@ -313,8 +313,16 @@ async fn attempt(
                 return Err(Stop::Cancelled);
             }
             if folded {
-                // The folded-in note was never written: this record follows the one before it.
+                // The folded-in note was never written: this record follows the one before it,
+                // and carries what its request cost too.
                 record.previous_id = previous.and_then(|p| p.record.previous_id.clone());
+                let folded_cost = previous.and_then(|p| p.record.extra.get("cost_usd"));
+                if let (Some(own), Some(earlier)) = (
+                    record.extra.get("cost_usd").and_then(serde_json::Value::as_f64),
+                    folded_cost.and_then(serde_json::Value::as_f64),
+                ) {
+                    record.extra.insert("cost_usd".to_owned(), serde_json::json!(own + earlier));
+                }
             }
             let first = record.covers.as_ref().map(|c| c.first.clone());
             let parent = first
@@ -418,7 +426,7 @@ async fn summary_record(
     }
     let (note_text, files) =
         build_note(session, covered, previous, &summary, anchors.as_deref()).await;
-    record::summary_record(SummaryRecord {
+    let mut record = record::summary_record(SummaryRecord {
         plain,
         plan,
         previous,
@@ -430,5 +438,7 @@ async fn summary_record(
         anchors,
         model,
     })
-    .ok_or_else(|| Stop::Refused("nothing before the protected part can be covered".into()))
+    .ok_or_else(|| Stop::Refused("nothing before the protected part can be covered".into()))?;
+    steps::record_cost(&mut record, &stats);
+    Ok(record)
 }

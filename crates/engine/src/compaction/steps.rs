@@ -121,6 +121,17 @@ pub(crate) fn with_extract(
     )
 }
 
+/// Records on `record` what the summary requests behind it cost (`cost_usd`), when known, so
+/// a session's total (`codewhale sessions`) counts its notes too.
+pub(crate) fn record_cost(
+    record: &mut codewhale_journal::CompactionPayload,
+    stats: &super::summarize::SummaryStats,
+) {
+    if let Some(cost) = stats.cost_usd {
+        record.extra.insert("cost_usd".to_owned(), serde_json::json!(cost));
+    }
+}
+
 /// The one line that says what a note read and what only `recall` reaches.
 pub(crate) fn unread_line(stats: &super::summarize::SummaryStats) -> String {
     format!(

@@ -142,6 +142,8 @@ pub(crate) struct SummaryStats {
     /// Estimated tokens of the covered part the requests read, and of the part they did not.
     pub read_tokens: u64,
     pub unread_tokens: u64,
+    /// What the job's requests cost, when every one of them had a known price.
+    pub cost_usd: Option<f64>,
 }
 
 /// Writes the summary of `job`; the text is the model's, uncapped.
@@ -151,6 +153,7 @@ pub(crate) async fn summarize(
 ) -> Result<(String, SummaryStats), SummaryError> {
     let mut budget = input_budget(job);
     let mut overflows = 0;
+    let spent_before = job.summarizer.spend.read();
     loop {
         // A request that cannot fit will not fit next turn either: auto passes back off.
         let plan = summary_input::plan(&job.plain.messages, &job.plain.tokens, &budget)
@@ -182,7 +185,10 @@ pub(crate) async fn summarize(
                 ))
             }
             Err(Attempt::Stop(stop)) => return Err(stop),
-            Ok(done) => return Ok(done),
+            Ok((text, mut stats)) => {
+                stats.cost_usd = job.summarizer.spend.read().since(&spent_before).cost_usd();
+                return Ok((text, stats));
+            }
         }
     }
 }

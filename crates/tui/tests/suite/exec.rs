@@ -3,6 +3,7 @@
 use std::path::Path;
 use std::process::Output;
 
+use super::pty::SUMMARY;
 use super::support::text;
 use codewhale_provider::test_support::{Fault, MockServer, Reply, TEST_API_KEY};
 use serde_json::{json, Value};
@@ -487,6 +488,40 @@ async fn replies_are_priced_by_the_model_id_and_unknown_models_show_tokens_only(
         .find(|e| e["type"] == "turn_finished")
         .unwrap();
     assert_eq!(finished["stats"]["cost_usd"].as_f64(), Some(3.0), "{finished}");
+}
+
+/// A note's summary requests are priced too: the compaction record carries their `cost_usd`,
+/// so the session's total in `codewhale sessions` counts them, and `compact` prints each request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_a_note_cost_is_journaled_and_counted_in_the_sessions_total() {
+    let s = Setup::new().await;
+    for k in 0..3 {
+        let answer = format!("{} end {k}.", "the parser keeps every span it reads. ".repeat(300));
+        s.server.push(Reply::text(answer).with_usage(1_000, 1_000));
+        let last: &[&str] = if k == 0 { &[] } else { &["--last"] };
+        let out = s.exec(&[last, &[&format!("question {k}")]].concat()).await;
+        assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    }
+    // gpt-4.1 at $2 in and $8 out per million: 1M in and 10k out cost $2.08.
+    s.server.push(Reply::text(SUMMARY).with_usage(1_000_000, 10_000));
+    let out = s
+        .command()
+        .args(["compact", "--last", "--provider", "openai", "--model", "gpt-4.1"])
+        .args(["--base-url", &s.server.openai_base_url()])
+        .env("OPENAI_API_KEY", TEST_API_KEY)
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("codewhale: summary 1 of 1 · "), "{}", text(&out.stderr));
+    let journal = std::fs::read_to_string(&s.sessions()[0]).unwrap();
+    let record = journal.lines().find(|l| l.contains("\"kind\":\"compaction\"")).unwrap();
+    assert!(record.contains("\"cost_usd\":2.08"), "{record}");
+    let listed = s.command().args(["sessions", "--json"]).output().await.unwrap();
+    let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    // Three replies of 1,000 in and 1,000 out ($0.01 each) and the note.
+    let total = listed[0]["cost_usd"].as_f64().unwrap();
+    assert!((total - (3.0 * 0.01 + 2.08)).abs() < 1e-9, "{listed}");
 }
 
 /// `exec --json hello` with a model the catalog has no price for.

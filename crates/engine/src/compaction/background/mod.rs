@@ -465,6 +465,7 @@ async fn prepare(
         model: snapshot.summary_model.clone(),
     })?;
     record.background = true;
+    steps::record_cost(&mut record, stats);
     let first = record.covers.as_ref()?.first.clone();
     let parent = session
         .journal()

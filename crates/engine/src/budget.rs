@@ -146,6 +146,9 @@ pub struct Budget {
     calibration: f64,
     /// The last request left the oldest part of the view out to fit (fail-open trimming).
     trimmed: bool,
+    /// The last report and the estimate of its request, for catching a silent cut
+    /// ([`crate::truncation`]); cleared when the view changes other than by growing.
+    last_pair: Option<crate::truncation::Reported>,
 }
 
 impl Budget {
@@ -160,6 +163,7 @@ impl Budget {
             estimated_savings: 0,
             calibration: CALIBRATION_RANGE.0,
             trimmed: false,
+            last_pair: None,
         }
     }
 
@@ -220,6 +224,7 @@ impl Budget {
         self.last_reported = Some(reported);
         self.added_since_report = 0;
         self.estimated_savings = 0;
+        self.last_pair = Some(crate::truncation::Reported { estimate: estimated, reported });
         if estimated > 0 {
             let ratio = reported as f64 / estimated as f64;
             self.calibration = clamp_calibration(ratio);
@@ -233,6 +238,15 @@ impl Budget {
         self.view_tokens = view_tokens;
         self.estimated_savings += savings;
         self.trimmed = false;
+        self.last_pair = None;
+    }
+
+    /// Whether a reply reporting `reported` input for a request estimated at `estimated`
+    /// looks silently cut by the server ([`crate::truncation::suspected`]), measured against
+    /// the last report.
+    pub fn cut_silently(&self, reported: u64, estimated: u64) -> bool {
+        let now = crate::truncation::Reported { estimate: estimated, reported };
+        self.last_pair.is_some_and(|previous| crate::truncation::suspected(previous, now))
     }
 
     /// HEAD moved (fork, checkout, rewind): the view is now another branch, of `view_tokens`.
@@ -245,6 +259,7 @@ impl Budget {
         self.added_since_report = 0;
         self.estimated_savings = 0;
         self.trimmed = false;
+        self.last_pair = None;
     }
 
     /// The per-session ratio reported ÷ estimated, in [1, 2].

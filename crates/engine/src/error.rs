@@ -84,6 +84,7 @@ pub fn provider_kind(kind: &codewhale_provider::ErrorKind) -> ErrorKind {
         P::Auth => ErrorKind::Auth,
         P::BadRequest => ErrorKind::BadRequest,
         P::Network => ErrorKind::Network,
+        P::Unreachable => ErrorKind::Unreachable,
         P::Protocol => ErrorKind::Protocol,
         P::Cancelled => ErrorKind::Cancelled,
     }

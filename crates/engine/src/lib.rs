@@ -123,6 +123,10 @@ pub mod tools;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod tools;
 #[cfg(feature = "internals")]
+pub mod truncation;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod truncation;
+#[cfg(feature = "internals")]
 pub mod turn;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod turn;

@@ -34,6 +34,8 @@ pub enum ErrorKind {
     Auth,
     BadRequest,
     Network,
+    /// Nothing answers at the provider's address (connection refused, unknown host).
+    Unreachable,
     Protocol,
     Cancelled,
 }
@@ -105,6 +107,7 @@ impl ErrorKind {
             ErrorKind::Auth => "auth",
             ErrorKind::BadRequest => "bad_request",
             ErrorKind::Network => "network",
+            ErrorKind::Unreachable => "unreachable",
             ErrorKind::Protocol => "protocol",
             ErrorKind::Cancelled => "cancelled",
         }

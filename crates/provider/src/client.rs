@@ -45,6 +45,39 @@ pub fn reply_bound(max_output_tokens: u32) -> u64 {
     (u64::from(max_output_tokens.max(1)) * 4 * 4).min(MAX_REPLY_BYTES)
 }
 
+/// The error for a server that is not there — the connection refused, the host unknown — naming
+/// the address and what to do; `None` for any other failure.
+fn unreachable(url: &str, err: &reqwest::Error) -> Option<ProviderError> {
+    let mut chain = Vec::new();
+    let mut source: Option<&dyn std::error::Error> = Some(err);
+    while let Some(cause) = source {
+        chain.push(cause.to_string());
+        source = cause.source();
+    }
+    let refused =
+        chain.iter().any(|c| c.contains("Connection refused") || c.contains("os error 111"));
+    let unknown = chain.iter().any(|c| {
+        c.contains("dns error")
+            || c.contains("failed to lookup address")
+            || c.contains("Name or service not known")
+    });
+    let base = url.rsplit_once("/v1/").map_or(url, |(base, _)| base);
+    let message = if refused {
+        format!(
+            "nothing answers at {base} (connection refused): start the server there, or point \
+             --base-url (base_url in config.toml) at one that runs"
+        )
+    } else if unknown {
+        format!(
+            "the host of {base} cannot be found (DNS lookup failed): check the address in \
+             --base-url (base_url in config.toml) and the network"
+        )
+    } else {
+        return None;
+    };
+    Some(ProviderError::new(ErrorKind::Unreachable, message))
+}
+
 /// The bytes of content an event adds to the reply.
 fn content_bytes(event: &StreamEvent) -> u64 {
     let len = match event {
@@ -249,7 +282,11 @@ impl Client {
         let send = self.http.post(&self.url).headers(self.headers.clone()).json(body).send();
         let response = match tokio::time::timeout(idle, send).await {
             Err(_) => return Err((timeout_error(idle), None)),
-            Ok(Err(err)) => return Err((network_error("sending the request failed", &err), None)),
+            Ok(Err(err)) => {
+                let error = unreachable(&self.url, &err)
+                    .unwrap_or_else(|| network_error("sending the request failed", &err));
+                return Err((error, None));
+            }
             Ok(Ok(response)) => response,
         };
         let status = response.status().as_u16();

@@ -193,6 +193,17 @@ impl ProviderConfig {
     pub fn openai_server(&self) -> OpenAiServer {
         self.server.unwrap_or_else(|| OpenAiServer::detect(&self.base_url))
     }
+
+    /// Whether the server may cut an over-long prompt silently and answer 200 (Ollama past its
+    /// `num_ctx`, llama.cpp and LM Studio with context shifting) instead of rejecting it, as
+    /// every hosted API does.
+    pub fn may_truncate_silently(&self) -> bool {
+        self.kind == ProviderKind::OpenAi
+            && matches!(
+                self.openai_server(),
+                OpenAiServer::Ollama | OpenAiServer::LlamaCpp | OpenAiServer::LmStudio
+            )
+    }
 }
 
 impl fmt::Debug for ProviderConfig {

@@ -31,6 +31,10 @@ pub enum ErrorKind {
     BadRequest,
     /// Connecting, sending or receiving failed (includes a connection dropped mid-stream).
     Network,
+    /// Nothing answers at the configured address: the connection was refused (a local server
+    /// that is not running) or the host name does not resolve. Not retried: the message says
+    /// which address and what to do.
+    Unreachable,
     /// The server broke the wire protocol: malformed SSE or JSON, or a stream that ended
     /// without its terminator.
     Protocol,
@@ -53,6 +57,7 @@ impl ErrorKind {
             ErrorKind::Auth => "auth",
             ErrorKind::BadRequest => "bad_request",
             ErrorKind::Network => "network",
+            ErrorKind::Unreachable => "unreachable",
             ErrorKind::Protocol => "protocol",
             ErrorKind::Cancelled => "cancelled",
         }

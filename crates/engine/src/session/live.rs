@@ -249,6 +249,23 @@ impl Session {
         self.append_entry(Entry::new(Some(parent), notice))
     }
 
+    /// The server silently cut a request to `kept` tokens ([`crate::truncation`]): that is
+    /// its window from now on, journaled with its cause so a reopened session keeps it.
+    pub fn learn_cut_window(&mut self, kept: u64, estimate: u64) -> Result<(), EngineError> {
+        let limits = self.budget.limits().with_provider_window(kept);
+        self.budget.set_limits(limits);
+        let mut notice = SystemPayload::new(
+            Level::Warning,
+            format!(
+                "the server kept only {kept} tokens of a request estimated at {estimate} \
+                 (silent truncation); its window is taken as {kept} tokens from now on"
+            ),
+        );
+        notice.context_window = Some(kept);
+        let parent = self.journal.journal().head_id().clone();
+        self.append_entry(Entry::new(Some(parent), notice))
+    }
+
     /// Unpins anchor `index` (1-based): removed from the workspace's file, and withdrawn from
     /// the conversation by a synthetic note (`withdraws: <anchor entry>`), so later views
     /// leave the anchor out and the model reads, once, that it no longer applies. Returns the

@@ -304,7 +304,22 @@ fn record_response(
     }
     let reported = response.usage.map(|u| u.input_tokens).filter(|n| *n > 0);
     if let Some(reported) = reported {
-        ctx.session.budget_mut().record_report(reported, estimate);
+        let may_cut = ctx.session.client().config().may_truncate_silently();
+        if may_cut && ctx.session.budget().cut_silently(reported, estimate) {
+            // Never a calibration: the count is of what the server kept, not of what was sent.
+            ctx.session.learn_cut_window(reported, estimate)?;
+            let message = format!(
+                "the server kept only part of the prompt: it read {reported} tokens of about {}, \
+                 so the model did not see the start of the conversation; Codewhale now uses a \
+                 {reported}-token window and compacts to fit it. To give the model more, raise \
+                 the server's window (OLLAMA_CONTEXT_LENGTH for Ollama, --ctx-size for \
+                 llama.cpp)",
+                ctx.session.budget().calibrated(estimate)
+            );
+            ctx.emit(Event::Notice { level: crate::protocol::NoticeLevel::Warning, message });
+        } else {
+            ctx.session.budget_mut().record_report(reported, estimate);
+        }
     }
     ctx.session.append(payload)?;
     ctx.replied = true;

@@ -19,6 +19,7 @@ mod protocol;
 mod recall;
 mod resume;
 mod rewind;
+mod silent_cut;
 mod tool_loop;
 mod turn;
 mod user_commands;

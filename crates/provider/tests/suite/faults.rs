@@ -311,8 +311,9 @@ async fn a_mislabelled_stream_is_still_read_and_html_is_not_a_stream() {
     assert!(failure.error.message.contains("not an event stream"), "{}", failure.error);
 }
 
+/// Nothing listening: `Unreachable` at once (a retry would wait for nothing), the address named.
 #[tokio::test]
-async fn connection_refused_is_a_network_error_after_retries() {
+async fn connection_refused_is_unreachable_and_names_the_address() {
     let server = server().await;
     let mut config = server.config(ProviderKind::Anthropic);
     drop(server);
@@ -323,7 +324,9 @@ async fn connection_refused_is_a_network_error_after_retries() {
         .complete(&hello("m"), CancellationToken::new())
         .await
         .unwrap_err();
-    assert_eq!(failure.error.kind, ErrorKind::Network, "{}", failure.error);
+    assert_eq!(failure.error.kind, ErrorKind::Unreachable, "{}", failure.error);
+    assert!(!failure.error.kind.is_transient());
+    assert!(failure.error.to_string().contains("nothing answers at http://127.0.0.1:9"));
 }
 
 /// `/v1/responses` (for scripting a Responses API client next to ours) serves verbatim SSE and

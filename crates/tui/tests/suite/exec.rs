@@ -572,3 +572,34 @@ async fn a_one_prompt_exec_never_builds_the_encoder() {
     assert!(!logs.is_empty(), "the debug log was written");
     assert!(!logs.contains("building the o200k encoder"), "{logs}");
 }
+
+/// A local server that is not running: the error names the address and what to do, at once
+/// (no retries with "try again in a moment"); an unknown host says the lookup failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_is_not_there_is_named_with_what_to_do() {
+    let s = Setup::new().await;
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let base = format!("http://127.0.0.1:{port}/v1");
+    for (url, expected) in [
+        (base.as_str(), format!("nothing answers at http://127.0.0.1:{port} (connection refused)")),
+        (
+            "http://no-such-host.invalid/v1",
+            "the host of http://no-such-host.invalid cannot be found".to_owned(),
+        ),
+    ] {
+        let mut cmd = s.command();
+        cmd.arg("exec")
+            .args(["--provider", "openai", "--model", "gpt-4.1", "--base-url", url])
+            .arg("hello")
+            .env("OPENAI_API_KEY", TEST_API_KEY);
+        let out = cmd.output().await.unwrap();
+        assert!(!out.status.success());
+        let stderr = text(&out.stderr);
+        assert!(stderr.contains(&expected), "{stderr}");
+        assert!(stderr.contains("--base-url"), "{stderr}");
+        assert!(!stderr.contains("try again in a moment"), "{stderr}");
+    }
+}

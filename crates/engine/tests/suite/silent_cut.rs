@@ -1,0 +1,87 @@
+//! Silent truncation (docs/compaction.md, *Small local models*): a server that, like Ollama past
+//! its `num_ctx`, keeps only the newest part of an over-long prompt and answers 200 with the kept
+//! count. Codewhale notices the first cut that loses more than tokenizer noise (a first
+//! overshoot by a few tokens looks like ordinary growth), learns the window (journaled, so a
+//! reopened session keeps it), tells the user once how to raise it, and fits every later request.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use codewhale_engine::protocol::{Event, TurnStatus};
+use codewhale_engine::{Engine, FrontEnd};
+use codewhale_provider::test_support::Reply;
+
+use super::common::{reload_checked, session_file, Harness, Running};
+use super::compaction::{assert_no_orphans, is_summary_request, params, prose, SUMMARY};
+
+/// What the server holds, in its own count (o200k of the request body here): LM Studio's and
+/// llama.cpp's common default. (At 4k the fixed prefix alone leaves a note too little room:
+/// docs/compaction.md, *Small local models*.)
+const NUM_CTX: u64 = 8_192;
+
+fn body_tokens(r: &codewhale_provider::test_support::RecordedRequest) -> u64 {
+    u64::from(codewhale_engine::tokens::count(&r.body.to_string()))
+}
+
+#[tokio::test]
+async fn a_server_that_silently_keeps_only_its_window_is_caught_once_and_then_fitted() {
+    for provider in ["openai"] {
+        let h = Harness::new().await;
+        // Ollama (named, or found on its default port) may cut silently; hosted APIs reject.
+        h.config("server = \"ollama\"\n");
+        let cut = Arc::new(AtomicUsize::new(0));
+        let counted = cut.clone();
+        h.server.respond_with(move |r| {
+            let tokens = body_tokens(r);
+            let kept = if tokens > NUM_CTX {
+                counted.fetch_add(1, Ordering::SeqCst);
+                NUM_CTX - 10
+            } else {
+                tokens
+            };
+            if is_summary_request(&r.body) {
+                return Reply::text(SUMMARY).with_usage(kept, 150);
+            }
+            Reply::text(prose("answer", 60)).with_usage(kept, 150)
+        });
+        // The window is not known (a local model): the catalog's fallback of 32k.
+        let mut p = params(&h, provider, 32_768);
+        p.front_end = FrontEnd::Tui;
+        let mut engine: Running = Engine::spawn(p).unwrap().into();
+        let mut notices = Vec::new();
+        let mut cut_when_told = None;
+        for k in 0..15 {
+            let run = engine.turn(&prose(&format!("question {k}"), 60)).await;
+            assert_eq!(run.status, TurnStatus::Completed, "{provider} turn {k}: {:?}", run.events);
+            let told: Vec<String> = run
+                .events
+                .into_iter()
+                .filter_map(|e| match e {
+                    Event::Notice { message, .. } if message.contains("kept only part") => {
+                        Some(message)
+                    }
+                    _ => None,
+                })
+                .collect();
+            if !told.is_empty() {
+                cut_when_told = Some(cut.load(Ordering::SeqCst));
+            }
+            notices.extend(told);
+        }
+        engine.shutdown().await;
+        assert_eq!(notices.len(), 1, "{provider}: said once: {notices:?}");
+        // A first overshoot of a few tokens looks like any growth; the first cut that loses
+        // more is caught, and none follows it.
+        let when_told = cut_when_told.unwrap();
+        assert!(when_told <= 2, "{provider}: {when_told} requests cut before it was caught");
+        assert_eq!(cut.load(Ordering::SeqCst), when_told, "{provider}: a cut after the notice");
+        assert!(notices[0].contains("OLLAMA_CONTEXT_LENGTH") && notices[0].contains("--ctx-size"));
+        let journal = reload_checked(&session_file(h.home.path()));
+        let learned = journal.entries().iter().any(|e| {
+            matches!(&e.payload, codewhale_journal::Payload::System(s)
+                if s.context_window == Some(NUM_CTX - 10) && s.text.contains("silent truncation"))
+        });
+        assert!(learned, "{provider}: the window is journaled with its cause");
+        assert_no_orphans(&h);
+    }
+}

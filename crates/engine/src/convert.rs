@@ -259,7 +259,7 @@ mod tests {
     fn the_system_prompt_ends_with_a_cache_breakpoint() {
         let j = journal_of(vec![UserPayload::text("hi").into()]);
         let view = codewhale_journal::render(&j, j.head_id().as_str());
-        let system = SystemPrompt::load(std::path::Path::new("/nowhere"));
+        let system = SystemPrompt::load(std::path::Path::new("/nowhere"), false);
         let r = to_request(
             &view,
             RequestParams { model: "m", system: &system, tools: vec![], max_output_tokens: 10 },

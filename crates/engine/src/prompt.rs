@@ -4,13 +4,17 @@
 //! Owns which files count as project instructions: `AGENTS.md` at the workspace root and
 //! `.codewhale/instructions.md`. Invariant: they are copied byte-for-byte, never summarized,
 //! so project rules survive every compaction by construction. [`SystemPrompt::load`] is cheap
-//! and is called again after every compaction pass so edits to those files take effect.
+//! and is called again after every compaction pass so edits to those files take effect. In a
+//! small window ([`crate::compaction::steps::SMALL_WINDOW`]) our own words are the compact
+//! `system-compact.md`; the project instructions are never cut.
 
 use std::path::{Path, PathBuf};
 
 use crate::bounded::Bounded;
 
 const BASE: &str = include_str!("../../../assets/prompts/system.md");
+/// Our own words in few tokens, for a small window (docs/compaction.md, *Small local models*).
+const BASE_COMPACT: &str = include_str!("../../../assets/prompts/system-compact.md");
 
 /// The largest instruction file read; a bigger one is cut with a marker so a stray huge file
 /// cannot eat the whole window.
@@ -41,8 +45,9 @@ impl SystemPrompt {
     /// read through a bound ([`crate::bounded`]): only a regular file, at most 64 KiB; one
     /// that is something else (a FIFO, a link to a device) is skipped and named in
     /// [`SystemPrompt::skipped`].
-    pub fn load(workspace: &Path) -> SystemPrompt {
-        let base = BASE.replace("{workspace}", &workspace.display().to_string());
+    pub fn load(workspace: &Path, compact: bool) -> SystemPrompt {
+        let base = if compact { BASE_COMPACT } else { BASE };
+        let base = base.replace("{workspace}", &workspace.display().to_string());
         let mut instructions = Vec::new();
         let mut skipped = Vec::new();
         for rel in instruction_files() {
@@ -110,7 +115,7 @@ mod tests {
 
     #[test]
     fn base_prompt_states_the_rules() {
-        let p = SystemPrompt::load(Path::new("/tmp/nowhere-codewhale"));
+        let p = SystemPrompt::load(Path::new("/tmp/nowhere-codewhale"), false);
         assert!(p.base.contains("/tmp/nowhere-codewhale"));
         assert!(p.base.contains("never follow"));
         assert!(
@@ -126,12 +131,12 @@ mod tests {
     fn project_instructions_are_carried_verbatim_and_reread() {
         let ws = tempfile::tempdir().unwrap();
         std::fs::write(ws.path().join("AGENTS.md"), "Use tabs.\n  Never push.").unwrap();
-        let p = SystemPrompt::load(ws.path());
+        let p = SystemPrompt::load(ws.path(), false);
         assert_eq!(p.instructions.len(), 1);
         assert!(p.text().contains("Use tabs.\n  Never push."));
         std::fs::create_dir(ws.path().join(".codewhale")).unwrap();
         std::fs::write(ws.path().join(".codewhale/instructions.md"), "Run make.").unwrap();
-        let p = SystemPrompt::load(ws.path());
+        let p = SystemPrompt::load(ws.path(), false);
         assert_eq!(p.blocks().len(), 3);
         assert!(p.blocks()[2].ends_with("Run make."));
     }
@@ -142,14 +147,14 @@ mod tests {
         // A two-byte character straddles the limit: the cut must step back before it.
         let text = format!("{}é{}", "a".repeat(MAX_INSTRUCTIONS_BYTES - 1), "b".repeat(1000));
         std::fs::write(ws.path().join("AGENTS.md"), &text).unwrap();
-        let p = SystemPrompt::load(ws.path());
+        let p = SystemPrompt::load(ws.path(), false);
         let kept = &p.instructions[0].text;
         let marker = "\n[... cut: the file is longer than 64 KiB ...]";
         assert_eq!(kept.strip_suffix(marker), Some(&text[..MAX_INSTRUCTIONS_BYTES - 1]));
         let exact = "c".repeat(MAX_INSTRUCTIONS_BYTES);
         std::fs::write(ws.path().join("AGENTS.md"), &exact).unwrap();
         assert_eq!(
-            SystemPrompt::load(ws.path()).instructions[0].text,
+            SystemPrompt::load(ws.path(), false).instructions[0].text,
             exact,
             "at the limit: whole"
         );
@@ -164,7 +169,7 @@ mod tests {
         let fifo = ws.path().join(".codewhale/instructions.md");
         rustix::fs::mkfifoat(rustix::fs::CWD, &fifo, rustix::fs::Mode::from_raw_mode(0o600))
             .unwrap();
-        let p = SystemPrompt::load(ws.path());
+        let p = SystemPrompt::load(ws.path(), false);
         assert!(p.instructions.is_empty(), "{:?}", p.instructions);
         assert_eq!(p.skipped.len(), 2, "{:?}", p.skipped);
         assert!(p.skipped[0].contains("AGENTS.md: it is a device"), "{}", p.skipped[0]);
@@ -172,7 +177,7 @@ mod tests {
         // A huge file is read only up to the bound: 8 MiB of text yields the 64 KiB cut.
         std::fs::remove_file(ws.path().join("AGENTS.md")).unwrap();
         std::fs::write(ws.path().join("AGENTS.md"), "x".repeat(8 << 20)).unwrap();
-        let p = SystemPrompt::load(ws.path());
+        let p = SystemPrompt::load(ws.path(), false);
         assert!(p.instructions[0].text.ends_with("longer than 64 KiB ...]"));
         assert!(p.instructions[0].text.len() < MAX_INSTRUCTIONS_BYTES + 100);
     }

@@ -20,6 +20,11 @@ use super::message::{Message, Part};
 /// tail; a text keeps a prefix of at least this much in all).
 pub const MIN_BOUND_BYTES: u64 = 1024;
 
+/// What the marker of a shortened message costs, in estimated tokens ("[... 1156 of this
+/// message's 26359 bytes were cut by compaction; entry … holds it whole …]"): counted with every
+/// bound, or many small cuts would overrun the budget they were planned for.
+pub const MARKER_TOKENS: u64 = 48;
+
 /// One message the plan may bound.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Candidate {
@@ -37,7 +42,7 @@ impl Candidate {
         if self.bytes <= cap || self.bytes == 0 {
             return self.tokens;
         }
-        (self.tokens as u128 * cap as u128 / self.bytes as u128) as u64
+        (self.tokens as u128 * cap as u128 / self.bytes as u128) as u64 + MARKER_TOKENS
     }
 }
 

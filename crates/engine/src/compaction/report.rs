@@ -86,7 +86,8 @@ fn replay_session(params: &ReportParams<'_>) -> Result<Replayed, EngineError> {
             .entry(item.source.clone())
             .or_insert_with(|| counts::exact(&session::item_text(&item.content)));
     }
-    let system = system_counts(&workspace, &config, params.home);
+    let compact = limits.window <= super::steps::SMALL_WINDOW;
+    let system = system_counts(&workspace, &config, params.home, compact);
     let plain = PlainView::new(&view, |item| {
         item.tokens.or_else(|| whole(item).then(|| known.get(&item.source).copied())?)
     });
@@ -171,11 +172,16 @@ fn count_once(known: &mut HashMap<EntryId, u32>, entry: &codewhale_journal::Entr
 
 /// The system prompt's and the tool schemas' counts: the built-in tools plus each MCP
 /// server's last listed tools (from the cache; no server is started for a report).
-fn system_counts(workspace: &Path, config: &config::Config, home: &Path) -> SystemCounts {
-    let mut specs = crate::tools::specs();
+fn system_counts(
+    workspace: &Path,
+    config: &config::Config,
+    home: &Path,
+    compact: bool,
+) -> SystemCounts {
+    let mut specs = crate::tools::specs(compact);
     let servers = session::mcp_servers(config, workspace, home);
     specs.extend(session::mcp_specs(&servers.offered_now()));
-    counts::system_counts(&SystemPrompt::load(workspace).text(), &specs, true).0
+    counts::system_counts(&SystemPrompt::load(workspace, compact).text(), &specs, true).0
 }
 
 /// Whether each pinned note of `anchors_text` is carried verbatim by the view.

@@ -159,6 +159,10 @@ pub(crate) async fn summarize(
         let plan = summary_input::plan(&job.plain.messages, &job.plain.tokens, &budget)
             .map_err(|e| SummaryError::Unusable(format!("the summary request cannot fit: {e}")))?;
         tracing::debug!(
+            budget = budget.tokens,
+            fixed = budget.fixed,
+            input = job.plain.total(),
+            calibration = job.summarizer.calibration,
             shares_prefix = plan.is_whole(),
             bounded = plan.bounds.len(),
             chunks = plan.chunks.len(),

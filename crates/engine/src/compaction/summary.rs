@@ -13,6 +13,10 @@ use super::checkpoint::is_placeholder;
 
 /// The instruction of every summary request; `{scope}` is replaced by one of the scopes below.
 pub const INSTRUCTION: &str = include_str!("../../../../assets/prompts/compaction.md");
+/// The same instruction in few words, for a small window's note (docs/compaction.md, *Small
+/// local models*): the same ten headings and rules.
+pub const INSTRUCTION_COMPACT: &str =
+    include_str!("../../../../assets/prompts/compaction-compact.md");
 /// Added for the one retry after an unusable summary.
 pub const STRICT_ADDENDUM: &str = include_str!("../../../../assets/prompts/compaction-strict.md");
 const SCOPE_KEPT: &str = include_str!("../../../../assets/prompts/compaction-scope-kept.md");
@@ -77,7 +81,9 @@ impl Scope {
 /// The instruction text: the base instruction with its scope, the strict addendum on a retry,
 /// then the focus.
 pub fn instruction(scope: &Scope, focus: Option<&str>, strict: bool, max_chars: usize) -> String {
-    let mut out = INSTRUCTION
+    // A note shorter than the full cap is a small window's: its instruction is short too.
+    let base = if max_chars < NOTE_MAX_CHARS { INSTRUCTION_COMPACT } else { INSTRUCTION };
+    let mut out = base
         .trim_end()
         .replace("{scope}", &scope.text())
         .replace("{max_chars}", &thousands(max_chars));
@@ -247,7 +253,13 @@ mod tests {
         // The length is stated: a small window's note is shorter.
         assert!(instruction(&Scope::All, None, false, NOTE_MAX_CHARS)
             .contains("under 12,000 characters"));
-        assert!(instruction(&Scope::All, None, false, 1_228).contains("under 1,228 characters"));
+        let small = instruction(&Scope::All, None, false, 1_228);
+        assert!(small.contains("under 1,228 characters"));
+        // A small window's instruction is short, with the same ten headings.
+        assert!(small.len() * 2 < instruction(&Scope::All, None, false, NOTE_MAX_CHARS).len());
+        for heading in HEADINGS {
+            assert!(small.contains(&format!("## {heading}")), "{heading}");
+        }
     }
 
     #[test]

@@ -387,17 +387,18 @@ mod tests {
         let j = long_turn(2, 4_000);
         let view = codewhale_journal::render(&j, j.head_id().as_str());
         let plain = plain_of(&view);
-        // Only the round is left after the drop (5 items, 500 tokens) and 400 are allowed.
+        // Only the round is left after the drop (5 items, 500 tokens) and 450 are allowed (each
+        // cut costs its marker too).
         assert!(matches!(
-            fit(view.clone(), &plain, 0, &CutPolicy::new(400, 1.0), Shorten::Drop),
+            fit(view.clone(), &plain, 0, &CutPolicy::new(450, 1.0), Shorten::Drop),
             Fit::TooBig { .. }
         ));
         let Fit::Trimmed { view, bounded, estimate, .. } =
-            fit(view, &plain, 0, &CutPolicy::new(400, 1.0), Shorten::DropAndBound)
+            fit(view, &plain, 0, &CutPolicy::new(450, 1.0), Shorten::DropAndBound)
         else {
             panic!("expected a bounded request")
         };
-        assert!(estimate <= 400, "{estimate}");
+        assert!(estimate <= 450, "{estimate}");
         assert!(!bounded.is_empty());
         let cut = view.items.iter().find(|i| i.source == bounded[0].id).unwrap();
         assert!(matches!(cut.shortened, Some(codewhale_journal::Shortened::Bounded { .. })));

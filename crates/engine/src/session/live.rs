@@ -229,6 +229,7 @@ impl Session {
     pub fn switch_model(&mut self, model: &str) -> Result<(), EngineError> {
         self.provider.model = model.to_owned();
         self.budget.set_limits(replay::limits_for(&self.config, model, None));
+        self.refresh_system_prompt();
         let mut notice = SystemPayload::new(Level::Info, format!("model switched to {model}"));
         notice.model = Some(model.to_owned());
         let parent = self.journal.journal().head_id().clone();
@@ -240,6 +241,8 @@ impl Session {
     pub fn learn_window(&mut self, window: u64) -> Result<(), EngineError> {
         let limits = self.budget.limits().with_provider_window(window);
         self.budget.set_limits(limits);
+        // The prefix follows the window (compact in a small one).
+        self.refresh_system_prompt();
         let mut notice = SystemPayload::new(
             Level::Info,
             format!("the provider's window is {window} tokens; using it from now on"),
@@ -254,6 +257,8 @@ impl Session {
     pub fn learn_cut_window(&mut self, kept: u64, estimate: u64) -> Result<(), EngineError> {
         let limits = self.budget.limits().with_provider_window(kept);
         self.budget.set_limits(limits);
+        // The prefix follows the window (compact in a small one).
+        self.refresh_system_prompt();
         let mut notice = SystemPayload::new(
             Level::Warning,
             format!(

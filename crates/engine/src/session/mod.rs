@@ -228,8 +228,31 @@ impl Session {
     /// Re-reads `AGENTS.md` and `.codewhale/instructions.md` and recounts the system prompt
     /// and tool schemas. Compaction calls this after every pass.
     pub fn refresh_system_prompt(&mut self) {
-        self.system = SystemPrompt::load(&self.workspace);
+        self.system = SystemPrompt::load(&self.workspace, self.compact_prefix());
         self.recount_system(false);
+    }
+
+    /// In a small window, what to say when the project instructions and MCP tool schemas push
+    /// the fixed prefix past a fifth of the window (they are never cut: the user decides).
+    pub fn crowded_prefix(&self) -> Option<String> {
+        let window = self.budget.limits().window;
+        let prefix = self.budget.calibrated(self.budget.system_tokens());
+        (self.compact_prefix() && prefix * 5 > window).then(|| {
+            format!(
+                "the system prompt, the project instructions and the tool schemas take about \
+                 {prefix} of this model's {window}-token window ({} %), leaving the conversation \
+                 less room; shorten AGENTS.md or .codewhale/instructions.md, turn off MCP \
+                 servers this work does not need, or use a larger window",
+                prefix * 100 / window.max(1)
+            )
+        })
+    }
+
+    /// Whether requests carry the compact system prompt and terse tool descriptions: a window
+    /// of at most [`crate::compaction::steps::SMALL_WINDOW`] tokens (configured, probed or
+    /// learned), where Codewhale's own prefix must leave room for the conversation.
+    pub fn compact_prefix(&self) -> bool {
+        self.budget.limits().window <= crate::compaction::steps::SMALL_WINDOW
     }
 
     /// Counts the system prompt and tool schemas as sent (the one rule of
@@ -242,7 +265,7 @@ impl Session {
 
     /// The tools offered in a request: the six built-in ones, then the MCP servers' tools.
     pub fn tool_specs(&self) -> Vec<ToolSpec> {
-        let mut specs = tools::specs();
+        let mut specs = tools::specs(self.compact_prefix());
         specs.extend(self.mcp.specs().iter().cloned());
         specs
     }

@@ -87,7 +87,8 @@ impl Session {
         );
         notices.extend(sandbox.notices.iter().map(|n| (NoticeLevel::Warning, n.clone())));
         notices.extend(params.config.notices.iter().map(|n| (NoticeLevel::Warning, n.clone())));
-        let system = SystemPrompt::load(&workspace);
+        // Loaded again for the session's window once its budget is known (below).
+        let system = SystemPrompt::load(&workspace, false);
         notices.extend(system.skipped.iter().map(|n| (NoticeLevel::Warning, n.clone())));
         let literals: Vec<String> = provider.api_key.iter().cloned().collect();
         let redactor = Redactor::new(&params.config.redaction.patterns, &literals)
@@ -136,6 +137,9 @@ impl Session {
         };
         session.refresh_system_prompt();
         session.replay_budget();
+        if let Some(notice) = session.crowded_prefix() {
+            session.notices.push((NoticeLevel::Warning, notice));
+        }
         crate::checkpoint::snapshot::warm_up(session.file_store(), session.workspace.clone());
         Ok(session)
     }

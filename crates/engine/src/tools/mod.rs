@@ -444,8 +444,48 @@ pub fn is_session_tool(name: &str) -> bool {
 }
 
 /// The tool schemas sent with every request: the six workspace tools, then the session's own.
-pub fn specs() -> Vec<ToolSpec> {
-    table::specs().chain([crate::plan::spec(), crate::recall::spec()]).collect()
+pub fn specs(compact: bool) -> Vec<ToolSpec> {
+    let specs = table::specs().chain([crate::plan::spec(), crate::recall::spec()]);
+    if compact {
+        specs.map(terse).collect()
+    } else {
+        specs.collect()
+    }
+}
+
+/// A tool as a small window offers it (docs/compaction.md, *Small local models*): the same
+/// name and arguments, its description cut to the first sentence and its arguments' own
+/// descriptions left out.
+pub fn terse(mut spec: ToolSpec) -> ToolSpec {
+    if let Some(end) = spec.description.find(". ") {
+        spec.description.truncate(end + 1);
+    }
+    strip_descriptions(&mut spec.input_schema);
+    spec
+}
+
+/// Removes every `description` below the top of a JSON schema.
+fn strip_descriptions(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            if let Some(Value::Object(properties)) = map.get_mut("properties") {
+                for property in properties.values_mut() {
+                    if let Some(p) = property.as_object_mut() {
+                        p.remove("description");
+                    }
+                    strip_descriptions(property);
+                }
+            }
+            if let Some(items) = map.get_mut("items") {
+                if let Some(i) = items.as_object_mut() {
+                    i.remove("description");
+                }
+                strip_descriptions(items);
+            }
+        }
+        Value::Array(list) => list.iter_mut().for_each(strip_descriptions),
+        _ => {}
+    }
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ fn ctx(dir: &std::path::Path) -> ToolContext {
 
 #[test]
 fn the_fixed_tools_with_object_schemas() {
-    let names: Vec<String> = specs().into_iter().map(|s| s.name).collect();
+    let names: Vec<String> = specs(false).into_iter().map(|s| s.name).collect();
     assert_eq!(
         names,
         [
@@ -29,7 +29,29 @@ fn the_fixed_tools_with_object_schemas() {
             "recall"
         ]
     );
-    assert!(specs().iter().all(|s| s.input_schema["type"] == "object"));
+    assert!(specs(false).iter().all(|s| s.input_schema["type"] == "object"));
+}
+
+/// In a window of 4,096 tokens (Ollama's default), Codewhale's own prefix — the compact system
+/// prompt and the eight built-in tools, tersely described — takes at most 20 % of it, with the
+/// same tool names and arguments.
+#[test]
+fn a_small_windows_prefix_is_a_fifth_of_it_at_most() {
+    let prompt = crate::prompt::SystemPrompt::load(std::path::Path::new("/ws"), true);
+    let terse = specs(true);
+    let (counts, _) = crate::session::counts::system_counts(&prompt.text(), &terse, true);
+    assert!(counts.total() <= 4_096 / 5, "{counts:?}");
+    let full = crate::prompt::SystemPrompt::load(std::path::Path::new("/ws"), false);
+    let (before, _) = crate::session::counts::system_counts(&full.text(), &specs(false), true);
+    assert!(before.total() > counts.total() * 2, "{before:?} against {counts:?}");
+    for (t, f) in terse.iter().zip(specs(false)) {
+        assert_eq!(t.name, f.name);
+        let keys = |s: &serde_json::Value| -> Vec<String> {
+            s["properties"].as_object().map(|p| p.keys().cloned().collect()).unwrap_or_default()
+        };
+        assert_eq!(keys(&t.input_schema), keys(&f.input_schema), "{}", t.name);
+        assert_eq!(t.input_schema["required"], f.input_schema["required"], "{}", t.name);
+    }
 }
 
 #[tokio::test]
@@ -190,7 +212,7 @@ fn the_derived_schemas_are_the_recorded_ones() {
         "/../../fixtures/tools/specs.json"
     )))
     .unwrap();
-    let specs = specs();
+    let specs = specs(false);
     assert_eq!(specs.len(), recorded.len());
     for (now, then) in specs.iter().zip(&recorded) {
         assert_eq!(now, then, "{}", serde_json::to_string_pretty(&now.input_schema).unwrap());

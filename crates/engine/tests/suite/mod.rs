@@ -19,7 +19,7 @@ mod protocol;
 mod recall;
 mod resume;
 mod rewind;
-mod silent_cut;
+mod small_windows;
 mod tool_loop;
 mod turn;
 mod user_commands;

@@ -1,4 +1,6 @@
-//! Silent truncation (docs/compaction.md, *Small local models*): a server that, like Ollama past
+//! Small windows and local servers (docs/compaction.md, *Small local models*).
+//!
+//! Silent truncation: a server that, like Ollama past
 //! its `num_ctx`, keeps only the newest part of an over-long prompt and answers 200 with the kept
 //! count. Codewhale notices the first cut that loses more than tokenizer noise (a first
 //! overshoot by a few tokens looks like ordinary growth), learns the window (journaled, so a
@@ -84,4 +86,81 @@ async fn a_server_that_silently_keeps_only_its_window_is_caught_once_and_then_fi
         assert!(learned, "{provider}: the window is journaled with its cause");
         assert_no_orphans(&h);
     }
+}
+
+/// A 4,096-token window (Ollama's default), 15 one-turn processes of about 200 tokens each, as
+/// `codewhale exec --last` runs them: the compact prefix leaves the conversation room, notes are
+/// committed, no message is left out after the first note, no request is rejected as too long,
+/// and every summary request sent ends in a committed note.
+#[tokio::test]
+async fn a_four_thousand_token_window_commits_notes_and_drops_nothing() {
+    let h = Harness::new().await;
+    h.server.respond_with(move |r| {
+        let tokens = body_tokens(r);
+        if tokens > 4_096 {
+            return Reply::fault(codewhale_provider::test_support::Fault::overflow(4_096, tokens));
+        }
+        if is_summary_request(&r.body) {
+            return Reply::text(SUMMARY).with_usage(tokens, 150);
+        }
+        Reply::text(prose("answer", 20)).with_usage(tokens, 100)
+    });
+    for k in 0..15 {
+        let mut p = params(&h, "openai", 4_096);
+        if k > 0 {
+            p.resume = codewhale_engine::session::Resume::Last;
+        }
+        let mut engine: Running = Engine::spawn(p).unwrap().into();
+        let run = engine.turn(&prose(&format!("question {k}"), 25)).await;
+        assert_eq!(run.status, TurnStatus::Completed, "turn {k}: {:?}", run.events.last());
+        engine.shutdown().await;
+    }
+    let journal = reload_checked(&session_file(h.home.path()));
+    let notes = journal.compactions().filter(|(_, r)| r.summary.is_some()).count();
+    assert!(notes >= 2, "{notes} notes in 15 turns");
+    let summaries = h.server.requests().iter().filter(|r| is_summary_request(&r.body)).count();
+    assert!(summaries <= notes + 1, "{summaries} summary requests for {notes} notes");
+    let rejected = h.server.requests().iter().filter(|r| body_tokens(r) > 4_096).count();
+    assert_eq!(rejected, 0, "a request was too long for the window");
+    // After the first note no request leaves a message out.
+    let first_note = journal
+        .entries()
+        .iter()
+        .position(|e| matches!(e.payload, codewhale_journal::Payload::Compaction(_)))
+        .unwrap();
+    let trimmed_after = journal.entries()[first_note..].iter().any(|e| {
+        matches!(&e.payload, codewhale_journal::Payload::Assistant(a)
+            if a.reads.as_ref().is_some_and(|r| r.trimmed_before.is_some()))
+    });
+    assert!(!trimmed_after, "a request left messages out after the first note");
+    assert_no_orphans(&h);
+}
+
+/// Project instructions that crowd a small window are never cut; one notice says so when the
+/// session opens, naming what to do.
+#[tokio::test]
+async fn instructions_that_crowd_a_small_window_are_named_once() {
+    let h = Harness::new().await;
+    let house_style = prose("Always follow the house style", 60);
+    h.write("AGENTS.md", &house_style);
+    h.server.push(Reply::text("ok").with_usage(2_000, 5));
+    let mut engine: Running = Engine::spawn(params(&h, "openai", 4_096)).unwrap().into();
+    // The opening notices come before the turn's own events.
+    let run = engine.turn("hi").await;
+    engine.shutdown().await;
+    let crowded: Vec<&String> = run
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Notice { message, .. } if message.contains("leaving the conversation") => {
+                Some(message)
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(crowded.len(), 1, "{:?}", run.events);
+    assert!(crowded[0].contains("AGENTS.md"), "{}", crowded[0]);
+    // Never cut: the model reads the instructions whole.
+    let sent = h.server.requests()[0].body.to_string();
+    assert!(sent.contains(house_style.trim()), "the instructions are sent whole");
 }

@@ -155,6 +155,10 @@ pub struct ModelChoice {
     pub context_window: u64,
     /// The model requests use now.
     pub current: bool,
+    /// Listed by the provider's own server (a local server's models); `context_window` is 0
+    /// when neither the catalog nor the session knows it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub from_server: bool,
 }
 
 /// The whole report (the JSON object of `codewhale context --json`).

@@ -183,6 +183,38 @@ impl Client {
         builder.finish().map_err(ProviderFailure::from)
     }
 
+    /// The model ids the server lists at `GET {base_url}/models` (OpenAI shape), within 2 s;
+    /// empty when it lists none or does not answer. Only for servers that list their own
+    /// models worth choosing from ([`ProviderConfig::lists_own_models`]).
+    pub async fn list_models(&self) -> Vec<String> {
+        if !self.config.lists_own_models() {
+            return Vec::new();
+        }
+        let url = format!("{}/models", self.config.base_url.trim_end_matches('/'));
+        let ask = self.http.get(&url).headers(self.headers.clone()).send();
+        let Ok(Ok(response)) = tokio::time::timeout(Duration::from_secs(2), ask).await else {
+            return Vec::new();
+        };
+        if !response.status().is_success() {
+            return Vec::new();
+        }
+        let Ok(Ok(body)) =
+            tokio::time::timeout(Duration::from_secs(2), response.json::<Value>()).await
+        else {
+            return Vec::new();
+        };
+        body["data"]
+            .as_array()
+            .map(|models| {
+                models
+                    .iter()
+                    .filter_map(|m| m["id"].as_str().map(str::to_owned))
+                    .take(200)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     fn redact(&self, error: ProviderError) -> ProviderError {
         error.redacted(self.config.api_key.as_deref())
     }

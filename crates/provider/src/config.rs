@@ -194,6 +194,13 @@ impl ProviderConfig {
         self.server.unwrap_or_else(|| OpenAiServer::detect(&self.base_url))
     }
 
+    /// Whether `/model` should offer the server's own model list: a local or self-hosted
+    /// OpenAI-compatible server (the hosted APIs list hundreds; their ids are in the catalog).
+    pub fn lists_own_models(&self) -> bool {
+        self.kind == ProviderKind::OpenAi
+            && !matches!(self.openai_server(), OpenAiServer::OpenAi | OpenAiServer::OpenRouter)
+    }
+
     /// Whether the server may cut an over-long prompt silently and answer 200 (Ollama past its
     /// `num_ctx`, llama.cpp and LM Studio with context shifting) instead of rejecting it, as
     /// every hosted API does.

@@ -87,7 +87,7 @@ pub(super) async fn handle_idle_op(
                 ),
             }
         }
-        Op::ListModels => sink.emit(id, Event::Models { models: session.model_choices() }),
+        Op::ListModels => sink.emit(id, Event::Models { models: session.model_choices().await }),
         Op::ListBranches => sink
             .emit(id, Event::Branches { branches: crate::branches::branches(session.journal()) }),
         Op::GetContext => {

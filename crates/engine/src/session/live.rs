@@ -171,12 +171,53 @@ impl Session {
     }
 
     /// The catalog's models for `/model`'s picker, the current one marked.
-    pub fn model_choices(&self) -> Vec<ModelChoice> {
-        let current = self.model().to_ascii_lowercase();
-        codewhale_provider::catalog_models()
+    pub async fn model_choices(&self) -> Vec<ModelChoice> {
+        let current = self.model().to_owned();
+        let is_current = |id: &str| id.eq_ignore_ascii_case(&current);
+        let window = |id: &str| {
+            if is_current(id) {
+                self.budget.limits().window
+            } else {
+                let known = codewhale_provider::lookup_model(id);
+                if known.verified {
+                    known.context_window
+                } else {
+                    0
+                }
+            }
+        };
+        // A local server's own models first (what it can actually run), then the catalog's.
+        let mut choices: Vec<ModelChoice> = self
+            .client()
+            .list_models()
+            .await
             .into_iter()
-            .map(|(id, context_window)| ModelChoice { current: id == current, id, context_window })
-            .collect()
+            .map(|id| ModelChoice {
+                current: is_current(&id),
+                context_window: window(&id),
+                id,
+                from_server: true,
+            })
+            .collect();
+        for (id, context_window) in codewhale_provider::catalog_models() {
+            if !choices.iter().any(|c| c.id.eq_ignore_ascii_case(&id)) {
+                choices.push(ModelChoice {
+                    current: is_current(&id),
+                    id,
+                    context_window,
+                    from_server: false,
+                });
+            }
+        }
+        if !choices.iter().any(|c| c.current) {
+            // A model neither lists: still shown, and marked.
+            let context_window = self.budget.limits().window;
+            choices.insert(
+                0,
+                ModelChoice { id: current, context_window, current: true, from_server: false },
+            );
+        }
+        choices
     }
 
     /// The workspace's anchors file, redacted as the checkpoint restates it.

@@ -164,3 +164,22 @@ async fn instructions_that_crowd_a_small_window_are_named_once() {
     let sent = h.server.requests()[0].body.to_string();
     assert!(sent.contains(house_style.trim()), "the instructions are sent whole");
 }
+
+/// `/model` against a local server lists the server's own models first, the one in use marked,
+/// then the catalog's; a hosted API's list is not asked for.
+#[tokio::test]
+async fn the_model_list_starts_with_the_local_servers_own_models() {
+    let h = Harness::new().await;
+    h.server.serve_models(&["qwen2.5-coder:7b", "gpt-4.1"]);
+    let mut engine: Running = Engine::spawn(params(&h, "openai", 8_192)).unwrap().into();
+    engine.submit(codewhale_engine::protocol::Op::ListModels);
+    let events = engine.until(|e| matches!(e, Event::Models { .. })).await;
+    let Some(Event::Models { models }) = events.last() else { panic!() };
+    assert_eq!(models[0].id, "qwen2.5-coder:7b");
+    assert!(models[0].from_server && !models[0].current);
+    assert!(models[1].from_server && models[1].current, "{:?}", models[1]);
+    assert_eq!(models[1].context_window, 8_192, "the session's window for the one in use");
+    assert!(models[2..].iter().all(|m| !m.from_server && m.id != "gpt-4.1"));
+    assert_eq!(models.iter().filter(|m| m.current).count(), 1);
+    engine.shutdown().await;
+}

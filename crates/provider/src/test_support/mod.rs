@@ -48,7 +48,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::Response;
-use axum::routing::post;
+use axum::routing::{get, post};
 use axum::Router;
 use serde_json::Value;
 use tokio::sync::Notify;
@@ -92,6 +92,8 @@ struct Shared {
     requests: Mutex<Vec<RecordedRequest>>,
     disconnects: Mutex<usize>,
     disconnected: Notify,
+    /// What `GET /v1/models` lists; `None` answers 404, as a server without the route.
+    models: Mutex<Option<Vec<String>>>,
 }
 
 /// Poisoning only means another test thread panicked; the data is still usable.
@@ -124,6 +126,7 @@ impl MockServer {
             .route("/chat/completions", post(openai))
             .route("/v1/messages", post(anthropic))
             .route("/v1/responses", post(responses))
+            .route("/v1/models", get(models))
             .fallback(not_found)
             .with_state(shared.clone());
         let stop = shutdown.clone();
@@ -161,6 +164,11 @@ impl MockServer {
         ProviderConfig::new(kind, Some(TEST_API_KEY.to_owned()))
             .with_base_url(base)
             .with_retry(RetryPolicy::fast())
+    }
+
+    /// Lists `ids` at `GET /v1/models`, as a local server lists what it has.
+    pub fn serve_models(&self, ids: &[&str]) {
+        *lock(&self.shared.models) = Some(ids.iter().map(|s| (*s).to_owned()).collect());
     }
 
     /// Queue a reply for the next request.
@@ -256,6 +264,19 @@ async fn responses(
         );
     }
     serve(Wire::OpenAi, state, uri, headers, body)
+}
+
+async fn models(State(shared): State<Arc<Shared>>, uri: Uri) -> Response {
+    let listed = lock(&shared.models).clone();
+    match listed {
+        Some(ids) => {
+            let data: Vec<Value> =
+                ids.iter().map(|id| serde_json::json!({"id": id, "object": "model"})).collect();
+            let body = serde_json::json!({"object": "list", "data": data});
+            json_response(200, &body.to_string(), &[])
+        }
+        None => not_found(uri).await,
+    }
 }
 
 async fn not_found(uri: Uri) -> Response {

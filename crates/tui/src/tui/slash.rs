@@ -135,7 +135,7 @@ impl SlashCommand {
                 "Show the MCP servers: each one's status (starting, ready, failed and why) and its tools."
             }
             SlashCommand::Model => {
-                "Use another model from the next request on (a picker of the catalog's models and their windows, or a name)."
+                "Use another model from the next request on (a picker of a local server's own models, then the catalog's, with their windows; or a name)."
             }
             SlashCommand::Trust => {
                 "Ask again whether to trust this workspace's .codewhale/config.toml (after a \"no\", say); its settings apply from the next session."

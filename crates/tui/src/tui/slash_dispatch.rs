@@ -366,30 +366,33 @@ impl App {
 }
 
 impl App {
-    /// `/model`'s picker: the catalog's models with their windows, the current one first
-    /// selected.
+    /// `/model`'s picker: a local server's own models (marked), then the catalog's, with their
+    /// windows, the current one selected and marked.
     pub(crate) fn show_models(&mut self, models: Vec<ModelChoice>) {
         let current = models.iter().position(|m| m.current);
+        let any_server = models.iter().any(|m| m.from_server);
         let choices = models
             .into_iter()
             .map(|m| {
                 let here = if m.current { "  (now)" } else { "" };
+                let server = if m.from_server { "  server" } else { "" };
+                let window = match m.context_window {
+                    0 => "?".to_owned(),
+                    w => short_tokens(w),
+                };
                 Choice {
-                    label: format!(
-                        "{:<28} {:>5} window{here}",
-                        m.id,
-                        short_tokens(m.context_window)
-                    ),
+                    label: format!("{:<28} {window:>5} window{server}{here}", m.id),
                     action: ViewAction::SwitchModel(m.id),
                 }
             })
             .collect();
-        let mut view = ChoiceView::new(
-            "model: the catalog's models (any other name: /model NAME)",
-            choices,
-            "the catalog is empty",
-            "Enter switch · Esc close",
-        );
+        let title = if any_server {
+            "model: this server's models, then the catalog's (any other name: /model NAME)"
+        } else {
+            "model: the catalog's models (any other name: /model NAME)"
+        };
+        let mut view =
+            ChoiceView::new(title, choices, "the catalog is empty", "Enter switch · Esc close");
         if let Some(at) = current {
             view = view.selected(at);
         }

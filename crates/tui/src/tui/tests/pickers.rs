@@ -62,6 +62,7 @@ fn model_without_a_name_picks_from_the_catalog_starting_at_the_current_one() {
             id: (*id).into(),
             context_window: w,
             current: *id == "gpt-test",
+            from_server: false,
         })
         .collect();
     h.engine(1, Event::Models { models });
@@ -69,6 +70,35 @@ fn model_without_a_name_picks_from_the_catalog_starting_at_the_current_one() {
     h.key(KeyCode::Down, KeyModifiers::NONE);
     h.enter();
     assert_eq!(h.ops()[1], Op::SwitchModel { model: "claude-sonnet-4-5".into() });
+}
+
+/// A local server's own models come first, marked, the one in use marked "(now)"; a window
+/// nobody knows is shown as such, never as 0.
+#[test]
+fn model_lists_the_local_servers_own_models_first() {
+    let mut h = Harness::new();
+    h.type_str("/model");
+    h.enter();
+    let choice = |id: &str, w: u64, current: bool, from_server: bool| ModelChoice {
+        id: id.into(),
+        context_window: w,
+        current,
+        from_server,
+    };
+    let models = vec![
+        choice("qwen2.5-coder:7b", 4_096, true, true),
+        choice("llama3.2:3b", 0, false, true),
+        choice("gpt-5", 400_000, false, false),
+    ];
+    h.engine(1, Event::Models { models });
+    let screen = h.screen();
+    assert!(screen.contains("this server's models, then the catalog's"), "{screen}");
+    let line = |id: &str| screen.lines().find(|l| l.contains(id)).unwrap_or_default().to_owned();
+    assert!(
+        line("qwen2.5-coder:7b").contains("(now)") && line("qwen2.5-coder:7b").contains("server")
+    );
+    assert!(line("llama3.2:3b").contains("? window"), "{}", line("llama3.2:3b"));
+    assert!(!line("gpt-5").contains("server"));
 }
 
 #[test]

@@ -48,6 +48,9 @@ pub enum WindowSource {
     Default,
     /// A provider's overflow error stated the limit; remembered for the session.
     Provider,
+    /// The local server said what window it runs the model with (Ollama's `/api/ps`,
+    /// llama.cpp's `/props`, LM Studio's `/api/v0/models`).
+    Server,
 }
 
 /// The fixed figures derived from the window.

@@ -115,6 +115,9 @@ pub struct StatusReport {
     pub model: String,
     pub context_window: u64,
     pub window_unverified: bool,
+    /// Where the window came from when the local server stated it ("Ollama's /api/ps").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_from: Option<String>,
     pub usable_input: u64,
     /// The gauge's figure.
     pub pressure: Figure,

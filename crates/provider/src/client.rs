@@ -114,6 +114,11 @@ impl Client {
         &self.config
     }
 
+    /// The HTTP client, for the probes of a local server.
+    pub(crate) fn http(&self) -> &reqwest::Client {
+        &self.http
+    }
+
     /// The URL requests are posted to.
     pub fn url(&self) -> &str {
         &self.url

@@ -30,6 +30,7 @@ mod event;
 mod openai;
 mod overflow;
 mod price;
+mod probe;
 mod retry;
 mod sse;
 mod stream;
@@ -44,6 +45,7 @@ pub use config::{OpenAiServer, ProviderConfig, ProviderKind, RetryPolicy};
 pub use error::{ErrorKind, ProviderError, ProviderFailure};
 pub use event::{StopReason, StreamEvent, Usage};
 pub use price::{price_of, prices_read, Price};
+pub use probe::ProbedWindow;
 pub use stream::EventStream;
 pub use types::{Block, Message, Request, Response, Role, SystemBlock, ToolChoice, ToolSpec};
 

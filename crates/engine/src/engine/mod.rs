@@ -198,6 +198,8 @@ fn open(params: &EngineParams) -> Result<Session, EngineError> {
 
 async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: ApprovalGate) {
     let sink = sink.with_redactor(session.redactor().clone());
+    // A local model the catalog does not know: its server says what window it runs it with.
+    session.probe_window().await;
     let start = SubmissionId(0);
     // MCP servers connect in the background; the session goes on at once. A one-turn `exec`
     // starts a server whose tool list is cached only when the model calls one of its tools.

@@ -137,6 +137,7 @@ impl Session {
             model: self.model().to_owned(),
             context_window: limits.window,
             window_unverified: limits.is_unverified(),
+            window_from: self.window_from.clone(),
             usable_input: limits.usable_input,
             pressure: self.budget.shown(),
             approval: self.policy.mode(),
@@ -291,6 +292,31 @@ impl Session {
         notice.context_window = Some(window);
         let parent = self.journal.journal().head_id().clone();
         self.append_entry(Entry::new(Some(parent), notice))
+    }
+
+    /// When the window is not configured (nor learned from the provider), asks a local server
+    /// what it runs the model with ([`codewhale_provider::Client::probe_window`]) and uses that
+    /// — the loaded value, not the catalog's figure for the model family — saying where it
+    /// came from in `/status`.
+    pub async fn probe_window(&mut self) {
+        use crate::budget::WindowSource;
+        let source = self.budget.limits().window_source;
+        if !matches!(source, WindowSource::Default | WindowSource::Catalog) {
+            return;
+        }
+        let Some(probed) = self.client.probe_window(&self.provider.model).await else { return };
+        tracing::info!(tokens = probed.tokens, source = %probed.source, "window from the server");
+        let reserved = self.config.reserved_output;
+        let fraction = self.budget.limits().threshold_fraction;
+        let limits = crate::budget::Limits::compute(
+            probed.tokens,
+            crate::budget::WindowSource::Server,
+            reserved,
+            fraction,
+        );
+        self.budget.set_limits(limits);
+        self.window_from = Some(probed.source);
+        self.refresh_system_prompt();
     }
 
     /// The server silently cut a request to `kept` tokens ([`crate::truncation`]): that is

@@ -112,6 +112,8 @@ pub struct Session {
     pub(crate) branch_summary: crate::branch_summary::pending::Pending,
     /// What this run's replies and summary requests cost ([`crate::spend`]).
     pub(crate) spend: Spend,
+    /// Where the window came from when the local server stated it ("Ollama's /api/ps").
+    pub(crate) window_from: Option<String>,
 }
 
 /// The meters of one run of a session: its replies, and its summary requests apart.

@@ -134,6 +134,7 @@ impl Session {
             plan: std::sync::Mutex::new(None),
             branch_summary: crate::branch_summary::pending::Pending::default(),
             spend: super::Spend::default(),
+            window_from: None,
         };
         session.refresh_system_prompt();
         session.replay_budget();

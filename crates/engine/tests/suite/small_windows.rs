@@ -183,3 +183,47 @@ async fn the_model_list_starts_with_the_local_servers_own_models() {
     assert_eq!(models.iter().filter(|m| m.current).count(), 1);
     engine.shutdown().await;
 }
+
+/// A local model the catalog does not know: the server is asked what window it runs it with —
+/// Ollama (recognised by `/api/version`) through `/api/ps`, llama.cpp through `/props` — and
+/// `/status` says where the figure came from. Nothing is POSTed to ask.
+#[tokio::test]
+async fn the_window_of_a_local_model_comes_from_its_server() {
+    for (routes, window, from) in [
+        (
+            vec![
+                ("/api/version", serde_json::json!({"version": "0.12.0"})),
+                (
+                    "/api/ps",
+                    serde_json::json!({"models": [
+                        {"name": "qwen2.5-coder:7b", "model": "qwen2.5-coder:7b", "context_length": 4096}
+                    ]}),
+                ),
+            ],
+            4_096,
+            "Ollama's /api/ps",
+        ),
+        (
+            vec![("/props", serde_json::json!({"default_generation_settings": {"n_ctx": 8192}}))],
+            8_192,
+            "llama.cpp's /props",
+        ),
+    ] {
+        let h = Harness::new().await;
+        for (path, json) in routes {
+            h.server.serve_get(path, json);
+        }
+        let mut p = params(&h, "openai", 1);
+        p.overrides.model = Some("qwen2.5-coder:7b".into());
+        p.overrides.context_window = None;
+        let mut engine: Running = Engine::spawn(p).unwrap().into();
+        engine.submit(codewhale_engine::protocol::Op::GetStatus);
+        let events = engine.until(|e| matches!(e, Event::Status { .. })).await;
+        let Some(Event::Status { status }) = events.last() else { panic!() };
+        assert_eq!(status.context_window, window);
+        assert_eq!(status.window_from.as_deref(), Some(from));
+        assert!(!status.window_unverified);
+        engine.shutdown().await;
+        assert!(h.server.requests().is_empty(), "nothing was POSTed");
+    }
+}

@@ -94,6 +94,8 @@ struct Shared {
     disconnected: Notify,
     /// What `GET /v1/models` lists; `None` answers 404, as a server without the route.
     models: Mutex<Option<Vec<String>>>,
+    /// Other `GET` routes and their JSON (a local server's own API: `/api/ps`, `/props`).
+    gets: Mutex<Vec<(String, Value)>>,
 }
 
 /// Poisoning only means another test thread panicked; the data is still usable.
@@ -127,7 +129,7 @@ impl MockServer {
             .route("/v1/messages", post(anthropic))
             .route("/v1/responses", post(responses))
             .route("/v1/models", get(models))
-            .fallback(not_found)
+            .fallback(get_or_not_found)
             .with_state(shared.clone());
         let stop = shutdown.clone();
         tokio::spawn(async move {
@@ -169,6 +171,11 @@ impl MockServer {
     /// Lists `ids` at `GET /v1/models`, as a local server lists what it has.
     pub fn serve_models(&self, ids: &[&str]) {
         *lock(&self.shared.models) = Some(ids.iter().map(|s| (*s).to_owned()).collect());
+    }
+
+    /// Answers `GET path` with `json` (a local server's own API, such as Ollama's `/api/ps`).
+    pub fn serve_get(&self, path: &str, json: Value) {
+        lock(&self.shared.gets).push((path.to_owned(), json));
     }
 
     /// Queue a reply for the next request.
@@ -275,6 +282,14 @@ async fn models(State(shared): State<Arc<Shared>>, uri: Uri) -> Response {
             let body = serde_json::json!({"object": "list", "data": data});
             json_response(200, &body.to_string(), &[])
         }
+        None => not_found(uri).await,
+    }
+}
+
+async fn get_or_not_found(State(shared): State<Arc<Shared>>, uri: Uri) -> Response {
+    let served = lock(&shared.gets).iter().find(|(p, _)| p == uri.path()).map(|(_, j)| j.clone());
+    match served {
+        Some(json) => json_response(200, &json.to_string(), &[]),
         None => not_found(uri).await,
     }
 }

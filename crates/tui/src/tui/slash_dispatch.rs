@@ -402,7 +402,11 @@ impl App {
 
 /// `/status`: the session at a glance.
 pub fn status_text(s: &StatusReport) -> String {
-    let unverified = if s.window_unverified { " (unverified)" } else { "" };
+    let unverified = match &s.window_from {
+        Some(from) => format!(" (from {from})"),
+        None if s.window_unverified => " (unverified)".to_owned(),
+        None => String::new(),
+    };
     let trust = match &s.trust {
         WorkspaceTrust::NoSettings => "no workspace settings".to_owned(),
         WorkspaceTrust::Applied => "its settings apply".to_owned(),

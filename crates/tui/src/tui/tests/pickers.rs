@@ -24,6 +24,7 @@ fn status_shows_the_session_at_a_glance() {
         model: "gpt-test".into(),
         context_window: 128_000,
         window_unverified: false,
+        window_from: None,
         usable_input: 111_616,
         pressure: Figure { tokens: 12_000, source: Source::Reported },
         approval: ApprovalMode::AutoEdit,

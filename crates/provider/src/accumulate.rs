@@ -108,7 +108,7 @@ impl ResponseBuilder {
             },
             StreamEvent::Usage(usage) => self.usage = Some(*usage),
             StreamEvent::Stop(reason) => self.stop = Some(reason.clone()),
-            StreamEvent::Retrying { .. } => {}
+            StreamEvent::Retrying { .. } | StreamEvent::Waiting { .. } => {}
         }
         Ok(())
     }

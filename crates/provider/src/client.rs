@@ -234,10 +234,11 @@ impl Client {
         let mut attempt = 0u32;
         loop {
             let body = self.encode(request, options);
+            let mut waiting = |silent| on_event(&StreamEvent::Waiting { silent });
             let outcome = tokio::select! {
                 biased;
                 _ = cancel.cancelled() => return Err(ProviderError::cancelled()),
-                outcome = self.attempt(&body) => outcome,
+                outcome = self.attempt(&body, &mut waiting) => outcome,
             };
             let (error, retry_after) = match outcome {
                 Ok(Attempt::Stream(bytes)) => {
@@ -245,7 +246,10 @@ impl Client {
                         bytes,
                         self.config.kind,
                         cancel.clone(),
-                        self.config.idle_timeout,
+                        stream::Silence {
+                            notice: self.config.silence_notice,
+                            idle: self.config.idle_timeout,
+                        },
                         self.config.api_key.clone(),
                     ))
                 }
@@ -313,18 +317,38 @@ impl Client {
         options.adapt(&error.message)
     }
 
-    /// One HTTP exchange up to the start of the reply body.
-    async fn attempt(&self, body: &Value) -> Result<Attempt, (ProviderError, Option<Duration>)> {
+    /// One HTTP exchange up to the start of the reply body; a silence before the headers is
+    /// said through `waiting` every [`ProviderConfig::silence_notice`].
+    async fn attempt(
+        &self,
+        body: &Value,
+        waiting: &mut (dyn FnMut(Duration) + Send),
+    ) -> Result<Attempt, (ProviderError, Option<Duration>)> {
         let idle = self.config.idle_timeout;
         let send = self.http.post(&self.url).headers(self.headers.clone()).json(body).send();
-        let response = match tokio::time::timeout(idle, send).await {
-            Err(_) => return Err((timeout_error(idle), None)),
-            Ok(Err(err)) => {
-                let error = unreachable(&self.url, &err)
-                    .unwrap_or_else(|| network_error("sending the request failed", &err));
-                return Err((error, None));
+        let mut send = std::pin::pin!(send);
+        let mut silent = Duration::ZERO;
+        let response = loop {
+            let tick = self
+                .config
+                .silence_notice
+                .min(idle.saturating_sub(silent))
+                .max(Duration::from_millis(1));
+            match tokio::time::timeout(tick, &mut send).await {
+                Err(_) => {
+                    silent += tick;
+                    if silent >= idle {
+                        return Err((timeout_error(idle), None));
+                    }
+                    waiting(silent);
+                }
+                Ok(Err(err)) => {
+                    let error = unreachable(&self.url, &err)
+                        .unwrap_or_else(|| network_error("sending the request failed", &err));
+                    return Err((error, None));
+                }
+                Ok(Ok(response)) => break response,
             }
-            Ok(Ok(response)) => response,
         };
         let status = response.status().as_u16();
         let retry_after = retry::retry_after(response.headers());

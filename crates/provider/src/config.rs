@@ -157,9 +157,11 @@ pub struct ProviderConfig {
     /// Time allowed to connect.
     pub connect_timeout: Duration,
     /// Longest silence tolerated between two chunks of a response (and before the response
-    /// headers). Local servers can take minutes to process a long prompt before the first
-    /// token, so the default is generous.
+    /// headers), `idle_timeout_sec` in the config (default 300 s, as Codex). Local servers can
+    /// take minutes to process a long prompt before the first token, so it is generous.
     pub idle_timeout: Duration,
+    /// How often a silence is said while it lasts ([`crate::StreamEvent::Waiting`]; 30 s).
+    pub silence_notice: Duration,
 }
 
 impl ProviderConfig {
@@ -173,7 +175,8 @@ impl ProviderConfig {
             retry: RetryPolicy::default(),
             server: None,
             connect_timeout: Duration::from_secs(30),
-            idle_timeout: Duration::from_secs(600),
+            idle_timeout: Duration::from_secs(300),
+            silence_notice: Duration::from_secs(30),
         }
     }
 

@@ -36,6 +36,9 @@ pub enum StreamEvent {
     /// Not part of the reply: a transient failure before it began; the request is sent again
     /// after `wait` (attempt `attempt` of `max_attempts`, counting the first).
     Retrying { attempt: u32, max_attempts: u32, wait: std::time::Duration, reason: String },
+    /// Not part of the reply: the server has sent nothing for `silent` (said every
+    /// [`crate::ProviderConfig::silence_notice`] until the idle timeout ends the request).
+    Waiting { silent: std::time::Duration },
 }
 
 /// Token accounting, normalized across providers.

@@ -27,12 +27,19 @@ pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, ProviderErr
 /// A response body as it arrives.
 pub(crate) type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes, reqwest::Error>> + Send>>;
 
+/// How long a stream may stay silent: said every `notice`, ended after `idle`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Silence {
+    pub notice: Duration,
+    pub idle: Duration,
+}
+
 /// The events decoded from a streamed body.
 pub(crate) fn events(
     bytes: ByteStream,
     kind: ProviderKind,
     cancel: CancellationToken,
-    idle: Duration,
+    silence: Silence,
     secret: Option<String>,
 ) -> EventStream {
     let decoder = match kind {
@@ -45,7 +52,8 @@ pub(crate) fn events(
         decoder,
         pending: VecDeque::new(),
         cancel,
-        idle,
+        silence,
+        silent: Duration::ZERO,
         secret,
         seen_events: false,
     };
@@ -101,7 +109,9 @@ struct StreamState {
     decoder: Decoder,
     pending: VecDeque<Result<StreamEvent, ProviderError>>,
     cancel: CancellationToken,
-    idle: Duration,
+    silence: Silence,
+    /// How long the server has sent nothing.
+    silent: Duration,
     secret: Option<String>,
     /// Whether the body held any SSE event at all (to tell "not a stream" from "cut short").
     seen_events: bool,
@@ -114,12 +124,24 @@ impl StreamState {
                 return Some(item.map_err(|e| e.redacted(self.secret.as_deref())));
             }
             let bytes = self.bytes.as_mut()?;
+            let Silence { notice, idle } = self.silence;
+            let tick = notice.min(idle.saturating_sub(self.silent)).max(Duration::from_millis(1));
             let chunk = tokio::select! {
                 biased;
                 _ = self.cancel.cancelled() => Err(ProviderError::cancelled()),
-                chunk = tokio::time::timeout(self.idle, bytes.next()) => match chunk {
-                    Err(_) => Err(timeout_error(self.idle)),
-                    Ok(Some(Ok(chunk))) => Ok(Some(chunk)),
+                chunk = tokio::time::timeout(tick, bytes.next()) => match chunk {
+                    Err(_) => {
+                        self.silent += tick;
+                        if self.silent < idle {
+                            // Still waiting: said, and the wait goes on.
+                            return Some(Ok(StreamEvent::Waiting { silent: self.silent }));
+                        }
+                        Err(timeout_error(idle))
+                    }
+                    Ok(Some(Ok(chunk))) => {
+                        self.silent = Duration::ZERO;
+                        Ok(Some(chunk))
+                    }
                     Ok(Some(Err(err))) => Err(network_error("the connection broke mid-reply", &err)),
                     Ok(None) => Ok(None),
                 },
@@ -187,6 +209,6 @@ pub(crate) fn network_error(what: &str, err: &reqwest::Error) -> ProviderError {
 pub(crate) fn timeout_error(idle: Duration) -> ProviderError {
     ProviderError::new(
         ErrorKind::Network,
-        format!("the server sent nothing for {} s", idle.as_secs_f32()),
+        format!("the server stopped answering after {} s", idle.as_secs_f32()),
     )
 }

@@ -38,6 +38,7 @@ struct FileConfig {
     reserved_output: Option<Spanned<u64>>,
     approval: Option<ApprovalMode>,
     api_key_env: Option<Spanned<String>>,
+    idle_timeout_sec: Option<Spanned<f64>>,
     #[serde(default)]
     compaction: FileCompaction,
     #[serde(default)]
@@ -194,6 +195,12 @@ pub fn parse_scoped(path: &Path, text: &str, scope: Scope) -> Result<Config, Con
         }
         t => t.map(|t| std::time::Duration::from_secs_f64(t.into_inner())),
     };
+    let idle_timeout = match file.idle_timeout_sec {
+        Some(t) if !(*t.get_ref() > 0.0 && t.get_ref().is_finite()) => {
+            return Err(invalid(Some(t.span()), "must be a positive number of seconds".into()))
+        }
+        t => t.map(|t| std::time::Duration::from_secs_f64(t.into_inner())),
+    };
     let max_summary_requests = match file.compaction.max_summary_requests {
         Some(n) if *n.get_ref() == 0 => {
             return Err(invalid(
@@ -288,6 +295,7 @@ pub fn parse_scoped(path: &Path, text: &str, scope: Scope) -> Result<Config, Con
         reserved_output: positive(file.reserved_output)?,
         approval: file.approval,
         api_key_env,
+        idle_timeout,
         compaction: CompactionConfig {
             threshold,
             compaction_model: file.compaction.compaction_model,

@@ -114,6 +114,9 @@ pub struct Config {
     pub approval: Option<ApprovalMode>,
     /// The environment variable that holds the API key (instead of `OPENAI_API_KEY` or
     /// `ANTHROPIC_API_KEY`).
+    /// How long a silent server is waited for before the request fails (`idle_timeout_sec`,
+    /// default 300 s); a silence is said every 30 s meanwhile.
+    pub idle_timeout: Option<std::time::Duration>,
     pub api_key_env: Option<String>,
     pub compaction: CompactionConfig,
     pub shell: ShellConfig,
@@ -330,6 +333,7 @@ impl Config {
         over(&mut self.reserved_output, other.reserved_output);
         over(&mut self.approval, other.approval);
         over(&mut self.api_key_env, other.api_key_env);
+        over(&mut self.idle_timeout, other.idle_timeout);
         over(&mut self.compaction.threshold, other.compaction.threshold);
         over(&mut self.compaction.compaction_model, other.compaction.compaction_model);
         over(&mut self.compaction.retained_user_tokens, other.compaction.retained_user_tokens);

@@ -53,6 +53,9 @@ impl Session {
             workspace
         };
         let mut provider_config = params.provider.provider_config();
+        if let Some(idle) = params.config.idle_timeout {
+            provider_config.idle_timeout = idle;
+        }
         if let Some(retry) = params.retry.clone() {
             provider_config = provider_config.with_retry(retry);
         }

@@ -204,6 +204,14 @@ async fn drive(
                 StreamEvent::ThinkingDelta { text } if !text.is_empty() => {
                     events.emit(submission, Event::ThinkingDelta { text: text.clone() })
                 }
+                // A silent server is named while it lasts (on stderr in `exec`).
+                StreamEvent::Waiting { silent } => events.emit(
+                    submission,
+                    Event::Notice {
+                        level: crate::protocol::NoticeLevel::Info,
+                        message: format!("waiting for the server ({} s)", silent.as_secs()),
+                    },
+                ),
                 StreamEvent::Retrying { attempt, max_attempts, wait, reason } => events.emit(
                     submission,
                     Event::Retrying {

@@ -373,3 +373,41 @@ async fn a_reply_that_keeps_coming_is_cut_at_its_bound() {
         assert_eq!(codewhale_provider::reply_bound(u32::MAX), 16 * 1024 * 1024);
     }
 }
+
+/// A server that accepts and then says nothing is named while it lasts (a `Waiting` every
+/// `silence_notice`), then the request ends with "the server stopped answering after N s"; the
+/// same for a stream that falls silent midway.
+#[tokio::test]
+async fn a_silent_server_is_named_and_then_given_up() {
+    for (reply, label) in [
+        (Reply::text("late").after(Duration::from_secs(5)), "before the reply"),
+        (Reply::text("a b c d e f g h").slow(Duration::from_secs(5)), "midway"),
+    ] {
+        let server = server().await;
+        server.push(reply);
+        let mut config = server.config(ProviderKind::OpenAi);
+        config.retry = RetryPolicy::none();
+        config.idle_timeout = Duration::from_millis(1_000);
+        config.silence_notice = Duration::from_millis(300);
+        let mut waits = Vec::new();
+        let failure = Client::new(config)
+            .unwrap()
+            .complete_with(&hello("m"), CancellationToken::new(), |event| {
+                if let codewhale_provider::StreamEvent::Waiting { silent } = event {
+                    waits.push(*silent);
+                }
+            })
+            .await
+            .unwrap_err();
+        assert!(
+            failure.error.to_string().contains("the server stopped answering after 1 s"),
+            "{label}: {}",
+            failure.error
+        );
+        assert_eq!(
+            waits,
+            [Duration::from_millis(300), Duration::from_millis(600), Duration::from_millis(900)],
+            "{label}"
+        );
+    }
+}

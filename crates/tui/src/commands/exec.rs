@@ -119,6 +119,20 @@ fn read_prompt(words: &[String]) -> anyhow::Result<String> {
     Ok(words.join(" "))
 }
 
+/// How long a turn has to end after a stop signal: a second, plus the 2 s its running
+/// commands' process groups get to exit before they are killed.
+const STOP_WITHIN: std::time::Duration = std::time::Duration::from_secs(3);
+/// The exit code when a signal ended the process before the turn could (128 + SIGTERM).
+const STOPPED: u8 = 143;
+
+/// Ends the process now, without waiting for the runtime's blocking tasks (a process group's
+/// grace, a stuck read). Safe for the journal: every entry is synced as it is appended, and
+/// a session is never left half-written by a kill (docs/journal-format.md).
+fn stop_now() -> ! {
+    let _ = std::io::Write::flush(&mut std::io::stdout());
+    std::process::exit(i32::from(STOPPED))
+}
+
 /// The signals that stop a turn: SIGINT (Ctrl+C), SIGTERM (`kill`, a service manager) and
 /// SIGHUP (the terminal or SSH session closed). Each interrupts the turn the same way, so the
 /// running shell call's process group is ended and what was streamed is kept; none kills the
@@ -158,12 +172,31 @@ async fn exec(params: EngineParams, prompt: String, json: bool) -> anyhow::Resul
     let mut stdout = std::io::stdout().lock();
     let mut stdout_closed = false;
     let mut tool_lines = super::notices::ToolLines::default();
+    // After a stop signal the turn has a second (plus its commands' grace to exit) to end,
+    // whatever it waits on; a second signal, or a turn that does not end, ends the process —
+    // the journal is append-only and synced entry by entry, so nothing is lost.
+    let mut deadline: Option<tokio::time::Instant> = None;
     loop {
+        let overdue = async {
+            match deadline {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending::<()>().await,
+            }
+        };
         let msg = tokio::select! {
             msg = events.recv() => msg,
             () = stops.next() => {
+                if deadline.is_some() {
+                    errln!("codewhale: stopped");
+                    stop_now();
+                }
                 handle.submit(Op::Interrupt);
+                deadline = Some(tokio::time::Instant::now() + STOP_WITHIN);
                 continue;
+            }
+            () = overdue => {
+                errln!("codewhale: the turn did not stop in time after the signal; stopped");
+                stop_now();
             }
         };
         let Some(msg) = msg else { break };
@@ -201,6 +234,8 @@ async fn exec(params: EngineParams, prompt: String, json: bool) -> anyhow::Resul
             Event::TurnFinished { status, text, .. } if msg.id == turn => {
                 outcome = Some((status, text));
                 handle.submit(Op::Shutdown);
+                // Ended: closing (a sync of the journal) gets a little longer.
+                deadline = deadline.map(|_| tokio::time::Instant::now() + STOP_WITHIN * 3);
             }
             Event::ShutdownComplete => break,
             _ => {}

@@ -265,6 +265,30 @@ async fn sigterm_and_sighup_end_the_running_command_like_sigint() {
     }
 }
 
+/// A second signal while the first is still ending the turn (here a command that ignores
+/// SIGTERM, so its group gets the 2 s grace before SIGKILL) ends exec at once, with 143.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_sigterm_ends_exec_at_once() {
+    let s = Setup::new().await;
+    let list = s.ws.path().join("pids");
+    let command = format!("trap '' TERM; sleep 30 & echo $! >> {}; wait", list.display());
+    s.server.push(Reply::tool_call("s1", "shell", json!({"command": command})));
+    let child = s.spawn(&["--approval", "full", "sleep a while"]);
+    let exec_pid = child.id().unwrap();
+    pids(&list, 1).await;
+    signal(exec_pid, "TERM");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let asked = std::time::Instant::now();
+    signal(exec_pid, "TERM");
+    let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
+        .await
+        .expect("exec ended after the second signal")
+        .unwrap();
+    assert_eq!(out.status.code(), Some(143), "{}", text(&out.stderr));
+    assert!(asked.elapsed() < Duration::from_secs(2), "it ended at once");
+    assert!(text(&out.stderr).contains("codewhale: stopped"), "{}", text(&out.stderr));
+}
+
 /// SIGHUP while the reply streams: the part that arrived is kept, as after Ctrl+C.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sighup_while_streaming_keeps_the_partial_reply() {

@@ -51,12 +51,7 @@ pub(crate) fn note_fixed_tokens(
 ) -> u64 {
     let previous_files = previous.map(|c| c.record.files_touched.clone()).unwrap_or_default();
     let files = note::files_touched(covered, &previous_files);
-    let running: Vec<Running> = session
-        .background()
-        .running()
-        .into_iter()
-        .map(|r| Running { command: r.command, pid: r.pid, ports: r.ports })
-        .collect();
+    let running = running(session);
     let live = LiveState {
         workspace: session.workspace().display().to_string(),
         branch: Some("main".to_owned()),
@@ -72,6 +67,16 @@ pub(crate) fn note_fixed_tokens(
         plan: plan.as_deref(),
     });
     u64::from(crate::session::counts::exact(&text))
+}
+
+/// The background commands still alive, as the note's `## Running now` lists them.
+fn running(session: &Session) -> Vec<Running> {
+    session
+        .background()
+        .running()
+        .into_iter()
+        .map(|r| Running { command: r.command, pid: r.pid, ports: r.ports })
+        .collect()
 }
 
 /// Summary requests one pass may send: `compaction.max_summary_requests`, default
@@ -192,12 +197,7 @@ pub(crate) async fn build_note(
             *path = rel.display().to_string();
         }
     }
-    let running: Vec<Running> = session
-        .background()
-        .running()
-        .into_iter()
-        .map(|r| Running { command: r.command, pid: r.pid, ports: r.ports })
-        .collect();
+    let running = running(session);
     // `git` is a child process: keep it off the async workers.
     let workspace = session.workspace().to_path_buf();
     let live = tokio::task::spawn_blocking(move || LiveState::capture(&workspace))

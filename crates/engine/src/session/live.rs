@@ -335,6 +335,33 @@ impl Session {
         );
         notice.context_window = Some(kept);
         let parent = self.journal.journal().head_id().clone();
+        self.confirm_cut = true;
+        self.append_entry(Entry::new(Some(parent), notice))
+    }
+
+    /// After a silent cut, Ollama's `/api/ps` or llama.cpp's `/props` (where the server is one)
+    /// states the window it runs the model with: that replaces the figure read from the usage
+    /// report, journaled with where it came from.
+    pub async fn confirm_cut_window(&mut self) -> Result<(), EngineError> {
+        if !std::mem::take(&mut self.confirm_cut) {
+            return Ok(());
+        }
+        let Some(probed) = self.client.probe_window(&self.provider.model).await else {
+            return Ok(());
+        };
+        if probed.tokens == self.budget.limits().window {
+            return Ok(());
+        }
+        let limits = self.budget.limits().with_provider_window(probed.tokens);
+        self.budget.set_limits(limits);
+        self.refresh_system_prompt();
+        let mut notice = SystemPayload::new(
+            Level::Info,
+            format!("the server's window is {} tokens (from {})", probed.tokens, probed.source),
+        );
+        notice.context_window = Some(probed.tokens);
+        self.window_from = Some(probed.source);
+        let parent = self.journal.journal().head_id().clone();
         self.append_entry(Entry::new(Some(parent), notice))
     }
 

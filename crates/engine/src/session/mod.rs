@@ -114,6 +114,9 @@ pub struct Session {
     pub(crate) spend: Spend,
     /// Where the window came from when the local server stated it ("Ollama's /api/ps").
     pub(crate) window_from: Option<String>,
+    /// A silent cut was just learned from a usage report: the server is asked to confirm the
+    /// window before the next request.
+    pub(crate) confirm_cut: bool,
 }
 
 /// The meters of one run of a session: its replies, and its summary requests apart.

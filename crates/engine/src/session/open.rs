@@ -138,6 +138,7 @@ impl Session {
             branch_summary: crate::branch_summary::pending::Pending::default(),
             spend: super::Spend::default(),
             window_from: None,
+            confirm_cut: false,
         };
         session.refresh_system_prompt();
         session.replay_budget();

@@ -27,6 +27,8 @@ const SETTLE_FRACTION: f64 = 0.5;
 
 /// Runs before every model request.
 pub async fn before_request(ctx: &mut TurnCtx<'_>) -> Result<(), EngineError> {
+    // A silent cut learned from the last reply: the server confirms its window, if it says.
+    ctx.session.confirm_cut_window().await?;
     let session = &mut *ctx.session;
     if session.has_provisional_counts() {
         let limits = *session.budget().limits();

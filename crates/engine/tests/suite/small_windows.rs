@@ -31,6 +31,10 @@ async fn a_server_that_silently_keeps_only_its_window_is_caught_once_and_then_fi
         let h = Harness::new().await;
         // Ollama (named, or found on its default port) may cut silently; hosted APIs reject.
         h.config("server = \"ollama\"\n");
+        // Asked after the cut, it confirms the window it runs the model with.
+        h.server.serve_get("/api/version", serde_json::json!({"version": "0.12.0"}));
+        let ps = serde_json::json!({"models": [{"name": "gpt-4.1", "context_length": NUM_CTX}]});
+        h.server.serve_get("/api/ps", ps);
         let cut = Arc::new(AtomicUsize::new(0));
         let counted = cut.clone();
         h.server.respond_with(move |r| {
@@ -84,6 +88,11 @@ async fn a_server_that_silently_keeps_only_its_window_is_caught_once_and_then_fi
                 if s.context_window == Some(NUM_CTX - 10) && s.text.contains("silent truncation"))
         });
         assert!(learned, "{provider}: the window is journaled with its cause");
+        let confirmed = journal.entries().iter().any(|e| {
+            matches!(&e.payload, codewhale_journal::Payload::System(s)
+                if s.context_window == Some(NUM_CTX) && s.text.contains("Ollama's /api/ps"))
+        });
+        assert!(confirmed, "{provider}: the server confirmed its window");
         assert_no_orphans(&h);
     }
 }

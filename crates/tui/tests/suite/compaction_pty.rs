@@ -106,3 +106,28 @@ async fn after_a_forty_call_loop_the_next_chat_turns_still_compact() {
     let status = pty.wait_exit().await;
     assert!(status.success(), "exit status {status:?}; screen:\n{}", pty.contents());
 }
+
+/// `/compact` on a young chat answers at once — "nothing to compact" and why — and sends nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compact_on_a_young_chat_sends_nothing_and_says_why() {
+    let server = MockServer::start().await.unwrap();
+    for k in 0..3 {
+        server.push(Reply::text(format!("Answer {k}.")));
+    }
+    let (home, ws) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let base_url = server.openai_base_url();
+    let args = ["--provider", "openai", "--model", "gpt-4.1", "--base-url", &base_url];
+    let mut pty = Pty::spawn(&args, &home, &ws);
+    pty.wait_for("ready").await;
+    for k in 0..3 {
+        pty.ask(&format!("question {k}"), &format!("Answer {k}.")).await;
+    }
+    let sent = server.requests().len();
+    pty.send(b"/compact\r");
+    pty.wait_for("nothing to compact").await;
+    pty.wait_for("would not make the conversation smaller").await;
+    assert_eq!(server.requests().len(), sent, "no request was paid for");
+    pty.send(b"\x04");
+    let status = pty.wait_exit().await;
+    assert!(status.success(), "exit status {status:?}; screen:\n{}", pty.contents());
+}

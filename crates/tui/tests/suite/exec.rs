@@ -603,3 +603,32 @@ async fn a_server_that_is_not_there_is_named_with_what_to_do() {
         assert!(!stderr.contains("try again in a moment"), "{stderr}");
     }
 }
+
+/// `codewhale compact` on a young session (three short turns) sends no request, exits 0 and
+/// says "nothing to compact" with the reason — a note would not be smaller than what it covers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compact_on_a_young_session_sends_nothing() {
+    let s = Setup::new().await;
+    for k in 0..3 {
+        s.server.push(Reply::text(format!("answer {k}")));
+        let last: &[&str] = if k == 0 { &[] } else { &["--last"] };
+        let out = s.exec(&[last, &[&format!("question {k}")]].concat()).await;
+        assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    }
+    let sent = s.server.requests().len();
+    let out = s
+        .command()
+        .args(["compact", "--last", "--provider", "openai", "--model", "gpt-4.1"])
+        .args(["--base-url", &s.server.openai_base_url()])
+        .env("OPENAI_API_KEY", TEST_API_KEY)
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("nothing to compact: a note would not make the conversation smaller"),
+        "{stdout}"
+    );
+    assert_eq!(s.server.requests().len(), sent, "no request was paid for");
+}

@@ -106,7 +106,7 @@ async fn appended_after_a_rewind_and_read_by_the_model(provider: &str) {
     assert!(body.contains("fix the parser"), "the request before the branch: {body}");
     assert!(request.body.get("tools").is_none(), "{body}");
 
-    // On HEAD (it moved), with the fields DESIGN names.
+    // On HEAD (it moved), with the fields docs/journal-format.md names.
     let journal = on_disk(&h);
     let found = summaries(&journal);
     assert_eq!(found.len(), 1);

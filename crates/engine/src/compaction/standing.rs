@@ -12,6 +12,7 @@ pub(crate) struct Standing {
     /// Set after a summary pass failed: auto passes wait for the conversation to grow.
     pub(crate) summary_backoff: Option<Backoff>,
     /// The "past the threshold" warning was given; not again until pressure is back under it.
+    /// Display only: it never holds a pass back.
     pub(crate) warned_over_threshold: bool,
     /// The background note, if one is being written or waits (docs/compaction.md, *Background
     /// compaction*).

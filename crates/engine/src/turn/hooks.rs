@@ -6,8 +6,10 @@
 //! [`TurnCtx`]: the session (journal, budget, token counts, system prompt, provider client,
 //! background commands, workspace, config) and event emission.
 //!
-//! Invariant: at most [`MAX_PASSES_PER_TURN`] compaction passes per turn, counted in
-//! [`TurnCtx::compaction_passes`]; neither hook ever loops.
+//! Invariants: at most [`MAX_PASSES_PER_TURN`] compaction passes per turn, counted in
+//! [`TurnCtx::compaction_passes`]; every turn starts armed — the "past the threshold" warning is
+//! said once but never skips a pass, only the backoff after a failed summary does; neither hook
+//! ever loops.
 
 use codewhale_journal::Trigger;
 use codewhale_provider::ProviderError;

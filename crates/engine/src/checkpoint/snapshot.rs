@@ -42,7 +42,14 @@ static FOUND: LazyLock<Mutex<HashMap<(PathBuf, PathBuf), Snapshots>>> =
 pub struct WorktreeSnapshot {
     index: Vec<u8>,
     hash_len: usize,
+    /// Files left out because they are larger than [`MAX_FILE_BYTES`]: (path relative to the
+    /// repository's top, bytes). They are not kept for rewind.
+    pub skipped: Vec<(String, u64)>,
 }
+
+/// docs/journal-format.md, *The file store*: a file larger than this is not snapshotted (not
+/// kept for rewind), so a build artefact or a dataset is never copied into the store.
+pub const MAX_FILE_BYTES: u64 = 10 * 1024 * 1024;
 
 impl WorktreeSnapshot {
     /// The index bytes this snapshot is (kept as a session's `/diff` baseline).
@@ -199,8 +206,10 @@ impl Snapshots {
         let _one = SNAPSHOT_LOCK.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         self.ensure_repository()?;
         let pathspec = if self.prefix.is_empty() { ".".to_owned() } else { self.prefix.clone() };
+        let skipped = self.too_big(&pathspec);
         let mut add = self.git();
         add.args(["add", "-A", "--ignore-errors", "--"]).arg(&pathspec);
+        add.args(skipped.iter().map(|(path, _)| format!(":(exclude,literal){path}")));
         // A file that vanishes mid-walk makes `add` complain but still stage the rest.
         let _ = run(add);
         // No index yet: `git add` found nothing to stage (an empty worktree).
@@ -209,12 +218,28 @@ impl Snapshots {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
             Err(e) => return Err(format!("cannot read the snapshot index: {e}")),
         };
-        Ok(WorktreeSnapshot { index, hash_len: self.hash_len() })
+        Ok(WorktreeSnapshot { index, hash_len: self.hash_len(), skipped })
+    }
+
+    /// The new or changed files (against Codewhale's index: git's stat cache makes this cheap)
+    /// over [`MAX_FILE_BYTES`], with their sizes.
+    fn too_big(&self, pathspec: &str) -> Vec<(String, u64)> {
+        let mut list = self.git();
+        list.args(["ls-files", "-z", "-o", "-m", "--exclude-standard", "--"]).arg(pathspec);
+        let Ok(out) = run(list) else { return Vec::new() };
+        out.split(|b| *b == 0)
+            .filter(|p| !p.is_empty())
+            .filter_map(|p| {
+                let path = String::from_utf8_lossy(p).into_owned();
+                let meta = std::fs::symlink_metadata(self.top.join(&path)).ok()?;
+                (meta.is_file() && meta.len() > MAX_FILE_BYTES).then_some((path, meta.len()))
+            })
+            .collect()
     }
 
     /// A snapshot kept as `index` bytes earlier (a session's baseline).
     pub fn from_index(&self, index: Vec<u8>) -> WorktreeSnapshot {
-        WorktreeSnapshot { index, hash_len: self.hash_len() }
+        WorktreeSnapshot { index, hash_len: self.hash_len(), skipped: Vec::new() }
     }
 
     /// The object id length of Codewhale's repository: SHA-256 when git made it so (a user's

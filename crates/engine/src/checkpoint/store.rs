@@ -27,6 +27,11 @@ impl FileStore {
         FileStore { dir: journal.with_extension("files") }
     }
 
+    /// The store's own directory (`<id>.files/`).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     /// The sessions directory the store lies in.
     pub fn sessions_dir(&self) -> Option<&Path> {
         self.dir.parent()

@@ -363,12 +363,17 @@ pub async fn execute(
                 };
                 shell::run(env, &a.command, a.timeout_ms, &ctx.cancel).await
             };
+            let (files, unkept) = after_shell(snapshots).await;
+            let mut content = out.text;
+            for line in unkept {
+                content.push_str(&format!("\n[{line}]"));
+            }
             return ToolOutput {
-                content: out.text,
+                content,
                 is_error: out.is_error,
                 bytes: out.bytes,
                 refused: out.refused,
-                files: after_shell(snapshots).await,
+                files,
                 exit_code: out.exit_code,
                 timed_out: out.timed_out,
             };
@@ -409,22 +414,46 @@ async fn before_shell(ctx: &ToolContext) -> Option<ShellSnapshot> {
     .flatten()
 }
 
-/// The files a shell command changed: the snapshot after it, compared with the one before.
-async fn after_shell(before: Option<ShellSnapshot>) -> Vec<codewhale_journal::FileChange> {
-    let Some((snapshots, store, tree)) = before else { return Vec::new() };
+/// The files a shell command changed: the snapshot after it, compared with the one before;
+/// and, named once per run, the files too big to be kept for rewind.
+async fn after_shell(
+    before: Option<ShellSnapshot>,
+) -> (Vec<codewhale_journal::FileChange>, Vec<String>) {
+    let Some((snapshots, store, tree)) = before else { return (Vec::new(), Vec::new()) };
     let changed = tokio::task::spawn_blocking(move || {
         let after = snapshots.snapshot()?;
-        snapshots.changes(&store, &tree, &after)
+        let unkept = unkept_once(&store, &after.skipped);
+        snapshots.changes(&store, &tree, &after).map(|files| (files, unkept))
     })
     .await;
     match changed {
-        Ok(Ok(files)) => files,
+        Ok(Ok(done)) => done,
         Ok(Err(e)) => {
             tracing::warn!("no worktree snapshot after a shell command: {e}");
-            Vec::new()
+            (Vec::new(), Vec::new())
         }
-        Err(_) => Vec::new(),
+        Err(_) => (Vec::new(), Vec::new()),
     }
+}
+
+/// "big.bin is not kept for rewind: 191 MiB", for each file not named before in this run.
+fn unkept_once(store: &crate::checkpoint::FileStore, skipped: &[(String, u64)]) -> Vec<String> {
+    use std::collections::HashSet;
+    use std::sync::{Mutex, OnceLock, PoisonError};
+    static NAMED: OnceLock<Mutex<HashSet<(PathBuf, String)>>> = OnceLock::new();
+    let mut named =
+        NAMED.get_or_init(Mutex::default).lock().unwrap_or_else(PoisonError::into_inner);
+    skipped
+        .iter()
+        .filter(|(path, _)| named.insert((store.dir().to_path_buf(), path.clone())))
+        .map(|(path, bytes)| {
+            let mib = bytes / (1024 * 1024);
+            format!(
+                "{path} is not kept for rewind: {mib} MiB, over the {} MiB a checkpoint keeps",
+                crate::checkpoint::snapshot::MAX_FILE_BYTES / (1024 * 1024)
+            )
+        })
+        .collect()
 }
 
 /// What the model reads when it tries to write a redaction marker into a file.

@@ -281,3 +281,32 @@ async fn outside_git_a_shell_command_records_no_files() {
     );
     engine.shutdown().await;
 }
+
+/// A file a command writes that is larger than a checkpoint keeps (10 MiB) is not copied into
+/// the session's store; the model and the user read once that it is not kept for rewind.
+#[tokio::test]
+async fn a_big_file_a_command_writes_is_named_and_not_kept() {
+    if !have_git() {
+        return;
+    }
+    let h = Harness::new().await;
+    let ws = h.workspace();
+    assert!(git(&ws, &["init", "-q"]).status.success());
+    let mut engine = h.spawn(ApprovalMode::Full);
+    let write_big = "head -c 11534336 /dev/urandom > big.bin; echo small > small.txt";
+    h.server.push_all([
+        Reply::tool_call("s1", "shell", json!({"command": write_big})),
+        Reply::tool_call("s2", "shell", json!({"command": "echo more >> big.bin"})),
+        Reply::text("done"),
+    ]);
+    assert_eq!(engine.turn("make files").await.status, TurnStatus::Completed);
+    engine.shutdown().await;
+    let sent = h.tool_results_in_request(1);
+    assert!(sent[0].1.contains("[big.bin is not kept for rewind: 11 MiB"), "{}", sent[0].1);
+    let second = h.tool_results_in_request(2);
+    assert!(!second[1].1.contains("not kept for rewind"), "named once: {}", second[1].1);
+    let path = session_file(h.home.path());
+    assert_eq!(recorded(&path, "s1"), ["small.txt"], "the big file is not recorded");
+    let store = codewhale_engine::checkpoint::FileStore::beside(&path);
+    assert!(store.size_bytes() < 1024 * 1024, "the store holds {} bytes", store.size_bytes());
+}

@@ -42,8 +42,9 @@ static FOUND: LazyLock<Mutex<HashMap<(PathBuf, PathBuf), Snapshots>>> =
 pub struct WorktreeSnapshot {
     index: Vec<u8>,
     hash_len: usize,
-    /// Files left out because they are larger than [`MAX_FILE_BYTES`]: (path relative to the
-    /// repository's top, bytes). They are not kept for rewind.
+    /// Files left out because they are larger than the store keeps (`[checkpoints]
+    /// max_file_bytes`, default [`MAX_FILE_BYTES`]): (path relative to the repository's top,
+    /// bytes). They are not kept for rewind.
     pub skipped: Vec<(String, u64)>,
 }
 
@@ -111,6 +112,8 @@ pub struct Snapshots {
     prefix: String,
     /// Codewhale's sessions directory relative to `top`, when it lies inside it: left out.
     own: Option<String>,
+    /// Files larger than this are left out ([`FileStore::max_file_bytes`]).
+    max_file_bytes: u64,
 }
 
 impl Snapshots {
@@ -121,8 +124,9 @@ impl Snapshots {
         let key = (store.snapshot_dir(), workspace.to_path_buf());
         let found =
             FOUND.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&key).cloned();
-        if found.is_some() {
-            return found;
+        if let Some(mut found) = found {
+            found.max_file_bytes = store.max_file_bytes();
+            return Some(found);
         }
         let snapshots = Snapshots::discover(store, workspace)?;
         FOUND
@@ -158,6 +162,7 @@ impl Snapshots {
             top,
             prefix,
             own: own.map(|p| p.to_string_lossy().into_owned()),
+            max_file_bytes: store.max_file_bytes(),
         })
     }
 
@@ -222,7 +227,7 @@ impl Snapshots {
     }
 
     /// The new or changed files (against Codewhale's index: git's stat cache makes this cheap)
-    /// over [`MAX_FILE_BYTES`], with their sizes.
+    /// over the store's limit, with their sizes.
     fn too_big(&self, pathspec: &str) -> Vec<(String, u64)> {
         let mut list = self.git();
         list.args(["ls-files", "-z", "-o", "-m", "--exclude-standard", "--"]).arg(pathspec);
@@ -232,7 +237,7 @@ impl Snapshots {
             .filter_map(|p| {
                 let path = String::from_utf8_lossy(p).into_owned();
                 let meta = std::fs::symlink_metadata(self.top.join(&path)).ok()?;
-                (meta.is_file() && meta.len() > MAX_FILE_BYTES).then_some((path, meta.len()))
+                (meta.is_file() && meta.len() > self.max_file_bytes).then_some((path, meta.len()))
             })
             .collect()
     }

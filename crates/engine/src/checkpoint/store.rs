@@ -19,12 +19,28 @@ use sha2::{Digest, Sha256};
 #[derive(Debug, Clone)]
 pub struct FileStore {
     dir: PathBuf,
+    /// A file larger than this is not kept for rewind (`[checkpoints] max_file_bytes`).
+    max_file_bytes: u64,
 }
 
 impl FileStore {
     /// The store next to the journal at `journal` (`<id>.jsonl` → `<id>.files/`).
     pub fn beside(journal: &Path) -> FileStore {
-        FileStore { dir: journal.with_extension("files") }
+        FileStore {
+            dir: journal.with_extension("files"),
+            max_file_bytes: super::snapshot::MAX_FILE_BYTES,
+        }
+    }
+
+    /// The same store keeping files of at most `bytes`.
+    pub fn with_max_file_bytes(mut self, bytes: u64) -> FileStore {
+        self.max_file_bytes = bytes;
+        self
+    }
+
+    /// The largest file a checkpoint keeps.
+    pub fn max_file_bytes(&self) -> u64 {
+        self.max_file_bytes
     }
 
     /// The store's own directory (`<id>.files/`).

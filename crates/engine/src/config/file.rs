@@ -50,6 +50,8 @@ struct FileConfig {
     #[serde(default)]
     tui: FileTui,
     #[serde(default)]
+    checkpoints: FileCheckpoints,
+    #[serde(default)]
     pricing: BTreeMap<String, Spanned<codewhale_provider::Price>>,
     trusted_workspaces: Option<Spanned<Vec<String>>>,
     // Not `Spanned`: a table written with dotted keys (`mcp_servers.x.command = "sh"`) has no
@@ -126,6 +128,12 @@ struct FileSandbox {
 #[serde(deny_unknown_fields)]
 struct FileTui {
     notify: Option<codewhale_protocol::Notify>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileCheckpoints {
+    max_file_bytes: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -319,6 +327,7 @@ pub fn parse_scoped(path: &Path, text: &str, scope: Scope) -> Result<Config, Con
             network: file.sandbox.network,
         },
         tui: TuiConfig { notify: file.tui.notify },
+        max_checkpoint_bytes: file.checkpoints.max_file_bytes,
         pricing,
         trusted_workspaces,
         untrusted: None,

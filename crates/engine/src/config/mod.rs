@@ -125,6 +125,9 @@ pub struct Config {
     pub sandbox: crate::sandbox::SandboxConfig,
     /// `[tui]`: what the terminal UI does beside the conversation.
     pub tui: TuiConfig,
+    /// `[checkpoints] max_file_bytes`: a file larger than this is not kept for rewind (default
+    /// [`crate::checkpoint::snapshot::MAX_FILE_BYTES`]).
+    pub max_checkpoint_bytes: Option<u64>,
     /// `[pricing."MODEL"]`: prices that override or add to the catalog's (lower-case ids).
     pub pricing: Vec<(String, codewhale_provider::Price)>,
     /// Workspaces whose config is trusted whatever it says (user file only).
@@ -348,6 +351,7 @@ impl Config {
         over(&mut self.sandbox.mode, other.sandbox.mode);
         over(&mut self.sandbox.network, other.sandbox.network);
         over(&mut self.tui.notify, other.tui.notify);
+        over(&mut self.max_checkpoint_bytes, other.max_checkpoint_bytes);
         for (model, price) in other.pricing {
             self.pricing.retain(|(m, _)| *m != model);
             self.pricing.push((model, price));

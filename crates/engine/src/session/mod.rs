@@ -203,7 +203,11 @@ impl Session {
 
     /// The session's content-addressed file store (checkpoints of what tools changed).
     pub fn file_store(&self) -> crate::checkpoint::FileStore {
-        crate::checkpoint::FileStore::beside(self.path())
+        let store = crate::checkpoint::FileStore::beside(self.path());
+        match self.config.max_checkpoint_bytes {
+            Some(bytes) => store.with_max_file_bytes(bytes),
+            None => store,
+        }
     }
 
     /// How shell commands are confined, for `/approval`.

@@ -447,10 +447,12 @@ fn unkept_once(store: &crate::checkpoint::FileStore, skipped: &[(String, u64)]) 
         .iter()
         .filter(|(path, _)| named.insert((store.dir().to_path_buf(), path.clone())))
         .map(|(path, bytes)| {
-            let mib = bytes / (1024 * 1024);
+            let mib = |b: u64| format!("{:.1}", b as f64 / (1024.0 * 1024.0));
+            let (size, max) = (mib(*bytes), mib(store.max_file_bytes()));
+            let size = size.trim_end_matches(".0");
             format!(
-                "{path} is not kept for rewind: {mib} MiB, over the {} MiB a checkpoint keeps",
-                crate::checkpoint::snapshot::MAX_FILE_BYTES / (1024 * 1024)
+                "{path} is not kept for rewind: {size} MiB, over the {} MiB a checkpoint keeps",
+                max.trim_end_matches(".0")
             )
         })
         .collect()

@@ -309,4 +309,15 @@ async fn a_big_file_a_command_writes_is_named_and_not_kept() {
     assert_eq!(recorded(&path, "s1"), ["small.txt"], "the big file is not recorded");
     let store = codewhale_engine::checkpoint::FileStore::beside(&path);
     assert!(store.size_bytes() < 1024 * 1024, "the store holds {} bytes", store.size_bytes());
+
+    // `[checkpoints] max_file_bytes` lowers the limit.
+    h.config("[checkpoints]\nmax_file_bytes = 1000\n");
+    let mut engine =
+        h.spawn_with(codewhale_engine::session::Resume::Last, ApprovalMode::Full, false);
+    let write = "head -c 2000 /dev/urandom > mid.bin";
+    h.server
+        .push_all([Reply::tool_call("s3", "shell", json!({"command": write})), Reply::text("ok")]);
+    assert_eq!(engine.turn("one more").await.status, TurnStatus::Completed);
+    engine.shutdown().await;
+    assert!(recorded(&path, "s3").is_empty(), "over the configured limit");
 }

@@ -210,6 +210,15 @@ impl Snapshots {
     pub fn snapshot(&self) -> Result<WorktreeSnapshot, String> {
         let _one = SNAPSHOT_LOCK.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         self.ensure_repository()?;
+        // The session is held by this process and its snapshots run one at a time: a lock file
+        // found now was left by a process killed mid-snapshot. Left there, every `git add`
+        // would fail and file checkpoints would silently stop; it is removed.
+        let stale = self.index.with_extension("lock");
+        if stale.exists() {
+            tracing::warn!(lock = %stale.display(), "removing a stale snapshot lock");
+            std::fs::remove_file(&stale)
+                .map_err(|e| format!("a stale lock {} cannot be removed: {e}", stale.display()))?;
+        }
         let pathspec = if self.prefix.is_empty() { ".".to_owned() } else { self.prefix.clone() };
         let skipped = self.too_big(&pathspec);
         let mut add = self.git();

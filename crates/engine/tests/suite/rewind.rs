@@ -321,3 +321,36 @@ async fn a_big_file_a_command_writes_is_named_and_not_kept() {
     engine.shutdown().await;
     assert!(recorded(&path, "s3").is_empty(), "over the configured limit");
 }
+
+/// A snapshot lock left by a process killed mid-snapshot is repaired, not a silent end of file
+/// checkpoints: the next command's changes are recorded.
+#[tokio::test]
+async fn a_stale_snapshot_lock_does_not_turn_checkpoints_off() {
+    if !have_git() {
+        return;
+    }
+    let h = Harness::new().await;
+    let ws = h.workspace();
+    assert!(git(&ws, &["init", "-q"]).status.success());
+    let mut engine = h.spawn(ApprovalMode::Full);
+    h.server.push_all([
+        Reply::tool_call("s1", "shell", json!({"command": "echo one > a.txt"})),
+        Reply::text("ok"),
+    ]);
+    assert_eq!(engine.turn("first").await.status, TurnStatus::Completed);
+    engine.shutdown().await;
+    let path = session_file(h.home.path());
+    let lock = path.with_extension("files").join("snapshots").join("index.lock");
+    assert!(lock.parent().unwrap().is_dir(), "{}", lock.display());
+    std::fs::write(&lock, b"").unwrap();
+    let mut engine =
+        h.spawn_with(codewhale_engine::session::Resume::Last, ApprovalMode::Full, false);
+    h.server.push_all([
+        Reply::tool_call("s2", "shell", json!({"command": "echo two > a.txt"})),
+        Reply::text("ok"),
+    ]);
+    assert_eq!(engine.turn("second").await.status, TurnStatus::Completed);
+    engine.shutdown().await;
+    assert_eq!(recorded(&path, "s2"), ["a.txt"], "the change after the stale lock is recorded");
+    assert!(!lock.exists());
+}

@@ -222,6 +222,7 @@ fn outcome_of(r: &codewhale_journal::ToolResultPayload) -> ToolOutcome {
                 J::TimedOut => CallEnd::TimedOut,
                 J::Denied => CallEnd::Denied,
                 J::NotApproved => CallEnd::NotApproved,
+                J::NotRun => CallEnd::NotRun,
                 J::Interrupted => CallEnd::Interrupted,
                 J::Failed | J::Other(_) => CallEnd::Failed,
             };

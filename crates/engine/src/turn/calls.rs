@@ -76,7 +76,7 @@ pub(crate) async fn run_calls(
             "not run: too many calls in one reply (at most {MAX_CALLS_PER_REPLY} run); ask for \
              what is still needed in the next reply"
         );
-        finish(ctx, call, ToolOutput::error(text), Ending::of(CallEnd::NotApproved), None)?;
+        finish(ctx, call, ToolOutput::error(text), Ending::of(CallEnd::NotRun), None)?;
     }
     Ok(ran)
 }
@@ -458,6 +458,7 @@ fn finish(
         CallEnd::TimedOut => codewhale_journal::CallEnd::TimedOut,
         CallEnd::Denied => codewhale_journal::CallEnd::Denied,
         CallEnd::NotApproved => codewhale_journal::CallEnd::NotApproved,
+        CallEnd::NotRun => codewhale_journal::CallEnd::NotRun,
         CallEnd::Interrupted => codewhale_journal::CallEnd::Interrupted,
     });
     payload.exit_code = exit_code.map(i64::from);

@@ -254,6 +254,18 @@ async fn at_most_sixty_four_calls_of_one_reply_run() {
         matches!(e, Event::Notice { message, .. } if message.contains("100 tool calls in one reply"))
     });
     assert!(told, "the user is told");
+    // How they ended travels as a value, not in the result's words.
+    let not_run = run
+        .events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e,
+                Event::ToolCallFinished { end: codewhale_engine::protocol::CallEnd::NotRun, .. }
+            )
+        })
+        .count();
+    assert_eq!(not_run, 36);
     engine.shutdown().await;
     let sent = h.tool_results_in_request(1);
     assert_eq!(sent.len(), 100, "every call has its result");

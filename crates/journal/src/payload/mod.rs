@@ -156,13 +156,15 @@ record! {
 
 string_enum! {
     /// How a tool call ended: ran and succeeded, ran and failed, ran past its timeout, declined
-    /// by the user, refused for want of anyone to approve it, or stopped by an interrupt.
+    /// by the user, refused for want of anyone to approve it, not run (too many calls in one
+    /// reply), or stopped by an interrupt.
     pub enum CallEnd {
         Completed = "completed",
         Failed = "failed",
         TimedOut = "timed_out",
         Denied = "denied",
         NotApproved = "not_approved",
+        NotRun = "not_run",
         Interrupted = "interrupted",
     }
     default Completed

@@ -47,6 +47,7 @@ impl ToolLines {
                                              here; --approval auto-edit allows edits in the \
                                              workspace, --approval full commands too"
                         .to_owned(),
+                    CallEnd::NotRun => "not run: too many calls in one reply".to_owned(),
                     CallEnd::Interrupted => "interrupted".to_owned(),
                 };
                 let target = if target.is_empty() { String::new() } else { format!(" {target}") };

@@ -139,6 +139,11 @@ impl ToolCell {
                 Style::new().fg(Color::Yellow),
                 "not run: it needs an approval no one could give here".to_owned(),
             ),
+            ToolState::Done { end: CallEnd::NotRun, .. } => (
+                "⊘",
+                Style::new().fg(Color::Yellow),
+                "not run: too many calls in one reply".to_owned(),
+            ),
             ToolState::Done { end: CallEnd::Interrupted, .. } => {
                 ("◼", Style::new().fg(Color::Yellow), "interrupted".to_owned())
             }

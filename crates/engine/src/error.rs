@@ -51,6 +51,11 @@ pub enum EngineError {
          request was not sent — check the file with `codewhale journal check`"
     )]
     Unreadable { reason: String },
+    #[error(
+        "cannot write down the restore before starting it ({source}); nothing was changed — \
+         free some space in the Codewhale home and run it again"
+    )]
+    Intent { source: std::io::Error },
     #[error("cannot start the provider client: {0}")]
     Provider(#[from] ProviderError),
 }
@@ -64,7 +69,9 @@ impl EngineError {
             EngineError::SessionNotFound { .. } | EngineError::NoSessionForWorkspace { .. } => {
                 ErrorKind::SessionNotFound
             }
-            EngineError::List { .. } | EngineError::Workspace { .. } => ErrorKind::Io,
+            EngineError::List { .. }
+            | EngineError::Workspace { .. }
+            | EngineError::Intent { .. } => ErrorKind::Io,
             EngineError::View { .. } => ErrorKind::InvalidView,
             EngineError::Unreadable { .. } => ErrorKind::Journal,
             EngineError::Branch(_) => ErrorKind::Branch,

@@ -141,6 +141,7 @@ pub use codewhale_protocol as protocol;
 
 pub mod eval;
 pub mod offline;
+pub mod pause_point;
 pub mod sandbox;
 pub mod trust;
 

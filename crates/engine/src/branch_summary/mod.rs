@@ -62,6 +62,10 @@ pub(crate) fn after_move(session: &mut Session, sink: &EventSink, id: Submission
     let Some(left) = left::left_part(session.journal(), old.as_str(), new.as_str()) else {
         return;
     };
+    if let Some(why) = session.no_model() {
+        let why = why.trim_end_matches('.');
+        return dropped(sink, id, format!("it needs a model, and {why}"));
+    }
     let model = session.summarizer_model();
     let limits = if model == session.model() {
         *session.budget().limits()

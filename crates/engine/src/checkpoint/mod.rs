@@ -12,6 +12,7 @@
 //! tool showed them.
 
 mod git_index;
+pub(crate) mod intent;
 pub(crate) mod ops;
 pub mod restore;
 pub mod snapshot;

@@ -12,6 +12,7 @@ use codewhale_journal::{
     BranchError, EntryId, Journal, Level, Payload, SystemPayload, UserPayload,
 };
 
+use super::intent::{self, Intent};
 use super::restore::{self, Planned};
 use crate::error::EngineError;
 use crate::protocol::{RestoreOutcome, TakeBack};
@@ -48,13 +49,11 @@ pub(crate) fn landing(journal: &Journal, to: &str, before: bool) -> Result<Landi
     Ok(Landing { head: parent, text })
 }
 
-/// The restore plan for the code changed after `from` on HEAD's spine (`None`: the last turn).
-pub(crate) fn plan_after(
-    session: &Session,
-    from: Option<&EntryId>,
-) -> Result<Vec<Planned>, String> {
+/// Where the stretch after `from` on HEAD's spine starts (`None` for `from`: the last turn);
+/// `Ok(None)` when there is no such stretch.
+fn stretch_start(session: &Session, from: Option<&EntryId>) -> Result<Option<u32>, String> {
     let journal = session.journal();
-    let start = match from {
+    Ok(match from {
         Some(id) => {
             if !journal.is_ancestor(id.as_str(), journal.head_id().as_str()) {
                 return Err(format!(
@@ -64,42 +63,107 @@ pub(crate) fn plan_after(
             }
             let spine = journal.spine_positions(journal.head_position());
             let at = journal.position(id.as_str()).unwrap_or(0);
-            match spine.iter().position(|&p| p == at) {
+            Some(match spine.iter().position(|&p| p == at) {
                 Some(i) => spine.get(i + 1).copied().unwrap_or(u32::MAX),
                 None => u32::MAX,
-            }
+            })
         }
-        None => match restore::last_turn_start(journal) {
-            Some(p) => p,
-            None => return Ok(Vec::new()),
-        },
-    };
-    let changes = restore::changes_from(journal, start);
+        None => restore::last_turn_start(journal),
+    })
+}
+
+/// The restore plan for the code changed after `from` on HEAD's spine (`None`: the last turn).
+pub(crate) fn plan_after(
+    session: &Session,
+    from: Option<&EntryId>,
+) -> Result<Vec<Planned>, String> {
+    let Some(start) = stretch_start(session, from)? else { return Ok(Vec::new()) };
+    let changes = restore::changes_from(session.journal(), start);
     Ok(restore::plan(&changes, session.workspace(), &session.file_store()))
 }
 
+/// Outside a git work tree, commands are not checkpointed: the line that says what a restore
+/// after `from` cannot take back, when commands ran in that stretch.
+pub(crate) fn unkept_commands(session: &Session, from: Option<&EntryId>) -> Option<String> {
+    let start = stretch_start(session, from).ok().flatten()?;
+    let n = restore::commands_from(session.journal(), start);
+    if n == 0
+        || super::snapshot::Snapshots::find(&session.file_store(), session.workspace()).is_some()
+    {
+        return None;
+    }
+    let commands = if n == 1 { "1 command" } else { &format!("{n} commands") };
+    Some(format!(
+        "{commands} ran since then; what they changed cannot be taken back, as commands are \
+         checkpointed only in a git work tree (`git init` makes this one)"
+    ))
+}
+
 /// Applies `plan` and journals what changed: a `system` entry and a synthetic user text on
-/// HEAD. Returns the outcome (empty when nothing needed restoring).
+/// HEAD. Returns the outcome (empty when nothing needed restoring). `intent` is the id of the
+/// intent written before (the entry carries it).
 pub(crate) fn restore_and_record(
     session: &mut Session,
     plan: &[Planned],
     force: bool,
     when: &str,
+    intent: Option<&str>,
 ) -> Result<RestoreOutcome, EngineError> {
     let outcome = restore::apply(plan, session.workspace(), &session.file_store(), force);
-    if outcome.restored.is_empty() && outcome.skipped.is_empty() && outcome.failed.is_empty() {
-        return Ok(outcome);
+    crate::pause_point::reached("restore:files");
+    record(session, plan, &outcome, when, intent.unwrap_or_default())?;
+    Ok(outcome)
+}
+
+/// Journals a restore's outcome (nothing when it did nothing): the `system` entry, with the
+/// files it left for a forced run, and, when files came back, the note to the model.
+pub(crate) fn record(
+    session: &mut Session,
+    plan: &[Planned],
+    outcome: &RestoreOutcome,
+    when: &str,
+    intent: &str,
+) -> Result<(), EngineError> {
+    if super::intent::is_empty(outcome) {
+        return Ok(());
     }
     let level = if outcome.skipped.is_empty() && outcome.failed.is_empty() {
         Level::Info
     } else {
         Level::Warning
     };
-    session.append(SystemPayload::new(level, outcome_line(&outcome, when)))?;
+    let mut entry = SystemPayload::new(level, outcome_line(outcome, when));
+    entry.restore_id = Some(intent.to_owned()).filter(|id| !id.is_empty());
+    let left: Vec<_> = plan
+        .iter()
+        .filter(|p| outcome.skipped.contains(&p.path))
+        .map(Planned::left_change)
+        .collect();
+    entry.left = Some(left).filter(|l| !l.is_empty());
+    session.append(entry)?;
     if !outcome.restored.is_empty() {
-        session.append(UserPayload::synthetic(model_note(plan, &outcome, when)))?;
+        session.append(UserPayload::synthetic(model_note(plan, outcome, when)))?;
     }
-    Ok(outcome)
+    Ok(())
+}
+
+/// Writes down what a restore is about to do before it does it (`checkpoint::intent`); `None`
+/// when the plan changes nothing on disk (a HEAD move alone is one append, atomic already).
+fn write_intent(
+    session: &Session,
+    plan: &[Planned],
+    when: &str,
+    head: Option<super::intent::HeadMove>,
+    force: bool,
+) -> Result<Option<Intent>, EngineError> {
+    if !super::intent::has_work(plan) {
+        return Ok(None);
+    }
+    let mut intent = Intent::new(session, when, head, plan);
+    intent.force = force;
+    intent.write(&session.file_store()).map_err(|source| EngineError::Intent { source })?;
+    crate::pause_point::reached("restore:intent");
+    Ok(Some(intent))
 }
 
 /// The one-line account of a restore the user reads (and the `system` entry holds).
@@ -211,9 +275,22 @@ impl Request<'_> {
         } else {
             Vec::new()
         };
+        let unkept =
+            if m.take.code() { unkept_commands(self.session, Some(&landed.head)) } else { None };
+        let journal = self.session.journal();
         let old = journal.head_id().clone();
+        let when = format!("before {}", short(&m.to));
+        let head = m
+            .take
+            .conversation()
+            .then(|| intent::HeadMove { to: landed.head.clone(), fork: m.fork });
         let done = async {
             let mut outcome = None;
+            let written = if m.take.code() {
+                write_intent(self.session, &plan, &when, head, m.force)?
+            } else {
+                None
+            };
             if m.take.conversation() {
                 let j = self.session.journal();
                 let record = if m.fork {
@@ -222,12 +299,16 @@ impl Request<'_> {
                     j.rewind(landed.head.as_str())
                 }?;
                 self.session.append_entry(record)?;
+                crate::pause_point::reached("restore:head");
             }
             if m.take.code() {
-                let when = format!("before {}", short(&m.to));
-                outcome = Some(restore_and_record(self.session, &plan, m.force, &when)?);
+                let id = written.as_ref().map(|i| i.id.as_str());
+                outcome = Some(restore_and_record(self.session, &plan, m.force, &when, id)?);
             }
             self.session.sync().await?;
+            if written.is_some() {
+                intent::clear(&self.session.file_store());
+            }
             Ok::<_, EngineError>(outcome)
         }
         .await;
@@ -249,8 +330,12 @@ impl Request<'_> {
             lines.push(if plan.is_empty() {
                 "no tool changed a file after that point; the code stays as it is".to_owned()
             } else {
-                outcome_line(outcome, &format!("before {}", short(&m.to)))
+                outcome_line(outcome, &when)
             });
+        }
+        if let Some(line) = unkept {
+            level = NoticeLevel::Warning;
+            lines.push(line);
         }
         if m.take.conversation() {
             let verb = if m.fork { "forked at" } else { "rewound to" };
@@ -281,15 +366,27 @@ impl Request<'_> {
             Ok(plan) => plan,
             Err(message) => return self.error(ErrorKind::Branch, message),
         };
+        let unkept = unkept_commands(self.session, None);
         if plan.is_empty() {
-            return self.notice(
-                NoticeLevel::Info,
-                "nothing to undo: the last turn changed no files".into(),
-            );
+            let mut line = "nothing to undo: the last turn changed no files".to_owned();
+            let level = match &unkept {
+                Some(unkept) => {
+                    line = format!("nothing to undo that was checkpointed; {unkept}");
+                    NoticeLevel::Warning
+                }
+                None => NoticeLevel::Info,
+            };
+            return self.notice(level, line);
         }
+        let when = "before the last turn";
         let done = async {
-            let outcome = restore_and_record(self.session, &plan, force, "before the last turn")?;
+            let written = write_intent(self.session, &plan, when, None, force)?;
+            let id = written.as_ref().map(|i| i.id.as_str());
+            let outcome = restore_and_record(self.session, &plan, force, when, id)?;
             self.session.sync().await?;
+            if written.is_some() {
+                intent::clear(&self.session.file_store());
+            }
             Ok::<_, EngineError>(outcome)
         }
         .await;
@@ -300,7 +397,7 @@ impl Request<'_> {
         self.session.replay_budget();
         let nothing =
             outcome.restored.is_empty() && outcome.skipped.is_empty() && outcome.failed.is_empty();
-        let (level, line) = if nothing {
+        let (mut level, mut line) = if nothing {
             (
                 NoticeLevel::Info,
                 "nothing to undo: the files are already as they were before the last turn"
@@ -311,6 +408,10 @@ impl Request<'_> {
         } else {
             (NoticeLevel::Warning, outcome_line(&outcome, "before the last turn"))
         };
+        if let Some(unkept) = unkept {
+            level = NoticeLevel::Warning;
+            line = format!("{line}; {unkept}");
+        }
         if !nothing {
             // The view gained the note to the model: the new page first, the notice under it.
             let page = self.session.history_page(None, crate::history_pages::FIRST_PAGE, true);

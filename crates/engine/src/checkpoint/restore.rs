@@ -5,6 +5,10 @@
 //! tool recorded for it in that stretch (a `before` or an `after`): anything else was changed
 //! by someone else, and is left alone unless the user forces it. A file that already holds its
 //! earlier content is left alone too, so restoring twice changes nothing the second time.
+//! The files a restore left (changed by someone else) are recorded on its `system` entry
+//! (`left`), and read back like a tool's changes, so the same restore run again with `force`
+//! takes exactly those files back even after HEAD has moved. A file is written back whole or
+//! not at all (a temporary file renamed into place).
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
@@ -15,29 +19,61 @@ use super::{read_state, FileStore};
 use crate::protocol::{RestoreFile, RestoreOutcome, RestoreState};
 
 /// The earlier content of one file and every content tools recorded for it since.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Planned {
     pub path: String,
     /// The content to return to (`None`: the file did not exist).
     pub target: Option<String>,
     /// The recorded contents (befores and afters) of the stretch, `None` for absent.
     known: HashSet<Option<String>>,
+    /// The content the last recorded change left.
+    latest: Option<String>,
     pub state: RestoreState,
 }
 
-/// The file changes recorded on HEAD's spine from position `from` on (inclusive), oldest first.
+impl Planned {
+    /// This file as a restore that left it records it (`left` on its `system` entry): what it
+    /// would go back to, and what a tool last wrote.
+    pub fn left_change(&self) -> FileChange {
+        FileChange {
+            path: self.path.clone(),
+            before: self.target.clone(),
+            after: self.latest.clone(),
+            extra: Default::default(),
+        }
+    }
+}
+
+/// The file changes recorded on HEAD's spine from position `from` on (inclusive), oldest
+/// first: the tools' `files`, and the files earlier restores left (`left`).
 pub fn changes_from(journal: &Journal, from: u32) -> Vec<FileChange> {
+    use codewhale_journal::kind;
+    let spine = journal.spine_positions(journal.head_position());
+    let start = spine.iter().position(|&p| p == from).unwrap_or(spine.len());
+    spine[start..]
+        .iter()
+        .filter(|&&p| matches!(journal.kind_at(p), kind::TOOL_RESULT | kind::SYSTEM))
+        .filter_map(|&p| match &journal.read_entry(p).payload {
+            Payload::ToolResult(r) => r.files.clone(),
+            Payload::System(s) => s.left.clone(),
+            _ => None,
+        })
+        .flatten()
+        .collect()
+}
+
+/// How many shell commands ran on HEAD's spine from position `from` on (results with an exit
+/// code).
+pub fn commands_from(journal: &Journal, from: u32) -> usize {
     let spine = journal.spine_positions(journal.head_position());
     let start = spine.iter().position(|&p| p == from).unwrap_or(spine.len());
     spine[start..]
         .iter()
         .filter(|&&p| journal.kind_at(p) == codewhale_journal::kind::TOOL_RESULT)
-        .filter_map(|&p| match &journal.read_entry(p).payload {
-            Payload::ToolResult(r) => r.files.clone(),
-            _ => None,
+        .filter(|&&p| {
+            matches!(&journal.read_entry(p).payload, Payload::ToolResult(r) if r.exit_code.is_some())
         })
-        .flatten()
-        .collect()
+        .count()
 }
 
 /// The position where the last turn starts: the newest plain user message on HEAD's spine.
@@ -57,16 +93,23 @@ pub fn plan(changes: &[FileChange], workspace: &Path, store: &FileStore) -> Vec<
             path: c.path.clone(),
             target: c.before.clone(),
             known: HashSet::new(),
+            latest: None,
             state: RestoreState::Unchanged,
         });
         entry.known.insert(c.before.clone());
         entry.known.insert(c.after.clone());
+        entry.latest = c.after.clone();
     }
-    let mut out: Vec<Planned> = by_path.into_values().collect();
-    for p in &mut out {
+    restated(by_path.into_values().collect(), workspace, store)
+}
+
+/// `plan` with each file's state judged again against the workspace as it is now (a restore
+/// a kill interrupted is finished from the plan it wrote down).
+pub fn restated(mut plan: Vec<Planned>, workspace: &Path, store: &FileStore) -> Vec<Planned> {
+    for p in &mut plan {
         p.state = state_of(p, workspace, store);
     }
-    out
+    plan
 }
 
 fn state_of(p: &Planned, workspace: &Path, store: &FileStore) -> RestoreState {
@@ -102,6 +145,14 @@ pub fn shown(plan: &[Planned]) -> Vec<RestoreFile> {
 pub fn apply(plan: &[Planned], workspace: &Path, store: &FileStore, force: bool) -> RestoreOutcome {
     let mut outcome = RestoreOutcome::default();
     for p in plan {
+        if p.state != RestoreState::Unchanged && is_directory(workspace, &p.path) {
+            // Nothing is ever removed recursively: the user moves the folder away.
+            let why = "a folder stands there now; move it away and run the same command again \
+                       to restore the file"
+                .to_owned();
+            outcome.failed.push((p.path.clone(), why));
+            continue;
+        }
         match p.state {
             RestoreState::Unchanged => continue,
             RestoreState::Unavailable => {
@@ -119,6 +170,7 @@ pub fn apply(plan: &[Planned], workspace: &Path, store: &FileStore, force: bool)
             Ok(()) => outcome.restored.push(p.path.clone()),
             Err(why) => outcome.failed.push((p.path.clone(), why)),
         }
+        crate::pause_point::reached("restore:file");
     }
     outcome
 }
@@ -131,7 +183,11 @@ fn write_back(p: &Planned, workspace: &Path, store: &FileStore) -> Result<(), St
             if let Some(parent) = path.parent() {
                 std::fs::create_dir_all(parent).map_err(|e| format!("creating its folder: {e}"))?;
             }
-            std::fs::write(&path, bytes).map_err(|e| format!("writing it: {e}"))
+            // Whole or not at all, with the mode the file has now (a new one: 0644 less the
+            // umask).
+            let mode = file_mode(&path).unwrap_or(codewhale_journal::replace::SHARED);
+            codewhale_journal::replace::replace_file(&path, mode, &bytes)
+                .map_err(|e| format!("writing it: {e}"))
         }
         None => match std::fs::remove_file(&path) {
             Ok(()) => Ok(()),
@@ -139,6 +195,21 @@ fn write_back(p: &Planned, workspace: &Path, store: &FileStore) -> Result<(), St
             Err(e) => Err(format!("removing it: {e}")),
         },
     }
+}
+
+fn is_directory(workspace: &Path, path: &str) -> bool {
+    located(workspace, path).is_ok_and(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir()))
+}
+
+#[cfg(unix)]
+fn file_mode(path: &Path) -> Option<u32> {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::symlink_metadata(path).ok().filter(|m| m.is_file()).map(|m| m.permissions().mode())
+}
+
+#[cfg(not(unix))]
+fn file_mode(_path: &Path) -> Option<u32> {
+    None
 }
 
 /// A recorded path, resolved inside the workspace again (the journal may have been edited).
@@ -213,6 +284,29 @@ mod tests {
         let outcome = apply(&again, &ws_path, &store, true);
         assert_eq!(outcome.restored, ["other.txt"]);
         assert_eq!(std::fs::read(ws_path.join("other.txt")).unwrap(), b"1");
+    }
+
+    #[test]
+    fn a_folder_where_the_file_was_is_named_and_never_removed_even_forced() {
+        let home = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        let ws_path = std::fs::canonicalize(ws.path()).unwrap();
+        let store = FileStore::beside(&home.path().join("s.jsonl"));
+        let changes = vec![change(&store, "f", Some(b"file"), None)];
+        std::fs::create_dir_all(ws_path.join("f/inside")).unwrap();
+        let planned = plan(&changes, &ws_path, &store);
+        for force in [false, true] {
+            let outcome = apply(&planned, &ws_path, &store, force);
+            assert!(outcome.restored.is_empty() && outcome.skipped.is_empty(), "{outcome:?}");
+            assert_eq!(outcome.failed.len(), 1);
+            assert!(outcome.failed[0].1.starts_with("a folder stands there now"), "{outcome:?}");
+            assert!(ws_path.join("f/inside").is_dir());
+        }
+        // Moved away, the same restore brings the file back.
+        std::fs::remove_dir_all(ws_path.join("f")).unwrap();
+        let outcome = apply(&plan(&changes, &ws_path, &store), &ws_path, &store, false);
+        assert_eq!(outcome.restored, ["f"]);
+        assert_eq!(std::fs::read(ws_path.join("f")).unwrap(), b"file");
     }
 
     #[test]

@@ -303,6 +303,19 @@ pub struct ResolvedProvider {
 }
 
 impl ResolvedProvider {
+    /// What a session opened without a provider holds (`Engine::spawn_without_model`): never
+    /// asked, as the session knows it has no model.
+    pub fn unconfigured() -> ResolvedProvider {
+        let kind = ProviderKind::OpenAi;
+        ResolvedProvider {
+            kind,
+            model: default_model(kind).to_owned(),
+            base_url: kind.default_base_url().to_owned(),
+            api_key: None,
+            server: None,
+        }
+    }
+
     /// The provider crate's client configuration.
     pub fn provider_config(&self) -> ProviderConfig {
         let mut config = ProviderConfig::new(self.kind, self.api_key.clone())

@@ -105,7 +105,23 @@ impl Engine {
     /// ([`crate::warm_up`]); a one-prompt `exec` usually needs none (docs/architecture.md, *Budget
     /// and tokens*).
     pub fn spawn(params: EngineParams) -> Result<(EngineHandle, EventReceiver), EngineError> {
-        let session = open(&params)?;
+        Engine::spawn_with(params, Need::Model)
+    }
+
+    /// Like [`Engine::spawn`] for a command that changes files and HEAD but needs no model
+    /// (`codewhale rewind`): without a configured provider the session opens anyway; only a
+    /// branch summary needs the model, and it is skipped with a reason (docs/cli.md).
+    pub fn spawn_without_model(
+        params: EngineParams,
+    ) -> Result<(EngineHandle, EventReceiver), EngineError> {
+        Engine::spawn_with(params, Need::NoModel)
+    }
+
+    fn spawn_with(
+        params: EngineParams,
+        need: Need,
+    ) -> Result<(EngineHandle, EventReceiver), EngineError> {
+        let session = open(&params, need)?;
         let (handle, events, ops, sink) = channels();
         let _ = handle.opened.set(session.id().to_owned());
         let gate = ApprovalGate::new(params.interactive);
@@ -146,7 +162,7 @@ impl Engine {
                 sink.emit(start, Event::SessionOpening { path, bytes });
             }
             let gate = ApprovalGate::new(params.interactive);
-            match tokio::task::spawn_blocking(move || open(&params)).await {
+            match tokio::task::spawn_blocking(move || open(&params, Need::Model)).await {
                 Ok(Ok(session)) => {
                     let _ = opened.set(session.id().to_owned());
                     run(session, ops, sink, gate).await;
@@ -175,14 +191,29 @@ fn channels() -> (EngineHandle, EventReceiver, Ops, EventSink) {
     (handle, events, ops, sink)
 }
 
+/// Whether opening needs a model provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Need {
+    Model,
+    NoModel,
+}
+
 /// Loads the configuration and opens (or creates) the session `params` names.
-fn open(params: &EngineParams) -> Result<Session, EngineError> {
+fn open(params: &EngineParams, need: Need) -> Result<Session, EngineError> {
     // A resumed session works (and is configured) in the directory it was started in.
     let workspace =
         crate::session::workspace::for_resume(&params.home, &params.resume, &params.workspace);
     let config = config::load(&params.home, &workspace, &params.overrides)?;
-    let provider = config.resolve_provider(&params.env)?.ok_or(EngineError::NoProvider)?;
-    Session::open(SessionParams {
+    let (provider, no_model) = match (config.resolve_provider(&params.env), need) {
+        (Ok(Some(provider)), _) => (provider, None),
+        (Ok(None), Need::Model) => return Err(EngineError::NoProvider),
+        (Err(e), Need::Model) => return Err(e.into()),
+        (Ok(None), Need::NoModel) => {
+            (config::ResolvedProvider::unconfigured(), Some(EngineError::NoProvider.to_string()))
+        }
+        (Err(e), Need::NoModel) => (config::ResolvedProvider::unconfigured(), Some(e.to_string())),
+    };
+    let mut session = Session::open(SessionParams {
         home: params.home.clone(),
         workspace: params.workspace.clone(),
         config,
@@ -193,7 +224,9 @@ fn open(params: &EngineParams) -> Result<Session, EngineError> {
         home_hint: params.home_hint.clone(),
         model_explicit: params.overrides.model.is_some(),
         sandbox_helper: params.sandbox_helper.clone(),
-    })
+    })?;
+    session.set_no_model(no_model);
+    Ok(session)
 }
 
 async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: ApprovalGate) {

@@ -117,6 +117,9 @@ pub struct Session {
     /// A silent cut was just learned from a usage report: the server is asked to confirm the
     /// window before the next request.
     pub(crate) confirm_cut: bool,
+    /// Opened without a model provider (a rewind from the command line): why, as a request
+    /// would fail.
+    no_model: Option<String>,
 }
 
 /// The meters of one run of a session: its replies, and its summary requests apart.
@@ -453,6 +456,25 @@ impl Session {
     /// Waits until everything appended is on disk.
     pub async fn sync(&self) -> Result<(), EngineError> {
         self.journal.sync().await?;
+        Ok(())
+    }
+
+    /// Marks a session opened without a model provider (`why`: the error a request would
+    /// meet); `None` leaves it as it is.
+    pub(crate) fn set_no_model(&mut self, why: Option<String>) {
+        if why.is_some() {
+            self.no_model = why;
+        }
+    }
+
+    /// Why this session has no model to ask, when it was opened without one.
+    pub(crate) fn no_model(&self) -> Option<&str> {
+        self.no_model.as_deref()
+    }
+
+    /// [`Session::sync`] outside the async runtime (while the session opens).
+    pub fn sync_blocking(&self) -> Result<(), EngineError> {
+        self.journal.sync_blocking()?;
         Ok(())
     }
 }

@@ -139,7 +139,13 @@ impl Session {
             spend: super::Spend::default(),
             window_from: None,
             confirm_cut: false,
+            no_model: None,
         };
+        // A rewind or /undo a kill interrupted is completed before anything else reads the
+        // files or the journal.
+        if let Some(notice) = crate::checkpoint::intent::finish(&mut session) {
+            session.notices.push(notice);
+        }
         session.refresh_system_prompt();
         session.replay_budget();
         if let Some(notice) = session.crowded_prefix() {

@@ -147,6 +147,8 @@ impl SystemPayload {
             model: None,
             context_window: None,
             summary_failed: false,
+            restore_id: None,
+            left: None,
             extra: Default::default(),
         }
     }

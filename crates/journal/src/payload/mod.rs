@@ -295,6 +295,13 @@ record! {
         /// Optional: a compaction pass could not get a usable summary from the model (auto
         /// passes back off; replayed when the session is opened again).
         summary_failed: bool = "summary_failed" info_flag,
+        /// Optional: the restore this entry reports (a rewind or `/undo` that took files back);
+        /// the id of its intent, so a restore a kill interrupted is journaled once.
+        restore_id: Option<String> = "restore_id" info_opt,
+        /// Optional: the files that restore left as they were (changed by someone else since),
+        /// each with the content it would have gone back to (`before`) and the last content a
+        /// tool recorded (`after`); a later forced restore of the same point takes them back.
+        left: Option<Vec<FileChange>> = "left" info_opt,
     }
 }
 

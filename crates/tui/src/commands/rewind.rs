@@ -55,7 +55,8 @@ pub fn run(
 }
 
 async fn rewind(params: EngineParams, op: Op) -> anyhow::Result<ExitCode> {
-    let (handle, mut events) = Engine::spawn(params)?;
+    // Restoring files and moving HEAD need no model; only the branch summary does.
+    let (handle, mut events) = Engine::spawn_without_model(params)?;
     let id = handle.submit(op);
     let summary = handle.submit(Op::AwaitBranchSummary);
     handle.submit(Op::Shutdown);
@@ -76,8 +77,16 @@ async fn rewind(params: EngineParams, op: Op) -> anyhow::Result<ExitCode> {
             continue;
         }
         if msg.id != id {
-            if matches!(msg.event, Event::ShutdownComplete) {
-                break;
+            match &msg.event {
+                Event::ShutdownComplete => break,
+                // What opening the session said: a restore a kill interrupted, completed; a
+                // torn tail moved aside.
+                Event::Notice { .. } => {
+                    if let Some(line) = super::notices::line(&msg.event) {
+                        errln!("codewhale: {line}");
+                    }
+                }
+                _ => {}
             }
             continue;
         }
@@ -104,6 +113,10 @@ async fn rewind(params: EngineParams, op: Op) -> anyhow::Result<ExitCode> {
                     errln!("codewhale: could not restore {path}: {why}");
                     code = ExitCode::from(1);
                 }
+            }
+            Event::BranchSummary { state: BranchSummaryState::Dropped, reason, .. } => {
+                let why = reason.unwrap_or_else(|| "it could not be written".into());
+                errln!("codewhale: no summary of the branch left was written: {why}");
             }
             Event::ComposerText { text } => {
                 let first = text.lines().next().unwrap_or_default();

@@ -370,12 +370,18 @@ pub fn commands_markdown() -> String {
          `shell` command's edits are too when the workspace is a git work tree (snapshots of \
          the worktree before and after the command, `.gitignore` honoured, kept in \
          Codewhale's own store, never in the repository). Outside git, a command's edits \
-         cannot be taken back: they read as changed by someone else.\n\
+         cannot be taken back: they read as changed by someone else, and a restore over them says \
+         so.\n\
          - From the shell, `codewhale rewind [--session ID | --last] --to ENTRY [--code | \
          --both] [--force]` moves HEAD back to before ENTRY (the conversation, by default), \
          with `--code` takes back only the files tools changed from ENTRY on (HEAD stays), with \
          `--both` both. It prints what it did; a file changed by someone else since is left as \
-         it is and named on stderr with exit code 1, unless `--force` overwrites it. When the \
+         it is and named on stderr with exit code 1, unless `--force` overwrites it; the same \
+         command run again with `--force` takes back exactly those files, even though HEAD has \
+         already moved. It needs no model provider: without one, files and HEAD are restored \
+         and only the branch summary is skipped, with the reason on stderr. A rewind killed \
+         halfway is completed by the next open of the session (the same command, `resume`, \
+         `exec --last`), which says so. When the \
          rewind leaves a branch of two or more messages, it waits for that branch's summary \
          (at most `compaction.branch_summary_timeout_sec`, default 60 s) and says whether one \
          was written; none (a timeout, a provider error) is said on stderr and does not change \

@@ -12,6 +12,7 @@ mod mcp_cli;
 mod one_truth_pty;
 mod peer_habits_pty;
 mod pty;
+mod restore_kill;
 mod rewind_cli;
 mod rewind_pty;
 mod sandbox;

@@ -190,3 +190,98 @@ async fn rewind_waits_for_the_branch_summary_and_says_when_there_is_none() {
     let summaries = after.iter().filter(|l| l["kind"] == "branch_summary").count();
     assert_eq!(summaries, 1, "none for the second branch");
 }
+
+/// A `--both` rewind leaves a file edited by hand since and says to run again with `--force`;
+/// that rerun, after HEAD has moved, takes back exactly that file (docs/cli.md, *rewind*).
+/// Without any provider configured, restoring files still works: only the branch summary
+/// needs a model, and it is skipped with the reason.
+#[tokio::test]
+async fn the_force_a_rewind_advises_completes_it_and_no_provider_is_needed() {
+    let server = MockServer::start().await.unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    write_in(ws.path(), "b.txt", "old b\n");
+    server.push_all([
+        Reply::tool_calls(vec![
+            codewhale_provider::test_support::ToolCall::new(
+                "w",
+                "write_file",
+                json!({"path": "a.txt", "content": "new a\n"}),
+            ),
+            codewhale_provider::test_support::ToolCall::new(
+                "e",
+                "edit_file",
+                json!({"path": "b.txt", "old_string": "old", "new_string": "new"}),
+            ),
+        ]),
+        Reply::text("changed both"),
+    ]);
+    let base = server.openai_base_url();
+    let run = |args: Vec<&str>| codewhale_at(home.path(), ws.path(), &base, args);
+    let out = run(vec!["exec", "--approval", "full", "change the files"]).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let (_, lines) = session_lines(home.path());
+    let user = lines.iter().find(|l| l["kind"] == "user").unwrap()["id"].as_str().unwrap();
+    let user = user.to_owned();
+
+    // No provider at all: no key, no base URL, nothing in the configuration.
+    let offline = |args: Vec<&str>| {
+        let mut cmd = super::cli::codewhale(home.path(), ws.path());
+        cmd.args(args);
+        async move { cmd.output().await.unwrap() }
+    };
+    write_in(ws.path(), "b.txt", "edited by hand\n");
+    let out = offline(vec!["rewind", "--last", "--to", &user, "--both"]).await;
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(stdout.contains("restored 1 file") && stdout.contains("rewound to"), "{stdout}");
+    assert!(stderr.contains("b.txt") && stderr.contains("--force"), "{stderr}");
+    assert!(
+        stderr.contains("no summary of the branch left was written: it needs a model, and no model provider is configured"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("no tool changed"), "{stderr}");
+    assert!(!ws.path().join("a.txt").exists());
+    assert_eq!(std::fs::read_to_string(ws.path().join("b.txt")).unwrap(), "edited by hand\n");
+
+    // The advice works: the same command with --force takes b.txt back, HEAD moved or not.
+    let out = offline(vec!["rewind", "--last", "--to", &user, "--both", "--force"]).await;
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(stdout.contains("restored 1 file") && stdout.contains("b.txt"), "{stdout}");
+    assert_eq!(std::fs::read_to_string(ws.path().join("b.txt")).unwrap(), "old b\n");
+
+    // And again: nothing left to do, said plainly, exit 0.
+    let out = offline(vec!["rewind", "--last", "--to", &user, "--code"]).await;
+    assert!(out.status.success(), "{}{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(ws.path().join("b.txt")).unwrap(), "old b\n");
+}
+
+/// Outside a git work tree a command's changes are not checkpointed: a rewind says so rather
+/// than leaving them in place silently.
+#[tokio::test]
+async fn outside_git_a_rewind_names_the_commands_it_cannot_take_back() {
+    let server = MockServer::start().await.unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    server.push_all([
+        Reply::tool_call("s", "shell", json!({"command": "echo made > s.txt"})),
+        Reply::text("made it"),
+    ]);
+    let base = server.openai_base_url();
+    let run = |args: Vec<&str>| codewhale_at(home.path(), ws.path(), &base, args);
+    let out = run(vec!["exec", "--approval", "full", "make s.txt"]).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(ws.path().join("s.txt").exists());
+    let (_, lines) = session_lines(home.path());
+    let user = lines.iter().find(|l| l["kind"] == "user").unwrap()["id"].as_str().unwrap();
+    let user = user.to_owned();
+    let out = run(vec!["rewind", "--last", "--to", &user, "--both"]).await;
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("1 command ran since then; what they changed cannot be taken back"),
+        "{stdout}{}",
+        text(&out.stderr)
+    );
+    assert!(stdout.contains("git init"), "{stdout}");
+}

@@ -10,6 +10,11 @@
 //!
 //! After writing, HEAD's view is rendered and checked like a request would be: an import whose
 //! view could not be sent is reported as a failure, with the session kept for inspection.
+//!
+//! An import is listed only once complete: it is written as `<id>.importing` (which `sessions`,
+//! `--last` and `resume` never see) and renamed to `<id>.jsonl` after its last entry is synced.
+//! A kill leaves only the `.importing` file, which a later import removes once it has not
+//! changed for [`STALE_PARTIAL`].
 
 use std::path::{Path, PathBuf};
 
@@ -28,6 +33,10 @@ pub use codewhale_import::{thinking_reason, ImportError, Report, Tool};
 /// Sources up to this size get exact token counts; larger ones an estimate (bytes / 4), so a
 /// 100 MB import is not spent tokenizing.
 pub const EXACT_TOKENS_UP_TO: u64 = 16 * 1024 * 1024;
+
+/// A partial import untouched this long was left by a killed import (a running one appends
+/// continuously) and is removed by the next import.
+pub const STALE_PARTIAL: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// What to import, and where to.
 #[derive(Clone, Copy, Debug)]
@@ -94,7 +103,9 @@ pub fn import(params: &ImportParams<'_>) -> Result<Imported, ImportFailed> {
         .filter(|s| s.imported_from.as_deref() == Some(source_path.as_str()))
         .map(|s| s.id)
         .collect();
+    remove_stale_partials(&dir);
     let mut file: Option<JournalFile> = None;
+    let mut written = 0u64;
     let mut secret_thinking = 0u64;
     let sink = |mut entry: Entry| -> Result<(), ImportError> {
         secret_thinking += signed_thinking_with_secret(&redactor, &entry.payload);
@@ -109,13 +120,17 @@ pub fn import(params: &ImportParams<'_>) -> Result<Imported, ImportFailed> {
             }
         }
         let sink_err = |e: Box<dyn std::error::Error + Send + Sync>| ImportError::Sink(e);
+        written += 1;
+        if written == 3 {
+            crate::pause_point::reached("import:entries");
+        }
         match &mut file {
             Some(f) => f.append(entry).map_err(|e| sink_err(Box::new(e))),
             None => {
                 let Payload::Header(h) = &entry.payload else {
                     return Err(sink_err("the first entry of an import is not a header".into()));
                 };
-                let path = dir.join(format!("{}.jsonl", h.session_id));
+                let path = dir.join(format!("{}.{PARTIAL}", h.session_id));
                 file = Some(JournalFile::create(&path, entry).map_err(|e| sink_err(Box::new(e)))?);
                 Ok(())
             }
@@ -133,7 +148,8 @@ pub fn import(params: &ImportParams<'_>) -> Result<Imported, ImportFailed> {
         }
         .into());
     };
-    let path = file.path().to_path_buf();
+    let partial = file.path().to_path_buf();
+    let path = partial.with_extension("jsonl");
     let view = render(file.journal(), file.journal().head_id().as_str());
     let view_error = check_view(&view).err();
     let mut view_tokens = 0u64;
@@ -153,8 +169,14 @@ pub fn import(params: &ImportParams<'_>) -> Result<Imported, ImportFailed> {
     }
     let write_error = file.close().err();
     if let Some(e) = write_error {
+        let _ = std::fs::remove_file(&partial);
         return Err(ImportError::Sink(Box::new(e)).into());
     }
+    crate::pause_point::reached("import:closed");
+    // Complete: from here on it is a session (the sidecars are named after the id alone).
+    std::fs::rename(&partial, &path)
+        .and_then(|()| sync_dir(&dir))
+        .map_err(|e| ImportError::Sink(Box::new(e)))?;
     if let Some(e) = view_error {
         return Err(ImportFailed::View { path, reason: e.to_string() });
     }
@@ -166,6 +188,39 @@ pub fn import(params: &ImportParams<'_>) -> Result<Imported, ImportFailed> {
         view_tokens_estimated: !exact,
         earlier,
     })
+}
+
+/// The extension of a journal still being imported.
+const PARTIAL: &str = "importing";
+
+/// Removes what killed imports left: `.importing` files untouched for [`STALE_PARTIAL`], with
+/// any sidecar written for them.
+fn remove_stale_partials(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for path in entries.filter_map(Result::ok).map(|e| e.path()) {
+        if path.extension().is_none_or(|e| e != PARTIAL) {
+            continue;
+        }
+        let age = std::fs::symlink_metadata(&path)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok());
+        if age.is_some_and(|age| age >= STALE_PARTIAL) {
+            tracing::info!(path = %path.display(), "removing an import a kill left unfinished");
+            let _ = std::fs::remove_file(&path);
+            let _ = std::fs::remove_file(codewhale_journal::index_path(&path));
+            let _ = std::fs::remove_file(counts::sidecar_path(&path));
+        }
+    }
+}
+
+/// Makes a rename in `dir` durable.
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    std::fs::File::open(dir)?.sync_all()?;
+    #[cfg(not(unix))]
+    let _ = dir;
+    Ok(())
 }
 
 /// Signed thinking blocks redaction will drop whole because they hold a secret.

@@ -18,7 +18,10 @@ pub fn reached(name: &str) {
     if at.as_deref() != Some(name) {
         return;
     }
-    eprintln!("codewhale: paused at {name}");
+    // The engine prints nothing else: this is a test's signal, written straight to stderr.
+    let mut err = std::io::stderr();
+    let _ = std::io::Write::write_fmt(&mut err, format_args!("codewhale: paused at {name}\n"));
+    let _ = std::io::Write::flush(&mut err);
     loop {
         std::thread::sleep(std::time::Duration::from_secs(3600));
     }

@@ -25,12 +25,14 @@ use crate::error::EngineError;
 use crate::events::{self, ApprovalGate, ApprovalReply, EventSink};
 use crate::history_pages::FIRST_PAGE;
 use crate::protocol::{ErrorKind, Event, EventMsg, NoticeLevel, Op, SubmissionId};
-use crate::session::{Resume, Session, SessionParams};
+use crate::session::{Resume, Session};
 use crate::turn::{self, TurnCtx};
 
 mod idle_ops;
+mod open;
 
 use idle_ops::handle_idle_op;
+use open::{open, Need};
 
 /// What [`Engine::spawn`] needs.
 #[derive(Debug, Clone, Default)]
@@ -189,44 +191,6 @@ fn channels() -> (EngineHandle, EventReceiver, Ops, EventSink) {
     let (tx, ops) = mpsc::unbounded_channel();
     let handle = EngineHandle { tx, next: Arc::new(AtomicU64::new(1)), opened: Arc::default() };
     (handle, events, ops, sink)
-}
-
-/// Whether opening needs a model provider.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Need {
-    Model,
-    NoModel,
-}
-
-/// Loads the configuration and opens (or creates) the session `params` names.
-fn open(params: &EngineParams, need: Need) -> Result<Session, EngineError> {
-    // A resumed session works (and is configured) in the directory it was started in.
-    let workspace =
-        crate::session::workspace::for_resume(&params.home, &params.resume, &params.workspace);
-    let config = config::load(&params.home, &workspace, &params.overrides)?;
-    let (provider, no_model) = match (config.resolve_provider(&params.env), need) {
-        (Ok(Some(provider)), _) => (provider, None),
-        (Ok(None), Need::Model) => return Err(EngineError::NoProvider),
-        (Err(e), Need::Model) => return Err(e.into()),
-        (Ok(None), Need::NoModel) => {
-            (config::ResolvedProvider::unconfigured(), Some(EngineError::NoProvider.to_string()))
-        }
-        (Err(e), Need::NoModel) => (config::ResolvedProvider::unconfigured(), Some(e.to_string())),
-    };
-    let mut session = Session::open(SessionParams {
-        home: params.home.clone(),
-        workspace: params.workspace.clone(),
-        config,
-        provider,
-        resume: params.resume.clone(),
-        retry: params.retry.clone(),
-        front_end: params.front_end,
-        home_hint: params.home_hint.clone(),
-        model_explicit: params.overrides.model.is_some(),
-        sandbox_helper: params.sandbox_helper.clone(),
-    })?;
-    session.set_no_model(no_model);
-    Ok(session)
 }
 
 async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: ApprovalGate) {

@@ -85,6 +85,15 @@ impl Setup {
             .env("OPENAI_API_KEY", TEST_API_KEY);
         cmd.output().await.unwrap()
     }
+
+    async fn exec_last(&self, prompt: &str) -> Output {
+        let base_url = self.server.openai_base_url();
+        let mut cmd = self.command();
+        cmd.args(["exec", "--provider", "openai", "--model", "gpt-4.1", "--base-url", &base_url])
+            .args(["--last", prompt])
+            .env("OPENAI_API_KEY", TEST_API_KEY);
+        cmd.output().await.unwrap()
+    }
 }
 
 /// Every tool call of the request is answered by the tool messages right after it, and every
@@ -373,4 +382,53 @@ async fn an_import_belongs_to_its_workspace_and_a_second_import_names_the_first(
     let out = text(&again.stdout);
     assert!(out.contains(&format!("this file was imported before, as session {id}")), "{out}");
     assert!(out.contains(&format!("--home {home}`")), "the hint repeats --home: {out}");
+}
+
+/// An import killed halfway (SIGKILL after a few entries, or after the last one is synced but
+/// before it is renamed into place) leaves nothing `sessions` lists or `--last` picks; the same
+/// import run again writes one complete session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_import_is_never_listed_and_the_next_one_completes() {
+    use tokio::io::AsyncBufReadExt as _;
+    let s = Setup::new().await;
+    let source = s.source("claude/compact.jsonl", &s.tools.path().join("files"), "compact.jsonl");
+    let source = source.to_str().unwrap();
+    for at in ["import:entries", "import:closed"] {
+        let mut cmd = s.command();
+        cmd.args(["import", source])
+            .env(codewhale_engine::pause_point::VAR, at)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = cmd.spawn().unwrap();
+        let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+        let paused = async {
+            while let Some(line) = lines.next_line().await.unwrap() {
+                if line.contains(&format!("paused at {at}")) {
+                    return true;
+                }
+            }
+            false
+        };
+        let paused = tokio::time::timeout(std::time::Duration::from_secs(60), paused).await;
+        assert_eq!(paused, Ok(true), "the import never reached {at}");
+        child.kill().await.unwrap();
+
+        let out = s.run(&["sessions", "--json"]).await;
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let listed: Value = serde_json::from_str(&text(&out.stdout)).unwrap();
+        assert_eq!(listed.as_array().map(Vec::len), Some(0), "{at}: {listed}");
+        let out = s.exec_last("go on").await;
+        assert!(!out.status.success(), "{at}: a partial import is not resumed");
+    }
+    let report = s.import_json(&[source]).await;
+    let id = report["session"].as_str().unwrap();
+    let out = s.run(&["sessions", "--json"]).await;
+    let listed: Value = serde_json::from_str(&text(&out.stdout)).unwrap();
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
+    assert_eq!(listed[0]["id"], id);
+    let out = s
+        .run(&["journal", "check", &format!("{}/sessions/{id}.jsonl", s.home.path().display())])
+        .await;
+    assert!(out.status.success(), "{}", text(&out.stdout));
 }

@@ -11,14 +11,21 @@
 //! [`plan`] is pure: given each message's size and token estimate, which ones may be bounded,
 //! and the budget, it picks one byte cap for all of them — the largest are cut first, down to
 //! the cap, and the smallest never — so that the estimate fits (water-filling). Its invariants:
-//! no bound goes below [`MIN_BOUND_BYTES`]; an existing tighter bound is never loosened; a
-//! message at or under the cap is left alone.
+//! no bound goes below a candidate's floor — [`MIN_BOUND_BYTES`] for a message,
+//! [`TOOL_RESULT_FLOOR_BYTES`] for a tool result, which is cut below 1 KB only when every
+//! message at its 1 KB floor is not enough, so a round of many calls never strands the session;
+//! an existing tighter bound is never loosened; a message at or under the cap is left alone.
 
 use super::message::{Message, Part};
 
 /// No message is bounded below this many bytes (a tool result keeps 512 bytes of head and of
 /// tail; a text keeps a prefix of at least this much in all).
 pub const MIN_BOUND_BYTES: u64 = 1024;
+
+/// The last resort for a tool result (64 bytes of head and of tail around the marker, which
+/// names the entry that holds it whole): only when every candidate at [`MIN_BOUND_BYTES`] does
+/// not fit.
+pub const TOOL_RESULT_FLOOR_BYTES: u64 = 128;
 
 /// What the marker of a shortened message costs, in estimated tokens ("[... 1156 of this
 /// message's 26359 bytes were cut by compaction; entry … holds it whole …]"): counted with every
@@ -34,9 +41,27 @@ pub struct Candidate {
     pub bytes: u64,
     /// Its estimated tokens as it stands.
     pub tokens: u64,
+    /// The fewest bytes it may be cut to ([`MIN_BOUND_BYTES`], or [`TOOL_RESULT_FLOOR_BYTES`]
+    /// for a tool result).
+    pub floor: u64,
 }
 
 impl Candidate {
+    /// A candidate that may be cut to [`MIN_BOUND_BYTES`].
+    pub fn message(index: usize, bytes: u64, tokens: u64) -> Candidate {
+        Candidate { index, bytes, tokens, floor: MIN_BOUND_BYTES }
+    }
+
+    /// A tool result, which may be cut to [`TOOL_RESULT_FLOOR_BYTES`] as a last resort.
+    pub fn tool_result(index: usize, bytes: u64, tokens: u64) -> Candidate {
+        Candidate { index, bytes, tokens, floor: TOOL_RESULT_FLOOR_BYTES }
+    }
+
+    /// The bound a plan's `cap` puts on it.
+    fn cap_for(&self, cap: u64) -> u64 {
+        cap.max(self.floor)
+    }
+
     /// Estimated tokens once cut to `cap` bytes (tokens scale with bytes).
     fn tokens_at(&self, cap: u64) -> u64 {
         if self.bytes <= cap || self.bytes == 0 {
@@ -83,16 +108,18 @@ pub fn plan(candidates: &[Candidate], total: u64, budget: u64) -> BoundPlan {
         return none;
     }
     let cuttable: Vec<&Candidate> =
-        candidates.iter().filter(|c| c.bytes > MIN_BOUND_BYTES && c.tokens > 0).collect();
+        candidates.iter().filter(|c| c.bytes > c.floor && c.tokens > 0).collect();
     let saved_at = |cap: u64| -> u64 {
-        cuttable.iter().map(|c| c.tokens.saturating_sub(c.tokens_at(cap))).sum()
+        cuttable.iter().map(|c| c.tokens.saturating_sub(c.tokens_at(c.cap_for(cap)))).sum()
     };
     let max_bytes = cuttable.iter().map(|c| c.bytes).max().unwrap_or(0);
-    let (cap, fits) = if saved_at(MIN_BOUND_BYTES) < need {
-        (MIN_BOUND_BYTES, false)
+    let lowest = cuttable.iter().map(|c| c.floor).min().unwrap_or(MIN_BOUND_BYTES);
+    let (cap, fits) = if saved_at(lowest) < need {
+        (lowest, false)
     } else {
-        // The largest cap that still saves enough: savings fall as the cap rises.
-        let (mut lo, mut hi) = (MIN_BOUND_BYTES, max_bytes);
+        // The largest cap that still saves enough: savings fall as the cap rises. Below
+        // MIN_BOUND_BYTES only the tool results go lower.
+        let (mut lo, mut hi) = (lowest, max_bytes.max(lowest));
         while lo < hi {
             let mid = lo + (hi - lo).div_ceil(2);
             if saved_at(mid) >= need {
@@ -103,8 +130,11 @@ pub fn plan(candidates: &[Candidate], total: u64, budget: u64) -> BoundPlan {
         }
         (lo, true)
     };
-    let mut bounds: Vec<(usize, u64)> =
-        cuttable.iter().filter(|c| c.bytes > cap).map(|c| (c.index, cap)).collect();
+    let mut bounds: Vec<(usize, u64)> = cuttable
+        .iter()
+        .filter(|c| c.bytes > c.cap_for(cap))
+        .map(|c| (c.index, c.cap_for(cap)))
+        .collect();
     bounds.sort_unstable();
     if bounds.is_empty() {
         return BoundPlan { fits, ..none };
@@ -129,7 +159,7 @@ mod tests {
     use super::*;
 
     fn c(index: usize, bytes: u64, tokens: u64) -> Candidate {
-        Candidate { index, bytes, tokens }
+        Candidate::message(index, bytes, tokens)
     }
 
     #[test]
@@ -159,6 +189,29 @@ mod tests {
         assert_eq!(p.bounds, vec![(0, MIN_BOUND_BYTES)]);
         let nothing = plan(&[c(0, 900, 200)], 10_000, 1_000);
         assert!(!nothing.fits && nothing.bounds.is_empty(), "small messages are never cut");
+    }
+
+    #[test]
+    fn tool_results_go_below_one_kb_only_when_one_kb_each_is_not_enough() {
+        // 64 results of 4 KB (1,000 tokens each) and a 3 KB message: at 1 KB each they still
+        // need about 64 × 298 + 798 tokens, over a budget of 12,000.
+        let mut cands: Vec<Candidate> =
+            (0..64).map(|i| Candidate::tool_result(i, 4_000, 1_000)).collect();
+        cands.push(Candidate::message(64, 3_000, 750));
+        let total = 64 * 1_000 + 750;
+        let p = plan(&cands, total, 12_000);
+        assert!(p.fits, "{p:?}");
+        assert!(total - p.saved <= 12_000);
+        let cap = p.bounds[0].1;
+        assert!(cap < MIN_BOUND_BYTES && cap >= TOOL_RESULT_FLOOR_BYTES, "{cap}");
+        assert_eq!(p.bounds.last(), Some(&(64, MIN_BOUND_BYTES)), "a message keeps 1 KB");
+        // With room for 1 KB each, nothing goes below it.
+        let p = plan(&cands, total, 30_000);
+        assert!(p.fits && p.bounds.iter().all(|&(_, b)| b >= MIN_BOUND_BYTES), "{p:?}");
+        // And past the last resort the plan says it does not fit.
+        let p = plan(&cands, total, 1_000);
+        assert!(!p.fits);
+        assert!(p.bounds[..64].iter().all(|&(_, b)| b == TOOL_RESULT_FLOOR_BYTES), "{p:?}");
     }
 
     #[test]

@@ -159,10 +159,12 @@ fn fit_plan(
         .enumerate()
         .skip(after)
         .filter(|(_, item)| item.kind != ItemKind::Anchor && item.kind != ItemKind::Checkpoint)
-        .map(|(index, _)| Candidate {
-            index,
-            bytes: bound::message_bytes(&plain.messages[index]),
-            tokens: plain.tokens[index],
+        .map(|(index, item)| {
+            let bytes = bound::message_bytes(&plain.messages[index]);
+            match item.kind {
+                ItemKind::ToolResult => Candidate::tool_result(index, bytes, plain.tokens[index]),
+                _ => Candidate::message(index, bytes, plain.tokens[index]),
+            }
         })
         .collect();
     let planned = bound::plan(&candidates, plain.total(), available);

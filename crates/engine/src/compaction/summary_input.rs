@@ -92,7 +92,7 @@ pub fn plan(
     let boundable = |i: usize| !is_checkpoint(&messages[i]) && !messages[i].anchor;
     let candidates: Vec<Candidate> = (0..messages.len())
         .filter(|&i| boundable(i))
-        .map(|i| Candidate { index: i, bytes: bound::message_bytes(&messages[i]), tokens: tok(i) })
+        .map(|i| Candidate::message(i, bound::message_bytes(&messages[i]), tok(i)))
         .collect();
     let bounded = bound::plan(&candidates, total, avail);
     if bounded.fits {

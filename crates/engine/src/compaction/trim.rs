@@ -151,10 +151,12 @@ pub fn fit(
                     && !messages[i].branch_summary
                     && !is_checkpoint(&messages[i])
             })
-            .map(|i| Candidate {
-                index: i,
-                bytes: bound::message_bytes(&messages[i]),
-                tokens: plain.tokens[i],
+            .map(|i| {
+                let bytes = bound::message_bytes(&messages[i]);
+                match view.items[i].kind {
+                    ItemKind::ToolResult => Candidate::tool_result(i, bytes, plain.tokens[i]),
+                    _ => Candidate::message(i, bytes, plain.tokens[i]),
+                }
             })
             .collect();
         let kept: u64 = total.saturating_sub(system);

@@ -375,3 +375,54 @@ async fn the_summary_request_begins_with_the_previous_request() {
         assert!(instruction.contains("Do not call any tool"), "{provider}");
     }
 }
+
+/// One reply of 64 calls (the most that run) whose outputs alone outgrow the window even at
+/// 1 KB each: the protected round is cut below 1 KB per call rather than stranding the session,
+/// and the next turns go on, in both wire formats.
+#[tokio::test]
+async fn one_reply_of_sixty_four_calls_never_strands_the_session() {
+    const CALLS: usize = 64;
+    const WINDOW: u64 = 16_000;
+    for provider in ["openai", "anthropic"] {
+        let h = Harness::new().await;
+        write_files(&h, CALLS);
+        let replied = Arc::new(AtomicUsize::new(0));
+        let count = replied.clone();
+        h.server.respond_with(move |r| {
+            let tokens = body_tokens(r);
+            if tokens > WINDOW {
+                return Reply::fault(Fault::overflow(WINDOW, tokens));
+            }
+            if is_summary_request(&r.body) {
+                return Reply::text(SUMMARY).with_usage(tokens, 200);
+            }
+            if count.fetch_add(1, Ordering::SeqCst) == 0 {
+                let calls = (0..CALLS)
+                    .map(|n| {
+                        let path = format!("f{n}.txt");
+                        codewhale_provider::test_support::ToolCall::new(
+                            format!("call-{n}"),
+                            "read_file",
+                            json!({ "path": path }),
+                        )
+                    })
+                    .collect();
+                return Reply::tool_calls(calls).with_usage(tokens, 2_000);
+            }
+            Reply::text("Read them all.").with_usage(tokens, 10)
+        });
+        let mut engine = spawn_on(&h, provider, WINDOW, Resume::New);
+        let run = engine.turn("read all 64 files at once").await;
+        assert_eq!(run.status, TurnStatus::Completed, "{provider}: {:?}", run.events.last());
+        let run = engine.turn("what did the last one say?").await;
+        assert_eq!(run.status, TurnStatus::Completed, "{provider}: {:?}", run.events.last());
+        engine.shutdown().await;
+        assert_requests_fit(&h, WINDOW);
+        assert_no_orphans(&h);
+        let last =
+            h.server.requests().into_iter().rev().find(|r| !is_summary_request(&r.body)).unwrap();
+        let body = last.body.to_string();
+        assert!(body.contains("what did the last one say?"), "{provider}");
+        assert!(body.contains("call-63"), "{provider}: every call keeps its result");
+    }
+}

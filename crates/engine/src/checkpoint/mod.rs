@@ -48,6 +48,19 @@ pub fn capture(
     change: impl FnOnce() -> Result<String, String>,
 ) -> Result<(String, Option<FileChange>), String> {
     let Some(store) = store else { return change().map(|text| (text, None)) };
+    // Bounded: a file over the store's limit is not kept (nor read for it); the result says so
+    // once.
+    let max = store.max_file_bytes();
+    let size = std::fs::symlink_metadata(path).ok().filter(|m| m.is_file()).map(|m| m.len());
+    if let Some(size) = size.filter(|&s| s > max) {
+        let text = change()?;
+        let named = unkept_once(store, &[(shown.to_owned(), size)]);
+        let text = match named.first() {
+            Some(line) => format!("{text}\n[{line}]"),
+            None => text,
+        };
+        return Ok((text, None));
+    }
     // A directory or an unreadable file: the tool itself says what is wrong.
     let Ok(before) = read_state(path) else { return change().map(|text| (text, None)) };
     let before = keep(store, before.as_deref()).map_err(|e| {
@@ -59,10 +72,35 @@ pub fn capture(
     let text = change()?;
     // The file changed: record what it holds now (it is the content a later restore expects
     // to find). If it cannot be read back, the change is still recorded with what it was.
+    // A new content over the limit is known by its hash alone (a restore goes back to the
+    // `before`, never to it).
     let after = match read_state(path) {
+        Ok(Some(bytes)) if bytes.len() as u64 > max => Some(FileStore::hash(&bytes)),
         Ok(state) => keep(store, state.as_deref()).ok().flatten(),
         Err(_) => None,
     };
     let change = FileChange { path: shown.to_owned(), before, after, extra: Default::default() };
     Ok((text, Some(change)))
+}
+
+/// "big.bin is not kept for rewind: 191 MiB", for each file not named before in this run.
+pub(crate) fn unkept_once(store: &FileStore, skipped: &[(String, u64)]) -> Vec<String> {
+    use std::collections::HashSet;
+    use std::sync::{Mutex, OnceLock, PoisonError};
+    static NAMED: OnceLock<Mutex<HashSet<(std::path::PathBuf, String)>>> = OnceLock::new();
+    let mut named =
+        NAMED.get_or_init(Mutex::default).lock().unwrap_or_else(PoisonError::into_inner);
+    skipped
+        .iter()
+        .filter(|(path, _)| named.insert((store.dir().to_path_buf(), path.clone())))
+        .map(|(path, bytes)| {
+            let mib = |b: u64| format!("{:.1}", b as f64 / (1024.0 * 1024.0));
+            let (size, max) = (mib(*bytes), mib(store.max_file_bytes()));
+            let size = size.trim_end_matches(".0");
+            format!(
+                "{path} is not kept for rewind: {size} MiB, over the {} MiB a checkpoint keeps",
+                max.trim_end_matches(".0")
+            )
+        })
+        .collect()
 }

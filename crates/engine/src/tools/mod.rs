@@ -422,7 +422,7 @@ async fn after_shell(
     let Some((snapshots, store, tree)) = before else { return (Vec::new(), Vec::new()) };
     let changed = tokio::task::spawn_blocking(move || {
         let after = snapshots.snapshot()?;
-        let unkept = unkept_once(&store, &after.skipped);
+        let unkept = crate::checkpoint::unkept_once(&store, &after.skipped);
         snapshots.changes(&store, &tree, &after).map(|files| (files, unkept))
     })
     .await;
@@ -434,28 +434,6 @@ async fn after_shell(
         }
         Err(_) => (Vec::new(), Vec::new()),
     }
-}
-
-/// "big.bin is not kept for rewind: 191 MiB", for each file not named before in this run.
-fn unkept_once(store: &crate::checkpoint::FileStore, skipped: &[(String, u64)]) -> Vec<String> {
-    use std::collections::HashSet;
-    use std::sync::{Mutex, OnceLock, PoisonError};
-    static NAMED: OnceLock<Mutex<HashSet<(PathBuf, String)>>> = OnceLock::new();
-    let mut named =
-        NAMED.get_or_init(Mutex::default).lock().unwrap_or_else(PoisonError::into_inner);
-    skipped
-        .iter()
-        .filter(|(path, _)| named.insert((store.dir().to_path_buf(), path.clone())))
-        .map(|(path, bytes)| {
-            let mib = |b: u64| format!("{:.1}", b as f64 / (1024.0 * 1024.0));
-            let (size, max) = (mib(*bytes), mib(store.max_file_bytes()));
-            let size = size.trim_end_matches(".0");
-            format!(
-                "{path} is not kept for rewind: {size} MiB, over the {} MiB a checkpoint keeps",
-                max.trim_end_matches(".0")
-            )
-        })
-        .collect()
 }
 
 /// What the model reads when it tries to write a redaction marker into a file.

@@ -355,3 +355,54 @@ async fn a_stale_snapshot_lock_does_not_turn_checkpoints_off() {
     assert_eq!(recorded(&path, "s2"), ["a.txt"], "the change after the stale lock is recorded");
     assert!(!lock.exists());
 }
+
+/// `write_file` and `edit_file` keep the same bound as commands: a file over `[checkpoints]
+/// max_file_bytes` is not read into the store before the change, and the result names it once;
+/// a new content over it is known by its hash alone, so the earlier one still comes back.
+#[tokio::test]
+async fn a_big_file_a_tool_writes_is_named_once_and_never_stored() {
+    let h = Harness::new().await;
+    h.config("[checkpoints]\nmax_file_bytes = 1000\n");
+    h.write("big.txt", &"b".repeat(3_000));
+    h.write("small.txt", "small\n");
+    let mut engine = h.spawn(ApprovalMode::Full);
+    h.server.push_all([
+        Reply::tool_call(
+            "w1",
+            "write_file",
+            json!({"path": "big.txt", "content": "x".repeat(2_000)}),
+        ),
+        Reply::tool_call(
+            "w2",
+            "write_file",
+            json!({"path": "big.txt", "content": "y".repeat(2_000)}),
+        ),
+        Reply::tool_call(
+            "w3",
+            "write_file",
+            json!({"path": "small.txt", "content": "z".repeat(2_000)}),
+        ),
+        Reply::text("done"),
+    ]);
+    assert_eq!(engine.turn("write them").await.status, TurnStatus::Completed);
+    let sent = h.tool_results_in_request(1);
+    assert!(sent[0].1.contains("[big.txt is not kept for rewind:"), "{}", sent[0].1);
+    let sent = h.tool_results_in_request(2);
+    assert!(!sent[1].1.contains("not kept for rewind"), "named once: {}", sent[1].1);
+    let path = session_file(h.home.path());
+    assert!(recorded(&path, "w1").is_empty() && recorded(&path, "w2").is_empty());
+    assert_eq!(recorded(&path, "w3"), ["small.txt"]);
+    let store = codewhale_engine::checkpoint::FileStore::beside(&path);
+    assert!(store.size_bytes() < 1_000, "nothing big is stored: {} bytes", store.size_bytes());
+
+    // The small file grew past the limit; /undo still brings back what it was.
+    let events = run_op(&mut engine, Op::Undo { force: false }).await;
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::Notice { message, .. } if message.contains("small.txt"))),
+        "{events:?}"
+    );
+    assert_eq!(h.read("small.txt"), "small\n");
+    engine.shutdown().await;
+}

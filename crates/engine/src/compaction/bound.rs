@@ -203,7 +203,7 @@ mod tests {
         assert!(p.fits, "{p:?}");
         assert!(total - p.saved <= 12_000);
         let cap = p.bounds[0].1;
-        assert!(cap < MIN_BOUND_BYTES && cap >= TOOL_RESULT_FLOOR_BYTES, "{cap}");
+        assert!((TOOL_RESULT_FLOOR_BYTES..MIN_BOUND_BYTES).contains(&cap), "{cap}");
         assert_eq!(p.bounds.last(), Some(&(64, MIN_BOUND_BYTES)), "a message keeps 1 KB");
         // With room for 1 KB each, nothing goes below it.
         let p = plan(&cands, total, 30_000);

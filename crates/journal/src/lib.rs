@@ -58,7 +58,7 @@ pub use fallback_note::{
     checkpoint_note, imported_checkpoint_note, ANCHORS_TITLE as NOTE_ANCHORS_TITLE,
     FILES_TOUCHED_TITLE, NOTE_CLOSING,
 };
-pub use file::{lock_path, JournalFile, OpenError, WriteError};
+pub use file::{holder, lock_path, JournalFile, OpenError, WriteError};
 pub use ids::IdStr;
 pub use journal::{DagProblem, Journal, JournalError, LineRef};
 pub use list::{list_sessions, session_cost_usd, Listing, SessionInfo};

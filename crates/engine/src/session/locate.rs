@@ -77,6 +77,41 @@ pub fn find_last(home: &Path, workspace: &Path) -> Result<PathBuf, EngineError> 
         .ok_or_else(|| EngineError::NoSessionForWorkspace { workspace: workspace.to_owned() })
 }
 
+/// The session `--last` opens: the newest of `workspace` that no other running codewhale holds
+/// (many `exec --last` at once must not pick a session another one created a moment earlier
+/// and fail on its lock), with the line that says so when a newer one was passed over. When
+/// every session of the workspace is held, the newest (opening it then names its holder).
+pub fn find_last_free(
+    home: &Path,
+    workspace: &Path,
+) -> Result<(PathBuf, Option<String>), EngineError> {
+    let dir = sessions_dir(home);
+    let listing =
+        list_sessions(&dir).map_err(|source| EngineError::List { dir: dir.clone(), source })?;
+    let wanted = std::fs::canonicalize(workspace)
+        .unwrap_or_else(|_| workspace.to_owned())
+        .display()
+        .to_string();
+    let mine: Vec<_> = listing.sessions.into_iter().filter(|s| s.cwd == wanted).collect();
+    let Some(newest) = mine.first() else {
+        return Err(EngineError::NoSessionForWorkspace { workspace: workspace.to_owned() });
+    };
+    let Some(pid) = codewhale_journal::holder(&newest.path) else {
+        return Ok((newest.path.clone(), None));
+    };
+    match mine.iter().find(|s| codewhale_journal::holder(&s.path).is_none()) {
+        Some(free) => {
+            let note = format!(
+                "the newest session of this workspace, {}, is open in another codewhale (pid \
+                 {pid}); continuing {}, the newest one free",
+                newest.id, free.id
+            );
+            Ok((free.path.clone(), Some(note)))
+        }
+        None => Ok((newest.path.clone(), None)),
+    }
+}
+
 /// The file a resumed session will be read from, with its size (for a progress line before a
 /// large one is opened); `None` for a new session or one that cannot be found (opening then
 /// says why).

@@ -7,7 +7,7 @@ use codewhale_journal::{HeaderPayload, JournalFile};
 use codewhale_provider::Client;
 
 use super::counts::{self, Counts};
-use super::locate::{find_by_id, find_last, sessions_dir};
+use super::locate::{find_by_id, find_last_free, sessions_dir};
 use super::mcp_tools::{mcp_servers, McpTools};
 use super::{replay, workspace, Resume, Session, SessionParams};
 use crate::approval::Policy;
@@ -24,6 +24,7 @@ impl Session {
         let current = std::fs::canonicalize(&params.workspace)
             .map_err(|source| EngineError::Workspace { path: params.workspace.clone(), source })?;
         let workspace = current.clone();
+        let mut passed_over = None;
         let (journal, warnings, resumed) = match &params.resume {
             Resume::New => {
                 let id = uuid::Uuid::now_v7().hyphenated().to_string();
@@ -39,12 +40,15 @@ impl Session {
                 (file, w, true)
             }
             Resume::Last => {
-                let (file, w) = JournalFile::open(&find_last(&params.home, &current)?)?;
+                let (path, note) = find_last_free(&params.home, &current)?;
+                let (file, w) = JournalFile::open(&path)?;
+                passed_over = note;
                 (file, w, true)
             }
         };
         let mut notices: Vec<(NoticeLevel, String)> =
             warnings.iter().map(|w| (NoticeLevel::Warning, w.to_string())).collect();
+        notices.extend(passed_over.map(|n| (NoticeLevel::Warning, n)));
         let workspace = if resumed {
             let placement = workspace::resumed(&journal.journal().header().cwd, &current);
             notices.extend(placement.notice);

@@ -140,6 +140,24 @@ fn holder_is_this_process(file: &mut File) -> bool {
     read.is_ok() && pid.trim() == std::process::id().to_string()
 }
 
+/// The pid of another live process that holds the journal at `path` open, read without
+/// taking the lock (so a probe never makes a concurrent opener fail): its lock file exists,
+/// names a pid other than this process's, and that process is running. A lock file left by a
+/// process that died is not a holder.
+pub fn holder(path: &Path) -> Option<String> {
+    let pid = std::fs::read_to_string(lock_path(path)).ok()?;
+    let pid = pid.trim();
+    if pid.is_empty()
+        || pid == std::process::id().to_string()
+        || !pid.bytes().all(|b| b.is_ascii_digit())
+    {
+        return None;
+    }
+    let alive =
+        if cfg!(target_os = "linux") { Path::new("/proc").join(pid).exists() } else { true };
+    alive.then(|| pid.to_owned())
+}
+
 /// The lock file of a journal: `<file>.lock`.
 pub fn lock_path(path: &Path) -> PathBuf {
     let mut s = path.as_os_str().to_owned();

@@ -31,8 +31,8 @@ use crate::sidecar::{Reported, Tracker};
 mod lock;
 mod writer;
 
-pub use lock::lock_path;
 use lock::Lock;
+pub use lock::{holder, lock_path};
 use writer::{Msg, Reply, Writer};
 
 /// Why a journal could not be opened or created.

@@ -632,3 +632,45 @@ async fn compact_on_a_young_session_sends_nothing() {
     );
     assert_eq!(s.server.requests().len(), sent, "no request was paid for");
 }
+
+/// `exec --last` while another codewhale holds the newest session of the workspace (it was
+/// started a moment earlier and is still answering) continues the newest free one and says so,
+/// instead of failing on the other's lock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn last_passes_over_a_session_another_codewhale_holds() {
+    let s = Setup::new().await;
+    s.server.push(Reply::text("first answer"));
+    let out = s.exec(&["first"]).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let first = s.sessions().remove(0);
+    let first_id = first.file_stem().unwrap().to_string_lossy().into_owned();
+
+    s.server.push(Reply::text("slow answer").after(std::time::Duration::from_secs(4)));
+    s.server.push(Reply::text("third answer"));
+    let mut busy = s.command();
+    busy.arg("exec")
+        .args(["--provider", "openai", "--model", "gpt-4.1"])
+        .args(["--base-url", &s.server.openai_base_url(), "second"])
+        .env("OPENAI_API_KEY", TEST_API_KEY)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true);
+    let mut busy = busy.spawn().unwrap();
+    // The second session exists and is held once its request is out.
+    for _ in 0..400 {
+        if s.server.requests().len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(s.sessions().len(), 2);
+
+    let out = s.exec(&["--last", "third"]).await;
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(text(&out.stdout), "third answer\n");
+    assert!(stderr.contains("is open in another codewhale (pid"), "{stderr}");
+    assert!(stderr.contains(&format!("continuing {first_id}")), "{stderr}");
+    assert!(kinds(&first).iter().filter(|k| *k == "user").count() == 2, "third went to the first");
+    assert!(busy.wait().await.unwrap().success());
+}

@@ -37,6 +37,7 @@ mod commit;
 pub mod cut;
 pub mod extract;
 pub(crate) mod judge;
+pub mod lean;
 pub mod matrix;
 pub mod message;
 pub mod note;

@@ -61,6 +61,9 @@ pub(crate) struct Summarizer {
     /// Another model than the session's writes the note (`compaction_model`): the kept tail
     /// is sent bounded, without a shared prefix.
     pub other_model: bool,
+    /// The shared prefix would take over a third of the summarizer's window: requests go
+    /// without it, the transcript flattened ([`super::lean`]).
+    pub lean: bool,
     /// Where what its requests cost is counted, and the summarizing model's price.
     pub spend: crate::spend::Meter,
     pub price: Option<codewhale_provider::Price>,
@@ -76,14 +79,22 @@ impl Summarizer {
         } else {
             Limits::for_model(session.config(), model)
         };
+        let prefix = session.budget().system_tokens();
+        let lean = super::lean::wanted(prefix, limits.window);
+        let (system, tools, system_tokens) = if lean {
+            (super::lean::system_prompt(), Vec::new(), super::lean::system_tokens())
+        } else {
+            (session.system_prompt().clone(), session.tool_specs(), prefix)
+        };
         Summarizer {
             client: session.client().clone(),
-            system: session.system_prompt().clone(),
-            tools: session.tool_specs(),
+            system,
+            tools,
             limits,
             calibration: session.budget().calibration(),
-            system_tokens: session.budget().system_tokens(),
+            system_tokens,
             other_model: model != session.model(),
+            lean,
             spend: session.spend.summaries.clone(),
             price: session.config().price_of(model),
             clock: session.compaction.clock.clone(),
@@ -376,6 +387,9 @@ fn build_request(
         )));
     }
     all.extend(items.iter().cloned());
+    if job.summarizer.lean {
+        all = super::lean::flatten(all);
+    }
     let mut request = convert::to_request(
         &View { head: EntryId::from_string("summary"), items: all, compaction: None },
         convert::RequestParams {

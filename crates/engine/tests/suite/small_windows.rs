@@ -236,3 +236,88 @@ async fn the_window_of_a_local_model_comes_from_its_server() {
         assert!(h.server.requests().is_empty(), "nothing was POSTed");
     }
 }
+
+/// Project instructions that take the shared prefix past a third of the window: summary
+/// requests go without the prefix (no tool schemas, no instructions), with the calls and
+/// results of the transcript as text, and still end in committed notes, in both wire formats.
+#[tokio::test]
+async fn a_crowded_prefix_is_left_out_of_summary_requests() {
+    for provider in ["openai", "anthropic"] {
+        let h = Harness::new().await;
+        let house_style = prose("Always follow the house style", 420);
+        h.write("AGENTS.md", &house_style);
+        h.write("notes.txt", &prose("notes", 20));
+        h.server.respond_with(move |r| {
+            let tokens = body_tokens(r);
+            if tokens > NUM_CTX {
+                return Reply::fault(codewhale_provider::test_support::Fault::overflow(
+                    NUM_CTX, tokens,
+                ));
+            }
+            if is_summary_request(&r.body) {
+                return Reply::text(SUMMARY).with_usage(tokens, 150);
+            }
+            // A read of notes.txt after each user message, then an answer.
+            let last = r.body["messages"].as_array().and_then(|m| m.last()).cloned();
+            let after_result = last.is_some_and(|m| {
+                m["role"] == "tool"
+                    || m["content"]
+                        .as_array()
+                        .is_some_and(|c| c.iter().any(|b| b["type"] == "tool_result"))
+            });
+            if after_result {
+                Reply::text(prose("answer", 20)).with_usage(tokens, 100)
+            } else {
+                let n = r.body.to_string().len();
+                Reply::tool_call(
+                    format!("read-{n}"),
+                    "read_file",
+                    serde_json::json!({"path": "notes.txt"}),
+                )
+                .with_usage(tokens, 20)
+            }
+        });
+        for k in 0..12 {
+            let mut p = params(&h, provider, NUM_CTX);
+            if k > 0 {
+                p.resume = codewhale_engine::session::Resume::Last;
+            }
+            let mut engine: Running = Engine::spawn(p).unwrap().into();
+            let run = engine.turn(&prose(&format!("question {k}"), 25)).await;
+            assert_eq!(
+                run.status,
+                TurnStatus::Completed,
+                "{provider} turn {k}: {:?}",
+                run.events.last()
+            );
+            engine.shutdown().await;
+        }
+        let requests = h.server.requests();
+        let summaries: Vec<_> = requests.iter().filter(|r| is_summary_request(&r.body)).collect();
+        assert!(!summaries.is_empty(), "{provider}: no summary request");
+        for s in &summaries {
+            let body = s.body.to_string();
+            assert!(s.body.get("tools").is_none(), "{provider}: tools in a lean request");
+            assert!(!body.contains("house style"), "{provider}: the instructions were sent");
+            assert!(
+                body.contains("[call read-") && body.contains("[result of call read-"),
+                "{provider}"
+            );
+        }
+        // The live requests keep their prefix whole.
+        let live = requests.iter().rev().find(|r| !is_summary_request(&r.body)).unwrap();
+        assert!(live.body.to_string().contains(house_style.trim()), "{provider}");
+        let journal = reload_checked(&session_file(h.home.path()));
+        let notes = journal.compactions().filter(|(_, r)| r.summary.is_some()).count();
+        assert!(
+            notes >= 1 && summaries.len() <= notes + 1,
+            "{provider}: {} for {notes}",
+            summaries.len()
+        );
+        assert!(
+            requests.iter().all(|r| body_tokens(r) <= NUM_CTX),
+            "{provider}: a request was too long"
+        );
+        assert_no_orphans(&h);
+    }
+}

@@ -17,6 +17,11 @@
 #                                             270 MB session against a mock provider: summary
 #                                             requests, input tokens, wall time next to a Python
 #                                             json.loads of the file, peak memory (bench-compact.sh)
+#   scripts/bench.sh small-windows [TURNS] [openai|anthropic]
+#                                             at 4k, 8k, 16k and 32k windows, TURNS (default 30)
+#                                             one-turn runs of chat and tool calls against a mock
+#                                             model: fixed-prefix tokens, summary requests per
+#                                             note, requests that left messages out
 #   scripts/bench.sh stream [KEYS]            the terminal UI while a 70 KB reply streams: CPU and
 #                                             key latency in a pseudo-terminal (scripts/bench-stream.sh)
 #   scripts/bench.sh background [TURNS] [THINK_MS] [SUMMARY_MS] [openai|anthropic] [RUNS]
@@ -39,6 +44,10 @@ fi
 if [ "${1:-}" = background ]; then
   shift
   exec cargo run --release -q --locked -p codewhale-engine --example background -- "$@"
+fi
+if [ "${1:-}" = small-windows ]; then
+  shift
+  exec cargo run --release -q --locked -p codewhale-engine --example small_windows -- "$@"
 fi
 if [ "${1:-}" = compact ]; then
   shift

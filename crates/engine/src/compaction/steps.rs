@@ -10,9 +10,21 @@ use crate::session::Session;
 /// Output budget of a summary request: room for a 12,000-character note with headroom.
 const SUMMARY_MAX_OUTPUT: u64 = 8_192;
 
-/// The output budget of a summary request under `limits`.
+/// The output budget of a summary request under `limits`. In a small window it is twice the
+/// note's budget (headroom for a model that writes long), not the whole reserved output: a
+/// summary request's input may use what the note does not need of the window.
 pub(crate) fn summary_max_output(limits: &crate::budget::Limits) -> u32 {
-    SUMMARY_MAX_OUTPUT.min(limits.reserved_output).max(1) as u32
+    let mut most = SUMMARY_MAX_OUTPUT.min(limits.reserved_output);
+    if limits.window <= SMALL_WINDOW {
+        most = most.min(small_note_tokens(limits).saturating_mul(2));
+    }
+    most.max(1) as u32
+}
+
+/// The note's budget in a small window, before any cap of the request's output.
+fn small_note_tokens(limits: &crate::budget::Limits) -> u64 {
+    let full = (super::summary::NOTE_MAX_CHARS / 4) as u64;
+    (limits.usable_input / 10).max(MIN_NOTE_TOKENS).min(full)
 }
 
 /// Windows up to this size are small (docs/compaction.md, *Small windows*): the note's budget
@@ -25,11 +37,10 @@ const MIN_NOTE_TOKENS: u64 = 300;
 /// or in a small window about a tenth of usable input (at least 300); never more than a summary
 /// request may write.
 pub(crate) fn note_budget_tokens(limits: &crate::budget::Limits) -> u64 {
-    let full = (super::summary::NOTE_MAX_CHARS / 4) as u64;
     let budget = if limits.window <= SMALL_WINDOW {
-        (limits.usable_input / 10).max(MIN_NOTE_TOKENS).min(full)
+        small_note_tokens(limits)
     } else {
-        full
+        (super::summary::NOTE_MAX_CHARS / 4) as u64
     };
     budget.min(u64::from(summary_max_output(limits)))
 }

@@ -216,7 +216,9 @@ enum Attempt {
 /// The budget of the summarizing model, in estimated tokens.
 fn input_budget(job: &SummaryJob<'_>) -> InputBudget {
     let limits = job.summarizer.limits;
-    let tokens = from_provider(limits.usable_input as f64, job.summarizer.calibration);
+    // A request fits when its input and its output budget fit the window together.
+    let room = limits.window.saturating_sub(u64::from(job.max_output)).min(limits.window);
+    let tokens = from_provider(room as f64, job.summarizer.calibration);
     let instruction = summary::instruction(&Scope::Chunk, job.focus, true, job.note_chars);
     // Exact when the encoder is ready; never waited for (an upper bound instead).
     let instruction = counts::exact_if_ready(&instruction)

@@ -365,9 +365,11 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
         // Idle from the end of what the op started (a turn may have run for minutes).
         idle_since = tokio::time::Instant::now();
     }
-    // The background work of the session stops before it closes: a note or a branch summary
-    // still being written is dropped (it would be for a session nobody has open).
-    crate::compaction::background::close(&mut session).await;
+    // The background work of the session stops before it closes: a note already written is
+    // committed, never thrown away; a note or a branch summary still being written is dropped
+    // (it would be for a session nobody has open).
+    let closing = shutdown.unwrap_or(start);
+    crate::compaction::background::close(&mut session, &sink, closing).await;
     crate::branch_summary::close(&mut session);
     if let Err(err) = session.close().await {
         sink.emit(shutdown.unwrap_or(start), error_event(&err));

@@ -370,3 +370,44 @@ async fn a_note_whose_view_is_still_too_big_is_folded_into_a_foreground_pass() {
     assert!(violations.is_empty(), "{violations:?}");
     assert_no_orphans(&h);
 }
+
+/// In a process that lives for one turn (`exec --last` after `exec --last`), a note started in
+/// the tool loop and still being written when the turn ends is waited for and committed as the
+/// process closes: the next process never sends the same summary request again.
+#[tokio::test]
+async fn a_one_turn_process_commits_the_note_it_started_before_it_exits() {
+    let h = Harness::new().await;
+    h.write("notes.txt", &prose("notes", 200));
+    h.server.respond_with(move |request| {
+        let body = request.body.to_string();
+        let tokens = u64::from(codewhale_engine::tokens::count(&body));
+        if is_summary_request(&request.body) {
+            let slow = Duration::from_millis(400);
+            return Reply::text(SUMMARY).with_usage(tokens, 300).after(slow);
+        }
+        let last = request.body["messages"].as_array().and_then(|m| m.last()).cloned();
+        if last.is_some_and(|m| m["role"] == "tool") {
+            return Reply::text(prose("answer", 150)).with_usage(tokens, 800);
+        }
+        let id = format!("read-{}", body.len());
+        Reply::tool_call(id, "read_file", serde_json::json!({"path": "notes.txt"}))
+            .with_usage(tokens, 20)
+    });
+    let mut background = 0;
+    for k in 0..14 {
+        let mut p = params(&h, "openai", WINDOW);
+        if k > 0 {
+            p.resume = codewhale_engine::session::Resume::Last;
+        }
+        let mut engine: Running = Engine::spawn(p).unwrap().into();
+        let run = engine.turn(&prose(&format!("question {k}"), 150)).await;
+        assert!(run.events.iter().any(|e| matches!(e, Event::TurnFinished { .. })));
+        engine.shutdown().await;
+        background = compactions(&h).iter().filter(|r| r.background).count();
+    }
+    let notes = compactions(&h).iter().filter(|r| r.summary.is_some()).count();
+    let requests = summary_requests(&h).len();
+    assert!(background >= 1, "no note was written in the background: {notes} notes");
+    assert!(requests <= notes + 1, "{requests} summary requests for {notes} notes");
+    assert_no_orphans(&h);
+}

@@ -101,6 +101,9 @@ async fn off_at_zero_and_never_in_a_one_turn_process() {
         past_the_early_mark(&mut engine).await;
         assert!(idle_compaction(&mut engine, Duration::from_secs(2)).await.is_none());
         engine.shutdown().await;
-        assert!(compactions(&h).is_empty(), "{config} {front_end:?}");
+        // A background note ready when the session closes is committed (an `auto` record: it
+        // was paid for), never an idle one.
+        let records = compactions(&h);
+        assert!(records.iter().all(|r| r.trigger != Trigger::Idle), "{config} {front_end:?}");
     }
 }

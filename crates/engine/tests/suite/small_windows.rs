@@ -321,3 +321,64 @@ async fn a_crowded_prefix_is_left_out_of_summary_requests() {
         assert_no_orphans(&h);
     }
 }
+
+/// At 4,096, 8,192 and 16,384 tokens, 30 one-turn runs of about 200-token messages, every other
+/// one with a `read_file` before the answer: notes are committed at the crossings, every summary
+/// request ends in a note (at most one more), none is rejected as too long and none leaves a
+/// message out (`scripts/bench.sh small-windows` prints the same figures).
+#[tokio::test]
+async fn thirty_turns_of_chat_and_tools_at_each_small_window() {
+    for window in [4_096u64, 8_192, 16_384] {
+        let h = Harness::new().await;
+        h.write("notes.txt", &prose("notes", 60));
+        h.server.respond_with(move |r| {
+            let tokens = body_tokens(r);
+            if tokens > window {
+                return Reply::fault(codewhale_provider::test_support::Fault::overflow(
+                    window, tokens,
+                ));
+            }
+            if is_summary_request(&r.body) {
+                return Reply::text(SUMMARY).with_usage(tokens, 200);
+            }
+            let body = r.body.to_string();
+            let last = r.body["messages"].as_array().and_then(|m| m.last()).cloned();
+            let after_result = last.is_some_and(|m| m["role"] == "tool");
+            if body.contains("please read notes.txt") && !after_result {
+                let id = format!("read-{}", body.len());
+                return Reply::tool_call(id, "read_file", serde_json::json!({"path": "notes.txt"}))
+                    .with_usage(tokens, 20);
+            }
+            Reply::text(prose("answer", 20)).with_usage(tokens, 130)
+        });
+        for k in 0..30 {
+            let mut p = params(&h, "openai", window);
+            if k > 0 {
+                p.resume = codewhale_engine::session::Resume::Last;
+            }
+            let mut engine: Running = Engine::spawn(p).unwrap().into();
+            let ask = if k % 2 == 1 { " — please read notes.txt first" } else { "" };
+            let run = engine.turn(&format!("{}{ask}", prose(&format!("question {k}"), 30))).await;
+            assert_eq!(
+                run.status,
+                TurnStatus::Completed,
+                "{window} turn {k}: {:?}",
+                run.events.last()
+            );
+            engine.shutdown().await;
+        }
+        let journal = reload_checked(&session_file(h.home.path()));
+        let notes = journal.compactions().filter(|(_, r)| r.summary.is_some()).count();
+        let requests = h.server.requests();
+        let summaries = requests.iter().filter(|r| is_summary_request(&r.body)).count();
+        assert!(notes >= 2, "{window}: {notes} notes in 30 turns");
+        assert!(summaries <= notes + 1, "{window}: {summaries} summary requests for {notes} notes");
+        assert!(requests.iter().all(|r| body_tokens(r) <= window), "{window}: one was too long");
+        let trimmed = journal.entries().iter().any(|e| {
+            matches!(&e.payload, codewhale_journal::Payload::Assistant(a)
+                if a.reads.as_ref().is_some_and(|r| r.trimmed_before.is_some()))
+        });
+        assert!(!trimmed, "{window}: a request left messages out");
+        assert_no_orphans(&h);
+    }
+}

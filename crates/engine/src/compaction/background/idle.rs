@@ -19,7 +19,7 @@ use codewhale_journal::Trigger;
 use super::{anchors, early_mark, maybe_start, try_commit, used_up, Current, Tried};
 use crate::compaction::plain::PlainView;
 use crate::events::EventSink;
-use crate::protocol::{CompactionTrigger, Event, SubmissionId};
+use crate::protocol::{Event, SubmissionId};
 use crate::session::Session;
 
 /// docs/compaction.md, *Limits and configuration*: idle time before idle compaction.
@@ -48,7 +48,7 @@ pub(crate) async fn on_idle(session: &mut Session, sink: &EventSink) {
     }
     let Some(slot) = session.compaction.note_pass.slot.as_mut() else { return };
     if slot.prepared.is_some() {
-        commit(session, sink).await;
+        commit(session, sink, SubmissionId(0), Trigger::Idle).await;
     } else {
         tracing::info!("idle: the background note is committed when it is ready");
         slot.commit_when_idle = true;
@@ -72,16 +72,22 @@ pub(super) fn wanted(session: &Session) -> bool {
         .is_some_and(|s| s.commit_when_idle && s.prepared.is_some())
 }
 
-/// Commits the prepared note as an `idle` record when the view it yields is below the
-/// threshold and passes every check; otherwise it stays for the threshold (or is dropped when
-/// a check refuses it).
-pub(super) async fn commit(session: &mut Session, sink: &EventSink) {
+/// Commits the prepared note as a record of `trigger` (`idle`; `auto` when the session closes
+/// with a note ready) when the view it yields is below the threshold and passes every check;
+/// otherwise it stays for the threshold (or is dropped when a check refuses it).
+pub(super) async fn commit(
+    session: &mut Session,
+    sink: &EventSink,
+    submission: SubmissionId,
+    trigger: Trigger,
+) {
     let Some(mut slot) = session.compaction.note_pass.slot.take() else { return };
     let Some(mut prepared) = slot.prepared.clone() else {
         session.compaction.note_pass.slot = Some(slot);
         return;
     };
-    prepared.record.trigger = Trigger::Idle;
+    prepared.record.trigger = trigger.clone();
+    let shown = crate::history_pages::trigger_of(&trigger);
     let view = session.render();
     let plain = PlainView::new(&view, |item| session.known_tokens(item));
     let anchors = anchors(session);
@@ -100,21 +106,13 @@ pub(super) async fn commit(session: &mut Session, sink: &EventSink) {
             if let Err(err) = session.sync().await {
                 tracing::error!("cannot sync the idle note: {err}");
             }
-            used_up(session, sink, SubmissionId(0));
-            tracing::info!(id = %done.id, before, after = done.tokens_after, "idle note committed");
+            used_up(session, sink, submission);
+            tracing::info!(id = %done.id, before, after = done.tokens_after, trigger = trigger.as_str(), "ready note committed");
             let (id, figures) = (done.id.to_string(), (done.tokens_before, done.tokens_after));
-            sink.emit(
-                SubmissionId(0),
-                Event::CompactionStarted { trigger: CompactionTrigger::Idle },
-            );
-            let finished = crate::compaction::pass::finished_event(
-                session,
-                &id,
-                CompactionTrigger::Idle,
-                figures,
-            );
-            sink.emit(SubmissionId(0), finished);
-            sink.emit(SubmissionId(0), session.usage_event(None, None));
+            sink.emit(submission, Event::CompactionStarted { trigger: shown });
+            let finished = crate::compaction::pass::finished_event(session, &id, shown, figures);
+            sink.emit(submission, finished);
+            sink.emit(submission, session.usage_event(None, None));
         }
         Tried::FoldIn(_) => {
             // Sound, but the view is still too big: it waits for the threshold's pass.
@@ -123,7 +121,7 @@ pub(super) async fn commit(session: &mut Session, sink: &EventSink) {
         }
         Tried::Discard => {
             slot.stop();
-            used_up(session, sink, SubmissionId(0));
+            used_up(session, sink, submission);
         }
     }
 }

@@ -47,10 +47,12 @@ use crate::events::EventSink;
 use crate::protocol::{BackgroundState, Event, SubmissionId};
 use crate::session::Session;
 
+mod close;
 mod decide;
 pub mod idle;
 pub(crate) mod state;
 
+pub(crate) use close::close;
 pub use decide::{
     early_mark, should_start, snapshot_tail_fraction, stale, wait_bound, Basis, StartCheck,
 };
@@ -244,7 +246,7 @@ pub(crate) async fn settle_idle(session: &mut Session, sink: &EventSink) {
     settle(session, sink, SubmissionId(0)).await;
     if idle::wanted(session) {
         // Asked for by idle compaction, and the session is still idle: commit it now.
-        idle::commit(session, sink).await;
+        idle::commit(session, sink, SubmissionId(0), Trigger::Idle).await;
     }
 }
 
@@ -350,23 +352,6 @@ pub(crate) fn cancel(session: &mut Session, sink: &EventSink, submission: Submis
     if session.compaction.note_pass.drop_slot() {
         tracing::info!(%why, "background note cancelled");
         sink.emit(submission, Event::BackgroundNote { state: None });
-    }
-}
-
-/// On close: a failure already in is journaled; a pass still running is cancelled.
-pub(crate) async fn close(session: &mut Session) {
-    let Some(mut slot) = session.compaction.note_pass.slot.take() else { return };
-    let failure = match slot.task.take() {
-        Some(task) if task.is_finished() => task.await.ok().and_then(Result::err),
-        task => {
-            slot.task = task;
-            None
-        }
-    };
-    slot.stop();
-    if let Some(err) = failure {
-        let (sink, _unheard) = crate::events::channel();
-        failed(session, &sink, SubmissionId(0), err);
     }
 }
 

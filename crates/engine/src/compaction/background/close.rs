@@ -1,0 +1,57 @@
+//! Closing a session with a background note (docs/compaction.md, *Background compaction*):
+//! every answered summary request ends as a committed note, never thrown away and paid for
+//! again by the next process.
+//!
+//! A note already written is committed (trigger `auto`, `background: true`) when the view it
+//! yields is below the threshold and passes every check. In a process that lives for one turn
+//! (`exec`), a note whose request is still in flight is waited for first — at most as long as a
+//! summary request of its model takes ([`wait_bound`]) — since the next `exec --last` would
+//! otherwise send the same request again; in the terminal UI it is dropped. A failure already
+//! in is journaled (the backoff holds across processes); a pass still running is cancelled.
+
+use codewhale_journal::Trigger;
+
+use super::{failed, finish, idle, settle, wait_bound, Finished};
+use crate::events::EventSink;
+use crate::protocol::SubmissionId;
+use crate::session::Session;
+
+/// Closes the background pass of `session` (module docs).
+pub(crate) async fn close(session: &mut Session, sink: &EventSink, submission: SubmissionId) {
+    settle(session, sink, submission).await;
+    if session.one_turn() {
+        wait_for_in_flight(session, sink, submission).await;
+    }
+    if session.compaction.note_pass.slot.as_ref().is_some_and(|s| s.prepared.is_some()) {
+        idle::commit(session, sink, submission, Trigger::Auto).await;
+    }
+    let Some(mut slot) = session.compaction.note_pass.slot.take() else { return };
+    let failure = match slot.task.take() {
+        Some(task) if task.is_finished() => task.await.ok().and_then(Result::err),
+        task => {
+            slot.task = task;
+            None
+        }
+    };
+    slot.stop();
+    if let Some(err) = failure {
+        let (sink, _unheard) = crate::events::channel();
+        failed(session, &sink, SubmissionId(0), err);
+    }
+}
+
+async fn wait_for_in_flight(session: &mut Session, sink: &EventSink, submission: SubmissionId) {
+    let Some(slot) = session.compaction.note_pass.slot.take() else { return };
+    if slot.prepared.is_some() || slot.task.is_none() {
+        session.compaction.note_pass.slot = Some(slot);
+        return;
+    }
+    let bound = wait_bound(session.compaction.clock.measured(&slot.snapshot.summary_model));
+    tracing::info!(?bound, "closing: waiting for the note written in the background");
+    match finish(session, sink, submission, slot, bound).await {
+        Finished::Ready(slot) | Finished::Late(slot) => {
+            session.compaction.note_pass.slot = Some(slot)
+        }
+        Finished::Gone => {}
+    }
+}

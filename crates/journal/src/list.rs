@@ -60,7 +60,7 @@ pub struct Listing {
     pub skipped: Vec<(PathBuf, String)>,
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 struct Counted {
     /// Bytes read: up to the end of the last complete line.
     len: u64,
@@ -68,13 +68,16 @@ struct Counted {
     /// The `cost_usd` figures of those lines, summed.
     #[serde(default)]
     cost_usd: f64,
+    /// The model of the last model switch in those lines (a `system` entry with `model`).
+    #[serde(default)]
+    model: Option<String>,
 }
 
 /// The most of a line cut between two chunks that is kept to be scanned whole.
 const CARRY_CAP: usize = 16 << 20;
 
 /// The version of the cache's format: a cache of another version is counted afresh.
-const CACHE_VERSION: u32 = 2;
+const CACHE_VERSION: u32 = 3;
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct Cache {
@@ -97,12 +100,13 @@ pub fn session_cost_usd(path: &Path) -> io::Result<f64> {
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let mut file = File::open(path)?;
     let len = file.metadata()?.len();
-    let counted = count_lines(&mut file, len, cache.files.get(&name).copied())?;
+    let counted = count_lines(&mut file, len, cache.files.get(&name).cloned())?;
+    let cost = counted.cost_usd;
     if cache.files.get(&name) != Some(&counted) {
         cache.files.insert(name, counted);
         write_cache(&cache_path, &cache);
     }
-    Ok(counted.cost_usd)
+    Ok(cost)
 }
 
 /// Lists the sessions in `dir` (a missing directory has none), newest first.
@@ -127,7 +131,7 @@ pub fn list_sessions(dir: &Path) -> io::Result<Listing> {
             continue;
         }
         let name = dirent.file_name().to_string_lossy().into_owned();
-        match read_session(&path, old_cache.files.get(&name).copied()) {
+        match read_session(&path, old_cache.files.get(&name).cloned()) {
             Ok((info, counted)) => {
                 new_cache.files.insert(name, counted);
                 listing.sessions.push(info);
@@ -197,7 +201,8 @@ fn read_session(path: &Path, cached: Option<Counted>) -> Result<(SessionInfo, Co
         created_at: h.created_at,
         updated,
         provider: h.provider,
-        model: h.model,
+        // The model the session last used: its last switch, else the one it started with.
+        model: counted.model.clone().unwrap_or(h.model),
         imported_from,
     };
     Ok((info, counted))
@@ -286,11 +291,35 @@ fn count_lines(file: &mut File, len: u64, cached: Option<Counted>) -> io::Result
         };
         counted.lines += memchr::memchr_iter(b'\n', whole).count() as u64;
         counted.cost_usd += costs_in(scanned);
+        if let Some(model) = last_model_in(scanned) {
+            counted.model = Some(model);
+        }
         counted.len += carried + whole.len() as u64;
         carry = chunk[last + 1..].to_vec();
         carried = carry.len() as u64;
     }
     Ok(counted)
+}
+
+/// The model of the last model switch in `lines` (whole journal lines as written): the
+/// `payload.model` of the last `system` line that has one. Only lines that name the kind
+/// and a model are parsed.
+fn last_model_in(lines: &[u8]) -> Option<String> {
+    let finder = memchr::memmem::Finder::new(b"\"kind\":\"system\"");
+    let mut last = None;
+    for at in finder.find_iter(lines) {
+        let start = memchr::memrchr(b'\n', &lines[..at]).map_or(0, |p| p + 1);
+        let end = memchr::memchr(b'\n', &lines[at..]).map_or(lines.len(), |p| at + p);
+        let line = &lines[start..end];
+        if memchr::memmem::find(line, b"\"model\":").is_none() {
+            continue;
+        }
+        let value: Option<serde_json::Value> = serde_json::from_slice(line).ok();
+        if let Some(model) = value.as_ref().and_then(|v| v["payload"]["model"].as_str()) {
+            last = Some(model.to_owned());
+        }
+    }
+    last
 }
 
 /// The sum of the `"cost_usd":N` figures in `lines` (whole journal lines as written).

@@ -272,7 +272,22 @@ impl Session {
         self.provider.model = model.to_owned();
         self.budget.set_limits(replay::limits_for(&self.config, model, None));
         self.refresh_system_prompt();
-        let mut notice = SystemPayload::new(Level::Info, format!("model switched to {model}"));
+        self.journal_model_switch(model, None)
+    }
+
+    /// Journals that requests use `model` from here on (`how`: the flag that switched, when not
+    /// `/model`), a `system` entry with `model`, which a reopened session and `codewhale
+    /// context` replay.
+    pub(crate) fn journal_model_switch(
+        &mut self,
+        model: &str,
+        how: Option<&str>,
+    ) -> Result<(), EngineError> {
+        let text = match how {
+            Some(how) => format!("model switched to {model} ({how})"),
+            None => format!("model switched to {model}"),
+        };
+        let mut notice = SystemPayload::new(Level::Info, text);
         notice.model = Some(model.to_owned());
         let parent = self.journal.journal().head_id().clone();
         self.append_entry(Entry::new(Some(parent), notice))

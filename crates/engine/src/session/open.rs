@@ -71,11 +71,12 @@ impl Session {
         if let Some(model) = recorded.model.as_ref().filter(|_| !params.model_explicit) {
             provider.model = model.clone();
         }
-        let learned = if recorded.model.is_none() || !params.model_explicit {
-            recorded.learned_window
-        } else {
-            None
-        };
+        // The model the session last used: its last switch, else the one it started with. A
+        // command line naming another one is a switch, journaled like `/model` (below).
+        let last_used =
+            recorded.model.clone().unwrap_or_else(|| journal.journal().header().model.clone());
+        let switched = resumed && params.model_explicit && provider.model != last_used;
+        let learned = if switched { None } else { recorded.learned_window };
         let limits = replay::limits_for(&params.config, &provider.model, learned);
         let keep = params.config.shell.keep_background.unwrap_or(false);
         let background =
@@ -145,6 +146,10 @@ impl Session {
             confirm_cut: false,
             no_model: None,
         };
+        if switched {
+            let model = session.provider.model.clone();
+            session.journal_model_switch(&model, Some("--model"))?;
+        }
         // A rewind or /undo a kill interrupted is completed before anything else reads the
         // files or the journal.
         if let Some(notice) = crate::checkpoint::intent::finish(&mut session) {

@@ -674,3 +674,45 @@ async fn last_passes_over_a_session_another_codewhale_holds() {
     assert!(kinds(&first).iter().filter(|k| *k == "user").count() == 2, "third went to the first");
     assert!(busy.wait().await.unwrap().success());
 }
+
+/// A model named on the command line of a resumed session is a switch, journaled like
+/// `/model`: `context` and `sessions` report the model the session last used, and the next
+/// `exec --last` goes on with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_named_when_resuming_is_journaled_and_reported() {
+    let s = Setup::new().await;
+    s.server.push_all([Reply::text("one"), Reply::text("two"), Reply::text("three")]);
+    assert!(s.exec(&["first"]).await.status.success());
+    let mut cmd = s.command();
+    cmd.arg("exec")
+        .args(["--provider", "openai", "--model", "other-model"])
+        .args(["--base-url", &s.server.openai_base_url(), "--last", "second"])
+        .env("OPENAI_API_KEY", TEST_API_KEY);
+    let out = cmd.output().await.unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(s.server.last_request().unwrap().body["model"], "other-model");
+
+    let out = s.command().args(["context", "--last", "--json"]).output().await.unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["model"], "other-model", "{report}");
+    let out = s.command().args(["sessions", "--json"]).output().await.unwrap();
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(listed[0]["model"], "other-model", "{listed}");
+
+    // Without --model the session goes on with the one it last used.
+    let mut cmd = s.command();
+    cmd.arg("exec")
+        .args([
+            "--provider",
+            "openai",
+            "--base-url",
+            &s.server.openai_base_url(),
+            "--last",
+            "third",
+        ])
+        .env("OPENAI_API_KEY", TEST_API_KEY);
+    assert!(cmd.output().await.unwrap().status.success());
+    assert_eq!(s.server.last_request().unwrap().body["model"], "other-model");
+    let switches = kinds(&s.sessions()[0]).iter().filter(|k| *k == "system").count();
+    assert_eq!(switches, 1, "one switch journaled, not one per run");
+}

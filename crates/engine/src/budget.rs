@@ -304,6 +304,15 @@ impl Budget {
     /// unless the last request was trimmed to fit: then it is the provider's report of what
     /// was sent, plus what was added since (without a report, the whole view's figure).
     pub fn shown(&self) -> Figure {
+        // A compaction since the last report changed the view by an estimate: the figure is
+        // the estimate of the view as it is now, labelled so (no request has said otherwise),
+        // and the parts shown beside it add up to it.
+        if self.estimated_savings > 0 {
+            return Figure {
+                tokens: self.calibrated(self.raw_estimate()),
+                source: Source::Estimated,
+            };
+        }
         let whole = self.pressure();
         match self.last_reported.filter(|_| self.trimmed) {
             Some(last) => Figure::reported(
@@ -327,6 +336,22 @@ mod tests {
 
     fn limits(window: u64) -> Limits {
         Limits::compute(window, WindowSource::Config, None, DEFAULT_THRESHOLD)
+    }
+
+    #[test]
+    fn after_a_compaction_the_figure_shown_is_the_estimate_of_the_new_view() {
+        let mut b = Budget::new(limits(200_000));
+        b.set_system(SystemCounts { prompt: 1_000, schemas: 1_000 });
+        b.reset_view(10_000);
+        b.record_report(15_000, 12_000);
+        assert_eq!(b.shown().source, Source::Reported);
+        b.record_compaction(3_000, 7_000);
+        let shown = b.shown();
+        assert_eq!(shown.source, Source::Estimated, "no request was sent since");
+        assert_eq!(shown.tokens, b.calibrated(5_000));
+        // The next report is the truth again.
+        b.record_report(6_500, 5_000);
+        assert_eq!(b.shown().source, Source::Reported);
     }
 
     #[test]

@@ -210,6 +210,11 @@ async fn attempt(
     cancel: CancellationToken,
     emit: &(dyn Fn(Event) + Send + Sync),
 ) -> Result<PassOutcome, Stop> {
+    // A pass reports the figure `codewhale context` gives: exact counts, the system prompt's
+    // included, not provisional upper bounds (a `/compact` right after `exec` runs would
+    // otherwise start from a higher figure).
+    crate::tokens::wait_ready();
+    session.settle_counts();
     let view = session.render();
     let plain = plain_of(session, &view);
     // Compared and restated in their redacted form: a secret written into the file by hand

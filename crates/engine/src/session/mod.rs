@@ -408,6 +408,12 @@ impl Session {
         self.counts.has_pending()
     }
 
+    /// Whether any figure of the budget is provisional: an entry's count or the system
+    /// prompt's.
+    pub fn has_provisional_figures(&self) -> bool {
+        self.counts.has_pending() || !self.system_exact
+    }
+
     /// Stops background commands, syncs the journal and releases its lock. After this returns,
     /// another process can open the session.
     pub async fn close(self) -> Result<(), EngineError> {

@@ -66,6 +66,14 @@ pub async fn run_turn(
         outcome = TurnOutcome { status: TurnStatus::Failed, text: String::new() };
     }
     ctx.gate.clear();
+    let asked_for_counts = crate::tokens::is_ready() || crate::tokens::is_building();
+    if ctx.session.one_turn() && ctx.session.has_provisional_figures() && asked_for_counts {
+        // A one-turn process that reports figures (`exec --json` builds the encoder while the
+        // model answers) ends on the exact one, the figure `codewhale context` gives after it,
+        // not the provisional upper bound (docs/cli.md, *Output*).
+        crate::tokens::wait_ready();
+        ctx.emit_usage(None, None);
+    }
     if outcome.status == TurnStatus::Completed && !ctx.session.one_turn() {
         // The user reads and types now: the time a background note is written in.
         let (events, submission) = (ctx.events, ctx.submission);

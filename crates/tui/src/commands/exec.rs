@@ -39,11 +39,16 @@ pub fn run(
     workspace: Option<&Path>,
     args: ExecArgs,
 ) -> anyhow::Result<ExitCode> {
-    // No tokenizer warm-up: a one-prompt turn is decided by the cheap upper bound, and the encoder
-    // is built only when a budget decision needs exact counts (docs/architecture.md, *Budget and
-    // tokens*). The redaction rules are needed on the first append: compiled while the config
-    // loads.
+    // No tokenizer warm-up for plain output: a one-prompt turn is decided by the cheap upper
+    // bound, and the encoder is built only when a budget decision needs exact counts
+    // (docs/architecture.md, *Budget and tokens*). The redaction rules are needed on the first
+    // append: compiled while the config loads.
     codewhale_engine::warm_up_redaction();
+    if args.json {
+        // `--json` reports figures: the last one is exact (what `codewhale context` says after
+        // it), so the encoder is built on another thread while the model answers.
+        codewhale_engine::warm_up();
+    }
     let _log = crate::logging::init(home);
     let prompt = read_prompt(&args.prompt)?;
     if prompt.trim().is_empty() {

@@ -716,3 +716,75 @@ async fn a_model_named_when_resuming_is_journaled_and_reported() {
     let switches = kinds(&s.sessions()[0]).iter().filter(|k| *k == "system").count();
     assert_eq!(switches, 1, "one switch journaled, not one per run");
 }
+
+/// One figure for one fact: the last `usage` event of `exec --json` says the same size of the
+/// next request as `context --last --json` says right after, with the same label, with and
+/// without a usage report from the provider.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_last_usage_event_and_context_agree() {
+    for reported in [true, false] {
+        let s = Setup::new().await;
+        let (call, answer) = (
+            Reply::tool_call("c1", "list_dir", json!({"path": "."})),
+            Reply::text("a long answer with many words in it ".repeat(40)),
+        );
+        if reported {
+            s.server.push_all([call.with_usage(1_358, 40), answer.with_usage(1_500, 300)]);
+        } else {
+            s.server.push_all([call, answer]);
+        }
+        let out = s.exec(&["--json", "list the files and tell me a story"]).await;
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let events: Vec<Value> =
+            text(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let usage = events.iter().rev().find(|e| e["type"] == "usage").unwrap();
+        let out = s.command().args(["context", "--last", "--json"]).output().await.unwrap();
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            usage["pressure"]["tokens"], report["tokens"]["total"],
+            "reported={reported}: {usage} vs {}",
+            report["tokens"]
+        );
+        assert_eq!(usage["pressure"]["source"], report["tokens"]["source"], "reported={reported}");
+    }
+}
+
+/// `compact --last` starts from the figure `context --last` gives right before it, and ends on
+/// the one `context --last` gives right after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compact_reports_the_figures_context_reports() {
+    let s = Setup::new().await;
+    for k in 0..4 {
+        let answer = format!("{} end {k}.", "the parser keeps every span it reads. ".repeat(120));
+        s.server.push(Reply::text(answer).with_usage(1_000 + 900 * k, 500));
+        let last: &[&str] = if k == 0 { &[] } else { &["--last"] };
+        let out = s.exec(&[last, &[&format!("question {k}")]].concat()).await;
+        assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    }
+    let total = |out: &Output| -> u64 {
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        report["tokens"]["total"].as_u64().unwrap()
+    };
+    let context = || {
+        let mut cmd = s.command();
+        cmd.args(["context", "--last", "--json"]);
+        async move { cmd.output().await.unwrap() }
+    };
+    let before = total(&context().await);
+    s.server.push(Reply::text(SUMMARY).with_usage(3_000, 300));
+    let out = s
+        .command()
+        .args(["compact", "--last", "--provider", "openai", "--model", "gpt-4.1"])
+        .args(["--base-url", &s.server.openai_base_url()])
+        .env("OPENAI_API_KEY", TEST_API_KEY)
+        .output()
+        .await
+        .unwrap();
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let after = total(&context().await);
+    assert!(
+        stdout.contains(&format!(": {before} → {after} tokens")),
+        "{before} → {after}: {stdout}"
+    );
+}

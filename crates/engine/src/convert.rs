@@ -5,6 +5,7 @@
 //! consecutive user-role items (tool results, then any user text right after them) become one
 //! user message, tool results first, as Anthropic requires; the checkpoint stays a message of
 //! its own and is a cache breakpoint, so the cached prefix survives until the next compaction;
+//! a branch summary is a message of its own, never glued to the user's message after it;
 //! block bytes (thinking signatures, tool ids and inputs) are carried unchanged; blocks of
 //! unknown types are left out (they cannot be expressed in the normalized request) except
 //! Anthropic's `redacted_thinking`, which is carried opaquely; a pinned note is a text block
@@ -68,9 +69,12 @@ pub fn to_messages(items: &[ViewItem]) -> Vec<Message> {
             continue;
         }
         let is_checkpoint = item.kind == ItemKind::Checkpoint;
+        // A branch summary is a message of its own too: never read as part of the user's
+        // message after it.
+        let alone = is_checkpoint || item.kind == ItemKind::BranchSummary;
         let is_result = matches!(item.content, ItemContent::ToolResult(_));
         match messages.last_mut() {
-            Some(last) if role == Role::User && open_user && !is_checkpoint => {
+            Some(last) if role == Role::User && open_user && !alone => {
                 // A user text after tool results joins them; a tool result never follows user
                 // text inside one message (the view check guarantees results follow their call).
                 let last_is_result =
@@ -87,7 +91,7 @@ pub fn to_messages(items: &[ViewItem]) -> Vec<Message> {
                 messages.push(message);
             }
         }
-        open_user = role == Role::User && !is_checkpoint;
+        open_user = role == Role::User && !alone;
     }
     messages
 }
@@ -228,6 +232,26 @@ mod tests {
         assert!(text.starts_with(ANCHOR_LABEL.trim_end()), "{text}");
         assert!(text.ends_with("\n\nnever push to main"), "the note verbatim: {text}");
         assert_eq!(messages[0].content[1], Block::text("ship the fix"));
+    }
+
+    #[test]
+    fn a_branch_summary_is_a_message_of_its_own_before_the_users_message() {
+        use codewhale_journal::{BranchSummaryPayload, EntryId};
+        let j = journal_of(vec![
+            UserPayload::text("first question").into(),
+            AssistantPayload::new(vec![JBlock::text("an answer")]).into(),
+            BranchSummaryPayload::new(EntryId::from("left"), "tried nom; it failed").into(),
+            UserPayload::text("edited question").into(),
+        ]);
+        let view = codewhale_journal::render(&j, j.head_id().as_str());
+        let messages = to_messages(&view.items);
+        assert_eq!(messages.len(), 4, "{messages:?}");
+        let summary = format!(
+            "{BRANCH_SUMMARY}tried nom; it failed",
+            BRANCH_SUMMARY = codewhale_journal::BRANCH_SUMMARY_PREFIX
+        );
+        assert_eq!(messages[2].content, [Block::text(summary)]);
+        assert_eq!(messages[3].content, [Block::text("edited question")]);
     }
 
     #[test]

@@ -319,6 +319,13 @@ impl App {
         pending: Option<Pending>,
     ) {
         let Some(Pending::BranchPick { fork }) = pending else { return };
+        if messages.is_empty() {
+            // Nothing to go back to: a notice, and the composer keeps the keys (an empty
+            // picker would swallow what is typed next).
+            let what = if fork { "fork at" } else { "go back to" };
+            self.notice(NoticeKind::Info, format!("no message to {what} yet"));
+            return;
+        }
         let choices = messages
             .into_iter()
             .map(|m| {

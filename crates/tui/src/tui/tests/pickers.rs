@@ -160,6 +160,19 @@ fn esc_twice_on_an_empty_composer_walks_back_through_the_messages_to_edit_one() 
 }
 
 #[test]
+fn esc_twice_on_an_empty_session_says_so_and_the_composer_keeps_the_keys() {
+    let mut h = Harness::new();
+    h.key(KeyCode::Esc, KeyModifiers::NONE);
+    h.key(KeyCode::Esc, KeyModifiers::NONE);
+    h.engine(1, Event::UserMessages { messages: Vec::new() });
+    let screen = h.screen();
+    assert!(screen.contains("no message to fork at yet"), "{screen}");
+    assert!(!screen.contains("fork: start a new branch"), "no empty picker: {screen}");
+    h.type_str("hello");
+    assert!(h.screen().contains("› hello"), "typed text reaches the composer: {}", h.screen());
+}
+
+#[test]
 fn small_honest_words_a_one_line_block_a_cut_short_turn_and_the_mouse() {
     use codewhale_protocol::{TurnStats, TurnStatus};
     let mut h = Harness::new();

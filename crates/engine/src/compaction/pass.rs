@@ -328,6 +328,14 @@ async fn attempt(
                 ) {
                     record.extra.insert("cost_usd".to_owned(), serde_json::json!(own + earlier));
                 }
+                if let Some(earlier) = previous.map(|p| steps::record_usage(&p.record)) {
+                    let own = steps::record_usage(&record);
+                    let usage = serde_json::json!({
+                        "input_tokens": own.0 + earlier.0,
+                        "output_tokens": own.1 + earlier.1,
+                    });
+                    record.extra.insert("usage".to_owned(), usage);
+                }
             }
             let first = record.covers.as_ref().map(|c| c.first.clone());
             let parent = first

@@ -155,6 +155,9 @@ pub(crate) struct SummaryStats {
     pub unread_tokens: u64,
     /// What the job's requests cost, when every one of them had a known price.
     pub cost_usd: Option<f64>,
+    /// The tokens its requests read and wrote, as the provider reported them.
+    pub input_tokens: u64,
+    pub output_tokens: u64,
 }
 
 /// Writes the summary of `job`; the text is the model's, uncapped.
@@ -201,7 +204,10 @@ pub(crate) async fn summarize(
             }
             Err(Attempt::Stop(stop)) => return Err(stop),
             Ok((text, mut stats)) => {
-                stats.cost_usd = job.summarizer.spend.read().since(&spent_before).cost_usd();
+                let spent = job.summarizer.spend.read().since(&spent_before);
+                stats.cost_usd = spent.cost_usd();
+                (stats.input_tokens, stats.output_tokens) =
+                    (spent.input_tokens, spent.output_tokens);
                 return Ok((text, stats));
             }
         }

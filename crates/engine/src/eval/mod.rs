@@ -178,6 +178,9 @@ async fn run_one(
         }
         progress(&format!("  pass {} after turn {}…", passes.len() + 1, index + 1));
         let pass = compact(params, root, &session_id, &mut report.model).await?;
+        // Every request counts, the summarizer's included.
+        report.tokens_in += pass.tokens_in;
+        report.tokens_out += pass.tokens_out;
         progress(&format!(
             "  pass {}: {} ({} → {} tokens)",
             passes.len() + 1,
@@ -221,12 +224,18 @@ async fn compact(
         tokens_before: 0,
         tokens_after: 0,
         note: String::new(),
+        tokens_in: 0,
+        tokens_out: 0,
     };
+    let mut written = None;
     while let Some(msg) = events.recv().await {
         match msg.event {
             Event::SessionConfigured { model: m, .. } => *model = m,
-            Event::CompactionFinished { tokens_before, tokens_after, note, .. } => {
-                out = PassReport { outcome: "compacted".into(), tokens_before, tokens_after, note };
+            Event::CompactionFinished { id, tokens_before, tokens_after, note, .. } => {
+                out.outcome = "compacted".into();
+                (out.tokens_before, out.tokens_after, out.note) =
+                    (tokens_before, tokens_after, note);
+                written = Some(id);
                 break;
             }
             Event::CompactionRefused { reason } => {
@@ -245,6 +254,16 @@ async fn compact(
         }
     }
     shutdown(handle, &mut events).await;
+    // What its summary requests read and wrote, from the record the pass wrote.
+    if let Some(id) = written {
+        let path = root.join("sessions").join(format!("{session}.jsonl"));
+        if let Ok(loaded) = load_read_only(&path) {
+            let record = loaded.journal.compactions().find(|(e, _)| e.id.as_str() == id);
+            if let Some((_, record)) = record {
+                (out.tokens_in, out.tokens_out) = crate::compaction::steps::record_usage(record);
+            }
+        }
+    }
     Ok(out)
 }
 

@@ -91,6 +91,11 @@ pub struct PassReport {
     pub tokens_after: u64,
     /// The note written (empty when none was).
     pub note: String,
+    /// The tokens its summary requests read and wrote, as the provider reported them.
+    #[serde(default)]
+    pub tokens_in: u64,
+    #[serde(default)]
+    pub tokens_out: u64,
 }
 
 /// One scenario's run.
@@ -194,9 +199,14 @@ impl EvalReport {
                 p.via_recall.cell()
             ));
         }
+        out.push_str(
+            "in_view: the fact is in the next request after the pass · via_recall: `recall` \
+             finds it in the journal · answered: the model's answer to the probe holds it\n",
+        );
         let probes: usize = self.scenarios.iter().map(|s| s.probes.len()).sum();
         out.push_str(&format!(
-            "{} scenarios, {probes} probes, {} tokens in, {} out, {:.1} s\n",
+            "{} scenarios, {probes} probes, {} tokens in, {} out (every request, the summaries' \
+             included), {:.1} s\n",
             self.scenarios.len(),
             self.tokens_in,
             self.tokens_out,

@@ -24,7 +24,7 @@ async fn eval(server: &MockServer, home: &std::path::Path, args: &[&str]) -> std
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn floor_only_prints_progress_and_a_report() {
     let server = MockServer::start().await.unwrap();
-    server.respond_with(|_| Reply::text(BLAND));
+    server.respond_with(|_| Reply::text(BLAND).with_usage(1_000, 120));
     let home = tempfile::tempdir().unwrap();
     let out =
         eval(&server, home.path(), &["--floor-only", "--scenario", "two-step-task", "--json"])
@@ -36,9 +36,16 @@ async fn floor_only_prints_progress_and_a_report() {
     assert_eq!(report["scenarios"][0]["name"], "two-step-task");
     assert_eq!(report["categories"]["plan"]["in_view"]["hits"], 2);
     assert_eq!(server.requests().len(), 3, "only the three summary requests");
+    // Every request counts, the summarizer's included.
+    assert_eq!(
+        (report["tokens_in"].as_u64(), report["tokens_out"].as_u64()),
+        (Some(3_000), Some(360))
+    );
     let table = eval(&server, home.path(), &["--floor-only", "--scenario", "two-step-task"]).await;
     let table = text(&table.stdout);
     assert!(table.starts_with("category") && table.contains("after pass 3"), "{table}");
+    assert!(table.contains("in_view: the fact is in the next request"), "a legend: {table}");
+    assert!(table.contains("3000 tokens in, 360 out"), "{table}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

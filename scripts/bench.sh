@@ -22,6 +22,9 @@
 #                                             one-turn runs of chat and tool calls against a mock
 #                                             model: fixed-prefix tokens, summary requests per
 #                                             note, requests that left messages out
+#   scripts/bench.sh bounds                   memory under hostile input: an endless reply, a read
+#                                             of /dev/zero, a 200 MiB file written, 10,000 calls in
+#                                             one reply — peak RSS of each exec (bench-bounds.sh)
 #   scripts/bench.sh stream [KEYS]            the terminal UI while a 70 KB reply streams: CPU and
 #                                             key latency in a pseudo-terminal (scripts/bench-stream.sh)
 #   scripts/bench.sh background [TURNS] [THINK_MS] [SUMMARY_MS] [openai|anthropic] [RUNS]
@@ -48,6 +51,10 @@ fi
 if [ "${1:-}" = small-windows ]; then
   shift
   exec cargo run --release -q --locked -p codewhale-engine --example small_windows -- "$@"
+fi
+if [ "${1:-}" = bounds ]; then
+  shift
+  exec scripts/bench-bounds.sh "$@"
 fi
 if [ "${1:-}" = compact ]; then
   shift

@@ -125,7 +125,8 @@ pub fn import(params: &ImportParams<'_>) -> Result<Imported, ImportFailed> {
             crate::pause_point::reached("import:entries");
         }
         match &mut file {
-            Some(f) => f.append(entry).map_err(|e| sink_err(Box::new(e))),
+            // Not held: an import's memory is its index, whatever the source's size.
+            Some(f) => f.append_unheld(entry).map_err(|e| sink_err(Box::new(e))),
             None => {
                 let Payload::Header(h) = &entry.payload else {
                     return Err(sink_err("the first entry of an import is not a header".into()));
@@ -150,7 +151,22 @@ pub fn import(params: &ImportParams<'_>) -> Result<Imported, ImportFailed> {
     };
     let partial = file.path().to_path_buf();
     let path = partial.with_extension("jsonl");
-    let view = render(file.journal(), file.journal().head_id().as_str());
+    let write_error = file.close().err();
+    if let Some(e) = write_error {
+        let _ = std::fs::remove_file(&partial);
+        return Err(ImportError::Sink(Box::new(e)).into());
+    }
+    crate::pause_point::reached("import:closed");
+    // Complete: from here on it is a session (the sidecars are named after the id alone).
+    std::fs::rename(&partial, &path)
+        .and_then(|()| sync_dir(&dir))
+        .map_err(|e| ImportError::Sink(Box::new(e)))?;
+    // The view is read back from the file, as the next open reads it (lazily: only what it
+    // shows).
+    let loaded = codewhale_journal::load_read_only(&path)
+        .map_err(|e| ImportError::Sink(Box::new(std::io::Error::other(e.to_string()))))?;
+    let journal = loaded.journal;
+    let view = render(&journal, journal.head_id().as_str());
     let view_error = check_view(&view).err();
     let mut view_tokens = 0u64;
     for item in &view.items {
@@ -167,16 +183,6 @@ pub fn import(params: &ImportParams<'_>) -> Result<Imported, ImportFailed> {
         };
         view_tokens += n;
     }
-    let write_error = file.close().err();
-    if let Some(e) = write_error {
-        let _ = std::fs::remove_file(&partial);
-        return Err(ImportError::Sink(Box::new(e)).into());
-    }
-    crate::pause_point::reached("import:closed");
-    // Complete: from here on it is a session (the sidecars are named after the id alone).
-    std::fs::rename(&partial, &path)
-        .and_then(|()| sync_dir(&dir))
-        .map_err(|e| ImportError::Sink(Box::new(e)))?;
     if let Some(e) = view_error {
         return Err(ImportFailed::View { path, reason: e.to_string() });
     }

@@ -212,6 +212,13 @@ impl JournalFile {
     /// An entry that cannot be serialized is refused: nothing is written or applied, and the
     /// journal keeps accepting appends (the file was never touched).
     pub fn append(&mut self, entry: Entry) -> Result<(), WriteError> {
+        let (offset, len, line_no) = self.write_line(&entry)?;
+        self.journal.push_placed(entry, line_no, offset, len);
+        Ok(())
+    }
+
+    /// Hands `entry`'s line to the writer thread: where it lands (offset, length, line number).
+    fn write_line(&mut self, entry: &Entry) -> Result<(u64, u32, u32), WriteError> {
         let line = entry.to_line().map_err(|e| WriteError {
             path: self.path.display().to_string(),
             message: e.to_string(),
@@ -220,8 +227,16 @@ impl JournalFile {
         line.push(b'\n');
         let placed = line.len();
         self.writer.send(Msg::Line(line))?;
-        let (offset, len, line_no) = self.index.place(placed);
-        self.journal.push_placed(entry, line_no, offset, len);
+        Ok(self.index.place(placed))
+    }
+
+    /// [`JournalFile::append`] for a long run of appends nobody reads back while they are
+    /// written (an import): the entry is not kept in memory. Read the file again (after
+    /// [`JournalFile::close`]) to see the entries; this journal's index, HEAD and header stay
+    /// exact.
+    pub fn append_unheld(&mut self, entry: Entry) -> Result<(), WriteError> {
+        let (offset, len, line_no) = self.write_line(&entry)?;
+        self.journal.push_placed_unheld(entry, line_no, offset, len);
         Ok(())
     }
 

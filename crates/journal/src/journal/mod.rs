@@ -161,6 +161,16 @@ impl Journal {
         self.add_line(Line::held(entry, line, meta));
     }
 
+    /// [`Journal::push_placed`] without holding the entry: only its index is kept, and the
+    /// entry is read back from its line when asked for (a long append, like an import, then
+    /// costs what its index costs, not what its entries hold).
+    pub(crate) fn push_placed_unheld(&mut self, entry: Entry, line: u32, offset: u64, len: u32) {
+        let meta = Meta::of(&entry, offset, len);
+        let mut l = Line::held(entry, line, meta);
+        l.entry = None;
+        self.add_line(l);
+    }
+
     pub(crate) fn add_line(&mut self, mut l: Line) {
         let entry = l.entry.take();
         let added = Added {

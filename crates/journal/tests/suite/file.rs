@@ -75,6 +75,29 @@ fn appended_lines_are_one_complete_line_each_and_match_memory() {
     f.close().unwrap();
 }
 
+#[test]
+fn unheld_appends_keep_the_index_and_head_and_read_back_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut f = JournalFile::create_session(dir.path(), HeaderPayload::new("s", "/w")).unwrap();
+    let mut ids = Vec::new();
+    for i in 0..200 {
+        let entry = Entry::new(
+            Some(f.journal().head_id().clone()),
+            codewhale_journal::UserPayload::text(format!("message {i}")),
+        );
+        ids.push(entry.id.clone());
+        f.append_unheld(entry).unwrap();
+    }
+    assert_eq!(f.journal().head_id(), ids.last().unwrap(), "HEAD follows the appends");
+    assert_eq!(f.journal().len(), 201);
+    let path = f.path().to_path_buf();
+    f.close().unwrap();
+    let loaded = codewhale_journal::load_read_only(&path).unwrap().journal;
+    assert_eq!(loaded.head_id(), ids.last().unwrap());
+    let Payload::User(u) = &loaded.get(ids[137].as_str()).unwrap().payload else { panic!() };
+    assert_eq!(u.content[0].as_text(), Some("message 137"));
+}
+
 #[tokio::test]
 async fn async_sync_waits_for_the_data() {
     let dir = tempfile::tempdir().unwrap();

@@ -301,6 +301,9 @@ impl Client {
         match self.config.kind {
             ProviderKind::OpenAi => openai::request::encode(request, options),
             ProviderKind::Anthropic => anthropic::request::encode(request),
+            ProviderKind::OpenAiResponses => {
+                crate::responses::request::encode(request, self.config.reasoning_effort.as_deref())
+            }
         }
     }
 
@@ -387,7 +390,7 @@ impl Client {
             ProviderKind::OpenAi => {
                 openai::decode::decode_whole(&json).map(Attempt::Whole).map_err(|e| (e, None))
             }
-            ProviderKind::Anthropic => {
+            ProviderKind::Anthropic | ProviderKind::OpenAiResponses => {
                 Err((ProviderError::protocol("the server answered without an event stream"), None))
             }
         }
@@ -404,6 +407,7 @@ fn endpoint(kind: ProviderKind, base_url: &str) -> String {
     let base = base_url.trim_end_matches('/');
     match kind {
         ProviderKind::OpenAi => format!("{base}/chat/completions"),
+        ProviderKind::OpenAiResponses => format!("{base}/responses"),
         ProviderKind::Anthropic if base.ends_with("/v1") => format!("{base}/messages"),
         ProviderKind::Anthropic => format!("{base}/v1/messages"),
     }
@@ -414,7 +418,7 @@ fn headers(config: &ProviderConfig) -> Result<HeaderMap, ProviderError> {
     headers.insert(reqwest::header::ACCEPT, HeaderValue::from_static("text/event-stream"));
     let key = config.api_key.as_deref().map(str::trim).filter(|k| !k.is_empty());
     match config.kind {
-        ProviderKind::OpenAi => {
+        ProviderKind::OpenAi | ProviderKind::OpenAiResponses => {
             if let Some(key) = key {
                 headers
                     .insert(reqwest::header::AUTHORIZATION, sensitive(&format!("Bearer {key}"))?);

@@ -13,6 +13,9 @@ pub enum ProviderKind {
     OpenAi,
     /// Anthropic Messages (`POST {base_url}/v1/messages`).
     Anthropic,
+    /// The OpenAI Responses API (`POST {base_url}/responses`): OpenAI's codex models, Azure,
+    /// xAI, OpenRouter.
+    OpenAiResponses,
 }
 
 impl ProviderKind {
@@ -21,13 +24,14 @@ impl ProviderKind {
         match self {
             ProviderKind::OpenAi => "openai",
             ProviderKind::Anthropic => "anthropic",
+            ProviderKind::OpenAiResponses => "openai-responses",
         }
     }
 
     /// The official endpoint, used when no base URL is configured.
     pub fn default_base_url(self) -> &'static str {
         match self {
-            ProviderKind::OpenAi => "https://api.openai.com/v1",
+            ProviderKind::OpenAi | ProviderKind::OpenAiResponses => "https://api.openai.com/v1",
             ProviderKind::Anthropic => "https://api.anthropic.com",
         }
     }
@@ -162,6 +166,8 @@ pub struct ProviderConfig {
     pub idle_timeout: Duration,
     /// How often a silence is said while it lasts ([`crate::StreamEvent::Waiting`]; 30 s).
     pub silence_notice: Duration,
+    /// `reasoning.effort` sent on the Responses API (`low`, `medium`, `high`), when set.
+    pub reasoning_effort: Option<String>,
 }
 
 impl ProviderConfig {
@@ -177,6 +183,7 @@ impl ProviderConfig {
             connect_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(300),
             silence_notice: Duration::from_secs(30),
+            reasoning_effort: None,
         }
     }
 

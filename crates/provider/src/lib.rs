@@ -31,6 +31,7 @@ mod openai;
 mod overflow;
 mod price;
 mod probe;
+pub mod responses;
 mod retry;
 mod sse;
 mod stream;

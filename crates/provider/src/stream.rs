@@ -45,6 +45,9 @@ pub(crate) fn events(
     let decoder = match kind {
         ProviderKind::OpenAi => Decoder::OpenAi(openai::decode::Decoder::new()),
         ProviderKind::Anthropic => Decoder::Anthropic(anthropic::decode::Decoder::new()),
+        ProviderKind::OpenAiResponses => {
+            Decoder::Responses(crate::responses::decode::Decoder::new())
+        }
     };
     let state = StreamState {
         bytes: Some(bytes),
@@ -66,6 +69,7 @@ pub(crate) fn events(
 enum Decoder {
     OpenAi(openai::decode::Decoder),
     Anthropic(anthropic::decode::Decoder),
+    Responses(crate::responses::decode::Decoder),
 }
 
 impl Decoder {
@@ -84,6 +88,7 @@ impl Decoder {
         match self {
             Decoder::OpenAi(decoder) => decoder.on_data(&event.data, out),
             Decoder::Anthropic(decoder) => decoder.on_data(&event.data, out),
+            Decoder::Responses(decoder) => decoder.on_data(&event.data, out),
         }
     }
 
@@ -91,6 +96,7 @@ impl Decoder {
         match self {
             Decoder::OpenAi(decoder) => decoder.is_done(),
             Decoder::Anthropic(decoder) => decoder.is_done(),
+            Decoder::Responses(decoder) => decoder.is_done(),
         }
     }
 
@@ -98,6 +104,7 @@ impl Decoder {
         match self {
             Decoder::OpenAi(_) => "data: [DONE]",
             Decoder::Anthropic(_) => "message_stop",
+            Decoder::Responses(_) => "response.completed",
         }
     }
 }

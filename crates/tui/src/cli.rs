@@ -301,6 +301,9 @@ pub enum ProviderChoice {
     Openai,
     /// Anthropic Messages.
     Anthropic,
+    /// OpenAI's Responses API (codex models; also Azure, xAI, OpenRouter).
+    #[value(name = "openai-responses")]
+    OpenaiResponses,
 }
 
 impl ProviderChoice {
@@ -309,6 +312,7 @@ impl ProviderChoice {
         match self {
             ProviderChoice::Openai => "openai",
             ProviderChoice::Anthropic => "anthropic",
+            ProviderChoice::OpenaiResponses => "openai-responses",
         }
     }
 }

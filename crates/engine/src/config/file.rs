@@ -39,6 +39,7 @@ struct FileConfig {
     approval: Option<ApprovalMode>,
     api_key_env: Option<Spanned<String>>,
     idle_timeout_sec: Option<Spanned<f64>>,
+    reasoning_effort: Option<Spanned<String>>,
     #[serde(default)]
     compaction: FileCompaction,
     #[serde(default)]
@@ -209,6 +210,15 @@ pub fn parse_scoped(path: &Path, text: &str, scope: Scope) -> Result<Config, Con
         }
         t => t.map(|t| std::time::Duration::from_secs_f64(t.into_inner())),
     };
+    let reasoning_effort = match file.reasoning_effort {
+        Some(e) if !matches!(e.get_ref().as_str(), "minimal" | "low" | "medium" | "high") => {
+            return Err(invalid(
+                Some(e.span()),
+                "must be one of \"minimal\", \"low\", \"medium\" or \"high\"".into(),
+            ))
+        }
+        e => e.map(Spanned::into_inner),
+    };
     let max_summary_requests = match file.compaction.max_summary_requests {
         Some(n) if *n.get_ref() == 0 => {
             return Err(invalid(
@@ -304,6 +314,7 @@ pub fn parse_scoped(path: &Path, text: &str, scope: Scope) -> Result<Config, Con
         approval: file.approval,
         api_key_env,
         idle_timeout,
+        reasoning_effort,
         compaction: CompactionConfig {
             threshold,
             compaction_model: file.compaction.compaction_model,
@@ -518,6 +529,7 @@ pub(super) fn parse_provider(name: &str) -> Option<ProviderKind> {
     match name.trim().to_ascii_lowercase().as_str() {
         "openai" => Some(ProviderKind::OpenAi),
         "anthropic" => Some(ProviderKind::Anthropic),
+        "openai-responses" | "responses" => Some(ProviderKind::OpenAiResponses),
         _ => None,
     }
 }

@@ -28,7 +28,10 @@ pub enum ConfigError {
     Read { path: PathBuf, source: std::io::Error },
     #[error("{path}:{line}: bad `{key}`: {message}; fix or remove that line")]
     Invalid { path: PathBuf, line: usize, key: String, message: String },
-    #[error("unknown provider {0:?}; use `openai` (any OpenAI-compatible server) or `anthropic`")]
+    #[error(
+        "unknown provider {0:?}; use `openai` (any OpenAI-compatible server), `anthropic` or \
+         `openai-responses` (OpenAI's Responses API)"
+    )]
     UnknownProvider(String),
     #[error(
         "no API key for {provider}: set {env}, or point --base-url at a server that needs none"
@@ -117,6 +120,9 @@ pub struct Config {
     /// How long a silent server is waited for before the request fails (`idle_timeout_sec`,
     /// default 300 s); a silence is said every 30 s meanwhile.
     pub idle_timeout: Option<std::time::Duration>,
+    /// `reasoning.effort` on the Responses API (`reasoning_effort`: minimal, low, medium,
+    /// high); the server's default when unset.
+    pub reasoning_effort: Option<String>,
     pub api_key_env: Option<String>,
     pub compaction: CompactionConfig,
     pub shell: ShellConfig,
@@ -330,6 +336,7 @@ pub fn default_model(kind: ProviderKind) -> &'static str {
     match kind {
         ProviderKind::OpenAi => "gpt-4.1",
         ProviderKind::Anthropic => "claude-sonnet-4-5",
+        ProviderKind::OpenAiResponses => "gpt-5-codex",
     }
 }
 
@@ -350,6 +357,7 @@ impl Config {
         over(&mut self.approval, other.approval);
         over(&mut self.api_key_env, other.api_key_env);
         over(&mut self.idle_timeout, other.idle_timeout);
+        over(&mut self.reasoning_effort, other.reasoning_effort);
         over(&mut self.compaction.threshold, other.compaction.threshold);
         over(&mut self.compaction.compaction_model, other.compaction.compaction_model);
         over(&mut self.compaction.retained_user_tokens, other.compaction.retained_user_tokens);
@@ -463,6 +471,7 @@ impl Config {
         let (env_base, default_key_name) = match kind {
             ProviderKind::OpenAi => (&env.openai_base_url, "OPENAI_API_KEY"),
             ProviderKind::Anthropic => (&env.anthropic_base_url, "ANTHROPIC_API_KEY"),
+            ProviderKind::OpenAiResponses => (&env.openai_base_url, "OPENAI_API_KEY"),
         };
         let key_name = self.api_key_env.clone().unwrap_or_else(|| default_key_name.to_owned());
         let key = &env.var(&key_name);

@@ -60,6 +60,7 @@ impl Session {
         if let Some(idle) = params.config.idle_timeout {
             provider_config.idle_timeout = idle;
         }
+        provider_config.reasoning_effort = params.config.reasoning_effort.clone();
         if let Some(retry) = params.retry.clone() {
             provider_config = provider_config.with_retry(retry);
         }

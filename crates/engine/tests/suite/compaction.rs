@@ -81,6 +81,16 @@ pub(super) fn summary_requests(h: &Harness) -> Vec<usize> {
 /// Tool call and result ids of a request body, in order, for both wire formats.
 pub(super) fn tool_ids(body: &Value) -> Vec<(bool, String)> {
     let mut out = Vec::new();
+    // The Responses API: `function_call` and `function_call_output` items.
+    for item in body["input"].as_array().into_iter().flatten() {
+        match item["type"].as_str() {
+            Some("function_call") => out.push((true, item["call_id"].as_str().unwrap().to_owned())),
+            Some("function_call_output") => {
+                out.push((false, item["call_id"].as_str().unwrap().to_owned()))
+            }
+            _ => {}
+        }
+    }
     for m in body["messages"].as_array().into_iter().flatten() {
         for call in m["tool_calls"].as_array().into_iter().flatten() {
             out.push((true, call["id"].as_str().unwrap().to_owned()));

@@ -136,7 +136,7 @@ async fn long_turn(provider: &str, calls: usize, window: u64) {
 
 #[tokio::test]
 async fn a_turn_of_forty_calls_at_8k() {
-    for provider in ["openai", "anthropic"] {
+    for provider in ["openai", "anthropic", "openai-responses"] {
         long_turn(provider, 40, 8_192).await;
     }
 }

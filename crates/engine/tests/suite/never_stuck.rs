@@ -16,7 +16,7 @@ use serde_json::json;
 use super::common::{reload_checked, session_file, Harness, Running};
 use super::compaction::{assert_no_orphans, params, prose, summary_requests, SUMMARY};
 
-const PROVIDERS: [&str; 2] = ["openai", "anthropic"];
+const PROVIDERS: [&str; 3] = ["openai", "anthropic", "openai-responses"];
 
 /// Every request sent (summary requests included) is within `window` tokens, counted on the
 /// whole JSON body (a generous upper bound of what the provider counts).

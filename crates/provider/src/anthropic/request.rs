@@ -142,6 +142,9 @@ fn encode_blocks(message: &Message) -> Vec<Value> {
             // The API rejects empty text blocks.
             Block::Text { text } if text.is_empty() => {}
             Block::Text { text } => others.push(json!({"type": "text", "text": text})),
+            // A Responses API reasoning item is that wire's own; Anthropic would reject it.
+            Block::Thinking { signature: Some(signature), .. }
+                if crate::responses::is_reasoning_item(signature) => {}
             Block::Thinking { thinking, signature: Some(signature) } => others.push(json!({
                 "type": "thinking", "thinking": thinking, "signature": signature,
             })),

@@ -1,11 +1,10 @@
 //! An in-process mock provider for tests of this and other crates (feature `test-support`).
 //!
-//! [`MockServer::start`] binds an axum server to `127.0.0.1:0` that speaks both wire formats:
-//! `POST /v1/chat/completions` (and `/chat/completions`) answers as an OpenAI-compatible
-//! server, `POST /v1/messages` as Anthropic. `POST /v1/responses` serves only raw SSE replies
-//! ([`Reply::raw_sse`], [`Reply::sse_file`]), so a client of OpenAI's Responses API (another
-//! tool, in a side-by-side benchmark) can be scripted too. Each request takes the next [`Reply`] from a
-//! queue and is recorded, body and headers, for assertions.
+//! [`MockServer::start`] binds an axum server to `127.0.0.1:0` that speaks the three wire
+//! formats: `POST /v1/chat/completions` (and `/chat/completions`) answers as an
+//! OpenAI-compatible server, `POST /v1/messages` as Anthropic, `POST /v1/responses` (and
+//! `/responses`) as OpenAI's Responses API. Each request takes the next [`Reply`] from a queue
+//! and is recorded, body and headers, for assertions.
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
@@ -30,6 +29,7 @@
 //! [`MockServer::disconnects`].
 
 mod render;
+mod render_responses;
 mod reply;
 
 /// The SSE parser the clients use, for the benchmark that measures it against
@@ -128,6 +128,7 @@ impl MockServer {
             .route("/chat/completions", post(openai))
             .route("/v1/messages", post(anthropic))
             .route("/v1/responses", post(responses))
+            .route("/responses", post(responses))
             .route("/v1/models", get(models))
             .fallback(get_or_not_found)
             .with_state(shared.clone());
@@ -160,7 +161,7 @@ impl MockServer {
     /// A config pointing at this server with [`TEST_API_KEY`] and fast retries.
     pub fn config(&self, kind: ProviderKind) -> ProviderConfig {
         let base = match kind {
-            ProviderKind::OpenAi => self.openai_base_url(),
+            ProviderKind::OpenAi | ProviderKind::OpenAiResponses => self.openai_base_url(),
             ProviderKind::Anthropic => self.anthropic_base_url(),
         };
         ProviderConfig::new(kind, Some(TEST_API_KEY.to_owned()))
@@ -249,28 +250,13 @@ async fn anthropic(
     serve(Wire::Anthropic, state, uri, headers, body)
 }
 
-/// The Responses API is not rendered from scripts: a scripted reply there would come back in
-/// the Chat Completions shape, which its clients cannot read, so only verbatim SSE is served.
 async fn responses(
     state: State<Arc<Shared>>,
     uri: Uri,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let verbatim =
-        |reply: &Reply| matches!(reply.content, Content::RawSse(_) | Content::SseFile(_));
-    let next_is_verbatim = match lock(&state.queue).front() {
-        Some(reply) => verbatim(reply),
-        None => lock(&state.responder).is_some(),
-    };
-    if !next_is_verbatim {
-        return json_response(
-            418,
-            r#"{"error":{"message":"mock server: /v1/responses serves only raw SSE replies; queue one with Reply::raw_sse","type":"mock_unsupported"}}"#,
-            &[],
-        );
-    }
-    serve(Wire::OpenAi, state, uri, headers, body)
+    serve(Wire::Responses, state, uri, headers, body)
 }
 
 async fn models(State(shared): State<Arc<Shared>>, uri: Uri) -> Response {

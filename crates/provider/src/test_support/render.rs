@@ -13,6 +13,8 @@ use super::reply::{Content, Cut, Fault, OverflowShape, Part, Reply};
 pub enum Wire {
     OpenAi,
     Anthropic,
+    /// The OpenAI Responses API: errors in the OpenAI shape, replies as `response.*` events.
+    Responses,
 }
 
 /// What the server sends back.
@@ -75,7 +77,7 @@ fn fault_plan(wire: Wire, fault: &Fault, reply: &Reply, body: &Value, key: Optio
         ),
         Fault::Overloaded => match wire {
             Wire::Anthropic => json(529, error_body(wire, "overloaded_error", "", "Overloaded")),
-            Wire::OpenAi => json(
+            Wire::OpenAi | Wire::Responses => json(
                 503,
                 error_body(
                     wire,
@@ -104,7 +106,7 @@ fn error_body(wire: Wire, anthropic_type: &str, openai_code: &str, message: &str
         Wire::Anthropic => {
             json!({"type": "error", "error": {"type": anthropic_type, "message": message}})
         }
-        Wire::OpenAi => {
+        Wire::OpenAi | Wire::Responses => {
             json!({"error": {"message": message, "type": openai_code, "param": null, "code": openai_code}})
         }
     }
@@ -122,6 +124,13 @@ fn overflow(wire: Wire, shape: OverflowShape, limit: u64, requested: u64) -> Pla
             json!({"type": "error", "error": {
                 "type": "invalid_request_error",
                 "message": format!("prompt is too long: {requested} tokens > {limit} maximum"),
+            }}),
+        ),
+        (OverflowShape::Wire, Wire::Responses) => plan(
+            400,
+            json!({"error": {
+                "message": "Your input exceeds the context window of this model. Please adjust your input and try again.",
+                "type": "invalid_request_error", "param": "input", "code": "context_length_exceeded",
             }}),
         ),
         (OverflowShape::Wire, Wire::OpenAi) => plan(
@@ -177,7 +186,7 @@ fn llama_cpp_error(limit: u64, requested: u64) -> Value {
 }
 
 /// Split `text` into pieces of at most `size` bytes on char boundaries.
-fn pieces(text: &str, size: usize) -> Vec<&str> {
+pub(crate) fn pieces(text: &str, size: usize) -> Vec<&str> {
     let mut out = Vec::new();
     let mut start = 0;
     while start < text.len() {
@@ -193,6 +202,7 @@ fn frames(wire: Wire, parts: &[Part], reply: &Reply, body: &Value) -> Vec<String
     match wire {
         Wire::OpenAi => openai_frames(parts, reply, body, model),
         Wire::Anthropic => anthropic_frames(parts, reply, model),
+        Wire::Responses => super::render_responses::frames(parts, reply, model),
     }
 }
 

@@ -5,20 +5,24 @@ use std::time::Duration;
 use codewhale_provider::test_support::{Fault, OverflowShape, Reply, FAULT_TEXT, TEST_API_KEY};
 use codewhale_provider::{CancellationToken, Client, ErrorKind, ProviderKind, RetryPolicy};
 
-use super::{client, hello, server, BOTH};
+use super::{client, hello, server, WIRES};
 
 #[tokio::test]
 async fn overflow_in_each_wire_shape_is_recognised_with_numbers() {
-    for kind in BOTH {
+    for kind in WIRES {
         let server = server().await;
         server.push(Reply::fault(Fault::overflow(200_000, 215_000)));
         let failure = client(&server, kind)
             .complete(&hello("m"), CancellationToken::new())
             .await
             .unwrap_err();
+        // The Responses API states no numbers ("Your input exceeds the context window of this
+        // model."); the engine then compacts below its own figure.
+        let stated = kind != codewhale_provider::ProviderKind::OpenAiResponses;
+        let (limit, requested) = if stated { (Some(200_000), Some(215_000)) } else { (None, None) };
         assert_eq!(
             failure.error.kind,
-            ErrorKind::ContextOverflow { limit: Some(200_000), requested: Some(215_000) },
+            ErrorKind::ContextOverflow { limit, requested },
             "{kind:?}: {}",
             failure.error
         );
@@ -56,7 +60,7 @@ async fn overflow_in_other_servers_shapes_is_recognised() {
 
 #[tokio::test]
 async fn rate_limits_are_retried_honouring_retry_after() {
-    for kind in BOTH {
+    for kind in WIRES {
         let server = server().await;
         server.push(Reply::fault(Fault::RateLimited { retry_after_secs: Some(0) }));
         server.push(Reply::fault(Fault::RateLimited { retry_after_secs: None }));
@@ -85,7 +89,7 @@ async fn a_retry_after_beyond_the_policy_is_returned_not_waited_for() {
 
 #[tokio::test]
 async fn retries_are_bounded() {
-    for kind in BOTH {
+    for kind in WIRES {
         let server = server().await;
         server.push_all((0..6).map(|_| Reply::fault(Fault::ServerError(500))));
         let failure = client(&server, kind)
@@ -100,7 +104,7 @@ async fn retries_are_bounded() {
 
 #[tokio::test]
 async fn overloaded_and_server_errors_recover() {
-    for kind in BOTH {
+    for kind in WIRES {
         let server = server().await;
         server.push(Reply::fault(Fault::Overloaded));
         server.push(Reply::fault(Fault::ServerError(502)));
@@ -114,7 +118,7 @@ async fn overloaded_and_server_errors_recover() {
 
 #[tokio::test]
 async fn auth_failures_are_not_retried_and_never_show_the_key() {
-    for kind in BOTH {
+    for kind in WIRES {
         let server = server().await;
         server.push(Reply::fault(Fault::Unauthorized));
         server.push(Reply::text("must not be reached"));
@@ -131,7 +135,7 @@ async fn auth_failures_are_not_retried_and_never_show_the_key() {
 
 #[tokio::test]
 async fn bad_requests_are_not_retried() {
-    for kind in BOTH {
+    for kind in WIRES {
         let server = server().await;
         server.push(Reply::fault(Fault::Status { status: 400, body: r#"{"error":{"message":"messages: roles must alternate","type":"invalid_request_error"}}"#.into() }));
         let failure = client(&server, kind)
@@ -197,7 +201,7 @@ async fn mid_stream_failures_hand_back_the_partial_reply() {
         (Fault::DropMidStream, ErrorKind::Network),
         (Fault::EndEarly, ErrorKind::Protocol),
     ];
-    for kind in BOTH {
+    for kind in WIRES {
         for (fault, expected) in cases.clone() {
             let server = server().await;
             server.push(Reply::fault(fault.clone()));
@@ -245,7 +249,7 @@ async fn a_partial_tool_call_is_not_handed_back_as_runnable() {
 
 #[tokio::test]
 async fn a_hangup_before_the_reply_is_retried() {
-    for kind in BOTH {
+    for kind in WIRES {
         let server = server().await;
         server.push(Reply::fault(Fault::Hangup));
         server.push(Reply::text("second time lucky"));
@@ -258,7 +262,7 @@ async fn a_hangup_before_the_reply_is_retried() {
 
 #[tokio::test]
 async fn a_slow_stream_completes() {
-    for kind in BOTH {
+    for kind in WIRES {
         let server = server().await;
         server.push(Reply::text("slow but sure").slow(Duration::from_millis(15)));
         let response =
@@ -329,22 +333,20 @@ async fn connection_refused_is_unreachable_and_names_the_address() {
     assert!(failure.error.to_string().contains("nothing answers at http://127.0.0.1:9"));
 }
 
-/// `/v1/responses` (for scripting a Responses API client next to ours) serves verbatim SSE and
-/// refuses a scripted reply, which it could only send in the wrong shape.
+/// `/v1/responses` answers a scripted reply in the Responses shape, and serves verbatim SSE too
+/// (a fixture, or another tool's client in a side-by-side benchmark).
 #[tokio::test]
-async fn the_responses_route_serves_only_verbatim_streams() {
+async fn the_responses_route_renders_scripts_and_serves_verbatim_streams() {
     let server = server().await;
     let url = format!("{}/responses", server.openai_base_url());
     let http = reqwest::Client::new();
-    server.push(Reply::text("in the chat completions shape"));
-    let refused = http.post(&url).body("{}").send().await.unwrap();
-    assert_eq!(refused.status().as_u16(), 418);
-    assert!(refused.text().await.unwrap().contains("only raw SSE replies"));
-    assert_eq!(server.remaining(), 1, "the refused reply stays queued");
+    server.push(Reply::text("in the responses shape").with_usage(12, 4));
+    let scripted = http.post(&url).body("{}").send().await.unwrap().text().await.unwrap();
+    assert!(scripted.contains("event: response.output_text.delta"), "{scripted}");
+    assert!(scripted.contains("\"input_tokens\":12"), "{scripted}");
     let sse = "event: response.completed\ndata: {\"type\":\"response.completed\"}\n\n";
-    let server = super::server().await;
     server.push(Reply::raw_sse(sse));
-    let served = http.post(format!("{}/responses", server.openai_base_url())).send().await.unwrap();
+    let served = http.post(&url).send().await.unwrap();
     assert_eq!(served.status().as_u16(), 200);
     assert_eq!(served.text().await.unwrap(), sse);
     assert_eq!(server.requests()[0].path, "/v1/responses");
@@ -354,7 +356,7 @@ async fn the_responses_route_serves_only_verbatim_streams() {
 /// output tokens asked for: the turn ends with what came, memory stays bounded.
 #[tokio::test]
 async fn a_reply_that_keeps_coming_is_cut_at_its_bound() {
-    for kind in BOTH {
+    for kind in WIRES {
         let server = server().await;
         // 100 output tokens asked for: at most 1,600 bytes are read.
         let endless = (0..400)

@@ -165,3 +165,46 @@ async fn every_fixture_survives_single_byte_delivery() {
         assert_eq!(whole, bytewise, "{file}");
     }
 }
+
+#[tokio::test]
+async fn responses_reasoning_and_a_function_call() {
+    let file = "responses_reasoning_tool_call.sse";
+    let response = play(ProviderKind::OpenAiResponses, file).await.unwrap();
+    assert_eq!(response.content.len(), 3, "{:?}", response.content);
+    let Block::Thinking { thinking, signature } = &response.content[0] else {
+        panic!("{:?}", response.content)
+    };
+    assert_eq!(thinking, "**Finding the failing test**\n\nRead the test file first.");
+    let item = signature.as_deref().unwrap();
+    assert!(codewhale_provider::responses::is_reasoning_item(item));
+    assert!(item.contains("\"encrypted_content\":\"gAAAAABoofDD"), "{item}");
+    assert_eq!(response.content[1], Block::text("Let me look at the test."));
+    assert_eq!(
+        response.content[2],
+        Block::ToolUse {
+            id: "call_Zq1kF4yB2hT7".into(),
+            name: "read_file".into(),
+            input: json!({"path": "tests/parse.rs", "limit": 200})
+        }
+    );
+    assert_eq!(
+        response.usage,
+        Some(Usage {
+            input_tokens: 12452,
+            output_tokens: 89,
+            cache_read_tokens: 11904,
+            cache_write_tokens: 0
+        })
+    );
+    assert_eq!(response.stop_reason, Some(StopReason::ToolUse));
+}
+
+#[tokio::test]
+async fn responses_failed_is_an_overflow_and_incomplete_keeps_its_text() {
+    let failure =
+        play(ProviderKind::OpenAiResponses, "responses_failed_overflow.sse").await.unwrap_err();
+    assert!(failure.error.is_context_overflow(), "{}", failure.error);
+    let cut = play(ProviderKind::OpenAiResponses, "responses_incomplete.sse").await.unwrap();
+    assert_eq!(cut.text(), "The first half of a long");
+    assert_eq!(cut.stop_reason, Some(StopReason::MaxTokens));
+}

@@ -9,7 +9,9 @@ mod streaming;
 use codewhale_provider::test_support::MockServer;
 use codewhale_provider::{Client, Message, ProviderKind, Request};
 
-pub const BOTH: [ProviderKind; 2] = [ProviderKind::OpenAi, ProviderKind::Anthropic];
+/// Every wire format, each test run against all of them.
+pub const WIRES: [ProviderKind; 3] =
+    [ProviderKind::OpenAi, ProviderKind::Anthropic, ProviderKind::OpenAiResponses];
 
 pub async fn server() -> MockServer {
     MockServer::start().await.expect("mock server starts")

@@ -7,11 +7,11 @@ use codewhale_provider::{
 use futures::StreamExt;
 use serde_json::json;
 
-use super::{client, hello, server, BOTH};
+use super::{client, hello, server, WIRES};
 
 #[tokio::test]
 async fn text_and_usage_arrive_on_both_wires() {
-    for kind in BOTH {
+    for kind in WIRES {
         let server = server().await;
         server.push(
             Reply::text("Hello there, how can I help?").with_usage(120, 9).with_cache(100, 0),
@@ -35,7 +35,7 @@ async fn text_and_usage_arrive_on_both_wires() {
 
 #[tokio::test]
 async fn events_stream_in_order_and_end_with_stop() {
-    for kind in BOTH {
+    for kind in WIRES {
         let server = server().await;
         server.push(Reply::text("abcdefghijklmnop").with_usage(10, 4));
         let mut stream =
@@ -60,7 +60,7 @@ async fn events_stream_in_order_and_end_with_stop() {
 
 #[tokio::test]
 async fn parallel_tool_call_arguments_are_reassembled() {
-    for kind in BOTH {
+    for kind in WIRES {
         let server = server().await;
         let args_a = json!({"path": "src/lib.rs", "offset": 10, "limit": 200});
         let args_b = json!({"command": "cargo test -p codewhale-provider -- --nocapture", "timeout_ms": 60000});
@@ -89,7 +89,7 @@ async fn parallel_tool_call_arguments_are_reassembled() {
 
 #[tokio::test]
 async fn single_byte_chunks_change_nothing() {
-    for kind in BOTH {
+    for kind in WIRES {
         let server = server().await;
         server.push(
             Reply::tool_calls(vec![ToolCall::new("c1", "list_dir", json!({"path": "é ✓"}))])

@@ -36,7 +36,7 @@ No model provider is configured. Set one up in either of these ways:
 
 or write ~/.codewhale/config.toml (or .codewhale/config.toml in your workspace):
 
-  provider = \"anthropic\"        # or \"openai\"
+  provider = \"anthropic\"        # or \"openai\", or \"openai-responses\" (codex models)
   model = \"claude-sonnet-4-5\"
   # base_url = \"http://localhost:8000/v1\"
 

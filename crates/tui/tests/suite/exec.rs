@@ -788,3 +788,63 @@ async fn compact_reports_the_figures_context_reports() {
         "{before} → {after}: {stdout}"
     );
 }
+
+/// `--provider openai-responses`: a tool-loop turn over OpenAI's Responses API — stateless
+/// (`store: false`, the whole conversation each time), the call and its output as items, the
+/// reasoning item sent back unchanged on the next request — and the session goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_loop_over_the_responses_api() {
+    let s = Setup::new().await;
+    s.server.push_all([
+        Reply::parts(vec![
+            codewhale_provider::test_support::Part::Thinking {
+                text: "list first".into(),
+                signature: "gAAAA-encrypted".into(),
+            },
+            codewhale_provider::test_support::Part::ToolCall(
+                codewhale_provider::test_support::ToolCall::new(
+                    "call_1",
+                    "list_dir",
+                    json!({"path": "."}),
+                ),
+            ),
+        ])
+        .with_usage(900, 30),
+        Reply::text("the workspace is empty").with_usage(1_000, 8),
+    ]);
+    let mut cmd = s.command();
+    cmd.arg("exec")
+        .args(["--provider", "openai-responses", "--model", "gpt-5-codex"])
+        .args(["--base-url", &s.server.openai_base_url(), "--approval", "full", "what is here?"])
+        .env("OPENAI_API_KEY", TEST_API_KEY);
+    let out = cmd.output().await.unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "the workspace is empty\n");
+    let requests = s.server.requests();
+    assert_eq!(requests[0].path, "/v1/responses");
+    let second = &requests[1].body;
+    assert_eq!(second["store"], false);
+    assert!(second.get("previous_response_id").is_none());
+    let kinds: Vec<&str> =
+        second["input"].as_array().unwrap().iter().map(|i| i["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["message", "reasoning", "function_call", "function_call_output"]);
+    assert_eq!(second["input"][1]["encrypted_content"], "gAAAA-encrypted", "sent back unchanged");
+    assert_eq!(second["input"][3]["call_id"], "call_1");
+
+    // The session goes on over the same wire.
+    s.server.push(Reply::text("still empty"));
+    let mut cmd = s.command();
+    cmd.arg("exec")
+        .args(["--provider", "openai-responses", "--model", "gpt-5-codex"])
+        .args(["--base-url", &s.server.openai_base_url(), "--last", "and now?"])
+        .env("OPENAI_API_KEY", TEST_API_KEY);
+    let out = cmd.output().await.unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = s
+        .command()
+        .args(["journal", "check", &s.sessions()[0].to_string_lossy()])
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stdout));
+}

@@ -279,6 +279,9 @@ impl App {
     fn on_esc(&mut self) {
         if self.popup_open() {
             self.popups.popup_dismissed = true;
+        } else if self.transcript.has_focus() {
+            // Alt+Up/Down focused a cell: Esc lets go of it first.
+            self.transcript.clear_focus();
         } else if self.lifecycle.busy() {
             self.interrupt();
         } else if !self.composer.is_empty() {

@@ -307,11 +307,19 @@ impl Transcript {
 
     /// The whole output of the focused (or last) tool call, for the pager.
     pub fn target_output(&self) -> Option<(String, String)> {
-        let index = self
-            .focus
-            .or_else(|| self.committed.iter().rposition(|s| s.cell.tool_output().is_some()))?;
-        let cell = &self.committed.get(index)?.cell;
-        cell.tool_output()
+        // A focused cell without output (a capsule, a summary) falls back to the last call.
+        let focused = self.focus.and_then(|i| self.committed.get(i)?.cell.tool_output());
+        focused.or_else(|| self.committed.iter().rev().find_map(|s| s.cell.tool_output()))
+    }
+
+    /// Whether a cell holds the focus (Alt+Up/Down).
+    pub fn has_focus(&self) -> bool {
+        self.focus.is_some()
+    }
+
+    /// Lets go of the focused cell.
+    pub fn clear_focus(&mut self) {
+        self.set_focus(None);
     }
 
     /// The newest reply's markdown (the streaming one, if any).

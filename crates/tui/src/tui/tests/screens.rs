@@ -258,3 +258,84 @@ fn home_end_and_the_mouse_toggle() {
     h.key(KeyCode::Char('m'), KeyModifiers::ALT);
     assert_eq!(h.effects(), [Effect::MouseCapture(true)]);
 }
+
+#[test]
+fn ctrl_t_with_a_capsule_focused_shows_the_last_call_and_esc_lets_go() {
+    use codewhale_protocol::{CompactionKind, CompactionTrigger};
+    let mut h = Harness::new();
+    turn(&mut h, "list the files");
+    h.engine(
+        1,
+        Event::ToolCallRequested {
+            call_id: "l1".into(),
+            name: "list_dir".into(),
+            input: json!({"path": "."}),
+        },
+    );
+    h.engine(
+        1,
+        Event::ToolCallFinished {
+            call_id: "l1".into(),
+            name: "list_dir".into(),
+            is_error: false,
+            output: "Cargo.toml\nsrc/\nREADME.md".into(),
+            end: CallEnd::Completed,
+            exit_code: None,
+            exit_code_in_output: false,
+            reason: None,
+            diff: None,
+        },
+    );
+    h.engine(
+        1,
+        Event::CompactionFinished {
+            id: "c".into(),
+            trigger: CompactionTrigger::Auto,
+            path: CompactionKind::Summary,
+            tokens_before: 9_000,
+            tokens_after: 3_000,
+            covered: 4,
+            retained: 1,
+            note: "## Objective\nList the files.".into(),
+            background: false,
+        },
+    );
+    h.key(KeyCode::Up, KeyModifiers::ALT);
+    h.ctrl('t');
+    let screen = h.screen();
+    assert!(!screen.contains("no tool output to show yet"), "{screen}");
+    assert!(screen.contains("README.md"), "the last call's output: {screen}");
+    h.key(KeyCode::Esc, KeyModifiers::NONE);
+    h.key(KeyCode::Esc, KeyModifiers::NONE);
+    assert!(!h.app.transcript.has_focus(), "Esc lets go of the focus");
+}
+
+#[test]
+fn a_write_approval_in_a_tiny_terminal_shows_its_path_and_diff() {
+    let mut h = Harness::new();
+    h.terminal = Terminal::new(TestBackend::new(40, 12)).unwrap();
+    turn(&mut h, "write it");
+    let diff =
+        "--- a/notes/todo.md\n+++ b/notes/todo.md\n@@ -0,0 +1,2 @@\n+first line\n+second line\n";
+    h.engine(
+        1,
+        Event::ApprovalNeeded {
+            call_id: "w1".into(),
+            name: "write_file".into(),
+            input: json!({"path": "notes/todo.md", "content": "first line\nsecond line\n"}),
+            reason: "approval mode `ask` asks before `write_file`".into(),
+            offers: Vec::new(),
+            diff: Some(diff.into()),
+        },
+    );
+    let mut seen = h.screen();
+    for _ in 0..6 {
+        if seen.contains("+first line") {
+            break;
+        }
+        h.key(KeyCode::Down, KeyModifiers::NONE);
+        seen.push_str(&h.screen());
+    }
+    assert!(seen.contains("notes/todo.md"), "the path: {seen}");
+    assert!(seen.contains("+first line"), "a diff line: {seen}");
+}

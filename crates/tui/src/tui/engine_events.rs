@@ -363,6 +363,11 @@ impl App {
     /// A page of the conversation: the newest one replaces what is shown (a session opened,
     /// HEAD moved); an older one goes above it.
     fn on_history(&mut self, page: HistoryPage, pending: Option<Pending>) {
+        if pending == Some(Pending::KeepTranscript) {
+            // HEAD did not move: what the user saw stays, footers, diffs and notices included;
+            // the restore's notice follows.
+            return;
+        }
         let earlier = page_cells::transcript_of(&page);
         if page.reset {
             self.transcript = earlier;

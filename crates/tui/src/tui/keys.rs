@@ -351,7 +351,11 @@ impl App {
             }
             ViewAction::TakeBack { to, take, fork, force } => {
                 self.views.pop();
-                self.submit(Op::TakeBack { to, take, fork, before: false, force });
+                let moves_head = take.conversation();
+                let id = self.submit(Op::TakeBack { to, take, fork, before: false, force });
+                if let (Some(id), false) = (id, moves_head) {
+                    self.outbox.expect(id, Pending::KeepTranscript);
+                }
             }
             ViewAction::SwitchModel(model) => {
                 self.views.pop();
@@ -363,7 +367,9 @@ impl App {
             }
             ViewAction::Undo { force } => {
                 self.views.pop();
-                self.submit(Op::Undo { force });
+                if let Some(id) = self.submit(Op::Undo { force }) {
+                    self.outbox.expect(id, Pending::KeepTranscript);
+                }
             }
             ViewAction::Import(path) => {
                 self.views.pop();

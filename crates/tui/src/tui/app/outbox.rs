@@ -25,6 +25,9 @@ pub enum Pending {
     TipPick,
     /// `/rewind`, `/fork` or `/undo`: the files a restore would touch, before asking.
     Restore(RestoreTarget),
+    /// A restore that leaves HEAD where it is (`/undo`, taking back the code only): the
+    /// transcript stays as the user saw it, and the restore's notice goes under it.
+    KeepTranscript,
 }
 
 /// A message on its way to the engine: its text and the files mentioned with `@`.

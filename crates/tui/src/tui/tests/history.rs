@@ -172,6 +172,23 @@ fn rewind_asks_what_to_take_back_and_a_second_yes_for_outside_changes() {
     assert!(h.screen().contains("undo: take back the last turn"), "{}", h.screen());
     h.enter();
     assert_eq!(h.ops().last(), Some(&Op::Undo { force: false }));
+    // HEAD did not move: the transcript stays as it was (the notices above included), and the
+    // restore is said once, under it.
+    let before = h.screen();
+    assert!(before.contains("nothing to undo"), "{before}");
+    let undo = h.ops().len() as u64;
+    let page = HistoryPage {
+        head: "n1".into(),
+        items: vec![HistoryItem::User { id: "u1".into(), text: "edit a".into(), covered: false }],
+        older: None,
+        reset: true,
+    };
+    h.engine(undo, Event::History { page });
+    let restored = "restored 1 file to their content before the last turn: src/a.rs";
+    h.engine(undo, Event::Notice { level: NoticeLevel::Info, message: restored.into() });
+    let after = h.screen();
+    assert!(after.contains("nothing to undo"), "the transcript stays: {after}");
+    assert_eq!(after.matches("restored 1 file").count(), 1, "said once: {after}");
 }
 
 #[test]

@@ -181,7 +181,8 @@ fn system_counts(
     let mut specs = crate::tools::specs(compact);
     let servers = session::mcp_servers(config, workspace, home);
     specs.extend(session::mcp_specs(&servers.offered_now()));
-    counts::system_counts(&SystemPrompt::load(workspace, compact).text(), &specs, true).0
+    let prompt = SystemPrompt::load(workspace, compact).text();
+    counts::system_counts_cached(&prompt, &specs, &home.join("cache").join("system-counts.json"))
 }
 
 /// Whether each pinned note of `anchors_text` is carried verbatim by the view.

@@ -8,7 +8,7 @@
 //! in-memory counts are kept between runs in a sidecar beside the journal
 //! ([`load_sidecar`], [`store_sidecar`]), so each entry is counted once, not on every open.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use codewhale_journal::{Block, EntryId, Payload};
@@ -82,6 +82,45 @@ pub fn system_counts(prompt: &str, specs: &[ToolSpec], wait: bool) -> (SystemCou
     };
     (SystemCounts { prompt: count(prompt), schemas: count(&schemas) }, exact)
 }
+
+/// [`system_counts`] exactly, through a small cache in `cache` (`<home>/system-counts.json`,
+/// keyed by a hash of the prompt and the schemas): a report on a session whose entries all
+/// have their counts then builds no encoder (docs/performance.md, *Opening a long session*).
+pub fn system_counts_cached(prompt: &str, specs: &[ToolSpec], cache: &Path) -> SystemCounts {
+    use sha2::{Digest, Sha256};
+    let schemas = serde_json::to_string(specs).unwrap_or_default();
+    let mut hasher = Sha256::new();
+    hasher.update(prompt.as_bytes());
+    hasher.update([0]);
+    hasher.update(schemas.as_bytes());
+    let key: String = hasher.finalize().iter().take(16).map(|b| format!("{b:02x}")).collect();
+    let mut known: BTreeMap<String, (u64, u64)> = std::fs::read(cache)
+        .ok()
+        .filter(|b| b.len() < 64 * 1024)
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    if let Some(&(prompt, schemas)) = known.get(&key) {
+        return SystemCounts { prompt, schemas };
+    }
+    let counted = system_counts(prompt, specs, true).0;
+    // A few workspaces' worth: an old entry goes when the cache is full.
+    while known.len() >= SYSTEM_CACHE_ENTRIES {
+        let Some(first) = known.keys().next().cloned() else { break };
+        known.remove(&first);
+    }
+    known.insert(key, (counted.prompt, counted.schemas));
+    if let Ok(bytes) = serde_json::to_vec(&known) {
+        if let Some(dir) = cache.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let mode = codewhale_journal::replace::PRIVATE;
+        let _ = codewhale_journal::replace::replace_file(cache, mode, &bytes);
+    }
+    counted
+}
+
+/// How many system prompts [`system_counts_cached`] remembers.
+const SYSTEM_CACHE_ENTRIES: usize = 64;
 
 /// `<session>.counts.json` beside the journal: `{"<entry id>": tokens}` for entries whose lines
 /// carry no count. An entry never changes once written, so a stored count never goes stale.

@@ -21,6 +21,8 @@ pub fn run(
     workspace: Option<&Path>,
     args: ContextArgs,
 ) -> anyhow::Result<ExitCode> {
+    // A report logs only when asked (`CODEWHALE_LOG`): it is meant to be instant.
+    let _log = std::env::var_os("CODEWHALE_LOG").and_then(|_| crate::logging::init(home));
     let cwd = super::workspace_dir(workspace)?;
     let resume = match args.session {
         Some(id) => Resume::Id(id),

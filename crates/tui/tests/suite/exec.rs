@@ -848,3 +848,38 @@ async fn a_tool_loop_over_the_responses_api() {
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stdout));
 }
+
+/// `codewhale context` on a session whose counts are all known (in its lines or its sidecar,
+/// and the system prompt's in the cache) builds no token encoder: only new text needs one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_context_report_builds_no_encoder() {
+    let s = Setup::new().await;
+    s.server.push(Reply::text("42").with_usage(1200, 2));
+    assert!(s.exec(&["say the answer"]).await.status.success());
+    let logs_dir = s.home.path().join("logs");
+    let context = || {
+        let mut cmd = s.command();
+        cmd.args(["context", "--last", "--json"]).env("CODEWHALE_LOG", "debug");
+        async move { cmd.output().await.unwrap() }
+    };
+    let logs = || -> String {
+        std::fs::read_dir(&logs_dir)
+            .map(|d| {
+                d.filter_map(Result::ok)
+                    .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let first = context().await;
+    assert!(first.status.success(), "{}", text(&first.stderr));
+    // The first report counts what `exec` left uncounted (and the system prompt).
+    assert!(logs().contains("building the o200k encoder"), "the log is written: {}", logs());
+    let _ = std::fs::remove_dir_all(&logs_dir);
+    let second = context().await;
+    assert!(second.status.success(), "{}", text(&second.stderr));
+    assert_eq!(first.stdout, second.stdout, "the same report");
+    // Logging works (the first run wrote the line); this run has nothing of the kind to say.
+    let logs = logs();
+    assert!(!logs.contains("building the o200k encoder"), "{logs}");
+}

@@ -5,6 +5,11 @@
 #   scripts/bench.sh                          every benchmark of every crate
 #   scripts/bench.sh -p codewhale-journal     one crate
 #   scripts/bench.sh -p codewhale-journal -- list_1000    one crate, benchmarks matching a filter
+#   scripts/bench.sh --compare [--write-baseline]
+#                                             the guarded figures as ratios to references measured
+#                                             in the same run, against benches/baseline.json; more
+#                                             than 15 % worse is a REGRESSION, exit 1
+#                                             (scripts/bench-compare.sh)
 #   scripts/bench.sh open [RUNS]              opening long sessions with the release binary, next
 #                                             to a plain read of the file (scripts/bench-open.sh)
 #   scripts/bench.sh long-turn [CALLS] [WINDOW] [openai|anthropic]
@@ -36,6 +41,10 @@
 # on an otherwise idle machine, since other load inflates the figures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = --compare ]; then
+  shift
+  exec scripts/bench-compare.sh "$@"
+fi
 if [ "${1:-}" = open ]; then
   shift
   exec scripts/bench-open.sh "$@"

@@ -126,6 +126,15 @@ impl SseParser {
     }
 }
 
+/// The JSON of one stream event's `data`, or the protocol error that says it is not JSON.
+pub(crate) fn json_event(data: &str) -> Result<serde_json::Value, crate::error::ProviderError> {
+    serde_json::from_str(data).map_err(|err| {
+        crate::error::ProviderError::protocol(format!(
+            "the server sent a stream event that is not JSON: {err}"
+        ))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

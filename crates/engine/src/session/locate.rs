@@ -62,6 +62,19 @@ pub fn find_by_id(home: &Path, id: &str) -> Result<PathBuf, EngineError> {
 /// may pass what the user typed (`-C ../proj`, a symlink) and must still find the session. A
 /// path that cannot be canonicalized (it no longer exists) is compared as given.
 pub fn find_last(home: &Path, workspace: &Path) -> Result<PathBuf, EngineError> {
+    let mine = sessions_of(home, workspace)?;
+    mine.into_iter()
+        .next()
+        .map(|s| s.path)
+        .ok_or_else(|| EngineError::NoSessionForWorkspace { workspace: workspace.to_owned() })
+}
+
+/// The sessions started in `workspace`, newest first (`workspace` canonicalized as the headers
+/// store it; one that cannot be is compared as given).
+fn sessions_of(
+    home: &Path,
+    workspace: &Path,
+) -> Result<Vec<codewhale_journal::SessionInfo>, EngineError> {
     let dir = sessions_dir(home);
     let listing =
         list_sessions(&dir).map_err(|source| EngineError::List { dir: dir.clone(), source })?;
@@ -69,12 +82,7 @@ pub fn find_last(home: &Path, workspace: &Path) -> Result<PathBuf, EngineError> 
         .unwrap_or_else(|_| workspace.to_owned())
         .display()
         .to_string();
-    listing
-        .sessions
-        .into_iter()
-        .find(|s| s.cwd == wanted)
-        .map(|s| s.path)
-        .ok_or_else(|| EngineError::NoSessionForWorkspace { workspace: workspace.to_owned() })
+    Ok(listing.sessions.into_iter().filter(|s| s.cwd == wanted).collect())
 }
 
 /// The session `--last` opens: the newest of `workspace` that no other running codewhale holds
@@ -85,14 +93,7 @@ pub fn find_last_free(
     home: &Path,
     workspace: &Path,
 ) -> Result<(PathBuf, Option<String>), EngineError> {
-    let dir = sessions_dir(home);
-    let listing =
-        list_sessions(&dir).map_err(|source| EngineError::List { dir: dir.clone(), source })?;
-    let wanted = std::fs::canonicalize(workspace)
-        .unwrap_or_else(|_| workspace.to_owned())
-        .display()
-        .to_string();
-    let mine: Vec<_> = listing.sessions.into_iter().filter(|s| s.cwd == wanted).collect();
+    let mine = sessions_of(home, workspace)?;
     let Some(newest) = mine.first() else {
         return Err(EngineError::NoSessionForWorkspace { workspace: workspace.to_owned() });
     };

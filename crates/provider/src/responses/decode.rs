@@ -55,11 +55,7 @@ impl Decoder {
         if self.done {
             return Ok(());
         }
-        let event: Value = serde_json::from_str(data).map_err(|err| {
-            ProviderError::protocol(format!(
-                "the server sent a stream event that is not JSON: {err}"
-            ))
-        })?;
+        let event = crate::sse::json_event(data)?;
         let kind = event.get("type").and_then(Value::as_str).unwrap_or_default();
         let index = event.get("output_index").and_then(Value::as_u64).unwrap_or(0);
         match kind {

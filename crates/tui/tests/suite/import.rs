@@ -389,30 +389,13 @@ async fn an_import_belongs_to_its_workspace_and_a_second_import_names_the_first(
 /// import run again writes one complete session.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_import_is_never_listed_and_the_next_one_completes() {
-    use tokio::io::AsyncBufReadExt as _;
     let s = Setup::new().await;
     let source = s.source("claude/compact.jsonl", &s.tools.path().join("files"), "compact.jsonl");
     let source = source.to_str().unwrap();
     for at in ["import:entries", "import:closed"] {
         let mut cmd = s.command();
-        cmd.args(["import", source])
-            .env(codewhale_engine::pause_point::VAR, at)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .kill_on_drop(true);
-        let mut child = cmd.spawn().unwrap();
-        let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
-        let paused = async {
-            while let Some(line) = lines.next_line().await.unwrap() {
-                if line.contains(&format!("paused at {at}")) {
-                    return true;
-                }
-            }
-            false
-        };
-        let paused = tokio::time::timeout(std::time::Duration::from_secs(60), paused).await;
-        assert_eq!(paused, Ok(true), "the import never reached {at}");
-        child.kill().await.unwrap();
+        cmd.args(["import", source]);
+        super::support::kill_at(cmd, at).await;
 
         let out = s.run(&["sessions", "--json"]).await;
         assert!(out.status.success(), "{}", text(&out.stderr));

@@ -3,11 +3,8 @@
 //! it and says so, and the same command run again leaves every file back and the journal with
 //! one account of the restore.
 
-use std::process::Stdio;
-
 use codewhale_provider::test_support::{MockServer, Reply, ToolCall, TEST_API_KEY};
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, BufReader};
 
 use super::pty::Pty;
 use super::support::{text, write_in};
@@ -79,21 +76,7 @@ async fn made() -> Made {
 
 /// Runs `args` until it reaches the pause point `at`, then kills it with SIGKILL.
 async fn kill_at(made: &Made, args: &[&str], at: &str) {
-    let mut cmd = made.command(args);
-    cmd.env(PAUSE, at).stdout(Stdio::null()).stderr(Stdio::piped()).kill_on_drop(true);
-    let mut child = cmd.spawn().unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let wait = async {
-        while let Some(line) = lines.next_line().await.unwrap() {
-            if line.contains(&format!("paused at {at}")) {
-                return true;
-            }
-        }
-        false
-    };
-    let reached = tokio::time::timeout(std::time::Duration::from_secs(60), wait).await;
-    assert_eq!(reached, Ok(true), "the rewind never reached {at}");
-    child.kill().await.unwrap();
+    super::support::kill_at(made.command(args), at).await;
 }
 
 fn restores(lines: &[Value]) -> usize {

@@ -25,3 +25,26 @@ pub fn session_texts(home: &Path) -> String {
         .map(|p| std::fs::read_to_string(p).unwrap())
         .collect()
 }
+
+/// Runs `cmd` until the process reaches the pause point `at` (`CODEWHALE_PAUSE_AT`), then
+/// kills it with SIGKILL: a kill in the middle of a multi-step operation.
+pub async fn kill_at(mut cmd: tokio::process::Command, at: &str) {
+    use tokio::io::AsyncBufReadExt as _;
+    cmd.env(codewhale_engine::pause_point::VAR, at)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = cmd.spawn().unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let paused = async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if line.contains(&format!("paused at {at}")) {
+                return true;
+            }
+        }
+        false
+    };
+    let paused = tokio::time::timeout(std::time::Duration::from_secs(60), paused).await;
+    assert_eq!(paused, Ok(true), "the process never reached {at}");
+    child.kill().await.unwrap();
+}

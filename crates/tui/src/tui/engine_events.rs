@@ -368,6 +368,9 @@ impl App {
             // the restore's notice follows.
             return;
         }
+        if pending == Some(Pending::HeadBack) && page.reset && self.back_to(&page) {
+            return;
+        }
         let earlier = page_cells::transcript_of(&page);
         if page.reset {
             self.transcript = earlier;
@@ -382,6 +385,26 @@ impl App {
             self.transcript.prepend(earlier);
             self.paging.older = page.older;
         }
+    }
+
+    /// HEAD went back to before an earlier message (a rewind, a fork, Esc Esc): when the
+    /// transcript shows the whole conversation, it keeps what came before that point — turn
+    /// footers, diffs and notices, as the user saw them — and drops only what followed; the
+    /// move's notice comes next. `false` when the transcript cannot be matched (a resumed
+    /// session shows only its newest page): the page then replaces it.
+    fn back_to(&mut self, page: &HistoryPage) -> bool {
+        if page.older.is_some() || self.paging.older.is_some() {
+            return false;
+        }
+        let kept: Vec<&str> = page
+            .items
+            .iter()
+            .filter_map(|i| match i {
+                codewhale_protocol::HistoryItem::User { text, .. } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        self.transcript.cut_after_user_messages(&kept)
     }
 
     /// The summary of the branch the user left: quiet while it is written; once written, its

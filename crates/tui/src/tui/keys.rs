@@ -352,9 +352,10 @@ impl App {
             ViewAction::TakeBack { to, take, fork, force } => {
                 self.views.pop();
                 let moves_head = take.conversation();
-                let id = self.submit(Op::TakeBack { to, take, fork, before: false, force });
-                if let (Some(id), false) = (id, moves_head) {
-                    self.outbox.expect(id, Pending::KeepTranscript);
+                if let Some(id) = self.submit(Op::TakeBack { to, take, fork, before: false, force })
+                {
+                    let what = if moves_head { Pending::HeadBack } else { Pending::KeepTranscript };
+                    self.outbox.expect(id, what);
                 }
             }
             ViewAction::SwitchModel(model) => {

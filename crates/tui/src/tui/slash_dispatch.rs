@@ -168,7 +168,9 @@ impl App {
     }
 
     fn move_head(&mut self, op: Op) {
-        self.submit(op);
+        if let Some(id) = self.submit(op) {
+            self.outbox.expect(id, Pending::HeadBack);
+        }
     }
 
     fn anchor(&mut self, args: &str) {

@@ -312,6 +312,38 @@ impl Transcript {
         focused.or_else(|| self.committed.iter().rev().find_map(|s| s.cell.tool_output()))
     }
 
+    /// Keeps the messages the user sent as far as they are `kept` (their texts, oldest first)
+    /// and drops everything from the next one on: what followed the point HEAD moved back to.
+    /// `false`, and nothing changed, when the transcript's first messages are not those.
+    pub fn cut_after_user_messages(&mut self, kept: &[&str]) -> bool {
+        let positions = self.user_positions();
+        if positions.len() < kept.len() {
+            return false;
+        }
+        for (&at, text) in positions.iter().zip(kept) {
+            let cell = self.committed[at].cell.content_mut();
+            let same =
+                cell.downcast_ref::<super::cells::UserCell>().is_some_and(|u| u.text == *text);
+            if !same {
+                return false;
+            }
+        }
+        let at = positions.get(kept.len()).copied().unwrap_or(self.committed.len());
+        self.committed.truncate(at);
+        self.focus = self.focus.filter(|&f| f < at);
+        self.highlight = self.highlight.filter(|&h| h < at);
+        self.scroll_up.set(0);
+        true
+    }
+
+    fn user_positions(&mut self) -> Vec<usize> {
+        self.committed
+            .iter_mut()
+            .enumerate()
+            .filter_map(|(i, s)| s.cell.content_mut().is::<super::cells::UserCell>().then_some(i))
+            .collect()
+    }
+
     /// Whether a cell holds the focus (Alt+Up/Down).
     pub fn has_focus(&self) -> bool {
         self.focus.is_some()

@@ -28,6 +28,9 @@ pub enum Pending {
     /// A restore that leaves HEAD where it is (`/undo`, taking back the code only): the
     /// transcript stays as the user saw it, and the restore's notice goes under it.
     KeepTranscript,
+    /// A rewind or fork back to an earlier message: what the user saw before that point stays,
+    /// only what followed it goes.
+    HeadBack,
 }
 
 /// A message on its way to the engine: its text and the files mentioned with `@`.

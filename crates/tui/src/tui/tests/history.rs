@@ -130,6 +130,72 @@ fn a_head_move_shows_the_new_heads_conversation() {
     assert_eq!(h.app.composer.text(), "the second question");
 }
 
+/// A rewind keeps the transcript as the user saw it up to the point HEAD went back to — the
+/// turn's footer and the notices included — and drops only what followed.
+#[test]
+fn a_rewind_keeps_what_came_before_the_point_and_drops_what_followed() {
+    use codewhale_protocol::TurnStats;
+    let mut h = Harness::new();
+    for (k, (ask, answer)) in
+        [("the first question", "first answer"), ("the second question", "second answer")]
+            .into_iter()
+            .enumerate()
+    {
+        h.type_str(ask);
+        h.enter();
+        let id = h.ops().len() as u64;
+        h.engine(id, Event::TurnStarted);
+        h.engine(id, Event::TextDelta { text: answer.into() });
+        let stats = TurnStats { elapsed_ms: 1_200 + k as u64, requests: 1, ..TurnStats::default() };
+        h.engine(
+            id,
+            Event::TurnFinished { status: TurnStatus::Completed, text: answer.into(), stats },
+        );
+        h.engine(
+            id,
+            Event::Notice { level: NoticeLevel::Info, message: format!("notice after turn {k}") },
+        );
+    }
+    assert!(h.screen().contains("second answer"));
+    h.type_str("/rewind 0193-e2");
+    h.enter();
+    let preview = h.ops().len() as u64;
+    h.engine(preview, Event::RestorePreview { to: Some("0193-e2".into()), files: Vec::new() });
+    let take = h.ops().len() as u64;
+    let page = HistoryPage {
+        head: "0193-a1".into(),
+        items: vec![
+            HistoryItem::User {
+                id: "0193-e1".into(),
+                text: "the first question".into(),
+                covered: false,
+            },
+            HistoryItem::Assistant {
+                id: "0193-a1".into(),
+                text: "first answer".into(),
+                thinking: String::new(),
+                covered: false,
+            },
+        ],
+        older: None,
+        reset: true,
+    };
+    h.engine(take, Event::History { page });
+    let moved = Event::HeadMoved {
+        how: HeadMove::Rewind,
+        head: "0193-a1".into(),
+        level: NoticeLevel::Info,
+        message: "rewound to 0193-a1".into(),
+    };
+    h.engine(take, moved);
+    let screen = h.screen();
+    assert!(screen.contains("notice after turn 0"), "a notice before the point stays: {screen}");
+    assert!(screen.contains("first answer") && screen.contains("rewound to 0193-a1"), "{screen}");
+    assert!(!screen.contains("second answer"), "what followed goes: {screen}");
+    assert!(!screen.contains("notice after turn 1"), "{screen}");
+    assert_eq!(screen.matches("the first question").count(), 1, "not drawn twice: {screen}");
+}
+
 #[test]
 fn rewind_asks_what_to_take_back_and_a_second_yes_for_outside_changes() {
     let mut h = Harness::new();

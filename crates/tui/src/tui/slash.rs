@@ -358,7 +358,9 @@ pub fn commands_markdown() -> String {
          - `/fork` and `/rewind` without an argument open a picker of the earlier messages \
          with previews; `/fork`, `/checkout` and `/rewind` also take an entry id or a unique \
          prefix of it (`/context` lists the ids in the current view). The notice of a HEAD \
-         move stays in the transcript.\n\
+         move stays in the transcript, and so does everything shown before the point HEAD went \
+         back to (turn footers, diffs, notices); only what followed it goes. `/undo` moves no \
+         HEAD: the transcript stays whole and the restore is said once under it.\n\
          - Going back to a user message with `/fork` or `/rewind` moves HEAD to before it and \
          puts its text back in the composer for editing; it is never merged into the next \
          prompt. When tools changed files after that point, a question lists them and asks \

@@ -87,6 +87,8 @@ for name, ratio in ratios.items():
         worse.append(name)
     print(f"{name:<20}{ratio:>10.2f}{'' if b is None else f'{b:.2f}':>10}{change:>10}{flag}")
 if write:
+    import os
+    os.makedirs(os.path.dirname(baseline_path) or ".", exist_ok=True)
     json.dump({k: round(v, 3) for k, v in ratios.items()}, open(baseline_path, "w"), indent=2)
     open(baseline_path, "a").write("\n")
     print(f"wrote {baseline_path}")

@@ -61,6 +61,10 @@ async fn rewind_both_and_undo_take_back_what_write_file_made() {
     pty.send(b"\r");
     pty.wait_for("before the last turn: made.txt").await;
     assert!(!made.exists(), "screen:\n{}", pty.contents());
+    // /undo moves no HEAD: the turn stays on screen, and the restore is said once.
+    let screen = pty.contents();
+    assert!(screen.contains("wrote it again"), "the transcript stays:\n{screen}");
+    assert_eq!(screen.matches("before the last turn: made.txt").count(), 1, "{screen}");
     // Twice is harmless.
     pty.send(b"/undo\r");
     pty.wait_for("nothing to undo").await;

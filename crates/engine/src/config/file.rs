@@ -27,10 +27,26 @@ pub enum Scope {
     Workspace,
 }
 
+/// `provider = "openai"`, or a `[provider]` table: `name` (the same value) and
+/// `idle_timeout_sec` (DESIGN's spelling; the top-level key means the same).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum FileProvider {
+    Name(String),
+    Table(FileProviderTable),
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileProviderTable {
+    name: Option<String>,
+    idle_timeout_sec: Option<f64>,
+}
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileConfig {
-    provider: Option<Spanned<String>>,
+    provider: Option<Spanned<FileProvider>>,
     model: Option<String>,
     base_url: Option<String>,
     server: Option<Spanned<String>>,
@@ -155,9 +171,19 @@ pub fn parse_scoped(path: &Path, text: &str, scope: Scope) -> Result<Config, Con
     };
     let file: FileConfig =
         toml::from_str(text).map_err(|e| invalid(e.span(), e.message().trim().to_owned()))?;
-    let provider = match file.provider {
-        Some(p) => Some(parse_provider(p.get_ref()).ok_or_else(|| {
-            invalid(Some(p.span()), format!("{:?} is not `openai` or `anthropic`", p.get_ref()))
+    let (provider_name, table_idle, provider_span) = match &file.provider {
+        Some(p) => match p.get_ref() {
+            FileProvider::Name(name) => (Some(name.clone()), None, Some(p.span())),
+            FileProvider::Table(t) => (t.name.clone(), t.idle_timeout_sec, Some(p.span())),
+        },
+        None => (None, None, None),
+    };
+    let provider = match provider_name {
+        Some(name) => Some(parse_provider(&name).ok_or_else(|| {
+            invalid(
+                provider_span.clone(),
+                format!("{name:?} is not `openai`, `anthropic` or `openai-responses`"),
+            )
         })?),
         None => None,
     };
@@ -208,7 +234,13 @@ pub fn parse_scoped(path: &Path, text: &str, scope: Scope) -> Result<Config, Con
         Some(t) if !(*t.get_ref() > 0.0 && t.get_ref().is_finite()) => {
             return Err(invalid(Some(t.span()), "must be a positive number of seconds".into()))
         }
-        t => t.map(|t| std::time::Duration::from_secs_f64(t.into_inner())),
+        Some(t) => Some(std::time::Duration::from_secs_f64(t.into_inner())),
+        None => match table_idle {
+            Some(t) if !(t > 0.0 && t.is_finite()) => {
+                return Err(invalid(provider_span, "must be a positive number of seconds".into()))
+            }
+            t => t.map(std::time::Duration::from_secs_f64),
+        },
     };
     let reasoning_effort = match file.reasoning_effort {
         Some(e) if !matches!(e.get_ref().as_str(), "minimal" | "low" | "medium" | "high") => {

@@ -121,6 +121,31 @@ fn a_full_file_parses() {
 }
 
 #[test]
+fn the_provider_table_and_its_idle_timeout_parse_and_the_responses_wire_is_named() {
+    let c = parse(Path::new("c.toml"), "[provider]\nidle_timeout_sec = 5\n").unwrap();
+    assert_eq!(c.idle_timeout, Some(std::time::Duration::from_secs(5)));
+    assert_eq!(c.provider, None);
+    let c = parse(
+        Path::new("c.toml"),
+        "[provider]\nname = \"openai-responses\"\nidle_timeout_sec = 7.5\n",
+    )
+    .unwrap();
+    assert_eq!(c.provider, Some(ProviderKind::OpenAiResponses));
+    assert_eq!(c.idle_timeout, Some(std::time::Duration::from_millis(7500)));
+    let c = parse(Path::new("c.toml"), "provider = \"openai\"\nidle_timeout_sec = 9\n").unwrap();
+    assert_eq!(c.provider, Some(ProviderKind::OpenAi));
+    assert_eq!(c.idle_timeout, Some(std::time::Duration::from_secs(9)));
+    let e = err("[provider]\nidle_timeout_sec = 0\n");
+    assert!(e.contains("positive number of seconds"), "{e}");
+    let e = err("provider = \"gemini\"\n");
+    assert!(e.contains("`openai-responses`"), "{e}");
+    assert!(parse(Path::new("c.toml"), "[provider]\nidle = 3\n").is_err(), "unknown keys refused");
+    let c = parse(Path::new("c.toml"), "reasoning_effort = \"high\"\n").unwrap();
+    assert_eq!(c.reasoning_effort.as_deref(), Some("high"));
+    assert!(err("reasoning_effort = \"extreme\"\n").contains("must be one of"));
+}
+
+#[test]
 fn branch_summary_keys_parse_and_a_bad_timeout_is_named() {
     let c = parse(
         Path::new("c.toml"),

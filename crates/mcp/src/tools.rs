@@ -110,28 +110,12 @@ impl ToolCache {
         };
         let bytes = serde_json::to_vec(&file).map_err(std::io::Error::other)?;
         let path = self.file(server, fingerprint);
-        replace_file(&path, &bytes)
+        codewhale_journal::replace::replace_file(&path, codewhale_journal::replace::PRIVATE, &bytes)
     }
 
     pub fn dir(&self) -> &Path {
         &self.dir
     }
-}
-
-/// Replaces `path` with `bytes` atomically: written to a uniquely named temporary file beside
-/// it (mode 0600), synced, then renamed over it, so two processes caching at once never share
-/// a temporary file and a reader never sees half a list.
-fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write as _;
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    let mut file = tempfile::Builder::new().prefix(".tools.").suffix(".tmp").tempfile_in(dir)?;
-    file.write_all(bytes)?;
-    file.as_file().sync_data()?;
-    file.persist(path).map_err(|e| e.error)?;
-    Ok(())
 }
 
 /// The largest cache file read: a tool list is small, so a larger file is not one of ours.

@@ -2,8 +2,8 @@
 //! as a unified diff against the file as it is now (a new file diffs against nothing).
 //!
 //! Read-only: nothing is written. `None` when the call is not a write or an edit, its
-//! arguments are unusable, or an edit's text is not found (the call would fail anyway and
-//! says why). A very large diff is cut with a line saying how much was left out.
+//! arguments are unusable, or the edit is one the tool would refuse (`files::apply_edit`, the
+//! one rule both use; the call fails anyway and says why). A very large diff is cut with a line saying how much was left out.
 
 use serde_json::Value;
 
@@ -27,15 +27,8 @@ pub fn preview(workspace: &std::path::Path, name: &str, input: &Value) -> Option
             let old = input.get("old_string")?.as_str()?;
             let new = input.get("new_string")?.as_str()?;
             let all = input.get("replace_all").and_then(Value::as_bool).unwrap_or(false);
-            let text = before.as_deref()?;
-            if old.is_empty() || !text.contains(old) {
-                return None;
-            }
-            if all {
-                text.replace(old, new)
-            } else {
-                text.replacen(old, new, 1)
-            }
+            // The tool's own rule: an edit it would refuse shows no diff.
+            super::files::apply_edit(before.as_deref()?, old, new, all).ok()?.0
         }
         _ => return None,
     };
@@ -99,5 +92,36 @@ mod tests {
             None
         );
         assert_eq!(preview(&ws, "shell", &json!({"command": "ls"})), None);
+    }
+
+    /// A diff shown is the edit applied: for every kind of edit, the approval shows a diff
+    /// exactly when the tool makes the change, and the diff's new side is the file after it.
+    #[test]
+    fn a_diff_shown_is_the_edit_applied() {
+        let cases = [
+            ("fn two() {}", "fn three() {}", false),
+            ("fn", "pub fn", false),
+            ("fn", "pub fn", true),
+            ("nope", "x", false),
+            ("", "x", false),
+            ("fn one() {}", "fn one() {}", false),
+        ];
+        for (old, new, all) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            let ws = std::fs::canonicalize(dir.path()).unwrap();
+            let before = "fn one() {}\nfn two() {}\n";
+            std::fs::write(ws.join("a.rs"), before).unwrap();
+            let input =
+                json!({"path": "a.rs", "old_string": old, "new_string": new, "replace_all": all});
+            let shown = preview(&ws, "edit_file", &input);
+            let applied = super::super::files::edit_file(&ws.join("a.rs"), "a.rs", old, new, all);
+            assert_eq!(shown.is_some(), applied.is_ok(), "{old:?} → {new:?} ({all}): {applied:?}");
+            let after = std::fs::read_to_string(ws.join("a.rs")).unwrap();
+            if let Some(diff) = shown {
+                assert_eq!(diff, unified("a.rs", Some(before), Some(&after)), "{old:?} ({all})");
+            } else {
+                assert_eq!(after, before, "a refused edit changes nothing");
+            }
+        }
     }
 }

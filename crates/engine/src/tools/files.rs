@@ -219,14 +219,8 @@ pub fn edit_file(
     new: &str,
     replace_all: bool,
 ) -> Result<String, String> {
-    if old.is_empty() {
-        return Err(
-            "old_string is empty; to create or overwrite a file use write_file instead".into()
-        );
-    }
-    if old == new {
-        return Err("old_string and new_string are identical; there is nothing to change".into());
-    }
+    // Refused before the file is read when the arguments alone say so.
+    edit_arguments(old, new).map_err(|e| e.message(shown))?;
     if !regular(path, shown)? {
         return Err(io_message("read", shown, &std::io::Error::from(std::io::ErrorKind::NotFound)));
     }
@@ -241,27 +235,75 @@ pub fn edit_file(
     let text = String::from_utf8(bytes).map_err(|_| {
         format!("{shown} is not UTF-8 text; change it with a shell command instead")
     })?;
-    let matches = text.matches(old).count();
-    match matches {
-        0 => {
-            return Err(format!(
-                "old_string was not found in {shown}; read the file again and copy the exact \
-                 text, including whitespace and indentation"
-            ))
-        }
-        n if n > 1 && !replace_all => {
-            return Err(format!(
-                "old_string matches {n} places in {shown}; include more surrounding lines to \
-                 make it unique, or set replace_all to true to change every one"
-            ))
-        }
-        _ => {}
-    }
-    let updated = if replace_all { text.replace(old, new) } else { text.replacen(old, new, 1) };
+    let (updated, matches) =
+        apply_edit(&text, old, new, replace_all).map_err(|e| e.message(shown))?;
     std::fs::write(path, &updated).map_err(|e| io_message("write", shown, &e))?;
     let what =
         if matches == 1 { "1 replacement".to_owned() } else { format!("{matches} replacements") };
     Ok(format!("edited {shown}: {what}"))
+}
+
+/// Why an edit cannot be made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EditRefusal {
+    EmptyOld,
+    Identical,
+    NotFound,
+    Ambiguous(usize),
+}
+
+impl EditRefusal {
+    /// What the model reads, naming the file as `shown`.
+    pub fn message(&self, shown: &str) -> String {
+        match self {
+            EditRefusal::EmptyOld => {
+                "old_string is empty; to create or overwrite a file use write_file instead".into()
+            }
+            EditRefusal::Identical => {
+                "old_string and new_string are identical; there is nothing to change".into()
+            }
+            EditRefusal::NotFound => format!(
+                "old_string was not found in {shown}; read the file again and copy the exact \
+                 text, including whitespace and indentation"
+            ),
+            EditRefusal::Ambiguous(n) => format!(
+                "old_string matches {n} places in {shown}; include more surrounding lines to \
+                 make it unique, or set replace_all to true to change every one"
+            ),
+        }
+    }
+}
+
+/// What the arguments of an edit say on their own: an empty `old`, or no change.
+fn edit_arguments(old: &str, new: &str) -> Result<(), EditRefusal> {
+    if old.is_empty() {
+        return Err(EditRefusal::EmptyOld);
+    }
+    if old == new {
+        return Err(EditRefusal::Identical);
+    }
+    Ok(())
+}
+
+/// The one edit rule, for the tool and for the diff an approval shows (so a diff shown is the
+/// edit applied): `text` with `old` replaced by `new` — every occurrence with `replace_all`,
+/// else the only one — and how many were replaced.
+pub fn apply_edit(
+    text: &str,
+    old: &str,
+    new: &str,
+    replace_all: bool,
+) -> Result<(String, usize), EditRefusal> {
+    edit_arguments(old, new)?;
+    match text.matches(old).count() {
+        0 => Err(EditRefusal::NotFound),
+        n if n > 1 && !replace_all => Err(EditRefusal::Ambiguous(n)),
+        n => {
+            let updated =
+                if replace_all { text.replace(old, new) } else { text.replacen(old, new, 1) };
+            Ok((updated, n))
+        }
+    }
 }
 
 fn io_message(action: &str, shown: &str, err: &std::io::Error) -> String {

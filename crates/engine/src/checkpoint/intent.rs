@@ -20,7 +20,7 @@ use codewhale_journal::EntryId;
 
 use super::restore::{self, Planned};
 use super::FileStore;
-use crate::protocol::{NoticeLevel, RestoreOutcome, RestoreState};
+use crate::protocol::{NoticeLevel, RestoreState};
 use crate::session::Session;
 
 /// The HEAD move a restore makes with its files.
@@ -163,13 +163,13 @@ fn complete(session: &mut Session, intent: &Intent) -> Result<String, crate::err
     }
     outcome.restored.sort();
     if !journaled(session, &intent.id) {
-        super::ops::record(session, &intent.files, &outcome, &intent.when, &intent.id)?;
+        super::account::record(session, &intent.files, &outcome, &intent.when, &intent.id)?;
     }
     session.sync_blocking()?;
     let what = if intent.head.is_some() { "a rewind" } else { "an undo" };
     Ok(format!(
         "{what} was interrupted before it finished and has been completed: {}",
-        super::ops::outcome_line(&outcome, &intent.when)
+        super::account::outcome_line(&outcome, &intent.when)
     ))
 }
 
@@ -187,9 +187,4 @@ fn journaled(session: &Session, id: &str) -> bool {
             matches!(&journal.read_entry(p).payload,
             codewhale_journal::Payload::System(s) if s.restore_id.as_deref() == Some(id))
         })
-}
-
-/// The outcome of a restore that found nothing to do.
-pub(crate) fn is_empty(outcome: &RestoreOutcome) -> bool {
-    outcome.restored.is_empty() && outcome.skipped.is_empty() && outcome.failed.is_empty()
 }

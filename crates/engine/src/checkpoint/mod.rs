@@ -11,6 +11,7 @@
 //! touched, so every recorded change can be taken back; paths are workspace-relative, as the
 //! tool showed them.
 
+pub(crate) mod account;
 mod git_index;
 pub(crate) mod intent;
 pub(crate) mod ops;

@@ -8,10 +8,9 @@
 //! (for the user) and a synthetic user text (for the model) on the new HEAD; one that changed
 //! nothing writes nothing, so restoring twice is harmless.
 
-use codewhale_journal::{
-    BranchError, EntryId, Journal, Level, Payload, SystemPayload, UserPayload,
-};
+use codewhale_journal::{BranchError, EntryId, Journal, Payload};
 
+use super::account::{outcome_line, record};
 use super::intent::{self, Intent};
 use super::restore::{self, Planned};
 use crate::error::EngineError;
@@ -115,38 +114,6 @@ pub(crate) fn restore_and_record(
     Ok(outcome)
 }
 
-/// Journals a restore's outcome (nothing when it did nothing): the `system` entry, with the
-/// files it left for a forced run, and, when files came back, the note to the model.
-pub(crate) fn record(
-    session: &mut Session,
-    plan: &[Planned],
-    outcome: &RestoreOutcome,
-    when: &str,
-    intent: &str,
-) -> Result<(), EngineError> {
-    if super::intent::is_empty(outcome) {
-        return Ok(());
-    }
-    let level = if outcome.skipped.is_empty() && outcome.failed.is_empty() {
-        Level::Info
-    } else {
-        Level::Warning
-    };
-    let mut entry = SystemPayload::new(level, outcome_line(outcome, when));
-    entry.restore_id = Some(intent.to_owned()).filter(|id| !id.is_empty());
-    let left: Vec<_> = plan
-        .iter()
-        .filter(|p| outcome.skipped.contains(&p.path))
-        .map(Planned::left_change)
-        .collect();
-    entry.left = Some(left).filter(|l| !l.is_empty());
-    session.append(entry)?;
-    if !outcome.restored.is_empty() {
-        session.append(UserPayload::synthetic(model_note(plan, outcome, when)))?;
-    }
-    Ok(())
-}
-
 /// Writes down what a restore is about to do before it does it (`checkpoint::intent`); `None`
 /// when the plan changes nothing on disk (a HEAD move alone is one append, atomic already).
 fn write_intent(
@@ -164,52 +131,6 @@ fn write_intent(
     intent.write(&session.file_store()).map_err(|source| EngineError::Intent { source })?;
     crate::pause_point::reached("restore:intent");
     Ok(Some(intent))
-}
-
-/// The one-line account of a restore the user reads (and the `system` entry holds).
-pub fn outcome_line(outcome: &RestoreOutcome, when: &str) -> String {
-    let mut parts = Vec::new();
-    if outcome.restored.is_empty() {
-        parts.push(format!("no file was restored to its content {when}"));
-    } else {
-        let n = outcome.restored.len();
-        let files = if n == 1 { "file" } else { "files" };
-        parts.push(format!(
-            "restored {n} {files} to their content {when}: {}",
-            outcome.restored.join(", ")
-        ));
-    }
-    if !outcome.skipped.is_empty() {
-        parts.push(format!(
-            "left {} changed by someone else since: {}",
-            outcome.skipped.len(),
-            outcome.skipped.join(", ")
-        ));
-    }
-    for (path, why) in &outcome.failed {
-        parts.push(format!("could not restore {path}: {why}"));
-    }
-    parts.join("; ")
-}
-
-fn model_note(plan: &[Planned], outcome: &RestoreOutcome, when: &str) -> String {
-    let removed = |path: &String| plan.iter().any(|p| &p.path == path && p.target.is_none());
-    let written: Vec<&str> =
-        outcome.restored.iter().filter(|p| !removed(p)).map(String::as_str).collect();
-    let gone: Vec<&str> =
-        outcome.restored.iter().filter(|p| removed(p)).map(String::as_str).collect();
-    let mut text = format!("The user took files back to their content {when}.");
-    if !written.is_empty() {
-        text.push_str(&format!(" Restored: {}.", written.join(", ")));
-    }
-    if !gone.is_empty() {
-        text.push_str(&format!(" Removed (they did not exist then): {}.", gone.join(", ")));
-    }
-    text.push_str(
-        " What you read or wrote in these files earlier may no longer be there; read a file \
-         again before relying on its content.",
-    );
-    text
 }
 
 /// What the engine task hands over: a branch op or a restore op, with its submission.

@@ -6,6 +6,7 @@
 
 use serde_json::{json, Value};
 
+use super::render_responses::pieces;
 use super::reply::{Content, Cut, Fault, OverflowShape, Part, Reply};
 
 /// Which API the request came in on.
@@ -183,18 +184,6 @@ fn llama_cpp_error(limit: u64, requested: u64) -> Value {
         "n_prompt_tokens": requested,
         "n_ctx": limit,
     }})
-}
-
-/// Split `text` into pieces of at most `size` bytes on char boundaries.
-pub(crate) fn pieces(text: &str, size: usize) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    while start < text.len() {
-        let end = text.ceil_char_boundary(start + size);
-        out.push(&text[start..end]);
-        start = end;
-    }
-    out
 }
 
 fn frames(wire: Wire, parts: &[Part], reply: &Reply, body: &Value) -> Vec<String> {

@@ -6,7 +6,6 @@
 
 use serde_json::{json, Value};
 
-use super::render::pieces;
 use super::reply::{Part, Reply};
 
 fn event(value: &Value) -> String {
@@ -92,4 +91,16 @@ pub(crate) fn frames(parts: &[Part], reply: &Reply, model: &str) -> Vec<String> 
     }
     frames.push(event(&json!({"type": kind, "response": end})));
     frames
+}
+
+/// Split `text` into pieces of at most `size` bytes on char boundaries.
+pub(crate) fn pieces(text: &str, size: usize) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    while start < text.len() {
+        let end = text.ceil_char_boundary(start + size);
+        out.push(&text[start..end]);
+        start = end;
+    }
+    out
 }

@@ -5,16 +5,20 @@
 //! A note already written is committed (trigger `auto`, `background: true`) when the view it
 //! yields is below the threshold and passes every check. In a process that lives for one turn
 //! (`exec`), a note whose request is still in flight is waited for first — at most as long as a
-//! summary request of its model takes ([`wait_bound`]) — since the next `exec --last` would
-//! otherwise send the same request again; in the terminal UI it is dropped. A failure already
+//! summary request of its model takes ([`wait_bound`]), never more than [`MOST_AT_CLOSE`], and
+//! saying so — since the next `exec --last` would otherwise send the same request again; in the
+//! terminal UI it is dropped. A failure already
 //! in is journaled (the backoff holds across processes); a pass still running is cancelled.
 
 use codewhale_journal::Trigger;
 
 use super::{failed, finish, idle, settle, wait_bound, Finished};
 use crate::events::EventSink;
-use crate::protocol::SubmissionId;
+use crate::protocol::{Event, NoticeLevel, SubmissionId};
 use crate::session::Session;
+
+/// The longest a one-turn process waits at exit for a note in flight.
+const MOST_AT_CLOSE: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Closes the background pass of `session` (module docs).
 pub(crate) async fn close(session: &mut Session, sink: &EventSink, submission: SubmissionId) {
@@ -46,8 +50,16 @@ async fn wait_for_in_flight(session: &mut Session, sink: &EventSink, submission:
         session.compaction.note_pass.slot = Some(slot);
         return;
     }
-    let bound = wait_bound(session.compaction.clock.measured(&slot.snapshot.summary_model));
+    let bound = wait_bound(session.compaction.clock.measured(&slot.snapshot.summary_model))
+        .min(MOST_AT_CLOSE);
     tracing::info!(?bound, "closing: waiting for the note written in the background");
+    // Said, so a script that waits on `exec` knows why it has not exited yet.
+    let message = format!(
+        "finishing the handoff note being written in the background (at most {} s), so the \
+         next run does not pay for it again",
+        bound.as_secs().max(1)
+    );
+    sink.emit(submission, Event::Notice { level: NoticeLevel::Info, message });
     match finish(session, sink, submission, slot, bound).await {
         Finished::Ready(slot) | Finished::Late(slot) => {
             session.compaction.note_pass.slot = Some(slot)

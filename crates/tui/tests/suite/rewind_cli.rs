@@ -39,13 +39,9 @@ fn codewhale_at(
     async move { cmd.output().await.unwrap() }
 }
 
-#[tokio::test]
-async fn rewind_takes_back_code_and_conversation_and_spares_outside_changes() {
-    let server = MockServer::start().await.unwrap();
-    let home = tempfile::tempdir().unwrap();
-    let ws = tempfile::tempdir().unwrap();
-    write_in(ws.path(), "b.txt", "old b\n");
-    server.push_all([
+/// A turn whose tools make a.txt and edit b.txt ("old b" → "new b"), then answer.
+fn make_a_and_edit_b() -> [Reply; 2] {
+    [
         Reply::tool_calls(vec![
             codewhale_provider::test_support::ToolCall::new(
                 "w",
@@ -59,7 +55,16 @@ async fn rewind_takes_back_code_and_conversation_and_spares_outside_changes() {
             ),
         ]),
         Reply::text("changed both"),
-    ]);
+    ]
+}
+
+#[tokio::test]
+async fn rewind_takes_back_code_and_conversation_and_spares_outside_changes() {
+    let server = MockServer::start().await.unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    write_in(ws.path(), "b.txt", "old b\n");
+    server.push_all(make_a_and_edit_b());
     let base = server.openai_base_url();
     let run = |args: Vec<&str>| codewhale_at(home.path(), ws.path(), &base, args);
     let out: Output = run(vec!["exec", "--approval", "full", "change the files"]).await;
@@ -201,21 +206,7 @@ async fn the_force_a_rewind_advises_completes_it_and_no_provider_is_needed() {
     let home = tempfile::tempdir().unwrap();
     let ws = tempfile::tempdir().unwrap();
     write_in(ws.path(), "b.txt", "old b\n");
-    server.push_all([
-        Reply::tool_calls(vec![
-            codewhale_provider::test_support::ToolCall::new(
-                "w",
-                "write_file",
-                json!({"path": "a.txt", "content": "new a\n"}),
-            ),
-            codewhale_provider::test_support::ToolCall::new(
-                "e",
-                "edit_file",
-                json!({"path": "b.txt", "old_string": "old", "new_string": "new"}),
-            ),
-        ]),
-        Reply::text("changed both"),
-    ]);
+    server.push_all(make_a_and_edit_b());
     let base = server.openai_base_url();
     let run = |args: Vec<&str>| codewhale_at(home.path(), ws.path(), &base, args);
     let out = run(vec!["exec", "--approval", "full", "change the files"]).await;

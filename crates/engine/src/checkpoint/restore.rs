@@ -48,12 +48,10 @@ impl Planned {
 /// first: the tools' `files`, and the files earlier restores left (`left`).
 pub fn changes_from(journal: &Journal, from: u32) -> Vec<FileChange> {
     use codewhale_journal::kind;
-    let spine = journal.spine_positions(journal.head_position());
-    let start = spine.iter().position(|&p| p == from).unwrap_or(spine.len());
-    spine[start..]
-        .iter()
-        .filter(|&&p| matches!(journal.kind_at(p), kind::TOOL_RESULT | kind::SYSTEM))
-        .filter_map(|&p| match &journal.read_entry(p).payload {
+    stretch(journal, from)
+        .into_iter()
+        .filter(|&p| matches!(journal.kind_at(p), kind::TOOL_RESULT | kind::SYSTEM))
+        .filter_map(|p| match &journal.read_entry(p).payload {
             Payload::ToolResult(r) => r.files.clone(),
             Payload::System(s) => s.left.clone(),
             _ => None,
@@ -65,15 +63,21 @@ pub fn changes_from(journal: &Journal, from: u32) -> Vec<FileChange> {
 /// How many shell commands ran on HEAD's spine from position `from` on (results with an exit
 /// code).
 pub fn commands_from(journal: &Journal, from: u32) -> usize {
-    let spine = journal.spine_positions(journal.head_position());
-    let start = spine.iter().position(|&p| p == from).unwrap_or(spine.len());
-    spine[start..]
-        .iter()
-        .filter(|&&p| journal.kind_at(p) == codewhale_journal::kind::TOOL_RESULT)
-        .filter(|&&p| {
+    stretch(journal, from)
+        .into_iter()
+        .filter(|&p| journal.kind_at(p) == codewhale_journal::kind::TOOL_RESULT)
+        .filter(|&p| {
             matches!(&journal.read_entry(p).payload, Payload::ToolResult(r) if r.exit_code.is_some())
         })
         .count()
+}
+
+/// The positions on HEAD's spine from `from` on (inclusive), oldest first.
+fn stretch(journal: &Journal, from: u32) -> Vec<u32> {
+    let mut spine = journal.spine_positions(journal.head_position());
+    let start = spine.iter().position(|&p| p == from).unwrap_or(spine.len());
+    spine.drain(..start);
+    spine
 }
 
 /// The position where the last turn starts: the newest plain user message on HEAD's spine.

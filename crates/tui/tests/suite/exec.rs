@@ -42,6 +42,15 @@ impl Setup {
         super::cli::codewhale(self.home.path(), self.ws.path())
     }
 
+    /// Runs `codewhale compact --last` against the mock server.
+    async fn compact_last(&self) -> Output {
+        let mut cmd = self.command();
+        cmd.args(["compact", "--last", "--provider", "openai", "--model", "gpt-4.1"])
+            .args(["--base-url", &self.server.openai_base_url()])
+            .env("OPENAI_API_KEY", TEST_API_KEY);
+        cmd.output().await.unwrap()
+    }
+
     fn sessions(&self) -> Vec<std::path::PathBuf> {
         let dir = self.home.path().join("sessions");
         let Ok(read) = std::fs::read_dir(dir) else { return Vec::new() };
@@ -504,14 +513,7 @@ async fn what_a_note_cost_is_journaled_and_counted_in_the_sessions_total() {
     }
     // gpt-4.1 at $2 in and $8 out per million: 1M in and 10k out cost $2.08.
     s.server.push(Reply::text(SUMMARY).with_usage(1_000_000, 10_000));
-    let out = s
-        .command()
-        .args(["compact", "--last", "--provider", "openai", "--model", "gpt-4.1"])
-        .args(["--base-url", &s.server.openai_base_url()])
-        .env("OPENAI_API_KEY", TEST_API_KEY)
-        .output()
-        .await
-        .unwrap();
+    let out = s.compact_last().await;
     assert!(out.status.success(), "stderr: {}", text(&out.stderr));
     assert!(text(&out.stderr).contains("codewhale: summary 1 of 1 · "), "{}", text(&out.stderr));
     let journal = std::fs::read_to_string(&s.sessions()[0]).unwrap();
@@ -540,11 +542,7 @@ async fn compact_with_nothing_to_shrink_is_information() {
     let s = Setup::new().await;
     s.server.push(Reply::text("hi"));
     assert!(s.exec(&["hello"]).await.status.success());
-    let mut cmd = s.command();
-    cmd.args(["compact", "--last", "--provider", "openai", "--model", "gpt-4.1"])
-        .args(["--base-url", &s.server.openai_base_url()])
-        .env("OPENAI_API_KEY", TEST_API_KEY);
-    let out = cmd.output().await.unwrap();
+    let out = s.compact_last().await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(text(&out.stdout).starts_with("nothing to compact: "), "{}", text(&out.stdout));
 }
@@ -616,14 +614,7 @@ async fn compact_on_a_young_session_sends_nothing() {
         assert!(out.status.success(), "stderr: {}", text(&out.stderr));
     }
     let sent = s.server.requests().len();
-    let out = s
-        .command()
-        .args(["compact", "--last", "--provider", "openai", "--model", "gpt-4.1"])
-        .args(["--base-url", &s.server.openai_base_url()])
-        .env("OPENAI_API_KEY", TEST_API_KEY)
-        .output()
-        .await
-        .unwrap();
+    let out = s.compact_last().await;
     assert!(out.status.success(), "stderr: {}", text(&out.stderr));
     let stdout = text(&out.stdout);
     assert!(
@@ -772,14 +763,7 @@ async fn compact_reports_the_figures_context_reports() {
     };
     let before = total(&context().await);
     s.server.push(Reply::text(SUMMARY).with_usage(3_000, 300));
-    let out = s
-        .command()
-        .args(["compact", "--last", "--provider", "openai", "--model", "gpt-4.1"])
-        .args(["--base-url", &s.server.openai_base_url()])
-        .env("OPENAI_API_KEY", TEST_API_KEY)
-        .output()
-        .await
-        .unwrap();
+    let out = s.compact_last().await;
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let after = total(&context().await);

@@ -25,6 +25,13 @@ fn session_lines(home: &std::path::Path) -> (std::path::PathBuf, Vec<Value>) {
     (path, lines)
 }
 
+/// The id of the session's first user message.
+fn first_user_id(home: &std::path::Path) -> String {
+    let (_, lines) = session_lines(home);
+    let user = lines.iter().find(|l| l["kind"] == "user").unwrap();
+    user["id"].as_str().unwrap().to_owned()
+}
+
 /// `codewhale ARGS` in `home` and `ws`, against the mock provider at `base`; the command is
 /// built at once, so the run borrows nothing.
 fn codewhale_at(
@@ -126,9 +133,7 @@ async fn rewind_both_takes_back_what_write_file_and_then_shell_changed() {
     let out = run(vec!["exec", "--approval", "full", "change a"]).await;
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(std::fs::read_to_string(ws.path().join("a.txt")).unwrap(), "v2\n");
-    let (_, lines) = session_lines(home.path());
-    let user = lines.iter().find(|l| l["kind"] == "user").unwrap()["id"].as_str().unwrap();
-    let user = user.to_owned();
+    let user = first_user_id(home.path());
 
     let out = run(vec!["rewind", "--last", "--to", &user, "--both"]).await;
     assert!(out.status.success(), "{}{}", text(&out.stdout), text(&out.stderr));
@@ -211,9 +216,7 @@ async fn the_force_a_rewind_advises_completes_it_and_no_provider_is_needed() {
     let run = |args: Vec<&str>| codewhale_at(home.path(), ws.path(), &base, args);
     let out = run(vec!["exec", "--approval", "full", "change the files"]).await;
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let (_, lines) = session_lines(home.path());
-    let user = lines.iter().find(|l| l["kind"] == "user").unwrap()["id"].as_str().unwrap();
-    let user = user.to_owned();
+    let user = first_user_id(home.path());
 
     // No provider at all: no key, no base URL, nothing in the configuration.
     let offline = |args: Vec<&str>| {
@@ -264,9 +267,7 @@ async fn outside_git_a_rewind_names_the_commands_it_cannot_take_back() {
     let out = run(vec!["exec", "--approval", "full", "make s.txt"]).await;
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(ws.path().join("s.txt").exists());
-    let (_, lines) = session_lines(home.path());
-    let user = lines.iter().find(|l| l["kind"] == "user").unwrap()["id"].as_str().unwrap();
-    let user = user.to_owned();
+    let user = first_user_id(home.path());
     let out = run(vec!["rewind", "--last", "--to", &user, "--both"]).await;
     let stdout = text(&out.stdout);
     assert!(

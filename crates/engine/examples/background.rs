@@ -138,7 +138,11 @@ async fn run(args: &Args, background: bool) -> Figures {
     let mut ready = false;
     for k in 0..args.turns {
         let start = Instant::now();
-        handle.submit(Op::UserInput { text: format!("question {k}"), attachments: Vec::new() });
+        handle.submit(Op::UserInput {
+            text: format!("question {k}"),
+            attachments: Vec::new(),
+            images: Vec::new(),
+        });
         let (mut compacted, mut started, mut ready_at_start) = (None, false, false);
         while let Some(msg) = events.recv().await {
             match msg.event {

@@ -98,7 +98,11 @@ async fn main() {
         let before = server.requests().len();
         let (handle, mut events) = Engine::spawn(params(resume)).unwrap();
         let start = Instant::now();
-        handle.submit(Op::UserInput { text: prompt.into(), attachments: Vec::new() });
+        handle.submit(Op::UserInput {
+            text: prompt.into(),
+            attachments: Vec::new(),
+            images: Vec::new(),
+        });
         let (mut passes, mut trimmed, mut status) = (0, 0, None);
         while let Some(msg) = events.recv().await {
             match msg.event {

@@ -113,7 +113,7 @@ async fn run(window: u64, turns: usize, provider: &str) {
         let (handle, mut events) = Engine::spawn(params(resume)).unwrap();
         let ask = if k % 2 == 1 { " — please read notes.txt first" } else { "" };
         let text = format!("{}{ask}", prose(&format!("question {k}"), 150));
-        handle.submit(Op::UserInput { text, attachments: Vec::new() });
+        handle.submit(Op::UserInput { text, attachments: Vec::new(), images: Vec::new() });
         while let Some(msg) = events.recv().await {
             if let Event::TurnFinished { status, .. } = msg.event {
                 failed += usize::from(status != TurnStatus::Completed);

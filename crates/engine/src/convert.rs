@@ -9,9 +9,16 @@
 //! block bytes (thinking signatures, tool ids and inputs) are carried unchanged; blocks of
 //! unknown types are left out (they cannot be expressed in the normalized request) except
 //! Anthropic's `redacted_thinking`, which is carried opaquely; a pinned note is a text block
-//! of its own with a label, even when it shares a user message with the text after it.
+//! of its own with a label, even when it shares a user message with the text after it; an
+//! image is sent with its bytes from the blob store, or as its one line where the request may
+//! not carry images ([`Images`]) or its blob cannot be read.
 
-use codewhale_journal::{Block as JBlock, ItemContent, ItemKind, Role as JRole, View, ViewItem};
+use std::path::Path;
+
+use base64::Engine as _;
+use codewhale_journal::{
+    Block as JBlock, ImageBlock, ItemContent, ItemKind, Role as JRole, View, ViewItem,
+};
 use codewhale_provider::{Block, Message, Request, Role, SystemBlock, ToolSpec};
 
 use crate::prompt::SystemPrompt;
@@ -23,6 +30,18 @@ pub struct RequestParams<'a> {
     pub system: &'a SystemPrompt,
     pub tools: Vec<ToolSpec>,
     pub max_output_tokens: u32,
+    pub images: Images<'a>,
+}
+
+/// How the images of a view go into a request.
+#[derive(Debug, Clone, Copy)]
+pub enum Images<'a> {
+    /// With their bytes, read from this blob folder.
+    Send(&'a Path),
+    /// As their one line only: a summary request, or a model that refused images.
+    Describe,
+    /// As their one line saying the model does not take images.
+    Refused,
 }
 
 /// Builds the request for `view`.
@@ -37,7 +56,7 @@ pub fn to_request(view: &View, params: RequestParams<'_>) -> Request {
             |(i, text)| if i == last { SystemBlock::cached(text) } else { SystemBlock::text(text) },
         )
         .collect();
-    request.messages = to_messages(&view.items);
+    request.messages = to_messages(&view.items, params.images);
     request.tools = params.tools;
     request
 }
@@ -54,7 +73,7 @@ pub fn unreadable_output(view: &View) -> Option<String> {
 }
 
 /// The messages of a view.
-pub fn to_messages(items: &[ViewItem]) -> Vec<Message> {
+pub fn to_messages(items: &[ViewItem], images: Images<'_>) -> Vec<Message> {
     let mut messages: Vec<Message> = Vec::with_capacity(items.len());
     // Whether the last message may take more user content (it is a user message that is not a
     // checkpoint and its last content came from a tool result or a plain user entry).
@@ -64,7 +83,7 @@ pub fn to_messages(items: &[ViewItem]) -> Vec<Message> {
             JRole::User => Role::User,
             JRole::Assistant => Role::Assistant,
         };
-        let blocks = item_blocks(item);
+        let blocks = item_blocks(item, images);
         if blocks.is_empty() {
             continue;
         }
@@ -100,11 +119,11 @@ pub fn to_messages(items: &[ViewItem]) -> Vec<Message> {
 /// message it is sent with.
 pub(crate) const ANCHOR_LABEL: &str = include_str!("../../../assets/prompts/anchor-label.md");
 
-fn item_blocks(item: &ViewItem) -> Vec<Block> {
+fn item_blocks(item: &ViewItem, images: Images<'_>) -> Vec<Block> {
     match &item.content {
         ItemContent::Blocks(blocks) if item.kind == ItemKind::Anchor => blocks
             .iter()
-            .filter_map(convert_block)
+            .filter_map(|b| convert_block(b, images))
             .map(|b| match b {
                 Block::Text { text } => {
                     Block::Text { text: format!("{}\n\n{text}", ANCHOR_LABEL.trim_end()) }
@@ -117,12 +136,42 @@ fn item_blocks(item: &ViewItem) -> Vec<Block> {
             content: r.content.to_string(),
             is_error: r.is_error,
         }],
-        ItemContent::Blocks(blocks) => blocks.iter().filter_map(convert_block).collect(),
+        ItemContent::Blocks(blocks) => {
+            blocks.iter().filter_map(|b| convert_block(b, images)).collect()
+        }
     }
 }
 
-fn convert_block(block: &JBlock) -> Option<Block> {
+/// The block an image is sent as (module docs).
+fn image_block(image: &ImageBlock, images: Images<'_>) -> Block {
+    let dir = match images {
+        Images::Send(dir) => dir,
+        Images::Describe => return Block::text(image.describe()),
+        Images::Refused => {
+            return Block::text(format!(
+                "[image {} {}×{} left out: this model does not take images]",
+                image.name, image.width, image.height
+            ))
+        }
+    };
+    match codewhale_journal::blob::read_blob(dir, &image.blob) {
+        Ok(bytes) => Block::Image {
+            media_type: image.media_type.clone(),
+            data: base64::engine::general_purpose::STANDARD.encode(bytes),
+        },
+        Err(e) => {
+            tracing::warn!(blob = %image.blob, error = %e, "an image's blob cannot be read");
+            Block::text(format!(
+                "[image {} {}×{}: its bytes are missing from the session's blob store]",
+                image.name, image.width, image.height
+            ))
+        }
+    }
+}
+
+fn convert_block(block: &JBlock, images: Images<'_>) -> Option<Block> {
     match block {
+        JBlock::Image(image) => Some(image_block(image, images)),
         JBlock::Text(t) => Some(Block::Text { text: t.text.clone() }),
         JBlock::Thinking(t) => {
             Some(Block::Thinking { thinking: t.thinking.clone(), signature: t.signature.clone() })
@@ -166,8 +215,8 @@ pub fn from_response_blocks(blocks: &[Block]) -> Vec<JBlock> {
                 let json = serde_json::json!({"type": "redacted_thinking", "data": data});
                 JBlock::opaque(&json.to_string()).ok()
             }
-            // A model never answers with a tool result.
-            Block::ToolResult { .. } => None,
+            // A model never answers with a tool result or an image.
+            Block::ToolResult { .. } | Block::Image { .. } => None,
         })
         .collect()
 }
@@ -207,7 +256,7 @@ mod tests {
             UserPayload::text("go on").into(),
         ]);
         let view = codewhale_journal::render(&j, j.head_id().as_str());
-        let messages = to_messages(&view.items);
+        let messages = to_messages(&view.items, Images::Describe);
         assert_eq!(messages.len(), 3);
         assert_eq!(messages[1].role, Role::Assistant);
         assert_eq!(
@@ -226,7 +275,7 @@ mod tests {
             UserPayload::text("ship the fix").into(),
         ]);
         let view = codewhale_journal::render(&j, j.head_id().as_str());
-        let messages = to_messages(&view.items);
+        let messages = to_messages(&view.items, Images::Describe);
         assert_eq!(messages.len(), 1, "one user message");
         let Block::Text { text } = &messages[0].content[0] else { panic!("a text block") };
         assert!(text.starts_with(ANCHOR_LABEL.trim_end()), "{text}");
@@ -244,7 +293,7 @@ mod tests {
             UserPayload::text("edited question").into(),
         ]);
         let view = codewhale_journal::render(&j, j.head_id().as_str());
-        let messages = to_messages(&view.items);
+        let messages = to_messages(&view.items, Images::Describe);
         assert_eq!(messages.len(), 4, "{messages:?}");
         let summary = format!(
             "{BRANCH_SUMMARY}tried nom; it failed",
@@ -271,7 +320,7 @@ mod tests {
             j.push(e);
         }
         let view = codewhale_journal::render(&j, j.head_id().as_str());
-        let messages = to_messages(&view.items);
+        let messages = to_messages(&view.items, Images::Describe);
         let shape: Vec<(Role, usize, bool)> =
             messages.iter().map(|m| (m.role, m.content.len(), m.cache_breakpoint)).collect();
         // retained user text, the checkpoint (note + marker, cached), the new question.
@@ -286,7 +335,13 @@ mod tests {
         let system = SystemPrompt::load(std::path::Path::new("/nowhere"), false);
         let r = to_request(
             &view,
-            RequestParams { model: "m", system: &system, tools: vec![], max_output_tokens: 10 },
+            RequestParams {
+                model: "m",
+                system: &system,
+                tools: vec![],
+                max_output_tokens: 10,
+                images: Images::Describe,
+            },
         );
         assert!(r.system.last().unwrap().cache_breakpoint);
         assert_eq!(r.messages, vec![Message::user_text("hi")]);
@@ -305,6 +360,12 @@ mod tests {
         ];
         let journal_blocks = from_response_blocks(&blocks);
         assert_eq!(journal_blocks[1].block_type(), "redacted_thinking");
-        assert_eq!(journal_blocks.iter().filter_map(convert_block).collect::<Vec<_>>(), blocks);
+        assert_eq!(
+            journal_blocks
+                .iter()
+                .filter_map(|b| convert_block(b, Images::Describe))
+                .collect::<Vec<_>>(),
+            blocks
+        );
     }
 }

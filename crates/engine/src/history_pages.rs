@@ -14,7 +14,8 @@ use codewhale_journal::{
 };
 
 use crate::protocol::{
-    CallEnd, CompactionKind, CompactionTrigger, HistoryItem, HistoryPage, NoticeLevel, ToolOutcome,
+    CallEnd, CompactionKind, CompactionTrigger, HistoryItem, HistoryPage, ImageInfo, NoticeLevel,
+    ToolOutcome,
 };
 
 /// Output kept per tool result for display; the journal has the rest.
@@ -159,8 +160,21 @@ fn user_item(journal: &Journal, u: &UserPayload, id: String, covered: bool) -> O
         let command = shell.command.clone();
         return Some(HistoryItem::UserShell { id, command, output, exit_code, covered });
     }
+    let images: Vec<ImageInfo> = u
+        .content
+        .iter()
+        .filter_map(|b| b.as_image())
+        .map(|i| ImageInfo {
+            name: i.name.clone(),
+            width: i.width,
+            height: i.height,
+            bytes: i.bytes,
+            scaled: false,
+        })
+        .collect();
     // Engine notes to the model are not the user's words.
-    (u.is_plain() && !text.is_empty()).then_some(HistoryItem::User { id, text, covered })
+    let said = !text.is_empty() || !images.is_empty();
+    (u.is_plain() && said).then_some(HistoryItem::User { id, text, covered, images })
 }
 
 fn compaction_item(a: &codewhale_journal::ActiveCompaction) -> HistoryItem {

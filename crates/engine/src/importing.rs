@@ -107,7 +107,25 @@ pub fn import(params: &ImportParams<'_>) -> Result<Imported, ImportFailed> {
     let mut file: Option<JournalFile> = None;
     let mut written = 0u64;
     let mut secret_thinking = 0u64;
+    let mut images = 0u64;
+    let mut images_failed = 0u64;
+    let mut blobs: Option<PathBuf> = None;
     let sink = |mut entry: Entry| -> Result<(), ImportError> {
+        if let Payload::Header(h) = &entry.payload {
+            blobs = Some(codewhale_journal::blob::blob_dir(
+                &dir.join(format!("{}.jsonl", h.session_id)),
+            ));
+        }
+        // Images with their bytes inline go to the blob store before the entry naming them.
+        if let (Payload::User(u), Some(blobs)) = (&mut entry.payload, blobs.as_deref()) {
+            for block in &mut u.content {
+                if let Some(stored) = crate::images::import_inline(block, blobs, images + 1) {
+                    images += 1;
+                    images_failed += u64::from(stored.as_image().is_none());
+                    *block = stored;
+                }
+            }
+        }
         secret_thinking += signed_thinking_with_secret(&redactor, &entry.payload);
         redactor.redact_payload(&mut entry.payload);
         if exact {
@@ -116,7 +134,8 @@ pub fn import(params: &ImportParams<'_>) -> Result<Imported, ImportFailed> {
                 other => counts::payload_text(other),
             };
             if let Some(text) = text {
-                entry.tokens = Some(counts::exact(&text));
+                let images = counts::payload_image_tokens(&entry.payload);
+                entry.tokens = Some(counts::exact(&text).saturating_add(images));
             }
         }
         let sink_err = |e: Box<dyn std::error::Error + Send + Sync>| ImportError::Sink(e);
@@ -139,6 +158,9 @@ pub fn import(params: &ImportParams<'_>) -> Result<Imported, ImportFailed> {
     };
     let imported = codewhale_import::import_file(params.source, &origin, sink)?;
     let mut report = imported.report;
+    // An image whose bytes could not be kept was replaced by a line saying why.
+    report.images_imported = report.images_imported.saturating_sub(images_failed);
+    report.images_replaced += images_failed;
     for _ in 0..secret_thinking {
         report.drop_thinking(thinking_reason::HELD_A_SECRET);
     }

@@ -140,6 +140,7 @@ pub(crate) mod user_shell;
 pub use codewhale_protocol as protocol;
 
 pub mod eval;
+pub mod images;
 pub mod offline;
 pub mod pause_point;
 pub mod sandbox;

@@ -330,6 +330,12 @@ impl Redactor {
                 }
                 true
             }
+            Block::Image(image) => {
+                if let Cow::Owned(s) = self.redact(&image.name) {
+                    image.name = s;
+                }
+                true
+            }
             Block::Opaque(_) => true,
         });
     }

@@ -3,7 +3,7 @@
 use chrono::DateTime;
 use serde_json::Value;
 
-use codewhale_journal::Timestamp;
+use codewhale_journal::{Block, Timestamp};
 
 use crate::report::Report;
 
@@ -27,7 +27,30 @@ impl Ts {
     }
 }
 
-/// The text an image or document becomes: Codewhale's requests carry text only.
+/// A user message's image with its bytes inline, as `{"type":"image","source":{"type":
+/// "base64","media_type","data"}}`: the shape the caller stores in the session's blob store
+/// (this crate writes nothing). `None` when the image carries no bytes (a URL source).
+pub(crate) fn inline_image(media: &str, data: &str) -> Option<Block> {
+    if data.is_empty() {
+        return None;
+    }
+    let json = serde_json::json!({
+        "type": "image",
+        "source": {"type": "base64", "media_type": media, "data": data},
+    });
+    Block::opaque(&json.to_string()).ok()
+}
+
+/// The media type and base64 data of a `data:` URL.
+pub(crate) fn data_url_parts(url: &str) -> Option<(&str, &str)> {
+    let rest = url.strip_prefix("data:")?;
+    let (meta, data) = rest.split_once(',')?;
+    let media = meta.strip_suffix(";base64")?;
+    Some((media, data))
+}
+
+/// The text an image or document becomes where its bytes cannot be carried (a tool output, a
+/// document, an image given by URL).
 pub(crate) fn image_placeholder(kind: &str, media: &str, report: &mut Report) -> String {
     report.images_replaced += 1;
     format!("[{kind} ({media}) not imported: Codewhale sends text only]")

@@ -188,6 +188,7 @@ fn merge_counts(into: &mut Report, from: Report) {
     into.sidechain_lines += from.sidechain_lines;
     into.subagent |= from.subagent;
     into.images_replaced += from.images_replaced;
+    into.images_imported += from.images_imported;
     for (k, v) in from.lines_unused {
         *into.lines_unused.entry(k).or_default() += v;
     }

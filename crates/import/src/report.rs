@@ -72,6 +72,8 @@ pub struct Report {
     pub subagent: bool,
     /// Images and documents replaced by a one-line text placeholder.
     pub images_replaced: u64,
+    /// Images of user messages carried into the new session's blob store.
+    pub images_imported: u64,
     /// Bytes of a torn final line (a file still being written, or cut short), if any.
     pub torn_tail_bytes: Option<u64>,
     /// Lines not used, by reason.
@@ -98,6 +100,7 @@ impl Report {
             sidechain_lines: 0,
             subagent: false,
             images_replaced: 0,
+            images_imported: 0,
             torn_tail_bytes: None,
             lines_unused: BTreeMap::new(),
             problems: BTreeMap::new(),

@@ -60,6 +60,7 @@ fn texts(blocks: &[Block]) -> String {
             Block::ToolUse(t) => format!("<call {} {}>", t.id, t.name),
             Block::Thinking(t) => format!("<thinking {}>", t.thinking),
             Block::Opaque(raw) => format!("<opaque {}>", raw.get()),
+            Block::Image(i) => format!("<image {}>", i.name),
         })
         .collect::<Vec<_>>()
         .join(" | ")
@@ -93,8 +94,8 @@ fn claude_split_responses_merge_and_sibling_results_pair_in_call_order() {
             "result toolu_01A: src/main.rs\nsrc/cli.rs",
             "result toolu_01B: pub struct Cli {}",
             "assistant: Here is the plan: add `--json` and keep the table.",
-            "user: [image (image/png) not imported: Codewhale sends text only] | this is what the \
-             table looks like now",
+            "user: <opaque {\"source\":{\"data\":\"iVBORw0KGgo=\",\"media_type\":\"image/png\",\
+             \"type\":\"base64\"},\"type\":\"image\"}> | this is what the table looks like now",
             "assistant: Thanks, I see the layout.",
         ]
     );
@@ -102,7 +103,8 @@ fn claude_split_responses_merge_and_sibling_results_pair_in_call_order() {
     assert_eq!(report.entries_read, 16);
     assert_eq!(report.blocks_merged, 4);
     assert_eq!((report.thinking_dropped, report.thinking_dropped_reasons["unsigned"]), (1, 1));
-    assert_eq!((report.pairs_repaired, report.images_replaced), (0, 1));
+    // The image's bytes go to the caller, which stores them in the blob store.
+    assert_eq!((report.pairs_repaired, report.images_replaced, report.images_imported), (0, 0, 1));
     assert_eq!(report.lines_unused["harness-injected user text (isMeta)"], 1);
     assert_eq!(report.lines_unused["progress line"], 1);
     assert_eq!(report.lines_unused["metadata line (summary)"], 1);

@@ -38,12 +38,47 @@ record! {
     }
 }
 
+record! {
+    /// `{"type":"image","blob","media_type","width","height","bytes","name"}`: an image a user
+    /// message carries. Its bytes live in the session's blob store ([`crate::blob`]) under
+    /// `blob`; the journal never holds them.
+    pub struct ImageBlock {
+        /// The blob's file name in `<session-id>.blobs/` (`<sha256>.<ext>`).
+        blob: String = "blob" req,
+        /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`.
+        media_type: String = "media_type" req,
+        width: u32 = "width" info,
+        height: u32 = "height" info,
+        /// The size of the stored blob.
+        bytes: u64 = "bytes" info,
+        /// The file name the user gave (`shot.png`), as shown in the transcript.
+        name: String = "name" info,
+    }
+}
+
+impl ImageBlock {
+    /// The one line that stands for the image where its bytes are not sent.
+    pub fn describe(&self) -> String {
+        format!("[image {} {}×{}]", self.name, self.width, self.height)
+    }
+
+    /// The one line that stands for the image in a view a compaction covered it in.
+    pub fn covered(&self) -> String {
+        format!(
+            "[image {} {}×{}, covered by compaction; the journal keeps it]",
+            self.name, self.width, self.height
+        )
+    }
+}
+
 /// One content block.
 #[derive(Clone, Debug)]
 pub enum Block {
     Text(TextBlock),
     ToolUse(ToolUseBlock),
     Thinking(ThinkingBlock),
+    /// An image stored in the blob store.
+    Image(ImageBlock),
     /// A block of another type, kept as its exact JSON text.
     Opaque(Box<RawValue>),
 }
@@ -85,6 +120,7 @@ impl Block {
             Block::Text(_) => "text".into(),
             Block::ToolUse(_) => "tool_use".into(),
             Block::Thinking(_) => "thinking".into(),
+            Block::Image(_) => "image".into(),
             Block::Opaque(raw) => opaque_type(raw.get()).unwrap_or_default(),
         }
     }
@@ -93,6 +129,14 @@ impl Block {
     pub fn as_text(&self) -> Option<&str> {
         match self {
             Block::Text(t) => Some(&t.text),
+            _ => None,
+        }
+    }
+
+    /// The image of an image block.
+    pub fn as_image(&self) -> Option<&ImageBlock> {
+        match self {
+            Block::Image(i) => Some(i),
             _ => None,
         }
     }
@@ -112,6 +156,7 @@ impl PartialEq for Block {
             (Block::Text(a), Block::Text(b)) => a == b,
             (Block::ToolUse(a), Block::ToolUse(b)) => a == b,
             (Block::Thinking(a), Block::Thinking(b)) => a == b,
+            (Block::Image(a), Block::Image(b)) => a == b,
             (Block::Opaque(a), Block::Opaque(b)) => a.get() == b.get(),
             _ => false,
         }
@@ -135,11 +180,13 @@ impl Serialize for Block {
             Text(&'a TextBlock),
             ToolUse(&'a ToolUseBlock),
             Thinking(&'a ThinkingBlock),
+            Image(&'a ImageBlock),
         }
         match self {
             Block::Text(b) => Tagged::Text(b).serialize(s),
             Block::ToolUse(b) => Tagged::ToolUse(b).serialize(s),
             Block::Thinking(b) => Tagged::Thinking(b).serialize(s),
+            Block::Image(b) => Tagged::Image(b).serialize(s),
             Block::Opaque(raw) => raw.serialize(s),
         }
     }
@@ -178,6 +225,15 @@ fn parse_block(raw: &RawValue) -> Result<Block, serde_json::Error> {
             b.extra = strip_type(b.extra);
             Block::Thinking(b)
         }
+        // An image of the blob store; any other `image` (a provider's base64 source, as other
+        // tools write them) is kept as it is.
+        Some("image") => match serde_json::from_str::<ImageBlock>(json) {
+            Ok(mut b) => {
+                b.extra = strip_type(b.extra);
+                Block::Image(b)
+            }
+            Err(_) => Block::Opaque(raw.to_owned()),
+        },
         Some(_) => Block::Opaque(raw.to_owned()),
         None => return Err(serde_json::Error::custom("a content block needs a string \"type\"")),
     })
@@ -212,6 +268,17 @@ mod tests {
             serde_json::to_string(&blocks).unwrap(),
             r#"[{ "data" : "EmwKAhgBEgy3va3pzix/LafPsn4a" ,"type":"redacted_thinking"}]"#
         );
+    }
+
+    #[test]
+    fn an_image_of_the_blob_store_round_trips_and_another_image_stays_opaque() {
+        let line = r#"[{"type":"image","blob":"ab.png","media_type":"image/png","width":64,"height":48,"bytes":12288,"name":"shot.png"},{"type":"image","source":{"type":"base64","data":"iVBO"}}]"#;
+        let blocks: Vec<Block> = serde_json::from_str(line).unwrap();
+        let image = blocks[0].as_image().expect("an image block");
+        assert_eq!((image.width, image.height, image.bytes), (64, 48, 12288));
+        assert_eq!(image.describe(), "[image shot.png 64×48]");
+        assert!(matches!(blocks[1], Block::Opaque(_)));
+        assert_eq!(serde_json::to_string(&blocks).unwrap(), line);
     }
 
     #[test]

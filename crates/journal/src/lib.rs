@@ -21,6 +21,7 @@
 //!
 //! The format itself is specified in `docs/journal-format.md`.
 
+pub mod blob;
 mod block;
 mod branch;
 mod check;
@@ -50,7 +51,7 @@ mod timestamp;
 mod view;
 mod view_check;
 
-pub use block::{Block, TextBlock, ThinkingBlock, ToolUseBlock};
+pub use block::{Block, ImageBlock, TextBlock, ThinkingBlock, ToolUseBlock};
 pub use branch::BranchError;
 pub use check::{check_file, CheckReport, Problem};
 pub use entry::{EncodeError, Entry, EntryId, Timestamp};

@@ -85,6 +85,7 @@ pub fn blocks_bytes(blocks: &[Block]) -> u64 {
             Block::Thinking(t) => t.thinking.len() + t.signature.as_ref().map_or(0, String::len),
             Block::ToolUse(t) => t.name.len() + t.input.to_string().len(),
             Block::Opaque(raw) => raw.get().len(),
+            Block::Image(i) => i.covered().len(),
         } as u64)
         .sum()
 }
@@ -99,7 +100,7 @@ pub fn text_marker(cut_bytes: u64, original_bytes: u64, entry: &EntryId) -> Stri
 
 /// The blocks of a user or assistant message bounded to about `max_bytes`: each text block cut
 /// to a prefix (sharing the budget in order, each keeping at least 256 bytes),
-/// long string arguments of tool calls cut to a prefix, thinking and opaque blocks dropped, and
+/// long string arguments of tool calls cut to a prefix, images replaced by their one line, thinking and opaque blocks dropped, and
 /// a marker block naming the original size and `entry`. `None` when the message is within the
 /// bound.
 pub fn bound_blocks(blocks: &[Block], max_bytes: u64, entry: &EntryId) -> Option<Vec<Block>> {
@@ -125,6 +126,7 @@ pub fn bound_blocks(blocks: &[Block], max_bytes: u64, entry: &EntryId) -> Option
                 remaining = remaining.saturating_sub(call.input.to_string().len());
                 out.push(Block::ToolUse(call));
             }
+            Block::Image(image) => out.push(Block::text(image.covered())),
             Block::Thinking(_) | Block::Opaque(_) => {}
         }
     }

@@ -57,6 +57,10 @@ pub enum Event {
     MessageTakenBack {
         text: String,
     },
+    /// The images the turn's user message carries, stored and journaled with it.
+    ImagesAttached {
+        images: Vec<super::ImageInfo>,
+    },
     /// The turn is over; `text` is the final assistant text (empty if none).
     TurnFinished {
         status: TurnStatus,

@@ -42,6 +42,9 @@ pub enum HistoryItem {
         text: String,
         /// Covered by the active compaction: the model reads it only through the note.
         covered: bool,
+        /// The images the message carries.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<super::ImageInfo>,
     },
     Assistant {
         id: String,

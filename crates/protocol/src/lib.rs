@@ -44,8 +44,8 @@ pub use kinds::{CompactionKind, CompactionTrigger, ErrorKind};
 pub use mcp::{McpServerInfo, McpStatus, McpToolInfo};
 pub use op::{ApprovalScope, Op};
 pub use values::{
-    AnchorInfo, ApprovalOffer, BackgroundState, BranchSummaryState, CallEnd, NoticeLevel, Notify,
-    SandboxReport, SubmissionId, TurnStats, UserMessageInfo,
+    AnchorInfo, ApprovalOffer, BackgroundState, BranchSummaryState, CallEnd, ImageInfo,
+    NoticeLevel, Notify, SandboxReport, SubmissionId, TurnStats, UserMessageInfo,
 };
 
 #[cfg(test)]

@@ -8,12 +8,17 @@ use super::restore::TakeBack;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Op {
-    /// A user message; starts a turn. `attachments` are workspace files the user mentioned
-    /// (`@path`): each is read now and journaled after the message, for the model to read.
+    /// A user message; starts a turn. `attachments` are files the user mentioned (`@path`):
+    /// a text file is read now and journaled after the message; an image (by its extension)
+    /// goes with the message, like `images`, the image files the user named (`--image`, a
+    /// pasted path, the clipboard's image). An image is stored in the session's blob store
+    /// and the message's entry names it.
     UserInput {
         text: String,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         attachments: Vec<String>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<String>,
     },
     /// Stop the running turn or compaction; pending tool calls get "interrupted" results, a
     /// compaction writes nothing.

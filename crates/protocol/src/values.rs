@@ -148,3 +148,17 @@ pub enum Notify {
     /// Never.
     Off,
 }
+
+/// An image a user message carries, as the transcript shows it (`▣ shot.png 64×48 · 12 KB`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImageInfo {
+    /// The file name the user gave.
+    pub name: String,
+    pub width: u32,
+    pub height: u32,
+    /// The size of the stored image.
+    pub bytes: u64,
+    /// It was scaled down to fit 2048 px a side.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub scaled: bool,
+}

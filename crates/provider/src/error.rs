@@ -102,6 +102,34 @@ impl ProviderError {
         matches!(self.kind, ErrorKind::ContextOverflow { .. })
     }
 
+    /// Whether the server refused the request because the model does not take images (a bad
+    /// request whose message says so, in the phrasings of OpenAI, Anthropic, Ollama, llama.cpp,
+    /// vLLM and DeepSeek-style servers). The retry leaves the images out.
+    pub fn rejects_images(&self) -> bool {
+        if self.kind != ErrorKind::BadRequest {
+            return false;
+        }
+        let message = self.message.to_ascii_lowercase();
+        let about_images = ["image", "vision", "multimodal", "multi-modal", "mmproj"]
+            .iter()
+            .any(|word| message.contains(word));
+        let refusal = [
+            "not support",
+            "unsupported",
+            "only supported by",
+            "not a multimodal",
+            "unknown variant",
+            "invalid content type",
+            "cannot read",
+            "does not accept",
+            "not enabled",
+            "expected `text`",
+        ]
+        .iter()
+        .any(|phrase| message.contains(phrase));
+        about_images && refusal
+    }
+
     /// The error with every occurrence of `secret` (and of its `Bearer ` form) replaced by
     /// `[REDACTED]`. Secrets shorter than 4 bytes are left alone: replacing them would
     /// mangle ordinary words and they cannot be real keys.
@@ -153,6 +181,26 @@ mod tests {
         .redacted(Some("sk-secret-123"));
         assert_eq!(err.message, "invalid key [REDACTED]; header was Bearer [REDACTED]");
         assert!(!err.to_string().contains("sk-secret"));
+    }
+
+    #[test]
+    fn a_refusal_of_images_is_recognised_in_the_common_phrasings() {
+        let refusals = [
+            "Invalid content type. image_url is only supported by certain models.",
+            "model does not support images",
+            "image input is not supported - hint: if this is unexpected, you may need to provide the mmproj",
+            "unknown variant `image_url`, expected `text`",
+            "Qwen2 is not a multimodal model",
+        ];
+        for message in refusals {
+            let err = ProviderError::new(ErrorKind::BadRequest, message);
+            assert!(err.rejects_images(), "{message}");
+        }
+        let other = ProviderError::new(ErrorKind::BadRequest, "messages: field required");
+        assert!(!other.rejects_images());
+        let auth =
+            ProviderError::new(ErrorKind::Auth, "image models are not supported on this key");
+        assert!(!auth.rejects_images(), "only a bad request is a refusal of the request's images");
     }
 
     #[test]

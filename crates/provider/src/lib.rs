@@ -48,7 +48,9 @@ pub use event::{StopReason, StreamEvent, Usage};
 pub use price::{price_of, prices_read, Price};
 pub use probe::ProbedWindow;
 pub use stream::EventStream;
-pub use types::{Block, Message, Request, Response, Role, SystemBlock, ToolChoice, ToolSpec};
+pub use types::{
+    image_tokens, Block, Message, Request, Response, Role, SystemBlock, ToolChoice, ToolSpec,
+};
 
 /// Re-exported so callers need no direct `tokio-util` dependency to cancel a request.
 pub use tokio_util::sync::CancellationToken;

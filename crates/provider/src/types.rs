@@ -156,6 +156,12 @@ pub enum Block {
         #[serde(default)]
         is_error: bool,
     },
+    /// An image in a user message: its bytes, base64-encoded, and their media type
+    /// (`image/png`, `image/jpeg`, `image/gif`, `image/webp`). Each wire sends its own part.
+    Image {
+        media_type: String,
+        data: String,
+    },
 }
 
 impl Block {
@@ -163,6 +169,33 @@ impl Block {
     pub fn text(text: impl Into<String>) -> Self {
         Block::Text { text: text.into() }
     }
+
+    /// The data URL of an image block (`data:image/png;base64,...`), as Chat Completions and
+    /// the Responses API take it.
+    pub fn data_url(media_type: &str, data: &str) -> String {
+        format!("data:{media_type};base64,{data}")
+    }
+}
+
+/// What an image of `width`×`height` pixels costs in input tokens, by the providers' published
+/// rules: Anthropic ≈ w·h/750 after scaling to fit 1568 px and 1.15 megapixels; OpenAI 85 plus
+/// 170 per 512-px tile after scaling to fit 2048 px and then 768 px on the short side. The
+/// larger of the two, so a budget never counts an image short on either wire.
+pub fn image_tokens(width: u32, height: u32) -> u32 {
+    let (w, h) = (f64::from(width.max(1)), f64::from(height.max(1)));
+    let fit = |w: f64, h: f64, long: f64| {
+        let scale = (long / w.max(h)).min(1.0);
+        (w * scale, h * scale)
+    };
+    let (aw, ah) = fit(w, h, 1568.0);
+    let pixels = (aw * ah).min(1_150_000.0);
+    let anthropic = (pixels / 750.0).ceil();
+    let (ow, oh) = fit(w, h, 2048.0);
+    let short = ow.min(oh);
+    let scale = if short > 768.0 { 768.0 / short } else { 1.0 };
+    let tiles = ((ow * scale) / 512.0).ceil() * ((oh * scale) / 512.0).ceil();
+    let openai = 85.0 + 170.0 * tiles;
+    anthropic.max(openai) as u32
 }
 
 /// A tool the model may call.

@@ -78,6 +78,7 @@ fn conversation(lines: usize) -> HistoryPage {
             id: format!("u{i}"),
             text: format!("question {i}: why is the parser slow on file {i}?"),
             covered: false,
+            images: Vec::new(),
         });
         items.push(HistoryItem::Tool {
             id: format!("t{i}"),

@@ -258,6 +258,11 @@ pub struct ExecArgs {
     #[arg(long)]
     pub json: bool,
 
+    /// Send this image with the prompt (PNG, JPEG, GIF or WebP; over 2048 px a side it is
+    /// scaled down, over 20 MB refused). Repeat it for several images.
+    #[arg(long, value_name = "FILE")]
+    pub image: Vec<PathBuf>,
+
     /// The prompt; several words are joined with spaces; `-` reads it from standard input.
     #[arg(required = true, num_args = 1.., value_name = "PROMPT")]
     pub prompt: Vec<String>,

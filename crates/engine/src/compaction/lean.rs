@@ -72,6 +72,7 @@ fn flatten_item(mut item: ViewItem) -> Option<ViewItem> {
                         }
                         Some(Block::text(format!("[call {}: {} {args}]", call.id, call.name)))
                     }
+                    Block::Image(image) => Some(Block::text(image.describe())),
                     Block::Thinking(_) | Block::Opaque(_) => None,
                 })
                 .collect();

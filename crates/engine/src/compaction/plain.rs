@@ -30,7 +30,9 @@ impl PlainView {
         let mut out = PlainView::default();
         for (i, item) in view.items.iter().enumerate() {
             out.messages.push(message(item));
-            let tokens = known(item).unwrap_or_else(|| counts::exact(&item_text(item)));
+            let tokens = known(item).unwrap_or_else(|| {
+                counts::exact(&item_text(item)).saturating_add(counts::image_tokens(item.blocks()))
+            });
             out.tokens.push(u64::from(tokens));
             out.sources.push(item.source.clone());
             if matches!(item.shortened, Some(Shortened::Pruned { .. })) {
@@ -74,6 +76,7 @@ fn part(block: &Block) -> Option<Part> {
         Block::Thinking(t) => {
             Some(Part::Thinking { thinking: t.thinking.clone(), signature: t.signature.clone() })
         }
+        Block::Image(image) => Some(Part::text(image.describe())),
         Block::Opaque(_) => None,
     }
 }

@@ -82,9 +82,10 @@ fn replay_session(params: &ReportParams<'_>) -> Result<Replayed, EngineError> {
         item.shortened.is_none() && item.kind != ItemKind::Checkpoint
     };
     for item in view.items.iter().filter(|i| i.tokens.is_none() && whole(i)) {
-        known
-            .entry(item.source.clone())
-            .or_insert_with(|| counts::exact(&session::item_text(&item.content)));
+        known.entry(item.source.clone()).or_insert_with(|| {
+            counts::exact(&session::item_text(&item.content))
+                .saturating_add(counts::image_tokens(item.blocks()))
+        });
     }
     let compact = limits.window <= super::steps::SMALL_WINDOW;
     let system = system_counts(&workspace, &config, params.home, compact);
@@ -165,7 +166,8 @@ fn count_once(known: &mut HashMap<EntryId, u32>, entry: &codewhale_journal::Entr
     if let Some(n) = entry.tokens.or_else(|| known.get(&entry.id).copied()) {
         return n;
     }
-    let n = counts::exact(&counts::payload_text(&entry.payload).unwrap_or_default());
+    let n = counts::exact(&counts::payload_text(&entry.payload).unwrap_or_default())
+        .saturating_add(counts::payload_image_tokens(&entry.payload));
     known.insert(entry.id.clone(), n);
     n
 }

@@ -405,6 +405,8 @@ fn build_request(
             system: &job.summarizer.system,
             tools: job.summarizer.tools.clone(),
             max_output_tokens: job.max_output,
+            // The summarizer reads each image as its one line: the note names them.
+            images: convert::Images::Describe,
         },
     );
     if let Some(last) = request.messages.last_mut() {

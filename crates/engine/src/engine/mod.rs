@@ -304,7 +304,7 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
             session.policy.set_mode(mode);
         }
         match op {
-            Op::UserInput { text, attachments } => {
+            Op::UserInput { text, attachments, images } => {
                 let cancel = CancellationToken::new();
                 let mcp = session.mcp().clone();
                 let turn = async {
@@ -312,7 +312,7 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
                     // model's first reply on the new branch reads it (bounded by its timeout).
                     crate::branch_summary::wait(&mut session, &sink, id, &cancel).await;
                     let mut ctx = TurnCtx::new(&mut session, &sink, &gate, id, cancel.clone());
-                    turn::run_turn(&mut ctx, text, attachments).await
+                    turn::run_turn(&mut ctx, turn::UserMessage { text, attachments, images }).await
                 };
                 let (stop, deferred) = listening(turn, &mut ops, &sink, &gate, &cancel, &mcp).await;
                 shutdown = stop;

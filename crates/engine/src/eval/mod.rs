@@ -331,8 +331,11 @@ async fn answer(
     let (handle, mut events) = Engine::spawn(engine_params(params, root, resume))?;
     for (n, (probe, scored)) in s.probes.iter().zip(probes.iter_mut()).enumerate() {
         progress(&format!("  probe {}/{}: {}", n + 1, s.probes.len(), probe.question));
-        let id =
-            handle.submit(Op::UserInput { text: probe.question.clone(), attachments: Vec::new() });
+        let id = handle.submit(Op::UserInput {
+            text: probe.question.clone(),
+            attachments: Vec::new(),
+            images: Vec::new(),
+        });
         let mut reply = String::new();
         while let Some(msg) = events.recv().await {
             if msg.id != id {

@@ -111,10 +111,11 @@ pub fn scope(journal: &Journal, view: &View, cut: Option<&RequestCut>) -> Vec<(u
             (Some(Shortened::Bounded { .. }), _) => {
                 in_view.insert(pos, Absence::Bounded);
             }
-            (None, false) if bounded => {
+            (None | Some(Shortened::ImagesCovered { .. }), false) if bounded => {
                 in_view.insert(pos, Absence::Bounded);
             }
-            (None, false) => {
+            // Its text is in the view whole; its images are in the journal, not in the text.
+            (None | Some(Shortened::ImagesCovered { .. }), false) => {
                 whole.insert(pos);
             }
         }

@@ -46,10 +46,31 @@ pub fn payload_text(payload: &Payload) -> Option<String> {
                 text.push_str(&t.input.to_string());
             }
             Block::Opaque(raw) => text.push_str(raw.get()),
+            // The picture itself is counted apart (`image_tokens`).
+            Block::Image(image) => text.push_str(&image.describe()),
         }
         text.push('\n');
     }
     Some(text)
+}
+
+/// What the images of `blocks` cost, by the providers' published rules
+/// ([`codewhale_provider::image_tokens`]); counted apart from the text, whose count holds
+/// only each image's one line.
+pub fn image_tokens(blocks: &[Block]) -> u32 {
+    blocks
+        .iter()
+        .filter_map(Block::as_image)
+        .map(|i| codewhale_provider::image_tokens(i.width, i.height))
+        .fold(0u32, u32::saturating_add)
+}
+
+/// [`image_tokens`] of a payload's content (0 for a payload without blocks).
+pub fn payload_image_tokens(payload: &Payload) -> u32 {
+    match payload {
+        Payload::User(u) => image_tokens(&u.content),
+        _ => 0,
+    }
 }
 
 /// The exact count of `text` as one message, if the encoder is ready.
@@ -156,6 +177,8 @@ pub fn store_sidecar(journal: &Path, counts: &HashMap<EntryId, u32>) {
 struct Pending {
     upper: u64,
     text: String,
+    /// Tokens counted apart from the text (images).
+    fixed: u32,
 }
 
 /// Counts known only in memory, and entries still to be counted exactly.
@@ -188,8 +211,9 @@ impl Counts {
     }
 
     /// Records an entry counted by its upper bound until the encoder is ready.
-    pub fn defer(&mut self, id: EntryId, upper: u64, text: String) {
-        self.pending.insert(id, Pending { upper, text });
+    /// `fixed` is what it holds besides its text (its images), already in `upper`.
+    pub fn defer(&mut self, id: EntryId, upper: u64, text: String, fixed: u32) {
+        self.pending.insert(id, Pending { upper, text, fixed });
     }
 
     /// The provisional figure of an entry still to be counted.
@@ -205,7 +229,7 @@ impl Counts {
     pub fn settle(&mut self) -> Vec<(u64, u64)> {
         let mut out = Vec::with_capacity(self.pending.len());
         for (id, p) in std::mem::take(&mut self.pending) {
-            let n = exact(&p.text);
+            let n = exact(&p.text).saturating_add(p.fixed);
             self.memo.insert(id, n);
             out.push((p.upper, u64::from(n)));
         }
@@ -235,7 +259,7 @@ mod tests {
     fn deferred_counts_settle_to_exact_figures() {
         let mut c = Counts::default();
         let id = EntryId::new();
-        c.defer(id.clone(), upper_bound("hello world"), "hello world".into());
+        c.defer(id.clone(), upper_bound("hello world"), "hello world".into(), 0);
         let settled = c.settle();
         assert_eq!(settled, vec![(upper_bound("hello world"), 2 + u64::from(MESSAGE_OVERHEAD))]);
         assert_eq!(c.get(&id), Some(6));

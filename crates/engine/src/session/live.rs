@@ -66,12 +66,10 @@ impl Session {
         let exact = crate::tokens::is_ready();
         let mut count = |e: &Entry| -> u64 {
             e.tokens.or_else(|| counts.get(&e.id)).map(u64::from).unwrap_or_else(|| {
+                let images = u64::from(counts::payload_image_tokens(&e.payload));
                 counts::payload_text(&e.payload).map_or(0, |t| {
-                    if exact {
-                        u64::from(counts::exact(&t))
-                    } else {
-                        counts::upper_bound(&t)
-                    }
+                    images
+                        + if exact { u64::from(counts::exact(&t)) } else { counts::upper_bound(&t) }
                 })
             })
         };

@@ -117,6 +117,9 @@ pub struct Session {
     /// A silent cut was just learned from a usage report: the server is asked to confirm the
     /// window before the next request.
     pub(crate) confirm_cut: bool,
+    /// The model that refused a request's images in this run: while it is the model, images
+    /// are sent as their one line ([`crate::convert::Images::Refused`]).
+    pub(crate) images_refused: Option<String>,
     /// Opened without a model provider (a rewind from the command line): why, as a request
     /// would fail.
     no_model: Option<String>,
@@ -143,6 +146,17 @@ impl Session {
     /// The journal file's path.
     pub fn path(&self) -> &Path {
         self.journal.path()
+    }
+
+    /// The session's blob store, where the images of its messages are
+    /// (`<session-id>.blobs/`).
+    pub fn blob_dir(&self) -> PathBuf {
+        codewhale_journal::blob::blob_dir(self.journal.path())
+    }
+
+    /// Whether the current model refused images in this run.
+    pub fn images_refused(&self) -> bool {
+        self.images_refused.as_deref() == Some(self.model())
     }
 
     /// The journal (read-only).
@@ -315,21 +329,25 @@ impl Session {
                 // entry (whose count measures the whole entry).
                 None if item.shortened.is_some() => {
                     let text = item_text(&item.content);
-                    counts::exact_if_ready(&text)
-                        .map_or_else(|| counts::upper_bound(&text), u64::from)
+                    let images = u64::from(counts::image_tokens(item.blocks()));
+                    images
+                        + counts::exact_if_ready(&text)
+                            .map_or_else(|| counts::upper_bound(&text), u64::from)
                 }
                 None => match self.counts.pending_upper(&item.source) {
                     Some(upper) => upper,
                     None => {
                         let text = item_text(&item.content);
+                        let images = counts::image_tokens(item.blocks());
                         match counts::exact_if_ready(&text) {
                             Some(n) => {
+                                let n = n.saturating_add(images);
                                 self.counts.remember(item.source.clone(), n);
                                 u64::from(n)
                             }
                             None => {
-                                let upper = counts::upper_bound(&text);
-                                self.counts.defer(item.source.clone(), upper, text);
+                                let upper = counts::upper_bound(&text) + u64::from(images);
+                                self.counts.defer(item.source.clone(), upper, text, images);
                                 upper
                             }
                         }
@@ -358,15 +376,17 @@ impl Session {
         let mut entry = Entry::new(Some(parent), payload);
         let id = entry.id.clone();
         if let Some(text) = counts::payload_text(&entry.payload) {
+            let images = counts::payload_image_tokens(&entry.payload);
             match counts::exact_if_ready(&text) {
                 Some(n) => {
+                    let n = n.saturating_add(images);
                     entry = entry.with_tokens(n);
                     self.budget.add(u64::from(n));
                 }
                 None => {
-                    let upper = counts::upper_bound(&text);
+                    let upper = counts::upper_bound(&text) + u64::from(images);
                     self.budget.add(upper);
-                    self.counts.defer(id.clone(), upper, text);
+                    self.counts.defer(id.clone(), upper, text, images);
                 }
             }
         }

@@ -129,6 +129,7 @@ impl Session {
             resumed,
             notices,
             hints,
+            images_refused: None,
             compaction: crate::compaction::standing::Standing {
                 summary_backoff,
                 ..Default::default()

@@ -34,6 +34,8 @@ pub struct TurnCtx<'a> {
     pub(super) stats: TurnStats,
     /// The session's meters when the turn began (replies, summary requests).
     pub(super) spent_at_start: (crate::spend::Spent, crate::spend::Spent),
+    /// The request being answered carries image bytes.
+    pub(super) carries_images: bool,
 }
 
 impl<'a> TurnCtx<'a> {
@@ -48,6 +50,7 @@ impl<'a> TurnCtx<'a> {
         let spent_at_start = (session.spend.replies.read(), session.spend.summaries.read());
         TurnCtx {
             spent_at_start,
+            carries_images: false,
             session,
             events,
             submission,

@@ -13,10 +13,9 @@ pub mod calls;
 mod ctx;
 pub mod fit;
 pub mod hooks;
+mod intake;
 
-use codewhale_journal::{
-    AssistantPayload, Entry, Level, Reads, SystemPayload, Usage as JUsage, UserPayload,
-};
+use codewhale_journal::{AssistantPayload, Entry, Level, Reads, SystemPayload, Usage as JUsage};
 use codewhale_provider::{ErrorKind, ProviderFailure, Response, StopReason, StreamEvent};
 
 use crate::convert::{self, RequestParams};
@@ -25,16 +24,13 @@ use crate::protocol::{ErrorKind as ProtocolErrorKind, Event, NoticeLevel, TurnSt
 use calls::ToolCall;
 pub use ctx::{TurnCtx, TurnOutcome};
 pub use hooks::{before_request, on_context_overflow};
+pub use intake::UserMessage;
 
 /// Runs one user turn to its end. Emits `TurnStarted` … `TurnFinished`; errors that stop the
 /// turn are emitted as `Error` events and journaled as `system` notices.
-pub async fn run_turn(
-    ctx: &mut TurnCtx<'_>,
-    input: String,
-    attachments: Vec<String>,
-) -> TurnOutcome {
+pub async fn run_turn(ctx: &mut TurnCtx<'_>, message: UserMessage) -> TurnOutcome {
     ctx.emit(Event::TurnStarted);
-    let outcome = match drive(ctx, input, attachments).await {
+    let outcome = match drive(ctx, message).await {
         Ok(outcome) => outcome,
         Err(err) => {
             ctx.fail(err.kind(), err.to_string());
@@ -116,17 +112,18 @@ fn journal_failure(
     ctx.session.append_entry(notice)
 }
 
-async fn drive(
-    ctx: &mut TurnCtx<'_>,
-    input: String,
-    attachments: Vec<String>,
-) -> Result<TurnOutcome, EngineError> {
+async fn drive(ctx: &mut TurnCtx<'_>, message: UserMessage) -> Result<TurnOutcome, EngineError> {
     // A crash or an earlier interrupt may have left calls unanswered; answer them before the
     // new message, or the user message would sit between a call and its result.
     ctx.session.heal_dangling_calls()?;
     crate::compaction::triggers::turn_started(ctx.session);
-    ctx.session.append(UserPayload::text(input.clone()))?;
+    let intake::Taken { payload, images, attachments } = intake::take(ctx, message);
+    let input = payload.content.iter().filter_map(|b| b.as_text()).collect::<String>();
+    ctx.session.append(payload)?;
     ctx.message = Some((ctx.session.journal().head_id().clone(), input));
+    if !images.is_empty() {
+        ctx.emit(Event::ImagesAttached { images });
+    }
     for raw in &attachments {
         match crate::attachments::attach(ctx.session, raw) {
             Ok(entry) => drop(ctx.session.append(entry)?),
@@ -142,6 +139,7 @@ async fn drive(
     // An estimate right away, so a gauge moves before the first reply reports.
     ctx.emit_usage(None, None);
     let mut overflow_retried = false;
+    let mut images_retried = false;
     loop {
         if ctx.cancel.is_cancelled() {
             return Ok(TurnOutcome { status: TurnStatus::Interrupted, text: String::new() });
@@ -177,6 +175,12 @@ async fn drive(
             .max_output
             .min(limits.reserved_output)
             .max(1);
+        let blobs = ctx.session.blob_dir();
+        let images = if ctx.session.images_refused() {
+            convert::Images::Refused
+        } else {
+            convert::Images::Send(&blobs)
+        };
         let mut request = convert::to_request(
             &view,
             RequestParams {
@@ -184,8 +188,12 @@ async fn drive(
                 system: ctx.session.system_prompt(),
                 tools: ctx.session.tool_specs(),
                 max_output_tokens: u32::try_from(max_output).unwrap_or(u32::MAX),
+                images,
             },
         );
+        ctx.carries_images = request.messages.iter().any(|m| {
+            m.content.iter().any(|b| matches!(b, codewhale_provider::Block::Image { .. }))
+        });
         // After the system prompt's cache breakpoint, so the cached prefix stays as it was.
         if let Some(notice) = trimmed.as_ref().and_then(|t| t.notice.clone()) {
             request.system.push(codewhale_provider::SystemBlock::text(notice));
@@ -235,6 +243,15 @@ async fn drive(
         let response = match result {
             Ok(response) => response,
             Err(failure) => {
+                if failure.error.rejects_images()
+                    && ctx.carries_images
+                    && !images_retried
+                    && failure.partial.is_none()
+                {
+                    images_retried = true;
+                    intake::images_refused(ctx, &failure.error);
+                    continue;
+                }
                 if failure.error.is_context_overflow()
                     && !overflow_retried
                     && failure.partial.is_none()
@@ -321,6 +338,9 @@ fn record_response(
     let reported = response.usage.map(|u| u.input_tokens).filter(|n| *n > 0);
     if let Some(reported) = reported {
         let may_cut = ctx.session.client().config().may_truncate_silently();
+        // A request with images is left out of the rule: their count is the providers'
+        // published estimate, not a measure.
+        let may_cut = may_cut && !ctx.carries_images;
         if may_cut && ctx.session.budget().cut_silently(reported, estimate) {
             // Never a calibration: the count is of what the server kept, not of what was sent.
             ctx.session.learn_cut_window(reported, estimate)?;

@@ -57,7 +57,11 @@ async fn the_user_can_deny_and_approve_interactively() {
     h.server.push(Reply::tool_call("s3", "shell", json!({"command": "touch again.txt"})));
     h.server.push(Reply::text("done"));
     let mut engine = h.spawn_with(Resume::New, ApprovalMode::Ask, true);
-    let turn = engine.submit(Op::UserInput { text: "touch files".into(), attachments: Vec::new() });
+    let turn = engine.submit(Op::UserInput {
+        text: "touch files".into(),
+        attachments: Vec::new(),
+        images: Vec::new(),
+    });
     engine.until(|e| matches!(e, Event::ApprovalNeeded { call_id, .. } if call_id == "s1")).await;
     engine.submit(Op::Deny { call_id: "s1".into(), reason: Some("not that file".into()) });
     let asked = engine
@@ -106,7 +110,11 @@ async fn a_mode_chosen_during_a_turn_applies_from_the_next_call() {
     h.server.push(Reply::tool_call("w3", "write_file", json!({"path": "c.txt", "content": "c"})));
     h.server.push(Reply::text("third written"));
     let mut engine = h.spawn_with(Resume::New, ApprovalMode::Ask, true);
-    let turn = engine.submit(Op::UserInput { text: "write two".into(), attachments: Vec::new() });
+    let turn = engine.submit(Op::UserInput {
+        text: "write two".into(),
+        attachments: Vec::new(),
+        images: Vec::new(),
+    });
     engine.until(|e| matches!(e, Event::ApprovalNeeded { call_id, .. } if call_id == "w1")).await;
     engine.submit(Op::SetApproval { mode: ApprovalMode::AutoEdit });
     let said = engine.until(|e| matches!(e, Event::ApprovalChanged { .. })).await;

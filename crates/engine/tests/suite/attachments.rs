@@ -26,6 +26,7 @@ async fn a_mentioned_file_is_attached_after_the_message_and_bad_ones_are_refused
             "blob.bin".into(),
             "missing.rs".into(),
         ],
+        images: Vec::new(),
     });
     let run = engine.finish(id).await;
     assert_eq!(run.status, TurnStatus::Completed);

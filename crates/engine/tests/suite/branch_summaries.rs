@@ -214,7 +214,11 @@ async fn the_engine_answers_while_it_is_written_and_a_turn_sent_meanwhile_reads_
             break;
         }
     }
-    let turn = engine.submit(Op::UserInput { text: "try by hand".into(), attachments: Vec::new() });
+    let turn = engine.submit(Op::UserInput {
+        text: "try by hand".into(),
+        attachments: Vec::new(),
+        images: Vec::new(),
+    });
     let run = engine.finish(turn).await;
     assert_eq!(run.status, TurnStatus::Completed);
     let written = run

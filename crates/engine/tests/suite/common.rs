@@ -187,7 +187,11 @@ impl Running {
 
     /// Submits a user message and waits for its turn to end.
     pub async fn turn(&mut self, text: &str) -> TurnRun {
-        let id = self.submit(Op::UserInput { text: text.into(), attachments: Vec::new() });
+        let id = self.submit(Op::UserInput {
+            text: text.into(),
+            attachments: Vec::new(),
+            images: Vec::new(),
+        });
         self.finish(id).await
     }
 

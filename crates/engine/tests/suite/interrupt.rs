@@ -14,7 +14,11 @@ async fn while_streaming_the_partial_reply_is_kept() {
     let h = Harness::new().await;
     h.server.push(Reply::text("partial answer").then_text(" more").hang_after(2));
     let mut engine = h.spawn(ApprovalMode::Full);
-    let turn = engine.submit(Op::UserInput { text: "talk".into(), attachments: Vec::new() });
+    let turn = engine.submit(Op::UserInput {
+        text: "talk".into(),
+        attachments: Vec::new(),
+        images: Vec::new(),
+    });
     engine.until(|e| matches!(e, Event::TextDelta { .. })).await;
     engine.submit(Op::Interrupt);
     let run = engine.finish(turn).await;
@@ -35,7 +39,11 @@ async fn while_a_tool_runs_the_call_and_the_rest_get_results() {
         ToolCall::new("next", "read_file", json!({"path": "x"})),
     ]));
     let mut engine = h.spawn(ApprovalMode::Full);
-    let turn = engine.submit(Op::UserInput { text: "wait".into(), attachments: Vec::new() });
+    let turn = engine.submit(Op::UserInput {
+        text: "wait".into(),
+        attachments: Vec::new(),
+        images: Vec::new(),
+    });
     engine
         .until(|e| matches!(e, Event::ToolCallStarted { call_id, .. } if call_id == "slow"))
         .await;
@@ -55,7 +63,11 @@ async fn while_awaiting_approval_the_call_gets_an_interrupted_result() {
     let h = Harness::new().await;
     h.server.push(Reply::tool_call("ask", "shell", json!({"command": "touch x"})));
     let mut engine = h.spawn_with(Resume::New, ApprovalMode::Ask, true);
-    let turn = engine.submit(Op::UserInput { text: "do".into(), attachments: Vec::new() });
+    let turn = engine.submit(Op::UserInput {
+        text: "do".into(),
+        attachments: Vec::new(),
+        images: Vec::new(),
+    });
     engine.until(|e| matches!(e, Event::ApprovalNeeded { .. })).await;
     engine.submit(Op::Interrupt);
     let run = engine.finish(turn).await;

@@ -112,7 +112,11 @@ fn offline_report(h: &Harness, session: &str, overrides: Overrides) -> ContextRe
 async fn turn(h: &Harness, engine: &mut Running, gauge: &mut Option<Gauge>, text: &str) {
     h.server
         .push(Reply::text(format!("answer to {text}")).with_usage(3_000 + text.len() as u64, 9));
-    let id = engine.submit(Op::UserInput { text: text.into(), attachments: Vec::new() });
+    let id = engine.submit(Op::UserInput {
+        text: text.into(),
+        attachments: Vec::new(),
+        images: Vec::new(),
+    });
     let events = settle(engine, id, gauge, |e| matches!(e, Event::TurnFinished { .. })).await;
     assert!(
         matches!(events.last(), Some(Event::TurnFinished { status: TurnStatus::Completed, .. })),
@@ -315,7 +319,7 @@ async fn a_trimmed_request_is_what_the_gauge_and_the_reports_show() {
     let mut trimmed = false;
     for k in 0..12 {
         let text = super::compaction::prose(&format!("question {k}"), 60);
-        let id = engine.submit(Op::UserInput { text, attachments: Vec::new() });
+        let id = engine.submit(Op::UserInput { text, attachments: Vec::new(), images: Vec::new() });
         let events =
             settle(&mut engine, id, &mut gauge, |e| matches!(e, Event::TurnFinished { .. })).await;
         trimmed |= events
@@ -378,7 +382,8 @@ async fn the_figures_agree_after_an_automatic_compaction() {
         let mut compacted = false;
         for k in 0..14 {
             let text = super::compaction::prose(&format!("question {k}"), 60);
-            let id = engine.submit(Op::UserInput { text, attachments: Vec::new() });
+            let id =
+                engine.submit(Op::UserInput { text, attachments: Vec::new(), images: Vec::new() });
             let events =
                 settle(&mut engine, id, &mut gauge, |e| matches!(e, Event::TurnFinished { .. }))
                     .await;

@@ -97,10 +97,12 @@ async fn busy_ops_during_a_turn_are_answered_with_an_error() {
     let turn = engine.submit(codewhale_engine::protocol::Op::UserInput {
         text: "a".into(),
         attachments: Vec::new(),
+        images: Vec::new(),
     });
     let busy = engine.submit(codewhale_engine::protocol::Op::UserInput {
         text: "b".into(),
         attachments: Vec::new(),
+        images: Vec::new(),
     });
     let run = engine.finish(turn).await;
     assert_eq!(run.status, TurnStatus::Completed);

@@ -16,7 +16,7 @@ use serde_json::Value;
 use codewhale_journal::{Block, Trigger, Usage};
 
 use crate::assemble::{AssistantPart, Event, SummaryPart};
-use crate::convert::{image_placeholder, parse_ts, result_text, Ts};
+use crate::convert::{image_placeholder, inline_image, parse_ts, result_text, Ts};
 use crate::report::Report;
 
 #[derive(Deserialize)]
@@ -186,12 +186,19 @@ fn user(
                 }
             }
             Some(kind @ ("image" | "document")) => {
-                let media = item
-                    .get("source")
-                    .and_then(|s| s.get("media_type"))
-                    .and_then(Value::as_str)
-                    .unwrap_or(kind);
-                blocks.push(Block::text(image_placeholder(kind, media, report)));
+                let source = item.get("source");
+                let field = |k: &str| source.and_then(|s| s.get(k)).and_then(Value::as_str);
+                let media = field("media_type").unwrap_or(kind);
+                let inline = (kind == "image" && field("type") == Some("base64"))
+                    .then(|| inline_image(media, field("data").unwrap_or_default()))
+                    .flatten();
+                match inline {
+                    Some(block) => {
+                        report.images_imported += 1;
+                        blocks.push(block);
+                    }
+                    None => blocks.push(Block::text(image_placeholder(kind, media, report))),
+                }
             }
             _ => match Block::opaque(&item.to_string()) {
                 Ok(block) => blocks.push(block),

@@ -166,6 +166,12 @@ fn content_blocks(content: Option<&Value>, report: &mut Report) -> Vec<Block> {
             .filter_map(|item| match s(item, "type") {
                 Some("input_image") => {
                     let url = s(item, "image_url").unwrap_or_default();
+                    let inline = crate::convert::data_url_parts(url)
+                        .and_then(|(media, data)| crate::convert::inline_image(media, data));
+                    if let Some(block) = inline {
+                        report.images_imported += 1;
+                        return Some(block);
+                    }
                     let media = crate::convert::media_of_data_url(url).unwrap_or("image");
                     Some(Block::text(image_placeholder("image", media, report)))
                 }

@@ -70,13 +70,16 @@ pub enum ItemContent {
     ToolResult(ToolResultView),
 }
 
-/// How a tool result was changed by the active compaction.
+/// How a message was changed by the active compaction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Shortened {
     /// Replaced by a one-line stub (`pruned_ids`).
     Pruned { original_bytes: u64 },
     /// Cut to `max_bytes` (`bounded`).
     Bounded { original_bytes: u64, max_bytes: u64 },
+    /// A retained message whose images read as one-line placeholders (the message's bytes as
+    /// the bound measures them).
+    ImagesCovered { original_bytes: u64 },
 }
 
 /// One message-sized part of a request, in order.

@@ -16,7 +16,8 @@
 //!    the segment, in spine order) and then the checkpoint. Results in `pruned_ids` become a
 //!    one-line stub; results in `bounded` are cut to head + marker + tail. The checkpoint's
 //!    first block is the record's `note`, or one rebuilt from its summary when the record has
-//!    none (see [`crate::fallback_note`]).
+//!    none (see [`crate::fallback_note`]). An image in a message before the checkpoint (one a
+//!    compaction retained) becomes its one-line placeholder; the last round keeps its images.
 //!
 //! [`check_view`] verifies a view before it is sent: tool pairs complete, no orphans, legal
 //! role order.
@@ -107,12 +108,35 @@ fn render_inner(journal: &Journal, head: &str, extra: Option<&Entry>) -> View {
     if has_repairs {
         place_repairs(&mut items, journal, &spine, range, Some(&shorten));
     }
+    if range.is_some() {
+        cover_images(&mut items);
+    }
     let compaction = Some(ActiveCompaction {
         id: record_entry.id.clone(),
         record: record.clone(),
         tokens: record_entry.tokens,
     });
     View { head: head_id, items, compaction }
+}
+
+/// Replaces each image of the messages before the checkpoint (those a compaction retained) by
+/// its one-line placeholder: the protected last round, after the checkpoint, keeps its images.
+fn cover_images(items: &mut [ViewItem]) {
+    let Some(at) = items.iter().position(|i| i.kind == ItemKind::Checkpoint) else { return };
+    for item in &mut items[..at] {
+        let ItemContent::Blocks(blocks) = &mut item.content else { continue };
+        if !blocks.iter().any(|b| b.as_image().is_some()) {
+            continue;
+        }
+        let original_bytes = blocks_bytes(blocks);
+        for block in blocks.iter_mut() {
+            if let Block::Image(image) = block {
+                *block = Block::text(image.covered());
+            }
+        }
+        item.tokens = None;
+        item.shortened.get_or_insert(Shortened::ImagesCovered { original_bytes });
+    }
 }
 
 /// Spine positions of anchor entries a later synthetic note on the spine withdraws

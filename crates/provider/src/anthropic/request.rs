@@ -161,6 +161,10 @@ fn encode_blocks(message: &Message) -> Vec<Value> {
                 };
                 others.push(json!({"type": "tool_use", "id": id, "name": name, "input": input}))
             }
+            Block::Image { media_type, data } => others.push(json!({
+                "type": "image",
+                "source": {"type": "base64", "media_type": media_type, "data": data},
+            })),
             Block::ToolResult { tool_use_id, content, is_error } => {
                 let mut value =
                     json!({"type": "tool_result", "tool_use_id": tool_use_id, "content": content});

@@ -131,6 +131,7 @@ fn is_openai_reasoning_model(model: &str) -> bool {
 /// after the assistant's calls); the remaining text becomes one user message.
 fn encode_user(message: &Message, out: &mut Vec<Value>) {
     let mut texts = Vec::new();
+    let mut images = Vec::new();
     for block in &message.content {
         match block {
             Block::ToolResult { tool_use_id, content, .. } => {
@@ -138,11 +139,23 @@ fn encode_user(message: &Message, out: &mut Vec<Value>) {
                 out.push(json!({"role": "tool", "tool_call_id": tool_use_id, "content": content}));
             }
             Block::Text { text } => texts.push(text.as_str()),
+            Block::Image { media_type, data } => images.push(json!({
+                "type": "image_url",
+                "image_url": {"url": Block::data_url(media_type, data)},
+            })),
             // Reasoning and calls are assistant-only; a user message never carries them.
             Block::Thinking { .. } | Block::RedactedThinking { .. } | Block::ToolUse { .. } => {}
         }
     }
-    if !texts.is_empty() {
+    if !images.is_empty() {
+        // Content parts only when an image needs them.
+        let mut parts = Vec::with_capacity(images.len() + 1);
+        if !texts.is_empty() {
+            parts.push(json!({"type": "text", "text": texts.join("\n\n")}));
+        }
+        parts.extend(images);
+        out.push(json!({"role": "user", "content": parts}));
+    } else if !texts.is_empty() {
         // A plain string rather than content parts: older llama.cpp and LM Studio builds
         // reject the array form.
         out.push(json!({"role": "user", "content": texts.join("\n\n")}));
@@ -174,7 +187,7 @@ fn encode_assistant(message: &Message, server: OpenAiServer) -> Option<Value> {
                     "function": {"name": name, "arguments": arguments},
                 }));
             }
-            Block::RedactedThinking { .. } | Block::ToolResult { .. } => {}
+            Block::RedactedThinking { .. } | Block::ToolResult { .. } | Block::Image { .. } => {}
         }
     }
     if text.is_empty() && calls.is_empty() {

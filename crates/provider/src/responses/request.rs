@@ -43,6 +43,10 @@ pub fn encode(request: &Request, effort: Option<&str>) -> Value {
                         input.push(item);
                     }
                 }
+                Block::Image { media_type, data } => texts.push(json!({
+                    "type": "input_image",
+                    "image_url": Block::data_url(media_type, data),
+                })),
                 // Reasoning of another wire, or none the server can read back.
                 Block::Thinking { signature: None, .. } | Block::RedactedThinking { .. } => {}
                 Block::ToolUse { id, name, input: arguments } => {

@@ -146,6 +146,7 @@ left\nNone\n## Open questions\nNone\n## Next action\nGo on.\n## Reference\nNone"
                 handle.submit(Op::UserInput {
                     text: format!("question {k}"),
                     attachments: Vec::new(),
+                    images: Vec::new(),
                 });
                 while let Some(msg) = events.recv().await {
                     if matches!(msg.event, Event::TurnFinished { .. }) {

@@ -55,6 +55,17 @@ pub fn run(
         errln!("codewhale: the prompt is empty; pass it as an argument or pipe it with `-`");
         return Ok(ExitCode::from(2));
     }
+    // Each image is checked before anything starts: a refused one ends the command with the
+    // reason, and no session is touched.
+    let mut images = Vec::with_capacity(args.image.len());
+    for path in &args.image {
+        if let Err(e) = codewhale_engine::images::load(path) {
+            errln!("codewhale: cannot send the image {}: {e}", path.display());
+            return Ok(ExitCode::from(2));
+        }
+        let absolute = std::path::absolute(path).unwrap_or_else(|_| path.clone());
+        images.push(absolute.to_string_lossy().into_owned());
+    }
     let workspace = super::workspace_dir(workspace)?;
     let resume = match (args.session, args.last) {
         (Some(id), _) => Resume::Id(id),
@@ -79,7 +90,7 @@ pub fn run(
         sandbox_helper: super::sandbox::helper(),
     };
     let runtime = super::runtime()?;
-    runtime.block_on(exec(params, prompt, args.json))
+    runtime.block_on(exec(params, prompt, images, args.json))
 }
 
 /// Asks on the terminal whether a call may run: `Some(scope)` to run it, `None` to deny.
@@ -168,10 +179,15 @@ impl Stops {
     }
 }
 
-async fn exec(params: EngineParams, prompt: String, json: bool) -> anyhow::Result<ExitCode> {
+async fn exec(
+    params: EngineParams,
+    prompt: String,
+    images: Vec<String>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
     let mut stops = Stops::new()?;
     let (handle, mut events) = Engine::spawn(params)?;
-    let turn = handle.submit(Op::UserInput { text: prompt, attachments: Vec::new() });
+    let turn = handle.submit(Op::UserInput { text: prompt, attachments: Vec::new(), images });
     let mut outcome: Option<(TurnStatus, String)> = None;
     let mut errors: Vec<String> = Vec::new();
     let mut stdout = std::io::stdout().lock();

@@ -104,6 +104,32 @@ impl Cell for UserCell {
     }
 }
 
+/// An image a user message carries: `▣ shot.png 64×48 · 12 KB`.
+#[derive(Debug, Clone)]
+pub struct ImageCell {
+    pub image: codewhale_protocol::ImageInfo,
+}
+
+impl ImageCell {
+    /// The cell's one line of text.
+    pub fn label(&self) -> String {
+        let i = &self.image;
+        let size = codewhale_engine::images::human_size(i.bytes);
+        let scaled = if i.scaled { " · scaled to fit 2048 px" } else { "" };
+        format!("▣ {} {}×{} · {size}{scaled}", i.name, i.width, i.height)
+    }
+}
+
+impl Cell for ImageCell {
+    fn lines(&self, width: u16) -> Vec<Line<'static>> {
+        let style = Style::new().fg(Color::Cyan);
+        let body = vec![Line::from(Span::styled(self.label(), style))];
+        let mut out = prefixed("  ", Style::new(), body, width);
+        out.push(Line::default());
+        out
+    }
+}
+
 /// An assistant reply, rendered as markdown. The active (streaming) one grows by deltas, and
 /// costs only what each delta changed: finished blocks keep their lines ([`StreamedMarkdown`]).
 #[derive(Debug, Clone, Default)]

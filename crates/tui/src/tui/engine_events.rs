@@ -99,6 +99,7 @@ impl App {
             }
             Event::History { page } => self.on_history(page, pending),
             Event::MessageTakenBack { text } => self.message_taken_back(text),
+            Event::ImagesAttached { images } => self.images_attached(images),
             Event::TurnStarted => {
                 self.lifecycle = Lifecycle::Streaming { thinking: false };
                 self.progress.clock = self.progress.clock.max(std::time::Instant::now());

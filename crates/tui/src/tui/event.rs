@@ -40,6 +40,8 @@ pub enum AppEvent {
     ImportsLoaded { tool: Tool, result: Vec<Candidate> },
     /// An import finished: the new session's id and a one-line report, or why it failed.
     Imported(Result<(String, String), String>),
+    /// Ctrl+V: the clipboard's image kept as a file, or why there is none.
+    ClipboardImage(Result<std::path::PathBuf, String>),
 }
 
 /// Work outside the app's state, carried out by the event loop (I/O the app must not block
@@ -62,6 +64,8 @@ pub enum Effect {
     IndexFiles,
     /// Put this text on the system clipboard (OSC 52).
     Copy(String),
+    /// Ctrl+V: read the clipboard's image (off the UI task).
+    PasteImage,
     /// Turn mouse capture on or off.
     MouseCapture(bool),
     /// Write these bytes to the terminal: a notification or the bell.

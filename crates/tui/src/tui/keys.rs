@@ -83,6 +83,7 @@ impl App {
             }
             KeyCode::Char('z') if ctrl => self.effects.push(Effect::Suspend),
             KeyCode::Char('s') if ctrl => self.send_now(),
+            KeyCode::Char('v') if ctrl => self.paste_clipboard_image(),
             KeyCode::BackTab => self.cycle_approval(),
             KeyCode::Esc => self.on_esc(),
             KeyCode::PageUp => self.scroll_up(page),

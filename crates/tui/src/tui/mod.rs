@@ -22,6 +22,7 @@ pub mod approval_view;
 mod branch_cell;
 pub mod cell;
 pub mod cells;
+pub mod clipboard;
 pub mod composer;
 pub mod diff_cell;
 pub mod editor;
@@ -278,6 +279,16 @@ pub async fn run(params: TuiParams) -> anyhow::Result<Outcome> {
                             "cannot reach the clipboard through the terminal: {e}"
                         )));
                     }
+                }
+                Effect::PasteImage => {
+                    let tx = app_tx.clone();
+                    let home = params.home.clone();
+                    tokio::task::spawn_blocking(move || {
+                        let platform = clipboard::Platform::current();
+                        let _ = tx.send(AppEvent::ClipboardImage(clipboard::paste_image(
+                            &platform, &home,
+                        )));
+                    });
                 }
                 Effect::MouseCapture(on) => {
                     terminal::set_mouse_capture(on).context("cannot change mouse capture")?

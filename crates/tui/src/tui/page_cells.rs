@@ -11,8 +11,8 @@ use codewhale_protocol::{CallEnd, HistoryItem, HistoryPage, NoticeLevel};
 
 use super::branch_cell::BranchSummaryCell;
 use super::cells::{
-    AnchorCell, AssistantCell, CompactionCell, CompactionSummary, Covered, NoticeCell, NoticeKind,
-    ThinkingCell, UserCell,
+    AnchorCell, AssistantCell, CompactionCell, CompactionSummary, Covered, ImageCell, NoticeCell,
+    NoticeKind, ThinkingCell, UserCell,
 };
 use super::tool_cell::{ToolCell, ToolState};
 use super::transcript::Transcript;
@@ -58,8 +58,11 @@ fn is_covered(item: &HistoryItem) -> bool {
 
 fn push_item(t: &mut Transcript, item: &HistoryItem) {
     match item {
-        HistoryItem::User { text, covered, .. } => {
-            t.push(Covered::new(UserCell { text: text.clone() }, *covered))
+        HistoryItem::User { text, covered, images, .. } => {
+            t.push(Covered::new(UserCell { text: text.clone() }, *covered));
+            for image in images {
+                t.push(Covered::new(ImageCell { image: image.clone() }, *covered));
+            }
         }
         HistoryItem::Assistant { text, thinking, covered, .. } => {
             if !thinking.trim().is_empty() {
@@ -163,7 +166,12 @@ mod tests {
         let page = HistoryPage {
             head: "a2".into(),
             items: vec![
-                HistoryItem::User { id: "u1".into(), text: "list files".into(), covered: true },
+                HistoryItem::User {
+                    id: "u1".into(),
+                    text: "list files".into(),
+                    covered: true,
+                    images: Vec::new(),
+                },
                 HistoryItem::Tool {
                     id: "a1".into(),
                     call_id: "c1".into(),

@@ -246,7 +246,8 @@ impl App {
             | AppEvent::DraftEdited(_)
             | AppEvent::SuspendUnavailable
             | AppEvent::Tick(_)
-            | AppEvent::FilesIndexed(_) => {}
+            | AppEvent::FilesIndexed(_)
+            | AppEvent::ClipboardImage(_) => {}
         }
     }
 }

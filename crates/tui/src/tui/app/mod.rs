@@ -53,6 +53,7 @@ impl Lifecycle {
     }
 }
 
+mod images;
 mod key_state;
 mod outbox;
 mod paging;
@@ -197,11 +198,12 @@ impl App {
                 self.on_key(key)
             }
             AppEvent::Input(TermEvent::Paste(text)) => {
-                if self.views.is_empty() {
+                if self.views.is_empty() && !self.paste_image_path(&text) {
                     self.composer.paste(&text);
                     self.after_edit();
                 }
             }
+            AppEvent::ClipboardImage(result) => self.clipboard_image(result),
             AppEvent::Input(TermEvent::Mouse(mouse)) => self.on_mouse(mouse),
             AppEvent::Input(TermEvent::FocusGained) => self.screen.focused = true,
             AppEvent::Input(TermEvent::FocusLost) => self.screen.focused = false,
@@ -296,6 +298,7 @@ impl App {
         let mut mentions = std::mem::take(&mut self.popups.mentions);
         mentions.retain(|path| text.contains(&format!("@{path}")));
         mentions.dedup();
+        self.typed_image_mentions(&text, &mut mentions);
         let message = Outgoing { text, attachments: mentions };
         if self.lifecycle.busy() && !self.keys.quitting {
             // Sent when the turn (or the pass) ends, in the order typed; shown meanwhile.
@@ -342,12 +345,17 @@ impl App {
             self.lifecycle = Lifecycle::RunningTool { name: format!("!{}", command.trim()) };
             return true;
         }
-        let op = Op::UserInput { text: text.clone(), attachments: attachments.clone() };
+        let op = Op::UserInput {
+            text: text.clone(),
+            attachments: attachments.clone(),
+            images: Vec::new(),
+        };
         if self.submit(op).is_none() {
             return false;
         }
         let mut shown = text;
-        for path in &attachments {
+        // An image is shown by the engine's account of it (`ImagesAttached`).
+        for path in attachments.iter().filter(|p| !codewhale_engine::images::looks_like_image(p)) {
             shown.push_str(&format!("\n📎 {path}"));
         }
         self.transcript.push(UserCell { text: shown });

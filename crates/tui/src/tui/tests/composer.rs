@@ -36,7 +36,11 @@ fn a_big_paste_is_a_chip_and_is_sent_in_full() {
     h.enter();
     assert_eq!(
         h.ops(),
-        [Op::UserInput { text: format!("why does this fail? {log}"), attachments: Vec::new() }]
+        [Op::UserInput {
+            text: format!("why does this fail? {log}"),
+            attachments: Vec::new(),
+            images: Vec::new()
+        }]
     );
 }
 
@@ -75,6 +79,7 @@ fn at_opens_the_file_picker_and_the_chosen_file_is_attached() {
         [Op::UserInput {
             text: "look at @src/parser/lexer.rs please".into(),
             attachments: vec!["src/parser/lexer.rs".into()],
+            images: Vec::new(),
         }]
     );
     // A mention deleted before sending is not attached.
@@ -94,7 +99,11 @@ fn at_opens_the_file_picker_and_the_chosen_file_is_attached() {
     h.enter();
     assert_eq!(
         h.ops()[1],
-        Op::UserInput { text: "@src/parser/never mind".into(), attachments: vec![] }
+        Op::UserInput {
+            text: "@src/parser/never mind".into(),
+            attachments: vec![],
+            images: Vec::new()
+        }
     );
 }
 

@@ -27,7 +27,12 @@ fn a_resumed_session_shows_its_history_first() {
     let page = HistoryPage {
         head: "a9".into(),
         items: vec![
-            HistoryItem::User { id: "u0".into(), text: "start the parser".into(), covered: true },
+            HistoryItem::User {
+                id: "u0".into(),
+                text: "start the parser".into(),
+                covered: true,
+                images: Vec::new(),
+            },
             HistoryItem::Compaction {
                 id: "c".into(),
                 trigger: CompactionTrigger::Auto,
@@ -39,7 +44,12 @@ fn a_resumed_session_shows_its_history_first() {
                 note: "## Objective\nShip it.".into(),
                 background: false,
             },
-            HistoryItem::User { id: "u1".into(), text: "where were we?".into(), covered: false },
+            HistoryItem::User {
+                id: "u1".into(),
+                text: "where were we?".into(),
+                covered: false,
+                images: Vec::new(),
+            },
             HistoryItem::Assistant {
                 id: "a1".into(),
                 text: "At the **parser**.".into(),
@@ -108,6 +118,7 @@ fn a_head_move_shows_the_new_heads_conversation() {
             id: "0193-e1".into(),
             text: "the first question".into(),
             covered: false,
+            images: Vec::new(),
         }],
         older: None,
         reset: true,
@@ -169,6 +180,7 @@ fn a_rewind_keeps_what_came_before_the_point_and_drops_what_followed() {
                 id: "0193-e1".into(),
                 text: "the first question".into(),
                 covered: false,
+                images: Vec::new(),
             },
             HistoryItem::Assistant {
                 id: "0193-a1".into(),
@@ -245,7 +257,12 @@ fn rewind_asks_what_to_take_back_and_a_second_yes_for_outside_changes() {
     let undo = h.ops().len() as u64;
     let page = HistoryPage {
         head: "n1".into(),
-        items: vec![HistoryItem::User { id: "u1".into(), text: "edit a".into(), covered: false }],
+        items: vec![HistoryItem::User {
+            id: "u1".into(),
+            text: "edit a".into(),
+            covered: false,
+            images: Vec::new(),
+        }],
         older: None,
         reset: true,
     };
@@ -263,7 +280,12 @@ fn a_branch_summary_is_a_foldable_cell() {
     let page = HistoryPage {
         head: "s1".into(),
         items: vec![
-            HistoryItem::User { id: "u1".into(), text: "fix the parser".into(), covered: false },
+            HistoryItem::User {
+                id: "u1".into(),
+                text: "fix the parser".into(),
+                covered: false,
+                images: Vec::new(),
+            },
             HistoryItem::BranchSummary {
                 id: "s1".into(),
                 summary: "nom failed on nested groups".into(),

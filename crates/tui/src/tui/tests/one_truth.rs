@@ -104,7 +104,11 @@ fn a_manual_compaction_is_cancelled_with_ctrl_c_and_queues_what_is_typed() {
     h.engine(1, Event::CompactionCancelled);
     assert_eq!(
         h.ops()[2],
-        Op::UserInput { text: "and then fix the tests".into(), attachments: Vec::new() }
+        Op::UserInput {
+            text: "and then fix the tests".into(),
+            attachments: Vec::new(),
+            images: Vec::new()
+        }
     );
     let screen = h.screen();
     assert!(screen.contains("compaction cancelled"), "{screen}");
@@ -139,7 +143,7 @@ fn a_refused_compact_request_ends_the_compacting_state() {
 }
 
 fn user(id: &str, text: &str) -> HistoryItem {
-    HistoryItem::User { id: id.into(), text: text.into(), covered: false }
+    HistoryItem::User { id: id.into(), text: text.into(), covered: false, images: Vec::new() }
 }
 
 #[test]

@@ -31,7 +31,11 @@ fn a_streaming_markdown_reply() {
     h.enter();
     assert_eq!(
         h.ops(),
-        [Op::UserInput { text: "explain the build".into(), attachments: Vec::new() }]
+        [Op::UserInput {
+            text: "explain the build".into(),
+            attachments: Vec::new(),
+            images: Vec::new()
+        }]
     );
     h.engine(1, Event::TurnStarted);
     h.engine(
@@ -246,7 +250,11 @@ fn commands_are_refused_and_messages_queued_during_a_turn() {
     assert_eq!(h.ops().len(), 2);
     assert_eq!(
         h.ops()[1],
-        Op::UserInput { text: "another message".into(), attachments: Vec::new() }
+        Op::UserInput {
+            text: "another message".into(),
+            attachments: Vec::new(),
+            images: Vec::new()
+        }
     );
     insta::assert_snapshot!(h.screen());
 }
@@ -273,7 +281,11 @@ fn ctrl_s_interrupts_the_turn_so_the_queued_message_goes_out_now() {
     );
     assert_eq!(
         h.ops()[2],
-        Op::UserInput { text: "stop and do this instead".into(), attachments: Vec::new() }
+        Op::UserInput {
+            text: "stop and do this instead".into(),
+            attachments: Vec::new(),
+            images: Vec::new()
+        }
     );
 }
 

@@ -1,0 +1,97 @@
+//! The user message a turn starts with: its text, the images it carries, and the files it
+//! attaches (docs/images.md).
+//!
+//! Invariants: every image is stored in the blob store (synced) before the message's entry
+//! that names it is appended — a kill between the two leaves an unused blob, never an entry
+//! without its blob; an image that cannot be taken (missing, not an image, over 20 MB,
+//! damaged) is named in one notice and the message goes on without it; an `@` mention of an
+//! image file goes with the message as an image, every other mention is a text attachment.
+
+use codewhale_journal::{Block, UserPayload};
+use codewhale_provider::ProviderError;
+
+use super::TurnCtx;
+use crate::images;
+use crate::protocol::{Event, ImageInfo, NoticeLevel};
+
+/// What the user sent.
+#[derive(Debug, Clone, Default)]
+pub struct UserMessage {
+    pub text: String,
+    /// `@` mentions: files of the workspace (text) or images.
+    pub attachments: Vec<String>,
+    /// Image files named apart (`--image`, a pasted path, the clipboard).
+    pub images: Vec<String>,
+}
+
+/// The message's entry and what goes with it.
+pub(super) struct Taken {
+    pub payload: UserPayload,
+    /// The images it carries, for the transcript.
+    pub images: Vec<ImageInfo>,
+    /// The text attachments, journaled after it.
+    pub attachments: Vec<String>,
+}
+
+/// Reads and stores the message's images and builds its entry (module docs).
+pub(super) fn take(ctx: &mut TurnCtx<'_>, message: UserMessage) -> Taken {
+    let UserMessage { text, attachments, images: named } = message;
+    let (mentioned, attachments): (Vec<String>, Vec<String>) =
+        attachments.into_iter().partition(|raw| images::looks_like_image(raw));
+    let mut payload = UserPayload::text(text);
+    let mut shown = Vec::new();
+    let dir = ctx.session.blob_dir();
+    for (raw, at) in named.iter().map(|r| (r, "")).chain(mentioned.iter().map(|r| (r, "@"))) {
+        match one(ctx, raw, &dir) {
+            Ok((block, scaled)) => {
+                shown.push(ImageInfo {
+                    name: block.name.clone(),
+                    width: block.width,
+                    height: block.height,
+                    bytes: block.bytes,
+                    scaled,
+                });
+                payload.content.push(Block::Image(block));
+            }
+            Err(reason) => ctx.emit(Event::Notice {
+                level: NoticeLevel::Warning,
+                message: format!("{at}{raw} was not attached: {reason}"),
+            }),
+        }
+    }
+    if !shown.is_empty() {
+        // The blobs are synced; the entry naming them is not written yet.
+        crate::pause_point::reached("image:blob");
+    }
+    Taken { payload, images: shown, attachments }
+}
+
+fn one(
+    ctx: &TurnCtx<'_>,
+    raw: &str,
+    dir: &std::path::Path,
+) -> Result<(codewhale_journal::ImageBlock, bool), String> {
+    let workspace = ctx.session.workspace();
+    let resolved = crate::tools::path::resolve(workspace, raw)?;
+    if ctx.session.protected().covers(workspace, &resolved.path) {
+        return Err("it is one of Codewhale's own settings files".into());
+    }
+    let loaded = images::load(&resolved.path).map_err(|e| e.to_string())?;
+    let block = images::store(dir, &loaded).map_err(|e| e.to_string())?;
+    Ok((block, loaded.scaled))
+}
+
+/// The model refused the request's images: they are left out of its requests from now on
+/// (each named in one line), and the user is told once.
+pub(super) fn images_refused(ctx: &mut TurnCtx<'_>, error: &ProviderError) {
+    let model = ctx.session.model().to_owned();
+    ctx.session.images_refused = Some(model.clone());
+    ctx.emit(Event::Notice {
+        level: NoticeLevel::Warning,
+        message: format!(
+            "{model} does not take images (the server said: {error}); the request is sent \
+             again with each image named in one line instead — switch to a model that reads \
+             images (/model) to show them"
+        ),
+    });
+}

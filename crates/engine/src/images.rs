@@ -199,6 +199,24 @@ pub fn import_inline(
     })
 }
 
+/// The image files `text` mentions with `@` (`@shot.png`; relative to `workspace`, absolute
+/// or under `~/`) that exist, as written, without repeats.
+pub fn mentioned(text: &str, workspace: &Path) -> Vec<String> {
+    let mut found: Vec<String> = Vec::new();
+    for word in text.split_whitespace() {
+        let Some(raw) = word.strip_prefix('@') else { continue };
+        let raw = raw.trim_end_matches([',', ';', ')', '?', '!', ':']);
+        if found.iter().any(|f| f == raw) || !looks_like_image(raw) {
+            continue;
+        }
+        let exists = crate::tools::path::resolve(workspace, raw).is_ok_and(|r| r.path.is_file());
+        if exists {
+            found.push(raw.to_owned());
+        }
+    }
+    found
+}
+
 /// Whether `path` names an image by its extension: how an `@` mention is told apart from a
 /// text attachment before the file is read.
 pub fn looks_like_image(path: &str) -> bool {

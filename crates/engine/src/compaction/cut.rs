@@ -174,8 +174,10 @@ pub(super) fn retain(
     let mut used: u64 = chosen.iter().map(|&i| tok(i)).sum();
     let budget = policy.retained_budget();
     for &i in candidates.iter().rev().filter(|&&i| i < round_start) {
-        if used + tok(i) <= budget {
-            used += tok(i);
+        // Before the checkpoint its images read as one line each: they cost nothing here.
+        let cost = tok(i).saturating_sub(messages[i].image_tokens);
+        if used + cost <= budget {
+            used += cost;
             chosen.push(i);
         }
     }

@@ -75,6 +75,14 @@ pub struct Message {
     /// What was tried on a branch HEAD left (synthetic too): kept verbatim by every pass.
     #[serde(default, skip_serializing_if = "is_false")]
     pub branch_summary: bool,
+    /// What the message's images cost: a message retained before the checkpoint reads each as
+    /// its one line (docs/images.md), so retaining it costs that much less.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub image_tokens: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn is_false(b: &bool) -> bool {
@@ -149,6 +157,7 @@ impl Message {
             content,
             anchor: false,
             synthetic: false,
+            image_tokens: 0,
             attachment: false,
             branch_summary: false,
         }

@@ -66,6 +66,7 @@ pub fn message(item: &ViewItem) -> Message {
         matches!(item.kind, ItemKind::Synthetic | ItemKind::Attachment | ItemKind::BranchSummary);
     message.attachment = item.kind == ItemKind::Attachment;
     message.branch_summary = item.kind == ItemKind::BranchSummary;
+    message.image_tokens = u64::from(counts::image_tokens(item.blocks()));
     message
 }
 

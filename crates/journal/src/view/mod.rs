@@ -120,10 +120,17 @@ fn render_inner(journal: &Journal, head: &str, extra: Option<&Entry>) -> View {
 }
 
 /// Replaces each image of the messages before the checkpoint (those a compaction retained) by
-/// its one-line placeholder: the protected last round, after the checkpoint, keeps its images.
+/// its one-line placeholder. The last round keeps its images: the messages after the
+/// checkpoint, and — while no user message follows the checkpoint (a pass in the middle of a
+/// long turn) — the retained user message that started the round.
 fn cover_images(items: &mut [ViewItem]) {
     let Some(at) = items.iter().position(|i| i.kind == ItemKind::Checkpoint) else { return };
-    for item in &mut items[..at] {
+    let round_open = !items[at..].iter().any(|i| i.kind == ItemKind::User);
+    let keep = round_open.then(|| items[..at].iter().rposition(|i| i.kind == ItemKind::User));
+    for (index, item) in items[..at].iter_mut().enumerate() {
+        if keep.flatten() == Some(index) {
+            continue;
+        }
         let ItemContent::Blocks(blocks) = &mut item.content else { continue };
         if !blocks.iter().any(|b| b.as_image().is_some()) {
             continue;

@@ -67,6 +67,8 @@ pub fn run(
         images.push(absolute.to_string_lossy().into_owned());
     }
     let workspace = super::workspace_dir(workspace)?;
+    // `@shot.png` in the prompt sends the image, as in the TUI.
+    let mentioned = codewhale_engine::images::mentioned(&prompt, &workspace);
     let resume = match (args.session, args.last) {
         (Some(id), _) => Resume::Id(id),
         (None, true) => Resume::Last,
@@ -90,7 +92,7 @@ pub fn run(
         sandbox_helper: super::sandbox::helper(),
     };
     let runtime = super::runtime()?;
-    runtime.block_on(exec(params, prompt, images, args.json))
+    runtime.block_on(exec(params, Message { prompt, mentioned, images }, args.json))
 }
 
 /// Asks on the terminal whether a call may run: `Some(scope)` to run it, `None` to deny.
@@ -179,15 +181,18 @@ impl Stops {
     }
 }
 
-async fn exec(
-    params: EngineParams,
+/// What `exec` sends: the prompt, the images it mentions with `@`, and those of `--image`.
+struct Message {
     prompt: String,
+    mentioned: Vec<String>,
     images: Vec<String>,
-    json: bool,
-) -> anyhow::Result<ExitCode> {
+}
+
+async fn exec(params: EngineParams, message: Message, json: bool) -> anyhow::Result<ExitCode> {
     let mut stops = Stops::new()?;
     let (handle, mut events) = Engine::spawn(params)?;
-    let turn = handle.submit(Op::UserInput { text: prompt, attachments: Vec::new(), images });
+    let Message { prompt, mentioned, images } = message;
+    let turn = handle.submit(Op::UserInput { text: prompt, attachments: mentioned, images });
     let mut outcome: Option<(TurnStatus, String)> = None;
     let mut errors: Vec<String> = Vec::new();
     let mut stdout = std::io::stdout().lock();

@@ -185,6 +185,7 @@ fn report_json(i: &Imported) -> serde_json::Value {
         "summaries_imported": r.summaries_imported,
         "sidechain_lines": r.sidechain_lines,
         "images_replaced": r.images_replaced,
+        "images_imported": r.images_imported,
         "torn_tail_bytes": r.torn_tail_bytes,
         "lines_unused": r.lines_unused,
         "problems": r.problems,
@@ -251,6 +252,9 @@ fn human(i: &Imported, source: &Path, home_flag: &str) -> String {
             "sub-agent lines",
             format!("{} (not spliced in; the Task results are)", r.sidechain_lines),
         );
+    }
+    if r.images_imported > 0 {
+        row("images imported", format!("{} (into the session's blob store)", r.images_imported));
     }
     if r.images_replaced > 0 {
         row("images replaced", format!("{} (by a text placeholder)", r.images_replaced));

@@ -6,6 +6,7 @@ mod exec;
 mod exec_background;
 mod habits_pty;
 mod hostile;
+mod images;
 mod import;
 mod journal_check;
 mod mcp_cli;

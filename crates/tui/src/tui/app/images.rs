@@ -51,15 +51,10 @@ impl App {
     /// Image files mentioned with `@` in `text` and typed by hand (not chosen in the picker),
     /// added to the message's mentions.
     pub(crate) fn typed_image_mentions(&self, text: &str, mentions: &mut Vec<String>) {
-        for word in text.split_whitespace() {
-            let Some(raw) = word.strip_prefix('@') else { continue };
-            let raw = raw.trim_end_matches([',', ';', ')', '?', '!']);
-            if mentions.iter().any(|m| m == raw) || !codewhale_engine::images::looks_like_image(raw)
-            {
-                continue;
-            }
-            if resolve(raw, self.session.workspace.as_deref()).is_some_and(|p| p.is_file()) {
-                mentions.push(raw.to_owned());
+        let Some(workspace) = self.session.workspace.as_deref() else { return };
+        for raw in codewhale_engine::images::mentioned(text, workspace) {
+            if !mentions.contains(&raw) {
+                mentions.push(raw);
             }
         }
     }

@@ -124,6 +124,7 @@ impl Harness {
 mod background;
 mod composer;
 mod history;
+mod images;
 mod one_truth;
 mod pickers;
 mod plan;

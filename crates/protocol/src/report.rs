@@ -26,6 +26,10 @@ pub struct Tokens {
     pub retained: u64,
     pub history: u64,
     pub tool_results: u64,
+    /// The images the view carries (by the providers' published rules); the messages holding
+    /// them count their text only. Covered images read as one line and count as text.
+    #[serde(default)]
+    pub images: u64,
     /// What the last request left out of the view to fit the window (fail-open trimming):
     /// the parts above add up to `total + left_out`. Zero when nothing was left out.
     #[serde(default)]

@@ -302,4 +302,13 @@ mod tests {
         assert_eq!(response.text(), "ab");
         assert_eq!(response.tool_uses().count(), 1);
     }
+
+    #[test]
+    fn an_image_costs_the_larger_of_the_published_rules() {
+        // OpenAI: one 512-px tile (85 + 170); Anthropic: 64·48/750 rounds up to 5.
+        assert_eq!(image_tokens(64, 48), 255);
+        // Anthropic: 1568² is over 1.15 MP, so 1,150,000/750; OpenAI: 768² is four tiles.
+        assert_eq!(image_tokens(2048, 2048), 1534);
+        assert_eq!(image_tokens(0, 0), 255, "a degenerate size still costs a tile");
+    }
 }

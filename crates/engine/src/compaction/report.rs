@@ -219,6 +219,9 @@ pub fn build(
     };
     let mut entries = Vec::with_capacity(view.items.len());
     for (item, &n) in view.items.iter().zip(&plain.tokens) {
+        let images = u64::from(counts::image_tokens(item.blocks())).min(n);
+        tokens.images += images;
+        let n = n - images;
         let kind = match item.kind {
             ItemKind::Checkpoint => {
                 tokens.checkpoint += n;

@@ -72,10 +72,9 @@ fn one(
     dir: &std::path::Path,
 ) -> Result<(codewhale_journal::ImageBlock, bool), String> {
     let workspace = ctx.session.workspace();
+    // Any file the user names, the clipboard's copies under the Codewhale home included: only
+    // a real image is taken, so no settings file can go this way.
     let resolved = crate::tools::path::resolve(workspace, raw)?;
-    if ctx.session.protected().covers(workspace, &resolved.path) {
-        return Err("it is one of Codewhale's own settings files".into());
-    }
     let loaded = images::load(&resolved.path).map_err(|e| e.to_string())?;
     let block = images::store(dir, &loaded).map_err(|e| e.to_string())?;
     Ok((block, loaded.scaled))

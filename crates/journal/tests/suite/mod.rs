@@ -4,6 +4,7 @@ mod contract;
 mod crash;
 mod file;
 mod foreign;
+mod images;
 mod indexed;
 mod list;
 mod load;

@@ -300,4 +300,21 @@ mod tests {
         request.messages.push(Message::user_text("next task"));
         assert_eq!(encode(&request)["thinking"]["budget_tokens"], 2000);
     }
+
+    #[test]
+    fn a_user_image_becomes_an_image_block_with_a_base64_source() {
+        let mut request = Request::new("claude-sonnet-4-5", 100);
+        request.messages = vec![Message::new(
+            Role::User,
+            vec![
+                Block::text("what is this?"),
+                Block::Image { media_type: "image/jpeg".into(), data: "/9j/".into() },
+            ],
+        )];
+        let body = encode(&request);
+        assert_eq!(
+            body["messages"][0]["content"][1],
+            json!({"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": "/9j/"}})
+        );
+    }
 }

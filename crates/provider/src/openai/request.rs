@@ -378,4 +378,24 @@ mod tests {
         let openrouter = encode(&conversation(), options(OpenAiServer::OpenRouter));
         assert_eq!(openrouter["usage"]["include"], true);
     }
+
+    #[test]
+    fn a_user_image_becomes_an_image_url_part_beside_the_text() {
+        let mut request = Request::new("gpt-4.1", 100);
+        request.messages = vec![Message::new(
+            Role::User,
+            vec![
+                Block::text("what is this?"),
+                Block::Image { media_type: "image/png".into(), data: "iVBO".into() },
+            ],
+        )];
+        let body = encode(&request, options(OpenAiServer::OpenAi));
+        assert_eq!(
+            body["messages"][0]["content"],
+            json!([
+                {"type": "text", "text": "what is this?"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBO"}},
+            ])
+        );
+    }
 }

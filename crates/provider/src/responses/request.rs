@@ -176,4 +176,24 @@ mod tests {
         );
         assert!(body.get("previous_response_id").is_none());
     }
+
+    #[test]
+    fn a_user_image_becomes_an_input_image_of_the_message() {
+        let mut request = Request::new("gpt-5-codex", 100);
+        request.messages = vec![Message::new(
+            Role::User,
+            vec![
+                Block::text("what is this?"),
+                Block::Image { media_type: "image/webp".into(), data: "UklG".into() },
+            ],
+        )];
+        let body = encode(&request, None);
+        assert_eq!(
+            body["input"][0]["content"],
+            json!([
+                {"type": "input_text", "text": "what is this?"},
+                {"type": "input_image", "image_url": "data:image/webp;base64,UklG"},
+            ])
+        );
+    }
 }

@@ -61,6 +61,7 @@ pub fn human(r: &ContextReport) -> String {
         ('R', "retained", t.retained),
         ('H', "history", t.history),
         ('T', "tool results", t.tool_results),
+        ('I', "images", t.images),
     ];
     let scale = r.context_window.max(1);
     let mut bar = String::new();
@@ -87,6 +88,10 @@ pub fn human(r: &ContextReport) -> String {
         ));
     }
     for (mark, name, n) in parts {
+        // A conversation without images has no line for them.
+        if mark == 'I' && n == 0 {
+            continue;
+        }
         out.push_str(&format!("  {mark} {name:<13} {n:>8} (estimated)\n"));
     }
     out.push_str(&format!("  o {:<13} {:>8}\n", "reserved output", r.reserved_output));
@@ -203,6 +208,7 @@ mod tests {
                 retained: 40,
                 history: 160,
                 tool_results: 100,
+                images: 0,
                 left_out: 0,
             },
             compaction: Some(ActiveReport {

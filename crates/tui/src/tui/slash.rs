@@ -247,7 +247,16 @@ pub const KEYS: &[(&str, &str)] = &[
     ("Ctrl+R", "search the prompt history (kept per workspace across sessions)"),
     ("Ctrl+G", "edit the draft in $VISUAL / $EDITOR"),
     ("Ctrl+X", "unfold the pasted-text chip before the cursor into its text"),
-    ("@", "mention a workspace file: pick it, and its content goes with the message"),
+    (
+        "@",
+        "mention a workspace file: pick it, and its content goes with the message (an image — \
+         .png, .jpg, .gif, .webp — goes as an image)",
+    ),
+    (
+        "Ctrl+V",
+        "attach the image on the clipboard (wl-paste, xclip or pngpaste); pasting an image \
+         file's path attaches it too",
+    ),
     (
         "! (first)",
         "run the rest of the line as your own shell command: no approval, in the sandbox; its \

@@ -1,7 +1,7 @@
 //! Images in user messages end to end: the real binary, real HTTP to the mock server on all
 //! three wires, real blob stores and journal files.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Output;
 
 use super::support::text;
@@ -162,6 +162,13 @@ async fn an_image_reaches_each_wire_as_its_own_part() {
             assert_eq!(&std::fs::read(blobs.join(blob)).unwrap(), bytes);
         }
         s.journal_check().await;
+        // They count in the budget, on a line of their own (the larger of the providers'
+        // published costs: 85 + 170 per 512-px tile for each of these two).
+        let out = s.run("context", &["--last", "--json"]).await;
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(report["tokens"]["images"], 510, "{}", text(&out.stderr));
+        let out = s.run("context", &["--last"]).await;
+        assert!(text(&out.stdout).contains("  I images             510 (estimated)"));
     }
 }
 

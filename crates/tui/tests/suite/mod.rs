@@ -7,6 +7,7 @@ mod exec_background;
 mod habits_pty;
 mod hostile;
 mod images;
+mod images_pty;
 mod import;
 mod journal_check;
 mod mcp_cli;

@@ -147,6 +147,7 @@ pub(super) fn report() -> ContextReport {
             retained: 900,
             history: 14_000,
             tool_results: 10_000,
+            images: 0,
             left_out: 0,
         },
         compaction: Some(ActiveReport {

@@ -300,6 +300,41 @@ async fn reactive_compaction_after_an_overflow_in_every_shape_then_the_retry_suc
     }
 }
 
+/// Over the Responses API, an overflow (a `response.failed` event in a 200 stream, as the
+/// recorded stream has it, or an HTTP 400) compacts reactively: the summary request goes over
+/// the same wire, and the retry carries the checkpoint.
+#[tokio::test]
+async fn a_responses_overflow_compacts_reactively_and_the_retry_succeeds() {
+    for overflow in [
+        Reply::sse_file("responses_failed_overflow.sse"),
+        Reply::fault(Fault::overflow(16_000, 17_000)),
+    ] {
+        let h = Harness::new().await;
+        let mut engine = spawn(&h, "openai-responses", WINDOW);
+        for k in 0..3 {
+            h.server.push(Reply::text(prose(&format!("answer {k}"), 300)).with_usage(2_000, 1_500));
+            engine.turn(&format!("question {k}")).await;
+        }
+        h.server.push(overflow);
+        h.server.push(Reply::text(SUMMARY));
+        h.server.push(Reply::text("after the retry").with_usage(3_000, 5));
+        let run = engine.turn("question 3").await;
+        assert_eq!(run.status, TurnStatus::Completed, "{:?}", run.events);
+        assert_eq!(run.text, "after the retry");
+        let reactive = run.events.iter().any(|e| {
+            matches!(e, Event::CompactionStarted { trigger } if *trigger == CompactionTrigger::Reactive)
+        });
+        assert!(reactive, "{:?}", run.events);
+        assert_eq!(summary_requests(&h), vec![4]);
+        let requests = h.server.requests();
+        assert!(requests.iter().all(|r| r.path == "/v1/responses"), "one wire throughout");
+        assert!(request_text(&h, 5).contains(MARKER));
+        engine.shutdown().await;
+        assert_eq!(compactions(&h)[0].trigger.as_str(), "reactive");
+        assert_no_orphans(&h);
+    }
+}
+
 #[tokio::test]
 async fn anthropic_overflow_compacts_and_thinking_signatures_stay_byte_identical() {
     let h = Harness::new().await;

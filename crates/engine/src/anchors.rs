@@ -161,7 +161,7 @@ impl AnchorStore {
 pub fn add_to_session(
     session: &mut crate::session::Session,
     text: &str,
-) -> Result<(crate::protocol::AnchorChange, String), String> {
+) -> Result<(codewhale_protocol::AnchorChange, String), String> {
     let store = AnchorStore::new(session.workspace());
     // Anchors are restated in every checkpoint: a secret in one is redacted when pinned.
     let text = session.redactor().redact(text).into_owned();
@@ -171,7 +171,8 @@ pub fn add_to_session(
         .map_err(|e| format!("anchor {n} was pinned but could not be journaled: {e}"))?;
     let message =
         format!("anchor {n} pinned in {ANCHORS_FILE}; every later checkpoint restates it");
-    let change = crate::protocol::AnchorChange::Pinned { index: n, text: text.trim().to_owned() };
+    let change =
+        codewhale_protocol::AnchorChange::Pinned { index: n, text: text.trim().to_owned() };
     Ok((change, message))
 }
 

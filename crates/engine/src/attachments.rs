@@ -10,8 +10,8 @@
 
 use codewhale_journal::{Attachment, UserPayload};
 
+use crate::paths;
 use crate::session::Session;
-use crate::tools::path;
 
 /// The most of a file one attachment carries.
 pub const MAX_ATTACHMENT_BYTES: usize = 256 * 1024;
@@ -19,7 +19,7 @@ pub const MAX_ATTACHMENT_BYTES: usize = 256 * 1024;
 /// The entry that attaches `raw` (a path as the user mentioned it), or why it cannot be.
 pub fn attach(session: &Session, raw: &str) -> Result<UserPayload, String> {
     let workspace = session.workspace();
-    let resolved = path::resolve(workspace, raw)?;
+    let resolved = paths::resolve(workspace, raw)?;
     if !resolved.inside {
         return Err(format!("{raw} is outside the workspace"));
     }
@@ -54,7 +54,7 @@ pub fn attach(session: &Session, raw: &str) -> Result<UserPayload, String> {
         Err(_) => return Err(format!("{raw} is not UTF-8 text")),
     };
     let text = session.redactor().redact(&text).into_owned();
-    let shown = path::display(workspace, &resolved.path);
+    let shown = paths::display(workspace, &resolved.path);
     let mut body = format!("The user attached the file {shown} ({total} bytes):\n\n```\n{text}");
     if !body.ends_with('\n') {
         body.push('\n');

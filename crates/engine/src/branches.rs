@@ -7,7 +7,7 @@
 
 use codewhale_journal::{Journal, Payload};
 
-use crate::protocol::report::BranchInfo;
+use codewhale_protocol::report::BranchInfo;
 
 /// Characters of a tip's newest message shown in a picker.
 const PREVIEW_CHARS: usize = 80;

@@ -2,7 +2,7 @@
 //! turn, phrased as one sentence for the user (what failed, why, what to do).
 //!
 //! Tool failures are not here: they are results the model reads. Provider failures inside a
-//! turn become [`crate::protocol::Event::Error`] with the provider's kind name.
+//! turn become [`codewhale_protocol::Event::Error`] with the provider's kind name.
 
 use std::path::PathBuf;
 
@@ -10,7 +10,7 @@ use codewhale_journal::{BranchError, OpenError, ViewError, WriteError};
 use codewhale_provider::ProviderError;
 
 use crate::config::ConfigError;
-use crate::protocol::ErrorKind;
+use codewhale_protocol::ErrorKind;
 
 /// Why the engine could not do what was asked.
 #[derive(Debug, thiserror::Error)]
@@ -61,7 +61,12 @@ pub enum EngineError {
 }
 
 impl EngineError {
-    /// The protocol's kind of this error, for [`crate::protocol::Event::Error`].
+    /// The [`codewhale_protocol::Event::Error`] that tells the front end about this error.
+    pub fn event(&self) -> codewhale_protocol::Event {
+        codewhale_protocol::Event::Error { kind: self.kind(), message: self.to_string() }
+    }
+
+    /// The protocol's kind of this error, for [`codewhale_protocol::Event::Error`].
     pub fn kind(&self) -> ErrorKind {
         match self {
             EngineError::Config(_) | EngineError::NoProvider => ErrorKind::Config,

@@ -11,7 +11,7 @@ use std::sync::Mutex;
 
 use tokio::sync::{mpsc, oneshot};
 
-use crate::protocol::{ApprovalScope, Event, EventMsg, SubmissionId};
+use codewhale_protocol::{ApprovalScope, Event, EventMsg, SubmissionId};
 
 /// Sends events to the front end.
 #[derive(Debug, Clone)]

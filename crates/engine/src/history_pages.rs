@@ -1,4 +1,4 @@
-//! Pages of the conversation at HEAD for the UI ([`crate::protocol::HistoryPage`]).
+//! Pages of the conversation at HEAD for the UI ([`codewhale_protocol::HistoryPage`]).
 //!
 //! The whole branch, not just what the model reads: entries the active compaction covers are
 //! included and marked `covered`, and the compaction itself appears where its note sits. A page
@@ -13,7 +13,7 @@ use codewhale_journal::{
     active_compaction_of, checkpoint_note, kind, Block, Entry, Journal, Payload, Text, UserPayload,
 };
 
-use crate::protocol::{
+use codewhale_protocol::{
     CallEnd, CompactionKind, CompactionTrigger, HistoryItem, HistoryPage, ImageInfo, NoticeLevel,
     ToolOutcome,
 };

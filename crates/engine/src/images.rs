@@ -209,7 +209,7 @@ pub fn mentioned(text: &str, workspace: &Path) -> Vec<String> {
         if found.iter().any(|f| f == raw) || !looks_like_image(raw) {
             continue;
         }
-        let exists = crate::tools::path::resolve(workspace, raw).is_ok_and(|r| r.path.is_file());
+        let exists = crate::paths::resolve(workspace, raw).is_ok_and(|r| r.path.is_file());
         if exists {
             found.push(raw.to_owned());
         }

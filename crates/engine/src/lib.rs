@@ -27,6 +27,10 @@ pub mod anchors;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod anchors;
 #[cfg(feature = "internals")]
+pub mod answers;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod answers;
+#[cfg(feature = "internals")]
 pub mod approval;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod approval;
@@ -91,6 +95,10 @@ pub mod importing;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod importing;
 #[cfg(feature = "internals")]
+pub mod paths;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod paths;
+#[cfg(feature = "internals")]
 pub mod plan;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod plan;
@@ -107,6 +115,10 @@ pub mod redact;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod redact;
 #[cfg(feature = "internals")]
+pub mod rewind;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod rewind;
+#[cfg(feature = "internals")]
 pub mod session;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod session;
@@ -114,6 +126,10 @@ pub(crate) mod session;
 pub mod spend;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod spend;
+#[cfg(feature = "internals")]
+pub mod text_diff;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod text_diff;
 #[cfg(feature = "internals")]
 pub mod tokens;
 #[cfg(not(feature = "internals"))]
@@ -145,6 +161,10 @@ pub mod offline;
 pub mod pause_point;
 pub mod sandbox;
 pub mod trust;
+#[cfg(feature = "internals")]
+pub mod trusted;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod trusted;
 
 /// Replacing a whole file atomically, the one way a front end rewrites a file it owns (the
 /// journal crate's helper, which every file rewrite of the engine goes through too).

@@ -3,7 +3,7 @@
 //! figure it prints comes from the same code the live engine runs.
 //!
 //! - [`context`]: the context report of a session's HEAD, with the budget replayed from the
-//!   journal (`codewhale context`), the same report [`crate::protocol::Op::GetContext`] answers
+//!   journal (`codewhale context`), the same report [`codewhale_protocol::Op::GetContext`] answers
 //!   for a live session;
 //! - [`check_journal`]: audits a journal file without modifying it (`codewhale journal check`);
 //! - [`survival_check`]: runs a survival fixture matrix (`codewhale survival-check`);
@@ -19,8 +19,8 @@ pub use codewhale_journal::{CheckReport, LoadError, Problem, SessionInfo};
 pub use crate::compaction::matrix::{MatrixError, Mismatch, Report as SurvivalReport};
 pub use crate::compaction::report::ReportParams;
 use crate::error::EngineError;
-use crate::protocol::ContextReport;
 pub use crate::session::sessions_dir;
+use codewhale_protocol::ContextReport;
 
 /// The context report of the session `params` names (`codewhale context`).
 pub fn context(params: &ReportParams<'_>) -> Result<ContextReport, EngineError> {
@@ -106,7 +106,8 @@ pub async fn mcp_servers(
     workspace: &Path,
     overrides: &crate::config::Overrides,
     sandbox_helper: Option<&Path>,
-) -> Result<(Vec<crate::protocol::McpServerInfo>, Option<crate::config::Untrusted>), EngineError> {
+) -> Result<(Vec<codewhale_protocol::McpServerInfo>, Option<crate::config::Untrusted>), EngineError>
+{
     let mut config = crate::config::load(home, workspace, overrides)?;
     let at = crate::sandbox::Surroundings {
         workspace,

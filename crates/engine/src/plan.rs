@@ -14,8 +14,6 @@ use codewhale_provider::ToolSpec;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::compaction::message::{Message, Part, Role};
-
 /// The tool's name.
 pub const TOOL: &str = "update_plan";
 
@@ -31,7 +29,7 @@ const MAX_EXPLANATION_CHARS: usize = 2_000;
 /// The heading a checkpoint note restates the plan under.
 pub const SECTION_TITLE: &str = "## Plan";
 
-pub use crate::protocol::plan::{Plan, PlanStep, StepStatus};
+pub use codewhale_protocol::plan::{Plan, PlanStep, StepStatus};
 
 /// The arguments as sent; checked by [`parse`].
 #[derive(Deserialize)]
@@ -208,21 +206,6 @@ fn recorded_plan(journal: &Journal, head: u32) -> Option<(u32, Option<Plan>)> {
     Some((journal.position(at.as_str())?, plan))
 }
 
-/// The newest valid `update_plan` call among plain messages (the fixture matrix's case of the
-/// live plan: its original view holds the call).
-pub fn in_messages(messages: &[Message]) -> Option<Plan> {
-    messages.iter().rev().filter(|m| m.role == Role::Assistant).find_map(|m| {
-        m.content
-            .iter()
-            .rev()
-            .filter_map(|p| match p {
-                Part::ToolUse { name, input, .. } if name == TOOL => parse(input).ok(),
-                _ => None,
-            })
-            .next()
-    })
-}
-
 /// The `## Plan` section of a note: every step verbatim, with its status.
 pub fn section(plan: &Plan) -> String {
     let mut out = String::from(SECTION_TITLE);
@@ -232,30 +215,12 @@ pub fn section(plan: &Plan) -> String {
     out
 }
 
-/// The steps of `steps` that `messages` do not carry verbatim, either in a text block (the
-/// note's `## Plan`) or in a valid `update_plan` call.
-pub fn carried(messages: &[Message], steps: &[String]) -> Vec<String> {
-    let mut missing = Vec::new();
-    for step in steps {
-        let found = messages.iter().flat_map(|m| &m.content).any(|p| match p {
-            Part::Text { text } => text.contains(step.as_str()),
-            Part::ToolUse { name, input, .. } if name == TOOL => {
-                parse(input).is_ok_and(|plan| plan.steps.iter().any(|s| &s.step == step))
-            }
-            _ => false,
-        });
-        if !found {
-            missing.push(step.clone());
-        }
-    }
-    missing
-}
-
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn steps(list: &[(&str, &str)]) -> Value {
+    /// An `update_plan` input of these (step, status) pairs.
+    pub(crate) fn steps(list: &[(&str, &str)]) -> Value {
         let steps: Vec<Value> =
             list.iter().map(|(s, st)| json!({"step": s, "status": st})).collect();
         json!({ "steps": steps })
@@ -343,18 +308,5 @@ mod tests {
         let journal = build(None);
         let found = live_plan(&journal, journal.head_position(), None);
         assert_eq!(found.plan.unwrap().steps[0].step, "in the covered call");
-    }
-
-    #[test]
-    fn carried_finds_steps_in_a_note_or_a_call() {
-        let note = Message::new(Role::User, vec![Part::text("## Plan\n- [done] Fix it")]);
-        assert!(carried(std::slice::from_ref(&note), &["Fix it".into()]).is_empty());
-        assert_eq!(carried(&[note], &["Test it".into()]), ["Test it"]);
-        let call = Message::new(
-            Role::Assistant,
-            vec![Part::tool_use("c", TOOL, steps(&[("Test it", "pending")]))],
-        );
-        assert!(carried(std::slice::from_ref(&call), &["Test it".into()]).is_empty());
-        assert_eq!(in_messages(&[call]).unwrap().steps[0].step, "Test it");
     }
 }

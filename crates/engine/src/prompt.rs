@@ -5,7 +5,7 @@
 //! `.codewhale/instructions.md`. Invariant: they are copied byte-for-byte, never summarized,
 //! so project rules survive every compaction by construction. [`SystemPrompt::load`] is cheap
 //! and is called again after every compaction pass so edits to those files take effect. In a
-//! small window ([`crate::compaction::steps::SMALL_WINDOW`]) our own words are the compact
+//! small window ([`crate::budget::SMALL_WINDOW`]) our own words are the compact
 //! `system-compact.md`; the project instructions are never cut.
 
 use std::path::{Path, PathBuf};
@@ -104,8 +104,8 @@ fn instruction_files() -> [PathBuf; 2] {
 /// Whether `path` (absolute; symlinks of its existing part followed) is one of the workspace's
 /// instruction files, which every later session reads into its system prompt.
 pub(crate) fn is_instruction_file(workspace: &Path, path: &Path) -> bool {
-    let real = crate::tools::path::real_location(path);
-    let ws = crate::tools::path::real_location(workspace);
+    let real = crate::paths::real_location(path);
+    let ws = crate::paths::real_location(workspace);
     instruction_files().iter().any(|f| real == ws.join(f))
 }
 

@@ -20,12 +20,9 @@ use std::path::{Path, PathBuf};
 
 use crate::config::{self, ConfigError, Scope};
 
-pub(crate) mod decisions;
-mod show;
-pub(crate) use decisions::store_path;
-pub use decisions::TRUST_FILE;
-use decisions::{decision, digest, is_trusted, remember};
-pub use show::Unshowable;
+pub(crate) use crate::trusted::store_path;
+use crate::trusted::{decision, digest, is_trusted, remember};
+pub use crate::trusted::{Unshowable, TRUST_FILE};
 
 /// A workspace config that needs the user's answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,7 +72,7 @@ fn ask(home: &Path, workspace: &Path, again: bool) -> Result<Option<Question>, C
     if is_trusted(home, workspace, &text, &user) {
         return Ok(None);
     }
-    let Ok(settings) = show::settings(&text) else { return Ok(None) };
+    let Ok(settings) = crate::trusted::show::settings(&text) else { return Ok(None) };
     Ok(Some(Question { file, settings, sha256: digest(&text) }))
 }
 
@@ -202,6 +199,6 @@ mod tests {
         assert!(!is_trusted(home.path(), ws.path(), &text, &[]), "--trust does not apply it");
         let listed = vec![ws.path().display().to_string()];
         assert!(!is_trusted(home.path(), ws.path(), &text, &listed), "nor does the user's list");
-        assert_eq!(decisions::unshowable(&text).unwrap().key, "base_url");
+        assert_eq!(crate::trusted::unshowable(&text).unwrap().key, "base_url");
     }
 }

@@ -13,9 +13,9 @@ use codewhale_journal::{Block, UserPayload, UserShell};
 use tokio_util::sync::CancellationToken;
 
 use crate::events::EventSink;
-use crate::protocol::{CallEnd, Event, NoticeLevel, SubmissionId};
 use crate::session::Session;
 use crate::tools::shell::{self, RunEnv};
+use codewhale_protocol::{CallEnd, Event, NoticeLevel, SubmissionId};
 
 /// What the model reads of a user's command: who ran it, the command and its output.
 pub(crate) fn model_text(command: &str, output: &str) -> String {
@@ -84,11 +84,11 @@ pub(crate) async fn run(
     match session.append(payload) {
         Ok(_) => {
             if let Err(err) = session.sync().await {
-                sink.emit(id, crate::engine::error_event(&err));
+                sink.emit(id, err.event());
             }
             sink.emit(id, session.usage_event(None, None));
         }
-        Err(err) => sink.emit(id, crate::engine::error_event(&err)),
+        Err(err) => sink.emit(id, err.event()),
     }
     // Last: a front end sends its next message on this, and the engine takes it at once.
     let exit_code = outcome.exit_code;

@@ -40,12 +40,14 @@ pub mod test_support;
 mod types;
 
 pub use accumulate::ResponseBuilder;
-pub use catalog::{lookup as lookup_model, models as catalog_models, ModelInfo};
+pub use catalog::{
+    lookup as lookup_model, models as catalog_models, price_of, prices_read, ModelInfo,
+};
 pub use client::{reply_bound, Client};
 pub use config::{OpenAiServer, ProviderConfig, ProviderKind, RetryPolicy};
 pub use error::{ErrorKind, ProviderError, ProviderFailure};
 pub use event::{StopReason, StreamEvent, Usage};
-pub use price::{price_of, prices_read, Price};
+pub use price::Price;
 pub use probe::ProbedWindow;
 pub use stream::EventStream;
 pub use types::{

@@ -42,19 +42,10 @@ impl Price {
     }
 }
 
-/// The catalog's price of `model_id`, if it publishes one (see the module docs).
-pub fn price_of(model_id: &str) -> Option<Price> {
-    crate::catalog::price_of(model_id)
-}
-
-/// When the catalog's prices were read from the providers' pricing pages (`YYYY-MM-DD`).
-pub fn prices_read() -> &'static str {
-    crate::catalog::prices_read()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::catalog::{price_of, prices_read};
 
     fn usage(input: u64, cached: u64, written: u64, output: u64) -> Usage {
         Usage {

@@ -15,11 +15,10 @@
 //!   (the branch it was for was left too); a turn started meanwhile waits for it before its
 //!   message is journaled, so the model's first reply on the new branch already reads it;
 //!   closing the session drops it (`codewhale rewind` waits first, with
-//!   [`crate::protocol::Op::AwaitBranchSummary`]);
+//!   [`codewhale_protocol::Op::AwaitBranchSummary`]);
 //! - it is appended only between turns, never between a call and its result.
 
 mod left;
-pub(crate) mod pending;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -30,9 +29,9 @@ use codewhale_provider::{CancellationToken, Message, Request, SystemBlock};
 
 use crate::budget::Limits;
 use crate::events::EventSink;
-use crate::protocol::{BranchSummaryState, Event, SubmissionId};
+use crate::session::summary_slot::Slot;
 use crate::session::Session;
-use pending::Slot;
+use codewhale_protocol::{BranchSummaryState, Event, SubmissionId};
 
 /// How long a branch summary may take when `compaction.branch_summary_timeout_sec` is not set.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);

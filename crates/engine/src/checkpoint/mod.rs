@@ -11,10 +11,8 @@
 //! touched, so every recorded change can be taken back; paths are workspace-relative, as the
 //! tool showed them.
 
-pub(crate) mod account;
+mod baseline;
 mod git_index;
-pub(crate) mod intent;
-pub(crate) mod ops;
 pub mod restore;
 pub mod snapshot;
 pub mod store;

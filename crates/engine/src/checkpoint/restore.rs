@@ -16,7 +16,7 @@ use std::path::Path;
 use codewhale_journal::{FileChange, Journal, Payload};
 
 use super::{read_state, FileStore};
-use crate::protocol::{RestoreFile, RestoreOutcome, RestoreState};
+use codewhale_protocol::{RestoreFile, RestoreOutcome, RestoreState};
 
 /// The earlier content of one file and every content tools recorded for it since.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -218,7 +218,7 @@ fn file_mode(_path: &Path) -> Option<u32> {
 
 /// A recorded path, resolved inside the workspace again (the journal may have been edited).
 fn located(workspace: &Path, path: &str) -> Result<std::path::PathBuf, String> {
-    let r = crate::tools::path::resolve(workspace, path)?;
+    let r = crate::paths::resolve(workspace, path)?;
     if !r.inside {
         return Err(format!("{path} lies outside the workspace"));
     }

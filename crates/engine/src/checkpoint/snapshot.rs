@@ -89,7 +89,7 @@ pub fn warm_up(store: FileStore, workspace: PathBuf) {
         if let Some(snapshots) = Snapshots::find(&store, &workspace) {
             match snapshots.snapshot() {
                 // The session's first snapshot is what `/diff` compares with, ever after.
-                Ok(first) => super::workspace_diff::keep_baseline(&store, &first),
+                Ok(first) => super::baseline::keep(&store, first.index_bytes()),
                 Err(e) => tracing::warn!("the first worktree snapshot failed: {e}"),
             }
         }

@@ -15,9 +15,9 @@ use std::path::Path;
 
 use codewhale_journal::FileChange;
 
-use super::snapshot::{Snapshots, WorktreeSnapshot};
+use super::snapshot::Snapshots;
 use super::FileStore;
-use crate::tools::diff::{cap, unified};
+use crate::text_diff::{cap, unified};
 
 /// The most of the whole diff `/diff` shows.
 pub const MAX_WORKSPACE_DIFF_BYTES: usize = 4 * 1024 * 1024;
@@ -31,27 +31,6 @@ pub struct WorkspaceDiff {
     pub files: usize,
     /// What the diff compares with, in words.
     pub since: String,
-}
-
-/// The baseline kept for a git workspace: the first snapshot's index.
-fn baseline_path(store: &FileStore) -> std::path::PathBuf {
-    store.snapshot_dir().join("baseline-index")
-}
-
-/// Keeps `first` as the session's baseline unless one is kept already.
-pub fn keep_baseline(store: &FileStore, first: &WorktreeSnapshot) {
-    let path = baseline_path(store);
-    if path.exists() {
-        return;
-    }
-    let written = codewhale_journal::replace::replace_file(
-        &path,
-        codewhale_journal::replace::PRIVATE,
-        first.index_bytes(),
-    );
-    if let Err(e) = written {
-        tracing::warn!("cannot keep the worktree baseline for /diff: {e}");
-    }
 }
 
 /// The workspace's changes since the session started; `recorded` is every file change the
@@ -69,11 +48,11 @@ pub fn since_start(
 
 fn git_diff(store: &FileStore, snapshots: &Snapshots) -> Result<WorkspaceDiff, String> {
     let now = snapshots.snapshot()?;
-    let baseline = match std::fs::read(baseline_path(store)) {
+    let baseline = match std::fs::read(super::baseline::path(store)) {
         Ok(bytes) => snapshots.from_index(bytes),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             // Asked before the first snapshot was kept: from now on, this is the baseline.
-            keep_baseline(store, &now);
+            super::baseline::keep(store, now.index_bytes());
             now.clone()
         }
         Err(e) => return Err(format!("cannot read the worktree baseline: {e}")),

@@ -185,3 +185,31 @@ fn merge_bounds(record: &mut CompactionPayload, bounds: &[Bounded]) {
         }
     }
 }
+
+/// The `CompactionFinished` of record `id`, as the journal holds it.
+pub(crate) fn finished_event(
+    session: &Session,
+    id: &str,
+    trigger: codewhale_protocol::CompactionTrigger,
+    (tokens_before, tokens_after): (u64, u64),
+) -> codewhale_protocol::Event {
+    let record = session.journal().get(id).and_then(|e| match &e.payload {
+        codewhale_journal::Payload::Compaction(r) => Some(r),
+        _ => None,
+    });
+    codewhale_protocol::Event::CompactionFinished {
+        id: id.to_owned(),
+        trigger,
+        path: crate::history_pages::kind_of(
+            &record.map_or(CompactionPath::Summary, |r| r.path.clone()),
+        ),
+        tokens_before,
+        tokens_after,
+        covered: record.and_then(|r| r.covers.as_ref()).map_or(0, |c| c.count),
+        retained: record.map_or(0, |r| r.retained_ids.len() as u64),
+        note: record
+            .map(|r| codewhale_journal::checkpoint_note(r).into_owned())
+            .unwrap_or_default(),
+        background: record.is_some_and(|r| r.background),
+    }
+}

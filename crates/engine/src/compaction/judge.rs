@@ -78,7 +78,7 @@ pub(crate) fn judge(j: &Judged<'_>) -> Result<(u64, u64), Refusal> {
         .iter()
         .flat_map(|p| p.steps.iter().map(|s| s.step.clone()))
         .filter(|step| {
-            summary || crate::plan::carried(before, std::slice::from_ref(step)).is_empty()
+            summary || super::plan_steps::carried(before, std::slice::from_ref(step)).is_empty()
         })
         .collect();
     // Every branch summary the view carried must still be there, verbatim.

@@ -177,7 +177,7 @@ impl Matrix {
 
 fn run_case(case: &Case) -> Option<Mismatch> {
     // The live plan of a case is the newest valid `update_plan` call of its original view.
-    let plan_steps: Vec<String> = crate::plan::in_messages(&case.original)
+    let plan_steps: Vec<String> = super::plan_steps::in_messages(&case.original)
         .map(|p| p.steps.into_iter().map(|s| s.step).collect())
         .unwrap_or_default();
     let violations = check(&SurvivalInput {

@@ -11,7 +11,8 @@
 //! - [`summary`]: the summary request's instruction, quality gate and caps;
 //!   [`summary_input`]: what the request carries and how it is made to fit (bound, chunk, the
 //!   request limit); [`extract`]: what the note says of the part no request read;
-//! - [`note`]: the checkpoint note; [`record`]: the compaction record;
+//! - [`note`]: the checkpoint note; [`record`]: the compaction record; [`plan_steps`]: whether
+//!   the plan's steps are carried;
 //! - [`survival`]: the survival contract checked before any record is written, and [`matrix`],
 //!   its fixture matrix run by `codewhale survival-check`; `judge`: every check a record
 //!   passes before it is written, the survival contract among them;
@@ -44,6 +45,7 @@ pub mod note;
 pub mod pass;
 pub mod pass_plan;
 pub mod plain;
+pub mod plan_steps;
 pub mod prune;
 pub mod record;
 pub mod report;

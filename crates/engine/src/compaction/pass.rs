@@ -29,8 +29,8 @@ use super::record::{self, SummaryRecord};
 use super::steps::{self, build_note, summary_max_output};
 use super::summarize::{self, SummaryError, SummaryJob};
 use crate::anchors::AnchorStore;
-use crate::protocol::Event;
 use crate::session::Session;
+use codewhale_protocol::Event;
 
 /// What a pass was asked to do.
 #[derive(Clone, Debug, PartialEq)]
@@ -119,7 +119,12 @@ pub async fn run(
     match &outcome {
         PassOutcome::Compacted { id, path, tokens_before, tokens_after, fits } => {
             tracing::info!(%trigger, %id, path = path.as_str(), tokens_before, tokens_after, fits, "compaction pass finished");
-            emit(finished_event(session, id, typed_trigger, (*tokens_before, *tokens_after)));
+            emit(super::commit::finished_event(
+                session,
+                id,
+                typed_trigger,
+                (*tokens_before, *tokens_after),
+            ));
         }
         PassOutcome::Refused(reason) => {
             tracing::info!(%trigger, %reason, pressure, threshold, usable_input, "nothing to compact");
@@ -143,34 +148,6 @@ pub async fn run(
         }
     }
     outcome
-}
-
-/// The `CompactionFinished` of record `id`, as the journal holds it.
-pub(crate) fn finished_event(
-    session: &Session,
-    id: &str,
-    trigger: crate::protocol::CompactionTrigger,
-    (tokens_before, tokens_after): (u64, u64),
-) -> Event {
-    let record = session.journal().get(id).and_then(|e| match &e.payload {
-        codewhale_journal::Payload::Compaction(r) => Some(r),
-        _ => None,
-    });
-    Event::CompactionFinished {
-        id: id.to_owned(),
-        trigger,
-        path: crate::history_pages::kind_of(
-            &record.map_or(CompactionPath::Summary, |r| r.path.clone()),
-        ),
-        tokens_before,
-        tokens_after,
-        covered: record.and_then(|r| r.covers.as_ref()).map_or(0, |c| c.count),
-        retained: record.map_or(0, |r| r.retained_ids.len() as u64),
-        note: record
-            .map(|r| codewhale_journal::checkpoint_note(r).into_owned())
-            .unwrap_or_default(),
-        background: record.is_some_and(|r| r.background),
-    }
 }
 
 /// Called when a pass wrote a summary: auto passes run normally again.
@@ -433,7 +410,7 @@ async fn summary_record(
     if stats.unread > 0 {
         // What the note read, and what only `recall` reaches, in one line.
         emit(Event::Notice {
-            level: crate::protocol::NoticeLevel::Info,
+            level: codewhale_protocol::NoticeLevel::Info,
             message: steps::unread_line(&stats),
         });
     }

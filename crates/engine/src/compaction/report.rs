@@ -1,4 +1,4 @@
-//! Building the context report of `/context`, [`crate::protocol::Op::GetContext`] and
+//! Building the context report of `/context`, [`codewhale_protocol::Op::GetContext`] and
 //! `codewhale context` (docs/commands.md, docs/cli.md).
 //!
 //! One builder, [`build`], for both: the live session passes its own budget; `codewhale
@@ -23,10 +23,10 @@ use crate::config::{self, Overrides};
 use crate::error::EngineError;
 use crate::history_pages::{kind_of, trigger_of};
 use crate::prompt::SystemPrompt;
-use crate::protocol::report::{
+use crate::session::{self, counts, replay, Resume};
+use codewhale_protocol::report::{
     ActiveReport, AnchorsReport, ContextReport, CoversReport, LastRound, Tokens, ViewEntry,
 };
-use crate::session::{self, counts, replay, Resume};
 
 /// Which session to report on.
 #[derive(Clone, Debug)]
@@ -87,7 +87,7 @@ fn replay_session(params: &ReportParams<'_>) -> Result<Replayed, EngineError> {
                 .saturating_add(counts::image_tokens(item.blocks()))
         });
     }
-    let compact = limits.window <= super::steps::SMALL_WINDOW;
+    let compact = limits.window <= crate::budget::SMALL_WINDOW;
     let system = system_counts(&workspace, &config, params.home, compact);
     let plain = PlainView::new(&view, |item| {
         item.tokens.or_else(|| whole(item).then(|| known.get(&item.source).copied())?)
@@ -406,8 +406,8 @@ mod tests {
         assert_eq!(
             (c.path, c.trigger, c.retained),
             (
-                crate::protocol::CompactionKind::Summary,
-                crate::protocol::CompactionTrigger::Manual,
+                codewhale_protocol::CompactionKind::Summary,
+                codewhale_protocol::CompactionTrigger::Manual,
                 1
             )
         );

@@ -4,8 +4,8 @@
 //! [`super::background`] and [`super::triggers`], which all call it; it calls none of them.
 
 use super::note::{self, LiveState, NoteInput, Running};
-use crate::protocol::{Event, NoticeLevel};
 use crate::session::Session;
+use codewhale_protocol::{Event, NoticeLevel};
 
 /// Output budget of a summary request: room for a 12,000-character note with headroom.
 const SUMMARY_MAX_OUTPUT: u64 = 8_192;
@@ -15,7 +15,7 @@ const SUMMARY_MAX_OUTPUT: u64 = 8_192;
 /// summary request's input may use what the note does not need of the window.
 pub(crate) fn summary_max_output(limits: &crate::budget::Limits) -> u32 {
     let mut most = SUMMARY_MAX_OUTPUT.min(limits.reserved_output);
-    if limits.window <= SMALL_WINDOW {
+    if limits.window <= crate::budget::SMALL_WINDOW {
         most = most.min(small_note_tokens(limits).saturating_mul(2));
     }
     most.max(1) as u32
@@ -27,9 +27,6 @@ fn small_note_tokens(limits: &crate::budget::Limits) -> u64 {
     (limits.usable_input / 10).max(MIN_NOTE_TOKENS).min(full)
 }
 
-/// Windows up to this size are small (docs/compaction.md, *Small windows*): the note's budget
-/// scales with them.
-pub(crate) const SMALL_WINDOW: u64 = 16_384;
 /// The smallest note budget, in tokens.
 const MIN_NOTE_TOKENS: u64 = 300;
 
@@ -37,7 +34,7 @@ const MIN_NOTE_TOKENS: u64 = 300;
 /// or in a small window about a tenth of usable input (at least 300); never more than a summary
 /// request may write.
 pub(crate) fn note_budget_tokens(limits: &crate::budget::Limits) -> u64 {
-    let budget = if limits.window <= SMALL_WINDOW {
+    let budget = if limits.window <= crate::budget::SMALL_WINDOW {
         small_note_tokens(limits)
     } else {
         (super::summary::NOTE_MAX_CHARS / 4) as u64
@@ -109,7 +106,7 @@ pub(crate) fn with_extract(
     view: &codewhale_journal::View,
     plain: &super::plain::PlainView,
     text: &str,
-    stats: &super::summarize::SummaryStats,
+    stats: &super::summary::SummaryStats,
     note_chars: usize,
 ) -> String {
     let unread = stats.unread.min(view.items.len());
@@ -142,7 +139,7 @@ pub(crate) fn with_extract(
 /// `codewhale eval` count its notes too.
 pub(crate) fn record_cost(
     record: &mut codewhale_journal::CompactionPayload,
-    stats: &super::summarize::SummaryStats,
+    stats: &super::summary::SummaryStats,
 ) {
     if let Some(cost) = stats.cost_usd {
         record.extra.insert("cost_usd".to_owned(), serde_json::json!(cost));
@@ -165,7 +162,7 @@ pub fn record_usage(record: &codewhale_journal::CompactionPayload) -> (u64, u64)
 }
 
 /// The one line that says what a note read and what only `recall` reaches.
-pub(crate) fn unread_line(stats: &super::summarize::SummaryStats) -> String {
+pub(crate) fn unread_line(stats: &super::summary::SummaryStats) -> String {
     format!(
         "the oldest {} messages (about {} tokens) are kept for recall; the note read the newest \
          {} tokens",

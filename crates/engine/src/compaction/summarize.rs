@@ -26,6 +26,7 @@ use codewhale_provider::{CancellationToken, ErrorKind, Request, ToolChoice};
 use super::checkpoint::is_checkpoint;
 use super::plain::PlainView;
 pub(crate) use super::summary::SummaryError;
+use super::summary::SummaryStats;
 use super::summary::{self, Scope};
 use super::summary_input::{self, InputBudget, InputPlan};
 use crate::budget::{from_provider, Limits};
@@ -141,23 +142,6 @@ pub(crate) struct Progress {
     pub of: u32,
     /// Estimated tokens the request carries.
     pub tokens: u64,
-}
-
-/// What the requests of a job were like (for the log, the user and the benchmark).
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct SummaryStats {
-    pub requests: u32,
-    pub chunks: u32,
-    /// `plain.messages[..unread]` were read by no request (an extract covers them).
-    pub unread: usize,
-    /// Estimated tokens of the covered part the requests read, and of the part they did not.
-    pub read_tokens: u64,
-    pub unread_tokens: u64,
-    /// What the job's requests cost, when every one of them had a known price.
-    pub cost_usd: Option<f64>,
-    /// The tokens its requests read and wrote, as the provider reported them.
-    pub input_tokens: u64,
-    pub output_tokens: u64,
 }
 
 /// Writes the summary of `job`; the text is the model's, uncapped.

@@ -202,6 +202,23 @@ fn cut_end(text: &str, marker: &str, limit: usize) -> String {
     format!("{}{marker}", &text[..byte_at(text, keep)])
 }
 
+/// What the requests of a job were like (for the log, the user and the benchmark).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct SummaryStats {
+    pub requests: u32,
+    pub chunks: u32,
+    /// `plain.messages[..unread]` were read by no request (an extract covers them).
+    pub unread: usize,
+    /// Estimated tokens of the covered part the requests read, and of the part they did not.
+    pub read_tokens: u64,
+    pub unread_tokens: u64,
+    /// What the job's requests cost, when every one of them had a known price.
+    pub cost_usd: Option<f64>,
+    /// The tokens its requests read and wrote, as the provider reported them.
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
 /// Why no summary came back.
 #[derive(Debug)]
 pub(crate) enum SummaryError {

@@ -271,7 +271,7 @@ fn check_checkpoints(input: &SurvivalInput<'_>, out: &mut Vec<Violation>) {
             out.push(Violation::AnchorsMissing { excerpt: excerpt(anchors) });
         }
     }
-    for step in crate::plan::carried(input.replacement, input.plan_steps) {
+    for step in super::plan_steps::carried(input.replacement, input.plan_steps) {
         out.push(Violation::PlanStepMissing { excerpt: excerpt(&step) });
     }
     for summary in input.branch_summaries.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {

@@ -11,8 +11,8 @@ use codewhale_provider::CancellationToken;
 
 use super::pass::{self, PassOutcome, PassRequest};
 use crate::events::EventSink;
-use crate::protocol::SubmissionId;
 use crate::session::Session;
+use codewhale_protocol::SubmissionId;
 
 /// Called when a turn starts: one turn less to wait.
 pub(crate) fn turn_started(session: &mut Session) {

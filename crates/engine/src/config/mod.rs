@@ -231,18 +231,13 @@ pub fn load(home: &Path, workspace: &Path, overrides: &Overrides) -> Result<Conf
             gated.push("sandbox.mode".to_owned());
         }
         if !gated.is_empty()
-            && !crate::trust::decisions::is_trusted(
-                home,
-                workspace,
-                &text,
-                &config.trusted_workspaces,
-            )
+            && !crate::trusted::is_trusted(home, workspace, &text, &config.trusted_workspaces)
         {
             ws.clear_gated();
             if looser_mode {
                 ws.sandbox.mode = None;
             }
-            let refused = crate::trust::decisions::unshowable(&text).map(|u| u.to_string());
+            let refused = crate::trusted::unshowable(&text).map(|u| u.to_string());
             config.untrusted = Some(Untrusted { file: ws_path, keys: gated, refused });
         } else {
             // Patterns of a workspace file are checked only once it is trusted: before that

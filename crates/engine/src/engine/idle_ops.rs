@@ -5,16 +5,16 @@
 //! before the front end is told it happened, and every change of what the model reads ends
 //! with a `Usage` event.
 
-use crate::checkpoint::ops::{Move, Request};
 use crate::error::EngineError;
 use crate::events::EventSink;
 use crate::history_pages::FIRST_PAGE;
-use crate::protocol::{
+use crate::rewind::ops::{Move, Request};
+use crate::session::Session;
+use codewhale_protocol::{
     AnchorChange, ErrorKind, Event, HeadMove, NoticeLevel, Op, SubmissionId, TakeBack,
 };
-use crate::session::Session;
 
-use super::{cancel_note, error_event, mcp_servers_event, no_such_call};
+use super::{cancel_note, mcp_servers_event, no_such_call};
 
 /// Ops that need no turn: anchors, reports, history, branch moves, model switches, and the
 /// ones only meaningful in a turn.
@@ -122,7 +122,7 @@ pub(super) async fn handle_idle_op(
                     sink.emit(id, Event::ModelSwitched { model, message });
                     sink.emit(id, session.usage_event(None, None));
                 }
-                Err(err) => sink.emit(id, error_event(&err)),
+                Err(err) => sink.emit(id, err.event()),
             }
         }
         Op::Checkout { to } => {
@@ -213,7 +213,7 @@ async fn move_head(
     }
     .await;
     if let Err(err) = moved {
-        sink.emit(id, error_event(&err));
+        sink.emit(id, err.event());
         return;
     }
     cancel_note(session, sink, id, "HEAD moved");

@@ -24,9 +24,9 @@ use crate::config::{self, Env, Overrides};
 use crate::error::EngineError;
 use crate::events::{self, ApprovalGate, ApprovalReply, EventSink};
 use crate::history_pages::FIRST_PAGE;
-use crate::protocol::{ErrorKind, Event, EventMsg, NoticeLevel, Op, SubmissionId};
 use crate::session::{Resume, Session};
 use crate::turn::{self, TurnCtx};
+use codewhale_protocol::{ErrorKind, Event, EventMsg, NoticeLevel, Op, SubmissionId};
 
 mod idle_ops;
 mod open;
@@ -51,7 +51,7 @@ pub struct EngineParams {
     /// Overrides the provider client's retry policy.
     pub retry: Option<RetryPolicy>,
     /// Who drives the engine: suggestions in messages name commands that exist there.
-    pub front_end: crate::FrontEnd,
+    pub front_end: crate::hints::FrontEnd,
     /// The `--home` the user gave, if any: suggested commands repeat it.
     pub home_hint: Option<PathBuf>,
     /// The binary whose hidden `sandbox-exec` subcommand confines shell commands (the front
@@ -95,7 +95,7 @@ pub struct Engine;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct FrontEndSettings {
     /// `[tui] notify`: how the user is called back while the terminal is not focused.
-    pub notify: crate::protocol::Notify,
+    pub notify: codewhale_protocol::Notify,
 }
 
 impl Engine {
@@ -170,7 +170,7 @@ impl Engine {
                     run(session, ops, sink, gate).await;
                 }
                 Ok(Err(err)) => {
-                    sink.emit(start, error_event(&err));
+                    sink.emit(start, err.event());
                     sink.emit(start, Event::ShutdownComplete);
                 }
                 Err(join) => {
@@ -224,7 +224,7 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
     // shown, so the conversation shown is the one the next prompt continues.
     let unanswered = if session.resumed {
         session.set_aside_unanswered().unwrap_or_else(|err| {
-            sink.emit(start, error_event(&err));
+            sink.emit(start, err.event());
             None
         })
     } else {
@@ -350,7 +350,7 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
                 // `codewhale rewind` uses it); the wait is bounded by the summary's timeout.
                 let never = CancellationToken::new();
                 let state = crate::branch_summary::wait(&mut session, &sink, id, &never).await;
-                if state == crate::protocol::BranchSummaryState::None {
+                if state == codewhale_protocol::BranchSummaryState::None {
                     let none = Event::BranchSummary {
                         state,
                         summary: None,
@@ -372,7 +372,7 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
     crate::compaction::background::close(&mut session, &sink, closing).await;
     crate::branch_summary::close(&mut session);
     if let Err(err) = session.close().await {
-        sink.emit(shutdown.unwrap_or(start), error_event(&err));
+        sink.emit(shutdown.unwrap_or(start), err.event());
     }
     sink.emit(shutdown.unwrap_or(start), Event::ShutdownComplete);
 }
@@ -492,10 +492,6 @@ fn mcp_notice(event: codewhale_mcp::ServerEvent) -> Event {
         ),
     };
     Event::Notice { level, message }
-}
-
-pub(crate) fn error_event(err: &EngineError) -> Event {
-    Event::Error { kind: err.kind(), message: err.to_string() }
 }
 
 /// Cancels the note being written in the background (docs/compaction.md, *Background compaction*):

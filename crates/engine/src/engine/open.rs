@@ -1,6 +1,7 @@
 //! Opening the session an [`super::EngineParams`] names: the configuration loaded for the
 //! workspace the session works in, the provider resolved (or, for a command that needs no
-//! model, its absence recorded on the session), then [`Session::open`].
+//! model, its absence recorded on the session), then [`Session::open`], and a restore a kill
+//! interrupted is completed ([`crate::rewind::intent`]).
 
 use super::EngineParams;
 use crate::config;
@@ -42,5 +43,12 @@ pub(super) fn open(params: &EngineParams, need: Need) -> Result<Session, EngineE
         sandbox_helper: params.sandbox_helper.clone(),
     })?;
     session.set_no_model(no_model);
+    // A rewind or /undo a kill interrupted is completed before the session is used: it may
+    // change files the system prompt reads (AGENTS.md) and moves HEAD, so both are read again.
+    if let Some(notice) = crate::rewind::intent::finish(&mut session) {
+        session.notices.push(notice);
+        session.refresh_system_prompt();
+        session.replay_budget();
+    }
     Ok(session)
 }

@@ -22,9 +22,10 @@ use std::time::Instant;
 use codewhale_journal::{load_read_only, render, Entry, HeaderPayload, JournalFile};
 
 use crate::config::{Env, Overrides};
+use crate::engine::{Engine, EngineParams};
 use crate::error::EngineError;
-use crate::protocol::{Event, Op};
-use crate::{Engine, EngineParams, Resume};
+use crate::session::Resume;
+use codewhale_protocol::{Event, Op};
 use scenario::Scenario;
 pub use score::EvalReport;
 use score::{PassReport, ProbeScore, ScenarioReport};
@@ -118,7 +119,7 @@ fn engine_params(params: &EvalParams, root: &Path, resume: Resume) -> EnginePara
         resume,
         interactive: false,
         retry: params.retry.clone(),
-        front_end: crate::FrontEnd::Cli,
+        front_end: crate::hints::FrontEnd::Cli,
         home_hint: None,
         sandbox_helper: None,
     }

@@ -1,24 +1,18 @@
 //! What the session tells its front end about itself, and the changes that make it say so
-//! again: the budget's figures ([`Session::usage_event`]), the context report built from the
-//! live budget ([`Session::context_report`]), the anchors and whether each is in the view,
-//! pages of history, and the journaled changes a reopened session must replay — model
-//! switches, learned windows, withdrawn anchors, HEAD moves.
+//! again: the budget's figures ([`Session::usage_event`]), `/status`, the model choices, and the
+//! journaled changes a reopened session must replay — model switches, learned windows, HEAD
+//! moves. The answers built from the layers above the session (the context report, anchors,
+//! history pages) are `crate::answers`.
 //!
 //! Invariant: every figure comes from [`Session::budget`]; the report's total and the usage
 //! event's pressure are the same number with the same label, and a reopened session (or
 //! `codewhale context`) replays the same budget from the journal ([`super::replay`]).
 
-use codewhale_journal::{flags, Entry, Level, Payload, SystemPayload, UserPayload};
+use codewhale_journal::{flags, Entry, Level, Payload, SystemPayload};
 
 use super::{counts, replay, Session};
-use crate::anchors::AnchorStore;
-use crate::compaction::plain::PlainView;
-use crate::compaction::report;
 use crate::error::EngineError;
-use crate::protocol::{
-    AnchorInfo, ContextReport, Event, HistoryPage, ModelChoice, StatusReport, UserMessageInfo,
-    WorkspaceTrust,
-};
+use codewhale_protocol::{Event, ModelChoice, StatusReport, UserMessageInfo, WorkspaceTrust};
 
 /// Characters of a message shown in a branch picker.
 const PREVIEW_CHARS: usize = 100;
@@ -93,30 +87,6 @@ impl Session {
         }
     }
 
-    /// The context report of HEAD, built from the live budget.
-    pub fn context_report(&mut self) -> ContextReport {
-        crate::tokens::wait_ready();
-        self.settle_counts();
-        let view = self.render();
-        let plain = PlainView::new(&view, |item| self.known_tokens(item));
-        let anchors = self.anchors_text();
-        let mut report = report::build(
-            self.journal.journal(),
-            &view,
-            &plain,
-            &self.budget,
-            self.model(),
-            anchors.as_deref(),
-        );
-        report.file_store_bytes = self.file_store().size_bytes();
-        report.background = self
-            .compaction
-            .note_pass
-            .state()
-            .map(|state| crate::protocol::report::BackgroundReport { state });
-        report
-    }
-
     /// `/status`: the session at a glance.
     pub fn status_report(&mut self) -> StatusReport {
         self.settle_figures();
@@ -147,7 +117,7 @@ impl Session {
     }
 
     /// Tokens and money this run and the session spent.
-    fn spend_report(&self) -> crate::protocol::SpendReport {
+    fn spend_report(&self) -> codewhale_protocol::SpendReport {
         let (replies, summaries) = (self.spend.replies.read(), self.spend.summaries.read());
         let recorded = codewhale_journal::session_cost_usd(self.path()).unwrap_or_else(|e| {
             tracing::warn!("cannot sum the session's recorded costs: {e}");
@@ -156,7 +126,7 @@ impl Session {
         // Summary requests are not in the file; this run's count with it.
         let session_cost_usd = recorded + summaries.priced_usd;
         let price = self.price();
-        crate::protocol::SpendReport {
+        codewhale_protocol::SpendReport {
             requests: replies.requests,
             input_tokens: replies.input_tokens,
             output_tokens: replies.output_tokens,
@@ -219,24 +189,6 @@ impl Session {
         choices
     }
 
-    /// The workspace's anchors file, redacted as the checkpoint restates it.
-    fn anchors_text(&self) -> Option<String> {
-        let text = AnchorStore::new(&self.workspace).text().ok().flatten()?;
-        Some(self.redactor.redact(&text).into_owned())
-    }
-
-    /// The anchors, numbered as `/anchor rm` takes them, and whether each is in the view.
-    pub fn anchor_infos(&self) -> Vec<AnchorInfo> {
-        let Some(text) = self.anchors_text() else { return Vec::new() };
-        let view = self.render();
-        let plain = PlainView::new(&view, |item| self.known_tokens(item));
-        report::anchors_in_view(&plain, &text)
-            .into_iter()
-            .enumerate()
-            .map(|(i, (text, in_view))| AnchorInfo { index: i + 1, text, in_view })
-            .collect()
-    }
-
     /// The plain user messages of HEAD's branch, oldest first (what `/rewind` and `/fork`
     /// pick from).
     pub fn user_messages(&self) -> Vec<UserMessageInfo> {
@@ -257,11 +209,6 @@ impl Session {
                 _ => None,
             })
             .collect()
-    }
-
-    /// A page of HEAD's conversation for the UI.
-    pub fn history_page(&self, before: Option<&str>, limit: usize, reset: bool) -> HistoryPage {
-        crate::history_pages::page(self.journal.journal(), before, limit, reset)
     }
 
     /// Switches the model for the next request; the window follows the new model. Journaled
@@ -376,39 +323,5 @@ impl Session {
         self.window_from = Some(probed.source);
         let parent = self.journal.journal().head_id().clone();
         self.append_entry(Entry::new(Some(parent), notice))
-    }
-
-    /// Unpins anchor `index` (1-based): removed from the workspace's file, and withdrawn from
-    /// the conversation by a synthetic note (`withdraws: <anchor entry>`), so later views
-    /// leave the anchor out and the model reads, once, that it no longer applies. Returns the
-    /// notice to show.
-    pub fn withdraw_anchor(
-        &mut self,
-        index: usize,
-    ) -> Result<(crate::protocol::AnchorChange, String), String> {
-        let store = AnchorStore::new(&self.workspace);
-        let removed = store.remove(index).map_err(|e| e.to_string())?;
-        let pinned = self.redactor.redact(removed.trim()).into_owned();
-        let journal = self.journal.journal();
-        let spine = journal.spine_positions(journal.head_position());
-        let entry =
-            spine.into_iter().rev().filter(|&p| journal.has_flags(p, flags::ANCHOR)).find_map(
-                |p| {
-                    let e = journal.read_entry(p);
-                    matches!(&e.payload, Payload::User(u)
-                if u.content.iter().filter_map(|b| b.as_text()).any(|t| t.trim() == pinned))
-                    .then(|| e.id.clone())
-                },
-            );
-        let first = pinned.lines().next().unwrap_or_default();
-        let mut note = UserPayload::synthetic(format!(
-            "The user withdrew this pinned note; it no longer applies: \"{first}\""
-        ));
-        note.withdraws = entry;
-        self.append(note).map_err(|e| format!("the anchor was removed from the file, but {e}"))?;
-        // The pin left the view: the budget is the journal's again (it subtracts the pin).
-        self.replay_budget();
-        let message = format!("anchor {index} removed: {first}");
-        Ok((crate::protocol::AnchorChange::Removed { index, text: pinned }, message))
     }
 }

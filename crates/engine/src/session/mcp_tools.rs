@@ -10,7 +10,7 @@ use std::sync::Arc;
 use codewhale_provider::ToolSpec;
 
 use crate::config::Config;
-use crate::protocol::{McpServerInfo, McpStatus, McpToolInfo};
+use codewhale_protocol::{McpServerInfo, McpStatus, McpToolInfo};
 
 /// The servers and what of theirs the next request offers.
 #[derive(Debug)]

@@ -17,6 +17,7 @@ pub(crate) mod mcp_tools;
 mod open;
 mod repair;
 pub mod replay;
+pub(crate) mod summary_slot;
 mod unanswered;
 pub mod workspace;
 
@@ -31,10 +32,10 @@ use crate::budget::Budget;
 use crate::config::{Config, ResolvedProvider};
 use crate::error::EngineError;
 use crate::prompt::SystemPrompt;
-use crate::protocol::NoticeLevel;
 use crate::redact::Redactor;
 use crate::tools::process::ProcessGroups;
 use crate::tools::{self, BackgroundRegistry};
+use codewhale_protocol::NoticeLevel;
 use counts::Counts;
 pub use locate::{find_by_id, find_last, sessions_dir, Resume};
 use mcp_tools::McpTools;
@@ -58,7 +59,7 @@ pub struct SessionParams {
     /// Overrides the provider client's retry policy (tests use fast retries).
     pub retry: Option<RetryPolicy>,
     /// Who drives the session (how suggestions are phrased).
-    pub front_end: crate::FrontEnd,
+    pub front_end: crate::hints::FrontEnd,
     /// The `--home` the user gave, if any: suggested commands repeat it.
     pub home_hint: Option<PathBuf>,
     /// The model was named on the command line: it wins over a switch recorded in a resumed
@@ -109,7 +110,7 @@ pub struct Session {
     pub(crate) plan: std::sync::Mutex<Option<crate::plan::Found>>,
     /// The summary of a branch HEAD left, while it is written (docs/journal-format.md,
     /// *`branch_summary`*).
-    pub(crate) branch_summary: crate::branch_summary::pending::Pending,
+    pub(crate) branch_summary: crate::session::summary_slot::Pending,
     /// What this run's replies and summary requests cost ([`crate::spend`]).
     pub(crate) spend: Spend,
     /// Where the window came from when the local server stated it ("Ollama's /api/ps").
@@ -228,8 +229,8 @@ impl Session {
     }
 
     /// How shell commands are confined, for `/approval`.
-    pub fn sandbox_report(&self) -> crate::protocol::SandboxReport {
-        crate::protocol::SandboxReport {
+    pub fn sandbox_report(&self) -> codewhale_protocol::SandboxReport {
+        codewhale_protocol::SandboxReport {
             mode: self.sandbox.mode,
             detail: self.sandbox.detail.clone(),
         }
@@ -243,7 +244,7 @@ impl Session {
     /// Whether the process lives for one turn (`exec`, `compact`): what it never uses, it
     /// should not start.
     pub fn one_turn(&self) -> bool {
-        self.hints.front_end() == crate::FrontEnd::Cli
+        self.hints.front_end() == crate::hints::FrontEnd::Cli
     }
 
     /// The session's redactor (built-in rules, the configured patterns, its own API key).
@@ -275,10 +276,10 @@ impl Session {
     }
 
     /// Whether requests carry the compact system prompt and terse tool descriptions: a window
-    /// of at most [`crate::compaction::steps::SMALL_WINDOW`] tokens (configured, probed or
+    /// of at most [`crate::budget::SMALL_WINDOW`] tokens (configured, probed or
     /// learned), where Codewhale's own prefix must leave room for the conversation.
     pub fn compact_prefix(&self) -> bool {
-        self.budget.limits().window <= crate::compaction::steps::SMALL_WINDOW
+        self.budget.limits().window <= crate::budget::SMALL_WINDOW
     }
 
     /// Counts the system prompt and tool schemas as sent (the one rule of

@@ -14,9 +14,9 @@ use crate::approval::Policy;
 use crate::budget::Budget;
 use crate::error::EngineError;
 use crate::prompt::SystemPrompt;
-use crate::protocol::NoticeLevel;
 use crate::redact::Redactor;
 use crate::tools::BackgroundRegistry;
+use codewhale_protocol::NoticeLevel;
 
 impl Session {
     /// Creates or resumes the session `params` asks for.
@@ -142,7 +142,7 @@ impl Session {
             sandbox,
             system_exact: false,
             plan: std::sync::Mutex::new(None),
-            branch_summary: crate::branch_summary::pending::Pending::default(),
+            branch_summary: crate::session::summary_slot::Pending::default(),
             spend: super::Spend::default(),
             window_from: None,
             confirm_cut: false,
@@ -151,11 +151,6 @@ impl Session {
         if switched {
             let model = session.provider.model.clone();
             session.journal_model_switch(&model, Some("--model"))?;
-        }
-        // A rewind or /undo a kill interrupted is completed before anything else reads the
-        // files or the journal.
-        if let Some(notice) = crate::checkpoint::intent::finish(&mut session) {
-            session.notices.push(notice);
         }
         session.refresh_system_prompt();
         session.replay_budget();
@@ -168,7 +163,10 @@ impl Session {
 }
 
 /// The notice shown once when a workspace's settings were left out for lack of trust.
-fn untrusted_notice(untrusted: &crate::config::Untrusted, front_end: crate::FrontEnd) -> String {
+fn untrusted_notice(
+    untrusted: &crate::config::Untrusted,
+    front_end: crate::hints::FrontEnd,
+) -> String {
     let keys = untrusted.keys.join(", ");
     let file = untrusted.file.display();
     if let Some(refused) = &untrusted.refused {
@@ -180,11 +178,13 @@ fn untrusted_notice(untrusted: &crate::config::Untrusted, front_end: crate::Fron
     let how = match front_end {
         // After a "no" the question is not asked at start again until the file changes: say
         // how to change one's mind instead of promising a question.
-        crate::FrontEnd::Tui => {
+        crate::hints::FrontEnd::Tui => {
             "type /trust to be asked again, or start Codewhale here with --trust (remembered \
              until the file changes; a changed file is asked about again)"
         }
-        crate::FrontEnd::Cli => "run with --trust to trust it (remembered until the file changes)",
+        crate::hints::FrontEnd::Cli => {
+            "run with --trust to trust it (remembered until the file changes)"
+        }
     };
     format!(
         "ignoring {keys} from {file}: this workspace is not trusted, so its config may not decide \

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use codewhale_journal::list_sessions;
 
 use super::locate::{find_by_id, sessions_dir, Resume};
-use crate::protocol::NoticeLevel;
+use codewhale_protocol::NoticeLevel;
 
 /// Where a resumed session works, and what to tell the user about it.
 #[derive(Debug, Clone, PartialEq, Eq)]

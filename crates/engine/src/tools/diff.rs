@@ -7,19 +7,17 @@
 
 use serde_json::Value;
 
-use super::path;
+use crate::paths;
+use crate::text_diff::{cap, unified};
 
 /// The most of a diff an approval shows.
 pub const MAX_DIFF_BYTES: usize = 256 * 1024;
 
-/// How long the line diff may search for the smallest diff before it settles for one.
-const DIFF_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(200);
-
 /// The unified diff of the change `name` with `input` would make in `workspace`.
 pub fn preview(workspace: &std::path::Path, name: &str, input: &Value) -> Option<String> {
     let raw = input.get("path")?.as_str()?;
-    let resolved = path::resolve(workspace, raw).ok()?;
-    let shown = path::display(workspace, &resolved.path);
+    let resolved = paths::resolve(workspace, raw).ok()?;
+    let shown = paths::display(workspace, &resolved.path);
     let before = std::fs::read_to_string(&resolved.path).ok();
     let after = match name {
         "write_file" => input.get("content")?.as_str()?.to_owned(),
@@ -37,30 +35,6 @@ pub fn preview(workspace: &std::path::Path, name: &str, input: &Value) -> Option
         text = format!("{shown}: no change\n");
     }
     Some(cap(text, MAX_DIFF_BYTES))
-}
-
-/// The unified diff of `shown` from `before` to `after` (`None`: the file is absent on that
-/// side, shown as `/dev/null`); empty when they are equal.
-pub fn unified(shown: &str, before: Option<&str>, after: Option<&str>) -> String {
-    let from = before.map_or_else(|| "/dev/null".to_owned(), |_| format!("a/{shown}"));
-    let to = after.map_or_else(|| "/dev/null".to_owned(), |_| format!("b/{shown}"));
-    // A large rewrite could keep the diff busy for seconds; past the deadline it is
-    // approximated (still a correct diff, only less minimal), so nobody waits on it.
-    let diff = similar::TextDiff::configure()
-        .timeout(DIFF_TIMEOUT)
-        .diff_lines(before.unwrap_or(""), after.unwrap_or(""));
-    diff.unified_diff().context_radius(3).header(&from, &to).to_string()
-}
-
-/// `text` cut to `max` bytes with a line saying how much of the diff was left out.
-pub fn cap(mut text: String, max: usize) -> String {
-    if text.len() > max {
-        let end = text.floor_char_boundary(max);
-        let left = text[end..].lines().count();
-        text.truncate(end);
-        text.push_str(&format!("\n[... {left} more lines of the diff not shown ...]\n"));
-    }
-    text
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! File tools: `read_file`, `list_dir`, `write_file`, `edit_file`.
 //!
-//! Each takes already-resolved paths (see [`super::path`]) and returns the text the model
+//! Each takes already-resolved paths (see [`crate::paths`]) and returns the text the model
 //! reads, or an error sentence saying what failed and what to do. Invariants: reads are
 //! bounded (lines, line length, bytes) and only of regular files — a named pipe, a socket or a
 //! device, directly or through a symlink, is refused before it is opened, so nothing blocks on

@@ -20,8 +20,8 @@ const MAX_BYTES: u64 = 1024 * 1024;
 /// Whether `path` (absolute, symlinks of its existing part followed by the caller's resolution)
 /// is one of the workspace's protected paths.
 pub fn covers(workspace: &Path, path: &Path) -> bool {
-    let real = super::path::real_location(path);
-    let ws = super::path::real_location(workspace);
+    let real = crate::paths::real_location(path);
+    let ws = crate::paths::real_location(workspace);
     let git = ws.join(".git");
     real == git.join("config")
         || real.starts_with(git.join("hooks"))

@@ -12,7 +12,6 @@ pub mod diff;
 pub mod files;
 pub mod guard;
 pub mod output;
-pub mod path;
 pub mod process;
 pub mod search;
 pub mod shell;
@@ -26,6 +25,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::approval::{CallSummary, Effect};
+use crate::paths;
 pub use background::BackgroundRegistry;
 use table::{parse, Call};
 
@@ -110,23 +110,23 @@ impl Protected {
         if guard::covers(workspace, path) {
             return true;
         }
-        let real = path::real_location(path);
-        let workspace_config = path::real_location(&crate::config::workspace_file(workspace));
+        let real = paths::real_location(path);
+        let workspace_config = paths::real_location(&crate::config::workspace_file(workspace));
         if real == workspace_config || path == crate::config::workspace_file(workspace) {
             return true;
         }
-        if path::hardlinked(path) {
+        if paths::hardlinked(path) {
             let mut own = vec![crate::config::workspace_file(workspace)];
             if let Some(home) = &self.home {
                 own.push(crate::config::user_file(home));
                 own.push(crate::trust::store_path(home));
             }
-            if own.iter().any(|f| path::same_file(path, f)) {
+            if own.iter().any(|f| paths::same_file(path, f)) {
                 return true;
             }
         }
         self.home.as_ref().is_some_and(|home| {
-            let home = path::real_location(home);
+            let home = paths::real_location(home);
             real.starts_with(&home)
         })
     }
@@ -224,10 +224,10 @@ pub fn assess(
 ) -> Assessment {
     match parse(name, input) {
         Ok(call) => {
-            let resolved = call.path().and_then(|p| path::resolve(workspace, p).ok());
+            let resolved = call.path().and_then(|p| paths::resolve(workspace, p).ok());
             // A file with other hardlinks may be anyone's file: it asks like an outside path.
             let file_tool = matches!(call, Call::Read(_) | Call::Write(_) | Call::Edit(_));
-            let linked = file_tool && resolved.as_ref().is_some_and(|r| path::hardlinked(&r.path));
+            let linked = file_tool && resolved.as_ref().is_some_and(|r| paths::hardlinked(&r.path));
             let leaves = resolved.as_ref().is_some_and(|r| !r.inside) || linked;
             let writes = call.effect() == Effect::Write;
             let command = match &call {
@@ -281,15 +281,15 @@ pub async fn execute(
     };
     let ws = ctx.workspace.clone();
     let resolve = |raw: &str| -> Result<(PathBuf, String), String> {
-        let r = path::resolve(&ws, raw)?;
-        let shown = path::display(&ws, &r.path);
+        let r = paths::resolve(&ws, raw)?;
+        let shown = paths::display(&ws, &r.path);
         Ok((r.path, shown))
     };
     // One sandbox for every tool (docs/security.md): the file tools write only where a
     // confined command could.
     if let (Call::Write(_) | Call::Edit(_), Some(sandbox)) = (&call, ctx.sandbox.as_deref()) {
         if let Some(Ok((p, _))) = call.path().map(&resolve) {
-            let real = path::real_location(&p);
+            let real = paths::real_location(&p);
             if !sandbox.rules().allows_write(&real) {
                 let refused = vec![real];
                 let text = shell::refusal_line(&refused, "", sandbox).unwrap_or_default();

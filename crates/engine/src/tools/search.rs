@@ -45,7 +45,7 @@ pub fn search(
         if !entry.file_type().is_some_and(|t| t.is_file()) {
             continue;
         }
-        let shown = super::path::display(workspace, entry.path());
+        let shown = crate::paths::display(workspace, entry.path());
         let result = searcher.search_path(
             &matcher,
             entry.path(),

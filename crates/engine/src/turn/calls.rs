@@ -19,9 +19,9 @@ use crate::approval::{
 };
 use crate::error::EngineError;
 use crate::events::ApprovalReply;
-use crate::protocol::{ApprovalOffer, ApprovalScope, CallEnd, Event};
 use crate::session::INTERRUPTED_RESULT;
 use crate::tools::{self, Assessment, ToolOutput};
+use codewhale_protocol::{ApprovalOffer, ApprovalScope, CallEnd, Event};
 
 /// One call of a response.
 #[derive(Debug, Clone)]
@@ -62,7 +62,7 @@ pub(crate) async fn run_calls(
     if !excess.is_empty() {
         tracing::warn!(calls = all.len(), "too many tool calls in one reply; the rest not run");
         ctx.emit(Event::Notice {
-            level: crate::protocol::NoticeLevel::Warning,
+            level: codewhale_protocol::NoticeLevel::Warning,
             message: format!(
                 "the model asked for {} tool calls in one reply; the first {MAX_CALLS_PER_REPLY} \
                  ran, the other {} were not run",
@@ -220,7 +220,7 @@ fn put_back_protected(ctx: &TurnCtx<'_>, guard: &tools::guard::Snapshot, output:
          needed, tell the user what it is and why; they can make it themselves.]"
     ));
     ctx.emit(Event::Notice {
-        level: crate::protocol::NoticeLevel::Warning,
+        level: codewhale_protocol::NoticeLevel::Warning,
         message: format!(
             "a command changed {list}, which only you may change (git hooks and config run \
              outside the sandbox); Codewhale put {} back",

@@ -6,8 +6,10 @@ use codewhale_journal::EntryId;
 use tokio_util::sync::CancellationToken;
 
 use crate::events::{ApprovalGate, EventSink};
-use crate::protocol::{ErrorKind as ProtocolErrorKind, Event, SubmissionId, TurnStats, TurnStatus};
 use crate::session::Session;
+use codewhale_protocol::{
+    ErrorKind as ProtocolErrorKind, Event, SubmissionId, TurnStats, TurnStatus,
+};
 
 /// Everything a turn (and the compaction hooks) work with.
 #[derive(Debug)]

@@ -13,7 +13,7 @@ use crate::compaction::pass::{self, PassRequest};
 use crate::compaction::pass_plan::PassMode;
 use crate::compaction::plain::PlainView;
 use crate::compaction::trim::{self, Fit, Shorten};
-use crate::protocol::{ErrorKind, Event, NoticeLevel, TurnStatus};
+use codewhale_protocol::{ErrorKind, Event, NoticeLevel, TurnStatus};
 
 /// A request sent without its oldest exchanges (and, past that, bounded).
 #[derive(Clone, Debug, PartialEq)]

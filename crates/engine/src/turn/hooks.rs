@@ -17,7 +17,7 @@ use codewhale_provider::ProviderError;
 use super::ctx::TurnCtx;
 use crate::compaction::pass::{self, PassRequest};
 use crate::error::EngineError;
-use crate::protocol::{Event, NoticeLevel};
+use codewhale_protocol::{Event, NoticeLevel};
 
 /// docs/compaction.md, *Limits and configuration*: compaction passes per turn.
 pub const MAX_PASSES_PER_TURN: u32 = 2;

@@ -12,7 +12,7 @@ use codewhale_provider::ProviderError;
 
 use super::TurnCtx;
 use crate::images;
-use crate::protocol::{Event, ImageInfo, NoticeLevel};
+use codewhale_protocol::{Event, ImageInfo, NoticeLevel};
 
 /// What the user sent.
 #[derive(Debug, Clone, Default)]
@@ -74,7 +74,7 @@ fn one(
     let workspace = ctx.session.workspace();
     // Any file the user names, the clipboard's copies under the Codewhale home included: only
     // a real image is taken, so no settings file can go this way.
-    let resolved = crate::tools::path::resolve(workspace, raw)?;
+    let resolved = crate::paths::resolve(workspace, raw)?;
     let loaded = images::load(&resolved.path).map_err(|e| e.to_string())?;
     let block = images::store(dir, &loaded).map_err(|e| e.to_string())?;
     Ok((block, loaded.scaled))

@@ -20,8 +20,8 @@ use codewhale_provider::{ErrorKind, ProviderFailure, Response, StopReason, Strea
 
 use crate::convert::{self, RequestParams};
 use crate::error::EngineError;
-use crate::protocol::{ErrorKind as ProtocolErrorKind, Event, NoticeLevel, TurnStatus};
 use calls::ToolCall;
+use codewhale_protocol::{ErrorKind as ProtocolErrorKind, Event, NoticeLevel, TurnStatus};
 pub use ctx::{TurnCtx, TurnOutcome};
 pub use hooks::{before_request, on_context_overflow};
 pub use intake::UserMessage;
@@ -224,7 +224,7 @@ async fn drive(ctx: &mut TurnCtx<'_>, message: UserMessage) -> Result<TurnOutcom
                 StreamEvent::Waiting { silent } => events.emit(
                     submission,
                     Event::Notice {
-                        level: crate::protocol::NoticeLevel::Info,
+                        level: codewhale_protocol::NoticeLevel::Info,
                         message: format!("waiting for the server ({} s)", silent.as_secs()),
                     },
                 ),
@@ -352,7 +352,7 @@ fn record_response(
                  llama.cpp)",
                 ctx.session.budget().calibrated(estimate)
             );
-            ctx.emit(Event::Notice { level: crate::protocol::NoticeLevel::Warning, message });
+            ctx.emit(Event::Notice { level: codewhale_protocol::NoticeLevel::Warning, message });
         } else {
             ctx.session.budget_mut().record_report(reported, estimate);
         }

@@ -10,6 +10,7 @@ mod compaction_passes;
 mod eval;
 mod idle;
 mod interrupt;
+mod layers;
 mod long_rounds;
 mod mcp;
 mod never_stuck;

@@ -14,8 +14,8 @@ use codewhale_journal::Trigger;
 
 use super::{failed, finish, idle, settle, wait_bound, Finished};
 use crate::events::EventSink;
-use crate::protocol::{Event, NoticeLevel, SubmissionId};
 use crate::session::Session;
+use codewhale_protocol::{Event, NoticeLevel, SubmissionId};
 
 /// The longest a one-turn process waits at exit for a note in flight.
 const MOST_AT_CLOSE: std::time::Duration = std::time::Duration::from_secs(30);

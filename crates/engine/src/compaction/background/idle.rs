@@ -19,8 +19,8 @@ use codewhale_journal::Trigger;
 use super::{anchors, early_mark, maybe_start, try_commit, used_up, Current, Tried};
 use crate::compaction::plain::PlainView;
 use crate::events::EventSink;
-use crate::protocol::{Event, SubmissionId};
 use crate::session::Session;
+use codewhale_protocol::{Event, SubmissionId};
 
 /// docs/compaction.md, *Limits and configuration*: idle time before idle compaction.
 pub const DEFAULT_IDLE_AFTER: Duration = Duration::from_secs(270);
@@ -110,7 +110,7 @@ pub(super) async fn commit(
             tracing::info!(id = %done.id, before, after = done.tokens_after, trigger = trigger.as_str(), "ready note committed");
             let (id, figures) = (done.id.to_string(), (done.tokens_before, done.tokens_after));
             sink.emit(submission, Event::CompactionStarted { trigger: shown });
-            let finished = crate::compaction::pass::finished_event(session, &id, shown, figures);
+            let finished = crate::compaction::commit::finished_event(session, &id, shown, figures);
             sink.emit(submission, finished);
             sink.emit(submission, session.usage_event(None, None));
         }

@@ -41,11 +41,12 @@ use super::pass_plan::{worth_sending, SendCheck};
 use super::plain::PlainView;
 use super::record::{self, SummaryRecord};
 use super::steps;
-use super::summarize::{self, Summarizer, SummaryError, SummaryJob, SummaryStats};
+use super::summarize::{self, Summarizer, SummaryError, SummaryJob};
+use super::summary::SummaryStats;
 use crate::anchors::AnchorStore;
 use crate::events::EventSink;
-use crate::protocol::{BackgroundState, Event, SubmissionId};
 use crate::session::Session;
+use codewhale_protocol::{BackgroundState, Event, SubmissionId};
 
 mod close;
 mod decide;

@@ -12,9 +12,9 @@ use tokio::task::JoinHandle;
 use super::decide::Basis;
 use crate::compaction::cut::CutPlan;
 use crate::compaction::plain::PlainView;
-use crate::compaction::summarize::SummaryStats;
 use crate::compaction::summary::SummaryError;
-use crate::protocol::BackgroundState;
+use crate::compaction::summary::SummaryStats;
+use codewhale_protocol::BackgroundState;
 
 /// Everything fixed when a background pass starts.
 #[derive(Debug)]

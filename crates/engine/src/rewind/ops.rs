@@ -12,10 +12,10 @@ use codewhale_journal::{BranchError, EntryId, Journal, Payload};
 
 use super::account::{outcome_line, record};
 use super::intent::{self, Intent};
-use super::restore::{self, Planned};
+use crate::checkpoint::restore::{self, Planned};
 use crate::error::EngineError;
-use crate::protocol::{RestoreOutcome, TakeBack};
 use crate::session::Session;
+use codewhale_protocol::{RestoreOutcome, TakeBack};
 
 /// Where a rewind or fork to an entry lands.
 #[derive(Debug, Clone)]
@@ -87,7 +87,8 @@ pub(crate) fn unkept_commands(session: &Session, from: Option<&EntryId>) -> Opti
     let start = stretch_start(session, from).ok().flatten()?;
     let n = restore::commands_from(session.journal(), start);
     if n == 0
-        || super::snapshot::Snapshots::find(&session.file_store(), session.workspace()).is_some()
+        || crate::checkpoint::snapshot::Snapshots::find(&session.file_store(), session.workspace())
+            .is_some()
     {
         return None;
     }
@@ -114,7 +115,7 @@ pub(crate) fn restore_and_record(
     Ok(outcome)
 }
 
-/// Writes down what a restore is about to do before it does it (`checkpoint::intent`); `None`
+/// Writes down what a restore is about to do before it does it ([`super::intent`]); `None`
 /// when the plan changes nothing on disk (a HEAD move alone is one append, atomic already).
 fn write_intent(
     session: &Session,
@@ -137,7 +138,7 @@ fn write_intent(
 pub(crate) struct Request<'a> {
     pub session: &'a mut Session,
     pub sink: &'a crate::events::EventSink,
-    pub id: crate::protocol::SubmissionId,
+    pub id: codewhale_protocol::SubmissionId,
 }
 
 /// One rewind, fork, take-back or undo: everything it changes is on disk before the front end
@@ -152,33 +153,35 @@ pub(crate) struct Move {
 }
 
 impl Request<'_> {
-    fn error(&self, kind: crate::protocol::ErrorKind, message: String) {
-        self.sink.emit(self.id, crate::protocol::Event::Error { kind, message });
+    fn error(&self, kind: codewhale_protocol::ErrorKind, message: String) {
+        self.sink.emit(self.id, codewhale_protocol::Event::Error { kind, message });
     }
 
-    fn notice(&self, level: crate::protocol::NoticeLevel, message: String) {
-        self.sink.emit(self.id, crate::protocol::Event::Notice { level, message });
+    fn notice(&self, level: codewhale_protocol::NoticeLevel, message: String) {
+        self.sink.emit(self.id, codewhale_protocol::Event::Notice { level, message });
     }
 
     /// `Op::PreviewRestore`.
     pub(crate) fn preview(self, to: Option<String>) {
         let from = match to.as_deref().map(|t| landing(self.session.journal(), t, false)) {
             Some(Ok(l)) => Some(l.head),
-            Some(Err(e)) => return self.error(crate::protocol::ErrorKind::Branch, e.to_string()),
+            Some(Err(e)) => {
+                return self.error(codewhale_protocol::ErrorKind::Branch, e.to_string())
+            }
             None => None,
         };
         match plan_after(self.session, from.as_ref()) {
             Ok(plan) => self.sink.emit(
                 self.id,
-                crate::protocol::Event::RestorePreview { to, files: restore::shown(&plan) },
+                codewhale_protocol::Event::RestorePreview { to, files: restore::shown(&plan) },
             ),
-            Err(message) => self.error(crate::protocol::ErrorKind::Branch, message),
+            Err(message) => self.error(codewhale_protocol::ErrorKind::Branch, message),
         }
     }
 
     /// `Op::Rewind`, `Op::Fork` and `Op::TakeBack`.
     pub(crate) async fn take_back(self, m: Move) {
-        use crate::protocol::{ErrorKind, Event, HeadMove, NoticeLevel};
+        use codewhale_protocol::{ErrorKind, Event, HeadMove, NoticeLevel};
         let landed = match landing(self.session.journal(), &m.to, m.before) {
             Ok(l) => l,
             Err(e) => return self.error(ErrorKind::Branch, e.to_string()),
@@ -282,7 +285,7 @@ impl Request<'_> {
 
     /// `Op::Undo`: the last turn's file changes.
     pub(crate) async fn undo(self, force: bool) {
-        use crate::protocol::{ErrorKind, Event, NoticeLevel};
+        use codewhale_protocol::{ErrorKind, Event, NoticeLevel};
         let plan = match plan_after(self.session, None) {
             Ok(plan) => plan,
             Err(message) => return self.error(ErrorKind::Branch, message),

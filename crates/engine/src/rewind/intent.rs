@@ -18,10 +18,10 @@ use std::path::PathBuf;
 
 use codewhale_journal::EntryId;
 
-use super::restore::{self, Planned};
-use super::FileStore;
-use crate::protocol::{NoticeLevel, RestoreState};
+use crate::checkpoint::restore::{self, Planned};
+use crate::checkpoint::FileStore;
 use crate::session::Session;
+use codewhale_protocol::{NoticeLevel, RestoreState};
 
 /// The HEAD move a restore makes with its files.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]

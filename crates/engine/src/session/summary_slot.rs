@@ -1,5 +1,6 @@
-//! What a session keeps of the branch summary being written: the one slot, below the session
-//! that holds it (the writing itself, which reads the session, is the parent module).
+//! What a session keeps of the branch summary being written (docs/journal-format.md,
+//! *`branch_summary`*): the one slot. Plain state of the session; the writing itself, which reads
+//! the session, is `crate::branch_summary`, above it.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -11,26 +12,26 @@ use tokio::task::JoinHandle;
 /// The summary being written, if any.
 #[derive(Debug, Default)]
 pub(crate) struct Pending {
-    pub(super) slot: Option<Slot>,
+    pub(crate) slot: Option<Slot>,
     /// Woken when the request ends, so an idle engine appends the summary at once.
-    pub(super) wake: Arc<tokio::sync::Notify>,
+    pub(crate) wake: Arc<tokio::sync::Notify>,
 }
 
 #[derive(Debug)]
-pub(super) struct Slot {
+pub(crate) struct Slot {
     /// HEAD right after the move: the summary is appended on this entry or a continuation.
-    pub(super) meant: EntryId,
+    pub(crate) meant: EntryId,
     /// The entry's payload, all but the summary.
-    pub(super) payload: BranchSummaryPayload,
-    pub(super) cancel: CancellationToken,
-    pub(super) task: JoinHandle<Result<String, String>>,
+    pub(crate) payload: BranchSummaryPayload,
+    pub(crate) cancel: CancellationToken,
+    pub(crate) task: JoinHandle<Result<String, String>>,
     /// Set by the task just before it wakes the engine: its answer is in (the handle may not
     /// report finished yet), and a wake-up left over from an earlier slot is told apart.
-    pub(super) done: Arc<AtomicBool>,
+    pub(crate) done: Arc<AtomicBool>,
 }
 
 impl Slot {
-    pub(super) fn stop(self) {
+    pub(crate) fn stop(self) {
         self.cancel.cancel();
         self.task.abort();
     }

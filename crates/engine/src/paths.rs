@@ -1,4 +1,4 @@
-//! Resolving tool paths against the workspace.
+//! Resolving the paths tools, attachments, images and restores name against the workspace.
 //!
 //! Invariant: a path counts as inside the workspace only if its real location is, after `..`
 //! is folded and symlinks of the existing part are followed; a link pointing out of the

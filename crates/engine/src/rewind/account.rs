@@ -6,10 +6,10 @@
 
 use codewhale_journal::{Level, SystemPayload, UserPayload};
 
-use super::restore::Planned;
+use crate::checkpoint::restore::Planned;
 use crate::error::EngineError;
-use crate::protocol::RestoreOutcome;
 use crate::session::Session;
+use codewhale_protocol::RestoreOutcome;
 
 /// Journals a restore's outcome (nothing when it did nothing): the `system` entry, with the
 /// files it left for a forced run, and, when files came back, the note to the model.

@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::show::{self, Unshowable};
+pub(crate) mod show;
+
+pub use show::Unshowable;
 
 /// The store's file name under the Codewhale home.
 pub const TRUST_FILE: &str = "trust.json";

@@ -12,6 +12,8 @@ mod commands;
 mod figures;
 mod home;
 mod logging;
+mod report_text;
+mod sandbox_helper;
 pub mod tui;
 
 use std::process::ExitCode;

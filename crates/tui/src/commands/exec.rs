@@ -89,7 +89,7 @@ pub fn run(
         retry: None,
         front_end: codewhale_engine::FrontEnd::Cli,
         home_hint: global.home.clone(),
-        sandbox_helper: super::sandbox::helper(),
+        sandbox_helper: crate::sandbox_helper::path(),
     };
     let runtime = super::runtime()?;
     runtime.block_on(exec(params, Message { prompt, mentioned, images }, args.json))

@@ -24,7 +24,7 @@ pub fn list(
         home,
         &workspace,
         &overrides,
-        super::sandbox::helper().as_deref(),
+        crate::sandbox_helper::path().as_deref(),
     ))?;
     if let Some(untrusted) = untrusted {
         errln!(

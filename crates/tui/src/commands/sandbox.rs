@@ -10,15 +10,9 @@
 //! run, 127 when it does not exist.
 
 use std::ffi::OsString;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use codewhale_engine::sandbox::confine::{self, SandboxError};
-
-/// The helper the engine starts commands through: this very binary.
-pub fn helper() -> Option<PathBuf> {
-    std::env::current_exe().ok()
-}
 
 /// Confines this process and execs the command; returns only when that failed.
 pub fn run(args: &[OsString]) -> ExitCode {

@@ -37,7 +37,7 @@ fn engine_params(params: &TuiParams, resume: Resume) -> EngineParams {
         retry: None,
         front_end: codewhale_engine::FrontEnd::Tui,
         home_hint: params.home_hint.clone(),
-        sandbox_helper: crate::commands::sandbox::helper(),
+        sandbox_helper: crate::sandbox_helper::path(),
     }
 }
 

@@ -360,7 +360,7 @@ impl App {
             .map(|b| {
                 let here = if b.current { "  (HEAD is here)" } else { "" };
                 Choice {
-                    label: format!("{}{here}", crate::commands::context::branch_label(&b)),
+                    label: format!("{}{here}", crate::report_text::branch_label(&b)),
                     action: ViewAction::Checkout { id: b.tip },
                 }
             })
@@ -496,7 +496,7 @@ pub fn anchors_text(anchors: &[AnchorInfo]) -> String {
 /// The `/context` view: the engine's report in words, plus the view's entry ids (what
 /// `/fork`, `/checkout` and `/rewind` take).
 pub fn context_text(r: &ContextReport) -> String {
-    let mut out = crate::commands::context::human(r);
+    let mut out = crate::report_text::human(r);
     out.push_str("\nview, in request order (entry id · kind · tokens):\n");
     for v in &r.view {
         out.push_str(&format!("  {} · {} · {}\n", v.id, v.kind, v.tokens));

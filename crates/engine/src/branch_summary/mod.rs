@@ -20,8 +20,6 @@
 
 mod left;
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use codewhale_journal::{BranchSummaryPayload, EntryId};
@@ -29,7 +27,8 @@ use codewhale_provider::{CancellationToken, Message, Request, SystemBlock};
 
 use crate::budget::Limits;
 use crate::events::EventSink;
-use crate::session::summary_slot::Slot;
+use crate::session::job::{Running, Signal};
+use crate::session::summary_slot::Meant;
 use crate::session::Session;
 use codewhale_protocol::{BranchSummaryState, Event, SubmissionId};
 
@@ -85,19 +84,13 @@ pub(crate) fn after_move(session: &mut Session, sink: &EventSink, id: Submission
     payload.from = Some(left.from.clone());
     payload.tip = Some(left.tip.clone());
     let cancel = CancellationToken::new();
-    let done = Arc::new(AtomicBool::new(false));
-    let wake = Wake { done: done.clone(), notify: session.branch_summary.wake.clone() };
+    let (signal, done) = session.branch_summary.signal();
     let task =
-        tokio::spawn(write(session.client().clone(), request, timeout, cancel.clone(), wake));
+        tokio::spawn(write(session.client().clone(), request, timeout, cancel.clone(), signal));
     tracing::info!(tip = %left.tip, from = %left.from, messages = left.messages, "branch summary started");
-    session.branch_summary.slot = Some(Slot { meant: new, payload, cancel, task, done });
+    let state = Meant { meant: new, payload };
+    session.branch_summary.start(Running { state, cancel, task: Some(task), done });
     sink.emit(id, event(BranchSummaryState::Writing, None, None));
-}
-
-/// How the task tells the engine its answer is in.
-struct Wake {
-    done: Arc<AtomicBool>,
-    notify: Arc<tokio::sync::Notify>,
 }
 
 /// The background task: one request, bounded by `timeout`, its reply judged.
@@ -106,7 +99,7 @@ async fn write(
     request: Request,
     timeout: Duration,
     cancel: CancellationToken,
-    wake: Wake,
+    signal: Signal,
 ) -> Result<String, String> {
     let reply = tokio::time::timeout(timeout, client.complete(&request, cancel)).await;
     let result = match reply {
@@ -114,8 +107,7 @@ async fn write(
         Ok(Err(failure)) => Err(format!("the summary request failed: {}", failure.error)),
         Ok(Ok(response)) => left::usable(&response.text()),
     };
-    wake.done.store(true, Ordering::Release);
-    wake.notify.notify_one();
+    signal.done();
     result
 }
 
@@ -144,13 +136,12 @@ pub(crate) fn close(session: &mut Session) {
 pub(crate) async fn settle_idle(session: &mut Session, sink: &EventSink) {
     // The task wakes the engine just before it returns: `done` says the answer is in, so
     // waiting for the handle takes no time.
-    if !session.branch_summary.slot.as_ref().is_some_and(|s| s.done.load(Ordering::Acquire)) {
+    if !session.branch_summary.slot.as_ref().is_some_and(Running::is_done) {
         return;
     }
-    if let Some(slot) = session.branch_summary.slot.take() {
-        let Slot { meant, payload, task, .. } = slot;
+    if let Some(Running { state, task: Some(task), .. }) = session.branch_summary.slot.take() {
         let joined = task.await;
-        finish(session, sink, SubmissionId(0), Done { meant, payload, joined }).await;
+        finish(session, sink, SubmissionId(0), Done { state, joined }).await;
     }
 }
 
@@ -162,23 +153,22 @@ pub(crate) async fn wait(
     id: SubmissionId,
     cancel: &CancellationToken,
 ) -> BranchSummaryState {
-    let Some(slot) = session.branch_summary.slot.as_mut() else {
+    let Some(task) = session.branch_summary.slot.as_mut().and_then(|s| s.task.as_mut()) else {
         return BranchSummaryState::None;
     };
     let joined = tokio::select! {
-        joined = &mut slot.task => joined,
+        joined = task => joined,
         () = cancel.cancelled() => return BranchSummaryState::Writing,
     };
-    let Some(Slot { meant, payload, .. }) = session.branch_summary.slot.take() else {
+    let Some(Running { state, .. }) = session.branch_summary.slot.take() else {
         return BranchSummaryState::None;
     };
-    finish(session, sink, id, Done { meant, payload, joined }).await
+    finish(session, sink, id, Done { state, joined }).await
 }
 
 /// A request that has ended, with what the entry needs.
 struct Done {
-    meant: EntryId,
-    payload: BranchSummaryPayload,
+    state: Meant,
     joined: Result<Result<String, String>, tokio::task::JoinError>,
 }
 
@@ -203,11 +193,11 @@ async fn finish(
         }
     };
     let head = session.journal().head_id().clone();
-    if !session.journal().is_ancestor(done.meant.as_str(), head.as_str()) {
+    if !session.journal().is_ancestor(done.state.meant.as_str(), head.as_str()) {
         dropped(sink, id, "HEAD is no longer on the branch it was written for".into());
         return BranchSummaryState::Dropped;
     }
-    let mut payload = done.payload;
+    let mut payload = done.state.payload;
     payload.summary = summary;
     let appended = match session.append(payload) {
         Ok(entry) => session.sync().await.map(|()| entry),

@@ -11,6 +11,7 @@
 //! anything else is appended after it ([`Session::heal_dangling_calls`]).
 
 pub mod counts;
+pub(crate) mod job;
 mod live;
 pub mod locate;
 pub(crate) mod mcp_tools;

@@ -26,10 +26,10 @@ pub(crate) async fn close(session: &mut Session, sink: &EventSink, submission: S
     if session.one_turn() {
         wait_for_in_flight(session, sink, submission).await;
     }
-    if session.compaction.note_pass.slot.as_ref().is_some_and(|s| s.prepared.is_some()) {
+    if session.compaction.note_pass.job.slot.as_ref().is_some_and(|s| s.state.prepared.is_some()) {
         idle::commit(session, sink, submission, Trigger::Auto).await;
     }
-    let Some(mut slot) = session.compaction.note_pass.slot.take() else { return };
+    let Some(mut slot) = session.compaction.note_pass.job.slot.take() else { return };
     let failure = match slot.task.take() {
         Some(task) if task.is_finished() => task.await.ok().and_then(Result::err),
         task => {
@@ -45,12 +45,12 @@ pub(crate) async fn close(session: &mut Session, sink: &EventSink, submission: S
 }
 
 async fn wait_for_in_flight(session: &mut Session, sink: &EventSink, submission: SubmissionId) {
-    let Some(slot) = session.compaction.note_pass.slot.take() else { return };
-    if slot.prepared.is_some() || slot.task.is_none() {
-        session.compaction.note_pass.slot = Some(slot);
+    let Some(slot) = session.compaction.note_pass.job.slot.take() else { return };
+    if slot.state.prepared.is_some() || slot.task.is_none() {
+        session.compaction.note_pass.job.slot = Some(slot);
         return;
     }
-    let bound = wait_bound(session.compaction.clock.measured(&slot.snapshot.summary_model))
+    let bound = wait_bound(session.compaction.clock.measured(&slot.state.snapshot.summary_model))
         .min(MOST_AT_CLOSE);
     tracing::info!(?bound, "closing: waiting for the note written in the background");
     // Said, so a script that waits on `exec` knows why it has not exited yet.
@@ -62,7 +62,7 @@ async fn wait_for_in_flight(session: &mut Session, sink: &EventSink, submission:
     sink.emit(submission, Event::Notice { level: NoticeLevel::Info, message });
     match finish(session, sink, submission, slot, bound).await {
         Finished::Ready(slot) | Finished::Late(slot) => {
-            session.compaction.note_pass.slot = Some(slot)
+            session.compaction.note_pass.job.slot = Some(slot)
         }
         Finished::Gone => {}
     }

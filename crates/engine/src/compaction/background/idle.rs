@@ -42,23 +42,23 @@ pub(crate) async fn on_idle(session: &mut Session, sink: &EventSink) {
     if session.budget().pressure().tokens < early {
         return;
     }
-    if session.compaction.note_pass.slot.is_none() {
+    if session.compaction.note_pass.job.slot.is_none() {
         // `maybe_start` settles first and then starts a pass when nothing holds it back.
         maybe_start(session, sink, SubmissionId(0), true).await;
     }
-    let Some(slot) = session.compaction.note_pass.slot.as_mut() else { return };
-    if slot.prepared.is_some() {
+    let Some(slot) = session.compaction.note_pass.job.slot.as_mut() else { return };
+    if slot.state.prepared.is_some() {
         commit(session, sink, SubmissionId(0), Trigger::Idle).await;
     } else {
         tracing::info!("idle: the background note is committed when it is ready");
-        slot.commit_when_idle = true;
+        slot.state.commit_when_idle = true;
     }
 }
 
 /// A front-end op arrived: the session is no longer idle.
 pub(crate) fn activity(session: &mut Session) {
-    if let Some(slot) = session.compaction.note_pass.slot.as_mut() {
-        slot.commit_when_idle = false;
+    if let Some(slot) = session.compaction.note_pass.job.slot.as_mut() {
+        slot.state.commit_when_idle = false;
     }
 }
 
@@ -67,9 +67,10 @@ pub(super) fn wanted(session: &Session) -> bool {
     session
         .compaction
         .note_pass
+        .job
         .slot
         .as_ref()
-        .is_some_and(|s| s.commit_when_idle && s.prepared.is_some())
+        .is_some_and(|s| s.state.commit_when_idle && s.state.prepared.is_some())
 }
 
 /// Commits the prepared note as a record of `trigger` (`idle`; `auto` when the session closes
@@ -81,9 +82,9 @@ pub(super) async fn commit(
     submission: SubmissionId,
     trigger: Trigger,
 ) {
-    let Some(mut slot) = session.compaction.note_pass.slot.take() else { return };
-    let Some(mut prepared) = slot.prepared.clone() else {
-        session.compaction.note_pass.slot = Some(slot);
+    let Some(mut slot) = session.compaction.note_pass.job.slot.take() else { return };
+    let Some(mut prepared) = slot.state.prepared.clone() else {
+        session.compaction.note_pass.job.slot = Some(slot);
         return;
     };
     prepared.record.trigger = trigger.clone();
@@ -116,8 +117,8 @@ pub(super) async fn commit(
         }
         Tried::FoldIn(_) => {
             // Sound, but the view is still too big: it waits for the threshold's pass.
-            slot.commit_when_idle = false;
-            session.compaction.note_pass.slot = Some(slot);
+            slot.state.commit_when_idle = false;
+            session.compaction.note_pass.job.slot = Some(slot);
         }
         Tried::Discard => {
             slot.stop();

@@ -26,7 +26,6 @@
 //! The decisions ([`should_start`], [`stale`], [`wait_bound`], [`early_mark`]) are pure; the
 //! rest is the thin async shell around them.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -53,13 +52,14 @@ mod decide;
 pub mod idle;
 pub(crate) mod state;
 
+use crate::session::job::Signal;
 pub(crate) use close::close;
 pub use decide::{
     early_mark, should_start, snapshot_tail_fraction, stale, wait_bound, Basis, StartCheck,
 };
 pub(crate) use idle::{activity, idle_after, on_idle};
 pub use state::Prepared;
-use state::{Slot, Snapshot};
+use state::{Note, Slot, Snapshot};
 
 /// What became of a prepared note.
 #[derive(Debug)]
@@ -107,7 +107,7 @@ pub(crate) async fn maybe_start(
         pressure: session.budget().pressure().tokens,
         early_mark: early_mark(&limits, config.background_at),
         threshold: limits.threshold,
-        busy: session.compaction.note_pass.slot.is_some(),
+        busy: session.compaction.note_pass.job.slot.is_some(),
         spent: session.compaction.note_pass.spent_at == Some(records),
         backing_off: steps::backing_off(session),
         allowed_here: !session.one_turn() || in_tool_loop,
@@ -120,19 +120,14 @@ pub(crate) async fn maybe_start(
     let max_output = steps::summary_max_output(&limits);
     let snapshot = Arc::new(snapshot);
     let cancel = CancellationToken::new();
-    let ready = Arc::new(AtomicBool::new(false));
+    let (signal, done) = session.compaction.note_pass.job.signal();
     let task = tokio::spawn(write_note(
         snapshot.clone(),
         summarizer,
         max_output,
         steps::max_summary_requests(session),
         cancel.clone(),
-        Notify {
-            sink: sink.clone(),
-            submission,
-            ready: ready.clone(),
-            wake: session.compaction.note_pass.wake.clone(),
-        },
+        Notify { sink: sink.clone(), submission, signal },
     ));
     tracing::info!(
         pressure = check.pressure,
@@ -140,9 +135,8 @@ pub(crate) async fn maybe_start(
         cut = snapshot.plan.cut,
         "background note started"
     );
-    let task = Some(task);
-    session.compaction.note_pass.slot =
-        Some(Slot { snapshot, cancel, task, ready, prepared: None, commit_when_idle: false });
+    let state = Note { snapshot, prepared: None, commit_when_idle: false };
+    session.compaction.note_pass.job.start(Slot { state, cancel, task: Some(task), done });
     sink.emit(submission, Event::BackgroundNote { state: Some(BackgroundState::Writing) });
 }
 
@@ -203,8 +197,7 @@ fn snapshot(session: &Session) -> Option<Snapshot> {
 struct Notify {
     sink: EventSink,
     submission: SubmissionId,
-    ready: Arc<AtomicBool>,
-    wake: Arc<tokio::sync::Notify>,
+    signal: Signal,
 }
 
 /// The background task: the summary request on the snapshot, nothing else.
@@ -231,14 +224,16 @@ async fn write_note(
     let result = summarize::summarize(&job, cancel).await;
     match &result {
         Ok(_) => {
-            notify.ready.store(true, Ordering::Release);
             let ready = Event::BackgroundNote { state: Some(BackgroundState::Ready) };
             notify.sink.emit(notify.submission, ready);
+            notify.signal.done();
         }
         // The engine journals the failure when it next looks ([`settle`]).
-        Err(_) => notify.sink.emit(notify.submission, Event::BackgroundNote { state: None }),
+        Err(_) => {
+            notify.sink.emit(notify.submission, Event::BackgroundNote { state: None });
+            notify.signal.failed();
+        }
     }
-    notify.wake.notify_one();
     result
 }
 
@@ -254,20 +249,20 @@ pub(crate) async fn settle_idle(session: &mut Session, sink: &EventSink) {
 /// Settles a pass that has ended: a stale note is dropped, a failure is journaled (and backs
 /// off) now, a finished note is composed into its record and waits for the threshold.
 async fn settle(session: &mut Session, sink: &EventSink, submission: SubmissionId) {
-    let Some(slot) = &session.compaction.note_pass.slot else { return };
+    let Some(slot) = &session.compaction.note_pass.job.slot else { return };
     let head = session.journal().head_id().clone();
-    let on_spine = session.journal().is_ancestor(slot.snapshot.head.as_str(), head.as_str());
-    if let Some(why) = stale(&slot.snapshot.basis, &basis(session), on_spine) {
+    let on_spine = session.journal().is_ancestor(slot.state.snapshot.head.as_str(), head.as_str());
+    if let Some(why) = stale(&slot.state.snapshot.basis, &basis(session), on_spine) {
         cancel(session, sink, submission, why);
         return;
     }
     if !slot.task.as_ref().is_some_and(JoinHandle::is_finished) {
         return;
     }
-    if let Some(slot) = session.compaction.note_pass.slot.take() {
+    if let Some(slot) = session.compaction.note_pass.job.slot.take() {
         match finish(session, sink, submission, slot, Duration::ZERO).await {
             Finished::Ready(slot) | Finished::Late(slot) => {
-                session.compaction.note_pass.slot = Some(slot)
+                session.compaction.note_pass.job.slot = Some(slot)
             }
             Finished::Gone => {}
         }
@@ -315,9 +310,9 @@ async fn finish(
             return Finished::Late(slot);
         }
     };
-    match prepare(session, &slot.snapshot, &text, &stats).await {
+    match prepare(session, &slot.state.snapshot, &text, &stats).await {
         Some(prepared) => {
-            slot.prepared = Some(prepared);
+            slot.state.prepared = Some(prepared);
             Finished::Ready(slot)
         }
         None => Finished::Gone,
@@ -350,7 +345,7 @@ fn failed(session: &mut Session, sink: &EventSink, submission: SubmissionId, err
 /// Cancels the background pass, if any (nothing is written) and re-arms the early mark.
 pub(crate) fn cancel(session: &mut Session, sink: &EventSink, submission: SubmissionId, why: &str) {
     session.compaction.note_pass.spent_at = None;
-    if session.compaction.note_pass.drop_slot() {
+    if session.compaction.note_pass.job.stop() {
         tracing::info!(%why, "background note cancelled");
         sink.emit(submission, Event::BackgroundNote { state: None });
     }
@@ -379,13 +374,13 @@ pub(crate) async fn take(
     cancel: &CancellationToken,
 ) -> Taken {
     settle(session, sink, submission).await;
-    let Some(slot) = session.compaction.note_pass.slot.take() else { return Taken::Nothing };
-    if let Some(prepared) = slot.prepared.clone() {
+    let Some(slot) = session.compaction.note_pass.job.slot.take() else { return Taken::Nothing };
+    if let Some(prepared) = slot.state.prepared.clone() {
         used_up(session, sink, submission);
         slot.stop();
         return Taken::Note(Box::new(prepared));
     }
-    let bound = wait_bound(session.compaction.clock.measured(&slot.snapshot.summary_model));
+    let bound = wait_bound(session.compaction.clock.measured(&slot.state.snapshot.summary_model));
     let waited = Instant::now();
     let own = slot.cancel.clone();
     let finished = tokio::select! {
@@ -399,7 +394,7 @@ pub(crate) async fn take(
             Taken::Cancelled
         }
         Some(Finished::Late(slot)) => {
-            session.compaction.note_pass.slot = Some(slot);
+            session.compaction.note_pass.job.slot = Some(slot);
             return Taken::Late;
         }
         Some(Finished::Gone) => Taken::Nothing,
@@ -408,7 +403,7 @@ pub(crate) async fn take(
                 waited_ms = waited.elapsed().as_millis() as u64,
                 "background note taken"
             );
-            let prepared = slot.prepared.clone();
+            let prepared = slot.state.prepared.clone();
             slot.stop();
             prepared.map_or(Taken::Nothing, |p| Taken::Note(Box::new(p)))
         }

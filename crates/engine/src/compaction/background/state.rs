@@ -1,19 +1,18 @@
-//! What a session keeps of its background pass (docs/compaction.md, *Background compaction*): the
-//! one slot, its snapshot and the note once prepared. Plain state below the session that holds it:
+//! What a session keeps of its background pass (docs/compaction.md, *Background compaction*): a
+//! [`Job`] (the session's one background-job type) whose state is its snapshot and the note once
+//! prepared. Plain state below the session that holds it:
 //! the pass itself, which reads and writes the session, is the parent module.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use codewhale_journal::{CompactionPayload, EntryId, View};
-use codewhale_provider::CancellationToken;
-use tokio::task::JoinHandle;
 
 use super::decide::Basis;
 use crate::compaction::cut::CutPlan;
 use crate::compaction::plain::PlainView;
 use crate::compaction::summary::SummaryError;
 use crate::compaction::summary::SummaryStats;
+use crate::session::job::{Job, Running};
 use codewhale_protocol::BackgroundState;
 
 /// Everything fixed when a background pass starts.
@@ -30,25 +29,25 @@ pub(super) struct Snapshot {
     pub(super) limits: crate::budget::Limits,
 }
 
-/// The one background pass of a session, if any.
+/// The one background pass of a session, if any, and when the last note was used up.
 #[derive(Debug, Default)]
 pub(crate) struct NotePass {
-    pub(super) slot: Option<Slot>,
+    pub(super) job: Job<Note, NoteAnswer>,
     /// Records in the journal when the last note was used up: no new pass until another record
     /// is written (the early mark re-arms after every record).
     pub(super) spent_at: Option<usize>,
-    /// Woken when a background request ends, so an idle engine composes the note at once
-    /// ([`settle_idle`]) rather than in the turn that crosses the threshold.
-    pub(super) wake: Arc<tokio::sync::Notify>,
 }
 
+/// What the background request answers: the note and what its requests were like.
+pub(super) type NoteAnswer = Result<(String, SummaryStats), SummaryError>;
+
+/// A background pass started and not yet used: its job's `done` says the note is ready.
+pub(super) type Slot = Running<Note, NoteAnswer>;
+
+/// What a background pass keeps beside its request.
 #[derive(Debug)]
-pub(super) struct Slot {
+pub(super) struct Note {
     pub(super) snapshot: Arc<Snapshot>,
-    pub(super) cancel: CancellationToken,
-    /// The request; `None` once its answer was taken.
-    pub(super) task: Option<JoinHandle<Result<(String, SummaryStats), SummaryError>>>,
-    pub(super) ready: Arc<AtomicBool>,
     /// The finished note as a record, composed as soon as the engine saw it finished (between
     /// requests), so the turn that crosses the threshold only checks and writes it.
     pub(super) prepared: Option<Prepared>,
@@ -57,20 +56,11 @@ pub(super) struct Slot {
     pub(super) commit_when_idle: bool,
 }
 
-impl Slot {
-    pub(super) fn stop(self) {
-        self.cancel.cancel();
-        if let Some(task) = self.task {
-            task.abort();
-        }
-    }
-}
-
 impl NotePass {
     /// Where the background note is, for the status line and `context --json`.
     pub fn state(&self) -> Option<BackgroundState> {
-        self.slot.as_ref().map(|s| {
-            if s.ready.load(Ordering::Acquire) {
+        self.job.slot.as_ref().map(|s| {
+            if s.is_done() {
                 BackgroundState::Ready
             } else {
                 BackgroundState::Writing
@@ -80,17 +70,7 @@ impl NotePass {
 
     /// Notified when a background request ends.
     pub fn wake(&self) -> Arc<tokio::sync::Notify> {
-        self.wake.clone()
-    }
-
-    pub(super) fn drop_slot(&mut self) -> bool {
-        self.slot.take().map(Slot::stop).is_some()
-    }
-}
-
-impl Drop for NotePass {
-    fn drop(&mut self) {
-        self.drop_slot();
+        self.job.wake()
     }
 }
 

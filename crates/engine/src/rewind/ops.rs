@@ -229,10 +229,7 @@ impl Request<'_> {
                 let id = written.as_ref().map(|i| i.id.as_str());
                 outcome = Some(restore_and_record(self.session, &plan, m.force, &when, id)?);
             }
-            self.session.sync().await?;
-            if written.is_some() {
-                intent::clear(&self.session.file_store());
-            }
+            durable(self.session, written.is_some()).await?;
             Ok::<_, EngineError>(outcome)
         }
         .await;
@@ -307,10 +304,7 @@ impl Request<'_> {
             let written = write_intent(self.session, &plan, when, None, force)?;
             let id = written.as_ref().map(|i| i.id.as_str());
             let outcome = restore_and_record(self.session, &plan, force, when, id)?;
-            self.session.sync().await?;
-            if written.is_some() {
-                intent::clear(&self.session.file_store());
-            }
+            durable(self.session, written.is_some()).await?;
             Ok::<_, EngineError>(outcome)
         }
         .await;
@@ -351,4 +345,14 @@ impl Request<'_> {
 /// pickers show).
 fn short(id: &str) -> String {
     format!("entry {}", id.chars().take(13).collect::<String>())
+}
+
+/// A restore is done: the journal is synced, then the intent (when one was written) removed, so
+/// a kill before the sync still finds it.
+async fn durable(session: &mut Session, intent_written: bool) -> Result<(), EngineError> {
+    session.sync().await?;
+    if intent_written {
+        intent::clear(&session.file_store());
+    }
+    Ok(())
 }

@@ -150,17 +150,6 @@ impl Session {
         self.journal.path()
     }
 
-    /// The session's blob store, where the images of its messages are
-    /// (`<session-id>.blobs/`).
-    pub fn blob_dir(&self) -> PathBuf {
-        codewhale_journal::blob::blob_dir(self.journal.path())
-    }
-
-    /// Whether the current model refused images in this run.
-    pub fn images_refused(&self) -> bool {
-        self.images_refused.as_deref() == Some(self.model())
-    }
-
     /// The journal (read-only).
     pub fn journal(&self) -> &codewhale_journal::Journal {
         self.journal.journal()
@@ -258,22 +247,6 @@ impl Session {
     pub fn refresh_system_prompt(&mut self) {
         self.system = SystemPrompt::load(&self.workspace, self.compact_prefix());
         self.recount_system(false);
-    }
-
-    /// In a small window, what to say when the project instructions and MCP tool schemas push
-    /// the fixed prefix past a fifth of the window (they are never cut: the user decides).
-    pub fn crowded_prefix(&self) -> Option<String> {
-        let window = self.budget.limits().window;
-        let prefix = self.budget.calibrated(self.budget.system_tokens());
-        (self.compact_prefix() && prefix * 5 > window).then(|| {
-            format!(
-                "the system prompt, the project instructions and the tool schemas take about \
-                 {prefix} of this model's {window}-token window ({} %), leaving the conversation \
-                 less room; shorten AGENTS.md or .codewhale/instructions.md, turn off MCP \
-                 servers this work does not need, or use a larger window",
-                prefix * 100 / window.max(1)
-            )
-        })
     }
 
     /// Whether requests carry the compact system prompt and terse tool descriptions: a window

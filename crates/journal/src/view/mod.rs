@@ -36,6 +36,7 @@ use crate::shorten::{
 };
 use crate::text::Text;
 
+mod images;
 mod items;
 
 pub use items::{
@@ -109,7 +110,7 @@ fn render_inner(journal: &Journal, head: &str, extra: Option<&Entry>) -> View {
         place_repairs(&mut items, journal, &spine, range, Some(&shorten));
     }
     if range.is_some() {
-        cover_images(&mut items);
+        images::cover(&mut items);
     }
     let compaction = Some(ActiveCompaction {
         id: record_entry.id.clone(),
@@ -117,33 +118,6 @@ fn render_inner(journal: &Journal, head: &str, extra: Option<&Entry>) -> View {
         tokens: record_entry.tokens,
     });
     View { head: head_id, items, compaction }
-}
-
-/// Replaces each image of the messages before the checkpoint (those a compaction retained) by
-/// its one-line placeholder. The last round keeps its images: the messages after the
-/// checkpoint, and — while no user message follows the checkpoint (a pass in the middle of a
-/// long turn) — the retained user message that started the round.
-fn cover_images(items: &mut [ViewItem]) {
-    let Some(at) = items.iter().position(|i| i.kind == ItemKind::Checkpoint) else { return };
-    let round_open = !items[at..].iter().any(|i| i.kind == ItemKind::User);
-    let keep = round_open.then(|| items[..at].iter().rposition(|i| i.kind == ItemKind::User));
-    for (index, item) in items[..at].iter_mut().enumerate() {
-        if keep.flatten() == Some(index) {
-            continue;
-        }
-        let ItemContent::Blocks(blocks) = &mut item.content else { continue };
-        if !blocks.iter().any(|b| b.as_image().is_some()) {
-            continue;
-        }
-        let original_bytes = blocks_bytes(blocks);
-        for block in blocks.iter_mut() {
-            if let Block::Image(image) = block {
-                *block = Block::text(image.covered());
-            }
-        }
-        item.tokens = None;
-        item.shortened.get_or_insert(Shortened::ImagesCovered { original_bytes });
-    }
 }
 
 /// Spine positions of anchor entries a later synthetic note on the spine withdraws

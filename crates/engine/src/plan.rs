@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 /// The tool's name.
-pub const TOOL: &str = "update_plan";
+pub const TOOL: &str = codewhale_journal::PLAN_TOOL;
 
 /// At most this many steps.
 pub const MAX_STEPS: usize = 50;
@@ -183,7 +183,8 @@ pub fn live_plan(journal: &Journal, head: u32, known: Option<&Found>) -> Found {
         if let Some((_, plan)) = recorded.as_ref().filter(|(at, _)| *at == p) {
             return Found { head, plan: plan.clone() };
         }
-        if journal.kind_at(p) == codewhale_journal::kind::ASSISTANT {
+        // Only replies that call the tool are read (their flag is in the index).
+        if journal.has_flags(p, codewhale_journal::flags::PLAN) {
             if let Some(plan) = plan_in(&journal.read_entry(p).payload) {
                 return Found { head, plan: Some(plan) };
             }

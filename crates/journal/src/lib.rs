@@ -64,6 +64,7 @@ pub use ids::IdStr;
 pub use journal::{DagProblem, Journal, JournalError, LineRef};
 pub use list::{list_sessions, session_cost_usd, Listing, SessionInfo};
 pub use load::{load_read_only, torn_path, write_index, LoadError, LoadWarning, Loaded, Malformed};
+pub use meta::PLAN_TOOL;
 pub use payload::{
     kind, AssistantPayload, Attachment, Bounded, BranchSummaryPayload, CallEnd, CompactionPath,
     CompactionPayload, Covers, FileChange, HeadPayload, HeadReason, HeaderPayload, Level, Payload,
@@ -74,7 +75,7 @@ pub use sidecar::index_path;
 
 /// Entry flags [`Journal::has_flags`] tests without reading the entry.
 pub mod flags {
-    pub use crate::meta::{ANCHOR, ESTIMATED, PLAIN, REPORTED, WITHDRAWS};
+    pub use crate::meta::{ANCHOR, ESTIMATED, PLAIN, PLAN, REPORTED, WITHDRAWS};
 }
 pub use shorten::{cut_to_bound, pruned_stub};
 pub use text::Text;

@@ -25,6 +25,13 @@ pub const REPAIRS: u8 = 8;
 pub const REPORTED: u8 = 16;
 /// An assistant entry that records the estimate its request was sent with (`reads.estimate`).
 pub const ESTIMATED: u8 = 32;
+/// An assistant entry that calls [`PLAN_TOOL`]: where the live plan can be, so finding it reads
+/// only these entries, not every reply of a long branch.
+pub const PLAN: u8 = 64;
+
+/// The tool whose newest valid call on HEAD's spine is the live plan (docs/compaction.md,
+/// *The plan*).
+pub const PLAN_TOOL: &str = "update_plan";
 
 /// Bits of [`Meta`]'s packed word that hold the offset (files up to 256 TiB).
 const OFFSET_BITS: u32 = 48;
@@ -64,6 +71,7 @@ impl Meta {
                     } else {
                         0
                     })
+                    | (if a.tool_uses().any(|c| c.name == PLAN_TOOL) { PLAN } else { 0 })
             }
             _ => 0,
         };
@@ -146,6 +154,14 @@ mod tests {
             (far.offset(), far.len(), far.kind(), far.flags()),
             (IN_MEMORY - 1, 7, KindCode::Head, 48)
         );
+        // A reply that calls the plan tool is marked, so the live plan's search reads only those.
+        let call = |name: &str| {
+            let block = crate::Block::tool_use("c", name, serde_json::json!({"steps": []}));
+            Meta::in_memory(&Entry::new(None, crate::AssistantPayload::new(vec![block]))).flags()
+        };
+        assert_eq!((call(PLAN_TOOL), call("shell")), (PLAN, 0));
+        let all = Meta::from_parts(0, 1, 0, KindCode::Assistant, REPORTED | ESTIMATED | PLAN);
+        assert_eq!(all.flags(), REPORTED | ESTIMATED | PLAN, "the flag fits the packed word");
         for b in 0..=8 {
             assert_eq!(KindCode::from_byte(b).map(|k| k as u8), Some(b));
         }

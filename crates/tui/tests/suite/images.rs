@@ -326,3 +326,37 @@ async fn an_imported_image_goes_to_the_blob_store_and_is_sent() {
     assert_eq!(image_parts(&s.server.last_request().unwrap().body), [b64(&bytes)]);
     s.journal_check().await;
 }
+
+/// A Codex rollout whose user message holds an `input_image` data URL brings it into the new
+/// session's blob store too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_codex_image_is_imported_into_the_blob_store() {
+    let s = Setup::new(WIRES[2]).await;
+    let bytes = png(12, 34);
+    let source = s.ws.path().join("rollout-2026-11-01T10-00-00-abc.jsonl");
+    let ws = s.ws.path().to_string_lossy().into_owned();
+    let lines = [
+        serde_json::json!({"timestamp": "2026-11-01T10:00:00.000Z", "type": "session_meta",
+            "payload": {"id": "019a2d7a-41c4-78b1-b7cc-a45d62a89cd5", "timestamp": "2026-11-01T10:00:00.000Z",
+                "cwd": ws, "originator": "codex_cli_rs", "cli_version": "0.46.0"}}),
+        serde_json::json!({"timestamp": "2026-11-01T10:00:01.000Z", "type": "response_item",
+        "payload": {"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": "why is this red?"},
+            {"type": "input_image", "image_url": format!("data:image/png;base64,{}", b64(&bytes))},
+        ]}}),
+        serde_json::json!({"timestamp": "2026-11-01T10:00:02.000Z", "type": "response_item",
+            "payload": {"type": "message", "role": "assistant",
+                "content": [{"type": "output_text", "text": "A failing check."}]}}),
+    ];
+    let rollout: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&source, rollout).unwrap();
+    let out =
+        s.command().args(["import", &source.to_string_lossy(), "--json"]).output().await.unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["images_imported"], 1, "{report}");
+    s.server.push(Reply::text("yes"));
+    let out = s.run("exec", &["--last", "and now?"]).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(image_parts(&s.server.last_request().unwrap().body), [b64(&bytes)]);
+}

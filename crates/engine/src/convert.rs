@@ -148,10 +148,7 @@ fn image_block(image: &ImageBlock, images: Images<'_>) -> Block {
         Images::Send(dir) => dir,
         Images::Describe => return Block::text(image.describe()),
         Images::Refused => {
-            return Block::text(format!(
-                "[image {} {}×{} left out: this model does not take images]",
-                image.name, image.width, image.height
-            ))
+            return Block::text(image.line(" left out: this model does not take images"))
         }
     };
     match codewhale_journal::blob::read_blob(dir, &image.blob) {
@@ -161,10 +158,7 @@ fn image_block(image: &ImageBlock, images: Images<'_>) -> Block {
         },
         Err(e) => {
             tracing::warn!(blob = %image.blob, error = %e, "an image's blob cannot be read");
-            Block::text(format!(
-                "[image {} {}×{}: its bytes are missing from the session's blob store]",
-                image.name, image.width, image.height
-            ))
+            Block::text(image.line(": its bytes are missing from the session's blob store"))
         }
     }
 }

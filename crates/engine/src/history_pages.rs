@@ -164,13 +164,7 @@ fn user_item(journal: &Journal, u: &UserPayload, id: String, covered: bool) -> O
         .content
         .iter()
         .filter_map(|b| b.as_image())
-        .map(|i| ImageInfo {
-            name: i.name.clone(),
-            width: i.width,
-            height: i.height,
-            bytes: i.bytes,
-            scaled: false,
-        })
+        .map(|i| crate::images::info(i, false))
         .collect();
     // Engine notes to the model are not the user's words.
     let said = !text.is_empty() || !images.is_empty();

@@ -217,20 +217,22 @@ pub fn mentioned(text: &str, workspace: &Path) -> Vec<String> {
     found
 }
 
+/// How the front end shows a stored image; `scaled` when it was scaled down on the way in.
+pub fn info(block: &ImageBlock, scaled: bool) -> codewhale_protocol::ImageInfo {
+    codewhale_protocol::ImageInfo {
+        name: block.name.clone(),
+        width: block.width,
+        height: block.height,
+        bytes: block.bytes,
+        scaled,
+    }
+}
+
 /// Whether `path` names an image by its extension: how an `@` mention is told apart from a
 /// text attachment before the file is read.
 pub fn looks_like_image(path: &str) -> bool {
     let lower = path.to_ascii_lowercase();
     [".png", ".jpg", ".jpeg", ".gif", ".webp"].iter().any(|ext| lower.ends_with(ext))
-}
-
-/// A size for people: `12 KB`, `1.4 MB`.
-pub fn human_size(bytes: u64) -> String {
-    if bytes < 1024 * 1024 {
-        format!("{} KB", bytes.div_ceil(1024))
-    } else {
-        format!("{} MB", mb(bytes))
-    }
 }
 
 #[cfg(test)]
@@ -294,6 +296,7 @@ mod tests {
         let block = store(dir.path(), &loaded).unwrap();
         assert!(block.blob.ends_with(".png"));
         assert_eq!(std::fs::read(dir.path().join(&block.blob)).unwrap(), loaded.bytes);
-        assert_eq!(human_size(block.bytes), format!("{} KB", block.bytes.div_ceil(1024)));
+        assert_eq!(block.bytes, loaded.bytes.len() as u64);
+        assert_eq!(info(&block, false).name, "dot.png");
     }
 }

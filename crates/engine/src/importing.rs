@@ -129,13 +129,14 @@ pub fn import(params: &ImportParams<'_>) -> Result<Imported, ImportFailed> {
         secret_thinking += signed_thinking_with_secret(&redactor, &entry.payload);
         redactor.redact_payload(&mut entry.payload);
         if exact {
-            let text = match &entry.payload {
-                Payload::Compaction(record) => Some(record.note.clone()),
-                other => counts::payload_text(other),
+            let counted = match &entry.payload {
+                Payload::Compaction(record) => {
+                    Some(counts::Counted { text: record.note.clone(), images: 0 })
+                }
+                other => counts::Counted::of_payload(other),
             };
-            if let Some(text) = text {
-                let images = counts::payload_image_tokens(&entry.payload);
-                entry.tokens = Some(counts::exact(&text).saturating_add(images));
+            if let Some(counted) = counted {
+                entry.tokens = Some(counted.exact());
             }
         }
         let sink_err = |e: Box<dyn std::error::Error + Send + Sync>| ImportError::Sink(e);

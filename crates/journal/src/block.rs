@@ -57,17 +57,20 @@ record! {
 }
 
 impl ImageBlock {
-    /// The one line that stands for the image where its bytes are not sent.
-    pub fn describe(&self) -> String {
-        format!("[image {} {}×{}]", self.name, self.width, self.height)
+    /// The one line that stands for the image where its bytes are not sent: `[image shot.png
+    /// 64×48]`, with `why` (`", covered by …"`, `" left out: …"`) before the bracket closes.
+    pub fn line(&self, why: &str) -> String {
+        format!("[image {} {}×{}{why}]", self.name, self.width, self.height)
     }
 
-    /// The one line that stands for the image in a view a compaction covered it in.
+    /// The line a summary request reads.
+    pub fn describe(&self) -> String {
+        self.line("")
+    }
+
+    /// The line that stands for the image in a view a compaction covered it in.
     pub fn covered(&self) -> String {
-        format!(
-            "[image {} {}×{}, covered by compaction; the journal keeps it]",
-            self.name, self.width, self.height
-        )
+        self.line(", covered by compaction; the journal keeps it")
     }
 }
 

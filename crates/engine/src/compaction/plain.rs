@@ -30,9 +30,8 @@ impl PlainView {
         let mut out = PlainView::default();
         for (i, item) in view.items.iter().enumerate() {
             out.messages.push(message(item));
-            let tokens = known(item).unwrap_or_else(|| {
-                counts::exact(&item_text(item)).saturating_add(counts::image_tokens(item.blocks()))
-            });
+            let tokens =
+                known(item).unwrap_or_else(|| counts::Counted::of_item(&item.content).exact());
             out.tokens.push(u64::from(tokens));
             out.sources.push(item.source.clone());
             if matches!(item.shortened, Some(Shortened::Pruned { .. })) {
@@ -79,19 +78,5 @@ fn part(block: &Block) -> Option<Part> {
         }
         Block::Image(image) => Some(Part::text(image.describe())),
         Block::Opaque(_) => None,
-    }
-}
-
-/// The text of an item as the token counter sees it.
-fn item_text(item: &ViewItem) -> String {
-    match &item.content {
-        ItemContent::ToolResult(r) => r.content.to_string(),
-        ItemContent::Blocks(blocks) => {
-            let payload = codewhale_journal::Payload::User(codewhale_journal::UserPayload {
-                content: blocks.clone(),
-                ..Default::default()
-            });
-            counts::payload_text(&payload).unwrap_or_default()
-        }
     }
 }

@@ -82,10 +82,9 @@ fn replay_session(params: &ReportParams<'_>) -> Result<Replayed, EngineError> {
         item.shortened.is_none() && item.kind != ItemKind::Checkpoint
     };
     for item in view.items.iter().filter(|i| i.tokens.is_none() && whole(i)) {
-        known.entry(item.source.clone()).or_insert_with(|| {
-            counts::exact(&session::item_text(&item.content))
-                .saturating_add(counts::image_tokens(item.blocks()))
-        });
+        known
+            .entry(item.source.clone())
+            .or_insert_with(|| counts::Counted::of_item(&item.content).exact());
     }
     let compact = limits.window <= crate::budget::SMALL_WINDOW;
     let system = system_counts(&workspace, &config, params.home, compact);
@@ -166,8 +165,7 @@ fn count_once(known: &mut HashMap<EntryId, u32>, entry: &codewhale_journal::Entr
     if let Some(n) = entry.tokens.or_else(|| known.get(&entry.id).copied()) {
         return n;
     }
-    let n = counts::exact(&counts::payload_text(&entry.payload).unwrap_or_default())
-        .saturating_add(counts::payload_image_tokens(&entry.payload));
+    let n = counts::Counted::of_payload(&entry.payload).map_or(counts::exact(""), |c| c.exact());
     known.insert(entry.id.clone(), n);
     n
 }

@@ -73,6 +73,46 @@ pub fn payload_image_tokens(payload: &Payload) -> u32 {
     }
 }
 
+/// What the model reads of an entry or a view item, as counted: its text (each image as its
+/// one line) and, apart, what its images cost. The one way an entry's count is made.
+#[derive(Debug, Clone)]
+pub struct Counted {
+    pub text: String,
+    pub images: u32,
+}
+
+impl Counted {
+    /// An entry's payload, or `None` for kinds the model never reads.
+    pub fn of_payload(payload: &Payload) -> Option<Counted> {
+        let text = payload_text(payload)?;
+        Some(Counted { text, images: payload_image_tokens(payload) })
+    }
+
+    /// A view item as shown (a pruned or bounded item's text, a covered image's line).
+    pub fn of_item(content: &codewhale_journal::ItemContent) -> Counted {
+        let images = match content {
+            codewhale_journal::ItemContent::Blocks(blocks) => image_tokens(blocks),
+            codewhale_journal::ItemContent::ToolResult(_) => 0,
+        };
+        Counted { text: super::item_text(content), images }
+    }
+
+    /// The exact count, waiting for the encoder if needed.
+    pub fn exact(&self) -> u32 {
+        exact(&self.text).saturating_add(self.images)
+    }
+
+    /// The exact count, if the encoder is ready.
+    pub fn exact_if_ready(&self) -> Option<u32> {
+        exact_if_ready(&self.text).map(|n| n.saturating_add(self.images))
+    }
+
+    /// A provisional upper bound.
+    pub fn upper(&self) -> u64 {
+        upper_bound(&self.text) + u64::from(self.images)
+    }
+}
+
 /// The exact count of `text` as one message, if the encoder is ready.
 pub fn exact_if_ready(text: &str) -> Option<u32> {
     tokens::count_if_ready(text).map(|n| n.saturating_add(MESSAGE_OVERHEAD))
@@ -176,9 +216,7 @@ pub fn store_sidecar(journal: &Path, counts: &HashMap<EntryId, u32>) {
 #[derive(Debug, Clone)]
 struct Pending {
     upper: u64,
-    text: String,
-    /// Tokens counted apart from the text (images).
-    fixed: u32,
+    counted: Counted,
 }
 
 /// Counts known only in memory, and entries still to be counted exactly.
@@ -211,9 +249,9 @@ impl Counts {
     }
 
     /// Records an entry counted by its upper bound until the encoder is ready.
-    /// `fixed` is what it holds besides its text (its images), already in `upper`.
-    pub fn defer(&mut self, id: EntryId, upper: u64, text: String, fixed: u32) {
-        self.pending.insert(id, Pending { upper, text, fixed });
+    pub fn defer(&mut self, id: EntryId, counted: Counted) {
+        let upper = counted.upper();
+        self.pending.insert(id, Pending { upper, counted });
     }
 
     /// The provisional figure of an entry still to be counted.
@@ -229,7 +267,7 @@ impl Counts {
     pub fn settle(&mut self) -> Vec<(u64, u64)> {
         let mut out = Vec::with_capacity(self.pending.len());
         for (id, p) in std::mem::take(&mut self.pending) {
-            let n = exact(&p.text).saturating_add(p.fixed);
+            let n = p.counted.exact();
             self.memo.insert(id, n);
             out.push((p.upper, u64::from(n)));
         }
@@ -259,7 +297,7 @@ mod tests {
     fn deferred_counts_settle_to_exact_figures() {
         let mut c = Counts::default();
         let id = EntryId::new();
-        c.defer(id.clone(), upper_bound("hello world"), "hello world".into(), 0);
+        c.defer(id.clone(), Counted { text: "hello world".into(), images: 0 });
         let settled = c.settle();
         assert_eq!(settled, vec![(upper_bound("hello world"), 2 + u64::from(MESSAGE_OVERHEAD))]);
         assert_eq!(c.get(&id), Some(6));

@@ -87,10 +87,12 @@ impl Session {
         let exact = crate::tokens::is_ready();
         let mut count = |e: &Entry| -> u64 {
             e.tokens.or_else(|| counts.get(&e.id)).map(u64::from).unwrap_or_else(|| {
-                let images = u64::from(counts::payload_image_tokens(&e.payload));
-                counts::payload_text(&e.payload).map_or(0, |t| {
-                    images
-                        + if exact { u64::from(counts::exact(&t)) } else { counts::upper_bound(&t) }
+                counts::Counted::of_payload(&e.payload).map_or(0, |c| {
+                    if exact {
+                        u64::from(c.exact())
+                    } else {
+                        c.upper()
+                    }
                 })
             })
         };

@@ -303,26 +303,21 @@ impl Session {
                 // A pruned or bounded item is counted as shown, and not remembered for its
                 // entry (whose count measures the whole entry).
                 None if item.shortened.is_some() => {
-                    let text = item_text(&item.content);
-                    let images = u64::from(counts::image_tokens(item.blocks()));
-                    images
-                        + counts::exact_if_ready(&text)
-                            .map_or_else(|| counts::upper_bound(&text), u64::from)
+                    let counted = counts::Counted::of_item(&item.content);
+                    counted.exact_if_ready().map_or_else(|| counted.upper(), u64::from)
                 }
                 None => match self.counts.pending_upper(&item.source) {
                     Some(upper) => upper,
                     None => {
-                        let text = item_text(&item.content);
-                        let images = counts::image_tokens(item.blocks());
-                        match counts::exact_if_ready(&text) {
+                        let counted = counts::Counted::of_item(&item.content);
+                        match counted.exact_if_ready() {
                             Some(n) => {
-                                let n = n.saturating_add(images);
                                 self.counts.remember(item.source.clone(), n);
                                 u64::from(n)
                             }
                             None => {
-                                let upper = counts::upper_bound(&text) + u64::from(images);
-                                self.counts.defer(item.source.clone(), upper, text, images);
+                                let upper = counted.upper();
+                                self.counts.defer(item.source.clone(), counted);
                                 upper
                             }
                         }
@@ -350,18 +345,15 @@ impl Session {
         let parent = self.journal.journal().head_id().clone();
         let mut entry = Entry::new(Some(parent), payload);
         let id = entry.id.clone();
-        if let Some(text) = counts::payload_text(&entry.payload) {
-            let images = counts::payload_image_tokens(&entry.payload);
-            match counts::exact_if_ready(&text) {
+        if let Some(counted) = counts::Counted::of_payload(&entry.payload) {
+            match counted.exact_if_ready() {
                 Some(n) => {
-                    let n = n.saturating_add(images);
                     entry = entry.with_tokens(n);
                     self.budget.add(u64::from(n));
                 }
                 None => {
-                    let upper = counts::upper_bound(&text) + u64::from(images);
-                    self.budget.add(upper);
-                    self.counts.defer(id.clone(), upper, text, images);
+                    self.budget.add(counted.upper());
+                    self.counts.defer(id.clone(), counted);
                 }
             }
         }

@@ -44,13 +44,7 @@ pub(super) fn take(ctx: &mut TurnCtx<'_>, message: UserMessage) -> Taken {
     for (raw, at) in named.iter().map(|r| (r, "")).chain(mentioned.iter().map(|r| (r, "@"))) {
         match one(ctx, raw, &dir) {
             Ok((block, scaled)) => {
-                shown.push(ImageInfo {
-                    name: block.name.clone(),
-                    width: block.width,
-                    height: block.height,
-                    bytes: block.bytes,
-                    scaled,
-                });
+                shown.push(images::info(&block, scaled));
                 payload.content.push(Block::Image(block));
             }
             Err(reason) => ctx.emit(Event::Notice {

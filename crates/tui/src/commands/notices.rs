@@ -103,14 +103,7 @@ pub fn line(event: &Event) -> Option<String> {
         Event::Notice { level: NoticeLevel::Info, message } => message.clone(),
         Event::Notice { level: NoticeLevel::Warning, message } => format!("warning: {message}"),
         Event::ImagesAttached { images } => {
-            let shown: Vec<String> = images
-                .iter()
-                .map(|i| {
-                    let size = codewhale_engine::images::human_size(i.bytes);
-                    let scaled = if i.scaled { ", scaled to fit 2048 px" } else { "" };
-                    format!("{} {}×{} · {size}{scaled}", i.name, i.width, i.height)
-                })
-                .collect();
+            let shown: Vec<String> = images.iter().map(crate::figures::image).collect();
             format!("attached {}", shown.join("; "))
         }
         Event::CompactionFinished { path, tokens_before, tokens_after, covered, .. } => {

@@ -113,10 +113,7 @@ pub struct ImageCell {
 impl ImageCell {
     /// The cell's one line of text.
     pub fn label(&self) -> String {
-        let i = &self.image;
-        let size = codewhale_engine::images::human_size(i.bytes);
-        let scaled = if i.scaled { " · scaled to fit 2048 px" } else { "" };
-        format!("▣ {} {}×{} · {size}{scaled}", i.name, i.width, i.height)
+        format!("▣ {}", crate::figures::image(&self.image))
     }
 }
 

@@ -41,19 +41,88 @@ fn clamp_calibration(ratio: f64) -> f64 {
 
 pub use codewhale_protocol::{Figure, Source};
 
-/// Where the context window figure came from.
+/// Where the context window figure came from; spelled as `context --json`'s `window_source`
+/// and the journal's `system` entries spell it ([`WindowSource::as_str`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(into = "String", try_from = "String")]
 pub enum WindowSource {
     Config,
     Catalog,
     /// The catalog did not know the model: a conservative guess, shown as "(unverified)".
     Default,
     /// A provider's overflow error stated the limit; remembered for the session.
-    Provider,
-    /// The local server said what window it runs the model with (Ollama's `/api/ps`,
-    /// llama.cpp's `/props`, LM Studio's `/api/v0/models`).
-    Server,
+    Overflow,
+    /// An overflow error that named no window: 90 % of the rejected request's estimate.
+    OverflowUnnumbered,
+    /// The server silently cut a prompt and stated no window: the count it reported.
+    Truncation,
+    /// The local server said what window it runs the model with.
+    Probe(codewhale_provider::ProbeSource),
+}
+
+impl WindowSource {
+    /// `config`, `catalog`, `default`, `overflow`, `overflow-unnumbered`, `truncation` or
+    /// `probe:ollama-ps` (`probe:llamacpp-props`, `probe:lmstudio`).
+    pub fn as_str(self) -> &'static str {
+        use codewhale_provider::ProbeSource;
+        match self {
+            WindowSource::Config => "config",
+            WindowSource::Catalog => "catalog",
+            WindowSource::Default => "default",
+            WindowSource::Overflow => "overflow",
+            WindowSource::OverflowUnnumbered => "overflow-unnumbered",
+            WindowSource::Truncation => "truncation",
+            WindowSource::Probe(ProbeSource::OllamaPs) => "probe:ollama-ps",
+            WindowSource::Probe(ProbeSource::LlamacppProps) => "probe:llamacpp-props",
+            WindowSource::Probe(ProbeSource::LmStudio) => "probe:lmstudio",
+        }
+    }
+
+    /// The source spelled `s` ([`WindowSource::as_str`]).
+    pub fn parse(s: &str) -> Option<WindowSource> {
+        Some(match s {
+            "config" => WindowSource::Config,
+            "catalog" => WindowSource::Catalog,
+            "default" => WindowSource::Default,
+            "overflow" => WindowSource::Overflow,
+            "overflow-unnumbered" => WindowSource::OverflowUnnumbered,
+            "truncation" => WindowSource::Truncation,
+            other => WindowSource::Probe(codewhale_provider::ProbeSource::parse(
+                other.strip_prefix("probe:")?,
+            )?),
+        })
+    }
+
+    /// Whether the window was learned for this session (an overflow or a cut): used only
+    /// while it is smaller than the window it replaced and the model is the same.
+    pub fn is_learned(self) -> bool {
+        matches!(
+            self,
+            WindowSource::Overflow | WindowSource::OverflowUnnumbered | WindowSource::Truncation
+        )
+    }
+
+    /// The probe that stated the window, if one did.
+    pub fn probe(self) -> Option<codewhale_provider::ProbeSource> {
+        match self {
+            WindowSource::Probe(p) => Some(p),
+            _ => None,
+        }
+    }
+}
+
+impl From<WindowSource> for String {
+    fn from(source: WindowSource) -> String {
+        source.as_str().to_owned()
+    }
+}
+
+impl TryFrom<String> for WindowSource {
+    type Error = String;
+
+    fn try_from(s: String) -> Result<WindowSource, String> {
+        WindowSource::parse(&s).ok_or_else(|| format!("unknown window source {s:?}"))
+    }
 }
 
 /// The fixed figures derived from the window.
@@ -117,10 +186,11 @@ impl Limits {
         self.window_source == WindowSource::Default
     }
 
-    /// The same limits with the window a provider stated (reactive compaction).
-    pub fn with_provider_window(&self, window: u64) -> Limits {
+    /// The same limits with another window (learned from an overflow or a cut, or stated by
+    /// the server), from `source`.
+    pub fn with_window(&self, window: u64, source: WindowSource) -> Limits {
         let reserved = self.reserved_configured.then_some(self.reserved_output);
-        Limits::compute(window, WindowSource::Provider, reserved, self.threshold_fraction)
+        Limits::compute(window, source, reserved, self.threshold_fraction)
     }
 }
 
@@ -339,6 +409,28 @@ mod tests {
 
     fn limits(window: u64) -> Limits {
         Limits::compute(window, WindowSource::Config, None, DEFAULT_THRESHOLD)
+    }
+
+    #[test]
+    fn window_sources_read_back_as_they_are_spelled() {
+        let mut all = vec![
+            WindowSource::Config,
+            WindowSource::Catalog,
+            WindowSource::Default,
+            WindowSource::Overflow,
+            WindowSource::OverflowUnnumbered,
+            WindowSource::Truncation,
+        ];
+        all.extend(codewhale_provider::ProbeSource::ALL.map(WindowSource::Probe));
+        for source in all {
+            assert_eq!(WindowSource::parse(source.as_str()), Some(source), "{}", source.as_str());
+        }
+        assert_eq!(
+            WindowSource::Probe(codewhale_provider::ProbeSource::OllamaPs).as_str(),
+            "probe:ollama-ps"
+        );
+        assert_eq!(WindowSource::parse("probe:nothing"), None);
+        assert_eq!(WindowSource::parse("provider"), None);
     }
 
     #[test]

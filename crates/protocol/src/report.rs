@@ -175,6 +175,10 @@ pub struct ContextReport {
     pub head: String,
     pub model: String,
     pub context_window: u64,
+    /// Where the window came from: `config`, `catalog`, `default`, `overflow`,
+    /// `overflow-unnumbered`, `truncation` or `probe:<source>` (`probe:ollama-ps`, ...).
+    #[serde(default)]
+    pub window_source: String,
     pub window_unverified: bool,
     pub reserved_output: u64,
     pub usable_input: u64,

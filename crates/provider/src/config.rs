@@ -168,6 +168,9 @@ pub struct ProviderConfig {
     pub silence_notice: Duration,
     /// `reasoning.effort` sent on the Responses API (`low`, `medium`, `high`), when set.
     pub reasoning_effort: Option<String>,
+    /// `[provider] hosted = true`: the server is a hosted API whatever its address (never
+    /// probed, never suspected of cutting prompts silently); `None` decides by the host.
+    pub hosted: Option<bool>,
 }
 
 impl ProviderConfig {
@@ -184,6 +187,7 @@ impl ProviderConfig {
             idle_timeout: Duration::from_secs(300),
             silence_notice: Duration::from_secs(30),
             reasoning_effort: None,
+            hosted: None,
         }
     }
 
@@ -202,6 +206,21 @@ impl ProviderConfig {
     /// The OpenAI-compatible dialect in effect: configured, else detected.
     pub fn openai_server(&self) -> OpenAiServer {
         self.server.unwrap_or_else(|| OpenAiServer::detect(&self.base_url))
+    }
+
+    /// Whether the server is a hosted API: the official hosts of the APIs Codewhale knows
+    /// ([`HOSTED_APIS`]), or any base URL configured with `[provider] hosted = true`. Every
+    /// other server is local or self-hosted: probed for its window and watched for silent
+    /// truncation (docs/compaction.md, *Small windows*).
+    pub fn is_hosted(&self) -> bool {
+        if let Some(hosted) = self.hosted {
+            return hosted;
+        }
+        let host = host_of(&self.base_url);
+        HOSTED_APIS.iter().any(|api| match api.strip_prefix("*.") {
+            Some(suffix) => host.ends_with(&format!(".{suffix}")),
+            None => host == *api,
+        })
     }
 
     /// Whether `/model` should offer the server's own model list: a local or self-hosted
@@ -223,6 +242,36 @@ impl ProviderConfig {
     }
 }
 
+/// The hosted APIs: never probed, never suspected of silent truncation (`*.` matches any
+/// subdomain).
+pub const HOSTED_APIS: &[&str] = &[
+    "api.openai.com",
+    "*.openai.azure.com",
+    "openrouter.ai",
+    "api.deepseek.com",
+    "api.anthropic.com",
+    "api.x.ai",
+    "api.groq.com",
+    "api.together.xyz",
+    "api.fireworks.ai",
+    "api.mistral.ai",
+    "generativelanguage.googleapis.com",
+];
+
+/// The host of `base_url`, lower-case, without scheme, credentials or port.
+pub fn host_of(base_url: &str) -> String {
+    let lower = base_url.trim().to_ascii_lowercase();
+    let after_scheme = lower.split_once("://").map_or(lower.as_str(), |(_, rest)| rest);
+    let authority = after_scheme.split(['/', '?', '#']).next().unwrap_or_default();
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+    let host = if let Some(bracketed) = authority.strip_prefix('[') {
+        bracketed.split(']').next().unwrap_or_default()
+    } else {
+        authority.rsplit_once(':').map_or(authority, |(host, _)| host)
+    };
+    host.trim_end_matches('.').to_owned()
+}
+
 impl fmt::Debug for ProviderConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let header_names: Vec<&str> = self.extra_headers.iter().map(|(n, _)| n.as_str()).collect();
@@ -235,6 +284,7 @@ impl fmt::Debug for ProviderConfig {
             .field("server", &self.server)
             .field("connect_timeout", &self.connect_timeout)
             .field("idle_timeout", &self.idle_timeout)
+            .field("hosted", &self.hosted)
             .finish()
     }
 }
@@ -242,6 +292,22 @@ impl fmt::Debug for ProviderConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hosted_apis_are_known_by_host_and_configured_ones_by_the_flag() {
+        let at = |url: &str| ProviderConfig::new(ProviderKind::OpenAi, None).with_base_url(url);
+        assert!(at("https://api.openai.com/v1").is_hosted());
+        assert!(at("https://my-east.openai.azure.com/openai").is_hosted());
+        assert!(at("https://openrouter.ai/api/v1").is_hosted());
+        assert!(at("https://API.Groq.com:443/openai/v1").is_hosted());
+        assert!(!at("http://localhost:11434/v1").is_hosted());
+        assert!(!at("http://10.0.0.5:8000/v1").is_hosted());
+        assert!(!at("https://openai.azure.com.evil.example/v1").is_hosted());
+        assert!(!at("http://[::1]:8080/v1").is_hosted());
+        let mut proxy = at("http://gateway.internal:4000/v1");
+        proxy.hosted = Some(true);
+        assert!(proxy.is_hosted());
+    }
 
     #[test]
     fn debug_never_shows_the_key() {

@@ -44,11 +44,11 @@ pub use catalog::{
     lookup as lookup_model, models as catalog_models, price_of, prices_read, ModelInfo,
 };
 pub use client::{reply_bound, Client};
-pub use config::{OpenAiServer, ProviderConfig, ProviderKind, RetryPolicy};
+pub use config::{host_of, OpenAiServer, ProviderConfig, ProviderKind, RetryPolicy, HOSTED_APIS};
 pub use error::{ErrorKind, ProviderError, ProviderFailure};
 pub use event::{StopReason, StreamEvent, Usage};
 pub use price::Price;
-pub use probe::ProbedWindow;
+pub use probe::{ProbeSource, ProbedWindow};
 pub use stream::EventStream;
 pub use types::{
     image_tokens, Block, Message, Request, Response, Role, SystemBlock, ToolChoice, ToolSpec,

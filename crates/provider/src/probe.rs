@@ -17,11 +17,51 @@ use crate::client::Client;
 /// Each probe request's time limit.
 pub const EACH: Duration = Duration::from_millis(800);
 
-/// A window a server stated, and where it came from ("Ollama's /api/ps").
+/// A window a server stated, and where it came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProbedWindow {
     pub tokens: u64,
-    pub source: String,
+    pub source: ProbeSource,
+}
+
+/// Which answer of a local server stated a window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ProbeSource {
+    /// Ollama's `/api/ps`: the context the model is loaded with.
+    OllamaPs,
+    /// llama.cpp's `/props`: `n_ctx`.
+    LlamacppProps,
+    /// LM Studio's `/api/v0/models`: the loaded (else maximum) context length.
+    LmStudio,
+}
+
+impl ProbeSource {
+    /// Every source, for parsing and tests.
+    pub const ALL: [ProbeSource; 3] =
+        [ProbeSource::OllamaPs, ProbeSource::LlamacppProps, ProbeSource::LmStudio];
+
+    /// The journal's and `context --json`'s spelling after `probe:` (`ollama-ps`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProbeSource::OllamaPs => "ollama-ps",
+            ProbeSource::LlamacppProps => "llamacpp-props",
+            ProbeSource::LmStudio => "lmstudio",
+        }
+    }
+
+    /// The source as a user reads it ("Ollama's /api/ps").
+    pub fn describe(self) -> &'static str {
+        match self {
+            ProbeSource::OllamaPs => "Ollama's /api/ps",
+            ProbeSource::LlamacppProps => "llama.cpp's /props",
+            ProbeSource::LmStudio => "LM Studio's /api/v0/models",
+        }
+    }
+
+    /// The source spelled `s` ([`ProbeSource::as_str`]).
+    pub fn parse(s: &str) -> Option<ProbeSource> {
+        ProbeSource::ALL.into_iter().find(|p| p.as_str() == s)
+    }
 }
 
 impl Client {
@@ -33,21 +73,21 @@ impl Client {
         }
         let base = self.config().base_url.trim_end_matches('/');
         let root = base.strip_suffix("/v1").unwrap_or(base);
-        let found = |tokens: u64, source: &str| {
-            (tokens > 0).then(|| ProbedWindow { tokens, source: source.to_owned() })
+        let found = |tokens: u64, source: ProbeSource| {
+            (tokens > 0).then_some(ProbedWindow { tokens, source })
         };
         if self.get_json(&format!("{root}/api/version")).await.is_some() {
             let ps = self.get_json(&format!("{root}/api/ps")).await?;
-            return found(ollama_loaded(&ps, model)?, "Ollama's /api/ps");
+            return found(ollama_loaded(&ps, model)?, ProbeSource::OllamaPs);
         }
         if let Some(props) = self.get_json(&format!("{root}/props")).await {
             let n_ctx = props["default_generation_settings"]["n_ctx"]
                 .as_u64()
                 .or_else(|| props["n_ctx"].as_u64())?;
-            return found(n_ctx, "llama.cpp's /props");
+            return found(n_ctx, ProbeSource::LlamacppProps);
         }
         let models = self.get_json(&format!("{root}/api/v0/models")).await?;
-        found(lm_studio_context(&models, model)?, "LM Studio's /api/v0/models")
+        found(lm_studio_context(&models, model)?, ProbeSource::LmStudio)
     }
 
     async fn get_json(&self, url: &str) -> Option<Value> {

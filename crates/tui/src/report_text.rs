@@ -155,6 +155,7 @@ mod tests {
             head: "h".into(),
             model: "m".into(),
             context_window: 1_000,
+            window_source: "config".to_owned(),
             window_unverified: true,
             reserved_output: 250,
             usable_input: 750,

@@ -303,6 +303,7 @@ pub fn build(
         head: view.head.to_string(),
         model: model.to_owned(),
         context_window: limits.window,
+        window_source: limits.window_source.as_str().to_owned(),
         window_unverified: limits.is_unverified(),
         reserved_output: limits.reserved_output,
         usable_input: limits.usable_input,

@@ -27,8 +27,9 @@ pub enum Scope {
     Workspace,
 }
 
-/// `provider = "openai"`, or a `[provider]` table: `name` (the same value) and
-/// `idle_timeout_sec` (DESIGN's spelling; the top-level key means the same).
+/// `provider = "openai"`, or a `[provider]` table: `name` (the same value),
+/// `idle_timeout_sec` (the top-level key means the same) and `hosted` (the server is a hosted
+/// API whatever its address: never probed, never suspected of silent truncation).
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
 enum FileProvider {
@@ -41,6 +42,7 @@ enum FileProvider {
 struct FileProviderTable {
     name: Option<String>,
     idle_timeout_sec: Option<f64>,
+    hosted: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -171,12 +173,14 @@ pub fn parse_scoped(path: &Path, text: &str, scope: Scope) -> Result<Config, Con
     };
     let file: FileConfig =
         toml::from_str(text).map_err(|e| invalid(e.span(), e.message().trim().to_owned()))?;
-    let (provider_name, table_idle, provider_span) = match &file.provider {
+    let (provider_name, table_idle, hosted, provider_span) = match &file.provider {
         Some(p) => match p.get_ref() {
-            FileProvider::Name(name) => (Some(name.clone()), None, Some(p.span())),
-            FileProvider::Table(t) => (t.name.clone(), t.idle_timeout_sec, Some(p.span())),
+            FileProvider::Name(name) => (Some(name.clone()), None, None, Some(p.span())),
+            FileProvider::Table(t) => {
+                (t.name.clone(), t.idle_timeout_sec, t.hosted, Some(p.span()))
+            }
         },
-        None => (None, None, None),
+        None => (None, None, None, None),
     };
     let provider = match provider_name {
         Some(name) => Some(parse_provider(&name).ok_or_else(|| {
@@ -346,6 +350,7 @@ pub fn parse_scoped(path: &Path, text: &str, scope: Scope) -> Result<Config, Con
         approval: file.approval,
         api_key_env,
         idle_timeout,
+        hosted,
         reasoning_effort,
         compaction: CompactionConfig {
             threshold,

@@ -120,6 +120,8 @@ pub struct Config {
     /// How long a silent server is waited for before the request fails (`idle_timeout_sec`,
     /// default 300 s); a silence is said every 30 s meanwhile.
     pub idle_timeout: Option<std::time::Duration>,
+    /// `[provider] hosted`: whether the server is a hosted API whatever its address.
+    pub hosted: Option<bool>,
     /// `reasoning.effort` on the Responses API (`reasoning_effort`: minimal, low, medium,
     /// high); the server's default when unset.
     pub reasoning_effort: Option<String>,
@@ -352,6 +354,7 @@ impl Config {
         over(&mut self.approval, other.approval);
         over(&mut self.api_key_env, other.api_key_env);
         over(&mut self.idle_timeout, other.idle_timeout);
+        over(&mut self.hosted, other.hosted);
         over(&mut self.reasoning_effort, other.reasoning_effort);
         over(&mut self.compaction.threshold, other.compaction.threshold);
         over(&mut self.compaction.compaction_model, other.compaction.compaction_model);

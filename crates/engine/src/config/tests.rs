@@ -140,6 +140,9 @@ fn the_provider_table_and_its_idle_timeout_parse_and_the_responses_wire_is_named
     let e = err("provider = \"gemini\"\n");
     assert!(e.contains("`openai-responses`"), "{e}");
     assert!(parse(Path::new("c.toml"), "[provider]\nidle = 3\n").is_err(), "unknown keys refused");
+    let c = parse(Path::new("c.toml"), "[provider]\nhosted = true\n").unwrap();
+    assert_eq!(c.hosted, Some(true));
+    assert!(err("[provider]\nhosted = \"yes\"\n").contains("cfg.toml"));
     let c = parse(Path::new("c.toml"), "reasoning_effort = \"high\"\n").unwrap();
     assert_eq!(c.reasoning_effort.as_deref(), Some("high"));
     assert!(err("reasoning_effort = \"extreme\"\n").contains("must be one of"));

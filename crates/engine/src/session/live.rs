@@ -11,6 +11,7 @@
 use codewhale_journal::{flags, Entry, Level, Payload, SystemPayload};
 
 use super::{counts, replay, Session};
+use crate::budget::WindowSource;
 use crate::error::EngineError;
 use codewhale_protocol::{Event, ModelChoice, StatusReport, UserMessageInfo, WorkspaceTrust};
 
@@ -267,18 +268,47 @@ impl Session {
         self.append_entry(Entry::new(Some(parent), notice))
     }
 
-    /// A provider's overflow error stated the window: it replaces `W` for the rest of the
-    /// session, journaled (a `system` entry with `context_window`) so it is replayed too.
-    pub fn learn_window(&mut self, window: u64) -> Result<(), EngineError> {
-        let limits = self.budget.limits().with_provider_window(window);
+    /// A window learned for this session and model (a provider's overflow error, a silent
+    /// cut, a local server's answer) replaces `W` for the rest of the session, journaled (a
+    /// `system` entry with `context_window`, `window_source` and `window_before`) so a reopened
+    /// session, `exec --last` and `codewhale context` use it too.
+    pub fn learn_window(&mut self, window: u64, source: WindowSource) -> Result<(), EngineError> {
+        let text = match source {
+            WindowSource::Probe(probe) => {
+                format!("the server's window is {window} tokens (from {})", probe.describe())
+            }
+            _ => format!("the provider's window is {window} tokens; using it from now on"),
+        };
+        self.journal_window(window, source, Level::Info, text)
+    }
+
+    /// Sets the window and journals it with `text`.
+    fn journal_window(
+        &mut self,
+        window: u64,
+        source: WindowSource,
+        level: Level,
+        text: String,
+    ) -> Result<(), EngineError> {
+        // The window replaced: the one in use, unless that was itself learned (then the
+        // configured or catalog window it replaced).
+        let current = self.budget.limits();
+        let before = if current.window_source.is_learned() {
+            replay::limits_for(&self.config, &self.provider.model, None).window
+        } else {
+            current.window
+        };
+        let limits = self.budget.limits().with_window(window, source);
         self.budget.set_limits(limits);
+        if let Some(probe) = source.probe() {
+            self.window_from = Some(probe.describe().to_owned());
+        }
         // The prefix follows the window (compact in a small one).
         self.refresh_system_prompt();
-        let mut notice = SystemPayload::new(
-            Level::Info,
-            format!("the provider's window is {window} tokens; using it from now on"),
-        );
+        let mut notice = SystemPayload::new(level, text);
         notice.context_window = Some(window);
+        notice.window_source = Some(source.as_str().to_owned());
+        notice.window_before = Some(before);
         let parent = self.journal.journal().head_id().clone();
         self.append_entry(Entry::new(Some(parent), notice))
     }
@@ -288,44 +318,36 @@ impl Session {
     /// — the loaded value, not the catalog's figure for the model family — saying where it
     /// came from in `/status`.
     pub async fn probe_window(&mut self) {
-        use crate::budget::WindowSource;
         let source = self.budget.limits().window_source;
         if !matches!(source, WindowSource::Default | WindowSource::Catalog) {
             return;
         }
         let Some(probed) = self.client.probe_window(&self.provider.model).await else { return };
-        tracing::info!(tokens = probed.tokens, source = %probed.source, "window from the server");
-        let reserved = self.config.reserved_output;
-        let fraction = self.budget.limits().threshold_fraction;
-        let limits = crate::budget::Limits::compute(
-            probed.tokens,
-            crate::budget::WindowSource::Server,
-            reserved,
-            fraction,
+        tracing::info!(
+            tokens = probed.tokens,
+            source = probed.source.as_str(),
+            "window from the server"
         );
+        let limits =
+            self.budget.limits().with_window(probed.tokens, WindowSource::Probe(probed.source));
         self.budget.set_limits(limits);
-        self.window_from = Some(probed.source);
+        self.window_from = Some(probed.source.describe().to_owned());
         self.refresh_system_prompt();
     }
 
     /// The server silently cut a request to `kept` tokens ([`crate::truncation`]): that is
     /// its window from now on, journaled with its cause so a reopened session keeps it.
     pub fn learn_cut_window(&mut self, kept: u64, estimate: u64) -> Result<(), EngineError> {
-        let limits = self.budget.limits().with_provider_window(kept);
-        self.budget.set_limits(limits);
-        // The prefix follows the window (compact in a small one).
-        self.refresh_system_prompt();
-        let mut notice = SystemPayload::new(
+        self.confirm_cut = true;
+        self.journal_window(
+            kept,
+            WindowSource::Truncation,
             Level::Warning,
             format!(
                 "the server kept only {kept} tokens of a request estimated at {estimate} \
                  (silent truncation); its window is taken as {kept} tokens from now on"
             ),
-        );
-        notice.context_window = Some(kept);
-        let parent = self.journal.journal().head_id().clone();
-        self.confirm_cut = true;
-        self.append_entry(Entry::new(Some(parent), notice))
+        )
     }
 
     /// After a silent cut, Ollama's `/api/ps` or llama.cpp's `/props` (where the server is one)
@@ -341,16 +363,6 @@ impl Session {
         if probed.tokens == self.budget.limits().window {
             return Ok(());
         }
-        let limits = self.budget.limits().with_provider_window(probed.tokens);
-        self.budget.set_limits(limits);
-        self.refresh_system_prompt();
-        let mut notice = SystemPayload::new(
-            Level::Info,
-            format!("the server's window is {} tokens (from {})", probed.tokens, probed.source),
-        );
-        notice.context_window = Some(probed.tokens);
-        self.window_from = Some(probed.source);
-        let parent = self.journal.journal().head_id().clone();
-        self.append_entry(Entry::new(Some(parent), notice))
+        self.learn_window(probed.tokens, WindowSource::Probe(probed.source))
     }
 }

@@ -61,6 +61,7 @@ impl Session {
             provider_config.idle_timeout = idle;
         }
         provider_config.reasoning_effort = params.config.reasoning_effort.clone();
+        provider_config.hosted = params.config.hosted;
         if let Some(retry) = params.retry.clone() {
             provider_config = provider_config.with_retry(retry);
         }

@@ -17,7 +17,7 @@
 
 use codewhale_journal::{flags, kind, EntryId, Journal, Payload};
 
-use crate::budget::{Budget, Limits, SystemCounts};
+use crate::budget::{Budget, Limits, SystemCounts, WindowSource};
 use crate::config::Config;
 
 /// The model and window the journal says requests use now.
@@ -25,8 +25,18 @@ use crate::config::Config;
 pub struct JournalLimits {
     /// The model of the latest switch, if any.
     pub model: Option<String>,
-    /// A window learned from a provider's error after that switch.
-    pub learned_window: Option<u64>,
+    /// The latest window journaled after that switch (learned from an overflow or a cut, or
+    /// stated by the server).
+    pub learned_window: Option<LearnedWindow>,
+}
+
+/// A window a `system` entry journaled for the session's model.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LearnedWindow {
+    pub window: u64,
+    pub source: WindowSource,
+    /// The window it replaced, when the entry says (older journals do not).
+    pub before: Option<u64>,
 }
 
 /// Reads the model switches and learned windows of `journal` (file order).
@@ -41,19 +51,42 @@ pub fn journal_limits(journal: &Journal) -> JournalLimits {
                 out.learned_window = None;
             }
             if let Some(window) = s.context_window {
-                out.learned_window = Some(window);
+                // Entries written before sources were journaled were overflow windows.
+                let source = s
+                    .window_source
+                    .as_deref()
+                    .and_then(WindowSource::parse)
+                    .unwrap_or(WindowSource::Overflow);
+                out.learned_window =
+                    Some(LearnedWindow { window, source, before: s.window_before });
             }
         }
     }
     out
 }
 
-/// The limits for `model` under `config`, with a learned window applied.
-pub fn limits_for(config: &Config, model: &str, learned_window: Option<u64>) -> Limits {
+/// The limits for `model` under `config`, with a journaled window applied as DESIGN's rules
+/// for learned windows say (docs/compaction.md, *Small windows*): a server's stated window
+/// replaces the catalog's or the default whatever its size, and a configured window replaces
+/// it; a window learned from an overflow or a cut is used while it is smaller than the window
+/// it would replace, unless the configured window is not the one it replaced.
+pub fn limits_for(config: &Config, model: &str, learned: Option<LearnedWindow>) -> Limits {
     let limits = Limits::for_model(config, model);
-    match learned_window {
-        Some(w) => limits.with_provider_window(w),
-        None => limits,
+    let Some(learned) = learned else { return limits };
+    match learned.source {
+        WindowSource::Probe(_) if limits.window_source != WindowSource::Config => {
+            limits.with_window(learned.window, learned.source)
+        }
+        source if source.is_learned() => {
+            let configured_since = limits.window_source == WindowSource::Config
+                && learned.before.is_some_and(|before| before != limits.window);
+            if learned.window < limits.window && !configured_since {
+                limits.with_window(learned.window, learned.source)
+            } else {
+                limits
+            }
+        }
+        _ => limits,
     }
 }
 
@@ -150,4 +183,45 @@ pub fn replay(
         .any(|(e, r)| journal.line_of(e.id.as_str()).unwrap_or(0) > basis_line && on_branch(e, r));
     budget.set_trimmed(trimmed && !compacted_since);
     budget
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn learned(window: u64, source: WindowSource, before: Option<u64>) -> Option<LearnedWindow> {
+        Some(LearnedWindow { window, source, before })
+    }
+
+    #[test]
+    fn a_learned_window_holds_while_smaller_and_until_another_is_configured() {
+        let catalog = Config::default();
+        let model = "gpt-4o";
+        let base = Limits::for_model(&catalog, model).window;
+        let l = limits_for(&catalog, model, learned(6_000, WindowSource::OverflowUnnumbered, None));
+        assert_eq!((l.window, l.window_source), (6_000, WindowSource::OverflowUnnumbered));
+        let l = limits_for(&catalog, model, learned(base * 2, WindowSource::Overflow, None));
+        assert_eq!(l.window, base, "a learned window never grows the one it replaces");
+        let configured = Config { context_window: Some(8_192), ..Config::default() };
+        let l =
+            limits_for(&configured, model, learned(3_000, WindowSource::Truncation, Some(8_192)));
+        assert_eq!(l.window, 3_000, "the configured window it replaced: still learned");
+        let l =
+            limits_for(&configured, model, learned(3_000, WindowSource::Truncation, Some(4_096)));
+        assert_eq!(
+            (l.window, l.window_source),
+            (8_192, WindowSource::Config),
+            "a window configured since ends it"
+        );
+    }
+
+    #[test]
+    fn a_probed_window_replaces_the_catalog_but_never_a_configured_one() {
+        let probe = WindowSource::Probe(codewhale_provider::ProbeSource::OllamaPs);
+        let l = limits_for(&Config::default(), "llama3.2", learned(200_000, probe, None));
+        assert_eq!((l.window, l.window_source), (200_000, probe));
+        let configured = Config { context_window: Some(8_192), ..Config::default() };
+        let l = limits_for(&configured, "llama3.2", learned(4_096, probe, None));
+        assert_eq!((l.window, l.window_source), (8_192, WindowSource::Config));
+    }
 }

@@ -106,8 +106,8 @@ pub async fn on_context_overflow(
         // The provider's stated window is the truth for this session (docs/compaction.md,
         // *Triggers*); journaled, so a reopened session and `codewhale context` use it too.
         let limits = ctx.session.budget().limits();
-        if limits.window != limit || limits.window_source != crate::budget::WindowSource::Provider {
-            ctx.session.learn_window(limit)?;
+        if limits.window != limit || limits.window_source != crate::budget::WindowSource::Overflow {
+            ctx.session.learn_window(limit, crate::budget::WindowSource::Overflow)?;
             ctx.emit_usage(None, None);
         }
     }

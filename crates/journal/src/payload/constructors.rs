@@ -146,6 +146,8 @@ impl SystemPayload {
             level,
             model: None,
             context_window: None,
+            window_source: None,
+            window_before: None,
             summary_failed: false,
             restore_id: None,
             left: None,

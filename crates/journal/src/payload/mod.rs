@@ -290,8 +290,14 @@ record! {
         level: Level = "level" info,
         /// Optional: the model requests use from here on (a model switch).
         model: Option<String> = "model" info_opt,
-        /// Optional: the context window learned from a provider's overflow error.
+        /// Optional: a context window learned for this session and model (a provider's
+        /// overflow error, a silent cut, a local server's answer).
         context_window: Option<u64> = "context_window" info_opt,
+        /// Optional: where that window came from (`overflow`, `overflow-unnumbered`,
+        /// `truncation`, `probe:ollama-ps`, `probe:llamacpp-props`, `probe:lmstudio`).
+        window_source: Option<String> = "window_source" info_opt,
+        /// Optional: the window the learned one replaced.
+        window_before: Option<u64> = "window_before" info_opt,
         /// Optional: a compaction pass could not get a usable summary from the model (auto
         /// passes back off; replayed when the session is opened again).
         summary_failed: bool = "summary_failed" info_flag,

@@ -133,6 +133,7 @@ pub(super) fn report() -> ContextReport {
         head: "e9".into(),
         model: "gpt-test".into(),
         context_window: 128_000,
+        window_source: "catalog".to_owned(),
         window_unverified: false,
         reserved_output: 16_384,
         usable_input: 111_616,

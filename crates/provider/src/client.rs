@@ -203,8 +203,12 @@ impl Client {
         if !response.status().is_success() {
             return Vec::new();
         }
-        let Ok(Ok(body)) =
-            tokio::time::timeout(Duration::from_secs(2), response.json::<Value>()).await
+        let read = crate::body::read_capped(response, crate::body::PROBE_LIMIT);
+        let Ok(Ok(read)) = tokio::time::timeout(Duration::from_secs(2), read).await else {
+            return Vec::new();
+        };
+        let Some(body) =
+            (!read.cut).then(|| serde_json::from_slice::<Value>(&read.bytes).ok()).flatten()
         else {
             return Vec::new();
         };
@@ -365,12 +369,25 @@ impl Client {
         if (200..300).contains(&status) && !is_json {
             return Ok(Attempt::Stream(Box::pin(response.bytes_stream())));
         }
-        let text = match tokio::time::timeout(idle, response.text()).await {
+        // An error or JSON body is read through its bound: a server that never stops sending
+        // costs 1 MiB, and what was kept still says what went wrong.
+        let body = crate::body::read_capped(response, crate::body::BODY_LIMIT);
+        let text = match tokio::time::timeout(idle, body).await {
             Err(_) => return Err((timeout_error(idle), None)),
             Ok(Err(err)) => {
                 return Err((network_error("reading the error response failed", &err), None))
             }
-            Ok(Ok(text)) => text,
+            Ok(Ok(body)) if body.cut && (200..300).contains(&status) => {
+                return Err((
+                    ProviderError::protocol(format!(
+                        "the server answered {status} with a JSON body over {} MiB; only \
+                         streamed replies may be that long",
+                        crate::body::BODY_LIMIT >> 20
+                    )),
+                    None,
+                ))
+            }
+            Ok(Ok(body)) => body.text(),
         };
         if !(200..300).contains(&status) {
             return Err((classify::http_error(status, retry_after, &text), retry_after));

@@ -21,6 +21,7 @@
 
 mod accumulate;
 mod anthropic;
+mod body;
 mod catalog;
 mod classify;
 mod client;

@@ -96,7 +96,12 @@ impl Client {
         if !response.status().is_success() {
             return None;
         }
-        tokio::time::timeout(EACH, response.json::<Value>()).await.ok()?.ok()
+        let read = crate::body::read_capped(response, crate::body::PROBE_LIMIT);
+        let read = tokio::time::timeout(EACH, read).await.ok()?.ok()?;
+        if read.cut {
+            return None;
+        }
+        serde_json::from_slice(&read.bytes).ok()
     }
 }
 

@@ -34,7 +34,7 @@ pub fn write_blob(dir: &Path, bytes: &[u8], ext: &str) -> io::Result<String> {
     if std::fs::metadata(&path).is_ok_and(|m| m.len() == bytes.len() as u64) {
         return Ok(name);
     }
-    std::fs::create_dir_all(dir)?;
+    crate::private::create_dir_all(dir)?;
     replace_file(&path, PRIVATE, bytes)?;
     sync_dir(dir)?;
     Ok(name)

@@ -59,7 +59,7 @@ impl Intent {
     pub fn write(&self, store: &FileStore) -> std::io::Result<()> {
         let path = path(store);
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
+            codewhale_journal::private::create_dir_all(dir)?;
         }
         let bytes = serde_json::to_vec(self).map_err(std::io::Error::other)?;
         codewhale_journal::replace::replace_file(&path, codewhale_journal::replace::PRIVATE, &bytes)

@@ -144,6 +144,22 @@ pub fn from_bytes(bytes: Vec<u8>, name: String) -> Result<LoadedImage, ImageErro
     })
 }
 
+/// The bytes of blob `name` in the blob folder `dir`, read as one of the session's own files
+/// (never through a link, never a FIFO, at most [`MAX_IMAGE_BYTES`]) and only if they hash to
+/// the name: a blob swapped for a link to another file, or for other bytes, is never sent.
+pub fn read_blob(dir: &Path, name: &str) -> std::io::Result<Vec<u8>> {
+    let path = codewhale_journal::blob::blob_path(dir, name)?;
+    let bytes = crate::bounded::read_own(&path, MAX_IMAGE_BYTES)?
+        .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))?;
+    if !codewhale_journal::blob::names_bytes(name, &bytes) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "its bytes do not match its name (the blob store was changed)",
+        ));
+    }
+    Ok(bytes)
+}
+
 /// Stores `image` in the blob folder `dir` and returns the block that names it; the blob is
 /// synced before this returns.
 pub fn store(dir: &Path, image: &LoadedImage) -> Result<ImageBlock, ImageError> {

@@ -56,12 +56,15 @@ pub fn run(
         return Ok(ExitCode::from(2));
     }
     // Each image is checked before anything starts: a refused one ends the command with the
-    // reason, and no session is touched.
+    // reason, and no session is touched. Those past the most a message carries are not read:
+    // the engine refuses them in one sentence.
     let mut images = Vec::with_capacity(args.image.len());
-    for path in &args.image {
-        if let Err(e) = codewhale_engine::images::load(path) {
-            errln!("codewhale: cannot send the image {}: {e}", path.display());
-            return Ok(ExitCode::from(2));
+    for (i, path) in args.image.iter().enumerate() {
+        if i < codewhale_engine::images::MAX_PER_MESSAGE {
+            if let Err(e) = codewhale_engine::images::load(path) {
+                errln!("codewhale: cannot send the image {}: {e}", path.display());
+                return Ok(ExitCode::from(2));
+            }
         }
         let absolute = std::path::absolute(path).unwrap_or_else(|_| path.clone());
         images.push(absolute.to_string_lossy().into_owned());

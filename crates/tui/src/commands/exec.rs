@@ -233,6 +233,7 @@ async fn exec(params: EngineParams, message: Message, json: bool) -> anyhow::Res
             let line = serde_json::to_string(&msg).context("cannot encode an event as JSON")?;
             // A closed pipe (`| head`) is not an error: the reader has what it wanted. The turn
             // still runs to its end, so the session is left whole rather than cut mid-turn.
+            let line = crate::output::for_stdout(&line);
             stdout_closed = writeln!(stdout, "{line}").is_err();
         }
         if !json {
@@ -279,7 +280,8 @@ async fn exec(params: EngineParams, message: Message, json: bool) -> anyhow::Res
     // is a failed turn, and its reply is not shown as an answer.
     if !json && !text.is_empty() && status != TurnStatus::Failed {
         // A reader that left (`| head -c 10`) makes this fail, which is nobody's error.
-        let _ = writeln!(std::io::stdout(), "{}", text.trim_end());
+        let text = crate::output::for_stdout(text.trim_end());
+        let _ = writeln!(std::io::stdout(), "{text}");
     }
     Ok(match status {
         TurnStatus::Completed => ExitCode::SUCCESS,

@@ -275,6 +275,11 @@ async fn drive(ctx: &mut TurnCtx<'_>, message: UserMessage) -> Result<TurnOutcom
             .collect();
         let stop = response.stop_reason.clone();
         record_response(ctx, &response, reads, estimate, false)?;
+        if let Some(StopReason::Other(reason)) = &stop {
+            if let Some(message) = cut_by_provider(reason) {
+                ctx.emit(Event::Notice { level: NoticeLevel::Warning, message });
+            }
+        }
         if calls.is_empty() {
             if stop == Some(StopReason::MaxTokens) {
                 ctx.emit(Event::Notice {
@@ -294,6 +299,25 @@ async fn drive(ctx: &mut TurnCtx<'_>, message: UserMessage) -> Result<TurnOutcom
         if !calls::run_calls(ctx, &calls).await? {
             return Ok(TurnOutcome { status: TurnStatus::Interrupted, text });
         }
+    }
+}
+
+/// What the user is told when the provider itself cut the reply (a content filter on any wire,
+/// the Responses API's `incomplete_details.reason`, Anthropic's `refusal`): `None` for a
+/// reason that is no cut.
+fn cut_by_provider(reason: &str) -> Option<String> {
+    match reason {
+        "content_filter" => Some(
+            "the provider's content filter cut the reply short (content_filter); what came \
+             before the cut is kept — rephrase the request to go on"
+                .to_owned(),
+        ),
+        "refusal" => Some(
+            "the model refused to go on (refusal); what came before is kept — rephrase the \
+             request to go on"
+                .to_owned(),
+        ),
+        _ => None,
     }
 }
 

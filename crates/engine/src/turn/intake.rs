@@ -71,8 +71,12 @@ pub(super) fn take(ctx: &mut TurnCtx<'_>, message: UserMessage) -> Taken {
 /// The one sentence that refuses the images past the bound, naming the first few.
 fn too_many(past: &[(&String, &str)]) -> String {
     const NAMED: usize = 3;
+    let name = |raw: &str| {
+        let path = std::path::Path::new(raw);
+        path.file_name().map_or_else(|| raw.to_owned(), |n| n.to_string_lossy().into_owned())
+    };
     let mut names: Vec<String> =
-        past.iter().take(NAMED).map(|(raw, at)| format!("{at}{raw}")).collect();
+        past.iter().take(NAMED).map(|(raw, at)| format!("{at}{}", name(raw))).collect();
     if past.len() > NAMED {
         names.push(format!("and {} more", past.len() - NAMED));
     }

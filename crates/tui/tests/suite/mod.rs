@@ -12,6 +12,7 @@ mod import;
 mod journal_check;
 mod mcp_cli;
 mod one_truth_pty;
+mod own_files;
 mod peer_habits_pty;
 mod pty;
 mod restore_kill;

@@ -366,6 +366,67 @@ mod tests {
     }
 
     #[test]
+    fn judging_a_huge_file_or_a_fifo_costs_no_memory_and_never_waits() {
+        let home = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        let ws_path = std::fs::canonicalize(ws.path()).unwrap();
+        let store = FileStore::beside(&home.path().join("s.jsonl"));
+        let changes = vec![
+            change(&store, "big.bin", Some(b"small"), Some(b"small too")),
+            change(&store, "pipe", Some(b"a file"), None),
+        ];
+        // 512 MiB that read whole would cost as much; hashed in pieces, nothing.
+        std::fs::File::create(ws_path.join("big.bin")).unwrap().set_len(512 << 20).unwrap();
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            &ws_path.join("pipe"),
+            rustix::fs::Mode::from_raw_mode(0o600),
+        )
+        .unwrap();
+        let measured = codewhale_provider::test_support::peak::measure(
+            module_path!(),
+            "judging_a_huge_file_or_a_fifo_costs_no_memory_and_never_waits",
+            || format!("{:?}", shown(&plan(&changes, &ws_path, &store))),
+        );
+        let Some(peak) = measured.unwrap() else { return };
+        assert!(peak.growth < 32 << 20, "peak grew by {} MiB", peak.growth >> 20);
+        assert!(peak.said.contains("ChangedElsewhere"), "{}", peak.said);
+        assert!(!peak.said.contains("state: Restore"), "{}", peak.said);
+    }
+
+    #[test]
+    fn a_protected_path_is_written_back_only_with_a_yes() {
+        let home = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        let ws_path = std::fs::canonicalize(ws.path()).unwrap();
+        let store = FileStore::beside(&home.path().join("s.jsonl"));
+        std::fs::create_dir_all(ws_path.join(".git/hooks")).unwrap();
+        // A link made in the workspace leads a plain-looking path into .git/hooks.
+        std::os::unix::fs::symlink(ws_path.join(".git/hooks"), ws_path.join("d")).unwrap();
+        let changes = vec![
+            change(&store, ".git/hooks/pre-commit", Some(b"#!/bin/sh\n"), None),
+            change(&store, "d/post-checkout", Some(b"#!/bin/sh\n"), None),
+            change(&store, "docs/AGENTS.md", Some(b"be kind"), None),
+            change(&store, "plain.txt", Some(b"text"), None),
+        ];
+        let planned = plan(&changes, &ws_path, &store);
+        let states: Vec<_> = shown(&planned).into_iter().map(|f| f.state).collect();
+        use RestoreState::{Protected, Restore};
+        assert_eq!(states, [Protected, Protected, Protected, Restore]);
+        let outcome = apply(&planned, &ws_path, &store, Consent::of_user(false));
+        assert_eq!(outcome.restored, ["plain.txt"]);
+        assert_eq!(outcome.protected.len(), 3);
+        assert_eq!(outcome.skipped, outcome.protected);
+        assert!(!ws_path.join(".git/hooks/pre-commit").exists());
+        assert!(!ws_path.join(".git/hooks/post-checkout").exists());
+        // Said yes to: written back.
+        let again = plan(&changes, &ws_path, &store);
+        let outcome = apply(&again, &ws_path, &store, Consent::of_user(true));
+        assert_eq!(outcome.restored.len(), 3, "{outcome:?}");
+        assert!(ws_path.join(".git/hooks/pre-commit").exists());
+    }
+
+    #[test]
     fn a_path_out_of_the_workspace_is_never_written() {
         let home = tempfile::tempdir().unwrap();
         let ws = tempfile::tempdir().unwrap();

@@ -379,7 +379,7 @@ mod tests {
         std::fs::File::create(ws_path.join("big.bin")).unwrap().set_len(512 << 20).unwrap();
         rustix::fs::mkfifoat(
             rustix::fs::CWD,
-            &ws_path.join("pipe"),
+            ws_path.join("pipe"),
             rustix::fs::Mode::from_raw_mode(0o600),
         )
         .unwrap();

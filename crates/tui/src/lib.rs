@@ -11,7 +11,7 @@ mod cli;
 mod commands;
 mod figures;
 mod home;
-pub mod inert;
+mod inert;
 mod logging;
 mod report_text;
 mod sandbox_helper;

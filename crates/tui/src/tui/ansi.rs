@@ -1,7 +1,7 @@
 //! Terminal escape sequences in tool output: colours (SGR) become styles, everything else
 //! (cursor moves, clears, titles, hyperlinks) is dropped, so output never prints as
 //! `[31mred[0m` and never moves the UI's cursor. A carriage return starts a new line, and any
-//! other control character is kept to be drawn as `�` ([`crate::inert`]).
+//! other control character is kept to be drawn as `�` (the `inert` module).
 
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};

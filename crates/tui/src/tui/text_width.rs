@@ -5,7 +5,7 @@
 //! it: a ZWJ emoji sequence or a flag is one glyph of two columns, and a combining mark adds
 //! nothing to the letter it follows. A tab is [`TAB_WIDTH`] columns (drawn as that many
 //! spaces); any other control character, and a bidi control, is one column, drawn as `�`
-//! ([`drawn`], the rule of [`crate::inert`]): no cell carries a character that steers the
+//! ([`drawn`], the rule of the `inert` module): no cell carries a character that steers the
 //! terminal or reorders what is shown.
 //! Invariant: everything that measures, wraps or cuts text goes through [`grapheme_width`],
 //! so a line is as wide on screen as it was measured.

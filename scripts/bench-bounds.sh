@@ -46,7 +46,8 @@ class Stub(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         try:
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(head), head))
+            if head:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(head), head))
             chunk = b"%x\r\n%s\r\n" % (len(piece), piece)
             while True:
                 self.wfile.write(chunk)
@@ -121,7 +122,8 @@ run_case() {
     stub_mode=quick
     extra=(--image "$work/bomb.png")
   fi
-  rm -rf "$work/home" "$work/ws"
+  # The first snapshot's git may still be finishing in the background after exec exits.
+  rm -rf "$work/home" "$work/ws" 2>/dev/null || { sleep 1; rm -rf "$work/home" "$work/ws"; }
   mkdir -p "$work/home" "$work/ws"
   git -C "$work/ws" init -q
   ln -s /dev/zero "$work/ws/zero"
@@ -139,7 +141,7 @@ run_case() {
   : > "$work/url"
   read -r wall peak < <(tail -n1 "$work/time")
   local said
-  said="$(grep -v '^Command exited' "$work/stderr" | tail -n1 | cut -c1-90)"
+  said="$({ grep -v '^Command exited' "$work/stderr" || true; } | tail -n1 | cut -c1-90)"
   printf '  %-12s wall %6ss  peak RSS %7s KiB  exit %s  %s\n' "$mode" "$wall" "$peak" "$code" "$said"
 }
 

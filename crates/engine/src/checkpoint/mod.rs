@@ -41,6 +41,12 @@ pub enum FileState {
 /// a regular file); an error for a FIFO, a device, a directory or an unreadable file, none of
 /// which is opened for reading.
 pub fn read_state(path: &Path, limit: u64) -> Result<FileState, std::io::Error> {
+    // A file known to be over the bound is not read at all.
+    if let Some(size) = std::fs::metadata(path).ok().filter(|m| m.is_file()).map(|m| m.len()) {
+        if size > limit {
+            return Ok(FileState::TooBig(size));
+        }
+    }
     match crate::bounded::read_regular(path, limit)? {
         None => Ok(FileState::Absent),
         Some((bytes, false)) => Ok(FileState::Bytes(bytes)),

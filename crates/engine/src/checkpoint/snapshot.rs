@@ -202,7 +202,8 @@ impl Snapshots {
                 .map_err(|e| format!("cannot create the snapshot store: {e}"))?;
         }
         let mut cmd = clean(Command::new("git"));
-        cmd.args(["init", "--bare", "-q"]).arg(&self.git_dir).stdin(Stdio::null());
+        // Private like the rest of the store: folders 0700, files 0600.
+        cmd.args(["init", "--bare", "-q", "--shared=0600"]).arg(&self.git_dir).stdin(Stdio::null());
         run(cmd)?;
         if let Some(own) = &self.own {
             let exclude = self.git_dir.join("info").join("exclude");

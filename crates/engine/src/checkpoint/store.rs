@@ -124,7 +124,8 @@ impl FileStore {
 
     /// Whether a blob is stored under `hash`.
     pub fn contains(&self, hash: &str) -> bool {
-        self.blob_path(hash).is_ok_and(|p| p.is_file())
+        // The blob itself, never what a link in its place points to.
+        self.blob_path(hash).is_ok_and(|p| p.symlink_metadata().is_ok_and(|m| m.is_file()))
     }
 
     /// Bytes the store holds on disk (blobs and snapshot objects); 0 when it does not exist.

@@ -76,11 +76,8 @@ async fn connect(port: u16) -> String {
 }
 
 fn attack(head: &'static str, piece: Vec<u8>) -> String {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     runtime.block_on(async move { connect(flood(head, piece).await).await })
 }
 

@@ -377,6 +377,21 @@ mod tests {
         assert!(from_bytes(pixel_bomb(6_000), "big.png".into()).is_ok());
     }
 
+    #[test]
+    fn an_imported_pixel_bomb_is_refused_the_same_way_and_never_stored() {
+        use base64::Engine as _;
+        let dir = tempfile::tempdir().unwrap();
+        let data = base64::engine::general_purpose::STANDARD.encode(pixel_bomb(16_384));
+        let raw = serde_json::json!({"type": "image",
+            "source": {"type": "base64", "media_type": "image/png", "data": data}});
+        let block: codewhale_journal::Block = serde_json::from_str(&raw.to_string()).unwrap();
+        assert!(is_inline(&block));
+        let stored = import_inline(&block, dir.path(), 1).unwrap();
+        let codewhale_journal::Block::Text(text) = &stored else { panic!("{stored:?}") };
+        assert!(text.text.contains("declares 16384×16384 pixels"), "{}", text.text);
+        assert_eq!(std::fs::read_dir(dir.path()).map(|d| d.count()).unwrap_or(0), 0);
+    }
+
     /// A JPEG of `w`×`h` pixels.
     fn jpeg(w: u32, h: u32) -> Vec<u8> {
         let img = image::RgbImage::from_fn(w, h, |x, y| {

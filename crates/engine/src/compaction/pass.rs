@@ -202,15 +202,24 @@ async fn attempt(
         .map(|a| session.redactor().redact(&a).into_owned());
     let limits = *session.budget().limits();
     let before = session.budget().pressure().tokens;
-    // A background note first: committed as it is, or the view this pass summarizes.
+    // A background note first: committed as it is when it buys the room an auto pass aims
+    // at, else the view this pass summarizes.
     let (view, plain, folded) = match &request.background {
         Some(prepared) => {
+            let previous = view.compaction.as_ref();
+            let target = steps::commit_target(
+                session,
+                &plain,
+                previous,
+                anchors.as_deref(),
+                prepared.reaches_aim,
+            );
             let current = background::Current {
                 view: &view,
                 plain: &plain,
                 anchors: anchors.as_deref(),
                 before,
-                threshold: limits.threshold,
+                target,
             };
             match background::try_commit(session, prepared, current).await {
                 Tried::Written(done) => return Ok(written(done)),
@@ -235,6 +244,9 @@ async fn attempt(
         exact: false,
     };
 
+    // An auto pass buys room: it aims below the threshold by three median turns.
+    let auto = matches!(request.trigger, Trigger::Auto | Trigger::Idle);
+    let (room, median) = steps::room(session, &plain, previous, anchors.as_deref(), 0);
     let plan = pass_plan::plan(&PlanInputs {
         plain: &plain,
         trigger: &request.trigger,
@@ -243,8 +255,10 @@ async fn attempt(
         pressure: before,
         threshold: limits.threshold,
         usable_input: limits.usable_input,
+        window: limits.window,
         calibration,
         retained_user_tokens: session.config().compaction.retained_user_tokens,
+        room: auto.then_some(room),
     });
     if let Some(pruned) = &plan.prune_first {
         let record = record::prune_record(&plain, pruned, previous, request.trigger.clone());
@@ -272,6 +286,7 @@ async fn attempt(
             prefix: session.budget().system_tokens(),
             threshold: crate::budget::from_provider(limits.threshold as f64, calibration),
             manual: request.trigger == Trigger::Manual,
+            spare: auto.then_some(median),
         };
         // Decided before any request: a summary that could not be committed is not paid for.
         pass_plan::worth_sending(&check).map(|()| cut).inspect_err(

@@ -93,7 +93,7 @@ fn fit_once(
     let plan = session.live_plan();
     let policy = CutPolicy {
         retained_tokens: session.config().compaction.retained_user_tokens,
-        ..CutPolicy::new(budget.limits().usable_input, budget.calibration())
+        ..CutPolicy::of(budget.limits(), budget.calibration())
     };
     let system = budget.system_tokens() + trim::notice_tokens(plan.as_ref());
     let fitted = trim::fit(view, &plain, system, &policy, shorten);

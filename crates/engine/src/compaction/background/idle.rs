@@ -18,6 +18,7 @@ use codewhale_journal::Trigger;
 
 use super::{anchors, early_mark, maybe_start, try_commit, used_up, Current, Tried};
 use crate::compaction::plain::PlainView;
+use crate::compaction::steps;
 use crate::events::EventSink;
 use crate::session::Session;
 use codewhale_protocol::{Event, SubmissionId};
@@ -93,13 +94,11 @@ pub(super) async fn commit(
     let plain = PlainView::new(&view, |item| session.known_tokens(item));
     let anchors = anchors(session);
     let before = session.budget().pressure().tokens;
-    let current = Current {
-        view: &view,
-        plain: &plain,
-        anchors: anchors.as_deref(),
-        before,
-        threshold: session.budget().limits().threshold,
-    };
+    let previous = view.compaction.as_ref();
+    let target =
+        steps::commit_target(session, &plain, previous, anchors.as_deref(), prepared.reaches_aim);
+    let current =
+        Current { view: &view, plain: &plain, anchors: anchors.as_deref(), before, target };
     match try_commit(session, &prepared, current).await {
         Tried::Written(done) => {
             slot.stop();

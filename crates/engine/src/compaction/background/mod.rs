@@ -149,16 +149,27 @@ fn snapshot(session: &Session) -> Option<Snapshot> {
     }
     let limits = session.budget().limits();
     let pressure = session.budget().pressure().tokens;
+    let calibration = session.budget().calibration();
     let policy = CutPolicy {
         retained_tokens: session.config().compaction.retained_user_tokens,
         tail_fraction: snapshot_tail_fraction(limits, pressure),
-        ..CutPolicy::new(limits.usable_input, session.budget().calibration())
+        ..CutPolicy::of(limits, calibration)
     };
-    let plan = cut::plan(&plain.messages, &plain.tokens, &policy).ok()?;
+    // The note is committed at the threshold, when the conversation has grown by what is still
+    // to come: the view it leaves then must be at the aim of an auto pass.
+    let anchors = anchors(session);
+    let to_come =
+        crate::budget::from_provider(limits.threshold.saturating_sub(pressure) as f64, calibration);
+    let (room, median) =
+        steps::room(session, &plain, view.compaction.as_ref(), anchors.as_deref(), to_come);
+    let plan = super::pass_plan::aimed_cut(&plain.messages, &plain.tokens, &policy, &room).ok()?;
+    // Whether the view the note leaves at the threshold can be at the aim; when not even the
+    // smallest view can, the note is committed if it leaves a median turn of room.
+    let leaves = room.fixed + plan.tail_tokens + plan.retained_tokens + to_come;
+    let reaches_aim = leaves <= crate::budget::from_provider(room.aim as f64, calibration);
     // Nothing before the protected part: a note would cover nothing new.
     record::covers(&plain, &plan, view.compaction.as_ref())?;
     // Nor is a note written that could not be committed (no request is paid for nothing).
-    let anchors = anchors(session);
     let covered = &plain.messages[..plan.cut];
     let check = SendCheck {
         before: plain.total(),
@@ -172,11 +183,9 @@ fn snapshot(session: &Session) -> Option<Snapshot> {
         ),
         note_budget: steps::note_budget_tokens(limits),
         prefix: session.budget().system_tokens(),
-        threshold: crate::budget::from_provider(
-            limits.threshold as f64,
-            session.budget().calibration(),
-        ),
+        threshold: crate::budget::from_provider(limits.threshold as f64, calibration),
         manual: false,
+        spare: Some(median),
     };
     if let Err(why) = worth_sending(&check) {
         tracing::info!(%why, "no background note: it could not be committed");
@@ -191,6 +200,7 @@ fn snapshot(session: &Session) -> Option<Snapshot> {
         plain,
         plan,
         summary_model,
+        reaches_aim,
     })
 }
 
@@ -453,7 +463,7 @@ async fn prepare(
         .get(first.as_str())
         .and_then(|e| e.parent.clone())
         .unwrap_or_else(|| session.journal().header_entry().id.clone());
-    Some(Prepared { record, parent })
+    Some(Prepared { record, parent, reaches_aim: snapshot.reaches_aim })
 }
 
 /// What the pass needs to try a prepared note against the current view.
@@ -463,10 +473,12 @@ pub(crate) struct Current<'a> {
     pub anchors: Option<&'a str>,
     /// Pressure before the pass, for `tokens_before`.
     pub before: u64,
-    pub threshold: u64,
+    /// What the view it yields must be at or below: the aim of an auto pass (docs/compaction.md,
+    /// *The cut*: a pass buys room), in provider tokens.
+    pub target: u64,
 }
 
-/// Commits `prepared` when the view it yields is below the threshold and passes every check of
+/// Commits `prepared` when the view it yields is at or below the aim and passes every check of
 /// `commit` (the survival contract against the current view among them); otherwise says
 /// whether to fold it in (sound but too big) or discard it (refused by a check).
 pub(crate) async fn try_commit(
@@ -475,7 +487,9 @@ pub(crate) async fn try_commit(
     current: Current<'_>,
 ) -> Tried {
     let mut record = prepared.record.clone();
-    record::receipt_now(current.plain, &mut record, current.anchors);
+    let budget = session.budget();
+    let policy = CutPolicy::of(budget.limits(), budget.calibration());
+    record::receipt_now(current.plain, &mut record, current.anchors, &policy);
     let proposal = Proposal {
         plain: current.plain,
         previous: current.view.compaction.as_ref().map(|c| &c.record),
@@ -483,7 +497,7 @@ pub(crate) async fn try_commit(
         parent: prepared.parent.clone(),
         anchors: current.anchors,
         tokens_before: current.before,
-        target: current.threshold,
+        target: current.target,
         exact: true,
     };
     match commit::commit(session, proposal).await {

@@ -85,7 +85,16 @@ enum Stop {
     SummaryFailed(String),
     /// The user interrupted the pass.
     Cancelled,
+    /// A summary request was rejected as too long: the window it teaches is journaled and the
+    /// pass plans again under it.
+    WindowLearned {
+        window: u64,
+        source: crate::budget::WindowSource,
+    },
 }
+
+/// How many times one pass plans again under a window a rejected summary request taught.
+const WINDOW_RETRIES: u32 = 3;
 
 /// Runs one pass on `session`, emitting the events of docs/compaction.md, *Background compaction*
 /// through `emit`.
@@ -99,19 +108,35 @@ pub async fn run(
     let typed_trigger = crate::history_pages::trigger_of(&request.trigger);
     emit(Event::CompactionStarted { trigger: typed_trigger });
     let mut summary_failed = false;
-    let outcome = match attempt(session, &request, cancel, emit).await {
-        Ok(done) => {
-            summary_succeeded(session, &done);
-            done
-        }
-        Err(Stop::Refused(reason)) => PassOutcome::Refused(reason),
-        Err(Stop::Failed(reason)) => PassOutcome::Failed(reason),
-        Err(Stop::SummaryFailed(reason)) => {
-            steps::summary_failed(session, &reason, emit);
-            summary_failed = true;
-            PassOutcome::Failed(reason)
-        }
-        Err(Stop::Cancelled) => PassOutcome::Cancelled,
+    let mut relearned = 0;
+    let outcome = loop {
+        break match attempt(session, &request, cancel.clone(), emit).await {
+            Ok(done) => {
+                summary_succeeded(session, &done);
+                done
+            }
+            Err(Stop::Refused(reason)) => PassOutcome::Refused(reason),
+            Err(Stop::Failed(reason)) => PassOutcome::Failed(reason),
+            Err(Stop::SummaryFailed(reason)) => {
+                steps::summary_failed(session, &reason, emit);
+                summary_failed = true;
+                PassOutcome::Failed(reason)
+            }
+            Err(Stop::Cancelled) => PassOutcome::Cancelled,
+            Err(Stop::WindowLearned { window, source }) => {
+                if let Err(err) = learned_from_summary(session, window, source, emit) {
+                    PassOutcome::Failed(format!("cannot journal the window learned: {err}"))
+                } else if relearned < WINDOW_RETRIES {
+                    relearned += 1;
+                    continue;
+                } else {
+                    PassOutcome::Failed(
+                        "the provider rejected the summary request as too long, even shortened"
+                            .into(),
+                    )
+                }
+            }
+        };
     };
     let pressure = session.budget().pressure().tokens;
     let (threshold, usable_input) =
@@ -148,6 +173,31 @@ pub async fn run(
         }
     }
     outcome
+}
+
+/// A summary request was rejected as too long: the window it teaches replaces the session's,
+/// journaled, and the user is told once, in one sentence.
+pub(super) fn learned_from_summary(
+    session: &mut Session,
+    window: u64,
+    source: crate::budget::WindowSource,
+    emit: &(dyn Fn(Event) + Send + Sync),
+) -> Result<(), crate::error::EngineError> {
+    let how = if source == crate::budget::WindowSource::Overflow {
+        "its window".to_owned()
+    } else {
+        "90 % of that request, since the error named no window,".to_owned()
+    };
+    steps::warn(
+        emit,
+        format!(
+            "the provider rejected the summary request as too long; Codewhale takes {how} \
+             {window} tokens from now on and writes the note under it"
+        ),
+    );
+    session.learn_window(window, source)?;
+    emit(session.usage_event(None, None));
+    Ok(())
 }
 
 /// Called when a pass wrote a summary: auto passes run normally again.
@@ -414,6 +464,7 @@ async fn summary_record(
         SummaryError::Failed(reason) => Stop::Failed(reason),
         SummaryError::Unusable(reason) => Stop::SummaryFailed(reason),
         SummaryError::Cancelled => Stop::Cancelled,
+        SummaryError::WindowLearned { window, source } => Stop::WindowLearned { window, source },
     })?;
     tracing::info!(
         requests = stats.requests,

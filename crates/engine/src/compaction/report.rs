@@ -68,7 +68,11 @@ fn replay_session(params: &ReportParams<'_>) -> Result<Replayed, EngineError> {
         .or_else(|| Some(journal.header().model.clone()).filter(|m| !m.is_empty()))
         .or_else(|| config.model.clone())
         .unwrap_or_default();
-    let learned = if params.overrides.model.is_some() { None } else { recorded.learned_window };
+    // A window learned for this session holds for its own model, also when `--model` names it;
+    // another model ends it (docs/compaction.md, *Small local models*).
+    let last_used = recorded.model.clone().unwrap_or_else(|| journal.header().model.clone());
+    let other_model = params.overrides.model.as_ref().is_some_and(|m| *m != last_used);
+    let learned = if other_model { None } else { recorded.learned_window };
     let limits = replay::limits_for(&config, &model, learned);
     let view = render(&journal, journal.head_id().as_str());
     // Entries whose lines carry no count are counted once and kept in the sidecar, so a

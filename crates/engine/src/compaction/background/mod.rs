@@ -340,6 +340,17 @@ fn failed(session: &mut Session, sink: &EventSink, submission: SubmissionId, err
             steps::summary_failed(session, &reason, &emit);
             (reason, true)
         }
+        SummaryError::WindowLearned { window, source } => {
+            // The window is the session's now: the next pass plans under it.
+            if let Err(err) = super::pass::learned_from_summary(session, window, source, &emit) {
+                tracing::error!("cannot journal the window learned: {err}");
+            }
+            let reason = format!(
+                "the provider rejected the summary request as too long; the next note is written \
+                 for the {window}-token window"
+            );
+            (reason, false)
+        }
     };
     tracing::warn!(%reason, "background note failed");
     let text =

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use codewhale_journal::Trigger;
 
-use super::{anchors, early_mark, maybe_start, try_commit, used_up, Current, Tried};
+use super::{anchors, early_mark, maybe_start, settle, try_commit, used_up, Current, Tried};
 use crate::compaction::plain::PlainView;
 use crate::compaction::steps;
 use crate::events::EventSink;
@@ -43,6 +43,9 @@ pub(crate) async fn on_idle(session: &mut Session, sink: &EventSink) {
     if session.budget().pressure().tokens < early {
         return;
     }
+    // A note that became ready before the timer fired is composed now (its wake-up may have
+    // come before its task returned), then committed below.
+    settle(session, sink, SubmissionId(0)).await;
     if session.compaction.note_pass.job.slot.is_none() {
         // `maybe_start` settles first and then starts a pass when nothing holds it back.
         maybe_start(session, sink, SubmissionId(0), true).await;

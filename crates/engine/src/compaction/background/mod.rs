@@ -31,7 +31,6 @@ use std::time::{Duration, Instant};
 
 use codewhale_journal::{render_with_record, Entry, Level, SystemPayload, Trigger, View};
 use codewhale_provider::CancellationToken;
-use tokio::task::JoinHandle;
 
 use super::commit::{self, Proposal, Written};
 use super::cut::{self, CutPolicy};
@@ -120,7 +119,7 @@ pub(crate) async fn maybe_start(
     let max_output = steps::summary_max_output(&limits);
     let snapshot = Arc::new(snapshot);
     let cancel = CancellationToken::new();
-    let (signal, done) = session.compaction.note_pass.job.signal();
+    let (signal, (done, ended)) = session.compaction.note_pass.job.signal();
     let task = tokio::spawn(write_note(
         snapshot.clone(),
         summarizer,
@@ -136,7 +135,7 @@ pub(crate) async fn maybe_start(
         "background note started"
     );
     let state = Note { snapshot, prepared: None, commit_when_idle: false };
-    session.compaction.note_pass.job.start(Slot { state, cancel, task: Some(task), done });
+    session.compaction.note_pass.job.start(Slot { state, cancel, task: Some(task), done, ended });
     sink.emit(submission, Event::BackgroundNote { state: Some(BackgroundState::Writing) });
 }
 
@@ -266,11 +265,13 @@ async fn settle(session: &mut Session, sink: &EventSink, submission: SubmissionI
         cancel(session, sink, submission, why);
         return;
     }
-    if !slot.task.as_ref().is_some_and(JoinHandle::is_finished) {
+    // The task says its request ended just before it returns: then its answer is a wait of no
+    // time away (taking an unfinished task for a running one left a ready note uncommitted).
+    if !slot.has_ended() {
         return;
     }
     if let Some(slot) = session.compaction.note_pass.job.slot.take() {
-        match finish(session, sink, submission, slot, Duration::ZERO).await {
+        match finish(session, sink, submission, slot, ENDING).await {
             Finished::Ready(slot) | Finished::Late(slot) => {
                 session.compaction.note_pass.job.slot = Some(slot)
             }
@@ -278,6 +279,9 @@ async fn settle(session: &mut Session, sink: &EventSink, submission: SubmissionI
         }
     }
 }
+
+/// How long a task that said its request ended is waited for: it only has to return.
+const ENDING: Duration = Duration::from_secs(5);
 
 /// What became of a background request waited for.
 enum Finished {

@@ -179,7 +179,7 @@ pub fn plan(inputs: &PlanInputs<'_>) -> PassPlan {
 fn summary_cut(inputs: &PlanInputs<'_>) -> Result<CutPlan, String> {
     let messages = &inputs.plain.messages;
     if inputs.mode == PassMode::BoundOnly {
-        return Err("only bounding was asked for".to_owned());
+        return Err("nothing in the last round can be shortened further".to_owned());
     }
     if messages.len() < cut::MIN_MESSAGES {
         return Err(CutError::TooFew(messages.len()).to_string());

@@ -81,7 +81,7 @@ fn a_folded_background_note_skips_the_prune() {
 fn bound_only_and_too_few_messages_say_why_there_is_no_summary() {
     let plain = view(5);
     let bound = plan(&PlanInputs { mode: PassMode::BoundOnly, ..inputs(&plain, &Trigger::Auto) });
-    assert_eq!(bound.summary, Err("only bounding was asked for".to_owned()));
+    assert_eq!(bound.summary, Err("nothing in the last round can be shortened further".to_owned()));
     assert_eq!(bound.prune_first, None, "a bound-only pass never prunes on its own");
 
     let small = PlainView {

@@ -408,8 +408,8 @@ mod tests {
         // it, so the tail is the latest turn alone.
         let plan = plan(&m, &tens(n), &CutPolicy::new(160, 1.0)).unwrap();
         assert_eq!((plan.round_start, plan.protected_start, plan.cut), (18, 18, 18));
-        assert_eq!(plan.retained, vec![1, 2, 3, 5, 6, 7, 16], "the exchanges, then user texts");
-        assert_eq!(plan.tail_tokens, 60 + 20, "the exchanges count against the tail target");
+        assert_eq!(plan.retained, vec![0, 1, 2, 3, 4, 5, 6, 7, 16], "exchanges, a user text");
+        assert_eq!(plan.tail_tokens, 80 + 20, "the exchanges count against the tail target");
         assert!(plan.bounded.is_empty(), "3 KiB is within 8 KiB");
         // In a small window the kept exchanges' results are cut to 2 KiB.
         let limits =
@@ -417,19 +417,24 @@ mod tests {
         let small = CutPolicy { retained_tokens: Some(0), ..CutPolicy::of(&limits, 1.0) };
         let plan = super::plan(&m, &tens(n), &small).unwrap();
         assert_eq!(plan.bounded, vec![(2, SMALL_WINDOW_EXCHANGE_RESULT_BYTES)]);
-        assert_eq!(plan.retained, vec![1, 2, 3, 5, 6, 7], "no user text within a zero budget");
+        assert_eq!(plan.retained, vec![0, 1, 2, 3, 4, 5, 6, 7], "only the exchanges' questions");
     }
 
     #[test]
     fn kept_exchanges_inside_the_tail_are_not_counted_twice() {
-        let m = tools_then_chat(4);
+        let mut m = history(3);
+        for k in 0..4 {
+            m.push(Message::user(format!("question {k}")));
+            m.push(Message::assistant(format!("answer {k}")));
+        }
         let n = m.len();
-        // Target 140: the exchanges (60) and the discussion after them (80) fit; the cut walks
-        // back over the newer exchange without counting it again and stops before the older.
-        let policy = CutPolicy { retained_tokens: Some(0), ..CutPolicy::new(560, 1.0) };
+        // Target 160: the kept exchanges with their questions (turns 1 and 2, 80 tokens), the
+        // latest turn (20) and the discussion before it (60) fit; the cut walks back over the
+        // exchanges without counting them again and stops before the first turn.
+        let policy = CutPolicy { retained_tokens: Some(0), ..CutPolicy::new(640, 1.0) };
         let plan = plan(&m, &tens(n), &policy).unwrap();
-        assert_eq!((plan.round_start, plan.cut, plan.tail_tokens), (14, 5, 140));
-        assert_eq!(plan.retained, vec![1, 2, 3], "the older exchange is retained before the note");
+        assert_eq!((plan.round_start, plan.cut, plan.tail_tokens), (18, 4, 160));
+        assert_eq!(plan.retained, Vec::<usize>::new(), "the exchanges are in the tail");
     }
 }
 

@@ -42,8 +42,9 @@ pub struct Round {
     pub protected_start: usize,
     /// When the walk back stopped at a long toolless tail: the messages of the last two
     /// complete tool exchanges before the round (each from its boundary to its last result,
-    /// with the assistant text that answered it), ascending. They are protected like the
-    /// round's own exchanges and kept as retained entries of the record. Empty otherwise.
+    /// with the assistant text that answered it), and the user message that asked for them,
+    /// ascending. They are protected like the round's own exchanges and kept as retained
+    /// entries of the record. Empty otherwise.
     pub exchanges: Vec<usize>,
 }
 
@@ -101,7 +102,7 @@ pub fn last_round(messages: &[Message], measure: Option<TailMeasure<'_>>) -> Opt
 /// The messages of the last `count` complete tool exchanges of `messages[..before]`, ascending:
 /// each from its boundary (an assistant message issuing calls while none is pending) to the
 /// result that leaves nothing pending, then the assistant messages without calls that
-/// answered it.
+/// answered it; and before each the plain user message that asked for it, when there is one.
 fn last_exchanges(messages: &[Message], before: usize, count: usize) -> Vec<usize> {
     let before = before.min(messages.len());
     let mut complete: Vec<(usize, usize)> = Vec::new();
@@ -132,6 +133,17 @@ fn last_exchanges(messages: &[Message], before: usize, count: usize) -> Vec<usiz
             .count();
         out.extend(end + 1..end + 1 + answers);
     }
+    // The user message that asked for each: kept before it, so a request never opens with the
+    // model's call and a call is read with the question it answered.
+    let asked: Vec<usize> = complete
+        .iter()
+        .rev()
+        .take(count)
+        .filter_map(|&(boundary, _)| messages[..boundary].iter().rposition(is_plain_user))
+        .collect();
+    out.extend(asked);
+    out.sort_unstable();
+    out.dedup();
     out
 }
 
@@ -348,9 +360,10 @@ mod tests {
         let round = last_round(&m, None).unwrap();
         assert_eq!(round.start, 14, "the latest user turn");
         assert_eq!(round.protected_start, 14);
-        // call 1, its result, the text between; the batch 2/3 with its results and the answer.
-        assert_eq!(round.exchanges, vec![1, 2, 3, 4, 5, 6, 7]);
-        assert!(round.protects(5) && !round.protects(0) && !round.protects(8));
+        // The question, call 1 with its result and the text after it, the batch 2/3 with its
+        // results and the answer.
+        assert_eq!(round.exchanges, vec![0, 1, 2, 3, 4, 5, 6, 7]);
+        assert!(round.protects(5) && round.protects(0) && !round.protects(8));
     }
 
     #[test]
@@ -365,7 +378,7 @@ mod tests {
         );
         let heavy = TailMeasure { tokens: &tokens, target: 409 };
         let round = last_round(&m, Some(heavy)).unwrap();
-        assert_eq!((round.start, round.exchanges.len()), (10, 7));
+        assert_eq!((round.start, round.exchanges.len()), (10, 8));
     }
 
     #[test]
@@ -373,11 +386,8 @@ mod tests {
         let mut m = vec![Message::user("go"), call(&["0"]), result("0")];
         m.extend(tools_then_chat(5));
         let round = last_round(&m, None).unwrap();
-        assert_eq!(
-            round.exchanges,
-            (4..=10).collect::<Vec<_>>(),
-            "the oldest exchange is not kept"
-        );
+        // The question (3) of the newer exchanges; not the older exchange or its question.
+        assert_eq!(round.exchanges, (3..=10).collect::<Vec<_>>());
         assert_eq!(last_exchanges(&[call(&["x"]), Message::user("?")], 1, 2), Vec::<usize>::new());
     }
 

@@ -7,6 +7,7 @@ mod branches;
 mod common;
 mod compaction;
 mod compaction_passes;
+mod discussions;
 mod eval;
 mod idle;
 mod interrupt;

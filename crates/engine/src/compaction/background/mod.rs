@@ -518,7 +518,7 @@ pub(crate) async fn try_commit(
     match commit::commit(session, proposal).await {
         Ok(written) => Tried::Written(written),
         Err(Refusal::OverTarget) => {
-            tracing::info!("the background note leaves the view over the threshold; folding it in");
+            tracing::info!("the background note leaves the view over its target; folding it in");
             let entry = commit::record_entry(&prepared.parent, prepared.record.clone());
             let head = session.journal().head_id().clone();
             let view = render_with_record(session.journal(), head.as_str(), &entry);

@@ -25,3 +25,4 @@ mod small_windows;
 mod tool_loop;
 mod turn;
 mod user_commands;
+mod windows_learned;

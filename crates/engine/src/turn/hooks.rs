@@ -44,8 +44,8 @@ pub async fn before_request(ctx: &mut TurnCtx<'_>) -> Result<(), EngineError> {
         // Past the early mark, the next note is written in the background meanwhile.
         let in_tool_loop = ctx.stats.requests > 0;
         let (events, submission) = (ctx.events, ctx.submission);
-        crate::compaction::background::maybe_start(ctx.session, events, submission, in_tool_loop)
-            .await;
+        let at = crate::compaction::background::StartAt::Turn { in_tool_loop };
+        crate::compaction::background::maybe_start(ctx.session, events, submission, at).await;
         return Ok(());
     }
     // Armed every turn (docs/compaction.md, *Triggers*): a session above the threshold tries a

@@ -78,7 +78,8 @@ pub async fn run_turn(ctx: &mut TurnCtx<'_>, message: UserMessage) -> TurnOutcom
     if outcome.status == TurnStatus::Completed && !ctx.session.one_turn() {
         // The user reads and types now: the time a background note is written in.
         let (events, submission) = (ctx.events, ctx.submission);
-        crate::compaction::background::maybe_start(ctx.session, events, submission, false).await;
+        let at = crate::compaction::background::StartAt::Turn { in_tool_loop: false };
+        crate::compaction::background::maybe_start(ctx.session, events, submission, at).await;
     }
     let mut stats = ctx.stats;
     stats.elapsed_ms = u64::try_from(ctx.started.elapsed().as_millis()).unwrap_or(u64::MAX);

@@ -48,7 +48,7 @@ pub(crate) async fn on_idle(session: &mut Session, sink: &EventSink) {
     settle(session, sink, SubmissionId(0)).await;
     if session.compaction.note_pass.job.slot.is_none() {
         // `maybe_start` settles first and then starts a pass when nothing holds it back.
-        maybe_start(session, sink, SubmissionId(0), true).await;
+        maybe_start(session, sink, SubmissionId(0), super::StartAt::Idle).await;
     }
     let Some(slot) = session.compaction.note_pass.job.slot.as_mut() else { return };
     if slot.state.prepared.is_some() {

@@ -88,15 +88,26 @@ pub(super) fn anchors(session: &Session) -> Option<String> {
         .map(|a| session.redactor().redact(&a).into_owned())
 }
 
-/// Before a request (and after a turn): settles a finished pass, drops a stale one, and starts
-/// one when pressure has crossed the early mark. `in_tool_loop`: the turn already has a reply
-/// (a one-turn `exec` starts a pass only then).
+/// When a background pass is asked to start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StartAt {
+    /// Before a request or after a turn: the note waits for the threshold. `in_tool_loop`: the
+    /// turn already has a reply (a one-turn `exec` starts a pass only then).
+    Turn { in_tool_loop: bool },
+    /// The session is idle: the note is committed as soon as it is ready, before the
+    /// conversation grows again.
+    Idle,
+}
+
+/// Before a request (and after a turn, and when idle): settles a finished pass, drops a stale
+/// one, and starts one when pressure has crossed the early mark.
 pub(crate) async fn maybe_start(
     session: &mut Session,
     sink: &EventSink,
     submission: SubmissionId,
-    in_tool_loop: bool,
+    at: StartAt,
 ) {
+    let in_tool_loop = matches!(at, StartAt::Idle | StartAt::Turn { in_tool_loop: true });
     settle(session, sink, submission).await;
     let config = &session.config().compaction;
     let limits = *session.budget().limits();
@@ -114,7 +125,7 @@ pub(crate) async fn maybe_start(
     if !should_start(&check) || !steps::auto_worthwhile(session) {
         return;
     }
-    let Some(snapshot) = snapshot(session) else { return };
+    let Some(snapshot) = snapshot(session, at) else { return };
     let summarizer = Summarizer::of(session, &snapshot.summary_model);
     let max_output = steps::summary_max_output(&limits);
     let snapshot = Arc::new(snapshot);
@@ -139,8 +150,10 @@ pub(crate) async fn maybe_start(
     sink.emit(submission, Event::BackgroundNote { state: Some(BackgroundState::Writing) });
 }
 
-/// The view, cut and anchors an auto pass would use now; `None` when there is nothing to cover.
-fn snapshot(session: &Session) -> Option<Snapshot> {
+/// The view, cut and anchors an auto pass would use now; `None` when there is nothing to cover,
+/// or when the note could not be committed where it will be: a note folded into another summary
+/// request costs two requests for one note.
+fn snapshot(session: &Session, at: StartAt) -> Option<Snapshot> {
     let view = session.render();
     let plain = PlainView::new(&view, |item| session.known_tokens(item));
     if plain.messages.len() < cut::MIN_MESSAGES {
@@ -157,8 +170,13 @@ fn snapshot(session: &Session) -> Option<Snapshot> {
     // The note is committed at the threshold, when the conversation has grown by what is still
     // to come: the view it leaves then must be at the aim of an auto pass.
     let anchors = anchors(session);
-    let to_come =
-        crate::budget::from_provider(limits.threshold.saturating_sub(pressure) as f64, calibration);
+    let to_come = match at {
+        StartAt::Idle => 0,
+        StartAt::Turn { .. } => crate::budget::from_provider(
+            limits.threshold.saturating_sub(pressure) as f64,
+            calibration,
+        ),
+    };
     let (room, median) =
         steps::room(session, &plain, view.compaction.as_ref(), anchors.as_deref(), to_come);
     let plan = super::pass_plan::aimed_cut(&plain.messages, &plain.tokens, &policy, &room).ok()?;
@@ -166,6 +184,16 @@ fn snapshot(session: &Session) -> Option<Snapshot> {
     // smallest view can, the note is committed if it leaves a median turn of room.
     let leaves = room.fixed + plan.tail_tokens + plan.retained_tokens + to_come;
     let reaches_aim = leaves <= crate::budget::from_provider(room.aim as f64, calibration);
+    let threshold = crate::budget::from_provider(limits.threshold as f64, calibration);
+    if !reaches_aim && leaves + median > threshold {
+        tracing::info!(
+            leaves,
+            median,
+            threshold,
+            "no background note: it would be folded into another"
+        );
+        return None;
+    }
     // Nothing before the protected part: a note would cover nothing new.
     record::covers(&plain, &plan, view.compaction.as_ref())?;
     // Nor is a note written that could not be committed (no request is paid for nothing).
@@ -182,7 +210,7 @@ fn snapshot(session: &Session) -> Option<Snapshot> {
         ),
         note_budget: steps::note_budget_tokens(limits),
         prefix: session.budget().system_tokens(),
-        threshold: crate::budget::from_provider(limits.threshold as f64, calibration),
+        threshold,
         manual: false,
         spare: Some(median),
     };

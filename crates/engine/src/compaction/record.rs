@@ -3,9 +3,9 @@
 //!
 //! Invariants kept here: `covers` extends the previous record's segment (same `first`, later
 //! `last`) instead of nesting it, so a record's size never grows with the session; `pruned_ids`
-//! and `bounded` only name entries after the covered segment; a prune-only record carries the
-//! previous record's summary, note, covers, retained ids and files forward so exactly one record
-//! describes the view.
+//! and `bounded` only name entries after the covered segment or retained before the note; a
+//! prune-only record carries the previous record's summary, note, covers, retained ids and files
+//! forward so exactly one record describes the view.
 
 use codewhale_journal::{
     ActiveCompaction, Bounded, CompactionPath, CompactionPayload, Covers, EntryId, Receipt, Trigger,
@@ -105,11 +105,12 @@ pub fn summary_record(input: SummaryRecord<'_>) -> Option<CompactionPayload> {
     let mut record = CompactionPayload::new(CompactionPath::Summary, input.trigger);
     record.covers = Some(covers(plain, plan, previous)?);
     record.retained_ids = plan.retained.iter().map(|&i| plain.sources[i].clone()).collect();
-    // Results an earlier pass pruned that stay in the kept tail stay pruned.
+    // Results an earlier pass pruned that stay in the kept tail, or in a retained exchange,
+    // stay pruned.
     record.pruned_ids = plain
         .pruned
         .iter()
-        .filter(|&&i| i >= plan.cut)
+        .filter(|&&i| i >= plan.cut || plan.retained.binary_search(&i).is_ok())
         .map(|&i| plain.sources[i].clone())
         .collect();
     record.bounded =

@@ -116,9 +116,6 @@ pub struct Session {
     pub(crate) spend: Spend,
     /// Where the window came from when the local server stated it ("Ollama's /api/ps").
     pub(crate) window_from: Option<String>,
-    /// A silent cut was just learned from a usage report: the server is asked to confirm the
-    /// window before the next request.
-    pub(crate) confirm_cut: bool,
     /// The model that refused a request's images in this run: while it is the model, images
     /// are sent as their one line ([`crate::convert::Images::Refused`]).
     pub(crate) images_refused: Option<String>,

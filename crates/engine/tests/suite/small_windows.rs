@@ -29,9 +29,9 @@ fn body_tokens(r: &codewhale_provider::test_support::RecordedRequest) -> u64 {
 async fn a_server_that_silently_keeps_only_its_window_is_caught_once_and_then_fitted() {
     for provider in ["openai"] {
         let h = Harness::new().await;
-        // Ollama (named, or found on its default port) may cut silently; hosted APIs reject.
-        h.config("server = \"ollama\"\n");
-        // Asked after the cut, it confirms the window it runs the model with.
+        // A server on a random port that answers like Ollama: any OpenAI-compatible server
+        // that is not a hosted API may cut silently (hosted APIs reject).
+        // Asked when the cut is caught, it states the window it runs the model with.
         h.server.serve_get("/api/version", serde_json::json!({"version": "0.12.0"}));
         let ps = serde_json::json!({"models": [{"name": "gpt-4.1", "context_length": NUM_CTX}]});
         h.server.serve_get("/api/ps", ps);
@@ -82,17 +82,22 @@ async fn a_server_that_silently_keeps_only_its_window_is_caught_once_and_then_fi
         assert!(when_told <= 2, "{provider}: {when_told} requests cut before it was caught");
         assert_eq!(cut.load(Ordering::SeqCst), when_told, "{provider}: a cut after the notice");
         assert!(notices[0].contains("OLLAMA_CONTEXT_LENGTH") && notices[0].contains("--ctx-size"));
+        // The window the server states wins over the count it reported, journaled once with
+        // its source and its cause.
         let journal = reload_checked(&session_file(h.home.path()));
-        let learned = journal.entries().iter().any(|e| {
-            matches!(&e.payload, codewhale_journal::Payload::System(s)
-                if s.context_window == Some(NUM_CTX - 10) && s.text.contains("silent truncation"))
-        });
-        assert!(learned, "{provider}: the window is journaled with its cause");
-        let confirmed = journal.entries().iter().any(|e| {
-            matches!(&e.payload, codewhale_journal::Payload::System(s)
-                if s.context_window == Some(NUM_CTX) && s.text.contains("Ollama's /api/ps"))
-        });
-        assert!(confirmed, "{provider}: the server confirmed its window");
+        let learned: Vec<&codewhale_journal::SystemPayload> = journal
+            .entries()
+            .iter()
+            .filter_map(|e| match &e.payload {
+                codewhale_journal::Payload::System(s) if s.context_window.is_some() => Some(s),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(learned.len(), 1, "{provider}: {learned:?}");
+        assert_eq!(learned[0].context_window, Some(NUM_CTX));
+        assert_eq!(learned[0].window_source.as_deref(), Some("probe:ollama-ps"));
+        assert!(learned[0].text.contains("silent truncation"), "{}", learned[0].text);
+        assert!(notices[0].contains("Ollama's /api/ps"), "{}", notices[0]);
         assert_no_orphans(&h);
     }
 }

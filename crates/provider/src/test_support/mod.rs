@@ -179,9 +179,13 @@ impl MockServer {
         *lock(&self.shared.models) = Some(ids.iter().map(|s| (*s).to_owned()).collect());
     }
 
-    /// Answers `GET path` with `json` (a local server's own API, such as Ollama's `/api/ps`).
+    /// Answers `GET path` with `json` (a local server's own API, such as Ollama's `/api/ps`),
+    /// from now on: a path served before answers the new `json` (as `/api/ps` lists a model
+    /// once it is loaded).
     pub fn serve_get(&self, path: &str, json: Value) {
-        lock(&self.shared.gets).push((path.to_owned(), json));
+        let mut gets = lock(&self.shared.gets);
+        gets.retain(|(p, _)| p != path);
+        gets.push((path.to_owned(), json));
     }
 
     /// Answers `GET path` with `flood` (a local server whose probe answer never ends).

@@ -323,12 +323,14 @@ impl Cell for CompactionCell {
         let c = &self.summary;
         let style = Style::new().fg(Color::Magenta);
         let style = if self.focused { style.add_modifier(Modifier::REVERSED) } else { style };
+        // A prune-only or bounding pass covers nothing new (its `covered` is the earlier note's
+        // segment): it says what it did, without a count.
         let what = match c.path {
-            CompactionKind::PruneOnly => "pruned old tool output",
-            _ => "compacted",
+            CompactionKind::PruneOnly => "shortened long outputs".to_owned(),
+            // The engine counts the covered segment in model-visible messages, not in turns.
+            _ if c.covered == 1 => "compacted 1 message".to_owned(),
+            _ => format!("compacted {} messages", c.covered),
         };
-        // The engine counts the covered segment in model-visible messages, not in turns.
-        let unit = if c.covered == 1 { "message" } else { "messages" };
         let trigger = match c.trigger {
             CompactionTrigger::Idle => "auto, while idle",
             other => other.as_str(),
@@ -339,8 +341,7 @@ impl Cell for CompactionCell {
             ""
         };
         let head = format!(
-            "⇣ {what} {} {unit} · {} → {} tokens ({trigger}{written}){}",
-            c.covered,
+            "⇣ {what} · {} → {} tokens ({trigger}{written}){}",
             short_tokens(c.tokens_before),
             short_tokens(c.tokens_after),
             if self.expanded { "" } else { " …" }

@@ -4,6 +4,7 @@ mod composer_pty;
 mod eval_cli;
 mod exec;
 mod exec_background;
+mod exec_truncation;
 mod habits_pty;
 mod hostile;
 mod images;

@@ -116,6 +116,13 @@ pub enum Command {
     /// Measure what survives compaction on the built-in scenarios, with the configured
     /// model as the summarizer (and, unless --floor-only, as the one answering the probes).
     Eval(EvalArgs),
+    /// The custom slash commands, skills and project instruction files found for this
+    /// workspace, and where (home or workspace, shadowed, untrusted). Never contacts a provider.
+    Commands {
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Model Context Protocol servers configured in config.toml.
     Mcp {
         #[command(subcommand)]

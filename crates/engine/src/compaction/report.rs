@@ -90,7 +90,7 @@ fn replay_session(params: &ReportParams<'_>) -> Result<Replayed, EngineError> {
             .or_insert_with(|| counts::Counted::of_item(&item.content).exact());
     }
     let compact = limits.window <= crate::budget::SMALL_WINDOW;
-    let system = system_counts(&workspace, &config, params.home, compact);
+    let system = system_counts(&workspace, &config, params.home, (compact, limits.usable_input));
     let plain = PlainView::new(&view, |item| {
         item.tokens.or_else(|| whole(item).then(|| known.get(&item.source).copied())?)
     });
@@ -117,6 +117,10 @@ pub fn context_report(params: &ReportParams<'_>) -> Result<ContextReport, Engine
         .map(|a| redactor.redact(&a).into_owned());
     let mut report = build(&journal, &view, &plain, &budget, &model, anchors_text.as_deref());
     report.file_store_bytes = crate::checkpoint::FileStore::beside(&path).size_bytes();
+    let trusted =
+        crate::extensions::workspace_trusted(params.home, &workspace, &config.trusted_workspaces);
+    let catalog = crate::extensions::Catalog::discover(params.home, &workspace, trusted);
+    report.skills = catalog.skills_report(budget.limits().usable_input);
     Ok(report)
 }
 
@@ -175,16 +179,22 @@ fn count_once(known: &mut HashMap<EntryId, u32>, entry: &codewhale_journal::Entr
 
 /// The system prompt's and the tool schemas' counts: the built-in tools plus each MCP
 /// server's last listed tools (from the cache; no server is started for a report).
+/// `compact`: the small window's prefix; `usable_input`: what the skills' 2 % is of.
 fn system_counts(
     workspace: &Path,
     config: &config::Config,
     home: &Path,
-    compact: bool,
+    (compact, usable_input): (bool, u64),
 ) -> SystemCounts {
     let mut specs = crate::tools::specs(compact);
     let servers = session::mcp_servers(config, workspace, home);
     specs.extend(session::mcp_specs(&servers.offered_now()));
-    let prompt = SystemPrompt::load(workspace, compact).text();
+    let mut prompt = SystemPrompt::load(workspace, compact);
+    // The skills as the live session names them.
+    let trusted = crate::extensions::workspace_trusted(home, workspace, &config.trusted_workspaces);
+    let catalog = crate::extensions::Catalog::discover(home, workspace, trusted);
+    prompt.skills = catalog.skill_listing(usable_input).block;
+    let prompt = prompt.text();
     counts::system_counts_cached(&prompt, &specs, &home.join("cache").join("system-counts.json"))
 }
 
@@ -332,6 +342,7 @@ pub fn build(
         view: entries,
         branches: crate::branches::branches(journal),
         file_store_bytes: 0,
+        skills: Default::default(),
     }
 }
 

@@ -150,6 +150,7 @@ pub(super) async fn handle_idle_op(
         Op::Undo { force } => Request { session, sink, id }.undo(force).await,
         // Handled in `run`.
         Op::UserInput { .. }
+        | Op::RunCommand { .. }
         | Op::Compact { .. }
         | Op::UserShell { .. }
         | Op::Shutdown

@@ -218,6 +218,8 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
             resumed: session.resumed,
             workspace: session.workspace().display().to_string(),
             approval: session.policy.mode(),
+            instructions: session.instruction_names(),
+            commands: session.commands.infos(),
         },
     );
     // A message the last run journaled but never answered is set aside before anything is
@@ -305,21 +307,12 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
         }
         match op {
             Op::UserInput { text, attachments, images } => {
-                let cancel = CancellationToken::new();
-                let mcp = session.mcp().clone();
-                let turn = async {
-                    // The summary of the branch just left goes before the message, so the
-                    // model's first reply on the new branch reads it (bounded by its timeout).
-                    crate::branch_summary::wait(&mut session, &sink, id, &cancel).await;
-                    let mut ctx = TurnCtx::new(&mut session, &sink, &gate, id, cancel.clone());
-                    turn::run_turn(&mut ctx, turn::UserMessage { text, attachments, images }).await
-                };
-                let (stop, deferred) = listening(turn, &mut ops, &sink, &gate, &cancel, &mcp).await;
-                shutdown = stop;
-                if cancel.is_cancelled() {
-                    cancel_note(&mut session, &sink, id, "the session was interrupted");
-                }
-                answer_deferred(&mut session, &sink, deferred).await;
+                let message = turn::UserMessage { text, attachments, images };
+                shutdown = user_turn(&mut session, &mut ops, &sink, &gate, id, message).await;
+            }
+            Op::RunCommand { name, args } => {
+                shutdown =
+                    custom_command(&mut session, &mut ops, &sink, &gate, id, &name, &args).await;
             }
             Op::Compact { focus } => {
                 cancel_note(&mut session, &sink, id, "/compact runs instead");
@@ -375,6 +368,83 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
         sink.emit(shutdown.unwrap_or(start), err.event());
     }
     sink.emit(shutdown.unwrap_or(start), Event::ShutdownComplete);
+}
+
+/// One user turn for `message`; returns the id of a `Shutdown` received meanwhile.
+async fn user_turn(
+    session: &mut Session,
+    ops: &mut Ops,
+    sink: &EventSink,
+    gate: &ApprovalGate,
+    id: SubmissionId,
+    message: turn::UserMessage,
+) -> Option<SubmissionId> {
+    let cancel = CancellationToken::new();
+    let mcp = session.mcp().clone();
+    let turn = async {
+        // The summary of the branch just left goes before the message, so the model's first
+        // reply on the new branch reads it (bounded by its timeout).
+        crate::branch_summary::wait(session, sink, id, &cancel).await;
+        let mut ctx = TurnCtx::new(session, sink, gate, id, cancel.clone());
+        turn::run_turn(&mut ctx, message).await
+    };
+    let (stop, deferred) = listening(turn, ops, sink, gate, &cancel, &mcp).await;
+    if cancel.is_cancelled() {
+        cancel_note(session, sink, id, "the session was interrupted");
+    }
+    answer_deferred(session, sink, deferred).await;
+    stop
+}
+
+/// `/NAME args` of a custom command (docs/extending.md): its body filled in is the turn's
+/// message, on the command's `model` for that one turn (the switch there and back is journaled
+/// like `/model`). One that cannot run fails the turn with the reason and sends nothing.
+async fn custom_command(
+    session: &mut Session,
+    ops: &mut Ops,
+    sink: &EventSink,
+    gate: &ApprovalGate,
+    id: SubmissionId,
+    name: &str,
+    args: &str,
+) -> Option<SubmissionId> {
+    let failed = |message: String| {
+        sink.emit(id, Event::Error { kind: ErrorKind::Command, message });
+        sink.emit(
+            id,
+            Event::TurnFinished {
+                status: codewhale_protocol::TurnStatus::Failed,
+                text: String::new(),
+                stats: Default::default(),
+            },
+        );
+    };
+    let expanded = match session.commands.expand(name, args) {
+        Ok(expanded) => expanded,
+        Err(why) => {
+            failed(why);
+            return None;
+        }
+    };
+    let before = session.model().to_owned();
+    let switch = expanded.model.filter(|m| *m != before);
+    if let Some(model) = &switch {
+        if let Err(err) = session.switch_model(model) {
+            failed(format!("/{name} names the model {model}, which cannot be used: {err}"));
+            return None;
+        }
+        sink.emit(id, session.usage_event(None, None));
+    }
+    let message =
+        turn::UserMessage { text: expanded.text, attachments: Vec::new(), images: Vec::new() };
+    let stop = user_turn(session, ops, sink, gate, id, message).await;
+    if switch.is_some() {
+        if let Err(err) = session.switch_model(&before) {
+            sink.emit(id, err.event());
+        }
+        sink.emit(id, session.usage_event(None, None));
+    }
+    stop
 }
 
 /// Read-only questions asked while a turn or a compaction ran: answered as soon as it ends.

@@ -122,6 +122,9 @@ pub struct Session {
     /// Opened without a model provider (a rewind from the command line): why, as a request
     /// would fail.
     no_model: Option<String>,
+    /// The custom slash commands found for the workspace when the session opened
+    /// (docs/extending.md).
+    pub(crate) commands: crate::extensions::Catalog,
 }
 
 /// The meters of one run of a session: its replies, and its summary requests apart.
@@ -239,10 +242,17 @@ impl Session {
         &self.redactor
     }
 
-    /// Re-reads `AGENTS.md` and `.codewhale/instructions.md` and recounts the system prompt
+    /// The project instruction files the system prompt carries now, as named to the model.
+    pub fn instruction_names(&self) -> Vec<String> {
+        self.system.instructions.iter().map(|i| i.name.clone()).collect()
+    }
+
+    /// Re-reads the project instruction files (`AGENTS.md` or `CLAUDE.md` of each folder down
+    /// to the workspace, `.codewhale/instructions.md`) and recounts the system prompt
     /// and tool schemas. Compaction calls this after every pass.
     pub fn refresh_system_prompt(&mut self) {
         self.system = SystemPrompt::load(&self.workspace, self.compact_prefix());
+        self.system.skills = self.commands.skill_listing(self.budget.limits().usable_input).block;
         self.recount_system(false);
     }
 

@@ -209,6 +209,19 @@ impl Assessment {
         }
     }
 
+    /// A `read_file` of a found skill's file: a read that stays inside what the user chose to
+    /// give the model, so it never asks (docs/extending.md, *Skills*).
+    pub fn skill_read() -> Assessment {
+        Assessment {
+            effect: Some(Effect::Read),
+            leaves_workspace: false,
+            protected: false,
+            instructions: false,
+            command: None,
+            mcp: None,
+        }
+    }
+
     /// Read-only calls may run concurrently with each other.
     pub fn is_read_only(&self) -> bool {
         matches!(self.effect, Some(Effect::Read) | None)

@@ -81,6 +81,18 @@ pub(crate) async fn run_calls(
     Ok(ran)
 }
 
+/// A `read_file` of a found skill's file (docs/extending.md, *Skills*): it runs without
+/// asking in every mode, a home skill's outside the workspace included.
+fn skill_read(session: &crate::session::Session, name: &str, input: &serde_json::Value) -> bool {
+    if name != "read_file" {
+        return false;
+    }
+    let Some(raw) = input.get("path").and_then(serde_json::Value::as_str) else { return false };
+    let path = std::path::Path::new(raw);
+    let path = if path.is_absolute() { path.to_owned() } else { session.workspace().join(path) };
+    session.commands.skill_holding(&path).is_some()
+}
+
 /// Runs `calls` in order; returns false when the turn was interrupted.
 async fn run_some(ctx: &mut TurnCtx<'_>, calls: &[ToolCall]) -> Result<bool, EngineError> {
     let tool_ctx = ctx.session.tool_context(ctx.cancel.clone());
@@ -92,6 +104,7 @@ async fn run_some(ctx: &mut TurnCtx<'_>, calls: &[ToolCall]) -> Result<bool, Eng
         .map(|c| match mcp.resolve(&c.name) {
             Some((server, tool, read_only)) => Assessment::mcp(server, tool, read_only),
             None if tools::is_session_tool(&c.name) => Assessment::session_state(),
+            None if skill_read(ctx.session, &c.name, &c.input) => Assessment::skill_read(),
             None => tools::assess(ctx.session.workspace(), &protected, &c.name, &c.input),
         })
         .collect();

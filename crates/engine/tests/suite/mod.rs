@@ -9,6 +9,7 @@ mod compaction;
 mod compaction_passes;
 mod discussions;
 mod eval;
+mod extensions;
 mod idle;
 mod interrupt;
 mod layers;

@@ -74,9 +74,21 @@ impl App {
         match msg.event {
             Event::SessionOpening { bytes, .. } => self.session.opening = Some(bytes),
             Event::SessionConfigured {
-                session_id, model, resumed, workspace, approval, ..
+                session_id,
+                model,
+                resumed,
+                workspace,
+                approval,
+                instructions,
+                commands,
+                ..
             } => {
                 self.session.workspace = Some(workspace.into());
+                self.session.instructions = instructions;
+                if let Some(clash) = super::slash::clashes(&commands) {
+                    self.notice(NoticeKind::Warning, clash);
+                }
+                self.session.commands = commands;
                 self.session.approval = approval;
                 self.session.opening = None;
                 let short: String = session_id.chars().take(8).collect();

@@ -61,7 +61,14 @@ impl App {
                 }
             }
             SlashCommand::Init => {
-                let mut prompt = INIT_PROMPT.to_owned();
+                // The workspace's own instruction file is the one written: CLAUDE.md when
+                // that is the one read (no AGENTS.md beside it).
+                let claude = self.session.instructions.iter().any(|n| n == "CLAUDE.md");
+                let mut prompt = if claude {
+                    INIT_PROMPT.replace("AGENTS.md", "CLAUDE.md")
+                } else {
+                    INIT_PROMPT.to_owned()
+                };
                 if !args.is_empty() {
                     prompt.push_str(&format!("\n\nAlso: {args}"));
                 }
@@ -123,7 +130,7 @@ impl App {
                 self.submit(Op::SwitchModel { model: args });
             }
             SlashCommand::Help => {
-                let text = slash::help_text(self.screen.keyboard_enhanced);
+                let text = slash::help_text(self.screen.keyboard_enhanced, &self.session.commands);
                 self.views.push(TextView::new("help", &text))
             }
             SlashCommand::Quit => self.quit(),

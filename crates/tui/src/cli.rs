@@ -116,6 +116,10 @@ pub enum Command {
     /// Measure what survives compaction on the built-in scenarios, with the configured
     /// model as the summarizer (and, unless --floor-only, as the one answering the probes).
     Eval(EvalArgs),
+    /// Write a session's conversation as the user saw it: messages, tool calls folded to a
+    /// line, compactions with their notes (the newest session of this workspace unless
+    /// --session is given).
+    Export(ExportArgs),
     /// Model Context Protocol servers configured in config.toml.
     Mcp {
         #[command(subcommand)]
@@ -266,6 +270,35 @@ pub struct ExecArgs {
     /// The prompt; several words are joined with spaces; `-` reads it from standard input.
     #[arg(required = true, num_args = 1.., value_name = "PROMPT")]
     pub prompt: Vec<String>,
+}
+
+/// `codewhale export [--session ID | --last] [--format md|json] [-o FILE]`
+#[derive(Debug, Clone, Args)]
+pub struct ExportArgs {
+    /// The session with this id, wherever its workspace is (a unique prefix is enough).
+    #[arg(long, value_name = "ID", conflicts_with = "last")]
+    pub session: Option<String>,
+
+    /// The newest session of this workspace (the default).
+    #[arg(long)]
+    pub last: bool,
+
+    /// `md` (Markdown, the default) or `json` (one object: session, model, messages).
+    #[arg(long, value_name = "FORMAT", default_value = "md")]
+    pub format: ExportFormat,
+
+    /// Write to FILE instead of standard output (an existing file is replaced).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// `export --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    /// Markdown.
+    Md,
+    /// One JSON object.
+    Json,
 }
 
 /// `codewhale import FILE [--json]` · `codewhale import --from claude|codex [--cwd DIR]

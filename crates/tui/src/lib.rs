@@ -9,6 +9,7 @@ mod output;
 
 mod cli;
 mod commands;
+mod export;
 mod figures;
 mod home;
 mod inert;
@@ -104,6 +105,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Journal { command: JournalCommand::Check { file } }) => {
             commands::journal_check::run(&file)
         }
+        Some(Command::Export(args)) => commands::export::run(&home, cli.workspace.as_deref(), args),
         Some(Command::Resume { session, last }) => {
             commands::resume::run(&cli.global, cli.workspace.as_deref(), session, last)
         }

@@ -5,6 +5,7 @@ pub mod compact;
 pub mod context;
 pub mod eval;
 pub mod exec;
+pub mod export;
 pub mod import;
 pub mod interactive;
 pub mod journal_check;

@@ -20,13 +20,16 @@ pub enum SlashCommand {
     Undo,
     Diff,
     Init,
+    Export,
     Model,
     Approval,
     Mcp,
     Status,
+    Cost,
     Trust,
     Help,
     Quit,
+    Exit,
 }
 
 /// Every command, in table order.
@@ -52,13 +55,16 @@ impl SlashCommand {
             SlashCommand::Undo => "undo",
             SlashCommand::Diff => "diff",
             SlashCommand::Init => "init",
+            SlashCommand::Export => "export",
             SlashCommand::Model => "model",
             SlashCommand::Approval => "approval",
             SlashCommand::Mcp => "mcp",
             SlashCommand::Status => "status",
+            SlashCommand::Cost => "cost",
             SlashCommand::Trust => "trust",
             SlashCommand::Help => "help",
             SlashCommand::Quit => "quit",
+            SlashCommand::Exit => "exit",
         }
     }
 
@@ -74,6 +80,7 @@ impl SlashCommand {
             SlashCommand::Model => "[model]",
             SlashCommand::Approval => "[ask | auto-edit | full]",
             SlashCommand::Init => "[what else to cover]",
+            SlashCommand::Export => "[file]",
             SlashCommand::Context
             | SlashCommand::Mcp
             | SlashCommand::Status
@@ -84,7 +91,9 @@ impl SlashCommand {
             | SlashCommand::Undo
             | SlashCommand::Diff
             | SlashCommand::Help
-            | SlashCommand::Quit => "",
+            | SlashCommand::Cost
+            | SlashCommand::Quit
+            | SlashCommand::Exit => "",
         }
     }
 
@@ -143,8 +152,15 @@ impl SlashCommand {
             SlashCommand::Status => {
                 "Show the session: model and window, approval mode, workspace trust, sandbox, session id, compactions, and the tokens and cost spent."
             }
+            SlashCommand::Export => {
+                "Write the conversation as you saw it (messages, tool calls folded to a line, compactions with their notes) as Markdown to a file, or without one copy it to the clipboard (OSC 52)."
+            }
+            SlashCommand::Cost => {
+                "Show what this session cost: this run's requests and tokens, and dollars where the model has a known price (the cost part of /status)."
+            }
             SlashCommand::Help => "List the commands and keys.",
             SlashCommand::Quit => "Leave Codewhale (the session is saved as it goes).",
+            SlashCommand::Exit => "Leave Codewhale, as /quit does.",
         }
     }
 
@@ -158,7 +174,10 @@ impl SlashCommand {
             | SlashCommand::Status
             | SlashCommand::Diff
             | SlashCommand::Help
-            | SlashCommand::Quit => true,
+            | SlashCommand::Cost
+            | SlashCommand::Export
+            | SlashCommand::Quit
+            | SlashCommand::Exit => true,
             SlashCommand::Sessions
             | SlashCommand::Import
             | SlashCommand::Compact
@@ -508,7 +527,8 @@ mod tests {
                 SlashCommand::Compact,
                 SlashCommand::Context,
                 SlashCommand::Clear,
-                SlashCommand::Checkout
+                SlashCommand::Checkout,
+                SlashCommand::Cost
             ]
         );
         assert_eq!(completions("/re"), [SlashCommand::Resume, SlashCommand::Rewind]);

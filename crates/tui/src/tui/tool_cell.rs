@@ -105,6 +105,12 @@ impl ToolCell {
         }
     }
 
+    /// The folded cell's line as plain text: "✓ shell command=ls · 6 lines".
+    pub fn folded_line(&self) -> String {
+        let (mark, _, status) = self.status();
+        format!("{mark} {} {} · {status}", self.name, self.summary)
+    }
+
     fn status(&self) -> (&'static str, Style, String) {
         let grey = Style::new().fg(Color::DarkGray);
         match &self.state {

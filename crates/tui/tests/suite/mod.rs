@@ -5,6 +5,7 @@ mod eval_cli;
 mod exec;
 mod exec_background;
 mod exec_truncation;
+mod export_cli;
 mod habits_pty;
 mod hostile;
 mod images;

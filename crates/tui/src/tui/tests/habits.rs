@@ -1,0 +1,165 @@
+//! The habits users bring from other agents, as the app shows them: `/export`, `/cost`,
+//! `/exit`, the user's own `!CMD` unfolded, `/model` narrowing as you type, `/status` without
+//! a price, and `/clear` naming the conversation it kept by a prefix nothing else shares.
+
+use codewhale_protocol::{
+    ApprovalMode, Event, Figure, HistoryItem, Op, SandboxMode, SandboxReport, Source, SpendReport,
+    StatusReport, Transcript, WorkspaceTrust,
+};
+use crossterm::event::{KeyCode, KeyModifiers};
+
+use super::Harness;
+use crate::tui::event::{AppEvent, Effect};
+
+fn status(spend: SpendReport) -> StatusReport {
+    StatusReport {
+        session: "0193c0de-0000-7000-8000-000000000001".into(),
+        path: "sessions/s.jsonl".into(),
+        workspace: "project".into(),
+        model: "my-local-model".into(),
+        context_window: 32_768,
+        window_unverified: true,
+        window_from: None,
+        usable_input: 24_576,
+        pressure: Figure { tokens: 1_000, source: Source::Estimated },
+        approval: ApprovalMode::Ask,
+        trust: WorkspaceTrust::NoSettings,
+        sandbox: SandboxReport {
+            mode: SandboxMode::WorkspaceWrite,
+            detail: "writable: project".into(),
+        },
+        compactions: 0,
+        spend,
+    }
+}
+
+/// A model without a known price: tokens only, and no `$0.0000` above "no known price".
+#[test]
+fn status_and_cost_without_a_price_show_tokens_only() {
+    let mut h = Harness::new();
+    let unpriced = SpendReport {
+        requests: 0,
+        input_tokens: 0,
+        output_tokens: 0,
+        cost_usd: Some(0.0),
+        summary_requests: 0,
+        summary_cost_usd: Some(0.0),
+        session_cost_usd: 0.0,
+        price: None,
+        prices_read: None,
+    };
+    h.type_str("/status");
+    h.enter();
+    h.engine(1, Event::Status { status: Box::new(status(unpriced.clone())) });
+    let screen = h.screen();
+    assert!(screen.contains("no known price for this model: tokens only"), "{screen}");
+    assert!(!screen.contains('$'), "no dollar figure without a price:\n{screen}");
+    h.key(KeyCode::Esc, KeyModifiers::NONE);
+    // `/cost`: the same section alone.
+    h.type_str("/cost");
+    h.enter();
+    assert_eq!(h.ops(), [Op::GetStatus, Op::GetStatus]);
+    let priced = SpendReport {
+        requests: 3,
+        input_tokens: 24_300,
+        output_tokens: 900,
+        cost_usd: Some(0.0558),
+        price: Some((2.0, 0.5, 8.0)),
+        prices_read: Some("2026-12-04".into()),
+        session_cost_usd: 1.234,
+        ..unpriced
+    };
+    h.engine(2, Event::Status { status: Box::new(status(priced)) });
+    insta::assert_snapshot!(h.screen());
+}
+
+#[test]
+fn exit_leaves_like_quit() {
+    let mut h = Harness::new();
+    h.type_str("/exit");
+    h.enter();
+    assert_eq!(h.ops(), [Op::Shutdown]);
+}
+
+fn transcript() -> Transcript {
+    Transcript {
+        session: "0193c0de-0000-7000-8000-000000000001".into(),
+        model: "gpt-test".into(),
+        items: vec![
+            HistoryItem::User {
+                id: "u1".into(),
+                text: "hello".into(),
+                covered: false,
+                images: Vec::new(),
+            },
+            HistoryItem::Assistant {
+                id: "a1".into(),
+                text: "Hi.".into(),
+                thinking: String::new(),
+                covered: false,
+            },
+        ],
+    }
+}
+
+/// `/export FILE` asks the engine for the conversation and writes it; `/export` alone copies
+/// it through the terminal and says so.
+#[test]
+fn export_writes_the_file_named_or_copies() {
+    let mut h = Harness::new();
+    h.effects();
+    h.type_str("/export notes/chat.md");
+    h.enter();
+    assert_eq!(h.ops(), [Op::GetTranscript]);
+    h.engine(1, Event::Transcript { transcript: Box::new(transcript()) });
+    let effects = h.effects();
+    let [Effect::WriteExport { path, text, what }] = &effects[..] else { panic!("{effects:?}") };
+    assert_eq!((path.as_str(), what.as_str()), ("notes/chat.md", "2 messages"));
+    assert!(text.starts_with("# Codewhale session 0193c0de") && text.contains("\nHi.\n"), "{text}");
+    h.send(AppEvent::Exported(Ok("exported 2 messages to /w/project/notes/chat.md".into())));
+    assert!(h.screen().contains("exported 2 messages to /w/project/notes/chat.md"));
+
+    h.type_str("/export");
+    h.enter();
+    h.engine(2, Event::Transcript { transcript: Box::new(transcript()) });
+    let effects = h.effects();
+    assert!(
+        matches!(&effects[..], [Effect::Copy(text)] if text.contains("## You\n\nhello\n")),
+        "{effects:?}"
+    );
+    insta::assert_snapshot!(h.screen());
+}
+
+/// `/clear`: the kept conversation is named by a prefix worked out against every session (the
+/// new one shares the old one's first characters), said once the new one is open.
+#[test]
+fn clear_names_the_kept_conversation_by_a_prefix_only_it_has() {
+    let mut h = Harness::new();
+    h.effects();
+    h.type_str("/clear");
+    h.enter();
+    assert_eq!(h.effects(), [Effect::OpenSession(codewhale_engine::Resume::New)]);
+    h.engine(
+        0,
+        Event::SessionConfigured {
+            session_id: "0193c0de-0000-7000-8000-000000000002".into(),
+            model: "gpt-test".into(),
+            path: "sessions/s2.jsonl".into(),
+            resumed: false,
+            workspace: "project".into(),
+            approval: Default::default(),
+        },
+    );
+    assert_eq!(
+        h.effects(),
+        [Effect::NameKept {
+            old: "0193c0de-0000-7000-8000-000000000001".into(),
+            new: "0193c0de-0000-7000-8000-000000000002".into(),
+        }]
+    );
+    assert!(!h.screen().contains("/resume 0193c0de "), "no ambiguous prefix:\n{}", h.screen());
+    h.send(AppEvent::KeptNamed(Some("0193c0de-0000-7000-8000-000000000001".into())));
+    let said = "the conversation 0193c0de-0000-7000-8000-000000000001 is kept: /resume \
+                0193c0de-0000-7000-8000-000000000001 brings it back";
+    assert!(h.app.transcript().find(said, None, true).is_some(), "{}", h.screen());
+}

@@ -144,7 +144,7 @@ impl SlashCommand {
                 "Show the MCP servers: each one's status (starting, ready, failed and why) and its tools."
             }
             SlashCommand::Model => {
-                "Use another model from the next request on (a picker of a local server's own models, then the catalog's, with their windows; or a name)."
+                "Use another model from the next request on (a picker of a local server's own models, then the catalog's, with their windows, `?` for one nobody knows; typing filters it; or a name)."
             }
             SlashCommand::Trust => {
                 "Ask again whether to trust this workspace's .codewhale/config.toml (after a \"no\", say); its settings apply from the next session."
@@ -467,7 +467,9 @@ pub fn commands_markdown() -> String {
          `r` deny with a reason the model reads. A compound command, pipe or redirection is \
          covered only if every part is; no grant covers Codewhale's own settings. Writes and \
          edits show their diff (scroll with Up/Down, PageUp/PageDown); the path and the keys \
-         stay visible at any height. `/approval` lists the grants and shows the sandbox mode; \
+         stay visible at any height; on a small terminal the reason line goes and the keys \
+         shrink to a word each before the diff drops below six rows, and the diff's \
+         `---`/`+++` lines, which repeat the path, are not shown. `/approval` lists the grants and shows the sandbox mode; \
          `d` revokes one. When the sandbox refused a command a write, the same view asks \
          whether to rerun it once without the sandbox: only `u` does.\n\
          - Tool calls show live output and elapsed time while they run; when folded, how they \

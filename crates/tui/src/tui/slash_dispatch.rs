@@ -393,6 +393,7 @@ impl App {
     pub(crate) fn show_models(&mut self, models: Vec<ModelChoice>) {
         let current = models.iter().position(|m| m.current);
         let any_server = models.iter().any(|m| m.from_server);
+        let keys = models.iter().map(|m| m.id.clone()).collect();
         let choices = models
             .into_iter()
             .map(|m| {
@@ -414,7 +415,8 @@ impl App {
             "model: the catalog's models (any other name: /model NAME)"
         };
         let mut view =
-            ChoiceView::new(title, choices, "the catalog is empty", "Enter switch · Esc close");
+            ChoiceView::new(title, choices, "the catalog is empty", "Enter switch · Esc close")
+                .filter_by(keys);
         if let Some(at) = current {
             view = view.selected(at);
         }

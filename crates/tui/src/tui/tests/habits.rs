@@ -3,8 +3,8 @@
 //! a price, and `/clear` naming the conversation it kept by a prefix nothing else shares.
 
 use codewhale_protocol::{
-    ApprovalMode, Event, Figure, HistoryItem, Op, SandboxMode, SandboxReport, Source, SpendReport,
-    StatusReport, Transcript, WorkspaceTrust,
+    ApprovalMode, Event, Figure, HistoryItem, ModelChoice, Op, SandboxMode, SandboxReport, Source,
+    SpendReport, StatusReport, Transcript, WorkspaceTrust,
 };
 use crossterm::event::{KeyCode, KeyModifiers};
 
@@ -79,6 +79,41 @@ fn exit_leaves_like_quit() {
     h.type_str("/exit");
     h.enter();
     assert_eq!(h.ops(), [Op::Shutdown]);
+}
+
+/// `/model`'s list narrows as the user types; Enter takes the best match; Esc clears the
+/// filter before it closes the list; a window nobody knows reads `?`.
+#[test]
+fn the_model_list_filters_as_you_type() {
+    let mut h = Harness::new();
+    h.type_str("/model");
+    h.enter();
+    let models = [("gpt-5", 400_000), ("gpt-test", 128_000), ("claude-sonnet-4-5", 200_000)]
+        .iter()
+        .chain(&[("qwen2.5-coder:7b", 0)])
+        .map(|(id, w)| ModelChoice {
+            id: (*id).into(),
+            context_window: *w,
+            current: *id == "gpt-test",
+            from_server: *w == 0,
+        })
+        .collect();
+    h.engine(1, Event::Models { models });
+    assert!(
+        h.screen().contains("qwen2.5-coder:7b                 ? window  server"),
+        "{}",
+        h.screen()
+    );
+    h.type_str("sonn");
+    insta::assert_snapshot!(h.screen());
+    h.key(KeyCode::Backspace, KeyModifiers::NONE);
+    h.type_str("x");
+    assert!(h.screen().contains("nothing matches \"sonx\""), "{}", h.screen());
+    h.key(KeyCode::Esc, KeyModifiers::NONE);
+    assert!(h.screen().contains("type to filter"), "Esc clears the filter first");
+    h.type_str("coder");
+    h.enter();
+    assert_eq!(h.ops()[1], Op::SwitchModel { model: "qwen2.5-coder:7b".into() });
 }
 
 fn transcript() -> Transcript {

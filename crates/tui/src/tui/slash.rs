@@ -279,7 +279,8 @@ pub const KEYS: &[(&str, &str)] = &[
     (
         "! (first)",
         "run the rest of the line as your own shell command: no approval, in the sandbox; its \
-         output shows as a cell and the model reads it with your next message",
+         output shows as a cell, its first 10 lines unfolded (Ctrl+O shows the rest), and the \
+         model reads it with your next message",
     ),
     ("Tab", "complete a slash command or an @ file"),
     ("PageUp / PageDown", "scroll the transcript; at the top it loads earlier messages"),

@@ -3,8 +3,8 @@
 //! a price, and `/clear` naming the conversation it kept by a prefix nothing else shares.
 
 use codewhale_protocol::{
-    ApprovalMode, Event, Figure, HistoryItem, ModelChoice, Op, SandboxMode, SandboxReport, Source,
-    SpendReport, StatusReport, Transcript, WorkspaceTrust,
+    ApprovalMode, CallEnd, Event, Figure, HistoryItem, HistoryPage, ModelChoice, Op, SandboxMode,
+    SandboxReport, Source, SpendReport, StatusReport, Transcript, WorkspaceTrust,
 };
 use crossterm::event::{KeyCode, KeyModifiers};
 
@@ -114,6 +114,75 @@ fn the_model_list_filters_as_you_type() {
     h.type_str("coder");
     h.enter();
     assert_eq!(h.ops()[1], Op::SwitchModel { model: "qwen2.5-coder:7b".into() });
+}
+
+fn shell_output(lines: usize) -> String {
+    (1..=lines).map(|i| format!("file_{i}.rs\n")).collect::<String>() + "[exit code: 0]"
+}
+
+/// `!ls` shows its output under it — the first 10 lines, the rest behind the fold — live and
+/// after a resume alike.
+#[test]
+fn a_bang_command_shows_its_first_ten_lines_live_and_after_a_resume() {
+    let mut h = Harness::new();
+    h.type_str("!ls");
+    h.enter();
+    assert_eq!(h.ops(), [Op::UserShell { command: "ls".into() }]);
+    h.engine(1, Event::UserShellStarted { call_id: "u1".into(), command: "ls".into() });
+    h.engine(
+        1,
+        Event::UserShellFinished {
+            call_id: "u1".into(),
+            command: "ls".into(),
+            output: shell_output(14),
+            end: CallEnd::Completed,
+            exit_code: Some(0),
+        },
+    );
+    let live = h.screen();
+    insta::assert_snapshot!(live);
+    assert!(live.contains("file_10.rs") && !live.contains("file_11.rs"), "{live}");
+    assert!(live.contains("… 5 more lines · Ctrl+O unfolds"), "{live}");
+    // Ctrl+O shows the rest.
+    h.ctrl('o');
+    assert!(h.screen().contains("file_14.rs"), "{}", h.screen());
+    // The same session resumed: the same cell.
+    let mut again = Harness::new();
+    let page = HistoryPage {
+        head: "u1".into(),
+        items: vec![HistoryItem::UserShell {
+            id: "u1".into(),
+            command: "ls".into(),
+            output: shell_output(14),
+            exit_code: Some(0),
+            covered: false,
+        }],
+        older: None,
+        reset: true,
+    };
+    again.engine(0, Event::History { page });
+    let resumed = again.screen();
+    let cell = |s: &str| {
+        s.lines().skip_while(|l| !l.contains("! ls")).take(12).collect::<Vec<_>>().join("\n")
+    };
+    assert_eq!(cell(&resumed), cell(&live), "live:\n{live}\nresumed:\n{resumed}");
+    // A short output shows whole, with nothing folded.
+    let mut short = Harness::new();
+    short.type_str("!pwd");
+    short.enter();
+    short.engine(1, Event::UserShellStarted { call_id: "u2".into(), command: "pwd".into() });
+    short.engine(
+        1,
+        Event::UserShellFinished {
+            call_id: "u2".into(),
+            command: "pwd".into(),
+            output: "/w/project\n[exit code: 0]".into(),
+            end: CallEnd::Completed,
+            exit_code: Some(0),
+        },
+    );
+    let screen = short.screen();
+    assert!(screen.contains("│ /w/project") && !screen.contains("lines …"), "{screen}");
 }
 
 fn transcript() -> Transcript {

@@ -22,6 +22,28 @@ pub struct Cli {
     #[arg(short = 'C', long = "cd", value_name = "DIR")]
     pub workspace: Option<PathBuf>,
 
+    /// Run one turn without the terminal UI and print the answer: `-p PROMPT` is `exec
+    /// PROMPT` (without PROMPT, or with `-`, a piped standard input is the prompt).
+    #[arg(short = 'p', long = "print")]
+    pub print: bool,
+
+    /// Continue the newest session of this workspace: alone, the terminal UI on it (`resume
+    /// --last`); with -p, one more turn (`exec --last`).
+    #[arg(short = 'c', long = "continue")]
+    pub continue_last: bool,
+
+    /// With -p: every engine event as one JSON line instead of the answer (`exec --json`).
+    #[arg(long)]
+    pub json: bool,
+
+    /// With -p: send this image with the prompt (`exec --image`); repeat it for several.
+    #[arg(long, value_name = "FILE")]
+    pub image: Vec<PathBuf>,
+
+    /// With -p: the prompt (several words are joined with spaces; `-` reads standard input).
+    #[arg(value_name = "PROMPT", num_args = 0..)]
+    pub prompt: Vec<String>,
+
     #[command(flatten)]
     pub global: GlobalArgs,
 
@@ -247,7 +269,7 @@ pub struct ContextArgs {
     pub json: bool,
 }
 
-/// `codewhale exec [--session ID | --last] [--json] [--approval MODE] PROMPT`
+/// `codewhale exec [--session ID | --last] [--json] [--approval MODE] [PROMPT | -]`
 #[derive(Debug, Clone, Args)]
 pub struct ExecArgs {
     /// Continue the session with this id (a unique prefix is enough).
@@ -267,8 +289,10 @@ pub struct ExecArgs {
     #[arg(long, value_name = "FILE")]
     pub image: Vec<PathBuf>,
 
-    /// The prompt; several words are joined with spaces; `-` reads it from standard input.
-    #[arg(required = true, num_args = 1.., value_name = "PROMPT")]
+    /// The prompt; several words are joined with spaces. Without it, or with `-`, a piped
+    /// standard input is read as the prompt (at most 1 MiB); with it, standard input is never
+    /// read for the prompt.
+    #[arg(num_args = 0.., value_name = "PROMPT")]
     pub prompt: Vec<String>,
 }
 

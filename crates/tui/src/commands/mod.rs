@@ -12,6 +12,7 @@ pub mod journal_check;
 pub mod mcp;
 pub mod notices;
 pub mod probe;
+pub mod prompt;
 pub mod resume;
 pub mod rewind;
 pub mod sandbox;

@@ -484,7 +484,36 @@ pub fn commands_markdown() -> String {
          - When the model sets its plan (`update_plan`), the transcript shows it as a cell (✓ \
          done, ▸ in progress, · pending) and the status line shows `plan 2/5` (steps done of \
          all); the plan follows HEAD across forks, checkouts and resumes. The model's `recall` \
-         calls show like any tool call; neither tool ever asks for approval.\n",
+         calls show like any tool call; neither tool ever asks for approval.\n\
+         - `!CMD` runs your own command (no approval, the session's sandbox). Its cell shows the \
+         first 10 lines of the output under it, and \"… N more lines\" when there are more: \
+         Ctrl+O unfolds the rest (head and tail), Ctrl+T opens all of it — live, and the same \
+         after a resume.\n\
+         - `/export FILE` writes the conversation as you saw it to FILE as Markdown: each \
+         message under `## You` or `## Assistant`, each tool call folded to the line its cell \
+         shows (✓ shell command=cargo test · 12 lines), your `!CMD` with its output, each \
+         compaction as a quote of its capsule line and its note, where it happened, and the \
+         turns it covers before it; reasoning the model showed is left out. A relative FILE is \
+         inside the workspace, `~/` is your home; FILE is replaced whole (written beside it, \
+         then renamed), readable by you alone. Without FILE the same text goes to the \
+         clipboard through the terminal (OSC 52, as Ctrl+Y copies; a terminal that caps OSC 52 \
+         may keep less of a long conversation: `/export FILE` has all of it). \
+         During a turn the export follows when the turn ends. `codewhale export` writes the \
+         same text from the shell, or JSON.\n\
+         - `/cost` shows `/status`'s cost lines alone: this run's requests and tokens, and the \
+         session's cost. A model without a known price shows tokens only — no dollar figure, \
+         not even `$0.0000` — with where to add a price (`[pricing]` in config.toml). `/exit` \
+         is `/quit`.\n\
+         - `/model` without a name lists the models; typing narrows the list (fuzzy, best \
+         match first), Backspace edits the filter, Esc clears it and a second Esc closes the \
+         list. A window neither the catalog nor the server states (the session only guesses \
+         it) shows as `?`.\n\
+         - `/context` says where the window came from: `window 8192 (from Ollama's /api/ps)`, \
+         `(learned from an overflow)`, `(from the model catalog)`, `(configured)`, or \
+         `(unverified: a guess, …)`; `codewhale context` says the same.\n\
+         - `/clear` names the conversation it kept by the shortest prefix of its id that no \
+         other session shares (ids of one moment share their first characters), so `/resume \
+         PREFIX` brings that one back.\n",
     );
     out
 }

@@ -47,7 +47,7 @@ enum Cleared {
     Interrupted,
 }
 
-/// The most tool calls one reply may have run (docs/security.md, *Bounds*); the rest are
+/// The most tool calls one reply may have run (docs/security.md); the rest are
 /// answered without running.
 pub(crate) const MAX_CALLS_PER_REPLY: usize = 64;
 
@@ -167,7 +167,8 @@ async fn run_some(ctx: &mut TurnCtx<'_>, calls: &[ToolCall]) -> Result<bool, Eng
         }
         let progress: Vec<_> = calls[i..end].iter().map(|c| live_output(ctx, &c.id)).collect();
         // A command the user did not approve as touching a protected path never changes one
-        // (docs/security.md, *Protected paths*): judged by what changed on disk.
+        // (docs/security.md, *Protected paths inside the workspace*): judged by what changed on
+        // disk.
         let guard = (end == i + 1 && calls[i].name == "shell" && !assessments[i].protected)
             .then(|| tools::guard::Snapshot::take(&workspace));
         let mut outputs = futures::future::join_all(

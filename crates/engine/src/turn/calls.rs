@@ -453,15 +453,7 @@ fn finish(
     }
     // How it ended travels as data: no front end reads it back from the text.
     let exit_code = output.exit_code;
-    payload.end = Some(match end {
-        CallEnd::Completed => codewhale_journal::CallEnd::Completed,
-        CallEnd::Failed => codewhale_journal::CallEnd::Failed,
-        CallEnd::TimedOut => codewhale_journal::CallEnd::TimedOut,
-        CallEnd::Denied => codewhale_journal::CallEnd::Denied,
-        CallEnd::NotApproved => codewhale_journal::CallEnd::NotApproved,
-        CallEnd::NotRun => codewhale_journal::CallEnd::NotRun,
-        CallEnd::Interrupted => codewhale_journal::CallEnd::Interrupted,
-    });
+    payload.end = Some(crate::call_end::to_journal(end));
     payload.exit_code = exit_code.map(i64::from);
     payload.reason = reason;
     let id = ctx.session.append(payload)?;

@@ -106,13 +106,10 @@ fn push_item(t: &mut Transcript, item: &HistoryItem) {
             cell.state = state;
             t.push(Covered::new(cell, *covered));
         }
-        HistoryItem::UserShell { id, command, output, exit_code, covered } => {
-            let end = match exit_code {
-                Some(0) => CallEnd::Completed,
-                _ => CallEnd::Failed,
-            };
+        HistoryItem::UserShell { id, command, output, end, exit_code, covered } => {
+            // How it ended is the engine's word, as live: never guessed from the exit code.
             let state = ToolState::Done {
-                end,
+                end: *end,
                 exit_code: *exit_code,
                 exit_code_in_output: exit_code.is_some(),
                 reason: None,

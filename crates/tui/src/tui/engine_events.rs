@@ -358,6 +358,8 @@ impl App {
             Event::ShutdownComplete => {}
             // The notice before it says what was restored, and the page shows the new view.
             Event::FilesRestored { .. } => {}
+            // `Event` is `#[non_exhaustive]`: an event a newer engine sends is skipped here.
+            other => tracing::debug!("an engine event this UI does not know: {other:?}"),
         }
     }
 

@@ -210,7 +210,13 @@ fn user_item(journal: &Journal, u: &UserPayload, id: String, covered: bool) -> O
         let output = text.strip_prefix(prefix.as_str()).unwrap_or(&text).to_owned();
         let exit_code = shell.exit_code.and_then(|c| i32::try_from(c).ok());
         let command = shell.command.clone();
-        return Some(HistoryItem::UserShell { id, command, output, exit_code, covered });
+        // An entry written before `end` was journaled is read by its exit code.
+        let end = match &shell.end {
+            Some(end) => crate::call_end::from_journal(end),
+            None if exit_code == Some(0) => CallEnd::Completed,
+            None => CallEnd::Failed,
+        };
+        return Some(HistoryItem::UserShell { id, command, output, end, exit_code, covered });
     }
     let images: Vec<ImageInfo> = u
         .content
@@ -275,20 +281,11 @@ fn display(text: &Text) -> String {
 /// How a journaled call ended, from the fields its result carries; a result written before
 /// they existed is read by the engine's own wording of it ([`crate::turn::calls`]).
 fn outcome_of(r: &codewhale_journal::ToolResultPayload) -> ToolOutcome {
-    use codewhale_journal::CallEnd as J;
     // Read as text only when a question needs it: outputs can be megabytes.
     let text = || r.content.to_string();
     let (end, exit_code, reason) = match &r.end {
         Some(end) => {
-            let end = match end {
-                J::Completed => CallEnd::Completed,
-                J::TimedOut => CallEnd::TimedOut,
-                J::Denied => CallEnd::Denied,
-                J::NotApproved => CallEnd::NotApproved,
-                J::NotRun => CallEnd::NotRun,
-                J::Interrupted => CallEnd::Interrupted,
-                J::Failed | J::Other(_) => CallEnd::Failed,
-            };
+            let end = crate::call_end::from_journal(end);
             (end, r.exit_code.and_then(|c| i32::try_from(c).ok()), r.reason.clone())
         }
         None => {

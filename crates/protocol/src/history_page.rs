@@ -94,11 +94,14 @@ pub enum HistoryItem {
         summary: String,
         covered: bool,
     },
-    /// A shell command the user ran themselves (`!CMD`), with its output.
+    /// A shell command the user ran themselves (`!CMD`), with its output and how it ended
+    /// (the journal's `end`, the values a tool call's result has).
     UserShell {
         id: String,
         command: String,
         output: String,
+        #[serde(default)]
+        end: crate::CallEnd,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         exit_code: Option<i32>,
         #[serde(default)]

@@ -305,6 +305,7 @@ mod tests {
                     id: "u2".into(),
                     command: "cat ```x".into(),
                     output: "a\n```\nb\n".into(),
+                    end: CallEnd::Failed,
                     exit_code: Some(1),
                     covered: false,
                 },

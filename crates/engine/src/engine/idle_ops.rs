@@ -158,6 +158,15 @@ pub(super) async fn handle_idle_op(
         | Op::UserShell { .. }
         | Op::Shutdown
         | Op::AwaitBranchSummary => {}
+        // `Op` is `#[non_exhaustive]`: an op added to the protocol that this engine does not
+        // handle yet is refused in words, never dropped in silence.
+        _ => sink.emit(
+            id,
+            Event::Error {
+                kind: ErrorKind::Unsupported,
+                message: "this engine does not know that request; update codewhale".into(),
+            },
+        ),
     }
 }
 

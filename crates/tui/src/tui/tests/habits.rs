@@ -154,6 +154,7 @@ fn a_bang_command_shows_its_first_ten_lines_live_and_after_a_resume() {
             id: "u1".into(),
             command: "ls".into(),
             output: shell_output(14),
+            end: codewhale_protocol::CallEnd::Completed,
             exit_code: Some(0),
             covered: false,
         }],

@@ -11,6 +11,7 @@
 
 mod file;
 pub mod hooks;
+mod values;
 
 use std::path::{Path, PathBuf};
 

@@ -126,6 +126,7 @@ impl Harness {
 mod background;
 mod composer;
 mod extensions;
+mod habits;
 mod history;
 mod images;
 mod one_truth;

@@ -75,7 +75,12 @@ pub fn page(journal: &Journal, before: Option<&str>, limit: usize, reset: bool) 
 fn shown(entry_kind: &str) -> bool {
     matches!(
         entry_kind,
-        kind::USER | kind::ASSISTANT | kind::TOOL_RESULT | kind::BRANCH_SUMMARY | kind::SYSTEM
+        kind::USER
+            | kind::ASSISTANT
+            | kind::TOOL_RESULT
+            | kind::BRANCH_SUMMARY
+            | kind::SYSTEM
+            | kind::SIDE
     )
 }
 
@@ -137,6 +142,13 @@ fn push_entry(items: &mut Vec<HistoryItem>, journal: &Journal, entry: &Entry, co
         Payload::BranchSummary(b) => {
             items.push(HistoryItem::BranchSummary { id, summary: b.summary.clone(), covered })
         }
+        Payload::Side(s) => items.push(HistoryItem::Side {
+            id,
+            question: s.question.clone(),
+            answer: s.answer.clone(),
+            model: s.model.clone().unwrap_or_default(),
+            cost_usd: s.usage.as_ref().and_then(|u| u.cost_usd),
+        }),
         _ => {}
     }
 }

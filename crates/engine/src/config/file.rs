@@ -14,7 +14,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::TuiConfig;
-use super::{CompactionConfig, Config, ConfigError, RedactionConfig, ShellConfig};
+use super::{CompactionConfig, Config, ConfigError, RedactionConfig, ShellConfig, ToolsConfig};
 use crate::approval::ApprovalMode;
 use crate::sandbox::{SandboxConfig, SandboxMode};
 
@@ -62,6 +62,8 @@ struct FileConfig {
     compaction: FileCompaction,
     #[serde(default)]
     shell: FileShell,
+    #[serde(default)]
+    tools: FileTools,
     #[serde(default)]
     redaction: FileRedaction,
     #[serde(default)]
@@ -132,6 +134,14 @@ struct FileShell {
     env: BTreeMap<String, String>,
     keep_background: Option<bool>,
     max_processes: Option<Spanned<u32>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileTools {
+    web_fetch: Option<bool>,
+    #[serde(default)]
+    web_fetch_allow: Vec<Spanned<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -318,6 +328,12 @@ pub fn parse_scoped(path: &Path, text: &str, scope: Scope) -> Result<Config, Con
         }
         n => n.map(Spanned::into_inner),
     };
+    let mut web_fetch_allow = Vec::with_capacity(file.tools.web_fetch_allow.len());
+    for host in file.tools.web_fetch_allow {
+        let normal =
+            super::web_fetch_entry(host.get_ref()).map_err(|e| invalid(Some(host.span()), e))?;
+        web_fetch_allow.push(normal);
+    }
     let mut mcp_servers = Vec::with_capacity(file.mcp_servers.len());
     for (name, table) in file.mcp_servers {
         let span = table_span(text, &name);
@@ -368,6 +384,7 @@ pub fn parse_scoped(path: &Path, text: &str, scope: Scope) -> Result<Config, Con
             keep_background: file.shell.keep_background,
             max_processes,
         },
+        tools: ToolsConfig { web_fetch: file.tools.web_fetch, web_fetch_allow },
         redaction: RedactionConfig { patterns },
         sandbox: SandboxConfig {
             mode: sandbox_mode,

@@ -14,10 +14,11 @@ use super::app::{App, Gauge, Lifecycle, Pending, Retry, TurnProgress};
 use super::approval_view::ApprovalView;
 use super::branch_cell::BranchSummaryCell;
 use super::cells::short_tokens;
-use super::cells::{AnchorCell, CompactionCell, CompactionSummary, NoticeKind};
+use super::cells::{AnchorCell, CompactionCell, CompactionSummary, NoticeKind, SideCell};
 use super::event::Effect;
 use super::page_cells;
 use super::plan_cell::PlanCell;
+use super::restore_view::{RestoreTarget, RestoreView};
 use super::slash_dispatch::{anchors_text, context_text, status_text};
 use super::tool_cell::{ToolCell, ToolState};
 use super::views::{TextView, ViewKind};
@@ -101,6 +102,7 @@ impl App {
             Event::MessageTakenBack { text } => self.message_taken_back(text),
             Event::ImagesAttached { images } => self.images_attached(images),
             Event::TurnStarted => {
+                self.session.plan_presented = false;
                 self.lifecycle = Lifecycle::Streaming { thinking: false };
                 self.progress.clock = self.progress.clock.max(std::time::Instant::now());
                 self.progress.turn_progress =
@@ -221,6 +223,20 @@ impl App {
                 self.views.push(TextView::new("status", &status_text(&status)))
             }
             Event::RestorePreview { files, .. } => self.on_restore_preview(files, pending),
+            // After a checkout's page and its message: offered, never written without a yes.
+            Event::BranchFiles { from, files } => {
+                self.views.push(RestoreView::new(RestoreTarget::Checkout { from }, files))
+            }
+            Event::SideAnswer { question, answer, model, cost_usd, .. } => {
+                let cell = SideCell { question, answer, model, cost_usd };
+                let mut text = cell.answer.clone();
+                text.push_str(&format!("\n\n{}", cell.footer()));
+                let title = format!("btw: {}", cell.question);
+                self.transcript.push(cell);
+                self.views.push(TextView::new(title, &text));
+                self.lifecycle = Lifecycle::Idle;
+                self.send_queued();
+            }
             Event::ComposerText { text } => self.edit_again(text),
             Event::Usage { pressure, usable_input, window_unverified, model, .. } => {
                 self.session.gauge = Some(Gauge { pressure, usable_input, window_unverified });
@@ -229,6 +245,7 @@ impl App {
             Event::Plan { plan, updated } => {
                 if let (Some(plan), true) = (&plan, updated) {
                     self.transcript.push(PlanCell { plan: plan.clone() });
+                    self.session.plan_presented = true;
                 }
                 self.session.plan = plan;
             }
@@ -257,7 +274,14 @@ impl App {
                 self.notice(NoticeKind::Info, message);
             }
             Event::ApprovalChanged { mode, message } => {
-                self.session.approval = mode;
+                match self.session.approval_asked {
+                    // An earlier press: the mode shown already follows the last one.
+                    Some(last) if last != msg.id => {}
+                    _ => {
+                        self.session.approval = mode;
+                        self.session.approval_asked = None;
+                    }
+                }
                 self.notice(NoticeKind::Info, message);
             }
             // After the page of the new HEAD: shown under its conversation.
@@ -269,6 +293,10 @@ impl App {
                 if pending == Some(Pending::Compact) {
                     // The pass never started (something else runs).
                     self.end_compaction();
+                }
+                if pending == Some(Pending::SideQuestion) {
+                    self.lifecycle = Lifecycle::Idle;
+                    self.send_queued();
                 }
                 self.notice(NoticeKind::Error, message)
             }
@@ -350,6 +378,14 @@ impl App {
                 }
                 self.views.close(ViewKind::Approval);
                 self.lifecycle = Lifecycle::Idle;
+                let presented = std::mem::take(&mut self.session.plan_presented);
+                if status == TurnStatus::Completed
+                    && presented
+                    && self.session.approval == codewhale_protocol::ApprovalMode::Plan
+                    && self.outbox.queued.is_empty()
+                {
+                    self.views.push(super::plan_ready::view());
+                }
                 self.send_queued();
             }
             Event::ShutdownComplete if self.keys.quitting => self.effects.push(Effect::Exit),

@@ -12,7 +12,7 @@ use codewhale_protocol::{CallEnd, HistoryItem, HistoryPage, NoticeLevel};
 use super::branch_cell::BranchSummaryCell;
 use super::cells::{
     AnchorCell, AssistantCell, CompactionCell, CompactionSummary, Covered, ImageCell, NoticeCell,
-    NoticeKind, ThinkingCell, UserCell,
+    NoticeKind, SideCell, ThinkingCell, UserCell,
 };
 use super::tool_cell::{ToolCell, ToolState};
 use super::transcript::Transcript;
@@ -81,6 +81,12 @@ fn push_item(t: &mut Transcript, item: &HistoryItem) {
             let cell = BranchSummaryCell { summary: summary.clone(), ..Default::default() };
             t.push(Covered::new(cell, *covered))
         }
+        HistoryItem::Side { question, answer, model, cost_usd, .. } => t.push(SideCell {
+            question: question.clone(),
+            answer: answer.clone(),
+            model: model.clone(),
+            cost_usd: *cost_usd,
+        }),
         HistoryItem::AnchorWithdrawn { text, .. } => t.push(NoticeCell {
             kind: NoticeKind::Info,
             text: format!("anchor withdrawn: {}", text.lines().next().unwrap_or_default()),

@@ -31,6 +31,8 @@ pub enum Pending {
     /// A rewind or fork back to an earlier message: what the user saw before that point stays,
     /// only what followed it goes.
     HeadBack,
+    /// `/btw`: an error ends the wait for the answer.
+    SideQuestion,
 }
 
 /// A message on its way to the engine: its text and the files mentioned with `@`.

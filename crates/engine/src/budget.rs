@@ -13,7 +13,7 @@ use crate::config::Config;
 
 /// The reserved-output cap of docs/architecture.md, *Budget and tokens*.
 pub const MAX_RESERVED_OUTPUT: u64 = 16_384;
-/// Windows up to this size are small (docs/compaction.md, *Small windows*): the note's budget
+/// Windows up to this size are small (docs/compaction.md, *Small local models*): the note's budget
 /// scales with them.
 pub const SMALL_WINDOW: u64 = 16_384;
 /// The default auto-compaction threshold as a fraction of usable input.

@@ -55,6 +55,10 @@ pub mod budget;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod budget;
 #[cfg(feature = "internals")]
+pub mod call_end;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod call_end;
+#[cfg(feature = "internals")]
 pub mod checkpoint;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod checkpoint;

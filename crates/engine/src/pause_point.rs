@@ -1,10 +1,10 @@
 //! Named points inside multi-step operations where a test can stop the process and kill it.
 //!
-//! The survival of a kill in the middle of a rewind or an import (docs/security.md, *Bounds and
-//! protected paths*) is tested by killing a real process at each step. A process started with
-//! `CODEWHALE_PAUSE_AT=<name>` that reaches the point of that name writes
-//! `codewhale: paused at <name>` to stderr and waits there until it is killed. Without the
-//! variable, reaching a point costs one read of a cached value.
+//! The survival of a kill in the middle of a rewind or an import (docs/security.md, *Durable or
+//! failed*) is tested by killing a real process at each step. A process started with
+//! `CODEWHALE_PAUSE_AT=<name>` that reaches the point of that name writes `codewhale: paused at
+//! <name>` to stderr and waits there until it is killed. Without the variable, reaching a point
+//! costs one read of a cached value.
 
 use std::sync::OnceLock;
 

@@ -77,6 +77,7 @@ pub(crate) async fn run(
         user_shell: Some(UserShell {
             command: command.clone(),
             exit_code: outcome.exit_code.map(i64::from),
+            end: Some(crate::call_end::to_journal(end)),
             ..UserShell::default()
         }),
         ..UserPayload::default()

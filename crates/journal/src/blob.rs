@@ -1,5 +1,5 @@
 //! The session's blob store: the bytes of the images a user message carries
-//! (docs/journal-format.md, *Images*).
+//! (docs/journal-format.md, *Content blocks*).
 //!
 //! Owns `<session-id>.blobs/` beside the journal: one file per distinct content, named
 //! `<sha256>.<ext>`, created mode 0600. Invariants: a blob is written whole (a temporary file,

@@ -33,7 +33,7 @@ pub const PLAN: u8 = 64;
 pub const PLAN_MODE: u8 = 128;
 
 /// The tool whose newest valid call on HEAD's spine is the live plan (docs/compaction.md,
-/// *The plan*).
+/// *The plan (`update_plan`)*).
 pub const PLAN_TOOL: &str = "update_plan";
 
 /// Bits of [`Meta`]'s packed word that hold the offset (files up to 256 TiB).

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::history_page::HistoryPage;
+use super::history_page::{HistoryPage, Transcript};
 use super::kinds::{CompactionKind, CompactionTrigger, ErrorKind};
 use super::mcp::McpServerInfo;
 use super::outcome::{AnchorChange, HeadMove};
@@ -25,10 +25,11 @@ pub struct EventMsg {
     pub event: Event,
 }
 
-/// Something the engine did or saw. Not `#[non_exhaustive]`: the front end of this workspace
-/// matches every event by name, so a new one fails to compile until it is handled.
+/// Something the engine did or saw. `#[non_exhaustive]`: a front end keeps compiling when an
+/// event is added, and handles one it does not know in a fallback arm (the TUI logs and skips it).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Event {
     /// A session is being opened (sent before a large one is read, so a front end can show
     /// progress instead of waiting silently).
@@ -352,6 +353,11 @@ pub enum Event {
     /// and unasked (with `reset`) after the session opened and after every HEAD move.
     History {
         page: HistoryPage,
+    },
+    /// The answer to [`Op::GetTranscript`](super::Op::GetTranscript): the whole conversation
+    /// at HEAD, for `/export`.
+    Transcript {
+        transcript: Box<Transcript>,
     },
     /// The engine stopped (after [`Op::Shutdown`](super::Op::Shutdown)).
     ShutdownComplete,

@@ -94,11 +94,14 @@ pub enum HistoryItem {
         summary: String,
         covered: bool,
     },
-    /// A shell command the user ran themselves (`!CMD`), with its output.
+    /// A shell command the user ran themselves (`!CMD`), with its output and how it ended
+    /// (the journal's `end`, the values a tool call's result has).
     UserShell {
         id: String,
         command: String,
         output: String,
+        #[serde(default)]
+        end: crate::CallEnd,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         exit_code: Option<i32>,
         #[serde(default)]
@@ -121,6 +124,20 @@ pub enum HistoryItem {
         #[serde(default)]
         level: super::values::NoticeLevel,
     },
+}
+
+/// The whole conversation at HEAD as the user saw it, oldest first: what `/export` and
+/// `codewhale export` write ([`super::Op::GetTranscript`], [`super::Event::Transcript`]). Every
+/// item of HEAD's branch, those compactions cover included (marked `covered` as the active
+/// compaction says), and every compaction whose covered part lies on the branch, where it was
+/// written. Tool output is shortened for display as in a page.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Transcript {
+    /// The session's id.
+    pub session: String,
+    /// The model the session last used.
+    pub model: String,
+    pub items: Vec<HistoryItem>,
 }
 
 /// A page of the conversation at HEAD.

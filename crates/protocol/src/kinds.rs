@@ -21,6 +21,8 @@ pub enum ErrorKind {
     Branch,
     /// Another op is running; interrupt it or wait.
     Busy,
+    /// An op this engine does not know (a front end built against a newer protocol).
+    Unsupported,
     /// An approval for a call that is not waiting.
     NoSuchCall,
     /// Pinning or unpinning an anchor failed.
@@ -98,6 +100,7 @@ impl ErrorKind {
             ErrorKind::InvalidView => "invalid_view",
             ErrorKind::Branch => "branch",
             ErrorKind::Busy => "busy",
+            ErrorKind::Unsupported => "unsupported",
             ErrorKind::NoSuchCall => "no_such_call",
             ErrorKind::Anchor => "anchor",
             ErrorKind::ContextFull => "context_full",

@@ -4,9 +4,11 @@ use serde::{Deserialize, Serialize};
 
 use super::restore::TakeBack;
 
-/// What the user (or a script) asks the engine to do.
+/// What the user (or a script) asks the engine to do. `#[non_exhaustive]`: an engine answers an
+/// op it does not know with `error{kind: "unsupported"}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Op {
     /// A user message; starts a turn. `attachments` are files the user mentioned (`@path`):
     /// a text file is read now and journaled after the message; an image (by its extension)
@@ -68,6 +70,9 @@ pub enum Op {
     /// newest `limit` items before `before` (an item's cursor from an earlier page), or the newest
     /// ones.
     GetHistory { before: Option<String>, limit: usize },
+    /// Ask for the whole conversation at HEAD as the user saw it
+    /// ([`Event::Transcript`](super::Event::Transcript)), for `/export`.
+    GetTranscript,
     /// Start a new branch at an entry (the edit/retry of a message).
     Fork { at: String },
     /// Move HEAD to an entry of another branch.

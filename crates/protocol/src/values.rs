@@ -45,7 +45,7 @@ pub enum CallEnd {
     Denied,
     /// It needs an approval no one could give here (no terminal to ask); it never ran.
     NotApproved,
-    /// Too many calls in one reply: it never ran (docs/security.md, *Bounds*).
+    /// Too many calls in one reply: it never ran (docs/security.md).
     NotRun,
     /// The user stopped the turn before or while it ran.
     Interrupted,

@@ -11,6 +11,7 @@
 //!   response, which closes the connection, so the server stops generating;
 //! - every error returned has the API key redacted.
 
+use std::io;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -38,44 +39,65 @@ pub struct Client {
 }
 
 /// The most a reply may carry, in bytes of text, reasoning and tool arguments (docs/security.md,
-/// *Bounds*): four times the output tokens asked for, at four bytes a token, and never more
+/// *Network reads*): four times the output tokens asked for, at four bytes a token, and never more
 /// than 16 MiB.
 pub fn reply_bound(max_output_tokens: u32) -> u64 {
     const MAX_REPLY_BYTES: u64 = 16 * 1024 * 1024;
     (u64::from(max_output_tokens.max(1)) * 4 * 4).min(MAX_REPLY_BYTES)
 }
 
+/// Why a connection could not be made, when it says the server is not there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum NotThere {
+    /// The host answered that nothing listens on the port (ECONNREFUSED: 111 on Linux, 61 on
+    /// macOS; std names both [`io::ErrorKind::ConnectionRefused`]).
+    Refused,
+    /// The host's name did not resolve.
+    UnknownHost,
+}
+
+/// What the error's source chain says of the server: the I/O error's kind where there is one.
+/// A failed name lookup has no [`io::ErrorKind`] of its own (std reports getaddrinfo's failure
+/// as uncategorized), so it is told by the resolver's own wording, which hyper's connector
+/// fixes as "dns error".
+fn not_there(err: &(dyn std::error::Error + 'static)) -> Option<NotThere> {
+    let mut source = Some(err);
+    let mut lookup_failed = false;
+    while let Some(cause) = source {
+        if let Some(io) = cause.downcast_ref::<io::Error>() {
+            if io.kind() == io::ErrorKind::ConnectionRefused {
+                return Some(NotThere::Refused);
+            }
+        }
+        let text = cause.to_string();
+        lookup_failed |= text.starts_with("dns error") || text.contains("failed to lookup address");
+        source = cause.source();
+    }
+    lookup_failed.then_some(NotThere::UnknownHost)
+}
+
 /// The error for a server that is not there — the connection refused, the host unknown — naming
 /// the address and what to do; `None` for any other failure.
 fn unreachable(url: &str, err: &reqwest::Error) -> Option<ProviderError> {
-    let mut chain = Vec::new();
-    let mut source: Option<&dyn std::error::Error> = Some(err);
-    while let Some(cause) = source {
-        chain.push(cause.to_string());
-        source = cause.source();
-    }
-    let refused =
-        chain.iter().any(|c| c.contains("Connection refused") || c.contains("os error 111"));
-    let unknown = chain.iter().any(|c| {
-        c.contains("dns error")
-            || c.contains("failed to lookup address")
-            || c.contains("Name or service not known")
-    });
     let base = url.rsplit_once("/v1/").map_or(url, |(base, _)| base);
-    let message = if refused {
-        format!(
+    let message = match not_there(err)? {
+        NotThere::Refused => format!(
             "nothing answers at {base} (connection refused): start the server there, or point \
              --base-url (base_url in config.toml) at one that runs"
-        )
-    } else if unknown {
-        format!(
+        ),
+        NotThere::UnknownHost => format!(
             "the host of {base} cannot be found (DNS lookup failed): check the address in \
              --base-url (base_url in config.toml) and the network"
-        )
-    } else {
-        return None;
+        ),
     };
     Some(ProviderError::new(ErrorKind::Unreachable, message))
+}
+
+/// reqwest is built without a TLS crypto provider of its own and asks the process for one;
+/// ring is Codewhale's (the MCP client installs the same). Installing twice is harmless: the
+/// first one stays. Call it before building any `reqwest::Client`.
+pub fn install_crypto() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
 /// The bytes of content an event adds to the reply.
@@ -95,6 +117,7 @@ impl Client {
     /// A client for `config`. Fails on a header that is not valid HTTP, or if the TLS
     /// backend cannot start.
     pub fn new(config: ProviderConfig) -> Result<Client, ProviderError> {
+        install_crypto();
         let http = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout)
             .build()
@@ -484,6 +507,41 @@ fn sensitive(value: &str) -> Result<HeaderValue, ProviderError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An error that wraps another, as hyper's connector wraps the socket's.
+    #[derive(Debug)]
+    struct Wrapped(&'static str, io::Error);
+
+    impl std::fmt::Display for Wrapped {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+
+    impl std::error::Error for Wrapped {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.1)
+        }
+    }
+
+    #[test]
+    fn a_refused_connection_is_told_by_its_kind_not_its_words() {
+        // Whatever the platform's wording or number (111 on Linux, 61 on macOS), the kind.
+        let refused = io::Error::new(io::ErrorKind::ConnectionRefused, "verbindung abgelehnt");
+        let wrapped = Wrapped("tcp connect error", refused);
+        assert_eq!(not_there(&wrapped), Some(NotThere::Refused));
+        // The words alone, on an error of another kind, are not a refusal.
+        let other = io::Error::other("Connection refused (os error 111)");
+        assert_eq!(not_there(&Wrapped("tcp connect error", other)), None);
+        let reset = io::Error::new(io::ErrorKind::ConnectionReset, "reset by peer");
+        assert_eq!(not_there(&Wrapped("tcp connect error", reset)), None);
+    }
+
+    #[test]
+    fn a_failed_name_lookup_is_an_unknown_host() {
+        let lookup = io::Error::other("failed to lookup address information: Name not known");
+        assert_eq!(not_there(&Wrapped("dns error", lookup)), Some(NotThere::UnknownHost));
+    }
 
     #[test]
     fn endpoints_follow_each_providers_base_url_convention() {

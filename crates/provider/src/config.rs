@@ -211,7 +211,7 @@ impl ProviderConfig {
     /// Whether the server is a hosted API: the official hosts of the APIs Codewhale knows
     /// ([`HOSTED_APIS`]), or any base URL configured with `[provider] hosted = true`. Every
     /// other server is local or self-hosted: probed for its window and watched for silent
-    /// truncation (docs/compaction.md, *Small windows*).
+    /// truncation (docs/compaction.md, *Small local models*).
     pub fn is_hosted(&self) -> bool {
         if let Some(hosted) = self.hosted {
             return hosted;

@@ -44,7 +44,7 @@ pub use accumulate::ResponseBuilder;
 pub use catalog::{
     lookup as lookup_model, models as catalog_models, price_of, prices_read, ModelInfo,
 };
-pub use client::{reply_bound, Client};
+pub use client::{install_crypto, reply_bound, Client};
 pub use config::{host_of, OpenAiServer, ProviderConfig, ProviderKind, RetryPolicy, HOSTED_APIS};
 pub use error::{ErrorKind, ProviderError, ProviderFailure};
 pub use event::{StopReason, StreamEvent, Usage};

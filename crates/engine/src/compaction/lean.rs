@@ -1,4 +1,4 @@
-//! The lean summary request (docs/compaction.md, *Small windows*): when the session's shared
+//! The lean summary request (docs/compaction.md, *Small local models*): when the session's shared
 //! prefix — system prompt, project instructions and tool schemas — would take more than a third
 //! of the summarizing model's window, the summary request goes without it, so the room is
 //! spent on the conversation it summarizes.

@@ -53,7 +53,7 @@ pub struct Case {
     #[serde(default)]
     pub last_round_start: Option<usize>,
     /// `U`, in tokens: a toolless tail whose o200k count exceeds a quarter of it is a long
-    /// discussion (docs/survival-contract.md, *The last round*).
+    /// discussion (docs/survival-contract.md, *The last round and its protected part*).
     #[serde(default)]
     pub usable_input: Option<u64>,
     #[serde(default, deserialize_with = "anchors")]

@@ -20,7 +20,7 @@ pub fn is_plain_user(message: &Message) -> bool {
 }
 
 /// A toolless tail with this many plain user turns (the latest included) is a long discussion:
-/// the walk back stops at it (docs/survival-contract.md, *The last round*).
+/// the walk back stops at it (docs/survival-contract.md, *The last round and its protected part*).
 pub const LONG_TAIL_USER_TURNS: usize = 4;
 
 /// What the long-tail rule measures a toolless tail with: each message's estimate and the
@@ -68,14 +68,14 @@ impl Round {
     }
 }
 
-/// The last round of `messages` (docs/survival-contract.md, *The last round*): the latest plain
-/// user message if a tool result follows it; otherwise the walk back to the nearest earlier
-/// plain user message with a tool result after it — unless the toolless tail (the messages after
-/// the last tool result) is a long discussion: [`LONG_TAIL_USER_TURNS`] plain user turns or more,
-/// or, with `measure`, an estimate above the kept-tail target. Then the round is the latest user
-/// turn, as in a chat-only view, and the last two complete tool exchanges before it are
-/// protected with it ([`Round::exchanges`]). A chat-only view keeps just its latest plain user
-/// message. `None` when there is no plain user message.
+/// The last round of `messages` (docs/survival-contract.md, *The last round and its protected
+/// part*): the latest plain user message if a tool result follows it; otherwise the walk back to
+/// the nearest earlier plain user message with a tool result after it — unless the toolless tail
+/// (the messages after the last tool result) is a long discussion: [`LONG_TAIL_USER_TURNS`] plain
+/// user turns or more, or, with `measure`, an estimate above the kept-tail target. Then the round
+/// is the latest user turn, as in a chat-only view, and the last two complete tool exchanges before
+/// it are protected with it ([`Round::exchanges`]). A chat-only view keeps just its latest plain
+/// user message. `None` when there is no plain user message.
 pub fn last_round(messages: &[Message], measure: Option<TailMeasure<'_>>) -> Option<Round> {
     let latest = messages.iter().rposition(is_plain_user)?;
     let last_result = messages.iter().rposition(Message::has_tool_result);

@@ -13,6 +13,7 @@ use codewhale_provider::{OpenAiServer, ProviderKind};
 use serde::Deserialize;
 use toml::Spanned;
 
+use super::values::{ConfigValue, EnvName, Fraction, Millis, Seconds, SecondsOrOff, Tokens};
 use super::TuiConfig;
 use super::{CompactionConfig, Config, ConfigError, RedactionConfig, ShellConfig, ToolsConfig};
 use crate::approval::ApprovalMode;
@@ -214,48 +215,22 @@ pub fn parse_scoped(path: &Path, text: &str, scope: Scope) -> Result<Config, Con
         })?),
         None => None,
     };
-    let positive = |v: Option<Spanned<u64>>| match v {
-        Some(v) if *v.get_ref() == 0 => {
-            Err(invalid(Some(v.span()), "must be a positive number of tokens".into()))
-        }
-        v => Ok(v.map(Spanned::into_inner)),
+    // The fractions' errors end with an example: the key's default.
+    let fraction = |v, example: &str| {
+        checked::<Fraction>(v, &|span, m| invalid(span, format!("{m}, e.g. {example}")))
     };
-    let threshold = match file.compaction.threshold {
-        Some(t) if !(*t.get_ref() > 0.0 && *t.get_ref() <= 1.0) => {
-            return Err(invalid(
-                Some(t.span()),
-                format!("{} is not a fraction in (0, 1], e.g. 0.8", t.get_ref()),
-            ))
-        }
-        t => t.map(Spanned::into_inner),
-    };
-    let background_at = match file.compaction.background_at {
-        Some(t) if !(*t.get_ref() > 0.0 && *t.get_ref() <= 1.0) => {
-            return Err(invalid(
-                Some(t.span()),
-                format!("{} is not a fraction in (0, 1], e.g. 0.6", t.get_ref()),
-            ))
-        }
-        t => t.map(Spanned::into_inner),
-    };
-    let branch_summary_timeout = match file.compaction.branch_summary_timeout_sec {
-        Some(t) if !(*t.get_ref() > 0.0 && t.get_ref().is_finite()) => {
-            return Err(invalid(Some(t.span()), "must be a positive number of seconds".into()))
-        }
-        t => t.map(|t| std::time::Duration::from_secs_f64(t.into_inner())),
-    };
+    let threshold = fraction(file.compaction.threshold, "0.8")?.map(Fraction::get);
+    let background_at = fraction(file.compaction.background_at, "0.6")?.map(Fraction::get);
+    let branch_summary_timeout =
+        checked::<Seconds>(file.compaction.branch_summary_timeout_sec, &invalid)?.map(Seconds::get);
     let idle_timeout = match file.idle_timeout_sec {
-        Some(t) if !(*t.get_ref() > 0.0 && t.get_ref().is_finite()) => {
-            return Err(invalid(Some(t.span()), "must be a positive number of seconds".into()))
+        Some(t) => checked::<Seconds>(Some(t), &invalid)?,
+        // The table's key has no span of its own: the error names the `[provider]` table.
+        None => {
+            table_idle.map(Seconds::check).transpose().map_err(|m| invalid(provider_span, m))?
         }
-        Some(t) => Some(std::time::Duration::from_secs_f64(t.into_inner())),
-        None => match table_idle {
-            Some(t) if !(t > 0.0 && t.is_finite()) => {
-                return Err(invalid(provider_span, "must be a positive number of seconds".into()))
-            }
-            t => t.map(std::time::Duration::from_secs_f64),
-        },
-    };
+    }
+    .map(Seconds::get);
     let reasoning_effort = match file.reasoning_effort {
         Some(e) if !matches!(e.get_ref().as_str(), "minimal" | "low" | "medium" | "high") => {
             return Err(invalid(
@@ -274,24 +249,9 @@ pub fn parse_scoped(path: &Path, text: &str, scope: Scope) -> Result<Config, Con
         }
         n => n.map(Spanned::into_inner),
     };
-    let idle_after = match file.compaction.idle_after_sec {
-        Some(t) if !(*t.get_ref() >= 0.0 && t.get_ref().is_finite()) => {
-            return Err(invalid(
-                Some(t.span()),
-                "must be a number of seconds, 0 to turn idle compaction off".into(),
-            ))
-        }
-        t => t.map(|t| std::time::Duration::from_secs_f64(t.into_inner())),
-    };
-    let api_key_env = match file.api_key_env {
-        Some(name) if !valid_env_name(name.get_ref()) => {
-            return Err(invalid(
-                Some(name.span()),
-                format!("{:?} is not an environment variable name", name.get_ref()),
-            ))
-        }
-        name => name.map(Spanned::into_inner),
-    };
+    let idle_after =
+        checked::<SecondsOrOff>(file.compaction.idle_after_sec, &invalid)?.map(SecondsOrOff::get);
+    let api_key_env = checked::<EnvName>(file.api_key_env, &invalid)?.map(EnvName::into_inner);
     let trusted_workspaces = match file.trusted_workspaces {
         Some(list) if scope == Scope::Workspace => {
             return Err(invalid(
@@ -361,8 +321,8 @@ pub fn parse_scoped(path: &Path, text: &str, scope: Scope) -> Result<Config, Con
         model: file.model,
         base_url: file.base_url,
         server,
-        context_window: positive(file.context_window)?,
-        reserved_output: positive(file.reserved_output)?,
+        context_window: checked::<Tokens>(file.context_window, &invalid)?.map(Tokens::get),
+        reserved_output: checked::<Tokens>(file.reserved_output, &invalid)?.map(Tokens::get),
         approval: file.approval,
         api_key_env,
         idle_timeout,
@@ -407,7 +367,7 @@ fn mcp_server(
     name: String,
     t: FileMcpServer,
     span: Range<usize>,
-    invalid: &dyn Fn(Option<Range<usize>>, String) -> ConfigError,
+    invalid: &Invalid<'_>,
 ) -> Result<codewhale_mcp::ServerConfig, ConfigError> {
     use codewhale_mcp::Transport;
     if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
@@ -419,16 +379,8 @@ fn mcp_server(
             ),
         ));
     }
-    let env_name = |v: &Spanned<String>| {
-        if valid_env_name(v.get_ref()) {
-            Ok(v.get_ref().clone())
-        } else {
-            Err(invalid(
-                Some(v.span()),
-                format!("{:?} is not an environment variable name", v.get_ref()),
-            ))
-        }
-    };
+    let env_name =
+        |v: &Spanned<String>| check::<EnvName>(v.clone(), invalid).map(EnvName::into_inner);
     let transport = match (t.command, t.url) {
         (Some(command), None) => {
             if command.get_ref().trim().is_empty() {
@@ -477,16 +429,15 @@ fn mcp_server(
             ))
         }
     };
-    let duration = |sec: Option<Spanned<f64>>, ms: Option<Spanned<u64>>, default| match (sec, ms) {
-        (Some(s), _) if !(*s.get_ref() > 0.0 && s.get_ref().is_finite()) => {
-            Err(invalid(Some(s.span()), "must be a positive number of seconds".into()))
-        }
-        (Some(s), _) => Ok(std::time::Duration::from_secs_f64(*s.get_ref())),
-        (None, Some(m)) if *m.get_ref() == 0 => {
-            Err(invalid(Some(m.span()), "must be a positive number of milliseconds".into()))
-        }
-        (None, Some(m)) => Ok(std::time::Duration::from_millis(*m.get_ref())),
-        (None, None) => Ok(default),
+    let duration = |sec: Option<Spanned<f64>>,
+                    ms: Option<Spanned<u64>>,
+                    default|
+     -> Result<std::time::Duration, ConfigError> {
+        Ok(match (sec, ms) {
+            (Some(s), _) => check::<Seconds>(s, invalid)?.get(),
+            (None, Some(m)) => check::<Millis>(m, invalid)?.get(),
+            (None, None) => default,
+        })
     };
     let mut server = codewhale_mcp::ServerConfig::new(name, transport);
     server.enabled = t.enabled.unwrap_or(true);
@@ -549,10 +500,21 @@ fn table_span(text: &str, name: &str) -> Range<usize> {
         .map_or(0..0, |at| at..at)
 }
 
-fn valid_env_name(name: &str) -> bool {
-    !name.is_empty()
-        && !name.starts_with(|c: char| c.is_ascii_digit())
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+/// How an error names the file, the line (of a span) and the key.
+type Invalid<'a> = dyn Fn(Option<Range<usize>>, String) -> ConfigError + 'a;
+
+/// `v` checked as a `T`; a failure names `v`'s line and key.
+fn check<T: ConfigValue>(v: Spanned<T::Raw>, invalid: &Invalid<'_>) -> Result<T, ConfigError> {
+    let span = v.span();
+    T::check(v.into_inner()).map_err(|reason| invalid(Some(span), reason))
+}
+
+/// [`check`] for a key that may be absent.
+fn checked<T: ConfigValue>(
+    v: Option<Spanned<T::Raw>>,
+    invalid: &Invalid<'_>,
+) -> Result<Option<T>, ConfigError> {
+    v.map(|v| check(v, invalid)).transpose()
 }
 
 /// The 1-based line of byte `offset` and the dotted key defined on that line (with its table).

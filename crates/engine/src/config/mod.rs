@@ -10,6 +10,7 @@
 //! only in a trusted workspace (see [`load`] and [`crate::trust`]).
 
 mod file;
+mod values;
 
 use std::path::{Path, PathBuf};
 

@@ -1,5 +1,5 @@
-//! `codewhale eval` (docs/compaction.md, *Measuring what survives*): how much of what matters
-//! survives compaction, measured on scripted scenarios.
+//! `codewhale eval` (docs/compaction.md, *Measuring what survives: `codewhale eval`*): how much of
+//! what matters survives compaction, measured on scripted scenarios.
 //!
 //! For each scenario [`run`] writes the scripted turns into a fresh session (no model plays
 //! them), and at each marked point (the first `passes` marks) runs a manual compaction pass

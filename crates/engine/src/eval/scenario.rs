@@ -1,5 +1,5 @@
-//! The scenarios of `codewhale eval` (docs/compaction.md, *Measuring what survives*): their file
-//! format and the journal entries a scenario's turns become.
+//! The scenarios of `codewhale eval` (docs/compaction.md, *Measuring what survives: `codewhale
+//! eval`*): their file format and the journal entries a scenario's turns become.
 //!
 //! A scenario is a JSON file (`assets/eval/*.json`): user turns, each with scripted assistant
 //! steps (texts, tool calls with their results), marks where a compaction pass runs, and probes
@@ -17,7 +17,7 @@ use codewhale_journal::{AssistantPayload, Block, Payload, ToolResultPayload, Use
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// The categories of docs/compaction.md, *Measuring what survives*.
+/// The categories of docs/compaction.md, *Measuring what survives: `codewhale eval`*.
 #[derive(
     Clone,
     Copy,

@@ -146,7 +146,8 @@ pub fn system_counts(prompt: &str, specs: &[ToolSpec], wait: bool) -> (SystemCou
 
 /// [`system_counts`] exactly, through a small cache in `cache` (`<home>/system-counts.json`,
 /// keyed by a hash of the prompt and the schemas): a report on a session whose entries all
-/// have their counts then builds no encoder (docs/performance.md, *Opening a long session*).
+/// have their counts then builds no encoder (docs/performance.md, *Opening a long session, end to
+/// end*).
 pub fn system_counts_cached(prompt: &str, specs: &[ToolSpec], cache: &Path) -> SystemCounts {
     use sha2::{Digest, Sha256};
     let schemas = serde_json::to_string(specs).unwrap_or_default();

@@ -169,13 +169,17 @@ impl Session {
         }
     }
 
-    /// The catalog's models for `/model`'s picker, the current one marked.
+    /// The catalog's models for `/model`'s picker, the current one marked. A window nobody
+    /// knows is 0 (the picker shows `?`): the current model's too when the session only
+    /// guesses it (an unverified default).
     pub async fn model_choices(&self) -> Vec<ModelChoice> {
         let current = self.model().to_owned();
         let is_current = |id: &str| id.eq_ignore_ascii_case(&current);
+        let limits = self.budget.limits();
+        let current_window = if limits.is_unverified() { 0 } else { limits.window };
         let window = |id: &str| {
             if is_current(id) {
-                self.budget.limits().window
+                current_window
             } else {
                 let known = codewhale_provider::lookup_model(id);
                 if known.verified {
@@ -210,10 +214,14 @@ impl Session {
         }
         if !choices.iter().any(|c| c.current) {
             // A model neither lists: still shown, and marked.
-            let context_window = self.budget.limits().window;
             choices.insert(
                 0,
-                ModelChoice { id: current, context_window, current: true, from_server: false },
+                ModelChoice {
+                    id: current,
+                    context_window: current_window,
+                    current: true,
+                    from_server: false,
+                },
             );
         }
         choices

@@ -38,7 +38,7 @@ use crate::tools::process::ProcessGroups;
 use crate::tools::{self, BackgroundRegistry};
 use codewhale_protocol::NoticeLevel;
 use counts::Counts;
-pub use locate::{find_by_id, find_last, sessions_dir, Resume};
+pub use locate::{find_by_id, find_last, sessions_dir, unique_prefix, Resume};
 use mcp_tools::McpTools;
 pub(crate) use mcp_tools::{mcp_servers, mcp_specs};
 

@@ -69,7 +69,7 @@ pub fn journal_limits(journal: &Journal) -> JournalLimits {
 }
 
 /// The limits for `model` under `config`, with a journaled window applied as DESIGN's rules
-/// for learned windows say (docs/compaction.md, *Small windows*): a server's stated window
+/// for learned windows say (docs/compaction.md, *Small local models*): a server's stated window
 /// replaces the catalog's or the default whatever its size, and a configured window replaces
 /// it; a window learned from an overflow or a cut is used while it is smaller than the window
 /// it would replace, unless the configured window is not the one it replaced.

@@ -1,8 +1,9 @@
-//! Protected paths inside the workspace (docs/security.md, *Protected paths*): `.git/hooks/`,
-//! `.git/config` and Codewhale's own `.codewhale/config.toml`. What they hold runs unconfined on
-//! the user's next git command (hooks, `core.fsmonitor`, `core.hooksPath`, aliases, filters) or
-//! changes how Codewhale itself behaves, so a model's command never changes them without the
-//! user's yes — however the command is phrased (`cd .codewhale && …`, a symlink, `git config`).
+//! Protected paths inside the workspace (docs/security.md, *Protected paths inside the workspace*):
+//! `.git/hooks/`, `.git/config` and Codewhale's own `.codewhale/config.toml`. What they hold runs
+//! unconfined on the user's next git command (hooks, `core.fsmonitor`, `core.hooksPath`, aliases,
+//! filters) or changes how Codewhale itself behaves, so a model's command never changes them
+//! without the user's yes — however the command is phrased (`cd .codewhale && …`, a symlink, `git
+//! config`).
 //!
 //! The check is on what changed on disk, not on the command's text: [`Snapshot::take`] reads the
 //! protected files before a shell command runs, [`Snapshot::undo`] compares after it and puts

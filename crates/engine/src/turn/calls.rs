@@ -49,7 +49,7 @@ enum Cleared {
     Interrupted,
 }
 
-/// The most tool calls one reply may have run (docs/security.md, *Bounds*); the rest are
+/// The most tool calls one reply may have run (docs/security.md); the rest are
 /// answered without running.
 pub(crate) const MAX_CALLS_PER_REPLY: usize = 64;
 
@@ -182,7 +182,8 @@ async fn run_some(ctx: &mut TurnCtx<'_>, calls: &[ToolCall]) -> Result<bool, Eng
         }
         let progress: Vec<_> = calls[i..end].iter().map(|c| live_output(ctx, &c.id)).collect();
         // A command the user did not approve as touching a protected path never changes one
-        // (docs/security.md, *Protected paths*): judged by what changed on disk.
+        // (docs/security.md, *Protected paths inside the workspace*): judged by what changed on
+        // disk.
         let guard = (end == i + 1 && calls[i].name == "shell" && !assessments[i].protected)
             .then(|| tools::guard::Snapshot::take(&workspace));
         let policy = ctx.session.policy.clone();
@@ -560,15 +561,7 @@ fn finish(
     }
     // How it ended travels as data: no front end reads it back from the text.
     let exit_code = output.exit_code;
-    payload.end = Some(match end {
-        CallEnd::Completed => codewhale_journal::CallEnd::Completed,
-        CallEnd::Failed => codewhale_journal::CallEnd::Failed,
-        CallEnd::TimedOut => codewhale_journal::CallEnd::TimedOut,
-        CallEnd::Denied => codewhale_journal::CallEnd::Denied,
-        CallEnd::NotApproved => codewhale_journal::CallEnd::NotApproved,
-        CallEnd::NotRun => codewhale_journal::CallEnd::NotRun,
-        CallEnd::Interrupted => codewhale_journal::CallEnd::Interrupted,
-    });
+    payload.end = Some(crate::call_end::to_journal(end));
     payload.exit_code = exit_code.map(i64::from);
     payload.reason = reason;
     let id = ctx.session.append(payload)?;

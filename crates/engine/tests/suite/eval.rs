@@ -1,8 +1,8 @@
 //! `codewhale eval` end to end against the mock provider: every built-in scenario is played,
 //! compacted three times by a worst-case summarizer (one bland sentence, `None` everywhere else),
 //! scored on the floor, and its probes asked on forks. The floors of docs/compaction.md, *Measuring
-//! what survives* hold through what Codewhale computes itself (retained user texts, the plan) and
-//! `recall`.
+//! what survives: `codewhale eval`* hold through what Codewhale computes itself (retained user
+//! texts, the plan) and `recall`.
 
 use codewhale_engine::config::{Env, Overrides};
 use codewhale_engine::eval::{self, EvalParams};
@@ -48,8 +48,9 @@ fn params(h: &Harness, floor_only: bool) -> EvalParams {
     }
 }
 
-/// The floors of docs/compaction.md, *Measuring what survives*: every `constraint` and `plan` key
-/// in the request, and at least 90 % of the `artifact` and `recall` keys in what `recall` returns.
+/// The floors of docs/compaction.md, *Measuring what survives: `codewhale eval`*: every
+/// `constraint` and `plan` key in the request, and at least 90 % of the `artifact` and `recall`
+/// keys in what `recall` returns.
 fn assert_floors_hold(report: &eval::EvalReport) {
     for name in ["constraint", "plan"] {
         let t = report.categories[name].in_view;

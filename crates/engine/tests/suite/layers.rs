@@ -16,6 +16,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "approval",
             "bounded",
             "branches",
+            "call_end",
             "hints",
             "paths",
             "pause_point",

@@ -8,6 +8,7 @@ mod common;
 mod compaction;
 mod compaction_passes;
 mod discussions;
+mod doc_citations;
 mod eval;
 mod idle;
 mod interrupt;

@@ -103,8 +103,8 @@ async fn a_huge_interrupted_reply_is_bounded_to_a_prefix() {
 }
 
 /// A multi-megabyte reply (here 600 KB, 20 times the window) in an ongoing conversation: it is
-/// cut at the reply bound (docs/security.md, *Bounds*), what came is kept, and the session goes
-/// on.
+/// cut at the reply bound (docs/security.md, *Network reads*), what came is kept, and the session
+/// goes on.
 #[tokio::test]
 async fn a_reply_far_larger_than_the_window_does_not_strand_the_session() {
     for provider in PROVIDERS {

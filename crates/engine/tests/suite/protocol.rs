@@ -28,11 +28,13 @@ async fn a_cancelled_compaction_writes_nothing_and_the_session_goes_on() {
     let lines_before = std::fs::read_to_string(session_file(h.home.path())).unwrap().len();
     // The summarizer never finishes.
     h.server.push(Reply::text(SUMMARY).hang_after(1));
+    let sent = h.server.requests().len();
     let compact = engine.submit(Op::Compact { focus: None });
     engine.until(|e| matches!(e, Event::CompactionStarted { .. })).await;
     // Asked meanwhile: answered once the pass ends, not refused.
     let context = engine.submit(Op::GetContext);
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // The interrupt lands while the summary request hangs at the server.
+    h.server.wait_for_requests(sent + 1).await;
     engine.submit(Op::Interrupt);
     let mut cancelled = false;
     let mut report = false;

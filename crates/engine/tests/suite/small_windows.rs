@@ -198,6 +198,24 @@ async fn the_model_list_starts_with_the_local_servers_own_models() {
     engine.shutdown().await;
 }
 
+/// `/model`'s list shows a window nobody knows as unknown (0, drawn `?`), the model in use
+/// included: the session's guessed default is not a window anyone stated.
+#[tokio::test]
+async fn the_model_list_says_an_unknown_window_is_unknown() {
+    let h = Harness::new().await;
+    h.server.serve_models(&["my-local-model"]);
+    let mut p = params(&h, "openai", 1);
+    p.overrides.model = Some("my-local-model".into());
+    p.overrides.context_window = None;
+    let mut engine: Running = Engine::spawn(p).unwrap().into();
+    engine.submit(codewhale_engine::protocol::Op::ListModels);
+    let events = engine.until(|e| matches!(e, Event::Models { .. })).await;
+    let Some(Event::Models { models }) = events.last() else { panic!() };
+    let current = models.iter().find(|m| m.current).unwrap();
+    assert_eq!((current.id.as_str(), current.context_window), ("my-local-model", 0));
+    engine.shutdown().await;
+}
+
 /// A local model the catalog does not know: the server is asked what window it runs it with —
 /// Ollama (recognised by `/api/version`) through `/api/ps`, llama.cpp through `/props` — and
 /// `/status` says where the figure came from. Nothing is POSTed to ask.

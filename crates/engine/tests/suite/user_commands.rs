@@ -77,7 +77,43 @@ async fn the_users_command_runs_unasked_and_the_model_reads_it_with_the_next_mes
         })
         .unwrap();
     assert!(entry.synthetic);
-    assert_eq!(entry.user_shell.unwrap().exit_code, Some(2));
+    let shell = entry.user_shell.unwrap();
+    assert_eq!(shell.exit_code, Some(2));
+    assert_eq!(shell.end, Some(codewhale_journal::CallEnd::Failed));
+}
+
+/// An interrupted `!sleep 100` is journaled as `end: interrupted`, as a tool result would be,
+/// and the history page carries that `end`: the front end shows "interrupted" live and after
+/// a resume alike.
+#[tokio::test]
+async fn an_interrupted_user_command_is_journaled_and_paged_as_interrupted() {
+    let h = Harness::new().await;
+    let mut engine = h.spawn(ApprovalMode::Ask);
+    engine.submit(Op::UserShell { command: "echo started; sleep 100".into() });
+    // It runs: its first output arrived.
+    let running =
+        |e: &Event| matches!(e, Event::ToolOutputDelta { text, .. } if text.contains("started"));
+    engine.until(running).await;
+    engine.submit(Op::Interrupt);
+    let events = engine.until(|e| matches!(e, Event::UserShellFinished { .. })).await;
+    let Some(Event::UserShellFinished { end, .. }) = events.last() else { unreachable!() };
+    assert_eq!(*end, CallEnd::Interrupted);
+    engine.submit(Op::GetHistory { before: None, limit: 50 });
+    let events = engine.until(|e| matches!(e, Event::History { .. })).await;
+    let Some(Event::History { page }) = events.last() else { unreachable!() };
+    let paged = page.items.iter().find_map(|i| match i {
+        HistoryItem::UserShell { end, .. } => Some(*end),
+        _ => None,
+    });
+    assert_eq!(paged, Some(CallEnd::Interrupted));
+    engine.shutdown().await;
+    // Reopened from the file alone, the page says the same.
+    let journal = load_read_only(&session_file(h.home.path())).unwrap().journal;
+    let journaled = journal.entries().iter().find_map(|e| match &e.payload {
+        Payload::User(u) => u.user_shell.as_ref().and_then(|s| s.end.clone()),
+        _ => None,
+    });
+    assert_eq!(journaled, Some(codewhale_journal::CallEnd::Interrupted));
 }
 
 /// `/diff` outside git: the files the session's tools changed, from before their first change.

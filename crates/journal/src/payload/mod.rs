@@ -68,6 +68,9 @@ record! {
         command: String = "command" req,
         /// Its exit code, when it exited by itself.
         exit_code: Option<i64> = "exit_code" info_opt,
+        /// How it ended, with the values of a `tool_result`'s `end` (absent in older files,
+        /// which are read by their exit code).
+        end: Option<CallEnd> = "end" info_opt,
     }
 }
 

@@ -95,6 +95,11 @@ struct Shared {
     requests: Mutex<Vec<RecordedRequest>>,
     disconnects: Mutex<usize>,
     disconnected: Notify,
+    /// Woken at every request received.
+    received: Notify,
+    /// Keep-alives sent by bodies that hang (`Reply::hang_after`), and their wake-up.
+    keepalives: Mutex<usize>,
+    kept_alive: Notify,
     /// What `GET /v1/models` lists; `None` answers 404, as a server without the route.
     models: Mutex<Option<Vec<String>>>,
     /// Other `GET` routes and their JSON (a local server's own API: `/api/ps`, `/props`).
@@ -228,6 +233,30 @@ impl MockServer {
         lock(&self.shared.requests).last().cloned()
     }
 
+    /// Wait until at least `count` requests have been received (a test's marker that the
+    /// client has sent what it was going to send).
+    pub async fn wait_for_requests(&self, count: usize) {
+        loop {
+            let notified = self.shared.received.notified();
+            if lock(&self.shared.requests).len() >= count {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// Wait until hanging bodies have sent at least `count` keep-alives: a body that hangs sends
+    /// its frames first, so after its second keep-alive everything before it is on the wire.
+    pub async fn wait_for_keepalives(&self, count: usize) {
+        loop {
+            let notified = self.shared.kept_alive.notified();
+            if *lock(&self.shared.keepalives) >= count {
+                return;
+            }
+            notified.await;
+        }
+    }
+
     /// How many streamed bodies the client abandoned before they finished.
     pub fn disconnects(&self) -> usize {
         *lock(&self.shared.disconnects)
@@ -351,6 +380,7 @@ fn serve(
     let reply =
         queued.or_else(|| lock(&shared.responder).as_ref().map(|respond| respond(&recorded)));
     lock(&shared.requests).push(recorded);
+    shared.received.notify_waiters();
     let Some(reply) = reply else {
         return json_response(
             418,
@@ -502,6 +532,8 @@ async fn next_frame(state: &mut BodyState) -> Option<Result<Bytes, std::io::Erro
     if state.hanging {
         // Keep-alives make a vanished client visible: a write to a closed socket fails.
         tokio::time::sleep(Duration::from_millis(10)).await;
+        *lock(&state.guard.shared.keepalives) += 1;
+        state.guard.shared.kept_alive.notify_waiters();
         return Some(Ok(Bytes::from_static(b": keep-alive\n\n")));
     }
     if let Some((at, cut)) = state.cut {

@@ -339,6 +339,7 @@ async fn connection_refused_is_unreachable_and_names_the_address() {
 async fn the_responses_route_renders_scripts_and_serves_verbatim_streams() {
     let server = server().await;
     let url = format!("{}/responses", server.openai_base_url());
+    codewhale_provider::install_crypto();
     let http = reqwest::Client::new();
     server.push(Reply::text("in the responses shape").with_usage(12, 4));
     let scripted = http.post(&url).body("{}").send().await.unwrap().text().await.unwrap();

@@ -1,6 +1,6 @@
 //! `codewhale eval [--scenario NAME]... [--passes N] [--floor-only] [--json]`: how well the
 //! configured model and settings compact, measured on the built-in scenarios (docs/compaction.md,
-//! *Measuring what survives*).
+//! *Measuring what survives: `codewhale eval`*).
 //!
 //! Progress goes to stderr while it runs; the report to stdout, as a table or (`--json`) one
 //! JSON object. Exit 0 when every scenario ran (whatever the scores), 1 when one could not.

@@ -1,73 +1,24 @@
-//! How the app follows the engine: each [`Event`] updates the lifecycle, the transcript, the
-//! status figures or the view stack.
+//! How the app follows the engine: [`App::on_engine`] sends each [`Event`] to one `on_*`
+//! method, one line per event. The methods live with what they change: the session's facts
+//! here; a turn, its stream and its calls in `turn_events`; compaction, the background note and
+//! branch summaries in `compaction_events`; answers to questions (reports, lists, pickers) in
+//! `answer_events`; history pages in `history_events`, which replays a page through the same
+//! cell builders the live events use (`cell_builders`).
 //!
 //! Invariants: a turn's end (`TurnFinished`) always returns the lifecycle to `Idle` and
 //! closes any approval view (its call no longer waits); a streamed reply is committed before
 //! anything else is added after it, so the transcript keeps the engine's order.
 
 use codewhale_protocol::{
-    AnchorChange, BranchSummaryState, CompactionTrigger, Event, EventMsg, HistoryPage, NoticeLevel,
-    TurnStats, TurnStatus,
+    AnchorChange, ApprovalMode, Event, EventMsg, Figure, Grant, NoticeLevel, Plan,
 };
 
-use super::app::{App, Gauge, Lifecycle, Pending, Retry, TurnProgress};
-use super::approval_view::ApprovalView;
-use super::branch_cell::BranchSummaryCell;
-use super::cells::short_tokens;
-use super::cells::{AnchorCell, CompactionCell, CompactionSummary, NoticeKind, SideCell};
-use super::event::Effect;
-use super::page_cells;
-use super::plan_cell::PlanCell;
+use super::app::{App, Gauge, Pending};
+use super::cell_builders::{notice_kind, Ending};
+use super::cells::{AnchorCell, CompactionSummary, NoticeKind, SideCell};
 use super::restore_view::{RestoreTarget, RestoreView};
-use super::slash_dispatch::{anchors_text, context_text, status_text};
-use super::tool_cell::{ToolCell, ToolState};
-use super::views::{TextView, ViewKind};
-
-/// "12.3 s · 45.2k tokens in · 1.2k out · $0.0123": what a turn took, its cost when the model
-/// has a known price (summary requests named apart). A turn cut short before any reply
-/// finished has no counts to report, which is not the provider's fault.
-fn stats_line(stats: &TurnStats, status: TurnStatus) -> String {
-    let secs = stats.elapsed_ms as f64 / 1000.0;
-    let time = if secs < 60.0 {
-        format!("{secs:.1} s")
-    } else {
-        format!("{} min {} s", stats.elapsed_ms / 60_000, (stats.elapsed_ms / 1000) % 60)
-    };
-    let requests = match stats.requests {
-        1 => String::new(),
-        n => format!(" in {n} requests"),
-    };
-    let cost = match (stats.cost_usd, stats.compaction_cost_usd) {
-        (Some(turn), Some(summaries)) if summaries > 0.0 => {
-            format!(
-                " · {} (+ {} for summaries)",
-                crate::figures::dollars(turn),
-                crate::figures::dollars(summaries)
-            )
-        }
-        (Some(turn), _) => format!(" · {}", crate::figures::dollars(turn)),
-        (None, _) => String::new(),
-    };
-    if stats.reported {
-        format!(
-            "{time}{requests} · {} tokens in · {} out{cost}",
-            short_tokens(stats.input_tokens),
-            short_tokens(stats.output_tokens)
-        )
-    } else if status == TurnStatus::Completed {
-        format!("{time}{requests} · the provider did not report token counts")
-    } else {
-        format!("{time}{requests} · cut short before the provider reported token counts")
-    }
-}
-
-fn notice_kind(level: NoticeLevel) -> NoticeKind {
-    match level {
-        NoticeLevel::Info => NoticeKind::Info,
-        NoticeLevel::Warning => NoticeKind::Warning,
-        NoticeLevel::Error => NoticeKind::Error,
-    }
-}
+use super::event::Effect;
+use super::plan_cell::PlanCell;
 
 impl App {
     pub(crate) fn on_engine(&mut self, msg: EventMsg) {
@@ -76,93 +27,18 @@ impl App {
             Event::SessionOpening { bytes, .. } => self.session.opening = Some(bytes),
             Event::SessionConfigured {
                 session_id, model, resumed, workspace, approval, ..
-            } => {
-                self.session.workspace = Some(workspace.into());
-                self.session.approval = approval;
-                self.session.opening = None;
-                let short: String = session_id.chars().take(8).collect();
-                let what = if resumed { "resumed session" } else { "new session" };
-                let text = format!("{what} {short} · {model} · /help lists the commands");
-                if resumed {
-                    // Shown under the conversation, which the engine's first page brings.
-                    self.paging.reset_notice = Some(text);
-                } else {
-                    self.notice(NoticeKind::Info, text);
-                }
-                self.session.session_id = session_id;
-                self.session.model = model;
-                if let Some(old) = self.session.kept.take().filter(|_| !resumed) {
-                    self.notice(
-                        NoticeKind::Info,
-                        format!("the conversation {old} is kept: /resume {old} brings it back"),
-                    );
-                }
-            }
+            } => self.on_session_configured(session_id, model, resumed, workspace, approval),
             Event::History { page } => self.on_history(page, pending),
             Event::MessageTakenBack { text } => self.message_taken_back(text),
             Event::ImagesAttached { images } => self.images_attached(images),
-            Event::TurnStarted => {
-                self.session.plan_presented = false;
-                self.lifecycle = Lifecycle::Streaming { thinking: false };
-                self.progress.clock = self.progress.clock.max(std::time::Instant::now());
-                self.progress.turn_progress =
-                    Some(TurnProgress { since: self.progress.clock, bytes: 0 });
-            }
-            Event::TextDelta { text } => {
-                self.progress.retry = None;
-                if let Some(p) = self.progress.turn_progress.as_mut() {
-                    p.bytes += text.len();
-                }
-                self.transcript.push_delta(&text);
-                self.lifecycle = Lifecycle::Streaming { thinking: false };
-            }
-            Event::ThinkingDelta { text } => {
-                self.transcript.push_thinking(&text);
-                self.lifecycle = Lifecycle::Streaming { thinking: true };
-            }
+            Event::TurnStarted => self.on_turn_started(),
+            Event::TextDelta { text } => self.on_text_delta(&text),
+            Event::ThinkingDelta { text } => self.on_thinking_delta(&text),
             Event::ToolCallRequested { call_id, name, input } => {
-                self.transcript.push(ToolCell::new(call_id, name, &input));
+                self.on_tool_call_requested(&call_id, &name, &input)
             }
-            Event::ToolCallStarted { call_id, name } => {
-                let running = ToolState::Running { elapsed_secs: 0, live: String::new() };
-                self.set_tool_state(&call_id, running);
-                // The clock ticks only while something animates; it stood still while the
-                // call waited for approval, which is not the call's time.
-                self.progress.clock = self.progress.clock.max(std::time::Instant::now());
-                self.progress.running_since.push((call_id, self.progress.clock));
-                self.lifecycle = Lifecycle::RunningTool { name };
-            }
-            Event::UserShellStarted { call_id, command } => {
-                let running = ToolState::Running { elapsed_secs: 0, live: String::new() };
-                self.transcript.push(ToolCell::user_shell(call_id.clone(), &command, running));
-                self.progress.clock = self.progress.clock.max(std::time::Instant::now());
-                self.progress.running_since.push((call_id, self.progress.clock));
-                self.lifecycle = Lifecycle::RunningTool { name: format!("!{command}") };
-            }
-            Event::UserShellFinished { call_id, output, end, exit_code, .. } => {
-                self.progress.running_since.retain(|(id, _)| *id != call_id);
-                let done = ToolState::Done {
-                    end,
-                    exit_code,
-                    exit_code_in_output: exit_code.is_some(),
-                    reason: None,
-                    output,
-                };
-                self.set_tool_state(&call_id, done);
-                self.lifecycle = Lifecycle::Idle;
-                self.send_queued();
-            }
-            Event::ToolOutputDelta { call_id, text } => {
-                self.transcript.update_last(|cell| {
-                    super::tool_cell::tool_mut(cell).is_some_and(|tool| {
-                        let hit = tool.call_id == call_id;
-                        if hit {
-                            tool.push_live(&text);
-                        }
-                        hit
-                    })
-                });
-            }
+            Event::ToolCallStarted { call_id, name } => self.on_tool_call_started(call_id, name),
+            Event::ToolOutputDelta { call_id, text } => self.on_tool_output(&call_id, &text),
             Event::ToolCallFinished {
                 call_id,
                 output,
@@ -172,138 +48,57 @@ impl App {
                 reason,
                 diff,
                 ..
-            } => {
-                self.progress.running_since.retain(|(id, _)| *id != call_id);
-                let done = ToolState::Done { end, exit_code, exit_code_in_output, reason, output };
-                self.set_tool_state(&call_id, done);
-                if let Some(diff) = diff {
-                    // What the write or edit changed, folded under its call.
-                    self.transcript.push(super::diff_cell::DiffCell { diff, ..Default::default() });
-                }
-                self.lifecycle = Lifecycle::Streaming { thinking: false };
+            } => self.on_tool_call_finished(
+                &call_id,
+                Ending { end, exit_code, exit_code_in_output, reason, output },
+                diff,
+            ),
+            Event::UserShellStarted { call_id, command } => {
+                self.on_user_shell_started(call_id, &command)
+            }
+            Event::UserShellFinished { call_id, output, end, exit_code, .. } => {
+                self.on_user_shell_finished(&call_id, Ending::user_shell(&output, end, exit_code))
             }
             Event::ApprovalNeeded { call_id, name, input, reason, offers, diff } => {
-                self.call_back(&format!("Codewhale: {name} waits for your approval"));
-                let view = ApprovalView::new(call_id, name, &input, reason, offers, diff);
-                self.views.push(view);
-                self.lifecycle = Lifecycle::AwaitingApproval;
+                self.on_approval_needed(call_id, name, &input, reason, offers, diff)
             }
             Event::Retrying { attempt, max_attempts, wait_ms, reason } => {
-                let wait = std::time::Duration::from_millis(wait_ms);
-                self.progress.retry =
-                    Some(Retry { attempt, max_attempts, until: self.progress.clock + wait });
-                let secs = wait_ms.div_ceil(1000);
-                self.notice(
-                    NoticeKind::Warning,
-                    format!("{reason}; retrying in {secs} s (attempt {attempt} of {max_attempts})"),
-                );
+                self.on_retrying(attempt, max_attempts, wait_ms, &reason)
             }
+            Event::TurnFinished { status, stats, .. } => self.on_turn_finished(status, &stats),
             Event::Grants { mode, grants, sandbox } => self.show_grants(mode, grants, sandbox),
             Event::McpServers { servers } => self.show_mcp_servers(servers),
             Event::UserMessages { messages } => self.show_branch_points(messages, pending),
             Event::Branches { branches } => self.show_branch_tips(branches, pending),
             Event::Models { models } => self.show_models(models),
             Event::WorkspaceDiff { diff, files, since } => {
-                if files == 0 {
-                    self.notice(NoticeKind::Info, format!("no changes since {since}"));
-                } else {
-                    let lines = diff
-                        .lines()
-                        .map(|l| {
-                            let style = super::diff_cell::diff_style(l);
-                            ratatui::text::Line::styled(l.to_owned(), style)
-                        })
-                        .collect();
-                    let s = if files == 1 { "" } else { "s" };
-                    let title = format!("{files} file{s} changed since {since}");
-                    self.views.push(TextView::from_lines(title, lines));
-                }
+                self.on_workspace_diff(&diff, files, &since)
             }
-            Event::Status { status } => {
-                self.views.push(TextView::new("status", &status_text(&status)))
-            }
+            Event::Status { status } => self.on_status(&status, pending),
+            Event::Transcript { transcript } => self.on_transcript(*transcript, pending),
             Event::RestorePreview { files, .. } => self.on_restore_preview(files, pending),
+            Event::ContextReport { report } => self.on_context_report(&report),
+            Event::Anchors { anchors } => self.on_anchors(&anchors, pending),
             // After a checkout's page and its message: offered, never written without a yes.
             Event::BranchFiles { from, files } => {
                 self.views.push(RestoreView::new(RestoreTarget::Checkout { from }, files))
             }
             Event::SideAnswer { question, answer, model, cost_usd, .. } => {
-                let cell = SideCell { question, answer, model, cost_usd };
-                let mut text = cell.answer.clone();
-                text.push_str(&format!("\n\n{}", cell.footer()));
-                let title = format!("btw: {}", cell.question);
-                self.transcript.push(cell);
-                self.views.push(TextView::new(title, &text));
-                self.lifecycle = Lifecycle::Idle;
-                self.send_queued();
+                self.on_side_answer(SideCell { question, answer, model, cost_usd })
             }
             Event::ComposerText { text } => self.edit_again(text),
             Event::Usage { pressure, usable_input, window_unverified, model, .. } => {
-                self.session.gauge = Some(Gauge { pressure, usable_input, window_unverified });
-                self.session.model = model;
+                self.on_usage(pressure, usable_input, window_unverified, model)
             }
-            Event::Plan { plan, updated } => {
-                if let (Some(plan), true) = (&plan, updated) {
-                    self.transcript.push(PlanCell { plan: plan.clone() });
-                    self.session.plan_presented = true;
-                }
-                self.session.plan = plan;
-            }
-            Event::ContextReport { report } => {
-                self.views.push(TextView::new("context", &context_text(&report)))
-            }
-            Event::Anchors { anchors } if pending == Some(Pending::ListAnchors) => {
-                if anchors.is_empty() {
-                    self.notice(NoticeKind::Info, "no anchors; /anchor <text> pins one");
-                } else {
-                    self.notice(NoticeKind::Info, anchors_text(&anchors));
-                }
-            }
-            // The list after a change: the change itself was shown; `/anchor list` shows this.
-            Event::Anchors { .. } => {}
+            Event::Plan { plan, updated } => self.on_plan(plan, updated),
             Event::Notice { level, message } => self.notice(notice_kind(level), message),
-            // The note as the engine pinned it (redacted), beside the conversation.
-            Event::AnchorChanged { change: AnchorChange::Pinned { text, .. }, .. } => {
-                self.transcript.push_beside(AnchorCell { text })
-            }
-            Event::AnchorChanged { change: AnchorChange::Removed { .. }, message } => {
-                self.notice(NoticeKind::Info, message)
-            }
-            Event::ModelSwitched { model, message } => {
-                self.session.model = model;
-                self.notice(NoticeKind::Info, message);
-            }
-            Event::ApprovalChanged { mode, message } => {
-                match self.session.approval_asked {
-                    // An earlier press: the mode shown already follows the last one.
-                    Some(last) if last != msg.id => {}
-                    _ => {
-                        self.session.approval = mode;
-                        self.session.approval_asked = None;
-                    }
-                }
-                self.notice(NoticeKind::Info, message);
-            }
-            // After the page of the new HEAD: shown under its conversation.
-            Event::HeadMoved { level, message, .. } => self.notice(notice_kind(level), message),
-            Event::GrantRevoked { grant } => {
-                self.notice(NoticeKind::Info, format!("revoked: always for {grant}"))
-            }
-            Event::Error { message, .. } => {
-                if pending == Some(Pending::Compact) {
-                    // The pass never started (something else runs).
-                    self.end_compaction();
-                }
-                if pending == Some(Pending::SideQuestion) {
-                    self.lifecycle = Lifecycle::Idle;
-                    self.send_queued();
-                }
-                self.notice(NoticeKind::Error, message)
-            }
-            Event::CompactionStarted { .. } => {
-                let in_turn = self.lifecycle.turn_running();
-                self.lifecycle = Lifecycle::Compacting { in_turn };
-            }
+            Event::AnchorChanged { change, message } => self.on_anchor_changed(change, message),
+            Event::ModelSwitched { model, message } => self.on_model_switched(model, message),
+            Event::ApprovalChanged { mode, message } => self.on_approval_changed(mode, message, msg.id),
+            Event::HeadMoved { level, message, .. } => self.on_head_moved(level, message),
+            Event::GrantRevoked { grant } => self.on_grant_revoked(&grant),
+            Event::Error { message, .. } => self.on_error(message, pending),
+            Event::CompactionStarted { .. } => self.on_compaction_started(),
             Event::CompactionFinished {
                 id,
                 trigger,
@@ -314,8 +109,8 @@ impl App {
                 retained,
                 note,
                 background,
-            } => {
-                let summary = CompactionSummary {
+            } => self.on_compaction_finished(
+                CompactionSummary {
                     id,
                     trigger,
                     path,
@@ -324,177 +119,144 @@ impl App {
                     tokens_before,
                     tokens_after,
                     background,
-                };
-                // One inside a turn is followed by the turn's own end: called back once; one
-                // done while idle is nothing the user waited for.
-                let waited = trigger != CompactionTrigger::Idle;
-                if waited && self.lifecycle == (Lifecycle::Compacting { in_turn: false }) {
-                    let said = format!(
-                        "Codewhale: compacted, {} → {} tokens",
-                        short_tokens(tokens_before),
-                        short_tokens(tokens_after)
-                    );
-                    self.call_back(&said);
-                }
-                self.transcript.push(CompactionCell::new(summary, Some(note)));
-                self.end_compaction();
-            }
-            Event::BackgroundNote { state } => self.session.background_note = state,
+                },
+                note,
+            ),
             Event::CompactionProgress { request, of, tokens } => {
-                self.session.compaction_progress = Some((request, of, tokens, self.progress.clock))
+                self.on_compaction_progress(request, of, tokens)
             }
+            Event::CompactionFailed { reason } => self.on_compaction_failed(&reason),
+            Event::CompactionRefused { reason } => self.on_compaction_refused(&reason),
+            Event::CompactionCancelled => self.on_compaction_cancelled(),
+            Event::BackgroundNote { state } => self.session.background_note = state,
             Event::BranchSummary { state, summary, reason } => {
                 self.on_branch_summary(state, summary, reason)
             }
-            Event::CompactionFailed { reason } => {
-                self.notice(NoticeKind::Error, format!("compaction failed: {reason}"));
-                self.end_compaction();
-            }
-            Event::CompactionRefused { reason } => {
-                // Nothing could or needed to shrink: information, not a failure.
-                self.notice(NoticeKind::Info, format!("nothing to compact: {reason}"));
-                self.end_compaction();
-            }
-            Event::CompactionCancelled => {
-                self.notice(NoticeKind::Warning, "compaction cancelled; nothing was changed");
-                self.end_compaction();
-            }
-            Event::TurnFinished { status, stats, .. } => {
-                self.call_back(match status {
-                    TurnStatus::Completed => "Codewhale: the turn is done",
-                    TurnStatus::Interrupted => "Codewhale: the turn was interrupted",
-                    TurnStatus::Failed => "Codewhale: the turn failed",
-                });
-                self.progress.turn_ended();
-                self.transcript.finish_active(status != TurnStatus::Completed);
-                if stats.requests > 0 {
-                    self.notice(NoticeKind::Info, stats_line(&stats, status));
-                }
-                if status == TurnStatus::Interrupted {
-                    self.notice(
-                        NoticeKind::Warning,
-                        "interrupted; the session keeps what was done",
-                    );
-                }
-                self.views.close(ViewKind::Approval);
-                self.lifecycle = Lifecycle::Idle;
-                let presented = std::mem::take(&mut self.session.plan_presented);
-                if status == TurnStatus::Completed
-                    && presented
-                    && self.session.approval == codewhale_protocol::ApprovalMode::Plan
-                    && self.outbox.queued.is_empty()
-                {
-                    self.views.push(super::plan_ready::view());
-                }
-                self.send_queued();
-            }
-            Event::ShutdownComplete if self.keys.quitting => self.effects.push(Effect::Exit),
-            // Only a quit shuts the engine down; anything else is the engine's own end, which
-            // the error before it explains.
-            Event::ShutdownComplete => {}
+            Event::ShutdownComplete => self.on_shutdown_complete(),
             // The notice before it says what was restored, and the page shows the new view.
             Event::FilesRestored { .. } => {}
+            // `Event` is `#[non_exhaustive]`: an event a newer engine sends is skipped here.
+            other => tracing::debug!("an engine event this UI does not know: {other:?}"),
         }
     }
 
-    /// A page of the conversation: the newest one replaces what is shown (a session opened,
-    /// HEAD moved); an older one goes above it.
-    fn on_history(&mut self, page: HistoryPage, pending: Option<Pending>) {
-        if pending == Some(Pending::KeepTranscript) {
-            // HEAD did not move: what the user saw stays, footers, diffs and notices included;
-            // the restore's notice follows.
-            return;
-        }
-        if pending == Some(Pending::HeadBack) && page.reset && self.back_to(&page) {
-            return;
-        }
-        let earlier = page_cells::transcript_of(&page);
-        if page.reset {
-            self.transcript = earlier;
-            if let Some(text) = self.paging.reset_notice.take() {
-                self.notice(NoticeKind::Info, text);
-            }
-            if let Some(text) = self.paging.carried_notice.take() {
-                self.notice(NoticeKind::Info, text);
-            }
-            self.paging.older = page.older;
-        } else if pending == Some(Pending::OlderHistory) {
-            self.transcript.prepend(earlier);
-            self.paging.older = page.older;
-        }
-    }
-
-    /// HEAD went back to before an earlier message (a rewind, a fork, Esc Esc): when the
-    /// transcript shows the whole conversation, it keeps what came before that point — turn
-    /// footers, diffs and notices, as the user saw them — and drops only what followed; the
-    /// move's notice comes next. `false` when the transcript cannot be matched (a resumed
-    /// session shows only its newest page): the page then replaces it.
-    fn back_to(&mut self, page: &HistoryPage) -> bool {
-        if page.older.is_some() || self.paging.older.is_some() {
-            return false;
-        }
-        let kept: Vec<&str> = page
-            .items
-            .iter()
-            .filter_map(|i| match i {
-                codewhale_protocol::HistoryItem::User { text, .. } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect();
-        self.transcript.cut_after_user_messages(&kept)
-    }
-
-    /// The summary of the branch the user left: quiet while it is written; once written, its
-    /// cell goes where the journal has it — at the end when idle, before the message just sent
-    /// when a turn was starting.
-    fn on_branch_summary(
+    fn on_session_configured(
         &mut self,
-        state: BranchSummaryState,
-        summary: Option<String>,
-        reason: Option<String>,
+        session_id: String,
+        model: String,
+        resumed: bool,
+        workspace: String,
+        approval: ApprovalMode,
     ) {
-        self.session.branch_summary_writing = state == BranchSummaryState::Writing;
-        match state {
-            BranchSummaryState::Written => {
-                if let Some(summary) = summary {
-                    let cell = BranchSummaryCell { summary, ..Default::default() };
-                    if self.lifecycle.turn_running() {
-                        self.transcript.insert_before_last(cell);
-                    } else {
-                        self.transcript.push(cell);
-                    }
-                }
-            }
-            BranchSummaryState::Dropped => {
-                let why = reason.unwrap_or_else(|| "it could not be written".into());
-                self.notice(NoticeKind::Info, format!("no summary of the branch you left: {why}"));
-            }
-            // Writing shows in the status line; "none" answers an op only `codewhale rewind`
-            // sends.
-            BranchSummaryState::Writing | BranchSummaryState::None => {}
+        self.session.workspace = Some(workspace.into());
+        self.session.approval = approval;
+        self.session.opening = None;
+        let short: String = session_id.chars().take(8).collect();
+        let what = if resumed { "resumed session" } else { "new session" };
+        let text = format!("{what} {short} · {model} · /help lists the commands");
+        if resumed {
+            // Shown under the conversation, which the engine's first page brings.
+            self.paging.reset_notice = Some(text);
+        } else {
+            self.notice(NoticeKind::Info, text);
         }
+        if let Some(old) = self.session.kept.take().filter(|_| !resumed) {
+            // The new session's id shares the old one's first characters (both begin with the
+            // time): the prefix offered is worked out against every session.
+            self.effects.push(Effect::NameKept { old, new: session_id.clone() });
+        }
+        self.session.session_id = session_id;
+        self.session.model = model;
     }
 
-    fn end_compaction(&mut self) {
-        self.session.compaction_progress = None;
-        self.lifecycle = match self.lifecycle {
-            Lifecycle::Compacting { in_turn: true } => Lifecycle::Streaming { thinking: false },
-            Lifecycle::Compacting { in_turn: false } => Lifecycle::Idle,
-            ref other => other.clone(),
-        };
+    fn on_usage(
+        &mut self,
+        pressure: Figure,
+        usable_input: u64,
+        window_unverified: bool,
+        model: String,
+    ) {
+        self.session.gauge = Some(Gauge { pressure, usable_input, window_unverified });
+        self.session.model = model;
+    }
+
+    fn on_plan(&mut self, plan: Option<Plan>, updated: bool) {
+        if let (Some(plan), true) = (&plan, updated) {
+            self.transcript.push(PlanCell { plan: plan.clone() });
+            self.session.plan_presented = true;
+        }
+        self.session.plan = plan;
+    }
+
+    /// A `/btw` answer: a cell where it was asked, and the overlay (Esc closes it).
+    fn on_side_answer(&mut self, cell: SideCell) {
+        let mut text = cell.answer.clone();
+        text.push_str(&format!("\n\n{}", cell.footer()));
+        let title = format!("btw: {}", cell.question);
+        super::cell_builders::side(&mut self.transcript, cell);
+        self.views.push(super::views::TextView::new(title, &text));
+        self.lifecycle = super::app::Lifecycle::Idle;
         self.send_queued();
     }
 
-    fn set_tool_state(&mut self, call_id: &str, state: ToolState) {
-        self.transcript.update_last(|cell| {
-            super::tool_cell::tool_mut(cell).is_some_and(|tool| {
-                if tool.call_id == call_id {
-                    tool.state = state.clone();
-                    true
-                } else {
-                    false
-                }
-            })
-        });
+    /// The note as the engine pinned it (redacted), beside the conversation; a withdrawal is
+    /// said.
+    fn on_anchor_changed(&mut self, change: AnchorChange, message: String) {
+        match change {
+            AnchorChange::Pinned { text, .. } => self.transcript.push_beside(AnchorCell { text }),
+            AnchorChange::Removed { .. } => self.notice(NoticeKind::Info, message),
+        }
+    }
+
+    fn on_model_switched(&mut self, model: String, message: String) {
+        self.session.model = model;
+        self.notice(NoticeKind::Info, message);
+    }
+
+    /// The mode the engine applies; while a later Shift+Tab waits for its answer, the mode
+    /// shown already follows that press.
+    fn on_approval_changed(
+        &mut self,
+        mode: ApprovalMode,
+        message: String,
+        id: codewhale_protocol::SubmissionId,
+    ) {
+        match self.session.approval_asked {
+            Some(last) if last != id => {}
+            _ => {
+                self.session.approval = mode;
+                self.session.approval_asked = None;
+            }
+        }
+        self.notice(NoticeKind::Info, message);
+    }
+
+    /// After the page of the new HEAD: shown under its conversation.
+    fn on_head_moved(&mut self, level: NoticeLevel, message: String) {
+        self.notice(notice_kind(level), message)
+    }
+
+    fn on_grant_revoked(&mut self, grant: &Grant) {
+        self.notice(NoticeKind::Info, format!("revoked: always for {grant}"))
+    }
+
+    fn on_error(&mut self, message: String, pending: Option<Pending>) {
+        if pending == Some(Pending::Compact) {
+            // The pass never started (something else runs).
+            self.end_compaction();
+        }
+        if pending == Some(Pending::SideQuestion) {
+            self.lifecycle = super::app::Lifecycle::Idle;
+            self.send_queued();
+        }
+        self.notice(NoticeKind::Error, message)
+    }
+
+    /// Only a quit shuts the engine down; anything else is the engine's own end, which the
+    /// error before it explains.
+    fn on_shutdown_complete(&mut self) {
+        if self.keys.quitting {
+            self.effects.push(Effect::Exit);
+        }
     }
 }

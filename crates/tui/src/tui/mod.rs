@@ -10,26 +10,34 @@
 //! ([`Engine::spawn_opening`](codewhale_engine::Engine::spawn_opening)): keys and redraws keep
 //! working while a large one loads, and the session on screen stays until the new one is open.
 //!
-//! Modules: [`app`] (state, keys), `engine_events` (following the engine), `engine_link` (the
-//! engines followed, one on screen and one opening), `slash_dispatch`
-//! (running commands), `render` (drawing), [`cells`]/[`transcript`] (the conversation),
-//! [`composer`], [`slash`] (the command table), [`views`] (modal views), [`frame`],
-//! [`terminal`] (raw mode and its restoration).
+//! Modules: [`app`] (state, keys), `engine_events` (each engine event to one `on_*` method,
+//! which lives with what it changes: `turn_events`, `compaction_events`, `answer_events`,
+//! `history_events`), [`cell_builders`] (the cells, built alike live and from a history page),
+//! `effects` (the loop's side of each [`Effect`]), `engine_link` (the engines followed, one on
+//! screen and one opening), `slash_dispatch` (running commands), `render` (drawing),
+//! [`cells`]/[`transcript`] (the conversation), [`composer`], [`slash`] (the command table),
+//! [`views`] (modal views), [`frame`], [`terminal`] (raw mode and its restoration).
 
 pub mod ansi;
+mod answer_events;
 pub mod app;
 pub mod approval_view;
 mod branch_cell;
 pub mod cell;
+pub mod cell_builders;
 pub mod cells;
 pub mod clipboard;
+mod compaction_events;
 pub mod composer;
 pub mod diff_cell;
 pub mod editor;
+mod effects;
 mod engine_events;
 mod engine_link;
 pub mod event;
+mod exporting;
 pub mod frame;
+mod history_events;
 mod keys;
 pub mod markdown;
 pub mod mentions;
@@ -48,6 +56,7 @@ pub mod terminal;
 pub mod text_width;
 pub mod tool_cell;
 pub mod transcript;
+mod turn_events;
 pub mod views;
 pub mod wrap;
 
@@ -65,10 +74,11 @@ use futures::StreamExt as _;
 use tokio::sync::mpsc;
 
 pub use app::App;
-use engine_link::{next_event, open_session, opening_event, spawn_engine, Links};
+use effects::{Loop, Next, TrustState};
+use engine_link::{next_event, opening_event, spawn_engine, Links};
 pub use event::{AppEvent, Effect, NoSession, OpSink};
 pub use frame::{FrameKind, FrameRequester};
-use session_files::{import_session, session_rows};
+use session_files::session_rows;
 
 /// How often the screen is redrawn while something counts time (a running call, a retry).
 const TICK: Duration = Duration::from_millis(500);
@@ -111,9 +121,8 @@ pub async fn run(params: TuiParams) -> anyhow::Result<Outcome> {
     // Code-block colours load beside the first frames, never before them.
     markdown::highlight::warm_up();
     // With a trust question pending, the session opens only once it is answered.
-    let mut waiting_for_trust = params.trust.as_ref().and(params.resume.clone());
-    // The question `/trust` asked during the session, and for which workspace.
-    let mut asked_again: Option<(std::path::PathBuf, codewhale_engine::trust::Question)> = None;
+    let mut trust =
+        TrustState { waiting: params.trust.as_ref().and(params.resume.clone()), asked_again: None };
     let mut links = Links::default();
     if let (None, Some(resume)) = (&params.trust, params.resume.clone()) {
         links.current = Some(spawn_engine(&params, resume));
@@ -122,79 +131,23 @@ pub async fn run(params: TuiParams) -> anyhow::Result<Outcome> {
     let (mut terminal, guard, keyboard_enhanced) =
         terminal::enter().context("cannot set up the terminal")?;
     let history_file = composer::prompt_history::file_for(&params.home, &params.workspace);
-    let sink: Box<dyn OpSink> = match &links.current {
-        Some(l) => Box::new(l.handle.clone()),
-        None => Box::new(NoSession),
+    let mut app = start_app(&params, &links, &history_file, keyboard_enhanced);
+    let (frames, draws) = FrameRequester::spawn();
+    let (app_tx, app_rx) = mpsc::unbounded_channel::<AppEvent>();
+    let mut sources = Sources {
+        input: Some(EventStream::new()),
+        draws,
+        ticker: tokio::time::interval(TICK),
+        signals: terminal::Signals::new().context("cannot listen for signals")?,
+        leave_by: None,
+        app_rx,
     };
-    let mut app = App::new(sink, params.overrides.model.clone().unwrap_or_default());
-    app.screen.keyboard_enhanced = keyboard_enhanced;
-    app.screen.notify = notify::method(params.notify, |k| std::env::var(k).ok());
-    match composer::prompt_history::load(&history_file) {
-        Ok(entries) => app.composer = composer::Composer::with_history(entries),
-        Err(e) => {
-            tracing::warn!(path = %history_file.display(), "cannot read the prompt history: {e}")
-        }
-    }
-    if let Some(q) = &params.trust {
-        app.views.push(views::TrustView::new(q.file.display().to_string(), q.settings.clone()));
-    } else if links.current.is_none() {
-        let result = session_rows(&params, false, "");
-        app.handle(AppEvent::SessionsLoaded { all: false, result });
-    }
-    let (frames, mut draws) = FrameRequester::spawn();
-    let (app_tx, mut app_rx) = mpsc::unbounded_channel::<AppEvent>();
-    let mut input = EventStream::new();
-    let mut ticker = tokio::time::interval(TICK);
-    let mut signals = terminal::Signals::new().context("cannot listen for signals")?;
-    // Set when SIGTERM or SIGHUP arrived: leave by then even if the engine does not answer.
-    let mut leave_by: Option<tokio::time::Instant> = None;
     frames.request();
-    loop {
-        let deadline = async {
-            match leave_by {
-                Some(at) => tokio::time::sleep_until(at).await,
-                None => std::future::pending().await,
-            }
-        };
-        // Biased: a key (and a due frame) goes before the engine's next delta, so input is
-        // never queued behind streamed output.
-        let event = tokio::select! {
-            biased;
-            () = signals.next() => {
-                // Killed or the terminal went away: save, restore the terminal, leave.
-                tracing::info!("terminated by a signal; saving and leaving");
-                leave_by = Some(tokio::time::Instant::now() + SIGNAL_GRACE);
-                app.quit();
-                AppEvent::Tick(std::time::Instant::now())
-            }
-            () = deadline => break,
-            term = input.next() => match term {
-                Some(Ok(ev)) => AppEvent::Input(ev),
-                Some(Err(err)) => return Err(err).context("cannot read the terminal"),
-                None => break,
-            },
-            Some(()) = draws.recv() => {
-                // Draws that queued up while the loop was busy are one draw.
-                while draws.try_recv().is_ok() {}
-                terminal::draw(&mut terminal, |f| app.draw(f)).context("cannot draw the terminal")?;
-                continue;
-            }
-            _ = ticker.tick(), if app.animating() => AppEvent::Tick(std::time::Instant::now()),
-            msg = next_event(&mut links.current) => match msg {
-                Some(msg) => AppEvent::Engine(msg),
-                None => {
-                    links.current = None;
-                    AppEvent::EngineGone
-                }
-            },
-            msg = next_event(&mut links.opening) => match opening_event(&mut links, &mut app, msg) {
-                Some(event) => event,
-                None => {
-                    frames.request();
-                    continue;
-                }
-            },
-            Some(ev) = app_rx.recv() => ev,
+    'run: loop {
+        let event = match sources.next(&mut app, &mut links, &mut terminal, &frames).await? {
+            Step::Event(event) => event,
+            Step::Again => continue,
+            Step::Leave => break,
         };
         // Output from the engine is drawn within the stream budget (~30 frames a second);
         // everything else is the user's doing and is drawn at once.
@@ -206,171 +159,20 @@ pub async fn run(params: TuiParams) -> anyhow::Result<Outcome> {
             terminal.autoresize().context("cannot resize")?;
         }
         app.handle(event);
-        let mut exit = false;
-        for effect in app.take_effects() {
-            match effect {
-                Effect::Exit => exit = true,
-                Effect::OpenSession(resume) => open_session(&params, &mut app, &mut links, resume),
-                Effect::AskTrust => {
-                    let workspace =
-                        app.session.workspace.clone().unwrap_or_else(|| params.workspace.clone());
-                    match codewhale_engine::trust::question_again(&params.home, &workspace) {
-                        Ok(Some(q)) => {
-                            app.views.push(views::TrustView::new(
-                                q.file.display().to_string(),
-                                q.settings.clone(),
-                            ));
-                            asked_again = Some((workspace, q));
-                        }
-                        Ok(None) => app.notice(
-                            cells::NoticeKind::Info,
-                            "nothing to trust: this workspace's settings need no trust, or are \
-                             trusted already",
-                        ),
-                        Err(e) => app.notice(cells::NoticeKind::Error, e.to_string()),
-                    }
-                }
-                Effect::Trust { trusted } if asked_again.is_some() => {
-                    let Some((workspace, q)) = asked_again.take() else { continue };
-                    let said = match codewhale_engine::trust::answer(
-                        &params.home,
-                        &workspace,
-                        &q,
-                        trusted,
-                    ) {
-                        Err(e) => format!("cannot remember the answer in the Codewhale home: {e}"),
-                        Ok(()) if trusted => {
-                            "trusted: the workspace's settings apply from the next \
-                                              session (/new, or /resume this one after a restart)"
-                                .to_owned()
-                        }
-                        Ok(()) => {
-                            "not trusted: its settings stay ignored; /trust asks again".to_owned()
-                        }
-                    };
-                    app.notice(cells::NoticeKind::Info, said);
-                }
-                Effect::Trust { trusted } => {
-                    // The answer is about the content the question showed.
-                    let remembered = match &params.trust {
-                        Some(q) => codewhale_engine::trust::answer(
-                            &params.home,
-                            &params.workspace,
-                            q,
-                            trusted,
-                        ),
-                        None => codewhale_engine::trust::decide(
-                            &params.home,
-                            &params.workspace,
-                            trusted,
-                        ),
-                    };
-                    if let Err(e) = remembered {
-                        app.handle(AppEvent::SessionOpenFailed(format!(
-                            "cannot remember the answer in the Codewhale home: {e}"
-                        )));
-                    }
-                    if let Some(resume) = waiting_for_trust.take() {
-                        open_session(&params, &mut app, &mut links, resume);
-                    }
-                }
-                Effect::Copy(text) => {
-                    if let Err(e) = terminal::copy(&text) {
-                        app.handle(AppEvent::SessionOpenFailed(format!(
-                            "cannot reach the clipboard through the terminal: {e}"
-                        )));
-                    }
-                }
-                Effect::PasteImage => {
-                    let tx = app_tx.clone();
-                    let home = params.home.clone();
-                    tokio::task::spawn_blocking(move || {
-                        let platform = clipboard::Platform::current();
-                        let _ = tx.send(AppEvent::ClipboardImage(clipboard::paste_image(
-                            &platform, &home,
-                        )));
-                    });
-                }
-                Effect::MouseCapture(on) => {
-                    terminal::set_mouse_capture(on).context("cannot change mouse capture")?
-                }
-                Effect::Notify(bytes) => {
-                    // Best effort: a terminal that cannot take it loses nothing.
-                    let mut out = std::io::stdout();
-                    let _ = std::io::Write::write_all(&mut out, bytes.as_bytes());
-                    let _ = std::io::Write::flush(&mut out);
-                }
-                Effect::LoadSessions { all } => {
-                    let tx = app_tx.clone();
-                    let params = params.clone();
-                    let current = app.session_id().to_owned();
-                    tokio::task::spawn_blocking(move || {
-                        let result = session_rows(&params, all, &current);
-                        let _ = tx.send(AppEvent::SessionsLoaded { all, result });
-                    });
-                }
-                Effect::LoadImports(tool) => {
-                    let tx = app_tx.clone();
-                    let workspace =
-                        app.session.workspace.clone().unwrap_or_else(|| params.workspace.clone());
-                    tokio::task::spawn_blocking(move || {
-                        let roots = codewhale_engine::offline::import::Roots::from_env();
-                        let result =
-                            codewhale_engine::offline::import::candidates(tool, &roots, &workspace);
-                        let _ = tx.send(AppEvent::ImportsLoaded { tool, result });
-                    });
-                }
-                Effect::Import(path) => {
-                    let tx = app_tx.clone();
-                    let home = params.home.clone();
-                    let workspace =
-                        app.session.workspace.clone().unwrap_or_else(|| params.workspace.clone());
-                    tokio::task::spawn_blocking(move || {
-                        let result = import_session(&home, &workspace, &path);
-                        let _ = tx.send(AppEvent::Imported(result));
-                    });
-                }
-                Effect::RememberPrompt(text) => {
-                    let path = history_file.clone();
-                    tokio::task::spawn_blocking(move || {
-                        if let Err(e) = composer::prompt_history::append(&path, &text) {
-                            tracing::warn!(path = %path.display(), "cannot keep the prompt: {e}");
-                        }
-                    });
-                }
-                Effect::IndexFiles => {
-                    let tx = app_tx.clone();
-                    let root =
-                        app.session.workspace.clone().unwrap_or_else(|| params.workspace.clone());
-                    tokio::task::spawn_blocking(move || {
-                        let files = std::sync::Arc::new(mentions::index(&root));
-                        let _ = tx.send(AppEvent::FilesIndexed(files));
-                    });
-                }
-                Effect::EditDraft(draft) => {
-                    // The editor reads the terminal: our reader must not race it for keys.
-                    drop(input);
-                    let editor = editor::command();
-                    let edited =
-                        terminal::handed_over(&mut terminal, || editor::edit(&editor, &draft))
-                            .context("cannot take the terminal back from the editor")?;
-                    input = EventStream::new();
-                    app.handle(AppEvent::DraftEdited(edited));
-                }
-                Effect::Suspend => {
-                    drop(input);
-                    let suspended =
-                        terminal::suspend(&mut terminal).await.context("cannot suspend")?;
-                    input = EventStream::new();
-                    terminal.autoresize().context("cannot resize")?;
-                    if !suspended {
-                        app.handle(AppEvent::SuspendUnavailable);
-                    }
-                }
+        let mut effects = Loop {
+            params: &params,
+            app: &mut app,
+            links: &mut links,
+            terminal: &mut terminal,
+            input: &mut sources.input,
+            app_tx: &app_tx,
+            history_file: &history_file,
+            trust: &mut trust,
+        };
+        for effect in effects.app.take_effects() {
+            if effects.apply(effect).await? == Next::Exit {
+                break 'run;
             }
-        }
-        if exit {
-            break;
         }
         frames.request_kind(kind);
     }
@@ -378,4 +180,117 @@ pub async fn run(params: TuiParams) -> anyhow::Result<Outcome> {
     drop(guard);
     let id = app.session_id().to_owned();
     Ok(Outcome { session_id: (!id.is_empty()).then_some(id) })
+}
+
+/// What the loop waits on besides the engines.
+struct Sources {
+    /// The terminal's input; taken (and so stopped) while an editor or the shell has it.
+    input: Option<EventStream>,
+    draws: mpsc::UnboundedReceiver<()>,
+    ticker: tokio::time::Interval,
+    signals: terminal::Signals,
+    /// Set when SIGTERM or SIGHUP arrived: leave by then even if the engine does not answer.
+    leave_by: Option<tokio::time::Instant>,
+    /// Results of effects carried out off the UI task.
+    app_rx: mpsc::UnboundedReceiver<AppEvent>,
+}
+
+/// What one wait of the loop brought.
+enum Step {
+    Event(AppEvent),
+    /// Handled already (a frame drawn, a session still opening): wait again.
+    Again,
+    Leave,
+}
+
+impl Sources {
+    /// The next thing to handle. Biased: a key (and a due frame) goes before the engine's next
+    /// delta, so input is never queued behind streamed output.
+    async fn next(
+        &mut self,
+        app: &mut App,
+        links: &mut Links,
+        terminal: &mut terminal::Tui,
+        frames: &FrameRequester,
+    ) -> anyhow::Result<Step> {
+        let leave_by = self.leave_by;
+        let deadline = async {
+            match leave_by {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        let keys = self.input.get_or_insert_with(EventStream::new);
+        let step = tokio::select! {
+            biased;
+            () = self.signals.next() => {
+                // Killed or the terminal went away: save, restore the terminal, leave.
+                tracing::info!("terminated by a signal; saving and leaving");
+                self.leave_by = Some(tokio::time::Instant::now() + SIGNAL_GRACE);
+                app.quit();
+                Step::Event(AppEvent::Tick(std::time::Instant::now()))
+            }
+            () = deadline => Step::Leave,
+            term = keys.next() => match term {
+                Some(Ok(ev)) => Step::Event(AppEvent::Input(ev)),
+                Some(Err(err)) => return Err(err).context("cannot read the terminal"),
+                None => Step::Leave,
+            },
+            Some(()) = self.draws.recv() => {
+                // Draws that queued up while the loop was busy are one draw.
+                while self.draws.try_recv().is_ok() {}
+                terminal::draw(terminal, |f| app.draw(f)).context("cannot draw the terminal")?;
+                Step::Again
+            }
+            _ = self.ticker.tick(), if app.animating() => {
+                Step::Event(AppEvent::Tick(std::time::Instant::now()))
+            }
+            msg = next_event(&mut links.current) => match msg {
+                Some(msg) => Step::Event(AppEvent::Engine(msg)),
+                None => {
+                    links.current = None;
+                    Step::Event(AppEvent::EngineGone)
+                }
+            },
+            msg = next_event(&mut links.opening) => match opening_event(links, app, msg) {
+                Some(event) => Step::Event(event),
+                None => {
+                    frames.request();
+                    Step::Again
+                }
+            },
+            Some(ev) = self.app_rx.recv() => Step::Event(ev),
+        };
+        Ok(step)
+    }
+}
+
+/// The app as the session starts: its op sink (the engine, or none yet), the prompt history,
+/// and the first view when the session waits (the trust question, or the session picker).
+fn start_app(
+    params: &TuiParams,
+    links: &Links,
+    history_file: &std::path::Path,
+    keyboard_enhanced: bool,
+) -> App {
+    let sink: Box<dyn OpSink> = match &links.current {
+        Some(l) => Box::new(l.handle.clone()),
+        None => Box::new(NoSession),
+    };
+    let mut app = App::new(sink, params.overrides.model.clone().unwrap_or_default());
+    app.screen.keyboard_enhanced = keyboard_enhanced;
+    app.screen.notify = notify::method(params.notify, |k| std::env::var(k).ok());
+    match composer::prompt_history::load(history_file) {
+        Ok(entries) => app.composer = composer::Composer::with_history(entries),
+        Err(e) => {
+            tracing::warn!(path = %history_file.display(), "cannot read the prompt history: {e}")
+        }
+    }
+    if let Some(q) = &params.trust {
+        app.views.push(views::TrustView::new(q.file.display().to_string(), q.settings.clone()));
+    } else if links.current.is_none() {
+        let result = session_rows(params, false, "");
+        app.handle(AppEvent::SessionsLoaded { all: false, result });
+    }
+    app
 }

@@ -2,18 +2,16 @@
 //!
 //! The engine sends the newest page unasked when a session opens and after every HEAD move
 //! (`reset`), and older pages when the app asks for them as the user scrolls up; this module
-//! only turns a page into a [`Transcript`] to show or to put before what is shown. Nothing here
-//! reads a file. Items the active compaction covers are shown dimmed (the model reads them only
-//! through the note), and a line after them says so; the compaction itself is a
-//! capsule where its note sits.
+//! replays a page's items into a [`Transcript`] through the same builders the live events use
+//! ([`cell_builders`](super::cell_builders)), so a resumed cell is the cell the user saw live.
+//! Nothing here reads a file. Items the active compaction covers are shown dimmed (the model
+//! reads them only through the note), and a line after them says so; the compaction itself is
+//! a capsule where its note sits.
 
-use codewhale_protocol::{CallEnd, HistoryItem, HistoryPage, NoticeLevel};
+use codewhale_protocol::{HistoryItem, HistoryPage};
 
-use super::branch_cell::BranchSummaryCell;
-use super::cells::{
-    AnchorCell, AssistantCell, CompactionCell, CompactionSummary, Covered, ImageCell, NoticeCell,
-    NoticeKind, SideCell, ThinkingCell, UserCell,
-};
+use super::cell_builders::{self as build, Ending};
+use super::cells::{CompactionSummary, Covered, NoticeKind, SideCell};
 use super::tool_cell::{ToolCell, ToolState};
 use super::transcript::Transcript;
 
@@ -32,9 +30,9 @@ pub fn transcript_of(page: &HistoryPage) -> Transcript {
     }
     let mut transcript = Transcript::default();
     for (i, item) in page.items.iter().enumerate() {
-        push_item(&mut transcript, item);
+        replay(&mut transcript, item);
         if marks.contains(&i) {
-            transcript.push(NoticeCell { kind: NoticeKind::Info, text: COVERED_MARK.to_owned() });
+            build::notice(&mut transcript, NoticeKind::Info, COVERED_MARK);
         }
     }
     transcript
@@ -56,76 +54,89 @@ fn is_covered(item: &HistoryItem) -> bool {
     }
 }
 
-fn push_item(t: &mut Transcript, item: &HistoryItem) {
+/// One item, through the builder its live event uses.
+fn replay(t: &mut Transcript, item: &HistoryItem) {
     match item {
         HistoryItem::User { text, covered, images, .. } => {
-            t.push(Covered::new(UserCell { text: text.clone() }, *covered));
-            for image in images {
-                t.push(Covered::new(ImageCell { image: image.clone() }, *covered));
-            }
+            build::user_message(t, text, images, *covered)
         }
         HistoryItem::Assistant { text, thinking, covered, .. } => {
-            if !thinking.trim().is_empty() {
-                let cell = ThinkingCell { text: thinking.clone(), ..ThinkingCell::default() };
-                t.push(Covered::new(cell, *covered));
-            }
-            if !text.trim().is_empty() {
-                let cell = AssistantCell::new(text.clone());
-                t.push(Covered::new(cell, *covered));
-            }
+            build::reply(t, text, thinking, *covered)
         }
-        HistoryItem::Anchor { text, covered, .. } => {
-            t.push(Covered::new(AnchorCell { text: text.clone() }, *covered))
-        }
+        HistoryItem::Anchor { text, covered, .. } => build::anchor(t, text, *covered),
         HistoryItem::BranchSummary { summary, covered, .. } => {
-            let cell = BranchSummaryCell { summary: summary.clone(), ..Default::default() };
-            t.push(Covered::new(cell, *covered))
+            t.push(Covered::new(build::branch_summary_cell(summary), *covered))
         }
-        HistoryItem::Side { question, answer, model, cost_usd, .. } => t.push(SideCell {
-            question: question.clone(),
-            answer: answer.clone(),
-            model: model.clone(),
-            cost_usd: *cost_usd,
-        }),
-        HistoryItem::AnchorWithdrawn { text, .. } => t.push(NoticeCell {
-            kind: NoticeKind::Info,
-            text: format!("anchor withdrawn: {}", text.lines().next().unwrap_or_default()),
-        }),
-        HistoryItem::Tool { call_id, name, input, result, covered, .. } => {
-            let state = match result {
-                Some(r) => ToolState::Done {
-                    end: r.end,
-                    exit_code: r.exit_code,
-                    exit_code_in_output: r.exit_code_in_output,
-                    reason: r.reason.clone(),
-                    output: r.output.clone(),
-                },
-                None => ToolState::Done {
-                    end: CallEnd::Interrupted,
-                    exit_code: None,
-                    exit_code_in_output: false,
-                    reason: None,
-                    output: "no result".to_owned(),
-                },
-            };
-            let mut cell = ToolCell::new(call_id.clone(), name.clone(), input);
-            cell.state = state;
-            t.push(Covered::new(cell, *covered));
+        HistoryItem::Side { question, answer, model, cost_usd, .. } => build::side(
+            t,
+            SideCell {
+                question: question.clone(),
+                answer: answer.clone(),
+                model: model.clone(),
+                cost_usd: *cost_usd,
+            },
+        ),
+        HistoryItem::AnchorWithdrawn { text, .. } => build::notice(
+            t,
+            NoticeKind::Info,
+            format!("anchor withdrawn: {}", text.lines().next().unwrap_or_default()),
+        ),
+        HistoryItem::Tool { call_id, name, input, covered, .. } => {
+            build::tool_requested(t, call_id, name, input, *covered);
+            build::call_finished(t, call_id, ending_of(item));
         }
-        HistoryItem::UserShell { id, command, output, exit_code, covered } => {
-            let end = match exit_code {
-                Some(0) => CallEnd::Completed,
-                _ => CallEnd::Failed,
-            };
-            let state = ToolState::Done {
-                end,
-                exit_code: *exit_code,
-                exit_code_in_output: exit_code.is_some(),
-                reason: None,
-                output: output.clone(),
-            };
-            t.push(Covered::new(ToolCell::user_shell(id.clone(), command, state), *covered));
+        HistoryItem::UserShell { id, command, covered, .. } => {
+            build::user_shell_started(t, id, command, *covered);
+            build::call_finished(t, id, ending_of(item));
         }
+        HistoryItem::Compaction { note, .. } => {
+            if let Some(summary) = compaction_summary(item) {
+                build::compaction(t, summary, note.clone())
+            }
+        }
+        HistoryItem::Notice { text, level, .. } => {
+            build::notice(t, build::notice_kind(*level), text.clone())
+        }
+    }
+}
+
+/// How a tool call or a `!CMD` ended, as the page's item says.
+fn ending_of(item: &HistoryItem) -> Ending {
+    match item {
+        HistoryItem::Tool { result: Some(r), .. } => Ending {
+            end: r.end,
+            exit_code: r.exit_code,
+            exit_code_in_output: r.exit_code_in_output,
+            reason: r.reason.clone(),
+            output: r.output.clone(),
+        },
+        HistoryItem::UserShell { output, end, exit_code, .. } => {
+            Ending::user_shell(output, *end, *exit_code)
+        }
+        _ => Ending::without_result(),
+    }
+}
+
+/// The finished cell of a tool call or of the user's own command (`!CMD`), as the transcript
+/// shows it (`codewhale export` folds it to its line); `None` for any other item.
+pub fn tool_cell(item: &HistoryItem) -> Option<ToolCell> {
+    let mut cell = match item {
+        HistoryItem::Tool { call_id, name, input, .. } => {
+            ToolCell::new(call_id.clone(), name.clone(), input)
+        }
+        HistoryItem::UserShell { id, command, .. } => {
+            let running = ToolState::Running { elapsed_secs: 0, live: String::new() };
+            ToolCell::user_shell(id.clone(), command, running)
+        }
+        _ => return None,
+    };
+    cell.state = ending_of(item).state();
+    Some(cell)
+}
+
+/// What a compaction item's capsule says; `None` for any other item.
+pub fn compaction_summary(item: &HistoryItem) -> Option<CompactionSummary> {
+    match item {
         HistoryItem::Compaction {
             id,
             trigger,
@@ -134,35 +145,25 @@ fn push_item(t: &mut Transcript, item: &HistoryItem) {
             retained,
             tokens_before,
             tokens_after,
-            note,
             background,
-        } => t.push(CompactionCell::new(
-            CompactionSummary {
-                id: id.clone(),
-                trigger: *trigger,
-                path: *path,
-                covered: *covered_entries,
-                retained: *retained,
-                tokens_before: *tokens_before,
-                tokens_after: *tokens_after,
-                background: *background,
-            },
-            Some(note.clone()),
-        )),
-        HistoryItem::Notice { text, level, .. } => {
-            let kind = match level {
-                NoticeLevel::Info => NoticeKind::Info,
-                NoticeLevel::Warning => NoticeKind::Warning,
-                NoticeLevel::Error => NoticeKind::Error,
-            };
-            t.push(NoticeCell { kind, text: text.clone() })
-        }
+            ..
+        } => Some(CompactionSummary {
+            id: id.clone(),
+            trigger: *trigger,
+            path: *path,
+            covered: *covered_entries,
+            retained: *retained,
+            tokens_before: *tokens_before,
+            tokens_after: *tokens_after,
+            background: *background,
+        }),
+        _ => None,
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use codewhale_protocol::{CompactionKind, CompactionTrigger, ToolOutcome};
+    use codewhale_protocol::{CallEnd, CompactionKind, CompactionTrigger, ToolOutcome};
     use serde_json::json;
 
     use super::*;

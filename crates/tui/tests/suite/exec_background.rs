@@ -56,8 +56,18 @@ async fn a_kill_while_the_background_note_is_written_leaves_no_partial_record() 
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     assert!(summary_sent(), "no background summary request within 30 s");
-    // Let the tool loop go on a little while the note is being written.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The tool loop goes on while the note is being written: two more calls served.
+    let at = served.load(Ordering::SeqCst);
+    for _ in 0..1_200 {
+        if served.load(Ordering::SeqCst) >= at + 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(
+        served.load(Ordering::SeqCst) >= at + 2,
+        "the tool loop stopped while the note was written"
+    );
     child.kill().await.unwrap();
 
     let sessions: Vec<_> = std::fs::read_dir(home.path().join("sessions"))

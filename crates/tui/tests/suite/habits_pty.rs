@@ -54,7 +54,8 @@ async fn up_walks_the_history_past_a_recalled_command_without_a_popup() {
     pty.wait_for("ready").await;
     pty.send(b"\x1b[A");
     pty.wait_for("› /quit").await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // A popup would be drawn in the frame that shows the recalled text.
+    pty.wait_frame_end().await;
     assert!(
         !pty.contents().contains("Leave Codewhale"),
         "a recalled command opens no popup:\n{}",

@@ -217,6 +217,17 @@ async fn pids(file: &Path, want: usize) -> Vec<i32> {
     panic!("the command never wrote {want} pids to {}", file.display());
 }
 
+/// Waits until `file` has a line `line`.
+async fn lines_of(file: &Path, line: &str) {
+    for _ in 0..1_200 {
+        if std::fs::read_to_string(file).unwrap_or_default().lines().any(|l| l.trim() == line) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("{} never got the line {line:?}", file.display());
+}
+
 /// Whether `pid` is still running (a zombie waiting for its reaper does not count).
 fn alive(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
@@ -271,21 +282,25 @@ async fn sigterm_and_sighup_end_the_running_command_like_sigint() {
 async fn a_second_sigterm_ends_exec_at_once() {
     let s = Setup::new().await;
     let list = s.ws.path().join("pids");
-    let command = format!("trap '' TERM; sleep 30 & echo $! >> {}; wait", list.display());
+    // The shell notes the group's SIGTERM (the mark that exec acted on the first signal) and
+    // waits on; the sleeper ignores it, so the group lingers for its grace.
+    let command = format!(
+        "trap 'echo term >> {0}' TERM; (trap '' TERM; exec sleep 30) & echo $! >> {0}; wait; wait",
+        list.display()
+    );
     s.server.push(Reply::tool_call("s1", "shell", json!({"command": command})));
     let child = s.spawn(&["--approval", "full", "sleep a while"]);
     let exec_pid = child.id().unwrap();
     pids(&list, 1).await;
     signal(exec_pid, "TERM");
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let asked = std::time::Instant::now();
+    lines_of(&list, "term").await;
     signal(exec_pid, "TERM");
     let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
         .await
         .expect("exec ended after the second signal")
         .unwrap();
+    // Ended by the second signal, not by the first one's grace (that exit would be 1).
     assert_eq!(out.status.code(), Some(143), "{}", text(&out.stderr));
-    assert!(asked.elapsed() < Duration::from_secs(2), "it ended at once");
     assert!(text(&out.stderr).contains("codewhale: stopped"), "{}", text(&out.stderr));
 }
 
@@ -296,13 +311,9 @@ async fn sighup_while_streaming_keeps_the_partial_reply() {
     s.server.push(Reply::text("the first half of a long answer").hang_after(3));
     let child = s.spawn(&["explain"]);
     let exec_pid = child.id().unwrap();
-    for _ in 0..400 {
-        if !s.server.requests().is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The three frames went out before the body started to hang: they are exec's to keep.
+    let hanging = tokio::time::timeout(Duration::from_secs(30), s.server.wait_for_keepalives(2));
+    assert!(hanging.await.is_ok(), "the reply never started");
     signal(exec_pid, "HUP");
     let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
         .await

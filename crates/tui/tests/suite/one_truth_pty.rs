@@ -63,7 +63,10 @@ async fn agree(pty: &mut Pty, home: &TempDir, ws: &TempDir, path: &str) -> Value
         if seen == (Some((offline, percent)), Some(percent)) {
             // The report is a view of its own: closed again before the next step.
             pty.send(b"\x1b");
-            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            while context_figure(&pty.contents()).is_some() {
+                assert!(start.elapsed() < super::pty::WAIT, "{path}: the report stayed open");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
             return report;
         }
         assert!(

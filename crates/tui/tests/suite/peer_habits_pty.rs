@@ -59,6 +59,43 @@ async fn a_bang_runs_the_users_own_command_and_the_model_reads_it_next() {
     assert!(pty.wait_exit().await.success());
 }
 
+/// The row of the screen that shows the `!` cell of `command`.
+fn bang_row(pty: &Pty, command: &str) -> String {
+    let screen = pty.contents();
+    let row = screen.lines().find(|l| l.contains(command)).map(str::trim).map(str::to_owned);
+    row.unwrap_or_else(|| panic!("no cell for {command}:\n{screen}"))
+}
+
+/// `!sleep 100` stopped with Ctrl+C reads "interrupted" while the session runs and after it is
+/// resumed: the engine journals how it ended, and the page brings that back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_bang_command_reads_interrupted_live_and_after_a_resume() {
+    let server = MockServer::start().await.unwrap();
+    let (home, ws) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let args = mock_args(&server.openai_base_url());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut pty = Pty::spawn(&args, &home, &ws);
+    pty.wait_for("ready").await;
+    pty.send(b"!echo begun; sleep 100\r");
+    pty.wait_for("begun").await;
+    pty.send(b"\x03");
+    pty.wait_for("interrupted").await;
+    pty.wait_for("ready").await;
+    let live = bang_row(&pty, "! echo begun");
+    assert!(live.contains("interrupted"), "{live}");
+    pty.send(b"\x04");
+    assert!(pty.wait_exit().await.success());
+
+    let mut resumed: Vec<&str> = vec!["resume", "--last"];
+    resumed.extend(&args);
+    let mut pty = Pty::spawn(&resumed, &home, &ws);
+    pty.wait_for("resumed session").await;
+    pty.wait_for("! echo begun").await;
+    assert_eq!(bang_row(&pty, "! echo begun"), live);
+    pty.send(b"\x04");
+    assert!(pty.wait_exit().await.success());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turn_that_ends_while_the_terminal_is_unfocused_sends_osc_9() {
     let server = MockServer::start().await.unwrap();
@@ -146,6 +183,13 @@ async fn slash_clear_starts_afresh_and_keeps_the_old_conversation() {
         .filter(|j| std::fs::read_to_string(j).unwrap().contains("my color is blue"))
         .count();
     assert_eq!(kept, 1, "the old conversation is kept on disk");
+    // The id offered brings back the old conversation, not the new one that shares its start.
+    let said = screen.split("is kept: /resume").nth(1).unwrap();
+    let prefix: String = said.trim_start().chars().take_while(|c| !c.is_whitespace()).collect();
+    pty.send(format!("/resume {prefix}\r").as_bytes());
+    pty.wait_for("resumed session").await;
+    pty.wait_for("Remembered: blue.").await;
+    assert!(!pty.contents().contains("already open"), "{}", pty.contents());
     pty.send(b"\x04");
     assert!(pty.wait_exit().await.success());
 }

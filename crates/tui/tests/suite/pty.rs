@@ -5,6 +5,7 @@
 
 use std::io::{Read as _, Write};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -32,6 +33,8 @@ pub struct Pty {
     /// a notification, the bell.
     raw: Arc<Mutex<Vec<u8>>>,
     writer: Arc<Mutex<Box<dyn Write + Send>>>,
+    /// Set once the program's side of the terminal closed and all it wrote was read.
+    ended: Arc<AtomicBool>,
     pub child: Box<dyn Child + Send + Sync>,
     _master: Box<dyn MasterPty + Send>,
 }
@@ -110,6 +113,8 @@ impl Pty {
         let raw = Arc::new(Mutex::new(Vec::new()));
         let raw_sink = Arc::clone(&raw);
         let answers = Arc::clone(&writer);
+        let ended = Arc::new(AtomicBool::new(false));
+        let ended_sink = Arc::clone(&ended);
         std::thread::spawn(move || {
             let mut buf = [0u8; 4096];
             let mut tail: Vec<u8> = Vec::new();
@@ -149,8 +154,9 @@ impl Pty {
                 let keep = tail.len().saturating_sub(16);
                 tail.drain(..keep);
             }
+            ended_sink.store(true, Ordering::SeqCst);
         });
-        Pty { screen, raw, writer, child, _master: pair.master }
+        Pty { screen, raw, writer, ended, child, _master: pair.master }
     }
 
     /// How often `needle` occurs in what the program wrote.
@@ -189,6 +195,45 @@ impl Pty {
         }
     }
 
+    /// Waits until `needle` is no longer on the screen.
+    pub async fn wait_gone(&self, needle: &str) {
+        let start = Instant::now();
+        while self.contents().contains(needle) {
+            assert!(start.elapsed() < WAIT, "{needle:?} never went; screen:\n{}", self.contents());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Waits until the last frame the program started drawing is whole on the screen (frames
+    /// are synchronized updates, DEC mode 2026): what one key changed is then all there.
+    pub async fn wait_frame_end(&self) {
+        const BEGIN: &[u8] = b"\x1b[?2026h";
+        const END: &[u8] = b"\x1b[?2026l";
+        let start = Instant::now();
+        loop {
+            let whole = {
+                let raw = self.raw.lock().unwrap();
+                let last = |needle: &[u8]| raw.windows(needle.len()).rposition(|w| w == needle);
+                last(END).is_some() && last(BEGIN) < last(END)
+            };
+            if whole {
+                return;
+            }
+            assert!(start.elapsed() < WAIT, "a frame never ended; screen:\n{}", self.contents());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Waits until everything the program wrote has been read onto the screen: its side of the
+    /// terminal closed (it exited) and the reader reached the end.
+    pub async fn wait_output_end(&self) {
+        let start = Instant::now();
+        while !self.ended.load(Ordering::SeqCst) {
+            assert!(start.elapsed() < WAIT, "the output never ended; screen:\n{}", self.contents());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// Sends `prompt` with Enter, then waits for `answer` and for the composer to be ready again.
     pub async fn ask(&mut self, prompt: &str, answer: &str) {
         self.send(format!("{prompt}\r").as_bytes());
@@ -196,15 +241,21 @@ impl Pty {
         self.wait_for("ready").await;
     }
 
-    /// Presses `key` (PgUp, PgDn, ...) up to `tries` times until `needle` is on screen, then
-    /// waits for it like [`Pty::wait_for`].
+    /// Presses `key` (PgUp, PgDn, ...) up to `tries` times until `needle` is on screen, each
+    /// press only once the last one moved the screen, so no press is still on its way when it
+    /// returns.
     pub async fn scroll_to(&mut self, needle: &str, key: &[u8], tries: usize) {
         for _ in 0..tries {
-            if self.contents().contains(needle) {
-                break;
+            let before = self.contents();
+            if before.contains(needle) {
+                return;
             }
             self.send(key);
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            let start = Instant::now();
+            while self.contents() == before {
+                assert!(start.elapsed() < WAIT, "{key:?} did not scroll; screen:\n{before}");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
         }
         self.wait_for(needle).await;
     }

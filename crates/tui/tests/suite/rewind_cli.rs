@@ -202,7 +202,7 @@ async fn rewind_waits_for_the_branch_summary_and_says_when_there_is_none() {
 }
 
 /// A `--both` rewind leaves a file edited by hand since and says to run again with `--force`;
-/// that rerun, after HEAD has moved, takes back exactly that file (docs/cli.md, *rewind*).
+/// that rerun, after HEAD has moved, takes back exactly that file (docs/cli.md).
 /// Without any provider configured, restoring files still works: only the branch summary
 /// needs a model, and it is skipped with the reason.
 #[tokio::test]

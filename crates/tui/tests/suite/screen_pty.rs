@@ -2,8 +2,6 @@
 //! reading, Home/End, and a resumed compacted session — the real binary in a pseudo-terminal
 //! against the in-process mock provider.
 
-use std::time::Duration;
-
 use codewhale_provider::test_support::{MockServer, Reply};
 use serde_json::json;
 use tempfile::TempDir;
@@ -51,7 +49,7 @@ async fn signal_restores_the_terminal(signal: &str) {
     assert!(sent.success());
     let status = pty.wait_exit().await;
     assert!(status.success(), "{signal}: exit status {status:?}");
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    pty.wait_output_end().await;
     let screen = pty.screen.lock().unwrap();
     assert!(!screen.screen().alternate_screen(), "{signal} left the alternate screen on");
     assert!(!screen.screen().hide_cursor(), "{signal} left the cursor hidden");
@@ -117,7 +115,7 @@ async fn a_prefix_grant_covers_the_next_command_like_it_and_nothing_more() {
     pty.send(b"d");
     pty.wait_for("no grants").await;
     pty.send(b"\x1b");
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    pty.wait_gone("no grants").await;
     quit(&mut pty).await;
 }
 
@@ -169,7 +167,7 @@ async fn home_and_end_reach_the_first_and_the_last_rows() {
 async fn quit_with_draft(pty: &mut Pty) {
     // Ctrl+U empties the composer, then Ctrl+D leaves.
     pty.send(b"\x15");
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    pty.wait_gone("draft").await;
     quit(pty).await;
 }
 
@@ -182,7 +180,6 @@ async fn unfolding_a_tool_cell_keeps_the_rows_being_read() {
 
     // Scroll up until the folded read is in sight, and remember what the top row shows.
     pty.scroll_to("read_file", b"\x1b[5~", 10).await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
     let top = row(&pty, 0);
     assert!(!pty.contents().contains("number-01"), "folded:\n{}", pty.contents());
 
@@ -191,8 +188,7 @@ async fn unfolding_a_tool_cell_keeps_the_rows_being_read() {
     pty.wait_for("number-01").await;
     assert_eq!(row(&pty, 0), top, "unfolding moved the view:\n{}", pty.contents());
     pty.send(b"\x0f");
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    assert!(!pty.contents().contains("number-01"), "folded again:\n{}", pty.contents());
+    pty.wait_gone("number-01").await;
     assert_eq!(row(&pty, 0), top, "folding moved the view:\n{}", pty.contents());
 
     // Ctrl+T opens the whole output in a pager, Esc closes it.
@@ -201,7 +197,7 @@ async fn unfolding_a_tool_cell_keeps_the_rows_being_read() {
     pty.send(b"\x1b[F");
     pty.wait_for("number-80").await;
     pty.send(b"\x1b");
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    pty.wait_gone("number-80").await;
     quit(&mut pty).await;
 }
 

@@ -1,8 +1,6 @@
 //! The terminal UI end to end: the real binary in a pseudo-terminal, keys typed as bytes, the
 //! screen read back through a VT100 parser, the provider being the in-process mock server.
 
-use std::time::Duration;
-
 use codewhale_provider::test_support::{MockServer, Reply, TEST_API_KEY};
 use serde_json::Value;
 
@@ -40,8 +38,8 @@ async fn a_prompt_reaches_the_mock_and_the_reply_the_screen_and_the_journal() {
     pty.send(b"\x03");
     let status = pty.wait_exit().await;
     assert!(status.success(), "exit status {status:?}; screen:\n{}", pty.contents());
-    // Give the reader thread a moment to take in the last bytes.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Everything it wrote, the terminal's restoration included, is on the screen.
+    pty.wait_output_end().await;
     let alternate = pty.screen.lock().unwrap().screen().alternate_screen();
     assert!(!alternate, "the terminal is restored on exit");
 
@@ -108,7 +106,7 @@ async fn quitting_a_session_with_no_message_prints_no_resume_hint() {
     pty.wait_for("ready").await;
     pty.send(b"\x04");
     assert!(pty.wait_exit().await.success());
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    pty.wait_output_end().await;
     let screen = pty.contents();
     assert!(!screen.contains("continue it with"), "a hint for a session not kept:\n{screen}");
     assert!(journals(&home).is_empty(), "nothing was written, so nothing is kept");

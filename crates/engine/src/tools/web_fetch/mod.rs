@@ -268,6 +268,7 @@ async fn fetch(
 
 /// One GET of `target`, connected to its checked addresses only.
 async fn get(target: &Target) -> Result<reqwest::Response, String> {
+    codewhale_provider::install_crypto();
     let mut builder = reqwest::Client::builder()
         .no_proxy()
         .redirect(reqwest::redirect::Policy::none())

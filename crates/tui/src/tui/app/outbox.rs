@@ -33,6 +33,10 @@ pub enum Pending {
     HeadBack,
     /// `/btw`: an error ends the wait for the answer.
     SideQuestion,
+    /// `/cost`: the status report's cost part is shown.
+    Cost,
+    /// `/export [FILE]`: the transcript is written to FILE (as typed), or copied.
+    Export { file: Option<String> },
 }
 
 /// A message on its way to the engine: its text and the files mentioned with `@`.

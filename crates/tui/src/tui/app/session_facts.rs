@@ -44,8 +44,7 @@ pub struct SessionFacts {
     /// The last Shift+Tab's op, until the engine answers it: answers to earlier presses do not
     /// set the mode back meanwhile.
     pub approval_asked: Option<codewhale_protocol::SubmissionId>,
-    /// `/clear` left this conversation (its short id) for a new one: said once the new one is
-    /// open.
+    /// `/clear` left this conversation (its id) for a new one: said once the new one is open.
     pub kept: Option<String>,
 }
 

@@ -333,3 +333,49 @@ fn an_edit_shows_its_diff_folded_under_the_call() {
     h.ctrl('o');
     assert!(h.screen().contains("+let x = 2;"), "{}", h.screen());
 }
+
+/// The screen row that shows the `!CMD` cell of `command`.
+fn shell_row(screen: &str, command: &str) -> String {
+    let row = screen.lines().find(|l| l.contains(command));
+    row.unwrap_or_else(|| panic!("no cell for {command}:\n{screen}")).trim().to_owned()
+}
+
+/// An interrupted `!sleep 100` read "interrupted" live and "failed" after a resume (the page
+/// left the UI to guess from the exit code). Both now come from the engine's `end`, through
+/// one builder: the cell is the same.
+#[test]
+fn an_interrupted_user_command_reads_the_same_live_and_after_a_resume() {
+    let output = "$ sleep 100\n[interrupted by the user]";
+    let mut live = Harness::new();
+    let started = Event::UserShellStarted { call_id: "u-1".into(), command: "sleep 100".into() };
+    live.engine(1, started);
+    live.engine(
+        1,
+        Event::UserShellFinished {
+            call_id: "u-1".into(),
+            command: "sleep 100".into(),
+            output: output.into(),
+            end: CallEnd::Interrupted,
+            exit_code: Some(143),
+        },
+    );
+    let live_row = shell_row(&live.screen(), "sleep 100");
+    assert!(live_row.contains("interrupted"), "{live_row}");
+
+    let mut resumed = Harness::new();
+    let page = HistoryPage {
+        head: "u-1".into(),
+        items: vec![HistoryItem::UserShell {
+            id: "u-1".into(),
+            command: "sleep 100".into(),
+            output: output.into(),
+            end: CallEnd::Interrupted,
+            exit_code: Some(143),
+            covered: false,
+        }],
+        older: None,
+        reset: true,
+    };
+    resumed.engine(0, Event::History { page });
+    assert_eq!(shell_row(&resumed.screen(), "sleep 100"), live_row);
+}

@@ -1,5 +1,5 @@
-//! The files of a branch `/checkout` moved to (docs/journal-format.md, *File checkpoints and
-//! abandoned branches*): the disk and the branch's history never disagree silently.
+//! The files of a branch `/checkout` moved to (docs/journal-format.md, *The file store*): the
+//! disk and the branch's history never disagree silently.
 //!
 //! After a code rewind, the branch that was left still shows its tools creating and changing
 //! files that the rewind took back; checking it out again moves HEAD, not the files. So after a

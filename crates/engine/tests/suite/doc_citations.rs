@@ -150,8 +150,16 @@ fn every_docs_citation_in_a_comment_names_a_page_and_a_heading_that_exist() {
 
 #[test]
 fn a_wrapped_citation_is_read_whole_and_a_wrong_one_is_named() {
-    let source = "fn f() {}\n/// The cut (docs/compaction.md, *The\n/// cut*) and docs/nope.md.\n\
-                  /// Also (docs/compaction.md, *No such part*).\nfn g() {}\n";
+    // Built from lines so that no line of this file is itself a comment the scan would read.
+    let source = [
+        "fn f() {}",
+        "/// The cut (docs/compaction.md, *The",
+        "/// cut*) and docs/nope.md.",
+        "/// Also (docs/compaction.md, *No such part*).",
+        "fn g() {}\n",
+    ]
+    .join("\n");
+    let source = source.as_str();
     let blocks = comment_blocks(source);
     assert_eq!(blocks.len(), 1);
     let found = citations(&blocks[0].1, "x.rs:2");

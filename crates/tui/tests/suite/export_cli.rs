@@ -5,24 +5,27 @@
 use std::process::Output;
 
 use super::pty::SUMMARY;
-use super::support::text;
-use codewhale_provider::test_support::{MockServer, Reply, TEST_API_KEY};
+use super::support::{text, Scene};
+use codewhale_provider::test_support::{Reply, TEST_API_KEY};
 use serde_json::{json, Value};
-use tempfile::TempDir;
 
-struct Setup {
-    server: MockServer,
-    home: TempDir,
-    ws: TempDir,
+struct Setup(Scene);
+
+impl std::ops::Deref for Setup {
+    type Target = Scene;
+    fn deref(&self) -> &Scene {
+        &self.0
+    }
 }
 
 impl Setup {
     /// The mock reports fixed prompt sizes, as a hosted API would be trusted to: it stands for
     /// one, so no reported count is taken for a silent cut.
     async fn new() -> Setup {
-        let home = tempfile::tempdir().unwrap();
-        std::fs::write(home.path().join("config.toml"), "[provider]\nhosted = true\n").unwrap();
-        Setup { server: MockServer::start().await.unwrap(), home, ws: tempfile::tempdir().unwrap() }
+        let scene = Scene::new().await;
+        std::fs::write(scene.home.path().join("config.toml"), "[provider]\nhosted = true\n")
+            .unwrap();
+        Setup(scene)
     }
 
     /// `codewhale SUBCOMMAND ARGS` against the mock server, with a key.
@@ -39,10 +42,6 @@ impl Setup {
     /// `codewhale export ARGS`: no key, no base URL.
     async fn export(&self, args: &[&str]) -> Output {
         self.command().arg("export").args(args).output().await.unwrap()
-    }
-
-    fn command(&self) -> tokio::process::Command {
-        super::cli::codewhale(self.home.path(), self.ws.path())
     }
 
     /// A session of five turns, each with a shell call and a long answer, a compaction (the

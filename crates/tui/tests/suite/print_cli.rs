@@ -6,30 +6,28 @@
 use std::process::{Output, Stdio};
 use std::time::Duration;
 
-use super::support::text;
-use codewhale_provider::test_support::{MockServer, Reply, TEST_API_KEY};
+use super::support::{text, Scene};
+use codewhale_provider::test_support::{Reply, TEST_API_KEY};
 use serde_json::json;
-use tempfile::TempDir;
 use tokio::io::AsyncWriteExt as _;
 
-struct Setup {
-    server: MockServer,
-    home: TempDir,
-    ws: TempDir,
+struct Setup(Scene);
+
+impl std::ops::Deref for Setup {
+    type Target = Scene;
+    fn deref(&self) -> &Scene {
+        &self.0
+    }
 }
 
 impl Setup {
     async fn new() -> Setup {
-        Setup {
-            server: MockServer::start().await.unwrap(),
-            home: tempfile::tempdir().unwrap(),
-            ws: tempfile::tempdir().unwrap(),
-        }
+        Setup(Scene::new().await)
     }
 
     /// `codewhale ARGS` against the mock server, `stdin` piped in (or closed when `None`).
     async fn run(&self, args: &[&str], stdin: Option<&[u8]>) -> Output {
-        let mut cmd = super::cli::codewhale(self.home.path(), self.ws.path());
+        let mut cmd = self.command();
         // The GLOBAL flags first: a prompt may follow `--`.
         cmd.args(["--provider", "openai", "--model", "gpt-4.1"])
             .args(["--base-url", &self.server.openai_base_url()])

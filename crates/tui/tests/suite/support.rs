@@ -1,7 +1,32 @@
-//! Small helpers the command-line suites share: output as text, files in a workspace, the
-//! journals a home holds.
+//! Small helpers the command-line suites share: a mock server with a home and a workspace,
+//! output as text, files in a workspace, the journals a home holds.
 
 use std::path::Path;
+
+use codewhale_provider::test_support::MockServer;
+use tempfile::TempDir;
+
+/// A mock server, a Codewhale home and a workspace, each its own.
+pub struct Scene {
+    pub server: MockServer,
+    pub home: TempDir,
+    pub ws: TempDir,
+}
+
+impl Scene {
+    pub async fn new() -> Scene {
+        Scene {
+            server: MockServer::start().await.unwrap(),
+            home: tempfile::tempdir().unwrap(),
+            ws: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// `codewhale` with this home, in this workspace (no subcommand, no provider yet).
+    pub fn command(&self) -> tokio::process::Command {
+        super::cli::codewhale(self.home.path(), self.ws.path())
+    }
+}
 
 /// Process output as text (lossy: a test reads it, nothing parses it strictly).
 pub fn text(bytes: &[u8]) -> String {

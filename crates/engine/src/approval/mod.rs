@@ -144,11 +144,14 @@ impl Policy {
             }
             Effect::Shell => call.command.is_some_and(|c| grants::covers_command(&self.grants, c)),
             // A server's tool may change anything: in `plan` it asks, grant or not.
-            Effect::Tool => !plan && call.tool.is_some_and(|(server, tool)| {
-                self.grants.iter().any(
+            Effect::Tool => {
+                !plan
+                    && call.tool.is_some_and(|(server, tool)| {
+                        self.grants.iter().any(
                     |g| matches!(g, Grant::Tool { server: s, tool: t } if s == server && t == tool),
                 )
-            }),
+                    })
+            }
             Effect::Fetch => false,
         };
         if allowed {

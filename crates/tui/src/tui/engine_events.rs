@@ -16,9 +16,9 @@ use codewhale_protocol::{
 use super::app::{App, Gauge, Pending};
 use super::cell_builders::{notice_kind, Ending};
 use super::cells::{AnchorCell, CompactionSummary, NoticeKind, SideCell};
-use super::restore_view::{RestoreTarget, RestoreView};
 use super::event::Effect;
 use super::plan_cell::PlanCell;
+use super::restore_view::{RestoreTarget, RestoreView};
 
 impl App {
     pub(crate) fn on_engine(&mut self, msg: EventMsg) {
@@ -94,7 +94,9 @@ impl App {
             Event::Notice { level, message } => self.notice(notice_kind(level), message),
             Event::AnchorChanged { change, message } => self.on_anchor_changed(change, message),
             Event::ModelSwitched { model, message } => self.on_model_switched(model, message),
-            Event::ApprovalChanged { mode, message } => self.on_approval_changed(mode, message, msg.id),
+            Event::ApprovalChanged { mode, message } => {
+                self.on_approval_changed(mode, message, msg.id)
+            }
             Event::HeadMoved { level, message, .. } => self.on_head_moved(level, message),
             Event::GrantRevoked { grant } => self.on_grant_revoked(&grant),
             Event::Error { message, .. } => self.on_error(message, pending),

@@ -107,6 +107,10 @@ pub mod plan;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod plan;
 #[cfg(feature = "internals")]
+pub mod plan_mode;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod plan_mode;
+#[cfg(feature = "internals")]
 pub mod prompt;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod prompt;
@@ -126,6 +130,10 @@ pub(crate) mod rewind;
 pub mod session;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod session;
+#[cfg(feature = "internals")]
+pub mod side_question;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod side_question;
 #[cfg(feature = "internals")]
 pub mod spend;
 #[cfg(not(feature = "internals"))]

@@ -297,6 +297,13 @@ impl Redactor {
                     s.text = t;
                 }
             }
+            Payload::Side(s) => {
+                for text in [&mut s.question, &mut s.answer] {
+                    if let Cow::Owned(t) = self.redact(text) {
+                        *text = t;
+                    }
+                }
+            }
             Payload::Compaction(c) => {
                 for text in [Some(&mut c.note), c.summary.as_mut(), c.anchors.as_mut()]
                     .into_iter()

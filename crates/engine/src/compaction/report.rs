@@ -181,7 +181,7 @@ fn system_counts(
     home: &Path,
     compact: bool,
 ) -> SystemCounts {
-    let mut specs = crate::tools::specs(compact);
+    let mut specs = crate::tools::specs(compact, config.tools.web_fetch_enabled());
     let servers = session::mcp_servers(config, workspace, home);
     specs.extend(session::mcp_specs(&servers.offered_now()));
     let prompt = SystemPrompt::load(workspace, compact).text();

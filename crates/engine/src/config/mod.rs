@@ -95,6 +95,71 @@ pub struct ShellConfig {
     pub max_processes: Option<u32>,
 }
 
+/// `[tools]`: which of the tools that reach beyond the workspace are offered, and where.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolsConfig {
+    /// `web_fetch = false` removes the `web_fetch` tool (default: offered).
+    pub web_fetch: Option<bool>,
+    /// `web_fetch_allow`: hosts (`host`, any port) and `host:port`s `web_fetch` reaches without
+    /// asking — a private address listed here is treated as a public host. Honoured from a
+    /// workspace's file only once it is trusted.
+    pub web_fetch_allow: Vec<String>,
+}
+
+impl ToolsConfig {
+    /// Whether `web_fetch` is offered.
+    pub fn web_fetch_enabled(&self) -> bool {
+        self.web_fetch != Some(false)
+    }
+
+    /// Whether `web_fetch_allow` lists `host` (normalized as [`web_fetch_entry`] writes it) on
+    /// `port`: an entry without a port lists every port.
+    pub fn allows_fetch(&self, host: &str, port: u16) -> bool {
+        let with_port = format!("{host}:{port}");
+        self.web_fetch_allow.iter().any(|e| *e == host || *e == with_port)
+    }
+}
+
+/// A `web_fetch_allow` entry (`host` or `host:port`; an IPv6 address in brackets, or bare
+/// without a port) in the one spelling URLs are compared in: the host as a URL names it
+/// (lowercase, punycode, IPv4 in dotted form, IPv6 compressed in brackets) and the port when
+/// one is given.
+pub fn web_fetch_entry(raw: &str) -> Result<String, String> {
+    let raw = raw.trim();
+    let bad = || {
+        format!(
+            "{raw:?} is not a host or host:port (for example \"docs.rs\", \"localhost:8080\" \
+             or \"[::1]:3000\"); leave out the scheme and the path"
+        )
+    };
+    if raw.is_empty() || raw.contains("://") || raw.contains(['/', '?', '#', '@', ' ']) {
+        return Err(bad());
+    }
+    let (host, port) = if let Some(rest) = raw.strip_prefix('[') {
+        let (inside, after) = rest.split_once(']').ok_or_else(bad)?;
+        let port = match after {
+            "" => None,
+            p => Some(p.strip_prefix(':').ok_or_else(bad)?),
+        };
+        (format!("[{inside}]"), port)
+    } else if raw.matches(':').count() > 1 {
+        (format!("[{raw}]"), None)
+    } else {
+        match raw.split_once(':') {
+            Some((host, port)) => (host.to_owned(), Some(port)),
+            None => (raw.to_owned(), None),
+        }
+    };
+    let host = url::Host::parse(&host).map_err(|_| bad())?.to_string();
+    match port {
+        None => Ok(host),
+        Some(port) => {
+            let port: u16 = port.parse().map_err(|_| bad())?;
+            Ok(format!("{host}:{port}"))
+        }
+    }
+}
+
 /// Settings of redaction.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RedactionConfig {
@@ -129,6 +194,8 @@ pub struct Config {
     pub api_key_env: Option<String>,
     pub compaction: CompactionConfig,
     pub shell: ShellConfig,
+    /// `[tools]`: `web_fetch` and the hosts it reaches without asking.
+    pub tools: ToolsConfig,
     pub redaction: RedactionConfig,
     /// `[sandbox]`: how the commands the model runs are confined.
     pub sandbox: crate::sandbox::SandboxConfig,
@@ -368,6 +435,8 @@ impl Config {
         over(&mut self.compaction.branch_summary_timeout, other.compaction.branch_summary_timeout);
         over(&mut self.shell.keep_background, other.shell.keep_background);
         over(&mut self.shell.max_processes, other.shell.max_processes);
+        over(&mut self.tools.web_fetch, other.tools.web_fetch);
+        self.tools.web_fetch_allow.extend(other.tools.web_fetch_allow);
         over(&mut self.sandbox.mode, other.sandbox.mode);
         over(&mut self.sandbox.network, other.sandbox.network);
         over(&mut self.tui.notify, other.tui.notify);
@@ -416,6 +485,8 @@ impl Config {
         set(self.sandbox.network == Some(true), "sandbox.network");
         // A pattern decides what is journaled: one matching everything destroys the record.
         set(!self.redaction.patterns.is_empty(), "redaction.patterns");
+        // A listed host is fetched without asking, a private one included.
+        set(!self.tools.web_fetch_allow.is_empty(), "tools.web_fetch_allow");
         keys
     }
 
@@ -436,6 +507,7 @@ impl Config {
             self.sandbox.network = None;
         }
         self.redaction.patterns.clear();
+        self.tools.web_fetch_allow.clear();
     }
 
     /// Applies command-line overrides.

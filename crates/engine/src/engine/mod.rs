@@ -305,20 +305,26 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
         }
         match op {
             Op::UserInput { text, attachments, images } => {
+                let message = turn::UserMessage { text, attachments, images, synthetic: false };
+                let link = Link { ops: &mut ops, sink: &sink, gate: &gate };
+                shutdown = user_turn(&mut session, link, id, message).await;
+            }
+            Op::CarryOutPlan { mode } => {
+                // The chosen mode first: the turn's note to the model follows from it.
+                session.policy.set_mode(mode);
+                sink.emit(id, approval_changed(mode));
+                let text = crate::plan_mode::CARRY_OUT.to_owned();
+                let message = turn::UserMessage { text, synthetic: true, ..Default::default() };
+                let link = Link { ops: &mut ops, sink: &sink, gate: &gate };
+                shutdown = user_turn(&mut session, link, id, message).await;
+            }
+            Op::SideQuestion { question } => {
                 let cancel = CancellationToken::new();
                 let mcp = session.mcp().clone();
-                let turn = async {
-                    // The summary of the branch just left goes before the message, so the
-                    // model's first reply on the new branch reads it (bounded by its timeout).
-                    crate::branch_summary::wait(&mut session, &sink, id, &cancel).await;
-                    let mut ctx = TurnCtx::new(&mut session, &sink, &gate, id, cancel.clone());
-                    turn::run_turn(&mut ctx, turn::UserMessage { text, attachments, images }).await
-                };
-                let (stop, deferred) = listening(turn, &mut ops, &sink, &gate, &cancel, &mcp).await;
+                let run =
+                    crate::side_question::run(&mut session, &sink, id, question, cancel.clone());
+                let (stop, deferred) = listening(run, &mut ops, &sink, &gate, &cancel, &mcp).await;
                 shutdown = stop;
-                if cancel.is_cancelled() {
-                    cancel_note(&mut session, &sink, id, "the session was interrupted");
-                }
                 answer_deferred(&mut session, &sink, deferred).await;
             }
             Op::Compact { focus } => {
@@ -375,6 +381,39 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
         sink.emit(shutdown.unwrap_or(start), err.event());
     }
     sink.emit(shutdown.unwrap_or(start), Event::ShutdownComplete);
+}
+
+/// What a turn run by the engine task reads ops from and writes events to.
+struct Link<'a> {
+    ops: &'a mut Ops,
+    sink: &'a EventSink,
+    gate: &'a ApprovalGate,
+}
+
+/// Runs one turn of `message` while still reading ops; returns the id of a `Shutdown`
+/// received meanwhile.
+async fn user_turn(
+    session: &mut Session,
+    link: Link<'_>,
+    id: SubmissionId,
+    message: turn::UserMessage,
+) -> Option<SubmissionId> {
+    let Link { ops, sink, gate } = link;
+    let cancel = CancellationToken::new();
+    let mcp = session.mcp().clone();
+    let turn = async {
+        // The summary of the branch just left goes before the message, so the model's first
+        // reply on the new branch reads it (bounded by its timeout).
+        crate::branch_summary::wait(session, sink, id, &cancel).await;
+        let mut ctx = TurnCtx::new(session, sink, gate, id, cancel.clone());
+        turn::run_turn(&mut ctx, message).await
+    };
+    let (stop, deferred) = listening(turn, ops, sink, gate, &cancel, &mcp).await;
+    if cancel.is_cancelled() {
+        cancel_note(session, sink, id, "the session was interrupted");
+    }
+    answer_deferred(session, sink, deferred).await;
+    stop
 }
 
 /// Read-only questions asked while a turn or a compaction ran: answered as soon as it ends.
@@ -505,6 +544,9 @@ fn cancel_note(session: &mut Session, sink: &EventSink, id: SubmissionId, why: &
 pub(super) fn approval_changed(mode: crate::approval::ApprovalMode) -> Event {
     use crate::approval::ApprovalMode;
     let what = match mode {
+        ApprovalMode::Plan => {
+            "reads, searches and read-only commands run; nothing in the workspace changes"
+        }
         ApprovalMode::Ask => "reads run on their own; edits and commands ask first",
         ApprovalMode::AutoEdit => {
             "edits inside the workspace run without asking; commands ask first"

@@ -98,6 +98,13 @@ impl Sandbox {
         self.mode
     }
 
+    /// The same helper and network rule with a writable set of `writable` only (plan mode's
+    /// private temp dir): read-only everywhere else, the workspace included.
+    pub fn read_only_except(&self, writable: Vec<PathBuf>) -> Sandbox {
+        let rules = Rules { writable, network: self.rules.network };
+        Sandbox { helper: self.helper.clone(), mode: SandboxMode::ReadOnly, rules }
+    }
+
     /// `program args…`, started confined: `HELPER sandbox-exec RULES -- program args…`.
     pub fn command<I, S>(&self, program: &str, args: I) -> tokio::process::Command
     where

@@ -122,6 +122,9 @@ pub struct Session {
     /// Opened without a model provider (a rewind from the command line): why, as a request
     /// would fail.
     no_model: Option<String>,
+    /// Plan mode's private temp dir, the only place its commands may write
+    /// ([`crate::plan_mode`]); made when a command first needs it, removed with the session.
+    pub(crate) plan_scratch: crate::plan_mode::Scratch,
 }
 
 /// The meters of one run of a session: its replies, and its summary requests apart.
@@ -261,9 +264,9 @@ impl Session {
         self.system_exact = exact;
     }
 
-    /// The tools offered in a request: the six built-in ones, then the MCP servers' tools.
+    /// The tools offered in a request: the built-in ones, then the MCP servers' tools.
     pub fn tool_specs(&self) -> Vec<ToolSpec> {
-        let mut specs = tools::specs(self.compact_prefix());
+        let mut specs = tools::specs(self.compact_prefix(), self.config.tools.web_fetch_enabled());
         specs.extend(self.mcp.specs().iter().cloned());
         specs
     }

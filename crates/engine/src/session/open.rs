@@ -131,6 +131,7 @@ impl Session {
             notices,
             hints,
             images_refused: None,
+            plan_scratch: Default::default(),
             compaction: crate::compaction::standing::Standing {
                 summary_backoff,
                 ..Default::default()

@@ -16,6 +16,7 @@ pub mod process;
 pub mod search;
 pub mod shell;
 mod table;
+pub mod web_fetch;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -168,6 +169,9 @@ pub struct Assessment {
     pub command: Option<String>,
     /// The server and tool of an MCP call.
     pub mcp: Option<(String, String)>,
+    /// What a `web_fetch` call reaches: its host (as grants name it), whether it resolved to a
+    /// private address, whether `[tools] web_fetch_allow` lists it.
+    pub fetch: Option<(String, bool, bool)>,
 }
 
 impl Assessment {
@@ -180,6 +184,9 @@ impl Assessment {
             instructions: self.instructions,
             command: self.command.as_deref(),
             tool: self.mcp.as_ref().map(|(s, t)| (s.as_str(), t.as_str())),
+            fetch: self.fetch.as_ref().map(|(host, private, allowed)| {
+                crate::approval::FetchTarget { host, private: *private, allowed: *allowed }
+            }),
         })
     }
 
@@ -193,6 +200,7 @@ impl Assessment {
             instructions: false,
             command: None,
             mcp: Some((server, tool)),
+            fetch: None,
         }
     }
 
@@ -206,6 +214,7 @@ impl Assessment {
             instructions: false,
             command: None,
             mcp: None,
+            fetch: None,
         }
     }
 
@@ -251,6 +260,7 @@ pub fn assess(
                 instructions,
                 command,
                 mcp: None,
+                fetch: None,
             }
         }
         Err(_) => Assessment {
@@ -260,6 +270,7 @@ pub fn assess(
             instructions: false,
             command: None,
             mcp: None,
+            fetch: None,
         },
     }
 }
@@ -452,9 +463,11 @@ pub fn is_session_tool(name: &str) -> bool {
     name == crate::plan::TOOL || name == crate::recall::TOOL
 }
 
-/// The tool schemas sent with every request: the six workspace tools, then the session's own.
-pub fn specs(compact: bool) -> Vec<ToolSpec> {
-    let specs = table::specs().chain([crate::plan::spec(), crate::recall::spec()]);
+/// The tool schemas sent with every request: the six workspace tools, then the session's own,
+/// then `web_fetch` unless `[tools] web_fetch = false` (`web_fetch`).
+pub fn specs(compact: bool, web_fetch: bool) -> Vec<ToolSpec> {
+    let fetch = web_fetch.then(web_fetch::spec);
+    let specs = table::specs().chain([crate::plan::spec(), crate::recall::spec()]).chain(fetch);
     if compact {
         specs.map(terse).collect()
     } else {

@@ -327,8 +327,16 @@ pub(crate) fn refusal_line(
     sandbox: &Sandbox,
 ) -> Option<String> {
     let allowed = match sandbox.mode() {
-        crate::sandbox::SandboxMode::ReadOnly => {
+        crate::sandbox::SandboxMode::ReadOnly if sandbox.rules().writable.is_empty() => {
             "commands may write nowhere (read-only)".to_owned()
+        }
+        crate::sandbox::SandboxMode::ReadOnly => {
+            let roots: Vec<String> =
+                sandbox.rules().writable.iter().map(|p| p.display().to_string()).collect();
+            format!(
+                "the workspace is read-only; commands may write only under {}",
+                roots.join(", ")
+            )
         }
         _ => "commands may write only under the workspace, the temp dir and [sandbox] writable"
             .to_owned(),

@@ -6,7 +6,9 @@
 //! tool's output, or "interrupted" when the user stopped the turn first. A shell command runs
 //! without the sandbox only on the user's explicit word for that one call: a "yes" to the
 //! question before a command that names Codewhale's own settings, or `u` when a confined run
-//! was refused a write ([`offer_rerun`]); never in `full` mode and never without a terminal.
+//! was refused a write ([`offer_rerun`]); never in `full` mode, never in `plan` (whose commands
+//! run with the workspace read-only, [`crate::plan_mode`]) and never without a terminal. A
+//! `web_fetch` is asked about the addresses its host resolved to ([`super::fetch`]).
 
 use serde_json::Value;
 
@@ -85,14 +87,20 @@ pub(crate) async fn run_calls(
 async fn run_some(ctx: &mut TurnCtx<'_>, calls: &[ToolCall]) -> Result<bool, EngineError> {
     let tool_ctx = ctx.session.tool_context(ctx.cancel.clone());
     let unconfined_ctx = tools::ToolContext { sandbox: None, ..tool_ctx.clone() };
+    let plan_ctx = plan_context(ctx, &tool_ctx);
     let protected = ctx.session.protected();
     let mcp = ctx.session.mcp().clone();
+    let fetches = super::fetch::prepare(ctx.session, calls).await;
     let assessments: Vec<Assessment> = calls
         .iter()
-        .map(|c| match mcp.resolve(&c.name) {
-            Some((server, tool, read_only)) => Assessment::mcp(server, tool, read_only),
-            None if tools::is_session_tool(&c.name) => Assessment::session_state(),
-            None => tools::assess(ctx.session.workspace(), &protected, &c.name, &c.input),
+        .zip(&fetches)
+        .map(|(c, fetch)| match (mcp.resolve(&c.name), fetch) {
+            (Some((server, tool, read_only)), _) => Assessment::mcp(server, tool, read_only),
+            (None, Some(Ok(target))) => target.assessment(),
+            // Unusable: running it reports why.
+            (None, Some(Err(_))) => Assessment::session_state(),
+            (None, None) if tools::is_session_tool(&c.name) => Assessment::session_state(),
+            (None, None) => tools::assess(ctx.session.workspace(), &protected, &c.name, &c.input),
         })
         .collect();
     let mut i = 0;
@@ -118,7 +126,8 @@ async fn run_some(ctx: &mut TurnCtx<'_>, calls: &[ToolCall]) -> Result<bool, Eng
             i += 1;
             continue;
         }
-        let unconfined = match clear(ctx, &calls[i], &assessments[i]).await {
+        let fetch = fetches[i].as_ref().and_then(|f| f.as_ref().ok());
+        let unconfined = match clear(ctx, &calls[i], &assessments[i], fetch, &plan_ctx).await {
             Cleared::Interrupted => {
                 interrupted = true;
                 break;
@@ -138,7 +147,13 @@ async fn run_some(ctx: &mut TurnCtx<'_>, calls: &[ToolCall]) -> Result<bool, Eng
             Cleared::Run => false,
             Cleared::RunUnconfined => true,
         };
-        let run_ctx = if unconfined { &unconfined_ctx } else { &tool_ctx };
+        let planning = ctx.session.policy.mode() == ApprovalMode::Plan;
+        let run_ctx = match (&plan_ctx, planning) {
+            // Cleared in plan mode only with a read-only context to run in.
+            (Some(plan), true) => plan,
+            _ if unconfined => &unconfined_ctx,
+            _ => &tool_ctx,
+        };
         // Extend a read-only call into a batch of the read-only calls after it that need no
         // approval; they run concurrently.
         let mut end = i + 1;
@@ -171,10 +186,19 @@ async fn run_some(ctx: &mut TurnCtx<'_>, calls: &[ToolCall]) -> Result<bool, Eng
         // disk.
         let guard = (end == i + 1 && calls[i].name == "shell" && !assessments[i].protected)
             .then(|| tools::guard::Snapshot::take(&workspace));
+        let policy = ctx.session.policy.clone();
         let mut outputs = futures::future::join_all(
-            calls[i..end].iter().zip(&progress).map(|(c, p)| run_one(run_ctx, &mcp, c, p.as_ref())),
+            calls[i..end].iter().zip(&progress).zip(&fetches[i..end]).map(|((c, p), f)| {
+                let fetch = f.as_ref().map(|f| (f, &policy));
+                run_one(run_ctx, &mcp, c, p.as_ref(), fetch, &ctx.session.config().tools)
+            }),
         )
         .await;
+        if planning {
+            for output in outputs.iter_mut() {
+                read_only_in_plan(output);
+            }
+        }
         // A call that writes runs alone, so a refused write is always the batch's only call.
         if let ([output], [call], [p]) = (outputs.as_mut_slice(), &calls[i..end], &progress[..]) {
             if !output.refused.is_empty() {
@@ -231,18 +255,71 @@ fn put_back_protected(ctx: &TurnCtx<'_>, guard: &tools::guard::Snapshot, output:
 }
 
 /// Runs one call: an MCP server's tool (any `mcp__` name, offered or not — a name that was not
-/// offered gets an error result saying its server is not available) or a built-in tool.
+/// offered gets an error result saying its server is not available), a `web_fetch` of its
+/// prepared target (with the policy that decides its redirects), or a built-in tool.
 async fn run_one(
     tool_ctx: &tools::ToolContext,
     mcp: &codewhale_mcp::Servers,
     call: &ToolCall,
     progress: &(dyn Fn(&[u8]) + Send + Sync),
+    fetch: Option<(&Result<tools::web_fetch::Target, String>, &Policy)>,
+    tools_config: &crate::config::ToolsConfig,
 ) -> ToolOutput {
     if call.name.starts_with(codewhale_mcp::PREFIX) {
         let out = mcp.call(&call.name, &call.input, &tool_ctx.cancel).await;
         return ToolOutput { is_error: out.is_error, ..ToolOutput::capped(&out.text) };
     }
-    tools::execute(tool_ctx, &call.name, &call.input, progress).await
+    match fetch {
+        Some((Err(message), _)) => ToolOutput::error(message.clone()),
+        Some((Ok(target), policy)) => {
+            let first = target.clone();
+            let follows =
+                move |next: &tools::web_fetch::Target| super::fetch::follows(policy, &first, next);
+            let input = &call.input;
+            tools::web_fetch::run(input, target.clone(), &follows, tools_config, &tool_ctx.cancel)
+                .await
+        }
+        None => tools::execute(tool_ctx, &call.name, &call.input, progress).await,
+    }
+}
+
+/// What a command runs with in plan mode: the session's sandbox writable only in the private
+/// temp dir (also its `TMPDIR`), and no worktree snapshots (it changes nothing). `None` when
+/// there is no sandbox, or the temp dir cannot be made: commands are then refused in plan mode.
+fn plan_context(ctx: &TurnCtx<'_>, base: &tools::ToolContext) -> Option<tools::ToolContext> {
+    let sandbox = base.sandbox.as_deref()?;
+    let scratch = match ctx.session.plan_scratch.path() {
+        Ok(dir) => dir,
+        Err(e) => {
+            tracing::warn!(error = %e, "no temp dir for plan mode's commands");
+            return None;
+        }
+    };
+    let mut env = (*base.shell_env).clone();
+    for name in ["TMPDIR", "TMP", "TEMP"] {
+        env.retain(|(n, _)| n != name);
+        env.push((name.to_owned(), scratch.display().to_string()));
+    }
+    Some(tools::ToolContext {
+        sandbox: Some(std::sync::Arc::new(crate::plan_mode::sandbox(sandbox, &scratch))),
+        shell_env: std::sync::Arc::new(env),
+        files: None,
+        ..base.clone()
+    })
+}
+
+/// In plan mode, a command that failed on a write the sandbox refused says so in the words
+/// the model is told, and is never offered a rerun without the sandbox.
+fn read_only_in_plan(output: &mut ToolOutput) {
+    let refused = !output.refused.is_empty()
+        || (output.is_error && crate::sandbox::refusal::mentions_refusal(&output.content));
+    if refused {
+        output.refused.clear();
+        let line = crate::plan_mode::read_only_line();
+        output.bytes += line.len() as u64 + 1;
+        output.content.push('\n');
+        output.content.push_str(&line);
+    }
 }
 
 /// Runs a call of one of the session's own tools; true with the output when it set the plan.
@@ -273,38 +350,68 @@ fn run_session_tool(ctx: &TurnCtx<'_>, call: &ToolCall) -> (ToolOutput, bool) {
 }
 
 fn allowed_without_asking(ctx: &mut TurnCtx<'_>, a: &Assessment) -> bool {
-    // A mode the user chose while this turn ran applies from this call on.
+    decision(ctx, a) == Decision::Allow
+}
+
+/// The policy's decision, in the mode the user chose last (a mode chosen while this turn ran
+/// applies from this call on).
+fn decision(ctx: &mut TurnCtx<'_>, a: &Assessment) -> Decision {
     if let Some(mode) = ctx.gate.take_mode() {
         ctx.session.policy.set_mode(mode);
     }
     match a.summary() {
-        Some(summary) => ctx.session.policy.decide(summary) == Decision::Allow,
-        None => true,
+        Some(summary) => ctx.session.policy.decide(summary),
+        None => Decision::Allow,
     }
 }
 
-async fn clear(ctx: &mut TurnCtx<'_>, call: &ToolCall, a: &Assessment) -> Cleared {
-    if allowed_without_asking(ctx, a) {
-        return Cleared::Run;
+async fn clear(
+    ctx: &mut TurnCtx<'_>,
+    call: &ToolCall,
+    a: &Assessment,
+    fetch: Option<&tools::web_fetch::Target>,
+    plan_ctx: &Option<tools::ToolContext>,
+) -> Cleared {
+    match decision(ctx, a) {
+        Decision::Refuse => return Cleared::Refused(crate::plan_mode::refused_write(&call.name)),
+        Decision::Allow => {
+            let planning = ctx.session.policy.mode() == ApprovalMode::Plan;
+            if planning && a.effect == Some(crate::approval::Effect::Shell) && plan_ctx.is_none() {
+                return Cleared::Refused(crate::plan_mode::refused_command());
+            }
+            return Cleared::Run;
+        }
+        Decision::Ask => {}
     }
     let mode = ctx.session.policy.mode();
     if !ctx.gate.is_interactive() {
+        if let Some(target) = fetch {
+            return Cleared::Refused(super::fetch::denied_without_terminal(target));
+        }
         if a.protected {
             return Cleared::Refused(denied_protected(&call.name));
         }
         return Cleared::Refused(denied_without_terminal(&call.name, mode));
     }
-    let reason = if a.protected {
+    let reason = if let Some(target) = fetch {
+        super::fetch::question(target)
+    } else if a.protected {
         "it changes Codewhale's own configuration; only you may allow that".to_owned()
     } else if a.leaves_workspace {
         "it touches a path outside the workspace".to_owned()
     } else {
         format!("approval mode `{mode}` asks before `{}`", call.name)
     };
-    let grants = a.summary().map(Policy::offers).unwrap_or_default();
+    let grants = a.summary().map(|s| ctx.session.policy.offers(s)).unwrap_or_default();
     let offers = grants
         .iter()
-        .map(|g| ApprovalOffer { scope: scope_of(g), label: format!("always for {g}") })
+        .map(|g| {
+            let label = match g {
+                Grant::Host(_) => "always for this host".to_owned(),
+                other => format!("always for {other}"),
+            };
+            ApprovalOffer { scope: scope_of(g), label }
+        })
         .collect();
     let diff = crate::tools::diff::preview(ctx.session.workspace(), &call.name, &call.input)
         .map(|d| ctx.session.redactor().redact(&d).into_owned());
@@ -327,7 +434,7 @@ async fn clear(ctx: &mut TurnCtx<'_>, call: &ToolCall, a: &Assessment) -> Cleare
             if let Some(grant) = grants.into_iter().find(|g| scope_of(g) == scope) {
                 ctx.session.policy.grant(grant);
             }
-            if a.protected {
+            if a.protected && ctx.session.policy.mode() != ApprovalMode::Plan {
                 Cleared::RunUnconfined
             } else {
                 Cleared::Run
@@ -352,7 +459,7 @@ async fn offer_rerun(
     progress: &(dyn Fn(&[u8]) + Send + Sync),
 ) -> ToolOutput {
     let mode = ctx.session.policy.mode();
-    if mode == ApprovalMode::Full || !ctx.gate.is_interactive() {
+    if matches!(mode, ApprovalMode::Full | ApprovalMode::Plan) || !ctx.gate.is_interactive() {
         return first;
     }
     let paths: Vec<String> = first.refused.iter().map(|p| p.display().to_string()).collect();
@@ -408,6 +515,7 @@ fn scope_of(grant: &Grant) -> ApprovalScope {
         Grant::Prefix(_) => ApprovalScope::Prefix,
         Grant::Edits => ApprovalScope::Edits,
         Grant::Tool { .. } => ApprovalScope::Tool,
+        Grant::Host(_) => ApprovalScope::Host,
     }
 }
 

@@ -53,6 +53,10 @@ record! {
         /// A synthetic entry holding a shell command the user ran themselves (`!CMD`) and its
         /// output: the model reads it with the next message.
         user_shell: Option<UserShell> = "user_shell" opt,
+        /// A synthetic note telling the model that plan mode began (`true`: it may read and
+        /// plan, not change files) or ended (`false`). The newest on a branch says which the
+        /// model was last told.
+        plan_mode: Option<bool> = "plan_mode" info_opt,
     }
 }
 
@@ -314,6 +318,22 @@ record! {
     }
 }
 
+record! {
+    /// `side`: a side question (`/btw`) and its answer, from the context HEAD had then. On the
+    /// chain like a `system` notice (its parent is HEAD, so it moves HEAD) and never in the
+    /// model's view: what the model reads next is what it would have read without it.
+    #[derive(Default)]
+    pub struct SidePayload {
+        question: String = "question" info,
+        answer: String = "answer" info,
+        /// The model that answered.
+        model: Option<String> = "model" info,
+        usage: Option<Usage> = "usage" info,
+        /// The view the answer was read from.
+        reads: Option<Reads> = "reads" info,
+    }
+}
+
 string_enum! {
     /// Why HEAD was moved explicitly.
     pub enum HeadReason {
@@ -347,6 +367,7 @@ pub enum Payload {
     Compaction(Box<CompactionPayload>),
     BranchSummary(BranchSummaryPayload),
     System(SystemPayload),
+    Side(SidePayload),
     Head(HeadPayload),
     /// A kind written by a newer version: kept, passed over by HEAD replay and the view.
     Unknown {
@@ -364,6 +385,7 @@ pub mod kind {
     pub const COMPACTION: &str = "compaction";
     pub const BRANCH_SUMMARY: &str = "branch_summary";
     pub const SYSTEM: &str = "system";
+    pub const SIDE: &str = "side";
     pub const HEAD: &str = "head";
 }
 
@@ -378,6 +400,7 @@ impl Payload {
             Payload::Compaction(_) => kind::COMPACTION,
             Payload::BranchSummary(_) => kind::BRANCH_SUMMARY,
             Payload::System(_) => kind::SYSTEM,
+            Payload::Side(_) => kind::SIDE,
             Payload::Head(_) => kind::HEAD,
             Payload::Unknown { kind, .. } => kind,
         }
@@ -405,6 +428,7 @@ impl Payload {
             kind::COMPACTION => Payload::Compaction(Box::new(serde_json::from_str(json)?)),
             kind::BRANCH_SUMMARY => Payload::BranchSummary(serde_json::from_str(json)?),
             kind::SYSTEM => Payload::System(serde_json::from_str(json)?),
+            kind::SIDE => Payload::Side(serde_json::from_str(json)?),
             kind::HEAD => Payload::Head(serde_json::from_str(json)?),
             other => {
                 Payload::Unknown { kind: other.to_owned(), payload: serde_json::from_str(json)? }
@@ -422,6 +446,7 @@ impl Payload {
             Payload::Compaction(p) => p.serialize(s),
             Payload::BranchSummary(p) => p.serialize(s),
             Payload::System(p) => p.serialize(s),
+            Payload::Side(p) => p.serialize(s),
             Payload::Head(p) => p.serialize(s),
             Payload::Unknown { payload, .. } => payload.serialize(s),
         }
@@ -443,6 +468,7 @@ payload_from! {
     ToolResultPayload => ToolResult,
     BranchSummaryPayload => BranchSummary,
     SystemPayload => System,
+    SidePayload => Side,
     HeadPayload => Head,
 }
 

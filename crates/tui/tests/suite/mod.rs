@@ -17,6 +17,7 @@ mod mcp_cli;
 mod one_truth_pty;
 mod own_files;
 mod peer_habits_pty;
+mod plan_mode;
 mod print_cli;
 mod pty;
 mod restore_kill;

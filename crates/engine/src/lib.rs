@@ -103,6 +103,10 @@ pub mod plan;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod plan;
 #[cfg(feature = "internals")]
+pub mod probe;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod probe;
+#[cfg(feature = "internals")]
 pub mod prompt;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod prompt;

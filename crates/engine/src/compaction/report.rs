@@ -18,7 +18,7 @@ use super::message::Role;
 use super::plain::PlainView;
 use super::round;
 use crate::anchors::{self, AnchorStore};
-use crate::budget::{Budget, SystemCounts};
+use crate::budget::{Budget, SystemCounts, WindowSource};
 use crate::config::{self, Overrides};
 use crate::error::EngineError;
 use crate::history_pages::{kind_of, trigger_of};
@@ -69,8 +69,18 @@ fn replay_session(params: &ReportParams<'_>) -> Result<Replayed, EngineError> {
         .or_else(|| Some(journal.header().model.clone()).filter(|m| !m.is_empty()))
         .or_else(|| config.model.clone())
         .unwrap_or_default();
-    let learned = if params.overrides.model.is_some() { None } else { recorded.learned_window };
-    let limits = replay::limits_for(&config, &model, learned);
+    // `--model` naming the model the session last used changes nothing; another model ends
+    // a window learned for this one.
+    let last_used = recorded.model.clone().unwrap_or_else(|| journal.header().model.clone());
+    let switched = params.overrides.model.as_ref().is_some_and(|m| *m != last_used);
+    let learned = if switched { None } else { recorded.learned_window };
+    let mut limits = replay::limits_for(&config, &model, learned);
+    // The journal first, then what the server last stated for this base URL and model.
+    if matches!(limits.window_source, WindowSource::Default | WindowSource::Catalog) {
+        if let Some(stated) = server_window(params.home, &config, &model) {
+            limits = limits.with_window(stated.tokens, WindowSource::Probe(stated.source));
+        }
+    }
     let view = render(&journal, journal.head_id().as_str());
     // Entries whose lines carry no count are counted once and kept in the sidecar, so a
     // report on a session with a huge uncounted output costs that count only the first time.
@@ -158,6 +168,19 @@ pub fn next_request(params: &ReportParams<'_>) -> Result<NextRequest, EngineErro
             NextRequest { journal, view, cut: None, notice: None }
         }
     })
+}
+
+/// The window the probe cache holds for the server the configuration (and the environment's
+/// base URL) points at and `model` (docs/compaction.md, *Small windows and local servers*).
+fn server_window(
+    home: &Path,
+    config: &config::Config,
+    model: &str,
+) -> Option<codewhale_provider::ProbedWindow> {
+    let resolved = config.resolve_provider(&config::Env::from_process()).ok()??;
+    let mut provider = resolved.provider_config();
+    provider.hosted = config.hosted;
+    crate::probe::cached_window(home, &provider, model)
 }
 
 /// `entry`'s count: stored in its line, kept in `known`, or counted now and kept there.

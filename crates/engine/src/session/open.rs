@@ -145,7 +145,7 @@ impl Session {
             plan: std::sync::Mutex::new(None),
             branch_summary: crate::session::summary_slot::Pending::default(),
             spend: super::Spend::default(),
-            window_from: None,
+            probe: super::probed::Probing::default(),
             confirm_cut: false,
             no_model: None,
         };

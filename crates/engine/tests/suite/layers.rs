@@ -20,6 +20,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "paths",
             "pause_point",
             "plan",
+            "probe",
             "redact",
             "sandbox",
             "spend",

@@ -16,6 +16,7 @@ mod mcp;
 mod never_stuck;
 mod one_truth;
 mod plan;
+mod probe_window;
 mod protocol;
 mod recall;
 mod resume;

@@ -79,8 +79,16 @@ impl Session {
     /// Sets the budget to what the journal implies for HEAD's view: its total, the provider's
     /// last report for this branch, the calibration. At open and after every HEAD move.
     pub fn replay_budget(&mut self) {
-        let view = self.render();
-        let total = self.view_tokens(&view);
+        // A long session never compacted is summed from its index, not rendered whole.
+        let journal = self.journal.journal();
+        let total =
+            match codewhale_journal::view_total_from_index(journal, journal.head_id().as_str()) {
+                Some(total) => total,
+                None => {
+                    let view = self.render();
+                    self.view_tokens(&view)
+                }
+            };
         let limits = *self.budget.limits();
         let system = self.budget.system();
         let journal = self.journal.journal();

@@ -14,13 +14,19 @@
 #     crates/engine/examples/mock_provider.rs);
 #   - `codewhale resume` in a pseudo-terminal (scripts/resume-timing.py): when the first frame
 #     is drawn and when the history is on screen (skipped with a reason without python3).
+# Then the session `context --json`'s memory is guarded on (crates/journal/benches/support/
+# report_shape.rs, seeded): 100k entries of user texts, assistant texts with one read_file call
+# each, their 1-32 KiB results and short answers, one summary covering all but the last 40
+# entries, and no entry carrying its count; `context --json` on it, first open and through the
+# sidecar.
 # The figures and how to read them are in docs/performance.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs="${1:-5}"
 
 source scripts/bench-lib.sh
-build_release codewhale-engine mock_provider codewhale-journal gen_session
+build_release codewhale-engine mock_provider codewhale-journal gen_session \
+  codewhale-journal gen_report_session
 mock="$target/release/examples/mock_provider"
 gen="$target/release/examples/gen_session"
 
@@ -68,3 +74,15 @@ for shape in "270 100000" "27 10000"; do
     echo "  resume: skipped (python3 is not installed)"
   fi
 done
+
+# The report shape: what a report holds besides what exec holds.
+ws="$work/wsreport"; mkdir -p "$ws"
+file="$work/home/sessions/report.jsonl"
+"$target/release/examples/gen_report_session" "$file" report "$(cd "$ws" && pwd -P)" 100000 50 \
+  no-counts 2> /dev/null
+printf 'report shape, 100000 entries without counts (%s bytes), %s runs: median wall, peak RSS\n' \
+  "$(stat -c %s "$file")" "$runs"
+before='' measure "floor: wc -l" wc -l "$file"
+before="rm -f '${file%.jsonl}.index' '${file%.jsonl}.counts.json'" measure \
+  "context --json (first open, counting)" "$bin" context --last --json
+before='' measure "context --json (indexed)" "$bin" context --last --json

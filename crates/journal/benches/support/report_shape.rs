@@ -4,8 +4,9 @@
 //! Turns of four entries — a user text of 8–200 words, an assistant text of 5–120 words with one
 //! `read_file` call, the call's result of 1–32 KiB (log-uniform), a short answer — until the
 //! file holds `entries` entries; then one summary record covering all but the last 40 entries,
-//! and a last user message. Every entry carries its count (what Codewhale stores), so a report
-//! needs no encoder. 100,000 entries make about 270 MB.
+//! and a last user message. 100,000 entries make about 280 MB. With `counts`, every entry carries
+//! its count; without, none does (the record neither), as entries `exec` writes before the
+//! encoder is built, or another tool's, come: a report counts what it shows itself then.
 #![allow(dead_code, clippy::unwrap_used, clippy::print_stderr)]
 
 use std::io::{BufWriter, Write};
@@ -24,6 +25,8 @@ pub struct ReportShape<'a> {
     /// Entries before the summary record and the last message.
     pub entries: usize,
     pub seed: u64,
+    /// Whether entries carry their counts.
+    pub counts: bool,
 }
 
 /// xorshift64*: small, seeded, the same sequence on every machine.
@@ -138,7 +141,12 @@ pub fn write_report_session(path: &Path, shape: &ReportShape<'_>) -> (usize, u64
     let mut rng = Rng(shape.seed.max(1));
     let mut written = 0u64;
     let mut lines: Vec<EntryId> = Vec::with_capacity(shape.entries + 2);
+    let counts = shape.counts;
     let mut emit = |out: &mut BufWriter<std::fs::File>, e: &Entry| {
+        let mut e = e.clone();
+        if !counts {
+            e.tokens = None;
+        }
         let line = e.to_line().unwrap();
         out.write_all(line.as_bytes()).unwrap();
         out.write_all(b"\n").unwrap();

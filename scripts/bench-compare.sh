@@ -9,6 +9,10 @@
 #   wall time, at most 2.5x a `wc -l` of the file, the memory caps): beyond one is MISSED.
 # Either makes the script exit 1.
 #
+# Ratios to `wc -l` are taken run by run (each run right after a `wc -l` of the same file) and
+# their median kept, as Codex is interleaved with `exec`: a load that changes during the run
+# moves both sides of a pair.
+#
 #   open_indexed        `context --json` on a 270 MB, 100k-entry session with its index ÷ `wc -l`
 #   open_first          the same without the index sidecar ÷ `wc -l`
 #   resume_first_frame  `resume`'s first frame on that session ÷ `wc -l`
@@ -82,17 +86,23 @@ def seconds(text, label):
 def mib(text, label):
     return number(text, re.escape(label) + r"\s+[0-9.]+s\s+([0-9.]+) MiB", repr(label))
 
+def to_wc(text, label):
+    # The median of run-by-run ratios to a `wc -l` taken just before each run.
+    return number(text, re.escape(label) + r"\s+[0-9.]+s\s+[0-9.]+ MiB\s+([0-9.]+)x wc -l", repr(label))
+
 # The 270 MB session is the first block of bench-open's output; the report shape the last.
 opened = read("open")
 big = opened.split("27 MB,")[0]
 report = opened.split("report shape")[1]
-wc = seconds(big, "floor: wc -l")
-frames = sorted(float(x) for x in re.findall(r"first frame ([0-9.]+)s", big))
+frames = sorted(float(a) / float(b) for a, b in
+                re.findall(r"first frame ([0-9.]+)s.*\(wc -l ([0-9.]+)s\)", big))
+if not frames:
+    raise SystemExit("bench-compare: no first frame of resume in the output (python3 missing, or it never drew)")
 ratios = {
-    "open_indexed": seconds(big, "context --json (indexed)") / wc,
-    "open_first": seconds(big, "context --json (first open)") / wc,
-    "resume_first_frame": frames[len(frames) // 2] / wc,
-    "exec_last": seconds(big, "exec --last (one turn)") / wc,
+    "open_indexed": to_wc(big, "context --json (indexed)"),
+    "open_first": to_wc(big, "context --json (first open)"),
+    "resume_first_frame": frames[len(frames) // 2],
+    "exec_last": to_wc(big, "exec --last (one turn)"),
     "report_mib": mib(report, "context --json (indexed)"),
 }
 exec_text = read("exec")

@@ -444,6 +444,7 @@ async fn listening<F: std::future::Future>(
                     op @ (Op::GetContext
                     | Op::ListAnchors
                     | Op::GetHistory { .. }
+                    | Op::GetTranscript
                     | Op::ListGrants
                     | Op::RevokeGrant { .. }
                     | Op::ListUserMessages

@@ -39,7 +39,7 @@ use crate::tools::process::ProcessGroups;
 use crate::tools::{self, BackgroundRegistry};
 use codewhale_protocol::NoticeLevel;
 use counts::Counts;
-pub use locate::{find_by_id, find_last, sessions_dir, Resume};
+pub use locate::{find_by_id, find_last, sessions_dir, unique_prefix, Resume};
 use mcp_tools::McpTools;
 pub(crate) use mcp_tools::{mcp_servers, mcp_specs};
 
@@ -118,9 +118,6 @@ pub struct Session {
     /// The local server's answer about its window: on its way, or taken but not yet
     /// journaled ([`probed`]).
     pub(crate) probe: probed::Probing,
-    /// A silent cut was just learned from a usage report: the server is asked to confirm the
-    /// window before the next request.
-    pub(crate) confirm_cut: bool,
     /// The model that refused a request's images in this run: while it is the model, images
     /// are sent as their one line ([`crate::convert::Images::Refused`]).
     pub(crate) images_refused: Option<String>,

@@ -146,7 +146,6 @@ impl Session {
             branch_summary: crate::session::summary_slot::Pending::default(),
             spend: super::Spend::default(),
             probe: super::probed::Probing::default(),
-            confirm_cut: false,
             no_model: None,
         };
         if switched {

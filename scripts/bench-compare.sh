@@ -23,29 +23,50 @@
 #                       local server on a generic port; _mcp: three slow MCP servers configured;
 #                       _beside: a 270 MB session of the workspace in the home
 #   exec_mib            peak MiB of those `exec` runs (_mcp, _beside likewise)
+#   probe_rounds        probe requests the local server received from all of a step's runs ÷ 3
+#                       (one round: `/api/version`, `/props`, `/api/v0/models`); at most one,
+#                       as the runs fall within the probe cache's minute
 #   compact_100k        `compact` of a never-compacted 100k-entry session ÷ Python json.loads, wall
 #   compact_cpu         the same, CPU time (user + system) ÷ Python's
 #   compact_mib         peak MiB of that `compact`
 #   stream_cpu          CPU while a long reply streams in the UI, in cores (reference: 1 core)
 #   loop_200_calls      summary requests per note in a 200-call turn at a 16k window
 #
-# Usage: scripts/bench-compare.sh [--update]
+# Usage: scripts/bench-compare.sh [--update] [--from DIR]
 #   --update   stores this run's figures as the baseline, each with this commit and machine. A
 #              figure more than 15 % worse than its baseline is refused (exit 1, nothing
 #              written) unless BENCH_ACCEPT_WORSE='why' is set: the reason is then stored
 #              beside each such figure. Better figures replace the baseline; a figure within
 #              15 % of its baseline keeps the baseline (noise does not move the guard).
+#   --from DIR judges the outputs a run kept in DIR (BENCH_OUT=DIR keeps them) instead of
+#              running the benchmarks again: a refused update can be looked into, then stored
+#              with a reason, from the same figures.
 # CODEX=0 leaves Codex (and the exec_vs_codex targets) out. Machines are shared: the load
 # average is printed before each step; measure when nothing else runs, and repeat a figure that
 # looks off.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-update=0
-[ "${1:-}" = --update ] && update=1
+update=0 from=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --update) update=1 ;;
+    --from) from="${2:?--from needs the directory a run kept (BENCH_OUT=DIR)}"; shift ;;
+    *) echo "bench-compare: unknown argument $1 (expected --update or --from DIR)" >&2; exit 2 ;;
+  esac
+  shift
+done
 baseline="benches/baseline.json"
-out="$(mktemp -d)"
-trap 'rm -rf "$out"' EXIT
 source scripts/bench-lib.sh
+if [ -n "$from" ]; then
+  out="$from"
+else
+  if [ -n "${BENCH_OUT:-}" ]; then
+    out="$BENCH_OUT"
+    mkdir -p "$out"
+  else
+    out="$(mktemp -d)"
+    trap 'rm -rf "$out"' EXIT
+  fi
 
 say() { printf '\n==> %s (load average %s)\n' "$*" "$(cut -d' ' -f1-3 /proc/loadavg)" >&2; }
 
@@ -64,10 +85,13 @@ scripts/bench-stream.sh 20 | tee "$out/stream" >&2
 say "a 200-call turn at 16k (long_turn 200 16000)"
 cargo run --release -q --locked -p codewhale-engine --example long_turn -- 200 16000 \
   | tee "$out/loop" >&2
+printf '%s\n' "$(git rev-parse --short HEAD)" > "$out/commit"
+git diff --quiet HEAD -- . ':!benches/baseline.json' || sed -i 's/$/+changes/' "$out/commit"
+machine > "$out/machine"
+cut -d' ' -f1-3 /proc/loadavg > "$out/load"
+fi
 
-commit="$(git rev-parse --short HEAD)"
-git diff --quiet HEAD -- . ':!benches/baseline.json' || commit="$commit+changes"
-python3 - "$out" "$baseline" "$update" "$commit" "$(machine)" "$(cut -d' ' -f1-3 /proc/loadavg)" <<'PY'
+python3 - "$out" "$baseline" "$update" "$(cat "$out/commit")" "$(cat "$out/machine")" "$(cat "$out/load")" <<'PY'
 import datetime, json, os, re, sys
 
 out, baseline_path, update, commit, machine, load = sys.argv[1:7]
@@ -112,6 +136,8 @@ ratios["exec_round_trip"] = wall / floor
 for name, suffix in (("exec", ""), ("exec_mcp", "_mcp"), ("exec_beside", "_beside")):
     text = read(name)
     ratios["exec_mib" + suffix] = number(text, r"peak RSS:\s+median \d+ KiB, max (\d+) KiB", name) / 1024
+    # A probe round is three requests; every run of a step falls within the cache's minute.
+    ratios["probe_rounds" + suffix] = number(text, r"probe requests received from[^:]*: (\d+)", name) / 3
     codex = re.search(r"codewhale / codex: ([0-9.]+) x", text)
     if codex:
         ratios["exec_vs_codex" + suffix] = float(codex.group(1))
@@ -131,6 +157,7 @@ targets = {
     "report_mib": 64,
     "exec_vs_codex": 0.1, "exec_vs_codex_mcp": 0.1, "exec_vs_codex_beside": 0.1,
     "exec_mib": 30, "exec_mib_mcp": 30, "exec_mib_beside": 30,
+    "probe_rounds": 1, "probe_rounds_mcp": 1, "probe_rounds_beside": 1,
     "compact_cpu": 1.0, "compact_mib": 256,
     "stream_cpu": 0.15,
 }

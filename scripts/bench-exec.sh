@@ -18,7 +18,9 @@
 #
 # The mock listens on 127.0.0.1 at a port the system picks, a generic port no local server is
 # known by: Codewhale takes it for a self-hosted server and probes it (the mock answers the
-# probe with 404s), as it would a vLLM or llama.cpp box.
+# probe with 404s), as it would a vLLM or llama.cpp box. At the end the script prints how many
+# probe requests (`GET /api/version`, `/props`, `/api/v0/models`) the mock received from all the
+# runs: one round when they all fall within the probe cache's minute.
 #
 # MCP_SLOW_SERVERS=N adds N configured MCP servers that each take 3 s to start (the Python test
 # server of fixtures/mcp behind a `sleep`), with their tool lists cached by one `codewhale mcp
@@ -88,6 +90,7 @@ if [ "${CODEX:-1}" != 0 ]; then
 fi
 
 cw_walls=(); cw_rss=(); cx_walls=(); cx_rss=()
+started="$(date +%s)"
 for i in $(seq "$runs"); do
   walls=(); rss=()
   timed "$work/ws" /dev/null env CODEWHALE_HOME="$work/home" OPENAI_API_KEY=sk-bench \
@@ -100,6 +103,7 @@ for i in $(seq "$runs"); do
     cx_walls+=("${walls[@]}"); cx_rss+=("${rss[@]}")
   fi
 done
+elapsed=$(( $(date +%s) - started ))
 
 printf 'codewhale exec round trip over %s runs (release, mock provider on localhost at a generic port, %s slow MCP servers, %s MB session beside)\n' "$runs" "$servers" "$beside"
 printf '  wall time: median %ss, min %ss, max %ss\n' "$(median "${cw_walls[@]}")" \
@@ -134,3 +138,9 @@ for i in $(seq "$runs"); do
 done
 printf '  `codewhale --version`: median %ss (%s x `true`), peak RSS %s KiB\n' "$(median "${walls[@]}")" \
   "$(awk -v a="$(median "${walls[@]}")" -v b="$true_wall" 'BEGIN {printf "%.2f", a / b}')" "$(median "${rss[@]}")"
+
+# The mock prints its figures once its stdin closes.
+exec 3>&-
+for _ in $(seq 50); do [ "$(wc -l < "$work/url")" -ge 2 ] && break; sleep 0.1; done
+printf '  probe requests received from the %s exec runs (%ss from the first to the last): %s\n' \
+  "$runs" "$elapsed" "$(sed -n 2p "$work/url" | sed -n 's/.*probes=\([0-9]*\).*/\1/p')"

@@ -13,7 +13,9 @@
 #   scripts/bench.sh --update                 the same, then stores the figures as the baseline
 #                                             with this commit and machine; a figure more than
 #                                             15 % worse is refused unless BENCH_ACCEPT_WORSE='why'
-#                                             is set, and the reason is stored beside it
+#                                             is set, and the reason is stored beside it;
+#                                             BENCH_OUT=DIR keeps a run's outputs, --from DIR
+#                                             judges (or stores) them without running again
 #   scripts/bench.sh open [RUNS]              opening long sessions with the release binary, next
 #                                             to a plain read of the file (scripts/bench-open.sh)
 #   scripts/bench.sh long-turn [CALLS] [WINDOW] [openai|anthropic]

@@ -18,11 +18,11 @@ struct Setup {
 
 impl Setup {
     async fn new() -> Setup {
-        Setup {
-            server: MockServer::start().await.unwrap(),
-            home: tempfile::tempdir().unwrap(),
-            ws: tempfile::tempdir().unwrap(),
-        }
+        let home = tempfile::tempdir().unwrap();
+        // The replies report fixed prompt sizes: the mock stands for a hosted API, which never
+        // cuts a prompt silently.
+        std::fs::write(home.path().join("config.toml"), "[provider]\nhosted = true\n").unwrap();
+        Setup { server: MockServer::start().await.unwrap(), home, ws: tempfile::tempdir().unwrap() }
     }
 
     /// `codewhale SUBCOMMAND ARGS` against the mock server, with a key.

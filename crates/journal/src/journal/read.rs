@@ -104,7 +104,7 @@ impl Journal {
         crate::lenient::take_coercions();
     }
 
-    /// Calls `f` with each entry at `positions`, in order, parsed as [`Journal::hold_all`]
+    /// Calls `f` with each entry at `positions`, in order, parsed as a long view's render
     /// parses it (tool output left in the file until read) but not held: each is dropped once
     /// `f` returns. Lines near each other are read with one positional read. For a walk that
     /// converts every entry of a long view and must not keep them all parsed as well.

@@ -111,6 +111,10 @@ pub mod plan_mode;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod plan_mode;
 #[cfg(feature = "internals")]
+pub mod probe;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod probe;
+#[cfg(feature = "internals")]
 pub mod prompt;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod prompt;

@@ -81,7 +81,8 @@ pub mod flags {
 pub use shorten::{cut_to_bound, pruned_stub};
 pub use text::Text;
 pub use view::{
-    active_compaction_of, bound_item, render, render_with_record, ActiveCompaction, ItemContent,
-    ItemKind, Role, Shortened, ToolResultView, View, ViewItem, CHECKPOINT_MARKER,
+    active_compaction_of, bound_item, render, render_with_record, view_total_from_index,
+    ActiveCompaction, ItemContent, ItemKind, Role, Shortened, ToolResultView, View, ViewItem,
+    CHECKPOINT_MARKER,
 };
 pub use view_check::{check_view, ViewError};

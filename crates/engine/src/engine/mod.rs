@@ -195,8 +195,9 @@ fn channels() -> (EngineHandle, EventReceiver, Ops, EventSink) {
 
 async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: ApprovalGate) {
     let sink = sink.with_redactor(session.redactor().clone());
-    // A local model the catalog does not know: its server says what window it runs it with.
-    session.probe_window().await;
+    // A local server says what window it runs the model with: from the cache at once, else
+    // asked in the background (no request waits for it but a large first one, briefly).
+    session.start_probe();
     let start = SubmissionId(0);
     // MCP servers connect in the background; the session goes on at once. A one-turn `exec`
     // starts a server whose tool list is cached only when the model calls one of its tools.
@@ -290,6 +291,15 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
                 sink.emit(start, session.usage_event(None, None));
                 continue;
             }
+            () = session.probe_arrived() => {
+                // The server stated its window while idle: in use (and journaled) now.
+                match session.settle_probe() {
+                    Ok(true) => sink.emit(start, session.usage_event(None, None)),
+                    Ok(false) => {}
+                    Err(err) => sink.emit(start, err.event()),
+                }
+                continue;
+            }
             () = idle => {
                 idle_spent = true;
                 crate::compaction::background::on_idle(&mut session, &sink).await;
@@ -375,6 +385,13 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
     // committed, never thrown away; a note or a branch summary still being written is dropped
     // (it would be for a session nobody has open).
     let closing = shutdown.unwrap_or(start);
+    // A window the server stated before the end is journaled (an `exec` that got the answer
+    // leaves it for the next command).
+    match session.settle_probe() {
+        Ok(true) => sink.emit(closing, session.usage_event(None, None)),
+        Ok(false) => {}
+        Err(err) => sink.emit(closing, err.event()),
+    }
     crate::compaction::background::close(&mut session, &sink, closing).await;
     crate::branch_summary::close(&mut session);
     if let Err(err) = session.close().await {

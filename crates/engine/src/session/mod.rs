@@ -16,6 +16,7 @@ mod live;
 pub mod locate;
 pub(crate) mod mcp_tools;
 mod open;
+pub(crate) mod probed;
 mod repair;
 pub mod replay;
 pub(crate) mod summary_slot;
@@ -114,8 +115,9 @@ pub struct Session {
     pub(crate) branch_summary: crate::session::summary_slot::Pending,
     /// What this run's replies and summary requests cost ([`crate::spend`]).
     pub(crate) spend: Spend,
-    /// Where the window came from when the local server stated it ("Ollama's /api/ps").
-    pub(crate) window_from: Option<String>,
+    /// The local server's answer about its window: on its way, or taken but not yet
+    /// journaled ([`probed`]).
+    pub(crate) probe: probed::Probing,
     /// The model that refused a request's images in this run: while it is the model, images
     /// are sent as their one line ([`crate::convert::Images::Refused`]).
     pub(crate) images_refused: Option<String>,

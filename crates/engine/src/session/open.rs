@@ -146,7 +146,7 @@ impl Session {
             plan: std::sync::Mutex::new(None),
             branch_summary: crate::session::summary_slot::Pending::default(),
             spend: super::Spend::default(),
-            window_from: None,
+            probe: super::probed::Probing::default(),
             no_model: None,
         };
         if switched {

@@ -156,6 +156,10 @@ async fn drive(ctx: &mut TurnCtx<'_>, message: UserMessage) -> Result<TurnOutcom
         }
         // A Shift+Tab into or out of plan mode during the tool loop is heard here.
         mode_note::sync(ctx)?;
+        // The window the local server states, before anything is decided from the window.
+        if ctx.session.probe_before_request().await? {
+            ctx.emit_usage(None, None);
+        }
         before_request(ctx).await?;
         // MCP tools are fixed (or refreshed after a server announced a change) before the
         // view is fitted, so the fit counts their schemas.

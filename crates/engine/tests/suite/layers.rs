@@ -22,6 +22,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "pause_point",
             "plan",
             "plan_mode",
+            "probe",
             "redact",
             "sandbox",
             "spend",

@@ -19,6 +19,7 @@ mod never_stuck;
 mod one_truth;
 mod plan;
 mod plan_mode;
+mod probe_window;
 mod protocol;
 mod recall;
 mod resume;

@@ -301,7 +301,8 @@ record! {
         /// overflow error, a silent cut, a local server's answer).
         context_window: Option<u64> = "context_window" info_opt,
         /// Optional: where that window came from (`overflow`, `overflow-unnumbered`,
-        /// `truncation`, `probe:ollama-ps`, `probe:llamacpp-props`, `probe:lmstudio`).
+        /// `truncation`, `probe:ollama-ps`, `probe:ollama-show`, `probe:llamacpp-props`,
+        /// `probe:lmstudio`).
         window_source: Option<String> = "window_source" info_opt,
         /// Optional: the window the learned one replaced.
         window_before: Option<u64> = "window_before" info_opt,

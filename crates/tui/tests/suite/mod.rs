@@ -19,6 +19,7 @@ mod own_files;
 mod peer_habits_pty;
 mod plan_mode;
 mod print_cli;
+mod probe_cli;
 mod pty;
 mod restore_kill;
 mod rewind_cli;

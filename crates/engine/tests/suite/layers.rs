@@ -20,6 +20,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "paths",
             "pause_point",
             "plan",
+            "protected",
             "redact",
             "sandbox",
             "spend",

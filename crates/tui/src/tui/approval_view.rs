@@ -8,7 +8,8 @@
 //! with a reason the model reads. Ctrl+C interrupts the turn. After the sandbox refused a
 //! command a write, the same view asks whether to rerun it unconfined: then only `u` reruns it
 //! (once), and `n`, Esc or `r` keep the refused result — `y` does nothing, so no habitual key
-//! lifts the sandbox.
+//! lifts the sandbox. After git was refused a write under the read-only `.git`, it asks the
+//! same way whether to run the command once with `.git` writable: only `g` does.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::buffer::Buffer;
@@ -103,13 +104,19 @@ impl ApprovalView {
                 width,
             );
         }
-        if self.is_rerun() {
+        if let Some((k, scope)) = self.rerun() {
+            let (does, keeps) = match scope {
+                ApprovalScope::GitWritable => {
+                    (" run once with .git writable  ", " keep .git read-only  ")
+                }
+                _ => (" rerun once without the sandbox  ", " keep the sandbox  "),
+            };
             return wrap_line(
                 &Line::from(vec![
-                    Span::styled("u", key),
-                    Span::raw(" rerun once without the sandbox  "),
+                    Span::styled(k.to_string(), key),
+                    Span::raw(does),
                     Span::styled("n", key),
-                    Span::raw(" keep the sandbox  "),
+                    Span::raw(keeps),
                     Span::styled("r", key),
                     Span::raw(" keep it, saying why"),
                 ]),
@@ -130,14 +137,21 @@ impl ApprovalView {
         wrap_line(&Line::from(spans), width)
     }
 
-    /// The question after a refused write: rerun without the sandbox?
-    fn is_rerun(&self) -> bool {
-        self.offers.iter().any(|o| o.scope == ApprovalScope::Unconfined)
+    /// The question after a refused write — rerun without the sandbox (`u`), or with `.git`
+    /// writable (`g`)? — with its key.
+    fn rerun(&self) -> Option<(char, ApprovalScope)> {
+        self.offers.iter().find_map(|o| match o.scope {
+            ApprovalScope::Unconfined => Some(('u', o.scope)),
+            ApprovalScope::GitWritable => Some(('g', o.scope)),
+            _ => None,
+        })
     }
 
     /// The "always" offers, keyed `a` and `p`.
     fn grant_offers(&self) -> impl Iterator<Item = &ApprovalOffer> {
-        self.offers.iter().filter(|o| o.scope != ApprovalScope::Unconfined)
+        self.offers
+            .iter()
+            .filter(|o| !matches!(o.scope, ApprovalScope::Unconfined | ApprovalScope::GitWritable))
     }
 
     fn body_lines(&self, width: usize) -> Vec<Line<'static>> {
@@ -232,10 +246,14 @@ impl View for ApprovalView {
             return ViewAction::Stay;
         }
         let offer = |i: usize| self.grant_offers().nth(i).map(|o| o.scope);
-        let rerun = self.is_rerun();
+        let special = self.rerun();
+        let rerun = special.is_some();
         match key.code {
-            KeyCode::Char('u') | KeyCode::Char('U') if rerun => {
-                ViewAction::Approve { call_id, scope: ApprovalScope::Unconfined }
+            KeyCode::Char(c) if special.is_some_and(|(k, _)| c.eq_ignore_ascii_case(&k)) => {
+                match special {
+                    Some((_, scope)) => ViewAction::Approve { call_id, scope },
+                    None => ViewAction::Stay,
+                }
             }
             KeyCode::Char('y') | KeyCode::Char('Y') if !rerun => {
                 ViewAction::Approve { call_id, scope: ApprovalScope::Once }

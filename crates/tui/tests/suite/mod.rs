@@ -13,6 +13,7 @@ mod journal_check;
 mod mcp_cli;
 mod one_truth_pty;
 mod peer_habits_pty;
+mod protected;
 mod pty;
 mod restore_kill;
 mod rewind_cli;

@@ -485,9 +485,11 @@ async fn a_key_named_by_api_key_env_is_not_in_a_commands_environment() {
     assert_eq!(request.header("authorization"), Some(format!("Bearer {TEST_API_KEY}").as_str()));
 }
 
-/// Without a PID namespace, as an unprivileged user: Codewhale runs without the key in its
-/// environment and is not dumpable, so `/proc/$PPID/environ` is unreadable to the command,
-/// and nothing of the key reaches the result or the journal.
+/// Without a PID namespace, as an unprivileged user, and with the sandbox off (so no Landlock
+/// domain keeps the command from its parent either): Codewhale runs without the key in its
+/// environment and is not dumpable, so `/proc/$PPID/environ` is unreadable to the command —
+/// and to any other process of the user — and nothing of the key reaches the result or the
+/// journal.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_the_fallback_codewhales_own_proc_entry_holds_no_readable_key() {
     let Some(setpriv) = setpriv() else { return };
@@ -495,14 +497,19 @@ async fn in_the_fallback_codewhales_own_proc_entry_holds_no_readable_key() {
         return;
     }
     let s = Setup::fallback().await;
+    s.config("[sandbox]\nmode = \"off\"\n");
     let shared = Shared::new(&s);
-    let script = "tr '\\0' '\\n' </proc/$PPID/environ | grep KEY | rev; \
-                  tr '\\0' '\\n' </proc/$PPID/environ | grep KEY | base64; \
-                  cat /proc/$PPID/environ >/dev/null 2>&1 && echo READABLE || echo UNREADABLE; \
-                  id -u";
-    s.server.push(shell(script));
+    let go = s.ws().join("go");
+    let script = format!(
+        "tr '\\0' '\\n' </proc/$PPID/environ | grep KEY | rev; \
+         tr '\\0' '\\n' </proc/$PPID/environ | grep KEY | base64; \
+         cat /proc/$PPID/environ >/dev/null 2>&1 && echo READABLE || echo UNREADABLE; id -u; \
+         touch started; while [ ! -e {} ]; do sleep 0.05; done",
+        go.display()
+    );
+    s.server.push(shell(&script));
     s.server.push(Reply::text("done"));
-    let out = tokio::process::Command::new(setpriv)
+    let child = tokio::process::Command::new(setpriv)
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
         .arg(&shared.binary)
         .current_dir(s.ws())
@@ -516,9 +523,33 @@ async fn in_the_fallback_codewhales_own_proc_entry_holds_no_readable_key() {
         .args(["exec", "--provider", "openai", "--model", "gpt-4.1"])
         .args(["--base-url", &s.server.openai_base_url()])
         .args(["--json", "--approval", "full", "go"])
-        .output()
-        .await
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
         .unwrap();
+    let pid = child.id().unwrap();
+    for _ in 0..600 {
+        if s.ws().join("started").exists() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    // Seen from outside while the command runs: no key in the environment (root reads it),
+    // and nothing at all for another process of the same user.
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+    assert!(
+        !String::from_utf8_lossy(&environ).contains("OPENAI_API_KEY"),
+        "re-executed without it"
+    );
+    let peer = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "cat"])
+        .arg(format!("/proc/{pid}/environ"))
+        .output()
+        .unwrap();
+    assert!(!peer.status.success(), "not dumpable: {}", text(&peer.stdout));
+    std::fs::write(&go, "").unwrap();
+    let out = child.wait_with_output().await.unwrap();
     let result = one_result(&out);
     assert!(result.contains("UNREADABLE"), "{result}\n{}", text(&out.stderr));
     assert!(result.contains("65534"), "ran unprivileged: {result}");

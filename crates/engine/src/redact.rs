@@ -342,32 +342,59 @@ impl Redactor {
     }
 
     /// Base64 output wrapped over several lines (`base64` wraps at 76 columns) that holds the
-    /// key once its lines are joined: the whole run of lines is replaced by the marker.
+    /// key once its lines are joined: the whole run of lines is replaced by the marker. Nothing
+    /// is allocated unless such a run is found.
     fn redact_wrapped(&self, text: &str) -> Option<String> {
-        let lines: Vec<&str> = text.split('\n').collect();
-        let mut out: Vec<String> = Vec::with_capacity(lines.len());
-        let mut changed = false;
-        let mut i = 0;
-        while i < lines.len() {
-            let mut j = i;
-            while j < lines.len() && base64_line(lines[j].trim_end_matches('\r')) {
-                j += 1;
+        // Byte ranges of runs of two or more whole lines that could be base64, and the key
+        // each holds.
+        let mut hits: Vec<(usize, usize, &str)> = Vec::new();
+        let mut run: Option<(usize, usize, usize)> = None; // start, end, lines
+        let mut offset = 0;
+        for line in text.split_inclusive('\n') {
+            let bare = line.trim_end_matches(['\n', '\r']);
+            let end = offset + bare.len();
+            if base64_line(bare) {
+                run = Some(match run {
+                    Some((start, _, n)) => (start, end, n + 1),
+                    None => (offset, end, 1),
+                });
+            } else if let Some(found) = run.take() {
+                self.wrapped_hit(text, found, &mut hits);
             }
-            if j > i + 1 {
-                let joined: String = lines[i..j].iter().map(|l| l.trim_end_matches('\r')).collect();
-                let hit = self.forms.iter().find(|(form, _)| joined.contains(form.as_str()));
-                if let Some((_, literal)) = hit {
-                    out.push(marker("api-key", literal));
-                    changed = true;
-                    i = j;
-                    continue;
-                }
-            }
-            let end = j.max(i + 1);
-            out.extend(lines[i..end].iter().map(|l| (*l).to_owned()));
-            i = end;
+            offset += line.len();
         }
-        changed.then(|| out.join("\n"))
+        if let Some(found) = run.take() {
+            self.wrapped_hit(text, found, &mut hits);
+        }
+        if hits.is_empty() {
+            return None;
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut last = 0;
+        for (start, end, literal) in hits {
+            out.push_str(&text[last..start]);
+            out.push_str(&marker("api-key", literal));
+            last = end;
+        }
+        out.push_str(&text[last..]);
+        Some(out)
+    }
+
+    /// Records the run `(start, end, lines)` of `text` when its lines, joined, hold a key.
+    fn wrapped_hit<'a>(
+        &'a self,
+        text: &str,
+        (start, end, lines): (usize, usize, usize),
+        hits: &mut Vec<(usize, usize, &'a str)>,
+    ) {
+        if lines < 2 {
+            return;
+        }
+        let joined: String =
+            text[start..end].chars().filter(|c| !matches!(c, '\n' | '\r')).collect();
+        if let Some((_, literal)) = self.forms.iter().find(|(f, _)| joined.contains(f.as_str())) {
+            hits.push((start, end, literal.as_str()));
+        }
     }
 
     /// Whether `text` holds a secret.

@@ -176,6 +176,15 @@ impl Snapshot {
         self.entries.keys().map(PathBuf::as_path)
     }
 
+    /// Whether every recorded `.git` directory is still where it was (so no walk is needed to
+    /// find one that moved).
+    pub fn gits_in_place(&self) -> bool {
+        self.gits.iter().filter(|g| g.kind == GitKind::Dir).all(|g| {
+            std::fs::symlink_metadata(&g.path)
+                .is_ok_and(|m| m.is_dir() && (m.dev(), m.ino()) == g.id)
+        })
+    }
+
     /// Makes every recorded place what it was; `walk` is the walk made after the command (it
     /// knows where a moved `.git` went). Returns what changed, in path order.
     pub fn undo(&self, walk: &Walk) -> Vec<Change> {

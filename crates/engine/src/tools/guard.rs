@@ -215,8 +215,10 @@ impl GitGuard {
     /// what it created.
     pub fn after(&self, before: &Before) -> Findings {
         let mut state = self.state();
-        // The walk after the command knows where a moved `.git` went.
-        Survey::take(&self.workspace, &mut state.walk);
+        // The walk after the command knows where a moved `.git` went (needed only then).
+        if !before.snapshot.gits_in_place() {
+            Survey::take(&self.workspace, &mut state.walk);
+        }
         let changed = before.snapshot.undo(&state.walk);
         let now = Survey::take(&self.workspace, &mut state.walk);
         drop(state);
@@ -299,6 +301,15 @@ impl GitGuard {
                     },
                 );
             }
+        }
+    }
+
+    /// A background command that was to start did not: nothing is waited for.
+    pub fn background_abandoned(&self) {
+        let mut state = self.state();
+        state.background = state.background.saturating_sub(1);
+        if state.background == 0 {
+            state.shared = None;
         }
     }
 

@@ -400,15 +400,28 @@ pub async fn spawn_background(
     watch: Option<Watch>,
 ) -> ShellOutcome {
     let fail = |what: String| ShellOutcome::whole(what, true);
+    // Nothing started: the guard stops waiting for this command's end.
+    let give_back = |watch: Option<Watch>| {
+        if let Some(w) = watch {
+            w.guard.background_abandoned();
+        }
+    };
     let (id, log) = match registry.reserve() {
         Ok(x) => x,
-        Err(err) => return fail(format!("cannot create the background log folder: {err}")),
+        Err(err) => {
+            give_back(watch);
+            return fail(format!("cannot create the background log folder: {err}"));
+        }
     };
     let file = match std::fs::File::create(&log) {
         Ok(f) => f,
-        Err(err) => return fail(format!("cannot create {}: {err}", log.display())),
+        Err(err) => {
+            give_back(watch);
+            return fail(format!("cannot create {}: {err}", log.display()));
+        }
     };
     let Ok(file_err) = file.try_clone() else {
+        give_back(watch);
         return fail(format!("cannot share {} between stdout and stderr", log.display()));
     };
     let cgroup = CallCgroup::create(max_processes);
@@ -442,10 +455,7 @@ pub async fn spawn_background(
             if let Some(cgroup) = cgroup {
                 cgroup.end().await;
             }
-            if let Some(w) = watch {
-                // Nothing ran: the guard's count of running commands goes back down.
-                tokio::task::spawn_blocking(move || w.guard.background_ended("", &w.before));
-            }
+            give_back(watch);
             fail(cannot_start(&err))
         }
     }

@@ -141,7 +141,7 @@ impl SlashCommand {
                 "Ask again whether to trust this workspace's .codewhale/config.toml (after a \"no\", say); its settings apply from the next session."
             }
             SlashCommand::Status => {
-                "Show the session: model and window, approval mode, workspace trust, sandbox, session id, compactions, and the tokens and cost spent."
+                "Show the session: model and window, approval mode, workspace trust, sandbox (and how .git and the keys are kept from commands), session id, compactions, and the tokens and cost spent."
             }
             SlashCommand::Help => "List the commands and keys.",
             SlashCommand::Quit => "Leave Codewhale (the session is saved as it goes).",

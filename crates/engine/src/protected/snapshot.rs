@@ -176,6 +176,22 @@ impl Snapshot {
         self.entries.keys().map(PathBuf::as_path)
     }
 
+    /// The same snapshot with `paths` recorded as they are now: what the user changed (an
+    /// approved write, a pinned anchor, their own command) is the state to keep. A path
+    /// outside the recorded places is left out.
+    pub fn with_current(&self, paths: &[PathBuf]) -> Snapshot {
+        let mut next = self.clone();
+        for path in paths {
+            let recorded = next.entries.contains_key(path)
+                || path.parent().is_some_and(|p| next.folders.iter().any(|f| f == p));
+            if recorded {
+                let was = next.read(path);
+                next.entries.insert(path.clone(), was);
+            }
+        }
+        next
+    }
+
     /// Whether every recorded `.git` directory is still where it was (so no walk is needed to
     /// find one that moved).
     pub fn gits_in_place(&self) -> bool {

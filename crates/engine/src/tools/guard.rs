@@ -26,7 +26,7 @@ use crate::protected::walk::Walk;
 use crate::protected::{scrub, Survey};
 
 /// The workspace's places before a command.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Before {
     survey: Survey,
     snapshot: Arc<Snapshot>,
@@ -236,12 +236,26 @@ impl GitGuard {
     /// What the user's own command changed in the protected places, named and kept.
     pub fn after_user(&self, before: &Before) -> Vec<String> {
         let changes = before.snapshot.compare();
-        let mut state = self.state();
+        let paths: Vec<PathBuf> = changes.iter().map(|c| c.path.clone()).collect();
         // The user's changes are the new state of things.
+        self.accept(&paths);
+        changes.iter().map(|c| shown(&self.workspace, &c.path)).collect()
+    }
+
+    /// The user changed `paths` (an approved write of a protected path, a pinned anchor): while
+    /// a background command runs, the snapshot it and the other commands are checked against
+    /// takes them as they are now, so no later check puts them back.
+    pub fn accept(&self, paths: &[PathBuf]) {
+        let mut state = self.state();
         if state.background == 0 {
             state.shared = None;
+            return;
         }
-        changes.iter().map(|c| shown(&self.workspace, &c.path)).collect()
+        if let Some(shared) = &state.shared {
+            let paths: Vec<PathBuf> =
+                paths.iter().map(|p| crate::paths::real_location(p)).collect();
+            state.shared = Some(Arc::new(shared.with_current(&paths)));
+        }
     }
 
     fn scrub_new(&self, before: &Survey, now: &Survey, findings: &mut Findings) {
@@ -278,7 +292,12 @@ impl GitGuard {
     /// A background command (`id`) ended: what it changed is put back and scrubbed, the user
     /// is told, and the model reads it with its next tool result.
     pub fn background_ended(&self, id: &str, before: &Before) {
-        let findings = self.after(before);
+        // Checked against what the user accepted meanwhile, not only the state at its start.
+        let shared = self.state().shared.clone();
+        let findings = match shared {
+            Some(snapshot) => self.after(&Before { snapshot, ..before.clone() }),
+            None => self.after(before),
+        };
         {
             let mut state = self.state();
             state.background = state.background.saturating_sub(1);

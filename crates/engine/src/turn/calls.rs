@@ -148,6 +148,7 @@ async fn run_some(ctx: &mut TurnCtx<'_>, calls: &[ToolCall]) -> Result<bool, Eng
             }
             cleared => cleared,
         };
+        let approved_protected = matches!(cleared, Cleared::RunProtected);
         let run_ctx = match cleared {
             // The user's yes to a command naming Codewhale's own settings: it runs without the
             // sandbox, which would refuse exactly those writes, and unguarded.
@@ -206,6 +207,13 @@ async fn run_some(ctx: &mut TurnCtx<'_>, calls: &[ToolCall]) -> Result<bool, Eng
                 *output = offer_git_writable(ctx, call, first, &writable, p.as_ref()).await;
             }
             guarded(ctx, call, output).await;
+            if approved_protected && !output.is_error {
+                // The user's yes: no check of a running background command puts it back.
+                let written = call.input.get("path").and_then(Value::as_str).and_then(|p| {
+                    crate::paths::resolve(ctx.session.workspace(), p).ok().map(|r| r.path)
+                });
+                ctx.session.guard().accept(&written.into_iter().collect::<Vec<_>>());
+            }
         }
         for ((call, output), diff) in calls[i..end].iter().zip(outputs).zip(diffs) {
             let end = if ctx.cancel.is_cancelled() && output.is_error {

@@ -98,3 +98,22 @@ fn the_users_own_command_is_named_not_put_back() {
     let next = guard.before();
     assert!(guard.after(&next).is_empty());
 }
+
+/// While a background command runs, what the user changed (a pinned anchor, an approved write)
+/// is kept: no later check puts it back.
+#[test]
+fn what_the_user_accepts_while_a_background_command_runs_is_kept() {
+    let (_dir, ws, guard) = workspace();
+    std::fs::create_dir_all(ws.join(".codewhale")).unwrap();
+    std::fs::write(ws.join(".codewhale/anchors.md"), "one\n").unwrap();
+    let bg = guard.background_started();
+    std::fs::write(ws.join(".codewhale/anchors.md"), "one\n---\ntwo\n").unwrap();
+    guard.accept(&[ws.join(".codewhale/anchors.md")]);
+    let fg = guard.before();
+    assert!(guard.after(&fg).is_empty(), "the user's anchor stays");
+    guard.background_ended("bg-1", &bg);
+    assert_eq!(
+        std::fs::read_to_string(ws.join(".codewhale/anchors.md")).unwrap(),
+        "one\n---\ntwo\n"
+    );
+}

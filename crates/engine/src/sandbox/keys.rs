@@ -83,7 +83,12 @@ pub fn reexec_without(names: &[String]) -> Result<(), KeysError> {
     let fd = std::os::fd::AsRawFd::as_raw_fd(&reader);
     let mut args = std::env::args_os();
     let argv0 = args.next().unwrap_or_else(|| "codewhale".into());
-    let mut cmd = std::process::Command::new("/proc/self/exe");
+    // By its own path, so the process keeps its name (`ps`, `pkill codewhale`).
+    let exe = std::env::current_exe()
+        .ok()
+        .filter(|p| p.is_file())
+        .unwrap_or_else(|| "/proc/self/exe".into());
+    let mut cmd = std::process::Command::new(exe);
     std::os::unix::process::CommandExt::arg0(&mut cmd, argv0);
     cmd.args(args).env(KEYS_FD, fd.to_string());
     for (name, _) in &present {

@@ -108,7 +108,12 @@ fn bind_read_only(path: &Path) -> nix::Result<()> {
 /// The second stage's command line: this binary's `sandbox-exec --init`, the same rules, the
 /// command.
 fn second_stage(args: &HelperArgs, probe: bool) -> std::process::Command {
-    let mut cmd = std::process::Command::new("/proc/self/exe");
+    // By its own path, so the process keeps its name.
+    let exe = std::env::current_exe()
+        .ok()
+        .filter(|p| p.is_file())
+        .unwrap_or_else(|| "/proc/self/exe".into());
+    let mut cmd = std::process::Command::new(exe);
     cmd.arg(HELPER_SUBCOMMAND).arg("--init");
     if probe {
         cmd.arg("--probe");

@@ -6,6 +6,10 @@
 #   big-write   has the model run a command that writes a 200 MiB file in a git workspace
 #               (left out of the checkpoint: over max_file_bytes),
 #   many-calls  answers with 10,000 tool calls in one reply (64 run),
+#   sse-event   streams one event whose data: lines never end (cut at 32 MiB),
+#   error-body  answers 500 with a JSON body that never ends (1 MiB kept, each retry),
+#   json-body   answers 200 with a JSON body that never ends (refused past 1 MiB),
+#   pixel-bomb  is sent a 300 KB PNG declaring 16384x16384 pixels (refused from its header),
 # each next to the same turn against a stub that answers at once.
 #
 # Usage: scripts/bench-bounds.sh        (needs python3 and git)
@@ -36,9 +40,28 @@ def calls(n, name, args):
 class Stub(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     def log_message(self, *a): pass
+    def endless(self, status, content_type, head, piece):
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            if head:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(head), head))
+            chunk = b"%x\r\n%s\r\n" % (len(piece), piece)
+            while True:
+                self.wfile.write(chunk)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         last = body["messages"][-1]
+        if MODE == "sse-event":
+            return self.endless(200, "text/event-stream", b"", b"data: " + b"x" * 65536 + b"\n")
+        if MODE == "error-body":
+            return self.endless(500, "application/json", b'{"error": "', b"x" * 65536)
+        if MODE == "json-body":
+            return self.endless(200, "application/json", b'{"choices": "', b"x" * 65536)
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
@@ -75,30 +98,54 @@ print(f"http://127.0.0.1:{server.server_port}/v1", flush=True)
 server.serve_forever()
 PY
 
+# A PNG of 16384x16384 grey pixels, about 300 KB: decoded it is 256 MiB, scaled several times
+# that. Written row by row.
+cat > "$work/bomb.py" <<'PY'
+import struct, sys, zlib
+side = 16384
+def chunk(kind, data):
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+z = zlib.compressobj(9)
+row = b"\0" * (side + 1)
+idat = b"".join(z.compress(row) for _ in range(side)) + z.flush()
+with open(sys.argv[1], "wb") as f:
+    f.write(b"\x89PNG\r\n\x1a\n")
+    f.write(chunk(b"IHDR", struct.pack(">IIBBBBB", side, side, 8, 0, 0, 0, 0)))
+    f.write(chunk(b"IDAT", idat))
+    f.write(chunk(b"IEND", b""))
+PY
+
 run_case() {
   local mode="$1"
-  rm -rf "$work/home" "$work/ws"
+  local stub_mode="$mode" extra=()
+  if [ "$mode" = pixel-bomb ]; then
+    stub_mode=quick
+    extra=(--image "$work/bomb.png")
+  fi
+  # The first snapshot's git may still be finishing in the background after exec exits.
+  rm -rf "$work/home" "$work/ws" 2>/dev/null || { sleep 1; rm -rf "$work/home" "$work/ws"; }
   mkdir -p "$work/home" "$work/ws"
   git -C "$work/ws" init -q
   ln -s /dev/zero "$work/ws/zero"
-  python3 "$work/stub.py" "$mode" > "$work/url" &
+  [ "$mode" = pixel-bomb ] && python3 "$work/bomb.py" "$work/bomb.png"
+  python3 "$work/stub.py" "$stub_mode" > "$work/url" &
   stub=$!
   until [ -s "$work/url" ]; do sleep 0.05; done
   local code=0
   (cd "$work/ws" && CODEWHALE_HOME="$work/home" OPENAI_API_KEY=stub /usr/bin/time -f '%e %M' \
     -o "$work/time" "$bin" exec --approval full --provider openai --model gpt-4.1 \
-    --base-url "$(head -n1 "$work/url")" --context-window 128000 "go" \
+    --base-url "$(head -n1 "$work/url")" --context-window 128000 ${extra[@]+"${extra[@]}"} "go" \
     < /dev/null > /dev/null 2> "$work/stderr") || code=$?
   kill "$stub" 2>/dev/null || true
   wait "$stub" 2>/dev/null || true
   : > "$work/url"
   read -r wall peak < <(tail -n1 "$work/time")
   local said
-  said="$(grep -v '^Command exited' "$work/stderr" | tail -n1 | cut -c1-90)"
-  printf '  %-11s wall %6ss  peak RSS %7s KiB  exit %s  %s\n' "$mode" "$wall" "$peak" "$code" "$said"
+  said="$({ grep -v '^Command exited' "$work/stderr" || true; } | tail -n1 | cut -c1-90)"
+  printf '  %-12s wall %6ss  peak RSS %7s KiB  exit %s  %s\n' "$mode" "$wall" "$peak" "$code" "$said"
 }
 
 echo "codewhale exec against a hostile local stub (release build)"
-for mode in quick endless zero big-write many-calls; do
+for mode in quick endless zero big-write many-calls sse-event error-body json-body pixel-bomb; do
   run_case "$mode"
 done

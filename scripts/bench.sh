@@ -27,6 +27,12 @@
 #                                             one-turn runs of chat and tool calls against a mock
 #                                             model: fixed-prefix tokens, summary requests per
 #                                             note, requests that left messages out
+#   scripts/bench.sh rounds [RUNS] [openai|anthropic|openai-responses]
+#                                             compaction in the shapes real sessions take, against a
+#                                             mock model: the A/B pair at a 7,000-token window (seven
+#                                             long chat turns, with and without one read_file first)
+#                                             and 15 one-turn runs at a 3,000-token window — notes,
+#                                             summary requests and trimmed requests per run
 #   scripts/bench.sh bounds                   memory under hostile input: an endless reply, a read
 #                                             of /dev/zero, a 200 MiB file written, 10,000 calls in
 #                                             one reply — peak RSS of each exec (bench-bounds.sh)
@@ -60,6 +66,10 @@ fi
 if [ "${1:-}" = small-windows ]; then
   shift
   exec cargo run --release -q --locked -p codewhale-engine --example small_windows -- "$@"
+fi
+if [ "${1:-}" = rounds ]; then
+  shift
+  exec cargo run --release -q --locked -p codewhale-engine --example rounds -- "$@"
 fi
 if [ "${1:-}" = bounds ]; then
   shift

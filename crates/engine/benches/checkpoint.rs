@@ -126,7 +126,8 @@ fn restore_100_files(c: &mut Criterion) {
             },
             |()| {
                 let plan = restore::plan(&changes, &ws_path, &store);
-                let outcome = restore::apply(&plan, &ws_path, &store, false);
+                let outcome =
+                    restore::apply(&plan, &ws_path, &store, restore::Consent::of_user(false));
                 assert_eq!(outcome.restored.len(), 100);
             },
             BatchSize::PerIteration,

@@ -57,6 +57,11 @@ impl Session {
             .collect()
     }
 
+    /// HEAD's whole conversation as the user saw it (`/export`).
+    pub fn transcript(&self) -> codewhale_protocol::Transcript {
+        crate::history_pages::transcript(self.journal.journal(), self.model())
+    }
+
     /// A page of HEAD's conversation for the UI.
     pub fn history_page(&self, before: Option<&str>, limit: usize, reset: bool) -> HistoryPage {
         crate::history_pages::page(self.journal.journal(), before, limit, reset)

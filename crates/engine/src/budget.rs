@@ -35,6 +35,18 @@ pub fn from_provider(provider_tokens: f64, calibration: f64) -> u64 {
     (provider_tokens / clamp_calibration(calibration)).floor() as u64
 }
 
+/// The share of a rejected request's size taken as the window when the overflow error named
+/// none (docs/compaction.md, *Triggers*).
+pub const UNNUMBERED_OVERFLOW_FRACTION: f64 = 0.9;
+
+/// The window an overflow that named none teaches: the window is at most the rejected
+/// request's size, so 90 % of its calibrated estimate (`estimate` o200k tokens at
+/// `calibration`), never more than the window in use.
+pub fn unnumbered_overflow_window(estimate: u64, calibration: f64, window: u64) -> u64 {
+    let request = to_provider(estimate, calibration) as f64;
+    ((request * UNNUMBERED_OVERFLOW_FRACTION).floor() as u64).min(window).max(1)
+}
+
 fn clamp_calibration(ratio: f64) -> f64 {
     ratio.clamp(CALIBRATION_RANGE.0, CALIBRATION_RANGE.1)
 }
@@ -317,6 +329,18 @@ impl Budget {
         self.last_pair = None;
     }
 
+    /// The last report and the estimate of its request, while the view has only grown since.
+    pub fn report_pair(&self) -> Option<crate::truncation::Reported> {
+        self.last_pair
+    }
+
+    /// Restores the pair a replayed budget read from the journal ([`Budget::report_pair`]):
+    /// the last reply's figures as journaled, so the next request of another process is
+    /// compared with them as the next request of the same process would be.
+    pub fn restore_pair(&mut self, pair: Option<crate::truncation::Reported>) {
+        self.last_pair = pair;
+    }
+
     /// Whether a reply reporting `reported` input for a request estimated at `estimated`
     /// looks silently cut by the server ([`crate::truncation::suspected`]), measured against
     /// the last report.
@@ -431,6 +455,13 @@ mod tests {
         );
         assert_eq!(WindowSource::parse("probe:nothing"), None);
         assert_eq!(WindowSource::parse("provider"), None);
+    }
+
+    #[test]
+    fn an_unnumbered_overflow_teaches_ninety_percent_of_the_rejected_request() {
+        assert_eq!(unnumbered_overflow_window(7_547, 1.0, 400_000), 6_792);
+        assert_eq!(unnumbered_overflow_window(5_000, 1.2, 400_000), 5_400);
+        assert_eq!(unnumbered_overflow_window(9_000, 1.0, 6_000), 6_000, "never more");
     }
 
     #[test]

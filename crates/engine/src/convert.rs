@@ -151,7 +151,7 @@ fn image_block(image: &ImageBlock, images: Images<'_>) -> Block {
             return Block::text(image.line(" left out: this model does not take images"))
         }
     };
-    match codewhale_journal::blob::read_blob(dir, &image.blob) {
+    match crate::images::read_blob(dir, &image.blob) {
         Ok(bytes) => Block::Image {
             media_type: image.media_type.clone(),
             data: base64::engine::general_purpose::STANDARD.encode(bytes),

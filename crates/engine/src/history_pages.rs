@@ -15,7 +15,7 @@ use codewhale_journal::{
 
 use codewhale_protocol::{
     CallEnd, CompactionKind, CompactionTrigger, HistoryItem, HistoryPage, ImageInfo, NoticeLevel,
-    ToolOutcome,
+    ToolOutcome, Transcript,
 };
 
 /// Output kept per tool result for display; the journal has the rest.
@@ -69,6 +69,58 @@ pub fn page(journal: &Journal, before: Option<&str>, limit: usize, reset: bool) 
     }
     let older = (start > 0).then(|| journal.id_at(rows[start]).to_string());
     HistoryPage { head: head.to_string(), items, older, reset }
+}
+
+/// The whole of HEAD's branch as the user saw it, oldest first (`/export`, `codewhale export`):
+/// every row a page would show, covered ones included and marked as the active compaction
+/// says, and every compaction record that applies to the branch — its covered segment,
+/// `pruned_ids` and `bounded` all on it — where it was written: after the last row the file
+/// held then, so a superseded capsule stays where the user saw it happen.
+pub fn transcript(journal: &Journal, model: &str) -> Transcript {
+    let start = journal.head_position();
+    let spine = journal.spine_positions(start);
+    let on_spine: HashSet<u32> = spine.iter().copied().collect();
+    let rows: Vec<u32> = spine.into_iter().filter(|&p| shown(journal.kind_at(p))).collect();
+    let at_row = |id: &str| journal.position(id).and_then(|p| rows.binary_search(&p).ok());
+    let active = active_compaction_of(journal, journal.head_id().as_str());
+    let (covered_range, retained) = match active.as_ref().and_then(|a| a.record.covers.as_ref()) {
+        Some(c) => {
+            let retained: HashSet<String> = active
+                .as_ref()
+                .map(|a| a.record.retained_ids.iter().map(|id| id.to_string()).collect())
+                .unwrap_or_default();
+            (at_row(c.first.as_str()).zip(at_row(c.last.as_str())), retained)
+        }
+        None => (None, HashSet::new()),
+    };
+    let applies = |id: &codewhale_journal::EntryId| {
+        journal.position(id.as_str()).is_some_and(|p| on_spine.contains(&p))
+    };
+    let mut records: Vec<(u32, HistoryItem)> = journal
+        .compactions()
+        .filter(|(_, r)| r.is_valid())
+        .filter(|(_, r)| r.covers.as_ref().is_none_or(|c| applies(&c.last)))
+        .filter(|(_, r)| {
+            r.pruned_ids.iter().all(applies) && r.bounded.iter().all(|b| applies(&b.id))
+        })
+        .filter_map(|(e, r)| {
+            let pos = journal.position(e.id.as_str())?;
+            Some((pos, record_item(e.id.to_string(), r)))
+        })
+        .collect();
+    records.reverse();
+    let mut items: Vec<HistoryItem> = Vec::new();
+    for (index, &pos) in rows.iter().enumerate() {
+        while records.last().is_some_and(|(at, _)| *at < pos) {
+            items.extend(records.pop().map(|(_, item)| item));
+        }
+        let id = journal.id_at(pos);
+        let covered = covered_range
+            .is_some_and(|(a, b)| (a..=b).contains(&index) && !retained.contains(&*id));
+        push_entry(&mut items, journal, &journal.read_entry(pos), covered);
+    }
+    items.extend(records.into_iter().rev().map(|(_, item)| item));
+    Transcript { session: journal.header().session_id.clone(), model: model.to_owned(), items }
 }
 
 /// Kinds a transcript shows.
@@ -172,9 +224,12 @@ fn user_item(journal: &Journal, u: &UserPayload, id: String, covered: bool) -> O
 }
 
 fn compaction_item(a: &codewhale_journal::ActiveCompaction) -> HistoryItem {
-    let r = &a.record;
+    record_item(a.id.to_string(), &a.record)
+}
+
+fn record_item(id: String, r: &codewhale_journal::CompactionPayload) -> HistoryItem {
     HistoryItem::Compaction {
-        id: a.id.to_string(),
+        id,
         trigger: trigger_of(&r.trigger),
         path: kind_of(&r.path),
         covered_entries: r.covers.as_ref().map_or(0, |c| c.count),
@@ -382,6 +437,74 @@ mod tests {
                 ("an error", NoticeLevel::Error),
                 ("a note", NoticeLevel::Info)
             ]
+        );
+    }
+
+    /// The export's transcript: the whole branch, covered turns marked, each compaction that
+    /// applies to it where it was written (a superseded one too), none from another branch.
+    #[test]
+    fn the_transcript_holds_every_compaction_of_the_branch_where_it_happened() {
+        use codewhale_journal::{
+            AssistantPayload, CompactionPath, CompactionPayload, Covers, HeaderPayload,
+            ToolResultPayload, Trigger,
+        };
+        let header = Entry::new(None, HeaderPayload::new("s-1", "/w"));
+        let mut journal = Journal::new(header.clone()).unwrap();
+        let mut parent = header.id.clone();
+        let mut push = |journal: &mut Journal, payload: Payload| {
+            let e = Entry::new(Some(parent.clone()), payload);
+            parent = e.id.clone();
+            journal.push(e.clone());
+            e.id
+        };
+        let record =
+            |first: &codewhale_journal::EntryId, last: &codewhale_journal::EntryId, note: &str| {
+                let mut r = CompactionPayload::new(CompactionPath::Summary, Trigger::Manual);
+                r.covers = Some(Covers::new(first.clone(), last.clone(), 4));
+                r.note = note.into();
+                r
+            };
+        let u1 = push(&mut journal, UserPayload::text("u1").into());
+        let call = Block::tool_use("t1", "shell", serde_json::json!({"command": "ls"}));
+        push(&mut journal, AssistantPayload::new(vec![call]).into());
+        push(&mut journal, ToolResultPayload::new("t1", "a.rs", false).into());
+        let a1 = push(&mut journal, AssistantPayload::new(vec![Block::text("a1")]).into());
+        journal.push(Entry::new(Some(a1.clone()), record(&u1, &a1, "note one")));
+        push(&mut journal, UserPayload::text("u2").into());
+        let a2 = push(&mut journal, AssistantPayload::new(vec![Block::text("a2")]).into());
+        // A record of a branch this one does not hold.
+        let side = Entry::new(Some(u1.clone()), UserPayload::text("side"));
+        let side_id = side.id.clone();
+        journal.push(side);
+        journal.push(Entry::new(Some(side_id.clone()), record(&side_id, &side_id, "side note")));
+        journal.push(Entry::new(Some(a2.clone()), record(&u1, &a2, "note two")));
+        push(&mut journal, UserPayload::text("u3").into());
+
+        let t = transcript(&journal, "gpt-test");
+        assert_eq!((t.session.as_str(), t.model.as_str()), ("s-1", "gpt-test"));
+        let shown: Vec<String> = t
+            .items
+            .iter()
+            .map(|i| match i {
+                HistoryItem::User { text, covered, .. } => {
+                    format!("{text}{}", if *covered { "*" } else { "" })
+                }
+                HistoryItem::Assistant { text, covered, .. } => {
+                    format!("{text}{}", if *covered { "*" } else { "" })
+                }
+                HistoryItem::Tool { name, result, covered, .. } => format!(
+                    "{name}:{}{}",
+                    result.as_ref().map_or("none", |r| r.output.as_str()),
+                    if *covered { "*" } else { "" }
+                ),
+                HistoryItem::Compaction { note, .. } => format!("[{note}]"),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        // The active record (note two) covers everything before u3.
+        assert_eq!(
+            shown,
+            ["u1*", "shell:a.rs*", "a1*", "[note one]", "u2*", "a2*", "[note two]", "u3"]
         );
     }
 }

@@ -5,10 +5,14 @@
 //! file name; a file over [`MAX_IMAGE_BYTES`] is refused before it is read whole; an image over
 //! [`MAX_SIDE`] pixels on a side is scaled to fit (re-encoded as PNG, or as JPEG when it was
 //! one) and every other image is stored byte-for-byte in its own format; decoding runs under
-//! allocation limits, so a small file that claims a huge picture is refused, not decoded; the
-//! blob is on disk and synced before the block naming it is returned.
+//! allocation limits and only after the picture's declared size is checked (at most
+//! [`MAX_PIXELS`]), so a small file that claims a huge picture is refused, not decoded or
+//! scaled; a JPEG cut short (no end marker after its last scan) is refused, though its decoder
+//! would fill the missing part with grey; the blob is on disk and synced before the block naming
+//! it is returned, and read back only as the session's own file whose bytes hash to its name
+//! ([`read_blob`]). A message carries at most [`MAX_PER_MESSAGE`] images.
 
-use std::io::{Cursor, Read as _};
+use std::io::Cursor;
 use std::path::Path;
 
 use codewhale_journal::blob::write_blob;
@@ -19,6 +23,10 @@ use image::{ImageFormat, ImageReader};
 pub const MAX_IMAGE_BYTES: u64 = 20 * 1024 * 1024;
 /// Images wider or taller than this are scaled down to fit.
 pub const MAX_SIDE: u32 = 2048;
+/// The most pixels an image may declare: checked before it is decoded or scaled.
+pub const MAX_PIXELS: u64 = 40_000_000;
+/// The most images one message carries; the rest are refused in one sentence.
+pub const MAX_PER_MESSAGE: usize = 20;
 /// The most memory decoding one image may take.
 const DECODE_ALLOC: u64 = 512 * 1024 * 1024;
 /// Pictures claiming more pixels a side than this are refused without decoding.
@@ -42,7 +50,10 @@ pub enum ImageError {
         "it is not a readable {format} image ({reason}); save it again and attach the new file"
     )]
     Malformed { format: &'static str, reason: String },
-    #[error("it claims {0}×{1} pixels, more than an image may be decoded at; scale it down first")]
+    #[error(
+        "it declares {0}×{1} pixels, over the 40 megapixels an image may have; scale it down \
+         and attach it again"
+    )]
     TooManyPixels(u32, u32),
     #[error("it could not be scaled down: {0}")]
     Scale(String),
@@ -77,13 +88,13 @@ pub fn load(path: &Path) -> Result<LoadedImage, ImageError> {
     if meta.len() > MAX_IMAGE_BYTES {
         return Err(ImageError::TooBig(meta.len()));
     }
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    std::fs::File::open(path)
-        .and_then(|f| f.take(MAX_IMAGE_BYTES + 1).read_to_end(&mut bytes))
-        .map_err(ImageError::Read)?;
-    if bytes.len() as u64 > MAX_IMAGE_BYTES {
-        return Err(ImageError::TooBig(bytes.len() as u64));
-    }
+    // Non-blocking and regular only: a FIFO swapped in since the check is refused, not waited on.
+    let bytes = match crate::bounded::read_regular(path, MAX_IMAGE_BYTES) {
+        Ok(Some((_, true))) => return Err(ImageError::TooBig(MAX_IMAGE_BYTES + 1)),
+        Ok(Some((bytes, false))) => bytes,
+        Ok(None) => return Err(ImageError::Read(std::io::ErrorKind::NotFound.into())),
+        Err(_) => return Err(ImageError::NotAFile),
+    };
     let name =
         path.file_name().map_or_else(|| "image".to_owned(), |n| n.to_string_lossy().into_owned());
     from_bytes(bytes, name)
@@ -107,8 +118,17 @@ pub fn from_bytes(bytes: Vec<u8>, name: String) -> Result<LoadedImage, ImageErro
     let (width, height) = ImageReader::with_format(Cursor::new(&bytes), format)
         .into_dimensions()
         .map_err(malformed)?;
-    if width > DECODE_SIDE || height > DECODE_SIDE {
+    if width > DECODE_SIDE
+        || height > DECODE_SIDE
+        || u64::from(width) * u64::from(height) > MAX_PIXELS
+    {
         return Err(ImageError::TooManyPixels(width, height));
+    }
+    if format == ImageFormat::Jpeg && !jpeg_ends(&bytes) {
+        return Err(ImageError::Malformed {
+            format: label,
+            reason: "the file is cut short: it ends before its last scan does".into(),
+        });
     }
     // Decoded whole, so a file cut short or damaged is refused here rather than by the model.
     let mut reader = ImageReader::with_format(Cursor::new(&bytes), format);
@@ -142,6 +162,33 @@ pub fn from_bytes(bytes: Vec<u8>, name: String) -> Result<LoadedImage, ImageErro
         name,
         scaled: true,
     })
+}
+
+/// Whether a JPEG ends: an end-of-image marker (`FF D9`) after its last start-of-scan
+/// (`FF DA`). Inside a scan every `FF` is followed by `00` or a restart marker, so a marker
+/// there is real; a thumbnail's markers all come before the main scan.
+fn jpeg_ends(bytes: &[u8]) -> bool {
+    let marker = |code: u8| bytes.windows(2).rposition(|w| w == [0xFF, code]);
+    match (marker(0xDA), marker(0xD9)) {
+        (Some(scan), Some(end)) => end > scan,
+        _ => false,
+    }
+}
+
+/// The bytes of blob `name` in the blob folder `dir`, read as one of the session's own files
+/// (never through a link, never a FIFO, at most [`MAX_IMAGE_BYTES`]) and only if they hash to
+/// the name: a blob swapped for a link to another file, or for other bytes, is never sent.
+pub fn read_blob(dir: &Path, name: &str) -> std::io::Result<Vec<u8>> {
+    let path = codewhale_journal::blob::blob_path(dir, name)?;
+    let bytes = crate::bounded::read_own(&path, MAX_IMAGE_BYTES)?
+        .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))?;
+    if !codewhale_journal::blob::names_bytes(name, &bytes) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "its bytes do not match its name (the blob store was changed)",
+        ));
+    }
+    Ok(bytes)
 }
 
 /// Stores `image` in the blob folder `dir` and returns the block that names it; the blob is
@@ -197,6 +244,13 @@ pub fn import_inline(
         Ok(image) => Block::Image(image),
         Err(reason) => Block::text(format!("[image ({media}) not imported: {reason}]")),
     })
+}
+
+/// Whether `block` is an imported image with its bytes inline (what [`import_inline`] stores).
+pub fn is_inline(block: &codewhale_journal::Block) -> bool {
+    matches!(block, codewhale_journal::Block::Opaque(raw)
+        if serde_json::from_str::<serde_json::Value>(raw.get())
+            .is_ok_and(|v| v["type"] == "image" && v["source"]["type"] == "base64"))
 }
 
 /// The image files `text` mentions with `@` (`@shot.png`; relative to `workspace`, absolute
@@ -277,6 +331,118 @@ mod tests {
         assert!(matches!(err, ImageError::Malformed { format: "PNG", .. }), "{err}");
         let err = from_bytes(b"just some text".to_vec(), "notes.png".into()).unwrap_err();
         assert_eq!(err.to_string(), "it is not a PNG, JPEG, GIF or WebP image");
+    }
+
+    /// A real PNG of `side`×`side` black pixels (8-bit grey), written row by row so making it
+    /// costs no more than a row: `side` = 16384 gives a file of about 300 KB.
+    pub(crate) fn pixel_bomb(side: u32) -> Vec<u8> {
+        let mut out = Vec::new();
+        {
+            let mut encoder = png::Encoder::new(&mut out, side, side);
+            encoder.set_color(png::ColorType::Grayscale);
+            encoder.set_compression(png::Compression::High);
+            let mut writer = encoder.write_header().unwrap();
+            let mut stream = writer.stream_writer().unwrap();
+            let row = vec![0u8; side as usize];
+            for _ in 0..side {
+                std::io::Write::write_all(&mut stream, &row).unwrap();
+            }
+            stream.finish().unwrap();
+            writer.finish().unwrap();
+        }
+        out
+    }
+
+    #[test]
+    fn a_small_file_declaring_a_huge_picture_is_refused_before_decoding_or_scaling() {
+        let bomb = pixel_bomb(16_384);
+        assert!(bomb.len() < 2 << 20, "{} bytes", bomb.len());
+        let measured = codewhale_provider::test_support::peak::measure(
+            module_path!(),
+            "a_small_file_declaring_a_huge_picture_is_refused_before_decoding_or_scaling",
+            || match from_bytes(bomb, "bomb.png".into()) {
+                Ok(loaded) => format!("attached {}×{}", loaded.width, loaded.height),
+                Err(e) => e.to_string(),
+            },
+        );
+        let Some(peak) = measured.unwrap() else { return };
+        // Decoding it would take 256 MiB and scaling it several times that.
+        assert!(peak.growth < 32 << 20, "peak grew by {} MiB: {peak:?}", peak.growth >> 20);
+        assert_eq!(
+            peak.said,
+            "it declares 16384×16384 pixels, over the 40 megapixels an image may have; scale it \
+             down and attach it again"
+        );
+        // Just under the bound, a picture is still taken.
+        assert!(from_bytes(pixel_bomb(6_000), "big.png".into()).is_ok());
+    }
+
+    #[test]
+    fn an_imported_pixel_bomb_is_refused_the_same_way_and_never_stored() {
+        use base64::Engine as _;
+        let dir = tempfile::tempdir().unwrap();
+        let data = base64::engine::general_purpose::STANDARD.encode(pixel_bomb(16_384));
+        let raw = serde_json::json!({"type": "image",
+            "source": {"type": "base64", "media_type": "image/png", "data": data}});
+        let block: codewhale_journal::Block = serde_json::from_str(&raw.to_string()).unwrap();
+        assert!(is_inline(&block));
+        let stored = import_inline(&block, dir.path(), 1).unwrap();
+        let codewhale_journal::Block::Text(text) = &stored else { panic!("{stored:?}") };
+        assert!(text.text.contains("declares 16384×16384 pixels"), "{}", text.text);
+        assert_eq!(std::fs::read_dir(dir.path()).map(|d| d.count()).unwrap_or(0), 0);
+    }
+
+    /// A JPEG of `w`×`h` pixels.
+    fn jpeg(w: u32, h: u32) -> Vec<u8> {
+        let img = image::RgbImage::from_fn(w, h, |x, y| {
+            let noise = (x.wrapping_mul(7919) ^ y.wrapping_mul(104_729)) as u8;
+            image::Rgb([x as u8, noise, y as u8])
+        });
+        let mut out = Cursor::new(Vec::new());
+        image::DynamicImage::ImageRgb8(img).write_to(&mut out, ImageFormat::Jpeg).unwrap();
+        out.into_inner()
+    }
+
+    #[test]
+    fn a_jpeg_cut_short_is_refused() {
+        // Most of its bytes are the scan, so each cut below falls inside it.
+        let whole = jpeg(256, 256);
+        assert!(from_bytes(whole.clone(), "whole.jpg".into()).is_ok());
+        for keep in [whole.len() - 2, whole.len() * 2 / 3, whole.len() / 2] {
+            let err = from_bytes(whole[..keep].to_vec(), "cut.jpg".into()).unwrap_err();
+            assert!(err.to_string().starts_with("it is not a readable JPEG image"), "{err}");
+            assert!(err.to_string().contains("cut short"), "{keep}: {err}");
+        }
+        // Bytes after the end marker (some cameras add a trailer) are not a cut.
+        let mut trailer = whole.clone();
+        trailer.extend_from_slice(b"trailer");
+        assert!(from_bytes(trailer, "trailer.jpg".into()).is_ok());
+    }
+
+    #[test]
+    fn a_blob_is_read_only_as_itself() {
+        let dir = tempfile::tempdir().unwrap();
+        let loaded = from_bytes(png(8, 8), "dot.png".into()).unwrap();
+        let block = store(dir.path(), &loaded).unwrap();
+        assert_eq!(read_blob(dir.path(), &block.blob).unwrap(), loaded.bytes);
+        // Swapped for a link to another file (a secret of the user's): refused, not sent.
+        let secret = dir.path().join("shadow");
+        std::fs::write(&secret, "root:$6$hash").unwrap();
+        let path = dir.path().join(&block.blob);
+        std::fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink(&secret, &path).unwrap();
+        let err = read_blob(dir.path(), &block.blob).unwrap_err();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        // Swapped for other bytes: refused.
+        std::fs::remove_file(&path).unwrap();
+        std::fs::write(&path, png(9, 9)).unwrap();
+        let err = read_blob(dir.path(), &block.blob).unwrap_err();
+        assert!(err.to_string().contains("do not match its name"), "{err}");
+        // A FIFO: refused at once.
+        std::fs::remove_file(&path).unwrap();
+        rustix::fs::mkfifoat(rustix::fs::CWD, &path, rustix::fs::Mode::from_raw_mode(0o600))
+            .unwrap();
+        assert!(read_blob(dir.path(), &block.blob).is_err());
     }
 
     #[test]

@@ -117,8 +117,22 @@ pub fn import(params: &ImportParams<'_>) -> Result<Imported, ImportFailed> {
             ));
         }
         // Images with their bytes inline go to the blob store before the entry naming them.
+        // At most as many a message as a message carries: the rest are named, never decoded.
         if let (Payload::User(u), Some(blobs)) = (&mut entry.payload, blobs.as_deref()) {
+            let mut in_message = 0;
             for block in &mut u.content {
+                if crate::images::is_inline(block) {
+                    in_message += 1;
+                    if in_message > crate::images::MAX_PER_MESSAGE {
+                        images += 1;
+                        images_failed += 1;
+                        *block = codewhale_journal::Block::text(format!(
+                            "[image not imported: a message carries at most {} images]",
+                            crate::images::MAX_PER_MESSAGE
+                        ));
+                        continue;
+                    }
+                }
                 if let Some(stored) = crate::images::import_inline(block, blobs, images + 1) {
                     images += 1;
                     images_failed += u64::from(stored.as_image().is_none());

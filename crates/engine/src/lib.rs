@@ -170,6 +170,9 @@ pub mod trusted;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod trusted;
 
+/// Creating Codewhale's own folders 0700 and files 0600, for the front ends' files (logs,
+/// prompt history, clipboard images).
+pub use codewhale_journal::private;
 /// Replacing a whole file atomically, the one way a front end rewrites a file it owns (the
 /// journal crate's helper, which every file rewrite of the engine goes through too).
 pub use codewhale_journal::replace;

@@ -10,7 +10,8 @@
 //! - [`sessions`]: the sessions of a directory, newest first (`codewhale sessions`, the
 //!   session picker);
 //! - [`anchors`]: the workspace's pinned notes (`codewhale anchor`);
-//! - [`import`]: another tool's session as a new session (`codewhale import`).
+//! - [`import`]: another tool's session as a new session (`codewhale import`);
+//! - [`transcript`]: a session's conversation as the user saw it (`codewhale export`).
 
 use std::path::Path;
 
@@ -25,6 +26,29 @@ use codewhale_protocol::ContextReport;
 /// The context report of the session `params` names (`codewhale context`).
 pub fn context(params: &ReportParams<'_>) -> Result<ContextReport, EngineError> {
     crate::compaction::report::context_report(params)
+}
+
+/// The whole conversation at HEAD of the session `resume` names, as the user saw it
+/// (`codewhale export`): `--session ID` wherever its workspace is, otherwise the newest session
+/// of `cwd`. Reads the file without taking its lock, so a session open in another codewhale
+/// can be exported too.
+pub fn transcript(
+    home: &Path,
+    cwd: &Path,
+    resume: crate::session::Resume,
+) -> Result<codewhale_protocol::Transcript, EngineError> {
+    let path = match resume {
+        crate::session::Resume::Id(id) => crate::session::find_by_id(home, &id)?,
+        crate::session::Resume::Last | crate::session::Resume::New => {
+            crate::session::find_last(home, cwd)?
+        }
+    };
+    let journal =
+        codewhale_journal::load_read_only(&path).map_err(|e| EngineError::Open(e.into()))?.journal;
+    let model = crate::session::replay::journal_limits(&journal)
+        .model
+        .unwrap_or_else(|| journal.header().model.clone());
+    Ok(crate::history_pages::transcript(&journal, &model))
 }
 
 /// Audits the journal at `path` without modifying it (`codewhale journal check`).
@@ -69,6 +93,12 @@ pub fn sessions_for(home: &Path, workspace: &Path) -> std::io::Result<Vec<Sessio
 /// it closes, so there is nothing to resume).
 pub fn session_exists(home: &Path, id: &str) -> bool {
     crate::session::find_by_id(home, id).is_ok()
+}
+
+/// The shortest prefix of session `id` that `/resume` and `--session` resolve to it alone,
+/// counting `others` (sessions not on disk yet) too; `None` when `id` is not a kept session.
+pub fn unique_prefix(home: &Path, id: &str, others: &[&str]) -> Option<String> {
+    crate::session::unique_prefix(home, id, others)
 }
 
 /// The workspace's pinned notes (`.codewhale/anchors.md`).

@@ -93,6 +93,20 @@ pub(crate) fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
+/// Whether the workspace-relative `path` is one Codewhale or git executes or reads as
+/// instructions (docs/security.md, *Codewhale's own files*): any `.git` or `.codewhale`
+/// component, an `AGENTS.md` or `CLAUDE.md` at any depth. A restore never
+/// writes one without the user's yes.
+pub fn is_protected(path: &str) -> bool {
+    let parts: Vec<&str> = path.split(['/', '\\']).filter(|p| !p.is_empty()).collect();
+    let last = parts.len().saturating_sub(1);
+    parts.iter().enumerate().any(|(i, part)| {
+        *part == ".git"
+            || *part == ".codewhale"
+            || (i == last && (*part == "AGENTS.md" || *part == "CLAUDE.md"))
+    })
+}
+
 /// `path` relative to `workspace` for display, or the full path when outside it.
 pub fn display(workspace: &Path, path: &Path) -> String {
     match path.strip_prefix(workspace) {
@@ -105,6 +119,30 @@ pub fn display(workspace: &Path, path: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn protected_paths_at_any_depth() {
+        for p in [
+            ".git/hooks/pre-commit",
+            "src/.git/config",
+            ".git",
+            ".codewhale/config.toml",
+            "AGENTS.md",
+            "docs/CLAUDE.md",
+            "a/.codewhale/anchors.md",
+        ] {
+            assert!(is_protected(p), "{p}");
+        }
+        for p in [
+            "src/main.rs",
+            ".gitignore",
+            ".github/workflows/ci.yml",
+            "AGENTS.md.bak",
+            ".codewhale.bak",
+        ] {
+            assert!(!is_protected(p), "{p}");
+        }
+    }
 
     #[test]
     fn relative_absolute_and_dotdot() {

@@ -34,22 +34,31 @@ pub fn write_blob(dir: &Path, bytes: &[u8], ext: &str) -> io::Result<String> {
     if std::fs::metadata(&path).is_ok_and(|m| m.len() == bytes.len() as u64) {
         return Ok(name);
     }
-    std::fs::create_dir_all(dir)?;
+    crate::private::create_dir_all(dir)?;
     replace_file(&path, PRIVATE, bytes)?;
     sync_dir(dir)?;
     Ok(name)
 }
 
-/// The bytes of blob `name` in `dir`. A name that is not a plain file name is refused, so a
-/// journal line cannot point outside the store.
-pub fn read_blob(dir: &Path, name: &str) -> io::Result<Vec<u8>> {
+/// Where blob `name` lives in `dir`. A name that is not a plain file name is refused, so a
+/// journal line cannot point outside the store. Whoever reads it opens it as its own file
+/// (no link followed, no FIFO waited on, within the image bound) and checks [`names_bytes`].
+pub fn blob_path(dir: &Path, name: &str) -> io::Result<PathBuf> {
     let plain = !name.is_empty()
         && !name.starts_with('.')
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '.');
     if !plain {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a blob name"));
     }
-    std::fs::read(dir.join(name))
+    Ok(dir.join(name))
+}
+
+/// Whether `bytes` are the content blob `name` names (its sha256 before the extension).
+pub fn names_bytes(name: &str, bytes: &[u8]) -> bool {
+    let stem = name.split_once('.').map_or(name, |(stem, _)| stem);
+    let digest = Sha256::digest(bytes);
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    stem.eq_ignore_ascii_case(&hex)
 }
 
 #[cfg(unix)]
@@ -74,7 +83,10 @@ mod tests {
         let name = write_blob(&blobs, b"\x89PNG fake", "png").unwrap();
         assert_eq!(name.len(), 64 + 4);
         assert_eq!(write_blob(&blobs, b"\x89PNG fake", "png").unwrap(), name, "stored once");
-        assert_eq!(read_blob(&blobs, &name).unwrap(), b"\x89PNG fake");
+        let path = blob_path(&blobs, &name).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"\x89PNG fake");
+        assert!(names_bytes(&name, b"\x89PNG fake"));
+        assert!(!names_bytes(&name, b"\x89PNG other"));
         assert_eq!(std::fs::read_dir(&blobs).unwrap().count(), 1);
     }
 
@@ -82,7 +94,7 @@ mod tests {
     fn a_name_that_leaves_the_store_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         for name in ["../s1.jsonl", "/etc/passwd", "", ".hidden"] {
-            let err = read_blob(dir.path(), name).unwrap_err();
+            let err = blob_path(dir.path(), name).unwrap_err();
             assert_eq!(err.kind(), io::ErrorKind::InvalidInput, "{name}");
         }
     }

@@ -42,6 +42,7 @@ mod load;
 mod load_error;
 mod meta;
 mod payload;
+pub mod private;
 pub mod replace;
 mod scan;
 mod shorten;

@@ -191,7 +191,10 @@ pub async fn connect(
         }
         Transport::Http { url, bearer_token_env_var, headers, env_headers } => {
             install_crypto();
-            let mut transport_config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+            let mut transport_config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                .max_sse_event_size(MAX_HTTP_EVENT)
+                .max_json_response_size(MAX_HTTP_EVENT)
+                .max_error_response_size(MAX_HTTP_ERROR);
             if let Some(name) = bearer_token_env_var {
                 let token = var(name).ok_or_else(|| ConnectError::MissingVariable(name.clone()))?;
                 transport_config = transport_config.auth_header(token);
@@ -218,6 +221,13 @@ pub async fn connect(
         }
     }
 }
+
+/// The most an HTTP server's one message may hold, streamed as an SSE event or sent as a JSON
+/// body (docs/security.md, *Network reads*): rmcp reads each through this bound and refuses
+/// the rest, so a server that sends forever costs bounded memory and a failed call.
+pub const MAX_HTTP_EVENT: usize = 32 * 1024 * 1024;
+/// The most of a failed HTTP answer's body kept for its error message.
+pub const MAX_HTTP_ERROR: usize = 64 * 1024;
 
 /// rmcp's HTTP client needs a process-wide TLS crypto provider; ring is the one the rest of
 /// Codewhale uses. Installing twice is harmless.

@@ -102,7 +102,7 @@ impl ToolCache {
         fingerprint: &str,
         tools: &[ToolInfo],
     ) -> std::io::Result<()> {
-        std::fs::create_dir_all(&self.dir)?;
+        codewhale_journal::private::create_dir_all(&self.dir)?;
         let file = CacheFile {
             server: server.to_owned(),
             fingerprint: fingerprint.to_owned(),

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::history_page::HistoryPage;
+use super::history_page::{HistoryPage, Transcript};
 use super::kinds::{CompactionKind, CompactionTrigger, ErrorKind};
 use super::mcp::McpServerInfo;
 use super::outcome::{AnchorChange, HeadMove};
@@ -332,6 +332,11 @@ pub enum Event {
     /// and unasked (with `reset`) after the session opened and after every HEAD move.
     History {
         page: HistoryPage,
+    },
+    /// The answer to [`Op::GetTranscript`](super::Op::GetTranscript): the whole conversation
+    /// at HEAD, for `/export`.
+    Transcript {
+        transcript: Box<Transcript>,
     },
     /// The engine stopped (after [`Op::Shutdown`](super::Op::Shutdown)).
     ShutdownComplete,

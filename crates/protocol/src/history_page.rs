@@ -114,6 +114,20 @@ pub enum HistoryItem {
     },
 }
 
+/// The whole conversation at HEAD as the user saw it, oldest first: what `/export` and
+/// `codewhale export` write ([`super::Op::GetTranscript`], [`super::Event::Transcript`]). Every
+/// item of HEAD's branch, those compactions cover included (marked `covered` as the active
+/// compaction says), and every compaction whose covered part lies on the branch, where it was
+/// written. Tool output is shortened for display as in a page.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Transcript {
+    /// The session's id.
+    pub session: String,
+    /// The model the session last used.
+    pub model: String,
+    pub items: Vec<HistoryItem>,
+}
+
 /// A page of the conversation at HEAD.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HistoryPage {

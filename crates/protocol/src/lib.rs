@@ -30,7 +30,7 @@ mod values;
 
 pub use approval::{ApprovalMode, Grant};
 pub use figure::{Figure, Source};
-pub use history_page::{HistoryItem, HistoryPage, ToolOutcome};
+pub use history_page::{HistoryItem, HistoryPage, ToolOutcome, Transcript};
 pub use outcome::{AnchorChange, HeadMove};
 pub use plan::{Plan, PlanStep, StepStatus};
 pub use report::{

@@ -68,6 +68,9 @@ pub enum Op {
     /// newest `limit` items before `before` (an item's cursor from an earlier page), or the newest
     /// ones.
     GetHistory { before: Option<String>, limit: usize },
+    /// Ask for the whole conversation at HEAD as the user saw it
+    /// ([`Event::Transcript`](super::Event::Transcript)), for `/export`.
+    GetTranscript,
     /// Start a new branch at an entry (the edit/retry of a message).
     Fork { at: String },
     /// Move HEAD to an entry of another branch.

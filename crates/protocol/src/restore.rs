@@ -40,6 +40,10 @@ pub enum RestoreState {
     ChangedElsewhere,
     /// Its earlier content is missing from the session's file store: cannot be restored.
     Unavailable,
+    /// A path git or Codewhale executes or reads as instructions (a `.git` or `.codewhale`
+    /// component, an `AGENTS.md` or `CLAUDE.md`): written back only with the user's yes, the
+    /// same second yes as a file changed elsewhere.
+    Protected,
 }
 
 /// One file of a restore.
@@ -55,8 +59,12 @@ pub struct RestoreFile {
 pub struct RestoreOutcome {
     /// Files written back or removed.
     pub restored: Vec<String>,
-    /// Files changed by someone else and left as they are (not forced).
+    /// Files left as they are for want of a yes (not forced): changed by someone else, or
+    /// protected (those are also in `protected`).
     pub skipped: Vec<String>,
+    /// The files of `skipped` left because they are protected paths.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub protected: Vec<String>,
     /// Files that could not be restored, each with the reason.
     pub failed: Vec<(String, String)>,
 }

@@ -4,7 +4,9 @@
 //! exactly as streamed (concatenated if it came in pieces); tool-call arguments are the exact
 //! concatenation of their fragments, parsed once at the end. A partial response (after a
 //! failure) keeps finished blocks and unfinished text/thinking, but never an unfinished tool
-//! call: its arguments may be cut mid-JSON and it must not be run.
+//! call: its arguments may be cut mid-JSON and it must not be run. A reply is made consistent
+//! as it is assembled: a tool call id used twice in one reply is renamed (`id`, `id-2`, …), so
+//! the journal never holds a reply the request builder would refuse.
 
 use std::collections::HashMap;
 
@@ -141,6 +143,7 @@ impl ResponseBuilder {
     }
 
     fn build(self, complete: bool) -> Response {
+        let mut ids = std::collections::HashSet::new();
         let content = self
             .slots
             .into_iter()
@@ -159,6 +162,7 @@ impl ResponseBuilder {
                     // In a complete reply every call is finished by definition (`Stop` came);
                     // a server that never said "end" still delivered all its arguments.
                     if complete || ended {
+                        let id = unique(id, &mut ids);
                         Some(Block::ToolUse { id, name, input: parse_arguments(args) })
                     } else {
                         None
@@ -167,6 +171,21 @@ impl ResponseBuilder {
             })
             .collect();
         Response { content, usage: self.usage, stop_reason: None, model: self.model }
+    }
+}
+
+/// `id`, or, when the reply already used it, the first of `id-2`, `id-3`, … it did not.
+fn unique(id: String, used: &mut std::collections::HashSet<String>) -> String {
+    if used.insert(id.clone()) {
+        return id;
+    }
+    let mut n = 2;
+    loop {
+        let renamed = format!("{id}-{n}");
+        if used.insert(renamed.clone()) {
+            return renamed;
+        }
+        n += 1;
     }
 }
 
@@ -207,6 +226,25 @@ mod tests {
 
     fn thinking(t: &str) -> StreamEvent {
         StreamEvent::ThinkingDelta { text: t.into() }
+    }
+
+    #[test]
+    fn a_call_id_used_twice_in_one_reply_is_renamed() {
+        let call = |index: usize, id: &str| StreamEvent::ToolCallStart {
+            index,
+            id: id.into(),
+            name: "read_file".into(),
+        };
+        let events = [
+            call(0, "same"),
+            call(1, "same"),
+            call(2, "same-2"),
+            call(3, "same"),
+            StreamEvent::Stop(StopReason::ToolUse),
+        ];
+        let response = feed(&events).finish().unwrap();
+        let ids: Vec<&str> = response.tool_uses().map(|(id, _, _)| id).collect();
+        assert_eq!(ids, ["same", "same-2", "same-2-2", "same-3"]);
     }
 
     #[test]

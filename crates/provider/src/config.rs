@@ -232,13 +232,11 @@ impl ProviderConfig {
 
     /// Whether the server may cut an over-long prompt silently and answer 200 (Ollama past its
     /// `num_ctx`, llama.cpp and LM Studio with context shifting) instead of rejecting it, as
-    /// every hosted API does.
+    /// every hosted API does: any OpenAI-compatible server that is not a hosted API
+    /// ([`ProviderConfig::is_hosted`]), wherever it listens — what it is does not follow from
+    /// its port.
     pub fn may_truncate_silently(&self) -> bool {
-        self.kind == ProviderKind::OpenAi
-            && matches!(
-                self.openai_server(),
-                OpenAiServer::Ollama | OpenAiServer::LlamaCpp | OpenAiServer::LmStudio
-            )
+        self.kind == ProviderKind::OpenAi && !self.is_hosted()
     }
 }
 
@@ -307,6 +305,20 @@ mod tests {
         let mut proxy = at("http://gateway.internal:4000/v1");
         proxy.hosted = Some(true);
         assert!(proxy.is_hosted());
+    }
+
+    #[test]
+    fn every_openai_compatible_server_but_a_hosted_api_may_cut_silently() {
+        let at = |kind, url: &str| ProviderConfig::new(kind, None).with_base_url(url);
+        assert!(at(ProviderKind::OpenAi, "http://127.0.0.1:39017/v1").may_truncate_silently());
+        assert!(at(ProviderKind::OpenAi, "http://localhost:11434/v1").may_truncate_silently());
+        assert!(at(ProviderKind::OpenAi, "http://gpu-box:8080/v1").may_truncate_silently());
+        assert!(!at(ProviderKind::OpenAi, "https://api.openai.com/v1").may_truncate_silently());
+        assert!(!at(ProviderKind::OpenAi, "https://openrouter.ai/api/v1").may_truncate_silently());
+        assert!(!at(ProviderKind::Anthropic, "http://127.0.0.1:9/").may_truncate_silently());
+        let mut proxy = at(ProviderKind::OpenAi, "http://gateway.internal:4000/v1");
+        proxy.hosted = Some(true);
+        assert!(!proxy.may_truncate_silently(), "[provider] hosted = true");
     }
 
     #[test]

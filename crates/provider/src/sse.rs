@@ -6,13 +6,18 @@
 //! `\n`; a blank line dispatches. What the data means is the wire decoders' business.
 //!
 //! Invariants: input may be split anywhere, including inside a UTF-8 sequence or a CRLF, and
-//! the events are the same as for the unsplit body. A line longer than [`MAX_LINE`] is a
-//! protocol error rather than unbounded memory.
+//! the events are the same as for the unsplit body. A line longer than [`MAX_LINE`], or an
+//! event whose `data` lines together pass [`MAX_EVENT_DATA`], is a protocol error rather than
+//! unbounded memory (DESIGN §4, *Every read is bounded*): a server that sends one event forever
+//! costs at most about twice the bound.
 
 use crate::error::ProviderError;
 
 /// Longest line accepted (tool arguments with whole files inside can be large).
 pub const MAX_LINE: usize = 32 * 1024 * 1024;
+
+/// The most one event's data may hold, all its `data:` lines together (32 MiB).
+pub const MAX_EVENT_DATA: usize = 32 * 1024 * 1024;
 
 /// One dispatched event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,6 +108,14 @@ impl SseParser {
         };
         match field {
             "data" => {
+                let joined = usize::from(self.has_data) + value.len();
+                if self.data.len() + joined > MAX_EVENT_DATA {
+                    return Err(ProviderError::protocol(format!(
+                        "the server sent a stream event whose data passed {} MiB without ending; \
+                         the reply was cut there",
+                        MAX_EVENT_DATA >> 20
+                    )));
+                }
                 if self.has_data {
                     self.data.push('\n');
                 }
@@ -229,6 +242,24 @@ mod tests {
         ) {
             proptest::prop_assert_eq!(parse_cut(&body, &cuts), parse_cut(&body, &[]));
         }
+    }
+
+    #[test]
+    fn an_event_whose_data_lines_never_end_is_refused_at_the_bound() {
+        let mut parser = SseParser::new();
+        let line = format!("data: {}\n", "x".repeat(1 << 20));
+        let mut refused = None;
+        for sent in 0..64 {
+            if let Err(err) = parser.feed(line.as_bytes(), &mut Vec::new()) {
+                refused = Some((sent, err));
+                break;
+            }
+        }
+        let (sent, err) = refused.expect("the event is refused");
+        assert_eq!(sent, 31, "refused at the 32nd line of 1 MiB (the newlines count)");
+        assert_eq!(err.kind, crate::ErrorKind::Protocol);
+        assert!(err.message.contains("passed 32 MiB"), "{}", err.message);
+        assert!(parser.data.capacity() <= 2 * MAX_EVENT_DATA);
     }
 
     #[test]

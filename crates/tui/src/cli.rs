@@ -22,6 +22,28 @@ pub struct Cli {
     #[arg(short = 'C', long = "cd", value_name = "DIR")]
     pub workspace: Option<PathBuf>,
 
+    /// Run one turn without the terminal UI and print the answer: `-p PROMPT` is `exec
+    /// PROMPT` (without PROMPT, or with `-`, a piped standard input is the prompt).
+    #[arg(short = 'p', long = "print")]
+    pub print: bool,
+
+    /// Continue the newest session of this workspace: alone, the terminal UI on it (`resume
+    /// --last`); with -p, one more turn (`exec --last`).
+    #[arg(short = 'c', long = "continue")]
+    pub continue_last: bool,
+
+    /// With -p: every engine event as one JSON line instead of the answer (`exec --json`).
+    #[arg(long)]
+    pub json: bool,
+
+    /// With -p: send this image with the prompt (`exec --image`); repeat it for several.
+    #[arg(long, value_name = "FILE")]
+    pub image: Vec<PathBuf>,
+
+    /// With -p: the prompt (several words are joined with spaces; `-` reads standard input).
+    #[arg(value_name = "PROMPT", num_args = 0..)]
+    pub prompt: Vec<String>,
+
     #[command(flatten)]
     pub global: GlobalArgs,
 
@@ -116,6 +138,10 @@ pub enum Command {
     /// Measure what survives compaction on the built-in scenarios, with the configured
     /// model as the summarizer (and, unless --floor-only, as the one answering the probes).
     Eval(EvalArgs),
+    /// Write a session's conversation as the user saw it: messages, tool calls folded to a
+    /// line, compactions with their notes (the newest session of this workspace unless
+    /// --session is given).
+    Export(ExportArgs),
     /// Model Context Protocol servers configured in config.toml.
     Mcp {
         #[command(subcommand)]
@@ -243,7 +269,7 @@ pub struct ContextArgs {
     pub json: bool,
 }
 
-/// `codewhale exec [--session ID | --last] [--json] [--approval MODE] PROMPT`
+/// `codewhale exec [--session ID | --last] [--json] [--approval MODE] [PROMPT | -]`
 #[derive(Debug, Clone, Args)]
 pub struct ExecArgs {
     /// Continue the session with this id (a unique prefix is enough).
@@ -263,9 +289,40 @@ pub struct ExecArgs {
     #[arg(long, value_name = "FILE")]
     pub image: Vec<PathBuf>,
 
-    /// The prompt; several words are joined with spaces; `-` reads it from standard input.
-    #[arg(required = true, num_args = 1.., value_name = "PROMPT")]
+    /// The prompt; several words are joined with spaces. Without it, or with `-`, a piped
+    /// standard input is read as the prompt (at most 1 MiB); with it, standard input is never
+    /// read for the prompt.
+    #[arg(num_args = 0.., value_name = "PROMPT")]
     pub prompt: Vec<String>,
+}
+
+/// `codewhale export [--session ID | --last] [--format md|json] [-o FILE]`
+#[derive(Debug, Clone, Args)]
+pub struct ExportArgs {
+    /// The session with this id, wherever its workspace is (a unique prefix is enough).
+    #[arg(long, value_name = "ID", conflicts_with = "last")]
+    pub session: Option<String>,
+
+    /// The newest session of this workspace (the default).
+    #[arg(long)]
+    pub last: bool,
+
+    /// `md` (Markdown, the default) or `json` (one object: session, model, messages).
+    #[arg(long, value_name = "FORMAT", default_value = "md")]
+    pub format: ExportFormat,
+
+    /// Write to FILE instead of standard output (an existing file is replaced).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// `export --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    /// Markdown.
+    Md,
+    /// One JSON object.
+    Json,
 }
 
 /// `codewhale import FILE [--json]` · `codewhale import --from claude|codex [--cwd DIR]

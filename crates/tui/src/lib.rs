@@ -9,8 +9,10 @@ mod output;
 
 mod cli;
 mod commands;
+mod export;
 mod figures;
 mod home;
+mod inert;
 mod logging;
 mod report_text;
 mod sandbox_helper;
@@ -20,7 +22,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use cli::{Cli, Command, JournalCommand, McpCommand};
+use cli::{Cli, Command, ExecArgs, JournalCommand, McpCommand};
 
 /// Runs the command line of the process and returns its exit code.
 pub fn main() -> ExitCode {
@@ -52,6 +54,48 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// Checks the flags Claude Code users type (`-p`, `-c`) against the rest of the command line:
+/// the exit code of a usage error (said on stderr), or `None` when they fit.
+fn habits(cli: &Cli) -> Option<ExitCode> {
+    let problem = if cli.print && cli.command.is_some() {
+        Some(
+            "-p runs one turn, as `exec` does, and takes no subcommand: a prompt that starts \
+             with a subcommand's name goes after `--` (`codewhale -p -- PROMPT`)"
+                .to_owned(),
+        )
+    } else if cli.continue_last && cli.command.is_some() {
+        Some(
+            "-c continues the newest session of this workspace and takes no subcommand: alone \
+             it is `resume --last`, with -p `exec --last`"
+                .to_owned(),
+        )
+    } else if !cli.print && (cli.json || !cli.image.is_empty()) {
+        Some(
+            "--json and --image before a subcommand go with -p: `codewhale -p --json PROMPT`, \
+             or `codewhale exec --json PROMPT`"
+                .to_owned(),
+        )
+    } else if !cli.print && cli.continue_last && !cli.prompt.is_empty() {
+        Some(
+            "-c alone opens the newest session in the terminal UI; to send a prompt to it \
+             without the UI, add -p (`codewhale -c -p PROMPT`)"
+                .to_owned(),
+        )
+    } else if !cli.print && !cli.prompt.is_empty() {
+        let word = &cli.prompt[0];
+        Some(format!(
+            "unrecognized subcommand '{word}'; `codewhale --help` lists the subcommands, and \
+             `codewhale -p PROMPT` runs one turn with a prompt"
+        ))
+    } else {
+        None
+    };
+    problem.map(|p| {
+        errln!("codewhale: {p}");
+        ExitCode::from(2)
+    })
+}
+
 /// The error and its causes as one line, each cause said once: many errors already name their
 /// cause in their own message, and `{:#}` would repeat it.
 fn one_sentence(err: &anyhow::Error) -> String {
@@ -70,6 +114,9 @@ fn one_sentence(err: &anyhow::Error) -> String {
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    if let Some(code) = habits(&cli) {
+        return Ok(code);
+    }
     let home = home::resolve(cli.global.home.as_ref())?;
     hide_keys(&home, cli.workspace.as_deref());
     if cli.global.trust {
@@ -80,6 +127,20 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 home.display()
             )
         })?;
+    }
+    if cli.print {
+        // `-p [PROMPT]` is `exec [PROMPT]`; with `-c`, `exec --last [PROMPT]`.
+        let args = ExecArgs {
+            session: None,
+            last: cli.continue_last,
+            json: cli.json,
+            image: cli.image.clone(),
+            prompt: cli.prompt.clone(),
+        };
+        return commands::exec::run(&home, &cli.global, cli.workspace.as_deref(), args);
+    }
+    if cli.continue_last {
+        return commands::resume::run(&cli.global, cli.workspace.as_deref(), None, true);
     }
     match cli.command {
         Some(Command::Exec(args)) => {
@@ -109,6 +170,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Journal { command: JournalCommand::Check { file } }) => {
             commands::journal_check::run(&file)
         }
+        Some(Command::Export(args)) => commands::export::run(&home, cli.workspace.as_deref(), args),
         Some(Command::Resume { session, last }) => {
             commands::resume::run(&cli.global, cli.workspace.as_deref(), session, last)
         }

@@ -27,7 +27,11 @@ pub fn init(home: &Path) -> Option<WorkerGuard> {
         return None;
     }
     let dir = home.join("logs");
-    std::fs::create_dir_all(&dir).ok()?;
+    codewhale_engine::private::create_dir_all(&dir).ok()?;
+    // Today's file is created private before the appender opens it (it appends to it as it
+    // is); the folder is private, so a later day's file is out of others' reach too.
+    let today = dir.join(format!("codewhale.log.{}", chrono::Utc::now().format("%Y-%m-%d")));
+    let _ = codewhale_engine::private::options().append(true).create(true).open(today);
     let appender = tracing_appender::rolling::daily(&dir, "codewhale.log");
     let (writer, guard) =
         NonBlockingBuilder::default().buffered_lines_limit(QUEUED_LINES).finish(appender);

@@ -3,6 +3,10 @@
 //! or `exec … 2>&1 | head -1` for stderr) ends the command quietly with status 141, as if
 //! SIGPIPE had killed it, like other command-line tools; any other write error is said in one
 //! line and exits 74 (EX_IOERR). Decided on the write's `io::ErrorKind`, never on a message.
+//!
+//! What is written is made inert first ([`crate::inert`]): every stderr line (they quote
+//! commands, paths and the model's words), and stdout when it is a terminal (a pipe gets the
+//! model's bytes as they are, for scripts).
 
 use std::io::{self, Write};
 
@@ -22,26 +26,58 @@ pub fn write(mut to: impl Write, args: std::fmt::Arguments<'_>, newline: bool) {
     }
 }
 
+/// Whether stdout is a terminal (asked once).
+fn stdout_is_terminal() -> bool {
+    use std::io::IsTerminal as _;
+    static TERMINAL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *TERMINAL.get_or_init(|| io::stdout().is_terminal())
+}
+
+/// `text` as stdout may carry it: inert when stdout is a terminal, as it is otherwise.
+pub fn for_stdout(text: &str) -> std::borrow::Cow<'_, str> {
+    if stdout_is_terminal() {
+        crate::inert::text(text)
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    }
+}
+
+/// Writes `args` to stdout (inert when stdout is a terminal), as [`write`] does.
+pub fn to_stdout(args: std::fmt::Arguments<'_>, newline: bool) {
+    if stdout_is_terminal() {
+        let text = args.to_string();
+        write(io::stdout().lock(), format_args!("{}", crate::inert::text(&text)), newline);
+    } else {
+        write(io::stdout().lock(), args, newline);
+    }
+}
+
+/// Writes `args` to stderr, inert, as [`write`] does.
+pub fn to_stderr(args: std::fmt::Arguments<'_>, newline: bool) {
+    let text = args.to_string();
+    write(io::stderr().lock(), format_args!("{}", crate::inert::text(&text)), newline);
+}
+
 /// `println!`, with a closed pipe handled as the module says.
 macro_rules! outln {
-    () => { $crate::output::write(std::io::stdout().lock(), format_args!(""), true) };
-    ($($arg:tt)*) => { $crate::output::write(std::io::stdout().lock(), format_args!($($arg)*), true) };
+    () => { $crate::output::to_stdout(format_args!(""), true) };
+    ($($arg:tt)*) => { $crate::output::to_stdout(format_args!($($arg)*), true) };
 }
 
 /// `print!`, with a closed pipe handled as the module says.
 macro_rules! out {
-    ($($arg:tt)*) => { $crate::output::write(std::io::stdout().lock(), format_args!($($arg)*), false) };
+    ($($arg:tt)*) => { $crate::output::to_stdout(format_args!($($arg)*), false) };
 }
 
 /// `eprintln!`, with a closed pipe handled as the module says.
 macro_rules! errln {
-    () => { $crate::output::write(std::io::stderr().lock(), format_args!(""), true) };
-    ($($arg:tt)*) => { $crate::output::write(std::io::stderr().lock(), format_args!($($arg)*), true) };
+    () => { $crate::output::to_stderr(format_args!(""), true) };
+    ($($arg:tt)*) => { $crate::output::to_stderr(format_args!($($arg)*), true) };
 }
 
 /// `eprint!`, with a closed pipe handled as the module says.
 macro_rules! errout {
-    ($($arg:tt)*) => { $crate::output::write(std::io::stderr().lock(), format_args!($($arg)*), false) };
+    ($($arg:tt)*) => { $crate::output::to_stderr(format_args!($($arg)*), false) };
 }
 
 #[cfg(test)]

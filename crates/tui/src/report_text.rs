@@ -5,12 +5,39 @@ use codewhale_protocol::{BackgroundState, BranchInfo, ContextReport, Figure};
 
 const BAR_WIDTH: u64 = 50;
 
+/// Where the window came from, in words, from the report's `window_source`
+/// (`config`, `catalog`, `default`, `overflow`, `overflow-unnumbered`, `truncation`,
+/// `probe:…`); `None` when the report does not say.
+pub fn window_origin(source: &str) -> Option<String> {
+    let said = match source {
+        "" => return None,
+        "config" => "configured",
+        "catalog" => "from the model catalog",
+        "default" => "unverified: a guess, the catalog does not know this model",
+        "overflow" => "learned from an overflow",
+        "overflow-unnumbered" => "learned from an overflow that named no window",
+        "truncation" => "learned from a prompt the server cut short",
+        "probe:ollama-ps" => "from Ollama's /api/ps",
+        "probe:llamacpp-props" => "from llama.cpp's /props",
+        "probe:lmstudio" => "from LM Studio's /api/v0/models",
+        other => match other.strip_prefix("probe:") {
+            Some(probe) => return Some(format!("from the server ({probe})")),
+            None => return Some(format!("source: {other}")),
+        },
+    };
+    Some(said.to_owned())
+}
+
 /// The human-readable report.
 pub fn human(r: &ContextReport) -> String {
     let t = &r.tokens;
-    let unverified = if r.window_unverified { " (unverified)" } else { "" };
+    let origin = match window_origin(&r.window_source) {
+        Some(origin) => format!(" ({origin})"),
+        None if r.window_unverified => " (unverified)".to_owned(),
+        None => String::new(),
+    };
     let mut out = format!(
-        "session {}  model {}\nwindow {}{unverified} · reserved output {} · usable input {} · \
+        "session {}  model {}\nwindow {}{origin} · reserved output {} · usable input {} · \
          auto-compaction at {}\n\n",
         r.session, r.model, r.context_window, r.reserved_output, r.usable_input, r.threshold
     );
@@ -155,7 +182,7 @@ mod tests {
             head: "h".into(),
             model: "m".into(),
             context_window: 1_000,
-            window_source: "config".to_owned(),
+            window_source: "default".to_owned(),
             window_unverified: true,
             reserved_output: 250,
             usable_input: 750,
@@ -197,7 +224,7 @@ mod tests {
         };
         let text = human(&report);
         for needle in [
-            "window 1000 (unverified)",
+            "window 1000 (unverified: a guess",
             "500 tokens (reported), 67% of usable input",
             "checkpoint",
             "summary (manual)",
@@ -211,5 +238,17 @@ mod tests {
         }
         let bar = text.lines().find(|l| l.starts_with('[')).unwrap();
         assert_eq!(bar.chars().count(), BAR_WIDTH as usize + 2);
+    }
+
+    /// `/context` and `codewhale context` say where the window came from, as `/status` does.
+    #[test]
+    fn the_window_says_where_it_came_from() {
+        let said = |source: &str| window_origin(source).unwrap_or_default();
+        assert_eq!(said("probe:ollama-ps"), "from Ollama's /api/ps");
+        assert_eq!(said("overflow"), "learned from an overflow");
+        assert_eq!(said("catalog"), "from the model catalog");
+        assert_eq!(said("config"), "configured");
+        assert_eq!(said("probe:vllm"), "from the server (vllm)");
+        assert_eq!(window_origin(""), None);
     }
 }

@@ -84,12 +84,12 @@ pub(crate) fn after_move(session: &mut Session, sink: &EventSink, id: Submission
     payload.from = Some(left.from.clone());
     payload.tip = Some(left.tip.clone());
     let cancel = CancellationToken::new();
-    let (signal, done) = session.branch_summary.signal();
+    let (signal, (done, ended)) = session.branch_summary.signal();
     let task =
         tokio::spawn(write(session.client().clone(), request, timeout, cancel.clone(), signal));
     tracing::info!(tip = %left.tip, from = %left.from, messages = left.messages, "branch summary started");
     let state = Meant { meant: new, payload };
-    session.branch_summary.start(Running { state, cancel, task: Some(task), done });
+    session.branch_summary.start(Running { state, cancel, task: Some(task), done, ended });
     sink.emit(id, event(BranchSummaryState::Writing, None, None));
 }
 

@@ -8,14 +8,18 @@
 //! The files a restore left (changed by someone else) are recorded on its `system` entry
 //! (`left`), and read back like a tool's changes, so the same restore run again with `force`
 //! takes exactly those files back even after HEAD has moved. A file is written back whole or
-//! not at all (a temporary file renamed into place).
+//! not at all (a temporary file renamed into place). A protected path ([`crate::paths::is_protected`]:
+//! git's and Codewhale's own files, instruction files) is written or removed only with the
+//! user's yes (`force`), whatever the plan says, and a restore completed after a kill never
+//! writes one: a forged plan cannot plant a hook. The file's current content is hashed in
+//! pieces, never read whole, and only as a regular file.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
 use codewhale_journal::{FileChange, Journal, Payload};
 
-use super::{read_state, FileStore};
+use super::FileStore;
 use codewhale_protocol::{RestoreFile, RestoreOutcome, RestoreState};
 
 /// The earlier content of one file and every content tools recorded for it since.
@@ -118,9 +122,9 @@ pub fn restated(mut plan: Vec<Planned>, workspace: &Path, store: &FileStore) -> 
 
 fn state_of(p: &Planned, workspace: &Path, store: &FileStore) -> RestoreState {
     let Ok(path) = located(workspace, &p.path) else { return RestoreState::Unavailable };
-    let current = match read_state(&path) {
-        Ok(state) => state.map(|b| FileStore::hash(&b)),
-        // Unreadable (a directory now, no permission): not what any tool recorded.
+    let current = match crate::bounded::hash(&path) {
+        Ok(hash) => hash,
+        // Unreadable (a directory, a FIFO now, no permission): not what any tool recorded.
         Err(_) => return RestoreState::ChangedElsewhere,
     };
     if current == p.target {
@@ -128,6 +132,9 @@ fn state_of(p: &Planned, workspace: &Path, store: &FileStore) -> RestoreState {
     }
     if p.target.as_deref().is_some_and(|h| !store.contains(h)) {
         return RestoreState::Unavailable;
+    }
+    if protected(workspace, &p.path) {
+        return RestoreState::Protected;
     }
     if !p.known.contains(&current) {
         return RestoreState::ChangedElsewhere;
@@ -139,6 +146,34 @@ fn state_of(p: &Planned, workspace: &Path, store: &FileStore) -> RestoreState {
     }
 }
 
+/// Whether `path` is protected as recorded or where it really leads (a link in the workspace to
+/// `.git/hooks` makes `d/pre-commit` a hook).
+fn protected(workspace: &Path, path: &str) -> bool {
+    if crate::paths::is_protected(path) {
+        return true;
+    }
+    let Ok(located) = located(workspace, path) else { return false };
+    let real = crate::paths::real_location(&located);
+    let real_ws = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
+    real.strip_prefix(&real_ws).is_ok_and(|rel| crate::paths::is_protected(&rel.to_string_lossy()))
+}
+
+/// What a restore may do without asking again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Consent {
+    /// Overwrite files someone else changed since.
+    pub elsewhere: bool,
+    /// Write protected paths.
+    pub protected: bool,
+}
+
+impl Consent {
+    /// The user's one answer: `force` covers both (the second yes, or `--force`).
+    pub fn of_user(force: bool) -> Consent {
+        Consent { elsewhere: force, protected: force }
+    }
+}
+
 /// The plan as the front end shows it.
 pub fn shown(plan: &[Planned]) -> Vec<RestoreFile> {
     plan.iter().map(|p| RestoreFile { path: p.path.clone(), state: p.state }).collect()
@@ -146,7 +181,12 @@ pub fn shown(plan: &[Planned]) -> Vec<RestoreFile> {
 
 /// Applies `plan`: restores and removes what it says; a file changed by someone else only
 /// with `force`. Each file is its own step: one that fails is reported and the rest go on.
-pub fn apply(plan: &[Planned], workspace: &Path, store: &FileStore, force: bool) -> RestoreOutcome {
+pub fn apply(
+    plan: &[Planned],
+    workspace: &Path,
+    store: &FileStore,
+    consent: Consent,
+) -> RestoreOutcome {
     let mut outcome = RestoreOutcome::default();
     for p in plan {
         if p.state != RestoreState::Unchanged && is_directory(workspace, &p.path) {
@@ -160,15 +200,26 @@ pub fn apply(plan: &[Planned], workspace: &Path, store: &FileStore, force: bool)
         match p.state {
             RestoreState::Unchanged => continue,
             RestoreState::Unavailable => {
-                let why = "its earlier content is not in the session's file store".to_owned();
+                let why = match p.target.as_deref() {
+                    Some(hash) if store.is_withheld(hash) => super::secrets::unkept_line(&p.path),
+                    _ => "its earlier content is not in the session's file store".to_owned(),
+                };
                 outcome.failed.push((p.path.clone(), why));
                 continue;
             }
-            RestoreState::ChangedElsewhere if !force => {
+            RestoreState::ChangedElsewhere if !consent.elsewhere => {
                 outcome.skipped.push(p.path.clone());
                 continue;
             }
-            RestoreState::ChangedElsewhere | RestoreState::Restore | RestoreState::Remove => {}
+            RestoreState::Protected if !consent.protected => {
+                outcome.skipped.push(p.path.clone());
+                outcome.protected.push(p.path.clone());
+                continue;
+            }
+            RestoreState::ChangedElsewhere
+            | RestoreState::Protected
+            | RestoreState::Restore
+            | RestoreState::Remove => {}
         }
         match write_back(p, workspace, store) {
             Ok(()) => outcome.restored.push(p.path.clone()),
@@ -272,7 +323,7 @@ mod tests {
                 ("other.txt".into(), RestoreState::ChangedElsewhere),
             ]
         );
-        let outcome = apply(&planned, &ws_path, &store, false);
+        let outcome = apply(&planned, &ws_path, &store, Consent::of_user(false));
         assert_eq!(outcome.restored, ["bin.dat", "gone.txt", "new/file.txt"]);
         assert_eq!(outcome.skipped, ["other.txt"]);
         assert_eq!(std::fs::read(ws_path.join("bin.dat")).unwrap(), bin);
@@ -282,10 +333,10 @@ mod tests {
 
         // Twice: nothing left to do but the file someone else changed.
         let again = plan(&changes, &ws_path, &store);
-        let outcome = apply(&again, &ws_path, &store, false);
+        let outcome = apply(&again, &ws_path, &store, Consent::of_user(false));
         assert!(outcome.restored.is_empty(), "{outcome:?}");
         // Forced: the outside change is overwritten.
-        let outcome = apply(&again, &ws_path, &store, true);
+        let outcome = apply(&again, &ws_path, &store, Consent::of_user(true));
         assert_eq!(outcome.restored, ["other.txt"]);
         assert_eq!(std::fs::read(ws_path.join("other.txt")).unwrap(), b"1");
     }
@@ -300,7 +351,7 @@ mod tests {
         std::fs::create_dir_all(ws_path.join("f/inside")).unwrap();
         let planned = plan(&changes, &ws_path, &store);
         for force in [false, true] {
-            let outcome = apply(&planned, &ws_path, &store, force);
+            let outcome = apply(&planned, &ws_path, &store, Consent::of_user(force));
             assert!(outcome.restored.is_empty() && outcome.skipped.is_empty(), "{outcome:?}");
             assert_eq!(outcome.failed.len(), 1);
             assert!(outcome.failed[0].1.starts_with("a folder stands there now"), "{outcome:?}");
@@ -308,9 +359,71 @@ mod tests {
         }
         // Moved away, the same restore brings the file back.
         std::fs::remove_dir_all(ws_path.join("f")).unwrap();
-        let outcome = apply(&plan(&changes, &ws_path, &store), &ws_path, &store, false);
+        let outcome =
+            apply(&plan(&changes, &ws_path, &store), &ws_path, &store, Consent::of_user(false));
         assert_eq!(outcome.restored, ["f"]);
         assert_eq!(std::fs::read(ws_path.join("f")).unwrap(), b"file");
+    }
+
+    #[test]
+    fn judging_a_huge_file_or_a_fifo_costs_no_memory_and_never_waits() {
+        let home = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        let ws_path = std::fs::canonicalize(ws.path()).unwrap();
+        let store = FileStore::beside(&home.path().join("s.jsonl"));
+        let changes = vec![
+            change(&store, "big.bin", Some(b"small"), Some(b"small too")),
+            change(&store, "pipe", Some(b"a file"), None),
+        ];
+        // 512 MiB that read whole would cost as much; hashed in pieces, nothing.
+        std::fs::File::create(ws_path.join("big.bin")).unwrap().set_len(512 << 20).unwrap();
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            ws_path.join("pipe"),
+            rustix::fs::Mode::from_raw_mode(0o600),
+        )
+        .unwrap();
+        let measured = codewhale_provider::test_support::peak::measure(
+            module_path!(),
+            "judging_a_huge_file_or_a_fifo_costs_no_memory_and_never_waits",
+            || format!("{:?}", shown(&plan(&changes, &ws_path, &store))),
+        );
+        let Some(peak) = measured.unwrap() else { return };
+        assert!(peak.growth < 32 << 20, "peak grew by {} MiB", peak.growth >> 20);
+        assert!(peak.said.contains("ChangedElsewhere"), "{}", peak.said);
+        assert!(!peak.said.contains("state: Restore"), "{}", peak.said);
+    }
+
+    #[test]
+    fn a_protected_path_is_written_back_only_with_a_yes() {
+        let home = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        let ws_path = std::fs::canonicalize(ws.path()).unwrap();
+        let store = FileStore::beside(&home.path().join("s.jsonl"));
+        std::fs::create_dir_all(ws_path.join(".git/hooks")).unwrap();
+        // A link made in the workspace leads a plain-looking path into .git/hooks.
+        std::os::unix::fs::symlink(ws_path.join(".git/hooks"), ws_path.join("d")).unwrap();
+        let changes = vec![
+            change(&store, ".git/hooks/pre-commit", Some(b"#!/bin/sh\n"), None),
+            change(&store, "d/post-checkout", Some(b"#!/bin/sh\n"), None),
+            change(&store, "docs/AGENTS.md", Some(b"be kind"), None),
+            change(&store, "plain.txt", Some(b"text"), None),
+        ];
+        let planned = plan(&changes, &ws_path, &store);
+        let states: Vec<_> = shown(&planned).into_iter().map(|f| f.state).collect();
+        use RestoreState::{Protected, Restore};
+        assert_eq!(states, [Protected, Protected, Protected, Restore]);
+        let outcome = apply(&planned, &ws_path, &store, Consent::of_user(false));
+        assert_eq!(outcome.restored, ["plain.txt"]);
+        assert_eq!(outcome.protected.len(), 3);
+        assert_eq!(outcome.skipped, outcome.protected);
+        assert!(!ws_path.join(".git/hooks/pre-commit").exists());
+        assert!(!ws_path.join(".git/hooks/post-checkout").exists());
+        // Said yes to: written back.
+        let again = plan(&changes, &ws_path, &store);
+        let outcome = apply(&again, &ws_path, &store, Consent::of_user(true));
+        assert_eq!(outcome.restored.len(), 3, "{outcome:?}");
+        assert!(ws_path.join(".git/hooks/pre-commit").exists());
     }
 
     #[test]
@@ -321,7 +434,7 @@ mod tests {
         let changes = vec![change(&store, "../escape.txt", None, Some(b"x"))];
         let planned = plan(&changes, ws.path(), &store);
         assert_eq!(planned[0].state, RestoreState::Unavailable);
-        let outcome = apply(&planned, ws.path(), &store, true);
+        let outcome = apply(&planned, ws.path(), &store, Consent::of_user(true));
         assert_eq!(outcome.failed.len(), 1);
     }
 }

@@ -18,6 +18,11 @@
 //! snapshots are compared by reading both indexes in the process ([`super::git_index`]) — equal
 //! bytes are the same worktree — so a call runs one `git add` before, one after, and, only when a
 //! blob differs, one `git cat-file` for the contents. No tree is written, none is diffed.
+//!
+//! Left out of every snapshot, and named once: files over the store's limit, and files that
+//! hold secrets ([`super::secrets`]: `.env*`, private keys, a key-shaped secret inside), so the
+//! session's store never holds a copy of them. Only new and changed files are looked at (git's
+//! `ls-files -o -m`), each through a bound.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -27,7 +32,7 @@ use std::sync::{LazyLock, Mutex};
 use codewhale_journal::FileChange;
 
 use super::git_index::{read_entries, IndexEntry};
-use super::FileStore;
+use super::{FileStore, Unkept};
 
 static SNAPSHOT_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -43,14 +48,17 @@ pub struct WorktreeSnapshot {
     index: Vec<u8>,
     hash_len: usize,
     /// Files left out because they are larger than the store keeps (`[checkpoints]
-    /// max_file_bytes`, default [`MAX_FILE_BYTES`]): (path relative to the repository's top,
-    /// bytes). They are not kept for rewind.
-    pub skipped: Vec<(String, u64)>,
+    /// max_file_bytes`, default [`MAX_FILE_BYTES`]) or hold secrets: (path relative to the
+    /// repository's top, why). They are not kept for rewind.
+    pub skipped: Vec<(String, Unkept)>,
 }
 
 /// docs/journal-format.md, *The file store*: a file larger than this is not snapshotted (not
 /// kept for rewind), so a build artefact or a dataset is never copied into the store.
 pub const MAX_FILE_BYTES: u64 = 10 * 1024 * 1024;
+
+/// The largest snapshot index read back (a work tree of about two million files).
+pub const MAX_INDEX_BYTES: u64 = 256 * 1024 * 1024;
 
 impl WorktreeSnapshot {
     /// The index bytes this snapshot is (kept as a session's `/diff` baseline).
@@ -194,7 +202,8 @@ impl Snapshots {
                 .map_err(|e| format!("cannot create the snapshot store: {e}"))?;
         }
         let mut cmd = clean(Command::new("git"));
-        cmd.args(["init", "--bare", "-q"]).arg(&self.git_dir).stdin(Stdio::null());
+        // Private like the rest of the store: folders 0700, files 0600.
+        cmd.args(["init", "--bare", "-q", "--shared=0600"]).arg(&self.git_dir).stdin(Stdio::null());
         run(cmd)?;
         if let Some(own) = &self.own {
             let exclude = self.git_dir.join("info").join("exclude");
@@ -220,24 +229,23 @@ impl Snapshots {
                 .map_err(|e| format!("a stale lock {} cannot be removed: {e}", stale.display()))?;
         }
         let pathspec = if self.prefix.is_empty() { ".".to_owned() } else { self.prefix.clone() };
-        let skipped = self.too_big(&pathspec);
+        let skipped = self.left_out(&pathspec);
         let mut add = self.git();
         add.args(["add", "-A", "--ignore-errors", "--"]).arg(&pathspec);
         add.args(skipped.iter().map(|(path, _)| format!(":(exclude,literal){path}")));
         // A file that vanishes mid-walk makes `add` complain but still stage the rest.
         let _ = run(add);
         // No index yet: `git add` found nothing to stage (an empty worktree).
-        let index = match std::fs::read(&self.index) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        let index = match crate::bounded::read_own(&self.index, MAX_INDEX_BYTES) {
+            Ok(bytes) => bytes.unwrap_or_default(),
             Err(e) => return Err(format!("cannot read the snapshot index: {e}")),
         };
         Ok(WorktreeSnapshot { index, hash_len: self.hash_len(), skipped })
     }
 
     /// The new or changed files (against Codewhale's index: git's stat cache makes this cheap)
-    /// over the store's limit, with their sizes.
-    fn too_big(&self, pathspec: &str) -> Vec<(String, u64)> {
+    /// left out of the snapshot: over the store's limit, or holding secrets.
+    fn left_out(&self, pathspec: &str) -> Vec<(String, Unkept)> {
         let mut list = self.git();
         list.args(["ls-files", "-z", "-o", "-m", "--exclude-standard", "--"]).arg(pathspec);
         let Ok(out) = run(list) else { return Vec::new() };
@@ -245,8 +253,20 @@ impl Snapshots {
             .filter(|p| !p.is_empty())
             .filter_map(|p| {
                 let path = String::from_utf8_lossy(p).into_owned();
-                let meta = std::fs::symlink_metadata(self.top.join(&path)).ok()?;
-                (meta.is_file() && meta.len() > self.max_file_bytes).then_some((path, meta.len()))
+                let full = self.top.join(&path);
+                let meta = std::fs::symlink_metadata(&full).ok()?;
+                if !meta.is_file() {
+                    return None;
+                }
+                if meta.len() > self.max_file_bytes {
+                    return Some((path, Unkept::TooBig(meta.len())));
+                }
+                if super::secrets::by_name(&path) {
+                    return Some((path, Unkept::Secrets));
+                }
+                let (bytes, _) =
+                    crate::bounded::read_regular(&full, self.max_file_bytes).ok()??;
+                super::secrets::holds_secrets(&path, &bytes).then_some((path, Unkept::Secrets))
             })
             .collect()
     }

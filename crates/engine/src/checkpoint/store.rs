@@ -6,7 +6,11 @@
 //! file (mode 0600) and renamed into place, so a reader never sees half a blob and a crash
 //! leaves at most a stray temporary file; a blob that exists is never rewritten; nothing is ever
 //! deleted while the session exists. The directories are created mode 0700: the store holds
-//! the user's file contents, which may be private.
+//! the user's file contents, which may be private. A blob is read back only as a regular file
+//! (never through a link, never a FIFO), within the store's bound, and only if its bytes hash
+//! to its name: a blob replaced by a link to `/etc/shadow`, or by other bytes, is refused.
+//! A content that holds secrets is not kept at all: only its hash is, marked withheld
+//! (`withheld/<hash>`), so a restore can say why it cannot bring it back.
 
 use std::fs::{self, DirBuilder};
 use std::io;
@@ -86,14 +90,42 @@ impl FileStore {
         Ok(hash)
     }
 
-    /// The bytes stored under `hash`.
+    /// The bytes stored under `hash`: a regular file within the store's bound whose bytes hash
+    /// to `hash` (module docs), or an error that says what is wrong with it.
     pub fn get(&self, hash: &str) -> io::Result<Vec<u8>> {
-        fs::read(self.blob_path(hash)?)
+        let limit = self.max_file_bytes.max(super::snapshot::MAX_FILE_BYTES);
+        let bytes = crate::bounded::read_own(&self.blob_path(hash)?, limit)?
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no such checkpoint"))?;
+        if FileStore::hash(&bytes) != hash.to_ascii_lowercase() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "the checkpoint's bytes do not match its name (the store was changed)",
+            ));
+        }
+        Ok(bytes)
+    }
+
+    /// Records that the content hashed `hash` holds secrets and was not kept.
+    pub fn withhold(&self, hash: &str) -> io::Result<()> {
+        let path = self.withheld_path(hash)?;
+        DirBuilder::new().recursive(true).mode(0o700).create(self.dir.join("withheld"))?;
+        codewhale_journal::replace::replace_file(&path, codewhale_journal::replace::PRIVATE, b"")
+    }
+
+    /// Whether the content hashed `hash` was withheld because it holds secrets.
+    pub fn is_withheld(&self, hash: &str) -> bool {
+        self.withheld_path(hash).is_ok_and(|p| p.symlink_metadata().is_ok_and(|m| m.is_file()))
+    }
+
+    fn withheld_path(&self, hash: &str) -> io::Result<PathBuf> {
+        self.blob_path(hash)?;
+        Ok(self.dir.join("withheld").join(hash))
     }
 
     /// Whether a blob is stored under `hash`.
     pub fn contains(&self, hash: &str) -> bool {
-        self.blob_path(hash).is_ok_and(|p| p.is_file())
+        // The blob itself, never what a link in its place points to.
+        self.blob_path(hash).is_ok_and(|p| p.symlink_metadata().is_ok_and(|m| m.is_file()))
     }
 
     /// Bytes the store holds on disk (blobs and snapshot objects); 0 when it does not exist.
@@ -146,5 +178,36 @@ mod tests {
         assert!(blob.starts_with(dir.path().join("s.files")));
         assert!(store.get("../../etc/passwd").is_err());
         assert!(!store.contains(&"0".repeat(64)));
+    }
+
+    #[test]
+    fn a_blob_linked_elsewhere_or_changed_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = FileStore::beside(&dir.path().join("s.jsonl"));
+        let secret = dir.path().join("shadow");
+        fs::write(&secret, "root:x:0:0").unwrap();
+        // A blob named for some content, made a link to another file.
+        let h = FileStore::hash(b"root:x:0:0");
+        let blob = store.blob_path(&h).unwrap();
+        fs::create_dir_all(blob.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&secret, &blob).unwrap();
+        let err = store.get(&h).unwrap_err();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        // Other bytes under a blob's name.
+        let h2 = store.put(b"kept").unwrap();
+        fs::write(store.blob_path(&h2).unwrap(), "forged").unwrap();
+        let err = store.get(&h2).unwrap_err();
+        assert!(err.to_string().contains("do not match its name"), "{err}");
+        // A FIFO under a blob's name is refused at once (a plain read would wait forever).
+        let h3 = FileStore::hash(b"x");
+        let fifo = store.blob_path(&h3).unwrap();
+        fs::create_dir_all(fifo.parent().unwrap()).unwrap();
+        rustix::fs::mkfifoat(rustix::fs::CWD, &fifo, rustix::fs::Mode::from_raw_mode(0o600))
+            .unwrap();
+        assert!(store.get(&h3).unwrap_err().to_string().contains("FIFO"));
+        // Withheld contents are remembered by hash only.
+        assert!(!store.is_withheld(&h));
+        store.withhold(&h).unwrap();
+        assert!(store.is_withheld(&h) && !store.contains(&h2.replace('0', "1")));
     }
 }

@@ -48,9 +48,10 @@ pub fn since_start(
 
 fn git_diff(store: &FileStore, snapshots: &Snapshots) -> Result<WorkspaceDiff, String> {
     let now = snapshots.snapshot()?;
-    let baseline = match std::fs::read(super::baseline::path(store)) {
-        Ok(bytes) => snapshots.from_index(bytes),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+    let kept = super::baseline::path(store);
+    let baseline = match crate::bounded::read_own(&kept, super::snapshot::MAX_INDEX_BYTES) {
+        Ok(Some(bytes)) => snapshots.from_index(bytes),
+        Ok(None) => {
             // Asked before the first snapshot was kept: from now on, this is the baseline.
             super::baseline::keep(store, now.index_bytes());
             now.clone()
@@ -86,9 +87,13 @@ fn recorded_diff(store: &FileStore, workspace: &Path, recorded: Vec<FileChange>)
                 continue;
             }
         };
-        let now = match std::fs::read(workspace.join(path)) {
-            Ok(bytes) => Some(Content::of(bytes)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        let now = match super::read_state(&workspace.join(path), store.max_file_bytes()) {
+            Ok(super::FileState::Bytes(bytes)) => Some(Content::of(bytes)),
+            Ok(super::FileState::Absent) => None,
+            Ok(super::FileState::TooBig(size)) => {
+                diff.push_str(&format!("{path}: {size} bytes now, too large to compare\n"));
+                continue;
+            }
             Err(e) => {
                 diff.push_str(&format!("{path}: cannot read it: {e}\n"));
                 continue;

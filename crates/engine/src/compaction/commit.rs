@@ -77,6 +77,9 @@ pub(crate) async fn commit(
         new_plain = plain_with_note(session, &new_view, &entry);
     }
     let live_plan = session.live_plan();
+    let budget = session.budget();
+    let tail_target =
+        super::cut::CutPolicy::of(budget.limits(), budget.calibration()).long_tail_target();
     let (old_total, new_total) = judge::judge(&Judged {
         before: plain,
         previous,
@@ -85,6 +88,7 @@ pub(crate) async fn commit(
         plain: &new_plain,
         anchors,
         live_plan: live_plan.as_ref(),
+        tail_target,
     })?;
     if exact && over_target {
         return Err(Refusal::OverTarget);

@@ -25,6 +25,9 @@ pub const TAIL_FRACTION: f64 = 0.25;
 pub const RETAINED_MAX_TOKENS: u64 = 20_000;
 /// Default retained budget as a fraction of usable input.
 pub const RETAINED_FRACTION: f64 = 0.10;
+/// Tool results of the exchanges a long discussion keeps from before its round are cut to this
+/// many bytes in a small window (W ≤ 16,384), like the protected round's elsewhere.
+pub const SMALL_WINDOW_EXCHANGE_RESULT_BYTES: u64 = 2 * 1024;
 
 /// The figures a cut is measured against.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -36,13 +39,32 @@ pub struct CutPolicy {
     pub tail_fraction: f64,
     /// Retained user text budget in provider tokens; `None` = min(20,000, 10 % of `U`).
     pub retained_tokens: Option<u64>,
+    /// What a tool result of an exchange kept from before a long discussion's round is cut to
+    /// (8 KiB, 2 KiB in a small window).
+    pub exchange_result_bytes: u64,
 }
 
 impl CutPolicy {
     /// The defaults of docs/compaction.md, *Limits and configuration* for usable input
     /// `usable_input` and calibration `calibration`.
     pub fn new(usable_input: u64, calibration: f64) -> CutPolicy {
-        CutPolicy { usable_input, calibration, tail_fraction: TAIL_FRACTION, retained_tokens: None }
+        CutPolicy {
+            usable_input,
+            calibration,
+            tail_fraction: TAIL_FRACTION,
+            retained_tokens: None,
+            exchange_result_bytes: PROTECTED_RESULT_BYTES,
+        }
+    }
+
+    /// The defaults for a session with `limits` and calibration `calibration`: in a small
+    /// window the kept exchanges' results are cut to 2 KiB.
+    pub fn of(limits: &crate::budget::Limits, calibration: f64) -> CutPolicy {
+        let mut policy = CutPolicy::new(limits.usable_input, calibration);
+        if limits.window <= crate::budget::SMALL_WINDOW {
+            policy.exchange_result_bytes = SMALL_WINDOW_EXCHANGE_RESULT_BYTES;
+        }
+        policy
     }
 
     fn estimate_budget(&self, provider_tokens: f64) -> u64 {
@@ -52,6 +74,19 @@ impl CutPolicy {
     /// The kept tail target, in estimated tokens.
     pub fn tail_target(&self) -> u64 {
         self.estimate_budget(self.usable_input as f64 * self.tail_fraction)
+    }
+
+    /// What a toolless tail is measured against to tell a long discussion (25 % of `U`,
+    /// calibrated, whatever tail a pass aims at): the same for the cut, the survival contract
+    /// and `/context`.
+    pub fn long_tail_target(&self) -> u64 {
+        self.estimate_budget(self.usable_input as f64 * TAIL_FRACTION)
+    }
+
+    /// The last round of `messages` (with `tokens` their estimates) under this policy.
+    pub fn round(&self, messages: &[Message], tokens: &[u64]) -> Option<round::Round> {
+        let measure = round::TailMeasure { tokens, target: self.long_tail_target() };
+        round::last_round(messages, Some(measure))
     }
 
     /// The retained user text budget, in estimated tokens.
@@ -72,13 +107,16 @@ pub struct CutPlan {
     pub protected_start: usize,
     /// First index of the kept tail; `0..cut` is covered.
     pub cut: usize,
-    /// Indices (in `0..cut`, ascending) of plain user messages kept verbatim.
+    /// Indices (in `0..cut`, ascending) of the messages kept verbatim before the note: plain
+    /// user messages, and the messages of the tool exchanges a long discussion keeps from
+    /// before its round ([`round::Round::exchanges`]).
     pub retained: Vec<usize>,
-    /// Estimated tokens of the retained messages.
+    /// Estimated tokens of the retained user messages.
     pub retained_tokens: u64,
     /// Kept tool results (index, byte bound) whose text exceeds their bound.
     pub bounded: Vec<(usize, u64)>,
-    /// Estimated tokens of the kept tail after bounding.
+    /// Estimated tokens of the kept tail after bounding, with the exchanges kept from before
+    /// the round (they count against the kept-tail target).
     pub tail_tokens: u64,
 }
 
@@ -104,18 +142,29 @@ pub fn plan(messages: &[Message], tokens: &[u64], policy: &CutPolicy) -> Result<
         return Err(CutError::TooFew(messages.len()));
     }
     let tok = |i: usize| tokens.get(i).copied().unwrap_or(0);
-    let round_start = round::last_round_start(messages).unwrap_or(0);
-    let protected_start = round::protected_start(messages, round_start);
+    let round = policy.round(messages, tokens).unwrap_or_default();
+    let (round_start, protected_start) = (round.start, round.protected_start);
     let first_allowed = messages.iter().rposition(is_checkpoint).map_or(1, |i| i + 1).max(1);
     if first_allowed > protected_start {
         return Err(CutError::AllProtected);
     }
 
-    let bound_of =
-        |i: usize| if i >= round_start { PROTECTED_RESULT_BYTES } else { KEPT_RESULT_BYTES };
+    let bound_of = |i: usize| {
+        if round.holds_exchange(i) {
+            policy.exchange_result_bytes
+        } else if i >= round_start {
+            PROTECTED_RESULT_BYTES
+        } else {
+            KEPT_RESULT_BYTES
+        }
+    };
     let kept_tokens = |i: usize| bounded_tokens(&messages[i], tok(i), bound_of(i));
     let target = policy.tail_target();
-    let mut suffix: u64 = (protected_start..messages.len()).map(kept_tokens).sum();
+    // The exchanges kept from before the round count against the target wherever the cut
+    // falls: retained before the note, or in the tail. They never pull the cut back.
+    let exchanges: u64 = round.exchanges.iter().map(|&i| kept_tokens(i)).sum();
+    let mut suffix: u64 =
+        exchanges + (protected_start..messages.len()).map(kept_tokens).sum::<u64>();
     let legal = round::legal_cuts(messages);
     let mut cut = None;
     // Walk back from the protected part: the earliest legal point whose tail fits the target.
@@ -129,21 +178,29 @@ pub fn plan(messages: &[Message], tokens: &[u64], policy: &CutPolicy) -> Result<
             break;
         }
         i -= 1;
-        suffix += kept_tokens(i);
+        if !round.holds_exchange(i) {
+            suffix += kept_tokens(i);
+        }
     }
     let Some((cut, tail_tokens)) = cut else {
         return Err(CutError::AllProtected);
     };
 
-    let (retained, retained_tokens) = retain(messages, tokens, cut, round_start, policy);
+    let (mut retained, retained_tokens) = retain(messages, tokens, cut, round_start, policy);
+    retained.extend(round.exchanges.iter().copied().filter(|&i| i < cut));
+    retained.sort_unstable();
+    retained.dedup();
     let covers_something =
         (0..cut).any(|i| !is_checkpoint(&messages[i]) && retained.binary_search(&i).is_err());
     if !covers_something {
         return Err(CutError::AllProtected);
     }
     let bounded = (cut..messages.len())
+        .chain(round.exchanges.iter().copied().filter(|&i| i < cut))
         .filter(|&i| result_bytes(&messages[i]) > bound_of(i))
         .map(|i| (i, bound_of(i)))
+        .collect::<std::collections::BTreeMap<_, _>>()
+        .into_iter()
         .collect();
     Ok(CutPlan {
         round_start,
@@ -331,6 +388,54 @@ mod tests {
         assert_eq!(plan.bounded, vec![(6, KEPT_RESULT_BYTES), (10, PROTECTED_RESULT_BYTES)]);
         assert_eq!(plan.tail_tokens, 77, "bounded results count for 64/70 and 8/9 of their tokens");
     }
+
+    /// Two tool turns, then `chats` chat turns of a user message and a 10-token answer.
+    fn tools_then_chat(chats: usize) -> Vec<Message> {
+        let mut m = history(2);
+        for k in 0..chats {
+            m.push(Message::user(format!("question {k}")));
+            m.push(Message::assistant(format!("answer {k}")));
+        }
+        m
+    }
+
+    #[test]
+    fn a_long_discussion_keeps_its_latest_turn_and_retains_two_exchanges() {
+        let mut m = tools_then_chat(6);
+        m[2] = result("c0", &"r".repeat(3 * 1024));
+        let n = m.len();
+        // Target 40 tokens: the two exchanges (call, result, answer: 60 tokens) already exceed
+        // it, so the tail is the latest turn alone.
+        let plan = plan(&m, &tens(n), &CutPolicy::new(160, 1.0)).unwrap();
+        assert_eq!((plan.round_start, plan.protected_start, plan.cut), (18, 18, 18));
+        assert_eq!(plan.retained, vec![0, 1, 2, 3, 4, 5, 6, 7, 16], "exchanges, a user text");
+        assert_eq!(plan.tail_tokens, 80 + 20, "the exchanges count against the tail target");
+        assert!(plan.bounded.is_empty(), "3 KiB is within 8 KiB");
+        // In a small window the kept exchanges' results are cut to 2 KiB.
+        let limits =
+            crate::budget::Limits::compute(213, crate::budget::WindowSource::Config, Some(53), 0.8);
+        let small = CutPolicy { retained_tokens: Some(0), ..CutPolicy::of(&limits, 1.0) };
+        let plan = super::plan(&m, &tens(n), &small).unwrap();
+        assert_eq!(plan.bounded, vec![(2, SMALL_WINDOW_EXCHANGE_RESULT_BYTES)]);
+        assert_eq!(plan.retained, vec![0, 1, 2, 3, 4, 5, 6, 7], "only the exchanges' questions");
+    }
+
+    #[test]
+    fn kept_exchanges_inside_the_tail_are_not_counted_twice() {
+        let mut m = history(3);
+        for k in 0..4 {
+            m.push(Message::user(format!("question {k}")));
+            m.push(Message::assistant(format!("answer {k}")));
+        }
+        let n = m.len();
+        // Target 160: the kept exchanges with their questions (turns 1 and 2, 80 tokens), the
+        // latest turn (20) and the discussion before it (60) fit; the cut walks back over the
+        // exchanges without counting them again and stops before the first turn.
+        let policy = CutPolicy { retained_tokens: Some(0), ..CutPolicy::new(640, 1.0) };
+        let plan = plan(&m, &tens(n), &policy).unwrap();
+        assert_eq!((plan.round_start, plan.cut, plan.tail_tokens), (18, 4, 160));
+        assert_eq!(plan.retained, Vec::<usize>::new(), "the exchanges are in the tail");
+    }
 }
 
 /// The cut and the survival contract must agree: whatever the cut keeps, with a real note in
@@ -356,9 +461,11 @@ mod agreement {
     fn conversation(rng: &mut Lcg) -> Vec<Message> {
         let mut m = Vec::new();
         let mut id = 0;
-        for turn in 0..1 + rng.next(8) {
+        for turn in 0..1 + rng.next(10) {
             m.push(Message::user(format!("ask {turn}")));
-            for _ in 0..rng.next(4) {
+            // Some runs end in a discussion: chat turns after the last tool call.
+            let calls = if turn > 3 && rng.next(2) == 0 { 0 } else { rng.next(4) };
+            for _ in 0..calls {
                 let calls: Vec<String> = (0..1 + rng.next(3))
                     .map(|_| {
                         id += 1;
@@ -385,6 +492,7 @@ mod agreement {
     fn whatever_the_cut_keeps_passes_the_survival_contract() {
         let mut rng = Lcg(7);
         let mut planned = 0;
+        let mut stopped = 0;
         for _ in 0..2_000 {
             let messages = conversation(&mut rng);
             let tokens: Vec<u64> = messages.iter().map(|_| 1 + rng.next(40)).collect();
@@ -395,10 +503,12 @@ mod agreement {
                 plan.retained.iter().map(|&i| messages[i].clone()).collect();
             replacement.push(checkpoint_message("Codewhale handoff note.\n\n## Objective\nGo on."));
             replacement.extend(messages[plan.cut..].iter().cloned());
+            let measure = round::TailMeasure { tokens: &tokens, target: policy.long_tail_target() };
             let violations = check(&SurvivalInput {
                 original: &messages,
                 replacement: &replacement,
                 last_round_start: None,
+                tail: Some(measure),
                 anchors: &[],
                 branch_summaries: &[],
                 require_checkpoint: true,
@@ -407,7 +517,10 @@ mod agreement {
             assert!(violations.is_empty(), "{violations:?}\n{messages:#?}\n{plan:?}");
             assert!(round::legal_cuts(&messages)[plan.cut]);
             assert!(plan.cut <= plan.protected_start);
+            let round = policy.round(&messages, &tokens).unwrap();
+            stopped += usize::from(!round.exchanges.is_empty());
         }
         assert!(planned > 500, "only {planned} conversations could be cut");
+        assert!(stopped > 50, "only {stopped} ended in a long discussion");
     }
 }

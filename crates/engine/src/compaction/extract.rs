@@ -117,7 +117,7 @@ fn commands(messages: &[Message]) -> Vec<(String, Option<i32>)> {
 /// The exit code the result of call `id` states, looking a few messages ahead.
 fn exit_code(after: &[Message], id: &str) -> Option<i32> {
     after.iter().take(8).flat_map(|m| &m.content).find_map(|part| match part {
-        Part::ToolResult { tool_use_id, content } if tool_use_id == id => {
+        Part::ToolResult { tool_use_id, content, .. } if tool_use_id == id => {
             let text = content.try_str().unwrap_or_default();
             let at = text.rfind("[exit code: ")?;
             let rest = &text[at + "[exit code: ".len()..];

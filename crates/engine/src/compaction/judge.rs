@@ -45,6 +45,9 @@ pub(crate) struct Judged<'a> {
     pub anchors: Option<&'a str>,
     /// HEAD's live plan.
     pub live_plan: Option<&'a Plan>,
+    /// The kept-tail target (estimated tokens) that tells a long discussion, as the cut read
+    /// it ([`super::cut::CutPolicy::long_tail_target`]).
+    pub tail_target: u64,
 }
 
 /// Judges `j`: the estimated totals before and after when the record may be written.
@@ -91,16 +94,16 @@ pub(crate) fn judge(j: &Judged<'_>) -> Result<(u64, u64), Refusal> {
         original: before,
         replacement: &j.plain.messages,
         last_round_start: None,
+        tail: Some(super::round::TailMeasure { tokens: &j.before.tokens, target: j.tail_target }),
         anchors: &anchors,
         branch_summaries: &branch_summaries,
         require_checkpoint: summary,
         plan_steps: &plan_steps,
     });
     if !violations.is_empty() {
-        let reasons: Vec<String> = violations.iter().map(ToString::to_string).collect();
         return Err(Refusal::Failed(format!(
             "the survival contract refused it: {}",
-            reasons.join("; ")
+            survival::describe(&violations)
         )));
     }
     let (old_total, new_total) = (j.before.total(), j.plain.total());

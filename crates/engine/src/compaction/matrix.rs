@@ -2,18 +2,20 @@
 //! [`check`].
 //!
 //! Format: `{"schema_version":2,"cases":[{"id","expect":"pass|fail","last_round_start"?,
-//! "anchors"?,"original":[messages],"replacement":[messages]}]}`. Two optional case fields
-//! extend it: `rule` (a fail case must fail for this rule, see [`Violation::RULES`]) and `path`
-//! (`summary`, the default, requires a checkpoint; `prune-only` does not). `anchors` is a string
-//! or a list of strings. A file that does not have this shape is a [`MatrixError`], never a
-//! panic.
+//! "usable_input"?,"anchors"?,"original":[messages],"replacement":[messages]}]}`. Two optional
+//! case fields extend it: `rule` (a fail case must fail for this rule, see [`Violation::RULES`])
+//! and `path` (`summary`, the default, requires a checkpoint; `prune-only` does not). `anchors`
+//! is a string or a list of strings. `usable_input` (tokens) lets a case's toolless tail be
+//! measured as the engine measures it: each message counted with o200k, against a quarter of
+//! it; without it only the count of user turns ends the walk back. A file that does not have
+//! this shape is a [`MatrixError`], never a panic.
 
 use std::collections::HashSet;
 use std::path::Path;
 
 use serde::{Deserialize, Deserializer};
 
-use super::message::Message;
+use super::message::{Message, Part};
 use super::survival::{check, SurvivalInput, Violation};
 
 /// The only schema version this build reads.
@@ -50,6 +52,10 @@ pub struct Case {
     pub expect: Expect,
     #[serde(default)]
     pub last_round_start: Option<usize>,
+    /// `U`, in tokens: a toolless tail whose o200k count exceeds a quarter of it is a long
+    /// discussion (docs/survival-contract.md, *The last round*).
+    #[serde(default)]
+    pub usable_input: Option<u64>,
     #[serde(default, deserialize_with = "anchors")]
     pub anchors: Vec<String>,
     /// Branch summary texts that must survive verbatim, like `anchors` (a string or a list).
@@ -150,6 +156,11 @@ impl Matrix {
                     )));
                 }
             }
+            if case.usable_input == Some(0) {
+                return Err(bad(
+                    "usable_input is 0; give the window's usable input in tokens".into()
+                ));
+            }
             if let Some(rule) = &case.rule {
                 if !Violation::RULES.contains(&rule.as_str()) {
                     return Err(bad(format!(
@@ -180,10 +191,19 @@ fn run_case(case: &Case) -> Option<Mismatch> {
     let plan_steps: Vec<String> = super::plan_steps::in_messages(&case.original)
         .map(|p| p.steps.into_iter().map(|s| s.step).collect())
         .unwrap_or_default();
+    let tokens: Vec<u64> = match case.usable_input {
+        Some(_) => case.original.iter().map(message_tokens).collect(),
+        None => Vec::new(),
+    };
+    let tail = case.usable_input.map(|usable| super::round::TailMeasure {
+        tokens: &tokens,
+        target: super::cut::CutPolicy::new(usable, 1.0).long_tail_target(),
+    });
     let violations = check(&SurvivalInput {
         original: &case.original,
         replacement: &case.replacement,
         last_round_start: case.last_round_start,
+        tail,
         anchors: &case.anchors,
         branch_summaries: &case.branch_summaries,
         require_checkpoint: case.path.as_deref() != Some("prune-only"),
@@ -202,6 +222,23 @@ fn run_case(case: &Case) -> Option<Mismatch> {
         },
     };
     Some(Mismatch { id: case.id.clone(), reason })
+}
+
+/// A fixture message's o200k count: its texts, its calls (name and input) and its results.
+fn message_tokens(message: &Message) -> u64 {
+    message
+        .content
+        .iter()
+        .map(|part| {
+            let text = match part {
+                Part::Text { text } => text.clone(),
+                Part::ToolUse { name, input, .. } => format!("{name} {input}"),
+                Part::ToolResult { content, .. } => content.to_string(),
+                Part::Thinking { thinking, .. } => thinking.clone(),
+            };
+            u64::from(crate::tokens::count(&text))
+        })
+        .sum()
 }
 
 #[cfg(test)]
@@ -256,5 +293,24 @@ mod tests {
             "last_round_start":3,"original":[],"replacement":[]}]}"#;
         let err = Matrix::parse(past_end).unwrap_err().to_string();
         assert!(err.contains("last_round_start 3"), "{err}");
+        let zero = r#"{"schema_version":2,"cases":[{"id":"a","expect":"pass",
+            "usable_input":0,"original":[],"replacement":[]}]}"#;
+        let err = Matrix::parse(zero).unwrap_err().to_string();
+        assert!(err.contains("usable_input is 0"), "{err}");
+    }
+
+    #[test]
+    fn usable_input_measures_the_toolless_tail_and_a_given_round_start_still_wins() {
+        let matrix = Matrix::parse(SHIPPED).unwrap();
+        let case = |id: &str| matrix.cases.iter().find(|c| c.id == id).unwrap().clone();
+        let heavy = case("toolless-tail-over-a-quarter-of-usable-input-keeps-the-latest-turn");
+        assert_eq!(run_case(&heavy), None);
+        // Without usable_input only the two user turns count: the walk back reaches the tool
+        // round, whose first user text the replacement left out.
+        let counted = Case { usable_input: None, ..heavy.clone() };
+        assert!(run_case(&counted).is_some_and(|m| m.reason.contains("user text")));
+        // A given round start wins over both rules.
+        let given = Case { last_round_start: Some(0), ..heavy };
+        assert!(run_case(&given).is_some());
     }
 }

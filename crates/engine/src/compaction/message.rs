@@ -46,6 +46,10 @@ pub enum Part {
         /// long view reads none of it.
         #[serde(deserialize_with = "result_content")]
         content: Text,
+        /// The call failed, was denied or refused: it changed nothing (the note's files
+        /// touched leave it out).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        is_error: bool,
     },
     /// Reasoning. The survival contract ignores it; it exists so thinking blocks can travel
     /// through the pure functions untouched.
@@ -137,7 +141,20 @@ impl Part {
 
     /// The result of call `tool_use_id`.
     pub fn tool_result(tool_use_id: impl Into<String>, content: impl Into<Text>) -> Part {
-        Part::ToolResult { tool_use_id: tool_use_id.into(), content: content.into() }
+        Part::ToolResult {
+            tool_use_id: tool_use_id.into(),
+            content: content.into(),
+            is_error: false,
+        }
+    }
+
+    /// The result of call `tool_use_id` that failed (denied, refused or an error).
+    pub fn failed_result(tool_use_id: impl Into<String>, content: impl Into<Text>) -> Part {
+        Part::ToolResult {
+            tool_use_id: tool_use_id.into(),
+            content: content.into(),
+            is_error: true,
+        }
     }
 
     /// The text of a text block.

@@ -45,13 +45,25 @@ impl FilesTouched {
 }
 
 /// Collects the files of `covered`'s tool calls (newest first), then those of the previous
-/// record (`previous`, already newest first) that the new calls did not mention.
+/// record (`previous`, already newest first) that the new calls did not mention. A call whose
+/// result says it failed, was denied or refused touched nothing and is left out.
 pub fn files_touched(covered: &[Message], previous: &[String]) -> FilesTouched {
     let mut order: Vec<String> = Vec::new();
     let mut actions: HashMap<String, Vec<&'static str>> = HashMap::new();
+    let failed: std::collections::HashSet<&str> = covered
+        .iter()
+        .flat_map(|m| &m.content)
+        .filter_map(|part| match part {
+            Part::ToolResult { tool_use_id, is_error: true, .. } => Some(tool_use_id.as_str()),
+            _ => None,
+        })
+        .collect();
     for message in covered.iter().rev().filter(|m| m.role == Role::Assistant) {
         for part in message.content.iter().rev() {
-            let Part::ToolUse { name, input, .. } = part else { continue };
+            let Part::ToolUse { id, name, input } = part else { continue };
+            if failed.contains(id.as_str()) {
+                continue;
+            }
             // An MCP tool is listed only when its arguments name a path.
             let action = match FILE_TOOLS.iter().find(|(tool, _)| tool == name) {
                 Some((_, action)) => *action,
@@ -228,6 +240,25 @@ mod tests {
             ]
         );
         assert_eq!(files.more, 0);
+    }
+
+    #[test]
+    fn calls_that_failed_were_denied_or_refused_touched_nothing() {
+        let result = |id: &str, ok: bool| {
+            let text = if ok { "written" } else { "denied by the user" };
+            let part = if ok { Part::tool_result(id, text) } else { Part::failed_result(id, text) };
+            Message::new(Role::Tool, vec![part])
+        };
+        let covered = vec![
+            call("1", "write_file", "denied.rs"),
+            result("1", false),
+            call("2", "write_file", "written.rs"),
+            result("2", true),
+            call("3", "edit_file", ".git/hooks/pre-commit"),
+            result("3", false),
+        ];
+        let files = files_touched(&covered, &[]);
+        assert_eq!(files.entries, [("written.rs".to_owned(), "written".to_owned())]);
     }
 
     #[test]

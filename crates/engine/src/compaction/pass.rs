@@ -85,7 +85,16 @@ enum Stop {
     SummaryFailed(String),
     /// The user interrupted the pass.
     Cancelled,
+    /// A summary request was rejected as too long: the window it teaches is journaled and the
+    /// pass plans again under it.
+    WindowLearned {
+        window: u64,
+        source: crate::budget::WindowSource,
+    },
 }
+
+/// How many times one pass plans again under a window a rejected summary request taught.
+const WINDOW_RETRIES: u32 = 3;
 
 /// Runs one pass on `session`, emitting the events of docs/compaction.md, *Background compaction*
 /// through `emit`.
@@ -99,19 +108,35 @@ pub async fn run(
     let typed_trigger = crate::history_pages::trigger_of(&request.trigger);
     emit(Event::CompactionStarted { trigger: typed_trigger });
     let mut summary_failed = false;
-    let outcome = match attempt(session, &request, cancel, emit).await {
-        Ok(done) => {
-            summary_succeeded(session, &done);
-            done
-        }
-        Err(Stop::Refused(reason)) => PassOutcome::Refused(reason),
-        Err(Stop::Failed(reason)) => PassOutcome::Failed(reason),
-        Err(Stop::SummaryFailed(reason)) => {
-            steps::summary_failed(session, &reason, emit);
-            summary_failed = true;
-            PassOutcome::Failed(reason)
-        }
-        Err(Stop::Cancelled) => PassOutcome::Cancelled,
+    let mut relearned = 0;
+    let outcome = loop {
+        break match attempt(session, &request, cancel.clone(), emit).await {
+            Ok(done) => {
+                summary_succeeded(session, &done);
+                done
+            }
+            Err(Stop::Refused(reason)) => PassOutcome::Refused(reason),
+            Err(Stop::Failed(reason)) => PassOutcome::Failed(reason),
+            Err(Stop::SummaryFailed(reason)) => {
+                steps::summary_failed(session, &reason, emit);
+                summary_failed = true;
+                PassOutcome::Failed(reason)
+            }
+            Err(Stop::Cancelled) => PassOutcome::Cancelled,
+            Err(Stop::WindowLearned { window, source }) => {
+                if let Err(err) = learned_from_summary(session, window, source, emit) {
+                    PassOutcome::Failed(format!("cannot journal the window learned: {err}"))
+                } else if relearned < WINDOW_RETRIES {
+                    relearned += 1;
+                    continue;
+                } else {
+                    PassOutcome::Failed(
+                        "the provider rejected the summary request as too long, even shortened"
+                            .into(),
+                    )
+                }
+            }
+        };
     };
     let pressure = session.budget().pressure().tokens;
     let (threshold, usable_input) =
@@ -148,6 +173,31 @@ pub async fn run(
         }
     }
     outcome
+}
+
+/// A summary request was rejected as too long: the window it teaches replaces the session's,
+/// journaled, and the user is told once, in one sentence.
+pub(super) fn learned_from_summary(
+    session: &mut Session,
+    window: u64,
+    source: crate::budget::WindowSource,
+    emit: &(dyn Fn(Event) + Send + Sync),
+) -> Result<(), crate::error::EngineError> {
+    let how = if source == crate::budget::WindowSource::Overflow {
+        "its window".to_owned()
+    } else {
+        "90 % of that request, since the error named no window,".to_owned()
+    };
+    steps::warn(
+        emit,
+        format!(
+            "the provider rejected the summary request as too long; Codewhale takes {how} \
+             {window} tokens from now on and writes the note under it"
+        ),
+    );
+    session.learn_window(window, source)?;
+    emit(session.usage_event(None, None));
+    Ok(())
 }
 
 /// Called when a pass wrote a summary: auto passes run normally again.
@@ -202,15 +252,24 @@ async fn attempt(
         .map(|a| session.redactor().redact(&a).into_owned());
     let limits = *session.budget().limits();
     let before = session.budget().pressure().tokens;
-    // A background note first: committed as it is, or the view this pass summarizes.
+    // A background note first: committed as it is when it buys the room an auto pass aims
+    // at, else the view this pass summarizes.
     let (view, plain, folded) = match &request.background {
         Some(prepared) => {
+            let previous = view.compaction.as_ref();
+            let target = steps::commit_target(
+                session,
+                &plain,
+                previous,
+                anchors.as_deref(),
+                prepared.reaches_aim,
+            );
             let current = background::Current {
                 view: &view,
                 plain: &plain,
                 anchors: anchors.as_deref(),
                 before,
-                threshold: limits.threshold,
+                target,
             };
             match background::try_commit(session, prepared, current).await {
                 Tried::Written(done) => return Ok(written(done)),
@@ -235,6 +294,9 @@ async fn attempt(
         exact: false,
     };
 
+    // An auto pass buys room: it aims below the threshold by three median turns.
+    let auto = matches!(request.trigger, Trigger::Auto | Trigger::Idle);
+    let (room, median) = steps::room(session, &plain, previous, anchors.as_deref(), 0);
     let plan = pass_plan::plan(&PlanInputs {
         plain: &plain,
         trigger: &request.trigger,
@@ -243,8 +305,10 @@ async fn attempt(
         pressure: before,
         threshold: limits.threshold,
         usable_input: limits.usable_input,
+        window: limits.window,
         calibration,
         retained_user_tokens: session.config().compaction.retained_user_tokens,
+        room: auto.then_some(room),
     });
     if let Some(pruned) = &plan.prune_first {
         let record = record::prune_record(&plain, pruned, previous, request.trigger.clone());
@@ -272,6 +336,7 @@ async fn attempt(
             prefix: session.budget().system_tokens(),
             threshold: crate::budget::from_provider(limits.threshold as f64, calibration),
             manual: request.trigger == Trigger::Manual,
+            spare: auto.then_some(median),
         };
         // Decided before any request: a summary that could not be committed is not paid for.
         pass_plan::worth_sending(&check).map(|()| cut).inspect_err(
@@ -399,6 +464,7 @@ async fn summary_record(
         SummaryError::Failed(reason) => Stop::Failed(reason),
         SummaryError::Unusable(reason) => Stop::SummaryFailed(reason),
         SummaryError::Cancelled => Stop::Cancelled,
+        SummaryError::WindowLearned { window, source } => Stop::WindowLearned { window, source },
     })?;
     tracing::info!(
         requests = stats.requests,

@@ -55,7 +55,12 @@ pub fn message(item: &ViewItem) -> Message {
     };
     let content = match &item.content {
         ItemContent::ToolResult(r) => {
-            vec![Part::tool_result(r.tool_use_id.clone(), r.content.clone())]
+            let (id, content) = (r.tool_use_id.clone(), r.content.clone());
+            vec![if r.is_error {
+                Part::failed_result(id, content)
+            } else {
+                Part::tool_result(id, content)
+            }]
         }
         ItemContent::Blocks(blocks) => blocks.iter().filter_map(part).collect(),
     };

@@ -34,6 +34,9 @@ pub struct PrunePolicy {
     pub target: u64,
     /// Calibration ratio `c`, in [1, 2].
     pub calibration: f64,
+    /// The kept-tail target that tells a long discussion (estimated tokens), as the cut reads
+    /// it; `None`: the count of user turns alone.
+    pub long_tail_target: Option<u64>,
 }
 
 /// The outcome of a prune.
@@ -56,8 +59,8 @@ pub fn plan(
     policy: &PrunePolicy,
 ) -> PrunePlan {
     let tok = |i: usize| tokens.get(i).copied().unwrap_or(0);
-    let protected = round::last_round_start(messages)
-        .map_or(0, |start| round::protected_start(messages, start));
+    let measure = policy.long_tail_target.map(|target| round::TailMeasure { tokens, target });
+    let round = round::last_round(messages, measure);
     let calls = call_signatures(messages);
 
     let mut seen_later: HashSet<(&str, String)> = HashSet::new();
@@ -82,7 +85,8 @@ pub fn plan(
         if already.contains(&i) {
             continue;
         }
-        if recent_output < KEEP_RECENT_OUTPUT_TOKENS || i >= protected {
+        if recent_output < KEEP_RECENT_OUTPUT_TOKENS || round.as_ref().is_none_or(|r| r.protects(i))
+        {
             recent_output += tok(i);
             continue;
         }
@@ -175,7 +179,12 @@ mod tests {
         let m = session(5, 4096);
         let t = tokens(&m);
         // Results at 2,4,6,8,10 (20k each) and 14 (protected). The newest 40k: 14 and 10.
-        let policy = PrunePolicy { pressure: 130_000, target: 100_000, calibration: 1.0 };
+        let policy = PrunePolicy {
+            pressure: 130_000,
+            target: 100_000,
+            calibration: 1.0,
+            long_tail_target: None,
+        };
         let plan = plan(&m, &t, &HashSet::new(), &policy);
         assert_eq!(plan.pruned, vec![6, 8], "newest candidates first, stop when below target");
         assert!(plan.sufficient);
@@ -186,7 +195,12 @@ mod tests {
     fn small_unique_results_are_not_candidates() {
         let m = session(5, 100);
         let t = tokens(&m);
-        let policy = PrunePolicy { pressure: 130_000, target: 100_000, calibration: 1.0 };
+        let policy = PrunePolicy {
+            pressure: 130_000,
+            target: 100_000,
+            calibration: 1.0,
+            long_tail_target: None,
+        };
         let plan = plan(&m, &t, &HashSet::new(), &policy);
         assert_eq!(plan.pruned, Vec::<usize>::new());
         assert!(!plan.sufficient);
@@ -197,7 +211,12 @@ mod tests {
         let mut m = session(5, 100);
         m[3] = call("r1", "f4.rs"); // the same read as r4, earlier
         let t = tokens(&m);
-        let policy = PrunePolicy { pressure: 125_000, target: 100_000, calibration: 1.5 };
+        let policy = PrunePolicy {
+            pressure: 125_000,
+            target: 100_000,
+            calibration: 1.5,
+            long_tail_target: None,
+        };
         let plan = plan(&m, &t, &HashSet::new(), &policy);
         assert_eq!(plan.pruned, vec![4]);
         assert_eq!(plan.savings, ((20_000 - STUB_TOKENS) as f64 * 1.5).ceil() as u64);
@@ -208,7 +227,12 @@ mod tests {
     fn already_pruned_results_are_skipped() {
         let m = session(5, 4096);
         let t = tokens(&m);
-        let policy = PrunePolicy { pressure: 130_000, target: 100_000, calibration: 1.0 };
+        let policy = PrunePolicy {
+            pressure: 130_000,
+            target: 100_000,
+            calibration: 1.0,
+            long_tail_target: None,
+        };
         let plan = plan(&m, &t, &HashSet::from([6]), &policy);
         assert_eq!(plan.pruned, vec![4, 8]);
     }
@@ -234,7 +258,12 @@ mod tests {
             &m,
             &t,
             &HashSet::new(),
-            &PrunePolicy { pressure: 100_000, target: 60_000, calibration: 1.0 },
+            &PrunePolicy {
+                pressure: 100_000,
+                target: 60_000,
+                calibration: 1.0,
+                long_tail_target: None,
+            },
         );
         assert!(plan.pruned.contains(&1), "{plan:?}");
         assert!(plan.sufficient);

@@ -3,9 +3,9 @@
 //!
 //! Invariants kept here: `covers` extends the previous record's segment (same `first`, later
 //! `last`) instead of nesting it, so a record's size never grows with the session; `pruned_ids`
-//! and `bounded` only name entries after the covered segment; a prune-only record carries the
-//! previous record's summary, note, covers, retained ids and files forward so exactly one record
-//! describes the view.
+//! and `bounded` only name entries after the covered segment or retained before the note; a
+//! prune-only record carries the previous record's summary, note, covers, retained ids and files
+//! forward so exactly one record describes the view.
 
 use codewhale_journal::{
     ActiveCompaction, Bounded, CompactionPath, CompactionPayload, Covers, EntryId, Receipt, Trigger,
@@ -43,7 +43,8 @@ pub fn receipt(plain: &PlainView, plan: &CutPlan, anchors: Option<&str>) -> Rece
 }
 
 /// What a record whose covered part ends at message `cut` of `plain` keeps of the last round
-/// starting at `round_start`.
+/// starting at `round_start` (the figures of the round itself; the exchanges a long discussion
+/// keeps from before it are in `retained_ids`).
 fn receipt_at(
     plain: &PlainView,
     round_start: usize,
@@ -69,10 +70,16 @@ fn receipt_at(
 /// about to replace: turns went on since the snapshot, so the last round and what is kept after
 /// the covered part are those of `plain`, not the snapshot's. Unchanged when `plain` does not
 /// hold the record's covered segment.
-pub fn receipt_now(plain: &PlainView, record: &mut CompactionPayload, anchors: Option<&str>) {
+pub fn receipt_now(
+    plain: &PlainView,
+    record: &mut CompactionPayload,
+    anchors: Option<&str>,
+    policy: &super::cut::CutPolicy,
+) {
     let Some(last) = record.covers.as_ref().map(|c| &c.last) else { return };
     let Some(at) = plain.sources.iter().position(|s| s == last) else { return };
-    let Some(round_start) = super::round::last_round_start(&plain.messages) else { return };
+    let Some(round) = policy.round(&plain.messages, &plain.tokens) else { return };
+    let round_start = round.start;
     let retained = record.receipt.as_ref().map_or(0, |r| r.retained_user_tokens);
     record.receipt = Some(receipt_at(plain, round_start, at + 1, retained, anchors));
 }
@@ -98,11 +105,12 @@ pub fn summary_record(input: SummaryRecord<'_>) -> Option<CompactionPayload> {
     let mut record = CompactionPayload::new(CompactionPath::Summary, input.trigger);
     record.covers = Some(covers(plain, plan, previous)?);
     record.retained_ids = plan.retained.iter().map(|&i| plain.sources[i].clone()).collect();
-    // Results an earlier pass pruned that stay in the kept tail stay pruned.
+    // Results an earlier pass pruned that stay in the kept tail, or in a retained exchange,
+    // stay pruned.
     record.pruned_ids = plain
         .pruned
         .iter()
-        .filter(|&&i| i >= plan.cut)
+        .filter(|&&i| i >= plan.cut || plan.retained.binary_search(&i).is_ok())
         .map(|&i| plain.sources[i].clone())
         .collect();
     record.bounded =

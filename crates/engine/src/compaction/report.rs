@@ -16,7 +16,6 @@ use codewhale_journal::{load_read_only, render, EntryId, ItemKind, Journal, Role
 use super::checkpoint::is_checkpoint;
 use super::message::Role;
 use super::plain::PlainView;
-use super::round;
 use crate::anchors::{self, AnchorStore};
 use crate::budget::{Budget, SystemCounts};
 use crate::config::{self, Overrides};
@@ -69,7 +68,11 @@ fn replay_session(params: &ReportParams<'_>) -> Result<Replayed, EngineError> {
         .or_else(|| Some(journal.header().model.clone()).filter(|m| !m.is_empty()))
         .or_else(|| config.model.clone())
         .unwrap_or_default();
-    let learned = if params.overrides.model.is_some() { None } else { recorded.learned_window };
+    // A window learned for this session holds for its own model, also when `--model` names it;
+    // another model ends it (docs/compaction.md, *Small local models*).
+    let last_used = recorded.model.clone().unwrap_or_else(|| journal.header().model.clone());
+    let other_model = params.overrides.model.as_ref().is_some_and(|m| *m != last_used);
+    let learned = if other_model { None } else { recorded.learned_window };
     let limits = replay::limits_for(&config, &model, learned);
     let view = render(&journal, journal.head_id().as_str());
     // Entries whose lines carry no count are counted once and kept in the sidecar, so a
@@ -140,7 +143,7 @@ pub fn next_request(params: &ReportParams<'_>) -> Result<NextRequest, EngineErro
     let system = budget.system_tokens() + super::trim::notice_tokens(plan.as_ref());
     let policy = super::cut::CutPolicy {
         retained_tokens: config.compaction.retained_user_tokens,
-        ..super::cut::CutPolicy::new(usable, budget.calibration())
+        ..super::cut::CutPolicy::of(budget.limits(), budget.calibration())
     };
     let fit = |view, shorten| super::trim::fit(view, &plain, system, &policy, shorten);
     let fitted = match fit(view, super::trim::Shorten::Drop) {
@@ -263,12 +266,21 @@ pub fn build(
     tokens.source = shown.source;
     tokens.left_out = budget.pressure().tokens.saturating_sub(shown.tokens);
 
-    let round_start = round::last_round_start(&plain.messages).unwrap_or(0);
-    let round = &plain.messages[round_start.min(plain.messages.len())..];
+    // The round the cut and the survival contract protect: after a long discussion, the latest
+    // turn and the two tool exchanges kept from before it.
+    let policy = super::cut::CutPolicy::of(budget.limits(), budget.calibration());
+    let round = policy.round(&plain.messages, &plain.tokens).unwrap_or_default();
+    let protected: Vec<&super::message::Message> = plain
+        .messages
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i >= round.start || round.holds_exchange(*i))
+        .map(|(_, m)| m)
+        .collect();
     let last_round = LastRound {
-        messages: round.len() as u64,
-        tool_results: round.iter().map(|m| m.tool_result_ids().count() as u64).sum(),
-        assistant_kept: round.iter().filter(|m| m.role == Role::Assistant).count() as u64,
+        messages: protected.len() as u64,
+        tool_results: protected.iter().map(|m| m.tool_result_ids().count() as u64).sum(),
+        assistant_kept: protected.iter().filter(|m| m.role == Role::Assistant).count() as u64,
     };
     let anchors = match anchors_text {
         Some(text) => {

@@ -77,6 +77,78 @@ pub(crate) fn note_fixed_tokens(
     u64::from(crate::session::counts::exact(&text))
 }
 
+/// What each user turn on HEAD's spine added to the view (its text, replies and tool results
+/// as the view holds them; a covered turn as its entries were counted), oldest first, without
+/// the latest turn, which is still going on. Read from the journal's index: no entry is loaded.
+pub(crate) fn turn_sizes(session: &Session, plain: &super::plain::PlainView) -> Vec<u64> {
+    use std::collections::HashMap;
+    let in_view: HashMap<&str, u64> =
+        plain.sources.iter().map(|s| s.as_str()).zip(plain.tokens.iter().copied()).collect();
+    let journal = session.journal();
+    let mut turns: Vec<u64> = Vec::new();
+    for pos in journal.spine_positions(journal.head_position()) {
+        if !journal.is_model_visible_at(pos) {
+            continue;
+        }
+        let id = journal.id_at(pos);
+        let tokens = in_view
+            .get(&*id)
+            .copied()
+            .or_else(|| journal.tokens_at(pos).map(u64::from))
+            .unwrap_or(0);
+        if journal.has_flags(pos, codewhale_journal::flags::PLAIN) {
+            turns.push(tokens);
+        } else if let Some(turn) = turns.last_mut() {
+            *turn += tokens;
+        }
+    }
+    turns.pop();
+    turns
+}
+
+/// What an auto pass on `plain` aims to leave (docs/compaction.md, *The cut*: a pass buys
+/// room), and the median turn it must leave room for, in estimated tokens.
+pub(crate) fn room(
+    session: &Session,
+    plain: &super::plain::PlainView,
+    previous: Option<&codewhale_journal::ActiveCompaction>,
+    anchors: Option<&str>,
+    to_come: u64,
+) -> (super::pass_plan::Room, u64) {
+    let budget = session.budget();
+    let limits = *budget.limits();
+    let turns = turn_sizes(session, plain);
+    let median = super::pass_plan::median_turn(&turns);
+    let aim = super::pass_plan::aim(limits.threshold, budget.calibrated(median), turns.len());
+    // The note's own part as the widest cut would make it: files touched by everything before
+    // the round.
+    let policy = super::cut::CutPolicy::of(&limits, budget.calibration());
+    let round_start = policy.round(&plain.messages, &plain.tokens).map_or(0, |r| r.start);
+    let covered = &plain.messages[..round_start.min(plain.messages.len())];
+    let note = note_fixed_tokens(session, covered, previous, anchors) + note_budget_tokens(&limits);
+    let fixed = budget.system_tokens() + note;
+    (super::pass_plan::Room { aim, fixed, to_come }, median)
+}
+
+/// What the view a background note yields must be at or below to be committed, in provider
+/// tokens: the aim of an auto pass when its snapshot was planned to reach it; otherwise —
+/// not even the smallest view could be at the aim — the threshold less one median turn, the
+/// room a foreground pass would have to leave before it paid for a request of its own.
+pub(crate) fn commit_target(
+    session: &Session,
+    plain: &super::plain::PlainView,
+    previous: Option<&codewhale_journal::ActiveCompaction>,
+    anchors: Option<&str>,
+    reaches_aim: bool,
+) -> u64 {
+    let (room, median) = room(session, plain, previous, anchors, 0);
+    if reaches_aim {
+        return room.aim;
+    }
+    let budget = session.budget();
+    budget.limits().threshold.saturating_sub(budget.calibrated(median)).max(room.aim)
+}
+
 /// The background commands still alive, as the note's `## Running now` lists them.
 fn running(session: &Session) -> Vec<Running> {
     session

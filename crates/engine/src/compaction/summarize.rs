@@ -17,8 +17,11 @@
 //! A reply that calls a tool, or that is empty, a placeholder or misses most headings, gets one
 //! retry: the stricter instruction, with tool calls forbidden (`tool_choice` none, the tools
 //! still defined so the request stays valid and its prefix the same). A provider that rejects a
-//! request as too long makes the pass plan again below the limit it states (or a quarter
-//! smaller), at most [`OVERFLOW_RETRIES`] times.
+//! request of the session's own model as too long teaches the session its window — the one it
+//! states, else 90 % of the rejected request ([`crate::budget::unnumbered_overflow_window`]) —
+//! and the pass plans again under it ([`SummaryError::WindowLearned`]); another summarizing
+//! model's request is planned again here, below that window and below 90 % of the request it
+//! rejected, at most [`OVERFLOW_RETRIES`] times. Never is the same request sent twice.
 
 use codewhale_journal::{bound_item, Block, EntryId, ItemContent, ItemKind, Role, View, ViewItem};
 use codewhale_provider::{CancellationToken, ErrorKind, Request, ToolChoice};
@@ -29,7 +32,9 @@ pub(crate) use super::summary::SummaryError;
 use super::summary::SummaryStats;
 use super::summary::{self, Scope};
 use super::summary_input::{self, InputBudget, InputPlan};
-use crate::budget::{from_provider, Limits};
+use crate::budget::{
+    from_provider, unnumbered_overflow_window, Limits, WindowSource, UNNUMBERED_OVERFLOW_FRACTION,
+};
 use crate::convert;
 use crate::prompt::SystemPrompt;
 use crate::session::{counts, Session};
@@ -167,24 +172,42 @@ pub(crate) async fn summarize(
             "summary input planned"
         );
         match run_plan(job, &plan, budget.note, cancel.clone()).await {
-            Err(Attempt::Overflow { limit }) if overflows < OVERFLOW_RETRIES => {
-                overflows += 1;
+            Err(Attempt::Overflow { limit, estimate }) => {
                 let calibration = job.summarizer.calibration;
-                let stated = limit.map(|l| {
-                    from_provider(l.saturating_sub(u64::from(job.max_output)) as f64, calibration)
-                });
-                let smaller = budget.tokens - budget.tokens / 4;
-                budget.tokens = stated.map_or(smaller, |s| s.min(smaller).max(1));
+                let window_now = job.summarizer.limits.window;
+                let (window, source) = match limit {
+                    Some(l) => (l.min(window_now), WindowSource::Overflow),
+                    None => (
+                        unnumbered_overflow_window(estimate, calibration, window_now),
+                        WindowSource::OverflowUnnumbered,
+                    ),
+                };
+                if !job.summarizer.other_model && window < window_now {
+                    tracing::info!(
+                        ?limit,
+                        estimate,
+                        window,
+                        "summary request too long; the window is learned"
+                    );
+                    return Err(SummaryError::WindowLearned { window, source });
+                }
+                if overflows >= OVERFLOW_RETRIES {
+                    return Err(SummaryError::Failed(
+                        "the provider rejected the summary request as too long, even shortened"
+                            .into(),
+                    ));
+                }
+                overflows += 1;
+                // Below the window and below the request it rejected: never the same again.
+                let room = window.saturating_sub(u64::from(job.max_output));
+                let under_window = from_provider(room as f64, calibration);
+                let under_request = (estimate as f64 * UNNUMBERED_OVERFLOW_FRACTION) as u64;
+                budget.tokens = budget.tokens.min(under_window).min(under_request).max(1);
                 tracing::info!(
                     ?limit,
                     tokens = budget.tokens,
                     "summary request too long; planning again"
                 );
-            }
-            Err(Attempt::Overflow { .. }) => {
-                return Err(SummaryError::Failed(
-                    "the provider rejected the summary request as too long, even shortened".into(),
-                ))
             }
             Err(Attempt::Stop(stop)) => return Err(stop),
             Ok((text, mut stats)) => {
@@ -199,7 +222,12 @@ pub(crate) async fn summarize(
 }
 
 enum Attempt {
-    Overflow { limit: Option<u64> },
+    /// Rejected as too long: the limit the error stated, and the rejected request's o200k
+    /// estimate.
+    Overflow {
+        limit: Option<u64>,
+        estimate: u64,
+    },
     Stop(SummaryError),
 }
 
@@ -348,7 +376,8 @@ async fn ask(
                     ErrorKind::ContextOverflow { limit, .. } => limit,
                     _ => None,
                 };
-                return Err(Attempt::Overflow { limit });
+                let estimate = request_estimate(job, &request);
+                return Err(Attempt::Overflow { limit, estimate });
             }
             Err(failure) if failure.error.kind == ErrorKind::Cancelled => {
                 return Err(Attempt::Stop(SummaryError::Cancelled))
@@ -361,6 +390,26 @@ async fn ask(
             }
         }
     }
+}
+
+/// The o200k estimate of a summary request as sent: the system prompt with the tool schemas,
+/// and every text, call and result of its messages.
+fn request_estimate(job: &SummaryJob<'_>, request: &Request) -> u64 {
+    let messages: u64 = request
+        .messages
+        .iter()
+        .flat_map(|m| &m.content)
+        .map(|block| {
+            let text = match block {
+                codewhale_provider::Block::Text { text, .. } => text.clone(),
+                codewhale_provider::Block::ToolUse { name, input, .. } => format!("{name} {input}"),
+                codewhale_provider::Block::ToolResult { content, .. } => content.to_string(),
+                _ => String::new(),
+            };
+            u64::from(counts::exact(&text))
+        })
+        .sum();
+    job.summarizer.system_tokens + messages
 }
 
 /// The request: the live request's system prompt and tools, the interim note, `items`, a cache

@@ -228,6 +228,14 @@ pub(crate) enum SummaryError {
     /// window (auto passes back off after this).
     Unusable(String),
     Cancelled,
+    /// The provider rejected a summary request of the session's own model as too long, which
+    /// teaches the session a smaller window (`source`: `overflow` when the error stated it,
+    /// `overflow-unnumbered` when it is 90 % of the rejected request): the pass journals it and
+    /// plans again under it, so the request is never sent again as it was.
+    WindowLearned {
+        window: u64,
+        source: crate::budget::WindowSource,
+    },
 }
 
 #[cfg(test)]

@@ -5,8 +5,11 @@
 //! nothing is written and the old view stays); `codewhale survival-check` runs the very same
 //! function over the fixture matrix. It is pure: plain messages in, verdict out.
 //!
-//! The protected part is found by [`round::protected_start`]: tool ids and assistant texts are
-//! checked there; plain user texts are checked over the whole last round.
+//! The last round and its protected part are found by [`round::last_round`], the function the
+//! cut uses: tool ids and assistant texts are checked in the protected part (and in the two
+//! exchanges a long discussion keeps from before its round); plain user texts over the whole
+//! last round. Codewhale's own markers ("[... N of this message's M bytes were cut by
+//! compaction ...]") are no one's words: a bound tightened by a later pass may replace them.
 
 use std::collections::HashSet;
 use std::fmt;
@@ -24,6 +27,9 @@ pub struct SurvivalInput<'a> {
     pub replacement: &'a [Message],
     /// Index into `original` where the last round starts; computed (§5.3) when `None`.
     pub last_round_start: Option<usize>,
+    /// What a toolless tail is measured against when the round is computed: the messages'
+    /// estimates and the kept-tail target. `None`: the count of user turns alone decides.
+    pub tail: Option<round::TailMeasure<'a>>,
     /// The anchors text(s) that must appear verbatim somewhere in the replacement.
     pub anchors: &'a [String],
     /// The texts of the branch summaries on the spine, which must appear verbatim too.
@@ -72,6 +78,42 @@ impl Violation {
             Violation::PlanStepMissing { .. } => "plan",
             Violation::BranchSummaryMissing { .. } => "branch_summary",
             Violation::PlaceholderNote => "placeholder",
+        }
+    }
+
+    /// `count` violations of this one's rule, said once with this one's detail.
+    fn grouped(&self, count: usize) -> String {
+        match self {
+            Violation::UserTextGone { excerpt } => {
+                format!("{count} last-round user texts would be gone (the first: {excerpt:?})")
+            }
+            Violation::ToolUseGone { id } => {
+                format!("{count} last-round tool calls would be gone ({id} among them)")
+            }
+            Violation::ToolResultGone { id } => {
+                format!(
+                    "the results of {count} last-round tool calls would be gone ({id} among them)"
+                )
+            }
+            Violation::AssistantTextGone { excerpt } => {
+                format!("{count} last-round assistant texts would be gone (the first: {excerpt:?})")
+            }
+            Violation::OrphanResult { id } => {
+                format!("the new view holds {count} results without their calls ({id} among them)")
+            }
+            Violation::OrphanCall { id } => {
+                format!("the new view holds {count} calls without their results ({id} among them)")
+            }
+            Violation::AnchorsMissing { excerpt } => {
+                format!("{count} anchors texts are not present verbatim (the first: {excerpt:?})")
+            }
+            Violation::PlanStepMissing { excerpt } => {
+                format!("{count} steps of the live plan are not present verbatim (the first: {excerpt:?})")
+            }
+            Violation::BranchSummaryMissing { excerpt } => format!(
+                "{count} branch summaries are not present verbatim (the first: {excerpt:?})"
+            ),
+            other => other.to_string(),
         }
     }
 
@@ -146,19 +188,18 @@ fn excerpt(text: &str) -> String {
 pub fn check(input: &SurvivalInput<'_>) -> Vec<Violation> {
     let original = input.original;
     let new = input.replacement;
-    let round_start = input
-        .last_round_start
-        .or_else(|| round::last_round_start(original))
-        .unwrap_or(0)
-        .min(original.len());
-    let protected_start = round::protected_start(original, round_start);
+    let round = match input.last_round_start {
+        Some(start) => round::Round::starting_at(original, start),
+        None => round::last_round(original, input.tail).unwrap_or_default(),
+    };
+    let round_start = round.start.min(original.len());
     let mut out = Vec::new();
 
     let kept_user = Kept::new(
         new.iter().filter(|m| m.role == Role::User && !is_checkpoint(m)).flat_map(Message::texts),
     );
     for message in original[round_start..].iter().filter(|m| is_plain_user(m)) {
-        for text in message.texts().filter(|t| !t.trim().is_empty()) {
+        for text in words(message) {
             if !kept_user.holds(text) {
                 out.push(Violation::UserTextGone { excerpt: excerpt(text) });
             }
@@ -170,12 +211,13 @@ pub fn check(input: &SurvivalInput<'_>) -> Vec<Violation> {
     let new_calls: HashSet<&str> = new_assistant.iter().flat_map(|m| m.tool_use_ids()).collect();
     let new_results: HashSet<&str> = new.iter().flat_map(Message::tool_result_ids).collect();
     let kept_assistant = Kept::new(new_assistant.iter().flat_map(|m| m.texts()));
-    for message in &original[protected_start..] {
+    let protected = original.iter().enumerate().filter(|(i, _)| round.protects(*i));
+    for (_, message) in protected {
         if message.role == Role::Assistant {
             for id in message.tool_use_ids().filter(|id| !new_calls.contains(id)) {
                 out.push(Violation::ToolUseGone { id: id.to_owned() });
             }
-            for text in message.texts().filter(|t| !t.trim().is_empty()) {
+            for text in words(message) {
                 if !kept_assistant.holds(text) {
                     out.push(Violation::AssistantTextGone { excerpt: excerpt(text) });
                 }
@@ -218,6 +260,42 @@ impl<'a> Kept<'a> {
                 .texts
                 .iter()
                 .any(|c| !c.trim().is_empty() && (text.starts_with(c) || c.starts_with(text)))
+    }
+}
+
+/// The texts of `message` that are someone's words: not blank, not a compaction marker.
+fn words(message: &Message) -> impl Iterator<Item = &str> {
+    message.texts().filter(|t| !t.trim().is_empty() && !is_compaction_marker(t))
+}
+
+/// Whether `text` is the marker a bound leaves after a message's prefix (docs/compaction.md,
+/// *Room is always found*): Codewhale's words, which a tighter bound replaces with its own.
+pub fn is_compaction_marker(text: &str) -> bool {
+    let text = text.trim();
+    text.starts_with("[... ")
+        && text.ends_with("...]")
+        && text.contains(" bytes were cut by compaction; journal entry ")
+}
+
+/// The violations as one sentence that names each broken part once ("the survival contract
+/// refused it: …" follows it): what would be lost, how many, and the first excerpt.
+pub fn describe(violations: &[Violation]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for rule in Violation::RULES {
+        let of_rule: Vec<&Violation> = violations.iter().filter(|v| v.rule() == rule).collect();
+        let Some(first) = of_rule.first() else { continue };
+        parts.push(match of_rule.len() {
+            1 => first.to_string(),
+            n => first.grouped(n),
+        });
+    }
+    match parts.len() {
+        0 => String::new(),
+        1 => parts.remove(0),
+        _ => {
+            let last = parts.pop().unwrap_or_default();
+            format!("{}, and {last}", parts.join(", "))
+        }
     }
 }
 

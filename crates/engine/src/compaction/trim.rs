@@ -75,7 +75,8 @@ pub enum Shorten {
 ///
 /// What may be left out: whole rounds before the last one (a question with its answer and its
 /// tool calls), and the last round's exchanges older than its protected part — never its user
-/// texts, its two newest exchanges, an anchor, a branch summary or the checkpoint; and, as a
+/// texts, its two newest exchanges (or, after a long discussion, the two it keeps from before
+/// the round), an anchor, a branch summary or the checkpoint; and, as a
 /// note retains them, never the user's older texts that fit the retained budget (newest first,
 /// docs/compaction.md, *The cut*): what the user said outlives the answers around it.
 pub fn fit(
@@ -92,11 +93,12 @@ pub fn fit(
         return Fit::Whole(view);
     }
     let messages = &plain.messages;
-    let round_start = round::last_round_start(messages).unwrap_or(0);
-    let protected_start = round::protected_start(messages, round_start);
+    let round = policy.round(messages, &plain.tokens).unwrap_or_default();
+    let (round_start, protected_start) = (round.start, round.protected_start);
     let (retained, _) = cut::retain(messages, &plain.tokens, protected_start, round_start, policy);
     let pinned = |i: usize| {
         retained.binary_search(&i).is_ok()
+            || round.holds_exchange(i)
             || is_checkpoint(&messages[i])
             || messages[i].anchor
             || messages[i].branch_summary

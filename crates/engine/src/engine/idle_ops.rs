@@ -94,6 +94,10 @@ pub(super) async fn handle_idle_op(
             sink.emit(id, Event::ContextReport { report: Box::new(session.context_report()) })
         }
         Op::ListAnchors => sink.emit(id, Event::Anchors { anchors: session.anchor_infos() }),
+        Op::GetTranscript => {
+            let transcript = Box::new(session.transcript());
+            sink.emit(id, Event::Transcript { transcript });
+        }
         Op::GetHistory { before, limit } => {
             let page = session.history_page(before.as_deref(), limit, false);
             sink.emit(id, Event::History { page });

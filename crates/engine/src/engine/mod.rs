@@ -429,6 +429,7 @@ async fn listening<F: std::future::Future>(
                     op @ (Op::GetContext
                     | Op::ListAnchors
                     | Op::GetHistory { .. }
+                    | Op::GetTranscript
                     | Op::ListGrants
                     | Op::RevokeGrant { .. }
                     | Op::ListUserMessages

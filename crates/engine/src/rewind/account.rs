@@ -56,11 +56,25 @@ pub fn outcome_line(outcome: &RestoreOutcome, when: &str) -> String {
             outcome.restored.join(", ")
         ));
     }
-    if !outcome.skipped.is_empty() {
+    let elsewhere: Vec<&str> = outcome
+        .skipped
+        .iter()
+        .filter(|p| !outcome.protected.contains(p))
+        .map(String::as_str)
+        .collect();
+    if !elsewhere.is_empty() {
         parts.push(format!(
             "left {} changed by someone else since: {}",
-            outcome.skipped.len(),
-            outcome.skipped.join(", ")
+            elsewhere.len(),
+            elsewhere.join(", ")
+        ));
+    }
+    if !outcome.protected.is_empty() {
+        parts.push(format!(
+            "left {} protected (git, Codewhale or instruction files are written back only with \
+             a yes): {}",
+            outcome.protected.len(),
+            outcome.protected.join(", ")
         ));
     }
     for (path, why) in &outcome.failed {

@@ -13,6 +13,11 @@
 //! files are judged again and written back where the plan says (those already back count as
 //! restored), the entries are appended unless an entry with the intent's id is already in the
 //! journal, and the user is told in one line. Finishing twice does nothing the second time.
+//!
+//! The intent is read as one of Codewhale's own files ([`crate::bounded::read_own`]): never
+//! through a link, never a FIFO (which would hang every open), at most [`MAX_INTENT_BYTES`];
+//! anything else is set aside as damaged. Completing it never writes a protected path (no
+//! one is there to say yes): a forged intent cannot plant a git hook from the store.
 
 use std::path::PathBuf;
 
@@ -59,7 +64,7 @@ impl Intent {
     pub fn write(&self, store: &FileStore) -> std::io::Result<()> {
         let path = path(store);
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
+            codewhale_journal::private::create_dir_all(dir)?;
         }
         let bytes = serde_json::to_vec(self).map_err(std::io::Error::other)?;
         codewhale_journal::replace::replace_file(&path, codewhale_journal::replace::PRIVATE, &bytes)
@@ -70,6 +75,9 @@ impl Intent {
 pub(crate) fn has_work(plan: &[Planned]) -> bool {
     plan.iter().any(|p| p.state != RestoreState::Unchanged)
 }
+
+/// The largest intent read: a plan of some 50,000 files.
+pub(crate) const MAX_INTENT_BYTES: u64 = 16 * 1024 * 1024;
 
 fn path(store: &FileStore) -> PathBuf {
     store.dir().join("restore-intent.json")
@@ -101,9 +109,26 @@ fn back_now(planned: &[Planned], now: &[Planned]) -> Vec<String> {
 /// that tells the user, or `None` when there was nothing to finish.
 pub(crate) fn finish(session: &mut Session) -> Option<(NoticeLevel, String)> {
     let store = session.file_store();
-    let bytes = match std::fs::read(path(&store)) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+    let bytes = match crate::bounded::read_own(&path(&store), MAX_INTENT_BYTES) {
+        Ok(Some(b)) => b,
+        Ok(None) => return None,
+        // A link, a FIFO, a device or a file far larger than any plan: not what a restore
+        // wrote. Removing it never blocks.
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::InvalidInput | std::io::ErrorKind::InvalidData
+            ) =>
+        {
+            clear(&store);
+            return Some((
+                NoticeLevel::Warning,
+                format!(
+                    "a rewind or /undo record was found that Codewhale did not write ({e}); it \
+                     was set aside and nothing was restored from it"
+                ),
+            ));
+        }
         Err(e) => {
             return Some((
                 NoticeLevel::Warning,
@@ -153,7 +178,8 @@ fn complete(session: &mut Session, intent: &Intent) -> Result<String, crate::err
     }
     let workspace = session.workspace().to_path_buf();
     let now = restore::restated(intent.files.clone(), &workspace, &store_of(session));
-    let mut outcome = restore::apply(&now, &workspace, &store_of(session), intent.force);
+    let consent = restore::Consent { elsewhere: intent.force, protected: false };
+    let mut outcome = restore::apply(&now, &workspace, &store_of(session), consent);
     // Those a restore before the kill already wrote back count as restored by it.
     let after = restore::restated(intent.files.clone(), &workspace, &store_of(session));
     for path in back_now(&intent.files, &after) {

@@ -109,7 +109,12 @@ pub(crate) fn restore_and_record(
     when: &str,
     intent: Option<&str>,
 ) -> Result<RestoreOutcome, EngineError> {
-    let outcome = restore::apply(plan, session.workspace(), &session.file_store(), force);
+    let outcome = restore::apply(
+        plan,
+        session.workspace(),
+        &session.file_store(),
+        restore::Consent::of_user(force),
+    );
     crate::pause_point::reached("restore:files");
     record(session, plan, &outcome, when, intent.unwrap_or_default())?;
     Ok(outcome)

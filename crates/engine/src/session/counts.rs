@@ -172,7 +172,7 @@ pub fn system_counts_cached(prompt: &str, specs: &[ToolSpec], cache: &Path) -> S
     known.insert(key, (counted.prompt, counted.schemas));
     if let Ok(bytes) = serde_json::to_vec(&known) {
         if let Some(dir) = cache.parent() {
-            let _ = std::fs::create_dir_all(dir);
+            let _ = codewhale_journal::private::create_dir_all(dir);
         }
         let mode = codewhale_journal::replace::PRIVATE;
         let _ = codewhale_journal::replace::replace_file(cache, mode, &bytes);

@@ -4,8 +4,10 @@
 //! cancellation, its task, and a flag and a wake-up the task sets when its answer is in.
 //!
 //! Invariants: a job that is dropped, replaced or stopped is cancelled and its task aborted,
-//! so no request outlives the session that started it; `done` is set by the task just before
-//! it wakes the engine, so a wake-up left over from an earlier job is told apart.
+//! so no request outlives the session that started it; `done` (a usable answer) and `ended`
+//! (any answer, a failure too) are set by the task just before it wakes the engine and returns,
+//! so a wake-up left over from an earlier job is told apart, and an engine woken by it waits
+//! for the task's answer instead of taking a task not finished yet for one still running.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -38,25 +40,31 @@ pub(crate) struct Running<S, T> {
     /// Set by the task when its answer is in (a usable one: a failed request leaves it unset),
     /// just before it wakes the engine.
     pub(crate) done: Arc<AtomicBool>,
+    /// Set by the task when its request has ended, usable or not, just before it wakes the
+    /// engine and returns.
+    pub(crate) ended: Arc<AtomicBool>,
 }
 
 /// What a job's task is given to say its answer is in.
 #[derive(Debug, Clone)]
 pub(crate) struct Signal {
     done: Arc<AtomicBool>,
+    ended: Arc<AtomicBool>,
     wake: Arc<tokio::sync::Notify>,
 }
 
 impl Signal {
-    /// The answer is in: set the flag, then wake the engine.
+    /// The answer is in: set the flags, then wake the engine.
     pub(crate) fn done(&self) {
         self.done.store(true, Ordering::Release);
+        self.ended.store(true, Ordering::Release);
         self.wake.notify_one();
     }
 
     /// The request ended without an answer to use (it failed): wake the engine, which looks at
-    /// the task, without setting the flag.
+    /// the task, without setting `done`.
     pub(crate) fn failed(&self) {
+        self.ended.store(true, Ordering::Release);
         self.wake.notify_one();
     }
 }
@@ -74,6 +82,13 @@ impl<S, T> Running<S, T> {
     pub(crate) fn is_done(&self) -> bool {
         self.done.load(Ordering::Acquire)
     }
+
+    /// Whether the task said its request has ended (its answer, or its failure, is about to be
+    /// returned): waiting for the task now takes no time.
+    pub(crate) fn has_ended(&self) -> bool {
+        self.ended.load(Ordering::Acquire)
+            || self.task.as_ref().is_some_and(tokio::task::JoinHandle::is_finished)
+    }
 }
 
 impl<S, T> Job<S, T> {
@@ -82,10 +97,12 @@ impl<S, T> Job<S, T> {
         self.wake.clone()
     }
 
-    /// A signal for a task about to start, and the flag it sets.
-    pub(crate) fn signal(&self) -> (Signal, Arc<AtomicBool>) {
+    /// A signal for a task about to start, and the flags it sets (`done`, `ended`).
+    pub(crate) fn signal(&self) -> (Signal, (Arc<AtomicBool>, Arc<AtomicBool>)) {
         let done = Arc::new(AtomicBool::new(false));
-        (Signal { done: done.clone(), wake: self.wake.clone() }, done)
+        let ended = Arc::new(AtomicBool::new(false));
+        let signal = Signal { done: done.clone(), ended: ended.clone(), wake: self.wake.clone() };
+        (signal, (done, ended))
     }
 
     /// Holds a started job, stopping any other.
@@ -114,25 +131,55 @@ mod tests {
     #[tokio::test]
     async fn a_dropped_or_replaced_job_is_cancelled_and_a_finished_one_says_so() {
         let mut job: Job<&str, u32> = Job::default();
-        let (signal, done) = job.signal();
+        let (signal, (done, ended)) = job.signal();
         let cancel = CancellationToken::new();
         let first = cancel.clone();
         let task = tokio::spawn(async move {
             signal.done();
             7
         });
-        job.start(Running { state: "first", cancel, task: Some(task), done });
+        job.start(Running { state: "first", cancel, task: Some(task), done, ended });
         job.wake().notified().await;
         let running = job.slot.as_mut().unwrap();
         assert!(running.is_done());
         assert_eq!(running.task.take().unwrap().await.unwrap(), 7);
         let cancel = CancellationToken::new();
         let second = cancel.clone();
-        let (_, done) = job.signal();
+        let (_, (done, ended)) = job.signal();
         let never = tokio::spawn(std::future::pending::<u32>());
-        job.start(Running { state: "second", cancel, task: Some(never), done });
+        job.start(Running { state: "second", cancel, task: Some(never), done, ended });
         assert!(first.is_cancelled(), "the replaced job was cancelled");
         drop(job);
         assert!(second.is_cancelled(), "a dropped job is cancelled");
+    }
+
+    /// The race idle compaction lost: the task wakes the engine just before it returns, so an
+    /// engine that looks at the handle alone may find it still running. `ended` is set first,
+    /// failures included, and says the answer is a wait of no time away.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_ended_request_is_told_apart_before_its_task_returns() {
+        for fails in [false, true] {
+            let mut job: Job<(), u32> = Job::default();
+            let (signal, (done, ended)) = job.signal();
+            let (release, hold) = tokio::sync::oneshot::channel::<()>();
+            let task = tokio::spawn(async move {
+                if fails {
+                    signal.failed();
+                } else {
+                    signal.done();
+                }
+                let _ = hold.await;
+                7
+            });
+            let cancel = CancellationToken::new();
+            job.start(Running { state: (), cancel, task: Some(task), done, ended });
+            job.wake().notified().await;
+            let running = job.slot.as_mut().unwrap();
+            assert!(!running.task.as_ref().unwrap().is_finished(), "not returned yet");
+            assert!(running.has_ended(), "but ended");
+            assert_eq!(running.is_done(), !fails);
+            let _ = release.send(());
+            assert_eq!(running.task.take().unwrap().await.unwrap(), 7);
+        }
     }
 }

@@ -169,13 +169,17 @@ impl Session {
         }
     }
 
-    /// The catalog's models for `/model`'s picker, the current one marked.
+    /// The catalog's models for `/model`'s picker, the current one marked. A window nobody
+    /// knows is 0 (the picker shows `?`): the current model's too when the session only
+    /// guesses it (an unverified default).
     pub async fn model_choices(&self) -> Vec<ModelChoice> {
         let current = self.model().to_owned();
         let is_current = |id: &str| id.eq_ignore_ascii_case(&current);
+        let limits = self.budget.limits();
+        let current_window = if limits.is_unverified() { 0 } else { limits.window };
         let window = |id: &str| {
             if is_current(id) {
-                self.budget.limits().window
+                current_window
             } else {
                 let known = codewhale_provider::lookup_model(id);
                 if known.verified {
@@ -210,10 +214,14 @@ impl Session {
         }
         if !choices.iter().any(|c| c.current) {
             // A model neither lists: still shown, and marked.
-            let context_window = self.budget.limits().window;
             choices.insert(
                 0,
-                ModelChoice { id: current, context_window, current: true, from_server: false },
+                ModelChoice {
+                    id: current,
+                    context_window: current_window,
+                    current: true,
+                    from_server: false,
+                },
             );
         }
         choices
@@ -335,34 +343,38 @@ impl Session {
         self.refresh_system_prompt();
     }
 
-    /// The server silently cut a request to `kept` tokens ([`crate::truncation`]): that is
-    /// its window from now on, journaled with its cause so a reopened session keeps it.
-    pub fn learn_cut_window(&mut self, kept: u64, estimate: u64) -> Result<(), EngineError> {
-        self.confirm_cut = true;
+    /// The server silently cut a request estimated at `estimate` to `kept` tokens
+    /// ([`crate::truncation`]): the window it runs the model with from now on is the one the
+    /// server states (Ollama's `/api/ps`, llama.cpp's `/props`, asked now, at most 800 ms a
+    /// question), else the count it reported; journaled with its source so a reopened session
+    /// keeps it. Returns the window learned and whether the server stated it.
+    pub async fn learn_cut_window(
+        &mut self,
+        kept: u64,
+        estimate: u64,
+    ) -> Result<(u64, Option<codewhale_provider::ProbeSource>), EngineError> {
+        let stated = self.client.probe_window(&self.provider.model).await;
+        let (window, source, said) = match &stated {
+            Some(probed) => (
+                probed.tokens,
+                WindowSource::Probe(probed.source),
+                format!("as {} states", probed.source.describe()),
+            ),
+            None => (kept, WindowSource::Truncation, "the count it reported".to_owned()),
+        };
+        if let Some(probe) = source.probe() {
+            self.window_from = Some(probe.describe().to_owned());
+        }
         self.journal_window(
-            kept,
-            WindowSource::Truncation,
+            window,
+            source,
             Level::Warning,
             format!(
                 "the server kept only {kept} tokens of a request estimated at {estimate} \
-                 (silent truncation); its window is taken as {kept} tokens from now on"
+                 (silent truncation); its window is taken as {window} tokens from now on \
+                 ({said})"
             ),
-        )
-    }
-
-    /// After a silent cut, Ollama's `/api/ps` or llama.cpp's `/props` (where the server is one)
-    /// states the window it runs the model with: that replaces the figure read from the usage
-    /// report, journaled with where it came from.
-    pub async fn confirm_cut_window(&mut self) -> Result<(), EngineError> {
-        if !std::mem::take(&mut self.confirm_cut) {
-            return Ok(());
-        }
-        let Some(probed) = self.client.probe_window(&self.provider.model).await else {
-            return Ok(());
-        };
-        if probed.tokens == self.budget.limits().window {
-            return Ok(());
-        }
-        self.learn_window(probed.tokens, WindowSource::Probe(probed.source))
+        )?;
+        Ok((window, stated.map(|p| p.source)))
     }
 }

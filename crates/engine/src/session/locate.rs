@@ -56,6 +56,46 @@ pub fn find_by_id(home: &Path, id: &str) -> Result<PathBuf, EngineError> {
     }
 }
 
+/// The shortest prefix of session `id`, at least [`SHORT_ID`] characters, that
+/// [`find_by_id`] resolves to that session alone: no other session file in `home`, nor any id
+/// of `others` (a session not written yet), starts with it. Ids of one moment share their
+/// first characters (uuid v7 begins with the time), so a fixed-length prefix is not enough.
+/// `None` when `id` is not a kept session.
+pub fn unique_prefix(home: &Path, id: &str, others: &[&str]) -> Option<String> {
+    let dir = sessions_dir(home);
+    let stems: Vec<String> = std::fs::read_dir(&dir)
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .filter_map(|p| p.file_stem().and_then(|s| s.to_str()).map(str::to_owned))
+        .collect();
+    if !stems.iter().any(|s| s == id) {
+        return None;
+    }
+    let rivals: Vec<&str> = stems
+        .iter()
+        .map(String::as_str)
+        .chain(others.iter().copied())
+        .filter(|s| *s != id)
+        .collect();
+    let ends = id.char_indices().map(|(i, c)| i + c.len_utf8());
+    for end in ends.skip(SHORT_ID.saturating_sub(1)) {
+        let prefix = &id[..end];
+        // A prefix ending on a dash reads like a typo: take the next character too.
+        if prefix.ends_with('-') {
+            continue;
+        }
+        if !rivals.iter().any(|r| r.starts_with(prefix)) {
+            return Some(prefix.to_owned());
+        }
+    }
+    Some(id.to_owned())
+}
+
+/// Characters of a session id shown where a short one will do.
+pub const SHORT_ID: usize = 8;
+
 /// The newest session started in `workspace`.
 ///
 /// Headers store the canonical workspace path, so `workspace` is canonicalized here: callers
@@ -180,5 +220,33 @@ mod tests {
         let gone = Path::new("/no/such/codewhale/workspace");
         let (home, session) = home_with_session(gone);
         assert_eq!(find_last(home.path(), gone).unwrap(), session);
+    }
+
+    /// Ids of one millisecond share their first 13 characters: the prefix offered for one of
+    /// them must reach past them, and `/resume PREFIX` must find it alone.
+    #[test]
+    fn a_unique_prefix_resolves_to_its_session_alone() {
+        let home = tempfile::tempdir().unwrap();
+        let dir = sessions_dir(home.path());
+        std::fs::create_dir_all(&dir).unwrap();
+        let old = "01a244d9-5b1c-7e00-8a11-000000000001";
+        let near = "01a244d9-5b1c-7e00-9f22-000000000002";
+        for id in [old, near, "01a244d8-0000-7000-8000-000000000003"] {
+            std::fs::write(dir.join(format!("{id}.jsonl")), "{}\n").unwrap();
+        }
+        let prefix = unique_prefix(home.path(), old, &[]).unwrap();
+        assert_eq!(prefix, "01a244d9-5b1c-7e00-8");
+        assert_eq!(find_by_id(home.path(), &prefix).unwrap(), dir.join(format!("{old}.jsonl")));
+        // A session not on disk yet counts too.
+        let third = "01a244d8-0000-7000-8000-000000000003";
+        let fresh = "01a244d8-0000-7000-8000-000000000999";
+        assert_eq!(
+            unique_prefix(home.path(), third, &[fresh]).unwrap(),
+            "01a244d8-0000-7000-8000-0000000000"
+        );
+        // A lone session keeps the short form; one that was not kept has none.
+        std::fs::remove_file(dir.join(format!("{near}.jsonl"))).unwrap();
+        assert_eq!(unique_prefix(home.path(), old, &[]).unwrap(), "01a244d9");
+        assert_eq!(unique_prefix(home.path(), near, &[]), None);
     }
 }

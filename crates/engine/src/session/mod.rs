@@ -38,7 +38,7 @@ use crate::tools::process::ProcessGroups;
 use crate::tools::{self, BackgroundRegistry};
 use codewhale_protocol::NoticeLevel;
 use counts::Counts;
-pub use locate::{find_by_id, find_last, sessions_dir, Resume};
+pub use locate::{find_by_id, find_last, sessions_dir, unique_prefix, Resume};
 use mcp_tools::McpTools;
 pub(crate) use mcp_tools::{mcp_servers, mcp_specs};
 
@@ -123,9 +123,6 @@ pub struct Session {
     pub(crate) spend: Spend,
     /// Where the window came from when the local server stated it ("Ollama's /api/ps").
     pub(crate) window_from: Option<String>,
-    /// A silent cut was just learned from a usage report: the server is asked to confirm the
-    /// window before the next request.
-    pub(crate) confirm_cut: bool,
     /// The model that refused a request's images in this run: while it is the model, images
     /// are sent as their one line ([`crate::convert::Images::Refused`]).
     pub(crate) images_refused: Option<String>,

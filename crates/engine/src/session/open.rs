@@ -157,7 +157,6 @@ impl Session {
             branch_summary: crate::session::summary_slot::Pending::default(),
             spend: super::Spend::default(),
             window_from: None,
-            confirm_cut: false,
             no_model: None,
         };
         if switched {

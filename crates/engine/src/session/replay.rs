@@ -13,7 +13,10 @@
 //!   that reply on is "added since", and what left the prompt since is subtracted: the
 //!   `savings` of this branch's compaction records written after it, and the pins withdrawn
 //!   after it. The live session uses this replay at open, after every HEAD move and after an
-//!   anchor is withdrawn, and keeps the same sums as it goes.
+//!   anchor is withdrawn, and keeps the same sums as it goes;
+//! - **the last reply's figures** (its report and its request's estimate), kept while the view
+//!   has only grown since, so silent truncation is caught across processes
+//!   (docs/compaction.md, *Small local models*).
 
 use codewhale_journal::{flags, kind, EntryId, Journal, Payload};
 
@@ -176,12 +179,18 @@ pub fn replay(
             savings += tokens(&journal.read_entry(pin));
         }
     }
+    let pair = budget.report_pair();
     budget.record_compaction(view_total, savings);
     // A compaction written after that request replaced the view it trimmed.
     let compacted_since = journal
         .compactions()
         .any(|(e, r)| journal.line_of(e.id.as_str()).unwrap_or(0) > basis_line && on_branch(e, r));
     budget.set_trimmed(trimmed && !compacted_since);
+    // The view only grew since that reply: its journaled figures are what the next reply is
+    // compared with to catch a silent cut, in this process as in the one that wrote it.
+    if savings == 0 && !compacted_since {
+        budget.restore_pair(pair);
+    }
     budget
 }
 

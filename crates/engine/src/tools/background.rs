@@ -97,7 +97,7 @@ impl BackgroundRegistry {
 
     /// The next id and the log file path for it.
     pub(crate) fn reserve(&self) -> std::io::Result<(String, PathBuf)> {
-        std::fs::create_dir_all(&self.log_dir)?;
+        codewhale_journal::private::create_dir_all(&self.log_dir)?;
         let n = {
             let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
             *next += 1;

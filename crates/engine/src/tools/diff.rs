@@ -3,7 +3,9 @@
 //!
 //! Read-only: nothing is written. `None` when the call is not a write or an edit, its
 //! arguments are unusable, or the edit is one the tool would refuse (`files::apply_edit`, the
-//! one rule both use; the call fails anyway and says why). A very large diff is cut with a line saying how much was left out.
+//! one rule both use; the call fails anyway and says why), or the file is not a regular one or
+//! over [`MAX_BEFORE_BYTES`] (a FIFO is never opened for a read: the tool refuses it). A very
+//! large diff is cut with a line saying how much was left out.
 
 use serde_json::Value;
 
@@ -12,13 +14,19 @@ use crate::text_diff::{cap, unified};
 
 /// The most of a diff an approval shows.
 pub const MAX_DIFF_BYTES: usize = 256 * 1024;
+/// The largest file a diff is made against.
+pub const MAX_BEFORE_BYTES: u64 = 16 * 1024 * 1024;
 
 /// The unified diff of the change `name` with `input` would make in `workspace`.
 pub fn preview(workspace: &std::path::Path, name: &str, input: &Value) -> Option<String> {
     let raw = input.get("path")?.as_str()?;
     let resolved = paths::resolve(workspace, raw).ok()?;
     let shown = paths::display(workspace, &resolved.path);
-    let before = std::fs::read_to_string(&resolved.path).ok();
+    let before = match crate::bounded::read_regular(&resolved.path, MAX_BEFORE_BYTES) {
+        Ok(None) => None,
+        Ok(Some((bytes, false))) => String::from_utf8(bytes).ok(),
+        Ok(Some((_, true))) | Err(_) => return None,
+    };
     let after = match name {
         "write_file" => input.get("content")?.as_str()?.to_owned(),
         "edit_file" => {

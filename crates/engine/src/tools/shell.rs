@@ -413,7 +413,12 @@ pub async fn spawn_background(
             return fail(format!("cannot create the background log folder: {err}"));
         }
     };
-    let file = match std::fs::File::create(&log) {
+    let file = match codewhale_journal::private::options()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&log)
+    {
         Ok(f) => f,
         Err(err) => {
             give_back(watch);

@@ -94,7 +94,7 @@ pub(super) fn remember(
         Decision { sha256, trusted, at: chrono::Utc::now().to_rfc3339() },
     );
     let bytes = serde_json::to_vec_pretty(&store).map_err(std::io::Error::other)?;
-    std::fs::create_dir_all(home)?;
+    codewhale_journal::private::create_dir_all(home)?;
     let path = store_path(home);
     codewhale_journal::replace::replace_file(&path, codewhale_journal::replace::PRIVATE, &bytes)
 }

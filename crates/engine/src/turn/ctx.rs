@@ -38,6 +38,9 @@ pub struct TurnCtx<'a> {
     pub(super) spent_at_start: (crate::spend::Spent, crate::spend::Spent),
     /// The request being answered carries image bytes.
     pub(super) carries_images: bool,
+    /// The reply just journaled looks silently cut by the server: its reported count and its
+    /// request's estimate, until the window is learned from them.
+    pub(super) cut: Option<(u64, u64)>,
 }
 
 impl<'a> TurnCtx<'a> {
@@ -53,6 +56,7 @@ impl<'a> TurnCtx<'a> {
         TurnCtx {
             spent_at_start,
             carries_images: false,
+            cut: None,
             session,
             events,
             submission,

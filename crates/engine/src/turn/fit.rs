@@ -93,7 +93,7 @@ fn fit_once(
     let plan = session.live_plan();
     let policy = CutPolicy {
         retained_tokens: session.config().compaction.retained_user_tokens,
-        ..CutPolicy::new(budget.limits().usable_input, budget.calibration())
+        ..CutPolicy::of(budget.limits(), budget.calibration())
     };
     let system = budget.system_tokens() + trim::notice_tokens(plan.as_ref());
     let fitted = trim::fit(view, &plain, system, &policy, shorten);
@@ -104,15 +104,9 @@ fn fit_once(
             // Said once a turn: a long turn that keeps trimming does not repeat it per request.
             if !ctx.said_trimmed {
                 ctx.said_trimmed = true;
-                let shortened =
-                    if bounded.is_empty() { "" } else { " and shortens long outputs in it" };
                 ctx.emit(Event::Notice {
                     level: NoticeLevel::Warning,
-                    message: format!(
-                        "this request leaves out the {dropped} oldest messages{shortened} so that \
-                         it fits the window (the journal keeps them whole); the next turn tries \
-                         to compact again"
-                    ),
+                    message: trimmed_notice(dropped, !bounded.is_empty()),
                 });
             }
             let notice = (dropped > 0).then(|| trim::notice(dropped, &first, plan.as_ref()));
@@ -124,6 +118,22 @@ fn fit_once(
             Err(Box::new(view))
         }
     }
+}
+
+/// The one sentence a turn says when a request is trimmed: what was left out, what was
+/// shortened — each only when there is some — and that the journal keeps it whole.
+fn trimmed_notice(dropped: usize, shortened: bool) -> String {
+    let what = match (dropped, shortened) {
+        (0, _) => "shortens long outputs in the last round".to_owned(),
+        (1, false) => "leaves out the oldest message".to_owned(),
+        (1, true) => "leaves out the oldest message and shortens long outputs".to_owned(),
+        (n, false) => format!("leaves out the {n} oldest messages"),
+        (n, true) => format!("leaves out the {n} oldest messages and shortens long outputs"),
+    };
+    format!(
+        "this request {what} so that it fits the window (the journal keeps everything whole); \
+         the next turn tries to compact again"
+    )
 }
 
 /// The stop message when nothing more can be cut: names the largest part that is too big and
@@ -179,4 +189,18 @@ fn too_big_message(ctx: &TurnCtx<'_>) -> String {
         "the conversation cannot fit the {usable} tokens this model accepts even after \
          compaction: {part}"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::trimmed_notice;
+
+    #[test]
+    fn a_trimmed_request_says_only_what_it_did() {
+        let bounded_only = trimmed_notice(0, true);
+        assert!(bounded_only.starts_with("this request shortens long outputs"), "{bounded_only}");
+        assert!(!bounded_only.contains('0'), "no \"0 oldest messages\": {bounded_only}");
+        assert!(trimmed_notice(1, false).contains("leaves out the oldest message so"));
+        assert!(trimmed_notice(7, true).contains("the 7 oldest messages and shortens"));
+    }
 }

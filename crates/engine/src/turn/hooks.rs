@@ -15,6 +15,7 @@ use codewhale_journal::Trigger;
 use codewhale_provider::ProviderError;
 
 use super::ctx::TurnCtx;
+use crate::budget::WindowSource;
 use crate::compaction::pass::{self, PassRequest};
 use crate::error::EngineError;
 use codewhale_protocol::{Event, NoticeLevel};
@@ -29,8 +30,6 @@ const SETTLE_FRACTION: f64 = 0.5;
 
 /// Runs before every model request.
 pub async fn before_request(ctx: &mut TurnCtx<'_>) -> Result<(), EngineError> {
-    // A silent cut learned from the last reply: the server confirms its window, if it says.
-    ctx.session.confirm_cut_window().await?;
     let session = &mut *ctx.session;
     if session.has_provisional_counts() {
         let limits = *session.budget().limits();
@@ -45,8 +44,8 @@ pub async fn before_request(ctx: &mut TurnCtx<'_>) -> Result<(), EngineError> {
         // Past the early mark, the next note is written in the background meanwhile.
         let in_tool_loop = ctx.stats.requests > 0;
         let (events, submission) = (ctx.events, ctx.submission);
-        crate::compaction::background::maybe_start(ctx.session, events, submission, in_tool_loop)
-            .await;
+        let at = crate::compaction::background::StartAt::Turn { in_tool_loop };
+        crate::compaction::background::maybe_start(ctx.session, events, submission, at).await;
         return Ok(());
     }
     // Armed every turn (docs/compaction.md, *Triggers*): a session above the threshold tries a
@@ -82,14 +81,34 @@ pub async fn before_request(ctx: &mut TurnCtx<'_>) -> Result<(), EngineError> {
     Ok(())
 }
 
-/// Runs when the provider rejected the request as too long. Returns whether to retry it.
+/// Runs when the provider rejected the request as too long (`estimate`: the o200k estimate of
+/// the request it rejected). Returns whether to send a request again: only when it will be a
+/// smaller one — compacted, or fitted to a window that just shrank — never the same twice.
 pub async fn on_context_overflow(
     ctx: &mut TurnCtx<'_>,
     error: &ProviderError,
+    estimate: u64,
 ) -> Result<bool, EngineError> {
-    // Said in words before anything changes: why the reply did not come, and what happens now.
+    let limits = *ctx.session.budget().limits();
     let stated = match error.kind {
-        codewhale_provider::ErrorKind::ContextOverflow { limit: Some(limit), requested } => {
+        codewhale_provider::ErrorKind::ContextOverflow { limit, .. } => limit,
+        _ => None,
+    };
+    // The window the rejection teaches: the one it states, else 90 % of the rejected request
+    // (the window is at most that), never more than the window in use.
+    let (window, source) = match stated {
+        Some(limit) => (limit, WindowSource::Overflow),
+        None => {
+            let calibration = ctx.session.budget().calibration();
+            let window =
+                crate::budget::unnumbered_overflow_window(estimate, calibration, limits.window);
+            (window, WindowSource::OverflowUnnumbered)
+        }
+    };
+    let shrinks = window < limits.window;
+    // Said in words before anything changes: why the reply did not come, and what happens now.
+    let message = match (&error.kind, shrinks) {
+        (codewhale_provider::ErrorKind::ContextOverflow { limit: Some(limit), requested }, _) => {
             let asked = requested.map(|r| format!(" ({r} tokens)")).unwrap_or_default();
             format!(
                 "the provider rejected the request as too long{asked}: its window is {limit} \
@@ -97,22 +116,33 @@ pub async fn on_context_overflow(
                  sends the request again"
             )
         }
-        _ => "the provider rejected the request as too long; Codewhale compacts the \
-              conversation and sends the request again"
+        (_, true) => format!(
+            "the provider rejected the request as too long without saying its window; the \
+             window is at most that request's size, so Codewhale takes it as {window} tokens \
+             (90 % of the request) from now on, compacts the conversation to fit and sends a \
+             shorter request"
+        ),
+        (_, false) => "the provider rejected the request as too long; Codewhale compacts the \
+                       conversation and sends a shorter request"
             .to_owned(),
     };
-    ctx.emit(Event::Notice { level: NoticeLevel::Warning, message: stated });
-    if let codewhale_provider::ErrorKind::ContextOverflow { limit: Some(limit), .. } = error.kind {
-        // The provider's stated window is the truth for this session (docs/compaction.md,
+    ctx.emit(Event::Notice { level: NoticeLevel::Warning, message });
+    let learn = match stated {
+        Some(limit) => limit != limits.window || limits.window_source != WindowSource::Overflow,
+        None => shrinks,
+    };
+    if learn {
+        // The provider's window is the truth for this session (docs/compaction.md,
         // *Triggers*); journaled, so a reopened session and `codewhale context` use it too.
-        let limits = ctx.session.budget().limits();
-        if limits.window != limit || limits.window_source != crate::budget::WindowSource::Overflow {
-            ctx.session.learn_window(limit, crate::budget::WindowSource::Overflow)?;
-            ctx.emit_usage(None, None);
-        }
+        ctx.session.learn_window(window, source)?;
+        ctx.emit_usage(None, None);
     }
-    // Reactive compaction: compact below the (possibly just learned) window, then retry once.
-    Ok(in_turn(ctx, codewhale_journal::Trigger::Reactive).await)
+    // Reactive compaction below the (possibly just learned) window; the request is sent again
+    // when it compacted or when the fit will cut it to the smaller window — never as it was.
+    let compacted = in_turn(ctx, codewhale_journal::Trigger::Reactive).await;
+    let budget = ctx.session.budget();
+    let refitted = shrinks && budget.calibrated(estimate) > budget.limits().usable_input;
+    Ok(compacted || refitted)
 }
 
 /// Runs one in-turn pass with `trigger` if the turn has passes left; true when it compacted.

@@ -5,7 +5,9 @@
 //! that names it is appended — a kill between the two leaves an unused blob, never an entry
 //! without its blob; an image that cannot be taken (missing, not an image, over 20 MB,
 //! damaged) is named in one notice and the message goes on without it; an `@` mention of an
-//! image file goes with the message as an image, every other mention is a text attachment.
+//! image file goes with the message as an image, every other mention is a text attachment. A
+//! message carries at most [`images::MAX_PER_MESSAGE`] images: those past it are not read,
+//! and are refused together in one sentence.
 
 use codewhale_journal::{Block, UserPayload};
 use codewhale_provider::ProviderError;
@@ -41,7 +43,13 @@ pub(super) fn take(ctx: &mut TurnCtx<'_>, message: UserMessage) -> Taken {
     let mut payload = UserPayload::text(text);
     let mut shown = Vec::new();
     let dir = ctx.session.blob_dir();
-    for (raw, at) in named.iter().map(|r| (r, "")).chain(mentioned.iter().map(|r| (r, "@"))) {
+    let all: Vec<(&String, &str)> =
+        named.iter().map(|r| (r, "")).chain(mentioned.iter().map(|r| (r, "@"))).collect();
+    let (taken, past) = all.split_at(all.len().min(images::MAX_PER_MESSAGE));
+    if !past.is_empty() {
+        ctx.emit(Event::Notice { level: NoticeLevel::Warning, message: too_many(past) });
+    }
+    for &(raw, at) in taken {
         match one(ctx, raw, &dir) {
             Ok((block, scaled)) => {
                 shown.push(images::info(&block, scaled));
@@ -58,6 +66,27 @@ pub(super) fn take(ctx: &mut TurnCtx<'_>, message: UserMessage) -> Taken {
         crate::pause_point::reached("image:blob");
     }
     Taken { payload, images: shown, attachments }
+}
+
+/// The one sentence that refuses the images past the bound, naming the first few.
+fn too_many(past: &[(&String, &str)]) -> String {
+    const NAMED: usize = 3;
+    let name = |raw: &str| {
+        let path = std::path::Path::new(raw);
+        path.file_name().map_or_else(|| raw.to_owned(), |n| n.to_string_lossy().into_owned())
+    };
+    let mut names: Vec<String> =
+        past.iter().take(NAMED).map(|(raw, at)| format!("{at}{}", name(raw))).collect();
+    if past.len() > NAMED {
+        names.push(format!("and {} more", past.len() - NAMED));
+    }
+    format!(
+        "{} images were not attached ({}): a message carries at most {} images; send them in \
+         another message",
+        past.len(),
+        names.join(", "),
+        images::MAX_PER_MESSAGE
+    )
 }
 
 fn one(

@@ -26,6 +26,11 @@ pub use ctx::{TurnCtx, TurnOutcome};
 pub use hooks::{before_request, on_context_overflow};
 pub use intake::UserMessage;
 
+/// How many times one request of a turn is sent again after the provider rejected it as too
+/// long: each time smaller (an unnumbered overflow takes 10 % off the window at least), so a
+/// window far below the catalog's is found within a turn.
+const MAX_OVERFLOW_RETRIES: u32 = 4;
+
 /// Runs one user turn to its end. Emits `TurnStarted` … `TurnFinished`; errors that stop the
 /// turn are emitted as `Error` events and journaled as `system` notices.
 pub async fn run_turn(ctx: &mut TurnCtx<'_>, message: UserMessage) -> TurnOutcome {
@@ -73,7 +78,8 @@ pub async fn run_turn(ctx: &mut TurnCtx<'_>, message: UserMessage) -> TurnOutcom
     if outcome.status == TurnStatus::Completed && !ctx.session.one_turn() {
         // The user reads and types now: the time a background note is written in.
         let (events, submission) = (ctx.events, ctx.submission);
-        crate::compaction::background::maybe_start(ctx.session, events, submission, false).await;
+        let at = crate::compaction::background::StartAt::Turn { in_tool_loop: false };
+        crate::compaction::background::maybe_start(ctx.session, events, submission, at).await;
     }
     let mut stats = ctx.stats;
     stats.elapsed_ms = u64::try_from(ctx.started.elapsed().as_millis()).unwrap_or(u64::MAX);
@@ -138,7 +144,7 @@ async fn drive(ctx: &mut TurnCtx<'_>, message: UserMessage) -> Result<TurnOutcom
     ctx.session.sync().await?;
     // An estimate right away, so a gauge moves before the first reply reports.
     ctx.emit_usage(None, None);
-    let mut overflow_retried = false;
+    let mut overflows = 0;
     let mut images_retried = false;
     loop {
         if ctx.cancel.is_cancelled() {
@@ -252,12 +258,14 @@ async fn drive(ctx: &mut TurnCtx<'_>, message: UserMessage) -> Result<TurnOutcom
                     intake::images_refused(ctx, &failure.error);
                     continue;
                 }
+                // Each retry follows a compaction or a smaller window, so it is a shorter
+                // request; a provider that keeps rejecting stops the turn after a few.
                 if failure.error.is_context_overflow()
-                    && !overflow_retried
+                    && overflows < MAX_OVERFLOW_RETRIES
                     && failure.partial.is_none()
                 {
-                    overflow_retried = true;
-                    if on_context_overflow(ctx, &failure.error).await? {
+                    overflows += 1;
+                    if on_context_overflow(ctx, &failure.error, estimate).await? {
                         continue;
                     }
                 }
@@ -275,6 +283,12 @@ async fn drive(ctx: &mut TurnCtx<'_>, message: UserMessage) -> Result<TurnOutcom
             .collect();
         let stop = response.stop_reason.clone();
         record_response(ctx, &response, reads, estimate, false)?;
+        if let Some(StopReason::Other(reason)) = &stop {
+            if let Some(message) = cut_by_provider(reason) {
+                ctx.emit(Event::Notice { level: NoticeLevel::Warning, message });
+            }
+        }
+        learn_cut(ctx).await?;
         if calls.is_empty() {
             if stop == Some(StopReason::MaxTokens) {
                 ctx.emit(Event::Notice {
@@ -295,6 +309,47 @@ async fn drive(ctx: &mut TurnCtx<'_>, message: UserMessage) -> Result<TurnOutcom
             return Ok(TurnOutcome { status: TurnStatus::Interrupted, text });
         }
     }
+}
+
+/// What the user is told when the provider itself cut the reply (a content filter on any wire,
+/// the Responses API's `incomplete_details.reason`, Anthropic's `refusal`): `None` for a
+/// reason that is no cut.
+fn cut_by_provider(reason: &str) -> Option<String> {
+    match reason {
+        "content_filter" => Some(
+            "the provider's content filter cut the reply short (content_filter); what came \
+             before the cut is kept — rephrase the request to go on"
+                .to_owned(),
+        ),
+        "refusal" => Some(
+            "the model refused to go on (refusal); what came before is kept — rephrase the \
+             request to go on"
+                .to_owned(),
+        ),
+        _ => None,
+    }
+}
+
+/// The reply just journaled was silently cut by the server: the window is learned — the one
+/// the server states, else the count it reported — and the user is told once, in one sentence,
+/// how to raise it; the next request is fitted to it.
+async fn learn_cut(ctx: &mut TurnCtx<'_>) -> Result<(), EngineError> {
+    let Some((kept, estimate)) = ctx.cut.take() else { return Ok(()) };
+    let sent = ctx.session.budget().calibrated(estimate);
+    let (window, stated) = ctx.session.learn_cut_window(kept, estimate).await?;
+    let whose = match stated {
+        Some(source) => format!("the {window}-token window {} states", source.describe()),
+        None => format!("a {window}-token window"),
+    };
+    let message = format!(
+        "the server kept only part of the prompt (it read {kept} of about {sent} tokens, so the \
+         model did not see the start of the conversation); Codewhale now uses {whose} and \
+         compacts to fit it, and a larger window on the server (OLLAMA_CONTEXT_LENGTH for \
+         Ollama, --ctx-size for llama.cpp) gives the model more"
+    );
+    ctx.emit(Event::Notice { level: codewhale_protocol::NoticeLevel::Warning, message });
+    ctx.emit_usage(None, None);
+    Ok(())
 }
 
 /// Journals the assistant entry of a response and updates the budget from its usage.
@@ -343,16 +398,8 @@ fn record_response(
         let may_cut = may_cut && !ctx.carries_images;
         if may_cut && ctx.session.budget().cut_silently(reported, estimate) {
             // Never a calibration: the count is of what the server kept, not of what was sent.
-            ctx.session.learn_cut_window(reported, estimate)?;
-            let message = format!(
-                "the server kept only part of the prompt: it read {reported} tokens of about {}, \
-                 so the model did not see the start of the conversation; Codewhale now uses a \
-                 {reported}-token window and compacts to fit it. To give the model more, raise \
-                 the server's window (OLLAMA_CONTEXT_LENGTH for Ollama, --ctx-size for \
-                 llama.cpp)",
-                ctx.session.budget().calibrated(estimate)
-            );
-            ctx.emit(Event::Notice { level: codewhale_protocol::NoticeLevel::Warning, message });
+            // The window is learned once the reply is journaled ([`learn_cut`]).
+            ctx.cut = Some((reported, estimate));
         } else {
             ctx.session.budget_mut().record_report(reported, estimate);
         }

@@ -131,6 +131,7 @@ async fn committed_in_the_background(provider: &str) {
         original: &old.messages,
         replacement: &new.messages,
         last_round_start: None,
+        tail: None,
         anchors: &[],
         branch_summaries: &[],
         require_checkpoint: true,
@@ -142,7 +143,7 @@ async fn committed_in_the_background(provider: &str) {
     assert!(r.tokens_after < r.tokens_before);
     // The receipt describes the view the record replaced, not the snapshot turns earlier.
     let receipt = r.receipt.as_ref().unwrap();
-    let round_start = round::last_round_start(&old.messages).unwrap();
+    let round_start = round::last_round(&old.messages, None).unwrap().start;
     assert_eq!(receipt.last_round_messages, (old.messages.len() - round_start) as u64);
     let checkpoint = new.messages.iter().position(is_checkpoint).unwrap();
     let kept = new.messages[checkpoint..].iter().filter(|m| m.role == Role::Assistant).count();
@@ -362,6 +363,7 @@ async fn a_note_whose_view_is_still_too_big_is_folded_into_a_foreground_pass() {
         original: &old.messages,
         replacement: &new.messages,
         last_round_start: None,
+        tail: None,
         anchors: &[],
         branch_summaries: &[],
         require_checkpoint: true,

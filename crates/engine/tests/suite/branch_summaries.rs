@@ -269,6 +269,7 @@ async fn a_head_move_or_the_timeout_drops_it() {
 #[tokio::test]
 async fn a_branch_summary_is_read_by_the_model_and_kept_through_three_compactions() {
     let h = Harness::new().await;
+    h.hosted_api();
     let mut engine = spawn(&h, "openai", WINDOW);
     h.server.push(Reply::text(prose("answer 0", 300)).with_usage(2_000, 1_500));
     engine.turn("question 0").await;

@@ -86,6 +86,16 @@ impl Harness {
         std::fs::write(self.home.path().join("config.toml"), text).unwrap();
     }
 
+    /// The mock stands for a hosted API (`[provider] hosted = true`, added to the home's
+    /// `config.toml`): for tests whose replies report fixed prompt sizes, as no server that cuts
+    /// prompts silently would (docs/compaction.md, *Small local models*).
+    pub fn hosted_api(&self) {
+        let path = self.home.path().join("config.toml");
+        let mut text = std::fs::read_to_string(&path).unwrap_or_default();
+        text.push_str("\n[provider]\nhosted = true\n");
+        std::fs::write(path, text).unwrap();
+    }
+
     /// Leaving a branch writes no summary of it: for tests of HEAD moves that count requests
     /// and entries exactly.
     pub fn no_branch_summaries(&self) {

@@ -235,6 +235,7 @@ async fn auto_compaction_triggers_at_the_threshold_and_not_before() {
 #[tokio::test]
 async fn mid_tool_loop_compaction_keeps_the_pending_round_intact() {
     let h = Harness::new().await;
+    h.hosted_api();
     h.write("notes.txt", &prose("file", 200));
     let mut engine = spawn(&h, "openai", WINDOW);
     for k in 0..3 {
@@ -275,6 +276,7 @@ async fn reactive_compaction_after_an_overflow_in_every_shape_then_the_retry_suc
     ];
     for shape in shapes {
         let h = Harness::new().await;
+        h.hosted_api();
         let mut engine = spawn(&h, "openai", WINDOW);
         for k in 0..3 {
             h.server.push(Reply::text(prose(&format!("answer {k}"), 300)).with_usage(2_000, 1_500));
@@ -386,6 +388,7 @@ async fn anthropic_overflow_compacts_and_thinking_signatures_stay_byte_identical
 #[tokio::test]
 async fn what_is_sent_after_compact() {
     let h = Harness::new().await;
+    h.hosted_api();
     h.write(".codewhale/anchors.md", "Keep the public API stable.\n");
     h.write("src/lib.rs", "pub fn parse() {}\n");
     let mut engine = spawn(&h, "openai", WINDOW);

@@ -16,6 +16,7 @@ use super::compaction::{
 #[tokio::test]
 async fn an_overflowing_summary_request_is_planned_again_below_the_limit() {
     let h = Harness::new().await;
+    h.hosted_api();
     let mut engine = spawn(&h, "openai", WINDOW);
     for k in 0..4 {
         h.server.push(Reply::text(prose(&format!("answer {k}"), 300)).with_usage(2_000, 1_500));
@@ -29,14 +30,19 @@ async fn an_overflowing_summary_request_is_planned_again_below_the_limit() {
     assert!(matches!(done, Event::CompactionFinished { .. }), "{done:?}");
     let first = request_text(&h, 4);
     let second = request_text(&h, 5);
-    assert!(
-        first.contains("answer 0") && second.len() < first.len() * 3 / 4,
-        "shortened below the limit"
-    );
-    assert!(second.contains("cut by compaction"), "the long answers were bounded");
+    let tokens = |text: &str| u64::from(codewhale_engine::tokens::count(text));
+    assert!(first.contains("answer 0") && second.len() < first.len(), "a shorter request");
+    assert!(tokens(&second) < 9_000, "planned below the limit: {}", tokens(&second));
     assert!(second.contains("You are writing a handoff note"), "the instruction stays");
     engine.shutdown().await;
     assert_eq!(compactions(&h).len(), 1);
+    // The limit the provider stated is the session's window from now on.
+    let journal = reload_checked(&session_file(h.home.path()));
+    let learned = journal.entries().iter().any(|e| {
+        matches!(&e.payload, Payload::System(s)
+            if s.context_window == Some(9_000) && s.window_source.as_deref() == Some("overflow"))
+    });
+    assert!(learned, "the window is journaled");
     assert_no_orphans(&h);
 }
 
@@ -46,6 +52,7 @@ async fn unusable_summaries_retry_once_then_fail_with_nothing_changed() {
         [("", "No summary available."), ("I'm sorry, I can't help with that.", "## Objective\nx")]
     {
         let h = Harness::new().await;
+        h.hosted_api();
         let mut engine = spawn(&h, "openai", WINDOW);
         for k in 0..4 {
             h.server.push(Reply::text(prose(&format!("answer {k}"), 300)).with_usage(2_000, 1_500));
@@ -81,6 +88,7 @@ async fn unusable_summaries_retry_once_then_fail_with_nothing_changed() {
 #[tokio::test]
 async fn a_provider_error_in_the_middle_of_a_pass_changes_nothing() {
     let h = Harness::new().await;
+    h.hosted_api();
     let mut engine = spawn(&h, "openai", WINDOW);
     for k in 0..4 {
         h.server.push(Reply::text(prose(&format!("answer {k}"), 300)).with_usage(2_000, 1_500));
@@ -100,6 +108,7 @@ async fn a_provider_error_in_the_middle_of_a_pass_changes_nothing() {
 #[tokio::test]
 async fn five_compactions_in_a_row_extend_one_checkpoint() {
     let h = Harness::new().await;
+    h.hosted_api();
     let anchors = "Never push to main.\n---\nUse rustls, not openssl.\n";
     h.write(".codewhale/anchors.md", anchors);
     let mut engine = spawn(&h, "openai", WINDOW);
@@ -180,12 +189,13 @@ async fn huge_own_messages_are_bounded_once_and_not_recompacted_every_turn() {
         engine.turn(&format!("small {k}")).await;
     }
     let paste = prose("my huge paste", 800);
-    h.server.push(Reply::text(SUMMARY));
     h.server.push(Reply::text("ok 2").with_usage(4_000, 5));
     let run = engine.turn(&paste).await;
     assert_eq!(run.status, TurnStatus::Completed, "{:?}", run.events);
     // The paste is protected, so the pass bounded it to fit under the threshold: the model
-    // reads its start and a marker naming the entry that holds it whole.
+    // reads its start and a marker naming the entry that holds it whole. No note is asked
+    // for: with the paste kept, a note of the two small turns before it would leave no room
+    // for the next turn (no request is paid for nothing).
     let sent = request_text(&h, h.server.requests().len() - 1);
     assert!(sent.contains(&paste[..1000]) && !sent.contains(&paste), "the paste is cut");
     assert!(sent.contains("holds it whole"), "{sent}");
@@ -198,7 +208,7 @@ async fn huge_own_messages_are_bounded_once_and_not_recompacted_every_turn() {
             "turn {k} recompacted"
         );
     }
-    assert_eq!(summary_requests(&h).len(), 1);
+    assert!(summary_requests(&h).is_empty());
     engine.shutdown().await;
     assert_eq!(compactions(&h).len(), 1);
     let journal = reload_checked(&session_file(h.home.path()));
@@ -289,6 +299,7 @@ async fn large_old_tool_output_is_pruned_without_a_model_call() {
     // The scripted replies are for the turn alone: no note is written in the background.
     std::fs::write(h.home.path().join("config.toml"), "[compaction]\nbackground = false\n")
         .unwrap();
+    h.hosted_api();
     // W = 100,000 → U = 83,616, threshold 66,892, prune target 53,513.
     let mut engine = spawn(&h, "openai", 100_000);
     let mut events = Vec::new();
@@ -336,6 +347,7 @@ async fn large_old_tool_output_is_pruned_without_a_model_call() {
 #[tokio::test]
 async fn a_transient_error_in_the_summary_request_is_retried() {
     let h = Harness::new().await;
+    h.hosted_api();
     let mut engine = spawn(&h, "openai", WINDOW);
     for k in 0..4 {
         h.server.push(Reply::text(prose(&format!("answer {k}"), 300)).with_usage(2_000, 1_500));
@@ -383,6 +395,7 @@ async fn an_anchor_op_pins_the_note_and_the_model_sees_it_at_once() {
 #[tokio::test]
 async fn the_summary_uses_the_configured_compaction_model() {
     let h = Harness::new().await;
+    h.hosted_api();
     h.write(".codewhale/config.toml", "[compaction]\ncompaction_model = \"gpt-4.1-mini\"\n");
     let mut engine = spawn(&h, "openai", WINDOW);
     for k in 0..4 {
@@ -403,6 +416,7 @@ async fn the_summary_uses_the_configured_compaction_model() {
 #[tokio::test]
 async fn another_compaction_model_reads_the_kept_tail_bounded() {
     let h = Harness::new().await;
+    h.hosted_api();
     h.write(".codewhale/config.toml", "[compaction]\ncompaction_model = \"gpt-4.1-mini\"\n");
     h.write("big.txt", &"a line of the big file\n".repeat(600));
     let mut engine = spawn(&h, "openai", WINDOW);
@@ -433,6 +447,7 @@ async fn another_compaction_model_reads_the_kept_tail_bounded() {
 #[tokio::test]
 async fn an_overlong_summary_is_capped_from_reference_first() {
     let h = Harness::new().await;
+    h.hosted_api();
     let mut engine = spawn(&h, "openai", WINDOW);
     for k in 0..4 {
         h.server.push(Reply::text(prose(&format!("answer {k}"), 300)).with_usage(2_000, 1_500));

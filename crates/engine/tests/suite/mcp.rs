@@ -134,6 +134,7 @@ async fn a_compaction_covers_mcp_calls_like_any_other() {
     let Some(python) = python() else { return };
     let h = Harness::new().await;
     configure(&h, &python);
+    h.hosted_api();
     let mut engine = spawn(&h, "openai", WINDOW);
     for k in 0..3 {
         h.server.push(

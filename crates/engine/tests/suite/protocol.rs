@@ -19,6 +19,7 @@ use super::compaction::{prose, SUMMARY};
 #[tokio::test]
 async fn a_cancelled_compaction_writes_nothing_and_the_session_goes_on() {
     let h = Harness::new().await;
+    h.hosted_api();
     let mut engine = h.spawn(ApprovalMode::Full);
     for tag in ["one", "two", "three"] {
         h.server.push(Reply::text(prose(tag, 200)).with_usage(3_000, 9));

@@ -29,9 +29,9 @@ fn body_tokens(r: &codewhale_provider::test_support::RecordedRequest) -> u64 {
 async fn a_server_that_silently_keeps_only_its_window_is_caught_once_and_then_fitted() {
     for provider in ["openai"] {
         let h = Harness::new().await;
-        // Ollama (named, or found on its default port) may cut silently; hosted APIs reject.
-        h.config("server = \"ollama\"\n");
-        // Asked after the cut, it confirms the window it runs the model with.
+        // A server on a random port that answers like Ollama: any OpenAI-compatible server
+        // that is not a hosted API may cut silently (hosted APIs reject).
+        // Asked when the cut is caught, it states the window it runs the model with.
         h.server.serve_get("/api/version", serde_json::json!({"version": "0.12.0"}));
         let ps = serde_json::json!({"models": [{"name": "gpt-4.1", "context_length": NUM_CTX}]});
         h.server.serve_get("/api/ps", ps);
@@ -82,17 +82,22 @@ async fn a_server_that_silently_keeps_only_its_window_is_caught_once_and_then_fi
         assert!(when_told <= 2, "{provider}: {when_told} requests cut before it was caught");
         assert_eq!(cut.load(Ordering::SeqCst), when_told, "{provider}: a cut after the notice");
         assert!(notices[0].contains("OLLAMA_CONTEXT_LENGTH") && notices[0].contains("--ctx-size"));
+        // The window the server states wins over the count it reported, journaled once with
+        // its source and its cause.
         let journal = reload_checked(&session_file(h.home.path()));
-        let learned = journal.entries().iter().any(|e| {
-            matches!(&e.payload, codewhale_journal::Payload::System(s)
-                if s.context_window == Some(NUM_CTX - 10) && s.text.contains("silent truncation"))
-        });
-        assert!(learned, "{provider}: the window is journaled with its cause");
-        let confirmed = journal.entries().iter().any(|e| {
-            matches!(&e.payload, codewhale_journal::Payload::System(s)
-                if s.context_window == Some(NUM_CTX) && s.text.contains("Ollama's /api/ps"))
-        });
-        assert!(confirmed, "{provider}: the server confirmed its window");
+        let learned: Vec<&codewhale_journal::SystemPayload> = journal
+            .entries()
+            .iter()
+            .filter_map(|e| match &e.payload {
+                codewhale_journal::Payload::System(s) if s.context_window.is_some() => Some(s),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(learned.len(), 1, "{provider}: {learned:?}");
+        assert_eq!(learned[0].context_window, Some(NUM_CTX));
+        assert_eq!(learned[0].window_source.as_deref(), Some("probe:ollama-ps"));
+        assert!(learned[0].text.contains("silent truncation"), "{}", learned[0].text);
+        assert!(notices[0].contains("Ollama's /api/ps"), "{}", notices[0]);
         assert_no_orphans(&h);
     }
 }
@@ -190,6 +195,24 @@ async fn the_model_list_starts_with_the_local_servers_own_models() {
     assert_eq!(models[1].context_window, 8_192, "the session's window for the one in use");
     assert!(models[2..].iter().all(|m| !m.from_server && m.id != "gpt-4.1"));
     assert_eq!(models.iter().filter(|m| m.current).count(), 1);
+    engine.shutdown().await;
+}
+
+/// `/model`'s list shows a window nobody knows as unknown (0, drawn `?`), the model in use
+/// included: the session's guessed default is not a window anyone stated.
+#[tokio::test]
+async fn the_model_list_says_an_unknown_window_is_unknown() {
+    let h = Harness::new().await;
+    h.server.serve_models(&["my-local-model"]);
+    let mut p = params(&h, "openai", 1);
+    p.overrides.model = Some("my-local-model".into());
+    p.overrides.context_window = None;
+    let mut engine: Running = Engine::spawn(p).unwrap().into();
+    engine.submit(codewhale_engine::protocol::Op::ListModels);
+    let events = engine.until(|e| matches!(e, Event::Models { .. })).await;
+    let Some(Event::Models { models }) = events.last() else { panic!() };
+    let current = models.iter().find(|m| m.current).unwrap();
+    assert_eq!((current.id.as_str(), current.context_window), ("my-local-model", 0));
     engine.shutdown().await;
 }
 

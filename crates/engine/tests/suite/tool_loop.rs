@@ -301,3 +301,28 @@ async fn a_command_never_changes_git_hooks_git_config_or_the_workspace_config() 
         assert!(!h.ws.path().join(".codewhale/config.toml").exists());
     }
 }
+
+/// Two calls of one reply with the same id were journaled as they came, and every later turn
+/// failed ("uses tool call id same twice"); the reply is now made consistent as it is
+/// assembled: the second is renamed, both run, and the next turn goes on.
+#[tokio::test]
+async fn two_calls_with_one_id_are_renamed_and_the_session_goes_on() {
+    let h = Harness::new().await;
+    h.write("a.txt", "A\n");
+    h.server.push(Reply::tool_calls(vec![
+        ToolCall::new("same", "read_file", json!({"path": "a.txt"})),
+        ToolCall::new("same", "list_dir", json!({"path": "."})),
+    ]));
+    h.server.push(Reply::text("read it"));
+    h.server.push(Reply::text("still here"));
+    let mut engine = h.spawn(ApprovalMode::Full);
+    let run = engine.turn("look").await;
+    assert_eq!(run.status, TurnStatus::Completed, "{:?}", run.events);
+    let ids: Vec<String> = h.tool_results_in_request(1).into_iter().map(|(id, _)| id).collect();
+    assert_eq!(ids, ["same", "same-2"]);
+    let run = engine.turn("and now?").await;
+    assert_eq!(run.status, TurnStatus::Completed, "{:?}", run.events);
+    assert_eq!(run.text, "still here");
+    engine.shutdown().await;
+    reload_checked(&session_file(h.home.path()));
+}

@@ -1,7 +1,7 @@
 //! One writer per session file: an advisory lock on the sidecar `<file>.lock` that records
 //! the holder's pid, so a second process is told who has the session open.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
@@ -70,10 +70,10 @@ impl Lock {
             move |source| OpenError::Io { action, path: p, source }
         };
         if let Some(dir) = lock_path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(io_err("create the directory of"))?;
+            crate::private::create_dir_all(dir).map_err(io_err("create the directory of"))?;
         }
         let existed = lock_path.exists();
-        let mut file = OpenOptions::new()
+        let mut file = crate::private::options()
             .read(true)
             .write(true)
             .create(true)

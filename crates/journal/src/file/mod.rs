@@ -93,15 +93,15 @@ impl JournalFile {
         }
         let io_err = |action| move |source| OpenError::Io { action, path: path.to_owned(), source };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(io_err("create the directory of"))?;
+            crate::private::create_dir_all(dir).map_err(io_err("create the directory of"))?;
         }
         // Serialized before anything touches the disk: a header that cannot be written leaves
         // no empty session file behind.
         let mut line = header.to_line()?;
         line.push('\n');
         let lock = Lock::acquire(path)?;
-        let mut file = match OpenOptions::new().append(true).read(true).create_new(true).open(path)
-        {
+        let opened = crate::private::options().append(true).read(true).create_new(true).open(path);
+        let mut file = match opened {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                 return Err(OpenError::Exists { path: path.to_owned() })
@@ -277,7 +277,7 @@ impl JournalFile {
 /// it did not exist), so a full disk never leaves an empty or half-written sidecar.
 fn save_torn(torn: &Path, bytes: &[u8]) -> io::Result<()> {
     let before = std::fs::metadata(torn).ok().map(|m| m.len());
-    let mut f = OpenOptions::new().append(true).create(true).open(torn)?;
+    let mut f = crate::private::options().append(true).create(true).open(torn)?;
     let written = (|| {
         f.write_all(bytes)?;
         if !bytes.ends_with(b"\n") {

@@ -28,6 +28,7 @@
 //! the path; a reply body dropped by the client before it finished is counted in
 //! [`MockServer::disconnects`].
 
+pub mod peak;
 mod render;
 mod render_responses;
 mod reply;
@@ -57,7 +58,9 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{ProviderConfig, ProviderKind, RetryPolicy};
 
 pub use render::{Wire, FAULT_TEXT};
-pub use reply::{Content, Cut, Fault, MockUsage, OverflowShape, Part, Reply, ToolCall};
+pub use reply::{
+    Content, Cut, Fault, Flood, FloodShape, MockUsage, OverflowShape, Part, Reply, ToolCall,
+};
 
 /// The API key every [`MockServer::config`] carries.
 pub const TEST_API_KEY: &str = "sk-test-codewhale-0123456789";
@@ -96,6 +99,8 @@ struct Shared {
     models: Mutex<Option<Vec<String>>>,
     /// Other `GET` routes and their JSON (a local server's own API: `/api/ps`, `/props`).
     gets: Mutex<Vec<(String, Value)>>,
+    /// `GET` routes answered with a body past every bound.
+    floods: Mutex<Vec<(String, reply::Flood)>>,
 }
 
 /// Poisoning only means another test thread panicked; the data is still usable.
@@ -174,9 +179,18 @@ impl MockServer {
         *lock(&self.shared.models) = Some(ids.iter().map(|s| (*s).to_owned()).collect());
     }
 
-    /// Answers `GET path` with `json` (a local server's own API, such as Ollama's `/api/ps`).
+    /// Answers `GET path` with `json` (a local server's own API, such as Ollama's `/api/ps`),
+    /// from now on: a path served before answers the new `json` (as `/api/ps` lists a model
+    /// once it is loaded).
     pub fn serve_get(&self, path: &str, json: Value) {
-        lock(&self.shared.gets).push((path.to_owned(), json));
+        let mut gets = lock(&self.shared.gets);
+        gets.retain(|(p, _)| p != path);
+        gets.push((path.to_owned(), json));
+    }
+
+    /// Answers `GET path` with `flood` (a local server whose probe answer never ends).
+    pub fn serve_get_flood(&self, path: &str, flood: Flood) {
+        lock(&self.shared.floods).push((path.to_owned(), flood));
     }
 
     /// Queue a reply for the next request.
@@ -260,6 +274,9 @@ async fn responses(
 }
 
 async fn models(State(shared): State<Arc<Shared>>, uri: Uri) -> Response {
+    if let Some(flood) = flood_for(&shared, uri.path()) {
+        return flood_response(flood);
+    }
     let listed = lock(&shared.models).clone();
     match listed {
         Some(ids) => {
@@ -272,7 +289,14 @@ async fn models(State(shared): State<Arc<Shared>>, uri: Uri) -> Response {
     }
 }
 
+fn flood_for(shared: &Shared, path: &str) -> Option<Flood> {
+    lock(&shared.floods).iter().find(|(p, _)| p == path).map(|(_, f)| *f)
+}
+
 async fn get_or_not_found(State(shared): State<Arc<Shared>>, uri: Uri) -> Response {
+    if let Some(flood) = flood_for(&shared, uri.path()) {
+        return flood_response(flood);
+    }
     let served = lock(&shared.gets).iter().find(|(p, _)| p == uri.path()).map(|(_, j)| j.clone());
     match served {
         Some(json) => json_response(200, &json.to_string(), &[]),
@@ -336,6 +360,7 @@ fn serve(
     };
     match render::render(wire, &reply, &json, key.as_deref()) {
         render::Plan::Json { status, body, headers } => json_response(status, &body, &headers),
+        render::Plan::Flood(flood) => flood_response(flood),
         render::Plan::Stream { frames, cut } => {
             let frames = match &reply.content {
                 Content::SseFile(name) => match read_fixture(name) {
@@ -385,6 +410,30 @@ fn json_response(status: u16, body: &str, headers: &[(String, String)]) -> Respo
         builder = builder.header(name.as_str(), value.as_str());
     }
     builder.body(Body::from(body.to_owned())).unwrap_or_else(|_| Response::new(Body::empty()))
+}
+
+/// A body of `flood.bytes` that never makes a complete event or value: the same 64 KiB chunk
+/// sent again and again (shared bytes, so the server itself stays small).
+fn flood_response(flood: Flood) -> Response {
+    const CHUNK: usize = 64 * 1024;
+    let (content_type, head, piece): (&str, &[u8], Bytes) = match flood.shape {
+        FloodShape::SseData => {
+            let mut line = b"data: ".to_vec();
+            line.resize(CHUNK - 1, b'x');
+            line.push(b'\n');
+            ("text/event-stream", b"", Bytes::from(line))
+        }
+        FloodShape::Json => ("application/json", b"{\"error\": \"", Bytes::from(vec![b'x'; CHUNK])),
+    };
+    let count = flood.bytes / CHUNK as u64;
+    let first = futures::stream::once(async move { Ok(Bytes::from_static(head)) });
+    let rest =
+        futures::stream::iter((0..count).map(move |_| Ok::<_, std::io::Error>(piece.clone())));
+    Response::builder()
+        .status(StatusCode::from_u16(flood.status).unwrap_or(StatusCode::OK))
+        .header("content-type", content_type)
+        .body(Body::from_stream(futures::StreamExt::chain(first, rest)))
+        .unwrap_or_else(|_| Response::new(Body::empty()))
 }
 
 /// Counts the body as abandoned if it is dropped before it finished on its own.

@@ -21,8 +21,17 @@ pub enum Wire {
 /// What the server sends back.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Plan {
-    Json { status: u16, body: String, headers: Vec<(String, String)> },
-    Stream { frames: Vec<String>, cut: Option<(usize, Cut)> },
+    Json {
+        status: u16,
+        body: String,
+        headers: Vec<(String, String)>,
+    },
+    Stream {
+        frames: Vec<String>,
+        cut: Option<(usize, Cut)>,
+    },
+    /// A body past every bound ([`super::reply::Flood`]), generated as it is sent.
+    Flood(super::reply::Flood),
 }
 
 /// Text used by the mid-stream faults; long enough to be cut in the middle.
@@ -99,6 +108,7 @@ fn fault_plan(wire: Wire, fault: &Fault, reply: &Reply, body: &Value, key: Optio
         Fault::DropMidStream => mid_stream(Cut::Drop),
         Fault::EndEarly => mid_stream(Cut::End),
         Fault::Hangup => Plan::Stream { frames: Vec::new(), cut: Some((0, Cut::Hangup)) },
+        Fault::Flood(flood) => Plan::Flood(*flood),
     }
 }
 

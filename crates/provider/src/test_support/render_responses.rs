@@ -2,7 +2,8 @@
 //! documented `response.*` events — `response.created`, an `output_item.added` / `.done` pair
 //! per item (a `message` with `output_text` deltas, a `function_call` with argument deltas, a
 //! `reasoning` item with summary deltas and its `encrypted_content`), then `response.completed`
-//! with usage, or `response.incomplete` when the reply's stop says the output ran out.
+//! with usage, or `response.incomplete` when the reply's stop says the output ran out (or says
+//! `content_filter`).
 
 use serde_json::{json, Value};
 
@@ -77,8 +78,13 @@ pub(crate) fn frames(parts: &[Part], reply: &Reply, model: &str) -> Vec<String> 
             "output_tokens": u.output, "output_tokens_details": {"reasoning_tokens": 0},
             "total_tokens": u.input + u.output})
     });
-    let incomplete =
-        matches!(reply.stop.as_deref(), Some("max_tokens" | "length" | "max_output_tokens"));
+    // A reply cut short: by the output limit, or by the server's content filter.
+    let reason = match reply.stop.as_deref() {
+        Some("max_tokens" | "length" | "max_output_tokens") => Some("max_output_tokens"),
+        Some("content_filter") => Some("content_filter"),
+        _ => None,
+    };
+    let incomplete = reason.is_some();
     let (kind, status) = if incomplete {
         ("response.incomplete", "incomplete")
     } else {
@@ -87,7 +93,7 @@ pub(crate) fn frames(parts: &[Part], reply: &Reply, model: &str) -> Vec<String> 
     let mut end = json!({"id": "resp_mock", "object": "response", "model": model, "status": status,
         "output": output, "usage": usage});
     if incomplete {
-        end["incomplete_details"] = json!({"reason": "max_output_tokens"});
+        end["incomplete_details"] = json!({"reason": reason});
     }
     frames.push(event(&json!({"type": kind, "response": end})));
     frames

@@ -91,6 +91,38 @@ pub enum Fault {
     /// The connection closes before any byte of the response: a network failure the client
     /// may retry, since no reply started.
     Hangup,
+    /// A body far longer than any bound a client keeps (a hostile or broken server).
+    Flood(Flood),
+}
+
+/// A body that goes on far past every bound: `bytes` of it in all (finite, so a client without
+/// a bound runs out of patience rather than memory in a test), sent in 64 KiB chunks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Flood {
+    pub status: u16,
+    pub shape: FloodShape,
+    pub bytes: u64,
+}
+
+/// What a [`Flood`] body looks like.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FloodShape {
+    /// `text/event-stream`: one event whose `data:` lines (64 KiB each) never end.
+    SseData,
+    /// `application/json`: an object whose string value never closes.
+    Json,
+}
+
+impl Flood {
+    /// An SSE stream of one endless event, `bytes` long.
+    pub fn sse_data(bytes: u64) -> Flood {
+        Flood { status: 200, shape: FloodShape::SseData, bytes }
+    }
+
+    /// A JSON body with `status`, `bytes` long.
+    pub fn json(status: u16, bytes: u64) -> Flood {
+        Flood { status, shape: FloodShape::Json, bytes }
+    }
 }
 
 impl Fault {

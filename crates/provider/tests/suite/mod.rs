@@ -1,5 +1,6 @@
 //! Shared helpers and the test modules.
 
+mod bounds;
 mod cancel;
 mod faults;
 mod fixtures;

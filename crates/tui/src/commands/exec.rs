@@ -1,5 +1,9 @@
-//! `codewhale exec [--session ID | --last] [--json] [--approval MODE] PROMPT`: one user turn
-//! with its tool loop, no terminal UI.
+//! `codewhale exec [--session ID | --last] [--json] [--approval MODE] [PROMPT | -]` (and
+//! `codewhale -p`): one user turn with its tool loop, no terminal UI.
+//!
+//! The prompt is PROMPT's words; without them, or with `-`, a piped standard input read to its
+//! end (at most 1 MiB). With PROMPT given, standard input is never read for the prompt; a
+//! terminal on standard input is never taken for a prompt ("no prompt", exit 2).
 //!
 //! Prints the final assistant text on stdout (with `--json`, every engine event as one JSON
 //! line instead). Exit codes (docs/cli.md): 0 when the turn completed, 1 when it failed or was
@@ -9,7 +13,7 @@
 //! interrupt the turn alike (the running command's group is ended, the streamed part of the
 //! reply is kept); the journal stays valid.
 
-use std::io::{BufRead as _, IsTerminal as _, Read as _, Write as _};
+use std::io::{BufRead as _, IsTerminal as _, Write as _};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -50,18 +54,25 @@ pub fn run(
         codewhale_engine::warm_up();
     }
     let _log = crate::logging::init(home);
-    let prompt = read_prompt(&args.prompt)?;
-    if prompt.trim().is_empty() {
-        errln!("codewhale: the prompt is empty; pass it as an argument or pipe it with `-`");
-        return Ok(ExitCode::from(2));
-    }
-    // Each image is checked before anything starts: a refused one ends the command with the
-    // reason, and no session is touched.
-    let mut images = Vec::with_capacity(args.image.len());
-    for path in &args.image {
-        if let Err(e) = codewhale_engine::images::load(path) {
-            errln!("codewhale: cannot send the image {}: {e}", path.display());
+    let piped = super::prompt::reads_stdin(&args.prompt);
+    let stdin = std::io::stdin();
+    let prompt = match super::prompt::read(&args.prompt, stdin.is_terminal(), &mut stdin.lock()) {
+        Ok(prompt) => prompt,
+        Err(e) => {
+            errln!("codewhale: {e}");
             return Ok(ExitCode::from(2));
+        }
+    };
+    // Each image is checked before anything starts: a refused one ends the command with the
+    // reason, and no session is touched. Those past the most a message carries are not read:
+    // the engine refuses them in one sentence.
+    let mut images = Vec::with_capacity(args.image.len());
+    for (i, path) in args.image.iter().enumerate() {
+        if i < codewhale_engine::images::MAX_PER_MESSAGE {
+            if let Err(e) = codewhale_engine::images::load(path) {
+                errln!("codewhale: cannot send the image {}: {e}", path.display());
+                return Ok(ExitCode::from(2));
+            }
         }
         let absolute = std::path::absolute(path).unwrap_or_else(|_| path.clone());
         images.push(absolute.to_string_lossy().into_owned());
@@ -75,10 +86,8 @@ pub fn run(
         (None, false) => Resume::New,
     };
     // Reading the prompt from stdin uses it up: nobody is left to answer approvals there.
-    let prompt_from_stdin = args.prompt.len() == 1 && args.prompt[0] == "-";
-    let can_ask = !(args.json || prompt_from_stdin)
-        && std::io::stdin().is_terminal()
-        && std::io::stderr().is_terminal();
+    let can_ask =
+        !(args.json || piped) && std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     let params = EngineParams {
         home: home.to_path_buf(),
         workspace,
@@ -132,15 +141,6 @@ fn ask(
         "a" | "always" => offer.map(|o| o.scope).or(Some(ApprovalScope::Once)),
         _ => None,
     }
-}
-
-fn read_prompt(words: &[String]) -> anyhow::Result<String> {
-    if words.len() == 1 && words[0] == "-" {
-        let mut text = String::new();
-        std::io::stdin().read_to_string(&mut text).context("cannot read the prompt from stdin")?;
-        return Ok(text);
-    }
-    Ok(words.join(" "))
 }
 
 /// How long a turn has to end after a stop signal: a second, plus the 2 s its running
@@ -236,6 +236,7 @@ async fn exec(params: EngineParams, message: Message, json: bool) -> anyhow::Res
             let line = serde_json::to_string(&msg).context("cannot encode an event as JSON")?;
             // A closed pipe (`| head`) is not an error: the reader has what it wanted. The turn
             // still runs to its end, so the session is left whole rather than cut mid-turn.
+            let line = crate::output::for_stdout(&line);
             stdout_closed = writeln!(stdout, "{line}").is_err();
         }
         if !json {
@@ -282,7 +283,8 @@ async fn exec(params: EngineParams, message: Message, json: bool) -> anyhow::Res
     // is a failed turn, and its reply is not shown as an answer.
     if !json && !text.is_empty() && status != TurnStatus::Failed {
         // A reader that left (`| head -c 10`) makes this fail, which is nobody's error.
-        let _ = writeln!(std::io::stdout(), "{}", text.trim_end());
+        let text = crate::output::for_stdout(text.trim_end());
+        let _ = writeln!(std::io::stdout(), "{text}");
     }
     Ok(match status {
         TurnStatus::Completed => ExitCode::SUCCESS,

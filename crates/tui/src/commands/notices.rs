@@ -107,7 +107,9 @@ pub fn line(event: &Event) -> Option<String> {
             format!("attached {}", shown.join("; "))
         }
         Event::CompactionFinished { path, tokens_before, tokens_after, covered, .. } => {
-            let what = if *covered > 0 {
+            // A prune-only or bounding pass summarizes nothing (its `covered` is the earlier
+            // note's segment).
+            let what = if *covered > 0 && *path != codewhale_protocol::CompactionKind::PruneOnly {
                 format!("{covered} entries summarized")
             } else {
                 "long outputs shortened".to_owned()
@@ -151,6 +153,22 @@ mod tests {
         assert_eq!(
             line(&done).unwrap(),
             "compacted (summary, 12 entries summarized): 9000 → 2000 tokens"
+        );
+        // A prune-only pass that carries an earlier note forward summarized nothing itself.
+        let pruned = Event::CompactionFinished {
+            id: "p".into(),
+            trigger: CompactionTrigger::Auto,
+            path: CompactionKind::PruneOnly,
+            tokens_before: 9_000,
+            tokens_after: 2_000,
+            covered: 12,
+            retained: 1,
+            note: "Codewhale handoff note.".into(),
+            background: false,
+        };
+        assert_eq!(
+            line(&pruned).unwrap(),
+            "compacted (prune-only, long outputs shortened): 9000 → 2000 tokens"
         );
         let refused = Event::CompactionRefused { reason: "too few".into() };
         assert_eq!(line(&refused).unwrap(), "nothing to compact: too few");

@@ -101,11 +101,25 @@ async fn rewind(params: EngineParams, op: Op) -> anyhow::Result<ExitCode> {
                 code = ExitCode::from(1);
             }
             Event::FilesRestored { outcome } => {
-                if !outcome.skipped.is_empty() {
+                let elsewhere: Vec<&str> = outcome
+                    .skipped
+                    .iter()
+                    .filter(|p| !outcome.protected.contains(p))
+                    .map(String::as_str)
+                    .collect();
+                if !elsewhere.is_empty() {
                     errln!(
                         "codewhale: left {} as they are: changed by someone else since the tools \
                          wrote them; run again with --force to overwrite them",
-                        outcome.skipped.join(", ")
+                        elsewhere.join(", ")
+                    );
+                    code = ExitCode::from(1);
+                }
+                if !outcome.protected.is_empty() {
+                    errln!(
+                        "codewhale: left {} as they are: git, Codewhale and instruction files \
+                         are written back only with a yes; run again with --force to restore them",
+                        outcome.protected.join(", ")
                     );
                     code = ExitCode::from(1);
                 }

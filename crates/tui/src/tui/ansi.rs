@@ -1,6 +1,7 @@
 //! Terminal escape sequences in tool output: colours (SGR) become styles, everything else
 //! (cursor moves, clears, titles, hyperlinks) is dropped, so output never prints as
-//! `[31mred[0m` and never moves the UI's cursor.
+//! `[31mred[0m` and never moves the UI's cursor. A carriage return starts a new line, and any
+//! other control character is kept to be drawn as `�` (the `inert` module).
 
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -9,6 +10,9 @@ use ratatui::text::{Line, Span};
 /// is the style of uncoloured text.
 pub fn lines(text: &str, base: Style) -> Vec<Line<'static>> {
     let mut style = base;
+    // A carriage return is a new line (what reaches the terminal is inert): `\r ESC[2K` must
+    // not redraw `touch EVIL_RAN` as `echo harmless`.
+    let text = text.replace("\r\n", "\n").replace('\r', "\n");
     text.lines()
         .map(|line| {
             let mut spans = Vec::new();
@@ -50,9 +54,8 @@ pub fn lines(text: &str, base: Style) -> Vec<Line<'static>> {
                             chars.next();
                         }
                     },
-                    '\r' => current.clear(),
                     '\t' => current.push_str("    "),
-                    c if c.is_control() => {}
+                    // Kept, to be drawn as `�` (`text_width::drawn`).
                     c => current.push(c),
                 }
             }
@@ -145,7 +148,8 @@ mod tests {
         assert!(spans[2].style.add_modifier.contains(Modifier::BOLD));
         assert_eq!(
             strip("\u{1b}[2K\u{1b}[1Gprogress\u{1b}]0;title\u{7} 50%\r done\u{1b}]8;;http://x\u{1b}\\link"),
-            " donelink"
+            "progress 50%\n donelink",
+            "a carriage return is a new line: nothing printed before it is hidden"
         );
     }
 }

@@ -2,14 +2,16 @@
 //!
 //! The headline (the command, or the path written) and the keys are always on screen, at any
 //! pane height; between them the body — a write's or an edit's diff, coloured, or the call's
-//! arguments — scrolls with ↑↓ and PgUp/PgDn. Keys: `y` once; `a` the first "always" offered
-//! (this exact command, or edits inside the workspace), `p` the second (commands starting with
-//! the same program and subcommand), each shown with what it allows; `n` or Esc deny; `r` deny
-//! with a reason the model reads. Ctrl+C interrupts the turn. After the sandbox refused a
-//! command a write, the same view asks whether to rerun it unconfined: then only `u` reruns it
-//! (once), and `n`, Esc or `r` keep the refused result — `y` does nothing, so no habitual key
-//! lifts the sandbox. After git was refused a write under the read-only `.git`, it asks the
-//! same way whether to run the command once with `.git` writable: only `g` does.
+//! arguments — scrolls with ↑↓ and PgUp/PgDn, its position in the title. On a small terminal
+//! the body gets the rows the view can spare: the reason line goes first, then the keys shrink
+//! to their short form, before the diff drops below six rows (`BODY_ROWS`); a diff's
+//! `---`/`+++` lines, which repeat the headline's path, are not shown. Keys: `y` once; `a` the
+//! first "always" offered (this exact command, or edits inside the workspace), `p` the second
+//! (commands starting with the same program and subcommand), each shown with what it allows;
+//! `n` or Esc deny; `r` deny with a reason the model reads. Ctrl+C interrupts the turn. After
+//! the sandbox refused a command a write, the same view asks whether to rerun it unconfined:
+//! then only `u` reruns it (once), and `n`, Esc or `r` keep the refused result — `y` does
+//! nothing, so no habitual key lifts the sandbox.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::buffer::Buffer;
@@ -42,6 +44,9 @@ pub struct ApprovalView {
 
 /// Keys for the offers, in order.
 const OFFER_KEYS: [char; 2] = ['a', 'p'];
+/// Rows of the body the view keeps, before the reason line and the long key labels, when the
+/// body has that many.
+const BODY_ROWS: usize = 6;
 
 impl ApprovalView {
     pub fn new(
@@ -74,7 +79,7 @@ impl ApprovalView {
         }
     }
 
-    fn head(&self, width: usize) -> Vec<Line<'static>> {
+    fn head(&self, width: usize, reason: bool) -> Vec<Line<'static>> {
         let bold = Style::new().add_modifier(Modifier::BOLD);
         let mut lines = wrap_line(
             &Line::from(vec![
@@ -83,7 +88,7 @@ impl ApprovalView {
             ]),
             width,
         );
-        if !self.reason.is_empty() {
+        if reason && !self.reason.is_empty() {
             lines.extend(wrap_line(
                 &Line::styled(self.reason.clone(), Style::new().fg(Color::DarkGray)),
                 width,
@@ -92,7 +97,8 @@ impl ApprovalView {
         lines
     }
 
-    fn keys(&self, width: usize) -> Vec<Line<'static>> {
+    /// The keys; `short` names each in a word or two, for a narrow or low pane.
+    fn keys(&self, width: usize, short: bool) -> Vec<Line<'static>> {
         let key = Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD);
         if let Some(typed) = &self.denial {
             return wrap_line(
@@ -105,11 +111,28 @@ impl ApprovalView {
             );
         }
         if let Some((k, scope)) = self.rerun() {
-            let (does, keeps) = match scope {
-                ApprovalScope::GitWritable => {
-                    (" run once with .git writable  ", " keep .git read-only  ")
-                }
-                _ => (" rerun once without the sandbox  ", " keep the sandbox  "),
+            let git = scope == ApprovalScope::GitWritable;
+            if short {
+                return wrap_line(
+                    &Line::from(vec![
+                        Span::styled(k.to_string(), key),
+                        Span::raw(if git {
+                            " .git writable once  "
+                        } else {
+                            " rerun unsandboxed  "
+                        }),
+                        Span::styled("n", key),
+                        Span::raw(" keep  "),
+                        Span::styled("r", key),
+                        Span::raw(" why"),
+                    ]),
+                    width,
+                );
+            }
+            let (does, keeps) = if git {
+                (" run once with .git writable  ", " keep .git read-only  ")
+            } else {
+                (" rerun once without the sandbox  ", " keep the sandbox  ")
             };
             return wrap_line(
                 &Line::from(vec![
@@ -124,17 +147,32 @@ impl ApprovalView {
             );
         }
         let mut spans = vec![Span::styled("y", key), Span::raw(" once  ")];
-        for (offer, k) in self.grant_offers().zip(OFFER_KEYS) {
+        for ((offer, k), word) in self.grant_offers().zip(OFFER_KEYS).zip(["always", "prefix"]) {
             spans.push(Span::styled(k.to_string(), key));
-            spans.push(Span::raw(format!(" {}  ", offer.label)));
+            let label = if short { word } else { offer.label.as_str() };
+            spans.push(Span::raw(format!(" {label}  ")));
         }
         spans.extend([
             Span::styled("n", key),
             Span::raw(" deny  "),
             Span::styled("r", key),
-            Span::raw(" deny, saying why"),
+            Span::raw(if short { " why" } else { " deny, saying why" }),
         ]);
         wrap_line(&Line::from(spans), width)
+    }
+
+    /// The headline and the keys for a pane of `rows` rows: the long forms while the body
+    /// keeps [`BODY_ROWS`] rows (or all of its own), the reason dropped first, then the long
+    /// key labels.
+    fn frame_lines(&self, width: usize, rows: usize) -> (Vec<Line<'static>>, Vec<Line<'static>>) {
+        let want = self.body_lines(width).len().min(BODY_ROWS);
+        for (reason, short) in [(true, false), (false, false), (false, true)] {
+            let (head, keys) = (self.head(width, reason), self.keys(width, short));
+            if rows.saturating_sub(head.len() + keys.len()) >= want {
+                return (head, keys);
+            }
+        }
+        (self.head(width, false), self.keys(width, true))
     }
 
     /// The question after a refused write — rerun without the sandbox (`u`), or with `.git`
@@ -155,9 +193,20 @@ impl ApprovalView {
     }
 
     fn body_lines(&self, width: usize) -> Vec<Line<'static>> {
+        // A diff's file lines repeat the headline's path.
+        let skip = if self.is_diff {
+            self.body
+                .lines()
+                .take(2)
+                .take_while(|l| l.starts_with("--- ") || l.starts_with("+++ "))
+                .count()
+        } else {
+            0
+        };
         let lines: Vec<Line<'static>> = self
             .body
             .lines()
+            .skip(skip)
             .map(|l| {
                 let style =
                     if self.is_diff { super::diff_cell::diff_style(l) } else { Style::new() };
@@ -193,31 +242,33 @@ impl View for ApprovalView {
 
     fn desired_height(&self, width: u16) -> u16 {
         let w = usize::from(width).max(1);
-        let h = self.head(w).len() + self.body_lines(w).len().min(30) + self.keys(w).len() + 1;
+        let h = self.head(w, true).len()
+            + self.body_lines(w).len().min(30)
+            + self.keys(w, false).len()
+            + 1;
         u16::try_from(h).unwrap_or(u16::MAX)
     }
 
     fn render(&self, area: Rect, buf: &mut Buffer) {
-        let inner = frame("approval needed", area, buf);
-        let w = usize::from(inner.width).max(1);
-        let rows = usize::from(inner.height);
+        // The frame takes the top row.
+        let w = usize::from(area.width).max(1);
+        let rows = usize::from(area.height.saturating_sub(1));
         // The keys first (bottom), then the headline (top), then whatever room is left.
-        let keys = self.keys(w);
+        let (head, keys) = self.frame_lines(w, rows);
         let keys_h = keys.len().min(rows);
-        let head = self.head(w);
         let head_h = head.len().min(rows - keys_h);
         let body_h = rows - keys_h - head_h;
         let body = self.body_lines(w);
         let scroll = self.scroll.min(body.len().saturating_sub(body_h));
+        // Where the body is, in the title, when it does not fit.
+        let title = if body.len() > body_h && body_h > 0 {
+            format!("approval needed · ↕ {}/{} ↑↓ PgUp PgDn", scroll + body_h, body.len())
+        } else {
+            "approval needed".to_owned()
+        };
+        let inner = frame(&title, area, buf);
         let mut lines: Vec<Line<'static>> = head.into_iter().take(head_h).collect();
         lines.extend(body.iter().skip(scroll).take(body_h).cloned());
-        if body.len() > body_h && body_h > 0 {
-            // Say there is more, in the body's last visible row.
-            if let Some(last) = lines.last_mut() {
-                let more = format!("↕ {}/{} · ↑↓ PgUp PgDn", scroll + body_h, body.len());
-                *last = Line::styled(more, Style::new().fg(Color::DarkGray));
-            }
-        }
         while lines.len() < rows - keys_h {
             lines.push(Line::default());
         }

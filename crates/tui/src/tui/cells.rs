@@ -318,17 +318,18 @@ pub fn short_tokens(n: u64) -> String {
     }
 }
 
-impl Cell for CompactionCell {
-    fn lines(&self, width: u16) -> Vec<Line<'static>> {
-        let c = &self.summary;
-        let style = Style::new().fg(Color::Magenta);
-        let style = if self.focused { style.add_modifier(Modifier::REVERSED) } else { style };
+impl CompactionSummary {
+    /// The capsule's line: "⇣ compacted 12 messages · 182k → 9k tokens (manual)".
+    pub fn headline(&self) -> String {
+        let c = self;
+        // A prune-only or bounding pass covers nothing new (its `covered` is the earlier note's
+        // segment): it says what it did, without a count.
         let what = match c.path {
-            CompactionKind::PruneOnly => "pruned old tool output",
-            _ => "compacted",
+            CompactionKind::PruneOnly => "shortened long outputs".to_owned(),
+            // The engine counts the covered segment in model-visible messages, not in turns.
+            _ if c.covered == 1 => "compacted 1 message".to_owned(),
+            _ => format!("compacted {} messages", c.covered),
         };
-        // The engine counts the covered segment in model-visible messages, not in turns.
-        let unit = if c.covered == 1 { "message" } else { "messages" };
         let trigger = match c.trigger {
             CompactionTrigger::Idle => "auto, while idle",
             other => other.as_str(),
@@ -338,13 +339,20 @@ impl Cell for CompactionCell {
         } else {
             ""
         };
-        let head = format!(
-            "⇣ {what} {} {unit} · {} → {} tokens ({trigger}{written}){}",
-            c.covered,
+        format!(
+            "⇣ {what} · {} → {} tokens ({trigger}{written})",
             short_tokens(c.tokens_before),
             short_tokens(c.tokens_after),
-            if self.expanded { "" } else { " …" }
-        );
+        )
+    }
+}
+
+impl Cell for CompactionCell {
+    fn lines(&self, width: u16) -> Vec<Line<'static>> {
+        let c = &self.summary;
+        let style = Style::new().fg(Color::Magenta);
+        let style = if self.focused { style.add_modifier(Modifier::REVERSED) } else { style };
+        let head = format!("{}{}", c.headline(), if self.expanded { "" } else { " …" });
         let mut out = wrap_line(&Line::styled(head, style), usize::from(width));
         if self.expanded {
             let dim = Style::new().fg(Color::DarkGray);

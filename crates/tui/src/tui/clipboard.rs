@@ -46,7 +46,7 @@ pub fn paste_image(platform: &Platform, home: &Path) -> Result<PathBuf, String> 
     let image = codewhale_engine::images::from_bytes(bytes, name.clone())
         .map_err(|e| format!("the clipboard's image was not attached: {e}"))?;
     let dir = home.join("clipboard");
-    std::fs::create_dir_all(&dir)
+    codewhale_engine::private::create_dir_all(&dir)
         .map_err(|e| format!("cannot keep the clipboard's image in {}: {e}", dir.display()))?;
     let path = dir.join(format!("{}.{}", name.trim_end_matches(".png"), image.ext));
     codewhale_engine::replace::replace_file(

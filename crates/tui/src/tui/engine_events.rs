@@ -18,7 +18,7 @@ use super::cells::{AnchorCell, CompactionCell, CompactionSummary, NoticeKind};
 use super::event::Effect;
 use super::page_cells;
 use super::plan_cell::PlanCell;
-use super::slash_dispatch::{anchors_text, context_text, status_text};
+use super::slash_dispatch::{anchors_text, context_text, cost_text, status_text};
 use super::tool_cell::{ToolCell, ToolState};
 use super::views::{TextView, ViewKind};
 
@@ -88,14 +88,13 @@ impl App {
                 } else {
                     self.notice(NoticeKind::Info, text);
                 }
+                if let Some(old) = self.session.kept.take().filter(|_| !resumed) {
+                    // The new session's id shares the old one's first characters (both begin
+                    // with the time): the prefix offered is worked out against every session.
+                    self.effects.push(Effect::NameKept { old, new: session_id.clone() });
+                }
                 self.session.session_id = session_id;
                 self.session.model = model;
-                if let Some(old) = self.session.kept.take().filter(|_| !resumed) {
-                    self.notice(
-                        NoticeKind::Info,
-                        format!("the conversation {old} is kept: /resume {old} brings it back"),
-                    );
-                }
             }
             Event::History { page } => self.on_history(page, pending),
             Event::MessageTakenBack { text } => self.message_taken_back(text),
@@ -217,9 +216,13 @@ impl App {
                     self.views.push(TextView::from_lines(title, lines));
                 }
             }
+            Event::Status { status } if pending == Some(Pending::Cost) => {
+                self.views.push(TextView::new("cost", &cost_text(&status.spend)))
+            }
             Event::Status { status } => {
                 self.views.push(TextView::new("status", &status_text(&status)))
             }
+            Event::Transcript { transcript } => self.on_transcript(*transcript, pending),
             Event::RestorePreview { files, .. } => self.on_restore_preview(files, pending),
             Event::ComposerText { text } => self.edit_again(text),
             Event::Usage { pressure, usable_input, window_unverified, model, .. } => {

@@ -42,6 +42,11 @@ pub enum AppEvent {
     Imported(Result<(String, String), String>),
     /// Ctrl+V: the clipboard's image kept as a file, or why there is none.
     ClipboardImage(Result<std::path::PathBuf, String>),
+    /// `/export FILE` wrote the file (the line that says where), or why it could not.
+    Exported(Result<String, String>),
+    /// The prefix that names the conversation `/clear` left, alone among the sessions; `None`
+    /// when it was not kept (nothing was written to it).
+    KeptNamed(Option<String>),
 }
 
 /// Work outside the app's state, carried out by the event loop (I/O the app must not block
@@ -77,6 +82,12 @@ pub enum Effect {
     Trust { trusted: bool },
     /// `/trust`: ask the workspace-settings question again (after a "no", say).
     AskTrust,
+    /// Write `/export`'s text to `path` as typed (relative to the workspace, `~/` the home
+    /// directory); `what` says how much it holds.
+    WriteExport { path: String, text: String, what: String },
+    /// Work out the shortest prefix of session `old` that no other session (`new` included,
+    /// which may not be on disk yet) shares, for the line that says how to come back to it.
+    NameKept { old: String, new: String },
     /// Leave: the engine has stopped (or never started), restore the terminal.
     Exit,
 }

@@ -29,6 +29,7 @@ pub mod editor;
 mod engine_events;
 mod engine_link;
 pub mod event;
+mod exporting;
 pub mod frame;
 mod keys;
 pub mod markdown;
@@ -306,6 +307,26 @@ pub async fn run(params: TuiParams) -> anyhow::Result<Outcome> {
                     tokio::task::spawn_blocking(move || {
                         let result = session_rows(&params, all, &current);
                         let _ = tx.send(AppEvent::SessionsLoaded { all, result });
+                    });
+                }
+                Effect::WriteExport { path, text, what } => {
+                    let tx = app_tx.clone();
+                    let workspace =
+                        app.session.workspace.clone().unwrap_or_else(|| params.workspace.clone());
+                    let home_dir = std::env::var_os("HOME").map(PathBuf::from);
+                    tokio::task::spawn_blocking(move || {
+                        let path = exporting::export_path(&path, &workspace, home_dir.as_deref());
+                        let _ = tx
+                            .send(AppEvent::Exported(exporting::write_export(&path, &text, &what)));
+                    });
+                }
+                Effect::NameKept { old, new } => {
+                    let tx = app_tx.clone();
+                    let home = params.home.clone();
+                    tokio::task::spawn_blocking(move || {
+                        let prefix =
+                            codewhale_engine::offline::unique_prefix(&home, &old, &[new.as_str()]);
+                        let _ = tx.send(AppEvent::KeptNamed(prefix));
                     });
                 }
                 Effect::LoadImports(tool) => {

@@ -85,7 +85,32 @@ fn push_item(t: &mut Transcript, item: &HistoryItem) {
             kind: NoticeKind::Info,
             text: format!("anchor withdrawn: {}", text.lines().next().unwrap_or_default()),
         }),
-        HistoryItem::Tool { call_id, name, input, result, covered, .. } => {
+        HistoryItem::Tool { covered, .. } | HistoryItem::UserShell { covered, .. } => {
+            if let Some(cell) = tool_cell(item) {
+                t.push(Covered::new(cell, *covered));
+            }
+        }
+        HistoryItem::Compaction { note, .. } => {
+            if let Some(summary) = compaction_summary(item) {
+                t.push(CompactionCell::new(summary, Some(note.clone())));
+            }
+        }
+        HistoryItem::Notice { text, level, .. } => {
+            let kind = match level {
+                NoticeLevel::Info => NoticeKind::Info,
+                NoticeLevel::Warning => NoticeKind::Warning,
+                NoticeLevel::Error => NoticeKind::Error,
+            };
+            t.push(NoticeCell { kind, text: text.clone() })
+        }
+    }
+}
+
+/// The cell of a tool call or of the user's own command (`!CMD`), as the transcript shows it
+/// after a resume; `None` for any other item.
+pub fn tool_cell(item: &HistoryItem) -> Option<ToolCell> {
+    match item {
+        HistoryItem::Tool { call_id, name, input, result, .. } => {
             let state = match result {
                 Some(r) => ToolState::Done {
                     end: r.end,
@@ -104,9 +129,9 @@ fn push_item(t: &mut Transcript, item: &HistoryItem) {
             };
             let mut cell = ToolCell::new(call_id.clone(), name.clone(), input);
             cell.state = state;
-            t.push(Covered::new(cell, *covered));
+            Some(cell)
         }
-        HistoryItem::UserShell { id, command, output, exit_code, covered } => {
+        HistoryItem::UserShell { id, command, output, exit_code, .. } => {
             let end = match exit_code {
                 Some(0) => CallEnd::Completed,
                 _ => CallEnd::Failed,
@@ -118,8 +143,15 @@ fn push_item(t: &mut Transcript, item: &HistoryItem) {
                 reason: None,
                 output: output.clone(),
             };
-            t.push(Covered::new(ToolCell::user_shell(id.clone(), command, state), *covered));
+            Some(ToolCell::user_shell(id.clone(), command, state))
         }
+        _ => None,
+    }
+}
+
+/// What a compaction item's capsule says; `None` for any other item.
+pub fn compaction_summary(item: &HistoryItem) -> Option<CompactionSummary> {
+    match item {
         HistoryItem::Compaction {
             id,
             trigger,
@@ -128,29 +160,19 @@ fn push_item(t: &mut Transcript, item: &HistoryItem) {
             retained,
             tokens_before,
             tokens_after,
-            note,
             background,
-        } => t.push(CompactionCell::new(
-            CompactionSummary {
-                id: id.clone(),
-                trigger: *trigger,
-                path: *path,
-                covered: *covered_entries,
-                retained: *retained,
-                tokens_before: *tokens_before,
-                tokens_after: *tokens_after,
-                background: *background,
-            },
-            Some(note.clone()),
-        )),
-        HistoryItem::Notice { text, level, .. } => {
-            let kind = match level {
-                NoticeLevel::Info => NoticeKind::Info,
-                NoticeLevel::Warning => NoticeKind::Warning,
-                NoticeLevel::Error => NoticeKind::Error,
-            };
-            t.push(NoticeCell { kind, text: text.clone() })
-        }
+            ..
+        } => Some(CompactionSummary {
+            id: id.clone(),
+            trigger: *trigger,
+            path: *path,
+            covered: *covered_entries,
+            retained: *retained,
+            tokens_before: *tokens_before,
+            tokens_after: *tokens_after,
+            background: *background,
+        }),
+        _ => None,
     }
 }
 

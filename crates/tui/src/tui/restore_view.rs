@@ -49,6 +49,14 @@ impl RestoreView {
             .collect()
     }
 
+    fn protected(&self) -> Vec<&str> {
+        self.files
+            .iter()
+            .filter(|f| f.state == RestoreState::Protected)
+            .map(|f| f.path.as_str())
+            .collect()
+    }
+
     fn title(&self) -> &'static str {
         match &self.target {
             RestoreTarget::Branch { fork: true, .. } => "fork: what to take back",
@@ -69,6 +77,7 @@ impl RestoreView {
                 RestoreState::Unchanged => ("already as it was", dim),
                 RestoreState::ChangedElsewhere => ("changed by someone else since", warn),
                 RestoreState::Unavailable => ("cannot be restored (no checkpoint)", warn),
+                RestoreState::Protected => ("protected: written back only with a yes", warn),
             };
             lines.push(Line::from(vec![
                 Span::raw(format!("  {}  ", f.path)),
@@ -77,14 +86,23 @@ impl RestoreView {
         }
         if self.confirming.is_some() {
             let outside = self.outside();
-            lines.push(Line::styled(
-                format!(
-                    "{} changed by someone else since: {}. Overwrite with the earlier content?",
+            let protected = self.protected();
+            let mut asked = Vec::new();
+            if !outside.is_empty() {
+                asked.push(format!(
+                    "{} changed by someone else since: {}.",
                     if outside.len() == 1 { "1 file was" } else { "some files were" },
                     outside.join(", ")
-                ),
-                warn,
-            ));
+                ));
+            }
+            if !protected.is_empty() {
+                asked.push(format!(
+                    "Git, Codewhale or instruction files (run or read by them): {}.",
+                    protected.join(", ")
+                ));
+            }
+            asked.push("Overwrite with the earlier content?".to_owned());
+            lines.push(Line::styled(asked.join(" "), warn));
             lines.push(Line::from(vec![
                 Span::styled("y", key),
                 Span::raw(" overwrite them too   "),
@@ -114,7 +132,7 @@ impl RestoreView {
     }
 
     fn choose(&mut self, take: TakeBack) -> ViewAction {
-        if take.code() && !self.outside().is_empty() {
+        if take.code() && !(self.outside().is_empty() && self.protected().is_empty()) {
             self.confirming = Some(take);
             return ViewAction::Stay;
         }

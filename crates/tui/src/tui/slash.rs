@@ -20,13 +20,16 @@ pub enum SlashCommand {
     Undo,
     Diff,
     Init,
+    Export,
     Model,
     Approval,
     Mcp,
     Status,
+    Cost,
     Trust,
     Help,
     Quit,
+    Exit,
 }
 
 /// Every command, in table order.
@@ -52,13 +55,16 @@ impl SlashCommand {
             SlashCommand::Undo => "undo",
             SlashCommand::Diff => "diff",
             SlashCommand::Init => "init",
+            SlashCommand::Export => "export",
             SlashCommand::Model => "model",
             SlashCommand::Approval => "approval",
             SlashCommand::Mcp => "mcp",
             SlashCommand::Status => "status",
+            SlashCommand::Cost => "cost",
             SlashCommand::Trust => "trust",
             SlashCommand::Help => "help",
             SlashCommand::Quit => "quit",
+            SlashCommand::Exit => "exit",
         }
     }
 
@@ -74,6 +80,7 @@ impl SlashCommand {
             SlashCommand::Model => "[model]",
             SlashCommand::Approval => "[ask | auto-edit | full]",
             SlashCommand::Init => "[what else to cover]",
+            SlashCommand::Export => "[file]",
             SlashCommand::Context
             | SlashCommand::Mcp
             | SlashCommand::Status
@@ -84,7 +91,9 @@ impl SlashCommand {
             | SlashCommand::Undo
             | SlashCommand::Diff
             | SlashCommand::Help
-            | SlashCommand::Quit => "",
+            | SlashCommand::Cost
+            | SlashCommand::Quit
+            | SlashCommand::Exit => "",
         }
     }
 
@@ -135,7 +144,7 @@ impl SlashCommand {
                 "Show the MCP servers: each one's status (starting, ready, failed and why) and its tools."
             }
             SlashCommand::Model => {
-                "Use another model from the next request on (a picker of a local server's own models, then the catalog's, with their windows; or a name)."
+                "Use another model from the next request on (a picker of a local server's own models, then the catalog's, with their windows, `?` for one nobody knows; typing filters it; or a name)."
             }
             SlashCommand::Trust => {
                 "Ask again whether to trust this workspace's .codewhale/config.toml (after a \"no\", say); its settings apply from the next session."
@@ -143,8 +152,15 @@ impl SlashCommand {
             SlashCommand::Status => {
                 "Show the session: model and window, approval mode, workspace trust, sandbox (and how .git and the keys are kept from commands), session id, compactions, and the tokens and cost spent."
             }
+            SlashCommand::Export => {
+                "Write the conversation as you saw it (messages, tool calls folded to a line, compactions with their notes) as Markdown to a file, or without one copy it to the clipboard (OSC 52)."
+            }
+            SlashCommand::Cost => {
+                "Show what this session cost: this run's requests and tokens, and dollars where the model has a known price (the cost part of /status)."
+            }
             SlashCommand::Help => "List the commands and keys.",
             SlashCommand::Quit => "Leave Codewhale (the session is saved as it goes).",
+            SlashCommand::Exit => "Leave Codewhale, as /quit does.",
         }
     }
 
@@ -158,7 +174,10 @@ impl SlashCommand {
             | SlashCommand::Status
             | SlashCommand::Diff
             | SlashCommand::Help
-            | SlashCommand::Quit => true,
+            | SlashCommand::Cost
+            | SlashCommand::Export
+            | SlashCommand::Quit
+            | SlashCommand::Exit => true,
             SlashCommand::Sessions
             | SlashCommand::Import
             | SlashCommand::Compact
@@ -260,7 +279,8 @@ pub const KEYS: &[(&str, &str)] = &[
     (
         "! (first)",
         "run the rest of the line as your own shell command: no approval, in the sandbox; its \
-         output shows as a cell and the model reads it with your next message",
+         output shows as a cell, its first 10 lines unfolded (Ctrl+O shows the rest), and the \
+         model reads it with your next message",
     ),
     ("Tab", "complete a slash command or an @ file"),
     ("PageUp / PageDown", "scroll the transcript; at the top it loads earlier messages"),
@@ -448,7 +468,9 @@ pub fn commands_markdown() -> String {
          `r` deny with a reason the model reads. A compound command, pipe or redirection is \
          covered only if every part is; no grant covers Codewhale's own settings. Writes and \
          edits show their diff (scroll with Up/Down, PageUp/PageDown); the path and the keys \
-         stay visible at any height. `/approval` lists the grants and shows the sandbox mode; \
+         stay visible at any height; on a small terminal the reason line goes and the keys \
+         shrink to a word each before the diff drops below six rows, and the diff's \
+         `---`/`+++` lines, which repeat the path, are not shown. `/approval` lists the grants and shows the sandbox mode; \
          `d` revokes one. When the sandbox refused a command a write, the same view asks \
          whether to rerun it once without the sandbox: only `u` does.\n\
          - Tool calls show live output and elapsed time while they run; when folded, how they \
@@ -462,7 +484,36 @@ pub fn commands_markdown() -> String {
          - When the model sets its plan (`update_plan`), the transcript shows it as a cell (✓ \
          done, ▸ in progress, · pending) and the status line shows `plan 2/5` (steps done of \
          all); the plan follows HEAD across forks, checkouts and resumes. The model's `recall` \
-         calls show like any tool call; neither tool ever asks for approval.\n",
+         calls show like any tool call; neither tool ever asks for approval.\n\
+         - `!CMD` runs your own command (no approval, the session's sandbox). Its cell shows the \
+         first 10 lines of the output under it, and \"… N more lines\" when there are more: \
+         Ctrl+O unfolds the rest (head and tail), Ctrl+T opens all of it — live, and the same \
+         after a resume.\n\
+         - `/export FILE` writes the conversation as you saw it to FILE as Markdown: each \
+         message under `## You` or `## Assistant`, each tool call folded to the line its cell \
+         shows (✓ shell command=cargo test · 12 lines), your `!CMD` with its output, each \
+         compaction as a quote of its capsule line and its note, where it happened, and the \
+         turns it covers before it; reasoning the model showed is left out. A relative FILE is \
+         inside the workspace, `~/` is your home; FILE is replaced whole (written beside it, \
+         then renamed), readable by you alone. Without FILE the same text goes to the \
+         clipboard through the terminal (OSC 52, as Ctrl+Y copies; a terminal that caps OSC 52 \
+         may keep less of a long conversation: `/export FILE` has all of it). \
+         During a turn the export follows when the turn ends. `codewhale export` writes the \
+         same text from the shell, or JSON.\n\
+         - `/cost` shows `/status`'s cost lines alone: this run's requests and tokens, and the \
+         session's cost. A model without a known price shows tokens only — no dollar figure, \
+         not even `$0.0000` — with where to add a price (`[pricing]` in config.toml). `/exit` \
+         is `/quit`.\n\
+         - `/model` without a name lists the models; typing narrows the list (fuzzy, best \
+         match first), Backspace edits the filter, Esc clears it and a second Esc closes the \
+         list. A window neither the catalog nor the server states (the session only guesses \
+         it) shows as `?`.\n\
+         - `/context` says where the window came from: `window 8192 (from Ollama's /api/ps)`, \
+         `(learned from an overflow)`, `(from the model catalog)`, `(configured)`, or \
+         `(unverified: a guess, …)`; `codewhale context` says the same.\n\
+         - `/clear` names the conversation it kept by the shortest prefix of its id that no \
+         other session shares (ids of one moment share their first characters), so `/resume \
+         PREFIX` brings that one back.\n",
     );
     out
 }
@@ -508,7 +559,8 @@ mod tests {
                 SlashCommand::Compact,
                 SlashCommand::Context,
                 SlashCommand::Clear,
-                SlashCommand::Checkout
+                SlashCommand::Checkout,
+                SlashCommand::Cost
             ]
         );
         assert_eq!(completions("/re"), [SlashCommand::Resume, SlashCommand::Rewind]);

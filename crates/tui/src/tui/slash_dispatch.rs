@@ -8,7 +8,7 @@ use codewhale_engine::offline::import::{Candidate, Tool};
 use codewhale_engine::Resume;
 use codewhale_protocol::{
     AnchorInfo, BranchInfo, ContextReport, McpStatus, ModelChoice, Op, RestoreFile, RestoreState,
-    StatusReport, TakeBack, UserMessageInfo, WorkspaceTrust,
+    SpendReport, StatusReport, TakeBack, UserMessageInfo, WorkspaceTrust,
 };
 
 use super::app::{App, Lifecycle, Pending};
@@ -50,8 +50,8 @@ impl App {
             SlashCommand::Anchor => self.anchor(&args),
             SlashCommand::New => self.effects.push(Effect::OpenSession(Resume::New)),
             SlashCommand::Clear => {
-                // Said once the new conversation is on screen.
-                let old: String = self.session.session_id.chars().take(8).collect();
+                // Said once the new conversation is on screen, by a prefix that names it alone.
+                let old = self.session.session_id.clone();
                 self.session.kept = (!old.is_empty()).then_some(old);
                 self.effects.push(Effect::OpenSession(Resume::New));
             }
@@ -117,6 +117,12 @@ impl App {
             SlashCommand::Status => {
                 self.submit(Op::GetStatus);
             }
+            SlashCommand::Cost => {
+                if let Some(id) = self.submit(Op::GetStatus) {
+                    self.outbox.expect(id, Pending::Cost);
+                }
+            }
+            SlashCommand::Export => self.export(args),
             SlashCommand::Trust => self.effects.push(Effect::AskTrust),
             SlashCommand::Model => {
                 // The status line follows the engine's next usage figures, not the request.
@@ -126,7 +132,7 @@ impl App {
                 let text = slash::help_text(self.screen.keyboard_enhanced);
                 self.views.push(TextView::new("help", &text))
             }
-            SlashCommand::Quit => self.quit(),
+            SlashCommand::Quit | SlashCommand::Exit => self.quit(),
         }
     }
 
@@ -236,6 +242,12 @@ impl App {
                 self.effects.push(Effect::OpenSession(codewhale_engine::Resume::Id(id)));
             }
             AppEvent::Imported(Err(e)) => self.notice(NoticeKind::Error, e),
+            AppEvent::KeptNamed(Some(prefix)) => self.notice(
+                NoticeKind::Info,
+                format!("the conversation {prefix} is kept: /resume {prefix} brings it back"),
+            ),
+            AppEvent::KeptNamed(None) => {}
+            AppEvent::Exported(result) => self.on_exported(result),
             AppEvent::SessionsLoaded { result: Err(e), .. } | AppEvent::SessionOpenFailed(e) => {
                 self.session.opening = None;
                 self.notice(NoticeKind::Error, e)
@@ -381,6 +393,7 @@ impl App {
     pub(crate) fn show_models(&mut self, models: Vec<ModelChoice>) {
         let current = models.iter().position(|m| m.current);
         let any_server = models.iter().any(|m| m.from_server);
+        let keys = models.iter().map(|m| m.id.clone()).collect();
         let choices = models
             .into_iter()
             .map(|m| {
@@ -402,7 +415,8 @@ impl App {
             "model: the catalog's models (any other name: /model NAME)"
         };
         let mut view =
-            ChoiceView::new(title, choices, "the catalog is empty", "Enter switch · Esc close");
+            ChoiceView::new(title, choices, "the catalog is empty", "Enter switch · Esc close")
+                .filter_by(keys);
         if let Some(at) = current {
             view = view.selected(at);
         }
@@ -424,10 +438,47 @@ pub fn status_text(s: &StatusReport) -> String {
             format!("not trusted: {} ignored", ignored.join(", "))
         }
     };
-    let sp = &s.spend;
+    let (spend, cost) = spend_lines(&s.spend);
+    format!(
+        "model        {}\nwindow       {}{unverified} · usable input {}\ncontext      {} tokens \
+         ({}), {}% of usable input\napproval     {}\nworkspace    {}\ntrust        {trust}\n\
+         sandbox      {} ({})\n{}session      {}\njournal      {}\ncompactions  {}\n\
+         this run     {spend}\ncost         {cost}",
+        s.model,
+        s.context_window,
+        s.usable_input,
+        s.pressure.tokens,
+        s.pressure.source.as_str(),
+        s.pressure.percent_of(s.usable_input),
+        s.approval.as_str(),
+        s.workspace,
+        s.sandbox.mode.as_str(),
+        s.sandbox.detail,
+        [&s.sandbox.structure, &s.sandbox.keys]
+            .iter()
+            .filter(|l| !l.is_empty())
+            .map(|l| format!("             {l}\n"))
+            .collect::<String>(),
+        s.session,
+        s.path,
+        s.compactions,
+    )
+}
+
+/// `/cost`: `/status`'s cost section alone.
+pub fn cost_text(sp: &SpendReport) -> String {
+    let (spend, cost) = spend_lines(sp);
+    format!("this run     {spend}\ncost         {cost}")
+}
+
+/// What this run spent (requests, tokens and, when the model has a known price, dollars) and
+/// what the whole session cost. A model without a known price shows tokens only: no dollar
+/// figure, not even `$0.0000`, stands next to "no known price".
+fn spend_lines(sp: &SpendReport) -> (String, String) {
+    let priced = sp.price.is_some();
     let money = |cost: Option<f64>| match cost {
-        Some(usd) => format!(" · {}", crate::figures::dollars(usd)),
-        None => String::new(),
+        Some(usd) if priced => format!(" · {}", crate::figures::dollars(usd)),
+        _ => String::new(),
     };
     let mut spend = format!(
         "{} requests · {} tokens in · {} out{}",
@@ -456,30 +507,7 @@ pub fn status_text(s: &StatusReport) -> String {
         _ => "no known price for this model: tokens only ([pricing] in config.toml adds one)"
             .to_owned(),
     };
-    format!(
-        "model        {}\nwindow       {}{unverified} · usable input {}\ncontext      {} tokens \
-         ({}), {}% of usable input\napproval     {}\nworkspace    {}\ntrust        {trust}\n\
-         sandbox      {} ({})\n{}session      {}\njournal      {}\ncompactions  {}\n\
-         this run     {spend}\ncost         {cost}",
-        s.model,
-        s.context_window,
-        s.usable_input,
-        s.pressure.tokens,
-        s.pressure.source.as_str(),
-        s.pressure.percent_of(s.usable_input),
-        s.approval.as_str(),
-        s.workspace,
-        s.sandbox.mode.as_str(),
-        s.sandbox.detail,
-        [&s.sandbox.structure, &s.sandbox.keys]
-            .iter()
-            .filter(|l| !l.is_empty())
-            .map(|l| format!("             {l}\n"))
-            .collect::<String>(),
-        s.session,
-        s.path,
-        s.compactions,
-    )
+    (spend, cost)
 }
 
 /// `/anchor list`: each pinned note, numbered as `/anchor rm` takes it, and whether the model

@@ -4,7 +4,9 @@
 //! Text is measured by grapheme cluster with `unicode-width`'s string width, as ratatui draws
 //! it: a ZWJ emoji sequence or a flag is one glyph of two columns, and a combining mark adds
 //! nothing to the letter it follows. A tab is [`TAB_WIDTH`] columns (drawn as that many
-//! spaces); any other control character is one column (drawn as a space, [`drawn`]).
+//! spaces); any other control character, and a bidi control, is one column, drawn as `�`
+//! ([`drawn`], the rule of the `inert` module): no cell carries a character that steers the
+//! terminal or reorders what is shown.
 //! Invariant: everything that measures, wraps or cuts text goes through [`grapheme_width`],
 //! so a line is as wide on screen as it was measured.
 
@@ -21,7 +23,7 @@ pub fn grapheme_width(grapheme: &str) -> usize {
     if grapheme == "\t" {
         return TAB_WIDTH;
     }
-    if grapheme.chars().any(char::is_control) {
+    if grapheme.chars().any(not_drawn) {
         return 1;
     }
     grapheme.width()
@@ -49,13 +51,18 @@ pub fn prefix(text: &str, columns: usize) -> &str {
     text
 }
 
-/// `grapheme` as it is drawn: a tab as [`TAB_WIDTH`] spaces, another control character as one
-/// space, anything else as it is.
+/// A character drawn as `�`: a control character (a tab aside) or a bidi control.
+fn not_drawn(c: char) -> bool {
+    c != '\t' && (c.is_control() || crate::inert::replaced(c))
+}
+
+/// `grapheme` as it is drawn: a tab as [`TAB_WIDTH`] spaces, another control character or a
+/// bidi control as `�`, anything else as it is.
 pub fn drawn(grapheme: &str) -> Cow<'_, str> {
     if grapheme == "\t" {
         Cow::Borrowed(&"        "[..TAB_WIDTH])
-    } else if grapheme.chars().any(char::is_control) {
-        Cow::Borrowed(" ")
+    } else if grapheme.chars().any(not_drawn) {
+        Cow::Borrowed("\u{FFFD}")
     } else {
         Cow::Borrowed(grapheme)
     }
@@ -74,7 +81,10 @@ mod tests {
         assert_eq!(width("🇫🇷"), 2);
         assert_eq!(width("e\u{301}"), 1, "a combining accent adds nothing");
         assert_eq!(width("a\tb"), 2 + TAB_WIDTH);
-        assert_eq!(width("a\u{7}b"), 3, "a control character is drawn as a space");
+        assert_eq!(width("a\u{7}b"), 3, "a control character is drawn as one column");
+        assert_eq!(drawn("\u{1b}"), "\u{FFFD}");
+        assert_eq!(width("a\u{202e}b"), 3, "a bidi control is drawn as one column");
+        assert_eq!(drawn("\u{202e}"), "\u{FFFD}");
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! A tool call in the transcript: one line while folded (what ran, how it ended, in words for
 //! the user), the live tail of a running command with its elapsed time, and when unfolded the
 //! head and tail of the output with the exit code and how many lines were left out (Ctrl+T
-//! opens all of it). Colours in output are drawn, other escape sequences dropped.
+//! opens all of it). The user's own command (`!CMD`) is not folded away: its first
+//! [`USER_SHELL_LINES`] lines show under it, the rest behind the fold (Ctrl+O), live and after
+//! a resume alike. Colours in output are drawn, other escape sequences dropped.
 
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -21,6 +23,8 @@ pub fn tool_mut(cell: &mut dyn Cell) -> Option<&mut ToolCell> {
 /// Lines an unfolded output shows from its start and from its end.
 const HEAD_LINES: usize = 20;
 const TAIL_LINES: usize = 20;
+/// Lines of the user's own command's output (`!CMD`) shown while its cell is folded.
+pub const USER_SHELL_LINES: usize = 10;
 /// Lines of a running command's output shown live.
 const LIVE_LINES: usize = 4;
 /// Bytes of live output kept (the result has all of it).
@@ -58,6 +62,9 @@ pub struct ToolCell {
     pub expanded: bool,
     /// Chosen with Alt+↑/↓: Ctrl+O and Ctrl+T act on it.
     pub focused: bool,
+    /// Lines of the finished output shown while folded: none for the model's calls,
+    /// [`USER_SHELL_LINES`] for the user's own command.
+    pub preview: usize,
 }
 
 impl ToolCell {
@@ -70,6 +77,7 @@ impl ToolCell {
             state: ToolState::Requested,
             expanded: false,
             focused: false,
+            preview: 0,
         }
     }
 
@@ -82,6 +90,7 @@ impl ToolCell {
             state,
             expanded: false,
             focused: false,
+            preview: USER_SHELL_LINES,
         }
     }
 
@@ -96,6 +105,11 @@ impl ToolCell {
         }
     }
 
+    /// Whether the folded cell leaves any of `output` out (what the fold mark says).
+    fn hides(&self, output: &str) -> bool {
+        self.preview == 0 || output.lines().count() > self.preview
+    }
+
     /// The whole output, for the pager.
     pub fn output(&self) -> Option<&str> {
         match &self.state {
@@ -103,6 +117,12 @@ impl ToolCell {
             ToolState::Running { live, .. } => Some(live),
             ToolState::Requested => None,
         }
+    }
+
+    /// The folded cell's line as plain text: "✓ shell command=ls · 6 lines".
+    pub fn folded_line(&self) -> String {
+        let (mark, _, status) = self.status();
+        format!("{mark} {} {} · {status}", self.name, self.summary)
     }
 
     fn status(&self) -> (&'static str, Style, String) {
@@ -188,7 +208,7 @@ impl Cell for ToolCell {
         let w = usize::from(width).max(1);
         let head = format!("{} {}", self.name, self.summary);
         let fold = match (&self.state, self.expanded) {
-            (ToolState::Done { .. }, false) => " …",
+            (ToolState::Done { output, .. }, false) if self.hides(output) => " …",
             _ => "",
         };
         let room = w.saturating_sub(text_width::width(&status) + 6).max(8);
@@ -238,6 +258,20 @@ impl Cell for ToolCell {
                     body.push(Line::styled(
                         format!("exit code {}", exit_code.unwrap_or_default()),
                         Style::new().fg(Color::Red),
+                    ));
+                }
+                out.extend(gutter("  │ ", "  │ ", grey, body, width));
+            }
+            ToolState::Done { output, .. } if self.preview > 0 => {
+                let all = ansi::lines(output, Style::new().fg(Color::Gray));
+                let total = all.len();
+                let mut body: Vec<Line<'static>> = all.into_iter().take(self.preview).collect();
+                if total > self.preview {
+                    let more = total - self.preview;
+                    let s = if more == 1 { "" } else { "s" };
+                    body.push(Line::styled(
+                        format!("… {more} more line{s} · Ctrl+O unfolds · Ctrl+T shows all"),
+                        grey,
                     ));
                 }
                 out.extend(gutter("  │ ", "  │ ", grey, body, width));

@@ -504,6 +504,9 @@ async fn replies_are_priced_by_the_model_id_and_unknown_models_show_tokens_only(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_a_note_cost_is_journaled_and_counted_in_the_sessions_total() {
     let s = Setup::new().await;
+    // The replies report a fixed prompt size: the mock stands for a hosted API, which never
+    // cuts a prompt silently.
+    std::fs::write(s.home.path().join("config.toml"), "[provider]\nhosted = true\n").unwrap();
     for k in 0..3 {
         let answer = format!("{} end {k}.", "the parser keeps every span it reads. ".repeat(300));
         s.server.push(Reply::text(answer).with_usage(1_000, 1_000));

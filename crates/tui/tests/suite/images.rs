@@ -360,3 +360,34 @@ async fn a_codex_image_is_imported_into_the_blob_store() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(image_parts(&s.server.last_request().unwrap().body), [b64(&bytes)]);
 }
+
+/// 1,000 images in one message were all stored, none sent, a 61 KB warning journaled twice
+/// and the model told they were "covered by compaction". A message carries at most 20: the
+/// first 20 go, the rest are refused in one sentence, never read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_carries_at_most_twenty_images() {
+    let s = Setup::new(WIRES[0]).await;
+    let mut args = Vec::new();
+    for i in 0..25 {
+        s.png(&format!("i{i}.png"), 8 + i, 8);
+        args.push("--image".to_owned());
+        args.push(format!("i{i}.png"));
+    }
+    args.push("look at them".to_owned());
+    s.server.push(Reply::text("seen").with_usage(900, 4));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = s.run("exec", &args).await;
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let request = s.server.last_request().unwrap();
+    assert_eq!(image_parts(&request.body).len(), 20, "the first 20 are sent");
+    let said = "5 images were not attached (i20.png, i21.png, i22.png, and 2 more): a message \
+                carries at most 20 images; send them in another message";
+    assert_eq!(stderr.matches(said).count(), 1, "{stderr}");
+    assert!(!request.raw.contains("covered by compaction"), "{}", request.raw);
+    let blobs = s.session().with_extension("blobs");
+    assert_eq!(std::fs::read_dir(blobs).unwrap().count(), 20, "the rest were never stored");
+    let journal = std::fs::read_to_string(s.session()).unwrap();
+    assert!(journal.matches("were not attached").count() <= 1, "journaled at most once");
+    s.journal_check().await;
+}

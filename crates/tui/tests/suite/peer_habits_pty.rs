@@ -143,6 +143,13 @@ async fn slash_clear_starts_afresh_and_keeps_the_old_conversation() {
         .filter(|j| std::fs::read_to_string(j).unwrap().contains("my color is blue"))
         .count();
     assert_eq!(kept, 1, "the old conversation is kept on disk");
+    // The id offered brings back the old conversation, not the new one that shares its start.
+    let said = screen.split("is kept: /resume").nth(1).unwrap();
+    let prefix: String = said.trim_start().chars().take_while(|c| !c.is_whitespace()).collect();
+    pty.send(format!("/resume {prefix}\r").as_bytes());
+    pty.wait_for("resumed session").await;
+    pty.wait_for("Remembered: blue.").await;
+    assert!(!pty.contents().contains("already open"), "{}", pty.contents());
     pty.send(b"\x04");
     assert!(pty.wait_exit().await.success());
 }

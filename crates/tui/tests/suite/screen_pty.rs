@@ -81,6 +81,9 @@ async fn a_prefix_grant_covers_the_next_command_like_it_and_nothing_more() {
     server.push(Reply::tool_call("c3", "shell", json!({"command": "git init third; touch x"})));
     server.push(Reply::text("Understood, I will not.").with_usage(990, 5));
     let (home, ws) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    // The replies report fixed prompt sizes: the mock stands for a hosted API, which never
+    // cuts a prompt silently.
+    std::fs::write(home.path().join("config.toml"), "[provider]\nhosted = true\n").unwrap();
     let mut pty = spawn(&server.openai_base_url(), &home, &ws);
     pty.wait_for("ready").await;
 

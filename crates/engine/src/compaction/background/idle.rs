@@ -16,8 +16,9 @@ use std::time::Duration;
 
 use codewhale_journal::Trigger;
 
-use super::{anchors, early_mark, maybe_start, try_commit, used_up, Current, Tried};
+use super::{anchors, early_mark, maybe_start, settle, try_commit, used_up, Current, Tried};
 use crate::compaction::plain::PlainView;
+use crate::compaction::steps;
 use crate::events::EventSink;
 use crate::session::Session;
 use codewhale_protocol::{Event, SubmissionId};
@@ -42,9 +43,12 @@ pub(crate) async fn on_idle(session: &mut Session, sink: &EventSink) {
     if session.budget().pressure().tokens < early {
         return;
     }
+    // A note that became ready before the timer fired is composed now (its wake-up may have
+    // come before its task returned), then committed below.
+    settle(session, sink, SubmissionId(0)).await;
     if session.compaction.note_pass.job.slot.is_none() {
         // `maybe_start` settles first and then starts a pass when nothing holds it back.
-        maybe_start(session, sink, SubmissionId(0), true).await;
+        maybe_start(session, sink, SubmissionId(0), super::StartAt::Idle).await;
     }
     let Some(slot) = session.compaction.note_pass.job.slot.as_mut() else { return };
     if slot.state.prepared.is_some() {
@@ -93,13 +97,11 @@ pub(super) async fn commit(
     let plain = PlainView::new(&view, |item| session.known_tokens(item));
     let anchors = anchors(session);
     let before = session.budget().pressure().tokens;
-    let current = Current {
-        view: &view,
-        plain: &plain,
-        anchors: anchors.as_deref(),
-        before,
-        threshold: session.budget().limits().threshold,
-    };
+    let previous = view.compaction.as_ref();
+    let target =
+        steps::commit_target(session, &plain, previous, anchors.as_deref(), prepared.reaches_aim);
+    let current =
+        Current { view: &view, plain: &plain, anchors: anchors.as_deref(), before, target };
     match try_commit(session, &prepared, current).await {
         Tried::Written(done) => {
             slot.stop();

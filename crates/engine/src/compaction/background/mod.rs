@@ -31,7 +31,6 @@ use std::time::{Duration, Instant};
 
 use codewhale_journal::{render_with_record, Entry, Level, SystemPayload, Trigger, View};
 use codewhale_provider::CancellationToken;
-use tokio::task::JoinHandle;
 
 use super::commit::{self, Proposal, Written};
 use super::cut::{self, CutPolicy};
@@ -89,15 +88,26 @@ pub(super) fn anchors(session: &Session) -> Option<String> {
         .map(|a| session.redactor().redact(&a).into_owned())
 }
 
-/// Before a request (and after a turn): settles a finished pass, drops a stale one, and starts
-/// one when pressure has crossed the early mark. `in_tool_loop`: the turn already has a reply
-/// (a one-turn `exec` starts a pass only then).
+/// When a background pass is asked to start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StartAt {
+    /// Before a request or after a turn: the note waits for the threshold. `in_tool_loop`: the
+    /// turn already has a reply (a one-turn `exec` starts a pass only then).
+    Turn { in_tool_loop: bool },
+    /// The session is idle: the note is committed as soon as it is ready, before the
+    /// conversation grows again.
+    Idle,
+}
+
+/// Before a request (and after a turn, and when idle): settles a finished pass, drops a stale
+/// one, and starts one when pressure has crossed the early mark.
 pub(crate) async fn maybe_start(
     session: &mut Session,
     sink: &EventSink,
     submission: SubmissionId,
-    in_tool_loop: bool,
+    at: StartAt,
 ) {
+    let in_tool_loop = matches!(at, StartAt::Idle | StartAt::Turn { in_tool_loop: true });
     settle(session, sink, submission).await;
     let config = &session.config().compaction;
     let limits = *session.budget().limits();
@@ -115,12 +125,12 @@ pub(crate) async fn maybe_start(
     if !should_start(&check) || !steps::auto_worthwhile(session) {
         return;
     }
-    let Some(snapshot) = snapshot(session) else { return };
+    let Some(snapshot) = snapshot(session, at) else { return };
     let summarizer = Summarizer::of(session, &snapshot.summary_model);
     let max_output = steps::summary_max_output(&limits);
     let snapshot = Arc::new(snapshot);
     let cancel = CancellationToken::new();
-    let (signal, done) = session.compaction.note_pass.job.signal();
+    let (signal, (done, ended)) = session.compaction.note_pass.job.signal();
     let task = tokio::spawn(write_note(
         snapshot.clone(),
         summarizer,
@@ -136,12 +146,14 @@ pub(crate) async fn maybe_start(
         "background note started"
     );
     let state = Note { snapshot, prepared: None, commit_when_idle: false };
-    session.compaction.note_pass.job.start(Slot { state, cancel, task: Some(task), done });
+    session.compaction.note_pass.job.start(Slot { state, cancel, task: Some(task), done, ended });
     sink.emit(submission, Event::BackgroundNote { state: Some(BackgroundState::Writing) });
 }
 
-/// The view, cut and anchors an auto pass would use now; `None` when there is nothing to cover.
-fn snapshot(session: &Session) -> Option<Snapshot> {
+/// The view, cut and anchors an auto pass would use now; `None` when there is nothing to cover,
+/// or when the note could not be committed where it will be: a note folded into another summary
+/// request costs two requests for one note.
+fn snapshot(session: &Session, at: StartAt) -> Option<Snapshot> {
     let view = session.render();
     let plain = PlainView::new(&view, |item| session.known_tokens(item));
     if plain.messages.len() < cut::MIN_MESSAGES {
@@ -149,16 +161,42 @@ fn snapshot(session: &Session) -> Option<Snapshot> {
     }
     let limits = session.budget().limits();
     let pressure = session.budget().pressure().tokens;
+    let calibration = session.budget().calibration();
     let policy = CutPolicy {
         retained_tokens: session.config().compaction.retained_user_tokens,
         tail_fraction: snapshot_tail_fraction(limits, pressure),
-        ..CutPolicy::new(limits.usable_input, session.budget().calibration())
+        ..CutPolicy::of(limits, calibration)
     };
-    let plan = cut::plan(&plain.messages, &plain.tokens, &policy).ok()?;
+    // The note is committed at the threshold, when the conversation has grown by what is still
+    // to come: the view it leaves then must be at the aim of an auto pass.
+    let anchors = anchors(session);
+    let to_come = match at {
+        StartAt::Idle => 0,
+        StartAt::Turn { .. } => crate::budget::from_provider(
+            limits.threshold.saturating_sub(pressure) as f64,
+            calibration,
+        ),
+    };
+    let (room, median) =
+        steps::room(session, &plain, view.compaction.as_ref(), anchors.as_deref(), to_come);
+    let plan = super::pass_plan::aimed_cut(&plain.messages, &plain.tokens, &policy, &room).ok()?;
+    // Whether the view the note leaves at the threshold can be at the aim; when not even the
+    // smallest view can, the note is committed if it leaves a median turn of room.
+    let leaves = room.fixed + plan.tail_tokens + plan.retained_tokens + to_come;
+    let reaches_aim = leaves <= crate::budget::from_provider(room.aim as f64, calibration);
+    let threshold = crate::budget::from_provider(limits.threshold as f64, calibration);
+    if !reaches_aim && leaves + median > threshold {
+        tracing::info!(
+            leaves,
+            median,
+            threshold,
+            "no background note: it would be folded into another"
+        );
+        return None;
+    }
     // Nothing before the protected part: a note would cover nothing new.
     record::covers(&plain, &plan, view.compaction.as_ref())?;
     // Nor is a note written that could not be committed (no request is paid for nothing).
-    let anchors = anchors(session);
     let covered = &plain.messages[..plan.cut];
     let check = SendCheck {
         before: plain.total(),
@@ -172,11 +210,9 @@ fn snapshot(session: &Session) -> Option<Snapshot> {
         ),
         note_budget: steps::note_budget_tokens(limits),
         prefix: session.budget().system_tokens(),
-        threshold: crate::budget::from_provider(
-            limits.threshold as f64,
-            session.budget().calibration(),
-        ),
+        threshold,
         manual: false,
+        spare: Some(median),
     };
     if let Err(why) = worth_sending(&check) {
         tracing::info!(%why, "no background note: it could not be committed");
@@ -191,6 +227,7 @@ fn snapshot(session: &Session) -> Option<Snapshot> {
         plain,
         plan,
         summary_model,
+        reaches_aim,
     })
 }
 
@@ -256,11 +293,13 @@ async fn settle(session: &mut Session, sink: &EventSink, submission: SubmissionI
         cancel(session, sink, submission, why);
         return;
     }
-    if !slot.task.as_ref().is_some_and(JoinHandle::is_finished) {
+    // The task says its request ended just before it returns: then its answer is a wait of no
+    // time away (taking an unfinished task for a running one left a ready note uncommitted).
+    if !slot.has_ended() {
         return;
     }
     if let Some(slot) = session.compaction.note_pass.job.slot.take() {
-        match finish(session, sink, submission, slot, Duration::ZERO).await {
+        match finish(session, sink, submission, slot, ENDING).await {
             Finished::Ready(slot) | Finished::Late(slot) => {
                 session.compaction.note_pass.job.slot = Some(slot)
             }
@@ -268,6 +307,9 @@ async fn settle(session: &mut Session, sink: &EventSink, submission: SubmissionI
         }
     }
 }
+
+/// How long a task that said its request ended is waited for: it only has to return.
+const ENDING: Duration = Duration::from_secs(5);
 
 /// What became of a background request waited for.
 enum Finished {
@@ -329,6 +371,17 @@ fn failed(session: &mut Session, sink: &EventSink, submission: SubmissionId, err
         SummaryError::Unusable(reason) => {
             steps::summary_failed(session, &reason, &emit);
             (reason, true)
+        }
+        SummaryError::WindowLearned { window, source } => {
+            // The window is the session's now: the next pass plans under it.
+            if let Err(err) = super::pass::learned_from_summary(session, window, source, &emit) {
+                tracing::error!("cannot journal the window learned: {err}");
+            }
+            let reason = format!(
+                "the provider rejected the summary request as too long; the next note is written \
+                 for the {window}-token window"
+            );
+            (reason, false)
         }
     };
     tracing::warn!(%reason, "background note failed");
@@ -453,7 +506,7 @@ async fn prepare(
         .get(first.as_str())
         .and_then(|e| e.parent.clone())
         .unwrap_or_else(|| session.journal().header_entry().id.clone());
-    Some(Prepared { record, parent })
+    Some(Prepared { record, parent, reaches_aim: snapshot.reaches_aim })
 }
 
 /// What the pass needs to try a prepared note against the current view.
@@ -463,10 +516,12 @@ pub(crate) struct Current<'a> {
     pub anchors: Option<&'a str>,
     /// Pressure before the pass, for `tokens_before`.
     pub before: u64,
-    pub threshold: u64,
+    /// What the view it yields must be at or below: the aim of an auto pass (docs/compaction.md,
+    /// *The cut*: a pass buys room), in provider tokens.
+    pub target: u64,
 }
 
-/// Commits `prepared` when the view it yields is below the threshold and passes every check of
+/// Commits `prepared` when the view it yields is at or below the aim and passes every check of
 /// `commit` (the survival contract against the current view among them); otherwise says
 /// whether to fold it in (sound but too big) or discard it (refused by a check).
 pub(crate) async fn try_commit(
@@ -475,7 +530,9 @@ pub(crate) async fn try_commit(
     current: Current<'_>,
 ) -> Tried {
     let mut record = prepared.record.clone();
-    record::receipt_now(current.plain, &mut record, current.anchors);
+    let budget = session.budget();
+    let policy = CutPolicy::of(budget.limits(), budget.calibration());
+    record::receipt_now(current.plain, &mut record, current.anchors, &policy);
     let proposal = Proposal {
         plain: current.plain,
         previous: current.view.compaction.as_ref().map(|c| &c.record),
@@ -483,13 +540,13 @@ pub(crate) async fn try_commit(
         parent: prepared.parent.clone(),
         anchors: current.anchors,
         tokens_before: current.before,
-        target: current.threshold,
+        target: current.target,
         exact: true,
     };
     match commit::commit(session, proposal).await {
         Ok(written) => Tried::Written(written),
         Err(Refusal::OverTarget) => {
-            tracing::info!("the background note leaves the view over the threshold; folding it in");
+            tracing::info!("the background note leaves the view over its target; folding it in");
             let entry = commit::record_entry(&prepared.parent, prepared.record.clone());
             let head = session.journal().head_id().clone();
             let view = render_with_record(session.journal(), head.as_str(), &entry);

@@ -27,6 +27,10 @@ pub(super) struct Snapshot {
     pub(super) summary_model: String,
     /// The session's limits then (the note's budget).
     pub(super) limits: crate::budget::Limits,
+    /// The view the note leaves when committed at the threshold was planned to be at the aim of
+    /// an auto pass; when not even the smallest view could be, it need only leave a median turn
+    /// of room ([`crate::compaction::steps::commit_target`]).
+    pub(super) reaches_aim: bool,
 }
 
 /// The one background pass of a session, if any, and when the last note was used up.
@@ -80,4 +84,6 @@ pub struct Prepared {
     pub record: CompactionPayload,
     /// The splice point: the entry just before the covered segment.
     pub parent: EntryId,
+    /// Its snapshot was planned to reach the aim of an auto pass.
+    pub reaches_aim: bool,
 }

@@ -86,7 +86,16 @@ fn judged<'a>(
     view: &'a View,
     plain: &'a PlainView,
 ) -> Judged<'a> {
-    Judged { before, previous: None, entry, view, plain, anchors: None, live_plan: None }
+    Judged {
+        before,
+        previous: None,
+        entry,
+        view,
+        plain,
+        anchors: None,
+        live_plan: None,
+        tail_target: 1_000,
+    }
 }
 
 #[test]

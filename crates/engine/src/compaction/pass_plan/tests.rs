@@ -34,8 +34,10 @@ fn inputs<'a>(plain: &'a PlainView, trigger: &'a Trigger) -> PlanInputs<'a> {
         pressure: 130_000,
         threshold: 125_000,
         usable_input: 150_000,
+        window: 200_000,
         calibration: 1.0,
         retained_user_tokens: None,
+        room: None,
     }
 }
 
@@ -79,7 +81,7 @@ fn a_folded_background_note_skips_the_prune() {
 fn bound_only_and_too_few_messages_say_why_there_is_no_summary() {
     let plain = view(5);
     let bound = plan(&PlanInputs { mode: PassMode::BoundOnly, ..inputs(&plain, &Trigger::Auto) });
-    assert_eq!(bound.summary, Err("only bounding was asked for".to_owned()));
+    assert_eq!(bound.summary, Err("nothing in the last round can be shortened further".to_owned()));
     assert_eq!(bound.prune_first, None, "a bound-only pass never prunes on its own");
 
     let small = PlainView {
@@ -101,6 +103,7 @@ fn send_check() -> SendCheck {
         prefix: 1_700,
         threshold: 9_600,
         manual: false,
+        spare: None,
     }
 }
 
@@ -124,4 +127,66 @@ fn an_auto_pass_needs_room_for_the_note_under_the_threshold() {
     assert!(why.contains("below the threshold"), "{why}");
     // A manual pass only has to shrink the view.
     assert_eq!(worth_sending(&SendCheck { manual: true, ..small }), Ok(()));
+}
+
+#[test]
+fn an_auto_pass_sends_only_when_a_median_turn_still_fits() {
+    // 1,700 + 400 + the shortest summary (60) + 500 + a 2,000-token tail = 4,660 of 9,600.
+    assert_eq!(worth_sending(&SendCheck { spare: Some(4_940), ..send_check() }), Ok(()));
+    let why = worth_sending(&SendCheck { spare: Some(4_941), ..send_check() }).unwrap_err();
+    assert!(why.contains("no room for the next turn"), "{why}");
+    let manual = SendCheck { spare: Some(9_000), manual: true, ..send_check() };
+    assert_eq!(worth_sending(&manual), Ok(()), "a manual pass only has to shrink the view");
+}
+
+#[test]
+fn the_aim_is_three_median_turns_under_the_threshold_at_most_sixty_percent() {
+    assert_eq!(median_turn(&[]), 0);
+    assert_eq!(median_turn(&[100, 300]), 200, "before three turns: the mean");
+    assert_eq!(median_turn(&[100, 900, 300]), 300);
+    assert_eq!(median_turn(&[100, 900, 300, 500]), 400);
+    assert_eq!(aim(1_800, 200, 2), 1_080, "60 % alone before three turns");
+    assert_eq!(aim(1_800, 200, 5), 1_080, "1,200 is more than 60 %");
+    assert_eq!(aim(4_200, 1_150, 5), 750);
+    assert_eq!(aim(1_000, 500, 5), 0);
+}
+
+/// A chat of `turns` turns of a 10-token question and a 90-token answer.
+fn chat(turns: usize) -> PlainView {
+    let mut messages = Vec::new();
+    for k in 0..turns {
+        messages.push(Message::user(format!("question {k}")));
+        messages.push(Message::assistant(format!("answer {k}")));
+    }
+    let tokens = messages.iter().map(|m| if m.role == Role::User { 10 } else { 90 }).collect();
+    PlainView { messages, tokens, ..PlainView::default() }
+}
+
+#[test]
+fn an_auto_pass_shrinks_its_tail_toward_the_aim() {
+    let plain = chat(20);
+    // U = 2,000: the usual tail is 500 tokens, five turns.
+    let policy = CutPolicy::new(2_000, 1.0);
+    let usual = cut::plan(&plain.messages, &plain.tokens, &policy).unwrap();
+    assert_eq!(usual.cut, 30);
+    // Fixed part 600, aim 900: 300 are left for the tail and the retained texts.
+    let room = Room { aim: 900, fixed: 600, to_come: 0 };
+    let aimed = aimed_cut(&plain.messages, &plain.tokens, &policy, &room).unwrap();
+    assert!(600 + aimed.tail_tokens + aimed.retained_tokens <= 900, "{aimed:?}");
+    assert!(aimed.cut > usual.cut);
+    // An aim below even the protected round: the smallest view (the latest turn, no retained
+    // texts beyond the round's).
+    let tight = Room { aim: 100, fixed: 600, to_come: 0 };
+    let smallest = aimed_cut(&plain.messages, &plain.tokens, &policy, &tight).unwrap();
+    assert_eq!((smallest.cut, smallest.retained.len()), (38, 0));
+    // An auto pass plans with its room; a manual one keeps only the protected part anyway.
+    let inputs = PlanInputs {
+        room: Some(room),
+        usable_input: 2_000,
+        window: 2_500,
+        threshold: 1_600,
+        pressure: 2_100,
+        ..inputs(&plain, &Trigger::Auto)
+    };
+    assert_eq!(plan(&inputs).summary.unwrap(), aimed);
 }

@@ -31,6 +31,10 @@ pub enum Pending {
     /// A rewind or fork back to an earlier message: what the user saw before that point stays,
     /// only what followed it goes.
     HeadBack,
+    /// `/cost`: the status report's cost part is shown.
+    Cost,
+    /// `/export [FILE]`: the transcript is written to FILE (as typed), or copied.
+    Export { file: Option<String> },
 }
 
 /// A message on its way to the engine: its text and the files mentioned with `@`.

@@ -38,8 +38,7 @@ pub struct SessionFacts {
     pub opening: Option<u64>,
     /// The approval mode tool calls are decided by (Shift+Tab cycles it).
     pub approval: ApprovalMode,
-    /// `/clear` left this conversation (its short id) for a new one: said once the new one is
-    /// open.
+    /// `/clear` left this conversation (its id) for a new one: said once the new one is open.
     pub kept: Option<String>,
 }
 

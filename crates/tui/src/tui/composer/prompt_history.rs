@@ -63,10 +63,10 @@ pub fn append(path: &Path, text: &str) -> io::Result<()> {
         return Ok(());
     }
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
+        codewhale_engine::private::create_dir_all(dir)?;
     }
     let line = serde_json::to_string(&Line { text: text.to_owned() }).map_err(io::Error::other)?;
-    let mut file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
+    let mut file = codewhale_engine::private::options().create(true).append(true).open(path)?;
     file.write_all(format!("{line}\n").as_bytes())?;
     drop(file);
     let lines = std::fs::read_to_string(path)?.lines().count();

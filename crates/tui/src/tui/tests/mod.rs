@@ -123,6 +123,7 @@ impl Harness {
 
 mod background;
 mod composer;
+mod habits;
 mod history;
 mod images;
 mod one_truth;

@@ -341,3 +341,37 @@ fn a_write_approval_in_a_tiny_terminal_shows_its_path_and_diff() {
     assert!(seen.contains("notes/todo.md"), "the path: {seen}");
     assert!(seen.contains("+first line"), "a diff line: {seen}");
 }
+
+/// A write waiting for approval on a 40×12 terminal: the path and the keys stay, and the diff
+/// gets the rows the modal can spare — several of its lines, not one — scrollable.
+#[test]
+fn a_write_approval_at_40x12_shows_its_diff() {
+    let mut h = Harness::new();
+    turn(&mut h, "write the notes");
+    let diff = "--- /dev/null\n+++ b/notes.md\n@@ -0,0 +1,6 @@\n+# Notes\n+first line\n+second line\n+third line\n+fourth line\n+fifth line\n";
+    h.engine(
+        1,
+        Event::ApprovalNeeded {
+            call_id: "w1".into(),
+            name: "write_file".into(),
+            input: json!({"path": "notes.md", "content": "# Notes\n"}),
+            reason: "approval mode `ask` asks before `write_file`".into(),
+            offers: vec![ApprovalOffer {
+                scope: ApprovalScope::Edits,
+                label: "always for writes and edits inside the workspace".into(),
+            }],
+            diff: Some(diff.into()),
+        },
+    );
+    h.terminal = Terminal::new(TestBackend::new(40, 12)).unwrap();
+    let screen = h.screen();
+    insta::assert_snapshot!(screen);
+    let shown = ["+# Notes", "+first line", "+second line", "+third line"];
+    for line in shown {
+        assert!(screen.contains(line), "{line:?} is on screen:\n{screen}");
+    }
+    assert!(screen.contains("notes.md") && screen.contains("y once"), "{screen}");
+    // The rest is a scroll away.
+    h.key(KeyCode::PageDown, KeyModifiers::NONE);
+    assert!(h.screen().contains("+fifth line"), "{}", h.screen());
+}

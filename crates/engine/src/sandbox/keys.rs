@@ -144,6 +144,15 @@ pub fn readable_without_pid_namespace(names: &[String]) -> bool {
     if nix::unistd::geteuid().is_root() {
         return true;
     }
+    if names.iter().any(|n| std::env::var_os(n).is_some_and(|v| !v.is_empty())) {
+        return true;
+    }
+    held_from(names, std::os::unix::process::parent_id())
+}
+
+/// Whether the process `pid` or one of its ancestors holds a variable of `names` in the
+/// environment its `/proc` entry shows (as far as it is readable).
+fn held_from(names: &[String], mut pid: u32) -> bool {
     let holds = |environ: &[u8]| {
         environ.split(|b| *b == 0).any(|var| {
             names.iter().any(|n| {
@@ -151,10 +160,6 @@ pub fn readable_without_pid_namespace(names: &[String]) -> bool {
             })
         })
     };
-    if names.iter().any(|n| std::env::var_os(n).is_some_and(|v| !v.is_empty())) {
-        return true;
-    }
-    let mut pid = std::os::unix::process::parent_id();
     for _ in 0..64 {
         if pid <= 1 {
             break;
@@ -178,4 +183,28 @@ pub fn readable_without_pid_namespace(names: &[String]) -> bool {
         }
     }
     false
+}
+
+#[cfg(test)]
+mod tests {
+    /// The walk up from a process finds a key variable an ancestor holds, and nothing where
+    /// none does.
+    #[test]
+    fn a_key_an_ancestor_holds_is_found_and_none_invented() {
+        let name = "CODEWHALE_TEST_ANCESTOR_KEY".to_owned();
+        let mut holder = std::process::Command::new("sh")
+            .args(["-c", "read -r _; :"])
+            .env(&name, "sk-held-by-an-ancestor")
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let found = super::held_from(std::slice::from_ref(&name), holder.id());
+        let invented = super::held_from(&["CODEWHALE_TEST_NOBODY_HOLDS".to_owned()], holder.id());
+        drop(holder.stdin.take());
+        let _ = holder.wait();
+        assert!(found, "the ancestor's environment holds it");
+        assert!(!invented);
+        // This process holds PATH: readable, whatever the ancestors hold.
+        assert!(super::readable_without_pid_namespace(&["PATH".to_owned()]));
+    }
 }

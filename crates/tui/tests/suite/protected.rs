@@ -425,6 +425,54 @@ async fn in_the_fallback_a_git_replaced_by_a_gitdir_file_is_restored() {
     assert!(text(&out.stdout).contains("sandbox: Landlock only; .git guarded by put-back"));
 }
 
+/// The fallback covers every repository of the workspace and everything git executes from,
+/// not only the top `.git/hooks`: a nested repository's hook and config, the top repository's
+/// `config.worktree` and `info/`, a submodule's config and a `core.hooksPath` folder — each
+/// put back, and named.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_the_fallback_every_repository_and_the_hooks_path_are_put_back() {
+    if !git() {
+        return;
+    }
+    let s = Setup::fallback().await;
+    s.git(&["init", "-q", "vendor/lib"]);
+    s.git(&["config", "core.hooksPath", ".githooks"]);
+    std::fs::create_dir_all(s.ws().join(".githooks")).unwrap();
+    std::fs::create_dir_all(s.ws().join(".git/modules/sub")).unwrap();
+    std::fs::write(s.ws().join(".git/modules/sub/config"), "[core]\n\tbare = false\n").unwrap();
+    let nested_config = std::fs::read(s.ws().join("vendor/lib/.git/config")).unwrap();
+    let script = "printf '#!/bin/sh\\ntouch ~/owned\\n' > vendor/lib/.git/hooks/post-checkout; \
+                  git -C vendor/lib config core.fsmonitor 'touch ~/canary'; \
+                  printf '[core]\\n\\tfsmonitor = x\\n' > .git/config.worktree; \
+                  printf '* filter=evil\\n' > .git/info/attributes; \
+                  printf '\\tfsmonitor = x\\n' >> .git/modules/sub/config; \
+                  printf '#!/bin/sh\\ntouch ~/owned\\n' > .githooks/pre-commit; echo planted";
+    let out = s.exec("full", vec![shell(script)]).await;
+    let result = one_result(&out);
+    assert!(result.contains("planted"), "{result}");
+    for name in [
+        "vendor/lib/.git/hooks/post-checkout",
+        "vendor/lib/.git/config",
+        ".git/config.worktree",
+        ".git/info/attributes",
+        ".git/modules/sub/config",
+        ".githooks/pre-commit",
+    ] {
+        assert!(result.contains(name), "{name} is named: {result}");
+    }
+    assert!(!s.ws().join("vendor/lib/.git/hooks/post-checkout").exists());
+    assert_eq!(std::fs::read(s.ws().join("vendor/lib/.git/config")).unwrap(), nested_config);
+    assert!(!s.ws().join(".git/config.worktree").exists());
+    assert!(!s.ws().join(".git/info/attributes").exists());
+    let sub = std::fs::read_to_string(s.ws().join(".git/modules/sub/config")).unwrap();
+    assert_eq!(sub, "[core]\n\tbare = false\n");
+    assert!(!s.ws().join(".githooks/pre-commit").exists());
+    // Said once, however many commands run: the notice at the session's start.
+    let said =
+        text(&out.stdout).matches("sandbox: Landlock only; .git guarded by put-back").count();
+    assert_eq!(said, 1, "{}", text(&out.stdout));
+}
+
 /// The fallback puts the user's own hook back with its executable bit, so it still runs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_the_fallback_a_hook_is_put_back_with_its_mode() {
@@ -462,6 +510,14 @@ async fn in_the_fallback_a_background_command_that_plants_a_hook_is_checked_when
     let out = s.exec("full", replies).await;
     assert_eq!(results(&out).len(), 2, "{}", text(&out.stderr));
     assert!(!s.ws().join(".git/hooks/post-checkout").exists(), "{}", text(&out.stderr));
+    let told = text(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["type"] == "notice")
+        .filter_map(|e| e["message"].as_str().map(str::to_owned))
+        .find(|m| m.contains("changed .git/hooks/post-checkout"));
+    let told = told.unwrap_or_else(|| panic!("the user is told: {}", text(&out.stdout)));
+    assert!(told.starts_with("bg-"), "named by the command that did it: {told}");
 }
 
 /// A key named by `api_key_env` never reaches a command's environment, nor through
@@ -664,4 +720,41 @@ async fn an_instruction_file_a_command_creates_is_read_only_after_a_yes() {
         }
         assert!(s.ws().join("AGENTS.md").exists(), "named, never removed");
     }
+}
+
+/// The user's own `!CMD` keeps `.git` and `.codewhale/` writable — `git commit` works where
+/// the model's command was refused — but runs without the key; what it changed in git's
+/// places is named and kept. `/status` says how `.git` and the keys are kept from commands.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_users_own_command_keeps_git_writable_and_status_says_how_git_and_keys_are_kept() {
+    if !git() || !namespaces() {
+        return;
+    }
+    let s = Setup::new().await;
+    std::fs::write(s.ws().join("b.txt"), "b\n").unwrap();
+    let args = super::pty::mock_args(&s.server.openai_base_url());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut pty = Pty::spawn(&args, &s.home, &s.ws);
+    pty.wait_for("ready").await;
+    pty.send(
+        b"!git add b.txt && git commit -qm mine && printf '#!/bin/sh\\n' > .git/hooks/pre-push \
+          && echo \"key=[$OPENAI_API_KEY]\"\r",
+    );
+    pty.wait_for("key=[]").await;
+    pty.wait_for("your command changed .git/hooks/pre-push").await;
+    assert_eq!(s.git(&["log", "--oneline"]).lines().count(), 2, "{}", pty.contents());
+    assert!(s.ws().join(".git/hooks/pre-push").exists(), "the user's change is kept");
+    pty.send(b"/status\r");
+    pty.wait_for("sandbox: namespaces").await;
+    pty.wait_for("keys: hidden from commands").await;
+    pty.send(b"\x1b");
+    for _ in 0..200 {
+        if !pty.contents().contains("Esc close") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    pty.send(b"\x04");
+    assert!(pty.wait_exit().await.success(), "{}", pty.contents());
+    assert!(s.server.requests().is_empty(), "the user's command asks no model");
 }

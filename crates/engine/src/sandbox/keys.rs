@@ -193,16 +193,25 @@ mod tests {
     fn a_key_an_ancestor_holds_is_found_and_none_invented() {
         let name = "CODEWHALE_TEST_ANCESTOR_KEY".to_owned();
         let mut holder = std::process::Command::new("sh")
-            .args(["-c", "read -r _; :"])
+            .args(["-c", "echo ready; read -r _; :"])
             .env(&name, "sk-held-by-an-ancestor")
             .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
             .spawn()
             .unwrap();
+        // Running its script: its environment is the one it was started with.
+        let mut ready = String::new();
+        let stdout = holder.stdout.take().unwrap();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut ready).unwrap();
+        assert_eq!(ready, "ready\n");
         let found = super::held_from(std::slice::from_ref(&name), holder.id());
+        let shown = std::fs::read(format!("/proc/{}/environ", holder.id()))
+            .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+            .unwrap_or_else(|e| e.to_string());
         let invented = super::held_from(&["CODEWHALE_TEST_NOBODY_HOLDS".to_owned()], holder.id());
         drop(holder.stdin.take());
         let _ = holder.wait();
-        assert!(found, "the ancestor's environment holds it");
+        assert!(found, "the ancestor's environment holds it: {shown}");
         assert!(!invented);
         // This process holds PATH: readable, whatever the ancestors hold.
         assert!(super::readable_without_pid_namespace(&["PATH".to_owned()]));

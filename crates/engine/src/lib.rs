@@ -119,6 +119,10 @@ pub mod prompt;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod prompt;
 #[cfg(feature = "internals")]
+pub mod protected;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod protected;
+#[cfg(feature = "internals")]
 pub mod recall;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod recall;
@@ -190,7 +194,7 @@ pub use codewhale_journal::private;
 pub use codewhale_journal::replace;
 
 pub use approval::ApprovalMode;
-pub use config::{ConfigError, Env, Overrides};
+pub use config::{key_variables, ConfigError, Env, Overrides};
 pub use engine::{Engine, EngineHandle, EngineParams, EventReceiver, FrontEndSettings};
 pub use error::EngineError;
 pub use hints::FrontEnd;

@@ -146,6 +146,9 @@ pub async fn mcp_servers(
         home,
         helper: sandbox_helper,
         abi: crate::sandbox::confine::abi(),
+        // MCP servers are confined by Landlock alone.
+        namespaces: Err("not used for MCP servers".to_owned()),
+        forced_fallback: false,
     };
     let sandbox = crate::sandbox::resolve(&config.sandbox, at);
     crate::sandbox::confine_servers(&mut config.mcp_servers, &sandbox);

@@ -46,11 +46,20 @@ impl SystemPrompt {
     /// that is something else (a FIFO, a link to a device) is skipped and named in
     /// [`SystemPrompt::skipped`].
     pub fn load(workspace: &Path, compact: bool) -> SystemPrompt {
+        SystemPrompt::load_except(workspace, compact, &[])
+    }
+
+    /// [`SystemPrompt::load`] without the instruction files named in `withheld`
+    /// (workspace-relative): ones a command created that the user has not accepted.
+    pub fn load_except(workspace: &Path, compact: bool, withheld: &[String]) -> SystemPrompt {
         let base = if compact { BASE_COMPACT } else { BASE };
         let base = base.replace("{workspace}", &workspace.display().to_string());
         let mut instructions = Vec::new();
         let mut skipped = Vec::new();
         for rel in instruction_files() {
+            if withheld.iter().any(|w| Path::new(w) == rel) {
+                continue;
+            }
             let path = workspace.join(&rel);
             match crate::bounded::read(&path, MAX_INSTRUCTIONS_BYTES) {
                 Ok(Bounded::Read { mut bytes, cut }) => {
@@ -101,12 +110,10 @@ fn instruction_files() -> [PathBuf; 2] {
     [PathBuf::from("AGENTS.md"), Path::new(".codewhale").join("instructions.md")]
 }
 
-/// Whether `path` (absolute; symlinks of its existing part followed) is one of the workspace's
-/// instruction files, which every later session reads into its system prompt.
-pub(crate) fn is_instruction_file(workspace: &Path, path: &Path) -> bool {
-    let real = crate::paths::real_location(path);
-    let ws = crate::paths::real_location(workspace);
-    instruction_files().iter().any(|f| real == ws.join(f))
+/// The instruction files the system prompt reads in `workspace`, absolute (whether or not
+/// they exist): what a command's namespace binds read-only and the guard watches.
+pub(crate) fn instruction_paths(workspace: &Path) -> Vec<PathBuf> {
+    instruction_files().iter().map(|f| workspace.join(f)).collect()
 }
 
 #[cfg(test)]

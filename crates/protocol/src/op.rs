@@ -165,4 +165,7 @@ pub enum ApprovalScope {
     /// Run this call once more without the sandbox (offered only after the sandbox refused
     /// one of its writes; never a default and never a grant).
     Unconfined,
+    /// Run this shell call once more with every `.git` writable, under the guard (offered only
+    /// after a write under a read-only `.git` was refused; never a default and never a grant).
+    GitWritable,
 }

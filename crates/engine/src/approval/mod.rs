@@ -59,12 +59,9 @@ pub struct CallSummary<'a> {
     /// The call touches a path outside the workspace.
     pub leaves_workspace: bool,
     /// The call changes (or, for a shell command, names) Codewhale's own configuration or
-    /// trust store, or the workspace's config: it asks in every mode, and no grant covers it.
+    /// trust store, or a protected place of the workspace (a `.git`, `.codewhale/`, an
+    /// instruction file, `core.hooksPath`): it asks in every mode, and no grant covers it.
     pub protected: bool,
-    /// The call writes an instruction file read into every later session's system prompt
-    /// (`AGENTS.md`, `.codewhale/instructions.md`): it asks in `ask` and `auto-edit`, and no
-    /// grant covers it.
-    pub instructions: bool,
     /// The shell command, for a shell call.
     pub command: Option<&'a str>,
     /// The MCP server and tool, for an MCP call.
@@ -134,7 +131,7 @@ impl Policy {
         if self.mode == ApprovalMode::Full {
             return Decision::Allow;
         }
-        if call.leaves_workspace || call.instructions {
+        if call.leaves_workspace {
             return Decision::Ask;
         }
         let allowed = match call.effect {
@@ -180,7 +177,7 @@ impl Policy {
     }
 
     /// What the user may allow "always" along with this call (nothing for a call outside the
-    /// workspace, on Codewhale's own settings, or to a private address; nothing but a fetch's
+    /// workspace, on Codewhale's own settings or a protected place, or to a private address; nothing but a fetch's
     /// host in `plan`, where every other grant would be for a later mode).
     pub fn offers(&self, call: CallSummary<'_>) -> Vec<Grant> {
         if call.effect == Effect::Fetch {
@@ -189,11 +186,7 @@ impl Policy {
                 _ => Vec::new(),
             };
         }
-        if call.protected
-            || call.leaves_workspace
-            || call.instructions
-            || self.mode == ApprovalMode::Plan
-        {
+        if call.protected || call.leaves_workspace || self.mode == ApprovalMode::Plan {
             return Vec::new();
         }
         match (call.effect, call.command) {
@@ -214,15 +207,23 @@ impl Policy {
 }
 
 /// The result the model reads when a call that would change Codewhale's own configuration
-/// is denied because no one can approve it.
-pub fn denied_protected(tool: &str) -> String {
+/// or a protected place of the workspace is denied because no one can approve it.
+pub fn denied_protected(tool: &str, why: Option<crate::protected::Protection>) -> String {
+    let what = match why {
+        Some(why) => format!("a protected path ({})", why.reason()),
+        None => "Codewhale's own configuration or trust store".to_owned(),
+    };
     format!(
-        "denied: this `{tool}` call would change Codewhale's own configuration or trust store, \
-         the workspace's .codewhale/config.toml, or the repository's git hooks or .git/config \
-         (which run outside the sandbox), which only the user may change, and this session \
-         runs without a terminal to ask. Tell the user what you wanted to change and why."
+        "denied: this `{tool}` call would change {what}, which only the user may change, and \
+         this session runs without a terminal to ask. Tell the user what you wanted to change \
+         and why."
     )
 }
+
+/// What the model reads in `exec` when git was refused a write under the read-only `.git`
+/// and nobody can allow a run with `.git` writable.
+pub const GIT_NEEDS_WRITABLE: &str =
+    "git needs .git writable: run it yourself or allow it with `[sandbox] git_writable = true`";
 
 /// The result the model reads when a call is denied because no one can approve it.
 pub fn denied_without_terminal(tool: &str, mode: ApprovalMode) -> String {
@@ -257,7 +258,6 @@ mod tests {
             effect,
             leaves_workspace: leaves,
             protected: false,
-            instructions: false,
             command: None,
             tool: None,
             fetch: None,
@@ -323,17 +323,6 @@ mod tests {
         assert!(p.offers(call("read_file", Effect::Read, true)).is_empty());
         let protected = CallSummary { protected: true, ..shell("rm ~/.codewhale/trust.json") };
         assert!(p.offers(protected).is_empty());
-    }
-
-    #[test]
-    fn instruction_files_ask_before_a_write_unless_everything_is_allowed() {
-        let agents = CallSummary { instructions: true, ..call("write_file", Effect::Write, false) };
-        let mut auto_edit = Policy::new(ApprovalMode::AutoEdit);
-        auto_edit.grant(Grant::Edits);
-        assert_eq!(auto_edit.decide(agents), Decision::Ask, "edits granted or not");
-        assert_eq!(Policy::new(ApprovalMode::Ask).decide(agents), Decision::Ask);
-        assert!(auto_edit.offers(agents).is_empty(), "asked each time");
-        assert_eq!(Policy::new(ApprovalMode::Full).decide(agents), Decision::Allow);
     }
 
     #[test]

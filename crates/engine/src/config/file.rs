@@ -152,6 +152,8 @@ struct FileSandbox {
     #[serde(default)]
     writable: Vec<String>,
     network: Option<bool>,
+    namespaces: Option<bool>,
+    git_writable: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -350,6 +352,8 @@ pub fn parse_scoped(path: &Path, text: &str, scope: Scope) -> Result<Config, Con
             mode: sandbox_mode,
             writable: file.sandbox.writable,
             network: file.sandbox.network,
+            namespaces: file.sandbox.namespaces,
+            git_writable: file.sandbox.git_writable,
         },
         tui: TuiConfig { notify: file.tui.notify },
         max_checkpoint_bytes: file.checkpoints.max_file_bytes,

@@ -246,15 +246,28 @@ pub struct Env {
 }
 
 impl Env {
-    /// Reads the process environment; empty values count as unset.
+    /// Reads the process environment, with the key variables the process was handed on a
+    /// pipe when it re-executed itself without them ([`crate::sandbox::keys`]); empty values
+    /// count as unset.
     pub fn from_process() -> Env {
-        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        let inherited = crate::sandbox::keys::inherited();
+        let var = |name: &str| {
+            std::env::var(name)
+                .ok()
+                .or_else(|| inherited.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone()))
+                .filter(|v| !v.trim().is_empty())
+        };
+        let mut others: std::collections::BTreeMap<String, String> =
+            std::env::vars().filter(|(_, v)| !v.trim().is_empty()).collect();
+        for (name, value) in inherited {
+            others.entry(name.clone()).or_insert_with(|| value.clone());
+        }
         Env {
             openai_api_key: var("OPENAI_API_KEY"),
             anthropic_api_key: var("ANTHROPIC_API_KEY"),
             openai_base_url: var("OPENAI_BASE_URL"),
             anthropic_base_url: var("ANTHROPIC_BASE_URL"),
-            others: std::env::vars().filter(|(_, v)| !v.trim().is_empty()).collect(),
+            others,
         }
     }
 
@@ -319,6 +332,15 @@ pub fn load(home: &Path, workspace: &Path, overrides: &Overrides) -> Result<Conf
     config.apply(overrides)?;
     config.notices.extend(notices);
     Ok(config)
+}
+
+/// The key variables (built-in and `api_key_env`) for a process about to open a session in
+/// `workspace`: what Codewhale hides from its own environment at start. A config that does not
+/// load counts only the built-in ones (the session reports its error later).
+pub fn key_variables(home: &Path, workspace: &Path) -> Vec<String> {
+    load(home, workspace, &Overrides::default())
+        .map(|c| c.key_variables())
+        .unwrap_or_else(|_| Config::default().key_variables())
 }
 
 /// A config file's text, or `None` when it does not exist or is not a regular file (then
@@ -439,6 +461,8 @@ impl Config {
         self.tools.web_fetch_allow.extend(other.tools.web_fetch_allow);
         over(&mut self.sandbox.mode, other.sandbox.mode);
         over(&mut self.sandbox.network, other.sandbox.network);
+        over(&mut self.sandbox.namespaces, other.sandbox.namespaces);
+        over(&mut self.sandbox.git_writable, other.sandbox.git_writable);
         over(&mut self.tui.notify, other.tui.notify);
         over(&mut self.max_checkpoint_bytes, other.max_checkpoint_bytes);
         for (model, price) in other.pricing {
@@ -483,6 +507,9 @@ impl Config {
         set(self.sandbox.mode == Some(crate::sandbox::SandboxMode::Off), "sandbox.mode");
         set(!self.sandbox.writable.is_empty(), "sandbox.writable");
         set(self.sandbox.network == Some(true), "sandbox.network");
+        // Both put .git within a command's reach; `namespaces = true` only tightens.
+        set(self.sandbox.namespaces == Some(false), "sandbox.namespaces");
+        set(self.sandbox.git_writable.is_some(), "sandbox.git_writable");
         // A pattern decides what is journaled: one matching everything destroys the record.
         set(!self.redaction.patterns.is_empty(), "redaction.patterns");
         // A listed host is fetched without asking, a private one included.
@@ -506,6 +533,10 @@ impl Config {
         if self.sandbox.network == Some(true) {
             self.sandbox.network = None;
         }
+        if self.sandbox.namespaces == Some(false) {
+            self.sandbox.namespaces = None;
+        }
+        self.sandbox.git_writable = None;
         self.redaction.patterns.clear();
         self.tools.web_fetch_allow.clear();
     }
@@ -579,6 +610,19 @@ impl Config {
     /// The approval mode in effect (default `ask`).
     pub fn approval_mode(&self) -> ApprovalMode {
         self.approval.unwrap_or_default()
+    }
+
+    /// The variables that hold provider keys, which no command may see: the built-in ones
+    /// and the one `api_key_env` names.
+    pub fn key_variables(&self) -> Vec<String> {
+        let mut names: Vec<String> =
+            crate::sandbox::keys::BUILT_IN.iter().map(|n| (*n).to_owned()).collect();
+        if let Some(name) = self.api_key_env.as_ref().filter(|n| !n.trim().is_empty()) {
+            if !names.contains(name) {
+                names.push(name.clone());
+            }
+        }
+        names
     }
 }
 

@@ -195,6 +195,8 @@ fn channels() -> (EngineHandle, EventReceiver, Ops, EventSink) {
 
 async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: ApprovalGate) {
     let sink = sink.with_redactor(session.redactor().clone());
+    // What the end of a background command finds is told as it happens.
+    session.guard().set_sink(sink.clone());
     // A local server says what window it runs the model with: from the cache at once, else
     // asked in the background (no request waits for it but a large first one, briefly).
     session.start_probe();

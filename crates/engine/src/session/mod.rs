@@ -106,6 +106,13 @@ pub struct Session {
     pub(crate) mcp: McpTools,
     /// How shell commands are confined ([`crate::sandbox`]).
     pub(crate) sandbox: crate::sandbox::SandboxState,
+    /// What git and Codewhale execute, guarded around every command ([`tools::guard`]).
+    pub(crate) guard: Arc<tools::guard::GitGuard>,
+    /// The key variables no command may see: the built-in ones and `api_key_env`.
+    pub(crate) hidden_env: Arc<Vec<String>>,
+    /// Instruction files a command created that the user has not accepted: left out of the
+    /// system prompt (workspace-relative names).
+    pub(crate) withheld_instructions: Vec<String>,
     /// The budget's system counts are exact, not provisional upper bounds.
     pub(crate) system_exact: bool,
     /// The live plan as last found ([`Session::live_plan`]): a later search stops at its head.
@@ -208,7 +215,32 @@ impl Session {
             sandbox: self.sandbox.sandbox.clone(),
             cancel,
             files: Some(Arc::new(self.file_store())),
+            guard: Some(self.guard.clone()),
+            hidden_env: self.hidden_env.clone(),
+            git_writable: self.config.sandbox.git_writable.unwrap_or(false),
+            allow_protected: false,
         }
+    }
+
+    /// The guard of the workspace's protected places.
+    pub fn guard(&self) -> &Arc<tools::guard::GitGuard> {
+        &self.guard
+    }
+
+    /// Keeps an instruction file a command created out of the system prompt until the user
+    /// accepts it ([`Session::accept_instructions`]).
+    pub(crate) fn withhold_instructions(&mut self, path: &Path) {
+        let name = crate::paths::display(&self.workspace, path);
+        if !self.withheld_instructions.contains(&name) {
+            self.withheld_instructions.push(name);
+        }
+    }
+
+    /// The user accepted an instruction file a command created: it is read from now on.
+    pub(crate) fn accept_instructions(&mut self, path: &Path) {
+        let name = crate::paths::display(&self.workspace, path);
+        self.withheld_instructions.retain(|n| *n != name);
+        self.refresh_system_prompt();
     }
 
     /// The session's content-addressed file store (checkpoints of what tools changed).
@@ -225,6 +257,21 @@ impl Session {
         codewhale_protocol::SandboxReport {
             mode: self.sandbox.mode,
             detail: self.sandbox.detail.clone(),
+            structure: self.sandbox.structure.clone(),
+            keys: self.keys_report(),
+        }
+    }
+
+    /// Whether a command could read the session's keys, in words (`/status`).
+    fn keys_report(&self) -> String {
+        if self.sandbox.namespaces() {
+            "keys: hidden from commands (PID namespace: no ancestor is visible)".to_owned()
+        } else if crate::sandbox::keys::readable_without_pid_namespace(&self.hidden_env) {
+            "keys: readable by commands (no PID namespace)".to_owned()
+        } else {
+            "keys: not readable by commands (Codewhale runs without them in its environment \
+             and is not dumpable)"
+                .to_owned()
         }
     }
 
@@ -247,7 +294,11 @@ impl Session {
     /// Re-reads `AGENTS.md` and `.codewhale/instructions.md` and recounts the system prompt
     /// and tool schemas. Compaction calls this after every pass.
     pub fn refresh_system_prompt(&mut self) {
-        self.system = SystemPrompt::load(&self.workspace, self.compact_prefix());
+        self.system = SystemPrompt::load_except(
+            &self.workspace,
+            self.compact_prefix(),
+            &self.withheld_instructions,
+        );
         self.recount_system(false);
     }
 

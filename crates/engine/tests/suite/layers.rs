@@ -23,6 +23,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "plan",
             "plan_mode",
             "probe",
+            "protected",
             "redact",
             "sandbox",
             "spend",

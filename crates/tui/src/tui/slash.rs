@@ -153,7 +153,7 @@ impl SlashCommand {
                 "Ask again whether to trust this workspace's .codewhale/config.toml (after a \"no\", say); its settings apply from the next session."
             }
             SlashCommand::Status => {
-                "Show the session: model and window, approval mode, workspace trust, sandbox, session id, compactions, and the tokens and cost spent."
+                "Show the session: model and window, approval mode, workspace trust, sandbox (and how .git and the keys are kept from commands), session id, compactions, and the tokens and cost spent."
             }
             SlashCommand::Export => {
                 "Write the conversation as you saw it (messages, tool calls folded to a line, compactions with their notes) as Markdown to a file, or without one copy it to the clipboard (OSC 52)."

@@ -20,6 +20,7 @@ mod peer_habits_pty;
 mod plan_mode;
 mod print_cli;
 mod probe_cli;
+mod protected;
 mod pty;
 mod restore_kill;
 mod rewind_cli;

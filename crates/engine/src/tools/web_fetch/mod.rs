@@ -94,7 +94,7 @@ impl Target {
             effect: Some(crate::approval::Effect::Fetch),
             leaves_workspace: false,
             protected: false,
-            instructions: false,
+            protection: None,
             command: None,
             mcp: None,
             fetch: Some((self.host.clone(), self.private, self.allowed)),
@@ -378,6 +378,8 @@ async fn read(
         files: Vec::new(),
         exit_code: None,
         timed_out: false,
+        git_refused: false,
+        guard: None,
     }
 }
 

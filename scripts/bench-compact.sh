@@ -4,7 +4,8 @@
 # 270 MB session that was never compacted, at a 200k window, against the mock provider of
 # crates/engine/examples/mock_provider.rs (which answers at once and counts the summary requests
 # and their input tokens). Next to it, the floor: a Python `json.loads` of every line of the same
-# file. Prints median wall time and peak memory of each, the ratio, and the mock's counts.
+# file (benches/json_loads.py). Prints the median wall time, CPU time (user + system) and peak
+# memory of each, the ratios of wall and CPU time, and the mock's counts.
 #
 # Usage: scripts/bench-compact.sh [RUNS] [MEGABYTES] [ENTRIES]   (default 3 270 100000)
 # The figures and how to read them are in docs/performance.md.
@@ -28,17 +29,16 @@ file="$work/home/sessions/$id.jsonl"
 printf '%s MB, %s entries, never compacted (%s bytes), %s runs: median wall, peak RSS\n' \
   "$mb" "$entries" "$(stat -c %s "$work/pristine.jsonl")" "$runs"
 
-walls=() rss=()
+walls=() rss=() cpus=()
 for _ in $(seq "$runs"); do
-  timed "$work/ws" /dev/null python3 -c \
-    'import json, sys; [json.loads(l) for l in open(sys.argv[1], encoding="utf-8")]' \
-    "$work/pristine.jsonl"
+  timed "$work/ws" /dev/null python3 "$PWD/benches/json_loads.py" "$work/pristine.jsonl"
 done
 floor="$(median "${walls[@]}")"
-printf '  %-44s %8ss %8.1f MiB\n' "floor: python3 json.loads of every line" "$floor" \
-  "$(most "${rss[@]}" | awk '{print $1 / 1024}')"
+floor_cpu="$(median "${cpus[@]}")"
+printf '  %-44s %8ss %8ss cpu %8.1f MiB\n' "floor: python3 json.loads of every line" "$floor" \
+  "$floor_cpu" "$(most "${rss[@]}" | awk '{print $1 / 1024}')"
 
-walls=() rss=() counts=()
+walls=() rss=() cpus=() counts=()
 for _ in $(seq "$runs"); do
   # Every run compacts the same never-compacted file, with a fresh mock to count its requests.
   cp "$work/pristine.jsonl" "$file"
@@ -54,7 +54,10 @@ for _ in $(seq "$runs"); do
   counts+=("$(sed -n 2p "$work/mock.out")")
 done
 wall="$(median "${walls[@]}")"
-printf '  %-44s %8ss %8.1f MiB\n' "codewhale compact --last (200k window)" "$wall" \
+cpu="$(median "${cpus[@]}")"
+printf '  %-44s %8ss %8ss cpu %8.1f MiB\n' "codewhale compact --last (200k window)" "$wall" "$cpu" \
   "$(most "${rss[@]}" | awk '{print $1 / 1024}')"
 awk -v a="$wall" -v b="$floor" 'BEGIN {printf "  ratio to the floor: %.2f×\n", a / b}'
+awk -v a="$cpu" -v b="$floor_cpu" 'BEGIN {printf "  cpu ratio to the floor: %.2f×\n", a / (b > 0 ? b : 0.01)}'
+printf '  peak RSS of compact: %s KiB\n' "$(most "${rss[@]}")"
 printf '  mock, last run: %s\n' "${counts[-1]}"

@@ -13,6 +13,15 @@
 # it), interleaved run by run with `codewhale exec`, and the script prints the ratio of the
 # medians. CODEX=0 leaves it out; without npm it is left out with a message.
 #
+# BESIDE_MB=N puts a generated session of N megabytes (100k entries, compacted every 5,000) of the
+# same workspace in the home first, as a long-lived project has: the new session is made beside it.
+#
+# The mock listens on 127.0.0.1 at a port the system picks, a generic port no local server is
+# known by: Codewhale takes it for a self-hosted server and probes it (the mock answers the
+# probe with 404s), as it would a vLLM or llama.cpp box. At the end the script prints how many
+# probe requests (`GET /api/version`, `/props`, `/api/v0/models`) the mock received from all the
+# runs: one round when they all fall within the probe cache's minute.
+#
 # MCP_SLOW_SERVERS=N adds N configured MCP servers that each take 3 s to start (the Python test
 # server of fixtures/mcp behind a `sleep`), with their tool lists cached by one `codewhale mcp
 # list` beforehand: the figure shows what slow servers add to a round trip that never calls
@@ -22,13 +31,21 @@ cd "$(dirname "$0")/.."
 runs="${1:-20}"
 
 source scripts/bench-lib.sh
-build_release codewhale-engine mock_provider codewhale-engine exec_floor
+build_release codewhale-engine mock_provider codewhale-engine exec_floor codewhale-journal gen_session
 mock="$target/release/examples/mock_provider"
 floor="$target/release/examples/exec_floor"
 
 work="$(mktemp -d)"
 trap 'exec 3>&-; rm -rf "$work"' EXIT
-mkdir -p "$work/home" "$work/ws" "$work/floor"
+mkdir -p "$work/home/sessions" "$work/ws" "$work/floor"
+
+beside="${BESIDE_MB:-0}"
+if [ "$beside" -gt 0 ]; then
+  "$target/release/examples/gen_session" "$work/home/sessions/beside.jsonl" beside "$(cd "$work/ws" && pwd -P)" \
+    "$beside" 100000 5000 2> /dev/null
+  # Its index sidecar, as a session Codewhale wrote or opened has.
+  (cd "$work/ws" && CODEWHALE_HOME="$work/home" "$bin" context --last --json > /dev/null)
+fi
 
 servers="${MCP_SLOW_SERVERS:-0}"
 if [ "$servers" -gt 0 ]; then
@@ -73,6 +90,7 @@ if [ "${CODEX:-1}" != 0 ]; then
 fi
 
 cw_walls=(); cw_rss=(); cx_walls=(); cx_rss=()
+started="$(date +%s)"
 for i in $(seq "$runs"); do
   walls=(); rss=()
   timed "$work/ws" /dev/null env CODEWHALE_HOME="$work/home" OPENAI_API_KEY=sk-bench \
@@ -85,8 +103,9 @@ for i in $(seq "$runs"); do
     cx_walls+=("${walls[@]}"); cx_rss+=("${rss[@]}")
   fi
 done
+elapsed=$(( $(date +%s) - started ))
 
-printf 'codewhale exec round trip over %s runs (release, mock provider on localhost, %s slow MCP servers)\n' "$runs" "$servers"
+printf 'codewhale exec round trip over %s runs (release, mock provider on localhost at a generic port, %s slow MCP servers, %s MB session beside)\n' "$runs" "$servers" "$beside"
 printf '  wall time: median %ss, min %ss, max %ss\n' "$(median "${cw_walls[@]}")" \
   "$(least "${cw_walls[@]}")" "$(most "${cw_walls[@]}")"
 printf '  peak RSS:  median %s KiB, max %s KiB\n' "$(median "${cw_rss[@]}")" "$(most "${cw_rss[@]}")"
@@ -119,3 +138,9 @@ for i in $(seq "$runs"); do
 done
 printf '  `codewhale --version`: median %ss (%s x `true`), peak RSS %s KiB\n' "$(median "${walls[@]}")" \
   "$(awk -v a="$(median "${walls[@]}")" -v b="$true_wall" 'BEGIN {printf "%.2f", a / b}')" "$(median "${rss[@]}")"
+
+# The mock prints its figures once its stdin closes.
+exec 3>&-
+for _ in $(seq 50); do [ "$(wc -l < "$work/url")" -ge 2 ] && break; sleep 0.1; done
+printf '  probe requests received from the %s exec runs (%ss from the first to the last): %s\n' \
+  "$runs" "$elapsed" "$(sed -n 2p "$work/url" | sed -n 's/.*probes=\([0-9]*\).*/\1/p')"

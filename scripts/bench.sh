@@ -5,11 +5,17 @@
 #   scripts/bench.sh                          every benchmark of every crate
 #   scripts/bench.sh -p codewhale-journal     one crate
 #   scripts/bench.sh -p codewhale-journal -- list_1000    one crate, benchmarks matching a filter
-#   scripts/bench.sh --compare [--write-baseline]
-#                                             the guarded figures as ratios to references measured
-#                                             in the same run, against benches/baseline.json; more
-#                                             than 15 % worse is a REGRESSION, exit 1
-#                                             (scripts/bench-compare.sh)
+#   scripts/bench.sh --compare                the guarded figures as ratios to references measured
+#                                             in the same run, against benches/baseline.json (more
+#                                             than 15 % worse is a REGRESSION) and against the
+#                                             targets of docs/performance.md (beyond one is
+#                                             MISSED); either exits 1 (scripts/bench-compare.sh)
+#   scripts/bench.sh --update                 the same, then stores the figures as the baseline
+#                                             with this commit and machine; a figure more than
+#                                             15 % worse is refused unless BENCH_ACCEPT_WORSE='why'
+#                                             is set, and the reason is stored beside it;
+#                                             BENCH_OUT=DIR keeps a run's outputs, --from DIR
+#                                             judges (or stores) them without running again
 #   scripts/bench.sh open [RUNS]              opening long sessions with the release binary, next
 #                                             to a plain read of the file (scripts/bench-open.sh)
 #   scripts/bench.sh long-turn [CALLS] [WINDOW] [openai|anthropic]
@@ -50,6 +56,10 @@ cd "$(dirname "$0")/.."
 if [ "${1:-}" = --compare ]; then
   shift
   exec scripts/bench-compare.sh "$@"
+fi
+if [ "${1:-}" = --update ]; then
+  shift
+  exec scripts/bench-compare.sh --update "$@"
 fi
 if [ "${1:-}" = open ]; then
   shift

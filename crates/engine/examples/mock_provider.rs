@@ -6,7 +6,9 @@
 //! `/v1/responses` in the Responses API shape (what Codex speaks); a summary request gets a
 //! ten-heading note. Prints its base URL (`http://127.0.0.1:PORT/v1`) on the first line of
 //! stdout and runs until stdin closes; then prints, on stdout, one line of figures: `requests=N
-//! summary_requests=N summary_input_tokens=N` (o200k counts of the summary requests' bodies).
+//! summary_requests=N summary_input_tokens=N probes=N` (o200k counts of the summary requests'
+//! bodies; `probes`: the requests of a local server's own API it received, such as `GET
+//! /api/version` or `GET /props`, which it answers with 404s).
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::io::{BufRead as _, Write as _};
@@ -84,9 +86,10 @@ async fn main() -> std::io::Result<()> {
         .iter()
         .filter(|r| r.body.to_string().contains("You are writing a handoff note"))
         .count();
+    let probes = server.probes().len();
     writeln!(
         out,
-        "requests={} summary_requests={summaries} summary_input_tokens={}",
+        "requests={} summary_requests={summaries} summary_input_tokens={} probes={probes}",
         requests.len(),
         summary_tokens.load(std::sync::atomic::Ordering::Relaxed)
     )?;

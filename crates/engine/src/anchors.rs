@@ -166,6 +166,8 @@ pub fn add_to_session(
     // Anchors are restated in every checkpoint: a secret in one is redacted when pinned.
     let text = session.redactor().redact(text).into_owned();
     let n = store.add(&text).map_err(|e| e.to_string())?;
+    // The user's own change of a protected file: no check of a running command puts it back.
+    session.guard().accept(&[session.workspace().join(ANCHORS_FILE)]);
     session
         .append(codewhale_journal::UserPayload::anchor(text.trim()))
         .map_err(|e| format!("anchor {n} was pinned but could not be journaled: {e}"))?;

@@ -77,6 +77,7 @@ impl Session {
     ) -> Result<(codewhale_protocol::AnchorChange, String), String> {
         let store = AnchorStore::new(&self.workspace);
         let removed = store.remove(index).map_err(|e| e.to_string())?;
+        self.guard.accept(&[self.workspace.join(crate::anchors::ANCHORS_FILE)]);
         let pinned = self.redactor.redact(removed.trim()).into_owned();
         let journal = self.journal.journal();
         let spine = journal.spine_positions(journal.head_position());

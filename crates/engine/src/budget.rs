@@ -74,7 +74,7 @@ pub enum WindowSource {
 
 impl WindowSource {
     /// `config`, `catalog`, `default`, `overflow`, `overflow-unnumbered`, `truncation` or
-    /// `probe:ollama-ps` (`probe:llamacpp-props`, `probe:lmstudio`).
+    /// `probe:ollama-ps` (`probe:ollama-show`, `probe:llamacpp-props`, `probe:lmstudio`).
     pub fn as_str(self) -> &'static str {
         use codewhale_provider::ProbeSource;
         match self {
@@ -85,6 +85,7 @@ impl WindowSource {
             WindowSource::OverflowUnnumbered => "overflow-unnumbered",
             WindowSource::Truncation => "truncation",
             WindowSource::Probe(ProbeSource::OllamaPs) => "probe:ollama-ps",
+            WindowSource::Probe(ProbeSource::OllamaShow) => "probe:ollama-show",
             WindowSource::Probe(ProbeSource::LlamacppProps) => "probe:llamacpp-props",
             WindowSource::Probe(ProbeSource::LmStudio) => "probe:lmstudio",
         }

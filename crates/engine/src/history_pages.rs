@@ -127,7 +127,12 @@ pub fn transcript(journal: &Journal, model: &str) -> Transcript {
 fn shown(entry_kind: &str) -> bool {
     matches!(
         entry_kind,
-        kind::USER | kind::ASSISTANT | kind::TOOL_RESULT | kind::BRANCH_SUMMARY | kind::SYSTEM
+        kind::USER
+            | kind::ASSISTANT
+            | kind::TOOL_RESULT
+            | kind::BRANCH_SUMMARY
+            | kind::SYSTEM
+            | kind::SIDE
     )
 }
 
@@ -189,6 +194,13 @@ fn push_entry(items: &mut Vec<HistoryItem>, journal: &Journal, entry: &Entry, co
         Payload::BranchSummary(b) => {
             items.push(HistoryItem::BranchSummary { id, summary: b.summary.clone(), covered })
         }
+        Payload::Side(s) => items.push(HistoryItem::Side {
+            id,
+            question: s.question.clone(),
+            answer: s.answer.clone(),
+            model: s.model.clone().unwrap_or_default(),
+            cost_usd: s.usage.as_ref().and_then(|u| u.cost_usd),
+        }),
         _ => {}
     }
 }

@@ -111,9 +111,21 @@ pub mod plan;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod plan;
 #[cfg(feature = "internals")]
+pub mod plan_mode;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod plan_mode;
+#[cfg(feature = "internals")]
+pub mod probe;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod probe;
+#[cfg(feature = "internals")]
 pub mod prompt;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod prompt;
+#[cfg(feature = "internals")]
+pub mod protected;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod protected;
 #[cfg(feature = "internals")]
 pub mod recall;
 #[cfg(not(feature = "internals"))]
@@ -130,6 +142,10 @@ pub(crate) mod rewind;
 pub mod session;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod session;
+#[cfg(feature = "internals")]
+pub mod side_question;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod side_question;
 #[cfg(feature = "internals")]
 pub mod spend;
 #[cfg(not(feature = "internals"))]
@@ -182,7 +198,7 @@ pub use codewhale_journal::private;
 pub use codewhale_journal::replace;
 
 pub use approval::ApprovalMode;
-pub use config::{ConfigError, Env, Overrides};
+pub use config::{key_variables, ConfigError, Env, Overrides};
 pub use engine::{Engine, EngineHandle, EngineParams, EventReceiver, FrontEndSettings};
 pub use error::EngineError;
 pub use hints::FrontEnd;

@@ -13,6 +13,8 @@
 //! - [`import`]: another tool's session as a new session (`codewhale import`);
 //! - [`extensions`]: the custom commands, skills, hooks and instruction files found for a
 //!   workspace (`codewhale commands`);
+//! - [`local_servers`]: the model servers running on this machine, for a first run with no
+//!   provider (the one probe of local servers, [`codewhale_provider::Client::probe`]'s round);
 //! - [`transcript`]: a session's conversation as the user saw it (`codewhale export`).
 
 use std::path::Path;
@@ -146,6 +148,9 @@ pub async fn mcp_servers(
         home,
         helper: sandbox_helper,
         abi: crate::sandbox::confine::abi(),
+        // MCP servers are confined by Landlock alone.
+        namespaces: Err("not used for MCP servers".to_owned()),
+        forced_fallback: false,
     };
     let sandbox = crate::sandbox::resolve(&config.sandbox, at);
     crate::sandbox::confine_servers(&mut config.mcp_servers, &sandbox);
@@ -198,6 +203,41 @@ pub mod extensions {
         let instructions = prompt.instructions.into_iter().map(|i| i.name).collect();
         Ok(Found { trusted, catalog, instructions, hooks: config.hooks, hooks_untrusted })
     }
+}
+
+/// Where a first run looks for a model server on this machine: the ports Ollama, llama.cpp,
+/// LM Studio and vLLM listen on by default. A server found there is named by what it answers,
+/// not by the port.
+pub const LOCAL_SERVER_PORTS: &[u16] = &[11434, 8080, 1234, 8000];
+
+/// How long a first run looks for local servers, all asked at once.
+pub const LOCAL_SERVERS_WITHIN: std::time::Duration = std::time::Duration::from_millis(300);
+
+/// A model server found on this machine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalServer {
+    /// What it answered as ("Ollama", "llama.cpp", "LM Studio"); `None` for another
+    /// OpenAI-compatible server.
+    pub name: Option<String>,
+    /// `http://127.0.0.1:PORT/v1`.
+    pub base_url: String,
+    /// The model ids it lists.
+    pub models: Vec<String>,
+}
+
+/// The OpenAI-compatible servers answering on `ports` of 127.0.0.1 within
+/// [`LOCAL_SERVERS_WITHIN`], in the order of `ports` (a first run with no provider configured
+/// offers them).
+pub async fn local_servers(ports: &[u16]) -> Vec<LocalServer> {
+    codewhale_provider::find_local_servers(ports, LOCAL_SERVERS_WITHIN)
+        .await
+        .into_iter()
+        .map(|f| LocalServer {
+            name: f.server.map(|s| s.name().to_owned()),
+            base_url: f.base_url,
+            models: f.models,
+        })
+        .collect()
 }
 
 /// Another tool's session (Claude Code, Codex CLI) written as a new session

@@ -80,7 +80,8 @@ pub fn parse(input: &Value) -> Result<Plan, String> {
         let status = match raw.status.as_str() {
             "pending" => StepStatus::Pending,
             "in_progress" => StepStatus::InProgress,
-            "done" => StepStatus::Done,
+            // `completed` is the word Codex's plan tool uses: models trained on it send it.
+            "done" | "completed" => StepStatus::Done,
             other => {
                 return Err(format!(
                     "step {} has the unknown status {other:?}; use pending, in_progress or done",
@@ -252,6 +253,16 @@ pub(crate) mod tests {
         assert!(parse(&json!({"steps": []})).unwrap_err().contains("at least one step"));
         assert!(parse(&json!({"plan": []})).unwrap_err().contains("invalid arguments"));
         assert!(parse(&steps(&[("two\nlines", "done")])).is_err());
+    }
+
+    #[test]
+    fn completed_is_taken_as_done() {
+        let plan =
+            parse(&steps(&[("Fix the parser", "completed"), ("Add tests", "pending")])).unwrap();
+        assert_eq!(plan.steps[0].status, StepStatus::Done);
+        assert_eq!(plan.progress(), "plan 1/2");
+        // Restated with the one word the plan uses.
+        assert_eq!(section(&plan), "## Plan\n- [done] Fix the parser\n- [pending] Add tests");
     }
 
     #[test]

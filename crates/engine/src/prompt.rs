@@ -51,12 +51,21 @@ impl SystemPrompt {
     /// that is something else (a FIFO, a link to a device) is skipped and named in
     /// [`SystemPrompt::skipped`].
     pub fn load(workspace: &Path, compact: bool) -> SystemPrompt {
+        SystemPrompt::load_except(workspace, compact, &[])
+    }
+
+    /// [`SystemPrompt::load`] without the instruction files named in `withheld`
+    /// (workspace-relative): ones a command created that the user has not accepted.
+    pub fn load_except(workspace: &Path, compact: bool, withheld: &[String]) -> SystemPrompt {
         let base = if compact { BASE_COMPACT } else { BASE };
         let base = base.replace("{workspace}", &workspace.display().to_string());
         let mut instructions = Vec::new();
         let mut skipped = Vec::new();
         for path in instruction_files(workspace) {
             let rel = shown_name(workspace, &path);
+            if withheld.contains(&rel) {
+                continue;
+            }
             match crate::bounded::read(&path, MAX_INSTRUCTIONS_BYTES) {
                 Ok(Bounded::Read { mut bytes, cut }) => {
                     if cut {
@@ -158,18 +167,16 @@ fn shown_name(workspace: &Path, path: &Path) -> String {
     path.display().to_string()
 }
 
-/// Whether `path` (absolute; symlinks of its existing part followed) is one of the workspace's
-/// instruction files, which every later session reads into its system prompt: an `AGENTS.md`
-/// or `CLAUDE.md` in a folder of the chain (one that does not exist yet included: writing it
-/// would put it there), or `.codewhale/instructions.md`.
-pub(crate) fn is_instruction_file(workspace: &Path, path: &Path) -> bool {
-    let real = crate::paths::real_location(path);
-    let ws = crate::paths::real_location(workspace);
-    if real == ws.join(".codewhale").join("instructions.md") {
-        return true;
+/// The instruction files the system prompt reads in `workspace`, absolute, and the
+/// workspace's own `AGENTS.md` whether or not it exists yet: what a command's namespace binds
+/// read-only and the guard watches.
+pub(crate) fn instruction_paths(workspace: &Path) -> Vec<PathBuf> {
+    let mut paths = instruction_files(workspace);
+    let own = workspace.join("AGENTS.md");
+    if !paths.contains(&own) && !paths.contains(&workspace.join("CLAUDE.md")) {
+        paths.push(own);
     }
-    let named = real.file_name().is_some_and(|n| n == "AGENTS.md" || n == "CLAUDE.md");
-    named && instruction_folders(&ws).iter().any(|d| real.parent() == Some(d.as_path()))
+    paths
 }
 
 #[cfg(test)]
@@ -224,9 +231,6 @@ mod tests {
         let p = SystemPrompt::load(&ws, false);
         assert_eq!(p.instructions.last().unwrap().name, "AGENTS.md");
         assert!(!p.text().contains("web claude"));
-        assert!(is_instruction_file(&ws, &top.path().join("CLAUDE.md")));
-        assert!(is_instruction_file(&ws, &ws.join("CLAUDE.md")));
-        assert!(!is_instruction_file(&ws, &ws.join("docs/CLAUDE.md")));
         // Outside any work tree only the workspace's own folder counts.
         let lone = tempfile::tempdir().unwrap();
         assert_eq!(instruction_folders(lone.path()).len(), 1);

@@ -12,8 +12,9 @@
 //! What is caught: provider keys (OpenAI, Anthropic, DeepSeek, OpenRouter, Google), AWS access
 //! and secret keys, private-key PEM blocks (GCP service-account keys among them), GitHub,
 //! GitLab and Slack tokens, JWTs, `Authorization: Bearer` values, `NAME=value` lines whose name
-//! says key, token, secret or password, the session's own API key wherever it appears, and the
-//! user's own patterns from config. `docs/security.md` lists the rules and what is not caught.
+//! says key, token, secret or password, the session's own API key wherever it appears — also
+//! reversed and base64-encoded, as `rev` and `base64` print it — and the user's own patterns
+//! from config. `docs/security.md` lists the rules and what is not caught.
 //!
 //! Invariants: bytes that must replay exactly are never edited — a signed thinking block that
 //! holds a secret is dropped whole, and tool call ids and provider-opaque blocks are left
@@ -158,6 +159,53 @@ pub struct Redactor {
     any: std::sync::Arc<RegexSet>,
     /// Secrets known exactly (the session's own API key), matched literally.
     literals: Vec<String>,
+    /// Other spellings of those secrets a command can print them in — reversed, base64 (at
+    /// each of the three alignments, standard and URL-safe, of the key and of the reversed
+    /// key) — each with the secret it stands for.
+    forms: Vec<(String, String)>,
+}
+
+/// The spellings of `secret` a command can produce without knowing it (`rev`, `base64`, and
+/// both): each matched literally, like the secret.
+fn spellings(secret: &str) -> Vec<String> {
+    use base64::Engine as _;
+    let reversed: String = secret.chars().rev().collect();
+    let mut out = vec![reversed.clone()];
+    for text in [secret, reversed.as_str()] {
+        let bytes = text.as_bytes();
+        for offset in 0..3usize {
+            // The characters that encode only bytes of `text`, whatever comes before or after.
+            let start = (8 * offset).div_ceil(6);
+            let end = 8 * (offset + bytes.len()) / 6;
+            if end < start + 8 {
+                continue;
+            }
+            let mut padded = vec![0u8; offset];
+            padded.extend_from_slice(bytes);
+            for engine in [
+                base64::engine::general_purpose::STANDARD_NO_PAD,
+                base64::engine::general_purpose::URL_SAFE_NO_PAD,
+            ] {
+                let encoded = engine.encode(&padded);
+                if let Some(core) = encoded.get(start..end) {
+                    out.push(core.to_owned());
+                    out.push(core.chars().rev().collect());
+                }
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out.retain(|f| f != secret && f.len() >= 8);
+    out
+}
+
+/// Whether `line` could be one line of wrapped base64 output (`base64` wraps at 76).
+fn base64_line(line: &str) -> bool {
+    line.len() >= 4
+        && line
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=' | b'-' | b'_'))
 }
 
 impl std::fmt::Debug for Rule {
@@ -220,6 +268,7 @@ impl Default for Redactor {
             rules: Default::default(),
             any: std::sync::Arc::new(RegexSet::empty()),
             literals: Vec::new(),
+            forms: Vec::new(),
         })
     }
 }
@@ -231,8 +280,17 @@ impl Redactor {
         let (built_in, built_in_set) = built_in()?;
         let literals: Vec<String> =
             literals.iter().map(|l| l.trim().to_owned()).filter(|l| l.len() >= 8).collect();
+        let forms = literals
+            .iter()
+            .flat_map(|l| spellings(l).into_iter().map(move |f| (f, l.clone())))
+            .collect();
         if patterns.is_empty() {
-            return Ok(Redactor { rules: built_in.clone(), any: built_in_set.clone(), literals });
+            return Ok(Redactor {
+                rules: built_in.clone(),
+                any: built_in_set.clone(),
+                literals,
+                forms,
+            });
         }
         let mut rules = Vec::with_capacity(BUILT_IN.len() + patterns.len());
         rules.extend(built_in.iter().map(|r| Rule::new(&r.kind, r.pattern.clone(), r.group)));
@@ -243,7 +301,12 @@ impl Redactor {
         }
         let any = RegexSet::new(rules.iter().map(|r| r.pattern.as_str()))
             .map_err(|e| BadPattern { pattern: patterns.join(" | "), reason: e.to_string() })?;
-        Ok(Redactor { rules: std::sync::Arc::new(rules), any: std::sync::Arc::new(any), literals })
+        Ok(Redactor {
+            rules: std::sync::Arc::new(rules),
+            any: std::sync::Arc::new(any),
+            literals,
+            forms,
+        })
     }
 
     /// `text` with every secret replaced by its marker; borrowed when nothing was found.
@@ -253,6 +316,17 @@ impl Redactor {
             if out.contains(literal.as_str()) {
                 let marker = marker("api-key", literal);
                 out = Cow::Owned(out.replace(literal.as_str(), &marker));
+            }
+        }
+        for (form, literal) in &self.forms {
+            if out.contains(form.as_str()) {
+                let marker = marker("api-key", literal);
+                out = Cow::Owned(out.replace(form.as_str(), &marker));
+            }
+        }
+        if !self.forms.is_empty() && out.contains('\n') {
+            if let Some(unwrapped) = self.redact_wrapped(&out) {
+                out = Cow::Owned(unwrapped);
             }
         }
         let matched: Vec<usize> = self.any.matches(&out).into_iter().collect();
@@ -265,6 +339,62 @@ impl Redactor {
             }
         }
         out
+    }
+
+    /// Base64 output wrapped over several lines (`base64` wraps at 76 columns) that holds the
+    /// key once its lines are joined: the whole run of lines is replaced by the marker. Nothing
+    /// is allocated unless such a run is found.
+    fn redact_wrapped(&self, text: &str) -> Option<String> {
+        // Byte ranges of runs of two or more whole lines that could be base64, and the key
+        // each holds.
+        let mut hits: Vec<(usize, usize, &str)> = Vec::new();
+        let mut run: Option<(usize, usize, usize)> = None; // start, end, lines
+        let mut offset = 0;
+        for line in text.split_inclusive('\n') {
+            let bare = line.trim_end_matches(['\n', '\r']);
+            let end = offset + bare.len();
+            if base64_line(bare) {
+                run = Some(match run {
+                    Some((start, _, n)) => (start, end, n + 1),
+                    None => (offset, end, 1),
+                });
+            } else if let Some(found) = run.take() {
+                self.wrapped_hit(text, found, &mut hits);
+            }
+            offset += line.len();
+        }
+        if let Some(found) = run.take() {
+            self.wrapped_hit(text, found, &mut hits);
+        }
+        if hits.is_empty() {
+            return None;
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut last = 0;
+        for (start, end, literal) in hits {
+            out.push_str(&text[last..start]);
+            out.push_str(&marker("api-key", literal));
+            last = end;
+        }
+        out.push_str(&text[last..]);
+        Some(out)
+    }
+
+    /// Records the run `(start, end, lines)` of `text` when its lines, joined, hold a key.
+    fn wrapped_hit<'a>(
+        &'a self,
+        text: &str,
+        (start, end, lines): (usize, usize, usize),
+        hits: &mut Vec<(usize, usize, &'a str)>,
+    ) {
+        if lines < 2 {
+            return;
+        }
+        let joined: String =
+            text[start..end].chars().filter(|c| !matches!(c, '\n' | '\r')).collect();
+        if let Some((_, literal)) = self.forms.iter().find(|(f, _)| joined.contains(f.as_str())) {
+            hits.push((start, end, literal.as_str()));
+        }
     }
 
     /// Whether `text` holds a secret.
@@ -295,6 +425,13 @@ impl Redactor {
             Payload::System(s) => {
                 if let Cow::Owned(t) = self.redact(&s.text) {
                     s.text = t;
+                }
+            }
+            Payload::Side(s) => {
+                for text in [&mut s.question, &mut s.answer] {
+                    if let Cow::Owned(t) = self.redact(text) {
+                        *text = t;
+                    }
                 }
             }
             Payload::Compaction(c) => {

@@ -53,14 +53,40 @@ pub(crate) async fn run(
         let text = String::from_utf8_lossy(bytes).into_owned();
         progress_sink.emit(id, Event::ToolOutputDelta { call_id: progress_id.clone(), text });
     };
+    // The user's own command: `.git` and `.codewhale/` stay writable (nothing is bound
+    // read-only), but it runs without the keys, in a namespace of its own where there is one;
+    // what it changes in git's executable places is named, never put back.
+    let guard = session.guard().clone();
+    let g = guard.clone();
+    let before = tokio::task::spawn_blocking(move || g.before()).await.ok();
     let env = RunEnv {
         workspace: &ctx.workspace,
         vars: &ctx.shell_env,
+        hidden: &ctx.hidden_env,
         groups: &ctx.groups,
         progress: &progress,
         sandbox: ctx.sandbox.as_deref(),
+        read_only: Some(&[]),
     };
     let outcome = shell::run(env, &command, None, &cancel).await;
+    if let Some(before) = before {
+        let changed = tokio::task::spawn_blocking(move || guard.after_user(&before))
+            .await
+            .unwrap_or_default();
+        if !changed.is_empty() {
+            sink.emit(
+                id,
+                Event::Notice {
+                    level: NoticeLevel::Info,
+                    message: format!(
+                        "your command changed {}: what git or Codewhale runs from there is \
+                         yours to check (kept as it is)",
+                        changed.join(", ")
+                    ),
+                },
+            );
+        }
+    }
     let output = session.redactor().redact(&outcome.text).into_owned();
     let end = if cancel.is_cancelled() {
         CallEnd::Interrupted

@@ -3,8 +3,8 @@
 //! Uses the same [`scan`](crate::scan) as loading, but never the repairing open: the file is
 //! read once and not locked, truncated or otherwise touched. Reports every problem with the line
 //! it is on: torn tails, malformed lines, duplicate ids, dangling parents, parent cycles, a HEAD
-//! moved to an entry that does not exist, invalid compaction records, and tool pairs broken in
-//! HEAD's view.
+//! moved to an entry that does not exist, invalid compaction records, side questions answered
+//! from another branch, and tool pairs broken in HEAD's view.
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -133,6 +133,27 @@ pub fn check_file(path: &Path) -> Result<CheckReport, LoadError> {
                     message: format!("the tool output is not a valid JSON string ({e})"),
                 });
             }
+        }
+    }
+
+    // A side question names the view it was answered from: an entry of this file, its own
+    // branch (it is never in a view itself, so nothing else checks it).
+    for pos in journal.positions_of_kind(crate::payload::kind::SIDE) {
+        let entry = journal.read_entry(pos);
+        let Payload::Side(side) = &entry.payload else { continue };
+        let Some(reads) = &side.reads else { continue };
+        let on_branch = entry
+            .parent
+            .as_ref()
+            .is_some_and(|p| journal.is_ancestor(reads.head.as_str(), p.as_str()));
+        if !on_branch {
+            problems.push(Problem {
+                line: Some(journal.line_at(pos)),
+                message: format!(
+                    "side question {} was answered from {}, which is not on its branch",
+                    entry.id, reads.head
+                ),
+            });
         }
     }
 

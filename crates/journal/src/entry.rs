@@ -160,6 +160,7 @@ impl<'de> de::DeserializeSeed<'de> for PayloadSeed<'_> {
             kind::COMPACTION => Payload::Compaction(Box::new(Deserialize::deserialize(d)?)),
             kind::BRANCH_SUMMARY => Payload::BranchSummary(Deserialize::deserialize(d)?),
             kind::SYSTEM => Payload::System(Deserialize::deserialize(d)?),
+            kind::SIDE => Payload::Side(Deserialize::deserialize(d)?),
             kind::HEAD => Payload::Head(Deserialize::deserialize(d)?),
             other => Payload::Unknown { kind: other.to_owned(), payload: Value::deserialize(d)? },
         })

@@ -17,6 +17,7 @@ pub(crate) enum KindCode {
     System = 6,
     Head = 7,
     Unknown = 8,
+    Side = 9,
 }
 
 impl KindCode {
@@ -30,6 +31,7 @@ impl KindCode {
             Payload::BranchSummary(_) => KindCode::BranchSummary,
             Payload::System(_) => KindCode::System,
             Payload::Head(_) => KindCode::Head,
+            Payload::Side(_) => KindCode::Side,
             Payload::Unknown { .. } => KindCode::Unknown,
         }
     }
@@ -53,6 +55,7 @@ impl KindCode {
             KindCode::BranchSummary => kind::BRANCH_SUMMARY,
             KindCode::System => kind::SYSTEM,
             KindCode::Head => kind::HEAD,
+            KindCode::Side => kind::SIDE,
             KindCode::Unknown => "unknown",
         }
     }

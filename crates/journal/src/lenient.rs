@@ -244,6 +244,15 @@ impl Lenient for bool {
     }
 }
 
+impl Lenient for Option<bool> {
+    fn from_loose(loose: Loose<'_>) -> Option<bool> {
+        match loose {
+            Loose::Null => None,
+            other => Some(bool::from_loose(other)),
+        }
+    }
+}
+
 impl Lenient for String {
     fn from_loose(loose: Loose<'_>) -> String {
         Option::<String>::from_loose(loose).unwrap_or_default()

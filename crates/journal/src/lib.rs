@@ -69,19 +69,20 @@ pub use meta::PLAN_TOOL;
 pub use payload::{
     kind, AssistantPayload, Attachment, Bounded, BranchSummaryPayload, CallEnd, CompactionPath,
     CompactionPayload, Covers, FileChange, HeadPayload, HeadReason, HeaderPayload, Level, Payload,
-    Reads, Receipt, SystemPayload, ToolResultPayload, Trigger, Usage, UserPayload, UserShell,
-    BRANCH_SUMMARY_PREFIX,
+    Reads, Receipt, SidePayload, SystemPayload, ToolResultPayload, Trigger, Usage, UserPayload,
+    UserShell, BRANCH_SUMMARY_PREFIX,
 };
 pub use sidecar::index_path;
 
 /// Entry flags [`Journal::has_flags`] tests without reading the entry.
 pub mod flags {
-    pub use crate::meta::{ANCHOR, ESTIMATED, PLAIN, PLAN, REPORTED, WITHDRAWS};
+    pub use crate::meta::{ANCHOR, ESTIMATED, PLAIN, PLAN, PLAN_MODE, REPORTED, WITHDRAWS};
 }
 pub use shorten::{cut_to_bound, pruned_stub};
 pub use text::Text;
 pub use view::{
-    active_compaction_of, bound_item, render, render_with_record, ActiveCompaction, ItemContent,
-    ItemKind, Role, Shortened, ToolResultView, View, ViewItem, CHECKPOINT_MARKER,
+    active_compaction_of, bound_item, render, render_with_record, view_total_from_index,
+    ActiveCompaction, ItemContent, ItemKind, Role, Shortened, ToolResultView, View, ViewItem,
+    CHECKPOINT_MARKER,
 };
 pub use view_check::{check_view, ViewError};

@@ -28,6 +28,9 @@ pub const ESTIMATED: u8 = 32;
 /// An assistant entry that calls [`PLAN_TOOL`]: where the live plan can be, so finding it reads
 /// only these entries, not every reply of a long branch.
 pub const PLAN: u8 = 64;
+/// A user entry that tells the model plan mode began or ended (`plan_mode` is set): finding
+/// what the model was last told reads only these.
+pub const PLAN_MODE: u8 = 128;
 
 /// The tool whose newest valid call on HEAD's spine is the live plan (docs/compaction.md,
 /// *The plan (`update_plan`)*).
@@ -62,6 +65,7 @@ impl Meta {
                 (if u.anchor { ANCHOR } else { 0 })
                     | (if u.is_plain() { PLAIN } else { 0 })
                     | (if u.withdraws.is_some() { WITHDRAWS } else { 0 })
+                    | (if u.plan_mode.is_some() { PLAN_MODE } else { 0 })
             }
             Payload::ToolResult(r) if r.repairs => REPAIRS,
             Payload::Assistant(a) => {
@@ -162,9 +166,12 @@ mod tests {
         assert_eq!((call(PLAN_TOOL), call("shell")), (PLAN, 0));
         let all = Meta::from_parts(0, 1, 0, KindCode::Assistant, REPORTED | ESTIMATED | PLAN);
         assert_eq!(all.flags(), REPORTED | ESTIMATED | PLAN, "the flag fits the packed word");
-        for b in 0..=8 {
+        for b in 0..=9 {
             assert_eq!(KindCode::from_byte(b).map(|k| k as u8), Some(b));
         }
-        assert_eq!(KindCode::from_byte(9), None);
+        assert_eq!(KindCode::from_byte(10), None);
+        // The kind fits its four bits, and the plan-mode flag the top of the flags' byte.
+        let side = Meta::from_parts(7, 1, 0, KindCode::Side, PLAN_MODE);
+        assert_eq!((side.kind(), side.flags(), side.offset()), (KindCode::Side, PLAN_MODE, 7));
     }
 }

@@ -11,6 +11,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ApprovalMode {
+    /// Planning: reads, searches and commands run with the workspace read-only; the file
+    /// tools' writes are refused; nothing is changed (docs/configuration.md, *Plan mode*).
+    Plan,
     /// Reads run on their own; writes and shell commands ask.
     #[default]
     Ask,
@@ -24,10 +27,23 @@ impl ApprovalMode {
     /// The spelling used in config files and on the command line.
     pub fn as_str(self) -> &'static str {
         match self {
+            ApprovalMode::Plan => "plan",
             ApprovalMode::Ask => "ask",
             ApprovalMode::AutoEdit => "auto-edit",
             ApprovalMode::Full => "full",
         }
+    }
+}
+
+impl ApprovalMode {
+    /// Every mode, in the order Shift+Tab cycles through them.
+    pub const ALL: [ApprovalMode; 4] =
+        [ApprovalMode::Plan, ApprovalMode::Ask, ApprovalMode::AutoEdit, ApprovalMode::Full];
+
+    /// The mode after this one in the cycle: plan → ask → auto-edit → full → plan.
+    pub fn next(self) -> ApprovalMode {
+        let at = ApprovalMode::ALL.iter().position(|m| *m == self).unwrap_or(0);
+        ApprovalMode::ALL[(at + 1) % ApprovalMode::ALL.len()]
     }
 }
 
@@ -42,12 +58,13 @@ impl FromStr for ApprovalMode {
 
     fn from_str(s: &str) -> Result<Self, String> {
         match s {
+            "plan" => Ok(ApprovalMode::Plan),
             "ask" => Ok(ApprovalMode::Ask),
             "auto-edit" => Ok(ApprovalMode::AutoEdit),
             "full" => Ok(ApprovalMode::Full),
-            other => {
-                Err(format!("unknown approval mode {other:?}; use one of: ask, auto-edit, full"))
-            }
+            other => Err(format!(
+                "unknown approval mode {other:?}; use one of: plan, ask, auto-edit, full"
+            )),
         }
     }
 }
@@ -64,6 +81,8 @@ pub enum Grant {
     Edits,
     /// One tool of one MCP server.
     Tool { server: String, tool: String },
+    /// `web_fetch` of one public host (`host` or `host:port`).
+    Host(String),
 }
 
 impl fmt::Display for Grant {
@@ -73,6 +92,7 @@ impl fmt::Display for Grant {
             Grant::Prefix(words) => write!(f, "commands starting with `{} …`", words.join(" ")),
             Grant::Edits => f.write_str("writes and edits inside the workspace"),
             Grant::Tool { server, tool } => write!(f, "the MCP tool `{tool}` of `{server}`"),
+            Grant::Host(host) => write!(f, "fetching from {host}"),
         }
     }
 }

@@ -107,6 +107,18 @@ pub enum Event {
         call_id: String,
         command: String,
     },
+    /// The answer to a side question ([`Op::SideQuestion`](super::Op::SideQuestion), `/btw`),
+    /// read from the conversation as the model has it now and journaled as a `side` entry
+    /// that no later request carries. `cost_usd` is `None` when the model's price is unknown.
+    SideAnswer {
+        question: String,
+        answer: String,
+        model: String,
+        input_tokens: u64,
+        output_tokens: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost_usd: Option<f64>,
+    },
     /// The user's own command ended; `output` is what the model will read of it.
     UserShellFinished {
         call_id: String,
@@ -328,8 +340,16 @@ pub enum Event {
         to: Option<String>,
         files: Vec<RestoreFile>,
     },
-    /// Files were taken back (after [`Op::TakeBack`](super::Op::TakeBack) or
-    /// [`Op::Undo`](super::Op::Undo)).
+    /// After a checkout: the files the checked-out branch's tools changed after the branch
+    /// point `from` that do not hold what the branch last gave them (a code rewind took them
+    /// back, say), and how restoring them would treat each;
+    /// [`Op::RestoreBranchFiles`](super::Op::RestoreBranchFiles) restores them.
+    BranchFiles {
+        from: String,
+        files: Vec<RestoreFile>,
+    },
+    /// Files were taken back (after [`Op::TakeBack`](super::Op::TakeBack),
+    /// [`Op::Undo`](super::Op::Undo) or [`Op::RestoreBranchFiles`](super::Op::RestoreBranchFiles)).
     FilesRestored {
         outcome: RestoreOutcome,
     },

@@ -107,6 +107,15 @@ pub enum HistoryItem {
         #[serde(default)]
         covered: bool,
     },
+    /// A side question (`/btw`) and its answer: never read by the model.
+    Side {
+        id: String,
+        question: String,
+        answer: String,
+        model: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost_usd: Option<f64>,
+    },
     /// A local notice kept in the journal (an error, a refusal), with the level it was
     /// journaled with.
     Notice {

@@ -108,6 +108,16 @@ pub enum Op {
     /// [`Event::BranchSummary`](super::Event::BranchSummary): `written`, `dropped`, or `none` when
     /// no summary was being written. `codewhale rewind` sends it before it exits.
     AwaitBranchSummary,
+    /// After a checkout ([`Event::BranchFiles`](super::Event::BranchFiles)): bring the files the
+    /// tools of HEAD's branch changed after entry `from` to the content the branch last gave
+    /// them. Files changed by someone else since, and protected paths, only with `force`.
+    /// Answered by the history page, a notice and
+    /// [`Event::FilesRestored`](super::Event::FilesRestored).
+    RestoreBranchFiles {
+        from: String,
+        #[serde(default)]
+        force: bool,
+    },
     /// `/undo`: take back the file changes of the last turn (the conversation stays).
     Undo {
         #[serde(default)]
@@ -117,6 +127,14 @@ pub enum Op {
     /// sandbox; its output is journaled for the model to read with the next message. Runs like
     /// a turn (`interrupt` stops it).
     UserShell { command: String },
+    /// `/btw QUESTION`: a side question answered from the conversation as the model has it
+    /// now, with the session's model; neither the question nor the answer joins what the model
+    /// reads later (a `side` entry). Runs like a turn (`interrupt` stops it); answered by
+    /// [`Event::SideAnswer`](super::Event::SideAnswer).
+    SideQuestion { question: String },
+    /// "Plan ready — start in …": switch to `mode` and start a turn whose message is the
+    /// engine's "Carry out the plan." (a synthetic user text, not the user's words).
+    CarryOutPlan { mode: crate::ApprovalMode },
     /// Ask what changed in the workspace since the session started
     /// ([`Event::WorkspaceDiff`](super::Event::WorkspaceDiff)).
     GetDiff,
@@ -147,7 +165,12 @@ pub enum ApprovalScope {
     Edits,
     /// This MCP server's tool, for the rest of the session.
     Tool,
+    /// `web_fetch` of this host, for the rest of the session.
+    Host,
     /// Run this call once more without the sandbox (offered only after the sandbox refused
     /// one of its writes; never a default and never a grant).
     Unconfined,
+    /// Run this shell call once more with every `.git` writable, under the guard (offered only
+    /// after a write under a read-only `.git` was refused; never a default and never a grant).
+    GitWritable,
 }

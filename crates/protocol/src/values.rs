@@ -28,6 +28,15 @@ pub struct SandboxReport {
     /// What is writable and whether the network is open (`writable: /ws, /tmp; network on;
     /// Landlock ABI 6`), or why the sandbox is off.
     pub detail: String,
+    /// How `.git`, `.codewhale/` and the instruction files are kept from commands: `sandbox:
+    /// namespaces; …`, or `sandbox: Landlock only; .git guarded by put-back (WHY)`.
+    #[serde(default)]
+    pub structure: String,
+    /// Whether a command could read the session's keys: `keys: hidden from commands (PID
+    /// namespace…)`, `keys: readable by commands (no PID namespace)`, or `keys: not readable
+    /// by commands (…)`.
+    #[serde(default)]
+    pub keys: String,
 }
 
 /// How a tool call ended, for the user.

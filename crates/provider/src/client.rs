@@ -142,6 +142,12 @@ impl Client {
         &self.http
     }
 
+    /// The headers every request carries (the key among them), for the probes of a local
+    /// server: a self-hosted server behind a key answers them too.
+    pub(crate) fn request_headers(&self) -> &HeaderMap {
+        &self.headers
+    }
+
     /// The URL requests are posted to.
     pub fn url(&self) -> &str {
         &self.url

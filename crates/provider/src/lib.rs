@@ -49,7 +49,9 @@ pub use config::{host_of, OpenAiServer, ProviderConfig, ProviderKind, RetryPolic
 pub use error::{ErrorKind, ProviderError, ProviderFailure};
 pub use event::{StopReason, StreamEvent, Usage};
 pub use price::Price;
-pub use probe::{ProbeSource, ProbedWindow};
+pub use probe::{
+    find_local_servers, FoundServer, LocalServer, ProbeAnswer, ProbeSource, ProbedWindow,
+};
 pub use stream::EventStream;
 pub use types::{
     image_tokens, Block, Message, Request, Response, Role, SystemBlock, ToolChoice, ToolSpec,

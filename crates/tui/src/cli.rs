@@ -389,6 +389,8 @@ impl ProviderChoice {
 /// `--approval`: which tool calls run without asking.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ApprovalChoice {
+    /// Planning: reads and read-only commands run; nothing in the workspace changes.
+    Plan,
     /// Reads run on their own; writes and shell commands ask.
     Ask,
     /// Reads and writes inside the workspace run on their own; shell commands ask.
@@ -400,6 +402,7 @@ pub enum ApprovalChoice {
 impl From<ApprovalChoice> for codewhale_engine::ApprovalMode {
     fn from(choice: ApprovalChoice) -> Self {
         match choice {
+            ApprovalChoice::Plan => codewhale_engine::ApprovalMode::Plan,
             ApprovalChoice::Ask => codewhale_engine::ApprovalMode::Ask,
             ApprovalChoice::AutoEdit => codewhale_engine::ApprovalMode::AutoEdit,
             ApprovalChoice::Full => codewhale_engine::ApprovalMode::Full,

@@ -7,9 +7,9 @@
 //!
 //! Markdown: messages under `## You` / `## Assistant`, each tool call folded to one line with
 //! how it ended, the user's own `!CMD` with its output, compaction capsules as quotes holding
-//! their notes, notices as quotes. JSON: one object `{session, model, messages}` whose
-//! messages are `{role, text}`, `{tool, input, result}` or `{compaction, note}` (fields are
-//! only ever added). Reasoning the model showed is left out of both, as the transcript folds it.
+//! their notes, notices and `/btw` side questions as quotes. JSON: one object `{session, model,
+//! messages}` whose messages are `{role, text}` (a side question: role `side`, with its
+//! `question`), `{tool, input, result}` or `{compaction, note}` (fields are only ever added). Reasoning the model showed is left out of both, as the transcript folds it.
 
 use codewhale_protocol::{HistoryItem, NoticeLevel, Transcript};
 use serde_json::{json, Value};
@@ -114,6 +114,15 @@ pub fn markdown(t: &Transcript) -> String {
                 out.push_str(&format!("\n{}\n", quote(&text)));
                 speaker = None;
             }
+            HistoryItem::Side { question, answer, .. } => {
+                let text = format!(
+                    "? /btw {}\n\n{}\n\n(a side question: not in the conversation)",
+                    question.trim_end(),
+                    answer.trim_end()
+                );
+                out.push_str(&format!("\n{}\n", quote(&text)));
+                speaker = None;
+            }
             HistoryItem::Notice { text, level, .. } => {
                 let mark = match level {
                     NoticeLevel::Info => "·",
@@ -189,6 +198,9 @@ pub fn json(t: &Transcript) -> Value {
             HistoryItem::BranchSummary { summary, .. } => {
                 json!({"role": "user", "text": summary, "branch_summary": true})
             }
+            HistoryItem::Side { question, answer, model, .. } => {
+                json!({"role": "side", "text": answer, "question": question, "model": model})
+            }
             HistoryItem::Notice { text, level, .. } => {
                 json!({"role": "notice", "text": text, "level": level})
             }
@@ -211,7 +223,9 @@ fn covered(item: &HistoryItem) -> bool {
         | HistoryItem::Tool { covered, .. }
         | HistoryItem::UserShell { covered, .. }
         | HistoryItem::BranchSummary { covered, .. } => *covered,
-        HistoryItem::Compaction { .. } | HistoryItem::Notice { .. } => false,
+        HistoryItem::Compaction { .. } | HistoryItem::Notice { .. } | HistoryItem::Side { .. } => {
+            false
+        }
     }
 }
 

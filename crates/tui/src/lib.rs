@@ -32,6 +32,11 @@ pub fn main() -> ExitCode {
     if args.nth(1).is_some_and(|a| a == codewhale_engine::sandbox::HELPER_SUBCOMMAND) {
         return commands::sandbox::run(&args.collect::<Vec<_>>());
     }
+    // Re-executed without the key variables (see `run`): take them from the pipe, while this
+    // process has one thread.
+    if let Err(err) = codewhale_engine::sandbox::keys::take_inherited() {
+        errln!("codewhale: {err}; the provider key variables are unset");
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {
@@ -113,6 +118,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         return Ok(code);
     }
     let home = home::resolve(cli.global.home.as_ref())?;
+    hide_keys(&home, cli.workspace.as_deref());
     if cli.global.trust {
         let workspace = commands::workspace_dir(cli.workspace.as_deref())?;
         codewhale_engine::trust::decide(&home, &workspace, true).map_err(|e| {
@@ -173,6 +179,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         None => commands::interactive::run(&cli.global, cli.workspace.as_deref()),
     }
+}
+
+/// Re-executes this process without the provider's key variables in its environment (they
+/// travel on a pipe), so that no command can read them from Codewhale's `/proc` entry
+/// (docs/security.md, *No command can read a key*). Returns when there was nothing to hide
+/// or the re-exec failed (then `/status` says the keys are readable).
+fn hide_keys(home: &std::path::Path, workspace: Option<&std::path::Path>) {
+    let Ok(workspace) = commands::workspace_dir(workspace) else { return };
+    let names = codewhale_engine::key_variables(home, &workspace);
+    // Returns only when nothing was re-executed.
+    let _ = codewhale_engine::sandbox::keys::reexec_without(&names);
 }
 
 #[cfg(test)]

@@ -54,7 +54,7 @@ pub fn covers_command(grants: &[Grant], command: &str) -> bool {
             grants.iter().any(|g| match g {
                 Grant::Command(c) => split(c).is_some_and(|p| p.len() == 1 && p[0] == *words),
                 Grant::Prefix(prefix) => words.starts_with(prefix),
-                Grant::Edits | Grant::Tool { .. } => false,
+                Grant::Edits | Grant::Tool { .. } | Grant::Host(_) => false,
             })
         })
 }

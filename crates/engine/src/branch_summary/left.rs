@@ -6,16 +6,19 @@
 //! Invariants: only a branch **tip** that HEAD left counts (a move away from the middle of a
 //! branch leaves nothing that is not still reachable from its own tip); the left part is the
 //! old tip's spine after the branch point — the last entry both spines share — and it is worth
-//! a summary only with at least [`MIN_MESSAGES`] model-visible messages (a branch summary in it
-//! does not count). The transcript never exceeds the budget it is given, however large the
-//! branch or its tool outputs.
+//! a summary only when it holds a tool call or more than one plain user turn ([`worth_a_summary`]):
+//! a one-turn chat branch (one message and its reply, the turn an Esc Esc edit or a retry
+//! replaces) is simply dropped, as Claude Code and Codex drop it — nothing was tried there that
+//! the new branch needs to hear about, and a summary of it would cost a request. The
+//! transcript never exceeds the budget it is given, however large the branch or its tool
+//! outputs.
 
 use std::collections::{HashMap, HashSet};
 
 use codewhale_journal::{kind, Block, EntryId, Journal, Payload};
 
-/// Model-visible messages a left branch must hold after the branch point to be summarized.
-pub(crate) const MIN_MESSAGES: usize = 2;
+/// Plain user turns a left branch without a tool call must hold to be summarized.
+pub(crate) const MIN_CHAT_TURNS: usize = 2;
 
 /// The longest summary journaled, in characters (docs/journal-format.md, *`branch_summary`*).
 pub(crate) const SUMMARY_MAX_CHARS: usize = 2_000;
@@ -45,6 +48,28 @@ pub(crate) struct Left {
     pub positions: Vec<u32>,
     /// Its model-visible messages (branch summaries not counted).
     pub messages: usize,
+    /// Its plain user turns.
+    pub user_turns: usize,
+    /// Whether the model called a tool on it.
+    pub tool_call: bool,
+}
+
+/// Whether a left part is worth a summary: it holds a tool call, or more than one plain user
+/// turn (docs/journal-format.md, *`branch_summary`*).
+pub(crate) fn worth_a_summary(left: &Left) -> bool {
+    left.tool_call || left.user_turns >= MIN_CHAT_TURNS
+}
+
+/// Whether the entry at `pos` is a tool call or its result.
+fn is_tool_call(journal: &Journal, pos: u32) -> bool {
+    match journal.kind_at(pos) {
+        kind::TOOL_RESULT => true,
+        kind::ASSISTANT => matches!(
+            &journal.read_entry(pos).payload,
+            Payload::Assistant(a) if a.content.iter().any(|b| b.as_tool_use().is_some())
+        ),
+        _ => false,
+    }
 }
 
 /// Entries that continue a chain: everything but the header, compaction and `head` records.
@@ -57,7 +82,7 @@ fn counts(journal: &Journal, pos: u32) -> bool {
 }
 
 /// The part of `old`'s branch that HEAD, now at `new`, left: `None` when `old` is not a tip
-/// (something continues it), HEAD is still on it, or it holds fewer than [`MIN_MESSAGES`].
+/// (something continues it), HEAD is still on it, or it is not [`worth_a_summary`].
 pub(crate) fn left_part(journal: &Journal, old: &str, new: &str) -> Option<Left> {
     let old_pos = journal.position(old)?;
     let new_pos = journal.position(new)?;
@@ -75,18 +100,23 @@ pub(crate) fn left_part(journal: &Journal, old: &str, new: &str) -> Option<Left>
     let split = old_spine.iter().rposition(|p| new_spine.contains(p))?;
     let positions = old_spine[split + 1..].to_vec();
     let messages = positions.iter().filter(|&&p| counts(journal, p)).count();
-    if messages < MIN_MESSAGES {
-        return None;
-    }
+    let user_turns = positions
+        .iter()
+        .filter(|&&p| journal.has_flags(p, codewhale_journal::flags::PLAIN))
+        .count();
+    let tool_call = positions.iter().any(|&p| is_tool_call(journal, p));
     let from_pos = old_spine[split];
-    Some(Left {
+    let left = Left {
         from: EntryId::from_string(journal.id_at(from_pos).to_string()),
         tip: EntryId::from_string(old.to_owned()),
         branch_id: EntryId::from_string(journal.id_at(*positions.first()?).to_string()),
         parent_branch_id: branch_start(journal, &old_spine[..=split]),
         positions,
         messages,
-    })
+        user_turns,
+        tool_call,
+    };
+    worth_a_summary(&left).then_some(left)
 }
 
 /// The first entry of the branch the last position of `spine` lies on: the newest entry of the
@@ -291,13 +321,16 @@ mod tests {
         let u1 = j.user("fix the parser");
         let a1 = j.reply("looking");
         let _u2 = j.user("try nom");
-        let a2 = j.reply("nom fails on nested groups");
+        j.reply("nom fails on nested groups");
+        j.user("and pest?");
+        let a2 = j.reply("pest handles them");
         j.move_to(&a1);
         let left = left_part(&j.j, a2.as_str(), a1.as_str()).unwrap();
         assert_eq!(
-            (left.from.clone(), left.tip.clone(), left.messages),
-            (a1.clone(), a2.clone(), 2)
+            (left.from.clone(), left.tip.clone(), left.messages, left.user_turns),
+            (a1.clone(), a2.clone(), 4, 2)
         );
+        assert!(!left.tool_call);
         assert_eq!(left.parent_branch_id, None, "the first branch of the session");
         let text = transcript(&j.j, &left, 10_000);
         assert!(
@@ -314,24 +347,37 @@ mod tests {
     }
 
     #[test]
-    fn fewer_than_two_messages_or_a_non_tip_leave_nothing_worth_a_summary() {
+    fn a_one_turn_chat_branch_or_a_non_tip_leaves_nothing_worth_a_summary() {
         let mut j = J::new();
         let _u1 = j.user("q");
         let a1 = j.reply("a");
         let u2 = j.user("q2");
         j.move_to(&a1);
         assert_eq!(left_part(&j.j, u2.as_str(), a1.as_str()), None, "one message");
-        // A branch summary on the left part does not count as a message.
+        // One user turn and its reply, no tool call: the turn an Esc Esc edit replaces.
+        let mut j = J::new();
+        j.user("q");
+        let a1 = j.reply("a");
+        let start = j.j.header_entry().id.clone();
+        j.move_to(&start);
+        assert_eq!(left_part(&j.j, a1.as_str(), start.as_str()), None, "a one-turn chat branch");
+        // A branch summary on the left part counts as neither a turn nor a call.
         let mut j = J::new();
         let _u1 = j.user("q");
         let a1 = j.reply("a");
         let s = j.add(codewhale_journal::BranchSummaryPayload::new(a1.clone(), "tried X"));
         let u2 = j.user("q2");
-        assert_eq!(left_part(&j.j, u2.as_str(), a1.as_str()), None);
-        // `s` is continued by `u2`: leaving it is not leaving a tip.
         let a2 = j.reply("a2");
-        assert!(left_part(&j.j, a2.as_str(), a1.as_str()).is_some());
+        assert_eq!(left_part(&j.j, a2.as_str(), a1.as_str()), None);
+        // A call in the one turn makes it worth a summary.
+        let call = Block::tool_use("c1", "shell", serde_json::json!({"command": "make"}));
+        j.add(AssistantPayload::new(vec![call]));
+        let r = j.add(ToolResultPayload::new("c1", "built", false));
+        let left = left_part(&j.j, r.as_str(), a1.as_str()).unwrap();
+        assert!(left.tool_call && left.user_turns == 1, "{left:?}");
+        // `s` is continued by `u2`: leaving it is not leaving a tip.
         assert_eq!(left_part(&j.j, s.as_str(), a1.as_str()), None);
+        let _ = u2;
     }
 
     #[test]
@@ -345,9 +391,11 @@ mod tests {
         j.on(&a1, UserPayload::text("the first branch goes on"));
         // ... and, forked from inside it, a branch that is left.
         let l1 = j.on(&side_a, UserPayload::text("left 1"));
-        let l2 = j.on(&l1, AssistantPayload::new(vec![Block::text("left 2")]));
+        let call = Block::tool_use("c1", "shell", serde_json::json!({"command": "make"}));
+        let l2 = j.on(&l1, AssistantPayload::new(vec![call]));
+        let l3 = j.on(&l2, ToolResultPayload::new("c1", "built", false));
         let other = j.on(&side_a, UserPayload::text("other"));
-        let left = left_part(&j.j, l2.as_str(), other.as_str()).unwrap();
+        let left = left_part(&j.j, l3.as_str(), other.as_str()).unwrap();
         assert_eq!((left.from, left.branch_id), (side_a, l1));
         assert_eq!(left.parent_branch_id, Some(side));
         let _ = u1;

@@ -147,12 +147,17 @@ fn state_of(p: &Planned, workspace: &Path, store: &FileStore) -> RestoreState {
 }
 
 /// Whether `path` is protected as recorded or where it really leads (a link in the workspace to
-/// `.git/hooks` makes `d/pre-commit` a hook).
+/// `.git/hooks` makes `d/pre-commit` a hook), by the file tools' own predicate: a
+/// `core.hooksPath` folder, a folder laid out as a repository and a hardlink to a protected
+/// file are protected too.
 fn protected(workspace: &Path, path: &str) -> bool {
     if crate::paths::is_protected(path) {
         return true;
     }
     let Ok(located) = located(workspace, path) else { return false };
+    if crate::protected::is_protected(workspace, &located).is_some() {
+        return true;
+    }
     let real = crate::paths::real_location(&located);
     let real_ws = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
     real.strip_prefix(&real_ws).is_ok_and(|rel| crate::paths::is_protected(&rel.to_string_lossy()))
@@ -403,26 +408,40 @@ mod tests {
         std::fs::create_dir_all(ws_path.join(".git/hooks")).unwrap();
         // A link made in the workspace leads a plain-looking path into .git/hooks.
         std::os::unix::fs::symlink(ws_path.join(".git/hooks"), ws_path.join("d")).unwrap();
+        // The hooks folder git is told to use, and a folder laid out as a repository (which a
+        // `.git` pointer or link can name): what git runs, though no `.git` is in the path.
+        std::fs::write(ws_path.join(".git/config"), "[core]\n\thooksPath = .githooks\n").unwrap();
+        std::fs::create_dir_all(ws_path.join(".githooks")).unwrap();
+        for dir in ["gx/objects", "gx/refs"] {
+            std::fs::create_dir_all(ws_path.join(dir)).unwrap();
+        }
+        std::fs::write(ws_path.join("gx/HEAD"), "ref: refs/heads/main\n").unwrap();
         let changes = vec![
             change(&store, ".git/hooks/pre-commit", Some(b"#!/bin/sh\n"), None),
             change(&store, "d/post-checkout", Some(b"#!/bin/sh\n"), None),
             change(&store, "docs/AGENTS.md", Some(b"be kind"), None),
+            change(&store, ".githooks/pre-push", Some(b"#!/bin/sh\n"), None),
+            change(&store, "gx/config", Some(b"[core]\n\tfsmonitor = x\n"), None),
             change(&store, "plain.txt", Some(b"text"), None),
         ];
         let planned = plan(&changes, &ws_path, &store);
-        let states: Vec<_> = shown(&planned).into_iter().map(|f| f.state).collect();
+        let states: Vec<_> =
+            shown(&planned).into_iter().map(|f| (f.path.clone(), f.state)).collect();
         use RestoreState::{Protected, Restore};
-        assert_eq!(states, [Protected, Protected, Protected, Restore]);
+        for (path, state) in &states {
+            let want = if path == "plain.txt" { Restore } else { Protected };
+            assert_eq!(*state, want, "{path}");
+        }
         let outcome = apply(&planned, &ws_path, &store, Consent::of_user(false));
         assert_eq!(outcome.restored, ["plain.txt"]);
-        assert_eq!(outcome.protected.len(), 3);
+        assert_eq!(outcome.protected.len(), 5);
         assert_eq!(outcome.skipped, outcome.protected);
         assert!(!ws_path.join(".git/hooks/pre-commit").exists());
         assert!(!ws_path.join(".git/hooks/post-checkout").exists());
         // Said yes to: written back.
         let again = plan(&changes, &ws_path, &store);
         let outcome = apply(&again, &ws_path, &store, Consent::of_user(true));
-        assert_eq!(outcome.restored.len(), 3, "{outcome:?}");
+        assert_eq!(outcome.restored.len(), 5, "{outcome:?}");
         assert!(ws_path.join(".git/hooks/pre-commit").exists());
     }
 

@@ -217,8 +217,10 @@ fn notice(session: &mut Session, payload: SystemPayload) {
     }
 }
 
-fn plain_of(session: &Session, view: &codewhale_journal::View) -> PlainView {
-    PlainView::new(view, |item| session.known_tokens(item))
+/// The plain form of the pass's view, which keeps the tool calls' inputs: the view's items are
+/// left without them (summary requests take them back for the items they carry).
+fn plain_of(session: &Session, view: &mut codewhale_journal::View) -> PlainView {
+    PlainView::taking_inputs(view, |item| session.known_tokens(item))
 }
 
 fn written(w: Written) -> PassOutcome {
@@ -242,8 +244,8 @@ async fn attempt(
     // otherwise start from a higher figure).
     crate::tokens::wait_ready();
     session.settle_counts();
-    let view = session.render();
-    let plain = plain_of(session, &view);
+    let mut view = session.render();
+    let plain = plain_of(session, &mut view);
     // Compared and restated in their redacted form: a secret written into the file by hand
     // never reaches a note, and the contract compares what the note can hold.
     let anchors = AnchorStore::new(session.workspace())

@@ -41,6 +41,62 @@ impl PlainView {
         out
     }
 
+    /// Like [`PlainView::new`], but the tool calls' inputs are moved out of `view`, which is
+    /// left with `null` in their place: a pass over a long view that was never compacted would
+    /// otherwise hold every call's input twice. A request built from those items must first
+    /// take them back ([`PlainView::restore_inputs`]).
+    pub fn taking_inputs(view: &mut View, known: impl Fn(&ViewItem) -> Option<u32>) -> PlainView {
+        let mut out = PlainView::default();
+        for (i, item) in view.items.iter_mut().enumerate() {
+            // Counted before the inputs leave: a call's input is part of its message's count.
+            let tokens =
+                known(item).unwrap_or_else(|| counts::Counted::of_item(&item.content).exact());
+            let mut taken = Vec::new();
+            if let ItemContent::Blocks(blocks) = &mut item.content {
+                for block in blocks.iter_mut() {
+                    if let Block::ToolUse(t) = block {
+                        taken.push(std::mem::take(&mut t.input));
+                    }
+                }
+            }
+            let mut message = message(item);
+            let mut taken = taken.into_iter();
+            for part in &mut message.content {
+                if let Part::ToolUse { input, .. } = part {
+                    if let Some(value) = taken.next() {
+                        *input = value;
+                    }
+                }
+            }
+            out.messages.push(message);
+            out.tokens.push(u64::from(tokens));
+            out.sources.push(item.source.clone());
+            if matches!(item.shortened, Some(Shortened::Pruned { .. })) {
+                out.pruned.push(i);
+            }
+        }
+        out
+    }
+
+    /// Gives the items `items`, which are `view.items[first..]` of a view whose inputs
+    /// [`PlainView::taking_inputs`] took, their tool calls' inputs back.
+    pub fn restore_inputs(&self, items: &mut [ViewItem], first: usize) {
+        for (item, message) in items.iter_mut().zip(self.messages.iter().skip(first)) {
+            let ItemContent::Blocks(blocks) = &mut item.content else { continue };
+            let mut inputs = message.content.iter().filter_map(|p| match p {
+                Part::ToolUse { input, .. } => Some(input),
+                _ => None,
+            });
+            for block in blocks.iter_mut() {
+                let Block::ToolUse(t) = block else { continue };
+                match inputs.next() {
+                    Some(input) if t.input.is_null() => t.input = input.clone(),
+                    _ => {}
+                }
+            }
+        }
+    }
+
     /// Sum of the estimates.
     pub fn total(&self) -> u64 {
         self.tokens.iter().sum()
@@ -83,5 +139,55 @@ fn part(block: &Block) -> Option<Part> {
         }
         Block::Image(image) => Some(Part::text(image.describe())),
         Block::Opaque(_) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use codewhale_journal::{EntryId, ItemKind, Role as JRole};
+    use serde_json::json;
+
+    use super::*;
+
+    fn assistant(id: &str, calls: &[(&str, serde_json::Value)]) -> ViewItem {
+        let mut blocks = vec![Block::text("Reading both.")];
+        blocks.extend(
+            calls.iter().map(|(call, input)| Block::tool_use(*call, "read_file", input.clone())),
+        );
+        ViewItem {
+            source: EntryId::from(id),
+            role: JRole::Assistant,
+            kind: ItemKind::Assistant,
+            content: ItemContent::Blocks(blocks),
+            tokens: Some(30),
+            shortened: None,
+        }
+    }
+
+    /// The pass keeps each call's input once, in its plain view; the items a summary request
+    /// carries get them back, call by call, text blocks before them notwithstanding.
+    #[test]
+    fn inputs_taken_for_the_plain_view_come_back_to_the_items_a_request_carries() {
+        let items = vec![
+            assistant("a", &[("c1", json!({"path": "one.rs"}))]),
+            assistant(
+                "b",
+                &[("c2", json!({"path": "two.rs"})), ("c3", json!({"path": "three.rs"}))],
+            ),
+        ];
+        let mut view = View { head: EntryId::from("b"), items, compaction: None };
+        let whole = view.clone();
+        let plain = PlainView::taking_inputs(&mut view, |item| item.tokens);
+        assert_eq!(plain, PlainView::new(&whole, |item| item.tokens));
+        let left = |item: &ViewItem| match &item.content {
+            ItemContent::Blocks(b) => {
+                b.iter().filter_map(Block::as_tool_use).filter(|t| !t.input.is_null()).count()
+            }
+            ItemContent::ToolResult(_) => 0,
+        };
+        assert_eq!(view.items.iter().map(left).sum::<usize>(), 0, "no input held twice");
+        let mut carried = view.items[1..].to_vec();
+        plain.restore_inputs(&mut carried, 1);
+        assert_eq!(carried, whole.items[1..]);
     }
 }

@@ -17,7 +17,7 @@ use super::checkpoint::is_checkpoint;
 use super::message::Role;
 use super::plain::PlainView;
 use crate::anchors::{self, AnchorStore};
-use crate::budget::{Budget, SystemCounts};
+use crate::budget::{Budget, SystemCounts, WindowSource};
 use crate::config::{self, Overrides};
 use crate::error::EngineError;
 use crate::history_pages::{kind_of, trigger_of};
@@ -73,27 +73,30 @@ fn replay_session(params: &ReportParams<'_>) -> Result<Replayed, EngineError> {
     let last_used = recorded.model.clone().unwrap_or_else(|| journal.header().model.clone());
     let other_model = params.overrides.model.as_ref().is_some_and(|m| *m != last_used);
     let learned = if other_model { None } else { recorded.learned_window };
-    let limits = replay::limits_for(&config, &model, learned);
+    let mut limits = replay::limits_for(&config, &model, learned);
+    // The journal first, then what the server last stated for this base URL and model.
+    if matches!(limits.window_source, WindowSource::Default | WindowSource::Catalog) {
+        if let Some(stated) = server_window(params.home, &config, &model) {
+            limits = limits.with_window(stated.tokens, WindowSource::Probe(stated.source));
+        }
+    }
     let view = render(&journal, journal.head_id().as_str());
     // Entries whose lines carry no count are counted once and kept in the sidecar, so a
     // report on a session with a huge uncounted output costs that count only the first time.
     let mut known = counts::load_sidecar(&path);
     let loaded = known.len();
-    // An item stands for its whole entry unless it was shortened, or it is the checkpoint
-    // (whose text is the note, not its record's payload).
-    let whole = |item: &codewhale_journal::ViewItem| {
-        item.shortened.is_none() && item.kind != ItemKind::Checkpoint
-    };
-    for item in view.items.iter().filter(|i| i.tokens.is_none() && whole(i)) {
+    // Every count the report makes is kept — a shortened item's and the checkpoint's under a
+    // key of their own — so a report builds the encoder only for text it never counted (its
+    // tables are most of a report's memory).
+    for item in view.items.iter().filter(|i| i.tokens.is_none()) {
         known
-            .entry(item.source.clone())
+            .entry(count_key(item))
             .or_insert_with(|| counts::Counted::of_item(&item.content).exact());
     }
     let compact = limits.window <= crate::budget::SMALL_WINDOW;
     let system = system_counts(&workspace, &config, params.home, (compact, limits.usable_input));
-    let plain = PlainView::new(&view, |item| {
-        item.tokens.or_else(|| whole(item).then(|| known.get(&item.source).copied())?)
-    });
+    let plain =
+        PlainView::new(&view, |item| item.tokens.or_else(|| known.get(&count_key(item)).copied()));
     let mut count = |e: &codewhale_journal::Entry| u64::from(count_once(&mut known, e));
     let budget = replay::replay(&journal, limits, system, plain.total(), &mut count);
     if known.len() > loaded {
@@ -167,6 +170,39 @@ pub fn next_request(params: &ReportParams<'_>) -> Result<NextRequest, EngineErro
     })
 }
 
+/// The window the probe cache holds for the server the configuration (and the environment's
+/// base URL) points at and `model` (docs/compaction.md, *Small windows and local servers*).
+fn server_window(
+    home: &Path,
+    config: &config::Config,
+    model: &str,
+) -> Option<codewhale_provider::ProbedWindow> {
+    let resolved = config.resolve_provider(&config::Env::from_process()).ok()??;
+    let mut provider = resolved.provider_config();
+    provider.hosted = config.hosted;
+    crate::probe::cached_window(home, &provider, model)
+}
+
+/// The key a view item's count is kept under in the counts sidecar: its entry's id when it
+/// stands for the whole entry; the checkpoint (whose text is its record's note) and a shortened
+/// tool result (a stub, or the output cut to a bound) under a key of their own, so they never
+/// pass for the entry's count.
+fn count_key(item: &codewhale_journal::ViewItem) -> EntryId {
+    use codewhale_journal::Shortened;
+    let source = item.source.as_str();
+    match (item.kind, item.shortened) {
+        (ItemKind::Checkpoint, _) => EntryId::from_string(format!("{source}#note")),
+        (_, Some(Shortened::Pruned { .. })) => EntryId::from_string(format!("{source}#pruned")),
+        (_, Some(Shortened::Bounded { max_bytes, .. })) => {
+            EntryId::from_string(format!("{source}#bounded{max_bytes}"))
+        }
+        (_, Some(Shortened::ImagesCovered { .. })) => {
+            EntryId::from_string(format!("{source}#images-covered"))
+        }
+        (_, None) => item.source.clone(),
+    }
+}
+
 /// `entry`'s count: stored in its line, kept in `known`, or counted now and kept there.
 fn count_once(known: &mut HashMap<EntryId, u32>, entry: &codewhale_journal::Entry) -> u32 {
     if let Some(n) = entry.tokens.or_else(|| known.get(&entry.id).copied()) {
@@ -186,7 +222,7 @@ fn system_counts(
     home: &Path,
     (compact, usable_input): (bool, u64),
 ) -> SystemCounts {
-    let mut specs = crate::tools::specs(compact);
+    let mut specs = crate::tools::specs(compact, config.tools.web_fetch_enabled());
     let servers = session::mcp_servers(config, workspace, home);
     specs.extend(session::mcp_specs(&servers.offered_now()));
     let mut prompt = SystemPrompt::load(workspace, compact);

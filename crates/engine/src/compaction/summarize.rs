@@ -264,9 +264,11 @@ async fn run_plan(
     note_tokens: u64,
     cancel: CancellationToken,
 ) -> Result<(String, SummaryStats), Attempt> {
-    let mut items = bounded_items(job.view, plan);
+    // Only what some request reads is copied: `items[k]` is the view's `first + k`.
+    let first = plan.chunks.first().map_or(plan.final_from, |c| c.start).min(plan.final_from);
+    let mut items = bounded_items(job.view, job.plain, plan, first);
     if job.summarizer.other_model {
-        for item in items.iter_mut().skip(job.cut) {
+        for item in items.iter_mut().skip(job.cut.saturating_sub(first)) {
             if let Some(cut) = bound_item(item, OTHER_MODEL_TAIL_BYTES) {
                 *item = cut;
             }
@@ -299,13 +301,12 @@ async fn run_plan(
             let tokens = tokens[chunk.clone()].iter().sum();
             progress(Progress { request: k as u32 + 1, of, tokens });
         }
-        let text =
-            ask(job, interim.as_deref(), &items[chunk.clone()], Scope::Chunk, &cancel, &mut stats)
-                .await?;
+        let read = &items[chunk.start - first..chunk.end - first];
+        let text = ask(job, interim.as_deref(), read, Scope::Chunk, &cancel, &mut stats).await?;
         stats.chunks += 1;
         interim = Some(summary::cap_to(&text, chars));
     }
-    let kept = &items[plan.final_from..];
+    let kept = &items[plan.final_from - first..];
     let scope = match job.cut.checked_sub(plan.final_from) {
         Some(offset) if offset < kept.len() => Scope::Before {
             position: offset + 1 + usize::from(interim.is_some()),
@@ -321,12 +322,16 @@ async fn run_plan(
     Ok((text, stats))
 }
 
-/// The view's items with the plan's bounds applied.
-fn bounded_items(view: &View, plan: &InputPlan) -> Vec<ViewItem> {
-    let mut items = view.items.clone();
-    for &(index, max_bytes) in &plan.bounds {
-        if let Some(cut) = items.get(index).and_then(|item| bound_item(item, max_bytes)) {
-            items[index] = cut;
+/// The view's items from `first` on (what the plan's requests read; the older ones only the
+/// extract covers, never copied), with the plan's bounds applied.
+fn bounded_items(view: &View, plain: &PlainView, plan: &InputPlan, first: usize) -> Vec<ViewItem> {
+    let mut items = view.items.get(first..).unwrap_or_default().to_vec();
+    // The pass's plain view holds the calls' inputs (`PlainView::taking_inputs`).
+    plain.restore_inputs(&mut items, first);
+    for &(index, max_bytes) in plan.bounds.iter().filter(|(index, _)| *index >= first) {
+        let at = index - first;
+        if let Some(cut) = items.get(at).and_then(|item| bound_item(item, max_bytes)) {
+            items[at] = cut;
         }
     }
     items

@@ -27,6 +27,12 @@ pub async fn manual(
     focus: Option<String>,
     cancel: CancellationToken,
 ) -> PassOutcome {
+    // The pass is sized to the window: the one the local server states, when it says in time.
+    match session.probe_before_request().await {
+        Ok(true) => sink.emit(submission, session.usage_event(None, None)),
+        Ok(false) => {}
+        Err(err) => tracing::warn!("cannot journal the server's window: {err}"),
+    }
     let sink = sink.clone();
     let emit = move |event| sink.emit(submission, event);
     let request = PassRequest::new(Trigger::Manual, focus);

@@ -15,7 +15,7 @@ use toml::Spanned;
 
 use super::values::{ConfigValue, EnvName, Fraction, Millis, Seconds, SecondsOrOff, Tokens};
 use super::TuiConfig;
-use super::{CompactionConfig, Config, ConfigError, RedactionConfig, ShellConfig};
+use super::{CompactionConfig, Config, ConfigError, RedactionConfig, ShellConfig, ToolsConfig};
 use crate::approval::ApprovalMode;
 use crate::sandbox::{SandboxConfig, SandboxMode};
 
@@ -63,6 +63,8 @@ struct FileConfig {
     compaction: FileCompaction,
     #[serde(default)]
     shell: FileShell,
+    #[serde(default)]
+    tools: FileTools,
     #[serde(default)]
     redaction: FileRedaction,
     #[serde(default)]
@@ -139,11 +141,21 @@ struct FileShell {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
+struct FileTools {
+    web_fetch: Option<bool>,
+    #[serde(default)]
+    web_fetch_allow: Vec<Spanned<String>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct FileSandbox {
     mode: Option<Spanned<String>>,
     #[serde(default)]
     writable: Vec<String>,
     network: Option<bool>,
+    namespaces: Option<bool>,
+    git_writable: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -282,6 +294,12 @@ pub fn parse_scoped(path: &Path, text: &str, scope: Scope) -> Result<Config, Con
         }
         n => n.map(Spanned::into_inner),
     };
+    let mut web_fetch_allow = Vec::with_capacity(file.tools.web_fetch_allow.len());
+    for host in file.tools.web_fetch_allow {
+        let normal =
+            super::web_fetch_entry(host.get_ref()).map_err(|e| invalid(Some(host.span()), e))?;
+        web_fetch_allow.push(normal);
+    }
     let mut mcp_servers = Vec::with_capacity(file.mcp_servers.len());
     for (name, table) in file.mcp_servers {
         let span = table_span(text, &name);
@@ -332,11 +350,14 @@ pub fn parse_scoped(path: &Path, text: &str, scope: Scope) -> Result<Config, Con
             keep_background: file.shell.keep_background,
             max_processes,
         },
+        tools: ToolsConfig { web_fetch: file.tools.web_fetch, web_fetch_allow },
         redaction: RedactionConfig { patterns },
         sandbox: SandboxConfig {
             mode: sandbox_mode,
             writable: file.sandbox.writable,
             network: file.sandbox.network,
+            namespaces: file.sandbox.namespaces,
+            git_writable: file.sandbox.git_writable,
         },
         tui: TuiConfig { notify: file.tui.notify },
         max_checkpoint_bytes: file.checkpoints.max_file_bytes,

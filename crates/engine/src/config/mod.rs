@@ -96,6 +96,71 @@ pub struct ShellConfig {
     pub max_processes: Option<u32>,
 }
 
+/// `[tools]`: which of the tools that reach beyond the workspace are offered, and where.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolsConfig {
+    /// `web_fetch = false` removes the `web_fetch` tool (default: offered).
+    pub web_fetch: Option<bool>,
+    /// `web_fetch_allow`: hosts (`host`, any port) and `host:port`s `web_fetch` reaches without
+    /// asking — a private address listed here is treated as a public host. Honoured from a
+    /// workspace's file only once it is trusted.
+    pub web_fetch_allow: Vec<String>,
+}
+
+impl ToolsConfig {
+    /// Whether `web_fetch` is offered.
+    pub fn web_fetch_enabled(&self) -> bool {
+        self.web_fetch != Some(false)
+    }
+
+    /// Whether `web_fetch_allow` lists `host` (normalized as [`web_fetch_entry`] writes it) on
+    /// `port`: an entry without a port lists every port.
+    pub fn allows_fetch(&self, host: &str, port: u16) -> bool {
+        let with_port = format!("{host}:{port}");
+        self.web_fetch_allow.iter().any(|e| *e == host || *e == with_port)
+    }
+}
+
+/// A `web_fetch_allow` entry (`host` or `host:port`; an IPv6 address in brackets, or bare
+/// without a port) in the one spelling URLs are compared in: the host as a URL names it
+/// (lowercase, punycode, IPv4 in dotted form, IPv6 compressed in brackets) and the port when
+/// one is given.
+pub fn web_fetch_entry(raw: &str) -> Result<String, String> {
+    let raw = raw.trim();
+    let bad = || {
+        format!(
+            "{raw:?} is not a host or host:port (for example \"docs.rs\", \"localhost:8080\" \
+             or \"[::1]:3000\"); leave out the scheme and the path"
+        )
+    };
+    if raw.is_empty() || raw.contains("://") || raw.contains(['/', '?', '#', '@', ' ']) {
+        return Err(bad());
+    }
+    let (host, port) = if let Some(rest) = raw.strip_prefix('[') {
+        let (inside, after) = rest.split_once(']').ok_or_else(bad)?;
+        let port = match after {
+            "" => None,
+            p => Some(p.strip_prefix(':').ok_or_else(bad)?),
+        };
+        (format!("[{inside}]"), port)
+    } else if raw.matches(':').count() > 1 {
+        (format!("[{raw}]"), None)
+    } else {
+        match raw.split_once(':') {
+            Some((host, port)) => (host.to_owned(), Some(port)),
+            None => (raw.to_owned(), None),
+        }
+    };
+    let host = url::Host::parse(&host).map_err(|_| bad())?.to_string();
+    match port {
+        None => Ok(host),
+        Some(port) => {
+            let port: u16 = port.parse().map_err(|_| bad())?;
+            Ok(format!("{host}:{port}"))
+        }
+    }
+}
+
 /// Settings of redaction.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RedactionConfig {
@@ -130,6 +195,8 @@ pub struct Config {
     pub api_key_env: Option<String>,
     pub compaction: CompactionConfig,
     pub shell: ShellConfig,
+    /// `[tools]`: `web_fetch` and the hosts it reaches without asking.
+    pub tools: ToolsConfig,
     pub redaction: RedactionConfig,
     /// `[sandbox]`: how the commands the model runs are confined.
     pub sandbox: crate::sandbox::SandboxConfig,
@@ -182,15 +249,28 @@ pub struct Env {
 }
 
 impl Env {
-    /// Reads the process environment; empty values count as unset.
+    /// Reads the process environment, with the key variables the process was handed on a
+    /// pipe when it re-executed itself without them ([`crate::sandbox::keys`]); empty values
+    /// count as unset.
     pub fn from_process() -> Env {
-        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        let inherited = crate::sandbox::keys::inherited();
+        let var = |name: &str| {
+            std::env::var(name)
+                .ok()
+                .or_else(|| inherited.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone()))
+                .filter(|v| !v.trim().is_empty())
+        };
+        let mut others: std::collections::BTreeMap<String, String> =
+            std::env::vars().filter(|(_, v)| !v.trim().is_empty()).collect();
+        for (name, value) in inherited {
+            others.entry(name.clone()).or_insert_with(|| value.clone());
+        }
         Env {
             openai_api_key: var("OPENAI_API_KEY"),
             anthropic_api_key: var("ANTHROPIC_API_KEY"),
             openai_base_url: var("OPENAI_BASE_URL"),
             anthropic_base_url: var("ANTHROPIC_BASE_URL"),
-            others: std::env::vars().filter(|(_, v)| !v.trim().is_empty()).collect(),
+            others,
         }
     }
 
@@ -255,6 +335,15 @@ pub fn load(home: &Path, workspace: &Path, overrides: &Overrides) -> Result<Conf
     config.apply(overrides)?;
     config.notices.extend(notices);
     Ok(config)
+}
+
+/// The key variables (built-in and `api_key_env`) for a process about to open a session in
+/// `workspace`: what Codewhale hides from its own environment at start. A config that does not
+/// load counts only the built-in ones (the session reports its error later).
+pub fn key_variables(home: &Path, workspace: &Path) -> Vec<String> {
+    load(home, workspace, &Overrides::default())
+        .map(|c| c.key_variables())
+        .unwrap_or_else(|_| Config::default().key_variables())
 }
 
 /// A config file's text, or `None` when it does not exist or is not a regular file (then
@@ -371,8 +460,12 @@ impl Config {
         over(&mut self.compaction.branch_summary_timeout, other.compaction.branch_summary_timeout);
         over(&mut self.shell.keep_background, other.shell.keep_background);
         over(&mut self.shell.max_processes, other.shell.max_processes);
+        over(&mut self.tools.web_fetch, other.tools.web_fetch);
+        self.tools.web_fetch_allow.extend(other.tools.web_fetch_allow);
         over(&mut self.sandbox.mode, other.sandbox.mode);
         over(&mut self.sandbox.network, other.sandbox.network);
+        over(&mut self.sandbox.namespaces, other.sandbox.namespaces);
+        over(&mut self.sandbox.git_writable, other.sandbox.git_writable);
         over(&mut self.tui.notify, other.tui.notify);
         over(&mut self.max_checkpoint_bytes, other.max_checkpoint_bytes);
         for (model, price) in other.pricing {
@@ -420,8 +513,13 @@ impl Config {
         set(self.sandbox.mode == Some(crate::sandbox::SandboxMode::Off), "sandbox.mode");
         set(!self.sandbox.writable.is_empty(), "sandbox.writable");
         set(self.sandbox.network == Some(true), "sandbox.network");
+        // Both put .git within a command's reach; `namespaces = true` only tightens.
+        set(self.sandbox.namespaces == Some(false), "sandbox.namespaces");
+        set(self.sandbox.git_writable.is_some(), "sandbox.git_writable");
         // A pattern decides what is journaled: one matching everything destroys the record.
         set(!self.redaction.patterns.is_empty(), "redaction.patterns");
+        // A listed host is fetched without asking, a private one included.
+        set(!self.tools.web_fetch_allow.is_empty(), "tools.web_fetch_allow");
         keys
     }
 
@@ -442,7 +540,12 @@ impl Config {
         if self.sandbox.network == Some(true) {
             self.sandbox.network = None;
         }
+        if self.sandbox.namespaces == Some(false) {
+            self.sandbox.namespaces = None;
+        }
+        self.sandbox.git_writable = None;
         self.redaction.patterns.clear();
+        self.tools.web_fetch_allow.clear();
     }
 
     /// Applies command-line overrides.
@@ -514,6 +617,19 @@ impl Config {
     /// The approval mode in effect (default `ask`).
     pub fn approval_mode(&self) -> ApprovalMode {
         self.approval.unwrap_or_default()
+    }
+
+    /// The variables that hold provider keys, which no command may see: the built-in ones
+    /// and the one `api_key_env` names.
+    pub fn key_variables(&self) -> Vec<String> {
+        let mut names: Vec<String> =
+            crate::sandbox::keys::BUILT_IN.iter().map(|n| (*n).to_owned()).collect();
+        if let Some(name) = self.api_key_env.as_ref().filter(|n| !n.trim().is_empty()) {
+            if !names.contains(name) {
+                names.push(name.clone());
+            }
+        }
+        names
     }
 }
 

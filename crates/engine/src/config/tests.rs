@@ -96,6 +96,14 @@ fn an_untrusted_workspace_may_tighten_the_sandbox_but_not_loosen_it() {
     assert_eq!(loose.sandbox, crate::sandbox::SandboxConfig::default());
     let keys = loose.untrusted.unwrap().keys;
     assert_eq!(keys, ["sandbox.mode", "sandbox.writable", "sandbox.network"]);
+    // Leaving the namespaces or making .git writable puts what git runs within a command's
+    // reach: an untrusted workspace may not; asking for the namespaces only tightens.
+    let loose = load_ws("[sandbox]\nnamespaces = false\ngit_writable = true\n");
+    assert_eq!(loose.sandbox, crate::sandbox::SandboxConfig::default());
+    assert_eq!(loose.untrusted.unwrap().keys, ["sandbox.namespaces", "sandbox.git_writable"]);
+    let tight = load_ws("[sandbox]\nnamespaces = true\n");
+    assert_eq!(tight.sandbox.namespaces, Some(true));
+    assert!(tight.untrusted.is_none());
     // Looser than the user's own choice is loosening too.
     std::fs::write(user_file(home.path()), "[sandbox]\nmode = \"read-only\"\n").unwrap();
     let back = load_ws("[sandbox]\nmode = \"workspace-write\"\n");

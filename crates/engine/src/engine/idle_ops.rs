@@ -152,9 +152,14 @@ pub(super) async fn handle_idle_op(
         }
         Op::PreviewRestore { to } => Request { session, sink, id }.preview(to),
         Op::Undo { force } => Request { session, sink, id }.undo(force).await,
+        Op::RestoreBranchFiles { from, force } => {
+            Request { session, sink, id }.restore_branch(from, force).await
+        }
         // Handled in `run`.
         Op::UserInput { .. }
         | Op::RunCommand { .. }
+        | Op::CarryOutPlan { .. }
+        | Op::SideQuestion { .. }
         | Op::Compact { .. }
         | Op::UserShell { .. }
         | Op::Shutdown
@@ -239,11 +244,45 @@ async fn move_head(
         HeadMove::Fork => "forked at",
         HeadMove::Rewind => "rewound to",
     };
-    let message = format!("{verb} {head}");
+    let mut message = format!("{verb} {head}");
+    let mut level = NoticeLevel::Info;
+    // The disk and the branch's history never disagree silently: after a checkout, the files
+    // its tools changed that the disk does not hold as it left them are named and offered back.
+    let files = match how {
+        HeadMove::Checkout => branch_files_differing(session, &old),
+        HeadMove::Fork | HeadMove::Rewind => None,
+    };
+    if let Some((_, differing)) = &files {
+        level = NoticeLevel::Warning;
+        message.push('\n');
+        message.push_str(&crate::rewind::branch_files::line(differing));
+    }
     // The new view first; what moved is shown under it.
     sink.emit(id, Event::History { page: session.history_page(None, FIRST_PAGE, true) });
-    sink.emit(id, Event::HeadMoved { how, head, level: NoticeLevel::Info, message });
+    sink.emit(id, Event::HeadMoved { how, head, level, message });
+    if let Some((from, files)) = files {
+        sink.emit(id, Event::BranchFiles { from: from.to_string(), files });
+    }
     crate::branch_summary::after_move(session, sink, id, &old);
     sink.emit(id, session.plan_event(false));
     sink.emit(id, session.usage_event(None, None));
+}
+
+/// After a checkout away from `old`: the branch point and the files of the checked-out branch
+/// that do not hold what it last gave them, when there are any.
+fn branch_files_differing(
+    session: &Session,
+    old: &codewhale_journal::EntryId,
+) -> Option<(codewhale_journal::EntryId, Vec<codewhale_protocol::RestoreFile>)> {
+    use crate::rewind::branch_files;
+    let from = branch_files::branch_point(session.journal(), old.as_str())?;
+    let plan = match branch_files::plan(session, &from) {
+        Ok(plan) => plan,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot compare the checked-out branch's files");
+            return None;
+        }
+    };
+    let files = branch_files::differing(&plan);
+    (!files.is_empty()).then_some((from, files))
 }

@@ -195,8 +195,11 @@ fn channels() -> (EngineHandle, EventReceiver, Ops, EventSink) {
 
 async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: ApprovalGate) {
     let sink = sink.with_redactor(session.redactor().clone());
-    // A local model the catalog does not know: its server says what window it runs it with.
-    session.probe_window().await;
+    // What the end of a background command finds is told as it happens.
+    session.guard().set_sink(sink.clone());
+    // A local server says what window it runs the model with: from the cache at once, else
+    // asked in the background (no request waits for it but a large first one, briefly).
+    session.start_probe();
     let start = SubmissionId(0);
     // MCP servers connect in the background; the session goes on at once. A one-turn `exec`
     // starts a server whose tool list is cached only when the model calls one of its tools.
@@ -292,6 +295,15 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
                 sink.emit(start, session.usage_event(None, None));
                 continue;
             }
+            () = session.probe_arrived() => {
+                // The server stated its window while idle: in use (and journaled) now.
+                match session.settle_probe() {
+                    Ok(true) => sink.emit(start, session.usage_event(None, None)),
+                    Ok(false) => {}
+                    Err(err) => sink.emit(start, err.event()),
+                }
+                continue;
+            }
             () = idle => {
                 idle_spent = true;
                 crate::compaction::background::on_idle(&mut session, &sink).await;
@@ -307,12 +319,31 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
         }
         match op {
             Op::UserInput { text, attachments, images } => {
-                let message = turn::UserMessage { text, attachments, images };
-                shutdown = user_turn(&mut session, &mut ops, &sink, &gate, id, message).await;
+                let message = turn::UserMessage { text, attachments, images, synthetic: false };
+                let link = Link { ops: &mut ops, sink: &sink, gate: &gate };
+                shutdown = user_turn(&mut session, link, id, message).await;
+            }
+            Op::CarryOutPlan { mode } => {
+                // The chosen mode first: the turn's note to the model follows from it.
+                session.policy.set_mode(mode);
+                sink.emit(id, approval_changed(mode));
+                let text = crate::plan_mode::CARRY_OUT.to_owned();
+                let message = turn::UserMessage { text, synthetic: true, ..Default::default() };
+                let link = Link { ops: &mut ops, sink: &sink, gate: &gate };
+                shutdown = user_turn(&mut session, link, id, message).await;
+            }
+            Op::SideQuestion { question } => {
+                let cancel = CancellationToken::new();
+                let mcp = session.mcp().clone();
+                let run =
+                    crate::side_question::run(&mut session, &sink, id, question, cancel.clone());
+                let (stop, deferred) = listening(run, &mut ops, &sink, &gate, &cancel, &mcp).await;
+                shutdown = stop;
+                answer_deferred(&mut session, &sink, deferred).await;
             }
             Op::RunCommand { name, args } => {
-                shutdown =
-                    custom_command(&mut session, &mut ops, &sink, &gate, id, &name, &args).await;
+                let link = Link { ops: &mut ops, sink: &sink, gate: &gate };
+                shutdown = custom_command(&mut session, link, id, &name, &args).await;
             }
             Op::Compact { focus } => {
                 cancel_note(&mut session, &sink, id, "/compact runs instead");
@@ -362,6 +393,13 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
     // committed, never thrown away; a note or a branch summary still being written is dropped
     // (it would be for a session nobody has open).
     let closing = shutdown.unwrap_or(start);
+    // A window the server stated before the end is journaled (an `exec` that got the answer
+    // leaves it for the next command).
+    match session.settle_probe() {
+        Ok(true) => sink.emit(closing, session.usage_event(None, None)),
+        Ok(false) => {}
+        Err(err) => sink.emit(closing, err.event()),
+    }
     crate::compaction::background::close(&mut session, &sink, closing).await;
     crate::branch_summary::close(&mut session);
     if let Err(err) = session.close().await {
@@ -370,15 +408,22 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
     sink.emit(shutdown.unwrap_or(start), Event::ShutdownComplete);
 }
 
-/// One user turn for `message`; returns the id of a `Shutdown` received meanwhile.
+/// What a turn run by the engine task reads ops from and writes events to.
+struct Link<'a> {
+    ops: &'a mut Ops,
+    sink: &'a EventSink,
+    gate: &'a ApprovalGate,
+}
+
+/// Runs one turn of `message` while still reading ops; returns the id of a `Shutdown`
+/// received meanwhile.
 async fn user_turn(
     session: &mut Session,
-    ops: &mut Ops,
-    sink: &EventSink,
-    gate: &ApprovalGate,
+    link: Link<'_>,
     id: SubmissionId,
     message: turn::UserMessage,
 ) -> Option<SubmissionId> {
+    let Link { ops, sink, gate } = link;
     let cancel = CancellationToken::new();
     let mcp = session.mcp().clone();
     let turn = async {
@@ -401,13 +446,12 @@ async fn user_turn(
 /// like `/model`). One that cannot run fails the turn with the reason and sends nothing.
 async fn custom_command(
     session: &mut Session,
-    ops: &mut Ops,
-    sink: &EventSink,
-    gate: &ApprovalGate,
+    link: Link<'_>,
     id: SubmissionId,
     name: &str,
     args: &str,
 ) -> Option<SubmissionId> {
+    let sink = link.sink;
     let failed = |message: String| {
         sink.emit(id, Event::Error { kind: ErrorKind::Command, message });
         sink.emit(
@@ -435,9 +479,8 @@ async fn custom_command(
         }
         sink.emit(id, session.usage_event(None, None));
     }
-    let message =
-        turn::UserMessage { text: expanded.text, attachments: Vec::new(), images: Vec::new() };
-    let stop = user_turn(session, ops, sink, gate, id, message).await;
+    let message = turn::UserMessage { text: expanded.text, ..Default::default() };
+    let stop = user_turn(session, link, id, message).await;
     if switch.is_some() {
         if let Err(err) = session.switch_model(&before) {
             sink.emit(id, err.event());
@@ -575,6 +618,9 @@ fn cancel_note(session: &mut Session, sink: &EventSink, id: SubmissionId, why: &
 pub(super) fn approval_changed(mode: crate::approval::ApprovalMode) -> Event {
     use crate::approval::ApprovalMode;
     let what = match mode {
+        ApprovalMode::Plan => {
+            "reads, searches and read-only commands run; nothing in the workspace changes"
+        }
         ApprovalMode::Ask => "reads run on their own; edits and commands ask first",
         ApprovalMode::AutoEdit => {
             "edits inside the workspace run without asking; commands ask first"

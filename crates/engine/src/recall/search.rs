@@ -2,7 +2,11 @@
 //!
 //! An entry's score is `100 × distinct terms + min(matches, 20)`, over at most
 //! [`MAX_MATCHES`] matches; the best [`MAX_HITS`] are listed (among equals, the newest), each
-//! with a snippet where most terms meet, and the answer says how many entries matched.
+//! with a snippet where most terms meet, and the answer says how many entries matched. A query
+//! of two or more words is also a phrase: an entry that holds it as written (any case, any run
+//! of whitespace between the words) ranks above every entry that only holds its words, and its
+//! snippet is where the phrase stands — the model that quotes an error message finds the entry
+//! that printed it, not the ones where its words are merely frequent.
 //!
 //! How it stays fast on a long session without changing what it answers (docs/compaction.md,
 //! *`recall`: the journal is one call away* asks for under a second on a 270 MB session):
@@ -39,6 +43,9 @@ const PART_MIN: usize = 2_048;
 
 /// Matches past which more of them add nothing to a score.
 const COUNTED_MATCHES: usize = 20;
+
+/// What an exact phrase adds to a score: more than any count of words can.
+const PHRASE_BONUS: usize = 1_000_000;
 
 /// Words too common to rank by.
 const STOPWORDS: [&str; 32] = [
@@ -80,6 +87,60 @@ pub(super) struct Query {
     /// `\u` and `\/`, looked for in tool outputs searched undecoded.
     unicode_escape: memchr::memmem::Finder<'static>,
     slash_escape: memchr::memmem::Finder<'static>,
+    /// The query as a phrase, when it has two or more words.
+    phrase: Option<Phrase>,
+}
+
+/// A query's words in order, any run of whitespace between them, case-insensitively: over an
+/// entry's text, and over a tool output as it stands in its line (where a newline, a tab, a
+/// carriage return or a form feed between the words is a two-byte escape).
+struct Phrase {
+    text: regex::Regex,
+    raw: regex::bytes::Regex,
+}
+
+impl Phrase {
+    /// The phrase of `words`; `None` for fewer than two, or a pattern that does not build.
+    fn new(words: &[&str]) -> Option<Phrase> {
+        if words.len() < 2 {
+            return None;
+        }
+        let escaped: Vec<String> = words.iter().map(|w| regex::escape(w)).collect();
+        let text =
+            regex::RegexBuilder::new(&escaped.join(r"\s+")).case_insensitive(true).build().ok()?;
+        let raw = regex::bytes::RegexBuilder::new(&escaped.join(r"(?:\s|(?-i:\\[ntrf]))+"))
+            .case_insensitive(true)
+            .build()
+            .ok()?;
+        Some(Phrase { text, raw })
+    }
+
+    /// Where the phrase first stands in `text`.
+    fn find(&self, text: &str) -> Option<usize> {
+        self.text.find(text).map(|m| m.start())
+    }
+
+    /// Whether the phrase stands in a JSON string as written in its line (no `\u` escape in
+    /// it, and no word of the phrase holds a character JSON escapes): a match that starts on
+    /// an escape's letter (the `n` of `\n`) is passed over, as in [`Query::score_raw`].
+    fn in_raw(&self, bytes: &[u8]) -> bool {
+        let mut at = 0;
+        while let Some(m) = self.raw.find_at(bytes, at) {
+            let backslashes = bytes[..m.start()].iter().rev().take_while(|&&b| b == b'\\').count();
+            if backslashes % 2 == 0 {
+                return true;
+            }
+            at = m.start() + 1;
+        }
+        false
+    }
+}
+
+/// The words of `query` as a phrase: split at whitespace, the quotes around the whole query
+/// taken off (a model often quotes the phrase it looks for).
+fn phrase_words(query: &str) -> Vec<&str> {
+    let trimmed = query.trim().trim_matches(|c| matches!(c, '"' | '\'' | '`' | '“' | '”'));
+    trimmed.split_whitespace().collect()
 }
 
 /// Characters a JSON writer may escape (a quote, a backslash, a slash, control characters):
@@ -107,7 +168,18 @@ fn needles(terms: &[String]) -> Option<Vec<String>> {
 
 impl Query {
     pub(super) fn new(query: &str) -> Result<Query, String> {
-        let terms = terms(query);
+        let words = phrase_words(query);
+        let mut terms = terms(query);
+        if terms.is_empty() && words.len() >= 2 {
+            // A phrase of common words ("to be or not to be"): its words are searched after
+            // all, and the phrase ranks.
+            for word in &words {
+                let word = word.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase();
+                if !word.is_empty() && !terms.contains(&word) {
+                    terms.push(word);
+                }
+            }
+        }
         if terms.is_empty() {
             return Err("the query has no word to search for; name the thing you need (an \
                         identifier, a path, an error message)"
@@ -129,8 +201,16 @@ impl Query {
             let pattern = format!(r"{}|\\u", either(&n));
             regex::bytes::RegexBuilder::new(&pattern).case_insensitive(true).build().ok()
         });
-        let slash = terms.iter().any(|t| t.contains('/'));
-        let decode_all = terms.iter().any(|t| t.chars().any(|c| c != '/' && escapable(c)));
+        let phrase = Phrase::new(&words);
+        // The phrase's words hold the terms and the characters trimmed off them: with a
+        // phrase, those decide which outputs are searched undecoded.
+        let spelled: Vec<&str> = if phrase.is_some() {
+            words.clone()
+        } else {
+            terms.iter().map(String::as_str).collect()
+        };
+        let slash = spelled.iter().any(|t| t.contains('/'));
+        let decode_all = spelled.iter().any(|t| t.chars().any(|c| c != '/' && escapable(c)));
         Ok(Query {
             terms,
             finder,
@@ -140,6 +220,7 @@ impl Query {
             decode_all,
             unicode_escape: memchr::memmem::Finder::new(br"\u"),
             slash_escape: memchr::memmem::Finder::new(br"\/"),
+            phrase,
         })
     }
 
@@ -193,7 +274,9 @@ impl Query {
                 }
             }
         }
-        Some(count.score())
+        let phrase = self.phrase.as_ref().filter(|_| count.distinct > 0);
+        let bonus = phrase.is_some_and(|p| p.in_raw(bytes));
+        Some(count.score().map(|s| if bonus { s + PHRASE_BONUS } else { s }))
     }
 
     /// The term `word` (a match of `finder`) is, when it is one as lowercase.
@@ -218,11 +301,18 @@ impl Query {
                 }
             }
         }
-        count.score()
+        // The phrase holds every term: an entry without any cannot hold it.
+        let phrase = self.phrase.as_ref().filter(|_| count.distinct > 0);
+        let bonus = phrase.is_some_and(|p| p.find(text).is_some());
+        count.score().map(|s| if bonus { s + PHRASE_BONUS } else { s })
     }
 
-    /// The snippet of a hit: where most terms meet among its first [`MAX_MATCHES`] matches.
+    /// The snippet of a hit: where the phrase stands, else where most terms meet among its
+    /// first [`MAX_MATCHES`] matches.
     fn snippet(&self, text: &str) -> String {
+        if let Some(at) = self.phrase.as_ref().and_then(|p| p.find(text)) {
+            return snippet(text, at);
+        }
         let mut found: Vec<(usize, usize)> = Vec::new();
         for m in self.finder.find_iter(text) {
             if let Some(i) = self.term_of(m.as_str()) {
@@ -310,8 +400,9 @@ pub(super) fn search(ctx: &RecallContext<'_>, query: &str) -> Result<String, Str
         let entry = journal.read_entry(hit.pos);
         let (kind, text) = entry_text(&entry.payload).unwrap_or(("entry", "".into()));
         let id = EntryId::from(&*journal.id_at(hit.pos));
+        let exact = if hit.score >= PHRASE_BONUS { " · exact phrase" } else { "" };
         out.push_str(&format!(
-            "\n{}. entry {id} · {kind} · {}\n   {}\n",
+            "\n{}. entry {id} · {kind} · {}{exact}\n   {}\n",
             n + 1,
             hit.absence.as_str(),
             q.snippet(&text)

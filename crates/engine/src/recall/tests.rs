@@ -222,3 +222,43 @@ fn the_schema_has_the_fixed_optional_fields() {
     }
     assert!(s.input_schema.get("required").is_none());
 }
+
+/// An old entry quoting the phrase the model looks for, then a dozen newer ones where its
+/// words are frequent but never together, all covered: the phrase's entry is listed first.
+#[test]
+fn an_exact_phrase_in_the_covered_part_ranks_first() {
+    let (mut journal, mut push) = chain();
+    let quoted = push(
+        &mut journal,
+        ToolResultPayload::new("c0", "step 3/7: error: disk quota exceeded\nbuild stopped", true)
+            .into(),
+    );
+    let mut last = quoted.clone();
+    for n in 0..12 {
+        let noise = format!(
+            "disk usage {n}: the quota report shows every disk; nothing exceeded yet. {}{}",
+            "quota ".repeat(5),
+            "disk exceeded ".repeat(10)
+        );
+        last = push(&mut journal, UserPayload::text(noise).into());
+    }
+    push(&mut journal, UserPayload::text("go on").into());
+    push(&mut journal, AssistantPayload::new(vec![Block::text("on it")]).into());
+    let mut record = CompactionPayload::new(CompactionPath::Summary, Trigger::Manual);
+    record.covers = Some(Covers::new(quoted.clone(), last, 13));
+    record.note = "Codewhale handoff note. x\n\n## Objective\nBuild.".into();
+    record.summary = Some("## Objective\nBuild.".into());
+    let header = journal.header_entry().id.clone();
+    journal.push(Entry::new(Some(header), record));
+    for query in ["disk quota exceeded", "\"Disk  Quota exceeded\""] {
+        let out = call(&journal, 1 << 20, json!({"query": query})).unwrap();
+        let first = out.lines().find(|l| l.starts_with("1. ")).unwrap_or_default();
+        assert!(first.contains(quoted.as_str()), "{query}: {out}");
+        assert!(first.ends_with("exact phrase"), "{first}");
+        assert!(out.contains("error: disk quota exceeded"), "the snippet is the phrase: {out}");
+        assert_eq!(out.matches("exact phrase").count(), 1, "{out}");
+    }
+    // A phrase of common words is searched for, rather than refused; no entry holds it.
+    let out = call(&journal, 1 << 20, json!({"query": "to be or not to be"})).unwrap();
+    assert!(!out.contains("exact phrase"), "{out}");
+}

@@ -115,6 +115,16 @@ fn case_folding_beyond_ascii_matches_in_raw_lines_as_in_text() {
 /// placed. The fast one must answer exactly as it does.
 fn straightforward(ctx: &RecallContext<'_>, query: &str) -> String {
     let terms = terms(query);
+    // Two or more words are a phrase, found anywhere whatever the case and the whitespace.
+    let words: Vec<String> = query
+        .trim()
+        .trim_matches(|c| matches!(c, '"' | '\'' | '`' | '“' | '”'))
+        .split_whitespace()
+        .map(regex::escape)
+        .collect();
+    let phrase = (words.len() >= 2).then(|| {
+        regex::RegexBuilder::new(&words.join(r"\s+")).case_insensitive(true).build().unwrap()
+    });
     let alternation: Vec<String> = terms.iter().map(|t| regex::escape(t)).collect();
     let finder =
         regex::RegexBuilder::new(&alternation.join("|")).case_insensitive(true).build().unwrap();
@@ -140,7 +150,13 @@ fn straightforward(ctx: &RecallContext<'_>, query: &str) -> String {
             continue;
         }
         let at = super::search::densest(&found, terms.len());
-        hits.push((distinct * 100 + found.len().min(20), pos, absence, kind, snippet(&text, at)));
+        let score = distinct * 100 + found.len().min(20);
+        let exact = phrase.as_ref().and_then(|p| p.find(&text)).map(|m| m.start());
+        let (score, at) = match exact {
+            Some(start) => (score + 1_000_000, start),
+            None => (score, at),
+        };
+        hits.push((score, pos, absence, kind, snippet(&text, at)));
     }
     let searched = in_scope.len();
     if hits.is_empty() {
@@ -156,10 +172,11 @@ fn straightforward(ctx: &RecallContext<'_>, query: &str) -> String {
         hits.len(),
         hits.len().min(8)
     );
-    for (n, (_, pos, absence, kind, snippet)) in hits.iter().take(8).enumerate() {
+    for (n, (score, pos, absence, kind, snippet)) in hits.iter().take(8).enumerate() {
         let id = ctx.journal.id_at(*pos).to_string();
+        let exact = if *score >= 1_000_000 { " · exact phrase" } else { "" };
         out.push_str(&format!(
-            "\n{}. entry {id} · {kind} · {}\n   {snippet}\n",
+            "\n{}. entry {id} · {kind} · {}{exact}\n   {snippet}\n",
             n + 1,
             absence.as_str()
         ));
@@ -228,6 +245,8 @@ fn the_fast_search_answers_exactly_as_the_straightforward_one() {
         "nothing-like-this",
         "u00e9",
         "résumé",
+        "span\nparser",
+        "\"token span café\"",
     ];
     for journal in [&journal, &escaped, &held] {
         let view = codewhale_journal::render(journal, journal.head_id().as_str());

@@ -160,3 +160,40 @@ fn secrets_after_a_tools_line_prefix_are_caught() {
     // A piece of a long line carries its `line.piece` label.
     assert!(r.redact("   3.2\tDB_PASSWORD=correct-horse-battery").contains(MARKER_PREFIX));
 }
+
+/// A command cannot carry the session's key out reversed or encoded (`… | rev`, `… | base64`,
+/// with `base64` wrapping its output, or both).
+#[test]
+fn the_sessions_own_key_is_redacted_reversed_and_in_base64() {
+    use base64::Engine as _;
+    let key = "sk-proj-Zq7TkW0pL3mN8vB2xC5dF1gH4jK6lQ9rS";
+    let r = Redactor::new(&[], &[key.to_owned()]).unwrap();
+    let reversed: String = key.chars().rev().collect();
+    let line = format!("OPENAI_API_KEY={key}\n");
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let encoded = b64.encode(line.as_bytes());
+    let wrapped: String = encoded
+        .as_bytes()
+        .chunks(20)
+        .map(|c| std::str::from_utf8(c).unwrap().to_owned() + "\n")
+        .collect();
+    let shifted = b64.encode(format!("xy{key}").as_bytes());
+    let reversed_b64 = b64.encode(reversed.as_bytes());
+    for text in [
+        format!("YEK_IPA_IANEPO={reversed}"),
+        encoded.clone(),
+        format!("before\n{wrapped}after"),
+        shifted,
+        reversed_b64,
+        encoded.chars().rev().collect::<String>(),
+    ] {
+        let out = r.redact(&text);
+        assert!(out.contains("[REDACTED:api-key:"), "{text} → {out}");
+        assert!(!out.contains(key) && !out.contains(&reversed), "{out}");
+        let joined = out.replace('\n', "");
+        assert!(!joined.contains(&b64.encode(key.as_bytes())[..20]), "{out}");
+    }
+    // Ordinary base64 and ordinary reversed text stay.
+    let other = b64.encode(b"hello world, nothing secret here at all");
+    assert_eq!(r.redact(&other), other.as_str());
+}

@@ -192,7 +192,13 @@ fn complete(session: &mut Session, intent: &Intent) -> Result<String, crate::err
         super::account::record(session, &intent.files, &outcome, &intent.when, &intent.id)?;
     }
     session.sync_blocking()?;
-    let what = if intent.head.is_some() { "a rewind" } else { "an undo" };
+    let what = if intent.head.is_some() {
+        "a rewind"
+    } else if intent.when == super::branch_files::WHEN {
+        "a restore of the checked-out branch's files"
+    } else {
+        "an undo"
+    };
     Ok(format!(
         "{what} was interrupted before it finished and has been completed: {}",
         super::account::outcome_line(&outcome, &intent.when)

@@ -285,6 +285,54 @@ impl Request<'_> {
         }
     }
 
+    /// `Op::RestoreBranchFiles`: the files HEAD's branch changed after `from`, brought to the
+    /// content it last gave them ([`super::branch_files`]).
+    pub(crate) async fn restore_branch(self, from: String, force: bool) {
+        use codewhale_protocol::{ErrorKind, Event, NoticeLevel};
+        let from = match self.session.journal().resolve_entry(&from) {
+            Ok(id) => id,
+            Err(e) => return self.error(ErrorKind::Branch, e.to_string()),
+        };
+        let plan = match super::branch_files::plan(self.session, &from) {
+            Ok(plan) => plan,
+            Err(message) => return self.error(ErrorKind::Branch, message),
+        };
+        let when = super::branch_files::WHEN;
+        let done = async {
+            let written = write_intent(self.session, &plan, when, None, force)?;
+            let id = written.as_ref().map(|i| i.id.as_str());
+            let outcome = restore_and_record(self.session, &plan, force, when, id)?;
+            durable(self.session, written.is_some()).await?;
+            Ok::<_, EngineError>(outcome)
+        }
+        .await;
+        let outcome = match done {
+            Ok(o) => o,
+            Err(err) => return self.error(err.kind(), err.to_string()),
+        };
+        self.session.replay_budget();
+        let nothing =
+            outcome.restored.is_empty() && outcome.skipped.is_empty() && outcome.failed.is_empty();
+        let (level, line) = if nothing {
+            (
+                NoticeLevel::Info,
+                "nothing to restore: the files already hold what this branch gave them".to_owned(),
+            )
+        } else if outcome.skipped.is_empty() && outcome.failed.is_empty() {
+            (NoticeLevel::Info, outcome_line(&outcome, when))
+        } else {
+            (NoticeLevel::Warning, outcome_line(&outcome, when))
+        };
+        if !nothing {
+            // The view gained the note to the model: the new page first, the notice under it.
+            let page = self.session.history_page(None, crate::history_pages::FIRST_PAGE, true);
+            self.sink.emit(self.id, Event::History { page });
+            self.sink.emit(self.id, self.session.usage_event(None, None));
+        }
+        self.notice(level, line);
+        self.sink.emit(self.id, Event::FilesRestored { outcome });
+    }
+
     /// `Op::Undo`: the last turn's file changes.
     pub(crate) async fn undo(self, force: bool) {
         use codewhale_protocol::{ErrorKind, Event, NoticeLevel};

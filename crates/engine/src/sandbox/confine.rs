@@ -32,7 +32,8 @@ const DEVICES: [&str; 6] =
 pub enum SandboxError {
     #[error(
         "bad arguments: {0}; the form is `codewhale sandbox-exec [--write PATH]... \
-         [--no-network] -- PROGRAM [ARGS]...` (Codewhale starts it itself)"
+         [--no-network] [--ns [--ro PATH]...] -- PROGRAM [ARGS]...` (Codewhale starts it \
+         itself)"
     )]
     Usage(String),
     #[error(
@@ -52,6 +53,11 @@ pub enum SandboxError {
     Partial,
     #[error("cannot run {program}: {source}")]
     Exec { program: String, source: std::io::Error },
+    #[error(
+        "cannot set up the command's namespaces ({step}: {reason}), so it was not run; set \
+         [sandbox] namespaces = false to guard .git by put-back instead"
+    )]
+    Namespace { step: &'static str, reason: String },
 }
 
 /// The ABIs this build knows, newest first, with their number.
@@ -101,23 +107,51 @@ fn handled(abi: ABI) -> landlock::BitFlags<AccessFs> {
     }
 }
 
+/// What the helper was asked to do: its rules, the read-only binds of a namespace run and the
+/// command after `--`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct HelperArgs {
+    pub rules: Rules,
+    /// `--ro PATH`: bound read-only in the command's mount namespace (only with `--ns`).
+    pub read_only: Vec<PathBuf>,
+    /// `--ns`: run the command in user, mount and PID namespaces of its own
+    /// ([`super::namespace`]).
+    pub namespaces: bool,
+    /// `--init`: the second stage, started as the first process of the PID namespace.
+    pub init: bool,
+    /// `--probe`: try the whole namespace setup and say which step failed, running nothing.
+    pub probe: bool,
+    pub command: Vec<OsString>,
+}
+
 /// Splits the helper's arguments into the rules and the command after `--`.
-pub fn parse_args(args: &[OsString]) -> Result<(Rules, Vec<OsString>), SandboxError> {
-    let mut rules = Rules { writable: Vec::new(), network: true };
+pub fn parse_args(args: &[OsString]) -> Result<HelperArgs, SandboxError> {
+    let mut parsed =
+        HelperArgs { rules: Rules { writable: Vec::new(), network: true }, ..Default::default() };
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         match arg.to_str() {
             Some("--write") => match it.next() {
-                Some(path) => rules.writable.push(PathBuf::from(path)),
+                Some(path) => parsed.rules.writable.push(PathBuf::from(path)),
                 None => return Err(SandboxError::Usage("--write needs a path".into())),
             },
-            Some("--no-network") => rules.network = false,
+            Some("--ro") => match it.next() {
+                Some(path) => parsed.read_only.push(PathBuf::from(path)),
+                None => return Err(SandboxError::Usage("--ro needs a path".into())),
+            },
+            Some("--no-network") => parsed.rules.network = false,
+            Some("--ns") => parsed.namespaces = true,
+            Some("--init") => parsed.init = true,
+            Some("--probe") if parsed.command.is_empty() => {
+                parsed.probe = true;
+                return Ok(parsed);
+            }
             Some("--") => {
-                let command: Vec<OsString> = it.cloned().collect();
-                if command.is_empty() {
+                parsed.command = it.cloned().collect();
+                if parsed.command.is_empty() {
                     return Err(SandboxError::Usage("no command after --".into()));
                 }
-                return Ok((rules, command));
+                return Ok(parsed);
             }
             _ => {
                 return Err(SandboxError::Usage(format!("unexpected {:?}", arg.to_string_lossy())))
@@ -179,9 +213,14 @@ mod tests {
         let rules = Rules { writable: vec!["/w".into(), "/tmp".into()], network: false };
         let mut args = rules.to_args();
         args.extend(os(&["--", "bash", "-c", "echo --write"]));
-        let (parsed, command) = parse_args(&args).unwrap();
-        assert_eq!(parsed, rules);
-        assert_eq!(command, os(&["bash", "-c", "echo --write"]));
+        let parsed = parse_args(&args).unwrap();
+        assert_eq!(parsed.rules, rules);
+        assert_eq!(parsed.command, os(&["bash", "-c", "echo --write"]));
+        assert!(!parsed.namespaces && parsed.read_only.is_empty());
+        let ns = parse_args(&os(&["--ns", "--ro", "/w/.git", "--write", "/w", "--", "x"])).unwrap();
+        assert!(ns.namespaces && !ns.init);
+        assert_eq!(ns.read_only, [PathBuf::from("/w/.git")]);
+        assert!(parse_args(&os(&["--probe"])).unwrap().probe);
     }
 
     #[test]
@@ -191,5 +230,6 @@ mod tests {
         assert!(e(&["--"]).contains("no command after --"));
         assert!(e(&["--bogus", "--", "x"]).contains("unexpected \"--bogus\""));
         assert!(e(&["--write", "/w"]).contains("no `--`"));
+        assert!(e(&["--ro"]).contains("--ro needs a path"));
     }
 }

@@ -8,6 +8,13 @@
 //! then execs the program ([`confine::exec_confined`]). The helper keeps the pid it was started
 //! with, so the process-group handling of the shell tool is unchanged.
 //!
+//! Where the kernel allows it, the helper also runs each command in user, mount and PID
+//! namespaces of its own ([`namespace`]): every `.git` of the workspace, `.codewhale/` and the
+//! instruction files are read-only bind mounts there, and no ancestor is visible in `/proc`.
+//! Whether it can is decided once per process by trying the whole setup
+//! ([`namespace::availability`]); `[sandbox] namespaces = false` or `CODEWHALE_SANDBOX=fallback`
+//! chooses the fallback, where the guard puts back what a command changed (`tools::guard`).
+//!
 //! Invariants: reads are never restricted; writes are allowed only beneath the [`Rules`]'
 //! writable roots (plus a few device files such as `/dev/null`); a helper that cannot enforce
 //! the whole ruleset refuses to run the command (it never runs it unconfined). A session
@@ -15,9 +22,11 @@
 //! kernel without Landlock runs commands unconfined, and the latter says so once.
 //! Neighbours: `config` parses `[sandbox]`, `tools::shell` starts commands through
 //! [`Sandbox::command`], `turn::calls` offers the unconfined rerun, [`refusal`] reads refused
-//! writes out of a failed command's output.
+//! writes out of a failed command's output, [`keys`] keeps the provider keys out of reach.
 
 pub mod confine;
+pub mod keys;
+pub mod namespace;
 pub mod refusal;
 
 use std::ffi::OsStr;
@@ -38,7 +47,16 @@ pub struct SandboxConfig {
     pub writable: Vec<String>,
     /// Whether commands may open TCP connections and listen (default true).
     pub network: Option<bool>,
+    /// Whether commands run in namespaces where the kernel allows it (default true; false
+    /// chooses the put-back guard).
+    pub namespaces: Option<bool>,
+    /// Whether the model's commands run with `.git` writable, under the guard, without asking
+    /// (default false).
+    pub git_writable: Option<bool>,
 }
+
+/// The variable that forces the fallback (`CODEWHALE_SANDBOX=fallback`).
+pub const FALLBACK_VAR: &str = "CODEWHALE_SANDBOX";
 
 /// Whether a workspace's `mode` would confine less than the user's own setting (absent there:
 /// `workspace-write`): honoured only once the workspace is trusted.
@@ -82,12 +100,25 @@ pub struct Sandbox {
     helper: PathBuf,
     mode: SandboxMode,
     rules: Rules,
+    /// Commands run in namespaces of their own ([`namespace`]).
+    namespaces: bool,
 }
 
 impl Sandbox {
     /// A sandbox that starts commands through `helper` under `rules`.
     pub fn new(helper: PathBuf, mode: SandboxMode, rules: Rules) -> Sandbox {
-        Sandbox { helper, mode, rules }
+        Sandbox { helper, mode, rules, namespaces: false }
+    }
+
+    /// The same sandbox, running commands in namespaces of their own.
+    pub fn with_namespaces(mut self, namespaces: bool) -> Sandbox {
+        self.namespaces = namespaces;
+        self
+    }
+
+    /// Whether commands run in namespaces of their own.
+    pub fn namespaces(&self) -> bool {
+        self.namespaces
     }
 
     pub fn rules(&self) -> &Rules {
@@ -98,14 +129,39 @@ impl Sandbox {
         self.mode
     }
 
-    /// `program args…`, started confined: `HELPER sandbox-exec RULES -- program args…`.
-    pub fn command<I, S>(&self, program: &str, args: I) -> tokio::process::Command
+    /// The same helper and network rule with a writable set of `writable` only (plan mode's
+    /// private temp dir): read-only everywhere else, the workspace included.
+    pub fn read_only_except(&self, writable: Vec<PathBuf>) -> Sandbox {
+        let rules = Rules { writable, network: self.rules.network };
+        Sandbox {
+            helper: self.helper.clone(),
+            mode: SandboxMode::ReadOnly,
+            rules,
+            namespaces: self.namespaces,
+        }
+    }
+
+    /// `program args…`, started confined: `HELPER sandbox-exec RULES -- program args…`; with
+    /// namespaces and `read_only` given, in namespaces of its own with those paths bound
+    /// read-only (`--ns --ro PATH…`).
+    pub fn command<I, S>(
+        &self,
+        program: &str,
+        args: I,
+        read_only: Option<&[PathBuf]>,
+    ) -> tokio::process::Command
     where
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
         let mut cmd = tokio::process::Command::new(&self.helper);
-        cmd.arg(HELPER_SUBCOMMAND).args(self.rules.to_args()).arg("--").arg(program).args(args);
+        cmd.arg(HELPER_SUBCOMMAND);
+        if let Some(read_only) = read_only.filter(|_| self.namespaces) {
+            cmd.args(namespace::args(read_only));
+        }
+        cmd.args(self.rules.to_args()).arg("--").arg(program).args(args);
+        // Nothing of the key hand-over reaches the helper (it reads no keys).
+        cmd.env_remove(keys::KEYS_FD);
         cmd
     }
 
@@ -141,12 +197,25 @@ pub struct SandboxState {
     pub mode: SandboxMode,
     /// What it allows, or why it is off, for `/approval`.
     pub detail: String,
+    /// How `.git` and `.codewhale/` are kept from commands, for `/status` (`sandbox:
+    /// namespaces …` or `sandbox: Landlock only; .git guarded by put-back (…)`).
+    pub structure: String,
     /// Said once when the session opens.
     pub notices: Vec<String>,
 }
 
+impl SandboxState {
+    /// Whether commands run in namespaces (and so see no ancestor in `/proc`).
+    pub fn namespaces(&self) -> bool {
+        self.sandbox.as_ref().is_some_and(|s| s.namespaces())
+    }
+}
+
+/// The words of the fallback, said once and in `/status`.
+pub const FALLBACK_WORDS: &str = "sandbox: Landlock only; .git guarded by put-back";
+
 /// Where a session's sandbox comes from.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Surroundings<'a> {
     pub workspace: &'a Path,
     /// Codewhale's home: a notice says so when a writable root holds it.
@@ -155,6 +224,11 @@ pub struct Surroundings<'a> {
     pub helper: Option<&'a Path>,
     /// The Landlock ABI of this kernel (`confine::probe()`), `None` without Landlock.
     pub abi: Option<u8>,
+    /// Whether the helper can set up namespaces here ([`namespace::availability`]), or the
+    /// step that failed.
+    pub namespaces: Result<(), String>,
+    /// `CODEWHALE_SANDBOX=fallback` is set.
+    pub forced_fallback: bool,
 }
 
 /// The first Landlock ABI that can deny TCP connect and bind (Linux 6.7).
@@ -166,6 +240,7 @@ pub fn resolve(config: &SandboxConfig, at: Surroundings<'_>) -> SandboxState {
         sandbox: None,
         mode: SandboxMode::Off,
         detail: why.to_owned(),
+        structure: format!("sandbox: off ({why}); .git guarded by put-back"),
         notices,
     };
     let Some(helper) = at.helper else {
@@ -233,8 +308,31 @@ pub fn resolve(config: &SandboxConfig, at: Surroundings<'_>) -> SandboxState {
         ));
     }
     let detail = describe(&rules, abi);
-    let sandbox = Sandbox::new(helper.to_path_buf(), mode, rules);
-    SandboxState { sandbox: Some(std::sync::Arc::new(sandbox)), mode, detail, notices }
+    let why_not = if config.namespaces == Some(false) {
+        Some("[sandbox] namespaces = false".to_owned())
+    } else if at.forced_fallback {
+        Some(format!("{FALLBACK_VAR}=fallback"))
+    } else {
+        at.namespaces.clone().err().map(|step| format!("namespaces unavailable: {step}"))
+    };
+    let structure = match &why_not {
+        None => "sandbox: namespaces; every .git, .codewhale/ and the instruction files are \
+                 read-only to commands, and no ancestor is visible in /proc"
+            .to_owned(),
+        Some(why) => {
+            let said = format!("{FALLBACK_WORDS} ({why})");
+            notices.push(said.clone());
+            said
+        }
+    };
+    let sandbox =
+        Sandbox::new(helper.to_path_buf(), mode, rules).with_namespaces(why_not.is_none());
+    SandboxState { sandbox: Some(std::sync::Arc::new(sandbox)), mode, detail, structure, notices }
+}
+
+/// Whether `CODEWHALE_SANDBOX=fallback` is set in this process's environment.
+pub fn fallback_forced() -> bool {
+    std::env::var(FALLBACK_VAR).is_ok_and(|v| v.trim().eq_ignore_ascii_case("fallback"))
 }
 
 /// What is writable and whether the network is open, in words.
@@ -273,7 +371,14 @@ mod tests {
     use super::*;
 
     fn at<'a>(ws: &'a Path, home: &'a Path, abi: Option<u8>) -> Surroundings<'a> {
-        Surroundings { workspace: ws, home, helper: Some(Path::new("/bin/codewhale")), abi }
+        Surroundings {
+            workspace: ws,
+            home,
+            helper: Some(Path::new("/bin/codewhale")),
+            abi,
+            namespaces: Ok(()),
+            forced_fallback: false,
+        }
     }
 
     #[test]
@@ -347,7 +452,7 @@ mod tests {
     fn the_helper_is_started_with_the_rules_before_the_command() {
         let rules = Rules { writable: vec!["/w".into()], network: false };
         let sandbox = Sandbox::new("/bin/cw".into(), SandboxMode::WorkspaceWrite, rules);
-        let cmd = sandbox.command("bash", ["-c", "echo hi"]);
+        let cmd = sandbox.command("bash", ["-c", "echo hi"], Some(&[]));
         let args: Vec<String> =
             cmd.as_std().get_args().map(|a| a.to_string_lossy().into_owned()).collect();
         assert_eq!(cmd.as_std().get_program(), "/bin/cw");
@@ -371,15 +476,58 @@ mod tests {
             codewhale_mcp::ServerConfig::new("free", stdio),
         ];
         servers[0].sandbox = true;
+        let ns = sandbox.clone().with_namespaces(true);
+        let cmd = ns.command("bash", ["-c", "x"], Some(&[PathBuf::from("/w/.git")]));
+        let args: Vec<String> =
+            cmd.as_std().get_args().map(|a| a.to_string_lossy().into_owned()).collect();
+        assert_eq!(args[..4], ["sandbox-exec", "--ns", "--ro", "/w/.git"]);
         let state = SandboxState {
             sandbox: Some(std::sync::Arc::new(sandbox)),
             mode: SandboxMode::WorkspaceWrite,
             detail: String::new(),
+            structure: String::new(),
             notices: Vec::new(),
         };
         confine_servers(&mut servers, &state);
         assert_eq!(servers[0].launcher[..2], ["/bin/cw", "sandbox-exec"]);
         assert!(servers[1].launcher.is_empty(), "servers run unconfined unless they ask");
+    }
+
+    #[test]
+    fn namespaces_are_used_unless_unavailable_or_turned_off_and_the_fallback_is_said() {
+        let ws = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let config = SandboxConfig::default();
+        let on = resolve(&config, at(ws.path(), home.path(), Some(7)));
+        assert!(on.namespaces(), "{}", on.structure);
+        assert!(on.structure.starts_with("sandbox: namespaces"), "{}", on.structure);
+        let cases = [
+            (
+                Surroundings {
+                    namespaces: Err("unshare: EPERM".into()),
+                    ..at(ws.path(), home.path(), Some(7))
+                },
+                config.clone(),
+                "namespaces unavailable: unshare: EPERM",
+            ),
+            (
+                Surroundings { forced_fallback: true, ..at(ws.path(), home.path(), Some(7)) },
+                config.clone(),
+                "CODEWHALE_SANDBOX=fallback",
+            ),
+            (
+                at(ws.path(), home.path(), Some(7)),
+                SandboxConfig { namespaces: Some(false), ..Default::default() },
+                "[sandbox] namespaces = false",
+            ),
+        ];
+        for (surroundings, config, why) in cases {
+            let state = resolve(&config, surroundings);
+            assert!(!state.namespaces());
+            let said = format!("{FALLBACK_WORDS} ({why})");
+            assert_eq!(state.structure, said);
+            assert!(state.notices.contains(&said), "said once: {:?}", state.notices);
+        }
     }
 
     #[test]

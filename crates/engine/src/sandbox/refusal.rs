@@ -51,6 +51,15 @@ pub fn mentions_refusal(output: &str) -> bool {
     SIGNS.iter().any(|s| output.contains(s))
 }
 
+/// Whether `output` shows a write refused under a read-only `.git` of the command's
+/// namespace: git (or anything else) saying "Read-only file system" (`EROFS`, "os error 30")
+/// on a line that names a `.git`.
+pub fn read_only_refusal(output: &str) -> bool {
+    output.lines().any(|l| {
+        (l.contains("Read-only file system") || l.contains("os error 30")) && l.contains(".git")
+    })
+}
+
 /// Path-like pieces of one error line: quoted text, and words that start like a path.
 fn candidates(line: &str) -> Vec<String> {
     let mut out = Vec::new();
@@ -130,6 +139,19 @@ fn writable_unconfined(path: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refused_git_write_is_told_from_other_read_only_file_systems() {
+        let git = "fatal: Unable to create '/w/.git/index.lock': Read-only file system\n";
+        assert!(read_only_refusal(git));
+        assert!(read_only_refusal(
+            "error: could not lock config file .git/config: Read-only file system"
+        ));
+        assert!(!read_only_refusal(
+            "cp: cannot create regular file '/usr/x': Read-only file system"
+        ));
+        assert!(!read_only_refusal("nothing wrong"));
+    }
 
     fn rules_for(dir: &Path) -> Rules {
         Rules { writable: vec![std::fs::canonicalize(dir).unwrap()], network: true }

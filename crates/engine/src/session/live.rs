@@ -79,8 +79,16 @@ impl Session {
     /// Sets the budget to what the journal implies for HEAD's view: its total, the provider's
     /// last report for this branch, the calibration. At open and after every HEAD move.
     pub fn replay_budget(&mut self) {
-        let view = self.render();
-        let total = self.view_tokens(&view);
+        // A long session never compacted is summed from its index, not rendered whole.
+        let journal = self.journal.journal();
+        let total =
+            match codewhale_journal::view_total_from_index(journal, journal.head_id().as_str()) {
+                Some(total) => total,
+                None => {
+                    let view = self.render();
+                    self.view_tokens(&view)
+                }
+            };
         let limits = *self.budget.limits();
         let system = self.budget.system();
         let journal = self.journal.journal();
@@ -135,7 +143,7 @@ impl Session {
             model: self.model().to_owned(),
             context_window: limits.window,
             window_unverified: limits.is_unverified(),
-            window_from: self.window_from.clone(),
+            window_from: limits.window_source.probe().map(|p| p.describe().to_owned()),
             usable_input: limits.usable_input,
             pressure: self.budget.shown(),
             approval: self.policy.mode(),
@@ -255,7 +263,10 @@ impl Session {
         self.provider.model = model.to_owned();
         self.budget.set_limits(replay::limits_for(&self.config, model, None));
         self.refresh_system_prompt();
-        self.journal_model_switch(model, None)
+        self.journal_model_switch(model, None)?;
+        // The server may run the new model with a window of its own.
+        self.start_probe();
+        Ok(())
     }
 
     /// Journals that requests use `model` from here on (`how`: the flag that switched, when not
@@ -298,8 +309,14 @@ impl Session {
         level: Level,
         text: String,
     ) -> Result<(), EngineError> {
-        // The window replaced: the one in use, unless that was itself learned (then the
-        // configured or catalog window it replaced).
+        let before = self.set_window(window, source);
+        self.append_window(window, source, before, level, text)
+    }
+
+    /// Uses `window` from now on, without journaling it; returns the window it replaced: the
+    /// one in use, unless that was itself learned (then the configured or catalog window it
+    /// replaced).
+    pub(crate) fn set_window(&mut self, window: u64, source: WindowSource) -> u64 {
         let current = self.budget.limits();
         let before = if current.window_source.is_learned() {
             replay::limits_for(&self.config, &self.provider.model, None).window
@@ -308,39 +325,27 @@ impl Session {
         };
         let limits = self.budget.limits().with_window(window, source);
         self.budget.set_limits(limits);
-        if let Some(probe) = source.probe() {
-            self.window_from = Some(probe.describe().to_owned());
-        }
         // The prefix follows the window (compact in a small one).
         self.refresh_system_prompt();
+        before
+    }
+
+    /// Journals the window in use: a `system` entry with `context_window`, `window_source`
+    /// and `window_before`.
+    pub(crate) fn append_window(
+        &mut self,
+        window: u64,
+        source: WindowSource,
+        before: u64,
+        level: Level,
+        text: String,
+    ) -> Result<(), EngineError> {
         let mut notice = SystemPayload::new(level, text);
         notice.context_window = Some(window);
         notice.window_source = Some(source.as_str().to_owned());
         notice.window_before = Some(before);
         let parent = self.journal.journal().head_id().clone();
         self.append_entry(Entry::new(Some(parent), notice))
-    }
-
-    /// When the window is not configured (nor learned from the provider), asks a local server
-    /// what it runs the model with ([`codewhale_provider::Client::probe_window`]) and uses that
-    /// — the loaded value, not the catalog's figure for the model family — saying where it
-    /// came from in `/status`.
-    pub async fn probe_window(&mut self) {
-        let source = self.budget.limits().window_source;
-        if !matches!(source, WindowSource::Default | WindowSource::Catalog) {
-            return;
-        }
-        let Some(probed) = self.client.probe_window(&self.provider.model).await else { return };
-        tracing::info!(
-            tokens = probed.tokens,
-            source = probed.source.as_str(),
-            "window from the server"
-        );
-        let limits =
-            self.budget.limits().with_window(probed.tokens, WindowSource::Probe(probed.source));
-        self.budget.set_limits(limits);
-        self.window_from = Some(probed.source.describe().to_owned());
-        self.refresh_system_prompt();
     }
 
     /// The server silently cut a request estimated at `estimate` to `kept` tokens
@@ -362,9 +367,6 @@ impl Session {
             ),
             None => (kept, WindowSource::Truncation, "the count it reported".to_owned()),
         };
-        if let Some(probe) = source.probe() {
-            self.window_from = Some(probe.describe().to_owned());
-        }
         self.journal_window(
             window,
             source,

@@ -16,6 +16,7 @@ mod live;
 pub mod locate;
 pub(crate) mod mcp_tools;
 mod open;
+pub(crate) mod probed;
 mod repair;
 pub mod replay;
 pub(crate) mod summary_slot;
@@ -105,6 +106,13 @@ pub struct Session {
     pub(crate) mcp: McpTools,
     /// How shell commands are confined ([`crate::sandbox`]).
     pub(crate) sandbox: crate::sandbox::SandboxState,
+    /// What git and Codewhale execute, guarded around every command ([`tools::guard`]).
+    pub(crate) guard: Arc<tools::guard::GitGuard>,
+    /// The key variables no command may see: the built-in ones and `api_key_env`.
+    pub(crate) hidden_env: Arc<Vec<String>>,
+    /// Instruction files a command created that the user has not accepted: left out of the
+    /// system prompt (workspace-relative names).
+    pub(crate) withheld_instructions: Vec<String>,
     /// The budget's system counts are exact, not provisional upper bounds.
     pub(crate) system_exact: bool,
     /// The live plan as last found ([`Session::live_plan`]): a later search stops at its head.
@@ -114,8 +122,9 @@ pub struct Session {
     pub(crate) branch_summary: crate::session::summary_slot::Pending,
     /// What this run's replies and summary requests cost ([`crate::spend`]).
     pub(crate) spend: Spend,
-    /// Where the window came from when the local server stated it ("Ollama's /api/ps").
-    pub(crate) window_from: Option<String>,
+    /// The local server's answer about its window: on its way, or taken but not yet
+    /// journaled ([`probed`]).
+    pub(crate) probe: probed::Probing,
     /// The model that refused a request's images in this run: while it is the model, images
     /// are sent as their one line ([`crate::convert::Images::Refused`]).
     pub(crate) images_refused: Option<String>,
@@ -125,6 +134,9 @@ pub struct Session {
     /// The custom slash commands found for the workspace when the session opened
     /// (docs/extending.md).
     pub(crate) commands: crate::extensions::Catalog,
+    /// Plan mode's private temp dir, the only place its commands may write
+    /// ([`crate::plan_mode`]); made when a command first needs it, removed with the session.
+    pub(crate) plan_scratch: crate::plan_mode::Scratch,
 }
 
 /// The meters of one run of a session: its replies, and its summary requests apart.
@@ -206,7 +218,32 @@ impl Session {
             sandbox: self.sandbox.sandbox.clone(),
             cancel,
             files: Some(Arc::new(self.file_store())),
+            guard: Some(self.guard.clone()),
+            hidden_env: self.hidden_env.clone(),
+            git_writable: self.config.sandbox.git_writable.unwrap_or(false),
+            allow_protected: false,
         }
+    }
+
+    /// The guard of the workspace's protected places.
+    pub fn guard(&self) -> &Arc<tools::guard::GitGuard> {
+        &self.guard
+    }
+
+    /// Keeps an instruction file a command created out of the system prompt until the user
+    /// accepts it ([`Session::accept_instructions`]).
+    pub(crate) fn withhold_instructions(&mut self, path: &Path) {
+        let name = crate::paths::display(&self.workspace, path);
+        if !self.withheld_instructions.contains(&name) {
+            self.withheld_instructions.push(name);
+        }
+    }
+
+    /// The user accepted an instruction file a command created: it is read from now on.
+    pub(crate) fn accept_instructions(&mut self, path: &Path) {
+        let name = crate::paths::display(&self.workspace, path);
+        self.withheld_instructions.retain(|n| *n != name);
+        self.refresh_system_prompt();
     }
 
     /// The session's content-addressed file store (checkpoints of what tools changed).
@@ -223,6 +260,21 @@ impl Session {
         codewhale_protocol::SandboxReport {
             mode: self.sandbox.mode,
             detail: self.sandbox.detail.clone(),
+            structure: self.sandbox.structure.clone(),
+            keys: self.keys_report(),
+        }
+    }
+
+    /// Whether a command could read the session's keys, in words (`/status`).
+    fn keys_report(&self) -> String {
+        if self.sandbox.namespaces() {
+            "keys: hidden from commands (PID namespace: no ancestor is visible)".to_owned()
+        } else if crate::sandbox::keys::readable_without_pid_namespace(&self.hidden_env) {
+            "keys: readable by commands (no PID namespace)".to_owned()
+        } else {
+            "keys: not readable by commands (Codewhale runs without them in its environment \
+             and is not dumpable)"
+                .to_owned()
         }
     }
 
@@ -251,7 +303,11 @@ impl Session {
     /// to the workspace, `.codewhale/instructions.md`) and recounts the system prompt
     /// and tool schemas. Compaction calls this after every pass.
     pub fn refresh_system_prompt(&mut self) {
-        self.system = SystemPrompt::load(&self.workspace, self.compact_prefix());
+        self.system = SystemPrompt::load_except(
+            &self.workspace,
+            self.compact_prefix(),
+            &self.withheld_instructions,
+        );
         self.system.skills = self.commands.skill_listing(self.budget.limits().usable_input).block;
         self.recount_system(false);
     }
@@ -271,9 +327,9 @@ impl Session {
         self.system_exact = exact;
     }
 
-    /// The tools offered in a request: the six built-in ones, then the MCP servers' tools.
+    /// The tools offered in a request: the built-in ones, then the MCP servers' tools.
     pub fn tool_specs(&self) -> Vec<ToolSpec> {
-        let mut specs = tools::specs(self.compact_prefix());
+        let mut specs = tools::specs(self.compact_prefix(), self.config.tools.web_fetch_enabled());
         specs.extend(self.mcp.specs().iter().cloned());
         specs
     }

@@ -69,6 +69,7 @@ impl Session {
         // A resumed session goes on with the model it last switched to, in the window it
         // learned, unless the command line names a model.
         let recorded = replay::journal_limits(journal.journal());
+        let namespaces = namespaces_here(&params);
         let mut provider = params.provider;
         if let Some(model) = recorded.model.as_ref().filter(|_| !params.model_explicit) {
             provider.model = model.clone();
@@ -93,6 +94,8 @@ impl Session {
                 home: &params.home,
                 helper: params.sandbox_helper.as_deref(),
                 abi: crate::sandbox::confine::abi(),
+                namespaces,
+                forced_fallback: crate::sandbox::fallback_forced(),
             },
         );
         notices.extend(sandbox.notices.iter().map(|n| (NoticeLevel::Warning, n.clone())));
@@ -136,6 +139,11 @@ impl Session {
             .shell
             .max_processes
             .unwrap_or(crate::tools::cgroup::DEFAULT_MAX_PROCESSES);
+        let hidden_env = Arc::new(params.config.key_variables());
+        let guard = Arc::new(crate::tools::guard::GitGuard::new(
+            workspace.clone(),
+            crate::prompt::instruction_paths(&workspace),
+        ));
         let mut session = Session {
             journal,
             workspace: workspace.clone(),
@@ -152,6 +160,7 @@ impl Session {
             notices,
             hints,
             images_refused: None,
+            plan_scratch: Default::default(),
             compaction: crate::compaction::standing::Standing {
                 summary_backoff,
                 ..Default::default()
@@ -162,11 +171,14 @@ impl Session {
             )),
             mcp: McpTools::new(mcp),
             sandbox,
+            guard,
+            hidden_env,
+            withheld_instructions: Vec::new(),
             system_exact: false,
             plan: std::sync::Mutex::new(None),
             branch_summary: crate::session::summary_slot::Pending::default(),
             spend: super::Spend::default(),
-            window_from: None,
+            probe: super::probed::Probing::default(),
             no_model: None,
             commands,
         };
@@ -181,6 +193,20 @@ impl Session {
         }
         crate::checkpoint::snapshot::warm_up(session.file_store(), session.workspace.clone());
         Ok(session)
+    }
+}
+
+/// Whether the sandbox helper can set up namespaces here: asked once per process, and only
+/// when a helper would use them (the sandbox not turned off, the fallback not forced).
+fn namespaces_here(params: &SessionParams) -> Result<(), String> {
+    let config = &params.config.sandbox;
+    let off = config.mode == Some(crate::sandbox::SandboxMode::Off)
+        || config.namespaces == Some(false)
+        || crate::sandbox::fallback_forced();
+    match params.sandbox_helper.as_deref() {
+        Some(helper) if !off => crate::sandbox::namespace::availability(helper),
+        Some(_) => Err("not tried".to_owned()),
+        None => Err("no sandbox helper in this front end".to_owned()),
     }
 }
 

@@ -1,19 +1,42 @@
 //! The registry of background commands (`shell{background: true}`): pid, command, log file and
 //! the TCP ports they listen on.
 //!
-//! Owns the children it starts. Compaction reads [`BackgroundRegistry::running`] to write the
-//! "Running now" list of a handoff note. Invariants: a command that exited is reaped and no
-//! longer listed; ports are read from `/proc/net/tcp{,6}` for every process in the command's
-//! process group, so a server started through a wrapper script is still found; when the
-//! engine shuts down, every command still running is ended with its process group (SIGTERM,
-//! then SIGKILL after a grace period) — unless the configuration asks to keep them
-//! (`[shell] keep_background = true`).
+//! Owns the children it starts: a task per command waits for it to exit and then runs what the
+//! command's end must do (the guard's check, `tools::guard`). Compaction reads
+//! [`BackgroundRegistry::running`] to write the "Running now" list of a handoff note.
+//! Invariants: a command that exited is reaped and no longer listed; ports are read from
+//! `/proc/net/tcp{,6}` for every process in the command's process group, so a server started
+//! through a wrapper script is still found; when the engine shuts down, every command still
+//! running is ended with its process group (SIGTERM, then SIGKILL after a grace period) —
+//! unless the configuration asks to keep them (`[shell] keep_background = true`) — and the
+//! end of every command is handled once, by its task or by the shutdown, whichever comes
+//! first.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use tokio::process::Child;
+
+/// What is done once when a background command has ended.
+pub type OnEnd = Box<dyn FnOnce() + Send>;
+
+/// A command's end, done once: by its task when it exits, or at shutdown.
+#[derive(Clone, Default)]
+struct Ending {
+    exited: Arc<AtomicBool>,
+    on_end: Arc<Mutex<Option<OnEnd>>>,
+}
+
+impl Ending {
+    fn run(&self) {
+        let job = self.on_end.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(job) = job {
+            job();
+        }
+    }
+}
 
 use super::cgroup::CallCgroup;
 
@@ -35,7 +58,7 @@ struct Entry {
     pid: u32,
     command: String,
     log: PathBuf,
-    child: Child,
+    ending: Ending,
     /// The command's capped cgroup, ended (whatever is left in it killed) with the command.
     cgroup: Option<CallCgroup>,
 }
@@ -85,17 +108,30 @@ impl BackgroundRegistry {
         Ok((id, log))
     }
 
+    /// Registers a started command; a task waits for it and then runs `on_end` (on a
+    /// blocking thread).
     pub(crate) fn insert(
         &self,
         id: String,
         command: String,
         log: PathBuf,
-        child: Child,
+        mut child: Child,
         cgroup: Option<CallCgroup>,
+        on_end: Option<OnEnd>,
     ) -> u32 {
         let pid = child.id().unwrap_or_default();
+        let ending = Ending {
+            exited: Arc::new(AtomicBool::new(false)),
+            on_end: Arc::new(Mutex::new(on_end)),
+        };
+        let waiter = ending.clone();
+        tokio::spawn(async move {
+            let _ = child.wait().await;
+            waiter.exited.store(true, Ordering::SeqCst);
+            let _ = tokio::task::spawn_blocking(move || waiter.run()).await;
+        });
         let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        entries.push(Entry { id, pid, command, log, child, cgroup });
+        entries.push(Entry { id, pid, command, log, ending, cgroup });
         pid
     }
 
@@ -103,7 +139,7 @@ impl BackgroundRegistry {
     pub fn running(&self) -> Vec<RunningCommand> {
         let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
         entries.retain_mut(|e| {
-            let alive = matches!(e.child.try_wait(), Ok(None));
+            let alive = !e.ending.exited.load(Ordering::SeqCst);
             if !alive {
                 // What the command left behind in its cgroup ends with it.
                 if let Some(cgroup) = e.cgroup.take() {
@@ -131,13 +167,14 @@ impl BackgroundRegistry {
         let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
         if !self.keep_on_exit {
             for e in entries.iter_mut() {
-                if matches!(e.child.try_wait(), Ok(None)) {
+                if !e.ending.exited.load(Ordering::SeqCst) {
                     codewhale_process::end_group_blocking(e.pid);
-                    let _ = e.child.start_kill();
                 }
                 if let Some(cgroup) = e.cgroup.take() {
                     cgroup.end_blocking();
                 }
+                // Checked now, before the session closes, if its task has not yet.
+                e.ending.run();
             }
         }
         entries.clear();

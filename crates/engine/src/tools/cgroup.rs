@@ -321,8 +321,8 @@ mod tests {
         let registry = crate::tools::background::BackgroundRegistry::new(dir.path().join("bg"));
         let bomb = "grep -q codewhale-shell- /proc/self/cgroup || exit 97; echo capped; \
                     :(){ :|:& };:; sleep 30";
-        let out =
-            crate::tools::shell::spawn_background(dir.path(), &[], bomb, &registry, None, 40).await;
+        let env = crate::tools::shell::tests::in_dir(dir.path(), Box::leak(Box::default()));
+        let out = crate::tools::shell::spawn_background(env, bomb, &registry, 40, None).await;
         assert!(!out.is_error, "{}", out.text);
         let log = registry.running()[0].log.clone();
         for _ in 0..100 {

@@ -1,194 +1,345 @@
-//! Protected paths inside the workspace (docs/security.md, *Protected paths inside the workspace*):
-//! `.git/hooks/`, `.git/config` and Codewhale's own `.codewhale/config.toml`. What they hold runs
-//! unconfined on the user's next git command (hooks, `core.fsmonitor`, `core.hooksPath`, aliases,
-//! filters) or changes how Codewhale itself behaves, so a model's command never changes them
-//! without the user's yes — however the command is phrased (`cd .codewhale && …`, a symlink, `git
-//! config`).
+//! The guard around every command (docs/security.md, *Protected paths*): what git and
+//! Codewhale execute never changes because the model ran a command, with namespaces or
+//! without.
 //!
-//! The check is on what changed on disk, not on the command's text: [`Snapshot::take`] reads the
-//! protected files before a shell command runs, [`Snapshot::undo`] compares after it and puts
-//! back whatever it changed (a file rewritten, created or removed, a hook added as a file or a
-//! link), naming each. The file tools are refused before they write ([`covers`]).
+//! Before a command the guard surveys the workspace ([`crate::protected::Survey`]: every
+//! `.git`, the repositories they lead to, `core.hooksPath`, `.codewhale/`, the instruction
+//! files) — what the sandbox binds read-only — and snapshots those places. After it, every
+//! recorded place is put back byte for byte and mode for mode (with namespaces nothing there
+//! could change, except a `.codewhale/` that did not exist yet), a `.git` the command created
+//! keeps only its inert config keys and no hook, one that points outside the workspace is
+//! removed, and an instruction file the command created is reported, so the session can keep
+//! it out of the system prompt until the user says yes. Everything is named ([`Findings`]).
 //!
-//! Invariant: every protected file is small (a hook is a script, a config a page): a file over
-//! [`MAX_BYTES`] is treated as changed-and-unrestorable only by name, never read whole.
+//! A background command is checked when it ends, against the snapshot taken when it started;
+//! while one runs, a foreground command is checked against that same snapshot rather than a
+//! fresh one (which would take whatever the background command planted for the user's own
+//! state). The user's own `!CMD` is only described ([`GitGuard::after_user`]), never put back.
+//! Invariant: the walk is cached between commands (`protected::walk`), so a survey costs one
+//! `stat` per folder of the workspace.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
-/// Largest protected file kept for restoring.
-const MAX_BYTES: u64 = 1024 * 1024;
+use crate::protected::snapshot::{Change, Snapshot};
+use crate::protected::walk::Walk;
+use crate::protected::{scrub, Survey};
 
-/// Whether `path` (absolute, symlinks of its existing part followed by the caller's resolution)
-/// is one of the workspace's protected paths.
-pub fn covers(workspace: &Path, path: &Path) -> bool {
-    let real = crate::paths::real_location(path);
-    let ws = crate::paths::real_location(workspace);
-    let git = ws.join(".git");
-    real == git.join("config")
-        || real.starts_with(git.join("hooks"))
-        || real == ws.join(".codewhale").join("config.toml")
+/// The workspace's places before a command.
+#[derive(Debug, Clone)]
+pub struct Before {
+    survey: Survey,
+    snapshot: Arc<Snapshot>,
+    /// Which instruction files existed.
+    instructions: Vec<(PathBuf, bool)>,
 }
 
-/// One protected file as it was: its bytes, or that it was absent.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Was {
-    Absent,
-    File(Vec<u8>),
-    Link(PathBuf),
-    /// Too big to keep, or unreadable: only noticed by name.
-    Unkept,
+/// What the guard found after a command.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Findings {
+    /// Protected places the command changed (put back, or only named).
+    pub changed: Vec<Change>,
+    /// What was removed from a `.git` the command created.
+    pub scrubbed: Vec<scrub::Removed>,
+    /// Instruction files the command created.
+    pub new_instructions: Vec<PathBuf>,
 }
 
-/// The protected files of a workspace, before a command.
-#[derive(Debug, Clone, Default)]
-pub struct Snapshot {
-    files: Vec<(PathBuf, Was)>,
-    hooks: Option<PathBuf>,
-}
-
-impl Snapshot {
-    /// Reads the protected files of `workspace` (a few small files; nothing when it has none).
-    pub fn take(workspace: &Path) -> Snapshot {
-        let git = workspace.join(".git");
-        let hooks = git.join("hooks");
-        let mut files: Vec<PathBuf> = vec![workspace.join(".codewhale").join("config.toml")];
-        // A repository the command itself creates (`git init`) has no hooks of the user's yet.
-        let repository = git.is_dir();
-        if repository {
-            files.push(git.join("config"));
-            if let Ok(entries) = std::fs::read_dir(&hooks) {
-                files.extend(entries.flatten().map(|e| e.path()));
-            }
-        }
-        let files = files.into_iter().map(|p| (p.clone(), was(&p))).collect();
-        Snapshot { files, hooks: repository.then_some(hooks) }
+impl Findings {
+    pub fn is_empty(&self) -> bool {
+        self.changed.is_empty() && self.scrubbed.is_empty() && self.new_instructions.is_empty()
     }
 
-    /// Puts back what changed since [`Snapshot::take`]; the workspace-relative names of what was
-    /// put back (empty when nothing changed).
-    pub fn undo(&self, workspace: &Path) -> Vec<String> {
-        let mut changed = Vec::new();
-        for (path, before) in &self.files {
-            if was(path) != *before && restore(path, before) {
-                changed.push(shown(workspace, path));
-            }
+    fn changed_list(&self, ws: &Path) -> String {
+        let names: Vec<String> = self
+            .changed
+            .iter()
+            .map(|c| {
+                let name = shown(ws, &c.path);
+                match (&c.note, c.undone) {
+                    (Some(note), _) => format!("{name} ({note})"),
+                    (None, false) => format!("{name} (changed, and too big to put back)"),
+                    (None, true) => name,
+                }
+            })
+            .collect();
+        names.join(", ")
+    }
+
+    fn scrubbed_list(&self, ws: &Path) -> String {
+        let names: Vec<String> =
+            self.scrubbed.iter().map(|r| format!("{}: {}", shown(ws, &r.path), r.what)).collect();
+        names.join("; ")
+    }
+
+    fn instructions_list(&self, ws: &Path) -> String {
+        let names: Vec<String> = self.new_instructions.iter().map(|p| shown(ws, p)).collect();
+        names.join(", ")
+    }
+
+    /// What the model reads after the command's output (`None`: nothing to say).
+    pub fn for_model(&self, ws: &Path) -> Option<String> {
+        let mut lines = Vec::new();
+        if !self.changed.is_empty() {
+            lines.push(format!(
+                "[Codewhale put back {}: only the user may change what git and Codewhale execute \
+                 (git hooks, git config, .codewhale/) and the instruction files. If the change \
+                 is needed, tell the user what it is and why; they can make it themselves.]",
+                self.changed_list(ws)
+            ));
         }
-        // A hook that did not exist before: removed.
-        if let Some(hooks) = &self.hooks {
-            for entry in std::fs::read_dir(hooks).into_iter().flatten().flatten() {
-                let path = entry.path();
-                if !self.files.iter().any(|(p, _)| *p == path) && restore(&path, &Was::Absent) {
-                    changed.push(shown(workspace, &path));
+        if !self.scrubbed.is_empty() {
+            lines.push(format!(
+                "[Codewhale removed from a .git your command created what git would run outside \
+                 the sandbox: {}]",
+                self.scrubbed_list(ws)
+            ));
+        }
+        if !self.new_instructions.is_empty() {
+            lines.push(format!(
+                "[{} was created; it is not read into the instructions of this session unless \
+                 the user accepts it.]",
+                self.instructions_list(ws)
+            ));
+        }
+        (!lines.is_empty()).then(|| lines.join("\n"))
+    }
+
+    /// The warning the user sees, after a command of `whose` (`a command`, `bg-1`).
+    pub fn for_user(&self, ws: &Path, whose: &str) -> Option<String> {
+        let mut parts = Vec::new();
+        if !self.changed.is_empty() {
+            parts.push(format!(
+                "{whose} changed {}, which only you may change (git runs hooks and config \
+                 outside the sandbox; .codewhale/ and instruction files steer Codewhale); \
+                 Codewhale put it back",
+                self.changed_list(ws)
+            ));
+        }
+        if !self.scrubbed.is_empty() {
+            parts.push(format!(
+                "{whose} created a .git; Codewhale removed what git would run from it: {}",
+                self.scrubbed_list(ws)
+            ));
+        }
+        if !self.new_instructions.is_empty() {
+            parts.push(format!(
+                "{whose} created {}: it is not read into the model's instructions in this \
+                 session without your yes",
+                self.instructions_list(ws)
+            ));
+        }
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
+}
+
+fn shown(ws: &Path, path: &Path) -> String {
+    path.strip_prefix(ws).unwrap_or(path).display().to_string()
+}
+
+#[derive(Debug, Default)]
+struct State {
+    walk: Walk,
+    /// The snapshot the running background commands are checked against.
+    shared: Option<Arc<Snapshot>>,
+    background: usize,
+    /// What the end of a background command found, for the model's next tool result.
+    for_model: Vec<String>,
+    /// The walk stopped at its limit (said once).
+    truncation_said: bool,
+}
+
+/// The guard of one session's workspace.
+#[derive(Debug)]
+pub struct GitGuard {
+    workspace: PathBuf,
+    /// The instruction files the system prompt reads.
+    instructions: Vec<PathBuf>,
+    state: Mutex<State>,
+    /// Where the end of a background command is told (the session's events).
+    sink: Mutex<Option<crate::events::EventSink>>,
+}
+
+impl GitGuard {
+    /// The guard of `workspace` (canonical); `instructions` are the instruction files the
+    /// system prompt reads, absolute.
+    pub fn new(workspace: PathBuf, instructions: Vec<PathBuf>) -> GitGuard {
+        GitGuard {
+            workspace,
+            instructions,
+            state: Mutex::new(State::default()),
+            sink: Mutex::new(None),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Where what a background command's end finds is told.
+    pub fn set_sink(&self, sink: crate::events::EventSink) {
+        *self.sink.lock().unwrap_or_else(|p| p.into_inner()) = Some(sink);
+    }
+
+    /// Surveys and snapshots the workspace before a command (while a background command runs,
+    /// the snapshot is the one it is checked against).
+    pub fn before(&self) -> Before {
+        let mut state = self.state();
+        let survey = Survey::take(&self.workspace, &mut state.walk);
+        if survey.truncated && !state.truncation_said {
+            state.truncation_said = true;
+            tracing::warn!(
+                "the workspace has more than {} folders; .git folders past them are not guarded",
+                crate::protected::walk::MAX_DIRS
+            );
+        }
+        let snapshot = match (&state.shared, state.background) {
+            (Some(shared), n) if n > 0 => shared.clone(),
+            _ => {
+                let fresh =
+                    Arc::new(Snapshot::take(&survey.places(&self.workspace, &self.instructions)));
+                state.shared = Some(fresh.clone());
+                fresh
+            }
+        };
+        let instructions = self.instructions.iter().map(|p| (p.clone(), p.exists())).collect();
+        Before { survey, snapshot, instructions }
+    }
+
+    /// What a command's namespace binds read-only (`git_writable`: the `.git`s left out).
+    pub fn read_only(&self, before: &Before, git_writable: bool) -> Vec<PathBuf> {
+        before.survey.read_only(&self.workspace, &self.instructions, git_writable)
+    }
+
+    /// Checks the workspace after a command of the model: puts back what it changed, scrubs
+    /// what it created.
+    pub fn after(&self, before: &Before) -> Findings {
+        let mut state = self.state();
+        // The walk after the command knows where a moved `.git` went (needed only then).
+        if !before.snapshot.gits_in_place() {
+            Survey::take(&self.workspace, &mut state.walk);
+        }
+        let changed = before.snapshot.undo(&state.walk);
+        let now = Survey::take(&self.workspace, &mut state.walk);
+        drop(state);
+        let mut findings = Findings { changed, ..Findings::default() };
+        self.scrub_new(&before.survey, &now, &mut findings);
+        findings.new_instructions = before
+            .instructions
+            .iter()
+            .filter(|(path, existed)| !existed && path.exists())
+            .map(|(path, _)| path.clone())
+            .collect();
+        findings
+    }
+
+    /// What the user's own command changed in the protected places, named and kept.
+    pub fn after_user(&self, before: &Before) -> Vec<String> {
+        let changes = before.snapshot.compare();
+        let paths: Vec<PathBuf> = changes.iter().map(|c| c.path.clone()).collect();
+        // The user's changes are the new state of things.
+        self.accept(&paths);
+        changes.iter().map(|c| shown(&self.workspace, &c.path)).collect()
+    }
+
+    /// The user changed `paths` (an approved write of a protected path, a pinned anchor): while
+    /// a background command runs, the snapshot it and the other commands are checked against
+    /// takes them as they are now, so no later check puts them back.
+    pub fn accept(&self, paths: &[PathBuf]) {
+        let mut state = self.state();
+        if state.background == 0 {
+            state.shared = None;
+            return;
+        }
+        if let Some(shared) = &state.shared {
+            let paths: Vec<PathBuf> =
+                paths.iter().map(|p| crate::paths::real_location(p)).collect();
+            state.shared = Some(Arc::new(shared.with_current(&paths)));
+        }
+    }
+
+    fn scrub_new(&self, before: &Survey, now: &Survey, findings: &mut Findings) {
+        let ws = &self.workspace;
+        for r in &now.resolved {
+            let known = before
+                .gits
+                .iter()
+                .any(|g| g.path == r.entry.path && g.kind == r.entry.kind && g.id == r.entry.id);
+            if known {
+                continue;
+            }
+            if let Some(target) = &r.target {
+                if !target.starts_with(ws) && r.entry.path.starts_with(ws) {
+                    findings.scrubbed.extend(scrub::outside_pointer(&r.entry.path, target));
                 }
             }
         }
-        changed
-    }
-}
-
-fn shown(workspace: &Path, path: &Path) -> String {
-    path.strip_prefix(workspace).unwrap_or(path).display().to_string()
-}
-
-fn was(path: &Path) -> Was {
-    match std::fs::symlink_metadata(path) {
-        Err(_) => Was::Absent,
-        Ok(meta) if meta.file_type().is_symlink() => {
-            std::fs::read_link(path).map_or(Was::Unkept, Was::Link)
+        for dir in now.repositories.iter().filter(|d| !before.repositories.contains(d)) {
+            findings.scrubbed.extend(scrub::repository(dir));
+            if dir.starts_with(ws) {
+                findings.scrubbed.extend(scrub::outside_common_dir(dir, ws));
+            }
         }
-        Ok(meta) if meta.is_file() && meta.len() <= MAX_BYTES => {
-            std::fs::read(path).map_or(Was::Unkept, Was::File)
-        }
-        Ok(_) => Was::Unkept,
     }
-}
 
-/// Makes `path` what it `was`; false when that cannot be done (then it is left as it is).
-fn restore(path: &Path, before: &Was) -> bool {
-    let remove = || match std::fs::symlink_metadata(path) {
-        Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(path).is_ok(),
-        Ok(_) => std::fs::remove_file(path).is_ok(),
-        Err(_) => true,
-    };
-    match before {
-        Was::Absent => remove(),
-        Was::File(bytes) => remove() && std::fs::write(path, bytes).is_ok(),
-        Was::Link(target) => remove() && std::os::unix::fs::symlink(target, path).is_ok(),
-        Was::Unkept => false,
+    /// A background command starts: its snapshot, checked when it ends.
+    pub fn background_started(&self) -> Before {
+        let before = self.before();
+        self.state().background += 1;
+        before
+    }
+
+    /// A background command (`id`) ended: what it changed is put back and scrubbed, the user
+    /// is told, and the model reads it with its next tool result.
+    pub fn background_ended(&self, id: &str, before: &Before) {
+        // Checked against what the user accepted meanwhile, not only the state at its start.
+        let shared = self.state().shared.clone();
+        let findings = match shared {
+            Some(snapshot) => self.after(&Before { snapshot, ..before.clone() }),
+            None => self.after(before),
+        };
+        {
+            let mut state = self.state();
+            state.background = state.background.saturating_sub(1);
+            if state.background == 0 {
+                state.shared = None;
+            }
+            if let Some(text) = findings.for_model(&self.workspace) {
+                state.for_model.push(format!("[when {id} ended:]\n{text}"));
+            }
+        }
+        if let Some(message) = findings.for_user(&self.workspace, id) {
+            tracing::warn!(%message, "a background command changed protected places");
+            let sink = self.sink.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            if let Some(sink) = sink {
+                sink.emit(
+                    codewhale_protocol::SubmissionId(0),
+                    codewhale_protocol::Event::Notice {
+                        level: codewhale_protocol::NoticeLevel::Warning,
+                        message,
+                    },
+                );
+            }
+        }
+    }
+
+    /// A background command that was to start did not: nothing is waited for.
+    pub fn background_abandoned(&self) {
+        let mut state = self.state();
+        state.background = state.background.saturating_sub(1);
+        if state.background == 0 {
+            state.shared = None;
+        }
+    }
+
+    /// What the ends of background commands found since the model last heard.
+    pub fn take_for_model(&self) -> Option<String> {
+        let mut state = self.state();
+        let text = state.for_model.join("\n");
+        state.for_model.clear();
+        (!text.is_empty()).then_some(text)
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn workspace() -> tempfile::TempDir {
-        let ws = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(ws.path().join(".git/hooks")).unwrap();
-        std::fs::write(ws.path().join(".git/config"), "[core]\n\tbare = false\n").unwrap();
-        std::fs::write(ws.path().join(".git/hooks/pre-push.sample"), "#!/bin/sh\n").unwrap();
-        ws
-    }
-
-    #[test]
-    fn what_a_command_planted_or_changed_is_put_back_and_named() {
-        let ws = workspace();
-        let before = Snapshot::take(ws.path());
-        let p = ws.path();
-        std::fs::write(p.join(".git/hooks/pre-commit"), "#!/bin/sh\ntouch ~/owned\n").unwrap();
-        std::os::unix::fs::symlink("/tmp/evil", p.join(".git/hooks/post-checkout")).unwrap();
-        std::fs::write(p.join(".git/config"), "[core]\n\tfsmonitor = \"touch x\"\n").unwrap();
-        std::fs::create_dir_all(p.join(".codewhale")).unwrap();
-        std::fs::write(p.join(".codewhale/config.toml"), "[compaction]\nthreshold = 0.01\n")
-            .unwrap();
-        std::fs::remove_file(p.join(".git/hooks/pre-push.sample")).unwrap();
-        let mut undone = before.undo(p);
-        undone.sort();
-        assert_eq!(
-            undone,
-            [
-                ".codewhale/config.toml",
-                ".git/config",
-                ".git/hooks/post-checkout",
-                ".git/hooks/pre-commit",
-                ".git/hooks/pre-push.sample",
-            ]
-        );
-        assert_eq!(
-            std::fs::read_to_string(p.join(".git/config")).unwrap(),
-            "[core]\n\tbare = false\n"
-        );
-        assert!(!p.join(".git/hooks/pre-commit").exists());
-        assert!(std::fs::symlink_metadata(p.join(".git/hooks/post-checkout")).is_err());
-        assert!(!p.join(".codewhale/config.toml").exists());
-        assert_eq!(
-            std::fs::read_to_string(p.join(".git/hooks/pre-push.sample")).unwrap(),
-            "#!/bin/sh\n"
-        );
-        // Nothing changed: nothing to say.
-        assert!(Snapshot::take(p).undo(p).is_empty());
-    }
-
-    #[test]
-    fn a_repository_the_command_creates_is_left_alone() {
-        let ws = tempfile::tempdir().unwrap();
-        let before = Snapshot::take(ws.path());
-        std::fs::create_dir_all(ws.path().join(".git/hooks")).unwrap();
-        std::fs::write(ws.path().join(".git/config"), "[core]\n").unwrap();
-        assert!(before.undo(ws.path()).is_empty());
-        assert!(ws.path().join(".git/config").exists());
-    }
-
-    #[test]
-    fn the_protected_paths_are_found_through_links_and_dots() {
-        let ws = workspace();
-        let p = ws.path();
-        assert!(covers(p, &p.join(".git/hooks/pre-commit")));
-        assert!(covers(p, &p.join(".git/config")));
-        assert!(covers(p, &p.join(".codewhale/config.toml")));
-        std::os::unix::fs::symlink(p.join(".git/hooks"), p.join("innocent")).unwrap();
-        assert!(covers(p, &p.join("innocent/pre-commit")));
-        assert!(!covers(p, &p.join(".git/HEAD")));
-        assert!(!covers(p, &p.join("src/config")));
-    }
-}
+mod tests;

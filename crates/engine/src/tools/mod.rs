@@ -16,6 +16,7 @@ pub mod process;
 pub mod search;
 pub mod shell;
 mod table;
+pub mod web_fetch;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -47,6 +48,11 @@ pub struct ToolOutput {
     pub exit_code: Option<i32>,
     /// Whether a shell command ran past its timeout and was killed.
     pub timed_out: bool,
+    /// A failed shell command was refused a write under a read-only `.git` (the user may be
+    /// offered to run it once with `.git` writable).
+    pub git_refused: bool,
+    /// What the guard found after a shell command ([`guard::Findings`]).
+    pub guard: Option<guard::Findings>,
 }
 
 impl ToolOutput {
@@ -60,6 +66,8 @@ impl ToolOutput {
             files: Vec::new(),
             exit_code: None,
             timed_out: false,
+            git_refused: false,
+            guard: None,
         }
     }
 
@@ -90,12 +98,21 @@ pub struct ToolContext {
     /// The session's file store: `write_file` and `edit_file` keep a checkpoint of what they
     /// change there. `None` runs them unrecorded.
     pub files: Option<Arc<crate::checkpoint::FileStore>>,
+    /// Guards what git and Codewhale execute around every shell command; `None`: unguarded
+    /// (a command the user approved as changing those places).
+    pub guard: Option<Arc<guard::GitGuard>>,
+    /// The key variables no command may see.
+    pub hidden_env: Arc<Vec<String>>,
+    /// Shell commands run with every `.git` writable (still guarded).
+    pub git_writable: bool,
+    /// The user approved this call's write to a protected path.
+    pub allow_protected: bool,
 }
 
 /// Files the model may never change without asking, whatever the approval mode and grants:
-/// Codewhale's own configuration and trust store, the workspace's config (which decides where
-/// keys go and how much is allowed), and the repository's git hooks and `.git/config` (which run
-/// outside the sandbox on the user's next git command; [`guard`]).
+/// Codewhale's own configuration and trust store, and what git and Codewhale execute in the
+/// workspace ([`crate::protected::is_protected`]: every `.git`, `.codewhale/`, instruction
+/// files, `core.hooksPath`).
 #[derive(Debug, Clone, Default)]
 pub struct Protected {
     /// Codewhale's home (its config, trust store, sessions and logs), when known.
@@ -103,11 +120,20 @@ pub struct Protected {
 }
 
 impl Protected {
+    /// Why `path` (absolute, as resolved for a tool) is protected, if it is.
+    pub fn protection(
+        &self,
+        workspace: &std::path::Path,
+        path: &std::path::Path,
+    ) -> Option<crate::protected::Protection> {
+        crate::protected::is_protected(workspace, path)
+    }
+
     /// Whether `path` (absolute, as resolved for a tool) is one of them: anything under the
-    /// home, or the workspace's `.codewhale/config.toml`. Symlinks are followed, and a hardlink
-    /// to the user's config, the trust store or the workspace's config is that file.
+    /// home, or a protected place of the workspace. Symlinks are followed, and a hardlink
+    /// to the user's config, the trust store or a protected file of the workspace is that file.
     pub fn covers(&self, workspace: &std::path::Path, path: &std::path::Path) -> bool {
-        if guard::covers(workspace, path) {
+        if self.protection(workspace, path).is_some() {
             return true;
         }
         let real = paths::real_location(path);
@@ -161,13 +187,15 @@ pub struct Assessment {
     pub leaves_workspace: bool,
     /// It writes one of the [`Protected`] files (or, a shell command, names one): always asks.
     pub protected: bool,
-    /// It writes an instruction file read into every later session (`AGENTS.md`,
-    /// `.codewhale/instructions.md`): asks unless the mode is `full`.
-    pub instructions: bool,
+    /// Why, when the path is a protected place of the workspace.
+    pub protection: Option<crate::protected::Protection>,
     /// The command of a shell call.
     pub command: Option<String>,
     /// The server and tool of an MCP call.
     pub mcp: Option<(String, String)>,
+    /// What a `web_fetch` call reaches: its host (as grants name it), whether it resolved to a
+    /// private address, whether `[tools] web_fetch_allow` lists it.
+    pub fetch: Option<(String, bool, bool)>,
 }
 
 impl Assessment {
@@ -177,9 +205,11 @@ impl Assessment {
             effect,
             leaves_workspace: self.leaves_workspace,
             protected: self.protected,
-            instructions: self.instructions,
             command: self.command.as_deref(),
             tool: self.mcp.as_ref().map(|(s, t)| (s.as_str(), t.as_str())),
+            fetch: self.fetch.as_ref().map(|(host, private, allowed)| {
+                crate::approval::FetchTarget { host, private: *private, allowed: *allowed }
+            }),
         })
     }
 
@@ -190,9 +220,10 @@ impl Assessment {
             effect: Some(if read_only { Effect::Read } else { Effect::Tool }),
             leaves_workspace: false,
             protected: false,
-            instructions: false,
+            protection: None,
             command: None,
             mcp: Some((server, tool)),
+            fetch: None,
         }
     }
 
@@ -203,23 +234,17 @@ impl Assessment {
             effect: None,
             leaves_workspace: false,
             protected: false,
-            instructions: false,
+            protection: None,
             command: None,
             mcp: None,
+            fetch: None,
         }
     }
 
     /// A `read_file` of a found skill's file: a read that stays inside what the user chose to
     /// give the model, so it never asks (docs/extending.md, *Skills*).
     pub fn skill_read() -> Assessment {
-        Assessment {
-            effect: Some(Effect::Read),
-            leaves_workspace: false,
-            protected: false,
-            instructions: false,
-            command: None,
-            mcp: None,
-        }
+        Assessment { effect: Some(Effect::Read), ..Assessment::session_state() }
     }
 
     /// Read-only calls may run concurrently with each other.
@@ -250,30 +275,24 @@ pub fn assess(
             let names_protected = command.as_deref().is_some_and(|c| {
                 crate::approval::grants::names_protected(c, protected.home.as_deref())
             });
+            let protection = resolved
+                .as_ref()
+                .filter(|_| writes)
+                .and_then(|r| protected.protection(workspace, &r.path));
             let protected = names_protected
                 || writes
                     && resolved.as_ref().is_some_and(|r| protected.covers(workspace, &r.path));
-            let instructions = writes
-                && resolved
-                    .as_ref()
-                    .is_some_and(|r| crate::prompt::is_instruction_file(workspace, &r.path));
             Assessment {
                 effect: Some(call.effect()),
                 leaves_workspace: leaves,
                 protected,
-                instructions,
+                protection,
                 command,
                 mcp: None,
+                fetch: None,
             }
         }
-        Err(_) => Assessment {
-            effect: None,
-            leaves_workspace: false,
-            protected: false,
-            instructions: false,
-            command: None,
-            mcp: None,
-        },
+        Err(_) => Assessment::session_state(),
     }
 }
 
@@ -298,6 +317,18 @@ pub async fn execute(
         let shown = paths::display(&ws, &r.path);
         Ok((r.path, shown))
     };
+    // The file tools never reach a protected place without the user's yes, however the path
+    // leads there now (a link made since the question, a hardlink).
+    if let (Call::Write(_) | Call::Edit(_), false) = (&call, ctx.allow_protected) {
+        if let Some(Ok((p, shown))) = call.path().map(&resolve) {
+            if let Some(why) = crate::protected::is_protected(&ws, &p) {
+                return ToolOutput::error(format!(
+                    "refused: {shown} is protected ({}); only the user may allow writing it",
+                    why.reason()
+                ));
+            }
+        }
+    }
     // One sandbox for every tool (docs/security.md): the file tools write only where a
     // confined command could.
     if let (Call::Write(_) | Call::Edit(_), Some(sandbox)) = (&call, ctx.sandbox.as_deref()) {
@@ -351,50 +382,88 @@ pub async fn execute(
                 Err(e) => Err(e),
             }
         }
-        Call::Shell(a) => {
-            let sandbox = ctx.sandbox.as_deref();
-            // A background command keeps running: there is no "after" to snapshot.
-            let snapshots = if a.background { None } else { before_shell(ctx).await };
-            let out = if a.background {
-                let max = ctx.groups.max_processes();
-                shell::spawn_background(
-                    &ws,
-                    &ctx.shell_env,
-                    &a.command,
-                    &ctx.background,
-                    sandbox,
-                    max,
-                )
-                .await
-            } else {
-                let env = shell::RunEnv {
-                    workspace: &ws,
-                    vars: &ctx.shell_env,
-                    groups: &ctx.groups,
-                    progress,
-                    sandbox,
-                };
-                shell::run(env, &a.command, a.timeout_ms, &ctx.cancel).await
-            };
-            let (files, unkept) = after_shell(snapshots).await;
-            let mut content = out.text;
-            for line in unkept {
-                content.push_str(&format!("\n[{line}]"));
-            }
-            return ToolOutput {
-                content,
-                is_error: out.is_error,
-                bytes: out.bytes,
-                refused: out.refused,
-                files,
-                exit_code: out.exit_code,
-                timed_out: out.timed_out,
-            };
-        }
+        Call::Shell(a) => return run_shell(ctx, &a, progress).await,
     };
     match result {
         Ok(text) => ToolOutput { files: changed, ..ToolOutput::capped(&text) },
         Err(message) => ToolOutput::error(message),
+    }
+}
+
+/// Runs a shell call: guarded (the places git and Codewhale execute surveyed before, bound
+/// read-only in the command's namespace, put back and scrubbed after), checkpointed, bounded.
+async fn run_shell(
+    ctx: &ToolContext,
+    a: &table::ShellArgs,
+    progress: &(dyn Fn(&[u8]) + Send + Sync),
+) -> ToolOutput {
+    let ws = &ctx.workspace;
+    let sandbox = ctx.sandbox.as_deref();
+    let guard = ctx.guard.clone();
+    let surveyed = match &guard {
+        Some(g) => {
+            let g = g.clone();
+            let background = a.background;
+            tokio::task::spawn_blocking(move || {
+                if background {
+                    g.background_started()
+                } else {
+                    g.before()
+                }
+            })
+            .await
+            .ok()
+        }
+        None => None,
+    };
+    let read_only = match (&guard, &surveyed) {
+        (Some(g), Some(before)) => g.read_only(before, ctx.git_writable),
+        _ => Vec::new(),
+    };
+    let env = shell::RunEnv {
+        workspace: ws,
+        vars: &ctx.shell_env,
+        hidden: &ctx.hidden_env,
+        groups: &ctx.groups,
+        progress,
+        sandbox,
+        read_only: Some(&read_only),
+    };
+    if a.background {
+        let max = ctx.groups.max_processes();
+        let watch = guard.zip(surveyed).map(|(g, before)| shell::Watch { guard: g, before });
+        let out = shell::spawn_background(env, &a.command, &ctx.background, max, watch).await;
+        return ToolOutput::from_shell(out, Vec::new());
+    }
+    // A background command keeps running: there is no "after" to snapshot.
+    let snapshots = before_shell(ctx).await;
+    let out = shell::run(env, &a.command, a.timeout_ms, &ctx.cancel).await;
+    let findings = match (guard, surveyed) {
+        (Some(g), Some(before)) => tokio::task::spawn_blocking(move || g.after(&before)).await.ok(),
+        _ => None,
+    };
+    let (files, unkept) = after_shell(snapshots).await;
+    let mut output = ToolOutput::from_shell(out, files);
+    for line in unkept {
+        output.content.push_str(&format!("\n[{line}]"));
+    }
+    output.guard = findings.filter(|f| !f.is_empty());
+    output
+}
+
+impl ToolOutput {
+    fn from_shell(out: shell::ShellOutcome, files: Vec<codewhale_journal::FileChange>) -> Self {
+        ToolOutput {
+            content: out.text,
+            is_error: out.is_error,
+            bytes: out.bytes,
+            refused: out.refused,
+            files,
+            exit_code: out.exit_code,
+            timed_out: out.timed_out,
+            git_refused: out.git_refused,
+            guard: None,
+        }
     }
 }
 
@@ -465,9 +534,11 @@ pub fn is_session_tool(name: &str) -> bool {
     name == crate::plan::TOOL || name == crate::recall::TOOL
 }
 
-/// The tool schemas sent with every request: the six workspace tools, then the session's own.
-pub fn specs(compact: bool) -> Vec<ToolSpec> {
-    let specs = table::specs().chain([crate::plan::spec(), crate::recall::spec()]);
+/// The tool schemas sent with every request: the six workspace tools, then the session's own,
+/// then `web_fetch` unless `[tools] web_fetch = false` (`web_fetch`).
+pub fn specs(compact: bool, web_fetch: bool) -> Vec<ToolSpec> {
+    let fetch = web_fetch.then(web_fetch::spec);
+    let specs = table::specs().chain([crate::plan::spec(), crate::recall::spec()]).chain(fetch);
     if compact {
         specs.map(terse).collect()
     } else {

@@ -4,8 +4,10 @@
 //! everything it started; combined stdout+stderr is bounded in memory and in what the model
 //! reads, with a marker; the exit code is always stated. Background commands go to the
 //! [`super::background::BackgroundRegistry`] with a log file. With a [`Sandbox`], commands
-//! start through its helper (confined, same pid, same group), and a failed command's refused
-//! writes are named in its result ([`crate::sandbox::refusal`]). A foreground command runs in a
+//! start through its helper (confined, same pid, same group; in namespaces of their own with
+//! the given paths read-only where the sandbox has them), and a failed command's refused
+//! writes are named in its result ([`crate::sandbox::refusal`]). No command gets a key
+//! variable ([`RunEnv::hidden`]). A foreground command runs in a
 //! pids cgroup of its own where one can be made ([`super::cgroup`]): a fork bomb hits the cap,
 //! and one that holds the whole cap is killed; the OS refusing a new process is an error
 //! result, never a panic.
@@ -29,24 +31,24 @@ pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
 /// The longest timeout a call may ask for.
 pub const MAX_TIMEOUT_MS: u64 = 600_000;
 
-/// Variables never passed to commands: the model must not be able to read Codewhale's own
-/// provider keys through `env` or `echo`.
-pub const HIDDEN_ENV: [&str; 2] = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"];
+/// Variables never passed to commands, whatever the configuration names: the model must not
+/// be able to read Codewhale's own provider keys through `env` or `echo`.
+pub const HIDDEN_ENV: [&str; 2] = crate::sandbox::keys::BUILT_IN;
 
 /// What a gated command runs first: it waits for one line on stdin — written once the
 /// command's process is in its cgroup — then becomes `bash -c COMMAND` with stdin from
 /// `/dev/null`, as an ungated one starts.
 const GATE: &str = "read -r _; exec bash -c \"$1\" </dev/null";
 
-/// `bash -c command` in `workspace`, in its own process group, without the hidden variables;
-/// confined when a sandbox is given. `gated`: it starts only once a line is written to its
-/// stdin (see [`GATE`]), so that nothing it starts can run before it is moved into its
-/// cgroup.
-fn bash(workspace: &Path, command: &str, sandbox: Option<&Sandbox>, gated: bool) -> Command {
+/// `bash -c command` in `env.workspace`, in its own process group, with `[shell] env` and
+/// without the hidden variables; confined when a sandbox is given. `gated`: it starts only
+/// once a line is written to its stdin (see [`GATE`]), so that nothing it starts can run
+/// before it is moved into its cgroup.
+fn bash(env: &RunEnv<'_>, command: &str, gated: bool) -> Command {
     let args: Vec<&str> =
         if gated { vec!["-c", GATE, "bash", command] } else { vec!["-c", command] };
-    let mut cmd = match sandbox {
-        Some(sandbox) => sandbox.command("bash", &args),
+    let mut cmd = match env.sandbox {
+        Some(sandbox) => sandbox.command("bash", &args, env.read_only),
         None => {
             let mut cmd = Command::new("bash");
             cmd.args(&args);
@@ -54,10 +56,12 @@ fn bash(workspace: &Path, command: &str, sandbox: Option<&Sandbox>, gated: bool)
         }
     };
     let stdin = if gated { Stdio::piped() } else { Stdio::null() };
-    cmd.current_dir(workspace).stdin(stdin).process_group(0);
-    for name in HIDDEN_ENV {
+    cmd.current_dir(env.workspace).stdin(stdin).process_group(0);
+    cmd.envs(env.vars.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    for name in HIDDEN_ENV.iter().copied().chain(env.hidden.iter().map(String::as_str)) {
         cmd.env_remove(name);
     }
+    cmd.env_remove(crate::sandbox::keys::KEYS_FD);
     cmd
 }
 
@@ -75,6 +79,8 @@ pub struct ShellOutcome {
     pub exit_code: Option<i32>,
     /// Whether it ran past its timeout and was killed.
     pub timed_out: bool,
+    /// It failed after a write under a read-only bind (`.git` and the like) was refused.
+    pub git_refused: bool,
 }
 
 impl ShellOutcome {
@@ -87,6 +93,7 @@ impl ShellOutcome {
             refused: Vec::new(),
             exit_code: None,
             timed_out: false,
+            git_refused: false,
         }
     }
 }
@@ -107,12 +114,17 @@ pub struct RunEnv<'a> {
     pub workspace: &'a Path,
     /// Extra variables from the configuration (`[shell] env`).
     pub vars: &'a [(String, String)],
+    /// Key variables no command may see (besides [`HIDDEN_ENV`]): `api_key_env`.
+    pub hidden: &'a [String],
     /// The session's running groups, so closing the session ends this one too.
     pub groups: &'a ProcessGroups,
     /// Gets the output as it arrives (the live view).
     pub progress: &'a (dyn Fn(&[u8]) + Send + Sync),
     /// Confines the command; `None` runs it unconfined.
     pub sandbox: Option<&'a Sandbox>,
+    /// With a sandbox that has namespaces: run the command in its own, with these paths
+    /// read-only (`None`: Landlock alone).
+    pub read_only: Option<&'a [std::path::PathBuf]>,
 }
 
 /// Runs `command` in the foreground, in its own process group. The call ends when the command
@@ -130,8 +142,7 @@ pub async fn run(
         Duration::from_millis(timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS).clamp(1, MAX_TIMEOUT_MS));
     // Made before the command starts; the command waits to be moved in (see [`GATE`]).
     let cgroup = CallCgroup::create(env.groups.max_processes());
-    let mut cmd = bash(env.workspace, command, env.sandbox, cgroup.is_some());
-    cmd.envs(env.vars.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let mut cmd = bash(&env, command, cgroup.is_some());
     let mut child =
         match cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true).spawn() {
             Ok(child) => child,
@@ -289,8 +300,21 @@ pub async fn run(
              with background: true]",
         );
     }
+    let git_refused = is_error
+        && env.sandbox.is_some_and(Sandbox::namespaces)
+        && env.read_only.is_some_and(|ro| !ro.is_empty())
+        && crate::sandbox::refusal::read_only_refusal(text.get(..cut_len).unwrap_or_default());
+    if git_refused {
+        push_line(
+            &mut text,
+            "[sandbox: every .git, .codewhale/ and the instruction files are read-only to your \
+             commands (Read-only file system), so git cannot write its repository here; tell \
+             the user which git command you need and why — they can run it, or allow it once \
+             with .git writable]",
+        );
+    }
     let refused = match env.sandbox {
-        Some(sandbox) if is_error => {
+        Some(sandbox) if is_error && !git_refused => {
             let output = text.get(..cut_len).unwrap_or_default();
             let refused =
                 crate::sandbox::refusal::refused_writes(output, env.workspace, sandbox.rules());
@@ -304,6 +328,7 @@ pub async fn run(
     let mut outcome = cut_outcome(text, cut_len, printed, is_error);
     outcome.refused = refused;
     outcome.exit_code = exit_code;
+    outcome.git_refused = git_refused;
     outcome
 }
 
@@ -327,8 +352,16 @@ pub(crate) fn refusal_line(
     sandbox: &Sandbox,
 ) -> Option<String> {
     let allowed = match sandbox.mode() {
-        crate::sandbox::SandboxMode::ReadOnly => {
+        crate::sandbox::SandboxMode::ReadOnly if sandbox.rules().writable.is_empty() => {
             "commands may write nowhere (read-only)".to_owned()
+        }
+        crate::sandbox::SandboxMode::ReadOnly => {
+            let roots: Vec<String> =
+                sandbox.rules().writable.iter().map(|p| p.display().to_string()).collect();
+            format!(
+                "the workspace is read-only; commands may write only under {}",
+                roots.join(", ")
+            )
         }
         _ => "commands may write only under the workspace, the temp dir and [sandbox] writable"
             .to_owned(),
@@ -357,20 +390,36 @@ fn cut_outcome(text: String, cut_len: usize, printed: u64, is_error: bool) -> Sh
     ShellOutcome { bytes: printed + status, ..ShellOutcome::whole(text, is_error) }
 }
 
-/// Starts `command` in the background (confined when a sandbox is given, in a cgroup capped at
-/// `max_processes` where one can be made, as a foreground command) and registers it.
+/// The guard's watch over a background command: the places as they were when it started,
+/// checked when it ends.
+pub struct Watch {
+    pub guard: std::sync::Arc<super::guard::GitGuard>,
+    pub before: super::guard::Before,
+}
+
+/// Starts `command` in the background (confined when a sandbox is given, in namespaces of its
+/// own where the sandbox has them, in a cgroup capped at `max_processes` where one can be made,
+/// as a foreground command) and registers it; `watch` is checked when it ends.
 pub async fn spawn_background(
-    workspace: &Path,
-    vars: &[(String, String)],
+    env: RunEnv<'_>,
     command: &str,
     registry: &BackgroundRegistry,
-    sandbox: Option<&Sandbox>,
     max_processes: u32,
+    watch: Option<Watch>,
 ) -> ShellOutcome {
     let fail = |what: String| ShellOutcome::whole(what, true);
+    // Nothing started: the guard stops waiting for this command's end.
+    let give_back = |watch: Option<Watch>| {
+        if let Some(w) = watch {
+            w.guard.background_abandoned();
+        }
+    };
     let (id, log) = match registry.reserve() {
         Ok(x) => x,
-        Err(err) => return fail(format!("cannot create the background log folder: {err}")),
+        Err(err) => {
+            give_back(watch);
+            return fail(format!("cannot create the background log folder: {err}"));
+        }
     };
     let file = match codewhale_journal::private::options()
         .write(true)
@@ -379,14 +428,17 @@ pub async fn spawn_background(
         .open(&log)
     {
         Ok(f) => f,
-        Err(err) => return fail(format!("cannot create {}: {err}", log.display())),
+        Err(err) => {
+            give_back(watch);
+            return fail(format!("cannot create {}: {err}", log.display()));
+        }
     };
     let Ok(file_err) = file.try_clone() else {
+        give_back(watch);
         return fail(format!("cannot share {} between stdout and stderr", log.display()));
     };
     let cgroup = CallCgroup::create(max_processes);
-    let mut cmd = bash(workspace, command, sandbox, cgroup.is_some());
-    cmd.envs(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let mut cmd = bash(&env, command, cgroup.is_some());
     let child = cmd.stdout(file).stderr(file_err).spawn();
     match child {
         Ok(mut child) => {
@@ -395,7 +447,13 @@ pub async fn spawn_background(
                 // Opens the gate, moved or not (see [`GATE`]).
                 let _ = gate.write_all(b"\n").await;
             }
-            let pid = registry.insert(id.clone(), command.to_owned(), log.clone(), child, cgroup);
+            let on_end = watch.map(|w| {
+                let id = id.clone();
+                Box::new(move || w.guard.background_ended(&id, &w.before))
+                    as super::background::OnEnd
+            });
+            let pid =
+                registry.insert(id.clone(), command.to_owned(), log.clone(), child, cgroup, on_end);
             ShellOutcome::whole(
                 format!(
                     "started in the background as {id} (pid {pid}); its output goes to {}. Check \
@@ -410,6 +468,7 @@ pub async fn spawn_background(
             if let Some(cgroup) = cgroup {
                 cgroup.end().await;
             }
+            give_back(watch);
             fail(cannot_start(&err))
         }
     }

@@ -6,7 +6,13 @@
 //! tool's output, or "interrupted" when the user stopped the turn first. A shell command runs
 //! without the sandbox only on the user's explicit word for that one call: a "yes" to the
 //! question before a command that names Codewhale's own settings, or `u` when a confined run
-//! was refused a write ([`offer_rerun`]); never in `full` mode and never without a terminal.
+//! was refused a write ([`offer_rerun`]); never in `full` mode, never in `plan` (whose commands
+//! run with the workspace read-only, [`crate::plan_mode`]) and never without a terminal. A
+//! `web_fetch` is asked about the addresses its host resolved to ([`super::fetch`]).
+//! A command refused a write under a read-only `.git` is offered once more with `.git`
+//! writable (`g`, [`offer_git_writable`]) in every mode with a terminal but `plan`. Each call
+//! is judged when it runs, not when the reply arrived ([`assess_now`]); what the guard found
+//! around a command is told to the model and the user ([`guarded`]).
 
 use serde_json::Value;
 
@@ -37,6 +43,8 @@ enum Cleared {
     /// The user allowed a command that names Codewhale's own settings: it runs without the
     /// sandbox (which would refuse those writes anyway), this once.
     RunUnconfined,
+    /// The user allowed a write to a protected path, this once.
+    RunProtected,
     /// Refused without asking (no one to ask); the model reads why.
     Refused(String),
     /// The user said no, and what they said with it.
@@ -81,6 +89,30 @@ pub(crate) async fn run_calls(
     Ok(ran)
 }
 
+/// How the approval policy sees `call` now, at the moment it would run: a link an earlier call
+/// of the same reply made is followed (docs/security.md, *Protected paths*). A `web_fetch` is
+/// judged by the target its host resolved to.
+fn assess_now(
+    ctx: &TurnCtx<'_>,
+    call: &ToolCall,
+    fetch: Option<&Result<tools::web_fetch::Target, String>>,
+) -> Assessment {
+    match (ctx.session.mcp().resolve(&call.name), fetch) {
+        (Some((server, tool, read_only)), _) => Assessment::mcp(server, tool, read_only),
+        (None, Some(Ok(target))) => target.assessment(),
+        // Unusable: running it reports why.
+        (None, Some(Err(_))) => Assessment::session_state(),
+        (None, None) if tools::is_session_tool(&call.name) => Assessment::session_state(),
+        (None, None) if skill_read(ctx.session, &call.name, &call.input) => {
+            Assessment::skill_read()
+        }
+        (None, None) => {
+            let protected = ctx.session.protected();
+            tools::assess(ctx.session.workspace(), &protected, &call.name, &call.input)
+        }
+    }
+}
+
 /// A `read_file` of a found skill's file (docs/extending.md, *Skills*): it runs without
 /// asking in every mode, a home skill's outside the workspace included.
 fn skill_read(session: &crate::session::Session, name: &str, input: &serde_json::Value) -> bool {
@@ -96,18 +128,9 @@ fn skill_read(session: &crate::session::Session, name: &str, input: &serde_json:
 /// Runs `calls` in order; returns false when the turn was interrupted.
 async fn run_some(ctx: &mut TurnCtx<'_>, calls: &[ToolCall]) -> Result<bool, EngineError> {
     let tool_ctx = ctx.session.tool_context(ctx.cancel.clone());
-    let unconfined_ctx = tools::ToolContext { sandbox: None, ..tool_ctx.clone() };
-    let protected = ctx.session.protected();
+    let plan_ctx = plan_context(ctx, &tool_ctx);
     let mcp = ctx.session.mcp().clone();
-    let assessments: Vec<Assessment> = calls
-        .iter()
-        .map(|c| match mcp.resolve(&c.name) {
-            Some((server, tool, read_only)) => Assessment::mcp(server, tool, read_only),
-            None if tools::is_session_tool(&c.name) => Assessment::session_state(),
-            None if skill_read(ctx.session, &c.name, &c.input) => Assessment::skill_read(),
-            None => tools::assess(ctx.session.workspace(), &protected, &c.name, &c.input),
-        })
-        .collect();
+    let fetches = super::fetch::prepare(ctx.session, calls).await;
     let mut i = 0;
     let mut interrupted = false;
     while i < calls.len() {
@@ -131,7 +154,10 @@ async fn run_some(ctx: &mut TurnCtx<'_>, calls: &[ToolCall]) -> Result<bool, Eng
             i += 1;
             continue;
         }
-        let unconfined = match clear(ctx, &calls[i], &assessments[i]).await {
+        // Judged now, not when the reply arrived: the calls before it have run.
+        let assessment = assess_now(ctx, &calls[i], fetches[i].as_ref());
+        let fetch = fetches[i].as_ref().and_then(|f| f.as_ref().ok());
+        let cleared = match clear(ctx, &calls[i], &assessment, fetch, &plan_ctx).await {
             Cleared::Interrupted => {
                 interrupted = true;
                 break;
@@ -148,19 +174,33 @@ async fn run_some(ctx: &mut TurnCtx<'_>, calls: &[ToolCall]) -> Result<bool, Eng
                 i += 1;
                 continue;
             }
-            Cleared::Run => false,
-            Cleared::RunUnconfined => true,
+            cleared => cleared,
         };
-        let run_ctx = if unconfined { &unconfined_ctx } else { &tool_ctx };
+        let approved_protected = matches!(cleared, Cleared::RunProtected);
+        let planning = ctx.session.policy.mode() == ApprovalMode::Plan;
+        let run_ctx = match (&plan_ctx, cleared) {
+            // Cleared in plan mode only with a read-only context to run in.
+            (Some(plan), _) if planning => plan.clone(),
+            // The user's yes to a command naming Codewhale's own settings: it runs without the
+            // sandbox, which would refuse exactly those writes, and unguarded.
+            (_, Cleared::RunUnconfined) => {
+                tools::ToolContext { sandbox: None, guard: None, ..tool_ctx.clone() }
+            }
+            // The user's yes to a write of a protected path.
+            (_, Cleared::RunProtected) => {
+                tools::ToolContext { allow_protected: true, ..tool_ctx.clone() }
+            }
+            _ => tool_ctx.clone(),
+        };
         // Extend a read-only call into a batch of the read-only calls after it that need no
         // approval; they run concurrently.
         let mut end = i + 1;
-        if assessments[i].is_read_only() {
-            while end < calls.len()
-                && !tools::is_session_tool(&calls[end].name)
-                && assessments[end].is_read_only()
-                && allowed_without_asking(ctx, &assessments[end])
-            {
+        if assessment.is_read_only() {
+            while end < calls.len() && !tools::is_session_tool(&calls[end].name) {
+                let next = assess_now(ctx, &calls[end], fetches[end].as_ref());
+                if !next.is_read_only() || !allowed_without_asking(ctx, &next) {
+                    break;
+                }
                 end += 1;
             }
         }
@@ -179,24 +219,38 @@ async fn run_some(ctx: &mut TurnCtx<'_>, calls: &[ToolCall]) -> Result<bool, Eng
             ctx.emit(Event::ToolCallStarted { call_id: call.id.clone(), name: call.name.clone() });
         }
         let progress: Vec<_> = calls[i..end].iter().map(|c| live_output(ctx, &c.id)).collect();
-        // A command the user did not approve as touching a protected path never changes one
-        // (docs/security.md, *Protected paths inside the workspace*): judged by what changed on
-        // disk.
-        let guard = (end == i + 1 && calls[i].name == "shell" && !assessments[i].protected)
-            .then(|| tools::guard::Snapshot::take(&workspace));
+        let policy = ctx.session.policy.clone();
         let mut outputs = futures::future::join_all(
-            calls[i..end].iter().zip(&progress).map(|(c, p)| run_one(run_ctx, &mcp, c, p.as_ref())),
+            calls[i..end].iter().zip(&progress).zip(&fetches[i..end]).map(|((c, p), f)| {
+                let fetch = f.as_ref().map(|f| (f, &policy));
+                run_one(&run_ctx, &mcp, c, p.as_ref(), fetch, &ctx.session.config().tools)
+            }),
         )
         .await;
+        if planning {
+            for output in outputs.iter_mut() {
+                read_only_in_plan(output);
+            }
+        }
         // A call that writes runs alone, so a refused write is always the batch's only call.
         if let ([output], [call], [p]) = (outputs.as_mut_slice(), &calls[i..end], &progress[..]) {
             if !output.refused.is_empty() {
                 let first = std::mem::replace(output, ToolOutput::error(String::new()));
-                *output = offer_rerun(ctx, call, first, &unconfined_ctx, p.as_ref()).await;
+                let unconfined = tools::ToolContext { sandbox: None, ..run_ctx.clone() };
+                *output = offer_rerun(ctx, call, first, &unconfined, p.as_ref()).await;
+            } else if output.git_refused && !planning {
+                let first = std::mem::replace(output, ToolOutput::error(String::new()));
+                let writable = tools::ToolContext { git_writable: true, ..run_ctx.clone() };
+                *output = offer_git_writable(ctx, call, first, &writable, p.as_ref()).await;
             }
-        }
-        if let (Some(guard), [output]) = (guard, outputs.as_mut_slice()) {
-            put_back_protected(ctx, &guard, output);
+            guarded(ctx, call, output).await;
+            if approved_protected && !output.is_error {
+                // The user's yes: no check of a running background command puts it back.
+                let written = call.input.get("path").and_then(Value::as_str).and_then(|p| {
+                    crate::paths::resolve(ctx.session.workspace(), p).ok().map(|r| r.path)
+                });
+                ctx.session.guard().accept(&written.into_iter().collect::<Vec<_>>());
+            }
         }
         for ((call, output), diff) in calls[i..end].iter().zip(outputs).zip(diffs) {
             let end = if ctx.cancel.is_cancelled() && output.is_error {
@@ -220,42 +274,135 @@ async fn run_some(ctx: &mut TurnCtx<'_>, calls: &[ToolCall]) -> Result<bool, Eng
     Ok(!interrupted && !ctx.cancel.is_cancelled())
 }
 
-/// Puts back the protected files a command changed, and tells the model and the user.
-fn put_back_protected(ctx: &TurnCtx<'_>, guard: &tools::guard::Snapshot, output: &mut ToolOutput) {
-    let undone = guard.undo(ctx.session.workspace());
-    if undone.is_empty() {
-        return;
+/// What the guard found around a command (docs/security.md, *Protected paths*), told to the
+/// model in its result and to the user as a warning; an instruction file the command created
+/// is kept out of the system prompt until the user says yes. What the end of a background
+/// command found since the last result is told here too.
+async fn guarded(ctx: &mut TurnCtx<'_>, call: &ToolCall, output: &mut ToolOutput) {
+    let ws = ctx.session.workspace().to_path_buf();
+    let mut said = Vec::new();
+    if let Some(findings) = output.guard.take() {
+        said.extend(findings.for_model(&ws));
+        if let Some(message) = findings.for_user(&ws, "a command") {
+            tracing::warn!(%message, "a command changed protected places");
+            ctx.emit(Event::Notice { level: codewhale_protocol::NoticeLevel::Warning, message });
+        }
+        for path in &findings.new_instructions {
+            ctx.session.withhold_instructions(path);
+            if ask_instructions(ctx, call, &ws, path).await {
+                ctx.session.accept_instructions(path);
+                said.push(format!(
+                    "[the user accepted {}: it is read into your instructions from now on]",
+                    crate::paths::display(&ws, path)
+                ));
+            }
+        }
     }
-    let list = undone.join(", ");
-    tracing::warn!(%list, "a command changed protected files; they were put back");
-    output.content.push_str(&format!(
-        "\n[Codewhale put back {list}: only the user may change git hooks, .git/config and \
-         .codewhale/config.toml (what they hold runs outside the sandbox). If the change is \
-         needed, tell the user what it is and why; they can make it themselves.]"
-    ));
-    ctx.emit(Event::Notice {
-        level: codewhale_protocol::NoticeLevel::Warning,
-        message: format!(
-            "a command changed {list}, which only you may change (git hooks and config run \
-             outside the sandbox); Codewhale put {} back",
-            if undone.len() == 1 { "it" } else { "them" }
+    said.extend(ctx.session.guard().take_for_model());
+    for line in said {
+        output.content.push('\n');
+        output.content.push_str(&line);
+        output.bytes += line.len() as u64 + 1;
+    }
+}
+
+/// Asks whether an instruction file a command created may be read into the system prompt;
+/// false without a terminal (then it is withheld for the session).
+async fn ask_instructions(
+    ctx: &mut TurnCtx<'_>,
+    call: &ToolCall,
+    ws: &std::path::Path,
+    path: &std::path::Path,
+) -> bool {
+    if !ctx.gate.is_interactive() {
+        return false;
+    }
+    let name = crate::paths::display(ws, path);
+    let reply = ctx.gate.wait_for(&call.id);
+    ctx.emit(Event::ApprovalNeeded {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        input: call.input.clone(),
+        reason: format!(
+            "the command created {name}, an instruction file; read it into the model's system \
+             prompt from now on?"
         ),
+        offers: Vec::new(),
+        diff: None,
     });
+    let answer = tokio::select! {
+        answer = reply => answer.ok(),
+        () = ctx.cancel.cancelled() => None,
+    };
+    matches!(answer, Some(ApprovalReply::Approve(_)))
 }
 
 /// Runs one call: an MCP server's tool (any `mcp__` name, offered or not — a name that was not
-/// offered gets an error result saying its server is not available) or a built-in tool.
+/// offered gets an error result saying its server is not available), a `web_fetch` of its
+/// prepared target (with the policy that decides its redirects), or a built-in tool.
 async fn run_one(
     tool_ctx: &tools::ToolContext,
     mcp: &codewhale_mcp::Servers,
     call: &ToolCall,
     progress: &(dyn Fn(&[u8]) + Send + Sync),
+    fetch: Option<(&Result<tools::web_fetch::Target, String>, &Policy)>,
+    tools_config: &crate::config::ToolsConfig,
 ) -> ToolOutput {
     if call.name.starts_with(codewhale_mcp::PREFIX) {
         let out = mcp.call(&call.name, &call.input, &tool_ctx.cancel).await;
         return ToolOutput { is_error: out.is_error, ..ToolOutput::capped(&out.text) };
     }
-    tools::execute(tool_ctx, &call.name, &call.input, progress).await
+    match fetch {
+        Some((Err(message), _)) => ToolOutput::error(message.clone()),
+        Some((Ok(target), policy)) => {
+            let first = target.clone();
+            let follows =
+                move |next: &tools::web_fetch::Target| super::fetch::follows(policy, &first, next);
+            let input = &call.input;
+            tools::web_fetch::run(input, target.clone(), &follows, tools_config, &tool_ctx.cancel)
+                .await
+        }
+        None => tools::execute(tool_ctx, &call.name, &call.input, progress).await,
+    }
+}
+
+/// What a command runs with in plan mode: the session's sandbox writable only in the private
+/// temp dir (also its `TMPDIR`), and no worktree snapshots (it changes nothing). `None` when
+/// there is no sandbox, or the temp dir cannot be made: commands are then refused in plan mode.
+fn plan_context(ctx: &TurnCtx<'_>, base: &tools::ToolContext) -> Option<tools::ToolContext> {
+    let sandbox = base.sandbox.as_deref()?;
+    let scratch = match ctx.session.plan_scratch.path() {
+        Ok(dir) => dir,
+        Err(e) => {
+            tracing::warn!(error = %e, "no temp dir for plan mode's commands");
+            return None;
+        }
+    };
+    let mut env = (*base.shell_env).clone();
+    for name in ["TMPDIR", "TMP", "TEMP"] {
+        env.retain(|(n, _)| n != name);
+        env.push((name.to_owned(), scratch.display().to_string()));
+    }
+    Some(tools::ToolContext {
+        sandbox: Some(std::sync::Arc::new(crate::plan_mode::sandbox(sandbox, &scratch))),
+        shell_env: std::sync::Arc::new(env),
+        files: None,
+        ..base.clone()
+    })
+}
+
+/// In plan mode, a command that failed on a write the sandbox refused says so in the words
+/// the model is told, and is never offered a rerun without the sandbox.
+fn read_only_in_plan(output: &mut ToolOutput) {
+    let refused = !output.refused.is_empty()
+        || (output.is_error && crate::sandbox::refusal::mentions_refusal(&output.content));
+    if refused {
+        output.refused.clear();
+        let line = crate::plan_mode::read_only_line();
+        output.bytes += line.len() as u64 + 1;
+        output.content.push('\n');
+        output.content.push_str(&line);
+    }
 }
 
 /// Runs a call of one of the session's own tools; true with the output when it set the plan.
@@ -286,38 +433,70 @@ fn run_session_tool(ctx: &TurnCtx<'_>, call: &ToolCall) -> (ToolOutput, bool) {
 }
 
 fn allowed_without_asking(ctx: &mut TurnCtx<'_>, a: &Assessment) -> bool {
-    // A mode the user chose while this turn ran applies from this call on.
+    decision(ctx, a) == Decision::Allow
+}
+
+/// The policy's decision, in the mode the user chose last (a mode chosen while this turn ran
+/// applies from this call on).
+fn decision(ctx: &mut TurnCtx<'_>, a: &Assessment) -> Decision {
     if let Some(mode) = ctx.gate.take_mode() {
         ctx.session.policy.set_mode(mode);
     }
     match a.summary() {
-        Some(summary) => ctx.session.policy.decide(summary) == Decision::Allow,
-        None => true,
+        Some(summary) => ctx.session.policy.decide(summary),
+        None => Decision::Allow,
     }
 }
 
-async fn clear(ctx: &mut TurnCtx<'_>, call: &ToolCall, a: &Assessment) -> Cleared {
-    if allowed_without_asking(ctx, a) {
-        return Cleared::Run;
+async fn clear(
+    ctx: &mut TurnCtx<'_>,
+    call: &ToolCall,
+    a: &Assessment,
+    fetch: Option<&tools::web_fetch::Target>,
+    plan_ctx: &Option<tools::ToolContext>,
+) -> Cleared {
+    match decision(ctx, a) {
+        Decision::Refuse => return Cleared::Refused(crate::plan_mode::refused_write(&call.name)),
+        Decision::Allow => {
+            let planning = ctx.session.policy.mode() == ApprovalMode::Plan;
+            if planning && a.effect == Some(crate::approval::Effect::Shell) && plan_ctx.is_none() {
+                return Cleared::Refused(crate::plan_mode::refused_command());
+            }
+            return Cleared::Run;
+        }
+        Decision::Ask => {}
     }
     let mode = ctx.session.policy.mode();
     if !ctx.gate.is_interactive() {
+        if let Some(target) = fetch {
+            return Cleared::Refused(super::fetch::denied_without_terminal(target));
+        }
         if a.protected {
-            return Cleared::Refused(denied_protected(&call.name));
+            return Cleared::Refused(denied_protected(&call.name, a.protection));
         }
         return Cleared::Refused(denied_without_terminal(&call.name, mode));
     }
-    let reason = if a.protected {
+    let reason = if let Some(target) = fetch {
+        super::fetch::question(target)
+    } else if let Some(why) = a.protection {
+        format!("{}; only you may allow that", why.reason())
+    } else if a.protected {
         "it changes Codewhale's own configuration; only you may allow that".to_owned()
     } else if a.leaves_workspace {
         "it touches a path outside the workspace".to_owned()
     } else {
         format!("approval mode `{mode}` asks before `{}`", call.name)
     };
-    let grants = a.summary().map(Policy::offers).unwrap_or_default();
+    let grants = a.summary().map(|s| ctx.session.policy.offers(s)).unwrap_or_default();
     let offers = grants
         .iter()
-        .map(|g| ApprovalOffer { scope: scope_of(g), label: format!("always for {g}") })
+        .map(|g| {
+            let label = match g {
+                Grant::Host(_) => "always for this host".to_owned(),
+                other => format!("always for {other}"),
+            };
+            ApprovalOffer { scope: scope_of(g), label }
+        })
         .collect();
     let diff = crate::tools::diff::preview(ctx.session.workspace(), &call.name, &call.input)
         .map(|d| ctx.session.redactor().redact(&d).into_owned());
@@ -340,10 +519,11 @@ async fn clear(ctx: &mut TurnCtx<'_>, call: &ToolCall, a: &Assessment) -> Cleare
             if let Some(grant) = grants.into_iter().find(|g| scope_of(g) == scope) {
                 ctx.session.policy.grant(grant);
             }
-            if a.protected {
-                Cleared::RunUnconfined
-            } else {
-                Cleared::Run
+            let planning = ctx.session.policy.mode() == ApprovalMode::Plan;
+            match (a.protected && !planning, a.command.is_some()) {
+                (true, true) => Cleared::RunUnconfined,
+                (true, false) => Cleared::RunProtected,
+                _ => Cleared::Run,
             }
         }
         Some(ApprovalReply::Deny(why)) => {
@@ -365,7 +545,7 @@ async fn offer_rerun(
     progress: &(dyn Fn(&[u8]) + Send + Sync),
 ) -> ToolOutput {
     let mode = ctx.session.policy.mode();
-    if mode == ApprovalMode::Full || !ctx.gate.is_interactive() {
+    if matches!(mode, ApprovalMode::Full | ApprovalMode::Plan) || !ctx.gate.is_interactive() {
         return first;
     }
     let paths: Vec<String> = first.refused.iter().map(|p| p.display().to_string()).collect();
@@ -415,12 +595,85 @@ async fn offer_rerun(
     }
 }
 
+/// After a write under a read-only `.git` was refused (`git commit`, `git add`): with someone
+/// to ask, in every mode, offers to run the command once more with every `.git` writable,
+/// under the guard (`g`; anything else keeps the refused result). Without anyone to ask, the
+/// model reads how the user can allow it.
+async fn offer_git_writable(
+    ctx: &mut TurnCtx<'_>,
+    call: &ToolCall,
+    first: ToolOutput,
+    writable: &tools::ToolContext,
+    progress: &(dyn Fn(&[u8]) + Send + Sync),
+) -> ToolOutput {
+    if !ctx.gate.is_interactive() {
+        let line = format!("\n[{}]", crate::approval::GIT_NEEDS_WRITABLE);
+        return ToolOutput {
+            bytes: first.bytes + line.len() as u64,
+            content: first.content + &line,
+            ..first
+        };
+    }
+    let reply = ctx.gate.wait_for(&call.id);
+    ctx.emit(Event::ApprovalNeeded {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        input: call.input.clone(),
+        reason: "git could not write .git, which is read-only to the model's commands; run \
+                 it once more with .git writable (what git runs from .git is still put back)?"
+            .to_owned(),
+        offers: vec![ApprovalOffer {
+            scope: ApprovalScope::GitWritable,
+            label: "run once with .git writable".to_owned(),
+        }],
+        diff: None,
+    });
+    let answer = tokio::select! {
+        answer = reply => answer.ok(),
+        () = ctx.cancel.cancelled() => None,
+    };
+    match answer {
+        Some(ApprovalReply::Approve(ApprovalScope::GitWritable)) => {
+            // The first run's findings are told with the second's.
+            let again = tools::execute(writable, &call.name, &call.input, progress).await;
+            let note = "[.git was read-only to the first run; the user allowed this one run with \
+                        .git writable, whose output follows]\n";
+            let guard = match (first.guard, again.guard.clone()) {
+                (Some(mut a), Some(b)) => {
+                    a.changed.extend(b.changed);
+                    a.scrubbed.extend(b.scrubbed);
+                    a.new_instructions.extend(b.new_instructions);
+                    Some(a)
+                }
+                (a, b) => a.or(b),
+            };
+            ToolOutput {
+                bytes: again.bytes + note.len() as u64,
+                content: note.to_owned() + &again.content,
+                guard,
+                ..again
+            }
+        }
+        Some(ApprovalReply::Deny(why)) => {
+            let said = why.map(|w| format!(" and said: {}", w.trim())).unwrap_or_default();
+            let line = format!("\n[the user kept .git read-only for this command{said}]");
+            ToolOutput {
+                bytes: first.bytes + line.len() as u64,
+                content: first.content + &line,
+                ..first
+            }
+        }
+        _ => first,
+    }
+}
+
 fn scope_of(grant: &Grant) -> ApprovalScope {
     match grant {
         Grant::Command(_) => ApprovalScope::Command,
         Grant::Prefix(_) => ApprovalScope::Prefix,
         Grant::Edits => ApprovalScope::Edits,
         Grant::Tool { .. } => ApprovalScope::Tool,
+        Grant::Host(_) => ApprovalScope::Host,
     }
 }
 

@@ -24,6 +24,9 @@ pub struct UserMessage {
     pub attachments: Vec<String>,
     /// Image files named apart (`--image`, a pasted path, the clipboard).
     pub images: Vec<String>,
+    /// Text the engine sends in the user's place ("Carry out the plan."): journaled
+    /// `synthetic`, not as the user's words.
+    pub synthetic: bool,
 }
 
 /// The message's entry and what goes with it.
@@ -37,10 +40,11 @@ pub(super) struct Taken {
 
 /// Reads and stores the message's images and builds its entry (module docs).
 pub(super) fn take(ctx: &mut TurnCtx<'_>, message: UserMessage) -> Taken {
-    let UserMessage { text, attachments, images: named } = message;
+    let UserMessage { text, attachments, images: named, synthetic } = message;
     let (mentioned, attachments): (Vec<String>, Vec<String>) =
         attachments.into_iter().partition(|raw| images::looks_like_image(raw));
-    let mut payload = UserPayload::text(text);
+    let mut payload =
+        if synthetic { UserPayload::synthetic(text) } else { UserPayload::text(text) };
     let mut shown = Vec::new();
     let dir = ctx.session.blob_dir();
     let all: Vec<(&String, &str)> =

@@ -11,9 +11,11 @@
 
 pub mod calls;
 mod ctx;
+mod fetch;
 pub mod fit;
 pub mod hooks;
 mod intake;
+mod mode_note;
 
 use codewhale_journal::{AssistantPayload, Entry, Level, Reads, SystemPayload, Usage as JUsage};
 use codewhale_provider::{ErrorKind, ProviderFailure, Response, StopReason, StreamEvent};
@@ -123,6 +125,8 @@ async fn drive(ctx: &mut TurnCtx<'_>, message: UserMessage) -> Result<TurnOutcom
     // new message, or the user message would sit between a call and its result.
     ctx.session.heal_dangling_calls()?;
     crate::compaction::triggers::turn_started(ctx.session);
+    // Plan mode begun or ended since the model last heard: it reads so before the message.
+    mode_note::sync(ctx)?;
     let intake::Taken { payload, images, attachments } = intake::take(ctx, message);
     let input = payload.content.iter().filter_map(|b| b.as_text()).collect::<String>();
     ctx.session.append(payload)?;
@@ -149,6 +153,12 @@ async fn drive(ctx: &mut TurnCtx<'_>, message: UserMessage) -> Result<TurnOutcom
     loop {
         if ctx.cancel.is_cancelled() {
             return Ok(TurnOutcome { status: TurnStatus::Interrupted, text: String::new() });
+        }
+        // A Shift+Tab into or out of plan mode during the tool loop is heard here.
+        mode_note::sync(ctx)?;
+        // The window the local server states, before anything is decided from the window.
+        if ctx.session.probe_before_request().await? {
+            ctx.emit_usage(None, None);
         }
         before_request(ctx).await?;
         // MCP tools are fixed (or refreshed after a server announced a change) before the

@@ -1,6 +1,6 @@
-//! Branch summaries (docs/journal-format.md, *`branch_summary`*): leaving a branch tip with two or
-//! more messages after the branch point writes a `branch_summary` in the background, on both wire
-//! formats; the model reads it as "What was tried on a branch you left: …"; it fails open (a
+//! Branch summaries (docs/journal-format.md, *`branch_summary`*): leaving a branch tip that holds a
+//! tool call or more than one user turn after the branch point writes a `branch_summary` in the
+//! background, on both wire formats (a one-turn chat branch writes none); the model reads it as "What was tried on a branch you left: …"; it fails open (a
 //! provider error, an empty or over-long reply, the timeout, HEAD moving again: no entry); a turn
 //! sent meanwhile waits for it; and every compaction keeps it verbatim — through three passes in a
 //! row.
@@ -70,7 +70,17 @@ async fn summary_end(engine: &mut Running) -> (BranchSummaryState, String) {
     }
 }
 
+/// Two turns, the second with a tool call: leaving it is worth a summary.
 async fn two_turns(h: &Harness, engine: &mut Running) {
+    h.server.push(Reply::text("looking at the parser"));
+    assert_eq!(engine.turn("fix the parser").await.status, TurnStatus::Completed);
+    h.server.push(Reply::tool_call("r1", "read_file", serde_json::json!({"path": "parser.rs"})));
+    h.server.push(Reply::text("nom fails on nested groups"));
+    assert_eq!(engine.turn("try nom").await.status, TurnStatus::Completed);
+}
+
+/// Two chat turns, no tool call: the second is a one-turn chat branch.
+async fn two_chat_turns(h: &Harness, engine: &mut Running) {
     h.server.push(Reply::text("looking at the parser"));
     assert_eq!(engine.turn("fix the parser").await.status, TurnStatus::Completed);
     h.server.push(Reply::text("nom fails on nested groups"));
@@ -96,7 +106,7 @@ async fn appended_after_a_rewind_and_read_by_the_model(provider: &str) {
     );
 
     // The summarizer read the branch left, with the request before it, and no tools.
-    let request = &h.server.requests()[2];
+    let request = &h.server.requests()[3];
     let body = request.body.to_string();
     assert!(body.contains(INSTRUCTION), "{body}");
     assert!(
@@ -159,7 +169,36 @@ async fn leaving_fewer_than_two_messages_writes_no_summary() {
             break;
         }
     }
+    assert_eq!(h.server.requests().len(), 3, "no summary request");
+    assert!(summaries(&on_disk(&h)).is_empty());
+    engine.shutdown().await;
+}
+
+/// Esc Esc on the last message of a chat (one user turn and its reply, no tool call): the turn
+/// is dropped, as Claude Code and Codex drop it — no summary request, no entry, and the next
+/// request does not tell the model "What was tried on a branch you left".
+#[tokio::test]
+async fn editing_a_one_turn_chat_branch_writes_no_summary() {
+    let h = Harness::new().await;
+    let mut engine = h.spawn(ApprovalMode::Ask);
+    two_chat_turns(&h, &mut engine).await;
+    let (users, _) = ids(&h);
+    engine.submit(rewind(&users[1]));
+    let marker = engine.submit(Op::GetContext);
+    loop {
+        let msg = engine.next().await;
+        let unexpected = matches!(msg.event, Event::BranchSummary { .. } | Event::Error { .. });
+        assert!(!unexpected, "{:?}", msg.event);
+        if msg.id == marker {
+            break;
+        }
+    }
     assert_eq!(h.server.requests().len(), 2, "no summary request");
+    h.server.push(Reply::text("trying pest"));
+    assert_eq!(engine.turn("try pest").await.status, TurnStatus::Completed);
+    let sent = h.server.last_request().unwrap().body["messages"].to_string();
+    assert!(!sent.contains(BRANCH_SUMMARY_PREFIX.trim()), "{sent}");
+    assert!(!sent.contains("try nom"), "the dropped turn: {sent}");
     assert!(summaries(&on_disk(&h)).is_empty());
     engine.shutdown().await;
 }
@@ -176,6 +215,9 @@ async fn it_fails_open_on_a_provider_error_an_empty_reply_and_an_over_long_one()
         (Reply::text("x".repeat(2_001)), "2001 characters"),
     ];
     for (n, (reply, why)) in bad.into_iter().enumerate() {
+        // A call makes the branch left worth a summary.
+        let read = serde_json::json!({"path": "notes.txt"});
+        h.server.push(Reply::tool_call(format!("r{n}"), "read_file", read));
         h.server.push(Reply::text(format!("answer {n}")));
         engine.turn(&format!("attempt {n}")).await;
         let (users, _) = ids(&h);
@@ -279,6 +321,8 @@ async fn a_branch_summary_is_read_by_the_model_and_kept_through_three_compaction
     engine.turn("question 0").await;
     h.server.push(Reply::text(prose("nom", 50)).with_usage(2_000, 1_500));
     engine.turn("try nom").await;
+    h.server.push(Reply::text(prose("nested", 50)).with_usage(2_000, 1_500));
+    engine.turn("and nested groups?").await;
     let (users, _) = ids(&h);
     h.server.push(Reply::text("nom failed on nested groups"));
     engine.submit(rewind(&users[1]));

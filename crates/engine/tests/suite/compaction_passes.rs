@@ -181,6 +181,8 @@ async fn five_compactions_in_a_row_extend_one_checkpoint() {
 #[tokio::test]
 async fn huge_own_messages_are_bounded_once_and_not_recompacted_every_turn() {
     let h = Harness::new().await;
+    // The replies report fixed prompt sizes, as a hosted API would (no silent cut suspected).
+    h.hosted_api();
     // U = 6,000, threshold 4,800: the user's own message (with the system prompt) is past the
     // threshold but within the window.
     let mut engine = spawn(&h, "openai", 8_000);

@@ -21,6 +21,9 @@ const LAYERS: &[(&str, &[&str])] = &[
             "paths",
             "pause_point",
             "plan",
+            "plan_mode",
+            "probe",
+            "protected",
             "redact",
             "sandbox",
             "spend",
@@ -38,7 +41,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         &["anchors", "attachments", "branch_summary", "history_pages", "importing", "user_shell"],
     ),
     ("compaction", &["compaction"]),
-    ("operations", &["answers", "rewind", "turn"]),
+    ("operations", &["answers", "rewind", "side_question", "turn"]),
     ("front", &["engine", "eval", "offline"]),
 ];
 

@@ -406,3 +406,59 @@ async fn a_big_file_a_tool_writes_is_named_once_and_never_stored() {
     assert_eq!(h.read("small.txt"), "small\n");
     engine.shutdown().await;
 }
+
+/// After a code rewind, checking the left branch out again names the files its history shows
+/// that the disk no longer holds, and offers them back (`--code` semantics, forwards): the disk
+/// and the branch's history never disagree silently.
+#[tokio::test]
+async fn a_checkout_back_names_the_files_a_code_rewind_took_back_and_restores_them() {
+    let h = Harness::new().await;
+    h.no_branch_summaries();
+    let mut engine = h.spawn(ApprovalMode::Full);
+    h.server.push_all([
+        Reply::text("a1"),
+        Reply::tool_call("w1", "write_file", json!({"path": "made.txt", "content": "made\n"})),
+        Reply::text("written"),
+    ]);
+    engine.turn("q1").await;
+    engine.turn("make a file").await;
+    let tip = {
+        let journal = load_read_only(&session_file(h.home.path())).unwrap().journal;
+        journal.head_id().to_string()
+    };
+    let q2 = user_ids(&h)[1].clone();
+    let back =
+        Op::TakeBack { to: q2, take: TakeBack::Both, fork: false, before: true, force: false };
+    let events = run_op(&mut engine, back).await;
+    assert_eq!(restored(&events).0, ["made.txt"], "{events:?}");
+    assert!(!h.ws.path().join("made.txt").exists());
+
+    let events = run_op(&mut engine, Op::Checkout { to: tip.clone() }).await;
+    let message = events
+        .iter()
+        .find_map(|e| match e {
+            Event::HeadMoved { message, .. } => Some(message.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("{events:?}"));
+    assert!(message.contains("made.txt") && message.contains("does not hold"), "{message}");
+    let (from, files) = events
+        .iter()
+        .find_map(|e| match e {
+            Event::BranchFiles { from, files } => Some((from.clone(), files.clone())),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("{events:?}"));
+    assert_eq!(files.len(), 1);
+    assert_eq!((files[0].path.as_str(), files[0].state), ("made.txt", RestoreState::Restore));
+    assert!(!h.ws.path().join("made.txt").exists(), "nothing written without a yes");
+
+    let events = run_op(&mut engine, Op::RestoreBranchFiles { from, force: false }).await;
+    assert_eq!(restored(&events).0, ["made.txt"], "{events:?}");
+    assert_eq!(h.read("made.txt"), "made\n");
+    // The disk agrees with the branch now: checking it out again offers nothing.
+    let events = run_op(&mut engine, Op::Checkout { to: tip }).await;
+    assert!(!events.iter().any(|e| matches!(e, Event::BranchFiles { .. })), "{events:?}");
+    engine.shutdown().await;
+    reload_checked(&session_file(h.home.path()));
+}

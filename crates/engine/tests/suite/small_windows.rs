@@ -249,6 +249,9 @@ async fn the_window_of_a_local_model_comes_from_its_server() {
         p.overrides.model = Some("qwen2.5-coder:7b".into());
         p.overrides.context_window = None;
         let mut engine: Running = Engine::spawn(p).unwrap().into();
+        // Asked in the background: the gauge follows when the answer is in.
+        let expected = window;
+        engine.until(|e| matches!(e, Event::Usage { window, .. } if *window == expected)).await;
         engine.submit(codewhale_engine::protocol::Op::GetStatus);
         let events = engine.until(|e| matches!(e, Event::Status { .. })).await;
         let Some(Event::Status { status }) = events.last() else { panic!() };
@@ -256,7 +259,7 @@ async fn the_window_of_a_local_model_comes_from_its_server() {
         assert_eq!(status.window_from.as_deref(), Some(from));
         assert!(!status.window_unverified);
         engine.shutdown().await;
-        assert!(h.server.requests().is_empty(), "nothing was POSTed");
+        assert!(h.server.requests().is_empty(), "nothing was POSTed to the model API");
     }
 }
 

@@ -50,7 +50,8 @@ async fn the_request_carries_system_prompt_instructions_and_tools() {
             "edit_file",
             "shell",
             "update_plan",
-            "recall"
+            "recall",
+            "web_fetch"
         ]
     );
 }

@@ -104,6 +104,60 @@ impl Journal {
         crate::lenient::take_coercions();
     }
 
+    /// Calls `f` with each entry at `positions`, in order, parsed as a long view's render
+    /// parses it (tool output left in the file until read) but not held: each is dropped once
+    /// `f` returns. Lines near each other are read with one positional read. For a walk that
+    /// converts every entry of a long view and must not keep them all parsed as well.
+    pub fn visit_entries(&self, positions: &[u32], mut f: impl FnMut(u32, &Entry)) {
+        let (mut buf, mut scratch) = (Vec::new(), Vec::new());
+        let finders = crate::lazy::LazyFinders::new();
+        let mut i = 0;
+        while i < positions.len() {
+            let meta = self.metas[positions[i] as usize];
+            let source = self.source.as_ref().filter(|_| meta.on_disk());
+            let held = self.held[positions[i] as usize].get();
+            let (Some(source), None) = (source, held) else {
+                f(positions[i], &self.read_entry(positions[i]));
+                i += 1;
+                continue;
+            };
+            let start = meta.offset();
+            let mut end = start + u64::from(meta.len());
+            let mut j = i + 1;
+            while let Some(&p) = positions.get(j) {
+                let m = self.metas[p as usize];
+                let (at, to) = (m.offset(), m.offset() + u64::from(m.len()));
+                if !m.on_disk()
+                    || self.held[p as usize].get().is_some()
+                    || at < end
+                    || at - end > RUN_GAP
+                    || to - start > RUN_MAX
+                {
+                    break;
+                }
+                end = to;
+                j += 1;
+            }
+            buf.resize((end - start) as usize, 0);
+            let read = crate::text::read_exact_at(&source.file, &mut buf, start);
+            for &p in &positions[i..j] {
+                let m = self.metas[p as usize];
+                let at = (m.offset() - start) as usize;
+                let parsed = read.as_ref().ok().and_then(|()| {
+                    let body = &buf[at..at + m.len() as usize];
+                    crate::scan::parse_body(body, m.offset(), source, &mut scratch, &finders).ok()
+                });
+                match parsed.filter(|e| *e.id.as_str() == *self.ids.get(p)) {
+                    Some(entry) => f(p, &entry),
+                    // `read_entry` reads the line again, and logs what fails.
+                    None => f(p, &self.read_entry(p)),
+                }
+            }
+            i = j;
+        }
+        crate::lenient::take_coercions();
+    }
+
     /// Calls `f` with each entry at `positions`, in the order given, and stops when it breaks.
     /// Lines in the file that follow each other closely are read together, one positional
     /// read per run of up to a few megabytes, and handed over raw; nothing is parsed or held.

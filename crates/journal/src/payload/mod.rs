@@ -53,6 +53,10 @@ record! {
         /// A synthetic entry holding a shell command the user ran themselves (`!CMD`) and its
         /// output: the model reads it with the next message.
         user_shell: Option<UserShell> = "user_shell" opt,
+        /// A synthetic note telling the model that plan mode began (`true`: it may read and
+        /// plan, not change files) or ended (`false`). The newest on a branch says which the
+        /// model was last told.
+        plan_mode: Option<bool> = "plan_mode" info_opt,
     }
 }
 
@@ -297,7 +301,8 @@ record! {
         /// overflow error, a silent cut, a local server's answer).
         context_window: Option<u64> = "context_window" info_opt,
         /// Optional: where that window came from (`overflow`, `overflow-unnumbered`,
-        /// `truncation`, `probe:ollama-ps`, `probe:llamacpp-props`, `probe:lmstudio`).
+        /// `truncation`, `probe:ollama-ps`, `probe:ollama-show`, `probe:llamacpp-props`,
+        /// `probe:lmstudio`).
         window_source: Option<String> = "window_source" info_opt,
         /// Optional: the window the learned one replaced.
         window_before: Option<u64> = "window_before" info_opt,
@@ -311,6 +316,22 @@ record! {
         /// each with the content it would have gone back to (`before`) and the last content a
         /// tool recorded (`after`); a later forced restore of the same point takes them back.
         left: Option<Vec<FileChange>> = "left" info_opt,
+    }
+}
+
+record! {
+    /// `side`: a side question (`/btw`) and its answer, from the context HEAD had then. On the
+    /// chain like a `system` notice (its parent is HEAD, so it moves HEAD) and never in the
+    /// model's view: what the model reads next is what it would have read without it.
+    #[derive(Default)]
+    pub struct SidePayload {
+        question: String = "question" info,
+        answer: String = "answer" info,
+        /// The model that answered.
+        model: Option<String> = "model" info,
+        usage: Option<Usage> = "usage" info,
+        /// The view the answer was read from.
+        reads: Option<Reads> = "reads" info,
     }
 }
 
@@ -347,6 +368,7 @@ pub enum Payload {
     Compaction(Box<CompactionPayload>),
     BranchSummary(BranchSummaryPayload),
     System(SystemPayload),
+    Side(SidePayload),
     Head(HeadPayload),
     /// A kind written by a newer version: kept, passed over by HEAD replay and the view.
     Unknown {
@@ -364,6 +386,7 @@ pub mod kind {
     pub const COMPACTION: &str = "compaction";
     pub const BRANCH_SUMMARY: &str = "branch_summary";
     pub const SYSTEM: &str = "system";
+    pub const SIDE: &str = "side";
     pub const HEAD: &str = "head";
 }
 
@@ -378,6 +401,7 @@ impl Payload {
             Payload::Compaction(_) => kind::COMPACTION,
             Payload::BranchSummary(_) => kind::BRANCH_SUMMARY,
             Payload::System(_) => kind::SYSTEM,
+            Payload::Side(_) => kind::SIDE,
             Payload::Head(_) => kind::HEAD,
             Payload::Unknown { kind, .. } => kind,
         }
@@ -405,6 +429,7 @@ impl Payload {
             kind::COMPACTION => Payload::Compaction(Box::new(serde_json::from_str(json)?)),
             kind::BRANCH_SUMMARY => Payload::BranchSummary(serde_json::from_str(json)?),
             kind::SYSTEM => Payload::System(serde_json::from_str(json)?),
+            kind::SIDE => Payload::Side(serde_json::from_str(json)?),
             kind::HEAD => Payload::Head(serde_json::from_str(json)?),
             other => {
                 Payload::Unknown { kind: other.to_owned(), payload: serde_json::from_str(json)? }
@@ -422,6 +447,7 @@ impl Payload {
             Payload::Compaction(p) => p.serialize(s),
             Payload::BranchSummary(p) => p.serialize(s),
             Payload::System(p) => p.serialize(s),
+            Payload::Side(p) => p.serialize(s),
             Payload::Head(p) => p.serialize(s),
             Payload::Unknown { payload, .. } => payload.serialize(s),
         }
@@ -443,6 +469,7 @@ payload_from! {
     ToolResultPayload => ToolResult,
     BranchSummaryPayload => BranchSummary,
     SystemPayload => System,
+    SidePayload => Side,
     HeadPayload => Head,
 }
 

@@ -20,7 +20,7 @@
 //! - it is written whole to a temporary file and renamed into place, so a reader sees an old
 //!   sidecar or a new one, never a mix.
 //!
-//! Format (little-endian): the magic `CWINDEX3`; the covered byte length (u64) and line count
+//! Format (little-endian): the magic `CWINDEX4`; the covered byte length (u64) and line count
 //! (u32); offset, length and hash of the header line and of the last covered line; the records
 //! (line, offset, length, count, kind, flags, id, parent, `head` target); the duplicates (line,
 //! id); the malformed, zero-prefixed and coerced lines; a checksum of everything before it.
@@ -46,9 +46,10 @@ use crate::payload::Payload;
 use crate::scan::{read_entry, Prefix, Scan};
 use crate::text::{read_exact_at, Source};
 
-/// Version 3: the flags hold [`crate::flags::PLAN`]; a version-2 sidecar lacks it, so it is not
-/// used (the file is read in full once and the sidecar written again).
-const MAGIC: &[u8; 8] = b"CWINDEX3";
+/// Version 4: the flags hold [`crate::flags::PLAN_MODE`] and the kinds `side`; an older sidecar
+/// lacks them (version 3 also [`crate::flags::PLAN`]), so it is not used (the file is read in
+/// full once and the sidecar written again).
+const MAGIC: &[u8; 8] = b"CWINDEX4";
 
 /// A sidecar is (re)written when a load scanned at least this many bytes the sidecar did not
 /// cover: smaller files and tails are scanned faster than the sidecar is written.

@@ -58,6 +58,28 @@ pub fn render_with_record(journal: &Journal, head: &str, record: &Entry) -> View
     render_inner(journal, head, Some(record))
 }
 
+/// The token total of `head`'s view, from the index alone (no entry read or parsed), when
+/// that is the whole of it: no compaction record in the journal, no repaired result on the
+/// spine, and a stored count for every entry the view holds. `None` otherwise: render the view
+/// and count it. What opening a long session that was never compacted uses instead of
+/// rendering all of it to add up its counts.
+pub fn view_total_from_index(journal: &Journal, head: &str) -> Option<u64> {
+    if !journal.compaction_positions().is_empty() {
+        return None;
+    }
+    let start = journal.position(head)?;
+    let spine: Vec<u32> = journal
+        .spine_positions(start)
+        .into_iter()
+        .filter(|&p| journal.is_model_visible_at(p))
+        .collect();
+    if spine.iter().any(|&p| journal.has_flags(p, flags::REPAIRS)) {
+        return None;
+    }
+    let skip = withdrawn_anchors(journal, &spine);
+    spine.iter().filter(|p| !skip.contains(p)).map(|&p| journal.tokens_at(p).map(u64::from)).sum()
+}
+
 fn render_inner(journal: &Journal, head: &str, extra: Option<&Entry>) -> View {
     let head_id = EntryId::from(head);
     let Some(start) = journal.position(head) else {
@@ -274,6 +296,9 @@ fn active_compaction<'a>(
 
 /// Views at least this long are converted on two threads.
 const PARALLEL_ITEMS: usize = 16_384;
+/// Runs of at least this many entries are converted without holding the entries parsed (a
+/// view this long is a session that was never compacted, about to be).
+const HOLD_MAX: usize = 4_096;
 
 /// Appends the view items of the entries at `positions`, in order (repairs are placed
 /// afterwards). Converting an item copies its blocks (the view owns its content), which
@@ -286,30 +311,44 @@ fn convert_into(
     shorten: Option<&Shorten<'_>>,
     skip: &HashSet<u32>,
 ) {
-    let convert =
-        |p: &u32| if skip.contains(p) { None } else { item(journal.entry_at(*p), shorten) };
+    // A long run is converted from entries parsed for the moment: the view owns its content,
+    // and holding every entry parsed besides would keep the session twice.
+    let keep = positions.len() < HOLD_MAX;
+    let convert_run = |run: &[u32], out: &mut Vec<ViewItem>| {
+        if keep {
+            journal.hold_all(run);
+            let convert =
+                |p: &u32| if skip.contains(p) { None } else { item(journal.entry_at(*p), shorten) };
+            out.extend(run.iter().filter_map(convert));
+        } else {
+            journal.visit_entries(run, |p, entry| {
+                if !skip.contains(&p) {
+                    out.extend(item(entry, shorten));
+                }
+            });
+        }
+    };
     let parallel = positions.len() >= PARALLEL_ITEMS
         && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
     if !parallel {
-        journal.hold_all(positions);
-        items.extend(positions.iter().filter_map(convert));
+        convert_run(positions, items);
         return;
     }
     let (first, second) = positions.split_at(positions.len() / 2);
     let second_items = std::thread::scope(|scope| {
         let handle = scope.spawn(|| {
-            journal.hold_all(second);
-            second.iter().filter_map(convert).collect::<Vec<_>>()
+            let mut out = Vec::with_capacity(second.len());
+            convert_run(second, &mut out);
+            out
         });
-        journal.hold_all(first);
-        items.extend(first.iter().filter_map(convert));
+        convert_run(first, items);
         handle.join()
     });
     match second_items {
         Ok(rest) => items.extend(rest),
         // The conversion cannot panic; should it anyway, convert the half here rather than
         // return a view with a hole in it.
-        Err(_) => items.extend(second.iter().filter_map(convert)),
+        Err(_) => convert_run(second, items),
     }
 }
 

@@ -376,3 +376,46 @@ proptest! {
         same(&loaded.journal, &reference)?;
     }
 }
+
+/// A long view read from its file is converted from entries parsed for the moment (none is
+/// kept), on two threads: the same view as one rendered from the entries in memory, and a
+/// view never compacted sums to the same total from the index alone.
+#[test]
+fn a_long_view_read_from_its_file_renders_the_same_and_sums_from_the_index() {
+    use codewhale_journal::{view_total_from_index, AssistantPayload, Block};
+    let mut j = journal();
+    let add = |j: &mut Journal, payload: Payload, tokens: u32| {
+        let entry = Entry::new(Some(j.head_id().clone()), payload).with_tokens(tokens);
+        j.push(entry);
+    };
+    for i in 0..9_000u32 {
+        add(&mut j, UserPayload::text(format!("question {i}")).into(), 5);
+        let call = format!("call_{i}");
+        let blocks = vec![
+            Block::text(format!("reading {i}")),
+            Block::tool_use(
+                call.clone(),
+                "read_file",
+                serde_json::json!({"path": format!("f{i}.rs")}),
+            ),
+        ];
+        add(&mut j, AssistantPayload::new(blocks).into(), 20 + i % 7);
+        let output = format!("line {i}\n").repeat(80);
+        add(&mut j, ToolResultPayload::new(call, output, false).into(), 400 + i % 13);
+    }
+    let lines: Vec<String> = j.entries().iter().map(|e| e.to_line().unwrap()).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("long.jsonl");
+    write(&path, &lines);
+    let file = load_read_only(&path).unwrap().journal;
+    let head = file.head_id().clone();
+    let from_file = render(&file, head.as_str());
+    let in_memory = render(&j, head.as_str());
+    assert_eq!(from_file.items.len(), 27_000);
+    assert_eq!(from_file, in_memory);
+    let tokens =
+        |v: &codewhale_journal::View| v.items.iter().map(|i| i.tokens.map(u64::from)).sum();
+    let total = view_total_from_index(&file, head.as_str());
+    assert!(total.is_some_and(|t| t > 0), "{total:?}");
+    assert_eq!(total, tokens(&from_file));
+}

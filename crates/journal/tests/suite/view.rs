@@ -46,6 +46,37 @@ fn system_head_and_unknown_entries_are_not_model_visible() {
     assert_eq!(lines(&head_view(&j)), ["user: u1", "assistant: a1"]);
 }
 
+/// A `/btw` side question is on the chain (it moves HEAD) and in no view: the next message
+/// follows the reply before it as if it were not there, and it survives a write and a read.
+#[test]
+fn a_side_question_moves_head_and_is_in_no_view() {
+    let mut j = journal();
+    j.user("u1");
+    let a1 = j.assistant("a1");
+    let mut side = codewhale_journal::SidePayload {
+        question: "how long?".into(),
+        answer: "300 lines".into(),
+        ..Default::default()
+    };
+    side.model = Some("gpt-4.1".into());
+    side.reads = Some(codewhale_journal::Reads::new(a1.clone(), None));
+    let before = lines(&head_view(&j));
+    let id = j.on_head(side.clone());
+    assert_eq!(j.head_id(), &id, "on the chain");
+    assert_eq!(lines(&head_view(&j)), before, "in no view");
+    j.user("u2");
+    assert_eq!(lines(&head_view(&j)), ["user: u1", "assistant: a1", "user: u2"]);
+    check_view(&head_view(&j)).unwrap();
+    let entry = j.get(id.as_str()).unwrap();
+    let line = serde_json::to_string(entry).unwrap();
+    assert!(
+        line.contains(r#""kind":"side""#) && line.contains(r#""question":"how long?""#),
+        "{line}"
+    );
+    let back: Entry = serde_json::from_str(&line).unwrap();
+    assert_eq!(back.payload, codewhale_journal::Payload::Side(side));
+}
+
 #[test]
 fn anchors_synthetic_and_tokens_are_carried() {
     let mut j = journal();

@@ -23,6 +23,11 @@
 //! # Ok(()) }
 //! ```
 //!
+//! A local server's own API is served too: `GET` (and `POST`) routes answered with fixed JSON
+//! ([`MockServer::serve_get`], [`MockServer::serve_post`]), every such request counted
+//! ([`MockServer::probes`]), and, for the server that accepts a connection and never answers,
+//! [`MockServer::stall_probes`].
+//!
 //! Invariants: an empty queue answers with the responder when one is set, else 418 with a
 //! message saying so (never retried, never a hang); replies are consumed in push order whatever
 //! the path; a reply body dropped by the client before it finished is counted in
@@ -47,7 +52,7 @@ use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::Response;
 use axum::routing::{get, post};
 use axum::Router;
@@ -104,6 +109,12 @@ struct Shared {
     models: Mutex<Option<Vec<String>>>,
     /// Other `GET` routes and their JSON (a local server's own API: `/api/ps`, `/props`).
     gets: Mutex<Vec<(String, Value)>>,
+    /// `POST` routes of a local server's own API and their JSON (Ollama's `/api/show`).
+    posts: Mutex<Vec<(String, Value)>>,
+    /// Every request outside the model API, as `METHOD /path`, in order.
+    probes: Mutex<Vec<String>>,
+    /// Requests outside the model API are never answered.
+    stall: std::sync::atomic::AtomicBool,
     /// `GET` routes answered with a body past every bound.
     floods: Mutex<Vec<(String, reply::Flood)>>,
 }
@@ -196,6 +207,23 @@ impl MockServer {
     /// Answers `GET path` with `flood` (a local server whose probe answer never ends).
     pub fn serve_get_flood(&self, path: &str, flood: Flood) {
         lock(&self.shared.floods).push((path.to_owned(), flood));
+    }
+
+    /// Answers `POST path` with `json` (Ollama's `/api/show`).
+    pub fn serve_post(&self, path: &str, json: Value) {
+        lock(&self.shared.posts).push((path.to_owned(), json));
+    }
+
+    /// Every request received outside the model API (probes of a local server's own API), as
+    /// `METHOD /path`, in order.
+    pub fn probes(&self) -> Vec<String> {
+        lock(&self.shared.probes).clone()
+    }
+
+    /// From now on a request outside the model API is accepted and never answered (a server
+    /// that takes the connection and hangs), while the model API answers as before.
+    pub fn stall_probes(&self) {
+        self.shared.stall.store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// Queue a reply for the next request.
@@ -322,11 +350,18 @@ fn flood_for(shared: &Shared, path: &str) -> Option<Flood> {
     lock(&shared.floods).iter().find(|(p, _)| p == path).map(|(_, f)| *f)
 }
 
-async fn get_or_not_found(State(shared): State<Arc<Shared>>, uri: Uri) -> Response {
-    if let Some(flood) = flood_for(&shared, uri.path()) {
-        return flood_response(flood);
+async fn get_or_not_found(State(shared): State<Arc<Shared>>, method: Method, uri: Uri) -> Response {
+    lock(&shared.probes).push(format!("{method} {}", uri.path()));
+    if shared.stall.load(std::sync::atomic::Ordering::SeqCst) {
+        return std::future::pending().await;
     }
-    let served = lock(&shared.gets).iter().find(|(p, _)| p == uri.path()).map(|(_, j)| j.clone());
+    if method == Method::GET {
+        if let Some(flood) = flood_for(&shared, uri.path()) {
+            return flood_response(flood);
+        }
+    }
+    let routes = if method == Method::POST { &shared.posts } else { &shared.gets };
+    let served = lock(routes).iter().find(|(p, _)| p == uri.path()).map(|(_, j)| j.clone());
     match served {
         Some(json) => json_response(200, &json.to_string(), &[]),
         None => not_found(uri).await,

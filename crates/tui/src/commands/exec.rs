@@ -117,13 +117,19 @@ fn ask(
         (_, _, Some(path)) => path.as_str().unwrap_or_default().to_owned(),
         _ => input.to_string(),
     };
-    // After a refused write: only an explicit `u` reruns the command without the sandbox.
-    if let Some(offer) = offer.filter(|o| o.scope == ApprovalScope::Unconfined) {
-        errout!("codewhale: {name} `{shown}`: {reason} [u] {} / [N]o: ", offer.label);
+    // After a refused write: only an explicit `u` reruns the command without the sandbox, and
+    // only `g` runs it with `.git` writable.
+    let special = offer.and_then(|o| match o.scope {
+        ApprovalScope::Unconfined => Some(("u", o)),
+        ApprovalScope::GitWritable => Some(("g", o)),
+        _ => None,
+    });
+    if let Some((key, offer)) = special {
+        errout!("codewhale: {name} `{shown}`: {reason} [{key}] {} / [N]o: ", offer.label);
         let _ = std::io::stderr().flush();
         let mut line = String::new();
         std::io::stdin().lock().read_line(&mut line).ok()?;
-        return (line.trim().eq_ignore_ascii_case("u")).then_some(ApprovalScope::Unconfined);
+        return (line.trim().eq_ignore_ascii_case(key)).then_some(offer.scope);
     }
     let always = offer.map(|o| format!(" / [a] {}", o.label)).unwrap_or_default();
     errout!("codewhale: allow {name} `{shown}`? ({reason}) [y]es{always} / [N]o: ");

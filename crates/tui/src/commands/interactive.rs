@@ -70,15 +70,15 @@ pub fn run_with(
         Ok(settings) => settings,
         Err(EngineError::NoProvider) => {
             // A local server may already be running: say how to use it, besides the help.
-            let found =
-                super::runtime()?.block_on(super::probe::probe(super::probe::LOCAL_SERVERS));
+            let ports = codewhale_engine::offline::LOCAL_SERVER_PORTS;
+            let found = super::runtime()?.block_on(codewhale_engine::offline::local_servers(ports));
             let help = match &global.home {
                 Some(_) => provider_setup_help(&home.join("config.toml")),
                 None => PROVIDER_SETUP_HELP.to_owned(),
             };
             errln!("{help}");
             if !found.is_empty() {
-                errln!("\n{}", super::probe::offer(&found).trim_end());
+                errln!("\n{}", super::local_servers::offer(&found).trim_end());
             }
             return Ok(ExitCode::from(1));
         }

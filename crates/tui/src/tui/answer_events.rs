@@ -235,7 +235,7 @@ pub fn status_text(s: &StatusReport) -> String {
     format!(
         "model        {}\nwindow       {}{unverified} · usable input {}\ncontext      {} tokens \
          ({}), {}% of usable input\napproval     {}\nworkspace    {}\ntrust        {trust}\n\
-         sandbox      {} ({})\nsession      {}\njournal      {}\ncompactions  {}\n\
+         sandbox      {} ({})\n{}session      {}\njournal      {}\ncompactions  {}\n\
          this run     {spend}\ncost         {cost}",
         s.model,
         s.context_window,
@@ -247,6 +247,11 @@ pub fn status_text(s: &StatusReport) -> String {
         s.workspace,
         s.sandbox.mode.as_str(),
         s.sandbox.detail,
+        [&s.sandbox.structure, &s.sandbox.keys]
+            .iter()
+            .filter(|l| !l.is_empty())
+            .map(|l| format!("             {l}\n"))
+            .collect::<String>(),
         s.session,
         s.path,
         s.compactions,

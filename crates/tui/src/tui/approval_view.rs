@@ -110,26 +110,36 @@ impl ApprovalView {
                 width,
             );
         }
-        if self.is_rerun() && short {
+        if let Some((k, scope)) = self.rerun() {
+            let git = scope == ApprovalScope::GitWritable;
+            if short {
+                return wrap_line(
+                    &Line::from(vec![
+                        Span::styled(k.to_string(), key),
+                        Span::raw(if git {
+                            " .git writable once  "
+                        } else {
+                            " rerun unsandboxed  "
+                        }),
+                        Span::styled("n", key),
+                        Span::raw(" keep  "),
+                        Span::styled("r", key),
+                        Span::raw(" why"),
+                    ]),
+                    width,
+                );
+            }
+            let (does, keeps) = if git {
+                (" run once with .git writable  ", " keep .git read-only  ")
+            } else {
+                (" rerun once without the sandbox  ", " keep the sandbox  ")
+            };
             return wrap_line(
                 &Line::from(vec![
-                    Span::styled("u", key),
-                    Span::raw(" rerun unsandboxed  "),
+                    Span::styled(k.to_string(), key),
+                    Span::raw(does),
                     Span::styled("n", key),
-                    Span::raw(" keep  "),
-                    Span::styled("r", key),
-                    Span::raw(" why"),
-                ]),
-                width,
-            );
-        }
-        if self.is_rerun() {
-            return wrap_line(
-                &Line::from(vec![
-                    Span::styled("u", key),
-                    Span::raw(" rerun once without the sandbox  "),
-                    Span::styled("n", key),
-                    Span::raw(" keep the sandbox  "),
+                    Span::raw(keeps),
                     Span::styled("r", key),
                     Span::raw(" keep it, saying why"),
                 ]),
@@ -165,14 +175,21 @@ impl ApprovalView {
         (self.head(width, false), self.keys(width, true))
     }
 
-    /// The question after a refused write: rerun without the sandbox?
-    fn is_rerun(&self) -> bool {
-        self.offers.iter().any(|o| o.scope == ApprovalScope::Unconfined)
+    /// The question after a refused write — rerun without the sandbox (`u`), or with `.git`
+    /// writable (`g`)? — with its key.
+    fn rerun(&self) -> Option<(char, ApprovalScope)> {
+        self.offers.iter().find_map(|o| match o.scope {
+            ApprovalScope::Unconfined => Some(('u', o.scope)),
+            ApprovalScope::GitWritable => Some(('g', o.scope)),
+            _ => None,
+        })
     }
 
     /// The "always" offers, keyed `a` and `p`.
     fn grant_offers(&self) -> impl Iterator<Item = &ApprovalOffer> {
-        self.offers.iter().filter(|o| o.scope != ApprovalScope::Unconfined)
+        self.offers
+            .iter()
+            .filter(|o| !matches!(o.scope, ApprovalScope::Unconfined | ApprovalScope::GitWritable))
     }
 
     fn body_lines(&self, width: usize) -> Vec<Line<'static>> {
@@ -280,10 +297,14 @@ impl View for ApprovalView {
             return ViewAction::Stay;
         }
         let offer = |i: usize| self.grant_offers().nth(i).map(|o| o.scope);
-        let rerun = self.is_rerun();
+        let special = self.rerun();
+        let rerun = special.is_some();
         match key.code {
-            KeyCode::Char('u') | KeyCode::Char('U') if rerun => {
-                ViewAction::Approve { call_id, scope: ApprovalScope::Unconfined }
+            KeyCode::Char(c) if special.is_some_and(|(k, _)| c.eq_ignore_ascii_case(&k)) => {
+                match special {
+                    Some((_, scope)) => ViewAction::Approve { call_id, scope },
+                    None => ViewAction::Stay,
+                }
             }
             KeyCode::Char('y') | KeyCode::Char('Y') if !rerun => {
                 ViewAction::Approve { call_id, scope: ApprovalScope::Once }

@@ -12,7 +12,7 @@ use codewhale_protocol::{CallEnd, ImageInfo, NoticeLevel};
 use super::branch_cell::BranchSummaryCell;
 use super::cells::{
     AnchorCell, AssistantCell, CompactionCell, CompactionSummary, Covered, ImageCell, NoticeCell,
-    NoticeKind, ThinkingCell, UserCell,
+    NoticeKind, SideCell, ThinkingCell, UserCell,
 };
 use super::tool_cell::{ToolCell, ToolState};
 use super::transcript::Transcript;
@@ -149,6 +149,11 @@ pub fn anchor(t: &mut Transcript, text: &str, covered: bool) {
 /// message just sent).
 pub fn branch_summary_cell(summary: &str) -> BranchSummaryCell {
     BranchSummaryCell { summary: summary.to_owned(), ..Default::default() }
+}
+
+/// A side question (`/btw`) and its answer, where it was asked.
+pub fn side(t: &mut Transcript, cell: SideCell) {
+    t.push(cell);
 }
 
 /// A notice, as a line of its level.

@@ -268,6 +268,40 @@ impl Cell for NoticeCell {
     }
 }
 
+/// A side question (`/btw`) and its answer: shown where it was asked, never read by the model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SideCell {
+    pub question: String,
+    pub answer: String,
+    pub model: String,
+    /// What it cost; `None` when the model's price is unknown.
+    pub cost_usd: Option<f64>,
+}
+
+impl SideCell {
+    /// The line under the answer: that it was kept apart, by which model, at what cost.
+    pub fn footer(&self) -> String {
+        let cost = match self.cost_usd {
+            Some(usd) => crate::figures::dollars(usd),
+            None => "cost unknown".to_owned(),
+        };
+        format!("side question · not in the conversation · {} · {cost}", self.model)
+    }
+}
+
+impl Cell for SideCell {
+    fn lines(&self, width: u16) -> Vec<Line<'static>> {
+        let dim = Style::new().fg(Color::DarkGray);
+        let head = Style::new().fg(Color::Magenta);
+        let question = vec![Line::styled(format!("/btw {}", self.question), head)];
+        let mut out = prefixed("? ", head, question, width);
+        let body = self.answer.lines().map(|l| Line::from(l.to_owned())).collect();
+        out.extend(gutter("  ┆ ", "  ┆ ", dim, body, width));
+        out.extend(prefixed("  ", dim, vec![Line::styled(self.footer(), dim)], width));
+        out
+    }
+}
+
 /// What a finished compaction did, as the engine reported it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompactionSummary {

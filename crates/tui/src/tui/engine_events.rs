@@ -16,9 +16,10 @@ use codewhale_protocol::{
 
 use super::app::{App, Gauge, Pending};
 use super::cell_builders::{notice_kind, Ending};
-use super::cells::{AnchorCell, CompactionSummary, NoticeKind};
+use super::cells::{AnchorCell, CompactionSummary, NoticeKind, SideCell};
 use super::event::Effect;
 use super::plan_cell::PlanCell;
+use super::restore_view::{RestoreTarget, RestoreView};
 
 impl App {
     pub(crate) fn on_engine(&mut self, msg: EventMsg) {
@@ -89,6 +90,13 @@ impl App {
             Event::RestorePreview { files, .. } => self.on_restore_preview(files, pending),
             Event::ContextReport { report } => self.on_context_report(&report),
             Event::Anchors { anchors } => self.on_anchors(&anchors, pending),
+            // After a checkout's page and its message: offered, never written without a yes.
+            Event::BranchFiles { from, files } => {
+                self.views.push(RestoreView::new(RestoreTarget::Checkout { from }, files))
+            }
+            Event::SideAnswer { question, answer, model, cost_usd, .. } => {
+                self.on_side_answer(SideCell { question, answer, model, cost_usd })
+            }
             Event::ComposerText { text } => self.edit_again(text),
             Event::Usage { pressure, usable_input, window_unverified, model, .. } => {
                 self.on_usage(pressure, usable_input, window_unverified, model)
@@ -97,7 +105,9 @@ impl App {
             Event::Notice { level, message } => self.notice(notice_kind(level), message),
             Event::AnchorChanged { change, message } => self.on_anchor_changed(change, message),
             Event::ModelSwitched { model, message } => self.on_model_switched(model, message),
-            Event::ApprovalChanged { mode, message } => self.on_approval_changed(mode, message),
+            Event::ApprovalChanged { mode, message } => {
+                self.on_approval_changed(mode, message, msg.id)
+            }
             Event::HeadMoved { level, message, .. } => self.on_head_moved(level, message),
             Event::GrantRevoked { grant } => self.on_grant_revoked(&grant),
             Event::Error { message, .. } => self.on_error(message, pending),
@@ -197,8 +207,20 @@ impl App {
     fn on_plan(&mut self, plan: Option<Plan>, updated: bool) {
         if let (Some(plan), true) = (&plan, updated) {
             self.transcript.push(PlanCell { plan: plan.clone() });
+            self.session.plan_presented = true;
         }
         self.session.plan = plan;
+    }
+
+    /// A `/btw` answer: a cell where it was asked, and the overlay (Esc closes it).
+    fn on_side_answer(&mut self, cell: SideCell) {
+        let mut text = cell.answer.clone();
+        text.push_str(&format!("\n\n{}", cell.footer()));
+        let title = format!("btw: {}", cell.question);
+        super::cell_builders::side(&mut self.transcript, cell);
+        self.views.push(super::views::TextView::new(title, &text));
+        self.lifecycle = super::app::Lifecycle::Idle;
+        self.send_queued();
     }
 
     /// The note as the engine pinned it (redacted), beside the conversation; a withdrawal is
@@ -215,8 +237,21 @@ impl App {
         self.notice(NoticeKind::Info, message);
     }
 
-    fn on_approval_changed(&mut self, mode: ApprovalMode, message: String) {
-        self.session.approval = mode;
+    /// The mode the engine applies; while a later Shift+Tab waits for its answer, the mode
+    /// shown already follows that press.
+    fn on_approval_changed(
+        &mut self,
+        mode: ApprovalMode,
+        message: String,
+        id: codewhale_protocol::SubmissionId,
+    ) {
+        match self.session.approval_asked {
+            Some(last) if last != id => {}
+            _ => {
+                self.session.approval = mode;
+                self.session.approval_asked = None;
+            }
+        }
         self.notice(NoticeKind::Info, message);
     }
 
@@ -233,6 +268,10 @@ impl App {
         if pending == Some(Pending::Compact) {
             // The pass never started (something else runs).
             self.end_compaction();
+        }
+        if pending == Some(Pending::SideQuestion) {
+            self.lifecycle = super::app::Lifecycle::Idle;
+            self.send_queued();
         }
         self.notice(NoticeKind::Error, message)
     }

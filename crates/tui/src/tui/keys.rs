@@ -378,6 +378,22 @@ impl App {
                     self.outbox.expect(id, Pending::KeepTranscript);
                 }
             }
+            ViewAction::CarryOutPlan(mode) => {
+                self.views.pop();
+                // The engine switches the mode and journals "Carry out the plan." as the
+                // next turn's message (not the user's words).
+                if self.submit(Op::CarryOutPlan { mode }).is_some() {
+                    let text = format!("starting the plan in {mode} mode: Carry out the plan.");
+                    self.notice(NoticeKind::Info, text);
+                    self.lifecycle = Lifecycle::Streaming { thinking: false };
+                }
+            }
+            ViewAction::RestoreBranchFiles { from, force } => {
+                self.views.pop();
+                if let Some(id) = self.submit(Op::RestoreBranchFiles { from, force }) {
+                    self.outbox.expect(id, Pending::KeepTranscript);
+                }
+            }
             ViewAction::Import(path) => {
                 self.views.pop();
                 self.notice(NoticeKind::Info, format!("importing {}", path.display()));
@@ -419,15 +435,14 @@ impl App {
 }
 
 impl App {
-    /// Shift+Tab: the next approval mode, ask → auto-edit → full → ask. Also while a turn
-    /// runs: the engine applies it from the next tool call on.
+    /// Shift+Tab: the next approval mode, plan → ask → auto-edit → full → plan. Also while a
+    /// turn runs: the engine applies it from the next tool call on.
     pub(crate) fn cycle_approval(&mut self) {
-        use codewhale_protocol::ApprovalMode;
-        let mode = match self.session.approval {
-            ApprovalMode::Ask => ApprovalMode::AutoEdit,
-            ApprovalMode::AutoEdit => ApprovalMode::Full,
-            ApprovalMode::Full => ApprovalMode::Ask,
-        };
-        self.submit(Op::SetApproval { mode });
+        let mode = self.session.approval.next();
+        // Taken as said at once, so a second press before the engine's answer goes on from it.
+        if let Some(id) = self.submit(Op::SetApproval { mode }) {
+            self.session.approval = mode;
+            self.session.approval_asked = Some(id);
+        }
     }
 }

@@ -44,6 +44,7 @@ pub mod mentions;
 pub mod notify;
 pub mod page_cells;
 pub mod plan_cell;
+mod plan_ready;
 pub mod prompts;
 mod render;
 mod restore_view;

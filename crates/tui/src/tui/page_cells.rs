@@ -11,7 +11,7 @@
 use codewhale_protocol::{HistoryItem, HistoryPage};
 
 use super::cell_builders::{self as build, Ending};
-use super::cells::{CompactionSummary, Covered, NoticeKind};
+use super::cells::{CompactionSummary, Covered, NoticeKind, SideCell};
 use super::tool_cell::{ToolCell, ToolState};
 use super::transcript::Transcript;
 
@@ -67,6 +67,15 @@ fn replay(t: &mut Transcript, item: &HistoryItem) {
         HistoryItem::BranchSummary { summary, covered, .. } => {
             t.push(Covered::new(build::branch_summary_cell(summary), *covered))
         }
+        HistoryItem::Side { question, answer, model, cost_usd, .. } => build::side(
+            t,
+            SideCell {
+                question: question.clone(),
+                answer: answer.clone(),
+                model: model.clone(),
+                cost_usd: *cost_usd,
+            },
+        ),
         HistoryItem::AnchorWithdrawn { text, .. } => build::notice(
             t,
             NoticeKind::Info,

@@ -1,5 +1,6 @@
 //! "What to take back?": the question `/rewind`, `/fork` and `/undo` ask when tools changed
-//! files after the chosen point (docs/journal-format.md).
+//! files after the chosen point (docs/journal-format.md); and, after a `/checkout`, "restore
+//! this branch's files?" when the disk does not hold what the checked-out branch gave them.
 //!
 //! It lists the files a code restore would touch and how, then offers the conversation, the
 //! code or both (`/undo`: the code only). A file someone else changed since is listed as
@@ -25,6 +26,9 @@ pub enum RestoreTarget {
     Branch { to: String, fork: bool },
     /// `/undo`: the last turn's file changes.
     Undo,
+    /// After a `/checkout`: the files the checked-out branch changed after entry `from`,
+    /// brought to what it gave them.
+    Checkout { from: String },
 }
 
 /// The question and its two steps.
@@ -62,16 +66,33 @@ impl RestoreView {
             RestoreTarget::Branch { fork: true, .. } => "fork: what to take back",
             RestoreTarget::Branch { fork: false, .. } => "rewind: what to take back",
             RestoreTarget::Undo => "undo: take back the last turn's file changes",
+            RestoreTarget::Checkout { .. } => "checkout: this branch's files",
         }
+    }
+
+    /// Only the code is at stake: one key answers (`/undo`, a checkout's files).
+    fn code_only(&self) -> bool {
+        matches!(self.target, RestoreTarget::Undo | RestoreTarget::Checkout { .. })
     }
 
     fn body(&self) -> Vec<Line<'static>> {
         let key = Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD);
         let dim = Style::new().fg(Color::DarkGray);
         let warn = Style::new().fg(Color::Yellow);
-        let mut lines = vec![Line::from("Files tools changed after that point:")];
+        let checkout = matches!(self.target, RestoreTarget::Checkout { .. });
+        let mut lines = vec![Line::from(if checkout {
+            "Files this branch's tools changed that the disk does not hold as the branch left them:"
+        } else {
+            "Files tools changed after that point:"
+        })];
         for f in &self.files {
             let (what, style) = match f.state {
+                RestoreState::Restore if checkout => {
+                    ("written as this branch left it", Style::new())
+                }
+                RestoreState::Remove if checkout => {
+                    ("removed (this branch removed it)", Style::new())
+                }
                 RestoreState::Restore => ("restored", Style::new()),
                 RestoreState::Remove => ("removed (it did not exist then)", Style::new()),
                 RestoreState::Unchanged => ("already as it was", dim),
@@ -101,7 +122,11 @@ impl RestoreView {
                     protected.join(", ")
                 ));
             }
-            asked.push("Overwrite with the earlier content?".to_owned());
+            asked.push(if checkout {
+                "Overwrite with this branch's content?".to_owned()
+            } else {
+                "Overwrite with the earlier content?".to_owned()
+            });
             lines.push(Line::styled(asked.join(" "), warn));
             lines.push(Line::from(vec![
                 Span::styled("y", key),
@@ -114,7 +139,9 @@ impl RestoreView {
             return lines;
         }
         let mut keys = Vec::new();
-        if matches!(self.target, RestoreTarget::Undo) {
+        if checkout {
+            keys.extend([Span::styled("Enter", key), Span::raw(" restore them   ")]);
+        } else if self.code_only() {
             keys.extend([Span::styled("Enter", key), Span::raw(" take the files back   ")]);
         } else {
             keys.extend([
@@ -126,7 +153,10 @@ impl RestoreView {
                 Span::raw(" both   "),
             ]);
         }
-        keys.extend([Span::styled("Esc", key), Span::raw(" cancel")]);
+        keys.extend([
+            Span::styled("Esc", key),
+            Span::raw(if checkout { " leave them" } else { " cancel" }),
+        ]);
         lines.push(Line::from(keys));
         lines
     }
@@ -145,6 +175,9 @@ impl RestoreView {
                 ViewAction::TakeBack { to: to.clone(), take, fork: *fork, force }
             }
             RestoreTarget::Undo => ViewAction::Undo { force },
+            RestoreTarget::Checkout { from } => {
+                ViewAction::RestoreBranchFiles { from: from.clone(), force }
+            }
         }
     }
 }
@@ -184,7 +217,7 @@ impl View for RestoreView {
                 _ => ViewAction::Stay,
             };
         }
-        let undo = matches!(self.target, RestoreTarget::Undo);
+        let undo = self.code_only();
         match key.code {
             KeyCode::Enter if undo => self.choose(TakeBack::Code),
             KeyCode::Char('c') | KeyCode::Char('C') if !undo => self.choose(TakeBack::Conversation),

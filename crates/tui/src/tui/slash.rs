@@ -28,6 +28,7 @@ pub enum SlashCommand {
     Mcp,
     Status,
     Cost,
+    Btw,
     Trust,
     Help,
     Quit,
@@ -63,6 +64,7 @@ impl SlashCommand {
             SlashCommand::Mcp => "mcp",
             SlashCommand::Status => "status",
             SlashCommand::Cost => "cost",
+            SlashCommand::Btw => "btw",
             SlashCommand::Trust => "trust",
             SlashCommand::Help => "help",
             SlashCommand::Quit => "quit",
@@ -80,7 +82,8 @@ impl SlashCommand {
             SlashCommand::Fork | SlashCommand::Rewind => "[entry-id]",
             SlashCommand::Checkout => "[entry-id]",
             SlashCommand::Model => "[model]",
-            SlashCommand::Approval => "[ask | auto-edit | full]",
+            SlashCommand::Approval => "[plan | ask | auto-edit | full]",
+            SlashCommand::Btw => "<question>",
             SlashCommand::Init => "[what else to cover]",
             SlashCommand::Export => "[file]",
             SlashCommand::Context
@@ -152,13 +155,16 @@ impl SlashCommand {
                 "Ask again whether to trust this workspace's .codewhale/config.toml (after a \"no\", say); its settings apply from the next session."
             }
             SlashCommand::Status => {
-                "Show the session: model and window, approval mode, workspace trust, sandbox, session id, compactions, and the tokens and cost spent."
+                "Show the session: model and window, approval mode, workspace trust, sandbox (and how .git and the keys are kept from commands), session id, compactions, and the tokens and cost spent."
             }
             SlashCommand::Export => {
                 "Write the conversation as you saw it (messages, tool calls folded to a line, compactions with their notes) as Markdown to a file, or without one copy it to the clipboard (OSC 52)."
             }
             SlashCommand::Cost => {
                 "Show what this session cost: this run's requests and tokens, and dollars where the model has a known price (the cost part of /status)."
+            }
+            SlashCommand::Btw => {
+                "Ask a side question, answered from the conversation so far in an overlay; neither the question nor the answer joins what the model reads later, and its cost is shown."
             }
             SlashCommand::Help => "List the commands and keys.",
             SlashCommand::Quit => "Leave Codewhale (the session is saved as it goes).",
@@ -193,6 +199,7 @@ impl SlashCommand {
             | SlashCommand::Rewind
             | SlashCommand::Undo
             | SlashCommand::Trust
+            | SlashCommand::Btw
             | SlashCommand::Model => false,
         }
     }
@@ -390,7 +397,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("Ctrl+S", "with messages queued: interrupt the turn so they are sent now"),
     (
         "Shift+Tab",
-        "cycle the approval mode: ask → auto-edit → full (shown in the status line; applies from \
+        "cycle the approval mode: plan → ask → auto-edit → full (shown in the status line; applies from \
          the next tool call, also while a turn runs)",
     ),
     ("Ctrl+Z", "suspend (back with `fg`)"),
@@ -509,16 +516,32 @@ pub fn commands_markdown() -> String {
          and only the branch summary is skipped, with the reason on stderr. A rewind killed \
          halfway is completed by the next open of the session (the same command, `resume`, \
          `exec --last`), which says so. When the \
-         rewind leaves a branch of two or more messages, it waits for that branch's summary \
+         rewind leaves a branch worth a summary (below), it waits for that branch's summary \
          (at most `compaction.branch_summary_timeout_sec`, default 60 s) and says whether one \
          was written; none (a timeout, a provider error) is said on stderr and does not change \
          the exit code.\n\
-         - Leaving a branch of two or more messages (a rewind, a fork, a checkout) has the \
-         summarizer write a short account of what was tried there, in the background: the \
+         - Leaving a branch that holds a tool call or more than one user turn (a rewind, a \
+         fork, a checkout, an Esc Esc edit) has the summarizer write a short account of what \
+         was tried there, in the background; a one-turn chat branch (one message and its \
+         reply, no tool call) is simply dropped: the \
          status line says \"summarizing the branch you left…\" and keys keep working. The model \
          on the new branch reads it, and the transcript shows it as a folded cell (Ctrl+O \
          unfolds it); a message sent meanwhile waits for it. A provider error, an empty or \
          over-long reply or the timeout writes none, and a notice says why.\n\
+         - `/checkout` of a branch whose files a code rewind took back (the disk does not hold \
+         what the branch's tools last wrote) names those files in its notice and offers to \
+         restore them: Enter restores, Esc leaves them; a file changed by someone else since \
+         is overwritten only on a second yes.\n\
+         - Plan mode (`--approval plan`, `/approval plan`, Shift+Tab: plan → ask → auto-edit → \
+         full): the status line says `plan mode`; the model reads and runs commands with the \
+         workspace read-only, and its writes are refused. When it presents a plan \
+         (`update_plan`) and ends its turn, \"Plan ready — start in: auto-edit / ask / stay in \
+         plan\" opens with `ask` selected: Enter switches to the mode chosen and sends \"Carry \
+         out the plan.\" as the next turn; \"stay in plan\" or Esc sends nothing.\n\
+         - `/btw QUESTION` answers a side question from the conversation so far, with the \
+         session's model, in an overlay (Esc closes it) and as a cell in the transcript with \
+         its cost; neither the question nor the answer joins what the model reads later, and \
+         a resumed session shows it where it was asked.\n\
          - A compaction capsule reads \"compacted N messages · 182k → 9k tokens\": N counts the \
          model-visible messages the checkpoint replaced. Ctrl+O unfolds it to the note.\n\
          - `/compact` runs like a turn: the status line says \"compacting… · Ctrl+C cancels\"; \

@@ -75,6 +75,16 @@ impl App {
             SlashCommand::Mcp => {
                 self.submit(Op::ListMcpServers);
             }
+            SlashCommand::Btw if args.trim().is_empty() => self.notice(
+                NoticeKind::Warning,
+                "no question: type it after /btw, e.g. `/btw what does the parser return on EOF?`",
+            ),
+            SlashCommand::Btw => {
+                if let Some(id) = self.submit(Op::SideQuestion { question: args.clone() }) {
+                    self.outbox.expect(id, Pending::SideQuestion);
+                    self.lifecycle = super::app::Lifecycle::RunningTool { name: "/btw".into() };
+                }
+            }
             SlashCommand::Fork => self.ask_what_to_take_back(args, true),
             SlashCommand::Checkout => self.move_head(Op::Checkout { to: args }),
             SlashCommand::Rewind => self.ask_what_to_take_back(args, false),

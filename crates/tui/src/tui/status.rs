@@ -166,6 +166,10 @@ impl App {
         // The default mode says nothing; the others stay in sight (Shift+Tab cycles them).
         match self.session.approval {
             ApprovalMode::Ask => {}
+            ApprovalMode::Plan => {
+                let style = Style::new().fg(Color::Cyan);
+                parts.push(Part { text: "plan mode · ".to_owned(), style, right: true, rank: 3 });
+            }
             mode @ (ApprovalMode::AutoEdit | ApprovalMode::Full) => {
                 let color = if mode == ApprovalMode::Full { Color::Red } else { Color::Yellow };
                 let text = format!("{mode} · ");

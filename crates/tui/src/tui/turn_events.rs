@@ -52,6 +52,7 @@ fn stats_line(stats: &TurnStats, status: TurnStatus) -> String {
 
 impl App {
     pub(super) fn on_turn_started(&mut self) {
+        self.session.plan_presented = false;
         self.lifecycle = Lifecycle::Streaming { thinking: false };
         self.progress.clock = self.progress.clock.max(std::time::Instant::now());
         self.progress.turn_progress = Some(TurnProgress { since: self.progress.clock, bytes: 0 });
@@ -181,6 +182,15 @@ impl App {
         }
         self.views.close(ViewKind::Approval);
         self.lifecycle = Lifecycle::Idle;
+        // In plan mode, a turn that presented a plan offers where to start it.
+        let presented = std::mem::take(&mut self.session.plan_presented);
+        if status == TurnStatus::Completed
+            && presented
+            && self.session.approval == codewhale_protocol::ApprovalMode::Plan
+            && self.outbox.queued.is_empty()
+        {
+            self.views.push(super::plan_ready::view());
+        }
         self.send_queued();
     }
 }

@@ -37,7 +37,13 @@ impl Local {
             let answer = format!("answer: {}", "the span parser keeps offsets ".repeat(16));
             Reply::text(answer).with_usage(kept, 100)
         });
-        Local { server, home: tempfile::tempdir().unwrap(), ws: tempfile::tempdir().unwrap() }
+        let home = tempfile::tempdir().unwrap();
+        // The turns' sizes are set against the fixed prefix of the six workspace tools and the
+        // session's own two, so that the first request past the cut loses more than half a
+        // turn's growth (a smaller cut reads as a turn that grew little, and is caught one
+        // request later). `web_fetch`'s schema shifts every request by a quarter of a turn.
+        std::fs::write(home.path().join("config.toml"), "[tools]\nweb_fetch = false\n").unwrap();
+        Local { server, home, ws: tempfile::tempdir().unwrap() }
     }
 
     async fn exec(&self, args: &[&str]) -> Output {

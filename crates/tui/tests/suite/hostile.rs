@@ -228,12 +228,18 @@ async fn lines_of(file: &Path, line: &str) {
     panic!("{} never got the line {line:?}", file.display());
 }
 
-/// Whether `pid` is still running (a zombie waiting for its reaper does not count).
-fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|stat| stat.rsplit_once(") ").map(|(_, rest)| !rest.starts_with('Z')))
-        .unwrap_or(false)
+/// Whether a process whose command line holds `marker` is still running (a zombie waiting for
+/// its reaper does not count). By name, not by pid: a command in a PID namespace of its own
+/// prints pids of that namespace.
+fn alive(marker: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().filter_map(Result::ok).any(|e| {
+        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let running = std::fs::read_to_string(e.path().join("stat"))
+            .ok()
+            .and_then(|stat| stat.rsplit_once(") ").map(|(_, rest)| !rest.starts_with('Z')))
+            .unwrap_or(false);
+        running && String::from_utf8_lossy(&cmdline).replace('\0', " ").contains(marker)
+    })
 }
 
 fn signal(pid: u32, name: &str) {
@@ -249,8 +255,12 @@ async fn sigterm_and_sighup_end_the_running_command_like_sigint() {
     for name in ["TERM", "HUP"] {
         let s = Setup::new().await;
         let list = s.ws.path().join("pids");
-        let command =
-            format!("sleep 120 & echo $! >> {0}; sleep 121 & echo $! >> {0}; wait", list.display());
+        let marker = format!("cw-sleeper-{}-{name}", std::process::id());
+        let command = format!(
+            "(exec -a {marker}-a sleep 120) & echo $! >> {0}; (exec -a {marker}-b sleep 121) & \
+             echo $! >> {0}; wait",
+            list.display()
+        );
         s.server.push(Reply::text("starting the sleepers").then_tool_call(
             "s1",
             "shell",
@@ -258,7 +268,7 @@ async fn sigterm_and_sighup_end_the_running_command_like_sigint() {
         ));
         let child = s.spawn(&["--approval", "full", "sleep a while"]);
         let exec_pid = child.id().unwrap();
-        let sleepers = pids(&list, 2).await;
+        pids(&list, 2).await;
         signal(exec_pid, name);
         let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
             .await
@@ -267,8 +277,9 @@ async fn sigterm_and_sighup_end_the_running_command_like_sigint() {
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "SIG{name}: {stderr}");
         assert!(stderr.contains("interrupted"), "SIG{name}: {stderr}");
-        for pid in sleepers {
-            assert!(!alive(pid), "SIG{name}: sleeper {pid} outlived the call");
+        for sleeper in ["a", "b"] {
+            let sleeper = format!("{marker}-{sleeper}");
+            assert!(!alive(&sleeper), "SIG{name}: {sleeper} outlived the call");
         }
         let journal = s.session_text();
         assert!(journal.contains("starting the sleepers"), "SIG{name}: {journal}");

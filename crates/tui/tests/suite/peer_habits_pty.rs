@@ -22,10 +22,13 @@ async fn approval_flag_and_shift_tab_set_the_mode_the_status_line_shows() {
     pty.ask("write a.txt", "Wrote a.txt.").await;
     assert_eq!(std::fs::read_to_string(ws.path().join("a.txt")).unwrap(), "a\n");
     assert!(!pty.contents().contains("Allow"), "nothing asked:\n{}", pty.contents());
-    // Shift+Tab: full, then ask (the default, which the status line does not name).
+    // Shift+Tab: full, plan, then ask (the default, which the status line does not name).
     pty.send(b"\x1b[Z");
     pty.wait_for("approval mode full").await;
     pty.wait_for("full ·").await;
+    pty.send(b"\x1b[Z");
+    pty.wait_for("approval mode plan").await;
+    pty.wait_for("plan mode ·").await;
     pty.send(b"\x1b[Z");
     pty.wait_for("approval mode ask").await;
     pty.send(b"/approval auto-edit\r");

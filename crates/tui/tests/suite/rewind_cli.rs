@@ -157,6 +157,8 @@ async fn rewind_waits_for_the_branch_summary_and_says_when_there_is_none() {
         let user = lines.iter().rev().find(|l| l["kind"] == "user").unwrap();
         user["id"].as_str().unwrap().to_owned()
     };
+    // A tool call makes each branch worth a summary (a one-turn chat branch gets none).
+    server.push(Reply::tool_call("r1", "read_file", json!({"path": "notes.txt"})));
     server.push(Reply::text("nom fails on nested groups"));
     let out = run(vec!["exec", "try nom"]).await;
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -179,6 +181,7 @@ async fn rewind_waits_for_the_branch_summary_and_says_when_there_is_none() {
     assert!(!text(&out.stdout).contains("warning"), "{}", text(&out.stdout));
 
     // Another attempt on the new branch, left with a summarizer slower than the bound.
+    server.push(Reply::tool_call("r2", "read_file", json!({"path": "notes.txt"})));
     server.push(Reply::text("pest works"));
     let out = run(vec!["exec", "--last", "try pest"]).await;
     assert!(out.status.success(), "{}", text(&out.stderr));

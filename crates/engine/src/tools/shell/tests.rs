@@ -1,7 +1,15 @@
 use super::*;
 
 pub(crate) fn in_dir<'a>(dir: &'a Path, groups: &'static ProcessGroups) -> RunEnv<'a> {
-    RunEnv { workspace: dir, vars: &[], groups, progress: &|_| {}, sandbox: None }
+    RunEnv {
+        workspace: dir,
+        vars: &[],
+        hidden: &[],
+        groups,
+        progress: &|_| {},
+        sandbox: None,
+        read_only: None,
+    }
 }
 
 fn groups() -> &'static ProcessGroups {
@@ -35,7 +43,9 @@ async fn combined_output_and_exit_code() {
 
 #[test]
 fn provider_keys_are_hidden_from_commands() {
-    let cmd = bash(Path::new("."), "env", None, false);
+    let hidden = ["OPENROUTER_API_KEY".to_owned()];
+    let env = RunEnv { hidden: &hidden, ..in_dir(Path::new("."), groups()) };
+    let cmd = bash(&env, "env", false);
     let mut removed: Vec<_> = cmd
         .as_std()
         .get_envs()
@@ -43,7 +53,23 @@ fn provider_keys_are_hidden_from_commands() {
         .map(|(name, _)| name.to_string_lossy().into_owned())
         .collect();
     removed.sort();
-    assert_eq!(removed, ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"]);
+    assert_eq!(
+        removed,
+        ["ANTHROPIC_API_KEY", "CODEWHALE_KEYS_FD", "OPENAI_API_KEY", "OPENROUTER_API_KEY"]
+    );
+}
+
+/// A key named by `api_key_env` never reaches a command's environment.
+#[tokio::test]
+async fn a_configured_key_variable_is_not_in_a_commands_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let hidden = ["CODEWHALE_TEST_ROUTER_KEY".to_owned()];
+    let mut env = RunEnv { hidden: &hidden, ..in_dir(dir.path(), groups()) };
+    let vars = [("CODEWHALE_TEST_ROUTER_KEY".to_owned(), "sk-or-v1-secret".to_owned())];
+    // Even when the configuration's own [shell] env would pass it on.
+    env.vars = &vars;
+    let out = run(env, "env", None, &CancellationToken::new()).await;
+    assert!(!out.text.contains("CODEWHALE_TEST_ROUTER_KEY"), "{}", out.text);
 }
 
 #[tokio::test]
@@ -81,7 +107,8 @@ async fn huge_output_is_capped_with_a_marker() {
 async fn background_commands_are_listed_until_they_exit() {
     let dir = tempfile::tempdir().unwrap();
     let registry = BackgroundRegistry::new(dir.path().join("bg"));
-    let out = spawn_background(dir.path(), &[], "sleep 30", &registry, None, 4096).await;
+    let out =
+        spawn_background(in_dir(dir.path(), groups()), "sleep 30", &registry, 4096, None).await;
     assert!(out.text.starts_with("started in the background as bg-1"), "{}", out.text);
     let running = registry.running();
     assert_eq!(running.len(), 1);
@@ -98,7 +125,7 @@ async fn listening_ports_of_background_commands_are_found() {
     let dir = tempfile::tempdir().unwrap();
     let registry = BackgroundRegistry::new(dir.path().join("bg"));
     let server = "python3 -c 'import socket,time\ns=socket.socket()\ns.bind((\"127.0.0.1\",0))\ns.listen()\nprint(s.getsockname()[1],flush=True)\ntime.sleep(30)'";
-    let out = spawn_background(dir.path(), &[], server, &registry, None, 4096).await;
+    let out = spawn_background(in_dir(dir.path(), groups()), server, &registry, 4096, None).await;
     assert!(!out.is_error, "{}", out.text);
     let log = registry.running()[0].log.clone();
     let mut port = None;

@@ -31,6 +31,8 @@ pub enum Pending {
     /// A rewind or fork back to an earlier message: what the user saw before that point stays,
     /// only what followed it goes.
     HeadBack,
+    /// `/btw`: an error ends the wait for the answer.
+    SideQuestion,
     /// `/cost`: the status report's cost part is shown.
     Cost,
     /// `/export [FILE]`: the transcript is written to FILE (as typed), or copied.

@@ -38,6 +38,12 @@ pub struct SessionFacts {
     pub opening: Option<u64>,
     /// The approval mode tool calls are decided by (Shift+Tab cycles it).
     pub approval: ApprovalMode,
+    /// The model presented a plan (`update_plan`) in the turn that runs: in plan mode, its end
+    /// offers where to start ("Plan ready — start in: …").
+    pub plan_presented: bool,
+    /// The last Shift+Tab's op, until the engine answers it: answers to earlier presses do not
+    /// set the mode back meanwhile.
+    pub approval_asked: Option<codewhale_protocol::SubmissionId>,
     /// `/clear` left this conversation (its id) for a new one: said once the new one is open.
     pub kept: Option<String>,
     /// The project instruction files the engine read, relative to the workspace (`/init`

@@ -27,6 +27,8 @@ fn status(spend: SpendReport) -> StatusReport {
         sandbox: SandboxReport {
             mode: SandboxMode::WorkspaceWrite,
             detail: "writable: project".into(),
+            structure: String::new(),
+            keys: String::new(),
         },
         compactions: 0,
         spend,

@@ -32,6 +32,10 @@ fn status_shows_the_session_at_a_glance() {
         sandbox: SandboxReport {
             mode: SandboxMode::WorkspaceWrite,
             detail: "writable: project, /tmp; network on".into(),
+            structure:
+                "sandbox: Landlock only; .git guarded by put-back (CODEWHALE_SANDBOX=fallback)"
+                    .into(),
+            keys: "keys: readable by commands (no PID namespace)".into(),
         },
         compactions: 2,
         spend: SpendReport {

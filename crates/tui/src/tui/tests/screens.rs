@@ -197,6 +197,8 @@ fn search_branch_picker_and_grants() {
     let sandbox = codewhale_protocol::SandboxReport {
         mode: codewhale_engine::sandbox::SandboxMode::WorkspaceWrite,
         detail: "writable: /srv/ws1, /tmp; network on; Landlock ABI 6".to_owned(),
+        structure: String::new(),
+        keys: String::new(),
     };
     h.engine(id, Event::Grants { mode: ApprovalMode::Ask, grants, sandbox });
     both(&mut h, "grants");

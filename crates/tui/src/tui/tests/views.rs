@@ -105,6 +105,42 @@ fn a_refused_write_offers_an_unconfined_rerun_only_on_u() {
     );
 }
 
+/// After git was refused a write under the read-only `.git`, only `g` runs the command once
+/// with `.git` writable; `y`, `u` and `a` do nothing.
+#[test]
+fn a_refused_git_write_offers_a_run_with_git_writable_only_on_g() {
+    let mut h = Harness::new();
+    h.type_str("commit it");
+    h.enter();
+    h.engine(1, Event::TurnStarted);
+    h.engine(
+        1,
+        Event::ApprovalNeeded {
+            call_id: "c1".into(),
+            name: "shell".into(),
+            input: json!({"command": "git commit -am wip"}),
+            reason: "git could not write .git, which is read-only to the model's commands; run \
+                     it once more with .git writable?"
+                .into(),
+            offers: vec![ApprovalOffer {
+                scope: ApprovalScope::GitWritable,
+                label: "run once with .git writable".into(),
+            }],
+            diff: None,
+        },
+    );
+    assert!(h.screen().contains("g run once with .git writable"), "{}", h.screen());
+    for key in ["y", "u", "a"] {
+        h.type_str(key);
+    }
+    assert_eq!(h.ops().len(), 1, "no habitual key makes .git writable");
+    h.type_str("g");
+    assert_eq!(
+        h.ops()[1..],
+        [Op::Approve { call_id: "c1".into(), scope: ApprovalScope::GitWritable }]
+    );
+}
+
 #[test]
 fn the_slash_popup_completes_with_tab() {
     let mut h = Harness::new();

@@ -77,6 +77,10 @@ pub enum ViewAction {
     TakeBack { to: String, take: codewhale_protocol::TakeBack, fork: bool, force: bool },
     /// The answer to `/undo`'s question.
     Undo { force: bool },
+    /// "Plan ready — start in …": switch to the mode and carry out the plan.
+    CarryOutPlan(codewhale_protocol::ApprovalMode),
+    /// Restore the files of the checked-out branch changed after entry `from`.
+    RestoreBranchFiles { from: String, force: bool },
 }
 
 /// A modal view.

@@ -171,7 +171,7 @@ pub fn next_request(params: &ReportParams<'_>) -> Result<NextRequest, EngineErro
 }
 
 /// The window the probe cache holds for the server the configuration (and the environment's
-/// base URL) points at and `model` (docs/compaction.md, *Small windows and local servers*).
+/// base URL) points at and `model` (docs/compaction.md, *Small local models*).
 fn server_window(
     home: &Path,
     config: &config::Config,

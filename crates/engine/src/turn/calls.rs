@@ -90,7 +90,7 @@ pub(crate) async fn run_calls(
 }
 
 /// How the approval policy sees `call` now, at the moment it would run: a link an earlier call
-/// of the same reply made is followed (docs/security.md, *Protected paths*). A `web_fetch` is
+/// of the same reply made is followed (docs/security.md, *What git and Codewhale execute is out of the model's reach*). A `web_fetch` is
 /// judged by the target its host resolved to.
 fn assess_now(
     ctx: &TurnCtx<'_>,
@@ -274,7 +274,7 @@ async fn run_some(ctx: &mut TurnCtx<'_>, calls: &[ToolCall]) -> Result<bool, Eng
     Ok(!interrupted && !ctx.cancel.is_cancelled())
 }
 
-/// What the guard found around a command (docs/security.md, *Protected paths*), told to the
+/// What the guard found around a command (docs/security.md, *What git and Codewhale execute is out of the model's reach*), told to the
 /// model in its result and to the user as a warning; an instruction file the command created
 /// is kept out of the system prompt until the user says yes. What the end of a background
 /// command found since the last result is told here too.

@@ -44,20 +44,26 @@ impl FilesTouched {
     }
 }
 
-/// Collects the files of `covered`'s tool calls (newest first), then those of the previous
-/// record (`previous`, already newest first) that the new calls did not mention. A call whose
-/// result says it failed, was denied or refused touched nothing and is left out.
-pub fn files_touched(covered: &[Message], previous: &[String]) -> FilesTouched {
-    let mut order: Vec<String> = Vec::new();
-    let mut actions: HashMap<String, Vec<&'static str>> = HashMap::new();
-    let failed: std::collections::HashSet<&str> = covered
+/// The ids of `covered`'s tool calls whose result says they failed (or were denied or
+/// refused): they touched nothing and read nothing.
+fn failed_calls(covered: &[Message]) -> std::collections::HashSet<&str> {
+    covered
         .iter()
         .flat_map(|m| &m.content)
         .filter_map(|part| match part {
             Part::ToolResult { tool_use_id, is_error: true, .. } => Some(tool_use_id.as_str()),
             _ => None,
         })
-        .collect();
+        .collect()
+}
+
+/// Collects the files of `covered`'s tool calls (newest first), then those of the previous
+/// record (`previous`, already newest first) that the new calls did not mention. A call whose
+/// result says it failed, was denied or refused touched nothing and is left out.
+pub fn files_touched(covered: &[Message], previous: &[String]) -> FilesTouched {
+    let mut order: Vec<String> = Vec::new();
+    let mut actions: HashMap<String, Vec<&'static str>> = HashMap::new();
+    let failed = failed_calls(covered);
     for message in covered.iter().rev().filter(|m| m.role == Role::Assistant) {
         for part in message.content.iter().rev() {
             let Part::ToolUse { id, name, input } = part else { continue };
@@ -174,14 +180,7 @@ pub fn skills_read(
     covered: &[Message],
     skill_of: &dyn Fn(&str) -> Option<(String, String)>,
 ) -> Vec<(String, String)> {
-    let failed: std::collections::HashSet<&str> = covered
-        .iter()
-        .flat_map(|m| &m.content)
-        .filter_map(|part| match part {
-            Part::ToolResult { tool_use_id, is_error: true, .. } => Some(tool_use_id.as_str()),
-            _ => None,
-        })
-        .collect();
+    let failed = failed_calls(covered);
     let mut found: Vec<(String, String)> = Vec::new();
     for message in covered.iter().filter(|m| m.role == Role::Assistant) {
         for part in &message.content {

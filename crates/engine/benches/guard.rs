@@ -1,4 +1,4 @@
-//! The guard around every shell command (docs/security.md, *What git and Codewhale execute*):
+//! The guard around every shell command (docs/security.md, *What git and Codewhale execute is out of the model's reach*):
 //! the survey before and the check after one command in a workspace of 20,000 folders holding
 //! three nested repositories — walked from scratch (a session's first command), and with the
 //! walk cached (every later one). Figures in docs/performance.md.

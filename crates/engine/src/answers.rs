@@ -31,6 +31,7 @@ impl Session {
             anchors.as_deref(),
         );
         report.file_store_bytes = self.file_store().size_bytes();
+        report.skills = self.commands.skills_report(self.budget.limits().usable_input);
         report.background = self
             .compaction
             .note_pass

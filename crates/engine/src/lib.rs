@@ -87,6 +87,10 @@ pub mod events;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod events;
 #[cfg(feature = "internals")]
+pub mod extensions;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod extensions;
+#[cfg(feature = "internals")]
 pub mod hints;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod hints;

@@ -11,6 +11,8 @@
 //!   session picker);
 //! - [`anchors`]: the workspace's pinned notes (`codewhale anchor`);
 //! - [`import`]: another tool's session as a new session (`codewhale import`);
+//! - [`extensions`]: the custom commands, skills, hooks and instruction files found for a
+//!   workspace (`codewhale commands`);
 //! - [`local_servers`]: the model servers running on this machine, for a first run with no
 //!   provider (the one probe of local servers, [`codewhale_provider::Client::probe`]'s round);
 //! - [`transcript`]: a session's conversation as the user saw it (`codewhale export`).
@@ -161,6 +163,46 @@ pub async fn mcp_servers(
     servers.shutdown().await;
     let infos = reports.into_iter().map(crate::session::mcp_tools::server_info).collect();
     Ok((infos, config.untrusted))
+}
+
+/// What the user brought to a workspace (docs/extending.md), as `codewhale commands` lists it.
+pub mod extensions {
+    use std::path::Path;
+
+    use crate::config::ConfigError;
+    pub use crate::extensions::{Catalog, CustomCommand, Standing};
+
+    /// Everything found for one workspace.
+    #[derive(Debug, Clone)]
+    pub struct Found {
+        /// Whether the workspace is trusted (its own commands count only then).
+        pub trusted: bool,
+        pub catalog: Catalog,
+        /// The project instruction files a session reads, as named to the model.
+        pub instructions: Vec<String>,
+        /// The `[[hooks.EVENT]]` tables configured (the user's, then a trusted workspace's).
+        pub hooks: Vec<crate::config::hooks::HookConfig>,
+        /// Whether the workspace's config sets hooks that are ignored because it is not
+        /// trusted.
+        pub hooks_untrusted: bool,
+    }
+
+    /// Finds them for `workspace`: reads files only, contacts nothing, needs no key. The
+    /// user's `config.toml` is read for `trusted_workspaces` (a broken one is its error).
+    pub fn found(home: &Path, workspace: &Path) -> Result<Found, ConfigError> {
+        let workspace = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_owned());
+        let config = crate::config::load(home, &workspace, &Default::default())?;
+        let trusted =
+            crate::extensions::workspace_trusted(home, &workspace, &config.trusted_workspaces);
+        let mut catalog = Catalog::discover(home, &workspace, trusted);
+        // A hook table that could not be used is one more file problem to name.
+        catalog.problems.extend(config.notices.iter().cloned());
+        let hooks_untrusted =
+            config.untrusted.as_ref().is_some_and(|u| u.keys.iter().any(|k| k == "hooks"));
+        let prompt = crate::prompt::SystemPrompt::load(&workspace, false);
+        let instructions = prompt.instructions.into_iter().map(|i| i.name).collect();
+        Ok(Found { trusted, catalog, instructions, hooks: config.hooks, hooks_untrusted })
+    }
 }
 
 /// Where a first run looks for a model server on this machine: the ports Ollama, llama.cpp,

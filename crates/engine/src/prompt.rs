@@ -1,7 +1,9 @@
 //! The system prompt: our own words (`assets/prompts/system.md`) plus the workspace's project
 //! instructions, verbatim.
 //!
-//! Owns which files count as project instructions: `AGENTS.md` at the workspace root and
+//! Owns which files count as project instructions: for every folder from the top of the git
+//! work tree that holds the workspace (else the workspace alone) down to the workspace,
+//! outermost first, its `AGENTS.md` or, where it has none, its `CLAUDE.md`; then
 //! `.codewhale/instructions.md`. Invariant: they are copied byte-for-byte, never summarized,
 //! so project rules survive every compaction by construction. [`SystemPrompt::load`] is cheap
 //! and is called again after every compaction pass so edits to those files take effect. In a
@@ -37,6 +39,9 @@ pub struct SystemPrompt {
     pub instructions: Vec<Instructions>,
     /// Notices for instruction files that were skipped because they are not regular files.
     pub skipped: Vec<String>,
+    /// The skills the model is told about (docs/extending.md, *Skills*): their names,
+    /// descriptions and paths, sent after the instructions; empty when there are none.
+    pub skills: String,
 }
 
 impl SystemPrompt {
@@ -56,11 +61,11 @@ impl SystemPrompt {
         let base = base.replace("{workspace}", &workspace.display().to_string());
         let mut instructions = Vec::new();
         let mut skipped = Vec::new();
-        for rel in instruction_files() {
-            if withheld.iter().any(|w| Path::new(w) == rel) {
+        for path in instruction_files(workspace) {
+            let rel = shown_name(workspace, &path);
+            if withheld.contains(&rel) {
                 continue;
             }
-            let path = workspace.join(&rel);
             match crate::bounded::read(&path, MAX_INSTRUCTIONS_BYTES) {
                 Ok(Bounded::Read { mut bytes, cut }) => {
                     if cut {
@@ -75,7 +80,7 @@ impl SystemPrompt {
                     if cut {
                         text.push_str("\n[... cut: the file is longer than 64 KiB ...]");
                     }
-                    instructions.push(Instructions { name: rel.display().to_string(), text });
+                    instructions.push(Instructions { name: rel, text });
                 }
                 Ok(Bounded::Missing) => {}
                 Ok(Bounded::NotRegular(kind)) => {
@@ -84,7 +89,7 @@ impl SystemPrompt {
                 Err(err) => tracing::warn!("cannot read {}: {err}", path.display()),
             }
         }
-        SystemPrompt { base, instructions, skipped }
+        SystemPrompt { base, instructions, skipped, skills: String::new() }
     }
 
     /// The blocks sent as the request's system prompt: our text, then each instruction file
@@ -97,6 +102,9 @@ impl SystemPrompt {
                 ins.name, ins.text
             ));
         }
+        if !self.skills.is_empty() {
+            blocks.push(self.skills.clone());
+        }
         blocks
     }
 
@@ -106,14 +114,69 @@ impl SystemPrompt {
     }
 }
 
-fn instruction_files() -> [PathBuf; 2] {
-    [PathBuf::from("AGENTS.md"), Path::new(".codewhale").join("instructions.md")]
+/// The folders whose instruction file is read, outermost first: from the top of the git work
+/// tree holding `workspace` (the nearest ancestor with a `.git`, directory or pointer file)
+/// down to `workspace`; the workspace alone when it is in no work tree.
+pub(crate) fn instruction_folders(workspace: &Path) -> Vec<PathBuf> {
+    let mut chain = Vec::new();
+    let mut here = Some(workspace);
+    while let Some(dir) = here {
+        chain.push(dir.to_path_buf());
+        if std::fs::symlink_metadata(dir.join(".git")).is_ok() {
+            chain.reverse();
+            return chain;
+        }
+        here = dir.parent();
+    }
+    vec![workspace.to_path_buf()]
 }
 
-/// The instruction files the system prompt reads in `workspace`, absolute (whether or not
-/// they exist): what a command's namespace binds read-only and the guard watches.
+/// The instruction file of one folder: its `AGENTS.md` when there is one (whatever it is: a
+/// file that is not regular is named and skipped, never replaced by `CLAUDE.md`), else its
+/// `CLAUDE.md` when there is one.
+fn folder_file(dir: &Path) -> Option<PathBuf> {
+    ["AGENTS.md", "CLAUDE.md"]
+        .into_iter()
+        .map(|name| dir.join(name))
+        .find(|p| std::fs::symlink_metadata(p).is_ok())
+}
+
+/// Every instruction file to read for `workspace`, in the order they are sent (absolute).
+pub(crate) fn instruction_files(workspace: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> =
+        instruction_folders(workspace).iter().filter_map(|d| folder_file(d)).collect();
+    files.push(workspace.join(".codewhale").join("instructions.md"));
+    files
+}
+
+/// How an instruction file is named to the model and the user: relative to the workspace
+/// (`AGENTS.md`, `../CLAUDE.md`).
+fn shown_name(workspace: &Path, path: &Path) -> String {
+    if let Ok(rel) = path.strip_prefix(workspace) {
+        return rel.display().to_string();
+    }
+    let mut up = PathBuf::new();
+    let mut base = workspace;
+    while let Some(parent) = base.parent() {
+        up.push("..");
+        if let Ok(rel) = path.strip_prefix(parent) {
+            return up.join(rel).display().to_string();
+        }
+        base = parent;
+    }
+    path.display().to_string()
+}
+
+/// The instruction files the system prompt reads in `workspace`, absolute, and the
+/// workspace's own `AGENTS.md` whether or not it exists yet: what a command's namespace binds
+/// read-only and the guard watches.
 pub(crate) fn instruction_paths(workspace: &Path) -> Vec<PathBuf> {
-    instruction_files().iter().map(|f| workspace.join(f)).collect()
+    let mut paths = instruction_files(workspace);
+    let own = workspace.join("AGENTS.md");
+    if !paths.contains(&own) && !paths.contains(&workspace.join("CLAUDE.md")) {
+        paths.push(own);
+    }
+    paths
 }
 
 #[cfg(test)]
@@ -146,6 +209,31 @@ mod tests {
         let p = SystemPrompt::load(ws.path(), false);
         assert_eq!(p.blocks().len(), 3);
         assert!(p.blocks()[2].ends_with("Run make."));
+    }
+
+    #[test]
+    fn claude_md_is_read_only_where_no_agents_md_stands_beside_it() {
+        let top = tempfile::tempdir().unwrap();
+        std::fs::create_dir(top.path().join(".git")).unwrap();
+        let ws = top.path().join("app/web");
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::write(top.path().join("AGENTS.md"), "top agents").unwrap();
+        std::fs::write(top.path().join("CLAUDE.md"), "top claude").unwrap();
+        std::fs::write(top.path().join("app/CLAUDE.md"), "app claude").unwrap();
+        std::fs::write(ws.join("CLAUDE.md"), "web claude").unwrap();
+        let p = SystemPrompt::load(&ws, false);
+        let names: Vec<&str> = p.instructions.iter().map(|i| i.name.as_str()).collect();
+        assert_eq!(names, ["../../AGENTS.md", "../CLAUDE.md", "CLAUDE.md"]);
+        assert!(!p.text().contains("top claude"), "CLAUDE.md beside AGENTS.md is not read");
+        assert!(p.text().contains("web claude"));
+        // The workspace's own AGENTS.md takes over from its CLAUDE.md.
+        std::fs::write(ws.join("AGENTS.md"), "web agents").unwrap();
+        let p = SystemPrompt::load(&ws, false);
+        assert_eq!(p.instructions.last().unwrap().name, "AGENTS.md");
+        assert!(!p.text().contains("web claude"));
+        // Outside any work tree only the workspace's own folder counts.
+        let lone = tempfile::tempdir().unwrap();
+        assert_eq!(instruction_folders(lone.path()).len(), 1);
     }
 
     #[test]

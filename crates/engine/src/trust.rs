@@ -56,13 +56,20 @@ pub fn question_again(home: &Path, workspace: &Path) -> Result<Option<Question>,
 
 fn ask(home: &Path, workspace: &Path, again: bool) -> Result<Option<Question>, ConfigError> {
     let file = config::workspace_file(workspace);
-    let Some(text) = workspace_text(workspace)? else { return Ok(None) };
+    // The workspace's own custom commands need trust too (docs/extending.md), with or without
+    // a config file: the question lists them after the settings.
+    let extensions = crate::extensions::Catalog::trust_lines(workspace);
+    let text = match workspace_text(workspace)? {
+        Some(text) => text,
+        None if !extensions.is_empty() => String::new(),
+        None => return Ok(None),
+    };
     let parsed = config::parse_scoped(&file, &text, Scope::Workspace)?;
     let answered = match decision(home, workspace, &text) {
         Some(trusted) => trusted || !again,
         None => false,
     };
-    if parsed.gated_keys().is_empty() || answered {
+    if (parsed.gated_keys().is_empty() && extensions.is_empty()) || answered {
         return Ok(None);
     }
     let user = match config::read(&config::user_file(home), &mut Vec::new())? {
@@ -72,7 +79,8 @@ fn ask(home: &Path, workspace: &Path, again: bool) -> Result<Option<Question>, C
     if is_trusted(home, workspace, &text, &user) {
         return Ok(None);
     }
-    let Ok(settings) = crate::trusted::show::settings(&text) else { return Ok(None) };
+    let Ok(mut settings) = crate::trusted::show::settings(&text) else { return Ok(None) };
+    settings.extend(extensions);
     Ok(Some(Question { file, settings, sha256: digest(&text) }))
 }
 
@@ -200,5 +208,23 @@ mod tests {
         let listed = vec![ws.path().display().to_string()];
         assert!(!is_trusted(home.path(), ws.path(), &text, &listed), "nor does the user's list");
         assert_eq!(crate::trusted::unshowable(&text).unwrap().key, "base_url");
+    }
+
+    #[test]
+    fn a_workspace_with_only_custom_commands_is_asked_about_and_then_runs_them() {
+        let home = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(ws.path().join(".codewhale/commands")).unwrap();
+        std::fs::write(ws.path().join(".codewhale/commands/ship.md"), "Ship it.").unwrap();
+        let q = question(home.path(), ws.path()).unwrap().unwrap();
+        assert_eq!(q.settings, ["# custom command /ship (.codewhale/commands/ship.md)"]);
+        let catalog = crate::extensions::Catalog::discover(home.path(), ws.path(), false);
+        assert!(catalog.expand("ship", "").is_err());
+        answer(home.path(), ws.path(), &q, true).unwrap();
+        assert_eq!(question(home.path(), ws.path()).unwrap(), None);
+        assert!(crate::extensions::workspace_trusted(home.path(), ws.path(), &[]));
+        // Nothing to ask about: no question.
+        let plain = tempfile::tempdir().unwrap();
+        assert_eq!(question(home.path(), plain.path()).unwrap(), None);
     }
 }

@@ -49,6 +49,15 @@ pub enum Event {
         /// The approval mode the session starts in.
         #[serde(default)]
         approval: ApprovalMode,
+        /// The project instruction files read into the system prompt, relative to the
+        /// workspace, in the order they are sent (`../AGENTS.md`, `CLAUDE.md`, ...).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        instructions: Vec<String>,
+        /// The custom slash commands found for the workspace (docs/extending.md), a
+        /// workspace's that shadow the user's own in their place; an untrusted workspace's
+        /// are listed with why they cannot run.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        commands: Vec<super::CustomCommandInfo>,
     },
     TurnStarted,
     /// The turn ended (failed or interrupted) before any reply, or — sent at open — the last

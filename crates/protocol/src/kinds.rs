@@ -40,6 +40,8 @@ pub enum ErrorKind {
     Unreachable,
     Protocol,
     Cancelled,
+    /// A custom slash command that cannot run (not found, or an untrusted workspace's).
+    Command,
 }
 
 /// What started a compaction pass.
@@ -113,6 +115,7 @@ impl ErrorKind {
             ErrorKind::Unreachable => "unreachable",
             ErrorKind::Protocol => "protocol",
             ErrorKind::Cancelled => "cancelled",
+            ErrorKind::Command => "command",
         }
     }
 }

@@ -16,6 +16,7 @@
 
 mod approval;
 mod event;
+pub mod extensions;
 mod figure;
 pub mod history_page;
 mod kinds;
@@ -40,6 +41,7 @@ pub use restore::{RestoreFile, RestoreOutcome, RestoreState, TakeBack};
 pub use sandbox::SandboxMode;
 
 pub use event::{Event, EventMsg, TurnStatus};
+pub use extensions::{CustomCommandInfo, ExtensionSource};
 pub use kinds::{CompactionKind, CompactionTrigger, ErrorKind};
 pub use mcp::{McpServerInfo, McpStatus, McpToolInfo};
 pub use op::{ApprovalScope, Op};

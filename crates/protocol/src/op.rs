@@ -22,6 +22,11 @@ pub enum Op {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         images: Vec<String>,
     },
+    /// Run the custom slash command `name` (docs/extending.md) with `args` as typed: its body
+    /// with the arguments filled in is sent as the user's message, on its `model` when it
+    /// names one; starts a turn like [`Op::UserInput`]. A command that is not found, or
+    /// belongs to a workspace that is not trusted, fails the turn with a sentence saying why.
+    RunCommand { name: String, args: String },
     /// Stop the running turn or compaction; pending tool calls get "interrupted" results, a
     /// compaction writes nothing.
     Interrupt,

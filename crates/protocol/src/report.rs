@@ -203,6 +203,17 @@ pub struct ContextReport {
     /// Bytes the session's file store holds (the checkpoints of what tools changed).
     #[serde(default)]
     pub file_store_bytes: u64,
+    /// The skills the system prompt names, and those left out of it (past 50, or past 2 % of
+    /// the usable input), by name (docs/extending.md, *Skills*).
+    #[serde(default)]
+    pub skills: SkillsReport,
+}
+
+/// `skills` of the context report.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkillsReport {
+    pub listed: Vec<String>,
+    pub left_out: Vec<String>,
 }
 
 /// `background` of the context report.

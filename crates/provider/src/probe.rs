@@ -1,5 +1,5 @@
 //! Asking a local or self-hosted server what it is and what window it runs a model with
-//! (docs/compaction.md, *Small windows and local servers*): the catalog does not know local
+//! (docs/compaction.md, *Small local models*): the catalog does not know local
 //! models, and their servers load them with a window of their own (Ollama's `num_ctx`, 4096 by
 //! default on machines under 24 GiB of VRAM; llama.cpp's `--ctx-size`; LM Studio's per-model
 //! setting).

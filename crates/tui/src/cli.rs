@@ -138,6 +138,13 @@ pub enum Command {
     /// Measure what survives compaction on the built-in scenarios, with the configured
     /// model as the summarizer (and, unless --floor-only, as the one answering the probes).
     Eval(EvalArgs),
+    /// The custom slash commands, skills and project instruction files found for this
+    /// workspace, and where (home or workspace, shadowed, untrusted). Never contacts a provider.
+    Commands {
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Write a session's conversation as the user saw it: messages, tool calls folded to a
     /// line, compactions with their notes (the newest session of this workspace unless
     /// --session is given).

@@ -164,6 +164,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Anchor { command }) => {
             commands::anchor::run(cli.workspace.as_deref(), command)
         }
+        Some(Command::Commands { json }) => {
+            commands::extensions::run(&home, cli.workspace.as_deref(), json)
+        }
         Some(Command::Mcp { command: McpCommand::List { json } }) => {
             commands::mcp::list(&home, &cli.global, cli.workspace.as_deref(), json)
         }

@@ -146,6 +146,18 @@ pub fn human(r: &ContextReport) -> String {
             r.file_store_bytes
         ));
     }
+    if !r.skills.listed.is_empty() {
+        out.push_str(&format!(
+            "skills named in the system prompt: {}\n",
+            r.skills.listed.join(", ")
+        ));
+    }
+    if !r.skills.left_out.is_empty() {
+        out.push_str(&format!(
+            "skills left out of the system prompt (past 50, or past 2 % of usable input): {}\n",
+            r.skills.left_out.join(", ")
+        ));
+    }
     out
 }
 
@@ -221,6 +233,7 @@ mod tests {
             view: Vec::new(),
             branches: Vec::new(),
             file_store_bytes: 0,
+            skills: Default::default(),
         };
         let text = human(&report);
         for needle in [

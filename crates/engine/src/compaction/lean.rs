@@ -30,7 +30,12 @@ pub fn wanted(prefix_tokens: u64, window: u64) -> bool {
 
 /// The lean request's system prompt.
 pub fn system_prompt() -> SystemPrompt {
-    SystemPrompt { base: SYSTEM.to_owned(), instructions: Vec::new(), skipped: Vec::new() }
+    SystemPrompt {
+        base: SYSTEM.to_owned(),
+        instructions: Vec::new(),
+        skipped: Vec::new(),
+        skills: String::new(),
+    }
 }
 
 /// Estimated tokens of [`system_prompt`] (an upper bound: a quarter of its bytes, rounded up,

@@ -44,20 +44,26 @@ impl FilesTouched {
     }
 }
 
-/// Collects the files of `covered`'s tool calls (newest first), then those of the previous
-/// record (`previous`, already newest first) that the new calls did not mention. A call whose
-/// result says it failed, was denied or refused touched nothing and is left out.
-pub fn files_touched(covered: &[Message], previous: &[String]) -> FilesTouched {
-    let mut order: Vec<String> = Vec::new();
-    let mut actions: HashMap<String, Vec<&'static str>> = HashMap::new();
-    let failed: std::collections::HashSet<&str> = covered
+/// The ids of `covered`'s tool calls whose result says they failed (or were denied or
+/// refused): they touched nothing and read nothing.
+fn failed_calls(covered: &[Message]) -> std::collections::HashSet<&str> {
+    covered
         .iter()
         .flat_map(|m| &m.content)
         .filter_map(|part| match part {
             Part::ToolResult { tool_use_id, is_error: true, .. } => Some(tool_use_id.as_str()),
             _ => None,
         })
-        .collect();
+        .collect()
+}
+
+/// Collects the files of `covered`'s tool calls (newest first), then those of the previous
+/// record (`previous`, already newest first) that the new calls did not mention. A call whose
+/// result says it failed, was denied or refused touched nothing and is left out.
+pub fn files_touched(covered: &[Message], previous: &[String]) -> FilesTouched {
+    let mut order: Vec<String> = Vec::new();
+    let mut actions: HashMap<String, Vec<&'static str>> = HashMap::new();
+    let failed = failed_calls(covered);
     for message in covered.iter().rev().filter(|m| m.role == Role::Assistant) {
         for part in message.content.iter().rev() {
             let Part::ToolUse { id, name, input } = part else { continue };
@@ -159,6 +165,38 @@ pub struct NoteInput<'a> {
     pub anchors: Option<&'a str>,
     /// The live plan's `## Plan` section ([`crate::plan::section`]), when there is a plan.
     pub plan: Option<&'a str>,
+    /// The skills whose `SKILL.md` a covered call read (docs/extending.md, *Skills*), by
+    /// name with the path to read again.
+    pub skills: &'a [(String, String)],
+}
+
+/// The heading of the skills the covered calls read.
+pub const SKILLS_TITLE: &str = "## Skills in use";
+
+/// The skills whose `SKILL.md` a covered `read_file` call read that did not fail, each once,
+/// first read first: `skill_of` names the skill a path (as the call gave it) is the
+/// `SKILL.md` of, with the path to read.
+pub fn skills_read(
+    covered: &[Message],
+    skill_of: &dyn Fn(&str) -> Option<(String, String)>,
+) -> Vec<(String, String)> {
+    let failed = failed_calls(covered);
+    let mut found: Vec<(String, String)> = Vec::new();
+    for message in covered.iter().filter(|m| m.role == Role::Assistant) {
+        for part in &message.content {
+            let Part::ToolUse { id, name, input } = part else { continue };
+            if name != "read_file" || failed.contains(id.as_str()) {
+                continue;
+            }
+            let Some(path) = input.get("path").and_then(Value::as_str) else { continue };
+            if let Some(skill) = skill_of(path) {
+                if !found.contains(&skill) {
+                    found.push(skill);
+                }
+            }
+        }
+    }
+    found
 }
 
 /// The note's full text.
@@ -196,6 +234,15 @@ pub fn compose(input: &NoteInput<'_>) -> String {
     }
     out.push_str("\n\n");
     out.push_str(&input.live.stamp());
+    if !input.skills.is_empty() {
+        out.push_str(&format!("\n\n{SKILLS_TITLE}\n"));
+        let listed: Vec<String> = input
+            .skills
+            .iter()
+            .map(|(name, path)| format!("- `{name}`: read `{path}` again before relying on it"))
+            .collect();
+        out.push_str(&listed.join("\n"));
+    }
     if let Some(anchors) = input.anchors.filter(|a| !a.trim().is_empty()) {
         out.push_str(&format!("\n\n{ANCHORS_TITLE}\n"));
         out.push_str(anchors.trim_end_matches('\n'));
@@ -287,6 +334,7 @@ mod tests {
             live: &LiveState { workspace: "/w".into(), branch: None, commit: None },
             anchors: None,
             plan: None,
+            skills: &[],
         });
         assert!(note.contains("- and 44 more\n\n"));
     }
@@ -308,6 +356,7 @@ mod tests {
             live: &live,
             anchors: Some(anchors),
             plan: Some("## Plan\n- [done] Write the lexer\n- [pending] Write the parser"),
+            skills: &[("pdf".into(), "/h/skills/pdf/SKILL.md".into())],
         });
         let order = [
             HEADER,
@@ -316,6 +365,7 @@ mod tests {
             "## Plan\n- [done] Write the lexer\n- [pending] Write the parser",
             "## Running now\n- `cargo run` (pid 42, listening on 8080)",
             "Live state at compaction: workspace /w; git branch main at abc1234. Re-check before acting.",
+            "## Skills in use\n- `pdf`: read `/h/skills/pdf/SKILL.md` again before relying on it",
             "User-pinned anchors (verbatim):\nNever push to main.\n---\nUse rustls.",
             CLOSING,
         ];

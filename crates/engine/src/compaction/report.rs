@@ -94,7 +94,7 @@ fn replay_session(params: &ReportParams<'_>) -> Result<Replayed, EngineError> {
             .or_insert_with(|| counts::Counted::of_item(&item.content).exact());
     }
     let compact = limits.window <= crate::budget::SMALL_WINDOW;
-    let system = system_counts(&workspace, &config, params.home, compact);
+    let system = system_counts(&workspace, &config, params.home, (compact, limits.usable_input));
     let plain =
         PlainView::new(&view, |item| item.tokens.or_else(|| known.get(&count_key(item)).copied()));
     let mut count = |e: &codewhale_journal::Entry| u64::from(count_once(&mut known, e));
@@ -120,6 +120,10 @@ pub fn context_report(params: &ReportParams<'_>) -> Result<ContextReport, Engine
         .map(|a| redactor.redact(&a).into_owned());
     let mut report = build(&journal, &view, &plain, &budget, &model, anchors_text.as_deref());
     report.file_store_bytes = crate::checkpoint::FileStore::beside(&path).size_bytes();
+    let trusted =
+        crate::extensions::workspace_trusted(params.home, &workspace, &config.trusted_workspaces);
+    let catalog = crate::extensions::Catalog::discover(params.home, &workspace, trusted);
+    report.skills = catalog.skills_report(budget.limits().usable_input);
     Ok(report)
 }
 
@@ -167,7 +171,7 @@ pub fn next_request(params: &ReportParams<'_>) -> Result<NextRequest, EngineErro
 }
 
 /// The window the probe cache holds for the server the configuration (and the environment's
-/// base URL) points at and `model` (docs/compaction.md, *Small windows and local servers*).
+/// base URL) points at and `model` (docs/compaction.md, *Small local models*).
 fn server_window(
     home: &Path,
     config: &config::Config,
@@ -211,16 +215,22 @@ fn count_once(known: &mut HashMap<EntryId, u32>, entry: &codewhale_journal::Entr
 
 /// The system prompt's and the tool schemas' counts: the built-in tools plus each MCP
 /// server's last listed tools (from the cache; no server is started for a report).
+/// `compact`: the small window's prefix; `usable_input`: what the skills' 2 % is of.
 fn system_counts(
     workspace: &Path,
     config: &config::Config,
     home: &Path,
-    compact: bool,
+    (compact, usable_input): (bool, u64),
 ) -> SystemCounts {
     let mut specs = crate::tools::specs(compact, config.tools.web_fetch_enabled());
     let servers = session::mcp_servers(config, workspace, home);
     specs.extend(session::mcp_specs(&servers.offered_now()));
-    let prompt = SystemPrompt::load(workspace, compact).text();
+    let mut prompt = SystemPrompt::load(workspace, compact);
+    // The skills as the live session names them.
+    let trusted = crate::extensions::workspace_trusted(home, workspace, &config.trusted_workspaces);
+    let catalog = crate::extensions::Catalog::discover(home, workspace, trusted);
+    prompt.skills = catalog.skill_listing(usable_input).block;
+    let prompt = prompt.text();
     counts::system_counts_cached(&prompt, &specs, &home.join("cache").join("system-counts.json"))
 }
 
@@ -368,6 +378,7 @@ pub fn build(
         view: entries,
         branches: crate::branches::branches(journal),
         file_store_bytes: 0,
+        skills: Default::default(),
     }
 }
 

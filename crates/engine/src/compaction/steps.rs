@@ -66,6 +66,7 @@ pub(crate) fn note_fixed_tokens(
         commit: Some("0123456789ab".to_owned()),
     };
     let plan = session.live_plan().map(|p| crate::plan::section(&p));
+    let skills = skills_read(session, covered);
     let text = note::compose(&NoteInput {
         summary: "",
         files: &files,
@@ -73,6 +74,7 @@ pub(crate) fn note_fixed_tokens(
         live: &live,
         anchors,
         plan: plan.as_deref(),
+        skills: &skills,
     });
     u64::from(crate::session::counts::exact(&text))
 }
@@ -276,6 +278,18 @@ pub(crate) fn auto_worthwhile(session: &Session) -> bool {
     after < limits.threshold || pressure >= after + regrowth(session)
 }
 
+/// The skills whose `SKILL.md` a covered call read, with the path to read again.
+fn skills_read(session: &Session, covered: &[super::message::Message]) -> Vec<(String, String)> {
+    let workspace = session.workspace().to_path_buf();
+    let skill_of = |raw: &str| {
+        let path = std::path::Path::new(raw);
+        let path = if path.is_absolute() { path.to_owned() } else { workspace.join(path) };
+        let skill = session.commands.skill_of_file(&path)?;
+        Some((skill.name.clone(), skill.file.display().to_string()))
+    };
+    note::skills_read(covered, &skill_of)
+}
+
 /// The note of a summary pass: the summary plus what Codewhale knows itself (files touched by
 /// the covered calls, background commands, the live state, the anchors).
 pub(crate) async fn build_note(
@@ -304,6 +318,7 @@ pub(crate) async fn build_note(
             commit: None,
         });
     let plan = session.live_plan().map(|p| crate::plan::section(&p));
+    let skills = skills_read(session, covered);
     let text = note::compose(&NoteInput {
         summary,
         files: &files,
@@ -311,6 +326,7 @@ pub(crate) async fn build_note(
         live: &live,
         anchors,
         plan: plan.as_deref(),
+        skills: &skills,
     });
     (text, files)
 }

@@ -80,6 +80,8 @@ struct FileConfig {
     // span of its own, and `Spanned` refuses it; errors find the table in the text instead.
     #[serde(default)]
     mcp_servers: BTreeMap<String, FileMcpServer>,
+    // Any shape: a broken hook table is a notice, never a refused file (`super::hooks`).
+    hooks: Option<toml::Value>,
 }
 
 /// One `[mcp_servers.NAME]` table, in the shape Codex CLI uses (its key names, so a pasted
@@ -184,8 +186,10 @@ pub fn parse_scoped(path: &Path, text: &str, scope: Scope) -> Result<Config, Con
         let (line, key) = locate(text, span.map_or(0, |s| s.start));
         ConfigError::Invalid { path: path.to_owned(), line, key, message }
     };
-    let file: FileConfig =
+    let mut file: FileConfig =
         toml::from_str(text).map_err(|e| invalid(e.span(), e.message().trim().to_owned()))?;
+    let mut notices = Vec::new();
+    let hooks = super::hooks::parse(path, text, file.hooks.take(), &mut notices);
     let (provider_name, table_idle, hosted, provider_span) = match &file.provider {
         Some(p) => match p.get_ref() {
             FileProvider::Name(name) => (Some(name.clone()), None, None, Some(p.span())),
@@ -361,7 +365,8 @@ pub fn parse_scoped(path: &Path, text: &str, scope: Scope) -> Result<Config, Con
         trusted_workspaces,
         untrusted: None,
         mcp_servers,
-        notices: Vec::new(),
+        hooks,
+        notices,
     })
 }
 

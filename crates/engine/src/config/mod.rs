@@ -10,6 +10,7 @@
 //! only in a trusted workspace (see [`load`] and [`crate::trust`]).
 
 mod file;
+pub mod hooks;
 mod values;
 
 use std::path::{Path, PathBuf};
@@ -212,6 +213,8 @@ pub struct Config {
     pub untrusted: Option<Untrusted>,
     /// `[mcp_servers.NAME]` tables; a workspace's replace the user's of the same name.
     pub mcp_servers: Vec<codewhale_mcp::ServerConfig>,
+    /// `[[hooks.EVENT]]` tables, the user's first, then a trusted workspace's.
+    pub hooks: Vec<hooks::HookConfig>,
     /// Things to say once about the files read: a file skipped because it is not a regular
     /// file.
     pub notices: Vec<String>,
@@ -481,6 +484,7 @@ impl Config {
             self.mcp_servers.retain(|s| s.name != server.name);
             self.mcp_servers.push(server);
         }
+        self.hooks.extend(other.hooks);
         self.notices.extend(other.notices);
     }
 
@@ -502,6 +506,8 @@ impl Config {
         set(self.shell.max_processes.is_some(), "shell.max_processes");
         // A server is a program run (or a URL reached) at session start.
         set(!self.mcp_servers.is_empty(), "mcp_servers");
+        // A hook is a command run on the user's behalf.
+        set(!self.hooks.is_empty(), "hooks");
         // What loosens the sandbox; `read-only` and `network = false` only tighten it and
         // count before trust.
         set(self.sandbox.mode == Some(crate::sandbox::SandboxMode::Off), "sandbox.mode");
@@ -526,6 +532,7 @@ impl Config {
         self.shell.env.clear();
         self.shell.max_processes = None;
         self.mcp_servers.clear();
+        self.hooks.clear();
         if self.sandbox.mode == Some(crate::sandbox::SandboxMode::Off) {
             self.sandbox.mode = None;
         }

@@ -157,6 +157,7 @@ pub(super) async fn handle_idle_op(
         }
         // Handled in `run`.
         Op::UserInput { .. }
+        | Op::RunCommand { .. }
         | Op::CarryOutPlan { .. }
         | Op::SideQuestion { .. }
         | Op::Compact { .. }

@@ -221,6 +221,8 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
             resumed: session.resumed,
             workspace: session.workspace().display().to_string(),
             approval: session.policy.mode(),
+            instructions: session.instruction_names(),
+            commands: session.commands.infos(),
         },
     );
     // A message the last run journaled but never answered is set aside before anything is
@@ -339,6 +341,10 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
                 shutdown = stop;
                 answer_deferred(&mut session, &sink, deferred).await;
             }
+            Op::RunCommand { name, args } => {
+                let link = Link { ops: &mut ops, sink: &sink, gate: &gate };
+                shutdown = custom_command(&mut session, link, id, &name, &args).await;
+            }
             Op::Compact { focus } => {
                 cancel_note(&mut session, &sink, id, "/compact runs instead");
                 let cancel = CancellationToken::new();
@@ -432,6 +438,55 @@ async fn user_turn(
         cancel_note(session, sink, id, "the session was interrupted");
     }
     answer_deferred(session, sink, deferred).await;
+    stop
+}
+
+/// `/NAME args` of a custom command (docs/extending.md): its body filled in is the turn's
+/// message, on the command's `model` for that one turn (the switch there and back is journaled
+/// like `/model`). One that cannot run fails the turn with the reason and sends nothing.
+async fn custom_command(
+    session: &mut Session,
+    link: Link<'_>,
+    id: SubmissionId,
+    name: &str,
+    args: &str,
+) -> Option<SubmissionId> {
+    let sink = link.sink;
+    let failed = |message: String| {
+        sink.emit(id, Event::Error { kind: ErrorKind::Command, message });
+        sink.emit(
+            id,
+            Event::TurnFinished {
+                status: codewhale_protocol::TurnStatus::Failed,
+                text: String::new(),
+                stats: Default::default(),
+            },
+        );
+    };
+    let expanded = match session.commands.expand(name, args) {
+        Ok(expanded) => expanded,
+        Err(why) => {
+            failed(why);
+            return None;
+        }
+    };
+    let before = session.model().to_owned();
+    let switch = expanded.model.filter(|m| *m != before);
+    if let Some(model) = &switch {
+        if let Err(err) = session.switch_model(model) {
+            failed(format!("/{name} names the model {model}, which cannot be used: {err}"));
+            return None;
+        }
+        sink.emit(id, session.usage_event(None, None));
+    }
+    let message = turn::UserMessage { text: expanded.text, ..Default::default() };
+    let stop = user_turn(session, link, id, message).await;
+    if switch.is_some() {
+        if let Err(err) = session.switch_model(&before) {
+            sink.emit(id, err.event());
+        }
+        sink.emit(id, session.usage_event(None, None));
+    }
     stop
 }
 

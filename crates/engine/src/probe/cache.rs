@@ -1,6 +1,5 @@
 //! `$CODEWHALE_HOME/probe-cache.json`: what each local server last said about each model's
-//! window, shared by every Codewhale process of the home (docs/compaction.md, *Small windows
-//! and local servers*).
+//! window, shared by every Codewhale process of the home (docs/compaction.md, *Small local models*).
 //!
 //! One entry per base URL and model: when its round *started* (Unix milliseconds, written
 //! before the first request of the round goes out) and, once the round ended, its answer — a

@@ -1,5 +1,4 @@
-//! Asking a local server for its window without making anyone wait (docs/compaction.md, *Small
-//! windows and local servers*).
+//! Asking a local server for its window without making anyone wait (docs/compaction.md, *Small local models*).
 //!
 //! [`begin`] is called when a session starts running (and after a model switch). It reads the
 //! cache ([`cache`]) for the session's base URL and model: a window the server stated before,

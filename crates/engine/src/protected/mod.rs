@@ -1,5 +1,4 @@
-//! What git and Codewhale execute, found in a workspace (docs/security.md, *Protected
-//! paths*): every `.git` below it ([`walk`]) and the repositories they lead to ([`places`]),
+//! What git and Codewhale execute, found in a workspace (docs/security.md, *What git and Codewhale execute is out of the model's reach*): every `.git` below it ([`walk`]) and the repositories they lead to ([`places`]),
 //! `core.hooksPath` inside it, `.codewhale/`, and the instruction files read into the system
 //! prompt. The structure is the rule, not a list of file names: anything with a `.git`
 //! component, anything inside a folder git would take for a repository, anything under

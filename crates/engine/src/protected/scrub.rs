@@ -1,4 +1,4 @@
-//! What a command may leave of a `.git` it created (docs/security.md, *A new `.git`*): a
+//! What a command may leave of a `.git` it created (docs/security.md, *What git and Codewhale execute is out of the model's reach*): a
 //! repository directory that appeared keeps only the inert config keys
 //! ([`super::gitconfig::scrub`]) and no hook; a `.git` pointer file or link that appeared and
 //! leads outside the workspace is removed. Each removal is named.

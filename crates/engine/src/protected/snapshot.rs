@@ -1,4 +1,4 @@
-//! The put-back guard (docs/security.md, *The fallback*): a snapshot, taken before a command,
+//! The put-back guard (docs/security.md, *What git and Codewhale execute is out of the model's reach*): a snapshot, taken before a command,
 //! of everything git and Codewhale execute from — in every repository directory of the
 //! workspace its `config`, `config.worktree`, `commondir`, every entry of `hooks/` and
 //! `info/`, each `.git` entry itself (a directory by its inode, a pointer file by its bytes, a

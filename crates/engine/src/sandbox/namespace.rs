@@ -1,4 +1,4 @@
-//! The helper's namespaces (docs/security.md, *Read-only by structure*): what git and Codewhale
+//! The helper's namespaces (docs/security.md, *What git and Codewhale execute is out of the model's reach*): what git and Codewhale
 //! execute is read-only to a command because the file system says so, not because a list of
 //! names was checked.
 //!

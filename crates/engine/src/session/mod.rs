@@ -131,6 +131,9 @@ pub struct Session {
     /// Opened without a model provider (a rewind from the command line): why, as a request
     /// would fail.
     no_model: Option<String>,
+    /// The custom slash commands found for the workspace when the session opened
+    /// (docs/extending.md).
+    pub(crate) commands: crate::extensions::Catalog,
     /// Plan mode's private temp dir, the only place its commands may write
     /// ([`crate::plan_mode`]); made when a command first needs it, removed with the session.
     pub(crate) plan_scratch: crate::plan_mode::Scratch,
@@ -291,7 +294,13 @@ impl Session {
         &self.redactor
     }
 
-    /// Re-reads `AGENTS.md` and `.codewhale/instructions.md` and recounts the system prompt
+    /// The project instruction files the system prompt carries now, as named to the model.
+    pub fn instruction_names(&self) -> Vec<String> {
+        self.system.instructions.iter().map(|i| i.name.clone()).collect()
+    }
+
+    /// Re-reads the project instruction files (`AGENTS.md` or `CLAUDE.md` of each folder down
+    /// to the workspace, `.codewhale/instructions.md`) and recounts the system prompt
     /// and tool schemas. Compaction calls this after every pass.
     pub fn refresh_system_prompt(&mut self) {
         self.system = SystemPrompt::load_except(
@@ -299,6 +308,7 @@ impl Session {
             self.compact_prefix(),
             &self.withheld_instructions,
         );
+        self.system.skills = self.commands.skill_listing(self.budget.limits().usable_input).block;
         self.recount_system(false);
     }
 

@@ -103,6 +103,27 @@ impl Session {
         // Loaded again for the session's window once its budget is known (below).
         let system = SystemPrompt::load(&workspace, false);
         notices.extend(system.skipped.iter().map(|n| (NoticeLevel::Warning, n.clone())));
+        if !system.instructions.is_empty() {
+            let names: Vec<&str> = system.instructions.iter().map(|i| i.name.as_str()).collect();
+            let line = format!("project instructions read: {}", names.join(", "));
+            notices.push((NoticeLevel::Info, line));
+        }
+        let trusted = crate::extensions::workspace_trusted(
+            &params.home,
+            &workspace,
+            &params.config.trusted_workspaces,
+        );
+        let commands = crate::extensions::Catalog::discover(&params.home, &workspace, trusted);
+        notices.extend(commands.problems.iter().map(|n| (NoticeLevel::Warning, n.clone())));
+        if !params.config.hooks.is_empty() {
+            let n = params.config.hooks.len();
+            let line = format!(
+                "{n} hook{} configured: this version reads and checks [[hooks.EVENT]] tables but \
+                 does not run them yet (codewhale commands lists them)",
+                if n == 1 { " is" } else { "s are" }
+            );
+            notices.push((NoticeLevel::Warning, line));
+        }
         let literals: Vec<String> = provider.api_key.iter().cloned().collect();
         let redactor = Redactor::new(&params.config.redaction.patterns, &literals)
             .map_err(|e| EngineError::Config(crate::config::ConfigError::Redaction(e)))?;
@@ -159,6 +180,7 @@ impl Session {
             spend: super::Spend::default(),
             probe: super::probed::Probing::default(),
             no_model: None,
+            commands,
         };
         if switched {
             let model = session.provider.model.clone();

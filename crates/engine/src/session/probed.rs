@@ -1,5 +1,4 @@
-//! The window a local server states, taken into the session (docs/compaction.md, *Small
-//! windows and local servers*): started when the session runs ([`Session::start_probe`]),
+//! The window a local server states, taken into the session (docs/compaction.md, *Small local models*): started when the session runs ([`Session::start_probe`]),
 //! taken when it is in — idle, before a request, or when the session closes — and journaled as a
 //! `system` entry with `context_window` and `window_source` (`probe:…`), so `context`, `resume`,
 //! `exec` and `compact` replay the same figure.

@@ -1,4 +1,4 @@
-//! The guard around every command (docs/security.md, *Protected paths*): what git and
+//! The guard around every command (docs/security.md, *What git and Codewhale execute is out of the model's reach*): what git and
 //! Codewhale execute never changes because the model ran a command, with namespaces or
 //! without.
 //!

@@ -241,6 +241,12 @@ impl Assessment {
         }
     }
 
+    /// A `read_file` of a found skill's file: a read that stays inside what the user chose to
+    /// give the model, so it never asks (docs/extending.md, *Skills*).
+    pub fn skill_read() -> Assessment {
+        Assessment { effect: Some(Effect::Read), ..Assessment::session_state() }
+    }
+
     /// Read-only calls may run concurrently with each other.
     pub fn is_read_only(&self) -> bool {
         matches!(self.effect, Some(Effect::Read) | None)

@@ -89,6 +89,16 @@ pub fn settings(text: &str) -> Result<Vec<String>, Unshowable> {
             }
         }
     }
+    if let Some(events) = sub("hooks") {
+        for (event, tables) in events {
+            for table in tables.as_array().map(Vec::as_slice).unwrap_or_default() {
+                lines.push(format!("[[hooks.{}]]", key_text(event)));
+                for (key, value) in table.as_table().into_iter().flatten() {
+                    lines.push(format!("{} = {}", key_text(key), value_text(value)));
+                }
+            }
+        }
+    }
     if lines.len() > MAX_SHOWN_LINES {
         return Err(Unshowable {
             key: "the file".into(),

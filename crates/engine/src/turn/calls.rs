@@ -90,7 +90,7 @@ pub(crate) async fn run_calls(
 }
 
 /// How the approval policy sees `call` now, at the moment it would run: a link an earlier call
-/// of the same reply made is followed (docs/security.md, *Protected paths*). A `web_fetch` is
+/// of the same reply made is followed (docs/security.md, *What git and Codewhale execute is out of the model's reach*). A `web_fetch` is
 /// judged by the target its host resolved to.
 fn assess_now(
     ctx: &TurnCtx<'_>,
@@ -103,11 +103,26 @@ fn assess_now(
         // Unusable: running it reports why.
         (None, Some(Err(_))) => Assessment::session_state(),
         (None, None) if tools::is_session_tool(&call.name) => Assessment::session_state(),
+        (None, None) if skill_read(ctx.session, &call.name, &call.input) => {
+            Assessment::skill_read()
+        }
         (None, None) => {
             let protected = ctx.session.protected();
             tools::assess(ctx.session.workspace(), &protected, &call.name, &call.input)
         }
     }
+}
+
+/// A `read_file` of a found skill's file (docs/extending.md, *Skills*): it runs without
+/// asking in every mode, a home skill's outside the workspace included.
+fn skill_read(session: &crate::session::Session, name: &str, input: &serde_json::Value) -> bool {
+    if name != "read_file" {
+        return false;
+    }
+    let Some(raw) = input.get("path").and_then(serde_json::Value::as_str) else { return false };
+    let path = std::path::Path::new(raw);
+    let path = if path.is_absolute() { path.to_owned() } else { session.workspace().join(path) };
+    session.commands.skill_holding(&path).is_some()
 }
 
 /// Runs `calls` in order; returns false when the turn was interrupted.
@@ -259,7 +274,7 @@ async fn run_some(ctx: &mut TurnCtx<'_>, calls: &[ToolCall]) -> Result<bool, Eng
     Ok(!interrupted && !ctx.cancel.is_cancelled())
 }
 
-/// What the guard found around a command (docs/security.md, *Protected paths*), told to the
+/// What the guard found around a command (docs/security.md, *What git and Codewhale execute is out of the model's reach*), told to the
 /// model in its result and to the user as a warning; an instruction file the command created
 /// is kept out of the system prompt until the user says yes. What the end of a background
 /// command found since the last result is told here too.

@@ -33,7 +33,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "trusted",
         ],
     ),
-    ("settings", &["budget", "config", "error", "events", "recall", "trust"]),
+    ("settings", &["budget", "config", "error", "events", "extensions", "recall", "trust"]),
     ("tools", &["checkpoint", "convert", "images", "prompt", "tools"]),
     ("session", &["session"]),
     (

@@ -10,6 +10,7 @@ mod compaction_passes;
 mod discussions;
 mod doc_citations;
 mod eval;
+mod extensions;
 mod idle;
 mod interrupt;
 mod layers;

@@ -1,5 +1,5 @@
 //! A local server's window, asked once a minute and never in a request's way (docs/compaction.md,
-//! *Small windows and local servers*): the cache in the home, the round in the background, the
+//! *Small local models*): the cache in the home, the round in the background, the
 //! window journaled so every command reports the same figure.
 
 use codewhale_engine::offline::{self, ReportParams};

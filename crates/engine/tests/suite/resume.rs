@@ -299,6 +299,10 @@ async fn a_resumed_session_works_in_the_directory_it_was_started_in() {
     assert!(!windows.is_empty() && windows.iter().all(|w| *w == 123_456), "{windows:?}");
     let ws = h.workspace().display().to_string();
     assert!(pwd.starts_with(&format!("{ws}\n")), "tools run in the session's tree: {pwd}");
+    // The instruction files read are named once, from the session's own tree.
+    assert!(notices.contains(&"Info: project instructions read: AGENTS.md".to_owned()));
+    let notices: Vec<&String> =
+        notices.iter().filter(|n| !n.contains("project instructions read")).collect();
     assert_eq!(notices.len(), 1, "{notices:?}");
     assert!(notices[0].starts_with("Info: ") && notices[0].contains(&ws), "{notices:?}");
     let system = h.server.requests()[1].body["messages"][0]["content"].to_string();

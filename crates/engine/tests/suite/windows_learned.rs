@@ -166,6 +166,20 @@ async fn fifteen_turns_at_a_three_thousand_token_window_compact_a_few_times() {
         if provider == "openai" {
             let props = serde_json::json!({"default_generation_settings": {"n_ctx": WINDOW}});
             h.server.serve_get("/props", props);
+            // The server's answer is in the probe cache before the turns start, as after any
+            // earlier run: a background probe slower than a loaded machine's short process is
+            // not what this test measures.
+            let engine: Running = Engine::spawn(unconfigured(&h, provider)).unwrap().into();
+            let cache = h.home.path().join("probe-cache.json");
+            let stated = || std::fs::read_to_string(&cache).is_ok_and(|t| t.contains("3000"));
+            for _ in 0..800 {
+                if stated() {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+            }
+            assert!(stated(), "the probe never cached the stated window");
+            engine.shutdown().await;
         }
         for k in 0..15 {
             let mut p = if provider == "openai" {

@@ -1,5 +1,4 @@
-//! The session `context --json`'s memory is measured on (docs/performance.md, *Memory of a
-//! report*): a long coding session compacted once, generated deterministically from a seed.
+//! The session `context --json`'s memory is measured on (docs/performance.md, *Opening a long session, end to end*): a long coding session compacted once, generated deterministically from a seed.
 //!
 //! Turns of four entries — a user text of 8–200 words, an assistant text of 5–120 words with one
 //! `read_file` call, the call's result of 1–32 KiB (log-uniform), a short answer — until the

@@ -197,8 +197,9 @@ struct Message {
 async fn exec(params: EngineParams, message: Message, json: bool) -> anyhow::Result<ExitCode> {
     let mut stops = Stops::new()?;
     let (handle, mut events) = Engine::spawn(params)?;
-    let Message { prompt, mentioned, images } = message;
-    let turn = handle.submit(Op::UserInput { text: prompt, attachments: mentioned, images });
+    // Sent once the session says which custom commands it has: `/NAME args` runs one.
+    let mut message = Some(message);
+    let mut turn = None;
     let mut outcome: Option<(TurnStatus, String)> = None;
     let mut errors: Vec<String> = Vec::new();
     let mut stdout = std::io::stdout().lock();
@@ -248,6 +249,15 @@ async fn exec(params: EngineParams, message: Message, json: bool) -> anyhow::Res
             }
         }
         match msg.event {
+            Event::SessionConfigured { commands, .. } => {
+                if let Some(Message { prompt, mentioned, images }) = message.take() {
+                    let op = match custom_command(&prompt, &commands) {
+                        Some((name, args)) => Op::RunCommand { name, args },
+                        None => Op::UserInput { text: prompt, attachments: mentioned, images },
+                    };
+                    turn = Some(handle.submit(op));
+                }
+            }
             Event::ApprovalNeeded { call_id, name, input, reason, offers, .. } => {
                 let offer = offers.into_iter().next();
                 let answer = tokio::task::spawn_blocking(move || {
@@ -261,10 +271,10 @@ async fn exec(params: EngineParams, message: Message, json: bool) -> anyhow::Res
                 });
             }
             Event::Error { message, .. } => errors.push(message),
-            Event::MessageTakenBack { text } if msg.id != turn && !json => {
+            Event::MessageTakenBack { text } if Some(msg.id) != turn && !json => {
                 errln!("codewhale: {}", set_aside_line(&text));
             }
-            Event::TurnFinished { status, text, .. } if msg.id == turn => {
+            Event::TurnFinished { status, text, .. } if Some(msg.id) == turn => {
                 outcome = Some((status, text));
                 handle.submit(Op::Shutdown);
                 // Ended: closing (a sync of the journal) gets a little longer.
@@ -302,6 +312,23 @@ async fn exec(params: EngineParams, message: Message, json: bool) -> anyhow::Res
             ExitCode::from(1)
         }
     })
+}
+
+/// A prompt whose first word is `/NAME` of a custom command found for this workspace (one
+/// an untrusted workspace holds included: the engine says why it does not run): its name and
+/// the rest as its arguments. Any other prompt — one that starts with a path, one naming a
+/// built-in command of the terminal UI — is sent as written.
+fn custom_command(
+    prompt: &str,
+    commands: &[codewhale_protocol::CustomCommandInfo],
+) -> Option<(String, String)> {
+    let rest = prompt.trim_start().strip_prefix('/')?;
+    let (name, args) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+    if crate::tui::slash::SlashCommand::from_name(name).is_some() {
+        return None;
+    }
+    commands.iter().find(|c| c.name == name)?;
+    Some((name.to_owned(), args.trim().to_owned()))
 }
 
 /// What `exec` says when opening set aside a message the last run never got a reply to.

@@ -6,6 +6,7 @@ pub mod context;
 pub mod eval;
 pub mod exec;
 pub mod export;
+pub mod extensions;
 pub mod import;
 pub mod interactive;
 pub mod journal_check;

@@ -10,7 +10,8 @@
 //! anything else is added after it, so the transcript keeps the engine's order.
 
 use codewhale_protocol::{
-    AnchorChange, ApprovalMode, Event, EventMsg, Figure, Grant, NoticeLevel, Plan,
+    AnchorChange, ApprovalMode, CustomCommandInfo, Event, EventMsg, Figure, Grant, NoticeLevel,
+    Plan,
 };
 
 use super::app::{App, Gauge, Pending};
@@ -26,8 +27,18 @@ impl App {
         match msg.event {
             Event::SessionOpening { bytes, .. } => self.session.opening = Some(bytes),
             Event::SessionConfigured {
-                session_id, model, resumed, workspace, approval, ..
-            } => self.on_session_configured(session_id, model, resumed, workspace, approval),
+                session_id,
+                model,
+                resumed,
+                workspace,
+                approval,
+                instructions,
+                commands,
+                ..
+            } => {
+                self.on_extensions(instructions, commands);
+                self.on_session_configured(session_id, model, resumed, workspace, approval)
+            }
             Event::History { page } => self.on_history(page, pending),
             Event::MessageTakenBack { text } => self.message_taken_back(text),
             Event::ImagesAttached { images } => self.images_attached(images),
@@ -140,6 +151,17 @@ impl App {
             // `Event` is `#[non_exhaustive]`: an event a newer engine sends is skipped here.
             other => tracing::debug!("an engine event this UI does not know: {other:?}"),
         }
+    }
+
+    /// What the session found for its workspace: the instruction files it read (`/init`
+    /// writes the workspace's own) and the custom commands (a clash with a built-in is said
+    /// once).
+    fn on_extensions(&mut self, instructions: Vec<String>, commands: Vec<CustomCommandInfo>) {
+        self.session.instructions = instructions;
+        if let Some(clash) = super::slash::clashes(&commands) {
+            self.notice(NoticeKind::Warning, clash);
+        }
+        self.session.commands = commands;
     }
 
     fn on_session_configured(

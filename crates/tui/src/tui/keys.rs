@@ -90,7 +90,7 @@ impl App {
             KeyCode::PageDown => self.transcript.scroll_down(page),
             KeyCode::Tab if self.popup_open() => self.complete(),
             KeyCode::Up | KeyCode::Down if self.popup_open() => {
-                let n = slash::completions(&self.composer.text()).len().max(1);
+                let n = self.completions().len().max(1);
                 self.popups.completion = if key.code == KeyCode::Up {
                     (self.popups.completion + n - 1) % n
                 } else {
@@ -101,7 +101,12 @@ impl App {
                 // A complete command name runs; a partly typed one is completed first, so
                 // `/c` never runs `/compact` (a model call) by surprise.
                 let typed = self.composer.text();
-                let exact = slash::parse(&typed).is_some_and(|p| p.is_ok());
+                let exact = slash::parse(&typed).is_some_and(|p| match p {
+                    Ok(_) => true,
+                    Err(slash::UnknownCommand(name)) => {
+                        slash::offered(&self.session.commands).any(|c| c.name == name)
+                    }
+                });
                 if exact {
                     let text = self.composer.take_submission();
                     self.submit_text(text);
@@ -242,13 +247,13 @@ impl App {
     }
 
     fn complete(&mut self) {
-        let matches = slash::completions(&self.composer.text());
+        let matches = self.completions();
         if let Some(cmd) = matches.get(self.popups.completion.min(matches.len().saturating_sub(1)))
         {
-            let text = if cmd.args().is_empty() {
-                format!("/{}", cmd.name())
-            } else {
+            let text = if cmd.takes_args() {
                 format!("/{} ", cmd.name())
+            } else {
+                format!("/{}", cmd.name())
             };
             self.composer.set_text(&text);
             self.popups.completion = 0;

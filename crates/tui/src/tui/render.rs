@@ -12,7 +12,6 @@ use ratatui::Frame;
 
 use super::app::App;
 use super::composer::layout::Cell;
-use super::slash;
 
 /// Composer rows shown at most before it scrolls.
 const MAX_COMPOSER_ROWS: usize = 8;
@@ -169,7 +168,7 @@ impl App {
     }
 
     fn draw_popup(&self, pane: Rect, frame: &mut Frame<'_>) {
-        let matches = slash::completions(&self.composer.text());
+        let matches = self.completions();
         if matches.is_empty() {
             return;
         }
@@ -188,7 +187,7 @@ impl App {
                 };
                 Line::from(vec![
                     Span::styled(format!("  {:<32}", c.usage()), style),
-                    Span::styled(c.description().to_owned(), Style::new().fg(Color::DarkGray)),
+                    Span::styled(c.description(), Style::new().fg(Color::DarkGray)),
                 ])
             })
             .collect();

@@ -3,6 +3,8 @@
 //! matches, so adding a command forces every decision. `/help`, completion and
 //! `docs/commands.md` are all generated from here.
 
+use codewhale_protocol::CustomCommandInfo;
+
 /// Every slash command, in table order (the order of `/help` and the completion popup).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, strum::EnumIter)]
 pub enum SlashCommand {
@@ -137,7 +139,7 @@ impl SlashCommand {
                 "Show what changed in the workspace since the session started (tracked and untracked files), as a scrollable colored diff; Esc closes it."
             }
             SlashCommand::Init => {
-                "Ask the model to write AGENTS.md for this repository, or update the one there (through the usual approvals)."
+                "Ask the model to write the workspace's instruction file (AGENTS.md, or CLAUDE.md when that is the one read), or update it (through the usual approvals)."
             }
             SlashCommand::Approval => {
                 "Show the approval mode, the sandbox mode and this session's \"always\" grants (d \
@@ -242,14 +244,88 @@ pub fn parse(text: &str) -> Option<Result<Invocation, UnknownCommand>> {
     })
 }
 
+/// The custom commands (docs/extending.md) offered in the popup and run by `/NAME`: those
+/// that can run here and are not named like a built-in command (the built-in wins).
+pub fn offered(custom: &[CustomCommandInfo]) -> impl Iterator<Item = &CustomCommandInfo> {
+    custom.iter().filter(|c| SlashCommand::from_name(&c.name).is_none() && c.unavailable.is_none())
+}
+
+/// One row of the completion popup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Completion<'a> {
+    Builtin(SlashCommand),
+    Custom(&'a CustomCommandInfo),
+}
+
+impl Completion<'_> {
+    pub fn name(&self) -> &str {
+        match self {
+            Completion::Builtin(c) => c.name(),
+            Completion::Custom(c) => &c.name,
+        }
+    }
+
+    /// `/name args` as the popup shows it.
+    pub fn usage(&self) -> String {
+        match self {
+            Completion::Builtin(c) => c.usage(),
+            Completion::Custom(c) => custom_usage(c),
+        }
+    }
+
+    pub fn description(&self) -> String {
+        match self {
+            Completion::Builtin(c) => c.description().to_owned(),
+            Completion::Custom(c) if c.description.is_empty() => {
+                format!("(custom command, {})", c.source.name())
+            }
+            Completion::Custom(c) => format!("{} ({})", c.description, c.source.name()),
+        }
+    }
+
+    /// Whether completing it leaves a space for arguments.
+    pub fn takes_args(&self) -> bool {
+        match self {
+            Completion::Builtin(c) => !c.args().is_empty(),
+            // Any custom command takes arguments: without a placeholder they are appended.
+            Completion::Custom(_) => true,
+        }
+    }
+}
+
+fn custom_usage(c: &CustomCommandInfo) -> String {
+    if c.argument_hint.is_empty() {
+        format!("/{}", c.name)
+    } else {
+        format!("/{} {}", c.name, c.argument_hint)
+    }
+}
+
 /// Commands whose name starts with what follows `/` in `text`, while the name is being typed
-/// (no space yet).
-pub fn completions(text: &str) -> Vec<SlashCommand> {
+/// (no space yet): the built-ins in table order, then the custom commands offered.
+pub fn completions<'a>(text: &str, custom: &'a [CustomCommandInfo]) -> Vec<Completion<'a>> {
     let Some(prefix) = text.strip_prefix('/') else { return Vec::new() };
     if prefix.contains(char::is_whitespace) || prefix.starts_with('/') {
         return Vec::new();
     }
-    all().filter(|c| c.name().starts_with(prefix)).collect()
+    let builtin = all().filter(|c| c.name().starts_with(prefix)).map(Completion::Builtin);
+    let custom = offered(custom).filter(|c| c.name.starts_with(prefix)).map(Completion::Custom);
+    builtin.chain(custom).collect()
+}
+
+/// The notice for custom commands named like a built-in (said once when a session opens).
+pub fn clashes(custom: &[CustomCommandInfo]) -> Option<String> {
+    let names: Vec<String> = custom
+        .iter()
+        .filter(|c| SlashCommand::from_name(&c.name).is_some())
+        .map(|c| format!("/{} ({})", c.name, c.source.name()))
+        .collect();
+    (!names.is_empty()).then(|| {
+        format!(
+            "custom command {} is named like a built-in command, which wins; rename its file to              use it",
+            names.join(", ")
+        )
+    })
 }
 
 /// The row of [`KEYS`] that needs keyboard enhancement.
@@ -340,12 +416,24 @@ pub const KEYS: &[(&str, &str)] = &[
 ];
 
 /// `/help`'s text; without keyboard enhancement the terminal cannot tell Shift+Enter from
-/// Enter, so the newline keys listed are the ones that work.
-pub fn help_text(keyboard_enhanced: bool) -> String {
+/// Enter, so the newline keys listed are the ones that work. The custom commands found for
+/// the workspace follow the built-ins, an untrusted workspace's with why they do not run.
+pub fn help_text(keyboard_enhanced: bool, custom: &[CustomCommandInfo]) -> String {
     let mut out = String::from("Commands:\n");
     for c in all() {
         let busy = if c.allowed_during_turn() { "" } else { " (not while a turn runs)" };
         out.push_str(&format!("  {}\n      {}{busy}\n", c.usage(), c.description()));
+    }
+    if !custom.is_empty() {
+        out.push_str("Custom commands (codewhale commands lists where each comes from):\n");
+        for c in custom {
+            let what = match (&c.unavailable, SlashCommand::from_name(&c.name)) {
+                (_, Some(_)) => "named like a built-in command, which wins".to_owned(),
+                (Some(why), None) => why.clone(),
+                (None, None) => Completion::Custom(c).description(),
+            };
+            out.push_str(&format!("  {}\n      {what}\n", custom_usage(c)));
+        }
     }
     out.push_str("Keys:\n");
     for (key, what) in KEYS {
@@ -378,6 +466,14 @@ pub fn commands_markdown() -> String {
         let usage = c.usage().replace('|', "\\|");
         out.push_str(&format!("| `{usage}` | {} | {busy} |\n", c.description()));
     }
+    out.push_str(
+        "\nCustom slash commands — Markdown prompts in `$CODEWHALE_HOME/commands/` and a \
+         trusted workspace's `.codewhale/commands/` ([extending.md](extending.md)) — join the \
+         popup after these, with their description and where they come from, and `/help` lists \
+         them; `/NAME args` sends the body with `$ARGUMENTS` and `$1`…`$9` filled in (queued \
+         like a message while a turn runs). One named like a built-in is said once and the \
+         built-in runs; an untrusted workspace's is not offered, and typing it says why.\n",
+    );
     out.push_str("\n## Keys\n\n| key | action |\n|---|---|\n");
     for (key, what) in KEYS {
         out.push_str(&format!("| {key} | {what} |\n"));
@@ -547,8 +643,8 @@ mod tests {
 
     #[test]
     fn help_lists_the_newline_keys_that_work_in_this_terminal() {
-        assert!(help_text(true).contains("Shift+Enter, Alt+Enter, Ctrl+J"));
-        let plain = help_text(false);
+        assert!(help_text(true, &[]).contains("Shift+Enter, Alt+Enter, Ctrl+J"));
+        let plain = help_text(false, &[]);
         assert!(!plain.contains("Shift+Enter,"));
         assert!(plain.contains("Alt+Enter, Ctrl+J"));
     }
@@ -576,19 +672,30 @@ mod tests {
 
     #[test]
     fn completion_matches_prefixes_until_a_space() {
-        assert_eq!(
-            completions("/c"),
-            [
-                SlashCommand::Compact,
-                SlashCommand::Context,
-                SlashCommand::Clear,
-                SlashCommand::Checkout,
-                SlashCommand::Cost
-            ]
-        );
-        assert_eq!(completions("/re"), [SlashCommand::Resume, SlashCommand::Rewind]);
-        assert!(completions("/compact now").is_empty());
-        assert!(completions("hi").is_empty());
+        let names = |text: &str, custom: &[CustomCommandInfo]| -> Vec<String> {
+            completions(text, custom).iter().map(|c| c.name().to_owned()).collect()
+        };
+        assert_eq!(names("/c", &[]), ["compact", "context", "clear", "checkout", "cost"]);
+        assert_eq!(names("/re", &[]), ["resume", "rewind"]);
+        assert!(completions("/compact now", &[]).is_empty());
+        assert!(completions("hi", &[]).is_empty());
+        // Custom commands follow the built-ins; a clash or an untrusted one is not offered.
+        let custom = |name: &str, unavailable: Option<&str>| CustomCommandInfo {
+            name: name.into(),
+            description: "d".into(),
+            argument_hint: "[x]".into(),
+            source: codewhale_protocol::ExtensionSource::Home,
+            unavailable: unavailable.map(str::to_owned),
+        };
+        let found =
+            [custom("review", None), custom("compact", None), custom("cleanup", Some("no"))];
+        assert_eq!(names("/", &found).last().map(String::as_str), Some("review"));
+        assert_eq!(names("/c", &found), ["compact", "context", "clear", "checkout", "cost"]);
+        assert_eq!(completions("/rev", &found)[0].usage(), "/review [x]");
+        assert!(clashes(&found).unwrap().contains("/compact (home)"));
+        let help = help_text(true, &found);
+        assert!(help.contains("/review [x]\n      d (home)"), "{help}");
+        assert!(help.contains("/cleanup [x]\n      no"), "{help}");
     }
 
     #[test]

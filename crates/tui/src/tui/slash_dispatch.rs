@@ -132,7 +132,14 @@ impl App {
 
     /// `/init [more]`: asks the model to write or update the instruction file.
     fn init(&mut self, args: &str) {
-        let mut prompt = INIT_PROMPT.to_owned();
+        // The workspace's own instruction file is the one written: CLAUDE.md when that is
+        // the one read (no AGENTS.md beside it).
+        let claude = self.session.instructions.iter().any(|n| n == "CLAUDE.md");
+        let mut prompt = if claude {
+            INIT_PROMPT.replace("AGENTS.md", "CLAUDE.md")
+        } else {
+            INIT_PROMPT.to_owned()
+        };
         if !args.is_empty() {
             prompt.push_str(&format!("\n\nAlso: {args}"));
         }
@@ -158,7 +165,7 @@ impl App {
     }
 
     fn help(&mut self) {
-        let text = slash::help_text(self.screen.keyboard_enhanced);
+        let text = slash::help_text(self.screen.keyboard_enhanced, &self.session.commands);
         self.views.push(TextView::new("help", &text))
     }
 

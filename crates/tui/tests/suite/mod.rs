@@ -7,6 +7,7 @@ mod exec;
 mod exec_background;
 mod exec_truncation;
 mod export_cli;
+mod extensions_cli;
 mod habits_pty;
 mod hostile;
 mod images;

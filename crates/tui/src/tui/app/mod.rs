@@ -287,13 +287,28 @@ impl App {
         self.effects.push(Effect::RememberPrompt(text.clone()));
         if let Some(parsed) = slash::parse(&text) {
             match parsed {
-                Ok(invocation) => self.run_command(invocation),
-                Err(slash::UnknownCommand(name)) => self.notice(
-                    NoticeKind::Error,
-                    format!("unknown command /{name}; /help lists the commands"),
-                ),
+                Ok(invocation) => {
+                    self.run_command(invocation);
+                    return;
+                }
+                // A custom command goes like a message (queued while a turn runs); the
+                // engine fills it in ([`App::send_message`]).
+                Err(slash::UnknownCommand(name))
+                    if slash::offered(&self.session.commands).any(|c| c.name == name) => {}
+                Err(slash::UnknownCommand(name)) => {
+                    let why = self
+                        .session
+                        .commands
+                        .iter()
+                        .find(|c| c.name == name)
+                        .and_then(|c| c.unavailable.clone());
+                    let text = why.unwrap_or_else(|| {
+                        format!("unknown command /{name}; /help lists the commands")
+                    });
+                    self.notice(NoticeKind::Error, text);
+                    return;
+                }
             }
-            return;
         }
         let mut mentions = std::mem::take(&mut self.popups.mentions);
         mentions.retain(|path| text.contains(&format!("@{path}")));
@@ -345,10 +360,13 @@ impl App {
             self.lifecycle = Lifecycle::RunningTool { name: format!("!{}", command.trim()) };
             return true;
         }
-        let op = Op::UserInput {
-            text: text.clone(),
-            attachments: attachments.clone(),
-            images: Vec::new(),
+        let op = match self.custom_invocation(&text) {
+            Some((name, args)) => Op::RunCommand { name, args },
+            None => Op::UserInput {
+                text: text.clone(),
+                attachments: attachments.clone(),
+                images: Vec::new(),
+            },
         };
         if self.submit(op).is_none() {
             return false;
@@ -361,6 +379,14 @@ impl App {
         self.transcript.push(UserCell { text: shown });
         self.lifecycle = Lifecycle::Streaming { thinking: false };
         true
+    }
+
+    /// `/NAME args` of a custom command this workspace offers: its name and arguments.
+    fn custom_invocation(&self, text: &str) -> Option<(String, String)> {
+        let Some(Err(slash::UnknownCommand(name))) = slash::parse(text) else { return None };
+        slash::offered(&self.session.commands).find(|c| c.name == name)?;
+        let rest = text.trim_start().strip_prefix('/')?.strip_prefix(name.as_str())?;
+        Some((name, rest.trim().to_owned()))
     }
 
     /// Once the engine is idle: the first queued message starts the next turn (the others wait
@@ -455,7 +481,12 @@ impl App {
         self.views.is_empty()
             && !self.popups.popup_dismissed
             && !self.composer.is_recalled()
-            && !slash::completions(&self.composer.text()).is_empty()
+            && !self.completions().is_empty()
+    }
+
+    /// The popup's rows for what is typed: built-ins, then the custom commands offered.
+    pub(crate) fn completions(&self) -> Vec<slash::Completion<'_>> {
+        slash::completions(&self.composer.text(), &self.session.commands)
     }
 }
 

@@ -46,6 +46,11 @@ pub struct SessionFacts {
     pub approval_asked: Option<codewhale_protocol::SubmissionId>,
     /// `/clear` left this conversation (its id) for a new one: said once the new one is open.
     pub kept: Option<String>,
+    /// The project instruction files the engine read, relative to the workspace (`/init`
+    /// writes to the workspace's own: `CLAUDE.md` when that is the one read).
+    pub instructions: Vec<String>,
+    /// The custom slash commands found for the workspace (docs/extending.md).
+    pub commands: Vec<codewhale_protocol::CustomCommandInfo>,
 }
 
 impl SessionFacts {

@@ -255,6 +255,8 @@ fn clear_names_the_kept_conversation_by_a_prefix_only_it_has() {
             resumed: false,
             workspace: "project".into(),
             approval: Default::default(),
+            instructions: Vec::new(),
+            commands: Vec::new(),
         },
     );
     assert_eq!(

@@ -22,6 +22,8 @@ fn a_resumed_session_shows_its_history_first() {
             resumed: true,
             workspace: "project".into(),
             approval: Default::default(),
+            instructions: Vec::new(),
+            commands: Vec::new(),
         },
     );
     let page = HistoryPage {

@@ -49,6 +49,8 @@ impl Harness {
                 resumed: false,
                 workspace: "project".into(),
                 approval: Default::default(),
+                instructions: Vec::new(),
+                commands: Vec::new(),
             },
         );
         h
@@ -123,6 +125,7 @@ impl Harness {
 
 mod background;
 mod composer;
+mod extensions;
 mod habits;
 mod history;
 mod images;

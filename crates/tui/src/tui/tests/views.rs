@@ -211,6 +211,7 @@ pub(super) fn report() -> ContextReport {
         }],
         branches: Vec::new(),
         file_store_bytes: 0,
+        skills: Default::default(),
     }
 }
 

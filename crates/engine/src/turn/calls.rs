@@ -318,23 +318,50 @@ async fn ask_instructions(
         return false;
     }
     let name = crate::paths::display(ws, path);
+    let answer = ask(
+        ctx,
+        call,
+        Question {
+            reason: format!(
+                "the command created {name}, an instruction file; read it into the model's system \
+                 prompt from now on?"
+            ),
+            offers: Vec::new(),
+            diff: None,
+        },
+    )
+    .await;
+    matches!(answer, Some(ApprovalReply::Approve(_)))
+}
+
+/// What the user is asked about a call.
+struct Question {
+    reason: String,
+    offers: Vec<ApprovalOffer>,
+    diff: Option<String>,
+}
+
+/// Asks the user about `call` and waits for the answer; `None` when the turn was stopped
+/// first (or the front end went away).
+async fn ask(ctx: &mut TurnCtx<'_>, call: &ToolCall, q: Question) -> Option<ApprovalReply> {
     let reply = ctx.gate.wait_for(&call.id);
     ctx.emit(Event::ApprovalNeeded {
         call_id: call.id.clone(),
         name: call.name.clone(),
         input: call.input.clone(),
-        reason: format!(
-            "the command created {name}, an instruction file; read it into the model's system \
-             prompt from now on?"
-        ),
-        offers: Vec::new(),
-        diff: None,
+        reason: q.reason,
+        offers: q.offers,
+        diff: q.diff,
     });
-    let answer = tokio::select! {
+    tokio::select! {
         answer = reply => answer.ok(),
         () = ctx.cancel.cancelled() => None,
-    };
-    matches!(answer, Some(ApprovalReply::Approve(_)))
+    }
+}
+
+/// `output` with `line` after what it says.
+fn with_line(output: ToolOutput, line: &str) -> ToolOutput {
+    ToolOutput { bytes: output.bytes + line.len() as u64, content: output.content + line, ..output }
 }
 
 /// Runs one call: an MCP server's tool (any `mcp__` name, offered or not — a name that was not
@@ -500,19 +527,7 @@ async fn clear(
         .collect();
     let diff = crate::tools::diff::preview(ctx.session.workspace(), &call.name, &call.input)
         .map(|d| ctx.session.redactor().redact(&d).into_owned());
-    let reply = ctx.gate.wait_for(&call.id);
-    ctx.emit(Event::ApprovalNeeded {
-        call_id: call.id.clone(),
-        name: call.name.clone(),
-        input: call.input.clone(),
-        reason,
-        offers,
-        diff,
-    });
-    let answer = tokio::select! {
-        answer = reply => answer.ok(),
-        () = ctx.cancel.cancelled() => None,
-    };
+    let answer = ask(ctx, call, Question { reason, offers, diff }).await;
     match answer {
         Some(ApprovalReply::Approve(scope)) => {
             // Only what was offered for this very call can be granted.
@@ -550,24 +565,21 @@ async fn offer_rerun(
     }
     let paths: Vec<String> = first.refused.iter().map(|p| p.display().to_string()).collect();
     let paths = paths.join(", ");
-    let reply = ctx.gate.wait_for(&call.id);
-    ctx.emit(Event::ApprovalNeeded {
-        call_id: call.id.clone(),
-        name: call.name.clone(),
-        input: call.input.clone(),
-        reason: format!(
-            "the sandbox refused writing to {paths}; run it once more without the sandbox?"
-        ),
-        offers: vec![ApprovalOffer {
-            scope: ApprovalScope::Unconfined,
-            label: "rerun once without the sandbox".to_owned(),
-        }],
-        diff: None,
-    });
-    let answer = tokio::select! {
-        answer = reply => answer.ok(),
-        () = ctx.cancel.cancelled() => None,
-    };
+    let answer = ask(
+        ctx,
+        call,
+        Question {
+            reason: format!(
+                "the sandbox refused writing to {paths}; run it once more without the sandbox?"
+            ),
+            offers: vec![ApprovalOffer {
+                scope: ApprovalScope::Unconfined,
+                label: "rerun once without the sandbox".to_owned(),
+            }],
+            diff: None,
+        },
+    )
+    .await;
     match answer {
         Some(ApprovalReply::Approve(ApprovalScope::Unconfined)) => {
             let again = tools::execute(unconfined, &call.name, &call.input, progress).await;
@@ -585,11 +597,7 @@ async fn offer_rerun(
         Some(ApprovalReply::Deny(why)) => {
             let said = why.map(|w| format!(" and said: {}", w.trim())).unwrap_or_default();
             let line = format!("\n[the user kept the sandbox for this command{said}]");
-            ToolOutput {
-                bytes: first.bytes + line.len() as u64,
-                content: first.content + &line,
-                ..first
-            }
+            with_line(first, &line)
         }
         _ => first,
     }
@@ -608,30 +616,23 @@ async fn offer_git_writable(
 ) -> ToolOutput {
     if !ctx.gate.is_interactive() {
         let line = format!("\n[{}]", crate::approval::GIT_NEEDS_WRITABLE);
-        return ToolOutput {
-            bytes: first.bytes + line.len() as u64,
-            content: first.content + &line,
-            ..first
-        };
+        return with_line(first, &line);
     }
-    let reply = ctx.gate.wait_for(&call.id);
-    ctx.emit(Event::ApprovalNeeded {
-        call_id: call.id.clone(),
-        name: call.name.clone(),
-        input: call.input.clone(),
-        reason: "git could not write .git, which is read-only to the model's commands; run \
-                 it once more with .git writable (what git runs from .git is still put back)?"
-            .to_owned(),
-        offers: vec![ApprovalOffer {
-            scope: ApprovalScope::GitWritable,
-            label: "run once with .git writable".to_owned(),
-        }],
-        diff: None,
-    });
-    let answer = tokio::select! {
-        answer = reply => answer.ok(),
-        () = ctx.cancel.cancelled() => None,
-    };
+    let answer = ask(
+        ctx,
+        call,
+        Question {
+            reason: "git could not write .git, which is read-only to the model's commands; run \
+                     it once more with .git writable (what git runs from .git is still put back)?"
+                .to_owned(),
+            offers: vec![ApprovalOffer {
+                scope: ApprovalScope::GitWritable,
+                label: "run once with .git writable".to_owned(),
+            }],
+            diff: None,
+        },
+    )
+    .await;
     match answer {
         Some(ApprovalReply::Approve(ApprovalScope::GitWritable)) => {
             // The first run's findings are told with the second's.
@@ -657,11 +658,7 @@ async fn offer_git_writable(
         Some(ApprovalReply::Deny(why)) => {
             let said = why.map(|w| format!(" and said: {}", w.trim())).unwrap_or_default();
             let line = format!("\n[the user kept .git read-only for this command{said}]");
-            ToolOutput {
-                bytes: first.bytes + line.len() as u64,
-                content: first.content + &line,
-                ..first
-            }
+            with_line(first, &line)
         }
         _ => first,
     }

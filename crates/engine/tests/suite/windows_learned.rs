@@ -169,16 +169,10 @@ async fn fifteen_turns_at_a_three_thousand_token_window_compact_a_few_times() {
             // The server's answer is in the probe cache before the turns start, as after any
             // earlier run: a background probe slower than a loaded machine's short process is
             // not what this test measures.
-            let engine: Running = Engine::spawn(unconfigured(&h, provider)).unwrap().into();
-            let cache = h.home.path().join("probe-cache.json");
-            let stated = || std::fs::read_to_string(&cache).is_ok_and(|t| t.contains("3000"));
-            for _ in 0..800 {
-                if stated() {
-                    break;
-                }
-                tokio::time::sleep(std::time::Duration::from_millis(25)).await;
-            }
-            assert!(stated(), "the probe never cached the stated window");
+            // The answer is filed in the cache before it is used: an idle engine's usage at the
+            // stated window is the marker.
+            let mut engine: Running = Engine::spawn(unconfigured(&h, provider)).unwrap().into();
+            engine.until(|e| matches!(e, Event::Usage { window, .. } if *window == WINDOW)).await;
             engine.shutdown().await;
         }
         for k in 0..15 {

@@ -3,7 +3,6 @@
 //! flight.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use codewhale_provider::test_support::{MockServer, Reply, TEST_API_KEY};
@@ -31,8 +30,7 @@ async fn a_kill_while_the_background_note_is_written_leaves_no_partial_record() 
         std::fs::write(ws.path().join(format!("f{k}.txt")), body).unwrap();
     }
     // A tool loop that never ends by itself; the summary takes a minute to arrive.
-    let served = Arc::new(AtomicUsize::new(0));
-    let count = served.clone();
+    let count = AtomicUsize::new(0);
     server.respond_with(move |r| {
         let tokens = r.raw.len() as u64 / 4;
         if r.raw.contains("You are writing a handoff note") {
@@ -51,26 +49,24 @@ async fn a_kill_while_the_background_note_is_written_leaves_no_partial_record() 
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
     let mut child = cmd.spawn().unwrap();
-    let summary_sent = || server.requests().iter().any(|r| r.raw.contains("handoff note"));
-    for _ in 0..1_200 {
-        if summary_sent() {
-            break;
+    // Each request the mock receives is a marker: the summary request among them.
+    let summary_sent = async {
+        loop {
+            let seen = server.requests().len();
+            if server.requests().iter().any(|r| r.raw.contains("handoff note")) {
+                return;
+            }
+            server.wait_for_requests(seen + 1).await;
         }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    assert!(summary_sent(), "no background summary request within 30 s");
-    // The tool loop goes on while the note is being written: two more calls served.
-    let at = served.load(Ordering::SeqCst);
-    for _ in 0..1_200 {
-        if served.load(Ordering::SeqCst) >= at + 2 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    assert!(
-        served.load(Ordering::SeqCst) >= at + 2,
-        "the tool loop stopped while the note was written"
-    );
+    };
+    let sent = tokio::time::timeout(Duration::from_secs(30), summary_sent).await;
+    assert!(sent.is_ok(), "no background summary request within 30 s");
+    // The tool loop goes on while the note is being written: two more calls served, and six
+    // in all (each request after the first follows a journaled result; one is the summary's).
+    let at = server.requests().len();
+    let want = (at + 2).max(7);
+    let served = tokio::time::timeout(Duration::from_secs(30), server.wait_for_requests(want));
+    assert!(served.await.is_ok(), "the tool loop stopped while the note was written");
     child.kill().await.unwrap();
 
     let sessions: Vec<_> = std::fs::read_dir(home.path().join("sessions"))

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::Output;
 use std::time::Duration;
 
-use super::support::text;
+use super::support::{text, Marks};
 use codewhale_provider::test_support::{MockServer, Reply, TEST_API_KEY};
 use serde_json::json;
 use tempfile::TempDir;
@@ -201,31 +201,9 @@ async fn a_hardlink_cannot_carry_a_write_out_of_the_workspace() {
     assert!(results.contains("only the user may change"), "the config write is protected");
 }
 
-/// The pids a shell call wrote, one a line, once it has written `want` of them.
-async fn pids(file: &Path, want: usize) -> Vec<i32> {
-    for _ in 0..400 {
-        let pids: Vec<i32> = std::fs::read_to_string(file)
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| l.trim().parse().ok())
-            .collect();
-        if pids.len() >= want {
-            return pids;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("the command never wrote {want} pids to {}", file.display());
-}
-
-/// Waits until `file` has a line `line`.
-async fn lines_of(file: &Path, line: &str) {
-    for _ in 0..1_200 {
-        if std::fs::read_to_string(file).unwrap_or_default().lines().any(|l| l.trim() == line) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("{} never got the line {line:?}", file.display());
+/// A line a shell call wrote with `echo $!`.
+fn is_pid(line: &str) -> bool {
+    line.parse::<i32>().is_ok()
 }
 
 /// Whether a process whose command line holds `marker` is still running (a zombie waiting for
@@ -254,12 +232,12 @@ fn signal(pid: u32, name: &str) {
 async fn sigterm_and_sighup_end_the_running_command_like_sigint() {
     for name in ["TERM", "HUP"] {
         let s = Setup::new().await;
-        let list = s.ws.path().join("pids");
+        let mut list = Marks::new(s.ws.path(), "pids");
         let marker = format!("cw-sleeper-{}-{name}", std::process::id());
         let command = format!(
             "(exec -a {marker}-a sleep 120) & echo $! >> {0}; (exec -a {marker}-b sleep 121) & \
              echo $! >> {0}; wait",
-            list.display()
+            list.path.display()
         );
         s.server.push(Reply::text("starting the sleepers").then_tool_call(
             "s1",
@@ -268,7 +246,7 @@ async fn sigterm_and_sighup_end_the_running_command_like_sigint() {
         ));
         let child = s.spawn(&["--approval", "full", "sleep a while"]);
         let exec_pid = child.id().unwrap();
-        pids(&list, 2).await;
+        list.until(2, is_pid).await;
         signal(exec_pid, name);
         let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
             .await
@@ -292,19 +270,19 @@ async fn sigterm_and_sighup_end_the_running_command_like_sigint() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_sigterm_ends_exec_at_once() {
     let s = Setup::new().await;
-    let list = s.ws.path().join("pids");
+    let mut list = Marks::new(s.ws.path(), "pids");
     // The shell notes the group's SIGTERM (the mark that exec acted on the first signal) and
     // waits on; the sleeper ignores it, so the group lingers for its grace.
     let command = format!(
         "trap 'echo term >> {0}' TERM; (trap '' TERM; exec sleep 30) & echo $! >> {0}; wait; wait",
-        list.display()
+        list.path.display()
     );
     s.server.push(Reply::tool_call("s1", "shell", json!({"command": command})));
     let child = s.spawn(&["--approval", "full", "sleep a while"]);
     let exec_pid = child.id().unwrap();
-    pids(&list, 1).await;
+    list.until(1, is_pid).await;
     signal(exec_pid, "TERM");
-    lines_of(&list, "term").await;
+    list.until(1, |l| l == "term").await;
     signal(exec_pid, "TERM");
     let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
         .await

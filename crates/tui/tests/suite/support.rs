@@ -73,3 +73,46 @@ pub async fn kill_at(mut cmd: tokio::process::Command, at: &str) {
     assert_eq!(paused, Ok(true), "the process never reached {at}");
     child.kill().await.unwrap();
 }
+
+/// Lines a command writes into a FIFO, handed over as they come: a marker a test waits for,
+/// never a file it polls.
+pub struct Marks {
+    pub path: std::path::PathBuf,
+    lines: tokio::sync::mpsc::UnboundedReceiver<String>,
+}
+
+impl Marks {
+    /// A FIFO named `name` in `dir`, read from now on.
+    pub fn new(dir: &Path, name: &str) -> Marks {
+        use std::io::BufRead as _;
+        let path = dir.join(name);
+        let made = std::process::Command::new("mkfifo").arg(&path).status().unwrap();
+        assert!(made.success(), "mkfifo {}", path.display());
+        // Opened for reading and writing: the open does not wait for a writer, and a writer
+        // closing it is no end of file.
+        let fifo = std::fs::OpenOptions::new().read(true).write(true).open(&path).unwrap();
+        let (tx, lines) = tokio::sync::mpsc::unbounded_channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(fifo).lines() {
+                let Ok(line) = line else { return };
+                if tx.send(line.trim().to_owned()).is_err() {
+                    return;
+                }
+            }
+        });
+        Marks { path, lines }
+    }
+
+    /// Waits (30 s at most) for `count` more lines that `matches`.
+    pub async fn until(&mut self, count: usize, matches: impl Fn(&str) -> bool) {
+        let wait = async {
+            let mut seen = 0;
+            while seen < count {
+                let line = self.lines.recv().await.expect("the FIFO's reader ended");
+                seen += usize::from(matches(&line));
+            }
+        };
+        let waited = tokio::time::timeout(std::time::Duration::from_secs(30), wait).await;
+        assert!(waited.is_ok(), "{} never got {count} such lines", self.path.display());
+    }
+}

@@ -121,23 +121,7 @@ impl Journal {
                 i += 1;
                 continue;
             };
-            let start = meta.offset();
-            let mut end = start + u64::from(meta.len());
-            let mut j = i + 1;
-            while let Some(&p) = positions.get(j) {
-                let m = self.metas[p as usize];
-                let (at, to) = (m.offset(), m.offset() + u64::from(m.len()));
-                if !m.on_disk()
-                    || self.held[p as usize].get().is_some()
-                    || at < end
-                    || at - end > RUN_GAP
-                    || to - start > RUN_MAX
-                {
-                    break;
-                }
-                end = to;
-                j += 1;
-            }
+            let (start, end, j) = self.run_from(positions, i);
             buf.resize((end - start) as usize, 0);
             let read = crate::text::read_exact_at(&source.file, &mut buf, start);
             for &p in &positions[i..j] {
@@ -156,6 +140,31 @@ impl Journal {
             i = j;
         }
         crate::lenient::take_coercions();
+    }
+
+    /// The run of lines read together from `positions[i]` (on disk, not held): the byte range
+    /// `start..end` and the position index `j` after it. The next positions join while their
+    /// lines follow in the file, not held, with gaps and a whole length kept small.
+    fn run_from(&self, positions: &[u32], i: usize) -> (u64, u64, usize) {
+        let meta = self.metas[positions[i] as usize];
+        let start = meta.offset();
+        let mut end = start + u64::from(meta.len());
+        let mut j = i + 1;
+        while let Some(&p) = positions.get(j) {
+            let m = self.metas[p as usize];
+            let (at, to) = (m.offset(), m.offset() + u64::from(m.len()));
+            if !m.on_disk()
+                || self.held[p as usize].get().is_some()
+                || at < end
+                || at - end > RUN_GAP
+                || to - start > RUN_MAX
+            {
+                break;
+            }
+            end = to;
+            j += 1;
+        }
+        (start, end, j)
     }
 
     /// Calls `f` with each entry at `positions`, in the order given, and stops when it breaks.
@@ -183,23 +192,7 @@ impl Journal {
                 continue;
             };
             // The run: the next positions whose lines follow in the file, not held.
-            let start = meta.offset();
-            let mut end = start + u64::from(meta.len());
-            let mut j = i + 1;
-            while let Some(&p) = positions.get(j) {
-                let m = self.metas[p as usize];
-                let (at, to) = (m.offset(), m.offset() + u64::from(m.len()));
-                if !m.on_disk()
-                    || self.held[p as usize].get().is_some()
-                    || at < end
-                    || at - end > RUN_GAP
-                    || to - start > RUN_MAX
-                {
-                    break;
-                }
-                end = to;
-                j += 1;
-            }
+            let (start, end, j) = self.run_from(positions, i);
             buf.resize((end - start) as usize, 0);
             let read = crate::text::read_exact_at(&source.file, &mut buf, start);
             for &p in &positions[i..j] {

@@ -30,9 +30,12 @@ struct Ending {
 }
 
 impl Ending {
+    /// Runs the job once. The slot stays locked while it runs, so a second caller (shutdown,
+    /// while the command's own task is checking it) returns only once the first is done: what
+    /// the check says is said before the session closes, never after its last event.
     fn run(&self) {
-        let job = self.on_end.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(job) = job {
+        let mut slot = self.on_end.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(job) = slot.take() {
             job();
         }
     }

@@ -109,6 +109,11 @@ impl Setup {
     async fn exec(&self, approval: &str, replies: Vec<Reply>) -> Output {
         self.server.push_all(replies);
         self.server.push(Reply::text("done"));
+        self.exec_queued(approval).await
+    }
+
+    /// `exec` against the replies already queued (and the mock's responder after them).
+    async fn exec_queued(&self, approval: &str) -> Output {
         let mut cmd = super::cli::codewhale(self.home.path(), self.ws.path());
         cmd.env("OPENAI_API_KEY", TEST_API_KEY)
             .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
@@ -501,13 +506,29 @@ async fn in_the_fallback_a_background_command_that_plants_a_hook_is_checked_when
         return;
     }
     let s = Setup::fallback().await;
+    // The background command says when it has planted, into a FIFO; the turn's last reply
+    // waits for that word, so exec never closes before the hook is there.
+    let marks = s.ws().join(".planted");
+    assert!(std::process::Command::new("mkfifo").arg(&marks).status().unwrap().success());
+    let fifo = std::fs::OpenOptions::new().read(true).write(true).open(&marks).unwrap();
+    let (said, heard) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead as _;
+        for line in std::io::BufReader::new(fifo).lines().map_while(Result::ok) {
+            let _ = said.send(line);
+        }
+    });
+    let heard = std::sync::Mutex::new(heard);
+    s.server.respond_with(move |_| {
+        let word = heard.lock().unwrap().recv_timeout(std::time::Duration::from_secs(30));
+        assert!(word.is_ok(), "the background command never said it planted");
+        Reply::text("done")
+    });
     let plant = "printf '#!/bin/sh\\ntouch ~/owned\\n' > .git/hooks/post-checkout; \
-                 chmod +x .git/hooks/post-checkout";
-    let replies = vec![
-        shell("echo last foreground command"),
-        Reply::tool_call("c2", "shell", json!({"command": plant, "background": true})),
-    ];
-    let out = s.exec("full", replies).await;
+                 chmod +x .git/hooks/post-checkout; echo planted > .planted";
+    s.server.push(shell("echo last foreground command"));
+    s.server.push(Reply::tool_call("c2", "shell", json!({"command": plant, "background": true})));
+    let out = s.exec_queued("full").await;
     assert_eq!(results(&out).len(), 2, "{}", text(&out.stderr));
     assert!(!s.ws().join(".git/hooks/post-checkout").exists(), "{}", text(&out.stderr));
     let told = text(&out.stdout)

@@ -214,7 +214,7 @@ pub struct SendCheck {
     /// The kept tail after its usual bounds, and the retained user messages.
     pub tail: u64,
     pub retained: u64,
-    /// The note's own part ([`super::steps::note_fixed_tokens`]) and the summary's budget.
+    /// The note's own part (the engine composes it without a summary) and the summary's budget.
     pub note_fixed: u64,
     pub note_budget: u64,
     /// The system prompt with the tool schemas.

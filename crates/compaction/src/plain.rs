@@ -10,7 +10,15 @@
 use codewhale_journal::{Block, ItemContent, ItemKind, Role as JRole, Shortened, View, ViewItem};
 
 use super::message::{Message, Part, Role};
-use crate::session::counts;
+
+/// The token counts a plain view is given: the tokenizer and the image cost rule belong to the
+/// engine, so this crate never counts a token itself.
+pub trait Counts {
+    /// The item's estimate as one message (stored, already known or counted now).
+    fn tokens(&self, item: &ViewItem) -> u32;
+    /// What the images among `blocks` cost.
+    fn image_tokens(&self, blocks: &[Block]) -> u32;
+}
 
 /// A view as plain messages, with each item's entry id and token estimate.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -24,14 +32,12 @@ pub struct PlainView {
 }
 
 impl PlainView {
-    /// Converts `view`; `known` supplies counts the session already has for items without a
-    /// stored one (the rest are counted here).
-    pub fn new(view: &View, known: impl Fn(&ViewItem) -> Option<u32>) -> PlainView {
+    /// Converts `view`, each item counted by `counts`.
+    pub fn new(view: &View, counts: &impl Counts) -> PlainView {
         let mut out = PlainView::default();
         for (i, item) in view.items.iter().enumerate() {
-            out.messages.push(message(item));
-            let tokens =
-                known(item).unwrap_or_else(|| counts::Counted::of_item(&item.content).exact());
+            out.messages.push(message(item, counts));
+            let tokens = counts.tokens(item);
             out.tokens.push(u64::from(tokens));
             out.sources.push(item.source.clone());
             if matches!(item.shortened, Some(Shortened::Pruned { .. })) {
@@ -45,12 +51,11 @@ impl PlainView {
     /// left with `null` in their place: a pass over a long view that was never compacted would
     /// otherwise hold every call's input twice. A request built from those items must first
     /// take them back ([`PlainView::restore_inputs`]).
-    pub fn taking_inputs(view: &mut View, known: impl Fn(&ViewItem) -> Option<u32>) -> PlainView {
+    pub fn taking_inputs(view: &mut View, counts: &impl Counts) -> PlainView {
         let mut out = PlainView::default();
         for (i, item) in view.items.iter_mut().enumerate() {
             // Counted before the inputs leave: a call's input is part of its message's count.
-            let tokens =
-                known(item).unwrap_or_else(|| counts::Counted::of_item(&item.content).exact());
+            let tokens = counts.tokens(item);
             let mut taken = Vec::new();
             if let ItemContent::Blocks(blocks) = &mut item.content {
                 for block in blocks.iter_mut() {
@@ -59,7 +64,7 @@ impl PlainView {
                     }
                 }
             }
-            let mut message = message(item);
+            let mut message = message(item, counts);
             let mut taken = taken.into_iter();
             for part in &mut message.content {
                 if let Part::ToolUse { input, .. } = part {
@@ -103,8 +108,8 @@ impl PlainView {
     }
 }
 
-/// The plain message of one view item.
-pub fn message(item: &ViewItem) -> Message {
+/// The plain message of one view item, its images costed by `counts`.
+pub fn message(item: &ViewItem, counts: &impl Counts) -> Message {
     let role = match item.role {
         JRole::User => Role::User,
         JRole::Assistant => Role::Assistant,
@@ -126,7 +131,7 @@ pub fn message(item: &ViewItem) -> Message {
         matches!(item.kind, ItemKind::Synthetic | ItemKind::Attachment | ItemKind::BranchSummary);
     message.attachment = item.kind == ItemKind::Attachment;
     message.branch_summary = item.kind == ItemKind::BranchSummary;
-    message.image_tokens = u64::from(counts::image_tokens(item.blocks()));
+    message.image_tokens = u64::from(counts.image_tokens(item.blocks()));
     message
 }
 
@@ -148,6 +153,19 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    /// The counts the items carry; images cost nothing here.
+    struct Stored;
+
+    impl Counts for Stored {
+        fn tokens(&self, item: &ViewItem) -> u32 {
+            item.tokens.unwrap_or(0)
+        }
+
+        fn image_tokens(&self, _: &[Block]) -> u32 {
+            0
+        }
+    }
 
     fn assistant(id: &str, calls: &[(&str, serde_json::Value)]) -> ViewItem {
         let mut blocks = vec![Block::text("Reading both.")];
@@ -177,8 +195,8 @@ mod tests {
         ];
         let mut view = View { head: EntryId::from("b"), items, compaction: None };
         let whole = view.clone();
-        let plain = PlainView::taking_inputs(&mut view, |item| item.tokens);
-        assert_eq!(plain, PlainView::new(&whole, |item| item.tokens));
+        let plain = PlainView::taking_inputs(&mut view, &Stored);
+        assert_eq!(plain, PlainView::new(&whole, &Stored));
         let left = |item: &ViewItem| match &item.content {
             ItemContent::Blocks(b) => {
                 b.iter().filter_map(Block::as_tool_use).filter(|t| !t.input.is_null()).count()

@@ -159,7 +159,7 @@ mod tests {
     use codewhale_journal::EntryId;
 
     use super::*;
-    use crate::compaction::message::Message;
+    use crate::message::Message;
 
     fn plain(messages: Vec<Message>) -> PlainView {
         let n = messages.len();

@@ -9,7 +9,6 @@
 use codewhale_journal::{flags, Payload, UserPayload};
 
 use crate::anchors::AnchorStore;
-use crate::compaction::plain::PlainView;
 use crate::compaction::report;
 use crate::session::Session;
 use codewhale_protocol::{AnchorInfo, ContextReport, HistoryPage};
@@ -20,7 +19,7 @@ impl Session {
         crate::tokens::wait_ready();
         self.settle_counts();
         let view = self.render();
-        let plain = PlainView::new(&view, |item| self.known_tokens(item));
+        let plain = crate::compaction::plain::of(&view, |item| self.known_tokens(item));
         let anchors = self.anchors_text();
         let mut report = report::build(
             self.journal.journal(),
@@ -50,7 +49,7 @@ impl Session {
     pub fn anchor_infos(&self) -> Vec<AnchorInfo> {
         let Some(text) = self.anchors_text() else { return Vec::new() };
         let view = self.render();
-        let plain = PlainView::new(&view, |item| self.known_tokens(item));
+        let plain = crate::compaction::plain::of(&view, |item| self.known_tokens(item));
         report::anchors_in_view(&plain, &text)
             .into_iter()
             .enumerate()

@@ -220,7 +220,7 @@ fn notice(session: &mut Session, payload: SystemPayload) {
 /// The plain form of the pass's view, which keeps the tool calls' inputs: the view's items are
 /// left without them (summary requests take them back for the items they carry).
 fn plain_of(session: &Session, view: &mut codewhale_journal::View) -> PlainView {
-    PlainView::taking_inputs(view, |item| session.known_tokens(item))
+    crate::compaction::plain::taking_inputs(view, |item| session.known_tokens(item))
 }
 
 fn written(w: Written) -> PassOutcome {

@@ -95,8 +95,9 @@ fn replay_session(params: &ReportParams<'_>) -> Result<Replayed, EngineError> {
     }
     let compact = limits.window <= crate::budget::SMALL_WINDOW;
     let system = system_counts(&workspace, &config, params.home, (compact, limits.usable_input));
-    let plain =
-        PlainView::new(&view, |item| item.tokens.or_else(|| known.get(&count_key(item)).copied()));
+    let plain = crate::compaction::plain::of(&view, |item| {
+        item.tokens.or_else(|| known.get(&count_key(item)).copied())
+    });
     let mut count = |e: &codewhale_journal::Entry| u64::from(count_once(&mut known, e));
     let budget = replay::replay(&journal, limits, system, plain.total(), &mut count);
     if known.len() > loaded {
@@ -150,7 +151,7 @@ pub fn next_request(params: &ReportParams<'_>) -> Result<NextRequest, EngineErro
     let system = budget.system_tokens() + super::trim::notice_tokens(plan.as_ref());
     let policy = super::cut::CutPolicy {
         retained_tokens: config.compaction.retained_user_tokens,
-        ..super::cut::CutPolicy::of(budget.limits(), budget.calibration())
+        ..budget.limits().cut_policy(budget.calibration())
     };
     let fit = |view, shorten| super::trim::fit(view, &plain, system, &policy, shorten);
     let fitted = match fit(view, super::trim::Shorten::Drop) {
@@ -314,7 +315,7 @@ pub fn build(
 
     // The round the cut and the survival contract protect: after a long discussion, the latest
     // turn and the two tool exchanges kept from before it.
-    let policy = super::cut::CutPolicy::of(budget.limits(), budget.calibration());
+    let policy = budget.limits().cut_policy(budget.calibration());
     let round = policy.round(&plain.messages, &plain.tokens).unwrap_or_default();
     let protected: Vec<&super::message::Message> = plain
         .messages
@@ -431,7 +432,7 @@ mod tests {
     fn report_of(journal: &Journal, anchors: Option<&str>) -> ContextReport {
         let limits = Limits::compute(10_000, WindowSource::Config, None, 0.8);
         let view = render(journal, journal.head_id().as_str());
-        let plain = PlainView::new(&view, |i| i.tokens);
+        let plain = crate::compaction::plain::of(&view, |i| i.tokens);
         let mut count = |e: &Entry| e.tokens.map(u64::from).unwrap_or(0);
         let budget = replay::replay(
             journal,

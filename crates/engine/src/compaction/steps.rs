@@ -124,7 +124,7 @@ pub(crate) fn room(
     let aim = super::pass_plan::aim(limits.threshold, budget.calibrated(median), turns.len());
     // The note's own part as the widest cut would make it: files touched by everything before
     // the round.
-    let policy = super::cut::CutPolicy::of(&limits, budget.calibration());
+    let policy = limits.cut_policy(budget.calibration());
     let round_start = policy.round(&plain.messages, &plain.tokens).map_or(0, |r| r.start);
     let covered = &plain.messages[..round_start.min(plain.messages.len())];
     let note = note_fixed_tokens(session, covered, previous, anchors) + note_budget_tokens(&limits);
@@ -310,7 +310,7 @@ pub(crate) async fn build_note(
     let running = running(session);
     // `git` is a child process: keep it off the async workers.
     let workspace = session.workspace().to_path_buf();
-    let live = tokio::task::spawn_blocking(move || LiveState::capture(&workspace))
+    let live = tokio::task::spawn_blocking(move || capture_live_state(&workspace))
         .await
         .unwrap_or_else(|_| LiveState {
             workspace: session.workspace().display().to_string(),
@@ -332,6 +332,23 @@ pub(crate) async fn build_note(
 }
 
 /// Emits a notice for this pass.
+/// Asks `git` about `workspace`. A missing `git` or a directory outside a repository just
+/// leaves the fields empty: the stamp says so rather than failing the pass.
+pub(crate) fn capture_live_state(workspace: &std::path::Path) -> LiveState {
+    let git = |args: &[&str]| -> Option<String> {
+        let out =
+            std::process::Command::new("git").arg("-C").arg(workspace).args(args).output().ok()?;
+        let text = String::from_utf8(out.stdout).ok()?;
+        let text = text.trim();
+        (out.status.success() && !text.is_empty()).then(|| text.to_owned())
+    };
+    LiveState {
+        workspace: workspace.display().to_string(),
+        branch: git(&["symbolic-ref", "--short", "-q", "HEAD"]),
+        commit: git(&["rev-parse", "--short", "HEAD"]),
+    }
+}
+
 pub(crate) fn warn(emit: &(dyn Fn(Event) + Send + Sync), message: String) {
     emit(Event::Notice { level: NoticeLevel::Warning, message });
 }
@@ -359,4 +376,15 @@ pub(crate) fn summary_failed(
 /// Whether auto passes are holding back after failed summaries.
 pub(crate) fn backing_off(session: &Session) -> bool {
     super::backoff::holding(session.compaction.summary_backoff)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn live_state_outside_a_repository_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let live = super::capture_live_state(dir.path());
+        assert_eq!(live.branch, None);
+        assert!(live.stamp().contains("not a git repository"));
+    }
 }

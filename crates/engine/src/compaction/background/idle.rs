@@ -17,7 +17,6 @@ use std::time::Duration;
 use codewhale_journal::Trigger;
 
 use super::{anchors, early_mark, maybe_start, settle, try_commit, used_up, Current, Tried};
-use crate::compaction::plain::PlainView;
 use crate::compaction::steps;
 use crate::events::EventSink;
 use crate::session::Session;
@@ -94,7 +93,7 @@ pub(super) async fn commit(
     prepared.record.trigger = trigger.clone();
     let shown = crate::history_pages::trigger_of(&trigger);
     let view = session.render();
-    let plain = PlainView::new(&view, |item| session.known_tokens(item));
+    let plain = crate::compaction::plain::of(&view, |item| session.known_tokens(item));
     let anchors = anchors(session);
     let before = session.budget().pressure().tokens;
     let previous = view.compaction.as_ref();

@@ -155,7 +155,7 @@ pub(crate) async fn maybe_start(
 /// request costs two requests for one note.
 fn snapshot(session: &Session, at: StartAt) -> Option<Snapshot> {
     let view = session.render();
-    let plain = PlainView::new(&view, |item| session.known_tokens(item));
+    let plain = crate::compaction::plain::of(&view, |item| session.known_tokens(item));
     if plain.messages.len() < cut::MIN_MESSAGES {
         return None;
     }
@@ -165,7 +165,7 @@ fn snapshot(session: &Session, at: StartAt) -> Option<Snapshot> {
     let policy = CutPolicy {
         retained_tokens: session.config().compaction.retained_user_tokens,
         tail_fraction: snapshot_tail_fraction(limits, pressure),
-        ..CutPolicy::of(limits, calibration)
+        ..limits.cut_policy(calibration)
     };
     // The note is committed at the threshold, when the conversation has grown by what is still
     // to come: the view it leaves then must be at the aim of an auto pass.
@@ -531,7 +531,7 @@ pub(crate) async fn try_commit(
 ) -> Tried {
     let mut record = prepared.record.clone();
     let budget = session.budget();
-    let policy = CutPolicy::of(budget.limits(), budget.calibration());
+    let policy = budget.limits().cut_policy(budget.calibration());
     record::receipt_now(current.plain, &mut record, current.anchors, &policy);
     let proposal = Proposal {
         plain: current.plain,

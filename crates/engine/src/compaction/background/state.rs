@@ -10,7 +10,7 @@ use codewhale_journal::{CompactionPayload, EntryId, View};
 use super::decide::Basis;
 use crate::compaction::cut::CutPlan;
 use crate::compaction::plain::PlainView;
-use crate::compaction::summary::SummaryError;
+use crate::compaction::summarize::SummaryError;
 use crate::compaction::summary::SummaryStats;
 use crate::session::job::{Job, Running};
 use codewhale_protocol::BackgroundState;

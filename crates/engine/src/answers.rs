@@ -9,13 +9,16 @@
 use codewhale_journal::{flags, Payload, UserPayload};
 
 use crate::anchors::AnchorStore;
-use crate::compaction::report;
+use crate::context_report as report;
 use crate::session::Session;
 use codewhale_protocol::{AnchorInfo, ContextReport, HistoryPage};
 
 impl Session {
     /// The context report of HEAD, built from the live budget.
-    pub fn context_report(&mut self) -> ContextReport {
+    pub fn context_report(
+        &mut self,
+        background: Option<codewhale_protocol::BackgroundState>,
+    ) -> ContextReport {
         crate::tokens::wait_ready();
         self.settle_counts();
         let view = self.render();
@@ -31,11 +34,8 @@ impl Session {
         );
         report.file_store_bytes = self.file_store().size_bytes();
         report.skills = self.commands.skills_report(self.budget.limits().usable_input);
-        report.background = self
-            .compaction
-            .note_pass
-            .state()
-            .map(|state| codewhale_protocol::report::BackgroundReport { state });
+        report.background =
+            background.map(|state| codewhale_protocol::report::BackgroundReport { state });
         report
     }
 

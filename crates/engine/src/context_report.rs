@@ -13,11 +13,11 @@ use std::path::Path;
 
 use codewhale_journal::{load_read_only, render, EntryId, ItemKind, Journal, Role as JRole, View};
 
-use super::checkpoint::is_checkpoint;
-use super::message::Role;
-use super::plain::PlainView;
 use crate::anchors::{self, AnchorStore};
 use crate::budget::{Budget, SystemCounts, WindowSource};
+use crate::compaction::checkpoint::is_checkpoint;
+use crate::compaction::message::Role;
+use crate::compaction::plain::PlainView;
 use crate::config::{self, Overrides};
 use crate::error::EngineError;
 use crate::history_pages::{kind_of, trigger_of};
@@ -148,24 +148,28 @@ pub fn next_request(params: &ReportParams<'_>) -> Result<NextRequest, EngineErro
         return Ok(NextRequest { journal, view, cut: None, notice: None });
     }
     let plan = crate::plan::live_plan(&journal, journal.head_position(), None).plan;
-    let system = budget.system_tokens() + super::trim::notice_tokens(plan.as_ref());
-    let policy = super::cut::CutPolicy {
+    let system = budget.system_tokens() + crate::compaction::trim::notice_tokens(plan.as_ref());
+    let policy = crate::compaction::cut::CutPolicy {
         retained_tokens: config.compaction.retained_user_tokens,
         ..budget.limits().cut_policy(budget.calibration())
     };
-    let fit = |view, shorten| super::trim::fit(view, &plain, system, &policy, shorten);
-    let fitted = match fit(view, super::trim::Shorten::Drop) {
-        super::trim::Fit::TooBig { view, .. } => fit(view, super::trim::Shorten::DropAndBound),
+    let fit = |view, shorten| crate::compaction::trim::fit(view, &plain, system, &policy, shorten);
+    let fitted = match fit(view, crate::compaction::trim::Shorten::Drop) {
+        crate::compaction::trim::Fit::TooBig { view, .. } => {
+            fit(view, crate::compaction::trim::Shorten::DropAndBound)
+        }
         fitted => fitted,
     };
     Ok(match fitted {
-        super::trim::Fit::Trimmed { view, first, dropped, bounded, .. } => {
-            let notice = (dropped > 0).then(|| super::trim::notice(dropped, &first, plan.as_ref()));
+        crate::compaction::trim::Fit::Trimmed { view, first, dropped, bounded, .. } => {
+            let notice = (dropped > 0)
+                .then(|| crate::compaction::trim::notice(dropped, &first, plan.as_ref()));
             let bounded = bounded.into_iter().map(|b| b.id).collect();
             let cut = crate::recall::RequestCut { first: (dropped > 0).then_some(first), bounded };
             NextRequest { journal, view, cut: Some(cut), notice }
         }
-        super::trim::Fit::Whole(view) | super::trim::Fit::TooBig { view, .. } => {
+        crate::compaction::trim::Fit::Whole(view)
+        | crate::compaction::trim::Fit::TooBig { view, .. } => {
             NextRequest { journal, view, cut: None, notice: None }
         }
     })
@@ -240,7 +244,7 @@ pub fn anchors_in_view(plain: &PlainView, anchors_text: &str) -> Vec<(String, bo
     anchors::parse(anchors_text)
         .into_iter()
         .map(|a| {
-            let present = super::survival::carries(&plain.messages, &a);
+            let present = crate::compaction::survival::carries(&plain.messages, &a);
             (a, present)
         })
         .collect()
@@ -317,7 +321,7 @@ pub fn build(
     // turn and the two tool exchanges kept from before it.
     let policy = budget.limits().cut_policy(budget.calibration());
     let round = policy.round(&plain.messages, &plain.tokens).unwrap_or_default();
-    let protected: Vec<&super::message::Message> = plain
+    let protected: Vec<&crate::compaction::message::Message> = plain
         .messages
         .iter()
         .enumerate()

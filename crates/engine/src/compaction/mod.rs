@@ -7,8 +7,10 @@
 //! in this crate:
 //! - [`lean`]: the summarizer's lean system prompt; [`matrix`]: the survival fixture matrix run
 //!   by `codewhale survival-check` (it reads fixture files);
-//! - [`trim`]: the fail-open request when no pass could make room;
-//! - [`report`]: what the next request contains (`codewhale context`).
+//! - [`trim`]: the fail-open request when no pass could make room.
+//!
+//! What the next request contains (`/context`, `codewhale context`) is reported by
+//! [`crate::context_report`], a session concern that reads compaction's core.
 //!
 //! The shell: [`pass`] runs one pass (the summary requests through `summarize`, then `commit`: fit,
 //! survival check, append, events) and [`triggers`] connects it to the turn loop (auto, reactive,
@@ -28,12 +30,11 @@ pub mod background;
 pub mod backoff;
 pub(crate) mod clock;
 mod commit;
+pub mod compactor;
 pub mod lean;
 pub mod matrix;
 pub mod pass;
 pub mod plain;
-pub mod report;
-pub(crate) mod standing;
 pub mod steps;
 mod summarize;
 pub mod triggers;

@@ -20,7 +20,9 @@ use codewhale_journal::{CompactionPath, Entry, Level, SystemPayload, Trigger};
 use codewhale_provider::CancellationToken;
 
 use super::background::{self, Prepared, Tried};
+use super::clock::SummaryClock;
 use super::commit::{self, Proposal, Written};
+use super::compactor::Compactor;
 use super::cut;
 use super::judge::Refusal;
 use super::pass_plan::{self, PassMode, PlanInputs, SendCheck};
@@ -100,6 +102,7 @@ const WINDOW_RETRIES: u32 = 3;
 /// through `emit`.
 pub async fn run(
     session: &mut Session,
+    compactor: &mut Compactor,
     request: PassRequest,
     cancel: CancellationToken,
     emit: &(dyn Fn(Event) + Send + Sync),
@@ -110,15 +113,15 @@ pub async fn run(
     let mut summary_failed = false;
     let mut relearned = 0;
     let outcome = loop {
-        break match attempt(session, &request, cancel.clone(), emit).await {
+        break match attempt(session, &compactor.clock, &request, cancel.clone(), emit).await {
             Ok(done) => {
-                summary_succeeded(session, &done);
+                summary_succeeded(compactor, &done);
                 done
             }
             Err(Stop::Refused(reason)) => PassOutcome::Refused(reason),
             Err(Stop::Failed(reason)) => PassOutcome::Failed(reason),
             Err(Stop::SummaryFailed(reason)) => {
-                steps::summary_failed(session, &reason, emit);
+                steps::summary_failed(session, compactor, &reason, emit);
                 summary_failed = true;
                 PassOutcome::Failed(reason)
             }
@@ -201,12 +204,12 @@ pub(super) fn learned_from_summary(
 }
 
 /// Called when a pass wrote a summary: auto passes run normally again.
-fn summary_succeeded(session: &mut Session, outcome: &PassOutcome) {
+fn summary_succeeded(compactor: &mut Compactor, outcome: &PassOutcome) {
     if matches!(
         outcome,
         PassOutcome::Compacted { path: codewhale_journal::CompactionPath::Summary, .. }
     ) {
-        session.compaction.summary_backoff = None;
+        compactor.summary_backoff = None;
     }
 }
 
@@ -235,6 +238,7 @@ fn written(w: Written) -> PassOutcome {
 
 async fn attempt(
     session: &mut Session,
+    clock: &SummaryClock,
     request: &PassRequest,
     cancel: CancellationToken,
     emit: &(dyn Fn(Event) + Send + Sync),
@@ -349,6 +353,7 @@ async fn attempt(
         Ok(cut) => {
             let mut record = summary_record(
                 session,
+                clock,
                 Viewed { view: &view, plain: &plain },
                 cut,
                 previous,
@@ -434,6 +439,7 @@ struct Viewed<'a> {
 #[allow(clippy::too_many_arguments)]
 async fn summary_record(
     session: &Session,
+    clock: &SummaryClock,
     Viewed { view, plain }: Viewed<'_>,
     plan: &cut::CutPlan,
     previous: Option<&codewhale_journal::ActiveCompaction>,
@@ -446,7 +452,7 @@ async fn summary_record(
     let model = session.summarizer_model();
     let covered = &plain.messages[..plan.cut];
     let max_output = summary_max_output(&limits);
-    let summarizer = summarize::Summarizer::of(session, &model);
+    let summarizer = summarize::Summarizer::of(session, clock, &model);
     let progress = |p: summarize::Progress| {
         emit(Event::CompactionProgress { request: p.request, of: p.of, tokens: p.tokens })
     };

@@ -355,11 +355,12 @@ pub(crate) fn warn(emit: &(dyn Fn(Event) + Send + Sync), message: String) {
 
 /// Called when the summarizer failed: hold auto passes back, and say so once per streak.
 pub(crate) fn summary_failed(
-    session: &mut Session,
+    session: &Session,
+    compactor: &mut super::compactor::Compactor,
     reason: &str,
     emit: &(dyn Fn(Event) + Send + Sync),
 ) {
-    if super::backoff::failed(&mut session.compaction.summary_backoff) {
+    if super::backoff::failed(&mut compactor.summary_backoff) {
         warn(
             emit,
             format!(
@@ -371,11 +372,6 @@ pub(crate) fn summary_failed(
             ),
         );
     }
-}
-
-/// Whether auto passes are holding back after failed summaries.
-pub(crate) fn backing_off(session: &Session) -> bool {
-    super::backoff::holding(session.compaction.summary_backoff)
 }
 
 #[cfg(test)]

@@ -97,7 +97,7 @@ pub(crate) struct Summarizer {
 
 impl Summarizer {
     /// The summarizer of `session` when `model` writes the note.
-    pub fn of(session: &Session, model: &str) -> Summarizer {
+    pub fn of(session: &Session, clock: &super::clock::SummaryClock, model: &str) -> Summarizer {
         let limits = if model == session.model() {
             *session.budget().limits()
         } else {
@@ -121,7 +121,7 @@ impl Summarizer {
             lean,
             spend: session.spend.summaries.clone(),
             price: session.config().price_of(model),
-            clock: session.compaction.clock.clone(),
+            clock: clock.clone(),
         }
     }
 }

@@ -288,7 +288,7 @@ fn score_floor(
     probes: &mut [ProbeScore],
 ) -> Result<(), String> {
     let workspace = root.join("workspace");
-    let next = crate::compaction::report::next_request(&crate::offline::ReportParams {
+    let next = crate::context_report::next_request(&crate::offline::ReportParams {
         home: root,
         cwd: &workspace,
         resume: Resume::Id(session.to_owned()),

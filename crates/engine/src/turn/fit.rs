@@ -4,13 +4,11 @@
 //! while the turn has passes left (it counts as one), else in the request alone. What may be left
 //! out is the pure [`crate::compaction::trim`]; this is the turn's shell around it.
 
-use codewhale_journal::{Trigger, View};
+use codewhale_journal::View;
 
 use super::ctx::{TurnCtx, TurnOutcome};
 use super::hooks::MAX_PASSES_PER_TURN;
 use crate::compaction::cut::CutPolicy;
-use crate::compaction::pass::{self, PassRequest};
-use crate::compaction::pass_plan::PassMode;
 use crate::compaction::trim::{self, Fit, Shorten};
 use codewhale_protocol::{ErrorKind, Event, NoticeLevel, TurnStatus};
 
@@ -49,17 +47,8 @@ pub async fn fit_view(
     };
     let view = if ctx.compaction_passes < MAX_PASSES_PER_TURN {
         drop(view);
-        ctx.compaction_passes += 1;
-        let events = ctx.events.clone();
-        let submission = ctx.submission;
-        let emit = move |event| events.emit(submission, event);
-        let request = PassRequest {
-            trigger: Trigger::Auto,
-            focus: None,
-            mode: PassMode::BoundOnly,
-            background: None,
-        };
-        pass::run(ctx.session, request, ctx.cancel.clone(), &emit).await;
+        let (compactor, mut turn) = ctx.lend();
+        compactor.make_room(&mut turn).await;
         let view = ctx.session.render();
         match fit_once(ctx, view, Shorten::Drop) {
             Ok(fitted) => return Ok(fitted),

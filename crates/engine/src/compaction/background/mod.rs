@@ -42,6 +42,7 @@ use super::steps;
 use super::summarize::{self, Summarizer, SummaryError, SummaryJob};
 use super::summary::SummaryStats;
 use crate::anchors::AnchorStore;
+use crate::compaction::compactor::Compactor;
 use crate::events::EventSink;
 use crate::session::Session;
 use codewhale_protocol::{BackgroundState, Event, SubmissionId};
@@ -103,12 +104,13 @@ pub(crate) enum StartAt {
 /// one, and starts one when pressure has crossed the early mark.
 pub(crate) async fn maybe_start(
     session: &mut Session,
+    compactor: &mut Compactor,
     sink: &EventSink,
     submission: SubmissionId,
     at: StartAt,
 ) {
     let in_tool_loop = matches!(at, StartAt::Idle | StartAt::Turn { in_tool_loop: true });
-    settle(session, sink, submission).await;
+    settle(session, compactor, sink, submission).await;
     let config = &session.config().compaction;
     let limits = *session.budget().limits();
     let records = session.journal().compactions().count();
@@ -117,20 +119,20 @@ pub(crate) async fn maybe_start(
         pressure: session.budget().pressure().tokens,
         early_mark: early_mark(&limits, config.background_at),
         threshold: limits.threshold,
-        busy: session.compaction.note_pass.job.slot.is_some(),
-        spent: session.compaction.note_pass.spent_at == Some(records),
-        backing_off: steps::backing_off(session),
+        busy: compactor.note_pass.job.slot.is_some(),
+        spent: compactor.note_pass.spent_at == Some(records),
+        backing_off: compactor.backing_off(),
         allowed_here: !session.one_turn() || in_tool_loop,
     };
     if !should_start(&check) || !steps::auto_worthwhile(session) {
         return;
     }
     let Some(snapshot) = snapshot(session, at) else { return };
-    let summarizer = Summarizer::of(session, &snapshot.summary_model);
+    let summarizer = Summarizer::of(session, &compactor.clock, &snapshot.summary_model);
     let max_output = steps::summary_max_output(&limits);
     let snapshot = Arc::new(snapshot);
     let cancel = CancellationToken::new();
-    let (signal, (done, ended)) = session.compaction.note_pass.job.signal();
+    let (signal, (done, ended)) = compactor.note_pass.job.signal();
     let task = tokio::spawn(write_note(
         snapshot.clone(),
         summarizer,
@@ -146,7 +148,7 @@ pub(crate) async fn maybe_start(
         "background note started"
     );
     let state = Note { snapshot, prepared: None, commit_when_idle: false };
-    session.compaction.note_pass.job.start(Slot { state, cancel, task: Some(task), done, ended });
+    compactor.note_pass.job.start(Slot { state, cancel, task: Some(task), done, ended });
     sink.emit(submission, Event::BackgroundNote { state: Some(BackgroundState::Writing) });
 }
 
@@ -275,22 +277,31 @@ async fn write_note(
 }
 
 /// Between turns, when a background request ended: journal its failure or compose its note now.
-pub(crate) async fn settle_idle(session: &mut Session, sink: &EventSink) {
-    settle(session, sink, SubmissionId(0)).await;
-    if idle::wanted(session) {
+pub(crate) async fn settle_idle(
+    session: &mut Session,
+    compactor: &mut Compactor,
+    sink: &EventSink,
+) {
+    settle(session, compactor, sink, SubmissionId(0)).await;
+    if idle::wanted(compactor) {
         // Asked for by idle compaction, and the session is still idle: commit it now.
-        idle::commit(session, sink, SubmissionId(0), Trigger::Idle).await;
+        idle::commit(session, compactor, sink, SubmissionId(0), Trigger::Idle).await;
     }
 }
 
 /// Settles a pass that has ended: a stale note is dropped, a failure is journaled (and backs
 /// off) now, a finished note is composed into its record and waits for the threshold.
-async fn settle(session: &mut Session, sink: &EventSink, submission: SubmissionId) {
-    let Some(slot) = &session.compaction.note_pass.job.slot else { return };
+async fn settle(
+    session: &mut Session,
+    compactor: &mut Compactor,
+    sink: &EventSink,
+    submission: SubmissionId,
+) {
+    let Some(slot) = &compactor.note_pass.job.slot else { return };
     let head = session.journal().head_id().clone();
     let on_spine = session.journal().is_ancestor(slot.state.snapshot.head.as_str(), head.as_str());
     if let Some(why) = stale(&slot.state.snapshot.basis, &basis(session), on_spine) {
-        cancel(session, sink, submission, why);
+        cancel(compactor, sink, submission, why);
         return;
     }
     // The task says its request ended just before it returns: then its answer is a wait of no
@@ -298,10 +309,10 @@ async fn settle(session: &mut Session, sink: &EventSink, submission: SubmissionI
     if !slot.has_ended() {
         return;
     }
-    if let Some(slot) = session.compaction.note_pass.job.slot.take() {
-        match finish(session, sink, submission, slot, ENDING).await {
+    if let Some(slot) = compactor.note_pass.job.slot.take() {
+        match finish(session, compactor, sink, submission, slot, ENDING).await {
             Finished::Ready(slot) | Finished::Late(slot) => {
-                session.compaction.note_pass.job.slot = Some(slot)
+                compactor.note_pass.job.slot = Some(slot)
             }
             Finished::Gone => {}
         }
@@ -324,6 +335,7 @@ enum Finished {
 /// Waits up to `bound` for the request of `slot` and composes its record.
 async fn finish(
     session: &mut Session,
+    compactor: &mut Compactor,
     sink: &EventSink,
     submission: SubmissionId,
     mut slot: Slot,
@@ -338,7 +350,7 @@ async fn finish(
     let (text, stats) = match joined {
         Ok(Ok(Ok(done))) => done,
         Ok(Ok(Err(err))) => {
-            failed(session, sink, submission, err);
+            failed(session, compactor, sink, submission, err);
             return Finished::Gone;
         }
         Ok(Err(join)) => {
@@ -362,14 +374,20 @@ async fn finish(
 }
 
 /// Journals a failed background note exactly as a failed foreground pass is journaled.
-fn failed(session: &mut Session, sink: &EventSink, submission: SubmissionId, err: SummaryError) {
-    session.compaction.note_pass.spent_at = Some(session.journal().compactions().count());
+fn failed(
+    session: &mut Session,
+    compactor: &mut Compactor,
+    sink: &EventSink,
+    submission: SubmissionId,
+    err: SummaryError,
+) {
+    compactor.note_pass.spent_at = Some(session.journal().compactions().count());
     let emit = |event| sink.emit(submission, event);
     let (reason, summary_failed) = match err {
         SummaryError::Cancelled => return,
         SummaryError::Failed(reason) => (reason, false),
         SummaryError::Unusable(reason) => {
-            steps::summary_failed(session, &reason, &emit);
+            steps::summary_failed(session, compactor, &reason, &emit);
             (reason, true)
         }
         SummaryError::WindowLearned { window, source } => {
@@ -396,12 +414,19 @@ fn failed(session: &mut Session, sink: &EventSink, submission: SubmissionId, err
 }
 
 /// Cancels the background pass, if any (nothing is written) and re-arms the early mark.
-pub(crate) fn cancel(session: &mut Session, sink: &EventSink, submission: SubmissionId, why: &str) {
-    session.compaction.note_pass.spent_at = None;
-    if session.compaction.note_pass.job.stop() {
+pub(crate) fn cancel(
+    compactor: &mut Compactor,
+    sink: &EventSink,
+    submission: SubmissionId,
+    why: &str,
+) -> bool {
+    compactor.note_pass.spent_at = None;
+    let stopped = compactor.note_pass.job.stop();
+    if stopped {
         tracing::info!(%why, "background note cancelled");
         sink.emit(submission, Event::BackgroundNote { state: None });
     }
+    stopped
 }
 
 /// What the pass at the threshold gets from the background ([`take`]).
@@ -422,22 +447,23 @@ pub(crate) enum Taken {
 /// [`wait_bound`] — what the last summary request of its model took — or until `cancel`.
 pub(crate) async fn take(
     session: &mut Session,
+    compactor: &mut Compactor,
     sink: &EventSink,
     submission: SubmissionId,
     cancel: &CancellationToken,
 ) -> Taken {
-    settle(session, sink, submission).await;
-    let Some(slot) = session.compaction.note_pass.job.slot.take() else { return Taken::Nothing };
+    settle(session, compactor, sink, submission).await;
+    let Some(slot) = compactor.note_pass.job.slot.take() else { return Taken::Nothing };
     if let Some(prepared) = slot.state.prepared.clone() {
-        used_up(session, sink, submission);
+        used_up(session, compactor, sink, submission);
         slot.stop();
         return Taken::Note(Box::new(prepared));
     }
-    let bound = wait_bound(session.compaction.clock.measured(&slot.state.snapshot.summary_model));
+    let bound = wait_bound(compactor.clock.measured(&slot.state.snapshot.summary_model));
     let waited = Instant::now();
     let own = slot.cancel.clone();
     let finished = tokio::select! {
-        finished = finish(session, sink, submission, slot, bound) => Some(finished),
+        finished = finish(session, compactor, sink, submission, slot, bound) => Some(finished),
         () = cancel.cancelled() => None,
     };
     let taken = match finished {
@@ -447,7 +473,7 @@ pub(crate) async fn take(
             Taken::Cancelled
         }
         Some(Finished::Late(slot)) => {
-            session.compaction.note_pass.job.slot = Some(slot);
+            compactor.note_pass.job.slot = Some(slot);
             return Taken::Late;
         }
         Some(Finished::Gone) => Taken::Nothing,
@@ -461,13 +487,18 @@ pub(crate) async fn take(
             prepared.map_or(Taken::Nothing, |p| Taken::Note(Box::new(p)))
         }
     };
-    used_up(session, sink, submission);
+    used_up(session, compactor, sink, submission);
     taken
 }
 
 /// The note of this crossing is used up: no new background pass until the next record.
-pub(super) fn used_up(session: &mut Session, sink: &EventSink, submission: SubmissionId) {
-    session.compaction.note_pass.spent_at = Some(session.journal().compactions().count());
+pub(super) fn used_up(
+    session: &mut Session,
+    compactor: &mut Compactor,
+    sink: &EventSink,
+    submission: SubmissionId,
+) {
+    compactor.note_pass.spent_at = Some(session.journal().compactions().count());
     sink.emit(submission, Event::BackgroundNote { state: None });
 }
 

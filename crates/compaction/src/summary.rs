@@ -218,6 +218,26 @@ pub struct SummaryStats {
     pub output_tokens: u64,
 }
 
+/// The one line that says what a note read and what only `recall` reaches.
+pub fn unread_line(stats: &SummaryStats) -> String {
+    format!(
+        "the oldest {} messages (about {} tokens) are kept for recall; the note read the newest \
+         {} tokens",
+        stats.unread,
+        short_count(stats.unread_tokens),
+        short_count(stats.read_tokens)
+    )
+}
+
+/// A token count as people say it: 950, 12k, 172k, 58M.
+fn short_count(n: u64) -> String {
+    match n {
+        0..=9_999 => n.to_string(),
+        10_000..=999_999 => format!("{}k", n / 1_000),
+        _ => format!("{}M", n / 1_000_000),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

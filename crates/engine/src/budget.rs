@@ -158,6 +158,15 @@ impl Limits {
         }
     }
 
+    /// The figures the summary's and the note's budgets follow from.
+    pub fn note_window(&self) -> codewhale_compaction::budget::Window {
+        codewhale_compaction::budget::Window {
+            window: self.window,
+            reserved_output: self.reserved_output,
+            usable_input: self.usable_input,
+        }
+    }
+
     /// The cut's defaults for these limits at `calibration` (docs/compaction.md, *Limits and
     /// configuration*).
     pub fn cut_policy(&self, calibration: f64) -> codewhale_compaction::cut::CutPolicy {

@@ -293,6 +293,42 @@ impl Compactor {
         self.note_pass.state()
     }
 
+    /// Whether an auto pass can help now ([`codewhale_compaction::budget::worth_an_auto_pass`]).
+    /// Reactive and manual passes are never held back.
+    pub(super) fn auto_worthwhile(&self, session: &Session) -> bool {
+        let budget = session.budget();
+        let view = session.render();
+        let after = view.compaction.as_ref().and_then(|c| c.record.tokens_after);
+        let limits = budget.limits();
+        codewhale_compaction::budget::worth_an_auto_pass(
+            after,
+            budget.pressure().tokens,
+            limits.threshold,
+            limits.usable_input,
+        )
+    }
+
+    /// The summarizer failed: hold auto passes back, and say so once per streak.
+    pub(super) fn summary_failed(
+        &mut self,
+        session: &Session,
+        reason: &str,
+        emit: &(dyn Fn(Event) + Send + Sync),
+    ) {
+        if super::backoff::failed(&mut self.summary_backoff) {
+            super::conversation::warn(
+                emit,
+                format!(
+                    "the model could not write a usable summary ({reason}); automatic \
+                     compaction now waits a few turns between attempts (longer after each \
+                     failure), and meanwhile each request leaves out the oldest messages that do \
+                     not fit (the journal keeps them); {} asks again at any time",
+                    session.hints.compact()
+                ),
+            );
+        }
+    }
+
     /// Whether automatic passes are holding back after failed summaries.
     pub(super) fn backing_off(&self) -> bool {
         super::backoff::holding(self.summary_backoff)
@@ -306,7 +342,7 @@ impl Compactor {
         }
         let mut from_background = None;
         if trigger == Trigger::Auto {
-            if !super::steps::auto_worthwhile(turn.session) {
+            if !self.auto_worthwhile(turn.session) {
                 tracing::info!(
                     "the last pass could not get below the threshold; waiting for regrowth"
                 );

@@ -261,7 +261,7 @@ async fn compact(
         if let Ok(loaded) = load_read_only(&path) {
             let record = loaded.journal.compactions().find(|(e, _)| e.id.as_str() == id);
             if let Some((_, record)) = record {
-                (out.tokens_in, out.tokens_out) = crate::compaction::steps::record_usage(record);
+                (out.tokens_in, out.tokens_out) = crate::compaction::record::usage(record);
             }
         }
     }

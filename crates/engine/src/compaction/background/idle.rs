@@ -18,7 +18,7 @@ use codewhale_journal::Trigger;
 
 use super::{anchors, early_mark, maybe_start, settle, try_commit, used_up, Current, Tried};
 use crate::compaction::compactor::Compactor;
-use crate::compaction::steps;
+use crate::compaction::conversation;
 use crate::events::EventSink;
 use crate::session::Session;
 use codewhale_protocol::{Event, SubmissionId};
@@ -98,8 +98,13 @@ pub(super) async fn commit(
     let anchors = anchors(session);
     let before = session.budget().pressure().tokens;
     let previous = view.compaction.as_ref();
-    let target =
-        steps::commit_target(session, &plain, previous, anchors.as_deref(), prepared.reaches_aim);
+    let target = conversation::commit_target(
+        session,
+        &plain,
+        previous,
+        anchors.as_deref(),
+        prepared.reaches_aim,
+    );
     let current =
         Current { view: &view, plain: &plain, anchors: anchors.as_deref(), before, target };
     match try_commit(session, &prepared, current).await {

@@ -33,12 +33,12 @@ use codewhale_journal::{render_with_record, Entry, Level, SystemPayload, Trigger
 use codewhale_provider::CancellationToken;
 
 use super::commit::{self, Proposal, Written};
+use super::conversation;
 use super::cut::{self, CutPolicy};
 use super::judge::Refusal;
 use super::pass_plan::{worth_sending, SendCheck};
 use super::plain::PlainView;
 use super::record::{self, SummaryRecord};
-use super::steps;
 use super::summarize::{self, Summarizer, SummaryError, SummaryJob};
 use super::summary::SummaryStats;
 use crate::anchors::AnchorStore;
@@ -124,12 +124,12 @@ pub(crate) async fn maybe_start(
         backing_off: compactor.backing_off(),
         allowed_here: !session.one_turn() || in_tool_loop,
     };
-    if !should_start(&check) || !steps::auto_worthwhile(session) {
+    if !should_start(&check) || !compactor.auto_worthwhile(session) {
         return;
     }
     let Some(snapshot) = snapshot(session, at) else { return };
     let summarizer = Summarizer::of(session, &compactor.clock, &snapshot.summary_model);
-    let max_output = steps::summary_max_output(&limits);
+    let max_output = codewhale_compaction::budget::summary_max_output(&limits.note_window());
     let snapshot = Arc::new(snapshot);
     let cancel = CancellationToken::new();
     let (signal, (done, ended)) = compactor.note_pass.job.signal();
@@ -137,7 +137,7 @@ pub(crate) async fn maybe_start(
         snapshot.clone(),
         summarizer,
         max_output,
-        steps::max_summary_requests(session),
+        conversation::max_summary_requests(session),
         cancel.clone(),
         Notify { sink: sink.clone(), submission, signal },
     ));
@@ -180,7 +180,7 @@ fn snapshot(session: &Session, at: StartAt) -> Option<Snapshot> {
         ),
     };
     let (room, median) =
-        steps::room(session, &plain, view.compaction.as_ref(), anchors.as_deref(), to_come);
+        conversation::room(session, &plain, view.compaction.as_ref(), anchors.as_deref(), to_come);
     let plan = super::pass_plan::aimed_cut(&plain.messages, &plain.tokens, &policy, &room).ok()?;
     // Whether the view the note leaves at the threshold can be at the aim; when not even the
     // smallest view can, the note is committed if it leaves a median turn of room.
@@ -204,13 +204,13 @@ fn snapshot(session: &Session, at: StartAt) -> Option<Snapshot> {
         before: plain.total(),
         tail: plan.tail_tokens,
         retained: plan.retained_tokens,
-        note_fixed: steps::note_fixed_tokens(
+        note_fixed: conversation::note_fixed_tokens(
             session,
             covered,
             view.compaction.as_ref(),
             anchors.as_deref(),
         ),
-        note_budget: steps::note_budget_tokens(limits),
+        note_budget: codewhale_compaction::budget::note_budget_tokens(&limits.note_window()),
         prefix: session.budget().system_tokens(),
         threshold,
         manual: false,
@@ -257,7 +257,7 @@ async fn write_note(
         model: &snapshot.summary_model,
         max_output,
         max_requests,
-        note_chars: steps::note_chars(&snapshot.limits),
+        note_chars: codewhale_compaction::budget::note_chars(&snapshot.limits.note_window()),
         progress: None,
     };
     let result = summarize::summarize(&job, cancel).await;
@@ -387,7 +387,7 @@ fn failed(
         SummaryError::Cancelled => return,
         SummaryError::Failed(reason) => (reason, false),
         SummaryError::Unusable(reason) => {
-            steps::summary_failed(session, compactor, &reason, &emit);
+            compactor.summary_failed(session, &reason, &emit);
             (reason, true)
         }
         SummaryError::WindowLearned { window, source } => {
@@ -509,14 +509,20 @@ async fn prepare(
     text: &str,
     stats: &SummaryStats,
 ) -> Option<Prepared> {
-    let note_chars = steps::note_chars(&snapshot.limits);
-    let summary =
-        steps::with_extract(session, &snapshot.view, &snapshot.plain, text, stats, note_chars);
+    let note_chars = codewhale_compaction::budget::note_chars(&snapshot.limits.note_window());
+    let summary = super::extract::with_extract(
+        session.journal(),
+        &snapshot.view,
+        &snapshot.plain,
+        text,
+        stats,
+        note_chars,
+    );
     let covered = &snapshot.plain.messages[..snapshot.plan.cut];
     let previous = snapshot.view.compaction.as_ref();
     let anchors = snapshot.basis.anchors.clone();
     let (note, files) =
-        steps::build_note(session, covered, previous, &summary, anchors.as_deref()).await;
+        conversation::build_note(session, covered, previous, &summary, anchors.as_deref()).await;
     let mut record = record::summary_record(SummaryRecord {
         plain: &snapshot.plain,
         plan: &snapshot.plan,
@@ -530,7 +536,7 @@ async fn prepare(
         model: snapshot.summary_model.clone(),
     })?;
     record.background = true;
-    steps::record_cost(&mut record, stats);
+    super::record::cost(&mut record, stats);
     let first = record.covers.as_ref()?.first.clone();
     let parent = session
         .journal()

@@ -29,7 +29,7 @@ pub(super) struct Snapshot {
     pub(super) limits: crate::budget::Limits,
     /// The view the note leaves when committed at the threshold was planned to be at the aim of
     /// an auto pass; when not even the smallest view could be, it need only leave a median turn
-    /// of room ([`crate::compaction::steps::commit_target`]).
+    /// of room ([`crate::compaction::conversation::commit_target`]).
     pub(super) reaches_aim: bool,
 }
 

@@ -103,9 +103,9 @@ pub fn note_chars(limits: &Window) -> usize {
 const REGROWTH_FRACTION: f64 = 0.1;
 
 /// Whether an auto pass can help now, at `pressure`: not when the active record already could
-/// not get below `threshold` (it left `tokens_after`: the user's own protected messages fill the
-/// window) and the conversation has not grown by a tenth of `usable_input` since — that pass
-/// would summarize next to nothing, on every turn.
+/// not get a tenth of `usable_input` below `threshold` (it left `tokens_after`: the user's own
+/// protected messages fill the window) and the conversation has not grown by a tenth of
+/// `usable_input` since — that pass would summarize next to nothing, on every turn.
 pub fn worth_an_auto_pass(
     tokens_after: Option<u64>,
     pressure: u64,
@@ -114,7 +114,9 @@ pub fn worth_an_auto_pass(
 ) -> bool {
     let Some(after) = tokens_after else { return true };
     let regrowth = (usable_input as f64 * REGROWTH_FRACTION) as u64;
-    after < threshold || pressure >= after + regrowth
+    // A record that left less than that much room (it bounded up to the threshold) counts as
+    // one that could not get below it: the next small turn would cross again.
+    after + regrowth <= threshold || pressure >= after + regrowth
 }
 
 #[cfg(test)]
@@ -146,7 +148,11 @@ mod tests {
     #[test]
     fn an_auto_pass_waits_for_regrowth_only_after_one_that_could_not_get_below_the_threshold() {
         assert!(worth_an_auto_pass(None, 90_000, 80_000, 100_000), "no record yet");
-        assert!(worth_an_auto_pass(Some(70_000), 90_000, 80_000, 100_000), "the last got below");
+        assert!(worth_an_auto_pass(Some(70_000), 75_000, 80_000, 100_000), "the last got below");
+        assert!(
+            !worth_an_auto_pass(Some(75_000), 80_000, 80_000, 100_000),
+            "the last left less than a tenth below the threshold"
+        );
         assert!(!worth_an_auto_pass(Some(85_000), 90_000, 80_000, 100_000), "grew by 5 %");
         assert!(worth_an_auto_pass(Some(85_000), 95_000, 80_000, 100_000), "grew by a tenth");
     }

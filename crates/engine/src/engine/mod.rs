@@ -197,6 +197,7 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
     let sink = sink.with_redactor(session.redactor().clone());
     // What the end of a background command finds is told as it happens.
     session.guard().set_sink(sink.clone());
+    session.hook_state.sink = Some(sink.clone());
     // A local server says what window it runs the model with: from the cache at once, else
     // asked in the background (no request waits for it but a large first one, briefly).
     session.start_probe();
@@ -246,6 +247,8 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
     if let Some(text) = unanswered {
         sink.emit(start, Event::MessageTakenBack { text });
     }
+    // The user's `SessionStart` hooks, once per process; what they print joins the next prompt.
+    crate::hooks::session_start(&mut session, start).await;
     if session.resumed {
         sink.emit(start, session.plan_event(false));
     }
@@ -358,9 +361,13 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
                 );
                 let (stop, deferred) = listening(pass, &mut ops, &sink, &gate, &cancel, &mcp).await;
                 shutdown = stop;
+                if gate.user_away() {
+                    crate::hooks::notification(&mut session, id, "the compaction finished").await;
+                }
                 sink.emit(id, session.usage_event(None, None));
                 answer_deferred(&mut session, &sink, deferred).await;
             }
+            Op::Focus { focused } => gate.set_focused(focused),
             Op::UserShell { command } => {
                 let cancel = CancellationToken::new();
                 let mcp = session.mcp().clone();
@@ -530,6 +537,7 @@ async fn listening<F: std::future::Future>(
                 Some((oid, Op::ListMcpServers)) => sink.emit(oid, mcp_servers_event(mcp)),
                 // Typing during a turn changes nothing the turn does.
                 Some((_, Op::Typing)) => {}
+                Some((_, Op::Focus { focused })) => gate.set_focused(focused),
                 Some((oid, Op::SetApproval { mode })) => {
                     // Applies from the turn's next call on.
                     gate.switch_mode(mode);

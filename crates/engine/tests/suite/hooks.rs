@@ -292,3 +292,36 @@ async fn the_trust_question_lists_a_workspaces_hooks() {
     let text = format!("{question:?}");
     assert!(text.contains("[[hooks.PreToolUse]]") && text.contains("./scripts/guard.sh"), "{text}");
 }
+
+#[tokio::test]
+async fn notification_runs_when_an_approval_waits_while_the_terminal_is_not_focused() {
+    use codewhale_engine::protocol::{ApprovalScope, Op};
+    let h = Harness::new().await;
+    let log = logging(&h, "notify.jsonl");
+    h.config(&format!("[[hooks.Notification]]\ncommand = \"{log}\"\n"));
+    h.server.push(Reply::tool_call("s1", "shell", json!({"command": "echo one"})));
+    h.server.push(Reply::tool_call("s2", "shell", json!({"command": "echo two"})));
+    h.server.push(Reply::text("done"));
+    let mut engine = h.spawn_with(codewhale_engine::session::Resume::New, ApprovalMode::Ask, true);
+    let turn = engine.submit(Op::UserInput {
+        text: "run both".into(),
+        attachments: Vec::new(),
+        images: Vec::new(),
+    });
+    // Focused: the first question calls nobody back.
+    engine.until(|e| matches!(e, Event::ApprovalNeeded { call_id, .. } if call_id == "s1")).await;
+    engine.submit(Op::Focus { focused: false });
+    engine.submit(Op::Approve { call_id: "s1".into(), scope: ApprovalScope::Once });
+    engine.until(|e| matches!(e, Event::ApprovalNeeded { call_id, .. } if call_id == "s2")).await;
+    engine.submit(Op::Approve { call_id: "s2".into(), scope: ApprovalScope::Once });
+    assert_eq!(engine.finish(turn).await.status, TurnStatus::Completed);
+    engine.shutdown().await;
+    let messages: Vec<String> = logged(&h, "notify.jsonl")
+        .iter()
+        .map(|o| {
+            assert_eq!(o["hook_event_name"], "Notification");
+            o["message"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    assert_eq!(messages, ["shell waits for your approval", "the turn ended (completed)"]);
+}

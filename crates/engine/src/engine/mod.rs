@@ -314,6 +314,11 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
             }
         };
         let Some((id, op)) = next else { break };
+        if let Op::Focus { focused } = op {
+            // The terminal's focus is no activity: the idle clock runs on.
+            gate.set_focused(focused);
+            continue;
+        }
         crate::compaction::background::activity(&mut session);
         idle_spent = false;
         // A mode chosen while the last turn ran, which made no call after it.
@@ -367,7 +372,6 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
                 sink.emit(id, session.usage_event(None, None));
                 answer_deferred(&mut session, &sink, deferred).await;
             }
-            Op::Focus { focused } => gate.set_focused(focused),
             Op::UserShell { command } => {
                 let cancel = CancellationToken::new();
                 let mcp = session.mcp().clone();

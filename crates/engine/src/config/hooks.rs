@@ -44,8 +44,10 @@ pub struct HookConfig {
 pub struct HookState {
     /// `(event, command)` of the hooks whose failure the user has been shown.
     pub warned: std::collections::HashSet<(String, String)>,
-    /// `None`: not looked up yet; `Some(None)`: no `PostCompact` hook has said anything.
-    pub post_compact: Option<Option<String>>,
+    /// What a `PostCompact` hook printed in this run, the latest.
+    pub post_compact: Option<String>,
+    /// The latest `PostCompact` output the journal held when first looked up (once).
+    pub journaled_post_compact: std::sync::OnceLock<Option<String>>,
     /// Where the hooks' warnings are told (set when the engine starts driving the session).
     pub sink: Option<crate::events::EventSink>,
     /// The `system` entries of runs not journaled yet (while a reply's tool calls run).

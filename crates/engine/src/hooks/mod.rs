@@ -376,24 +376,28 @@ pub(crate) async fn post_compact(session: &mut Session, note: &str, trigger: &Tr
     let said = fire(session, SubmissionId(0), "PostCompact", None, fields, &cancel).await.said;
     if !said.is_empty() {
         append_said(session, "PostCompact", &said);
-        session.hook_state.post_compact = Some(Some(said));
+        session.hook_state.post_compact = Some(said);
     }
 }
 
 /// The latest text a `PostCompact` hook printed in this session (the file's newest), to
 /// restate verbatim in a note.
 pub(crate) fn latest_post_compact(session: &Session) -> Option<String> {
-    if let Some(known) = &session.hook_state.post_compact {
-        return known.clone();
+    if let Some(said) = &session.hook_state.post_compact {
+        return Some(said.clone());
     }
-    let journal = session.journal();
-    let users: Vec<u32> = journal.positions_of_kind("user").collect();
-    users.into_iter().rev().find_map(|pos| match &journal.read_entry(pos).payload {
-        Payload::User(u) if u.hook.as_deref() == Some("PostCompact") => {
-            Some(u.content.iter().filter_map(|b| b.as_text()).collect::<String>())
-        }
-        _ => None,
-    })
+    // Looked up in the journal once per session (a resumed one's earlier runs).
+    let journaled = session.hook_state.journaled_post_compact.get_or_init(|| {
+        let journal = session.journal();
+        let users: Vec<u32> = journal.positions_of_kind("user").collect();
+        users.into_iter().rev().find_map(|pos| match &journal.read_entry(pos).payload {
+            Payload::User(u) if u.hook.as_deref() == Some("PostCompact") => {
+                Some(u.content.iter().filter_map(|b| b.as_text()).collect::<String>())
+            }
+            _ => None,
+        })
+    });
+    journaled.clone()
 }
 
 /// `Stop`, when a user's (or `exec`'s) turn ends.

@@ -179,7 +179,8 @@ async fn a_pre_compact_exit_2_skips_the_pass_as_a_failed_one() {
 }
 
 #[tokio::test]
-async fn post_compact_output_follows_the_note_and_is_restated_in_the_next_note() {
+async fn post_compact_output_follows_the_note_and_is_restated_in_the_next_note_after_a_resume_too()
+{
     let h = Harness::new().await;
     h.hosted_api();
     let path = h.workspace().join("post.json");
@@ -207,6 +208,12 @@ async fn post_compact_output_follows_the_note_and_is_restated_in_the_next_note()
     let (note, rules) =
         (body.find("Codewhale handoff note").unwrap(), body.find("TEAM RULES").unwrap());
     assert!(note < rules && rules < body.find("go on").unwrap(), "{body}");
+    // The next process, on the same session, restates what the journal holds.
+    engine.shutdown().await;
+    let mut resumed = super::compaction::params(&h, "openai", WINDOW);
+    resumed.resume = codewhale_engine::session::Resume::Last;
+    let (handle, events) = codewhale_engine::Engine::spawn(resumed).unwrap();
+    let mut engine = super::common::Running { handle, events };
     for k in 4..8 {
         h.server.push(Reply::text(prose(&format!("answer {k}"), 300)).with_usage(2_000, 1_500));
         engine.turn(&format!("question {k}")).await;

@@ -67,6 +67,7 @@ pub(crate) fn note_fixed_tokens(
     };
     let plan = session.live_plan().map(|p| crate::plan::section(&p));
     let skills = skills_read(session, covered);
+    let hooks = crate::hooks::latest_post_compact(session);
     let text = note::compose(&NoteInput {
         summary: "",
         files: &files,
@@ -75,6 +76,7 @@ pub(crate) fn note_fixed_tokens(
         anchors,
         plan: plan.as_deref(),
         skills: &skills,
+        hooks: hooks.as_deref(),
     });
     u64::from(crate::session::counts::exact(&text))
 }
@@ -321,6 +323,7 @@ pub(crate) async fn build_note(
         });
     let plan = session.live_plan().map(|p| crate::plan::section(&p));
     let skills = skills_read(session, covered);
+    let hooks = crate::hooks::latest_post_compact(session);
     let text = note::compose(&NoteInput {
         summary,
         files: &files,
@@ -329,6 +332,7 @@ pub(crate) async fn build_note(
         anchors,
         plan: plan.as_deref(),
         skills: &skills,
+        hooks: hooks.as_deref(),
     });
     (text, files)
 }

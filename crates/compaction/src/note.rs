@@ -151,7 +151,13 @@ pub struct NoteInput<'a> {
     /// The skills whose `SKILL.md` a covered call read (docs/extending.md, *Skills*), by
     /// name with the path to read again.
     pub skills: &'a [(String, String)],
+    /// The latest text a `PostCompact` hook printed (docs/extending.md, *Hooks*), restated
+    /// verbatim.
+    pub hooks: Option<&'a str>,
 }
+
+/// The heading of the latest `PostCompact` hook output.
+pub const HOOKS_TITLE: &str = "## From your hooks (verbatim)";
 
 /// The heading of the skills the covered calls read.
 pub const SKILLS_TITLE: &str = "## Skills in use";
@@ -225,6 +231,10 @@ pub fn compose(input: &NoteInput<'_>) -> String {
             .map(|(name, path)| format!("- `{name}`: read `{path}` again before relying on it"))
             .collect();
         out.push_str(&listed.join("\n"));
+    }
+    if let Some(hooks) = input.hooks.filter(|h| !h.trim().is_empty()) {
+        out.push_str(&format!("\n\n{HOOKS_TITLE}\n"));
+        out.push_str(hooks.trim_end_matches('\n'));
     }
     if let Some(anchors) = input.anchors.filter(|a| !a.trim().is_empty()) {
         out.push_str(&format!("\n\n{ANCHORS_TITLE}\n"));
@@ -318,6 +328,7 @@ mod tests {
             anchors: None,
             plan: None,
             skills: &[],
+            hooks: None,
         });
         assert!(note.contains("- and 44 more\n\n"));
     }
@@ -340,6 +351,7 @@ mod tests {
             anchors: Some(anchors),
             plan: Some("## Plan\n- [done] Write the lexer\n- [pending] Write the parser"),
             skills: &[("pdf".into(), "/h/skills/pdf/SKILL.md".into())],
+            hooks: Some("Team rules: tabs, no unwrap.\n"),
         });
         let order = [
             HEADER,
@@ -349,6 +361,7 @@ mod tests {
             "## Running now\n- `cargo run` (pid 42, listening on 8080)",
             "Live state at compaction: workspace /w; git branch main at abc1234. Re-check before acting.",
             "## Skills in use\n- `pdf`: read `/h/skills/pdf/SKILL.md` again before relying on it",
+            "## From your hooks (verbatim)\nTeam rules: tabs, no unwrap.",
             "User-pinned anchors (verbatim):\nNever push to main.\n---\nUse rustls.",
             CLOSING,
         ];

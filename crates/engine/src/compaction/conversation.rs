@@ -29,6 +29,7 @@ pub(crate) fn note_fixed_tokens(
     };
     let plan = session.live_plan().map(|p| crate::plan::section(&p));
     let skills = skills_read(session, covered);
+    let hooks = crate::hooks::latest_post_compact(session);
     let text = note::compose(&NoteInput {
         summary: "",
         files: &files,
@@ -37,6 +38,7 @@ pub(crate) fn note_fixed_tokens(
         anchors,
         plan: plan.as_deref(),
         skills: &skills,
+        hooks: hooks.as_deref(),
     });
     u64::from(crate::session::counts::exact(&text))
 }
@@ -147,6 +149,7 @@ pub(crate) async fn build_note(
         });
     let plan = session.live_plan().map(|p| crate::plan::section(&p));
     let skills = skills_read(session, covered);
+    let hooks = crate::hooks::latest_post_compact(session);
     let text = note::compose(&NoteInput {
         summary,
         files: &files,
@@ -155,6 +158,7 @@ pub(crate) async fn build_note(
         anchors,
         plan: plan.as_deref(),
         skills: &skills,
+        hooks: hooks.as_deref(),
     });
     (text, files)
 }

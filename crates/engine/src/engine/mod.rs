@@ -204,6 +204,7 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
     let sink = sink.with_redactor(session.redactor().clone());
     // What the end of a background command finds is told as it happens.
     session.guard().set_sink(sink.clone());
+    session.hook_state.sink = Some(sink.clone());
     // A local server says what window it runs the model with: from the cache at once, else
     // asked in the background (no request waits for it but a large first one, briefly).
     session.start_probe();
@@ -253,6 +254,8 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
     if let Some(text) = unanswered {
         sink.emit(start, Event::MessageTakenBack { text });
     }
+    // The user's `SessionStart` hooks, once per process; what they print joins the next prompt.
+    crate::hooks::session_start(&mut session, start).await;
     if session.resumed {
         sink.emit(start, session.plan_event(false));
     }
@@ -318,6 +321,11 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
             }
         };
         let Some((id, op)) = next else { break };
+        if let Op::Focus { focused } = op {
+            // The terminal's focus is no activity: the idle clock runs on.
+            gate.set_focused(focused);
+            continue;
+        }
         compactor.on_activity();
         idle_spent = false;
         // A mode chosen while the last turn ran, which made no call after it.
@@ -359,6 +367,9 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
                 let pass = compactor.manual(&mut session, &sink, id, focus, cancel.clone());
                 let (stop, deferred) = listening(pass, &mut ops, &sink, &gate, &cancel, &mcp).await;
                 shutdown = stop;
+                if gate.user_away() {
+                    crate::hooks::notification(&mut session, id, "the compaction finished").await;
+                }
                 sink.emit(id, session.usage_event(None, None));
                 answer_deferred(&mut session, &mut compactor, &sink, deferred).await;
             }
@@ -533,6 +544,7 @@ async fn listening<F: std::future::Future>(
                 Some((oid, Op::ListMcpServers)) => sink.emit(oid, mcp_servers_event(mcp)),
                 // Typing during a turn changes nothing the turn does.
                 Some((_, Op::Typing)) => {}
+                Some((_, Op::Focus { focused })) => gate.set_focused(focused),
                 Some((oid, Op::SetApproval { mode })) => {
                     // Applies from the turn's next call on.
                     gate.switch_mode(mode);

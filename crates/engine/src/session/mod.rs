@@ -134,6 +134,8 @@ pub struct Session {
     /// Plan mode's private temp dir, the only place its commands may write
     /// ([`crate::plan_mode`]); made when a command first needs it, removed with the session.
     pub(crate) plan_scratch: crate::plan_mode::Scratch,
+    /// What the session remembers of its hooks' runs ([`crate::config::hooks::HookState`]).
+    pub(crate) hook_state: crate::config::hooks::HookState,
 }
 
 /// The meters of one run of a session: its replies, and its summary requests apart.

@@ -44,7 +44,15 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("session", &["session"]),
     (
         "on the session",
-        &["anchors", "attachments", "branch_summary", "history_pages", "importing", "user_shell"],
+        &[
+            "anchors",
+            "attachments",
+            "branch_summary",
+            "history_pages",
+            "hooks",
+            "importing",
+            "user_shell",
+        ],
     ),
     ("compaction", &["compaction"]),
     ("operations", &["answers", "context_report", "rewind", "side_question", "turn"]),

@@ -130,6 +130,10 @@ pub(crate) async fn maybe_start(
     if !should_start(&check) || !compactor.auto_worthwhile(session) {
         return;
     }
+    // The user's `PreCompact` hooks, as the pass starts: exit 2 skips it (a failed pass).
+    if let Some(why) = crate::hooks::pre_compact(session, &Trigger::Auto).await {
+        return failed(session, compactor, sink, submission, SummaryError::Unusable(why));
+    }
     let Some(snapshot) = snapshot(session, at) else { return };
     let summarizer = Summarizer::of(session, &compactor.clock, &snapshot.summary_model);
     let max_output = codewhale_compaction::budget::summary_max_output(&limits.note_window());

@@ -76,9 +76,33 @@ pub struct Sessions {
 
 /// Lists the sessions in `dir` (a missing directory has none), newest first; reads only each
 /// file's head, so listing a directory of huge sessions stays fast.
+///
+/// A `task` child (docs/subagents.md) is listed right under its parent, its children in the
+/// order they were started; its parent's `cost_usd` includes what its children cost (a child's
+/// row keeps its own figure, so summing the rows without a `parent` gives the total once). A
+/// child whose parent is not in `dir` is listed among the others.
 pub fn sessions(dir: &Path) -> std::io::Result<Sessions> {
     let listing = codewhale_journal::list_sessions(dir)?;
-    Ok(Sessions { sessions: listing.sessions, skipped: listing.skipped })
+    Ok(Sessions { sessions: under_parents(listing.sessions), skipped: listing.skipped })
+}
+
+/// `sessions` (newest first) with every child moved right under its parent, oldest first, and
+/// each parent's cost including its children's.
+fn under_parents(sessions: Vec<SessionInfo>) -> Vec<SessionInfo> {
+    let ids: std::collections::HashSet<String> = sessions.iter().map(|s| s.id.clone()).collect();
+    let (children, mut top): (Vec<SessionInfo>, Vec<SessionInfo>) = sessions
+        .into_iter()
+        .partition(|s| s.parent.as_ref().is_some_and(|p| ids.contains(p) && *p != s.id));
+    let mut out = Vec::with_capacity(top.len() + children.len());
+    for mut parent in top.drain(..) {
+        let mut mine: Vec<&SessionInfo> =
+            children.iter().filter(|c| c.parent.as_deref() == Some(parent.id.as_str())).collect();
+        mine.sort_by(|a, b| a.created_at.cmp(&b.created_at).then_with(|| a.id.cmp(&b.id)));
+        parent.cost_usd += mine.iter().map(|c| c.cost_usd).sum::<f64>();
+        out.push(parent);
+        out.extend(mine.into_iter().cloned());
+    }
+    out
 }
 
 /// The sessions of `home`'s session directory whose workspace is `workspace`, newest first.

@@ -168,7 +168,13 @@ pub struct NoteInput<'a> {
     /// The skills whose `SKILL.md` a covered call read (docs/extending.md, *Skills*), by
     /// name with the path to read again.
     pub skills: &'a [(String, String)],
+    /// The covered `task` calls (docs/subagents.md): description and child session id, for
+    /// `recall`.
+    pub subagents: &'a [(String, String)],
 }
+
+/// The heading of the covered `task` calls.
+pub const SUBAGENTS_TITLE: &str = "## Subagents";
 
 /// The heading of the skills the covered calls read.
 pub const SKILLS_TITLE: &str = "## Skills in use";
@@ -240,6 +246,17 @@ pub fn compose(input: &NoteInput<'_>) -> String {
             .skills
             .iter()
             .map(|(name, path)| format!("- `{name}`: read `{path}` again before relying on it"))
+            .collect();
+        out.push_str(&listed.join("\n"));
+    }
+    if !input.subagents.is_empty() {
+        out.push_str(&format!("\n\n{SUBAGENTS_TITLE}\n"));
+        let listed: Vec<String> = input
+            .subagents
+            .iter()
+            .map(|(description, id)| {
+                format!("- \"{description}\": session {id} (recall{{\"entry\": \"{id}\"}} reads what it found)")
+            })
             .collect();
         out.push_str(&listed.join("\n"));
     }
@@ -335,6 +352,7 @@ mod tests {
             anchors: None,
             plan: None,
             skills: &[],
+            subagents: &[],
         });
         assert!(note.contains("- and 44 more\n\n"));
     }
@@ -357,6 +375,7 @@ mod tests {
             anchors: Some(anchors),
             plan: Some("## Plan\n- [done] Write the lexer\n- [pending] Write the parser"),
             skills: &[("pdf".into(), "/h/skills/pdf/SKILL.md".into())],
+            subagents: &[],
         });
         let order = [
             HEADER,

@@ -197,9 +197,13 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
     let sink = sink.with_redactor(session.redactor().clone());
     // What the end of a background command finds is told as it happens.
     session.guard().set_sink(sink.clone());
+    // A subagent's session opened on its own is shown, never written (docs/subagents.md).
+    let read_only = crate::subagent::read_only_parent(&session).map(str::to_owned);
     // A local server says what window it runs the model with: from the cache at once, else
     // asked in the background (no request waits for it but a large first one, briefly).
-    session.start_probe();
+    if read_only.is_none() {
+        session.start_probe();
+    }
     let start = SubmissionId(0);
     // MCP servers connect in the background; the session goes on at once. A one-turn `exec`
     // starts a server whose tool list is cached only when the model calls one of its tools.
@@ -227,7 +231,10 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
     );
     // A message the last run journaled but never answered is set aside before anything is
     // shown, so the conversation shown is the one the next prompt continues.
-    let unanswered = if session.resumed {
+    if let Some(parent) = &read_only {
+        session.notices.push((NoticeLevel::Info, crate::subagent::read_only_notice(parent)));
+    }
+    let unanswered = if session.resumed && read_only.is_none() {
         session.set_aside_unanswered().unwrap_or_else(|err| {
             sink.emit(start, err.event());
             None
@@ -258,7 +265,8 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
     let mut shutdown = None;
     // Idle compaction (docs/compaction.md, *Idle compaction*): the clock restarts on every op
     // and after every turn; it fires once per idle spell.
-    let idle_after = crate::compaction::background::idle_after(&session);
+    let idle_after =
+        crate::compaction::background::idle_after(&session).filter(|_| read_only.is_none());
     let mut idle_since = tokio::time::Instant::now();
     let mut idle_spent = false;
     while shutdown.is_none() {
@@ -311,6 +319,17 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
             }
         };
         let Some((id, op)) = next else { break };
+        if let Some(why) = read_only.as_deref().and_then(|p| crate::subagent::refusal(p, &op)) {
+            sink.emit(id, Event::Error { kind: ErrorKind::Command, message: why });
+            if matches!(op, Op::UserInput { .. } | Op::RunCommand { .. } | Op::CarryOutPlan { .. })
+            {
+                let status = codewhale_protocol::TurnStatus::Failed;
+                let finished =
+                    Event::TurnFinished { status, text: String::new(), stats: Default::default() };
+                sink.emit(id, finished);
+            }
+            continue;
+        }
         crate::compaction::background::activity(&mut session);
         idle_spent = false;
         // A mode chosen while the last turn ran, which made no call after it.

@@ -192,7 +192,7 @@ pub fn run(ctx: &RecallContext<'_>, input: &Value) -> Result<String, String> {
 }
 
 /// `text` cut to `max` characters, with a line saying how much is left out.
-fn cap(text: String, max: usize) -> String {
+pub(crate) fn cap(text: String, max: usize) -> String {
     let chars = text.chars().count();
     if chars <= max {
         return text;
@@ -210,7 +210,7 @@ fn cap(text: String, max: usize) -> String {
 /// What an entry holds as searchable text: text blocks, tool-call names and inputs, tool output.
 /// Thinking is left out (it is the model's own and may be signed). A tool result's output is
 /// lent, not copied: a query over a long session reads most of its bytes.
-fn entry_text(payload: &Payload) -> Option<(&'static str, std::borrow::Cow<'_, str>)> {
+pub(crate) fn entry_text(payload: &Payload) -> Option<(&'static str, std::borrow::Cow<'_, str>)> {
     match payload {
         Payload::User(u) => {
             let text: Vec<&str> = u.content.iter().filter_map(|b| b.as_text()).collect();

@@ -318,6 +318,10 @@ async fn drive(ctx: &mut TurnCtx<'_>, message: UserMessage) -> Result<TurnOutcom
         if !calls::run_calls(ctx, &calls).await? {
             return Ok(TurnOutcome { status: TurnStatus::Interrupted, text });
         }
+        if ctx.passes_per_request {
+            // A child's long loop gets its passes as an interactive session's turns would.
+            ctx.compaction_passes = 0;
+        }
     }
 }
 

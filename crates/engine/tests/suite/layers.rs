@@ -38,10 +38,18 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("session", &["session"]),
     (
         "on the session",
-        &["anchors", "attachments", "branch_summary", "history_pages", "importing", "user_shell"],
+        &[
+            "anchors",
+            "attachments",
+            "branch_summary",
+            "children",
+            "history_pages",
+            "importing",
+            "user_shell",
+        ],
     ),
     ("compaction", &["compaction"]),
-    ("operations", &["answers", "rewind", "side_question", "turn"]),
+    ("operations", &["answers", "rewind", "side_question", "subagent", "turn"]),
     ("front", &["engine", "eval", "offline"]),
 ];
 

@@ -131,20 +131,7 @@ fn open_child(
     header.parent_call = Some(call_id.to_owned());
     let dir = parent.path().parent().map_or_else(|| sessions_dir(&parent.home), |d| d.to_owned());
     JournalFile::create_session(&dir, header)?.close()?;
-    let mut provider = parent.provider.clone();
-    provider.model = model;
-    let mut child = Session::open(SessionParams {
-        home: parent.home.clone(),
-        workspace: parent.workspace().to_owned(),
-        config: parent.config.clone(),
-        provider,
-        resume: Resume::Id(id),
-        retry: Some(parent.client().config().retry.clone()),
-        front_end: parent.hints.front_end(),
-        home_hint: None,
-        model_explicit: false,
-        sandbox_helper: None,
-    })?;
+    let mut child = open_existing(parent, &id, &model)?;
     child.subagent = Some(Link::new(parent.path().to_owned(), tools));
     child.policy = parent.policy.clone();
     child.sandbox = parent.sandbox.clone();
@@ -161,6 +148,49 @@ fn open_child(
     Ok((child, left_out))
 }
 
+/// Opens the child session `id` of `parent` through the ordinary open path, on `model`.
+fn open_existing(parent: &Session, id: &str, model: &str) -> Result<Session, EngineError> {
+    let mut provider = parent.provider.clone();
+    provider.model = model.to_owned();
+    Session::open(SessionParams {
+        home: parent.home.clone(),
+        workspace: parent.workspace().to_owned(),
+        config: parent.config.clone(),
+        provider,
+        resume: Resume::Id(id.to_owned()),
+        retry: Some(parent.client().config().retry.clone()),
+        front_end: parent.hints.front_end(),
+        home_hint: None,
+        model_explicit: false,
+        sandbox_helper: None,
+    })
+}
+
+/// After a crash (the parent's own unanswered calls were just answered "interrupted"): the
+/// children of `parent` left with a call of their own unanswered get their "interrupted"
+/// results too, so every journal of the conversation is whole again. A child that cannot be
+/// opened is left as it is, with a log line.
+pub async fn heal_children(parent: &Session) {
+    for child in crate::children::children_on_spine(parent) {
+        let sound = codewhale_journal::check_file(&child.path).map(|r| r.problems.is_empty());
+        if !matches!(sound, Ok(false)) {
+            continue;
+        }
+        let model = parent.model().to_owned();
+        let healed = match open_existing(parent, &child.id, &model) {
+            Ok(mut session) => {
+                let healed = session.heal_dangling_calls();
+                let closed = close_child(session).await;
+                healed.and(closed)
+            }
+            Err(err) => Err(err),
+        };
+        if let Err(err) = healed {
+            tracing::warn!(child = %child.id, "cannot answer a subagent's open calls: {err}");
+        }
+    }
+}
+
 /// What the parent's front end is told of a running child.
 #[derive(Debug, Default)]
 struct Progress {
@@ -168,6 +198,8 @@ struct Progress {
     tokens: u64,
     compactions: u32,
     calls: u32,
+    /// How many of its calls have ended.
+    finished: u32,
     /// The first error the child's turn reported.
     failure: Option<String>,
 }
@@ -302,6 +334,14 @@ fn told(
         Event::Usage { pressure, .. } if pressure.tokens != progress.tokens => {
             progress.tokens = pressure.tokens;
             Some(progress.step.clone())
+        }
+        Event::ToolCallFinished { .. } => {
+            progress.finished += 1;
+            // A test kills the process here, in the middle of a child's loop.
+            if progress.finished == 2 {
+                crate::pause_point::reached("subagent:loop");
+            }
+            None
         }
         Event::Error { message, .. } => {
             progress.failure.get_or_insert(message);

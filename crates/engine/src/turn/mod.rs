@@ -123,7 +123,10 @@ fn journal_failure(
 async fn drive(ctx: &mut TurnCtx<'_>, message: UserMessage) -> Result<TurnOutcome, EngineError> {
     // A crash or an earlier interrupt may have left calls unanswered; answer them before the
     // new message, or the user message would sit between a call and its result.
-    ctx.session.heal_dangling_calls()?;
+    if ctx.session.heal_dangling_calls()? > 0 {
+        // A subagent the crash stopped is answered too (docs/subagents.md, *Files*).
+        crate::subagent::run::heal_children(ctx.session).await;
+    }
     crate::compaction::triggers::turn_started(ctx.session);
     // Plan mode begun or ended since the model last heard: it reads so before the message.
     mode_note::sync(ctx)?;

@@ -171,6 +171,35 @@ fn finish(session: &Session, text: String, max: usize) -> String {
     crate::recall::cap(text, max)
 }
 
+/// The answer to `GetSubagentTranscript`: the whole conversation of child `id` of the
+/// session whose journal is in `dir`, read from its file (a running child's included).
+pub fn transcript_event(
+    dir: &std::path::Path,
+    parent: &str,
+    id: &str,
+) -> codewhale_protocol::Event {
+    use codewhale_protocol::{ErrorKind, Event};
+    let error = |message: String| Event::Error { kind: ErrorKind::Journal, message };
+    if id.is_empty() || !id.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+        return error(format!("{id:?} is not a session id"));
+    }
+    let path = dir.join(format!("{id}.jsonl"));
+    let journal = match load_read_only(&path) {
+        Ok(loaded) => loaded.journal,
+        Err(e) => {
+            return error(format!("the subagent's journal {} cannot be read: {e}", path.display()))
+        }
+    };
+    if journal.header().parent_session.as_deref() != Some(parent) {
+        return error(format!("session {id} is not a subagent of this session"));
+    }
+    let model = crate::session::replay::journal_limits(&journal)
+        .model
+        .unwrap_or_else(|| journal.header().model.clone());
+    let transcript = crate::history_pages::transcript(&journal, &model);
+    Event::Transcript { transcript: Box::new(transcript) }
+}
+
 /// The children of `calls` (`task` call ids) as a note lists them under `## Subagents`:
 /// (description, child session id), in call order.
 pub fn listed(session: &Session, calls: &[&str]) -> Vec<(String, String)> {

@@ -354,9 +354,11 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
             Op::SideQuestion { question } => {
                 let cancel = CancellationToken::new();
                 let mcp = session.mcp().clone();
+                let family = Family::of(&session);
                 let run =
                     crate::side_question::run(&mut session, &sink, id, question, cancel.clone());
-                let (stop, deferred) = listening(run, &mut ops, &sink, &gate, &cancel, &mcp).await;
+                let (stop, deferred) =
+                    listening(run, &mut ops, &sink, &gate, &cancel, (&mcp, &family)).await;
                 shutdown = stop;
                 answer_deferred(&mut session, &sink, deferred).await;
             }
@@ -368,6 +370,7 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
                 cancel_note(&mut session, &sink, id, "/compact runs instead");
                 let cancel = CancellationToken::new();
                 let mcp = session.mcp().clone();
+                let family = Family::of(&session);
                 let pass = crate::compaction::triggers::manual(
                     &mut session,
                     &sink,
@@ -375,7 +378,8 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
                     focus,
                     cancel.clone(),
                 );
-                let (stop, deferred) = listening(pass, &mut ops, &sink, &gate, &cancel, &mcp).await;
+                let (stop, deferred) =
+                    listening(pass, &mut ops, &sink, &gate, &cancel, (&mcp, &family)).await;
                 shutdown = stop;
                 sink.emit(id, session.usage_event(None, None));
                 answer_deferred(&mut session, &sink, deferred).await;
@@ -383,8 +387,10 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
             Op::UserShell { command } => {
                 let cancel = CancellationToken::new();
                 let mcp = session.mcp().clone();
+                let family = Family::of(&session);
                 let run = crate::user_shell::run(&mut session, &sink, id, command, cancel.clone());
-                let (stop, deferred) = listening(run, &mut ops, &sink, &gate, &cancel, &mcp).await;
+                let (stop, deferred) =
+                    listening(run, &mut ops, &sink, &gate, &cancel, (&mcp, &family)).await;
                 shutdown = stop;
                 answer_deferred(&mut session, &sink, deferred).await;
             }
@@ -445,6 +451,7 @@ async fn user_turn(
     let Link { ops, sink, gate } = link;
     let cancel = CancellationToken::new();
     let mcp = session.mcp().clone();
+    let family = Family::of(session);
     let turn = async {
         // The summary of the branch just left goes before the message, so the model's first
         // reply on the new branch reads it (bounded by its timeout).
@@ -452,7 +459,7 @@ async fn user_turn(
         let mut ctx = TurnCtx::new(session, sink, gate, id, cancel.clone());
         turn::run_turn(&mut ctx, message).await
     };
-    let (stop, deferred) = listening(turn, ops, sink, gate, &cancel, &mcp).await;
+    let (stop, deferred) = listening(turn, ops, sink, gate, &cancel, (&mcp, &family)).await;
     if cancel.is_cancelled() {
         cancel_note(session, sink, id, "the session was interrupted");
     }
@@ -520,7 +527,7 @@ async fn listening<F: std::future::Future>(
     sink: &EventSink,
     gate: &ApprovalGate,
     cancel: &CancellationToken,
-    mcp: &codewhale_mcp::Servers,
+    (mcp, family): (&codewhale_mcp::Servers, &Family),
 ) -> (Option<SubmissionId>, Deferred) {
     tokio::pin!(work);
     let mut shutdown = None;
@@ -547,6 +554,11 @@ async fn listening<F: std::future::Future>(
                     answer(gate, sink, oid, &call_id, ApprovalReply::Deny(reason))
                 }
                 Some((oid, Op::ListMcpServers)) => sink.emit(oid, mcp_servers_event(mcp)),
+                // A running subagent's conversation is read from its file, at once.
+                Some((oid, Op::GetSubagentTranscript { session_id })) => {
+                    let event = crate::children::transcript_event(&family.dir, &family.id, &session_id);
+                    sink.emit(oid, event);
+                }
                 // Typing during a turn changes nothing the turn does.
                 Some((_, Op::Typing)) => {}
                 Some((oid, Op::SetApproval { mode })) => {
@@ -578,6 +590,20 @@ async fn listening<F: std::future::Future>(
         }
     }
     (shutdown, deferred)
+}
+
+/// Where the session's `task` children are found while it is busy: its journal's folder and
+/// its id.
+struct Family {
+    dir: PathBuf,
+    id: String,
+}
+
+impl Family {
+    fn of(session: &Session) -> Family {
+        let dir = session.path().parent().map(std::path::Path::to_path_buf).unwrap_or_default();
+        Family { dir, id: session.id().to_owned() }
+    }
 }
 
 async fn answer_deferred(session: &mut Session, sink: &EventSink, deferred: Deferred) {

@@ -81,6 +81,7 @@ pub fn refusal(parent: &str, op: &codewhale_protocol::Op) -> Option<String> {
         Op::GetContext
             | Op::GetHistory { .. }
             | Op::GetTranscript
+            | Op::GetSubagentTranscript { .. }
             | Op::ListAnchors
             | Op::ListGrants
             | Op::ListUserMessages

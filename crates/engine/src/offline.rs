@@ -272,3 +272,46 @@ pub mod import {
         Roots, Sniffed, Tool, EXACT_TOKENS_UP_TO,
     };
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(id: &str, parent: Option<&str>, cost: f64, age_s: i64) -> SessionInfo {
+        let at = codewhale_journal::Timestamp::from_datetime(
+            chrono::Utc::now() - chrono::Duration::seconds(age_s),
+        );
+        SessionInfo {
+            id: id.into(),
+            path: format!("/s/{id}.jsonl").into(),
+            cwd: "/w".into(),
+            title: None,
+            entries: 1,
+            cost_usd: cost,
+            created_at: at,
+            updated: at,
+            provider: "openai".into(),
+            model: "m".into(),
+            imported_from: None,
+            parent: parent.map(str::to_owned),
+            parent_call: None,
+        }
+    }
+
+    #[test]
+    fn children_sit_under_their_parent_whose_cost_includes_theirs() {
+        // Newest first, as listed: a child written after its parent comes first.
+        let listed = vec![
+            info("c2", Some("p1"), 0.25, 1),
+            info("c1", Some("p1"), 0.5, 2),
+            info("p2", None, 1.0, 3),
+            info("orphan", Some("gone"), 0.1, 4),
+            info("p1", None, 2.0, 5),
+        ];
+        let ordered = under_parents(listed);
+        let ids: Vec<&str> = ordered.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids, ["p2", "orphan", "p1", "c1", "c2"]);
+        assert!((ordered[2].cost_usd - 2.75).abs() < 1e-9, "{}", ordered[2].cost_usd);
+        assert!((ordered[3].cost_usd - 0.5).abs() < 1e-9);
+    }
+}

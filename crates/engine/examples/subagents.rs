@@ -82,9 +82,9 @@ async fn main() {
             return Reply::text(SUMMARY).with_usage(tokens, 200);
         }
         let Some(child) = child_of(&r.body) else {
-            let answered = r.body["messages"].as_array().is_some_and(|m| {
-                m.iter().any(|m| m["role"] == "tool")
-            });
+            let answered = r.body["messages"]
+                .as_array()
+                .is_some_and(|m| m.iter().any(|m| m["role"] == "tool"));
             if answered {
                 return Reply::text("All read.").with_usage(tokens, 5);
             }

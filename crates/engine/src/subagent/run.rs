@@ -141,7 +141,14 @@ fn open_child(
     child.guard = parent.guard.clone();
     child.notices.clear();
     if child.model() == parent.model() {
-        child.budget.set_limits(*parent.budget().limits());
+        // The parent's window, a learned one journaled in the child too, so that the child's
+        // own replay (`codewhale context --session CHILD`) finds it.
+        let limits = *parent.budget().limits();
+        if limits.window_source.is_learned() {
+            child.learn_window(limits.window, limits.window_source)?;
+        } else {
+            child.budget.set_limits(limits);
+        }
     }
     child.refresh_system_prompt();
     child.replay_budget();

@@ -486,3 +486,27 @@ async fn last_never_picks_a_child() {
     assert!(last.to_string_lossy().contains(&parent_id), "{}", last.display());
     let _: Value = json!(null);
 }
+
+#[tokio::test]
+async fn a_child_runs_in_the_window_its_parent_learned() {
+    let h = Harness::new().await;
+    h.write("W-0.txt", "w\n");
+    // The first request is rejected with the window the provider states; the parent learns it.
+    h.server.push(Reply::fault(Fault::overflow(50_000, 60_000)));
+    let calls = HashMap::from([("W".to_owned(), 1)]);
+    script(&h, 200_000, calls, vec![task("t1", "look", "CHILD-W: look")]);
+    let mut engine = spawn_at(&h, 200_000, ApprovalMode::Ask);
+    // Too few messages to compact: that turn fails, but the window stays learned.
+    let first = engine.turn("PARENT: hello").await;
+    assert_eq!(first.status, TurnStatus::Failed);
+    let run = engine.turn("PARENT: look").await;
+    assert_eq!(run.status, TurnStatus::Completed, "{:?}", run.events);
+    engine.shutdown().await;
+    let (_, children) = family(h.home.path());
+    let child = reload_checked(&children[0]);
+    let learned = child.entries().iter().find_map(|e| match &e.payload {
+        Payload::System(s) => s.context_window,
+        _ => None,
+    });
+    assert_eq!(learned, Some(50_000), "the child journals the window it inherited");
+}

@@ -25,6 +25,7 @@ pub mod blob;
 mod block;
 mod branch;
 mod check;
+pub mod cut;
 mod entry;
 mod entry_id;
 mod fallback_note;
@@ -78,7 +79,7 @@ pub use sidecar::index_path;
 pub mod flags {
     pub use crate::meta::{ANCHOR, ESTIMATED, PLAIN, PLAN, PLAN_MODE, REPORTED, WITHDRAWS};
 }
-pub use shorten::{cut_to_bound, pruned_stub};
+pub use shorten::pruned_stub;
 pub use text::Text;
 pub use view::{
     active_compaction_of, bound_item, render, render_with_record, view_total_from_index,

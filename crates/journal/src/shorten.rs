@@ -1,7 +1,7 @@
 //! How the view shortens what a compaction record names (docs/journal-format.md, *The view*): a
 //! pruned tool result becomes a one-line stub; a bounded tool result keeps its head and tail around
 //! a marker; a bounded user or assistant message keeps a prefix of its text followed by a marker
-//! block.
+//! block. Every cut is [`crate::cut`]'s, its marker naming the entry that holds the text whole.
 //!
 //! Pure text work. Invariants: a cut never splits a UTF-8 character; a bounded message keeps a
 //! non-empty prefix of every text block it had (so the survival contract's prefix rule holds)
@@ -11,6 +11,7 @@
 use serde_json::Value;
 
 use crate::block::Block;
+use crate::cut::{self, Whole};
 use crate::entry::EntryId;
 
 /// The one-line stub that replaces a pruned tool result: its size, and that `recall` reads the
@@ -30,43 +31,11 @@ pub fn pruned_attachment_stub(path: &str, original_bytes: u64) -> String {
     )
 }
 
-/// The marker between the head and tail of a bounded tool result; it names the journal entry
-/// that holds the whole output when there is one (a request's view), else says to rerun.
-pub fn bounded_marker(cut_bytes: usize, entry: Option<&EntryId>) -> String {
-    match entry {
-        Some(entry) => format!(
-            "\n[... {cut_bytes} bytes cut by compaction; journal entry {entry} holds them: recall \
-             entry {entry} reads them ...]\n"
-        ),
-        None => format!(
-            "\n[... {cut_bytes} bytes cut by compaction; rerun the tool if you need them ...]\n"
-        ),
-    }
-}
-
-/// Cuts `text` to at most `max_bytes` of original text: the first half, a marker, the last
-/// half, each cut on a UTF-8 boundary. Text within the bound is returned unchanged (`None`).
-pub fn cut_to_bound(text: &str, max_bytes: usize) -> Option<String> {
-    cut_to_bound_naming(text, max_bytes, None)
-}
-
-/// [`cut_to_bound`] with a marker that names `entry`, the journal entry holding the whole text.
-pub fn cut_to_bound_naming(
-    text: &str,
-    max_bytes: usize,
-    entry: Option<&EntryId>,
-) -> Option<String> {
-    if text.len() <= max_bytes {
-        return None;
-    }
-    let head = text.floor_char_boundary(max_bytes / 2);
-    let tail = text.ceil_char_boundary(text.len() - (max_bytes - max_bytes / 2));
-    let marker = bounded_marker(tail - head, entry);
-    let mut out = String::with_capacity(head + marker.len() + text.len() - tail);
-    out.push_str(&text[..head]);
-    out.push_str(&marker);
-    out.push_str(&text[tail..]);
-    Some(out)
+/// `text` cut to at most `max_bytes` of original text: head + marker + tail by the one rule
+/// ([`crate::cut`]), the marker naming `entry`, the journal entry that holds it whole. Text
+/// within the bound is returned unchanged (`None`).
+pub fn cut_to_bound(text: &str, max_bytes: usize, entry: &EntryId) -> Option<String> {
+    cut::head_tail(text, max_bytes, Whole::Entry(entry))
 }
 
 /// Every text block of a bounded message keeps at least this much of its start.
@@ -90,14 +59,6 @@ pub fn blocks_bytes(blocks: &[Block]) -> u64 {
         .sum()
 }
 
-/// The marker block after a bounded message's prefix.
-pub fn text_marker(cut_bytes: u64, original_bytes: u64, entry: &EntryId) -> String {
-    format!(
-        "[... {cut_bytes} of this message's {original_bytes} bytes were cut by compaction; \
-         journal entry {entry} holds it whole: recall entry {entry} reads it ...]"
-    )
-}
-
 /// The blocks of a user or assistant message bounded to about `max_bytes`: each text block cut
 /// to a prefix (sharing the budget in order, each keeping at least 256 bytes),
 /// long string arguments of tool calls cut to a prefix, images replaced by their one line, thinking and opaque blocks dropped, and
@@ -115,14 +76,13 @@ pub fn bound_blocks(blocks: &[Block], max_bytes: u64, entry: &EntryId) -> Option
     for block in blocks {
         match block {
             Block::Text(t) => {
-                let keep = t.text.len().min(remaining.max(MIN_TEXT_PREFIX));
-                let end = t.text.floor_char_boundary(keep);
+                let end = cut::prefix_end(&t.text, remaining.max(MIN_TEXT_PREFIX));
                 remaining = remaining.saturating_sub(end);
                 out.push(Block::text(&t.text[..end]));
             }
             Block::ToolUse(call) => {
                 let mut call = call.clone();
-                cut_strings(&mut call.input, input_max);
+                cut_strings(&mut call.input, input_max, entry);
                 remaining = remaining.saturating_sub(call.input.to_string().len());
                 out.push(Block::ToolUse(call));
             }
@@ -131,21 +91,24 @@ pub fn bound_blocks(blocks: &[Block], max_bytes: u64, entry: &EntryId) -> Option
         }
     }
     let kept = blocks_bytes(&out);
-    out.push(Block::text(text_marker(original.saturating_sub(kept), original, entry)));
+    out.push(Block::text(cut::marker(
+        original.saturating_sub(kept),
+        original,
+        Whole::Entry(entry),
+    )));
     Some(out)
 }
 
-/// Cuts every string in `value` longer than `max` bytes to a prefix and a short marker.
-fn cut_strings(value: &mut Value, max: usize) {
+/// Cuts every string in `value` longer than `max` bytes to a head and the marker naming `entry`.
+fn cut_strings(value: &mut Value, max: usize, entry: &EntryId) {
     match value {
-        Value::String(s) if s.len() > max => {
-            let end = s.floor_char_boundary(max);
-            let cut = s.len() - end;
-            s.truncate(end);
-            s.push_str(&format!("[... {cut} bytes cut by compaction]"));
+        Value::String(s) => {
+            if let Some(cut) = cut::head(s, max, Whole::Entry(entry)) {
+                *s = cut;
+            }
         }
-        Value::Array(items) => items.iter_mut().for_each(|v| cut_strings(v, max)),
-        Value::Object(map) => map.values_mut().for_each(|v| cut_strings(v, max)),
+        Value::Array(items) => items.iter_mut().for_each(|v| cut_strings(v, max, entry)),
+        Value::Object(map) => map.values_mut().for_each(|v| cut_strings(v, max, entry)),
         _ => {}
     }
 }
@@ -170,10 +133,11 @@ mod tests {
         assert!(first.len() <= 2000 && "é".repeat(3000).starts_with(first));
         let call = out[1].as_tool_use().unwrap();
         assert_eq!((call.id.as_str(), call.input["path"].as_str()), ("t1", Some("a")));
-        assert!(call.input["content"].as_str().unwrap().contains("bytes cut by compaction"));
+        let content = call.input["content"].as_str().unwrap();
+        assert!(content.ends_with("[… 7976 of 9000 bytes cut; recall entry e1 …]"), "{content}");
         assert_eq!(out[2].as_text(), Some("second"), "a short later block keeps a prefix");
         let marker = out[3].as_text().unwrap();
-        assert!(marker.contains("journal entry e1 holds it whole"), "{marker}");
+        assert!(cut::is_marker(marker) && marker.ends_with("; recall entry e1 …]"), "{marker}");
         assert_eq!(bound_blocks(&[Block::text("short")], 2000, &id), None);
     }
 }

@@ -15,7 +15,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use codewhale_journal::{kind, Block, EntryId, Journal, Payload};
+use codewhale_journal::{cut, kind, Block, EntryId, Journal, Payload};
 
 /// Plain user turns a left branch without a tool call must hold to be summarized.
 pub(crate) const MIN_CHAT_TURNS: usize = 2;
@@ -247,17 +247,15 @@ fn render_entry(payload: &Payload) -> Option<String> {
     Some(text)
 }
 
-/// `text` cut to at most `max` characters: its head and tail around a marker.
+/// `text` cut to at most `max` characters: its head and tail around the marker. A byte is at
+/// most a character, so a byte budget of `max` less the marker's room keeps within `max`.
 fn clip(text: &str, max: usize) -> String {
-    let n = text.chars().count();
-    if n <= max {
+    const MARKER_ROOM: usize = 48;
+    if text.chars().count() <= max {
         return text.to_owned();
     }
-    let marker = format!(" […{} characters left out…] ", n - max);
-    let keep = max.saturating_sub(marker.chars().count());
-    let head: String = text.chars().take(keep / 2).collect();
-    let tail: String = text.chars().skip(n - (keep - keep / 2)).collect();
-    format!("{head}{marker}{tail}")
+    cut::head_tail(text, max.saturating_sub(MARKER_ROOM), cut::Whole::Nowhere)
+        .unwrap_or_else(|| text.to_owned())
 }
 
 /// The reply as the summary to journal, or why it cannot be: empty, or longer than
@@ -423,7 +421,7 @@ mod tests {
         assert!(text.contains("[user] first on the branch"), "the first message stays");
         assert!(text.contains("messages of the branch left out here"), "{text}");
         assert!(text.ends_with("[assistant] the last attempt failed too"), "the newest stays");
-        assert!(text.contains("characters left out"), "long outputs are shortened");
+        assert!(text.contains(cut::WORDS), "long outputs are shortened");
     }
 
     #[test]

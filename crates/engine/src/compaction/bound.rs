@@ -27,8 +27,8 @@ pub const MIN_BOUND_BYTES: u64 = 1024;
 /// not fit.
 pub const TOOL_RESULT_FLOOR_BYTES: u64 = 128;
 
-/// What the marker of a shortened message costs, in estimated tokens ("[... 1156 of this
-/// message's 26359 bytes were cut by compaction; entry … holds it whole …]"): counted with every
+/// What the marker of a shortened message costs, in estimated tokens ("[… 1156 of 26359 bytes
+/// cut; recall entry 019a… …]"): counted with every
 /// bound, or many small cuts would overrun the budget they were planned for.
 pub const MARKER_TOKENS: u64 = 48;
 

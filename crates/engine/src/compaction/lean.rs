@@ -66,15 +66,10 @@ fn flatten_item(mut item: ViewItem) -> Option<ViewItem> {
                 .filter_map(|b| match b {
                     Block::Text(_) => Some(b),
                     Block::ToolUse(call) => {
-                        let mut args = call.input.to_string();
-                        if args.len() > ARGUMENTS_MAX_BYTES {
-                            let mut end = ARGUMENTS_MAX_BYTES;
-                            while !args.is_char_boundary(end) {
-                                end -= 1;
-                            }
-                            args.truncate(end);
-                            args.push_str(" …");
-                        }
+                        let args = call.input.to_string();
+                        let whole = codewhale_journal::cut::Whole::Entry(&item.source);
+                        let args = codewhale_journal::cut::head(&args, ARGUMENTS_MAX_BYTES, whole)
+                            .unwrap_or(args);
                         Some(Block::text(format!("[call {}: {} {args}]", call.id, call.name)))
                     }
                     Block::Image(image) => Some(Block::text(image.describe())),

@@ -410,7 +410,7 @@ mod tests {
         assert!(HEADER.contains("\"output pruned by compaction\""));
         assert!(j::pruned_stub(5000, &"e".into()).contains("output pruned by compaction"));
         assert!(HEADER.contains("recall"));
-        assert!(HEADER.contains("\"cut by compaction\""));
+        assert!(HEADER.contains(&format!("\"{}\"", j::cut::WORDS)));
 
         let header = Entry::new(None, HeaderPayload::new("s", "/w"));
         let mut journal = j::Journal::new(header.clone()).unwrap();
@@ -449,7 +449,7 @@ mod tests {
         let bounded = view.items.iter().find(|i| i.source == r2).unwrap();
         assert!(at < view.items.iter().position(|i| i.source == r2).unwrap());
         let text = bounded.tool_result().unwrap().content.to_string();
-        assert!(text.contains("cut by compaction"), "{text}");
+        assert!(text.contains(j::cut::WORDS), "{text}");
         let first = view.items[at].blocks()[0].as_text().unwrap();
         assert!(first.starts_with(HEADER));
     }

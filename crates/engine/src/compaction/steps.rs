@@ -266,10 +266,10 @@ fn regrowth(session: &Session) -> u64 {
     (session.budget().limits().usable_input as f64 * REGROWTH_FRACTION) as u64
 }
 
-/// Whether an auto pass can help now. Not when the active record already could not get below
-/// the threshold (the user's own protected messages fill the window) and the conversation has
-/// not grown by a tenth of usable input since: that pass would summarize next to nothing, on
-/// every turn. Reactive and manual passes are never held back.
+/// Whether an auto pass can help now. Not when the active record already could not get a tenth
+/// of usable input below the threshold (the user's own protected messages fill the window) and
+/// the conversation has not grown by a tenth of usable input since: that pass would summarize
+/// next to nothing, on every turn. Reactive and manual passes are never held back.
 pub(crate) fn auto_worthwhile(session: &Session) -> bool {
     let limits = *session.budget().limits();
     let pressure = session.budget().pressure().tokens;
@@ -277,7 +277,9 @@ pub(crate) fn auto_worthwhile(session: &Session) -> bool {
     let Some(after) = view.compaction.as_ref().and_then(|c| c.record.tokens_after) else {
         return true;
     };
-    after < limits.threshold || pressure >= after + regrowth(session)
+    // A record that left less than that much room (it bounded up to the threshold) counts as
+    // one that could not get below it: the next small turn would cross again.
+    after + regrowth(session) <= limits.threshold || pressure >= after + regrowth(session)
 }
 
 /// The covered `task` calls with their children, as the note lists them (docs/subagents.md).

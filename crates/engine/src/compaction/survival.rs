@@ -8,8 +8,8 @@
 //! The last round and its protected part are found by [`round::last_round`], the function the
 //! cut uses: tool ids and assistant texts are checked in the protected part (and in the two
 //! exchanges a long discussion keeps from before its round); plain user texts over the whole
-//! last round. Codewhale's own markers ("[... N of this message's M bytes were cut by
-//! compaction ...]") are no one's words: a bound tightened by a later pass may replace them.
+//! last round. Codewhale's own markers ("[… N of M bytes cut; recall entry ID …]") are no
+//! one's words: a bound tightened by a later pass may replace them.
 
 use std::collections::HashSet;
 use std::fmt;
@@ -271,10 +271,7 @@ fn words(message: &Message) -> impl Iterator<Item = &str> {
 /// Whether `text` is the marker a bound leaves after a message's prefix (docs/compaction.md,
 /// *Room is always found*): Codewhale's words, which a tighter bound replaces with its own.
 pub fn is_compaction_marker(text: &str) -> bool {
-    let text = text.trim();
-    text.starts_with("[... ")
-        && text.ends_with("...]")
-        && text.contains(" bytes were cut by compaction; journal entry ")
+    codewhale_journal::cut::is_marker(text) && text.contains("; recall entry ")
 }
 
 /// The violations as one sentence that names each broken part once ("the survival contract

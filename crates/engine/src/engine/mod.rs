@@ -160,7 +160,11 @@ impl Engine {
         let opened = handle.opened.clone();
         tokio::spawn(async move {
             let start = SubmissionId(0);
-            if let Some((path, bytes)) = crate::session::locate::resumed_file(&params) {
+            if let Some((path, bytes)) = crate::session::locate::resumed_file(
+                &params.home,
+                &params.workspace,
+                &params.resume,
+            ) {
                 sink.emit(start, Event::SessionOpening { path, bytes });
             }
             let gate = ApprovalGate::new(params.interactive);

@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 
-use codewhale_journal::{EntryId, ItemKind, Journal, Payload, Role, Shortened, View};
+use codewhale_journal::{cut, EntryId, ItemKind, Journal, Payload, Role, Shortened, View};
 use codewhale_provider::ToolSpec;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -191,20 +191,15 @@ pub fn run(ctx: &RecallContext<'_>, input: &Value) -> Result<String, String> {
     Ok(cap(text, max))
 }
 
-/// `text` cut to `max` characters, with a line saying how much is left out.
+/// `text` cut to `max` characters (its head, room left for the marker), with the marker saying
+/// how much is left out and what to ask instead.
 pub(crate) fn cap(text: String, max: usize) -> String {
-    let chars = text.chars().count();
-    if chars <= max {
+    if text.chars().count() <= max {
         return text;
     }
-    let keep = max.saturating_sub(200);
-    let end = text.char_indices().nth(keep).map_or(text.len(), |(i, _)| i);
-    format!(
-        "{}\n[... {} more characters not shown: the limit was {max}; ask for less, or recall with \
-         a more specific query]",
-        &text[..end],
-        chars - keep
-    )
+    let budget = cut::char_budget(&text, max.saturating_sub(200));
+    let hint = format!("the limit was {max} characters: ask for less, or a more specific query");
+    cut::head(&text, budget, cut::Whole::Hint(&hint)).unwrap_or(text)
 }
 
 /// What an entry holds as searchable text: text blocks, tool-call names and inputs, tool output.

@@ -157,13 +157,17 @@ pub fn find_last_free(
 /// The file a resumed session will be read from, with its size (for a progress line before a
 /// large one is opened); `None` for a new session or one that cannot be found (opening then
 /// says why).
-pub(crate) fn resumed_file(params: &crate::EngineParams) -> Option<(String, u64)> {
-    let path = match &params.resume {
+pub(crate) fn resumed_file(
+    home: &Path,
+    workspace: &Path,
+    resume: &Resume,
+) -> Option<(String, u64)> {
+    let path = match resume {
         Resume::New => return None,
-        Resume::Id(id) => find_by_id(&params.home, id).ok()?,
+        Resume::Id(id) => find_by_id(home, id).ok()?,
         Resume::Last => {
-            let here = std::fs::canonicalize(&params.workspace).ok()?;
-            find_last(&params.home, &here).ok()?
+            let here = std::fs::canonicalize(workspace).ok()?;
+            find_last(home, &here).ok()?
         }
     };
     let bytes = std::fs::metadata(&path).ok()?.len();

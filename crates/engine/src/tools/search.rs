@@ -7,6 +7,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use codewhale_journal::cut;
 use grep_regex::RegexMatcherBuilder;
 use grep_searcher::sinks::UTF8;
 use grep_searcher::{BinaryDetection, SearcherBuilder};
@@ -55,9 +56,13 @@ pub fn search(
                     return Ok(false);
                 }
                 let line = line.trim_end_matches(['\n', '\r']);
-                let line = match line.char_indices().nth(MAX_MATCH_LINE) {
-                    Some((cut, _)) => format!("{}[...]", &line[..cut]),
-                    None => line.to_owned(),
+                // A long line keeps its start, the marker on the same line.
+                let end = cut::prefix_end(line, cut::char_budget(line, MAX_MATCH_LINE));
+                let line = if end < line.len() {
+                    let (len, left_out) = (line.len() as u64, (line.len() - end) as u64);
+                    format!("{} {}", &line[..end], cut::marker(left_out, len, cut::Whole::Nowhere))
+                } else {
+                    line.to_owned()
                 };
                 let _ = writeln!(out, "{shown}:{line_no}:{line}");
                 count += 1;
@@ -111,5 +116,15 @@ mod tests {
         let out = search(dir.path(), dir.path(), "hit", None).unwrap();
         assert_eq!(out.lines().filter(|l| l.contains(":hit")).count(), MAX_MATCHES);
         assert!(out.ends_with("narrow the pattern, path or glob]"));
+    }
+
+    #[test]
+    fn a_long_line_keeps_its_start_and_says_how_much_was_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("long.txt"), format!("needle {}\n", "é".repeat(500)))
+            .unwrap();
+        let out = search(dir.path(), dir.path(), "needle", None).unwrap();
+        let line = out.lines().find(|l| l.contains("needle")).unwrap();
+        assert!(line.ends_with(" [… 414 of 1007 bytes cut …]"), "{line}");
     }
 }

@@ -61,15 +61,22 @@ async fn until_writing(engine: &mut Running) -> usize {
     panic!("no background note started within 12 turns");
 }
 
-/// Waits until the mock provider has received the background summary request.
+/// Waits until the mock provider has received the background summary request: woken by each
+/// request the server records, failing the test after 20 s without one.
 async fn wait_for_summary_request(h: &Harness) {
-    for _ in 0..400 {
-        if !summary_requests(h).is_empty() {
-            return;
+    let arrived = async {
+        loop {
+            // Counted before the look: a request that lands in between ends the wait at once.
+            let seen = h.server.requests().len();
+            if !summary_requests(h).is_empty() {
+                return;
+            }
+            h.server.wait_for_requests(seen + 1).await;
         }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("the background summary request never arrived");
+    };
+    tokio::time::timeout(Duration::from_secs(20), arrived)
+        .await
+        .expect("the background summary request never arrived");
 }
 
 /// The view just before the record was appended and the view it made, from the file alone.

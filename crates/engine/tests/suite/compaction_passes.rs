@@ -200,7 +200,7 @@ async fn huge_own_messages_are_bounded_once_and_not_recompacted_every_turn() {
     // for the next turn (no request is paid for nothing).
     let sent = request_text(&h, h.server.requests().len() - 1);
     assert!(sent.contains(&paste[..1000]) && !sent.contains(&paste), "the paste is cut");
-    assert!(sent.contains("holds it whole"), "{sent}");
+    assert!(sent.contains("bytes cut; recall entry"), "{sent}");
     for k in 3..6 {
         h.server.push(Reply::text(format!("ok {k}")).with_usage(4_100, 5));
         let run = engine.turn(&format!("small {k}")).await;
@@ -440,9 +440,9 @@ async fn another_compaction_model_reads_the_kept_tail_bounded() {
         let m = messages.iter().find(|m| m["tool_call_id"] == "big-1").unwrap();
         m["content"].as_str().unwrap().to_owned()
     };
-    assert!(!result(live).contains("cut by compaction"), "the live request has it whole");
+    assert!(!result(live).contains("bytes cut"), "the live request has it whole");
     let sent = result(summary);
-    assert!(sent.contains("cut by compaction") && sent.len() < 9_000, "{} bytes", sent.len());
+    assert!(sent.contains("bytes cut") && sent.len() < 9_000, "{} bytes", sent.len());
     assert!(request_text(&h, requests.len() - 1).contains("answer 0"), "the covered part too");
 }
 

@@ -30,8 +30,9 @@ fn spawn(h: &Harness, front_end: FrontEnd) -> Running {
     Engine::spawn(params).unwrap().into()
 }
 
-/// Turns until pressure is past the early mark (and below the threshold).
-async fn past_the_early_mark(engine: &mut Running) {
+/// Turns until pressure is past the early mark (and below the threshold); the last turn's
+/// events.
+async fn past_the_early_mark(engine: &mut Running) -> Vec<Event> {
     for k in 0..8 {
         let run = engine.turn(&prose(&format!("question {k}"), 250)).await;
         let pressure = run.events.iter().rev().find_map(|e| match e {
@@ -39,7 +40,7 @@ async fn past_the_early_mark(engine: &mut Running) {
             _ => None,
         });
         if pressure.is_some_and(|p| p >= 9_000) {
-            return;
+            return run.events;
         }
     }
     panic!("the conversation never reached the early mark");
@@ -73,18 +74,53 @@ async fn an_idle_session_past_the_early_mark_gets_its_note_while_the_cache_is_wa
     assert_no_orphans(&h);
 }
 
+/// Waits until nothing the engine started is in flight: a background note started after the
+/// last turn (`events`) is written over the network on the real clock; once it is ready, or
+/// when none started, the engine's clock can be the test's (`tokio::time::pause`).
+async fn settled(engine: &mut Running, events: &[Event]) {
+    let writing = events.iter().any(note(BackgroundState::Writing));
+    if writing && !events.iter().any(note(BackgroundState::Ready)) {
+        engine.until(note(BackgroundState::Ready)).await;
+    }
+}
+
+/// Whether an event says the background note is in `state`.
+fn note(state: BackgroundState) -> impl Fn(&Event) -> bool {
+    move |e| matches!(e, Event::BackgroundNote { state: Some(s) } if *s == state)
+}
+
 #[tokio::test]
 async fn typing_holds_idle_compaction_back() {
     let h = Harness::new().await;
-    h.config("[compaction]\nidle_after_sec = 0.6\n");
+    h.config("[compaction]\nidle_after_sec = 10\n");
     let mut engine = spawn(&h, FrontEnd::Tui);
-    past_the_early_mark(&mut engine).await;
+    let last = past_the_early_mark(&mut engine).await;
+    settled(&mut engine, &last).await;
+    // The engine's idle clock is tokio's: paused, it moves only when every task waits, so each
+    // sleep below ends after the engine has taken the key in.
+    tokio::time::pause();
+    let mut meanwhile = Vec::new();
     for _ in 0..8 {
         engine.submit(Op::Typing);
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        // Keys 5 s apart for 40 s: never a whole idle spell of 10 s.
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        while let Ok(msg) = engine.events.try_recv() {
+            meanwhile.push(msg.event);
+        }
     }
+    let idle_work = |e: &Event| {
+        matches!(
+            e,
+            Event::CompactionStarted { .. }
+                | Event::BackgroundNote { state: Some(BackgroundState::Writing) }
+        )
+    };
+    assert!(!meanwhile.iter().any(idle_work), "idle work while the user typed: {meanwhile:?}");
     assert!(compactions(&h).is_empty(), "compacted while the user typed");
-    // Once the typing stops, the idle spell counts.
+    // Once the typing stops, the idle spell counts: the timer fires when it is over, and what
+    // it starts (a note written over the network, its record) runs on the real clock.
+    tokio::time::advance(Duration::from_secs(6)).await;
+    tokio::time::resume();
     idle_compaction(&mut engine, Duration::from_secs(20)).await.expect("no idle pass");
     engine.shutdown().await;
 }
@@ -98,8 +134,25 @@ async fn off_at_zero_and_never_in_a_one_turn_process() {
         let h = Harness::new().await;
         h.config(config);
         let mut engine = spawn(&h, front_end);
-        past_the_early_mark(&mut engine).await;
-        assert!(idle_compaction(&mut engine, Duration::from_secs(2)).await.is_none());
+        let last = past_the_early_mark(&mut engine).await;
+        settled(&mut engine, &last).await;
+        // An hour of the engine's clock passes, idle: no note is started, none committed.
+        tokio::time::pause();
+        tokio::time::sleep(Duration::from_secs(3_600)).await;
+        let mut meanwhile = Vec::new();
+        while let Ok(msg) = engine.events.try_recv() {
+            meanwhile.push(msg.event);
+        }
+        tokio::time::resume();
+        let idle_work = |e: &Event| {
+            matches!(
+                e,
+                Event::CompactionStarted { .. }
+                    | Event::CompactionFinished { .. }
+                    | Event::BackgroundNote { state: Some(BackgroundState::Writing) }
+            )
+        };
+        assert!(!meanwhile.iter().any(idle_work), "{config} {front_end:?}: {meanwhile:?}");
         engine.shutdown().await;
         // A background note ready when the session closes is committed (an `auto` record: it
         // was paid for), never an idle one.

@@ -274,7 +274,7 @@ async fn a_big_imported_session_continues_at_a_small_window() {
         assert!(first.contains("continue please"), "{provider}");
         assert!(first.contains(LAST_TEXT), "{provider}: the last assistant text is sent");
         assert!(first.contains(LAST_RESULT_HEAD), "{provider}: the last tool result is sent");
-        assert!(first.contains("cut by compaction"), "{provider}: ... bounded");
+        assert!(first.contains("bytes cut"), "{provider}: ... bounded");
         let journal = reload_checked(&imported.path);
         assert!(journal.entries().iter().any(
             |e| matches!(&e.payload, Payload::ToolResult(r) if r.content.contains("PUSH-LOG-END"))

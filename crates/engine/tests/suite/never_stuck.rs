@@ -68,7 +68,7 @@ async fn a_first_round_bigger_than_the_window_is_bounded_and_the_session_goes_on
         assert_requests_fit(&h, 8_192);
         assert_no_orphans(&h);
         let last = h.server.requests().last().unwrap().body.to_string();
-        assert!(last.contains("line 0000") && last.contains("cut by compaction"), "{provider}");
+        assert!(last.contains("line 0000") && last.contains("bytes cut"), "{provider}");
         let journal = reload_checked(&session_file(h.home.path()));
         let full = journal.entries().iter().any(
             |e| matches!(&e.payload, Payload::ToolResult(r) if r.content.contains("line 0600 of")),
@@ -95,7 +95,7 @@ async fn a_huge_interrupted_reply_is_bounded_to_a_prefix() {
         engine.shutdown().await;
         assert_requests_fit(&h, 8_192);
         let last = h.server.requests().last().unwrap().body.to_string();
-        assert!(last.contains("runaway: lorem ipsum") && last.contains("holds it whole"));
+        assert!(last.contains("runaway: lorem ipsum") && last.contains("bytes cut; recall entry"));
         // What came is kept verbatim, up to the reply bound (4 × the 2,048 output tokens of
         // an 8k window, at four bytes a token).
         assert!(journal_texts(&h).contains(&runaway[..30_000]), "{provider}: kept verbatim");

@@ -186,7 +186,7 @@ async fn a_capped_shell_output_journals_its_original_size() {
     let command = "head -c 200000 /dev/zero | tr '\\0' z; echo";
     let (out, err) = one_call(&h, "shell", json!({ "command": command })).await;
     assert!(!err, "{out}");
-    assert!(out.contains("bytes omitted"), "the model read a capped output");
+    assert!(out.contains("bytes cut"), "the model read a capped output");
     let journal = reload_checked(&session_file(h.home.path()));
     let bytes: Vec<Option<u64>> = super::common::spine(&journal)
         .iter()

@@ -32,7 +32,7 @@ use crate::journal::Journal;
 use crate::meta as flags;
 use crate::payload::{CompactionPayload, Payload};
 use crate::shorten::{
-    blocks_bytes, bound_blocks, cut_to_bound_naming, pruned_attachment_stub, pruned_stub,
+    blocks_bytes, bound_blocks, cut_to_bound, pruned_attachment_stub, pruned_stub,
 };
 use crate::text::Text;
 
@@ -453,7 +453,7 @@ pub fn bound_item(item: &ViewItem, max_bytes: u64) -> Option<ViewItem> {
         ItemContent::ToolResult(r) => {
             let text = r.content.try_str().ok()?;
             let max = usize::try_from(max_bytes).unwrap_or(usize::MAX);
-            let cut = cut_to_bound_naming(text, max, Some(&item.source))?;
+            let cut = cut_to_bound(text, max, &item.source)?;
             let view = ToolResultView {
                 tool_use_id: r.tool_use_id.clone(),
                 content: Text::from(cut),
@@ -498,7 +498,7 @@ fn convert_result(entry: &Entry, shorten: Option<&Shorten<'_>>) -> Option<ViewIt
             shortened = Some(Shortened::Pruned { original_bytes });
         } else if let Some(&max_bytes) = s.bounded.get(entry.id.as_str()) {
             let bound = usize::try_from(max_bytes).unwrap_or(usize::MAX);
-            if let Some(cut) = cut_to_bound_naming(&r.content, bound, Some(&entry.id)) {
+            if let Some(cut) = cut_to_bound(&r.content, bound, &entry.id) {
                 view.content = Text::from(cut);
                 view.content_blocks = None;
                 tokens = None;

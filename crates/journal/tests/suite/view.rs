@@ -1,7 +1,7 @@
 //! The view function and the view check on hand-built journals.
 
 use codewhale_journal::{
-    check_view, cut_to_bound, pruned_stub, render, AssistantPayload, Attachment, Block, Bounded,
+    check_view, cut, pruned_stub, render, AssistantPayload, Attachment, Block, Bounded,
     CompactionPath, CompactionPayload, Covers, Entry, ItemKind, Journal, Shortened,
     ToolResultPayload, Trigger, UserPayload, ViewError, CHECKPOINT_MARKER,
 };
@@ -182,8 +182,7 @@ fn pruned_results_become_stubs_and_bounded_ones_are_cut() {
     let r2v = v.items.iter().find(|i| i.source == r2).unwrap();
     let cut = r2v.tool_result().unwrap().content.as_str();
     assert!(cut.starts_with(&"x".repeat(50)) && cut.ends_with("END"), "{cut}");
-    assert!(cut.contains("bytes cut by compaction"));
-    assert!(cut.contains(&format!("recall entry {r2} reads them")), "{cut}");
+    assert!(cut.contains(&format!(" of 5003 bytes cut; recall entry {r2} …]")), "{cut}");
     assert_eq!(r2v.shortened, Some(Shortened::Bounded { original_bytes: 5003, max_bytes: 100 }));
     // The journal keeps the full text.
     match &j.get(r2.as_str()).unwrap().payload {
@@ -196,6 +195,7 @@ fn pruned_results_become_stubs_and_bounded_ones_are_cut() {
 
 #[test]
 fn cuts_respect_utf8_boundaries_and_leave_short_text_alone() {
+    let cut_to_bound = |text: &str, bound| cut::head_tail(text, bound, cut::Whole::Nowhere);
     assert_eq!(cut_to_bound("short", 100), None);
     let text = "é".repeat(100);
     for bound in 0..50 {
@@ -435,7 +435,7 @@ mod bounds_and_repairs {
         let texts: Vec<&str> = user.blocks().iter().filter_map(Block::as_text).collect();
         assert_eq!(texts.len(), 2);
         assert!(texts[0].len() <= 4_000 && texts[0].starts_with("paste: aaa"));
-        assert!(texts[1].contains(&format!("journal entry {u} holds it whole")), "{}", texts[1]);
+        assert!(texts[1].ends_with(&format!("bytes cut; recall entry {u} …]")), "{}", texts[1]);
         assert!(matches!(user.shortened, Some(Shortened::Bounded { max_bytes: 4_000, .. })));
         assert_eq!(user.tokens, None, "a cut item is counted again");
         let reply = &view.items[1];

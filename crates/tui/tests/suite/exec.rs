@@ -272,13 +272,11 @@ async fn a_message_left_unanswered_by_a_kill_is_set_aside_not_merged() {
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
     let mut child = cmd.spawn().unwrap();
-    for _ in 0..400 {
-        if !s.server.requests().is_empty() {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
-    }
-    assert_eq!(s.server.requests().len(), 1, "the request was never sent");
+    let sent = s.server.wait_for_requests(1);
+    tokio::time::timeout(std::time::Duration::from_secs(20), sent)
+        .await
+        .expect("the request was never sent");
+    assert_eq!(s.server.requests().len(), 1, "one request");
     child.kill().await.unwrap();
 
     s.server.push(Reply::text("on its own"));
@@ -651,12 +649,10 @@ async fn last_passes_over_a_session_another_codewhale_holds() {
         .kill_on_drop(true);
     let mut busy = busy.spawn().unwrap();
     // The second session exists and is held once its request is out.
-    for _ in 0..400 {
-        if s.server.requests().len() >= 2 {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    let sent = s.server.wait_for_requests(2);
+    tokio::time::timeout(std::time::Duration::from_secs(20), sent)
+        .await
+        .expect("the second session's request was never sent");
     assert_eq!(s.sessions().len(), 2);
 
     let out = s.exec(&["--last", "third"]).await;

@@ -96,7 +96,7 @@ async fn huge_output_is_capped_with_a_marker() {
     )
     .await;
     assert!(out.text.len() < MAX_OUTPUT_BYTES + 200);
-    assert!(out.text.contains("bytes omitted"));
+    assert!(out.text.contains("bytes cut"));
     // Everything printed plus the "[exit code: 0]" line.
     assert_eq!(out.bytes, 1_000_000 + "[exit code: 0]".len() as u64);
     let small = run(in_dir(dir.path(), groups()), "echo hi", None, &CancellationToken::new()).await;

@@ -425,19 +425,12 @@ impl Kind {
     }
 }
 
-/// `text` cut to `max` characters, with a line saying how much more there was.
+/// `text` cut to its first `max` characters, with the marker saying how much more there was.
 fn cut_chars(text: &str, max: usize) -> String {
-    let total = text.chars().count();
-    if total <= max {
-        return text.to_owned();
-    }
-    let end = text.char_indices().nth(max).map_or(text.len(), |(i, _)| i);
-    format!(
-        "{}\n\n[… {} more characters not shown: {total} in all; call again with a larger \
-         max_chars (at most {MAX_CHARS}) if you need more]",
-        &text[..end],
-        total - max
-    )
+    let hint = format!("call again with a larger max_chars (at most {MAX_CHARS}) if you need more");
+    let budget = codewhale_journal::cut::char_budget(text, max);
+    codewhale_journal::cut::head(text, budget, codewhale_journal::cut::Whole::Hint(&hint))
+        .unwrap_or_else(|| text.to_owned())
 }
 
 #[cfg(test)]

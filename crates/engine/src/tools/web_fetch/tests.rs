@@ -146,7 +146,10 @@ async fn a_50_mb_body_costs_one_mebibyte_and_max_chars_cuts_the_text() {
         "{}",
         &out.content[..200]
     );
-    assert!(out.content.contains("more characters not shown"), "default max_chars");
+    assert!(
+        out.content.contains("bytes cut; call again with a larger max_chars"),
+        "default max_chars"
+    );
     let body_chars = out.content.chars().filter(|c| *c == 'a').count();
     assert!((20_000..20_100).contains(&body_chars), "{body_chars}");
     let small =

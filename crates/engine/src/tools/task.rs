@@ -87,7 +87,17 @@ pub fn spec(compact: bool) -> ToolSpec {
         }, "required": ["description", "prompt"], "additionalProperties": false}),
     };
     if compact {
-        crate::tools::terse(spec)
+        // A small window's prefix is counted to the token (docs/compaction.md, *Small local
+        // models*): the same name and arguments, the fewest words.
+        ToolSpec {
+            name: TOOL.to_owned(),
+            description: "Run a subagent on prompt; returns its answer.".to_owned(),
+            input_schema: json!({"type": "object", "properties": {
+                "description": {"type": "string"},
+                "prompt": {"type": "string"},
+                "tools": {"type": "array"}
+            }, "required": ["description", "prompt"]}),
+        }
     } else {
         spec
     }

@@ -70,13 +70,31 @@ pub struct ApprovalGate {
     waiting: Mutex<HashMap<String, oneshot::Sender<ApprovalReply>>>,
     /// An approval mode the user chose while a turn ran, for the turn's next decision.
     mode: Mutex<Option<crate::approval::ApprovalMode>>,
+    /// The front end's terminal has lost the focus ([`codewhale_protocol::Op::Focus`]).
+    away: std::sync::atomic::AtomicBool,
 }
 
 impl ApprovalGate {
     /// `interactive` is false when nobody can answer (exec without a terminal): calls that
     /// would ask are denied at once.
     pub fn new(interactive: bool) -> ApprovalGate {
-        ApprovalGate { interactive, waiting: Mutex::new(HashMap::new()), mode: Mutex::new(None) }
+        ApprovalGate {
+            interactive,
+            waiting: Mutex::new(HashMap::new()),
+            mode: Mutex::new(None),
+            away: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// The front end's terminal gained or lost the focus.
+    pub(crate) fn set_focused(&self, focused: bool) {
+        self.away.store(!focused, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The user would be called back now (docs/extending.md, *Hooks*): the terminal is not
+    /// focused.
+    pub(crate) fn user_away(&self) -> bool {
+        self.away.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     pub fn is_interactive(&self) -> bool {

@@ -103,6 +103,10 @@ pub mod history_pages;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod history_pages;
 #[cfg(feature = "internals")]
+pub mod hooks;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod hooks;
+#[cfg(feature = "internals")]
 pub mod importing;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod importing;

@@ -69,9 +69,9 @@ pub use load::{load_read_only, torn_path, write_index, LoadError, LoadWarning, L
 pub use meta::PLAN_TOOL;
 pub use payload::{
     kind, AssistantPayload, Attachment, Bounded, BranchSummaryPayload, CallEnd, CompactionPath,
-    CompactionPayload, Covers, FileChange, HeadPayload, HeadReason, HeaderPayload, Level, Payload,
-    Reads, Receipt, SidePayload, SystemPayload, ToolResultPayload, Trigger, Usage, UserPayload,
-    UserShell, BRANCH_SUMMARY_PREFIX,
+    CompactionPayload, Covers, FileChange, HeadPayload, HeadReason, HeaderPayload, HookRun, Level,
+    Payload, Reads, Receipt, SidePayload, SystemPayload, ToolResultPayload, Trigger, Usage,
+    UserPayload, UserShell, BRANCH_SUMMARY_PREFIX,
 };
 pub use sidecar::index_path;
 

@@ -42,6 +42,8 @@ pub enum ErrorKind {
     Cancelled,
     /// A custom slash command that cannot run (not found, or an untrusted workspace's).
     Command,
+    /// A user's hook refused what it ran before (a `UserPromptSubmit` hook's exit 2).
+    Hook,
 }
 
 /// What started a compaction pass.
@@ -116,6 +118,7 @@ impl ErrorKind {
             ErrorKind::Protocol => "protocol",
             ErrorKind::Cancelled => "cancelled",
             ErrorKind::Command => "command",
+            ErrorKind::Hook => "hook",
         }
     }
 }

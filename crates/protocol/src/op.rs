@@ -145,6 +145,10 @@ pub enum Op {
     /// The user is typing (sent at most every few seconds while the composer changes): idle
     /// compaction (docs/compaction.md, *Idle compaction*) does not start meanwhile. No answer.
     Typing,
+    /// The terminal gained (`true`) or lost (`false`) the focus (focus events): the user's
+    /// `Notification` hooks run when the engine would call the user back while it is not
+    /// focused, as the terminal's own notification does. No answer.
+    Focus { focused: bool },
     /// Use another model from the next request on.
     SwitchModel { model: String },
     /// Use another approval mode from the next tool call on, also while a turn runs (the

@@ -109,6 +109,7 @@ pub(crate) async fn commit(
         r.extra.insert(crate::plan::RECORD_KEY.to_owned(), plan);
     }
     let id = entry.id.clone();
+    let (note, trigger) = (record_note(&entry), record_trigger(&entry));
     session
         .append_entry(entry)
         .map_err(|e| Refusal::Failed(format!("cannot write the record: {e}")))?;
@@ -126,7 +127,23 @@ pub(crate) async fn commit(
             .map_err(|e| Refusal::Failed(format!("cannot sync the record: {e}")))?;
     }
     *session.budget_mut() = after;
+    // The user's `PostCompact` hooks, at the commit: what they print follows the record.
+    crate::hooks::post_compact(session, &note, &trigger).await;
     Ok(Written { id, path, tokens_before, tokens_after, fits })
+}
+
+fn record_note(entry: &Entry) -> String {
+    match &entry.payload {
+        Payload::Compaction(r) => r.note.clone(),
+        _ => String::new(),
+    }
+}
+
+fn record_trigger(entry: &Entry) -> codewhale_journal::Trigger {
+    match &entry.payload {
+        Payload::Compaction(r) => r.trigger.clone(),
+        _ => codewhale_journal::Trigger::Auto,
+    }
 }
 
 pub(crate) fn record_entry(parent: &EntryId, record: CompactionPayload) -> Entry {

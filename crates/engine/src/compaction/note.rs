@@ -171,10 +171,16 @@ pub struct NoteInput<'a> {
     /// The covered `task` calls (docs/subagents.md): description and child session id, for
     /// `recall`.
     pub subagents: &'a [(String, String)],
+    /// The latest text a `PostCompact` hook printed (docs/extending.md, *Hooks*), restated
+    /// verbatim.
+    pub hooks: Option<&'a str>,
 }
 
 /// The heading of the covered `task` calls.
 pub const SUBAGENTS_TITLE: &str = "## Subagents";
+
+/// The heading of the latest `PostCompact` hook output.
+pub const HOOKS_TITLE: &str = "## From your hooks (verbatim)";
 
 /// The heading of the skills the covered calls read.
 pub const SKILLS_TITLE: &str = "## Skills in use";
@@ -259,6 +265,10 @@ pub fn compose(input: &NoteInput<'_>) -> String {
             })
             .collect();
         out.push_str(&listed.join("\n"));
+    }
+    if let Some(hooks) = input.hooks.filter(|h| !h.trim().is_empty()) {
+        out.push_str(&format!("\n\n{HOOKS_TITLE}\n"));
+        out.push_str(hooks.trim_end_matches('\n'));
     }
     if let Some(anchors) = input.anchors.filter(|a| !a.trim().is_empty()) {
         out.push_str(&format!("\n\n{ANCHORS_TITLE}\n"));
@@ -353,6 +363,7 @@ mod tests {
             plan: None,
             skills: &[],
             subagents: &[],
+            hooks: None,
         });
         assert!(note.contains("- and 44 more\n\n"));
     }
@@ -376,6 +387,7 @@ mod tests {
             plan: Some("## Plan\n- [done] Write the lexer\n- [pending] Write the parser"),
             skills: &[("pdf".into(), "/h/skills/pdf/SKILL.md".into())],
             subagents: &[],
+            hooks: Some("Team rules: tabs, no unwrap.\n"),
         });
         let order = [
             HEADER,
@@ -385,6 +397,7 @@ mod tests {
             "## Running now\n- `cargo run` (pid 42, listening on 8080)",
             "Live state at compaction: workspace /w; git branch main at abc1234. Re-check before acting.",
             "## Skills in use\n- `pdf`: read `/h/skills/pdf/SKILL.md` again before relying on it",
+            "## From your hooks (verbatim)\nTeam rules: tabs, no unwrap.",
             "User-pinned anchors (verbatim):\nNever push to main.\n---\nUse rustls.",
             CLOSING,
         ];

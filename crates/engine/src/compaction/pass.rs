@@ -109,7 +109,14 @@ pub async fn run(
     emit(Event::CompactionStarted { trigger: typed_trigger });
     let mut summary_failed = false;
     let mut relearned = 0;
+    // The user's `PreCompact` hooks, before the pass sends anything: exit 2 skips it.
+    let mut skipped = crate::hooks::pre_compact(session, &request.trigger).await;
     let outcome = loop {
+        if let Some(reason) = skipped.take() {
+            steps::summary_failed(session, &reason, emit);
+            summary_failed = true;
+            break PassOutcome::Failed(reason);
+        }
         break match attempt(session, &request, cancel.clone(), emit).await {
             Ok(done) => {
                 summary_succeeded(session, &done);

@@ -68,6 +68,7 @@ pub(crate) fn note_fixed_tokens(
     let plan = session.live_plan().map(|p| crate::plan::section(&p));
     let skills = skills_read(session, covered);
     let subagents = subagents(session, covered);
+    let hooks = crate::hooks::latest_post_compact(session);
     let text = note::compose(&NoteInput {
         summary: "",
         files: &files,
@@ -77,6 +78,7 @@ pub(crate) fn note_fixed_tokens(
         plan: plan.as_deref(),
         skills: &skills,
         subagents: &subagents,
+        hooks: hooks.as_deref(),
     });
     u64::from(crate::session::counts::exact(&text))
 }
@@ -338,6 +340,7 @@ pub(crate) async fn build_note(
     let plan = session.live_plan().map(|p| crate::plan::section(&p));
     let skills = skills_read(session, covered);
     let subagents = subagents(session, covered);
+    let hooks = crate::hooks::latest_post_compact(session);
     let text = note::compose(&NoteInput {
         summary,
         files: &files,
@@ -347,6 +350,7 @@ pub(crate) async fn build_note(
         plan: plan.as_deref(),
         skills: &skills,
         subagents: &subagents,
+        hooks: hooks.as_deref(),
     });
     (text, files)
 }

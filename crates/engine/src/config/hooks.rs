@@ -37,6 +37,28 @@ pub struct HookConfig {
     pub line: usize,
 }
 
+/// What a session remembers of its hooks between runs (the runs themselves are
+/// `crate::hooks`'): the hooks whose failure was already shown (a warning is shown once per
+/// hook), and the latest `PostCompact` output once it is known (restated in every later note).
+#[derive(Debug, Default)]
+pub struct HookState {
+    /// `(event, command)` of the hooks whose failure the user has been shown.
+    pub warned: std::collections::HashSet<(String, String)>,
+    /// What a `PostCompact` hook printed in this run, the latest.
+    pub post_compact: Option<String>,
+    /// The latest `PostCompact` output the journal held when first looked up (once).
+    pub journaled_post_compact: std::sync::OnceLock<Option<String>>,
+    /// Where the hooks' warnings are told (set when the engine starts driving the session).
+    pub sink: Option<crate::events::EventSink>,
+    /// The `system` entries of runs not journaled yet (while a reply's tool calls run).
+    pub unjournaled: Vec<codewhale_journal::SystemPayload>,
+    /// Entries wait in [`HookState::unjournaled`] until they are flushed.
+    pub deferring: bool,
+    /// What `SessionStart` and `UserPromptSubmit` hooks printed, by event, to join the next
+    /// prompt.
+    pub for_prompt: Vec<(String, String)>,
+}
+
 /// The hooks of one file's `hooks` value; what cannot be used is said in `notices`.
 pub(super) fn parse(
     path: &Path,

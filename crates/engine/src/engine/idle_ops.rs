@@ -166,6 +166,7 @@ pub(super) async fn handle_idle_op(
         | Op::SideQuestion { .. }
         | Op::Compact { .. }
         | Op::UserShell { .. }
+        | Op::Focus { .. }
         | Op::Shutdown
         | Op::AwaitBranchSummary => {}
         // `Op` is `#[non_exhaustive]`: an op added to the protocol that this engine does not

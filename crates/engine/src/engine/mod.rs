@@ -203,6 +203,7 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
     session.guard().set_sink(sink.clone());
     // A subagent's session opened on its own is shown, never written (docs/subagents.md).
     let read_only = crate::subagent::read_only_parent(&session).map(str::to_owned);
+    session.hook_state.sink = Some(sink.clone());
     // A local server says what window it runs the model with: from the cache at once, else
     // asked in the background (no request waits for it but a large first one, briefly).
     if read_only.is_none() {
@@ -257,6 +258,8 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
     if let Some(text) = unanswered {
         sink.emit(start, Event::MessageTakenBack { text });
     }
+    // The user's `SessionStart` hooks, once per process; what they print joins the next prompt.
+    crate::hooks::session_start(&mut session, start).await;
     if session.resumed {
         sink.emit(start, session.plan_event(false));
     }
@@ -334,6 +337,11 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
             }
             continue;
         }
+        if let Op::Focus { focused } = op {
+            // The terminal's focus is no activity: the idle clock runs on.
+            gate.set_focused(focused);
+            continue;
+        }
         crate::compaction::background::activity(&mut session);
         idle_spent = false;
         // A mode chosen while the last turn ran, which made no call after it.
@@ -385,6 +393,9 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
                 let (stop, deferred) =
                     listening(pass, &mut ops, &sink, &gate, &cancel, (&mcp, &family)).await;
                 shutdown = stop;
+                if gate.user_away() {
+                    crate::hooks::notification(&mut session, id, "the compaction finished").await;
+                }
                 sink.emit(id, session.usage_event(None, None));
                 answer_deferred(&mut session, &sink, deferred).await;
             }
@@ -565,6 +576,7 @@ async fn listening<F: std::future::Future>(
                 }
                 // Typing during a turn changes nothing the turn does.
                 Some((_, Op::Typing)) => {}
+                Some((_, Op::Focus { focused })) => gate.set_focused(focused),
                 Some((oid, Op::SetApproval { mode })) => {
                     // Applies from the turn's next call on.
                     gate.switch_mode(mode);

@@ -141,6 +141,8 @@ pub struct Session {
     /// and the parent's file store its changes are checkpointed in. `None` for a session of
     /// its own, which is offered `task`.
     pub(crate) subagent: Option<crate::tools::task::Link>,
+    /// What the session remembers of its hooks' runs ([`crate::config::hooks::HookState`]).
+    pub(crate) hook_state: crate::config::hooks::HookState,
 }
 
 /// The meters of one run of a session: its replies, and its summary requests apart.

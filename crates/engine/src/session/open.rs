@@ -115,15 +115,6 @@ impl Session {
         );
         let commands = crate::extensions::Catalog::discover(&params.home, &workspace, trusted);
         notices.extend(commands.problems.iter().map(|n| (NoticeLevel::Warning, n.clone())));
-        if !params.config.hooks.is_empty() {
-            let n = params.config.hooks.len();
-            let line = format!(
-                "{n} hook{} configured: this version reads and checks [[hooks.EVENT]] tables but \
-                 does not run them yet (codewhale commands lists them)",
-                if n == 1 { " is" } else { "s are" }
-            );
-            notices.push((NoticeLevel::Warning, line));
-        }
         let literals: Vec<String> = provider.api_key.iter().cloned().collect();
         let redactor = Redactor::new(&params.config.redaction.patterns, &literals)
             .map_err(|e| EngineError::Config(crate::config::ConfigError::Redaction(e)))?;
@@ -161,6 +152,7 @@ impl Session {
             hints,
             images_refused: None,
             plan_scratch: Default::default(),
+            hook_state: Default::default(),
             compaction: crate::compaction::standing::Standing {
                 summary_backoff,
                 ..Default::default()

@@ -44,7 +44,7 @@ const GATE: &str = "read -r _; exec bash -c \"$1\" </dev/null";
 /// without the hidden variables; confined when a sandbox is given. `gated`: it starts only
 /// once a line is written to its stdin (see [`GATE`]), so that nothing it starts can run
 /// before it is moved into its cgroup.
-fn bash(env: &RunEnv<'_>, command: &str, gated: bool) -> Command {
+pub(crate) fn bash(env: &RunEnv<'_>, command: &str, gated: bool) -> Command {
     let args: Vec<&str> =
         if gated { vec!["-c", GATE, "bash", command] } else { vec!["-c", command] };
     let mut cmd = match env.sandbox {

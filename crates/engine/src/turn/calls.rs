@@ -66,6 +66,8 @@ pub(crate) async fn run_calls(
     all: &[ToolCall],
 ) -> Result<bool, EngineError> {
     let (calls, excess) = all.split_at(all.len().min(MAX_CALLS_PER_REPLY));
+    // The tool hooks' entries follow the reply's last result.
+    crate::hooks::defer(ctx.session);
     let ran = run_some(ctx, calls).await?;
     if !excess.is_empty() {
         tracing::warn!(calls = all.len(), "too many tool calls in one reply; the rest not run");
@@ -86,6 +88,7 @@ pub(crate) async fn run_calls(
         );
         finish(ctx, call, ToolOutput::error(text), Ending::of(CallEnd::NotRun), None)?;
     }
+    crate::hooks::flush(ctx.session);
     Ok(ran)
 }
 
@@ -230,7 +233,10 @@ async fn run_some(ctx: &mut TurnCtx<'_>, calls: &[ToolCall]) -> Result<bool, Eng
         if assessment.is_read_only() {
             while end < calls.len() && !tools::is_session_tool(&calls[end].name) {
                 let next = assess_now(ctx, &calls[end], fetches[end].as_ref());
-                if !next.is_read_only() || !allowed_without_asking(ctx, &next) {
+                if !next.is_read_only()
+                    || !allowed_without_asking(ctx, &next)
+                    || crate::hooks::has_tool_hooks(ctx.session, &calls[end].name)
+                {
                     break;
                 }
                 end += 1;
@@ -295,6 +301,11 @@ async fn run_some(ctx: &mut TurnCtx<'_>, calls: &[ToolCall]) -> Result<bool, Eng
                 CallEnd::Completed
             };
             let diff = diff.filter(|_| end == CallEnd::Completed);
+            if end != CallEnd::Interrupted {
+                let (id, cancel) = (ctx.submission, ctx.cancel.clone());
+                let (name, input, response) = (&call.name, &call.input, &output.content);
+                crate::hooks::post_tool_use(ctx.session, id, name, input, response, &cancel).await;
+            }
             finish(ctx, call, output, Ending::of(end), diff)?;
         }
         i = end;
@@ -385,6 +396,10 @@ async fn ask(ctx: &mut TurnCtx<'_>, call: &ToolCall, q: Question) -> Option<Appr
         offers: q.offers,
         diff: q.diff,
     });
+    if ctx.gate.user_away() {
+        let said = format!("{} waits for your approval", call.name);
+        crate::hooks::notification(ctx.session, ctx.submission, &said).await;
+    }
     tokio::select! {
         answer = reply => answer.ok(),
         () = ctx.cancel.cancelled() => None,
@@ -540,16 +555,29 @@ async fn clear(
     fetch: Option<&tools::web_fetch::Target>,
     plan_ctx: &Option<tools::ToolContext>,
 ) -> Cleared {
-    match decision(ctx, a) {
+    let decided = decision(ctx, a);
+    match decided {
         Decision::Refuse => return Cleared::Refused(crate::plan_mode::refused_write(&call.name)),
         Decision::Allow => {
             let planning = ctx.session.policy.mode() == ApprovalMode::Plan;
             if planning && a.effect == Some(crate::approval::Effect::Shell) && plan_ctx.is_none() {
                 return Cleared::Refused(crate::plan_mode::refused_command());
             }
-            return Cleared::Run;
         }
         Decision::Ask => {}
+    }
+    // The user's `PreToolUse` hooks, for a call the mode would run or ask about, before any
+    // question: exit 2 refuses it, and the hook's stderr is the result the model reads.
+    let (id, cancel) = (ctx.submission, ctx.cancel.clone());
+    let hooked = crate::hooks::pre_tool_use(ctx.session, id, &call.name, &call.input, &cancel);
+    if let Some(why) = hooked.await {
+        return Cleared::Refused(why);
+    }
+    if cancel.is_cancelled() {
+        return Cleared::Interrupted;
+    }
+    if decided == Decision::Allow {
+        return Cleared::Run;
     }
     let mode = ctx.session.policy.mode();
     if !ctx.gate.is_interactive() {

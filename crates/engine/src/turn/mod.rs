@@ -69,6 +69,25 @@ pub async fn run_turn(ctx: &mut TurnCtx<'_>, message: UserMessage) -> TurnOutcom
         outcome = TurnOutcome { status: TurnStatus::Failed, text: String::new() };
     }
     ctx.gate.clear();
+    // The user's `Stop` hooks (and, in `exec`, `Notification`): the turn has ended.
+    crate::hooks::flush(ctx.session);
+    let status = match outcome.status {
+        TurnStatus::Completed => "completed",
+        TurnStatus::Interrupted => "interrupted",
+        TurnStatus::Failed => "failed",
+    };
+    // A subagent's run is no turn of the user's: its parent's turn says when it ends.
+    let child = ctx.session.subagent.is_some();
+    if !child {
+        crate::hooks::stop(ctx.session, ctx.submission, status).await;
+    }
+    if !child && (ctx.session.one_turn() || ctx.gate.user_away()) {
+        let said = format!("the turn ended ({status})");
+        crate::hooks::notification(ctx.session, ctx.submission, &said).await;
+    }
+    if let Err(err) = ctx.session.sync().await {
+        ctx.emit(err.event());
+    }
     let asked_for_counts = crate::tokens::is_ready() || crate::tokens::is_building();
     if ctx.session.one_turn() && ctx.session.has_provisional_figures() && asked_for_counts {
         // A one-turn process that reports figures (`exec --json` builds the encoder while the
@@ -107,6 +126,15 @@ fn take_back(ctx: &mut TurnCtx<'_>) -> Result<(), EngineError> {
     Ok(())
 }
 
+/// A `UserPromptSubmit` hook refused the prompt: it is neither journaled nor sent; the
+/// refusal is (the turn's failure notice), and the user gets the text back to edit.
+fn prompt_refused(ctx: &mut TurnCtx<'_>, input: String, why: &str) -> TurnOutcome {
+    let message = format!("a UserPromptSubmit hook refused the prompt, which was not sent: {why}");
+    ctx.fail(ProtocolErrorKind::Hook, message);
+    ctx.emit(Event::MessageTakenBack { text: input });
+    TurnOutcome { status: TurnStatus::Failed, text: String::new() }
+}
+
 /// The `system` notice of the error that stopped the turn.
 fn journal_failure(
     ctx: &mut TurnCtx<'_>,
@@ -132,8 +160,15 @@ async fn drive(ctx: &mut TurnCtx<'_>, message: UserMessage) -> Result<TurnOutcom
     mode_note::sync(ctx)?;
     let intake::Taken { payload, images, attachments } = intake::take(ctx, message);
     let input = payload.content.iter().filter_map(|b| b.as_text()).collect::<String>();
+    // The user's `UserPromptSubmit` hooks: exit 2 keeps the prompt from being sent.
+    let cancel = ctx.cancel.clone();
+    let submitted = crate::hooks::prompt_submitted(ctx.session, ctx.submission, &input, &cancel);
+    if let Err(why) = submitted.await {
+        return Ok(prompt_refused(ctx, input, &why));
+    }
     ctx.session.append(payload)?;
     ctx.message = Some((ctx.session.journal().head_id().clone(), input));
+    crate::hooks::after_prompt(ctx.session);
     if !images.is_empty() {
         ctx.emit(Event::ImagesAttached { images });
     }

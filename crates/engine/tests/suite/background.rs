@@ -420,3 +420,42 @@ async fn a_one_turn_process_commits_the_note_it_started_before_it_exits() {
     assert!(requests <= notes + 1, "{requests} summary requests for {notes} notes");
     assert_no_orphans(&h);
 }
+
+/// A `PreCompact` hook runs when a background pass would start, and its exit 2 skips the pass:
+/// no summary request is sent, and the skip is journaled as a failed pass (the backoff).
+#[tokio::test]
+async fn a_pre_compact_hook_skips_a_background_pass_as_a_failed_one() {
+    let h = Harness::new().await;
+    let log = h.workspace().join("precompact.jsonl");
+    h.config(&format!(
+        "[[hooks.PreCompact]]\ncommand = \"cat >> '{0}'; echo >> '{0}'; echo 'not in the background' >&2; exit 2\"\n",
+        log.display()
+    ));
+    let mut engine = spawn_bg(&h, "openai", Duration::ZERO);
+    let mut started = false;
+    for k in 0..12 {
+        let run = engine.turn(&format!("question {k}")).await;
+        started |= note_states(&run).contains(&Some(BackgroundState::Writing));
+        if log.exists() {
+            break;
+        }
+    }
+    engine.shutdown().await;
+    let text = std::fs::read_to_string(&log).expect("the hook ran");
+    let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        (first["hook_event_name"].as_str(), first["trigger"].as_str()),
+        (Some("PreCompact"), Some("auto"))
+    );
+    assert!(!started, "no background note was written");
+    assert!(summary_requests(&h).is_empty(), "no summary request was sent");
+    let journal = reload_checked(&session_file(h.home.path()));
+    let skipped = journal.entries().iter().any(|e| {
+        matches!(&e.payload, Payload::System(s)
+            if s.summary_failed
+                && s.text.starts_with("compaction (auto, in the background) failed")
+                && s.text.contains("not in the background"))
+    });
+    assert!(skipped, "journaled as a failed pass");
+    assert!(compactions(&h).is_empty());
+}

@@ -50,6 +50,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "branch_summary",
             "children",
             "history_pages",
+            "hooks",
             "importing",
             "user_shell",
         ],

@@ -11,6 +11,7 @@ mod discussions;
 mod doc_citations;
 mod eval;
 mod extensions;
+mod hooks;
 mod idle;
 mod interrupt;
 mod layers;

@@ -154,6 +154,7 @@ impl SystemPayload {
             summary_failed: false,
             restore_id: None,
             left: None,
+            hook: None,
             extra: Default::default(),
         }
     }
@@ -202,4 +203,8 @@ impl crate::lenient::ViaValue for Option<Vec<Bounded>> {
 
 impl crate::lenient::ViaValue for Option<Vec<FileChange>> {
     const EXPECTED: &'static str = "a list of {path, before, after}";
+}
+
+impl crate::lenient::ViaValue for Option<super::HookRun> {
+    const EXPECTED: &'static str = "a hook object {event, command, exit, duration_ms}";
 }

@@ -63,6 +63,10 @@ record! {
         /// plan, not change files) or ended (`false`). The newest on a branch says which the
         /// model was last told.
         plan_mode: Option<bool> = "plan_mode" info_opt,
+        /// A synthetic entry holding what a user's hook printed (`SessionStart`,
+        /// `UserPromptSubmit`, `PostCompact`): the hook's event. The newest `PostCompact` one
+        /// is restated in every later compaction note.
+        hook: Option<String> = "hook" info_opt,
     }
 }
 
@@ -322,6 +326,20 @@ record! {
         /// each with the content it would have gone back to (`before`) and the last content a
         /// tool recorded (`after`); a later forced restore of the same point takes them back.
         left: Option<Vec<FileChange>> = "left" info_opt,
+        /// Optional: the entry reports one run of a user's hook (`[[hooks.EVENT]]`).
+        hook: Option<HookRun> = "hook" info_opt,
+    }
+}
+
+record! {
+    /// One run of a user's hook: its event, its command line, its exit code (absent when it
+    /// was killed: past its timeout or its output bound, or by a signal) and how long it ran.
+    #[derive(Default)]
+    pub struct HookRun {
+        event: String = "event" req,
+        command: String = "command" req,
+        exit: Option<i64> = "exit" info,
+        duration_ms: u64 = "duration_ms" info,
     }
 }
 

@@ -152,7 +152,7 @@ pub fn human(found: &Found) -> String {
         out.push_str(&format!("  {}  ({}){note}\n", s.name, s.source.name()));
         out.push_str(&format!("      {}\n      {}\n", s.description, s.file.display()));
     }
-    out.push_str("Hooks (read and checked; this version does not run them yet):\n");
+    out.push_str("Hooks (run in config order, the home's first):\n");
     if found.hooks.is_empty() {
         out.push_str("  none\n");
     }
@@ -169,7 +169,7 @@ pub fn human(found: &Found) -> String {
     }
     if found.hooks_untrusted {
         out.push_str(
-            "  the workspace's hooks are ignored: the workspace is not trusted (/trust in the \
+            "  the workspace's hooks are not run: the workspace is not trusted (/trust in the \
              terminal UI)\n",
         );
     }

@@ -151,3 +151,46 @@ async fn commands_lists_what_was_found_and_where_without_a_key() {
     assert!(said.contains("/review  (home) — shadowed"), "{said}");
     assert!(said.contains("holds Claude Code commands, which Codewhale does not read"), "{said}");
 }
+
+/// `exec` runs the user's hooks through the real sandbox: its turn's `Stop` and
+/// `Notification`, a `PreToolUse` that refuses a shell call with its stderr as the result, and
+/// none of them sees the API key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exec_runs_the_users_hooks_in_the_sandbox_without_the_key() {
+    let server = MockServer::start().await.unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    write_in(
+        home.path(),
+        "config.toml",
+        "approval = \"full\"\n\n\
+         [[hooks.PreToolUse]]\nmatcher = \"shell\"\ncommand = \"\"\"\n\
+         if grep -q 'rm -rf'; then echo 'no rm -rf here' >&2; exit 2; fi\"\"\"\n\n\
+         [[hooks.Stop]]\ncommand = \"cat > stop.json; env > stop-env.txt\"\n\n\
+         [[hooks.Notification]]\ncommand = \"cat > notification.json\"\n",
+    );
+    write_in(ws.path(), "keep/me.txt", "precious");
+    server.push(Reply::tool_call("c1", "shell", serde_json::json!({"command": "rm -rf keep"})));
+    server.push(Reply::text("Kept."));
+    let out = exec(&server, home.path(), ws.path(), &["clean up"]).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(ws.path().join("keep/me.txt")).unwrap(), "precious");
+    let results: Vec<String> = server.requests()[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(results, ["no rm -rf here"]);
+    let read = |name: &str| std::fs::read_to_string(ws.path().join(name)).unwrap();
+    let stop: Value = serde_json::from_str(&read("stop.json")).unwrap();
+    assert_eq!(
+        (stop["hook_event_name"].as_str(), stop["status"].as_str()),
+        (Some("Stop"), Some("completed"))
+    );
+    let notified: Value = serde_json::from_str(&read("notification.json")).unwrap();
+    assert_eq!(notified["hook_event_name"], "Notification");
+    let env = read("stop-env.txt");
+    assert!(!env.contains(TEST_API_KEY) && !env.contains("OPENAI_API_KEY="), "{env}");
+}

@@ -125,6 +125,10 @@ pub(crate) async fn maybe_start(
     if !should_start(&check) || !steps::auto_worthwhile(session) {
         return;
     }
+    // The user's `PreCompact` hooks, as the pass starts: exit 2 skips it (a failed pass).
+    if let Some(why) = crate::hooks::pre_compact(session, &Trigger::Auto).await {
+        return failed(session, sink, submission, SummaryError::Unusable(why));
+    }
     let Some(snapshot) = snapshot(session, at) else { return };
     let summarizer = Summarizer::of(session, &snapshot.summary_model);
     let max_output = steps::summary_max_output(&limits);

@@ -205,8 +205,8 @@ impl App {
             }
             AppEvent::ClipboardImage(result) => self.clipboard_image(result),
             AppEvent::Input(TermEvent::Mouse(mouse)) => self.on_mouse(mouse),
-            AppEvent::Input(TermEvent::FocusGained) => self.screen.focused = true,
-            AppEvent::Input(TermEvent::FocusLost) => self.screen.focused = false,
+            AppEvent::Input(TermEvent::FocusGained) => self.focus_changed(true),
+            AppEvent::Input(TermEvent::FocusLost) => self.focus_changed(false),
             AppEvent::Input(_) => {}
             AppEvent::EngineGone => {
                 if self.keys.quitting {
@@ -491,6 +491,13 @@ impl App {
 }
 
 impl App {
+    /// The terminal gained or lost the focus: the engine hears it too, for the user's
+    /// `Notification` hooks.
+    fn focus_changed(&mut self, focused: bool) {
+        self.screen.focused = focused;
+        let _ = self.sink.submit(Op::Focus { focused });
+    }
+
     /// Calls the user back with `text` if they are looking elsewhere (the terminal lost the
     /// focus) and notifications are on.
     pub(crate) fn call_back(&mut self, text: &str) {

@@ -39,6 +39,12 @@
 #                                             long chat turns, with and without one read_file first)
 #                                             and 15 one-turn runs at a 3,000-token window — notes,
 #                                             summary requests and trimmed requests per run
+#   scripts/bench.sh subagents [CHILDREN] [CALLS] [WINDOW]
+#                                             a parent whose one reply starts CHILDREN subagents
+#                                             (default 3) of CALLS read_file calls each (default
+#                                             40) at WINDOW (default 8,192) against a mock model:
+#                                             wall time, peak memory, requests, summary requests,
+#                                             notes per child, orphaned tool pairs
 #   scripts/bench.sh bounds                   memory under hostile input: an endless reply, a read
 #                                             of /dev/zero, a 200 MiB file written, 10,000 calls in
 #                                             one reply — peak RSS of each exec (bench-bounds.sh)
@@ -80,6 +86,10 @@ fi
 if [ "${1:-}" = rounds ]; then
   shift
   exec cargo run --release -q --locked -p codewhale-engine --example rounds -- "$@"
+fi
+if [ "${1:-}" = subagents ]; then
+  shift
+  exec cargo run --release -q --locked -p codewhale-engine --example subagents -- "$@"
 fi
 if [ "${1:-}" = bounds ]; then
   shift

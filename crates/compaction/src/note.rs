@@ -151,10 +151,16 @@ pub struct NoteInput<'a> {
     /// The skills whose `SKILL.md` a covered call read (docs/extending.md, *Skills*), by
     /// name with the path to read again.
     pub skills: &'a [(String, String)],
+    /// The covered `task` calls (docs/subagents.md): description and child session id, for
+    /// `recall`.
+    pub subagents: &'a [(String, String)],
     /// The latest text a `PostCompact` hook printed (docs/extending.md, *Hooks*), restated
     /// verbatim.
     pub hooks: Option<&'a str>,
 }
+
+/// The heading of the covered `task` calls.
+pub const SUBAGENTS_TITLE: &str = "## Subagents";
 
 /// The heading of the latest `PostCompact` hook output.
 pub const HOOKS_TITLE: &str = "## From your hooks (verbatim)";
@@ -229,6 +235,17 @@ pub fn compose(input: &NoteInput<'_>) -> String {
             .skills
             .iter()
             .map(|(name, path)| format!("- `{name}`: read `{path}` again before relying on it"))
+            .collect();
+        out.push_str(&listed.join("\n"));
+    }
+    if !input.subagents.is_empty() {
+        out.push_str(&format!("\n\n{SUBAGENTS_TITLE}\n"));
+        let listed: Vec<String> = input
+            .subagents
+            .iter()
+            .map(|(description, id)| {
+                format!("- \"{description}\": session {id} (recall{{\"entry\": \"{id}\"}} reads what it found)")
+            })
             .collect();
         out.push_str(&listed.join("\n"));
     }
@@ -328,6 +345,7 @@ mod tests {
             anchors: None,
             plan: None,
             skills: &[],
+            subagents: &[],
             hooks: None,
         });
         assert!(note.contains("- and 44 more\n\n"));
@@ -351,6 +369,7 @@ mod tests {
             anchors: Some(anchors),
             plan: Some("## Plan\n- [done] Write the lexer\n- [pending] Write the parser"),
             skills: &[("pdf".into(), "/h/skills/pdf/SKILL.md".into())],
+            subagents: &[],
             hooks: Some("Team rules: tabs, no unwrap.\n"),
         });
         let order = [

@@ -94,7 +94,9 @@ fn replay_session(params: &ReportParams<'_>) -> Result<Replayed, EngineError> {
             .or_insert_with(|| counts::Counted::of_item(&item.content).exact());
     }
     let compact = limits.window <= crate::budget::SMALL_WINDOW;
-    let system = system_counts(&workspace, &config, params.home, (compact, limits.usable_input));
+    let child = journal.header().parent_session.is_some();
+    let system =
+        system_counts(&workspace, &config, params.home, (compact, limits.usable_input), child);
     let plain = crate::compaction::plain::of(&view, |item| {
         item.tokens.or_else(|| known.get(&count_key(item)).copied())
     });
@@ -220,14 +222,22 @@ fn count_once(known: &mut HashMap<EntryId, u32>, entry: &codewhale_journal::Entr
 
 /// The system prompt's and the tool schemas' counts: the built-in tools plus each MCP
 /// server's last listed tools (from the cache; no server is started for a report).
-/// `compact`: the small window's prefix; `usable_input`: what the skills' 2 % is of.
+/// `compact`: the small window's prefix; `usable_input`: what the skills' 2 % is of. A `task`
+/// child (`child`) is counted with the read-only tools a child is given by default, and never
+/// `task` (docs/subagents.md).
 fn system_counts(
     workspace: &Path,
     config: &config::Config,
     home: &Path,
     (compact, usable_input): (bool, u64),
+    child: bool,
 ) -> SystemCounts {
     let mut specs = crate::tools::specs(compact, config.tools.web_fetch_enabled());
+    if child {
+        specs.retain(|s| crate::tools::task::READ_ONLY_TOOLS.contains(&s.name.as_str()));
+    } else {
+        specs.push(crate::tools::task::spec(compact));
+    }
     let servers = session::mcp_servers(config, workspace, home);
     specs.extend(session::mcp_specs(&servers.offered_now()));
     let mut prompt = SystemPrompt::load(workspace, compact);

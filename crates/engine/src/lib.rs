@@ -63,6 +63,10 @@ pub mod checkpoint;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod checkpoint;
 #[cfg(feature = "internals")]
+pub mod children;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod children;
+#[cfg(feature = "internals")]
 pub mod compaction;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod compaction;
@@ -158,6 +162,10 @@ pub(crate) mod side_question;
 pub mod spend;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod spend;
+#[cfg(feature = "internals")]
+pub mod subagent;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod subagent;
 #[cfg(feature = "internals")]
 pub mod text_diff;
 #[cfg(not(feature = "internals"))]

@@ -76,9 +76,33 @@ pub struct Sessions {
 
 /// Lists the sessions in `dir` (a missing directory has none), newest first; reads only each
 /// file's head, so listing a directory of huge sessions stays fast.
+///
+/// A `task` child (docs/subagents.md) is listed right under its parent, its children in the
+/// order they were started; its parent's `cost_usd` includes what its children cost (a child's
+/// row keeps its own figure, so summing the rows without a `parent` gives the total once). A
+/// child whose parent is not in `dir` is listed among the others.
 pub fn sessions(dir: &Path) -> std::io::Result<Sessions> {
     let listing = codewhale_journal::list_sessions(dir)?;
-    Ok(Sessions { sessions: listing.sessions, skipped: listing.skipped })
+    Ok(Sessions { sessions: under_parents(listing.sessions), skipped: listing.skipped })
+}
+
+/// `sessions` (newest first) with every child moved right under its parent, oldest first, and
+/// each parent's cost including its children's.
+fn under_parents(sessions: Vec<SessionInfo>) -> Vec<SessionInfo> {
+    let ids: std::collections::HashSet<String> = sessions.iter().map(|s| s.id.clone()).collect();
+    let (children, mut top): (Vec<SessionInfo>, Vec<SessionInfo>) = sessions
+        .into_iter()
+        .partition(|s| s.parent.as_ref().is_some_and(|p| ids.contains(p) && *p != s.id));
+    let mut out = Vec::with_capacity(top.len() + children.len());
+    for mut parent in top.drain(..) {
+        let mut mine: Vec<&SessionInfo> =
+            children.iter().filter(|c| c.parent.as_deref() == Some(parent.id.as_str())).collect();
+        mine.sort_by(|a, b| a.created_at.cmp(&b.created_at).then_with(|| a.id.cmp(&b.id)));
+        parent.cost_usd += mine.iter().map(|c| c.cost_usd).sum::<f64>();
+        out.push(parent);
+        out.extend(mine.into_iter().cloned());
+    }
+    out
 }
 
 /// The sessions of `home`'s session directory whose workspace is `workspace`, newest first.
@@ -247,4 +271,47 @@ pub mod import {
         candidates, import, Candidate, ImportError, ImportFailed, ImportParams, Imported, Report,
         Roots, Sniffed, Tool, EXACT_TOKENS_UP_TO,
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(id: &str, parent: Option<&str>, cost: f64, age_s: i64) -> SessionInfo {
+        let at = codewhale_journal::Timestamp::from_datetime(
+            chrono::Utc::now() - chrono::Duration::seconds(age_s),
+        );
+        SessionInfo {
+            id: id.into(),
+            path: format!("/s/{id}.jsonl").into(),
+            cwd: "/w".into(),
+            title: None,
+            entries: 1,
+            cost_usd: cost,
+            created_at: at,
+            updated: at,
+            provider: "openai".into(),
+            model: "m".into(),
+            imported_from: None,
+            parent: parent.map(str::to_owned),
+            parent_call: None,
+        }
+    }
+
+    #[test]
+    fn children_sit_under_their_parent_whose_cost_includes_theirs() {
+        // Newest first, as listed: a child written after its parent comes first.
+        let listed = vec![
+            info("c2", Some("p1"), 0.25, 1),
+            info("c1", Some("p1"), 0.5, 2),
+            info("p2", None, 1.0, 3),
+            info("orphan", Some("gone"), 0.1, 4),
+            info("p1", None, 2.0, 5),
+        ];
+        let ordered = under_parents(listed);
+        let ids: Vec<&str> = ordered.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids, ["p2", "orphan", "p1", "c1", "c2"]);
+        assert!((ordered[2].cost_usd - 2.75).abs() < 1e-9, "{}", ordered[2].cost_usd);
+        assert!((ordered[3].cost_usd - 0.5).abs() < 1e-9);
+    }
 }

@@ -59,6 +59,16 @@ impl Meter {
         self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).add(usage, price);
     }
 
+    /// Adds what another meter counted (a `task` child's spend joins its parent's).
+    pub fn absorb(&self, other: &Spent) {
+        let mut mine = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        mine.requests += other.requests;
+        mine.input_tokens += other.input_tokens;
+        mine.output_tokens += other.output_tokens;
+        mine.priced_usd += other.priced_usd;
+        mine.unpriced += other.unpriced;
+    }
+
     pub fn read(&self) -> Spent {
         *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }

@@ -50,6 +50,11 @@ pub struct SessionInfo {
     pub model: String,
     /// The source file a `codewhale import` read (the header's `imported_from.path`).
     pub imported_from: Option<String>,
+    /// The session whose `task` call started this one (the header's `parent_session`), or
+    /// `None` for a session of its own.
+    pub parent: Option<String>,
+    /// The parent's `task` call that started it (the header's `parent_call`).
+    pub parent_call: Option<String>,
 }
 
 /// The sessions of a directory, newest first, and the files that could not be listed.
@@ -204,6 +209,8 @@ fn read_session(path: &Path, cached: Option<Counted>) -> Result<(SessionInfo, Co
         // The model the session last used: its last switch, else the one it started with.
         model: counted.model.clone().unwrap_or(h.model),
         imported_from,
+        parent: h.parent_session,
+        parent_call: h.parent_call,
     };
     Ok((info, counted))
 }

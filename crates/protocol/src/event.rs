@@ -95,6 +95,30 @@ pub enum Event {
         call_id: String,
         name: String,
     },
+    /// A `task` call started a subagent: a child session of its own (docs/subagents.md).
+    SubagentStarted {
+        /// The `task` call.
+        call_id: String,
+        description: String,
+        /// The child's session id (its journal is `<id>.jsonl` beside the parent's).
+        session_id: String,
+    },
+    /// What a running subagent does now: its current step (a tool call, "thinking",
+    /// "compacting"), the tokens its view holds and the compactions it made.
+    SubagentProgress {
+        call_id: String,
+        step: String,
+        tokens: u64,
+        compactions: u32,
+    },
+    /// A subagent ended; `status` says how, `calls` how many tool calls it made.
+    SubagentFinished {
+        call_id: String,
+        session_id: String,
+        status: TurnStatus,
+        calls: u32,
+        compactions: u32,
+    },
     /// Output of a running shell command, as it arrives (for a live view; the result holds
     /// all of it).
     ToolOutputDelta {

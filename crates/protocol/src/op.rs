@@ -78,6 +78,10 @@ pub enum Op {
     /// Ask for the whole conversation at HEAD as the user saw it
     /// ([`Event::Transcript`](super::Event::Transcript)), for `/export`.
     GetTranscript,
+    /// Ask for the whole conversation of a `task` child of this session
+    /// ([`Event::Transcript`](super::Event::Transcript)), for Ctrl+T on a subagent's cell;
+    /// answered at once, also while a turn runs.
+    GetSubagentTranscript { session_id: String },
     /// Start a new branch at an entry (the edit/retry of a message).
     Fork { at: String },
     /// Move HEAD to an entry of another branch.

@@ -29,6 +29,7 @@ pub(crate) fn note_fixed_tokens(
     };
     let plan = session.live_plan().map(|p| crate::plan::section(&p));
     let skills = skills_read(session, covered);
+    let subagents = subagents(session, covered);
     let hooks = crate::hooks::latest_post_compact(session);
     let text = note::compose(&NoteInput {
         summary: "",
@@ -38,6 +39,7 @@ pub(crate) fn note_fixed_tokens(
         anchors,
         plan: plan.as_deref(),
         skills: &skills,
+        subagents: &subagents,
         hooks: hooks.as_deref(),
     });
     u64::from(crate::session::counts::exact(&text))
@@ -108,6 +110,20 @@ pub(crate) fn max_summary_requests(session: &Session) -> u32 {
         .max(1)
 }
 
+/// The covered `task` calls with their children, as the note lists them (docs/subagents.md).
+fn subagents(session: &Session, covered: &[super::message::Message]) -> Vec<(String, String)> {
+    use super::message::Part;
+    let calls: Vec<&str> = covered
+        .iter()
+        .flat_map(|m| m.content.iter())
+        .filter_map(|p| match p {
+            Part::ToolUse { id, name, .. } if name == crate::tools::task::TOOL => Some(id.as_str()),
+            _ => None,
+        })
+        .collect();
+    crate::children::listed(session, &calls)
+}
+
 /// The skills whose `SKILL.md` a covered call read, with the path to read again.
 fn skills_read(session: &Session, covered: &[super::message::Message]) -> Vec<(String, String)> {
     let workspace = session.workspace().to_path_buf();
@@ -149,6 +165,7 @@ pub(crate) async fn build_note(
         });
     let plan = session.live_plan().map(|p| crate::plan::section(&p));
     let skills = skills_read(session, covered);
+    let subagents = subagents(session, covered);
     let hooks = crate::hooks::latest_post_compact(session);
     let text = note::compose(&NoteInput {
         summary,
@@ -158,6 +175,7 @@ pub(crate) async fn build_note(
         anchors,
         plan: plan.as_deref(),
         skills: &skills,
+        subagents: &subagents,
         hooks: hooks.as_deref(),
     });
     (text, files)

@@ -145,6 +145,8 @@ struct FileTools {
     web_fetch: Option<bool>,
     #[serde(default)]
     web_fetch_allow: Vec<Spanned<String>>,
+    subagent_model: Option<String>,
+    max_subagents: Option<Spanned<u32>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -300,6 +302,14 @@ pub fn parse_scoped(path: &Path, text: &str, scope: Scope) -> Result<Config, Con
             super::web_fetch_entry(host.get_ref()).map_err(|e| invalid(Some(host.span()), e))?;
         web_fetch_allow.push(normal);
     }
+    let max_subagents = match file.tools.max_subagents {
+        Some(n) if *n.get_ref() == 0 => {
+            let message = "max_subagents must be at least 1 (subagents run one at a time then)";
+            return Err(invalid(Some(n.span()), message.to_owned()));
+        }
+        n => n.map(Spanned::into_inner),
+    };
+    let subagent_model = file.tools.subagent_model.filter(|m| !m.trim().is_empty());
     let mut mcp_servers = Vec::with_capacity(file.mcp_servers.len());
     for (name, table) in file.mcp_servers {
         let span = table_span(text, &name);
@@ -350,7 +360,12 @@ pub fn parse_scoped(path: &Path, text: &str, scope: Scope) -> Result<Config, Con
             keep_background: file.shell.keep_background,
             max_processes,
         },
-        tools: ToolsConfig { web_fetch: file.tools.web_fetch, web_fetch_allow },
+        tools: ToolsConfig {
+            web_fetch: file.tools.web_fetch,
+            web_fetch_allow,
+            subagent_model,
+            max_subagents,
+        },
         redaction: RedactionConfig { patterns },
         sandbox: SandboxConfig {
             mode: sandbox_mode,

@@ -105,6 +105,12 @@ pub struct ToolsConfig {
     /// asking — a private address listed here is treated as a public host. Honoured from a
     /// workspace's file only once it is trusted.
     pub web_fetch_allow: Vec<String>,
+    /// `subagent_model`: the model a `task` child runs on (default: the parent's).
+    pub subagent_model: Option<String>,
+    /// `max_subagents`: how many `task` children run at once in the process (default
+    /// [`crate::tools::task::DEFAULT_MAX_SUBAGENTS`]). Honoured from a workspace's file only
+    /// once it is trusted.
+    pub max_subagents: Option<u32>,
 }
 
 impl ToolsConfig {
@@ -462,6 +468,8 @@ impl Config {
         over(&mut self.shell.max_processes, other.shell.max_processes);
         over(&mut self.tools.web_fetch, other.tools.web_fetch);
         self.tools.web_fetch_allow.extend(other.tools.web_fetch_allow);
+        over(&mut self.tools.subagent_model, other.tools.subagent_model);
+        over(&mut self.tools.max_subagents, other.tools.max_subagents);
         over(&mut self.sandbox.mode, other.sandbox.mode);
         over(&mut self.sandbox.network, other.sandbox.network);
         over(&mut self.sandbox.namespaces, other.sandbox.namespaces);
@@ -520,6 +528,8 @@ impl Config {
         set(!self.redaction.patterns.is_empty(), "redaction.patterns");
         // A listed host is fetched without asking, a private one included.
         set(!self.tools.web_fetch_allow.is_empty(), "tools.web_fetch_allow");
+        // How many model sessions run at once on the user's key.
+        set(self.tools.max_subagents.is_some(), "tools.max_subagents");
         keys
     }
 
@@ -546,6 +556,7 @@ impl Config {
         self.sandbox.git_writable = None;
         self.redaction.patterns.clear();
         self.tools.web_fetch_allow.clear();
+        self.tools.max_subagents = None;
     }
 
     /// Applies command-line overrides.

@@ -99,6 +99,10 @@ pub(super) async fn handle_idle_op(
             },
         ),
         Op::ListAnchors => sink.emit(id, Event::Anchors { anchors: session.anchor_infos() }),
+        Op::GetSubagentTranscript { session_id } => {
+            let dir = session.path().parent().map(std::path::Path::to_path_buf).unwrap_or_default();
+            sink.emit(id, crate::children::transcript_event(&dir, session.id(), &session_id));
+        }
         Op::GetTranscript => {
             let transcript = Box::new(session.transcript());
             sink.emit(id, Event::Transcript { transcript });

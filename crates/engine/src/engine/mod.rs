@@ -204,10 +204,14 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
     let sink = sink.with_redactor(session.redactor().clone());
     // What the end of a background command finds is told as it happens.
     session.guard().set_sink(sink.clone());
+    // A subagent's session opened on its own is shown, never written (docs/subagents.md).
+    let read_only = crate::subagent::read_only_parent(&session).map(str::to_owned);
     session.hook_state.sink = Some(sink.clone());
     // A local server says what window it runs the model with: from the cache at once, else
     // asked in the background (no request waits for it but a large first one, briefly).
-    session.start_probe();
+    if read_only.is_none() {
+        session.start_probe();
+    }
     let start = SubmissionId(0);
     // MCP servers connect in the background; the session goes on at once. A one-turn `exec`
     // starts a server whose tool list is cached only when the model calls one of its tools.
@@ -235,7 +239,10 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
     );
     // A message the last run journaled but never answered is set aside before anything is
     // shown, so the conversation shown is the one the next prompt continues.
-    let unanswered = if session.resumed {
+    if let Some(parent) = &read_only {
+        session.notices.push((NoticeLevel::Info, crate::subagent::read_only_notice(parent)));
+    }
+    let unanswered = if session.resumed && read_only.is_none() {
         session.set_aside_unanswered().unwrap_or_else(|err| {
             sink.emit(start, err.event());
             None
@@ -268,7 +275,8 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
     let mut shutdown = None;
     // Idle compaction (docs/compaction.md, *Idle compaction*): the clock restarts on every op
     // and after every turn; it fires once per idle spell.
-    let idle_after = crate::compaction::background::idle_after(&session);
+    let idle_after =
+        crate::compaction::background::idle_after(&session).filter(|_| read_only.is_none());
     let mut idle_since = tokio::time::Instant::now();
     let mut idle_spent = false;
     while shutdown.is_none() {
@@ -321,6 +329,17 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
             }
         };
         let Some((id, op)) = next else { break };
+        if let Some(why) = read_only.as_deref().and_then(|p| crate::subagent::refusal(p, &op)) {
+            sink.emit(id, Event::Error { kind: ErrorKind::Command, message: why });
+            if matches!(op, Op::UserInput { .. } | Op::RunCommand { .. } | Op::CarryOutPlan { .. })
+            {
+                let status = codewhale_protocol::TurnStatus::Failed;
+                let finished =
+                    Event::TurnFinished { status, text: String::new(), stats: Default::default() };
+                sink.emit(id, finished);
+            }
+            continue;
+        }
         if let Op::Focus { focused } = op {
             // The terminal's focus is no activity: the idle clock runs on.
             gate.set_focused(focused);
@@ -350,9 +369,11 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
             Op::SideQuestion { question } => {
                 let cancel = CancellationToken::new();
                 let mcp = session.mcp().clone();
+                let family = Family::of(&session);
                 let run =
                     crate::side_question::run(&mut session, &sink, id, question, cancel.clone());
-                let (stop, deferred) = listening(run, &mut ops, &sink, &gate, &cancel, &mcp).await;
+                let (stop, deferred) =
+                    listening(run, &mut ops, &sink, &gate, &cancel, (&mcp, &family)).await;
                 shutdown = stop;
                 answer_deferred(&mut session, &mut compactor, &sink, deferred).await;
             }
@@ -364,8 +385,10 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
             Op::Compact { focus } => {
                 let cancel = CancellationToken::new();
                 let mcp = session.mcp().clone();
+                let family = Family::of(&session);
                 let pass = compactor.manual(&mut session, &sink, id, focus, cancel.clone());
-                let (stop, deferred) = listening(pass, &mut ops, &sink, &gate, &cancel, &mcp).await;
+                let (stop, deferred) =
+                    listening(pass, &mut ops, &sink, &gate, &cancel, (&mcp, &family)).await;
                 shutdown = stop;
                 if gate.user_away() {
                     crate::hooks::notification(&mut session, id, "the compaction finished").await;
@@ -376,8 +399,10 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
             Op::UserShell { command } => {
                 let cancel = CancellationToken::new();
                 let mcp = session.mcp().clone();
+                let family = Family::of(&session);
                 let run = crate::user_shell::run(&mut session, &sink, id, command, cancel.clone());
-                let (stop, deferred) = listening(run, &mut ops, &sink, &gate, &cancel, &mcp).await;
+                let (stop, deferred) =
+                    listening(run, &mut ops, &sink, &gate, &cancel, (&mcp, &family)).await;
                 shutdown = stop;
                 answer_deferred(&mut session, &mut compactor, &sink, deferred).await;
             }
@@ -439,6 +464,7 @@ async fn user_turn(
     let Link { ops, sink, gate } = link;
     let cancel = CancellationToken::new();
     let mcp = session.mcp().clone();
+    let family = Family::of(session);
     let turn = async {
         // The summary of the branch just left goes before the message, so the model's first
         // reply on the new branch reads it (bounded by its timeout).
@@ -446,7 +472,7 @@ async fn user_turn(
         let mut ctx = TurnCtx::new(session, compactor, sink, gate, id, cancel.clone());
         turn::run_turn(&mut ctx, message).await
     };
-    let (stop, deferred) = listening(turn, ops, sink, gate, &cancel, &mcp).await;
+    let (stop, deferred) = listening(turn, ops, sink, gate, &cancel, (&mcp, &family)).await;
     if cancel.is_cancelled() {
         compactor.on_change(sink, id, Change::Interrupted);
     }
@@ -515,7 +541,7 @@ async fn listening<F: std::future::Future>(
     sink: &EventSink,
     gate: &ApprovalGate,
     cancel: &CancellationToken,
-    mcp: &codewhale_mcp::Servers,
+    (mcp, family): (&codewhale_mcp::Servers, &Family),
 ) -> (Option<SubmissionId>, Deferred) {
     tokio::pin!(work);
     let mut shutdown = None;
@@ -542,6 +568,11 @@ async fn listening<F: std::future::Future>(
                     answer(gate, sink, oid, &call_id, ApprovalReply::Deny(reason))
                 }
                 Some((oid, Op::ListMcpServers)) => sink.emit(oid, mcp_servers_event(mcp)),
+                // A running subagent's conversation is read from its file, at once.
+                Some((oid, Op::GetSubagentTranscript { session_id })) => {
+                    let event = crate::children::transcript_event(&family.dir, &family.id, &session_id);
+                    sink.emit(oid, event);
+                }
                 // Typing during a turn changes nothing the turn does.
                 Some((_, Op::Typing)) => {}
                 Some((_, Op::Focus { focused })) => gate.set_focused(focused),
@@ -574,6 +605,20 @@ async fn listening<F: std::future::Future>(
         }
     }
     (shutdown, deferred)
+}
+
+/// Where the session's `task` children are found while it is busy: its journal's folder and
+/// its id.
+struct Family {
+    dir: PathBuf,
+    id: String,
+}
+
+impl Family {
+    fn of(session: &Session) -> Family {
+        let dir = session.path().parent().map(std::path::Path::to_path_buf).unwrap_or_default();
+        Family { dir, id: session.id().to_owned() }
+    }
 }
 
 async fn answer_deferred(

@@ -193,7 +193,7 @@ pub fn run(ctx: &RecallContext<'_>, input: &Value) -> Result<String, String> {
 
 /// `text` cut to `max` characters (its head, room left for the marker), with the marker saying
 /// how much is left out and what to ask instead.
-fn cap(text: String, max: usize) -> String {
+pub(crate) fn cap(text: String, max: usize) -> String {
     if text.chars().count() <= max {
         return text;
     }
@@ -205,7 +205,7 @@ fn cap(text: String, max: usize) -> String {
 /// What an entry holds as searchable text: text blocks, tool-call names and inputs, tool output.
 /// Thinking is left out (it is the model's own and may be signed). A tool result's output is
 /// lent, not copied: a query over a long session reads most of its bytes.
-fn entry_text(payload: &Payload) -> Option<(&'static str, std::borrow::Cow<'_, str>)> {
+pub(crate) fn entry_text(payload: &Payload) -> Option<(&'static str, std::borrow::Cow<'_, str>)> {
     match payload {
         Payload::User(u) => {
             let text: Vec<&str> = u.content.iter().filter_map(|b| b.as_text()).collect();

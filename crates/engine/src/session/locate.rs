@@ -110,7 +110,8 @@ pub fn find_last(home: &Path, workspace: &Path) -> Result<PathBuf, EngineError> 
 }
 
 /// The sessions started in `workspace`, newest first (`workspace` canonicalized as the headers
-/// store it; one that cannot be is compared as given).
+/// store it; one that cannot be is compared as given). A `task` child is never one of them:
+/// `--last` and `-c` continue the user's own conversation, not a subagent's.
 fn sessions_of(
     home: &Path,
     workspace: &Path,
@@ -122,7 +123,7 @@ fn sessions_of(
         .unwrap_or_else(|_| workspace.to_owned())
         .display()
         .to_string();
-    Ok(listing.sessions.into_iter().filter(|s| s.cwd == wanted).collect())
+    Ok(listing.sessions.into_iter().filter(|s| s.cwd == wanted && s.parent.is_none()).collect())
 }
 
 /// The session `--last` opens: the newest of `workspace` that no other running codewhale holds

@@ -134,6 +134,10 @@ pub struct Session {
     /// Plan mode's private temp dir, the only place its commands may write
     /// ([`crate::plan_mode`]); made when a command first needs it, removed with the session.
     pub(crate) plan_scratch: crate::plan_mode::Scratch,
+    /// Set when this session is a `task` child ([`crate::subagent`]): the tools it is offered
+    /// and the parent's file store its changes are checkpointed in. `None` for a session of
+    /// its own, which is offered `task`.
+    pub(crate) subagent: Option<crate::tools::task::Link>,
     /// What the session remembers of its hooks' runs ([`crate::config::hooks::HookState`]).
     pub(crate) hook_state: crate::config::hooks::HookState,
 }
@@ -247,7 +251,9 @@ impl Session {
 
     /// The session's content-addressed file store (checkpoints of what tools changed).
     pub fn file_store(&self) -> crate::checkpoint::FileStore {
-        let store = crate::checkpoint::FileStore::beside(self.path());
+        // A child's changes are checkpointed in its parent's store, under the `task` call.
+        let journal = self.subagent.as_ref().map_or(self.path(), |link| link.parent_journal());
+        let store = crate::checkpoint::FileStore::beside(journal);
         match self.config.max_checkpoint_bytes {
             Some(bytes) => store.with_max_file_bytes(bytes),
             None => store,
@@ -329,7 +335,17 @@ impl Session {
     /// The tools offered in a request: the built-in ones, then the MCP servers' tools.
     pub fn tool_specs(&self) -> Vec<ToolSpec> {
         let mut specs = tools::specs(self.compact_prefix(), self.config.tools.web_fetch_enabled());
-        specs.extend(self.mcp.specs().iter().cloned());
+        match &self.subagent {
+            // A child is offered what its `task` call allowed, never `task` itself.
+            Some(link) => {
+                specs.extend(self.mcp.specs().iter().cloned());
+                specs.retain(|s| link.offers(&s.name));
+            }
+            None => {
+                specs.push(crate::tools::task::spec(self.compact_prefix()));
+                specs.extend(self.mcp.specs().iter().cloned());
+            }
+        }
         specs
     }
 

@@ -168,6 +168,7 @@ impl Session {
             probe: super::probed::Probing::default(),
             no_model: None,
             commands,
+            subagent: None,
         };
         if switched {
             let model = session.provider.model.clone();

@@ -16,6 +16,7 @@ pub mod process;
 pub mod search;
 pub mod shell;
 mod table;
+pub mod task;
 pub mod web_fetch;
 
 use std::path::PathBuf;

@@ -141,6 +141,38 @@ async fn run_some(ctx: &mut TurnCtx<'_>, calls: &[ToolCall]) -> Result<bool, Eng
             interrupted = true;
             break;
         }
+        // A child is offered only what its `task` call allowed; anything else is refused.
+        if let Some(refusal) = crate::subagent::run::not_offered(ctx.session, &calls[i].name) {
+            ctx.emit(Event::ToolCallStarted {
+                call_id: calls[i].id.clone(),
+                name: calls[i].name.clone(),
+            });
+            let end = Ending::of(CallEnd::NotApproved);
+            finish(ctx, &calls[i], ToolOutput::error(refusal), end, None)?;
+            i += 1;
+            continue;
+        }
+        // `task` calls run without asking, the consecutive ones of a reply concurrently, each
+        // a child session of its own (docs/subagents.md).
+        if calls[i].name == crate::subagent::TOOL {
+            let end = i + calls[i..].iter().take_while(|c| c.name == crate::subagent::TOOL).count();
+            for call in &calls[i..end] {
+                ctx.emit(Event::ToolCallStarted {
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                });
+            }
+            let done = crate::subagent::run::run_tasks(ctx, &calls[i..end]).await;
+            for (call, task) in calls[i..end].iter().zip(done) {
+                ctx.stats.requests += task.replies.requests + task.summaries.requests;
+                ctx.stats.input_tokens += task.replies.input_tokens;
+                ctx.stats.output_tokens += task.replies.output_tokens;
+                let end = if task.output.is_error { CallEnd::Failed } else { CallEnd::Completed };
+                finish(ctx, call, task.output, Ending::of(end), None)?;
+            }
+            i = end;
+            continue;
+        }
         // The session's own tools read or set what the journal holds: run here, one at a time,
         // never asking.
         if tools::is_session_tool(&calls[i].name) {
@@ -456,6 +488,23 @@ fn run_session_tool(ctx: &TurnCtx<'_>, call: &ToolCall) -> (ToolOutput, bool) {
         };
     }
     let session = &*ctx.session;
+    // A child's journal, named by its id or its `task` call's id (docs/subagents.md).
+    let room = session.recall_room_chars();
+    let max = call
+        .input
+        .get("max_chars")
+        .and_then(serde_json::Value::as_u64)
+        .map_or(crate::recall::DEFAULT_MAX_CHARS, |n| usize::try_from(n).unwrap_or(usize::MAX))
+        .min(room);
+    if let Some(found) = crate::children::entry(session, &call.input, max) {
+        return match found {
+            Ok(text) => {
+                let bytes = text.len() as u64;
+                (ToolOutput { bytes, is_error: false, ..ToolOutput::error(text) }, false)
+            }
+            Err(message) => (ToolOutput::error(message), false),
+        };
+    }
     let view = session.render();
     let recall = crate::recall::RecallContext {
         journal: session.journal(),
@@ -464,7 +513,16 @@ fn run_session_tool(ctx: &TurnCtx<'_>, call: &ToolCall) -> (ToolOutput, bool) {
         redactor: session.redactor(),
         trim: None,
     };
-    match crate::recall::run(&recall, &call.input) {
+    let query = call.input.get("query").and_then(serde_json::Value::as_str).unwrap_or("");
+    let in_children = crate::children::search(session, query);
+    let found = match crate::recall::run(&recall, &call.input) {
+        Err(_) if !in_children.is_empty() && max >= 200 => {
+            Ok(crate::recall::cap(in_children.trim_start().to_owned(), max))
+        }
+        Ok(text) if !in_children.is_empty() => Ok(crate::recall::cap(text + &in_children, max)),
+        other => other,
+    };
+    match found {
         // Already within its own cap and the room: not cut again.
         Ok(text) => {
             let bytes = text.len() as u64;

@@ -44,6 +44,9 @@ pub struct TurnCtx<'a> {
     /// The reply just journaled looks silently cut by the server: its reported count and its
     /// request's estimate, until the window is learned from them.
     pub(super) cut: Option<(u64, u64)>,
+    /// A `task` child's run: the per-turn limit of compaction passes starts afresh with every
+    /// model request that follows a tool result (docs/subagents.md).
+    pub(crate) passes_per_request: bool,
 }
 
 impl<'a> TurnCtx<'a> {
@@ -61,6 +64,7 @@ impl<'a> TurnCtx<'a> {
             spent_at_start,
             carries_images: false,
             cut: None,
+            passes_per_request: false,
             session,
             compactor,
             events,

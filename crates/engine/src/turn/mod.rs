@@ -76,8 +76,12 @@ pub async fn run_turn(ctx: &mut TurnCtx<'_>, message: UserMessage) -> TurnOutcom
         TurnStatus::Interrupted => "interrupted",
         TurnStatus::Failed => "failed",
     };
-    crate::hooks::stop(ctx.session, ctx.submission, status).await;
-    if ctx.session.one_turn() || ctx.gate.user_away() {
+    // A subagent's run is no turn of the user's: its parent's turn says when it ends.
+    let child = ctx.session.subagent.is_some();
+    if !child {
+        crate::hooks::stop(ctx.session, ctx.submission, status).await;
+    }
+    if !child && (ctx.session.one_turn() || ctx.gate.user_away()) {
         let said = format!("the turn ended ({status})");
         crate::hooks::notification(ctx.session, ctx.submission, &said).await;
     }
@@ -146,7 +150,10 @@ fn journal_failure(
 async fn drive(ctx: &mut TurnCtx<'_>, message: UserMessage) -> Result<TurnOutcome, EngineError> {
     // A crash or an earlier interrupt may have left calls unanswered; answer them before the
     // new message, or the user message would sit between a call and its result.
-    ctx.session.heal_dangling_calls()?;
+    if ctx.session.heal_dangling_calls()? > 0 {
+        // A subagent the crash stopped is answered too (docs/subagents.md, *Files*).
+        crate::subagent::run::heal_children(ctx.session).await;
+    }
     ctx.compactor.turn_started();
     // Plan mode begun or ended since the model last heard: it reads so before the message.
     mode_note::sync(ctx)?;
@@ -347,6 +354,10 @@ async fn drive(ctx: &mut TurnCtx<'_>, message: UserMessage) -> Result<TurnOutcom
         }
         if !calls::run_calls(ctx, &calls).await? {
             return Ok(TurnOutcome { status: TurnStatus::Interrupted, text });
+        }
+        if ctx.passes_per_request {
+            // A child's long loop gets its passes as an interactive session's turns would.
+            ctx.compaction_passes = 0;
         }
     }
 }

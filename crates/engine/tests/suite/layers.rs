@@ -48,6 +48,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "anchors",
             "attachments",
             "branch_summary",
+            "children",
             "history_pages",
             "hooks",
             "importing",
@@ -55,7 +56,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         ],
     ),
     ("compaction", &["compaction"]),
-    ("operations", &["answers", "context_report", "rewind", "side_question", "turn"]),
+    ("operations", &["answers", "context_report", "rewind", "side_question", "subagent", "turn"]),
     ("front", &["engine", "eval", "offline"]),
 ];
 

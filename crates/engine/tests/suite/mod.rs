@@ -28,6 +28,7 @@ mod resume;
 mod rewind;
 mod side_question;
 mod small_windows;
+mod subagents;
 mod tool_loop;
 mod turn;
 mod user_commands;

@@ -51,7 +51,8 @@ async fn the_request_carries_system_prompt_instructions_and_tools() {
             "shell",
             "update_plan",
             "recall",
-            "web_fetch"
+            "web_fetch",
+            "task"
         ]
     );
 }

@@ -22,6 +22,9 @@ impl HeaderPayload {
             provider: String::new(),
             model: String::new(),
             title: None,
+            parent_session: None,
+            parent_entry: None,
+            parent_call: None,
             extra: Default::default(),
         }
     }

@@ -32,6 +32,12 @@ record! {
         /// Optional: a short title (the first line of the first prompt) when the engine knows
         /// it at creation. See docs/journal-format.md, "Listing".
         title: Option<String> = "title" info_opt,
+        /// Optional: the session whose `task` call started this one (a subagent).
+        parent_session: Option<String> = "parent_session" info_opt,
+        /// Optional: the parent's entry holding that `task` call.
+        parent_entry: Option<String> = "parent_entry" info_opt,
+        /// Optional: the id of that `task` call (one reply may hold several).
+        parent_call: Option<String> = "parent_call" info_opt,
     }
 }
 

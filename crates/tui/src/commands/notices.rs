@@ -71,6 +71,7 @@ fn target(name: &str, input: &serde_json::Value) -> String {
             .get("steps")
             .and_then(serde_json::Value::as_array)
             .map(|steps| format!("{} steps", steps.len())),
+        "task" => field("description").map(|d| format!("\"{d}\"")),
         "recall" => field("query").or(field("entry")).map(|q| format!("`{q}`")),
         _ => field("path").map(str::to_owned).or_else(|| {
             // An MCP tool: its first string argument says the most.
@@ -102,6 +103,23 @@ pub fn line(event: &Event) -> Option<String> {
     Some(match event {
         Event::Notice { level: NoticeLevel::Info, message } => message.clone(),
         Event::Notice { level: NoticeLevel::Warning, message } => format!("warning: {message}"),
+        Event::SubagentStarted { description, session_id, .. } => {
+            format!("subagent started: \"{}\" (session {session_id})", shorten(description))
+        }
+        Event::SubagentFinished { session_id, status, calls, compactions, .. } => {
+            let how = match status {
+                codewhale_protocol::TurnStatus::Completed => "done",
+                codewhale_protocol::TurnStatus::Interrupted => "stopped",
+                _ => "failed",
+            };
+            let plural = |n: u32| if n == 1 { "" } else { "s" };
+            format!(
+                "subagent {how}: session {session_id} · {calls} tool call{} · {compactions} \
+                 compaction{}",
+                plural(*calls),
+                plural(*compactions)
+            )
+        }
         Event::ImagesAttached { images } => {
             let shown: Vec<String> = images.iter().map(crate::figures::image).collect();
             format!("attached {}", shown.join("; "))

@@ -3,8 +3,10 @@
 //! The table shows id, last update (UTC), entry count, what its priced requests cost, workspace
 //! and title. `--json` prints one JSON array on a single line (`[]` when there are none),
 //! newest first, of objects with `id`, `cwd`, `title`, `entries`, `cost_usd`, `updated`,
-//! `created_at`, `path`, `provider` and `model`: one
-//! document, so a script reads it whole (`json.loads(stdout)`, `jq '.[0].id'`). Files that are
+//! `created_at`, `path`, `provider`, `model` and `parent` (the session whose `task` call started
+//! it, or null): one
+//! document, so a script reads it whole. A subagent's session is listed right under its
+//! parent (its id indented in the table), and a parent's cost includes its children's (`json.loads(stdout)`, `jq '.[0].id'`). Files that are
 //! not readable journals are named on stderr and skipped. Titles and workspaces come from
 //! journals (an imported session's among them), so the table shows their control characters
 //! escaped (`\u{1b}`): a title cannot clear the screen or write the clipboard (OSC 52).
@@ -49,6 +51,7 @@ fn json_object(s: &SessionInfo) -> serde_json::Value {
         "path": s.path.display().to_string(),
         "provider": s.provider,
         "model": s.model,
+        "parent": s.parent,
     })
 }
 
@@ -66,8 +69,10 @@ fn table(sessions: &[SessionInfo]) -> String {
             // No priced request: nothing to say (a model without a known price, or none yet).
             let cost =
                 if s.cost_usd > 0.0 { crate::figures::dollars(s.cost_usd) } else { "-".to_owned() };
+            // A subagent's session sits under its parent, indented.
+            let id = if s.parent.is_some() { format!("└ {}", s.id) } else { s.id.clone() };
             [
-                s.id.clone(),
+                id,
                 s.updated.format("%Y-%m-%d %H:%M"),
                 s.entries.to_string(),
                 cost,

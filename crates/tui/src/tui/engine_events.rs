@@ -50,6 +50,12 @@ impl App {
             }
             Event::ToolCallStarted { call_id, name } => self.on_tool_call_started(call_id, name),
             Event::ToolOutputDelta { call_id, text } => self.on_tool_output(&call_id, &text),
+            Event::SubagentStarted { call_id, description, session_id } => {
+                self.on_subagent_started(&call_id, &description, session_id)
+            }
+            Event::SubagentProgress { call_id, step, tokens, compactions } => {
+                self.on_subagent_progress(&call_id, &step, tokens, compactions)
+            }
             Event::ToolCallFinished {
                 call_id,
                 output,

@@ -27,6 +27,11 @@ impl App {
 
     /// The engine's transcript: written to the file `/export` named, or copied.
     pub(crate) fn on_transcript(&mut self, transcript: Transcript, pending: Option<Pending>) {
+        if let Some(Pending::SubagentTranscript { title }) = pending {
+            let text = export::render(&transcript, Format::Markdown);
+            self.views.push(super::views::TextView::new(title, &text));
+            return;
+        }
         let Some(Pending::Export { file }) = pending else { return };
         let text = export::render(&transcript, Format::Markdown);
         let n = export::message_count(&transcript);

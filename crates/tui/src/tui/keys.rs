@@ -195,6 +195,13 @@ impl App {
 
     /// Ctrl+T: the focused (or last) tool call's whole output in a scrollable view.
     fn open_pager(&mut self) {
+        // A subagent's cell opens the child's whole conversation, asked of the engine.
+        if let Some((title, session_id)) = self.transcript.target_subagent() {
+            if let Some(id) = self.submit(Op::GetSubagentTranscript { session_id }) {
+                self.outbox.expect(id, Pending::SubagentTranscript { title });
+            }
+            return;
+        }
         match self.transcript.target_output() {
             Some((title, text)) => self.views.push(TextView::new(title, &text)),
             None => self.notice(NoticeKind::Info, "no tool output to show yet"),

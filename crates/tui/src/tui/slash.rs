@@ -381,7 +381,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("Alt+Up / Alt+Down", "focus an earlier / later tool call, compaction or thinking cell"),
     ("Ctrl+O", "unfold / fold the focused (or last) cell, keeping what you read in place"),
     ("Alt+O", "unfold / fold every cell"),
-    ("Ctrl+T", "open the focused (or last) tool call's whole output in a pager"),
+    ("Ctrl+T", "open the focused (or last) tool call's whole output in a pager (a subagent's: its conversation)"),
     ("Ctrl+Y", "copy the last reply or one of its code blocks to the clipboard (OSC 52)"),
     (
         "Esc",

@@ -65,6 +65,8 @@ pub struct ToolCell {
     /// Lines of the finished output shown while folded: none for the model's calls,
     /// [`USER_SHELL_LINES`] for the user's own command.
     pub preview: usize,
+    /// A `task` call's child session, once it started: Ctrl+T opens its conversation.
+    pub subagent: Option<String>,
 }
 
 impl ToolCell {
@@ -78,6 +80,7 @@ impl ToolCell {
             expanded: false,
             focused: false,
             preview: 0,
+            subagent: None,
         }
     }
 
@@ -91,6 +94,7 @@ impl ToolCell {
             expanded: false,
             focused: false,
             preview: USER_SHELL_LINES,
+            subagent: None,
         }
     }
 
@@ -102,6 +106,16 @@ impl ToolCell {
                 let cut = live.ceil_char_boundary(live.len() - LIVE_BYTES);
                 live.drain(..cut);
             }
+        }
+    }
+
+    /// What a running subagent does now, as its live line: its step, the tokens its view
+    /// holds and its compactions (replacing the line before).
+    pub fn set_subagent_step(&mut self, step: &str, tokens: u64, compactions: u32) {
+        if let ToolState::Running { live, .. } = &mut self.state {
+            let s = if compactions == 1 { "" } else { "s" };
+            let tokens = crate::tui::cells::short_tokens(tokens);
+            *live = format!("{step} · {tokens} tokens · {compactions} compaction{s}");
         }
     }
 

@@ -312,6 +312,20 @@ impl Transcript {
         focused.or_else(|| self.committed.iter().rev().find_map(|s| s.cell.tool_output()))
     }
 
+    /// The child session of the cell Ctrl+T acts on (the one [`Transcript::target_output`]
+    /// reads), with its title, when that cell is a `task` call whose child started.
+    pub fn target_subagent(&mut self) -> Option<(String, String)> {
+        let focused = self
+            .focus
+            .filter(|&i| self.committed.get(i).is_some_and(|s| s.cell.tool_output().is_some()));
+        let at = focused
+            .or_else(|| self.committed.iter().rposition(|s| s.cell.tool_output().is_some()))?;
+        let cell = self.committed.get_mut(at)?.cell.as_mut();
+        let tool = super::tool_cell::tool_mut(cell)?;
+        let id = tool.subagent.clone()?;
+        Some((format!("subagent {id} · {}", tool.summary), id))
+    }
+
     /// Keeps the messages the user sent as far as they are `kept` (their texts, oldest first)
     /// and drops everything from the next one on: what followed the point HEAD moved back to.
     /// `false`, and nothing changed, when the transcript's first messages are not those.

@@ -107,6 +107,40 @@ impl App {
         });
     }
 
+    /// A `task` call's child started: its cell names the child (for Ctrl+T) and says so live.
+    pub(super) fn on_subagent_started(&mut self, call_id: &str, description: &str, id: String) {
+        let step = format!("subagent \"{description}\" started");
+        self.transcript.update_last(|cell| {
+            super::tool_cell::tool_mut(cell).is_some_and(|tool| {
+                let hit = tool.call_id == call_id;
+                if hit {
+                    tool.subagent = Some(id.clone());
+                    tool.set_subagent_step(&step, 0, 0);
+                }
+                hit
+            })
+        });
+    }
+
+    /// What a running child does now, on its `task` call's cell.
+    pub(super) fn on_subagent_progress(
+        &mut self,
+        call_id: &str,
+        step: &str,
+        tokens: u64,
+        compactions: u32,
+    ) {
+        self.transcript.update_last(|cell| {
+            super::tool_cell::tool_mut(cell).is_some_and(|tool| {
+                let hit = tool.call_id == call_id;
+                if hit {
+                    tool.set_subagent_step(step, tokens, compactions);
+                }
+                hit
+            })
+        });
+    }
+
     pub(super) fn on_tool_call_finished(
         &mut self,
         call_id: &str,

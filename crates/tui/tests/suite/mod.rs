@@ -29,6 +29,7 @@ mod rewind_pty;
 mod sandbox;
 mod screen_pty;
 mod sessions;
+mod subagents_cli;
 mod support;
 mod trust;
 mod tui_pty;

@@ -83,6 +83,7 @@ fn allowing(hosts: &[&str]) -> ToolsConfig {
     ToolsConfig {
         web_fetch: None,
         web_fetch_allow: hosts.iter().map(|h| (*h).to_owned()).collect(),
+        ..ToolsConfig::default()
     }
 }
 

@@ -37,6 +37,8 @@ pub enum Pending {
     Cost,
     /// `/export [FILE]`: the transcript is written to FILE (as typed), or copied.
     Export { file: Option<String> },
+    /// Ctrl+T on a subagent's cell: its conversation opens in the pager, under `title`.
+    SubagentTranscript { title: String },
 }
 
 /// A message on its way to the engine: its text and the files mentioned with `@`.

@@ -133,5 +133,6 @@ mod one_truth;
 mod pickers;
 mod plan;
 mod screens;
+mod subagents;
 mod turns;
 mod views;

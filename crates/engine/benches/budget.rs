@@ -8,6 +8,7 @@
     clippy::print_stderr
 )]
 
+use codewhale_engine::compaction::compactor::Compactor;
 use codewhale_engine::config::{Config, ResolvedProvider};
 use codewhale_engine::events::{self, ApprovalGate};
 use codewhale_engine::protocol::SubmissionId;
@@ -69,11 +70,13 @@ fn bench(c: &mut Criterion) {
         });
         let (sink, _rx) = events::channel();
         let gate = ApprovalGate::new(false);
+        let mut compactor = Compactor::open(&session);
         group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
             b.iter(|| {
                 runtime.block_on(async {
                     let mut ctx = TurnCtx::new(
                         &mut session,
+                        &mut compactor,
                         &sink,
                         &gate,
                         SubmissionId(1),

@@ -9,18 +9,20 @@
 use codewhale_journal::{flags, Payload, UserPayload};
 
 use crate::anchors::AnchorStore;
-use crate::compaction::plain::PlainView;
-use crate::compaction::report;
+use crate::context_report as report;
 use crate::session::Session;
 use codewhale_protocol::{AnchorInfo, ContextReport, HistoryPage};
 
 impl Session {
     /// The context report of HEAD, built from the live budget.
-    pub fn context_report(&mut self) -> ContextReport {
+    pub fn context_report(
+        &mut self,
+        background: Option<codewhale_protocol::BackgroundState>,
+    ) -> ContextReport {
         crate::tokens::wait_ready();
         self.settle_counts();
         let view = self.render();
-        let plain = PlainView::new(&view, |item| self.known_tokens(item));
+        let plain = crate::compaction::plain::of(&view, |item| self.known_tokens(item));
         let anchors = self.anchors_text();
         let mut report = report::build(
             self.journal.journal(),
@@ -32,11 +34,8 @@ impl Session {
         );
         report.file_store_bytes = self.file_store().size_bytes();
         report.skills = self.commands.skills_report(self.budget.limits().usable_input);
-        report.background = self
-            .compaction
-            .note_pass
-            .state()
-            .map(|state| codewhale_protocol::report::BackgroundReport { state });
+        report.background =
+            background.map(|state| codewhale_protocol::report::BackgroundReport { state });
         report
     }
 
@@ -50,7 +49,7 @@ impl Session {
     pub fn anchor_infos(&self) -> Vec<AnchorInfo> {
         let Some(text) = self.anchors_text() else { return Vec::new() };
         let view = self.render();
-        let plain = PlainView::new(&view, |item| self.known_tokens(item));
+        let plain = crate::compaction::plain::of(&view, |item| self.known_tokens(item));
         report::anchors_in_view(&plain, &text)
             .into_iter()
             .enumerate()

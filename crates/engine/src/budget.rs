@@ -11,46 +11,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
 
-/// The reserved-output cap of docs/architecture.md, *Budget and tokens*.
-pub const MAX_RESERVED_OUTPUT: u64 = 16_384;
-/// Windows up to this size are small (docs/compaction.md, *Small local models*): the note's budget
-/// scales with them.
-pub const SMALL_WINDOW: u64 = 16_384;
-/// The default auto-compaction threshold as a fraction of usable input.
-pub const DEFAULT_THRESHOLD: f64 = 0.8;
-/// The calibration ratio's bounds: providers never count fewer tokens than o200k by much, and
-/// a ratio past 2 means the estimate and the report were of different prompts.
-pub const CALIBRATION_RANGE: (f64, f64) = (1.0, 2.0);
-
-/// `tokens` of our estimate as the provider will count them at `calibration` (kept within
-/// [`CALIBRATION_RANGE`]), rounded up. With [`from_provider`], the one scaling rule of every
-/// budget decision.
-pub fn to_provider(tokens: u64, calibration: f64) -> u64 {
-    (tokens as f64 * clamp_calibration(calibration)).ceil() as u64
-}
-
-/// How many tokens of our estimate fit in `provider_tokens` of the provider's at `calibration`
-/// (kept within [`CALIBRATION_RANGE`]), rounded down.
-pub fn from_provider(provider_tokens: f64, calibration: f64) -> u64 {
-    (provider_tokens / clamp_calibration(calibration)).floor() as u64
-}
-
-/// The share of a rejected request's size taken as the window when the overflow error named
-/// none (docs/compaction.md, *Triggers*).
-pub const UNNUMBERED_OVERFLOW_FRACTION: f64 = 0.9;
-
-/// The window an overflow that named none teaches: the window is at most the rejected
-/// request's size, so 90 % of its calibrated estimate (`estimate` o200k tokens at
-/// `calibration`), never more than the window in use.
-pub fn unnumbered_overflow_window(estimate: u64, calibration: f64, window: u64) -> u64 {
-    let request = to_provider(estimate, calibration) as f64;
-    ((request * UNNUMBERED_OVERFLOW_FRACTION).floor() as u64).min(window).max(1)
-}
-
-fn clamp_calibration(ratio: f64) -> f64 {
-    ratio.clamp(CALIBRATION_RANGE.0, CALIBRATION_RANGE.1)
-}
-
+pub use codewhale_compaction::budget::{
+    from_provider, to_provider, unnumbered_overflow_window, CALIBRATION_RANGE, DEFAULT_THRESHOLD,
+    MAX_RESERVED_OUTPUT, SMALL_WINDOW, UNNUMBERED_OVERFLOW_FRACTION,
+};
 pub use codewhale_protocol::{Figure, Source};
 
 /// Where the context window figure came from; spelled as `context --json`'s `window_source`
@@ -194,6 +158,25 @@ impl Limits {
         }
     }
 
+    /// The figures the summary's and the note's budgets follow from.
+    pub fn note_window(&self) -> codewhale_compaction::budget::Window {
+        codewhale_compaction::budget::Window {
+            window: self.window,
+            reserved_output: self.reserved_output,
+            usable_input: self.usable_input,
+        }
+    }
+
+    /// The cut's defaults for these limits at `calibration` (docs/compaction.md, *Limits and
+    /// configuration*).
+    pub fn cut_policy(&self, calibration: f64) -> codewhale_compaction::cut::CutPolicy {
+        codewhale_compaction::cut::CutPolicy::for_window(
+            self.window,
+            self.usable_input,
+            calibration,
+        )
+    }
+
     /// Whether the window is a guess the UI must mark "(unverified)".
     pub fn is_unverified(&self) -> bool {
         self.window_source == WindowSource::Default
@@ -316,7 +299,7 @@ impl Budget {
         self.last_pair = Some(crate::truncation::Reported { estimate: estimated, reported });
         if estimated > 0 {
             let ratio = reported as f64 / estimated as f64;
-            self.calibration = clamp_calibration(ratio);
+            self.calibration = ratio.clamp(CALIBRATION_RANGE.0, CALIBRATION_RANGE.1);
         }
     }
 

@@ -75,6 +75,10 @@ pub mod config;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod config;
 #[cfg(feature = "internals")]
+pub mod context_report;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod context_report;
+#[cfg(feature = "internals")]
 pub mod convert;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod convert;

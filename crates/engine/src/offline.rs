@@ -22,14 +22,14 @@ use std::path::Path;
 pub use codewhale_journal::{CheckReport, LoadError, Problem, SessionInfo};
 
 pub use crate::compaction::matrix::{MatrixError, Mismatch, Report as SurvivalReport};
-pub use crate::compaction::report::ReportParams;
+pub use crate::context_report::ReportParams;
 use crate::error::EngineError;
 pub use crate::session::sessions_dir;
 use codewhale_protocol::ContextReport;
 
 /// The context report of the session `params` names (`codewhale context`).
 pub fn context(params: &ReportParams<'_>) -> Result<ContextReport, EngineError> {
-    crate::compaction::report::context_report(params)
+    crate::context_report::context_report(params)
 }
 
 /// The whole conversation at HEAD of the session `resume` names, as the user saw it

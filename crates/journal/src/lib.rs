@@ -66,7 +66,7 @@ pub use ids::IdStr;
 pub use journal::{DagProblem, Journal, JournalError, LineRef};
 pub use list::{list_sessions, session_cost_usd, Listing, SessionInfo};
 pub use load::{load_read_only, torn_path, write_index, LoadError, LoadWarning, Loaded, Malformed};
-pub use meta::PLAN_TOOL;
+pub use meta::{MCP_TOOL_PREFIX, PLAN_TOOL};
 pub use payload::{
     kind, AssistantPayload, Attachment, Bounded, BranchSummaryPayload, CallEnd, CompactionPath,
     CompactionPayload, Covers, FileChange, HeadPayload, HeadReason, HeaderPayload, HookRun, Level,

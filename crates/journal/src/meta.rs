@@ -36,6 +36,10 @@ pub const PLAN_MODE: u8 = 128;
 /// *The plan (`update_plan`)*).
 pub const PLAN_TOOL: &str = "update_plan";
 
+/// What the name of every MCP tool call starts with (`mcp__<server>__<tool>`): a recorded call
+/// is told from a built-in one by it.
+pub const MCP_TOOL_PREFIX: &str = "mcp__";
+
 /// Bits of [`Meta`]'s packed word that hold the offset (files up to 256 TiB).
 const OFFSET_BITS: u32 = 48;
 const OFFSET_MASK: u64 = (1 << OFFSET_BITS) - 1;

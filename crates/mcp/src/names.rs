@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 /// The longest tool name every provider accepts.
 pub const MAX_NAME: usize = 64;
 /// What every MCP tool name starts with.
-pub const PREFIX: &str = "mcp__";
+pub const PREFIX: &str = codewhale_journal::MCP_TOOL_PREFIX;
 
 /// The names for `tools` (server, tool) in the same order.
 pub fn qualify(tools: &[(&str, &str)]) -> Vec<String> {

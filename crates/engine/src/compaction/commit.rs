@@ -78,8 +78,7 @@ pub(crate) async fn commit(
     }
     let live_plan = session.live_plan();
     let budget = session.budget();
-    let tail_target =
-        super::cut::CutPolicy::of(budget.limits(), budget.calibration()).long_tail_target();
+    let tail_target = budget.limits().cut_policy(budget.calibration()).long_tail_target();
     let (old_total, new_total) = judge::judge(&Judged {
         before: plain,
         previous,
@@ -153,7 +152,7 @@ pub(crate) fn record_entry(parent: &EntryId, record: CompactionPayload) -> Entry
 
 /// The plain form of a would-be view; the checkpoint is counted from the record's note.
 pub(crate) fn plain_with_note(session: &Session, view: &View, entry: &Entry) -> PlainView {
-    PlainView::new(view, |item| {
+    crate::compaction::plain::of(view, |item| {
         if item.source == entry.id {
             entry.tokens
         } else {

@@ -1,24 +1,16 @@
 //! Compaction (docs/compaction.md): what the model reads when a conversation outgrows its window.
 //!
-//! A pure core in a thin async shell. The pure modules work on plain data and never touch a
-//! provider or the clock:
-//! - [`message`]: the plain `{role, content}` messages every function here works on, and
-//!   [`plain`], the bridge from the journal's view to them;
-//! - [`checkpoint`]: what makes a message a checkpoint, the note's fixed wording;
-//! - [`round`]: the last round, its protected part and the legal cut points;
-//! - [`cut`]: where a pass cuts, what it retains and bounds; [`prune`]: the cheap path;
-//!   [`bound`]: shortening the last round when nothing else makes room;
-//! - [`summary`]: the summary request's instruction, quality gate and caps;
-//!   [`summary_input`]: what the request carries and how it is made to fit (bound, chunk, the
-//!   request limit); [`extract`]: what the note says of the part no request read;
-//! - [`note`]: the checkpoint note; [`record`]: the compaction record; [`plan_steps`]: whether
-//!   the plan's steps are carried;
-//! - [`survival`]: the survival contract checked before any record is written, and [`matrix`],
-//!   its fixture matrix run by `codewhale survival-check`; `judge`: every check a record
-//!   passes before it is written, the survival contract among them;
-//! - [`pass_plan`]: which steps a pass tries, decided before any model call;
-//! - [`trim`]: the fail-open request when no pass could make room;
-//! - [`report`]: what the next request contains (`codewhale context`).
+//! A pure core in a thin async shell. The pure core is the `codewhale-compaction` crate (the
+//! round, the cut, the note, the survival contract, the extract, the budget arithmetic), re-
+//! exported here under its module names so the shell reads `super::cut` as before; it is given
+//! token counts through [`plain`], which counts a view with the session's tokenizer. Beside it,
+//! in this crate:
+//! - [`lean`]: the summarizer's lean system prompt; [`matrix`]: the survival fixture matrix run
+//!   by `codewhale survival-check` (it reads fixture files);
+//! - [`trim`]: the fail-open request when no pass could make room.
+//!
+//! What the next request contains (`/context`, `codewhale context`) is reported by
+//! [`crate::context_report`], a session concern that reads compaction's core.
 //!
 //! The shell: [`pass`] runs one pass (the summary requests through `summarize`, then `commit`: fit,
 //! survival check, append, events) and [`triggers`] connects it to the turn loop (auto, reactive,
@@ -29,32 +21,21 @@
 //! Invariant: nothing in this module writes to the journal except through a record that passed
 //! [`survival::check`]; a failed pass changes nothing the model reads.
 
+pub use codewhale_compaction::{
+    bound, checkpoint, cut, extract, judge, message, note, pass_plan, plan_steps, record, round,
+    summary, summary_input, survival,
+};
+
 pub mod background;
 pub mod backoff;
-pub mod bound;
-pub mod checkpoint;
 pub(crate) mod clock;
 mod commit;
-pub mod cut;
-pub mod extract;
-pub(crate) mod judge;
+pub mod compactor;
+pub mod conversation;
 pub mod lean;
 pub mod matrix;
-pub mod message;
-pub mod note;
 pub mod pass;
-pub mod pass_plan;
 pub mod plain;
-pub mod plan_steps;
-pub mod prune;
-pub mod record;
-pub mod report;
-pub mod round;
-pub(crate) mod standing;
-pub mod steps;
 mod summarize;
-pub mod summary;
-pub mod summary_input;
-pub mod survival;
 pub mod triggers;
 pub mod trim;

@@ -20,13 +20,15 @@ use codewhale_journal::{CompactionPath, Entry, Level, SystemPayload, Trigger};
 use codewhale_provider::CancellationToken;
 
 use super::background::{self, Prepared, Tried};
+use super::clock::SummaryClock;
 use super::commit::{self, Proposal, Written};
+use super::compactor::Compactor;
+use super::conversation::{self, build_note};
 use super::cut;
 use super::judge::Refusal;
 use super::pass_plan::{self, PassMode, PlanInputs, SendCheck};
 use super::plain::PlainView;
 use super::record::{self, SummaryRecord};
-use super::steps::{self, build_note, summary_max_output};
 use super::summarize::{self, SummaryError, SummaryJob};
 use crate::anchors::AnchorStore;
 use crate::session::Session;
@@ -100,6 +102,7 @@ const WINDOW_RETRIES: u32 = 3;
 /// through `emit`.
 pub async fn run(
     session: &mut Session,
+    compactor: &mut Compactor,
     request: PassRequest,
     cancel: CancellationToken,
     emit: &(dyn Fn(Event) + Send + Sync),
@@ -113,19 +116,19 @@ pub async fn run(
     let mut skipped = crate::hooks::pre_compact(session, &request.trigger).await;
     let outcome = loop {
         if let Some(reason) = skipped.take() {
-            steps::summary_failed(session, &reason, emit);
+            compactor.summary_failed(session, &reason, emit);
             summary_failed = true;
             break PassOutcome::Failed(reason);
         }
-        break match attempt(session, &request, cancel.clone(), emit).await {
+        break match attempt(session, &compactor.clock, &request, cancel.clone(), emit).await {
             Ok(done) => {
-                summary_succeeded(session, &done);
+                summary_succeeded(compactor, &done);
                 done
             }
             Err(Stop::Refused(reason)) => PassOutcome::Refused(reason),
             Err(Stop::Failed(reason)) => PassOutcome::Failed(reason),
             Err(Stop::SummaryFailed(reason)) => {
-                steps::summary_failed(session, &reason, emit);
+                compactor.summary_failed(session, &reason, emit);
                 summary_failed = true;
                 PassOutcome::Failed(reason)
             }
@@ -195,7 +198,7 @@ pub(super) fn learned_from_summary(
     } else {
         "90 % of that request, since the error named no window,".to_owned()
     };
-    steps::warn(
+    conversation::warn(
         emit,
         format!(
             "the provider rejected the summary request as too long; Codewhale takes {how} \
@@ -208,12 +211,12 @@ pub(super) fn learned_from_summary(
 }
 
 /// Called when a pass wrote a summary: auto passes run normally again.
-fn summary_succeeded(session: &mut Session, outcome: &PassOutcome) {
+fn summary_succeeded(compactor: &mut Compactor, outcome: &PassOutcome) {
     if matches!(
         outcome,
         PassOutcome::Compacted { path: codewhale_journal::CompactionPath::Summary, .. }
     ) {
-        session.compaction.summary_backoff = None;
+        compactor.summary_backoff = None;
     }
 }
 
@@ -227,7 +230,7 @@ fn notice(session: &mut Session, payload: SystemPayload) {
 /// The plain form of the pass's view, which keeps the tool calls' inputs: the view's items are
 /// left without them (summary requests take them back for the items they carry).
 fn plain_of(session: &Session, view: &mut codewhale_journal::View) -> PlainView {
-    PlainView::taking_inputs(view, |item| session.known_tokens(item))
+    crate::compaction::plain::taking_inputs(view, |item| session.known_tokens(item))
 }
 
 fn written(w: Written) -> PassOutcome {
@@ -242,6 +245,7 @@ fn written(w: Written) -> PassOutcome {
 
 async fn attempt(
     session: &mut Session,
+    clock: &SummaryClock,
     request: &PassRequest,
     cancel: CancellationToken,
     emit: &(dyn Fn(Event) + Send + Sync),
@@ -266,7 +270,7 @@ async fn attempt(
     let (view, plain, folded) = match &request.background {
         Some(prepared) => {
             let previous = view.compaction.as_ref();
-            let target = steps::commit_target(
+            let target = conversation::commit_target(
                 session,
                 &plain,
                 previous,
@@ -305,7 +309,7 @@ async fn attempt(
 
     // An auto pass buys room: it aims below the threshold by three median turns.
     let auto = matches!(request.trigger, Trigger::Auto | Trigger::Idle);
-    let (room, median) = steps::room(session, &plain, previous, anchors.as_deref(), 0);
+    let (room, median) = conversation::room(session, &plain, previous, anchors.as_deref(), 0);
     let plan = pass_plan::plan(&PlanInputs {
         plain: &plain,
         trigger: &request.trigger,
@@ -340,8 +344,13 @@ async fn attempt(
             before: plain.total(),
             tail: cut.tail_tokens,
             retained: cut.retained_tokens,
-            note_fixed: steps::note_fixed_tokens(session, covered, previous, anchors.as_deref()),
-            note_budget: steps::note_budget_tokens(&limits),
+            note_fixed: conversation::note_fixed_tokens(
+                session,
+                covered,
+                previous,
+                anchors.as_deref(),
+            ),
+            note_budget: codewhale_compaction::budget::note_budget_tokens(&limits.note_window()),
             prefix: session.budget().system_tokens(),
             threshold: crate::budget::from_provider(limits.threshold as f64, calibration),
             manual: request.trigger == Trigger::Manual,
@@ -356,6 +365,7 @@ async fn attempt(
         Ok(cut) => {
             let mut record = summary_record(
                 session,
+                clock,
                 Viewed { view: &view, plain: &plain },
                 cut,
                 previous,
@@ -379,8 +389,8 @@ async fn attempt(
                 ) {
                     record.extra.insert("cost_usd".to_owned(), serde_json::json!(own + earlier));
                 }
-                if let Some(earlier) = previous.map(|p| steps::record_usage(&p.record)) {
-                    let own = steps::record_usage(&record);
+                if let Some(earlier) = previous.map(|p| super::record::usage(&p.record)) {
+                    let own = super::record::usage(&record);
                     let usage = serde_json::json!({
                         "input_tokens": own.0 + earlier.0,
                         "output_tokens": own.1 + earlier.1,
@@ -441,6 +451,7 @@ struct Viewed<'a> {
 #[allow(clippy::too_many_arguments)]
 async fn summary_record(
     session: &Session,
+    clock: &SummaryClock,
     Viewed { view, plain }: Viewed<'_>,
     plan: &cut::CutPlan,
     previous: Option<&codewhale_journal::ActiveCompaction>,
@@ -452,8 +463,8 @@ async fn summary_record(
     let limits = *session.budget().limits();
     let model = session.summarizer_model();
     let covered = &plain.messages[..plan.cut];
-    let max_output = summary_max_output(&limits);
-    let summarizer = summarize::Summarizer::of(session, &model);
+    let max_output = codewhale_compaction::budget::summary_max_output(&limits.note_window());
+    let summarizer = summarize::Summarizer::of(session, clock, &model);
     let progress = |p: summarize::Progress| {
         emit(Event::CompactionProgress { request: p.request, of: p.of, tokens: p.tokens })
     };
@@ -465,8 +476,8 @@ async fn summary_record(
         focus: request.focus.as_deref(),
         model: &model,
         max_output,
-        max_requests: steps::max_summary_requests(session),
-        note_chars: steps::note_chars(&limits),
+        max_requests: conversation::max_summary_requests(session),
+        note_chars: codewhale_compaction::budget::note_chars(&limits.note_window()),
         progress: Some(&progress),
     };
     let (text, stats) = summarize::summarize(&job, cancel).await.map_err(|e| match e {
@@ -481,12 +492,13 @@ async fn summary_record(
         unread = stats.unread,
         "summary written"
     );
-    let summary = steps::with_extract(session, view, plain, &text, &stats, job.note_chars);
+    let summary =
+        super::extract::with_extract(session.journal(), view, plain, &text, &stats, job.note_chars);
     if stats.unread > 0 {
         // What the note read, and what only `recall` reaches, in one line.
         emit(Event::Notice {
             level: codewhale_protocol::NoticeLevel::Info,
-            message: steps::unread_line(&stats),
+            message: super::summary::unread_line(&stats),
         });
     }
     let (note_text, files) =
@@ -504,6 +516,6 @@ async fn summary_record(
         model,
     })
     .ok_or_else(|| Stop::Refused("nothing before the protected part can be covered".into()))?;
-    steps::record_cost(&mut record, &stats);
+    super::record::cost(&mut record, &stats);
     Ok(record)
 }

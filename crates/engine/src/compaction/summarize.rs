@@ -28,7 +28,6 @@ use codewhale_provider::{CancellationToken, ErrorKind, Request, ToolChoice};
 
 use super::checkpoint::is_checkpoint;
 use super::plain::PlainView;
-pub(crate) use super::summary::SummaryError;
 use super::summary::SummaryStats;
 use super::summary::{self, Scope};
 use super::summary_input::{self, InputBudget, InputPlan};
@@ -38,6 +37,25 @@ use crate::budget::{
 use crate::convert;
 use crate::prompt::SystemPrompt;
 use crate::session::{counts, Session};
+
+/// Why no summary came back.
+#[derive(Debug)]
+pub(crate) enum SummaryError {
+    /// The input cannot be made to fit, or the provider failed.
+    Failed(String),
+    /// No usable note can be had: the model answered with none, or the request cannot fit its
+    /// window (auto passes back off after this).
+    Unusable(String),
+    Cancelled,
+    /// The provider rejected a summary request of the session's own model as too long, which
+    /// teaches the session a smaller window (`source`: `overflow` when the error stated it,
+    /// `overflow-unnumbered` when it is 90 % of the rejected request): the pass journals it and
+    /// plans again under it, so the request is never sent again as it was.
+    WindowLearned {
+        window: u64,
+        source: crate::budget::WindowSource,
+    },
+}
 
 /// What a kept-tail item may hold in the request of a `compaction_model` other than the
 /// session's: that model shares no prompt cache with the session, and it reads the tail only to
@@ -79,7 +97,7 @@ pub(crate) struct Summarizer {
 
 impl Summarizer {
     /// The summarizer of `session` when `model` writes the note.
-    pub fn of(session: &Session, model: &str) -> Summarizer {
+    pub fn of(session: &Session, clock: &super::clock::SummaryClock, model: &str) -> Summarizer {
         let limits = if model == session.model() {
             *session.budget().limits()
         } else {
@@ -103,7 +121,7 @@ impl Summarizer {
             lean,
             spend: session.spend.summaries.clone(),
             price: session.config().price_of(model),
-            clock: session.compaction.clock.clone(),
+            clock: clock.clone(),
         }
     }
 }

@@ -14,14 +14,10 @@ use crate::events::EventSink;
 use crate::session::Session;
 use codewhale_protocol::SubmissionId;
 
-/// Called when a turn starts: one turn less to wait.
-pub(crate) fn turn_started(session: &mut Session) {
-    super::backoff::turn_started(&mut session.compaction.summary_backoff);
-}
-
 /// `/compact [focus]` between turns.
-pub async fn manual(
+pub(super) async fn manual(
     session: &mut Session,
+    compactor: &mut super::compactor::Compactor,
     sink: &EventSink,
     submission: SubmissionId,
     focus: Option<String>,
@@ -36,5 +32,5 @@ pub async fn manual(
     let sink = sink.clone();
     let emit = move |event| sink.emit(submission, event);
     let request = PassRequest::new(Trigger::Manual, focus);
-    pass::run(session, request, cancel, &emit).await
+    pass::run(session, compactor, request, cancel, &emit).await
 }

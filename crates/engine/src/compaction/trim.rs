@@ -237,7 +237,7 @@ mod tests {
     }
 
     fn plain_of(view: &View) -> PlainView {
-        PlainView::new(view, |i| i.tokens)
+        crate::compaction::plain::of(view, |i| i.tokens)
     }
 
     #[test]

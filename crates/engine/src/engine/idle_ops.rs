@@ -14,20 +14,22 @@ use codewhale_protocol::{
     AnchorChange, ErrorKind, Event, HeadMove, NoticeLevel, Op, SubmissionId, TakeBack,
 };
 
-use super::{cancel_note, mcp_servers_event, no_such_call};
+use super::{mcp_servers_event, no_such_call};
+use crate::compaction::compactor::{Change, Compactor};
 
 /// Ops that need no turn: anchors, reports, history, branch moves, model switches, and the
 /// ones only meaningful in a turn.
 pub(super) async fn handle_idle_op(
     session: &mut Session,
+    compactor: &mut Compactor,
     sink: &EventSink,
     id: SubmissionId,
     op: Op,
 ) {
     let notice = |message: String| Event::Notice { level: NoticeLevel::Info, message };
     match op {
-        Op::Interrupt if session.compaction.note_pass.state().is_some() => {
-            cancel_note(session, sink, id, "the session was interrupted");
+        Op::Interrupt if compactor.background_state().is_some() => {
+            compactor.on_change(sink, id, Change::Interrupted);
             sink.emit(id, notice("the note being written in the background was cancelled".into()));
         }
         Op::Interrupt => sink.emit(id, notice("nothing to interrupt: no turn is running".into())),
@@ -90,9 +92,12 @@ pub(super) async fn handle_idle_op(
         Op::ListModels => sink.emit(id, Event::Models { models: session.model_choices().await }),
         Op::ListBranches => sink
             .emit(id, Event::Branches { branches: crate::branches::branches(session.journal()) }),
-        Op::GetContext => {
-            sink.emit(id, Event::ContextReport { report: Box::new(session.context_report()) })
-        }
+        Op::GetContext => sink.emit(
+            id,
+            Event::ContextReport {
+                report: Box::new(session.context_report(compactor.background_state())),
+            },
+        ),
         Op::ListAnchors => sink.emit(id, Event::Anchors { anchors: session.anchor_infos() }),
         Op::GetSubagentTranscript { session_id } => {
             let dir = session.path().parent().map(std::path::Path::to_path_buf).unwrap_or_default();
@@ -109,13 +114,13 @@ pub(super) async fn handle_idle_op(
         Op::AddAnchor { text } => {
             let result = crate::anchors::add_to_session(session, &text);
             let result = durable(session, result).await;
-            cancel_note(session, sink, id, "the anchors changed");
+            compactor.on_change(sink, id, Change::AnchorsChanged);
             anchor_changed(session, sink, id, result);
         }
         Op::RemoveAnchor { index } => {
             let result = session.withdraw_anchor(index);
             let result = durable(session, result).await;
-            cancel_note(session, sink, id, "the anchors changed");
+            compactor.on_change(sink, id, Change::AnchorsChanged);
             anchor_changed(session, sink, id, result);
         }
         Op::SwitchModel { model } => {
@@ -125,7 +130,7 @@ pub(super) async fn handle_idle_op(
             };
             match switched {
                 Ok(()) => {
-                    cancel_note(session, sink, id, "the model changed");
+                    compactor.on_change(sink, id, Change::ModelSwitched);
                     let message = format!("model switched to {model}");
                     sink.emit(id, Event::ModelSwitched { model, message });
                     sink.emit(id, session.usage_event(None, None));
@@ -134,7 +139,7 @@ pub(super) async fn handle_idle_op(
             }
         }
         Op::Checkout { to } => {
-            move_head(session, sink, id, |j| j.checkout(&to), HeadMove::Checkout).await
+            move_head(session, compactor, sink, id, |j| j.checkout(&to), HeadMove::Checkout).await
         }
         Op::Fork { at } => {
             let m = Move {
@@ -219,6 +224,7 @@ fn anchor_changed(
 
 async fn move_head(
     session: &mut Session,
+    compactor: &mut Compactor,
     sink: &EventSink,
     id: SubmissionId,
     record: impl FnOnce(
@@ -240,7 +246,7 @@ async fn move_head(
         sink.emit(id, err.event());
         return;
     }
-    cancel_note(session, sink, id, "HEAD moved");
+    compactor.on_change(sink, id, Change::HeadMoved);
     // The last reported prompt was the old branch's: the budget is the new view's, replayed.
     session.replay_budget();
     let head = session.journal().head_id().to_string();

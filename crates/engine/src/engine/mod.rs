@@ -20,6 +20,7 @@ use codewhale_provider::RetryPolicy;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::compaction::compactor::{Change, Compactor};
 use crate::config::{self, Env, Overrides};
 use crate::error::EngineError;
 use crate::events::{self, ApprovalGate, ApprovalReply, EventSink};
@@ -198,6 +199,8 @@ fn channels() -> (EngineHandle, EventReceiver, Ops, EventSink) {
 }
 
 async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: ApprovalGate) {
+    // Compaction's standing, beside the session: the task owns both.
+    let mut compactor = Compactor::open(&session);
     let sink = sink.with_redactor(session.redactor().clone());
     // What the end of a background command finds is told as it happens.
     session.guard().set_sink(sink.clone());
@@ -283,7 +286,7 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
                 None => std::future::pending::<()>().await,
             }
         };
-        let wake = session.compaction.note_pass.wake();
+        let wake = compactor.wake();
         let summary_wake = session.branch_summary.wake();
         let encoder_ready = async {
             match encoder.as_mut() {
@@ -297,7 +300,7 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
             next = ops.recv() => next,
             () = wake.notified() => {
                 // A background note ended while idle: ready it now, not in the next turn.
-                crate::compaction::background::settle_idle(&mut session, &sink).await;
+                compactor.on_note_ended(&mut session, &sink).await;
                 continue;
             }
             () = summary_wake.notified() => {
@@ -321,7 +324,7 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
             }
             () = idle => {
                 idle_spent = true;
-                crate::compaction::background::on_idle(&mut session, &sink).await;
+                compactor.on_idle(&mut session, &sink).await;
                 continue;
             }
         };
@@ -342,7 +345,7 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
             gate.set_focused(focused);
             continue;
         }
-        crate::compaction::background::activity(&mut session);
+        compactor.on_activity();
         idle_spent = false;
         // A mode chosen while the last turn ran, which made no call after it.
         if let Some(mode) = gate.take_mode() {
@@ -352,7 +355,7 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
             Op::UserInput { text, attachments, images } => {
                 let message = turn::UserMessage { text, attachments, images, synthetic: false };
                 let link = Link { ops: &mut ops, sink: &sink, gate: &gate };
-                shutdown = user_turn(&mut session, link, id, message).await;
+                shutdown = user_turn(&mut session, &mut compactor, link, id, message).await;
             }
             Op::CarryOutPlan { mode } => {
                 // The chosen mode first: the turn's note to the model follows from it.
@@ -361,7 +364,7 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
                 let text = crate::plan_mode::CARRY_OUT.to_owned();
                 let message = turn::UserMessage { text, synthetic: true, ..Default::default() };
                 let link = Link { ops: &mut ops, sink: &sink, gate: &gate };
-                shutdown = user_turn(&mut session, link, id, message).await;
+                shutdown = user_turn(&mut session, &mut compactor, link, id, message).await;
             }
             Op::SideQuestion { question } => {
                 let cancel = CancellationToken::new();
@@ -372,24 +375,18 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
                 let (stop, deferred) =
                     listening(run, &mut ops, &sink, &gate, &cancel, (&mcp, &family)).await;
                 shutdown = stop;
-                answer_deferred(&mut session, &sink, deferred).await;
+                answer_deferred(&mut session, &mut compactor, &sink, deferred).await;
             }
             Op::RunCommand { name, args } => {
                 let link = Link { ops: &mut ops, sink: &sink, gate: &gate };
-                shutdown = custom_command(&mut session, link, id, &name, &args).await;
+                shutdown =
+                    custom_command(&mut session, &mut compactor, link, id, &name, &args).await;
             }
             Op::Compact { focus } => {
-                cancel_note(&mut session, &sink, id, "/compact runs instead");
                 let cancel = CancellationToken::new();
                 let mcp = session.mcp().clone();
                 let family = Family::of(&session);
-                let pass = crate::compaction::triggers::manual(
-                    &mut session,
-                    &sink,
-                    id,
-                    focus,
-                    cancel.clone(),
-                );
+                let pass = compactor.manual(&mut session, &sink, id, focus, cancel.clone());
                 let (stop, deferred) =
                     listening(pass, &mut ops, &sink, &gate, &cancel, (&mcp, &family)).await;
                 shutdown = stop;
@@ -397,7 +394,7 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
                     crate::hooks::notification(&mut session, id, "the compaction finished").await;
                 }
                 sink.emit(id, session.usage_event(None, None));
-                answer_deferred(&mut session, &sink, deferred).await;
+                answer_deferred(&mut session, &mut compactor, &sink, deferred).await;
             }
             Op::UserShell { command } => {
                 let cancel = CancellationToken::new();
@@ -407,7 +404,7 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
                 let (stop, deferred) =
                     listening(run, &mut ops, &sink, &gate, &cancel, (&mcp, &family)).await;
                 shutdown = stop;
-                answer_deferred(&mut session, &sink, deferred).await;
+                answer_deferred(&mut session, &mut compactor, &sink, deferred).await;
             }
             Op::AwaitBranchSummary => {
                 // Ops wait meanwhile, a `shutdown` sent right after among them (that is how
@@ -424,7 +421,7 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
                 }
             }
             Op::Shutdown => shutdown = Some(id),
-            other => handle_idle_op(&mut session, &sink, id, other).await,
+            other => handle_idle_op(&mut session, &mut compactor, &sink, id, other).await,
         }
         // Idle from the end of what the op started (a turn may have run for minutes).
         idle_since = tokio::time::Instant::now();
@@ -440,7 +437,7 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
         Ok(false) => {}
         Err(err) => sink.emit(closing, err.event()),
     }
-    crate::compaction::background::close(&mut session, &sink, closing).await;
+    compactor.close(&mut session, &sink, closing).await;
     crate::branch_summary::close(&mut session);
     if let Err(err) = session.close().await {
         sink.emit(shutdown.unwrap_or(start), err.event());
@@ -459,6 +456,7 @@ struct Link<'a> {
 /// received meanwhile.
 async fn user_turn(
     session: &mut Session,
+    compactor: &mut Compactor,
     link: Link<'_>,
     id: SubmissionId,
     message: turn::UserMessage,
@@ -471,14 +469,14 @@ async fn user_turn(
         // The summary of the branch just left goes before the message, so the model's first
         // reply on the new branch reads it (bounded by its timeout).
         crate::branch_summary::wait(session, sink, id, &cancel).await;
-        let mut ctx = TurnCtx::new(session, sink, gate, id, cancel.clone());
+        let mut ctx = TurnCtx::new(session, compactor, sink, gate, id, cancel.clone());
         turn::run_turn(&mut ctx, message).await
     };
     let (stop, deferred) = listening(turn, ops, sink, gate, &cancel, (&mcp, &family)).await;
     if cancel.is_cancelled() {
-        cancel_note(session, sink, id, "the session was interrupted");
+        compactor.on_change(sink, id, Change::Interrupted);
     }
-    answer_deferred(session, sink, deferred).await;
+    answer_deferred(session, compactor, sink, deferred).await;
     stop
 }
 
@@ -487,6 +485,7 @@ async fn user_turn(
 /// like `/model`). One that cannot run fails the turn with the reason and sends nothing.
 async fn custom_command(
     session: &mut Session,
+    compactor: &mut Compactor,
     link: Link<'_>,
     id: SubmissionId,
     name: &str,
@@ -521,7 +520,7 @@ async fn custom_command(
         sink.emit(id, session.usage_event(None, None));
     }
     let message = turn::UserMessage { text: expanded.text, ..Default::default() };
-    let stop = user_turn(session, link, id, message).await;
+    let stop = user_turn(session, compactor, link, id, message).await;
     if switch.is_some() {
         if let Err(err) = session.switch_model(&before) {
             sink.emit(id, err.event());
@@ -622,9 +621,14 @@ impl Family {
     }
 }
 
-async fn answer_deferred(session: &mut Session, sink: &EventSink, deferred: Deferred) {
+async fn answer_deferred(
+    session: &mut Session,
+    compactor: &mut Compactor,
+    sink: &EventSink,
+    deferred: Deferred,
+) {
     for (id, op) in deferred {
-        handle_idle_op(session, sink, id, op).await;
+        handle_idle_op(session, compactor, sink, id, op).await;
     }
 }
 
@@ -667,12 +671,6 @@ fn mcp_notice(event: codewhale_mcp::ServerEvent) -> Event {
         ),
     };
     Event::Notice { level, message }
-}
-
-/// Cancels the note being written in the background (docs/compaction.md, *Background compaction*):
-/// nothing is written.
-fn cancel_note(session: &mut Session, sink: &EventSink, id: SubmissionId, why: &str) {
-    crate::compaction::background::cancel(session, sink, id, why);
 }
 
 /// What a change of approval mode is told as.

@@ -261,7 +261,7 @@ async fn compact(
         if let Ok(loaded) = load_read_only(&path) {
             let record = loaded.journal.compactions().find(|(e, _)| e.id.as_str() == id);
             if let Some((_, record)) = record {
-                (out.tokens_in, out.tokens_out) = crate::compaction::steps::record_usage(record);
+                (out.tokens_in, out.tokens_out) = crate::compaction::record::usage(record);
             }
         }
     }
@@ -288,7 +288,7 @@ fn score_floor(
     probes: &mut [ProbeScore],
 ) -> Result<(), String> {
     let workspace = root.join("workspace");
-    let next = crate::compaction::report::next_request(&crate::offline::ReportParams {
+    let next = crate::context_report::next_request(&crate::offline::ReportParams {
         home: root,
         cwd: &workspace,
         resume: Resume::Id(session.to_owned()),

@@ -94,9 +94,6 @@ pub struct Session {
     pub(crate) notices: Vec<(NoticeLevel, String)>,
     /// Suggestions in messages, phrased for the front end.
     pub(crate) hints: crate::hints::Hints,
-    /// Compaction's own state between passes: summary backoff, the threshold warning given,
-    /// the background note.
-    pub(crate) compaction: crate::compaction::standing::Standing,
     /// Replaces secrets before anything is journaled or logged.
     pub(crate) redactor: Redactor,
     /// Process groups of shell calls still running; ended when the session closes.

@@ -120,7 +120,6 @@ impl Session {
             .map_err(|e| EngineError::Config(crate::config::ConfigError::Redaction(e)))?;
         let hints = crate::hints::Hints::new(params.front_end, journal.journal().session_id())
             .with_home(params.home_hint.as_deref());
-        let summary_backoff = crate::compaction::backoff::replay(journal.journal());
         let mut mcp_config = params.config.clone();
         crate::sandbox::confine_servers(&mut mcp_config.mcp_servers, &sandbox);
         let mcp = mcp_servers(&mcp_config, &workspace, &params.home);
@@ -153,10 +152,6 @@ impl Session {
             images_refused: None,
             plan_scratch: Default::default(),
             hook_state: Default::default(),
-            compaction: crate::compaction::standing::Standing {
-                summary_backoff,
-                ..Default::default()
-            },
             redactor,
             groups: Arc::new(crate::tools::process::ProcessGroups::with_max_processes(
                 max_processes,

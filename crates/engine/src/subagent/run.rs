@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::outcome::{self, Ended};
 use super::{slots, Link, Request};
+use crate::compaction::compactor::Compactor;
 use crate::error::EngineError;
 use crate::events::{ApprovalGate, EventSink};
 use crate::session::{sessions_dir, Resume, Session, SessionParams};
@@ -235,6 +236,8 @@ async fn run_child(
     let sink = sink.with_redactor(child.redactor().clone());
     let gate = Arc::new(ApprovalGate::new(parent.gate.is_interactive()));
     let mut progress = Progress { step: "starting".to_owned(), ..Progress::default() };
+    // A subagent is a second `Session` + `Compactor` pair: its compaction stands on its own.
+    let mut compactor = Compactor::open(&child);
     let status = match slot {
         None => TurnStatus::Interrupted,
         Some(_) => {
@@ -242,6 +245,7 @@ async fn run_child(
             let turn = async {
                 let mut ctx = TurnCtx::new(
                     &mut child,
+                    &mut compactor,
                     &sink,
                     &gate,
                     parent.submission,
@@ -267,7 +271,7 @@ async fn run_child(
         }
     };
     // A note being written in the child's background is committed when ready, else dropped.
-    crate::compaction::background::close(&mut child, &sink, parent.submission).await;
+    compactor.close(&mut child, &sink, parent.submission).await;
     let reason = match status {
         TurnStatus::Completed => None,
         TurnStatus::Interrupted if parent.cancel.is_cancelled() => {

@@ -5,6 +5,7 @@
 use codewhale_journal::EntryId;
 use tokio_util::sync::CancellationToken;
 
+use crate::compaction::compactor::{Compactor, InTurn};
 use crate::events::{ApprovalGate, EventSink};
 use crate::session::Session;
 use codewhale_protocol::{
@@ -15,6 +16,8 @@ use codewhale_protocol::{
 #[derive(Debug)]
 pub struct TurnCtx<'a> {
     pub session: &'a mut Session,
+    /// Compaction's standing beside the session; the turn lends itself to it ([`TurnCtx::lend`]).
+    pub(crate) compactor: &'a mut Compactor,
     pub events: &'a EventSink,
     /// The submission that started the turn; every event names it.
     pub submission: SubmissionId,
@@ -50,6 +53,7 @@ impl<'a> TurnCtx<'a> {
     /// A context for one turn.
     pub fn new(
         session: &'a mut Session,
+        compactor: &'a mut Compactor,
         events: &'a EventSink,
         gate: &'a ApprovalGate,
         submission: SubmissionId,
@@ -62,6 +66,7 @@ impl<'a> TurnCtx<'a> {
             cut: None,
             passes_per_request: false,
             session,
+            compactor,
             events,
             submission,
             cancel,
@@ -74,6 +79,19 @@ impl<'a> TurnCtx<'a> {
             started: std::time::Instant::now(),
             stats: TurnStats { reported: true, ..TurnStats::default() },
         }
+    }
+
+    /// The compactor, and this turn lent to it for one call.
+    pub(crate) fn lend(&mut self) -> (&mut Compactor, InTurn<'_>) {
+        let turn = InTurn {
+            session: &mut *self.session,
+            events: self.events,
+            submission: self.submission,
+            cancel: &self.cancel,
+            passes: &mut self.compaction_passes,
+            requests: self.stats.requests,
+        };
+        (&mut *self.compactor, turn)
     }
 
     /// Emits an event for this turn's submission.

@@ -4,14 +4,11 @@
 //! while the turn has passes left (it counts as one), else in the request alone. What may be left
 //! out is the pure [`crate::compaction::trim`]; this is the turn's shell around it.
 
-use codewhale_journal::{Trigger, View};
+use codewhale_journal::View;
 
 use super::ctx::{TurnCtx, TurnOutcome};
 use super::hooks::MAX_PASSES_PER_TURN;
 use crate::compaction::cut::CutPolicy;
-use crate::compaction::pass::{self, PassRequest};
-use crate::compaction::pass_plan::PassMode;
-use crate::compaction::plain::PlainView;
 use crate::compaction::trim::{self, Fit, Shorten};
 use codewhale_protocol::{ErrorKind, Event, NoticeLevel, TurnStatus};
 
@@ -50,17 +47,8 @@ pub async fn fit_view(
     };
     let view = if ctx.compaction_passes < MAX_PASSES_PER_TURN {
         drop(view);
-        ctx.compaction_passes += 1;
-        let events = ctx.events.clone();
-        let submission = ctx.submission;
-        let emit = move |event| events.emit(submission, event);
-        let request = PassRequest {
-            trigger: Trigger::Auto,
-            focus: None,
-            mode: PassMode::BoundOnly,
-            background: None,
-        };
-        pass::run(ctx.session, request, ctx.cancel.clone(), &emit).await;
+        let (compactor, mut turn) = ctx.lend();
+        compactor.make_room(&mut turn).await;
         let view = ctx.session.render();
         match fit_once(ctx, view, Shorten::Drop) {
             Ok(fitted) => return Ok(fitted),
@@ -87,13 +75,13 @@ fn fit_once(
 ) -> Result<(View, Option<Trimmed>), Box<View>> {
     let session = &*ctx.session;
     let budget = session.budget();
-    let plain = PlainView::new(&view, |item| session.known_tokens(item));
+    let plain = crate::compaction::plain::of(&view, |item| session.known_tokens(item));
     // A request that leaves messages out ends with a notice restating the live plan: the fit
     // makes room for it.
     let plan = session.live_plan();
     let policy = CutPolicy {
         retained_tokens: session.config().compaction.retained_user_tokens,
-        ..CutPolicy::of(budget.limits(), budget.calibration())
+        ..budget.limits().cut_policy(budget.calibration())
     };
     let system = budget.system_tokens() + trim::notice_tokens(plan.as_ref());
     let fitted = trim::fit(view, &plain, system, &policy, shorten);
@@ -143,7 +131,7 @@ fn too_big_message(ctx: &TurnCtx<'_>) -> String {
     let budget = session.budget();
     let usable = budget.limits().usable_input;
     let view = session.render();
-    let plain = PlainView::new(&view, |item| session.known_tokens(item));
+    let plain = crate::compaction::plain::of(&view, |item| session.known_tokens(item));
     let sum = |kind: codewhale_journal::ItemKind| -> u64 {
         view.items
             .iter()

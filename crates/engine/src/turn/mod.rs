@@ -98,9 +98,8 @@ pub async fn run_turn(ctx: &mut TurnCtx<'_>, message: UserMessage) -> TurnOutcom
     }
     if outcome.status == TurnStatus::Completed && !ctx.session.one_turn() {
         // The user reads and types now: the time a background note is written in.
-        let (events, submission) = (ctx.events, ctx.submission);
-        let at = crate::compaction::background::StartAt::Turn { in_tool_loop: false };
-        crate::compaction::background::maybe_start(ctx.session, events, submission, at).await;
+        let (compactor, mut turn) = ctx.lend();
+        compactor.turn_ended(&mut turn).await;
     }
     let mut stats = ctx.stats;
     stats.elapsed_ms = u64::try_from(ctx.started.elapsed().as_millis()).unwrap_or(u64::MAX);
@@ -155,7 +154,7 @@ async fn drive(ctx: &mut TurnCtx<'_>, message: UserMessage) -> Result<TurnOutcom
         // A subagent the crash stopped is answered too (docs/subagents.md, *Files*).
         crate::subagent::run::heal_children(ctx.session).await;
     }
-    crate::compaction::triggers::turn_started(ctx.session);
+    ctx.compactor.turn_started();
     // Plan mode begun or ended since the model last heard: it reads so before the message.
     mode_note::sync(ctx)?;
     let intake::Taken { payload, images, attachments } = intake::take(ctx, message);

@@ -94,7 +94,11 @@ fn views_around_record(h: &Harness) -> (PlainView, PlainView, Entry) {
     let old = render(&journal, head.as_str());
     let new = render_with_record(&journal, head.as_str(), &record);
     check_view(&new).unwrap();
-    (PlainView::new(&old, |_| None), PlainView::new(&new, |_| None), record)
+    (
+        codewhale_engine::compaction::plain::of(&old, |_| None),
+        codewhale_engine::compaction::plain::of(&new, |_| None),
+        record,
+    )
 }
 
 async fn committed_in_the_background(provider: &str) {

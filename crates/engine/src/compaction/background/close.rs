@@ -13,6 +13,7 @@
 use codewhale_journal::Trigger;
 
 use super::{failed, finish, idle, settle, wait_bound, Finished};
+use crate::compaction::compactor::Compactor;
 use crate::events::EventSink;
 use crate::session::Session;
 use codewhale_protocol::{Event, NoticeLevel, SubmissionId};
@@ -21,15 +22,20 @@ use codewhale_protocol::{Event, NoticeLevel, SubmissionId};
 const MOST_AT_CLOSE: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Closes the background pass of `session` (module docs).
-pub(crate) async fn close(session: &mut Session, sink: &EventSink, submission: SubmissionId) {
-    settle(session, sink, submission).await;
+pub(crate) async fn close(
+    session: &mut Session,
+    compactor: &mut Compactor,
+    sink: &EventSink,
+    submission: SubmissionId,
+) {
+    settle(session, compactor, sink, submission).await;
     if session.one_turn() {
-        wait_for_in_flight(session, sink, submission).await;
+        wait_for_in_flight(session, compactor, sink, submission).await;
     }
-    if session.compaction.note_pass.job.slot.as_ref().is_some_and(|s| s.state.prepared.is_some()) {
-        idle::commit(session, sink, submission, Trigger::Auto).await;
+    if compactor.note_pass.job.slot.as_ref().is_some_and(|s| s.state.prepared.is_some()) {
+        idle::commit(session, compactor, sink, submission, Trigger::Auto).await;
     }
-    let Some(mut slot) = session.compaction.note_pass.job.slot.take() else { return };
+    let Some(mut slot) = compactor.note_pass.job.slot.take() else { return };
     let failure = match slot.task.take() {
         Some(task) if task.is_finished() => task.await.ok().and_then(Result::err),
         task => {
@@ -40,18 +46,23 @@ pub(crate) async fn close(session: &mut Session, sink: &EventSink, submission: S
     slot.stop();
     if let Some(err) = failure {
         let (sink, _unheard) = crate::events::channel();
-        failed(session, &sink, SubmissionId(0), err);
+        failed(session, compactor, &sink, SubmissionId(0), err);
     }
 }
 
-async fn wait_for_in_flight(session: &mut Session, sink: &EventSink, submission: SubmissionId) {
-    let Some(slot) = session.compaction.note_pass.job.slot.take() else { return };
+async fn wait_for_in_flight(
+    session: &mut Session,
+    compactor: &mut Compactor,
+    sink: &EventSink,
+    submission: SubmissionId,
+) {
+    let Some(slot) = compactor.note_pass.job.slot.take() else { return };
     if slot.state.prepared.is_some() || slot.task.is_none() {
-        session.compaction.note_pass.job.slot = Some(slot);
+        compactor.note_pass.job.slot = Some(slot);
         return;
     }
-    let bound = wait_bound(session.compaction.clock.measured(&slot.state.snapshot.summary_model))
-        .min(MOST_AT_CLOSE);
+    let bound =
+        wait_bound(compactor.clock.measured(&slot.state.snapshot.summary_model)).min(MOST_AT_CLOSE);
     tracing::info!(?bound, "closing: waiting for the note written in the background");
     // Said, so a script that waits on `exec` knows why it has not exited yet.
     let message = format!(
@@ -60,10 +71,8 @@ async fn wait_for_in_flight(session: &mut Session, sink: &EventSink, submission:
         bound.as_secs().max(1)
     );
     sink.emit(submission, Event::Notice { level: NoticeLevel::Info, message });
-    match finish(session, sink, submission, slot, bound).await {
-        Finished::Ready(slot) | Finished::Late(slot) => {
-            session.compaction.note_pass.job.slot = Some(slot)
-        }
+    match finish(session, compactor, sink, submission, slot, bound).await {
+        Finished::Ready(slot) | Finished::Late(slot) => compactor.note_pass.job.slot = Some(slot),
         Finished::Gone => {}
     }
 }

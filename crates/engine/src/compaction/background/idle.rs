@@ -17,8 +17,8 @@ use std::time::Duration;
 use codewhale_journal::Trigger;
 
 use super::{anchors, early_mark, maybe_start, settle, try_commit, used_up, Current, Tried};
-use crate::compaction::plain::PlainView;
-use crate::compaction::steps;
+use crate::compaction::compactor::Compactor;
+use crate::compaction::conversation;
 use crate::events::EventSink;
 use crate::session::Session;
 use codewhale_protocol::{Event, SubmissionId};
@@ -37,7 +37,7 @@ pub(crate) fn idle_after(session: &Session) -> Option<Duration> {
 }
 
 /// The session has been idle for [`idle_after`]: commit a ready note, or have one written.
-pub(crate) async fn on_idle(session: &mut Session, sink: &EventSink) {
+pub(crate) async fn on_idle(session: &mut Session, compactor: &mut Compactor, sink: &EventSink) {
     let limits = *session.budget().limits();
     let early = early_mark(&limits, session.config().compaction.background_at);
     if session.budget().pressure().tokens < early {
@@ -45,14 +45,14 @@ pub(crate) async fn on_idle(session: &mut Session, sink: &EventSink) {
     }
     // A note that became ready before the timer fired is composed now (its wake-up may have
     // come before its task returned), then committed below.
-    settle(session, sink, SubmissionId(0)).await;
-    if session.compaction.note_pass.job.slot.is_none() {
+    settle(session, compactor, sink, SubmissionId(0)).await;
+    if compactor.note_pass.job.slot.is_none() {
         // `maybe_start` settles first and then starts a pass when nothing holds it back.
-        maybe_start(session, sink, SubmissionId(0), super::StartAt::Idle).await;
+        maybe_start(session, compactor, sink, SubmissionId(0), super::StartAt::Idle).await;
     }
-    let Some(slot) = session.compaction.note_pass.job.slot.as_mut() else { return };
+    let Some(slot) = compactor.note_pass.job.slot.as_mut() else { return };
     if slot.state.prepared.is_some() {
-        commit(session, sink, SubmissionId(0), Trigger::Idle).await;
+        commit(session, compactor, sink, SubmissionId(0), Trigger::Idle).await;
     } else {
         tracing::info!("idle: the background note is committed when it is ready");
         slot.state.commit_when_idle = true;
@@ -60,16 +60,15 @@ pub(crate) async fn on_idle(session: &mut Session, sink: &EventSink) {
 }
 
 /// A front-end op arrived: the session is no longer idle.
-pub(crate) fn activity(session: &mut Session) {
-    if let Some(slot) = session.compaction.note_pass.job.slot.as_mut() {
+pub(crate) fn activity(compactor: &mut Compactor) {
+    if let Some(slot) = compactor.note_pass.job.slot.as_mut() {
         slot.state.commit_when_idle = false;
     }
 }
 
 /// Whether a note just prepared should be committed now (the session stayed idle).
-pub(super) fn wanted(session: &Session) -> bool {
-    session
-        .compaction
+pub(super) fn wanted(compactor: &Compactor) -> bool {
+    compactor
         .note_pass
         .job
         .slot
@@ -82,24 +81,30 @@ pub(super) fn wanted(session: &Session) -> bool {
 /// otherwise it stays for the threshold (or is dropped when a check refuses it).
 pub(super) async fn commit(
     session: &mut Session,
+    compactor: &mut Compactor,
     sink: &EventSink,
     submission: SubmissionId,
     trigger: Trigger,
 ) {
-    let Some(mut slot) = session.compaction.note_pass.job.slot.take() else { return };
+    let Some(mut slot) = compactor.note_pass.job.slot.take() else { return };
     let Some(mut prepared) = slot.state.prepared.clone() else {
-        session.compaction.note_pass.job.slot = Some(slot);
+        compactor.note_pass.job.slot = Some(slot);
         return;
     };
     prepared.record.trigger = trigger.clone();
     let shown = crate::history_pages::trigger_of(&trigger);
     let view = session.render();
-    let plain = PlainView::new(&view, |item| session.known_tokens(item));
+    let plain = crate::compaction::plain::of(&view, |item| session.known_tokens(item));
     let anchors = anchors(session);
     let before = session.budget().pressure().tokens;
     let previous = view.compaction.as_ref();
-    let target =
-        steps::commit_target(session, &plain, previous, anchors.as_deref(), prepared.reaches_aim);
+    let target = conversation::commit_target(
+        session,
+        &plain,
+        previous,
+        anchors.as_deref(),
+        prepared.reaches_aim,
+    );
     let current =
         Current { view: &view, plain: &plain, anchors: anchors.as_deref(), before, target };
     match try_commit(session, &prepared, current).await {
@@ -109,7 +114,7 @@ pub(super) async fn commit(
             if let Err(err) = session.sync().await {
                 tracing::error!("cannot sync the idle note: {err}");
             }
-            used_up(session, sink, submission);
+            used_up(session, compactor, sink, submission);
             tracing::info!(id = %done.id, before, after = done.tokens_after, trigger = trigger.as_str(), "ready note committed");
             let (id, figures) = (done.id.to_string(), (done.tokens_before, done.tokens_after));
             sink.emit(submission, Event::CompactionStarted { trigger: shown });
@@ -120,11 +125,11 @@ pub(super) async fn commit(
         Tried::FoldIn(_) => {
             // Sound, but the view is still too big: it waits for the threshold's pass.
             slot.state.commit_when_idle = false;
-            session.compaction.note_pass.job.slot = Some(slot);
+            compactor.note_pass.job.slot = Some(slot);
         }
         Tried::Discard => {
             slot.stop();
-            used_up(session, sink, submission);
+            used_up(session, compactor, sink, submission);
         }
     }
 }

@@ -33,15 +33,16 @@ use codewhale_journal::{render_with_record, Entry, Level, SystemPayload, Trigger
 use codewhale_provider::CancellationToken;
 
 use super::commit::{self, Proposal, Written};
+use super::conversation;
 use super::cut::{self, CutPolicy};
 use super::judge::Refusal;
 use super::pass_plan::{worth_sending, SendCheck};
 use super::plain::PlainView;
 use super::record::{self, SummaryRecord};
-use super::steps;
 use super::summarize::{self, Summarizer, SummaryError, SummaryJob};
 use super::summary::SummaryStats;
 use crate::anchors::AnchorStore;
+use crate::compaction::compactor::Compactor;
 use crate::events::EventSink;
 use crate::session::Session;
 use codewhale_protocol::{BackgroundState, Event, SubmissionId};
@@ -49,6 +50,7 @@ use codewhale_protocol::{BackgroundState, Event, SubmissionId};
 mod close;
 mod decide;
 pub mod idle;
+mod settle;
 pub(crate) mod state;
 
 use crate::session::job::Signal;
@@ -57,6 +59,8 @@ pub use decide::{
     early_mark, should_start, snapshot_tail_fraction, stale, wait_bound, Basis, StartCheck,
 };
 pub(crate) use idle::{activity, idle_after, on_idle};
+pub(crate) use settle::{cancel, settle_idle, take, try_commit, Current, Taken};
+use settle::{failed, finish, settle, used_up, Finished};
 pub use state::Prepared;
 use state::{Note, Slot, Snapshot};
 
@@ -103,12 +107,13 @@ pub(crate) enum StartAt {
 /// one, and starts one when pressure has crossed the early mark.
 pub(crate) async fn maybe_start(
     session: &mut Session,
+    compactor: &mut Compactor,
     sink: &EventSink,
     submission: SubmissionId,
     at: StartAt,
 ) {
     let in_tool_loop = matches!(at, StartAt::Idle | StartAt::Turn { in_tool_loop: true });
-    settle(session, sink, submission).await;
+    settle(session, compactor, sink, submission).await;
     let config = &session.config().compaction;
     let limits = *session.budget().limits();
     let records = session.journal().compactions().count();
@@ -117,29 +122,29 @@ pub(crate) async fn maybe_start(
         pressure: session.budget().pressure().tokens,
         early_mark: early_mark(&limits, config.background_at),
         threshold: limits.threshold,
-        busy: session.compaction.note_pass.job.slot.is_some(),
-        spent: session.compaction.note_pass.spent_at == Some(records),
-        backing_off: steps::backing_off(session),
+        busy: compactor.note_pass.job.slot.is_some(),
+        spent: compactor.note_pass.spent_at == Some(records),
+        backing_off: compactor.backing_off(),
         allowed_here: !session.one_turn() || in_tool_loop,
     };
-    if !should_start(&check) || !steps::auto_worthwhile(session) {
+    if !should_start(&check) || !compactor.auto_worthwhile(session) {
         return;
     }
     // The user's `PreCompact` hooks, as the pass starts: exit 2 skips it (a failed pass).
     if let Some(why) = crate::hooks::pre_compact(session, &Trigger::Auto).await {
-        return failed(session, sink, submission, SummaryError::Unusable(why));
+        return failed(session, compactor, sink, submission, SummaryError::Unusable(why));
     }
     let Some(snapshot) = snapshot(session, at) else { return };
-    let summarizer = Summarizer::of(session, &snapshot.summary_model);
-    let max_output = steps::summary_max_output(&limits);
+    let summarizer = Summarizer::of(session, &compactor.clock, &snapshot.summary_model);
+    let max_output = codewhale_compaction::budget::summary_max_output(&limits.note_window());
     let snapshot = Arc::new(snapshot);
     let cancel = CancellationToken::new();
-    let (signal, (done, ended)) = session.compaction.note_pass.job.signal();
+    let (signal, (done, ended)) = compactor.note_pass.job.signal();
     let task = tokio::spawn(write_note(
         snapshot.clone(),
         summarizer,
         max_output,
-        steps::max_summary_requests(session),
+        conversation::max_summary_requests(session),
         cancel.clone(),
         Notify { sink: sink.clone(), submission, signal },
     ));
@@ -150,7 +155,7 @@ pub(crate) async fn maybe_start(
         "background note started"
     );
     let state = Note { snapshot, prepared: None, commit_when_idle: false };
-    session.compaction.note_pass.job.start(Slot { state, cancel, task: Some(task), done, ended });
+    compactor.note_pass.job.start(Slot { state, cancel, task: Some(task), done, ended });
     sink.emit(submission, Event::BackgroundNote { state: Some(BackgroundState::Writing) });
 }
 
@@ -159,7 +164,7 @@ pub(crate) async fn maybe_start(
 /// request costs two requests for one note.
 fn snapshot(session: &Session, at: StartAt) -> Option<Snapshot> {
     let view = session.render();
-    let plain = PlainView::new(&view, |item| session.known_tokens(item));
+    let plain = crate::compaction::plain::of(&view, |item| session.known_tokens(item));
     if plain.messages.len() < cut::MIN_MESSAGES {
         return None;
     }
@@ -169,7 +174,7 @@ fn snapshot(session: &Session, at: StartAt) -> Option<Snapshot> {
     let policy = CutPolicy {
         retained_tokens: session.config().compaction.retained_user_tokens,
         tail_fraction: snapshot_tail_fraction(limits, pressure),
-        ..CutPolicy::of(limits, calibration)
+        ..limits.cut_policy(calibration)
     };
     // The note is committed at the threshold, when the conversation has grown by what is still
     // to come: the view it leaves then must be at the aim of an auto pass.
@@ -182,7 +187,7 @@ fn snapshot(session: &Session, at: StartAt) -> Option<Snapshot> {
         ),
     };
     let (room, median) =
-        steps::room(session, &plain, view.compaction.as_ref(), anchors.as_deref(), to_come);
+        conversation::room(session, &plain, view.compaction.as_ref(), anchors.as_deref(), to_come);
     let plan = super::pass_plan::aimed_cut(&plain.messages, &plain.tokens, &policy, &room).ok()?;
     // Whether the view the note leaves at the threshold can be at the aim; when not even the
     // smallest view can, the note is committed if it leaves a median turn of room.
@@ -206,13 +211,13 @@ fn snapshot(session: &Session, at: StartAt) -> Option<Snapshot> {
         before: plain.total(),
         tail: plan.tail_tokens,
         retained: plan.retained_tokens,
-        note_fixed: steps::note_fixed_tokens(
+        note_fixed: conversation::note_fixed_tokens(
             session,
             covered,
             view.compaction.as_ref(),
             anchors.as_deref(),
         ),
-        note_budget: steps::note_budget_tokens(limits),
+        note_budget: codewhale_compaction::budget::note_budget_tokens(&limits.note_window()),
         prefix: session.budget().system_tokens(),
         threshold,
         manual: false,
@@ -259,7 +264,7 @@ async fn write_note(
         model: &snapshot.summary_model,
         max_output,
         max_requests,
-        note_chars: steps::note_chars(&snapshot.limits),
+        note_chars: codewhale_compaction::budget::note_chars(&snapshot.limits.note_window()),
         progress: None,
     };
     let result = summarize::summarize(&job, cancel).await;
@@ -276,291 +281,4 @@ async fn write_note(
         }
     }
     result
-}
-
-/// Between turns, when a background request ended: journal its failure or compose its note now.
-pub(crate) async fn settle_idle(session: &mut Session, sink: &EventSink) {
-    settle(session, sink, SubmissionId(0)).await;
-    if idle::wanted(session) {
-        // Asked for by idle compaction, and the session is still idle: commit it now.
-        idle::commit(session, sink, SubmissionId(0), Trigger::Idle).await;
-    }
-}
-
-/// Settles a pass that has ended: a stale note is dropped, a failure is journaled (and backs
-/// off) now, a finished note is composed into its record and waits for the threshold.
-async fn settle(session: &mut Session, sink: &EventSink, submission: SubmissionId) {
-    let Some(slot) = &session.compaction.note_pass.job.slot else { return };
-    let head = session.journal().head_id().clone();
-    let on_spine = session.journal().is_ancestor(slot.state.snapshot.head.as_str(), head.as_str());
-    if let Some(why) = stale(&slot.state.snapshot.basis, &basis(session), on_spine) {
-        cancel(session, sink, submission, why);
-        return;
-    }
-    // The task says its request ended just before it returns: then its answer is a wait of no
-    // time away (taking an unfinished task for a running one left a ready note uncommitted).
-    if !slot.has_ended() {
-        return;
-    }
-    if let Some(slot) = session.compaction.note_pass.job.slot.take() {
-        match finish(session, sink, submission, slot, ENDING).await {
-            Finished::Ready(slot) | Finished::Late(slot) => {
-                session.compaction.note_pass.job.slot = Some(slot)
-            }
-            Finished::Gone => {}
-        }
-    }
-}
-
-/// How long a task that said its request ended is waited for: it only has to return.
-const ENDING: Duration = Duration::from_secs(5);
-
-/// What became of a background request waited for.
-enum Finished {
-    /// Its note is composed into the slot's record.
-    Ready(Slot),
-    /// Not answered within the bound: the slot, still running.
-    Late(Slot),
-    /// Failed (journaled), refused or stopped: nothing to use.
-    Gone,
-}
-
-/// Waits up to `bound` for the request of `slot` and composes its record.
-async fn finish(
-    session: &mut Session,
-    sink: &EventSink,
-    submission: SubmissionId,
-    mut slot: Slot,
-    bound: Duration,
-) -> Finished {
-    let Some(mut task) = slot.task.take() else { return Finished::Ready(slot) };
-    let joined = if task.is_finished() {
-        Ok(task.await)
-    } else {
-        tokio::time::timeout(bound, &mut task).await.map_err(|_| task)
-    };
-    let (text, stats) = match joined {
-        Ok(Ok(Ok(done))) => done,
-        Ok(Ok(Err(err))) => {
-            failed(session, sink, submission, err);
-            return Finished::Gone;
-        }
-        Ok(Err(join)) => {
-            tracing::warn!("the background note task stopped: {join}");
-            return Finished::Gone;
-        }
-        Err(task) => {
-            // Paid for already: it keeps running, and no second request is sent meanwhile.
-            tracing::info!(?bound, "background note not ready in time; it goes on");
-            slot.task = Some(task);
-            return Finished::Late(slot);
-        }
-    };
-    match prepare(session, &slot.state.snapshot, &text, &stats).await {
-        Some(prepared) => {
-            slot.state.prepared = Some(prepared);
-            Finished::Ready(slot)
-        }
-        None => Finished::Gone,
-    }
-}
-
-/// Journals a failed background note exactly as a failed foreground pass is journaled.
-fn failed(session: &mut Session, sink: &EventSink, submission: SubmissionId, err: SummaryError) {
-    session.compaction.note_pass.spent_at = Some(session.journal().compactions().count());
-    let emit = |event| sink.emit(submission, event);
-    let (reason, summary_failed) = match err {
-        SummaryError::Cancelled => return,
-        SummaryError::Failed(reason) => (reason, false),
-        SummaryError::Unusable(reason) => {
-            steps::summary_failed(session, &reason, &emit);
-            (reason, true)
-        }
-        SummaryError::WindowLearned { window, source } => {
-            // The window is the session's now: the next pass plans under it.
-            if let Err(err) = super::pass::learned_from_summary(session, window, source, &emit) {
-                tracing::error!("cannot journal the window learned: {err}");
-            }
-            let reason = format!(
-                "the provider rejected the summary request as too long; the next note is written \
-                 for the {window}-token window"
-            );
-            (reason, false)
-        }
-    };
-    tracing::warn!(%reason, "background note failed");
-    let text =
-        format!("compaction (auto, in the background) failed, nothing was changed: {reason}");
-    let mut payload = SystemPayload::new(Level::Warning, text);
-    payload.summary_failed = summary_failed;
-    let parent = session.journal().head_id().clone();
-    if let Err(err) = session.append_entry(Entry::new(Some(parent), payload)) {
-        tracing::error!("cannot journal the background failure: {err}");
-    }
-}
-
-/// Cancels the background pass, if any (nothing is written) and re-arms the early mark.
-pub(crate) fn cancel(session: &mut Session, sink: &EventSink, submission: SubmissionId, why: &str) {
-    session.compaction.note_pass.spent_at = None;
-    if session.compaction.note_pass.job.stop() {
-        tracing::info!(%why, "background note cancelled");
-        sink.emit(submission, Event::BackgroundNote { state: None });
-    }
-}
-
-/// What the pass at the threshold gets from the background ([`take`]).
-#[derive(Debug)]
-pub(crate) enum Taken {
-    /// No background note (none ran, it was stale, failed or refused): a pass runs as usual.
-    Nothing,
-    /// The finished note, as a record to commit or fold in; it is used up.
-    Note(Box<Prepared>),
-    /// Its request is still in flight after the wait bound: it goes on, and no second summary
-    /// request is sent for this crossing (the request is trimmed meanwhile).
-    Late,
-    /// The user interrupted the wait; the note is stopped.
-    Cancelled,
-}
-
-/// At the threshold: the background note as a record to commit, waiting for it at most
-/// [`wait_bound`] — what the last summary request of its model took — or until `cancel`.
-pub(crate) async fn take(
-    session: &mut Session,
-    sink: &EventSink,
-    submission: SubmissionId,
-    cancel: &CancellationToken,
-) -> Taken {
-    settle(session, sink, submission).await;
-    let Some(slot) = session.compaction.note_pass.job.slot.take() else { return Taken::Nothing };
-    if let Some(prepared) = slot.state.prepared.clone() {
-        used_up(session, sink, submission);
-        slot.stop();
-        return Taken::Note(Box::new(prepared));
-    }
-    let bound = wait_bound(session.compaction.clock.measured(&slot.state.snapshot.summary_model));
-    let waited = Instant::now();
-    let own = slot.cancel.clone();
-    let finished = tokio::select! {
-        finished = finish(session, sink, submission, slot, bound) => Some(finished),
-        () = cancel.cancelled() => None,
-    };
-    let taken = match finished {
-        None => {
-            // The interrupted turn drops the wait, and with it the task's handle: stop it.
-            own.cancel();
-            Taken::Cancelled
-        }
-        Some(Finished::Late(slot)) => {
-            session.compaction.note_pass.job.slot = Some(slot);
-            return Taken::Late;
-        }
-        Some(Finished::Gone) => Taken::Nothing,
-        Some(Finished::Ready(slot)) => {
-            tracing::info!(
-                waited_ms = waited.elapsed().as_millis() as u64,
-                "background note taken"
-            );
-            let prepared = slot.state.prepared.clone();
-            slot.stop();
-            prepared.map_or(Taken::Nothing, |p| Taken::Note(Box::new(p)))
-        }
-    };
-    used_up(session, sink, submission);
-    taken
-}
-
-/// The note of this crossing is used up: no new background pass until the next record.
-pub(super) fn used_up(session: &mut Session, sink: &EventSink, submission: SubmissionId) {
-    session.compaction.note_pass.spent_at = Some(session.journal().compactions().count());
-    sink.emit(submission, Event::BackgroundNote { state: None });
-}
-
-/// The record of a finished note: the note composed now on the snapshot's covered part.
-async fn prepare(
-    session: &Session,
-    snapshot: &Snapshot,
-    text: &str,
-    stats: &SummaryStats,
-) -> Option<Prepared> {
-    let note_chars = steps::note_chars(&snapshot.limits);
-    let summary =
-        steps::with_extract(session, &snapshot.view, &snapshot.plain, text, stats, note_chars);
-    let covered = &snapshot.plain.messages[..snapshot.plan.cut];
-    let previous = snapshot.view.compaction.as_ref();
-    let anchors = snapshot.basis.anchors.clone();
-    let (note, files) =
-        steps::build_note(session, covered, previous, &summary, anchors.as_deref()).await;
-    let mut record = record::summary_record(SummaryRecord {
-        plain: &snapshot.plain,
-        plan: &snapshot.plan,
-        previous,
-        trigger: Trigger::Auto,
-        focus: None,
-        summary,
-        note,
-        files_touched: files.paths(),
-        anchors,
-        model: snapshot.summary_model.clone(),
-    })?;
-    record.background = true;
-    steps::record_cost(&mut record, stats);
-    let first = record.covers.as_ref()?.first.clone();
-    let parent = session
-        .journal()
-        .get(first.as_str())
-        .and_then(|e| e.parent.clone())
-        .unwrap_or_else(|| session.journal().header_entry().id.clone());
-    Some(Prepared { record, parent, reaches_aim: snapshot.reaches_aim })
-}
-
-/// What the pass needs to try a prepared note against the current view.
-pub(crate) struct Current<'a> {
-    pub view: &'a View,
-    pub plain: &'a PlainView,
-    pub anchors: Option<&'a str>,
-    /// Pressure before the pass, for `tokens_before`.
-    pub before: u64,
-    /// What the view it yields must be at or below: the aim of an auto pass (docs/compaction.md,
-    /// *The cut*: a pass buys room), in provider tokens.
-    pub target: u64,
-}
-
-/// Commits `prepared` when the view it yields is at or below the aim and passes every check of
-/// `commit` (the survival contract against the current view among them); otherwise says
-/// whether to fold it in (sound but too big) or discard it (refused by a check).
-pub(crate) async fn try_commit(
-    session: &mut Session,
-    prepared: &Prepared,
-    current: Current<'_>,
-) -> Tried {
-    let mut record = prepared.record.clone();
-    let budget = session.budget();
-    let policy = CutPolicy::of(budget.limits(), budget.calibration());
-    record::receipt_now(current.plain, &mut record, current.anchors, &policy);
-    let proposal = Proposal {
-        plain: current.plain,
-        previous: current.view.compaction.as_ref().map(|c| &c.record),
-        record,
-        parent: prepared.parent.clone(),
-        anchors: current.anchors,
-        tokens_before: current.before,
-        target: current.target,
-        exact: true,
-    };
-    match commit::commit(session, proposal).await {
-        Ok(written) => Tried::Written(written),
-        Err(Refusal::OverTarget) => {
-            tracing::info!("the background note leaves the view over its target; folding it in");
-            let entry = commit::record_entry(&prepared.parent, prepared.record.clone());
-            let head = session.journal().head_id().clone();
-            let view = render_with_record(session.journal(), head.as_str(), &entry);
-            let plain = commit::plain_with_note(session, &view, &entry);
-            Tried::FoldIn(Box::new((view, plain)))
-        }
-        Err(Refusal::Failed(reason) | Refusal::NoGain(reason)) => {
-            tracing::info!(%reason, "background note refused; a foreground pass runs");
-            Tried::Discard
-        }
-        Err(Refusal::NoChange) => Tried::Discard,
-    }
 }

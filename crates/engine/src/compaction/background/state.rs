@@ -10,7 +10,7 @@ use codewhale_journal::{CompactionPayload, EntryId, View};
 use super::decide::Basis;
 use crate::compaction::cut::CutPlan;
 use crate::compaction::plain::PlainView;
-use crate::compaction::summary::SummaryError;
+use crate::compaction::summarize::SummaryError;
 use crate::compaction::summary::SummaryStats;
 use crate::session::job::{Job, Running};
 use codewhale_protocol::BackgroundState;
@@ -29,7 +29,7 @@ pub(super) struct Snapshot {
     pub(super) limits: crate::budget::Limits,
     /// The view the note leaves when committed at the threshold was planned to be at the aim of
     /// an auto pass; when not even the smallest view could be, it need only leave a median turn
-    /// of room ([`crate::compaction::steps::commit_target`]).
+    /// of room ([`crate::compaction::conversation::commit_target`]).
     pub(super) reaches_aim: bool,
 }
 

@@ -2,7 +2,7 @@
 //! quality gate and the caps.
 //!
 //! Pure text work. The request itself is the live request plus the instruction
-//! ([`super::summary_input`] plans it, [`super::summarize`] sends it). The instruction comes from
+//! ([`super::summary_input`] plans it, the engine's summarizer sends it). The instruction comes from
 //! `assets/prompts/compaction.md` with a scope paragraph saying which messages the note replaces;
 //! the stricter retry adds `compaction-strict.md`; a manual focus is always the last line.
 //!
@@ -12,16 +12,15 @@
 use super::checkpoint::is_placeholder;
 
 /// The instruction of every summary request; `{scope}` is replaced by one of the scopes below.
-pub const INSTRUCTION: &str = include_str!("../../../../assets/prompts/compaction.md");
+pub const INSTRUCTION: &str = include_str!("../../../assets/prompts/compaction.md");
 /// The same instruction in few words, for a small window's note (docs/compaction.md, *Small
 /// local models*): the same ten headings and rules.
-pub const INSTRUCTION_COMPACT: &str =
-    include_str!("../../../../assets/prompts/compaction-compact.md");
+pub const INSTRUCTION_COMPACT: &str = include_str!("../../../assets/prompts/compaction-compact.md");
 /// Added for the one retry after an unusable summary.
-pub const STRICT_ADDENDUM: &str = include_str!("../../../../assets/prompts/compaction-strict.md");
-const SCOPE_KEPT: &str = include_str!("../../../../assets/prompts/compaction-scope-kept.md");
-const SCOPE_ALL: &str = include_str!("../../../../assets/prompts/compaction-scope-all.md");
-const SCOPE_CHUNK: &str = include_str!("../../../../assets/prompts/compaction-scope-chunk.md");
+pub const STRICT_ADDENDUM: &str = include_str!("../../../assets/prompts/compaction-strict.md");
+const SCOPE_KEPT: &str = include_str!("../../../assets/prompts/compaction-scope-kept.md");
+const SCOPE_ALL: &str = include_str!("../../../assets/prompts/compaction-scope-all.md");
+const SCOPE_CHUNK: &str = include_str!("../../../assets/prompts/compaction-scope-chunk.md");
 /// The headings a summary must have, in order.
 pub const HEADINGS: [&str; 10] = [
     "Objective",
@@ -204,7 +203,7 @@ fn cut_end(text: &str, marker: &str, limit: usize) -> String {
 
 /// What the requests of a job were like (for the log, the user and the benchmark).
 #[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct SummaryStats {
+pub struct SummaryStats {
     pub requests: u32,
     pub chunks: u32,
     /// `plain.messages[..unread]` were read by no request (an extract covers them).
@@ -219,23 +218,24 @@ pub(crate) struct SummaryStats {
     pub output_tokens: u64,
 }
 
-/// Why no summary came back.
-#[derive(Debug)]
-pub(crate) enum SummaryError {
-    /// The input cannot be made to fit, or the provider failed.
-    Failed(String),
-    /// No usable note can be had: the model answered with none, or the request cannot fit its
-    /// window (auto passes back off after this).
-    Unusable(String),
-    Cancelled,
-    /// The provider rejected a summary request of the session's own model as too long, which
-    /// teaches the session a smaller window (`source`: `overflow` when the error stated it,
-    /// `overflow-unnumbered` when it is 90 % of the rejected request): the pass journals it and
-    /// plans again under it, so the request is never sent again as it was.
-    WindowLearned {
-        window: u64,
-        source: crate::budget::WindowSource,
-    },
+/// The one line that says what a note read and what only `recall` reaches.
+pub fn unread_line(stats: &SummaryStats) -> String {
+    format!(
+        "the oldest {} messages (about {} tokens) are kept for recall; the note read the newest \
+         {} tokens",
+        stats.unread,
+        short_count(stats.unread_tokens),
+        short_count(stats.read_tokens)
+    )
+}
+
+/// A token count as people say it: 950, 12k, 172k, 58M.
+fn short_count(n: u64) -> String {
+    match n {
+        0..=9_999 => n.to_string(),
+        10_000..=999_999 => format!("{}k", n / 1_000),
+        _ => format!("{}M", n / 1_000_000),
+    }
 }
 
 #[cfg(test)]

@@ -5,13 +5,10 @@
 //! touched` (computed here from the covered tool calls, never by the model), `## Plan` (the live
 //! plan restated verbatim, see [`crate::plan`]), `## Running now`
 //! (from the background-command registry), the live-state stamp, the anchors restated verbatim
-//! and the [`CLOSING`]. The only I/O in this module is [`LiveState::capture`], which asks `git`
-//! for the branch and commit; everything else is a pure function, so the note of a pass is
-//! reproducible from its inputs.
+//! and the [`CLOSING`]. Every function is pure (the engine asks `git` for the [`LiveState`]), so
+//! the note of a pass is reproducible from its inputs.
 
 use std::collections::HashMap;
-use std::path::Path;
-use std::process::Command;
 
 use serde_json::Value;
 
@@ -73,7 +70,9 @@ pub fn files_touched(covered: &[Message], previous: &[String]) -> FilesTouched {
             // An MCP tool is listed only when its arguments name a path.
             let action = match FILE_TOOLS.iter().find(|(tool, _)| tool == name) {
                 Some((_, action)) => *action,
-                None if name.starts_with(codewhale_mcp::PREFIX) => "used by an MCP tool",
+                None if name.starts_with(codewhale_journal::MCP_TOOL_PREFIX) => {
+                    "used by an MCP tool"
+                }
                 None => continue,
             };
             let Some(path) = input.get("path").and_then(Value::as_str) else { continue };
@@ -126,23 +125,7 @@ pub struct LiveState {
 }
 
 impl LiveState {
-    /// Asks `git` about `workspace`. A missing `git` or a directory outside a repository just
-    /// leaves the fields empty: the stamp says so rather than failing the pass.
-    pub fn capture(workspace: &Path) -> LiveState {
-        let git = |args: &[&str]| -> Option<String> {
-            let out = Command::new("git").arg("-C").arg(workspace).args(args).output().ok()?;
-            let text = String::from_utf8(out.stdout).ok()?;
-            let text = text.trim();
-            (out.status.success() && !text.is_empty()).then(|| text.to_owned())
-        };
-        LiveState {
-            workspace: workspace.display().to_string(),
-            branch: git(&["symbolic-ref", "--short", "-q", "HEAD"]),
-            commit: git(&["rev-parse", "--short", "HEAD"]),
-        }
-    }
-
-    fn stamp(&self) -> String {
+    pub fn stamp(&self) -> String {
         let git = match (&self.branch, &self.commit) {
             (Some(branch), Some(commit)) => format!("git branch {branch} at {commit}"),
             (None, Some(commit)) => format!("git detached at {commit}"),
@@ -290,7 +273,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::compaction::checkpoint::{is_checkpoint, is_placeholder, note_body};
+    use crate::checkpoint::{is_checkpoint, is_placeholder, note_body};
 
     fn call(id: &str, name: &str, path: &str) -> Message {
         Message::new(Role::Assistant, vec![Part::tool_use(id, name, json!({ "path": path }))])
@@ -469,9 +452,7 @@ mod tests {
 
     #[test]
     fn live_state_outside_a_repository_says_so() {
-        let dir = tempfile::tempdir().unwrap();
-        let live = LiveState::capture(dir.path());
-        assert_eq!(live.branch, None);
+        let live = LiveState { workspace: "/w".into(), branch: None, commit: None };
         assert!(live.stamp().contains("not a git repository"));
     }
 }

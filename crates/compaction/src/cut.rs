@@ -57,11 +57,12 @@ impl CutPolicy {
         }
     }
 
-    /// The defaults for a session with `limits` and calibration `calibration`: in a small
-    /// window the kept exchanges' results are cut to 2 KiB.
-    pub fn of(limits: &crate::budget::Limits, calibration: f64) -> CutPolicy {
-        let mut policy = CutPolicy::new(limits.usable_input, calibration);
-        if limits.window <= crate::budget::SMALL_WINDOW {
+    /// The defaults for a session whose window is `window` tokens with `usable_input` of them
+    /// for input, at calibration `calibration`: in a small window the kept exchanges' results
+    /// are cut to 2 KiB.
+    pub fn for_window(window: u64, usable_input: u64, calibration: f64) -> CutPolicy {
+        let mut policy = CutPolicy::new(usable_input, calibration);
+        if window <= crate::budget::SMALL_WINDOW {
             policy.exchange_result_bytes = SMALL_WINDOW_EXCHANGE_RESULT_BYTES;
         }
         policy
@@ -215,7 +216,7 @@ pub fn plan(messages: &[Message], tokens: &[u64], policy: &CutPolicy) -> Result<
 
 /// Plain user messages of the covered part kept verbatim: first every one of the last round
 /// (the survival contract requires them), then the others newest first within the budget.
-pub(super) fn retain(
+pub fn retain(
     messages: &[Message],
     tokens: &[u64],
     cut: usize,
@@ -268,9 +269,9 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::compaction::checkpoint::MARKER;
-    use crate::compaction::message::Role;
-    use crate::compaction::round::is_legal_cut;
+    use crate::checkpoint::MARKER;
+    use crate::message::Role;
+    use crate::round::is_legal_cut;
 
     fn call(id: &str) -> Message {
         Message::new(Role::Assistant, vec![Part::tool_use(id, "shell", json!({"command": id}))])
@@ -412,9 +413,7 @@ mod tests {
         assert_eq!(plan.tail_tokens, 80 + 20, "the exchanges count against the tail target");
         assert!(plan.bounded.is_empty(), "3 KiB is within 8 KiB");
         // In a small window the kept exchanges' results are cut to 2 KiB.
-        let limits =
-            crate::budget::Limits::compute(213, crate::budget::WindowSource::Config, Some(53), 0.8);
-        let small = CutPolicy { retained_tokens: Some(0), ..CutPolicy::of(&limits, 1.0) };
+        let small = CutPolicy { retained_tokens: Some(0), ..CutPolicy::for_window(213, 160, 1.0) };
         let plan = super::plan(&m, &tens(n), &small).unwrap();
         assert_eq!(plan.bounded, vec![(2, SMALL_WINDOW_EXCHANGE_RESULT_BYTES)]);
         assert_eq!(plan.retained, vec![0, 1, 2, 3, 4, 5, 6, 7], "only the exchanges' questions");
@@ -446,9 +445,9 @@ mod agreement {
     use serde_json::json;
 
     use super::*;
-    use crate::compaction::message::Role;
-    use crate::compaction::note::checkpoint_message;
-    use crate::compaction::survival::{check, SurvivalInput};
+    use crate::message::Role;
+    use crate::note::checkpoint_message;
+    use crate::survival::{check, SurvivalInput};
 
     struct Lcg(u64);
     impl Lcg {

@@ -1,7 +1,7 @@
 use serde_json::json;
 
 use super::*;
-use crate::compaction::message::{Message, Part, Role};
+use crate::message::{Message, Part, Role};
 
 fn call(id: &str, path: &str) -> Message {
     Message::new(Role::Assistant, vec![Part::tool_use(id, "read_file", json!({"path": path}))])

@@ -13,11 +13,11 @@ use std::path::Path;
 
 use codewhale_journal::{load_read_only, render, EntryId, ItemKind, Journal, Role as JRole, View};
 
-use super::checkpoint::is_checkpoint;
-use super::message::Role;
-use super::plain::PlainView;
 use crate::anchors::{self, AnchorStore};
 use crate::budget::{Budget, SystemCounts, WindowSource};
+use crate::compaction::checkpoint::is_checkpoint;
+use crate::compaction::message::Role;
+use crate::compaction::plain::PlainView;
 use crate::config::{self, Overrides};
 use crate::error::EngineError;
 use crate::history_pages::{kind_of, trigger_of};
@@ -97,8 +97,9 @@ fn replay_session(params: &ReportParams<'_>) -> Result<Replayed, EngineError> {
     let child = journal.header().parent_session.is_some();
     let system =
         system_counts(&workspace, &config, params.home, (compact, limits.usable_input), child);
-    let plain =
-        PlainView::new(&view, |item| item.tokens.or_else(|| known.get(&count_key(item)).copied()));
+    let plain = crate::compaction::plain::of(&view, |item| {
+        item.tokens.or_else(|| known.get(&count_key(item)).copied())
+    });
     let mut count = |e: &codewhale_journal::Entry| u64::from(count_once(&mut known, e));
     let budget = replay::replay(&journal, limits, system, plain.total(), &mut count);
     if known.len() > loaded {
@@ -149,24 +150,28 @@ pub fn next_request(params: &ReportParams<'_>) -> Result<NextRequest, EngineErro
         return Ok(NextRequest { journal, view, cut: None, notice: None });
     }
     let plan = crate::plan::live_plan(&journal, journal.head_position(), None).plan;
-    let system = budget.system_tokens() + super::trim::notice_tokens(plan.as_ref());
-    let policy = super::cut::CutPolicy {
+    let system = budget.system_tokens() + crate::compaction::trim::notice_tokens(plan.as_ref());
+    let policy = crate::compaction::cut::CutPolicy {
         retained_tokens: config.compaction.retained_user_tokens,
-        ..super::cut::CutPolicy::of(budget.limits(), budget.calibration())
+        ..budget.limits().cut_policy(budget.calibration())
     };
-    let fit = |view, shorten| super::trim::fit(view, &plain, system, &policy, shorten);
-    let fitted = match fit(view, super::trim::Shorten::Drop) {
-        super::trim::Fit::TooBig { view, .. } => fit(view, super::trim::Shorten::DropAndBound),
+    let fit = |view, shorten| crate::compaction::trim::fit(view, &plain, system, &policy, shorten);
+    let fitted = match fit(view, crate::compaction::trim::Shorten::Drop) {
+        crate::compaction::trim::Fit::TooBig { view, .. } => {
+            fit(view, crate::compaction::trim::Shorten::DropAndBound)
+        }
         fitted => fitted,
     };
     Ok(match fitted {
-        super::trim::Fit::Trimmed { view, first, dropped, bounded, .. } => {
-            let notice = (dropped > 0).then(|| super::trim::notice(dropped, &first, plan.as_ref()));
+        crate::compaction::trim::Fit::Trimmed { view, first, dropped, bounded, .. } => {
+            let notice = (dropped > 0)
+                .then(|| crate::compaction::trim::notice(dropped, &first, plan.as_ref()));
             let bounded = bounded.into_iter().map(|b| b.id).collect();
             let cut = crate::recall::RequestCut { first: (dropped > 0).then_some(first), bounded };
             NextRequest { journal, view, cut: Some(cut), notice }
         }
-        super::trim::Fit::Whole(view) | super::trim::Fit::TooBig { view, .. } => {
+        crate::compaction::trim::Fit::Whole(view)
+        | crate::compaction::trim::Fit::TooBig { view, .. } => {
             NextRequest { journal, view, cut: None, notice: None }
         }
     })
@@ -249,7 +254,7 @@ pub fn anchors_in_view(plain: &PlainView, anchors_text: &str) -> Vec<(String, bo
     anchors::parse(anchors_text)
         .into_iter()
         .map(|a| {
-            let present = super::survival::carries(&plain.messages, &a);
+            let present = crate::compaction::survival::carries(&plain.messages, &a);
             (a, present)
         })
         .collect()
@@ -324,9 +329,9 @@ pub fn build(
 
     // The round the cut and the survival contract protect: after a long discussion, the latest
     // turn and the two tool exchanges kept from before it.
-    let policy = super::cut::CutPolicy::of(budget.limits(), budget.calibration());
+    let policy = budget.limits().cut_policy(budget.calibration());
     let round = policy.round(&plain.messages, &plain.tokens).unwrap_or_default();
-    let protected: Vec<&super::message::Message> = plain
+    let protected: Vec<&crate::compaction::message::Message> = plain
         .messages
         .iter()
         .enumerate()
@@ -441,7 +446,7 @@ mod tests {
     fn report_of(journal: &Journal, anchors: Option<&str>) -> ContextReport {
         let limits = Limits::compute(10_000, WindowSource::Config, None, 0.8);
         let view = render(journal, journal.head_id().as_str());
-        let plain = PlainView::new(&view, |i| i.tokens);
+        let plain = crate::compaction::plain::of(&view, |i| i.tokens);
         let mut count = |e: &Entry| e.tokens.map(u64::from).unwrap_or(0);
         let budget = replay::replay(
             journal,

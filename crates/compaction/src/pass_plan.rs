@@ -214,7 +214,7 @@ pub struct SendCheck {
     /// The kept tail after its usual bounds, and the retained user messages.
     pub tail: u64,
     pub retained: u64,
-    /// The note's own part ([`super::steps::note_fixed_tokens`]) and the summary's budget.
+    /// The note's own part (the engine composes it without a summary) and the summary's budget.
     pub note_fixed: u64,
     pub note_budget: u64,
     /// The system prompt with the tool schemas.
@@ -272,6 +272,34 @@ pub fn worth_sending(c: &SendCheck) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// What each user turn on `journal`'s HEAD spine added to the view (its text, replies and tool results
+/// as the view holds them; a covered turn as its entries were counted), oldest first, without
+/// the latest turn, which is still going on. Read from the journal's index: no entry is loaded.
+pub fn turn_sizes(journal: &codewhale_journal::Journal, plain: &PlainView) -> Vec<u64> {
+    use std::collections::HashMap;
+    let in_view: HashMap<&str, u64> =
+        plain.sources.iter().map(|s| s.as_str()).zip(plain.tokens.iter().copied()).collect();
+    let mut turns: Vec<u64> = Vec::new();
+    for pos in journal.spine_positions(journal.head_position()) {
+        if !journal.is_model_visible_at(pos) {
+            continue;
+        }
+        let id = journal.id_at(pos);
+        let tokens = in_view
+            .get(&*id)
+            .copied()
+            .or_else(|| journal.tokens_at(pos).map(u64::from))
+            .unwrap_or(0);
+        if journal.has_flags(pos, codewhale_journal::flags::PLAIN) {
+            turns.push(tokens);
+        } else if let Some(turn) = turns.last_mut() {
+            *turn += tokens;
+        }
+    }
+    turns.pop();
+    turns
 }
 
 #[cfg(test)]

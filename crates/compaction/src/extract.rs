@@ -127,6 +127,40 @@ fn exit_code(after: &[Message], id: &str) -> Option<i32> {
     })
 }
 
+/// The summary a note carries: the model's text after caps and, when the request limit left
+/// the oldest covered messages unread, the extract of them at the end of its `Reference`
+/// section (the cap leaves room for it).
+pub fn with_extract(
+    journal: &codewhale_journal::Journal,
+    view: &codewhale_journal::View,
+    plain: &crate::plain::PlainView,
+    text: &str,
+    stats: &crate::summary::SummaryStats,
+    note_chars: usize,
+) -> String {
+    let unread = stats.unread.min(view.items.len());
+    let time = |index: usize| {
+        let id = view.items.get(index)?.source.as_str();
+        journal.get(id).map(|e| e.ts.to_string())
+    };
+    let ends = Ends {
+        first: view.items.first().map(|i| i.source.to_string()).unwrap_or_default(),
+        last: unread.checked_sub(1).map(|i| view.items[i].source.to_string()).unwrap_or_default(),
+        first_time: time(0),
+        last_time: unread.checked_sub(1).and_then(time),
+    };
+    let Some(extract) = extract(&plain.messages[..unread], &plain.tokens[..unread], &ends) else {
+        return crate::summary::cap_to(text, note_chars);
+    };
+    let room = note_chars.saturating_sub(extract.chars().count() + 2);
+    format!(
+        "{}
+
+{extract}",
+        crate::summary::cap_to(text, room)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

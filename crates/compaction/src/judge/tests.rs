@@ -4,7 +4,7 @@ use codewhale_journal::{
 };
 
 use super::*;
-use crate::compaction::message::Message;
+use crate::message::Message;
 
 /// Two exchanges; the first answer is long. Items and plain messages name the same things.
 struct Case {

@@ -3,7 +3,7 @@
 //! when that does not fit the summarizer's window.
 //!
 //! Pure planning over plain messages with one token estimate each; the async shell
-//! ([`super::summarize`]) builds the requests. In order:
+//! (the engine's summarizer) builds the requests. In order:
 //! 1. the whole view fits: one request, whose messages begin with exactly the last live
 //!    request's, so providers answer most of it from their prompt cache;
 //! 2. bound what the input carries — tool results to head + marker + tail, long texts to a
@@ -169,8 +169,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::compaction::message::{Part, Role};
-    use crate::compaction::note::checkpoint_message;
+    use crate::message::{Part, Role};
+    use crate::note::checkpoint_message;
 
     fn call(id: &str) -> Message {
         Message::new(Role::Assistant, vec![Part::tool_use(id, "shell", json!({"command": id}))])

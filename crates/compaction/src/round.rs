@@ -239,7 +239,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::compaction::message::Part;
+    use crate::message::Part;
 
     fn call(ids: &[&str]) -> Message {
         Message::new(

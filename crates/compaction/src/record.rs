@@ -154,12 +154,39 @@ pub fn prune_record(
     record
 }
 
+/// Records on `record` what the summary requests behind it cost (`cost_usd`, when known) and
+/// the tokens they read and wrote (`usage`), so a session's total (`codewhale sessions`) and
+/// `codewhale eval` count its notes too.
+pub fn cost(
+    record: &mut codewhale_journal::CompactionPayload,
+    stats: &crate::summary::SummaryStats,
+) {
+    if let Some(cost) = stats.cost_usd {
+        record.extra.insert("cost_usd".to_owned(), serde_json::json!(cost));
+    }
+    if stats.input_tokens + stats.output_tokens > 0 {
+        let usage = serde_json::json!({
+            "input_tokens": stats.input_tokens,
+            "output_tokens": stats.output_tokens,
+        });
+        record.extra.insert("usage".to_owned(), usage);
+    }
+}
+
+/// The tokens a record's summary requests read and wrote (its `usage`), `(0, 0)` when none
+/// was recorded.
+pub fn usage(record: &codewhale_journal::CompactionPayload) -> (u64, u64) {
+    let usage = record.extra.get("usage");
+    let field = |name: &str| usage.and_then(|u| u.get(name)).and_then(serde_json::Value::as_u64);
+    (field("input_tokens").unwrap_or(0), field("output_tokens").unwrap_or(0))
+}
+
 #[cfg(test)]
 mod tests {
     use codewhale_journal::EntryId;
 
     use super::*;
-    use crate::compaction::message::Message;
+    use crate::message::Message;
 
     fn plain(messages: Vec<Message>) -> PlainView {
         let n = messages.len();

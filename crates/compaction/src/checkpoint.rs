@@ -24,7 +24,7 @@ pub const LEGACY_PREFIXES: [&str; 2] = [
 
 /// The note's header: what the view keeps verbatim around the note and where output is cut.
 /// A test in `compaction::note` ties each claim to what the journal's view function renders.
-pub const HEADER: &str = include_str!("../../../../assets/prompts/note-header.md").trim_ascii_end();
+pub const HEADER: &str = include_str!("../../../assets/prompts/note-header.md").trim_ascii_end();
 
 /// Title of the list of files Codewhale saw the covered tool calls touch.
 pub const FILES_TOUCHED_TITLE: &str = codewhale_journal::FILES_TOUCHED_TITLE;

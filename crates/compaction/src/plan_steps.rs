@@ -1,10 +1,11 @@
 //! The live plan as compaction reads it in plain messages: whether a note or a kept call
 //! carries each step (the survival contract's plan rule), and the plan a fixture's original
 //! view holds. The plan itself — its tool, parsing, the live plan on a spine — is
-//! [`crate::plan`].
+//! the engine's `plan` module; its parsing is [`crate::plan`].
 
 use super::message::{Message, Part, Role};
-use crate::plan::{parse, Plan, TOOL};
+use crate::plan::{parse, TOOL};
+use codewhale_protocol::plan::Plan;
 
 /// The newest valid `update_plan` call among plain messages (the fixture matrix's case of the
 /// live plan: its original view holds the call).
@@ -43,7 +44,14 @@ pub fn carried(messages: &[Message], steps: &[String]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::tests::steps;
+    use serde_json::{json, Value};
+
+    /// An `update_plan` input of these (step, status) pairs.
+    fn steps(list: &[(&str, &str)]) -> Value {
+        let steps: Vec<Value> =
+            list.iter().map(|(s, st)| json!({"step": s, "status": st})).collect();
+        json!({ "steps": steps })
+    }
 
     #[test]
     fn carried_finds_steps_in_a_note_or_a_call() {

@@ -13,11 +13,11 @@ use codewhale_journal::{check_view, CompactionPath, CompactionPayload, Entry, Pa
 
 use super::plain::PlainView;
 use super::survival::{self, SurvivalInput};
-use crate::plan::Plan;
+use codewhale_protocol::plan::Plan;
 
 /// Why a record was not written.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Refusal {
+pub enum Refusal {
     /// The record would change nothing worth writing.
     NoChange,
     /// The record would not make the view smaller; the reason, for the user. An auto or
@@ -31,7 +31,7 @@ pub(crate) enum Refusal {
 
 /// A record and the views it is judged on.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Judged<'a> {
+pub struct Judged<'a> {
     /// The view before the pass, as plain messages.
     pub before: &'a PlainView,
     /// The record the view before was rendered under, if any.
@@ -51,7 +51,7 @@ pub(crate) struct Judged<'a> {
 }
 
 /// Judges `j`: the estimated totals before and after when the record may be written.
-pub(crate) fn judge(j: &Judged<'_>) -> Result<(u64, u64), Refusal> {
+pub fn judge(j: &Judged<'_>) -> Result<(u64, u64), Refusal> {
     let Payload::Compaction(record) = &j.entry.payload else {
         return Err(Refusal::Failed("the record is not a compaction record".into()));
     };

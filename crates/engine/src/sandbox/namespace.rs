@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 
 use nix::mount::{mount, MsFlags};
 use nix::sched::{unshare, CloneFlags};
-use nix::sys::signal::Signal;
+use nix::sys::signal::{sigprocmask, SigSet, SigmaskHow, Signal};
 use nix::sys::statvfs::{statvfs, FsFlags};
 use nix::sys::wait::{waitpid, WaitStatus};
 
@@ -133,9 +133,25 @@ fn code_of(status: std::process::ExitStatus) -> i32 {
 /// The first stage: namespaces, binds, then the second stage; its exit code is the command's.
 pub fn run(args: &HelperArgs) -> Result<i32, SandboxError> {
     enter(&args.read_only)?;
+    stop_signals(SigmaskHow::SIG_BLOCK)?;
     let mut child = second_stage(args, false).spawn().map_err(|e| failed(step::SECOND_STAGE, e))?;
     let status = child.wait().map_err(|e| failed(step::SECOND_STAGE, e))?;
     Ok(code_of(status))
+}
+
+/// The first stage leads the process group the shell tool ends with SIGTERM, then SIGKILL after
+/// a grace. Were it to die of the SIGTERM, its second stage would follow (parent-death signal)
+/// and take the whole namespace with it at once, so the command would lose the grace it is
+/// owed to clean up. So the first stage blocks SIGTERM, SIGINT and SIGHUP: the command, in the
+/// same group, gets its own copy and decides; the first stage ends when the command has, or
+/// with the group's SIGKILL. A signal mask is inherited, so the second stage unblocks them
+/// before it starts the command ([`init`]).
+fn stop_signals(how: SigmaskHow) -> Result<(), SandboxError> {
+    let mut set = SigSet::empty();
+    for signal in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
+        set.add(signal);
+    }
+    sigprocmask(how, Some(&set), None).map_err(|e| failed(step::SECOND_STAGE, e))
 }
 
 /// How the command the first process of the namespace started ended.
@@ -166,6 +182,9 @@ impl Finished {
 pub fn init(args: &HelperArgs) -> Result<Finished, SandboxError> {
     // Dies with the first stage: ending the process group ends the namespace.
     nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(|e| failed(step::SECOND_STAGE, e))?;
+    // The first stage's block on the stop signals ends here: the command must see them. (As
+    // PID 1 of the namespace, this process is not ended by a signal it has no handler for.)
+    stop_signals(SigmaskHow::SIG_UNBLOCK)?;
     mount_proc()?;
     drop_root()?;
     super::confine::restrict(&args.rules)?;

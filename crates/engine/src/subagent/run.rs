@@ -259,13 +259,13 @@ async fn run_child(
                 tokio::select! {
                     biased;
                     Some(msg) = events.recv() => {
-                        told(msg, &mut progress, &request, call_id, parent, &gate);
+                        told(msg, &child_id, &mut progress, &request, call_id, parent, &gate);
                     }
                     outcome = &mut turn => break outcome,
                 }
             };
             while let Ok(msg) = events.try_recv() {
-                told(msg, &mut progress, &request, call_id, parent, &gate);
+                told(msg, &child_id, &mut progress, &request, call_id, parent, &gate);
             }
             outcome.status
         }
@@ -308,6 +308,7 @@ async fn run_child(
 /// the parent's modal (its answer handed back to the child), or the error that stopped it.
 fn told(
     msg: EventMsg,
+    child_id: &str,
     progress: &mut Progress,
     request: &Request,
     call_id: &str,
@@ -316,16 +317,18 @@ fn told(
 ) {
     let step = match msg.event {
         Event::ApprovalNeeded { call_id: asked, name, input, reason, offers, diff } => {
-            let answer = parent.gate.wait_for(&asked);
+            // Two children's models may well use the same call id (and so may the parent's):
+            // in the parent's gate a child's question is keyed by the child's session too.
+            let key = approval_key(child_id, &asked);
+            let answer = parent.gate.wait_for(&key);
             let child_gate = gate.clone();
-            let id = asked.clone();
             tokio::spawn(async move {
                 if let Ok(reply) = answer.await {
-                    child_gate.answer(&id, reply);
+                    child_gate.answer(&asked, reply);
                 }
             });
             let reason = format!("subagent \"{}\": {reason}", request.description);
-            let event = Event::ApprovalNeeded { call_id: asked, name, input, reason, offers, diff };
+            let event = Event::ApprovalNeeded { call_id: key, name, input, reason, offers, diff };
             parent.sink.emit(parent.submission, event);
             Some("waiting for approval".to_owned())
         }
@@ -370,6 +373,13 @@ fn told(
         };
         parent.sink.emit(parent.submission, event);
     }
+}
+
+/// The id under which a child's call `call_id` waits in the parent's approval gate (and which
+/// the parent's front end answers): the child's session id and the call id, so that children
+/// whose models use the same call ids never take each other's answers.
+pub fn approval_key(child_id: &str, call_id: &str) -> String {
+    format!("{child_id}/{call_id}")
 }
 
 /// The files the child's calls changed, one change per path (the first state before, the last

@@ -1,6 +1,7 @@
 //! `task`: a subagent is a child session of its own (docs/subagents.md). Through the mock
 //! server, with scripted child prompts: a round trip whose child reads a file, a child at an 8k
-//! window that compacts through a 40-call loop, two children at once, Ctrl+C during a child,
+//! window that compacts through a 40-call loop, two children at once (their questions kept
+//! apart in the parent's modal), Ctrl+C during a child,
 //! a child that fails, the tools a child is given, and the parent's recall of a child's finding
 //! after the parent compacted.
 
@@ -9,7 +10,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use codewhale_engine::approval::ApprovalMode;
-use codewhale_engine::protocol::{Event, Op, TurnStatus};
+use codewhale_engine::protocol::{ApprovalScope, Event, Op, TurnStatus};
+use codewhale_engine::session::Resume;
 use codewhale_engine::Engine;
 use codewhale_journal::{check_file, load_read_only, Journal, Payload};
 use codewhale_provider::test_support::{Fault, RecordedRequest, Reply, ToolCall};
@@ -509,4 +511,122 @@ async fn a_child_runs_in_the_window_its_parent_learned() {
         _ => None,
     });
     assert_eq!(learned, Some(50_000), "the child journals the window it inherited");
+}
+
+/// The text of the first tool result a request carries, if any.
+fn first_tool_result(r: &RecordedRequest) -> Option<String> {
+    r.body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+}
+
+/// A scripted model for questions: each child `CHILD-<tag>` reads `outside[tag]` (a path
+/// outside the workspace, which asks even in `ask`) under call id `same`, then answers
+/// "<tag> saw: <its tool result>"; the parent starts `parent_calls`, then answers "parent done".
+fn script_outside_reads(
+    h: &Harness,
+    outside: HashMap<String, String>,
+    parent_calls: Vec<ToolCall>,
+) {
+    h.server.respond_with(move |r| match child_tag(r) {
+        Some(tag) => match first_tool_result(r) {
+            None => Reply::tool_call("same", "read_file", json!({"path": outside[&tag]})),
+            Some(seen) => Reply::text(format!("{tag} saw: {seen}")),
+        },
+        None if !has_tool_results(r) => Reply::tool_calls(parent_calls.clone()),
+        None => Reply::text("parent done"),
+    });
+}
+
+/// A file outside the workspace (in the home's temp dir), for a read that asks.
+fn outside_file(h: &Harness, name: &str, text: &str) -> String {
+    let path = h.home.path().join(name);
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+#[tokio::test]
+async fn a_childs_question_is_asked_in_the_parents_modal_with_its_description() {
+    let h = Harness::new().await;
+    let path = outside_file(&h, "outside-A.txt", "outside secret\n");
+    let outside = HashMap::from([("A".to_owned(), path)]);
+    script_outside_reads(&h, outside, vec![task("t1", "peek outside", "CHILD-A: read it")]);
+    let mut engine = h.spawn_with(Resume::New, ApprovalMode::Ask, true);
+    let turn = engine.submit(Op::UserInput {
+        text: "PARENT: delegate".into(),
+        attachments: Vec::new(),
+        images: Vec::new(),
+    });
+    let asked = engine.until(|e| matches!(e, Event::ApprovalNeeded { .. })).await;
+    let Some(Event::ApprovalNeeded { call_id, name, reason, .. }) = asked.last() else {
+        unreachable!()
+    };
+    assert_eq!(name, "read_file");
+    assert!(reason.starts_with("subagent \"peek outside\": "), "{reason}");
+    engine.submit(Op::Approve { call_id: call_id.clone(), scope: ApprovalScope::Once });
+    let run = engine.finish(turn).await;
+    assert_eq!(run.status, TurnStatus::Completed, "{:?}", run.events);
+    engine.shutdown().await;
+    let (parent_path, _) = family(h.home.path());
+    let (result, is_error) = result_of(&reload_checked(&parent_path), "t1");
+    assert!(result.starts_with("A saw: ") && result.contains("outside secret"), "{result}");
+    assert!(!is_error);
+}
+
+#[tokio::test]
+async fn a_childs_question_is_refused_when_nobody_can_be_asked() {
+    let h = Harness::new().await;
+    let path = outside_file(&h, "outside-A.txt", "outside secret\n");
+    let outside = HashMap::from([("A".to_owned(), path)]);
+    script_outside_reads(&h, outside, vec![task("t1", "peek outside", "CHILD-A: read it")]);
+    let mut engine = h.spawn_with(Resume::New, ApprovalMode::Ask, false);
+    let run = engine.turn("PARENT: delegate").await;
+    assert_eq!(run.status, TurnStatus::Completed, "{:?}", run.events);
+    assert!(!run.events.iter().any(|e| matches!(e, Event::ApprovalNeeded { .. })));
+    engine.shutdown().await;
+    let (parent_path, _) = family(h.home.path());
+    let (result, _) = result_of(&reload_checked(&parent_path), "t1");
+    assert!(result.starts_with("A saw: denied:"), "{result}");
+    assert!(!result.contains("outside secret"), "{result}");
+}
+
+#[tokio::test]
+async fn two_childrens_questions_with_the_same_call_id_get_their_own_answers() {
+    let h = Harness::new().await;
+    let outside = HashMap::from([
+        ("C".to_owned(), outside_file(&h, "outside-C.txt", "C's secret\n")),
+        ("D".to_owned(), outside_file(&h, "outside-D.txt", "D's secret\n")),
+    ]);
+    let both = vec![task("t1", "left", "CHILD-C: read"), task("t2", "right", "CHILD-D: read")];
+    script_outside_reads(&h, outside, both);
+    let mut engine = h.spawn_with(Resume::New, ApprovalMode::Ask, true);
+    let turn = engine.submit(Op::UserInput {
+        text: "PARENT: split".into(),
+        attachments: Vec::new(),
+        images: Vec::new(),
+    });
+    // Both children ask (their models both used call id `same`) before either is answered.
+    let mut asked: HashMap<String, String> = HashMap::new();
+    while asked.len() < 2 {
+        let msg = engine.next().await;
+        if let Event::ApprovalNeeded { call_id, reason, .. } = msg.event {
+            let who = if reason.starts_with("subagent \"left\"") { "left" } else { "right" };
+            asked.insert(who.to_owned(), call_id);
+        }
+    }
+    assert_ne!(asked["left"], asked["right"], "each child's question has its own id");
+    engine.submit(Op::Deny { call_id: asked["right"].clone(), reason: Some("not that".into()) });
+    engine.submit(Op::Approve { call_id: asked["left"].clone(), scope: ApprovalScope::Once });
+    let run = engine.finish(turn).await;
+    assert_eq!(run.status, TurnStatus::Completed, "{:?}", run.events);
+    engine.shutdown().await;
+    let (parent_path, _) = family(h.home.path());
+    let parent = reload_checked(&parent_path);
+    let (left, _) = result_of(&parent, "t1");
+    let (right, _) = result_of(&parent, "t2");
+    assert!(left.starts_with("C saw: ") && left.contains("C's secret"), "{left}");
+    assert!(right.starts_with("D saw: denied") && !right.contains("D's secret"), "{right}");
 }

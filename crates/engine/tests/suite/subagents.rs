@@ -630,3 +630,61 @@ async fn two_childrens_questions_with_the_same_call_id_get_their_own_answers() {
     assert!(left.starts_with("C saw: ") && left.contains("C's secret"), "{left}");
     assert!(right.starts_with("D saw: denied") && !right.contains("D's secret"), "{right}");
 }
+
+#[tokio::test]
+async fn subagent_model_sends_the_childs_requests_to_another_model() {
+    let h = Harness::new().await;
+    h.config("[tools]\nsubagent_model = \"gpt-4.1-mini\"\n");
+    h.write("A-0.txt", "alpha\n");
+    let calls = HashMap::from([("A".to_owned(), 1)]);
+    script(&h, 200_000, calls, vec![task("t1", "read", "CHILD-A: read A-0.txt")]);
+    let mut engine = spawn_at(&h, 200_000, ApprovalMode::Ask);
+    let run = engine.turn("PARENT: delegate").await;
+    assert_eq!(run.status, TurnStatus::Completed, "{:?}", run.events);
+    engine.shutdown().await;
+    let requests = h.server.requests();
+    let (children, parents): (Vec<_>, Vec<_>) =
+        requests.iter().partition(|r| child_tag(r).is_some());
+    assert_eq!((children.len(), parents.len()), (2, 2));
+    assert!(children.iter().all(|r| r.body["model"] == "gpt-4.1-mini"));
+    assert!(parents.iter().all(|r| r.body["model"] == "gpt-4.1"));
+    let (_, kids) = family(h.home.path());
+    assert_eq!(load(&kids[0]).header().model, "gpt-4.1-mini");
+}
+
+#[tokio::test]
+async fn undo_of_the_parents_turn_takes_back_what_its_child_wrote() {
+    let h = Harness::new().await;
+    h.write("kept.txt", "before\n");
+    let input = json!({"description": "write", "prompt": "CHILD-H: write",
+        "tools": ["write_file"]});
+    h.server.push(Reply::tool_call("t1", "task", input));
+    h.server.push(Reply::tool_call(
+        "H-1",
+        "write_file",
+        json!({"path": "made.txt", "content": "by the child\n"}),
+    ));
+    h.server.push(Reply::tool_call(
+        "H-2",
+        "write_file",
+        json!({"path": "kept.txt", "content": "changed by the child\n"}),
+    ));
+    h.server.push(Reply::text("H wrote two files"));
+    h.server.push(Reply::text("parent done"));
+    let mut engine = spawn_at(&h, 200_000, ApprovalMode::AutoEdit);
+    let run = engine.turn("PARENT: delegate the write").await;
+    assert_eq!(run.status, TurnStatus::Completed, "{:?}", run.events);
+    assert_eq!(h.read("kept.txt"), "changed by the child\n");
+    let undo = engine.submit(Op::Undo { force: false });
+    let marker = engine.submit(Op::GetContext);
+    loop {
+        let msg = engine.next().await;
+        assert!(!matches!(msg.event, Event::Error { .. }) || msg.id != undo, "{:?}", msg.event);
+        if msg.id == marker {
+            break;
+        }
+    }
+    engine.shutdown().await;
+    assert!(!h.ws.path().join("made.txt").exists(), "the child's new file is gone");
+    assert_eq!(h.read("kept.txt"), "before\n");
+}

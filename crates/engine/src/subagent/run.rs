@@ -235,6 +235,9 @@ async fn run_child(
     let (sink, mut events) = crate::events::channel();
     let sink = sink.with_redactor(child.redactor().clone());
     let gate = Arc::new(ApprovalGate::new(parent.gate.is_interactive()));
+    // A mode the user chooses while the child runs (Shift+Tab) applies to it from its next
+    // call on, as it does to the parent.
+    parent.gate.lead(&gate);
     let mut progress = Progress { step: "starting".to_owned(), ..Progress::default() };
     // A subagent is a second `Session` + `Compactor` pair: its compaction stands on its own.
     let mut compactor = Compactor::open(&child);

@@ -1,9 +1,10 @@
 //! `task`: a subagent is a child session of its own (docs/subagents.md). Through the mock
 //! server, with scripted child prompts: a round trip whose child reads a file, a child at an 8k
 //! window that compacts through a 40-call loop, two children at once (their questions kept
-//! apart in the parent's modal), Ctrl+C during a child,
-//! a child that fails, the tools a child is given, and the parent's recall of a child's finding
-//! after the parent compacted.
+//! apart in the parent's modal), a child's question asked in the parent's modal or refused
+//! where nobody can be asked, a mode chosen mid-turn reaching a running child, Ctrl+C during a
+//! child, a child that fails, the tools a child is given, `[tools] subagent_model`, `/undo` of
+//! what a child wrote, and the parent's recall of a child's finding after the parent compacted.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -687,4 +688,45 @@ async fn undo_of_the_parents_turn_takes_back_what_its_child_wrote() {
     engine.shutdown().await;
     assert!(!h.ws.path().join("made.txt").exists(), "the child's new file is gone");
     assert_eq!(h.read("kept.txt"), "before\n");
+}
+
+#[tokio::test]
+async fn a_mode_chosen_while_a_child_runs_reaches_the_child() {
+    let h = Harness::new().await;
+    let input = json!({"description": "build and write", "prompt": "CHILD-M: go",
+        "tools": ["shell", "write_file"]});
+    h.server.push(Reply::tool_call("t1", "task", input));
+    h.server.push(Reply::tool_call("M-1", "shell", json!({"command": "true"})));
+    h.server.push(Reply::tool_call(
+        "M-2",
+        "write_file",
+        json!({"path": "made.txt", "content": "by the child\n"}),
+    ));
+    h.server.push(Reply::text("M is done"));
+    h.server.push(Reply::text("parent done"));
+    let mut engine = h.spawn_with(Resume::New, ApprovalMode::AutoEdit, true);
+    let turn = engine.submit(Op::UserInput {
+        text: "PARENT: delegate".into(),
+        attachments: Vec::new(),
+        images: Vec::new(),
+    });
+    // In auto-edit the child's shell command asks; while it waits, the user chooses `ask`.
+    let asked = engine.until(|e| matches!(e, Event::ApprovalNeeded { .. })).await;
+    let Some(Event::ApprovalNeeded { call_id, name, .. }) = asked.last() else { unreachable!() };
+    assert_eq!(name, "shell");
+    engine.submit(Op::SetApproval { mode: ApprovalMode::Ask });
+    engine.until(|e| matches!(e, Event::ApprovalChanged { .. })).await;
+    engine.submit(Op::Approve { call_id: call_id.clone(), scope: ApprovalScope::Once });
+    // The child's write, which auto-edit would have made at once, now asks too.
+    let asked = engine.until(|e| matches!(e, Event::ApprovalNeeded { .. })).await;
+    let Some(Event::ApprovalNeeded { call_id, name, reason, .. }) = asked.last() else {
+        unreachable!()
+    };
+    assert_eq!(name, "write_file");
+    assert!(reason.starts_with("subagent \"build and write\": "), "{reason}");
+    engine.submit(Op::Deny { call_id: call_id.clone(), reason: None });
+    let run = engine.finish(turn).await;
+    assert_eq!(run.status, TurnStatus::Completed, "{:?}", run.events);
+    engine.shutdown().await;
+    assert!(!h.ws.path().join("made.txt").exists(), "the denied write was not made");
 }

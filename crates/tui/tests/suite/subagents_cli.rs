@@ -1,10 +1,9 @@
 //! Subagents on the command line (docs/subagents.md), the real binary against the mock server:
 //! `exec` names each child on stderr as it starts and ends, `sessions` lists children under
 //! their parent (`--json`: `parent`), `--last` never picks a child, a child opened on its own
-//! is read-only (`exec --session`, and `resume` in the TUI, through a pseudo-terminal), the
+//! is read-only (`exec --session`, and `resume` in the TUI through a pseudo-terminal), the
 //! parent's `rewind --code` takes back what its child wrote, and a process killed in the
-//! middle of a child's loop leaves both journals
-//! sound and the parent's next turn working.
+//! middle of a child's loop leaves both journals sound and the parent's next turn working.
 
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};

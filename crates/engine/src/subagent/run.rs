@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::outcome::{self, Ended};
 use super::{slots, Link, Request};
+use crate::approval::Grant;
 use crate::compaction::compactor::Compactor;
 use crate::error::EngineError;
 use crate::events::{ApprovalGate, EventSink};
@@ -32,6 +33,9 @@ pub struct TaskDone {
     pub output: ToolOutput,
     pub replies: Spent,
     pub summaries: Spent,
+    /// What the user allowed "always for this session" in the child's questions: they were
+    /// asked in the parent's modal, so they hold for the parent's session too.
+    pub grants: Vec<Grant>,
 }
 
 impl TaskDone {
@@ -40,6 +44,7 @@ impl TaskDone {
             output: ToolOutput::error(message),
             replies: Spent::default(),
             summaries: Spent::default(),
+            grants: Vec::new(),
         }
     }
 }
@@ -88,6 +93,9 @@ pub async fn run_tasks(ctx: &mut TurnCtx<'_>, calls: &[ToolCall]) -> Vec<TaskDon
     for task in &done {
         ctx.session.spend.replies.absorb(&task.replies);
         ctx.session.spend.summaries.absorb(&task.summaries);
+        for grant in &task.grants {
+            ctx.session.policy.grant(grant.clone());
+        }
     }
     done
 }
@@ -222,6 +230,7 @@ async fn run_child(
     limit: u32,
 ) -> TaskDone {
     let child_id = child.id().to_owned();
+    let inherited = child.policy.grants().to_vec();
     let slot = tokio::select! {
         slot = slots::acquire(limit) => Some(slot),
         () = parent.cancel.cancelled() => None,
@@ -289,6 +298,8 @@ async fn run_child(
     let files = files_changed(child.journal());
     let replies = child.spend.replies.read();
     let summaries = child.spend.summaries.read();
+    let grants: Vec<Grant> =
+        child.policy.grants().iter().filter(|g| !inherited.contains(g)).cloned().collect();
     let closed = close_child(child).await;
     let finished = Event::SubagentFinished {
         call_id: call_id.to_owned(),
@@ -304,7 +315,7 @@ async fn run_child(
     if let Err(err) = closed {
         output.content.push_str(&format!("\n[the subagent's journal could not be closed: {err}]"));
     }
-    TaskDone { output, replies, summaries }
+    TaskDone { output, replies, summaries, grants }
 }
 
 /// Tells the parent's front end what a child's event means: progress, a question to ask in

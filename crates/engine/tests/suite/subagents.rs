@@ -730,3 +730,32 @@ async fn a_mode_chosen_while_a_child_runs_reaches_the_child() {
     engine.shutdown().await;
     assert!(!h.ws.path().join("made.txt").exists(), "the denied write was not made");
 }
+
+#[tokio::test]
+async fn always_allowed_in_a_childs_question_holds_for_the_parents_session() {
+    let h = Harness::new().await;
+    let input = json!({"description": "check", "prompt": "CHILD-G: go", "tools": ["shell"]});
+    h.server.push(Reply::tool_call("t1", "task", input));
+    h.server.push(Reply::tool_call("G-1", "shell", json!({"command": "echo checked"})));
+    h.server.push(Reply::text("G checked"));
+    h.server.push(Reply::tool_call("p1", "shell", json!({"command": "echo checked"})));
+    h.server.push(Reply::text("parent done"));
+    let mut engine = h.spawn_with(Resume::New, ApprovalMode::AutoEdit, true);
+    let turn = engine.submit(Op::UserInput {
+        text: "PARENT: delegate".into(),
+        attachments: Vec::new(),
+        images: Vec::new(),
+    });
+    let asked = engine.until(|e| matches!(e, Event::ApprovalNeeded { .. })).await;
+    let Some(Event::ApprovalNeeded { call_id, offers, .. }) = asked.last() else { unreachable!() };
+    assert!(offers.iter().any(|o| o.scope == ApprovalScope::Command), "{offers:?}");
+    engine.submit(Op::Approve { call_id: call_id.clone(), scope: ApprovalScope::Command });
+    let run = engine.finish(turn).await;
+    assert_eq!(run.status, TurnStatus::Completed, "{:?}", run.events);
+    // The parent's own run of the same command did not ask again.
+    assert!(!run.events.iter().any(|e| matches!(e, Event::ApprovalNeeded { .. })));
+    engine.shutdown().await;
+    let (parent_path, _) = family(h.home.path());
+    let (result, is_error) = result_of(&reload_checked(&parent_path), "p1");
+    assert!(result.contains("checked") && !is_error, "{result}");
+}

@@ -63,7 +63,8 @@ pub enum ApprovalReply {
     Deny(Option<String>),
 }
 
-/// Tool calls waiting for the user.
+/// Tool calls waiting for the user, and the approval mode the user chose while a turn runs;
+/// the gates of the turn's running subagents follow it (a mode chosen mid-turn reaches them).
 #[derive(Debug)]
 pub struct ApprovalGate {
     interactive: bool,
@@ -72,6 +73,8 @@ pub struct ApprovalGate {
     mode: Mutex<Option<crate::approval::ApprovalMode>>,
     /// The front end's terminal has lost the focus ([`codewhale_protocol::Op::Focus`]).
     away: std::sync::atomic::AtomicBool,
+    /// The gates of the subagents running under this one: a mode chosen here reaches them.
+    followers: Mutex<Vec<std::sync::Weak<ApprovalGate>>>,
 }
 
 impl ApprovalGate {
@@ -83,7 +86,21 @@ impl ApprovalGate {
             waiting: Mutex::new(HashMap::new()),
             mode: Mutex::new(None),
             away: std::sync::atomic::AtomicBool::new(false),
+            followers: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Makes `child` (a running subagent's gate) follow the approval modes chosen here from now
+    /// on, and hands it the mode chosen but not yet applied here, if any. It stops following
+    /// when it is dropped.
+    pub(crate) fn lead(&self, child: &std::sync::Arc<ApprovalGate>) {
+        let pending = *self.mode.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(mode) = pending {
+            child.switch_mode(mode);
+        }
+        let mut followers = self.followers.lock().unwrap_or_else(|p| p.into_inner());
+        followers.retain(|f| f.strong_count() > 0);
+        followers.push(std::sync::Arc::downgrade(child));
     }
 
     /// The front end's terminal gained or lost the focus.
@@ -114,9 +131,19 @@ impl ApprovalGate {
         sender.is_some_and(|tx| tx.send(reply).is_ok())
     }
 
-    /// Hands the running turn the approval mode the user just chose.
+    /// Hands the running turn, and the subagents it runs, the approval mode the user just chose.
     pub(crate) fn switch_mode(&self, mode: crate::approval::ApprovalMode) {
         *self.mode.lock().unwrap_or_else(|p| p.into_inner()) = Some(mode);
+        let followers: Vec<_> = self
+            .followers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .filter_map(std::sync::Weak::upgrade)
+            .collect();
+        for child in followers {
+            child.switch_mode(mode);
+        }
     }
 
     /// The mode chosen since the last call, if any (taken: a turn applies it once).

@@ -68,7 +68,8 @@ pub fn read_only_parent(session: &Session) -> Option<&str> {
 /// The line shown when a subagent's session is opened on its own.
 pub fn read_only_notice(parent: &str) -> String {
     format!(
-        "this is a subagent's session, started by a task call of session {parent}: it is shown          read-only; `codewhale resume {parent}` continues the conversation it belongs to"
+        "this is a subagent's session, started by a task call of session {parent}: it is shown \
+         read-only; `codewhale resume {parent}` continues the conversation it belongs to"
     )
 }
 
@@ -98,7 +99,8 @@ pub fn refusal(parent: &str, op: &codewhale_protocol::Op) -> Option<String> {
     );
     (!reads).then(|| {
         format!(
-            "this subagent's session is read-only: it belongs to a task call of session              {parent}; run `codewhale resume {parent}` to go on with that conversation"
+            "this subagent's session is read-only: it belongs to a task call of session \
+             {parent}; run `codewhale resume {parent}` to go on with that conversation"
         )
     })
 }

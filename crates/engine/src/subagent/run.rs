@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::outcome::{self, Ended};
 use super::{slots, Link, Request};
+use crate::approval::Grant;
 use crate::compaction::compactor::Compactor;
 use crate::error::EngineError;
 use crate::events::{ApprovalGate, EventSink};
@@ -32,6 +33,9 @@ pub struct TaskDone {
     pub output: ToolOutput,
     pub replies: Spent,
     pub summaries: Spent,
+    /// What the user allowed "always for this session" in the child's questions: they were
+    /// asked in the parent's modal, so they hold for the parent's session too.
+    pub grants: Vec<Grant>,
 }
 
 impl TaskDone {
@@ -40,6 +44,7 @@ impl TaskDone {
             output: ToolOutput::error(message),
             replies: Spent::default(),
             summaries: Spent::default(),
+            grants: Vec::new(),
         }
     }
 }
@@ -88,6 +93,9 @@ pub async fn run_tasks(ctx: &mut TurnCtx<'_>, calls: &[ToolCall]) -> Vec<TaskDon
     for task in &done {
         ctx.session.spend.replies.absorb(&task.replies);
         ctx.session.spend.summaries.absorb(&task.summaries);
+        for grant in &task.grants {
+            ctx.session.policy.grant(grant.clone());
+        }
     }
     done
 }
@@ -222,6 +230,7 @@ async fn run_child(
     limit: u32,
 ) -> TaskDone {
     let child_id = child.id().to_owned();
+    let inherited = child.policy.grants().to_vec();
     let slot = tokio::select! {
         slot = slots::acquire(limit) => Some(slot),
         () = parent.cancel.cancelled() => None,
@@ -235,6 +244,9 @@ async fn run_child(
     let (sink, mut events) = crate::events::channel();
     let sink = sink.with_redactor(child.redactor().clone());
     let gate = Arc::new(ApprovalGate::new(parent.gate.is_interactive()));
+    // A mode the user chooses while the child runs (Shift+Tab) applies to it from its next
+    // call on, as it does to the parent.
+    parent.gate.lead(&gate);
     let mut progress = Progress { step: "starting".to_owned(), ..Progress::default() };
     // A subagent is a second `Session` + `Compactor` pair: its compaction stands on its own.
     let mut compactor = Compactor::open(&child);
@@ -259,13 +271,13 @@ async fn run_child(
                 tokio::select! {
                     biased;
                     Some(msg) = events.recv() => {
-                        told(msg, &mut progress, &request, call_id, parent, &gate);
+                        told(msg, &child_id, &mut progress, &request, call_id, parent, &gate);
                     }
                     outcome = &mut turn => break outcome,
                 }
             };
             while let Ok(msg) = events.try_recv() {
-                told(msg, &mut progress, &request, call_id, parent, &gate);
+                told(msg, &child_id, &mut progress, &request, call_id, parent, &gate);
             }
             outcome.status
         }
@@ -286,6 +298,8 @@ async fn run_child(
     let files = files_changed(child.journal());
     let replies = child.spend.replies.read();
     let summaries = child.spend.summaries.read();
+    let grants: Vec<Grant> =
+        child.policy.grants().iter().filter(|g| !inherited.contains(g)).cloned().collect();
     let closed = close_child(child).await;
     let finished = Event::SubagentFinished {
         call_id: call_id.to_owned(),
@@ -301,13 +315,14 @@ async fn run_child(
     if let Err(err) = closed {
         output.content.push_str(&format!("\n[the subagent's journal could not be closed: {err}]"));
     }
-    TaskDone { output, replies, summaries }
+    TaskDone { output, replies, summaries, grants }
 }
 
 /// Tells the parent's front end what a child's event means: progress, a question to ask in
 /// the parent's modal (its answer handed back to the child), or the error that stopped it.
 fn told(
     msg: EventMsg,
+    child_id: &str,
     progress: &mut Progress,
     request: &Request,
     call_id: &str,
@@ -316,16 +331,18 @@ fn told(
 ) {
     let step = match msg.event {
         Event::ApprovalNeeded { call_id: asked, name, input, reason, offers, diff } => {
-            let answer = parent.gate.wait_for(&asked);
+            // Two children's models may well use the same call id (and so may the parent's):
+            // in the parent's gate a child's question is keyed by the child's session too.
+            let key = approval_key(child_id, &asked);
+            let answer = parent.gate.wait_for(&key);
             let child_gate = gate.clone();
-            let id = asked.clone();
             tokio::spawn(async move {
                 if let Ok(reply) = answer.await {
-                    child_gate.answer(&id, reply);
+                    child_gate.answer(&asked, reply);
                 }
             });
             let reason = format!("subagent \"{}\": {reason}", request.description);
-            let event = Event::ApprovalNeeded { call_id: asked, name, input, reason, offers, diff };
+            let event = Event::ApprovalNeeded { call_id: key, name, input, reason, offers, diff };
             parent.sink.emit(parent.submission, event);
             Some("waiting for approval".to_owned())
         }
@@ -370,6 +387,13 @@ fn told(
         };
         parent.sink.emit(parent.submission, event);
     }
+}
+
+/// The id under which a child's call `call_id` waits in the parent's approval gate (and which
+/// the parent's front end answers): the child's session id and the call id, so that children
+/// whose models use the same call ids never take each other's answers.
+pub fn approval_key(child_id: &str, call_id: &str) -> String {
+    format!("{child_id}/{call_id}")
 }
 
 /// The files the child's calls changed, one change per path (the first state before, the last

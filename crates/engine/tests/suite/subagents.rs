@@ -1,15 +1,18 @@
 //! `task`: a subagent is a child session of its own (docs/subagents.md). Through the mock
 //! server, with scripted child prompts: a round trip whose child reads a file, a child at an 8k
-//! window that compacts through a 40-call loop, two children at once, Ctrl+C during a child,
-//! a child that fails, the tools a child is given, and the parent's recall of a child's finding
-//! after the parent compacted.
+//! window that compacts through a 40-call loop, two children at once (their questions kept
+//! apart in the parent's modal), a child's question asked in the parent's modal or refused
+//! where nobody can be asked, a mode chosen mid-turn reaching a running child, Ctrl+C during a
+//! child, a child that fails, the tools a child is given, `[tools] subagent_model`, `/undo` of
+//! what a child wrote, and the parent's recall of a child's finding after the parent compacted.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use codewhale_engine::approval::ApprovalMode;
-use codewhale_engine::protocol::{Event, Op, TurnStatus};
+use codewhale_engine::protocol::{ApprovalScope, Event, Op, TurnStatus};
+use codewhale_engine::session::Resume;
 use codewhale_engine::Engine;
 use codewhale_journal::{check_file, load_read_only, Journal, Payload};
 use codewhale_provider::test_support::{Fault, RecordedRequest, Reply, ToolCall};
@@ -509,4 +512,250 @@ async fn a_child_runs_in_the_window_its_parent_learned() {
         _ => None,
     });
     assert_eq!(learned, Some(50_000), "the child journals the window it inherited");
+}
+
+/// The text of the first tool result a request carries, if any.
+fn first_tool_result(r: &RecordedRequest) -> Option<String> {
+    r.body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+}
+
+/// A scripted model for questions: each child `CHILD-<tag>` reads `outside[tag]` (a path
+/// outside the workspace, which asks even in `ask`) under call id `same`, then answers
+/// "<tag> saw: <its tool result>"; the parent starts `parent_calls`, then answers "parent done".
+fn script_outside_reads(
+    h: &Harness,
+    outside: HashMap<String, String>,
+    parent_calls: Vec<ToolCall>,
+) {
+    h.server.respond_with(move |r| match child_tag(r) {
+        Some(tag) => match first_tool_result(r) {
+            None => Reply::tool_call("same", "read_file", json!({"path": outside[&tag]})),
+            Some(seen) => Reply::text(format!("{tag} saw: {seen}")),
+        },
+        None if !has_tool_results(r) => Reply::tool_calls(parent_calls.clone()),
+        None => Reply::text("parent done"),
+    });
+}
+
+/// A file outside the workspace (in the home's temp dir), for a read that asks.
+fn outside_file(h: &Harness, name: &str, text: &str) -> String {
+    let path = h.home.path().join(name);
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+#[tokio::test]
+async fn a_childs_question_is_asked_in_the_parents_modal_with_its_description() {
+    let h = Harness::new().await;
+    let path = outside_file(&h, "outside-A.txt", "outside secret\n");
+    let outside = HashMap::from([("A".to_owned(), path)]);
+    script_outside_reads(&h, outside, vec![task("t1", "peek outside", "CHILD-A: read it")]);
+    let mut engine = h.spawn_with(Resume::New, ApprovalMode::Ask, true);
+    let turn = engine.submit(Op::UserInput {
+        text: "PARENT: delegate".into(),
+        attachments: Vec::new(),
+        images: Vec::new(),
+    });
+    let asked = engine.until(|e| matches!(e, Event::ApprovalNeeded { .. })).await;
+    let Some(Event::ApprovalNeeded { call_id, name, reason, .. }) = asked.last() else {
+        unreachable!()
+    };
+    assert_eq!(name, "read_file");
+    assert!(reason.starts_with("subagent \"peek outside\": "), "{reason}");
+    engine.submit(Op::Approve { call_id: call_id.clone(), scope: ApprovalScope::Once });
+    let run = engine.finish(turn).await;
+    assert_eq!(run.status, TurnStatus::Completed, "{:?}", run.events);
+    engine.shutdown().await;
+    let (parent_path, _) = family(h.home.path());
+    let (result, is_error) = result_of(&reload_checked(&parent_path), "t1");
+    assert!(result.starts_with("A saw: ") && result.contains("outside secret"), "{result}");
+    assert!(!is_error);
+}
+
+#[tokio::test]
+async fn a_childs_question_is_refused_when_nobody_can_be_asked() {
+    let h = Harness::new().await;
+    let path = outside_file(&h, "outside-A.txt", "outside secret\n");
+    let outside = HashMap::from([("A".to_owned(), path)]);
+    script_outside_reads(&h, outside, vec![task("t1", "peek outside", "CHILD-A: read it")]);
+    let mut engine = h.spawn_with(Resume::New, ApprovalMode::Ask, false);
+    let run = engine.turn("PARENT: delegate").await;
+    assert_eq!(run.status, TurnStatus::Completed, "{:?}", run.events);
+    assert!(!run.events.iter().any(|e| matches!(e, Event::ApprovalNeeded { .. })));
+    engine.shutdown().await;
+    let (parent_path, _) = family(h.home.path());
+    let (result, _) = result_of(&reload_checked(&parent_path), "t1");
+    assert!(result.starts_with("A saw: denied:"), "{result}");
+    assert!(!result.contains("outside secret"), "{result}");
+}
+
+#[tokio::test]
+async fn two_childrens_questions_with_the_same_call_id_get_their_own_answers() {
+    let h = Harness::new().await;
+    let outside = HashMap::from([
+        ("C".to_owned(), outside_file(&h, "outside-C.txt", "C's secret\n")),
+        ("D".to_owned(), outside_file(&h, "outside-D.txt", "D's secret\n")),
+    ]);
+    let both = vec![task("t1", "left", "CHILD-C: read"), task("t2", "right", "CHILD-D: read")];
+    script_outside_reads(&h, outside, both);
+    let mut engine = h.spawn_with(Resume::New, ApprovalMode::Ask, true);
+    let turn = engine.submit(Op::UserInput {
+        text: "PARENT: split".into(),
+        attachments: Vec::new(),
+        images: Vec::new(),
+    });
+    // Both children ask (their models both used call id `same`) before either is answered.
+    let mut asked: HashMap<String, String> = HashMap::new();
+    while asked.len() < 2 {
+        let msg = engine.next().await;
+        if let Event::ApprovalNeeded { call_id, reason, .. } = msg.event {
+            let who = if reason.starts_with("subagent \"left\"") { "left" } else { "right" };
+            asked.insert(who.to_owned(), call_id);
+        }
+    }
+    assert_ne!(asked["left"], asked["right"], "each child's question has its own id");
+    engine.submit(Op::Deny { call_id: asked["right"].clone(), reason: Some("not that".into()) });
+    engine.submit(Op::Approve { call_id: asked["left"].clone(), scope: ApprovalScope::Once });
+    let run = engine.finish(turn).await;
+    assert_eq!(run.status, TurnStatus::Completed, "{:?}", run.events);
+    engine.shutdown().await;
+    let (parent_path, _) = family(h.home.path());
+    let parent = reload_checked(&parent_path);
+    let (left, _) = result_of(&parent, "t1");
+    let (right, _) = result_of(&parent, "t2");
+    assert!(left.starts_with("C saw: ") && left.contains("C's secret"), "{left}");
+    assert!(right.starts_with("D saw: denied") && !right.contains("D's secret"), "{right}");
+}
+
+#[tokio::test]
+async fn subagent_model_sends_the_childs_requests_to_another_model() {
+    let h = Harness::new().await;
+    h.config("[tools]\nsubagent_model = \"gpt-4.1-mini\"\n");
+    h.write("A-0.txt", "alpha\n");
+    let calls = HashMap::from([("A".to_owned(), 1)]);
+    script(&h, 200_000, calls, vec![task("t1", "read", "CHILD-A: read A-0.txt")]);
+    let mut engine = spawn_at(&h, 200_000, ApprovalMode::Ask);
+    let run = engine.turn("PARENT: delegate").await;
+    assert_eq!(run.status, TurnStatus::Completed, "{:?}", run.events);
+    engine.shutdown().await;
+    let requests = h.server.requests();
+    let (children, parents): (Vec<_>, Vec<_>) =
+        requests.iter().partition(|r| child_tag(r).is_some());
+    assert_eq!((children.len(), parents.len()), (2, 2));
+    assert!(children.iter().all(|r| r.body["model"] == "gpt-4.1-mini"));
+    assert!(parents.iter().all(|r| r.body["model"] == "gpt-4.1"));
+    let (_, kids) = family(h.home.path());
+    assert_eq!(load(&kids[0]).header().model, "gpt-4.1-mini");
+}
+
+#[tokio::test]
+async fn undo_of_the_parents_turn_takes_back_what_its_child_wrote() {
+    let h = Harness::new().await;
+    h.write("kept.txt", "before\n");
+    let input = json!({"description": "write", "prompt": "CHILD-H: write",
+        "tools": ["write_file"]});
+    h.server.push(Reply::tool_call("t1", "task", input));
+    h.server.push(Reply::tool_call(
+        "H-1",
+        "write_file",
+        json!({"path": "made.txt", "content": "by the child\n"}),
+    ));
+    h.server.push(Reply::tool_call(
+        "H-2",
+        "write_file",
+        json!({"path": "kept.txt", "content": "changed by the child\n"}),
+    ));
+    h.server.push(Reply::text("H wrote two files"));
+    h.server.push(Reply::text("parent done"));
+    let mut engine = spawn_at(&h, 200_000, ApprovalMode::AutoEdit);
+    let run = engine.turn("PARENT: delegate the write").await;
+    assert_eq!(run.status, TurnStatus::Completed, "{:?}", run.events);
+    assert_eq!(h.read("kept.txt"), "changed by the child\n");
+    let undo = engine.submit(Op::Undo { force: false });
+    let marker = engine.submit(Op::GetContext);
+    loop {
+        let msg = engine.next().await;
+        assert!(!matches!(msg.event, Event::Error { .. }) || msg.id != undo, "{:?}", msg.event);
+        if msg.id == marker {
+            break;
+        }
+    }
+    engine.shutdown().await;
+    assert!(!h.ws.path().join("made.txt").exists(), "the child's new file is gone");
+    assert_eq!(h.read("kept.txt"), "before\n");
+}
+
+#[tokio::test]
+async fn a_mode_chosen_while_a_child_runs_reaches_the_child() {
+    let h = Harness::new().await;
+    let input = json!({"description": "build and write", "prompt": "CHILD-M: go",
+        "tools": ["shell", "write_file"]});
+    h.server.push(Reply::tool_call("t1", "task", input));
+    h.server.push(Reply::tool_call("M-1", "shell", json!({"command": "true"})));
+    h.server.push(Reply::tool_call(
+        "M-2",
+        "write_file",
+        json!({"path": "made.txt", "content": "by the child\n"}),
+    ));
+    h.server.push(Reply::text("M is done"));
+    h.server.push(Reply::text("parent done"));
+    let mut engine = h.spawn_with(Resume::New, ApprovalMode::AutoEdit, true);
+    let turn = engine.submit(Op::UserInput {
+        text: "PARENT: delegate".into(),
+        attachments: Vec::new(),
+        images: Vec::new(),
+    });
+    // In auto-edit the child's shell command asks; while it waits, the user chooses `ask`.
+    let asked = engine.until(|e| matches!(e, Event::ApprovalNeeded { .. })).await;
+    let Some(Event::ApprovalNeeded { call_id, name, .. }) = asked.last() else { unreachable!() };
+    assert_eq!(name, "shell");
+    engine.submit(Op::SetApproval { mode: ApprovalMode::Ask });
+    engine.until(|e| matches!(e, Event::ApprovalChanged { .. })).await;
+    engine.submit(Op::Approve { call_id: call_id.clone(), scope: ApprovalScope::Once });
+    // The child's write, which auto-edit would have made at once, now asks too.
+    let asked = engine.until(|e| matches!(e, Event::ApprovalNeeded { .. })).await;
+    let Some(Event::ApprovalNeeded { call_id, name, reason, .. }) = asked.last() else {
+        unreachable!()
+    };
+    assert_eq!(name, "write_file");
+    assert!(reason.starts_with("subagent \"build and write\": "), "{reason}");
+    engine.submit(Op::Deny { call_id: call_id.clone(), reason: None });
+    let run = engine.finish(turn).await;
+    assert_eq!(run.status, TurnStatus::Completed, "{:?}", run.events);
+    engine.shutdown().await;
+    assert!(!h.ws.path().join("made.txt").exists(), "the denied write was not made");
+}
+
+#[tokio::test]
+async fn always_allowed_in_a_childs_question_holds_for_the_parents_session() {
+    let h = Harness::new().await;
+    let input = json!({"description": "check", "prompt": "CHILD-G: go", "tools": ["shell"]});
+    h.server.push(Reply::tool_call("t1", "task", input));
+    h.server.push(Reply::tool_call("G-1", "shell", json!({"command": "echo checked"})));
+    h.server.push(Reply::text("G checked"));
+    h.server.push(Reply::tool_call("p1", "shell", json!({"command": "echo checked"})));
+    h.server.push(Reply::text("parent done"));
+    let mut engine = h.spawn_with(Resume::New, ApprovalMode::AutoEdit, true);
+    let turn = engine.submit(Op::UserInput {
+        text: "PARENT: delegate".into(),
+        attachments: Vec::new(),
+        images: Vec::new(),
+    });
+    let asked = engine.until(|e| matches!(e, Event::ApprovalNeeded { .. })).await;
+    let Some(Event::ApprovalNeeded { call_id, offers, .. }) = asked.last() else { unreachable!() };
+    assert!(offers.iter().any(|o| o.scope == ApprovalScope::Command), "{offers:?}");
+    engine.submit(Op::Approve { call_id: call_id.clone(), scope: ApprovalScope::Command });
+    let run = engine.finish(turn).await;
+    assert_eq!(run.status, TurnStatus::Completed, "{:?}", run.events);
+    // The parent's own run of the same command did not ask again.
+    assert!(!run.events.iter().any(|e| matches!(e, Event::ApprovalNeeded { .. })));
+    engine.shutdown().await;
+    let (parent_path, _) = family(h.home.path());
+    let (result, is_error) = result_of(&reload_checked(&parent_path), "p1");
+    assert!(result.contains("checked") && !is_error, "{result}");
 }

@@ -1,8 +1,9 @@
 //! Subagents on the command line (docs/subagents.md), the real binary against the mock server:
 //! `exec` names each child on stderr as it starts and ends, `sessions` lists children under
 //! their parent (`--json`: `parent`), `--last` never picks a child, a child opened on its own
-//! is read-only, and a process killed in the middle of a child's loop leaves both journals
-//! sound and the parent's next turn working.
+//! is read-only (`exec --session`, and `resume` in the TUI through a pseudo-terminal), the
+//! parent's `rewind --code` takes back what its child wrote, and a process killed in the
+//! middle of a child's loop leaves both journals sound and the parent's next turn working.
 
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
@@ -12,6 +13,7 @@ use serde_json::{json, Value};
 use tempfile::TempDir;
 use tokio::io::AsyncBufReadExt;
 
+use super::pty::{mock_args, Pty};
 use super::support::{text, write_in};
 
 struct Setup {
@@ -205,4 +207,70 @@ async fn a_kill_in_the_middle_of_a_childs_loop_leaves_both_journals_sound() {
         let out = journal_check(&s, path).await;
         assert!(out.status.success(), "{}: {}", path.display(), text(&out.stdout));
     }
+}
+
+/// `exec` in `auto-edit` whose child is given `write_file` and writes `made.txt`.
+async fn a_child_that_writes(s: &Setup) -> Output {
+    let input = json!({"description": "write it", "prompt": "CHILD: write",
+        "tools": ["write_file"]});
+    s.server.push(Reply::tool_call("t1", "task", input));
+    s.server.push(Reply::tool_call(
+        "c1",
+        "write_file",
+        json!({"path": "made.txt", "content": "by the child\n"}),
+    ));
+    s.server.push(Reply::text("wrote made.txt"));
+    s.server.push(Reply::text("parent done"));
+    s.run(&["exec", "--approval", "auto-edit", "delegate the write"]).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rewind_code_of_the_parent_takes_back_what_its_child_wrote() {
+    let s = Setup::new().await;
+    let out = a_child_that_writes(&s).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(s.ws.path().join("made.txt").exists());
+    let (parent, _) = s.family();
+    let user = lines(&parent).into_iter().find(|l| l["kind"] == "user").unwrap();
+    let user = user["id"].as_str().unwrap().to_owned();
+    let out = s.run(&["rewind", "--last", "--to", &user, "--code"]).await;
+    assert!(out.status.success(), "{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(text(&out.stdout).contains("restored 1 file"), "{}", text(&out.stdout));
+    assert!(!s.ws.path().join("made.txt").exists(), "the child's file is taken back");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resume_of_a_child_in_the_tui_is_read_only_and_names_its_parent() {
+    let s = Setup::new().await;
+    write_in(s.ws.path(), "notes.txt", "alpha\n");
+    s.server.push(task("read notes.txt"));
+    s.server.push(Reply::tool_call("c1", "read_file", json!({"path": "notes.txt"})));
+    s.server.push(Reply::text("the notes say alpha"));
+    s.server.push(Reply::text("parent done"));
+    let out = s.run(&["exec", "delegate it"]).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let (parent, child) = s.family();
+    let parent_id = header(&parent)["session_id"].as_str().unwrap().to_owned();
+    let child_id = header(&child)["session_id"].as_str().unwrap().to_owned();
+    let before = lines(&child).len();
+
+    let mut args = vec!["resume".to_owned(), child_id.clone()];
+    args.extend(mock_args(&s.server.openai_base_url()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut pty = Pty::spawn(&args, &s.home, &s.ws);
+    // The child's transcript, and the line naming its parent.
+    pty.wait_for("the notes say alpha").await;
+    pty.wait_for("this is a subagent's session").await;
+    pty.wait_for(&parent_id).await;
+    // A message is refused with the command that continues the parent; nothing is sent.
+    let requests = s.server.requests().len();
+    pty.send(b"change it");
+    pty.wait_for("change it").await;
+    pty.send(b"\r");
+    pty.wait_for("this subagent's session is read-only").await;
+    pty.send(b"\x04");
+    let status = pty.wait_exit().await;
+    assert!(status.success(), "exit status {status:?}; screen:\n{}", pty.contents());
+    assert_eq!(s.server.requests().len(), requests, "no request was made");
+    assert_eq!(lines(&child).len(), before, "nothing was written to the child");
 }

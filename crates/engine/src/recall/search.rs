@@ -375,7 +375,7 @@ pub(super) fn search(ctx: &RecallContext<'_>, query: &str) -> Result<String, Str
             in_scope.chunks(part).map(|chunk| s.spawn(|| scan(journal, &q, chunk))).collect();
         parts.into_iter().try_fold(Vec::new(), |mut all, part| {
             all.extend(part.join().map_err(|_| {
-                "recall's search stopped on an internal error (it is logged); try again, or                  recall an entry by its id"
+                "recall's search stopped on an internal error (it is logged); try again, or recall an entry by its id"
                     .to_owned()
             })?);
             Ok::<_, String>(all)

@@ -322,7 +322,7 @@ pub fn clashes(custom: &[CustomCommandInfo]) -> Option<String> {
         .collect();
     (!names.is_empty()).then(|| {
         format!(
-            "custom command {} is named like a built-in command, which wins; rename its file to              use it",
+            "custom command {} is named like a built-in command, which wins; rename its file to use it",
             names.join(", ")
         )
     })

@@ -25,6 +25,7 @@ use super::clock::SummaryClock;
 use super::pass::{self, PassOutcome, PassRequest};
 use super::pass_plan::PassMode;
 use crate::budget::WindowSource;
+use crate::compaction::port::Conversation;
 use crate::error::EngineError;
 use crate::events::EventSink;
 use crate::session::Session;
@@ -295,7 +296,7 @@ impl Compactor {
 
     /// Whether an auto pass can help now ([`codewhale_compaction::budget::worth_an_auto_pass`]).
     /// Reactive and manual passes are never held back.
-    pub(super) fn auto_worthwhile(&self, session: &Session) -> bool {
+    pub(super) fn auto_worthwhile(&self, session: &dyn Conversation) -> bool {
         let budget = session.budget();
         let view = session.render();
         let after = view.compaction.as_ref().and_then(|c| c.record.tokens_after);
@@ -311,7 +312,7 @@ impl Compactor {
     /// The summarizer failed: hold auto passes back, and say so once per streak.
     pub(super) fn summary_failed(
         &mut self,
-        session: &Session,
+        session: &dyn Conversation,
         reason: &str,
         emit: &(dyn Fn(Event) + Send + Sync),
     ) {
@@ -323,7 +324,7 @@ impl Compactor {
                      compaction now waits a few turns between attempts (longer after each \
                      failure), and meanwhile each request leaves out the oldest messages that do \
                      not fit (the journal keeps them); {} asks again at any time",
-                    session.hints.compact()
+                    session.compact_hint()
                 ),
             );
         }

@@ -36,6 +36,8 @@ pub mod lean;
 pub mod matrix;
 pub mod pass;
 pub mod plain;
+pub mod port;
+mod session_port;
 mod summarize;
 pub mod triggers;
 pub mod trim;

@@ -34,9 +34,10 @@ use super::summary_input::{self, InputBudget, InputPlan};
 use crate::budget::{
     from_provider, unnumbered_overflow_window, Limits, WindowSource, UNNUMBERED_OVERFLOW_FRACTION,
 };
+use crate::compaction::port::Conversation;
 use crate::convert;
 use crate::prompt::SystemPrompt;
-use crate::session::{counts, Session};
+use crate::session::counts;
 
 /// Why no summary came back.
 #[derive(Debug)]
@@ -97,7 +98,11 @@ pub(crate) struct Summarizer {
 
 impl Summarizer {
     /// The summarizer of `session` when `model` writes the note.
-    pub fn of(session: &Session, clock: &super::clock::SummaryClock, model: &str) -> Summarizer {
+    pub fn of(
+        session: &dyn Conversation,
+        clock: &super::clock::SummaryClock,
+        model: &str,
+    ) -> Summarizer {
         let limits = if model == session.model() {
             *session.budget().limits()
         } else {
@@ -119,7 +124,7 @@ impl Summarizer {
             system_tokens,
             other_model: model != session.model(),
             lean,
-            spend: session.spend.summaries.clone(),
+            spend: session.summary_spend().clone(),
             price: session.config().price_of(model),
             clock: clock.clone(),
         }

@@ -474,7 +474,6 @@ async fn summary_record(
         plain,
         cut: plan.cut,
         focus: request.focus.as_deref(),
-        model: &model,
         max_output,
         max_requests: conversation::max_summary_requests(session),
         note_chars: codewhale_compaction::budget::note_chars(&limits.note_window()),

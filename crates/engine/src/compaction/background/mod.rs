@@ -261,7 +261,6 @@ async fn write_note(
         plain: &snapshot.plain,
         cut: snapshot.plan.cut,
         focus: None,
-        model: &snapshot.summary_model,
         max_output,
         max_requests,
         note_chars: codewhale_compaction::budget::note_chars(&snapshot.limits.note_window()),

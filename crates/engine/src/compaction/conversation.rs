@@ -1,10 +1,10 @@
-//! What a pass reads of the conversation it is lent (the session): the note's own part and the
-//! room an auto pass aims at, the target a background note must reach, the background commands
-//! and skills a note restates, the live state (asking `git`), the summary request limit, the
-//! note composed around a summary, and the warning a pass leaves. The arithmetic these feed is
-//! the pure core's (`codewhale_compaction::budget`, `pass_plan`); the standing they never touch
-//! is the [`super::compactor::Compactor`]'s. Below [`super::pass`] and [`super::background`],
-//! which call it; it calls neither.
+//! What a pass reads of the conversation it is lent (the [`super::port::Conversation`] port):
+//! the note's own part and the room an auto pass aims at, the target a background note must
+//! reach, the background commands and skills a note restates, the live state (asking `git`), the
+//! summary request limit, the note composed around a summary, and the warning a pass leaves. The
+//! arithmetic these feed is the pure core's (`codewhale_compaction::budget`, `pass_plan`); the
+//! standing they never touch is the [`super::compactor::Compactor`]'s. Below [`super::pass`] and
+//! [`super::background`], which call it; it calls neither.
 
 use super::note::{self, LiveState, NoteInput};
 use crate::compaction::port::Conversation;

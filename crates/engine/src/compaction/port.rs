@@ -24,7 +24,7 @@
 //!   [`Conversation::client`], [`Conversation::system_prompt`], [`Conversation::tool_specs`],
 //!   [`Conversation::summary_spend`];
 //! - the session around it: [`Conversation::refresh_system_prompt`], [`Conversation::one_turn`],
-//!   [`Conversation::compact_hint`], and the `PreCompact`/`PostCompact` hooks
+//!   [`Conversation::compact_hint`], [`Conversation::compact_with_focus_hint`], and the `PreCompact`/`PostCompact` hooks
 //!   ([`Conversation::pre_compact`], [`Conversation::post_compact`],
 //!   [`Conversation::latest_post_compact`]).
 
@@ -102,6 +102,8 @@ pub trait Conversation: Send + Sync {
     fn one_turn(&self) -> bool;
     /// How the user asks for a pass in this front end.
     fn compact_hint(&self) -> String;
+    /// The same, with a focus the user may add.
+    fn compact_with_focus_hint(&self) -> String;
     /// Runs the `PreCompact` hooks; why they skipped the pass, if one did.
     fn pre_compact<'a>(&'a mut self, trigger: &'a Trigger) -> PortFuture<'a, Option<String>>;
     /// Runs the `PostCompact` hooks on the committed note.

@@ -3,8 +3,7 @@
 //! subagents — and nothing more. The session stays the owner of all of it; this file only
 //! decides what the shell may reach. It lives in compaction, not in `session/`, because it joins
 //! the session to the hooks and subagents, which sit a layer above the session
-//! (docs/architecture.md, *Layers*); it is the only file of compaction that names `Session`
-//! besides the Compactor's doors.
+//! (docs/architecture.md, *Layers*); it is the only file of compaction that names `Session`.
 
 use std::path::Path;
 
@@ -137,6 +136,10 @@ impl Conversation for Session {
 
     fn compact_hint(&self) -> String {
         self.hints.compact()
+    }
+
+    fn compact_with_focus_hint(&self) -> String {
+        self.hints.compact_with_focus()
     }
 
     fn pre_compact<'a>(&'a mut self, trigger: &'a Trigger) -> PortFuture<'a, Option<String>> {

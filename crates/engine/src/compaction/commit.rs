@@ -21,7 +21,8 @@ use super::bound::{self, Candidate};
 use super::judge::{self, Judged, Refusal};
 use super::plain::PlainView;
 
-use crate::session::{counts, Session};
+use crate::compaction::port::Conversation;
+use crate::session::counts;
 
 /// What a pass writes.
 #[derive(Debug)]
@@ -58,7 +59,7 @@ pub(crate) struct Written {
 
 /// Fits, checks and writes `proposal`.
 pub(crate) async fn commit(
-    session: &mut Session,
+    session: &mut dyn Conversation,
     proposal: Proposal<'_>,
 ) -> Result<Written, Refusal> {
     let Proposal { plain, previous, mut record, parent, anchors, tokens_before, target, exact } =
@@ -127,7 +128,7 @@ pub(crate) async fn commit(
     }
     *session.budget_mut() = after;
     // The user's `PostCompact` hooks, at the commit: what they print follows the record.
-    crate::hooks::post_compact(session, &note, &trigger).await;
+    session.post_compact(&note, &trigger).await;
     Ok(Written { id, path, tokens_before, tokens_after, fits })
 }
 
@@ -151,7 +152,7 @@ pub(crate) fn record_entry(parent: &EntryId, record: CompactionPayload) -> Entry
 }
 
 /// The plain form of a would-be view; the checkpoint is counted from the record's note.
-pub(crate) fn plain_with_note(session: &Session, view: &View, entry: &Entry) -> PlainView {
+pub(crate) fn plain_with_note(session: &dyn Conversation, view: &View, entry: &Entry) -> PlainView {
     crate::compaction::plain::of(view, |item| {
         if item.source == entry.id {
             entry.tokens
@@ -164,7 +165,7 @@ pub(crate) fn plain_with_note(session: &Session, view: &View, entry: &Entry) -> 
 /// Bounds that bring `view` (with the system prompt) under `target` provider tokens, and
 /// whether they do. Only what follows the checkpoint may be bounded, never an anchor.
 fn fit_plan(
-    session: &Session,
+    session: &dyn Conversation,
     view: &View,
     plain: &PlainView,
     target: u64,
@@ -208,7 +209,7 @@ fn merge_bounds(record: &mut CompactionPayload, bounds: &[Bounded]) {
 
 /// The `CompactionFinished` of record `id`, as the journal holds it.
 pub(crate) fn finished_event(
-    session: &Session,
+    session: &dyn Conversation,
     id: &str,
     trigger: codewhale_protocol::CompactionTrigger,
     (tokens_before, tokens_after): (u64, u64),

@@ -1,5 +1,5 @@
 //! The Compactor (docs/architecture.md, *The Compactor*): compaction's standing, owned by the
-//! engine task beside the [`Session`], and the only door to it.
+//! engine task beside the [`Session`](crate::session::Session), and the only door to it.
 //!
 //! It holds what compaction keeps about itself between passes: whether summary passes are
 //! backing off after a failure, whether the "past the threshold" warning was given, the
@@ -9,8 +9,8 @@
 //! [`Compactor::turn_ended`],
 //! [`Compactor::manual`], [`Compactor::on_idle`], [`Compactor::on_change`] and
 //! [`Compactor::close`] — and nothing outside `compaction` reads or writes its fields. A pass
-//! is lent the session for the length of one call (the conversation it reads and appends to),
-//! never kept. A second conversation (a subagent) is a second `Session` + `Compactor` pair.
+//! is lent the session for the length of one call, as the [`super::port::Conversation`] port
+//! it reads and appends through, never kept. A second conversation (a subagent) is a second `Session` + `Compactor` pair.
 
 use std::sync::Arc;
 
@@ -25,9 +25,9 @@ use super::clock::SummaryClock;
 use super::pass::{self, PassOutcome, PassRequest};
 use super::pass_plan::PassMode;
 use crate::budget::WindowSource;
+use crate::compaction::port::Conversation;
 use crate::error::EngineError;
 use crate::events::EventSink;
-use crate::session::Session;
 
 /// docs/compaction.md, *Limits and configuration*: compaction passes per turn.
 pub const MAX_PASSES_PER_TURN: u32 = 2;
@@ -50,7 +50,7 @@ pub struct Compactor {
 /// What a turn lends the compactor for one call: the conversation, where its events go, and
 /// the turn's own pass count.
 pub struct InTurn<'a> {
-    pub session: &'a mut Session,
+    pub session: &'a mut dyn Conversation,
     pub events: &'a EventSink,
     /// The submission that started the turn; every event names it.
     pub submission: SubmissionId,
@@ -99,7 +99,7 @@ impl Change {
 impl Compactor {
     /// The compactor of `session` as its journal left it: a summary backoff holds across
     /// processes (each `codewhale exec` is one).
-    pub fn open(session: &Session) -> Compactor {
+    pub fn open(session: &dyn Conversation) -> Compactor {
         Compactor {
             summary_backoff: super::backoff::replay(session.journal()),
             ..Compactor::default()
@@ -148,7 +148,7 @@ impl Compactor {
             pressure.source.as_str(),
             limits.threshold,
             limits.usable_input,
-            session.hints.compact_with_focus()
+            session.compact_with_focus_hint()
         );
         self.warned_over_threshold = true;
         turn.emit(Event::Notice { level: NoticeLevel::Warning, message });
@@ -234,7 +234,7 @@ impl Compactor {
     /// cancelled first.
     pub async fn manual(
         &mut self,
-        session: &mut Session,
+        session: &mut dyn Conversation,
         sink: &EventSink,
         submission: SubmissionId,
         focus: Option<String>,
@@ -246,13 +246,13 @@ impl Compactor {
 
     /// The session has been idle for [`background::idle_after`]: commit a ready note, or have
     /// one written.
-    pub async fn on_idle(&mut self, session: &mut Session, sink: &EventSink) {
+    pub async fn on_idle(&mut self, session: &mut dyn Conversation, sink: &EventSink) {
         background::on_idle(session, self, sink).await;
     }
 
     /// A background request ended while the session was idle: its failure is journaled or its
     /// note composed now, and committed when idle compaction asked for it.
-    pub async fn on_note_ended(&mut self, session: &mut Session, sink: &EventSink) {
+    pub async fn on_note_ended(&mut self, session: &mut dyn Conversation, sink: &EventSink) {
         background::settle_idle(session, self, sink).await;
     }
 
@@ -276,7 +276,7 @@ impl Compactor {
     /// being written is waited for as long as a summary request of its model takes.
     pub async fn close(
         &mut self,
-        session: &mut Session,
+        session: &mut dyn Conversation,
         sink: &EventSink,
         submission: SubmissionId,
     ) {
@@ -295,7 +295,7 @@ impl Compactor {
 
     /// Whether an auto pass can help now ([`codewhale_compaction::budget::worth_an_auto_pass`]).
     /// Reactive and manual passes are never held back.
-    pub(super) fn auto_worthwhile(&self, session: &Session) -> bool {
+    pub(super) fn auto_worthwhile(&self, session: &dyn Conversation) -> bool {
         let budget = session.budget();
         let view = session.render();
         let after = view.compaction.as_ref().and_then(|c| c.record.tokens_after);
@@ -311,7 +311,7 @@ impl Compactor {
     /// The summarizer failed: hold auto passes back, and say so once per streak.
     pub(super) fn summary_failed(
         &mut self,
-        session: &Session,
+        session: &dyn Conversation,
         reason: &str,
         emit: &(dyn Fn(Event) + Send + Sync),
     ) {
@@ -323,7 +323,7 @@ impl Compactor {
                      compaction now waits a few turns between attempts (longer after each \
                      failure), and meanwhile each request leaves out the oldest messages that do \
                      not fit (the journal keeps them); {} asks again at any time",
-                    session.hints.compact()
+                    session.compact_hint()
                 ),
             );
         }

@@ -1,27 +1,27 @@
-//! What a pass reads of the conversation it is lent (the session): the note's own part and the
-//! room an auto pass aims at, the target a background note must reach, the background commands
-//! and skills a note restates, the live state (asking `git`), the summary request limit, the
-//! note composed around a summary, and the warning a pass leaves. The arithmetic these feed is
-//! the pure core's (`codewhale_compaction::budget`, `pass_plan`); the standing they never touch
-//! is the [`super::compactor::Compactor`]'s. Below [`super::pass`] and [`super::background`],
-//! which call it; it calls neither.
+//! What a pass reads of the conversation it is lent (the [`super::port::Conversation`] port):
+//! the note's own part and the room an auto pass aims at, the target a background note must
+//! reach, the background commands and skills a note restates, the live state (asking `git`), the
+//! summary request limit, the note composed around a summary, and the warning a pass leaves. The
+//! arithmetic these feed is the pure core's (`codewhale_compaction::budget`, `pass_plan`); the
+//! standing they never touch is the [`super::compactor::Compactor`]'s. Below [`super::pass`] and
+//! [`super::background`], which call it; it calls neither.
 
-use super::note::{self, LiveState, NoteInput, Running};
-use crate::session::Session;
+use super::note::{self, LiveState, NoteInput};
+use crate::compaction::port::Conversation;
 use codewhale_protocol::{Event, NoticeLevel};
 
 /// The note's own part, in tokens — what Codewhale adds around the model's summary (header,
 /// files touched, plan, running commands, live state, anchors, closing) — composed without a
 /// summary and without asking git (a branch and a commit of usual length stand in).
 pub(crate) fn note_fixed_tokens(
-    session: &Session,
+    session: &dyn Conversation,
     covered: &[super::message::Message],
     previous: Option<&codewhale_journal::ActiveCompaction>,
     anchors: Option<&str>,
 ) -> u64 {
     let previous_files = previous.map(|c| c.record.files_touched.clone()).unwrap_or_default();
     let files = note::files_touched(covered, &previous_files);
-    let running = running(session);
+    let running = session.running();
     let live = LiveState {
         workspace: session.workspace().display().to_string(),
         branch: Some("main".to_owned()),
@@ -30,7 +30,7 @@ pub(crate) fn note_fixed_tokens(
     let plan = session.live_plan().map(|p| crate::plan::section(&p));
     let skills = skills_read(session, covered);
     let subagents = subagents(session, covered);
-    let hooks = crate::hooks::latest_post_compact(session);
+    let hooks = session.latest_post_compact();
     let text = note::compose(&NoteInput {
         summary: "",
         files: &files,
@@ -48,7 +48,7 @@ pub(crate) fn note_fixed_tokens(
 /// What an auto pass on `plain` aims to leave (docs/compaction.md, *The cut*: a pass buys
 /// room), and the median turn it must leave room for, in estimated tokens.
 pub(crate) fn room(
-    session: &Session,
+    session: &dyn Conversation,
     plain: &super::plain::PlainView,
     previous: Option<&codewhale_journal::ActiveCompaction>,
     anchors: Option<&str>,
@@ -75,7 +75,7 @@ pub(crate) fn room(
 /// not even the smallest view could be at the aim — the threshold less one median turn, the
 /// room a foreground pass would have to leave before it paid for a request of its own.
 pub(crate) fn commit_target(
-    session: &Session,
+    session: &dyn Conversation,
     plain: &super::plain::PlainView,
     previous: Option<&codewhale_journal::ActiveCompaction>,
     anchors: Option<&str>,
@@ -89,19 +89,9 @@ pub(crate) fn commit_target(
     budget.limits().threshold.saturating_sub(budget.calibrated(median)).max(room.aim)
 }
 
-/// The background commands still alive, as the note's `## Running now` lists them.
-fn running(session: &Session) -> Vec<Running> {
-    session
-        .background()
-        .running()
-        .into_iter()
-        .map(|r| Running { command: r.command, pid: r.pid, ports: r.ports })
-        .collect()
-}
-
 /// Summary requests one pass may send: `compaction.max_summary_requests`, default
 /// [`super::summary_input::DEFAULT_MAX_REQUESTS`].
-pub(crate) fn max_summary_requests(session: &Session) -> u32 {
+pub(crate) fn max_summary_requests(session: &dyn Conversation) -> u32 {
     session
         .config()
         .compaction
@@ -111,7 +101,10 @@ pub(crate) fn max_summary_requests(session: &Session) -> u32 {
 }
 
 /// The covered `task` calls with their children, as the note lists them (docs/subagents.md).
-fn subagents(session: &Session, covered: &[super::message::Message]) -> Vec<(String, String)> {
+fn subagents(
+    session: &dyn Conversation,
+    covered: &[super::message::Message],
+) -> Vec<(String, String)> {
     use super::message::Part;
     let calls: Vec<&str> = covered
         .iter()
@@ -121,17 +114,19 @@ fn subagents(session: &Session, covered: &[super::message::Message]) -> Vec<(Str
             _ => None,
         })
         .collect();
-    crate::children::listed(session, &calls)
+    session.subagents_listed(&calls)
 }
 
 /// The skills whose `SKILL.md` a covered call read, with the path to read again.
-fn skills_read(session: &Session, covered: &[super::message::Message]) -> Vec<(String, String)> {
+fn skills_read(
+    session: &dyn Conversation,
+    covered: &[super::message::Message],
+) -> Vec<(String, String)> {
     let workspace = session.workspace().to_path_buf();
     let skill_of = |raw: &str| {
         let path = std::path::Path::new(raw);
         let path = if path.is_absolute() { path.to_owned() } else { workspace.join(path) };
-        let skill = session.commands.skill_of_file(&path)?;
-        Some((skill.name.clone(), skill.file.display().to_string()))
+        session.skill_of_file(&path)
     };
     note::skills_read(covered, &skill_of)
 }
@@ -139,7 +134,7 @@ fn skills_read(session: &Session, covered: &[super::message::Message]) -> Vec<(S
 /// The note of a summary pass: the summary plus what Codewhale knows itself (files touched by
 /// the covered calls, background commands, the live state, the anchors).
 pub(crate) async fn build_note(
-    session: &Session,
+    session: &dyn Conversation,
     covered: &[super::message::Message],
     previous: Option<&codewhale_journal::ActiveCompaction>,
     summary: &str,
@@ -153,7 +148,7 @@ pub(crate) async fn build_note(
             *path = rel.display().to_string();
         }
     }
-    let running = running(session);
+    let running = session.running();
     // `git` is a child process: keep it off the async workers.
     let workspace = session.workspace().to_path_buf();
     let live = tokio::task::spawn_blocking(move || capture_live_state(&workspace))
@@ -166,7 +161,7 @@ pub(crate) async fn build_note(
     let plan = session.live_plan().map(|p| crate::plan::section(&p));
     let skills = skills_read(session, covered);
     let subagents = subagents(session, covered);
-    let hooks = crate::hooks::latest_post_compact(session);
+    let hooks = session.latest_post_compact();
     let text = note::compose(&NoteInput {
         summary,
         files: &files,

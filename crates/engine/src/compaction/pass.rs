@@ -31,7 +31,7 @@ use super::plain::PlainView;
 use super::record::{self, SummaryRecord};
 use super::summarize::{self, SummaryError, SummaryJob};
 use crate::anchors::AnchorStore;
-use crate::session::Session;
+use crate::compaction::port::Conversation;
 use codewhale_protocol::Event;
 
 /// What a pass was asked to do.
@@ -101,7 +101,7 @@ const WINDOW_RETRIES: u32 = 3;
 /// Runs one pass on `session`, emitting the events of docs/compaction.md, *Background compaction*
 /// through `emit`.
 pub async fn run(
-    session: &mut Session,
+    session: &mut dyn Conversation,
     compactor: &mut Compactor,
     request: PassRequest,
     cancel: CancellationToken,
@@ -113,7 +113,7 @@ pub async fn run(
     let mut summary_failed = false;
     let mut relearned = 0;
     // The user's `PreCompact` hooks, before the pass sends anything: exit 2 skips it.
-    let mut skipped = crate::hooks::pre_compact(session, &request.trigger).await;
+    let mut skipped = session.pre_compact(&request.trigger).await;
     let outcome = loop {
         if let Some(reason) = skipped.take() {
             compactor.summary_failed(session, &reason, emit);
@@ -188,7 +188,7 @@ pub async fn run(
 /// A summary request was rejected as too long: the window it teaches replaces the session's,
 /// journaled, and the user is told once, in one sentence.
 pub(super) fn learned_from_summary(
-    session: &mut Session,
+    session: &mut dyn Conversation,
     window: u64,
     source: crate::budget::WindowSource,
     emit: &(dyn Fn(Event) + Send + Sync),
@@ -220,7 +220,7 @@ fn summary_succeeded(compactor: &mut Compactor, outcome: &PassOutcome) {
     }
 }
 
-fn notice(session: &mut Session, payload: SystemPayload) {
+fn notice(session: &mut dyn Conversation, payload: SystemPayload) {
     let parent = session.journal().head_id().clone();
     if let Err(err) = session.append_entry(Entry::new(Some(parent), payload)) {
         tracing::error!("cannot journal the compaction notice: {err}");
@@ -229,7 +229,7 @@ fn notice(session: &mut Session, payload: SystemPayload) {
 
 /// The plain form of the pass's view, which keeps the tool calls' inputs: the view's items are
 /// left without them (summary requests take them back for the items they carry).
-fn plain_of(session: &Session, view: &mut codewhale_journal::View) -> PlainView {
+fn plain_of(session: &dyn Conversation, view: &mut codewhale_journal::View) -> PlainView {
     crate::compaction::plain::taking_inputs(view, |item| session.known_tokens(item))
 }
 
@@ -244,7 +244,7 @@ fn written(w: Written) -> PassOutcome {
 }
 
 async fn attempt(
-    session: &mut Session,
+    session: &mut dyn Conversation,
     clock: &SummaryClock,
     request: &PassRequest,
     cancel: CancellationToken,
@@ -450,7 +450,7 @@ struct Viewed<'a> {
 /// The summary path: asks the model and builds the record of `plan`.
 #[allow(clippy::too_many_arguments)]
 async fn summary_record(
-    session: &Session,
+    session: &dyn Conversation,
     clock: &SummaryClock,
     Viewed { view, plain }: Viewed<'_>,
     plan: &cut::CutPlan,
@@ -474,7 +474,6 @@ async fn summary_record(
         plain,
         cut: plan.cut,
         focus: request.focus.as_deref(),
-        model: &model,
         max_output,
         max_requests: conversation::max_summary_requests(session),
         note_chars: codewhale_compaction::budget::note_chars(&limits.note_window()),

@@ -34,9 +34,10 @@ use super::summary_input::{self, InputBudget, InputPlan};
 use crate::budget::{
     from_provider, unnumbered_overflow_window, Limits, WindowSource, UNNUMBERED_OVERFLOW_FRACTION,
 };
+use crate::compaction::port::Conversation;
 use crate::convert;
 use crate::prompt::SystemPrompt;
-use crate::session::{counts, Session};
+use crate::session::counts;
 
 /// Why no summary came back.
 #[derive(Debug)]
@@ -69,12 +70,17 @@ const OVERFLOW_RETRIES: u32 = 3;
 /// characters, about 3,000 tokens.
 const NOTE_RESERVE_TOKENS: u64 = 3_000;
 
-/// What a summary request is made of besides the view: the live request's system prompt and
-/// tools, the client, and the figures its budget needs. Owned, so a background pass can take
+/// The summarizer's port: what a summary request is made of besides the view — the client and
+/// the summarizing model, the live request's system prompt and tools, the figures its budget
+/// needs, and where its cost and time are counted. Every summary request compaction sends
+/// (foreground and background) is built from one, made from the conversation port by
+/// [`Summarizer::of`]. Owned, so a background pass can take
 /// it along while the session goes on (docs/compaction.md, *Background compaction*).
 #[derive(Debug, Clone)]
 pub(crate) struct Summarizer {
     pub client: codewhale_provider::Client,
+    /// The summarizing model (`compaction_model`, else the conversation's).
+    pub model: String,
     pub system: SystemPrompt,
     pub tools: Vec<codewhale_provider::ToolSpec>,
     /// The limits of the summarizing model.
@@ -97,7 +103,11 @@ pub(crate) struct Summarizer {
 
 impl Summarizer {
     /// The summarizer of `session` when `model` writes the note.
-    pub fn of(session: &Session, clock: &super::clock::SummaryClock, model: &str) -> Summarizer {
+    pub fn of(
+        session: &dyn Conversation,
+        clock: &super::clock::SummaryClock,
+        model: &str,
+    ) -> Summarizer {
         let limits = if model == session.model() {
             *session.budget().limits()
         } else {
@@ -112,6 +122,7 @@ impl Summarizer {
         };
         Summarizer {
             client: session.client().clone(),
+            model: model.to_owned(),
             system,
             tools,
             limits,
@@ -119,7 +130,7 @@ impl Summarizer {
             system_tokens,
             other_model: model != session.model(),
             lean,
-            spend: session.spend.summaries.clone(),
+            spend: session.summary_spend().clone(),
             price: session.config().price_of(model),
             clock: clock.clone(),
         }
@@ -135,8 +146,6 @@ pub(crate) struct SummaryJob<'a> {
     /// The first message the pass keeps (`view.items[cut..]` stay verbatim after the note).
     pub cut: usize,
     pub focus: Option<&'a str>,
-    /// The summarizing model.
-    pub model: &'a str,
     pub max_output: u32,
     /// Summary requests the pass may send (`compaction.max_summary_requests`).
     pub max_requests: u32,
@@ -150,7 +159,7 @@ impl std::fmt::Debug for SummaryJob<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SummaryJob")
             .field("cut", &self.cut)
-            .field("model", &self.model)
+            .field("model", &self.summarizer.model)
             .field("max_output", &self.max_output)
             .field("max_requests", &self.max_requests)
             .finish_non_exhaustive()
@@ -372,7 +381,7 @@ async fn ask(
         let sent = std::time::Instant::now();
         match job.summarizer.client.complete(&request, cancel.clone()).await {
             Ok(response) => {
-                job.summarizer.clock.record(job.model, sent.elapsed());
+                job.summarizer.clock.record(&job.summarizer.model, sent.elapsed());
                 // Paid for whether it is used or not.
                 if let Some(usage) = &response.usage {
                     job.summarizer.spend.add(usage, job.summarizer.price.as_ref());
@@ -457,7 +466,7 @@ fn build_request(
     let mut request = convert::to_request(
         &View { head: EntryId::from_string("summary"), items: all, compaction: None },
         convert::RequestParams {
-            model: job.model,
+            model: &job.summarizer.model,
             system: &job.summarizer.system,
             tools: job.summarizer.tools.clone(),
             max_output_tokens: job.max_output,

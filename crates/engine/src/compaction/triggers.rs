@@ -10,13 +10,13 @@ use codewhale_journal::Trigger;
 use codewhale_provider::CancellationToken;
 
 use super::pass::{self, PassOutcome, PassRequest};
+use crate::compaction::port::Conversation;
 use crate::events::EventSink;
-use crate::session::Session;
 use codewhale_protocol::SubmissionId;
 
 /// `/compact [focus]` between turns.
 pub(super) async fn manual(
-    session: &mut Session,
+    session: &mut dyn Conversation,
     compactor: &mut super::compactor::Compactor,
     sink: &EventSink,
     submission: SubmissionId,

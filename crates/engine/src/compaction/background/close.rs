@@ -14,8 +14,8 @@ use codewhale_journal::Trigger;
 
 use super::{failed, finish, idle, settle, wait_bound, Finished};
 use crate::compaction::compactor::Compactor;
+use crate::compaction::port::Conversation;
 use crate::events::EventSink;
-use crate::session::Session;
 use codewhale_protocol::{Event, NoticeLevel, SubmissionId};
 
 /// The longest a one-turn process waits at exit for a note in flight.
@@ -23,7 +23,7 @@ const MOST_AT_CLOSE: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Closes the background pass of `session` (module docs).
 pub(crate) async fn close(
-    session: &mut Session,
+    session: &mut dyn Conversation,
     compactor: &mut Compactor,
     sink: &EventSink,
     submission: SubmissionId,
@@ -51,7 +51,7 @@ pub(crate) async fn close(
 }
 
 async fn wait_for_in_flight(
-    session: &mut Session,
+    session: &mut dyn Conversation,
     compactor: &mut Compactor,
     sink: &EventSink,
     submission: SubmissionId,

@@ -19,8 +19,8 @@ use codewhale_journal::Trigger;
 use super::{anchors, early_mark, maybe_start, settle, try_commit, used_up, Current, Tried};
 use crate::compaction::compactor::Compactor;
 use crate::compaction::conversation;
+use crate::compaction::port::Conversation;
 use crate::events::EventSink;
-use crate::session::Session;
 use codewhale_protocol::{Event, SubmissionId};
 
 /// docs/compaction.md, *Limits and configuration*: idle time before idle compaction.
@@ -28,7 +28,7 @@ pub const DEFAULT_IDLE_AFTER: Duration = Duration::from_secs(270);
 
 /// How long the engine waits idle before idle compaction, or `None` when it never runs here:
 /// turned off (`idle_after_sec = 0`), or a process that lives for one turn.
-pub(crate) fn idle_after(session: &Session) -> Option<Duration> {
+pub(crate) fn idle_after(session: &dyn Conversation) -> Option<Duration> {
     if session.one_turn() {
         return None;
     }
@@ -37,7 +37,11 @@ pub(crate) fn idle_after(session: &Session) -> Option<Duration> {
 }
 
 /// The session has been idle for [`idle_after`]: commit a ready note, or have one written.
-pub(crate) async fn on_idle(session: &mut Session, compactor: &mut Compactor, sink: &EventSink) {
+pub(crate) async fn on_idle(
+    session: &mut dyn Conversation,
+    compactor: &mut Compactor,
+    sink: &EventSink,
+) {
     let limits = *session.budget().limits();
     let early = early_mark(&limits, session.config().compaction.background_at);
     if session.budget().pressure().tokens < early {
@@ -80,7 +84,7 @@ pub(super) fn wanted(compactor: &Compactor) -> bool {
 /// with a note ready) when the view it yields is below the threshold and passes every check;
 /// otherwise it stays for the threshold (or is dropped when a check refuses it).
 pub(super) async fn commit(
-    session: &mut Session,
+    session: &mut dyn Conversation,
     compactor: &mut Compactor,
     sink: &EventSink,
     submission: SubmissionId,

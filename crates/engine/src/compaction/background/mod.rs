@@ -43,8 +43,8 @@ use super::summarize::{self, Summarizer, SummaryError, SummaryJob};
 use super::summary::SummaryStats;
 use crate::anchors::AnchorStore;
 use crate::compaction::compactor::Compactor;
+use crate::compaction::port::Conversation;
 use crate::events::EventSink;
-use crate::session::Session;
 use codewhale_protocol::{BackgroundState, Event, SubmissionId};
 
 mod close;
@@ -75,7 +75,7 @@ pub(crate) enum Tried {
     Discard,
 }
 
-fn basis(session: &Session) -> Basis {
+fn basis(session: &dyn Conversation) -> Basis {
     Basis {
         model: session.model().to_owned(),
         anchors: anchors(session),
@@ -84,7 +84,7 @@ fn basis(session: &Session) -> Basis {
 }
 
 /// The anchors in their redacted form, as a pass compares and restates them.
-pub(super) fn anchors(session: &Session) -> Option<String> {
+pub(super) fn anchors(session: &dyn Conversation) -> Option<String> {
     AnchorStore::new(session.workspace())
         .text()
         .ok()
@@ -106,7 +106,7 @@ pub(crate) enum StartAt {
 /// Before a request (and after a turn, and when idle): settles a finished pass, drops a stale
 /// one, and starts one when pressure has crossed the early mark.
 pub(crate) async fn maybe_start(
-    session: &mut Session,
+    session: &mut dyn Conversation,
     compactor: &mut Compactor,
     sink: &EventSink,
     submission: SubmissionId,
@@ -131,7 +131,7 @@ pub(crate) async fn maybe_start(
         return;
     }
     // The user's `PreCompact` hooks, as the pass starts: exit 2 skips it (a failed pass).
-    if let Some(why) = crate::hooks::pre_compact(session, &Trigger::Auto).await {
+    if let Some(why) = session.pre_compact(&Trigger::Auto).await {
         return failed(session, compactor, sink, submission, SummaryError::Unusable(why));
     }
     let Some(snapshot) = snapshot(session, at) else { return };
@@ -162,7 +162,7 @@ pub(crate) async fn maybe_start(
 /// The view, cut and anchors an auto pass would use now; `None` when there is nothing to cover,
 /// or when the note could not be committed where it will be: a note folded into another summary
 /// request costs two requests for one note.
-fn snapshot(session: &Session, at: StartAt) -> Option<Snapshot> {
+fn snapshot(session: &dyn Conversation, at: StartAt) -> Option<Snapshot> {
     let view = session.render();
     let plain = crate::compaction::plain::of(&view, |item| session.known_tokens(item));
     if plain.messages.len() < cut::MIN_MESSAGES {
@@ -261,7 +261,6 @@ async fn write_note(
         plain: &snapshot.plain,
         cut: snapshot.plan.cut,
         focus: None,
-        model: &snapshot.summary_model,
         max_output,
         max_requests,
         note_chars: codewhale_compaction::budget::note_chars(&snapshot.limits.note_window()),

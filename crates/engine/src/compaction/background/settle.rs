@@ -7,7 +7,7 @@ use super::*;
 
 /// Between turns, when a background request ended: journal its failure or compose its note now.
 pub(crate) async fn settle_idle(
-    session: &mut Session,
+    session: &mut dyn Conversation,
     compactor: &mut Compactor,
     sink: &EventSink,
 ) {
@@ -21,7 +21,7 @@ pub(crate) async fn settle_idle(
 /// Settles a pass that has ended: a stale note is dropped, a failure is journaled (and backs
 /// off) now, a finished note is composed into its record and waits for the threshold.
 pub(super) async fn settle(
-    session: &mut Session,
+    session: &mut dyn Conversation,
     compactor: &mut Compactor,
     sink: &EventSink,
     submission: SubmissionId,
@@ -63,7 +63,7 @@ pub(super) enum Finished {
 
 /// Waits up to `bound` for the request of `slot` and composes its record.
 pub(super) async fn finish(
-    session: &mut Session,
+    session: &mut dyn Conversation,
     compactor: &mut Compactor,
     sink: &EventSink,
     submission: SubmissionId,
@@ -104,7 +104,7 @@ pub(super) async fn finish(
 
 /// Journals a failed background note exactly as a failed foreground pass is journaled.
 pub(super) fn failed(
-    session: &mut Session,
+    session: &mut dyn Conversation,
     compactor: &mut Compactor,
     sink: &EventSink,
     submission: SubmissionId,
@@ -177,7 +177,7 @@ pub(crate) enum Taken {
 /// At the threshold: the background note as a record to commit, waiting for it at most
 /// [`wait_bound`] — what the last summary request of its model took — or until `cancel`.
 pub(crate) async fn take(
-    session: &mut Session,
+    session: &mut dyn Conversation,
     compactor: &mut Compactor,
     sink: &EventSink,
     submission: SubmissionId,
@@ -224,7 +224,7 @@ pub(crate) async fn take(
 
 /// The note of this crossing is used up: no new background pass until the next record.
 pub(super) fn used_up(
-    session: &mut Session,
+    session: &mut dyn Conversation,
     compactor: &mut Compactor,
     sink: &EventSink,
     submission: SubmissionId,
@@ -235,7 +235,7 @@ pub(super) fn used_up(
 
 /// The record of a finished note: the note composed now on the snapshot's covered part.
 pub(super) async fn prepare(
-    session: &Session,
+    session: &dyn Conversation,
     snapshot: &Snapshot,
     text: &str,
     stats: &SummaryStats,
@@ -293,7 +293,7 @@ pub(crate) struct Current<'a> {
 /// `commit` (the survival contract against the current view among them); otherwise says
 /// whether to fold it in (sound but too big) or discard it (refused by a check).
 pub(crate) async fn try_commit(
-    session: &mut Session,
+    session: &mut dyn Conversation,
     prepared: &Prepared,
     current: Current<'_>,
 ) -> Tried {

@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use tempfile::TempDir;
 
 use super::pty::Pty;
-use super::support::text;
+use super::support::{text, Marks};
 
 /// Whether the helper can run commands in namespaces here (it needs Landlock too: the
 /// namespaces are part of the sandbox). Otherwise the test is listed as skipped — or fails,
@@ -577,11 +577,16 @@ async fn in_the_fallback_codewhales_own_proc_entry_holds_no_readable_key() {
     s.config("[sandbox]\nmode = \"off\"\n");
     let shared = Shared::new(&s);
     let go = s.ws().join("go");
+    // The command says it runs through a FIFO the unprivileged user may write to.
+    use std::os::unix::fs::PermissionsExt as _;
+    let mut started = Marks::new(s.ws(), "started");
+    std::fs::set_permissions(&started.path, std::fs::Permissions::from_mode(0o666)).unwrap();
     let script = format!(
         "tr '\\0' '\\n' </proc/$PPID/environ | grep KEY | rev; \
          tr '\\0' '\\n' </proc/$PPID/environ | grep KEY | base64; \
          cat /proc/$PPID/environ >/dev/null 2>&1 && echo READABLE || echo UNREADABLE; id -u; \
-         touch started; while [ ! -e {} ]; do sleep 0.05; done",
+         echo started > {}; while [ ! -e {} ]; do sleep 0.05; done",
+        started.path.display(),
         go.display()
     );
     s.server.push(shell(&script));
@@ -606,12 +611,7 @@ async fn in_the_fallback_codewhales_own_proc_entry_holds_no_readable_key() {
         .spawn()
         .unwrap();
     let pid = child.id().unwrap();
-    for _ in 0..600 {
-        if s.ws().join("started").exists() {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    started.until(1, |l| l == "started").await;
     // Seen from outside while the command runs: no key in the environment (root reads it),
     // and nothing at all for another process of the same user.
     let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
@@ -769,12 +769,7 @@ async fn the_users_own_command_keeps_git_writable_and_status_says_how_git_and_ke
     pty.wait_for("sandbox: namespaces").await;
     pty.wait_for("keys: hidden from commands").await;
     pty.send(b"\x1b");
-    for _ in 0..200 {
-        if !pty.contents().contains("Esc close") {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    pty.wait_gone("Esc close").await;
     pty.send(b"\x04");
     assert!(pty.wait_exit().await.success(), "{}", pty.contents());
     assert!(s.server.requests().is_empty(), "the user's command asks no model");

@@ -6,28 +6,28 @@
 //! tool's output, or "interrupted" when the user stopped the turn first. A shell command runs
 //! without the sandbox only on the user's explicit word for that one call: a "yes" to the
 //! question before a command that names Codewhale's own settings, or `u` when a confined run
-//! was refused a write ([`offer_rerun`]); never in `full` mode, never in `plan` (whose commands
+//! was refused a write (`clearance::offer_rerun`); never in `full` mode, never in `plan` (whose commands
 //! run with the workspace read-only, [`crate::plan_mode`]) and never without a terminal. A
 //! `web_fetch` is asked about the addresses its host resolved to ([`super::fetch`]).
 //! A command refused a write under a read-only `.git` is offered once more with `.git`
-//! writable (`g`, [`offer_git_writable`]) in every mode with a terminal but `plan`. Each call
-//! is judged when it runs, not when the reply arrived ([`assess_now`]); what the guard found
+//! writable (`g`, `clearance::offer_git_writable`) in every mode with a terminal but `plan`. Each call
+//! is judged when it runs, not when the reply arrived (`clearance::assess_now`); what the guard found
 //! around a command is told to the model and the user ([`guarded`]).
 
 use serde_json::Value;
 
 use codewhale_journal::ToolResultPayload;
 
-use super::ctx::TurnCtx;
-use crate::approval::{
-    denied_by_user, denied_protected, denied_without_terminal, ApprovalMode, Decision, Grant,
-    Policy,
+use super::clearance::{
+    allowed_without_asking, ask_instructions, assess_now, clear, offer_git_writable, offer_rerun,
+    Cleared,
 };
+use super::ctx::TurnCtx;
+use crate::approval::{ApprovalMode, Policy};
 use crate::error::EngineError;
-use crate::events::ApprovalReply;
 use crate::session::INTERRUPTED_RESULT;
-use crate::tools::{self, Assessment, ToolOutput};
-use codewhale_protocol::{ApprovalOffer, ApprovalScope, CallEnd, Event};
+use crate::tools::{self, ToolOutput};
+use codewhale_protocol::{CallEnd, Event};
 
 /// One call of a response.
 #[derive(Debug, Clone)]
@@ -35,24 +35,6 @@ pub struct ToolCall {
     pub id: String,
     pub name: String,
     pub input: Value,
-}
-
-/// What the approval step decided for a call.
-enum Cleared {
-    Run,
-    /// The user allowed a command that names Codewhale's own settings: it runs without the
-    /// sandbox (which would refuse those writes anyway), this once.
-    RunUnconfined,
-    /// The user allowed a write to a protected path, this once.
-    RunProtected,
-    /// Refused without asking (no one to ask); the model reads why.
-    Refused(String),
-    /// The user said no, and what they said with it.
-    Denied {
-        message: String,
-        reason: Option<String>,
-    },
-    Interrupted,
 }
 
 /// The most tool calls one reply may have run (docs/security.md); the rest are
@@ -90,42 +72,6 @@ pub(crate) async fn run_calls(
     }
     crate::hooks::flush(ctx.session);
     Ok(ran)
-}
-
-/// How the approval policy sees `call` now, at the moment it would run: a link an earlier call
-/// of the same reply made is followed (docs/security.md, *What git and Codewhale execute is out of the model's reach*). A `web_fetch` is
-/// judged by the target its host resolved to.
-fn assess_now(
-    ctx: &TurnCtx<'_>,
-    call: &ToolCall,
-    fetch: Option<&Result<tools::web_fetch::Target, String>>,
-) -> Assessment {
-    match (ctx.session.mcp().resolve(&call.name), fetch) {
-        (Some((server, tool, read_only)), _) => Assessment::mcp(server, tool, read_only),
-        (None, Some(Ok(target))) => target.assessment(),
-        // Unusable: running it reports why.
-        (None, Some(Err(_))) => Assessment::session_state(),
-        (None, None) if tools::is_session_tool(&call.name) => Assessment::session_state(),
-        (None, None) if skill_read(ctx.session, &call.name, &call.input) => {
-            Assessment::skill_read()
-        }
-        (None, None) => {
-            let protected = ctx.session.protected();
-            tools::assess(ctx.session.workspace(), &protected, &call.name, &call.input)
-        }
-    }
-}
-
-/// A `read_file` of a found skill's file (docs/extending.md, *Skills*): it runs without
-/// asking in every mode, a home skill's outside the workspace included.
-fn skill_read(session: &crate::session::Session, name: &str, input: &serde_json::Value) -> bool {
-    if name != "read_file" {
-        return false;
-    }
-    let Some(raw) = input.get("path").and_then(serde_json::Value::as_str) else { return false };
-    let path = std::path::Path::new(raw);
-    let path = if path.is_absolute() { path.to_owned() } else { session.workspace().join(path) };
-    session.commands.skill_holding(&path).is_some()
 }
 
 /// Runs `calls` in order; returns false when the turn was interrupted.
@@ -348,69 +294,6 @@ async fn guarded(ctx: &mut TurnCtx<'_>, call: &ToolCall, output: &mut ToolOutput
         output.bytes += line.len() as u64 + 1;
     }
 }
-
-/// Asks whether an instruction file a command created may be read into the system prompt;
-/// false without a terminal (then it is withheld for the session).
-async fn ask_instructions(
-    ctx: &mut TurnCtx<'_>,
-    call: &ToolCall,
-    ws: &std::path::Path,
-    path: &std::path::Path,
-) -> bool {
-    if !ctx.gate.is_interactive() {
-        return false;
-    }
-    let name = crate::paths::display(ws, path);
-    let answer = ask(
-        ctx,
-        call,
-        Question {
-            reason: format!(
-                "the command created {name}, an instruction file; read it into the model's system \
-                 prompt from now on?"
-            ),
-            offers: Vec::new(),
-            diff: None,
-        },
-    )
-    .await;
-    matches!(answer, Some(ApprovalReply::Approve(_)))
-}
-
-/// What the user is asked about a call.
-struct Question {
-    reason: String,
-    offers: Vec<ApprovalOffer>,
-    diff: Option<String>,
-}
-
-/// Asks the user about `call` and waits for the answer; `None` when the turn was stopped
-/// first (or the front end went away).
-async fn ask(ctx: &mut TurnCtx<'_>, call: &ToolCall, q: Question) -> Option<ApprovalReply> {
-    let reply = ctx.gate.wait_for(&call.id);
-    ctx.emit(Event::ApprovalNeeded {
-        call_id: call.id.clone(),
-        name: call.name.clone(),
-        input: call.input.clone(),
-        reason: q.reason,
-        offers: q.offers,
-        diff: q.diff,
-    });
-    if ctx.gate.user_away() {
-        let said = format!("{} waits for your approval", call.name);
-        crate::hooks::notification(ctx.session, ctx.submission, &said).await;
-    }
-    tokio::select! {
-        answer = reply => answer.ok(),
-        () = ctx.cancel.cancelled() => None,
-    }
-}
-
-/// `output` with `line` after what it says.
-fn with_line(output: ToolOutput, line: &str) -> ToolOutput {
-    ToolOutput { bytes: output.bytes + line.len() as u64, content: output.content + line, ..output }
-}
-
 /// Runs one call: an MCP server's tool (any `mcp__` name, offered or not — a name that was not
 /// offered gets an error result saying its server is not available), a `web_fetch` of its
 /// prepared target (with the policy that decides its redirects), or a built-in tool.
@@ -529,234 +412,6 @@ fn run_session_tool(ctx: &TurnCtx<'_>, call: &ToolCall) -> (ToolOutput, bool) {
             (ToolOutput { bytes, is_error: false, ..ToolOutput::error(text) }, false)
         }
         Err(message) => (ToolOutput::error(message), false),
-    }
-}
-
-fn allowed_without_asking(ctx: &mut TurnCtx<'_>, a: &Assessment) -> bool {
-    decision(ctx, a) == Decision::Allow
-}
-
-/// The policy's decision, in the mode the user chose last (a mode chosen while this turn ran
-/// applies from this call on).
-fn decision(ctx: &mut TurnCtx<'_>, a: &Assessment) -> Decision {
-    if let Some(mode) = ctx.gate.take_mode() {
-        ctx.session.policy.set_mode(mode);
-    }
-    match a.summary() {
-        Some(summary) => ctx.session.policy.decide(summary),
-        None => Decision::Allow,
-    }
-}
-
-async fn clear(
-    ctx: &mut TurnCtx<'_>,
-    call: &ToolCall,
-    a: &Assessment,
-    fetch: Option<&tools::web_fetch::Target>,
-    plan_ctx: &Option<tools::ToolContext>,
-) -> Cleared {
-    let decided = decision(ctx, a);
-    match decided {
-        Decision::Refuse => return Cleared::Refused(crate::plan_mode::refused_write(&call.name)),
-        Decision::Allow => {
-            let planning = ctx.session.policy.mode() == ApprovalMode::Plan;
-            if planning && a.effect == Some(crate::approval::Effect::Shell) && plan_ctx.is_none() {
-                return Cleared::Refused(crate::plan_mode::refused_command());
-            }
-        }
-        Decision::Ask => {}
-    }
-    // The user's `PreToolUse` hooks, for a call the mode would run or ask about, before any
-    // question: exit 2 refuses it, and the hook's stderr is the result the model reads.
-    let (id, cancel) = (ctx.submission, ctx.cancel.clone());
-    let hooked = crate::hooks::pre_tool_use(ctx.session, id, &call.name, &call.input, &cancel);
-    if let Some(why) = hooked.await {
-        return Cleared::Refused(why);
-    }
-    if cancel.is_cancelled() {
-        return Cleared::Interrupted;
-    }
-    if decided == Decision::Allow {
-        return Cleared::Run;
-    }
-    let mode = ctx.session.policy.mode();
-    if !ctx.gate.is_interactive() {
-        if let Some(target) = fetch {
-            return Cleared::Refused(super::fetch::denied_without_terminal(target));
-        }
-        if a.protected {
-            return Cleared::Refused(denied_protected(&call.name, a.protection));
-        }
-        return Cleared::Refused(denied_without_terminal(&call.name, mode));
-    }
-    let reason = if let Some(target) = fetch {
-        super::fetch::question(target)
-    } else if let Some(why) = a.protection {
-        format!("{}; only you may allow that", why.reason())
-    } else if a.protected {
-        "it changes Codewhale's own configuration; only you may allow that".to_owned()
-    } else if a.leaves_workspace {
-        "it touches a path outside the workspace".to_owned()
-    } else {
-        format!("approval mode `{mode}` asks before `{}`", call.name)
-    };
-    let grants = a.summary().map(|s| ctx.session.policy.offers(s)).unwrap_or_default();
-    let offers = grants
-        .iter()
-        .map(|g| {
-            let label = match g {
-                Grant::Host(_) => "always for this host".to_owned(),
-                other => format!("always for {other}"),
-            };
-            ApprovalOffer { scope: scope_of(g), label }
-        })
-        .collect();
-    let diff = crate::tools::diff::preview(ctx.session.workspace(), &call.name, &call.input)
-        .map(|d| ctx.session.redactor().redact(&d).into_owned());
-    let answer = ask(ctx, call, Question { reason, offers, diff }).await;
-    match answer {
-        Some(ApprovalReply::Approve(scope)) => {
-            // Only what was offered for this very call can be granted.
-            if let Some(grant) = grants.into_iter().find(|g| scope_of(g) == scope) {
-                ctx.session.policy.grant(grant);
-            }
-            let planning = ctx.session.policy.mode() == ApprovalMode::Plan;
-            match (a.protected && !planning, a.command.is_some()) {
-                (true, true) => Cleared::RunUnconfined,
-                (true, false) => Cleared::RunProtected,
-                _ => Cleared::Run,
-            }
-        }
-        Some(ApprovalReply::Deny(why)) => {
-            let reason = why.map(|w| w.trim().to_owned()).filter(|w| !w.is_empty());
-            Cleared::Denied { message: denied_by_user(&call.name, reason.as_deref()), reason }
-        }
-        None => Cleared::Interrupted,
-    }
-}
-
-/// After the sandbox refused a shell command a write: in `ask` and `auto-edit` with someone
-/// to ask, offers to run it once more without the sandbox (`u`; anything else keeps the
-/// refused result). The model reads what happened either way.
-async fn offer_rerun(
-    ctx: &mut TurnCtx<'_>,
-    call: &ToolCall,
-    first: ToolOutput,
-    unconfined: &tools::ToolContext,
-    progress: &(dyn Fn(&[u8]) + Send + Sync),
-) -> ToolOutput {
-    let mode = ctx.session.policy.mode();
-    if matches!(mode, ApprovalMode::Full | ApprovalMode::Plan) || !ctx.gate.is_interactive() {
-        return first;
-    }
-    let paths: Vec<String> = first.refused.iter().map(|p| p.display().to_string()).collect();
-    let paths = paths.join(", ");
-    let answer = ask(
-        ctx,
-        call,
-        Question {
-            reason: format!(
-                "the sandbox refused writing to {paths}; run it once more without the sandbox?"
-            ),
-            offers: vec![ApprovalOffer {
-                scope: ApprovalScope::Unconfined,
-                label: "rerun once without the sandbox".to_owned(),
-            }],
-            diff: None,
-        },
-    )
-    .await;
-    match answer {
-        Some(ApprovalReply::Approve(ApprovalScope::Unconfined)) => {
-            let again = tools::execute(unconfined, &call.name, &call.input, progress).await;
-            let note = format!(
-                "[the sandbox refused writing to {paths}; the user allowed this one rerun \
-                 without the sandbox, whose output follows]\n"
-            );
-            ToolOutput {
-                bytes: again.bytes + note.len() as u64,
-                content: note + &again.content,
-                refused: Vec::new(),
-                ..again
-            }
-        }
-        Some(ApprovalReply::Deny(why)) => {
-            let said = why.map(|w| format!(" and said: {}", w.trim())).unwrap_or_default();
-            let line = format!("\n[the user kept the sandbox for this command{said}]");
-            with_line(first, &line)
-        }
-        _ => first,
-    }
-}
-
-/// After a write under a read-only `.git` was refused (`git commit`, `git add`): with someone
-/// to ask, in every mode, offers to run the command once more with every `.git` writable,
-/// under the guard (`g`; anything else keeps the refused result). Without anyone to ask, the
-/// model reads how the user can allow it.
-async fn offer_git_writable(
-    ctx: &mut TurnCtx<'_>,
-    call: &ToolCall,
-    first: ToolOutput,
-    writable: &tools::ToolContext,
-    progress: &(dyn Fn(&[u8]) + Send + Sync),
-) -> ToolOutput {
-    if !ctx.gate.is_interactive() {
-        let line = format!("\n[{}]", crate::approval::GIT_NEEDS_WRITABLE);
-        return with_line(first, &line);
-    }
-    let answer = ask(
-        ctx,
-        call,
-        Question {
-            reason: "git could not write .git, which is read-only to the model's commands; run \
-                     it once more with .git writable (what git runs from .git is still put back)?"
-                .to_owned(),
-            offers: vec![ApprovalOffer {
-                scope: ApprovalScope::GitWritable,
-                label: "run once with .git writable".to_owned(),
-            }],
-            diff: None,
-        },
-    )
-    .await;
-    match answer {
-        Some(ApprovalReply::Approve(ApprovalScope::GitWritable)) => {
-            // The first run's findings are told with the second's.
-            let again = tools::execute(writable, &call.name, &call.input, progress).await;
-            let note = "[.git was read-only to the first run; the user allowed this one run with \
-                        .git writable, whose output follows]\n";
-            let guard = match (first.guard, again.guard.clone()) {
-                (Some(mut a), Some(b)) => {
-                    a.changed.extend(b.changed);
-                    a.scrubbed.extend(b.scrubbed);
-                    a.new_instructions.extend(b.new_instructions);
-                    Some(a)
-                }
-                (a, b) => a.or(b),
-            };
-            ToolOutput {
-                bytes: again.bytes + note.len() as u64,
-                content: note.to_owned() + &again.content,
-                guard,
-                ..again
-            }
-        }
-        Some(ApprovalReply::Deny(why)) => {
-            let said = why.map(|w| format!(" and said: {}", w.trim())).unwrap_or_default();
-            let line = format!("\n[the user kept .git read-only for this command{said}]");
-            with_line(first, &line)
-        }
-        _ => first,
-    }
-}
-
-fn scope_of(grant: &Grant) -> ApprovalScope {
-    match grant {
-        Grant::Command(_) => ApprovalScope::Command,
-        Grant::Prefix(_) => ApprovalScope::Prefix,
-        Grant::Edits => ApprovalScope::Edits,
-        Grant::Tool { .. } => ApprovalScope::Tool,
-        Grant::Host(_) => ApprovalScope::Host,
     }
 }
 

@@ -10,6 +10,7 @@
 //! however it ends.
 
 pub mod calls;
+mod clearance;
 mod ctx;
 mod fetch;
 pub mod fit;

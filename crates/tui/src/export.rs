@@ -11,7 +11,7 @@
 //! messages}` whose messages are `{role, text}` (a side question: role `side`, with its
 //! `question`), `{tool, input, result}` or `{compaction, note}` (fields are only ever added). Reasoning the model showed is left out of both, as the transcript folds it.
 
-use codewhale_protocol::{HistoryItem, NoticeLevel, Transcript};
+use codewhale_protocol::{HistoryItem, ImageInfo, NoticeLevel, Transcript};
 use serde_json::{json, Value};
 
 use crate::tui::page_cells::{compaction_summary, tool_cell};
@@ -46,73 +46,68 @@ pub fn message_count(t: &Transcript) -> usize {
 
 /// The conversation as Markdown.
 pub fn markdown(t: &Transcript) -> String {
-    let mut out = format!("# Codewhale session {}\n\nModel: {}\n", t.session, code_span(&t.model));
-    // The speaker is named once for a run of items of one side.
-    let mut speaker: Option<&'static str> = None;
-    fn said(out: &mut String, speaker: &mut Option<&'static str>, who: &'static str) {
-        if *speaker != Some(who) {
-            out.push_str(&format!("\n## {who}\n"));
-            *speaker = Some(who);
+    let mut page = Page {
+        out: format!("# Codewhale session {}\n\nModel: {}\n", t.session, code_span(&t.model)),
+        speaker: None,
+        last_note: None,
+    };
+    for item in &t.items {
+        page.item(item);
+    }
+    page.out
+}
+
+/// The Markdown being written, with what the next item's text depends on.
+struct Page<'a> {
+    out: String,
+    /// The speaker named last: the speaker is named once for a run of items of one side.
+    speaker: Option<&'static str>,
+    /// The note of the last compaction written.
+    last_note: Option<&'a str>,
+}
+
+impl<'a> Page<'a> {
+    /// Names `who` unless the run of items before was theirs.
+    fn said(&mut self, who: &'static str) {
+        if self.speaker != Some(who) {
+            self.out.push_str(&format!("\n## {who}\n"));
+            self.speaker = Some(who);
         }
     }
-    let mut last_note: Option<&str> = None;
-    for item in &t.items {
+
+    /// One item of the conversation, as its cell shows it.
+    fn item(&mut self, item: &'a HistoryItem) {
         match item {
-            HistoryItem::User { text, images, .. } => {
-                // Each message of the user's under its own heading.
-                speaker = None;
-                said(&mut out, &mut speaker, "You");
-                out.push_str(&format!("\n{}\n", text.trim_end()));
-                for image in images {
-                    out.push_str(&format!("\n▣ {}\n", crate::figures::image(image)));
-                }
-            }
+            HistoryItem::User { text, images, .. } => self.user(text, images),
             HistoryItem::Assistant { text, .. } if !text.trim().is_empty() => {
-                said(&mut out, &mut speaker, "Assistant");
-                out.push_str(&format!("\n{}\n", text.trim_end()));
+                self.said("Assistant");
+                self.out.push_str(&format!("\n{}\n", text.trim_end()));
             }
             HistoryItem::Assistant { .. } => {}
             HistoryItem::Anchor { text, .. } => {
-                said(&mut out, &mut speaker, "You");
-                out.push_str(&format!("\n{}\n", quote(&format!("⚑ pinned: {}", text.trim_end()))));
+                self.said("You");
+                self.out
+                    .push_str(&format!("\n{}\n", quote(&format!("⚑ pinned: {}", text.trim_end()))));
             }
             HistoryItem::AnchorWithdrawn { text, .. } => {
                 let first = text.lines().next().unwrap_or_default();
-                out.push_str(&format!("\n{}\n", quote(&format!("· anchor withdrawn: {first}"))));
+                self.out
+                    .push_str(&format!("\n{}\n", quote(&format!("· anchor withdrawn: {first}"))));
             }
             HistoryItem::Tool { .. } => {
-                said(&mut out, &mut speaker, "Assistant");
+                self.said("Assistant");
                 if let Some(cell) = tool_cell(item) {
-                    out.push_str(&format!("\n{}\n", code_span(&cell.folded_line())));
+                    self.out.push_str(&format!("\n{}\n", code_span(&cell.folded_line())));
                 }
             }
             HistoryItem::UserShell { command, output, exit_code, .. } => {
-                said(&mut out, &mut speaker, "You");
-                let ended = match exit_code {
-                    Some(0) | None => String::new(),
-                    Some(code) => format!(" (exit code {code})"),
-                };
-                out.push_str(&format!("\n{}{ended}\n", code_span(&format!("! {command}"))));
-                if !output.trim().is_empty() {
-                    out.push_str(&format!("\n{}\n", fenced(&crate::tui::ansi::strip(output))));
-                }
+                self.user_shell(command, output, *exit_code)
             }
-            HistoryItem::Compaction { note, .. } => {
-                let Some(summary) = compaction_summary(item) else { continue };
-                let mut text = format!("**{}**", summary.headline());
-                // A prune-only record carries the note before it forward: said once.
-                if last_note != Some(note.as_str()) && !note.trim().is_empty() {
-                    text.push_str(&format!("\n\n{}", note.trim_end()));
-                }
-                last_note = Some(note.as_str());
-                out.push_str(&format!("\n{}\n", quote(&text)));
-                speaker = None;
-            }
+            HistoryItem::Compaction { note, .. } => self.compaction(item, note),
             HistoryItem::BranchSummary { summary, .. } => {
                 let text =
                     format!("⎇ what was tried on a branch you left\n\n{}", summary.trim_end());
-                out.push_str(&format!("\n{}\n", quote(&text)));
-                speaker = None;
+                self.aside(&text);
             }
             HistoryItem::Side { question, answer, .. } => {
                 let text = format!(
@@ -120,8 +115,7 @@ pub fn markdown(t: &Transcript) -> String {
                     question.trim_end(),
                     answer.trim_end()
                 );
-                out.push_str(&format!("\n{}\n", quote(&text)));
-                speaker = None;
+                self.aside(&text);
             }
             HistoryItem::Notice { text, level, .. } => {
                 let mark = match level {
@@ -129,11 +123,52 @@ pub fn markdown(t: &Transcript) -> String {
                     NoticeLevel::Warning => "!",
                     NoticeLevel::Error => "✗",
                 };
-                out.push_str(&format!("\n{}\n", quote(&format!("{mark} {}", text.trim_end()))));
+                self.out
+                    .push_str(&format!("\n{}\n", quote(&format!("{mark} {}", text.trim_end()))));
             }
         }
     }
-    out
+
+    /// A message of the user's, under its own heading, with the images it carried.
+    fn user(&mut self, text: &str, images: &[ImageInfo]) {
+        self.speaker = None;
+        self.said("You");
+        self.out.push_str(&format!("\n{}\n", text.trim_end()));
+        for image in images {
+            self.out.push_str(&format!("\n▣ {}\n", crate::figures::image(image)));
+        }
+    }
+
+    /// The user's own `!CMD`: the command, how it ended unless it succeeded, and its output.
+    fn user_shell(&mut self, command: &str, output: &str, exit_code: Option<i32>) {
+        self.said("You");
+        let ended = match exit_code {
+            Some(0) | None => String::new(),
+            Some(code) => format!(" (exit code {code})"),
+        };
+        self.out.push_str(&format!("\n{}{ended}\n", code_span(&format!("! {command}"))));
+        if !output.trim().is_empty() {
+            self.out.push_str(&format!("\n{}\n", fenced(&crate::tui::ansi::strip(output))));
+        }
+    }
+
+    /// A compaction: its capsule's line, and its note unless the record before had it.
+    fn compaction(&mut self, item: &HistoryItem, note: &'a str) {
+        let Some(summary) = compaction_summary(item) else { return };
+        let mut text = format!("**{}**", summary.headline());
+        // A prune-only record carries the note before it forward: said once.
+        if self.last_note != Some(note) && !note.trim().is_empty() {
+            text.push_str(&format!("\n\n{}", note.trim_end()));
+        }
+        self.last_note = Some(note);
+        self.aside(&text);
+    }
+
+    /// A quote that belongs to neither side: the next item names its speaker again.
+    fn aside(&mut self, text: &str) {
+        self.out.push_str(&format!("\n{}\n", quote(text)));
+        self.speaker = None;
+    }
 }
 
 /// The conversation as one JSON object (module docs).

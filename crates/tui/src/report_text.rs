@@ -30,18 +30,32 @@ pub fn window_origin(source: &str) -> Option<String> {
 
 /// The human-readable report.
 pub fn human(r: &ContextReport) -> String {
-    let t = &r.tokens;
+    let mut out = head(r);
+    push_breakdown(&mut out, r);
+    push_compaction(&mut out, r);
+    push_anchors_and_branches(&mut out, r);
+    push_background_and_stores(&mut out, r);
+    out
+}
+
+/// The session, the model, and the window with where it came from and how it is divided.
+fn head(r: &ContextReport) -> String {
     let origin = match window_origin(&r.window_source) {
         Some(origin) => format!(" ({origin})"),
         None if r.window_unverified => " (unverified)".to_owned(),
         None => String::new(),
     };
-    let mut out = format!(
+    format!(
         "session {}  model {}\nwindow {}{origin} · reserved output {} · usable input {} · \
          auto-compaction at {}\n\n",
         r.session, r.model, r.context_window, r.reserved_output, r.usable_input, r.threshold
-    );
-    let parts = [
+    )
+}
+
+/// The kinds of tokens the next request holds, with the mark each draws in the bar.
+fn parts(r: &ContextReport) -> [(char, &'static str, u64); 8] {
+    let t = &r.tokens;
+    [
         ('S', "system", t.system),
         ('X', "tool schemas", t.tools),
         ('A', "anchors", t.anchors),
@@ -50,7 +64,13 @@ pub fn human(r: &ContextReport) -> String {
         ('H', "history", t.history),
         ('T', "tool results", t.tool_results),
         ('I', "images", t.images),
-    ];
+    ]
+}
+
+/// The bar of the window, the total, what the last request left out and one line per kind.
+fn push_breakdown(out: &mut String, r: &ContextReport) {
+    let t = &r.tokens;
+    let parts = parts(r);
     let scale = r.context_window.max(1);
     let mut bar = String::new();
     for (mark, _, n) in parts {
@@ -84,6 +104,10 @@ pub fn human(r: &ContextReport) -> String {
     }
     out.push_str(&format!("  o {:<13} {:>8}\n", "reserved output", r.reserved_output));
     out.push_str(&format!("  . {:<13} {:>8}\n\n", "free", r.usable_input.saturating_sub(t.total)));
+}
+
+/// The active compaction, the records of all of them, and the last round kept.
+fn push_compaction(out: &mut String, r: &ContextReport) {
     match &r.compaction {
         Some(c) => {
             let covered = c.covers.as_ref().map_or(0, |v| v.count);
@@ -108,6 +132,10 @@ pub fn human(r: &ContextReport) -> String {
         "last round: {} messages, {} tool results, {} assistant messages\n",
         lr.messages, lr.tool_results, lr.assistant_kept
     ));
+}
+
+/// The anchors pinned and whether the model reads them, and the branches when there are several.
+fn push_anchors_and_branches(out: &mut String, r: &ContextReport) {
     let a = &r.anchors;
     if a.count == 0 {
         out.push_str("anchors: none (add one with `codewhale anchor add TEXT`)\n");
@@ -129,6 +157,10 @@ pub fn human(r: &ContextReport) -> String {
             out.push_str(&format!("  {}{here}\n", branch_label(b)));
         }
     }
+}
+
+/// The background note, the file checkpoints' store and the skills named or left out.
+fn push_background_and_stores(out: &mut String, r: &ContextReport) {
     if let Some(b) = &r.background {
         let state = match b.state {
             BackgroundState::Writing => "being written",
@@ -158,7 +190,6 @@ pub fn human(r: &ContextReport) -> String {
             r.skills.left_out.join(", ")
         ));
     }
-    out
 }
 
 /// A branch as pickers and reports show it: "…id-ending  YYYY-MM-DD HH:MM  preview".

@@ -19,9 +19,11 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use codewhale_engine::Resume;
-use codewhale_engine::{Engine, EngineParams};
+use codewhale_engine::{Engine, EngineHandle, EngineParams, EventReceiver};
 use codewhale_engine::{Env, Overrides};
-use codewhale_protocol::{ApprovalOffer, ApprovalScope, Event, Op, TurnStatus};
+use codewhale_protocol::{
+    ApprovalOffer, ApprovalScope, Event, EventMsg, Op, SubmissionId, TurnStatus,
+};
 
 use crate::cli::{ExecArgs, GlobalArgs};
 
@@ -197,65 +199,118 @@ struct Message {
 async fn exec(params: EngineParams, message: Message, json: bool) -> anyhow::Result<ExitCode> {
     let mut stops = Stops::new()?;
     let (handle, mut events) = Engine::spawn(params)?;
-    // Sent once the session says which custom commands it has: `/NAME args` runs one.
-    let mut message = Some(message);
-    let mut turn = None;
-    let mut outcome: Option<(TurnStatus, String)> = None;
-    let mut errors: Vec<String> = Vec::new();
-    let mut stdout = std::io::stdout().lock();
-    let mut stdout_closed = false;
-    let mut tool_lines = super::notices::ToolLines::default();
-    // After a stop signal the turn has a second (plus its commands' grace to exit) to end,
-    // whatever it waits on; a second signal, or a turn that does not end, ends the process —
-    // the journal is append-only and synced entry by entry, so nothing is lost.
-    let mut deadline: Option<tokio::time::Instant> = None;
-    loop {
-        let overdue = async {
-            match deadline {
-                Some(at) => tokio::time::sleep_until(at).await,
-                None => std::future::pending::<()>().await,
-            }
-        };
-        let msg = tokio::select! {
-            msg = events.recv() => msg,
-            () = stops.next() => {
-                if deadline.is_some() {
-                    errln!("codewhale: stopped");
+    let mut run = Run::new(handle, message, json);
+    while let Some(msg) = run.next_event(&mut events, &mut stops).await {
+        run.print(&msg)?;
+        if run.follow(msg).await {
+            break;
+        }
+    }
+    run.finish()
+}
+
+/// One `exec` following its engine: what the loop over the events keeps from one event to the
+/// next. The turn's outcome is known once its `turn_finished` came; the process exits only
+/// after `shutdown_complete` (the journal synced) or a stop signal's deadline.
+struct Run {
+    handle: EngineHandle,
+    json: bool,
+    /// Sent once the session says which custom commands it has: `/NAME args` runs one.
+    message: Option<Message>,
+    turn: Option<SubmissionId>,
+    outcome: Option<(TurnStatus, String)>,
+    errors: Vec<String>,
+    stdout: std::io::StdoutLock<'static>,
+    stdout_closed: bool,
+    tool_lines: super::notices::ToolLines,
+    /// After a stop signal the turn has a second (plus its commands' grace to exit) to end,
+    /// whatever it waits on; a second signal, or a turn that does not end, ends the process —
+    /// the journal is append-only and synced entry by entry, so nothing is lost.
+    deadline: Option<tokio::time::Instant>,
+}
+
+impl Run {
+    fn new(handle: EngineHandle, message: Message, json: bool) -> Run {
+        Run {
+            handle,
+            json,
+            message: Some(message),
+            turn: None,
+            outcome: None,
+            errors: Vec::new(),
+            stdout: std::io::stdout().lock(),
+            stdout_closed: false,
+            tool_lines: super::notices::ToolLines::default(),
+            deadline: None,
+        }
+    }
+
+    /// The engine's next event; a stop signal interrupts the turn meanwhile, and a second one
+    /// (or the deadline passing) ends the process. `None` when the engine is gone.
+    async fn next_event(
+        &mut self,
+        events: &mut EventReceiver,
+        stops: &mut Stops,
+    ) -> Option<EventMsg> {
+        loop {
+            let deadline = self.deadline;
+            let overdue = async {
+                match deadline {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending::<()>().await,
+                }
+            };
+            return tokio::select! {
+                msg = events.recv() => msg,
+                () = stops.next() => {
+                    if self.deadline.is_some() {
+                        errln!("codewhale: stopped");
+                        stop_now();
+                    }
+                    self.handle.submit(Op::Interrupt);
+                    self.deadline = Some(tokio::time::Instant::now() + STOP_WITHIN);
+                    continue;
+                }
+                () = overdue => {
+                    errln!("codewhale: the turn did not stop in time after the signal; stopped");
                     stop_now();
                 }
-                handle.submit(Op::Interrupt);
-                deadline = Some(tokio::time::Instant::now() + STOP_WITHIN);
-                continue;
-            }
-            () = overdue => {
-                errln!("codewhale: the turn did not stop in time after the signal; stopped");
-                stop_now();
-            }
-        };
-        let Some(msg) = msg else { break };
-        if json && !stdout_closed {
-            let line = serde_json::to_string(&msg).context("cannot encode an event as JSON")?;
+            };
+        }
+    }
+
+    /// Prints the event: as a JSON line with `--json`, otherwise the notices and tool lines
+    /// it makes on stderr.
+    fn print(&mut self, msg: &EventMsg) -> anyhow::Result<()> {
+        if self.json && !self.stdout_closed {
+            let line = serde_json::to_string(msg).context("cannot encode an event as JSON")?;
             // A closed pipe (`| head`) is not an error: the reader has what it wanted. The turn
             // still runs to its end, so the session is left whole rather than cut mid-turn.
             let line = crate::output::for_stdout(&line);
-            stdout_closed = writeln!(stdout, "{line}").is_err();
+            self.stdout_closed = writeln!(self.stdout, "{line}").is_err();
         }
-        if !json {
+        if !self.json {
             if let Some(line) = super::notices::line(&msg.event) {
                 errln!("codewhale: {line}");
             }
-            if let Some(line) = tool_lines.line(&msg.event) {
+            if let Some(line) = self.tool_lines.line(&msg.event) {
                 errln!("codewhale: {line}");
             }
         }
+        Ok(())
+    }
+
+    /// Acts on the event: sends the message once the session is configured, asks about
+    /// approvals, keeps errors and the turn's outcome. True when the engine has shut down.
+    async fn follow(&mut self, msg: EventMsg) -> bool {
         match msg.event {
             Event::SessionConfigured { commands, .. } => {
-                if let Some(Message { prompt, mentioned, images }) = message.take() {
+                if let Some(Message { prompt, mentioned, images }) = self.message.take() {
                     let op = match custom_command(&prompt, &commands) {
                         Some((name, args)) => Op::RunCommand { name, args },
                         None => Op::UserInput { text: prompt, attachments: mentioned, images },
                     };
-                    turn = Some(handle.submit(op));
+                    self.turn = Some(self.handle.submit(op));
                 }
             }
             Event::ApprovalNeeded { call_id, name, input, reason, offers, .. } => {
@@ -265,53 +320,60 @@ async fn exec(params: EngineParams, message: Message, json: bool) -> anyhow::Res
                 })
                 .await
                 .unwrap_or(None);
-                handle.submit(match answer {
+                self.handle.submit(match answer {
                     Some(scope) => Op::Approve { call_id, scope },
                     None => Op::Deny { call_id, reason: None },
                 });
             }
-            Event::Error { message, .. } => errors.push(message),
-            Event::MessageTakenBack { text } if Some(msg.id) != turn && !json => {
+            Event::Error { message, .. } => self.errors.push(message),
+            Event::MessageTakenBack { text } if Some(msg.id) != self.turn && !self.json => {
                 errln!("codewhale: {}", set_aside_line(&text));
             }
-            Event::TurnFinished { status, text, .. } if Some(msg.id) == turn => {
-                outcome = Some((status, text));
-                handle.submit(Op::Shutdown);
+            Event::TurnFinished { status, text, .. } if Some(msg.id) == self.turn => {
+                self.outcome = Some((status, text));
+                self.handle.submit(Op::Shutdown);
                 // Ended: closing (a sync of the journal) gets a little longer.
-                deadline = deadline.map(|_| tokio::time::Instant::now() + STOP_WITHIN * 3);
+                self.deadline =
+                    self.deadline.map(|_| tokio::time::Instant::now() + STOP_WITHIN * 3);
             }
-            Event::ShutdownComplete => break,
+            Event::ShutdownComplete => return true,
             _ => {}
         }
+        false
     }
-    let _ = stdout.flush();
-    drop(stdout);
-    let Some((status, text)) = outcome else {
-        anyhow::bail!("the engine stopped before the turn finished; see the log in the logs folder of the Codewhale home");
-    };
-    // An answer is printed only once it is durably in the journal: a turn whose write failed
-    // is a failed turn, and its reply is not shown as an answer.
-    if !json && !text.is_empty() && status != TurnStatus::Failed {
-        // A reader that left (`| head -c 10`) makes this fail, which is nobody's error.
-        let text = crate::output::for_stdout(text.trim_end());
-        let _ = writeln!(std::io::stdout(), "{text}");
+
+    /// Prints the answer and says how the turn ended: the exit code.
+    fn finish(mut self) -> anyhow::Result<ExitCode> {
+        let _ = self.stdout.flush();
+        drop(self.stdout);
+        let json = self.json;
+        let Some((status, text)) = self.outcome else {
+            anyhow::bail!("the engine stopped before the turn finished; see the log in the logs folder of the Codewhale home");
+        };
+        // An answer is printed only once it is durably in the journal: a turn whose write failed
+        // is a failed turn, and its reply is not shown as an answer.
+        if !json && !text.is_empty() && status != TurnStatus::Failed {
+            // A reader that left (`| head -c 10`) makes this fail, which is nobody's error.
+            let text = crate::output::for_stdout(text.trim_end());
+            let _ = writeln!(std::io::stdout(), "{text}");
+        }
+        Ok(match status {
+            TurnStatus::Completed => ExitCode::SUCCESS,
+            TurnStatus::Interrupted => {
+                if !json {
+                    errln!("codewhale: the turn was interrupted; the session keeps what was done");
+                }
+                ExitCode::from(1)
+            }
+            _ => {
+                if !json {
+                    let reason = self.errors.last().map_or("the turn failed", String::as_str);
+                    errln!("codewhale: {reason}");
+                }
+                ExitCode::from(1)
+            }
+        })
     }
-    Ok(match status {
-        TurnStatus::Completed => ExitCode::SUCCESS,
-        TurnStatus::Interrupted => {
-            if !json {
-                errln!("codewhale: the turn was interrupted; the session keeps what was done");
-            }
-            ExitCode::from(1)
-        }
-        _ => {
-            if !json {
-                let reason = errors.last().map_or("the turn failed", String::as_str);
-                errln!("codewhale: {reason}");
-            }
-            ExitCode::from(1)
-        }
-    })
 }
 
 /// A prompt whose first word is `/NAME` of a custom command found for this workspace (one

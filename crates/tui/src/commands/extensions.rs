@@ -99,7 +99,17 @@ fn to_json(found: &Found) -> serde_json::Value {
 
 /// The text listing.
 pub fn human(found: &Found) -> String {
-    let mut out = String::from("Custom commands:\n");
+    let mut out = String::new();
+    push_commands(&mut out, found);
+    push_skills(&mut out, found);
+    push_hooks(&mut out, found);
+    push_instructions(&mut out, found);
+    out
+}
+
+/// The custom commands with their standing, and the Claude Code folders not read.
+fn push_commands(out: &mut String, found: &Found) {
+    out.push_str("Custom commands:\n");
     if found.catalog.commands.is_empty() {
         out.push_str(
             "  none: add NAME.md to $CODEWHALE_HOME/commands/ or .codewhale/commands/ \
@@ -134,6 +144,10 @@ pub fn human(found: &Found) -> String {
             dir.display()
         ));
     }
+}
+
+/// The skills with their standing.
+fn push_skills(out: &mut String, found: &Found) {
     out.push_str("Skills:\n");
     if found.catalog.skills.is_empty() {
         out.push_str(
@@ -152,6 +166,10 @@ pub fn human(found: &Found) -> String {
         out.push_str(&format!("  {}  ({}){note}\n", s.name, s.source.name()));
         out.push_str(&format!("      {}\n      {}\n", s.description, s.file.display()));
     }
+}
+
+/// The hooks in the order they run, and whether the workspace's are left out.
+fn push_hooks(out: &mut String, found: &Found) {
     out.push_str("Hooks (run in config order, the home's first):\n");
     if found.hooks.is_empty() {
         out.push_str("  none\n");
@@ -173,6 +191,10 @@ pub fn human(found: &Found) -> String {
              terminal UI)\n",
         );
     }
+}
+
+/// The project instruction files read.
+fn push_instructions(out: &mut String, found: &Found) {
     out.push_str("Project instructions:\n");
     if found.instructions.is_empty() {
         out.push_str("  none: add AGENTS.md (or CLAUDE.md) to the workspace\n");
@@ -180,5 +202,4 @@ pub fn human(found: &Found) -> String {
     for name in &found.instructions {
         out.push_str(&format!("  {name}\n"));
     }
-    out
 }

@@ -15,7 +15,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use codewhale_engine::{Engine, EngineParams, Env, Resume};
-use codewhale_protocol::{BranchSummaryState, Event, Op, TakeBack};
+use codewhale_protocol::{BranchSummaryState, Event, Op, RestoreOutcome, TakeBack};
 
 use crate::cli::{GlobalArgs, RewindArgs};
 
@@ -60,74 +60,72 @@ async fn rewind(params: EngineParams, op: Op) -> anyhow::Result<ExitCode> {
     let id = handle.submit(op);
     let summary = handle.submit(Op::AwaitBranchSummary);
     handle.submit(Op::Shutdown);
-    let mut code = ExitCode::SUCCESS;
-    let mut answered = false;
+    let mut answer = Answer::default();
     while let Some(msg) = events.recv().await {
         if msg.id == summary {
-            match msg.event {
-                Event::BranchSummary { state: BranchSummaryState::Written, .. } => {
-                    outln!("wrote a summary of the branch left, for the model to read");
-                }
-                Event::BranchSummary { state: BranchSummaryState::Dropped, reason, .. } => {
-                    let why = reason.unwrap_or_else(|| "it could not be written".into());
-                    errln!("codewhale: no summary of the branch left was written: {why}");
-                }
-                _ => {}
-            }
-            continue;
+            say_summary(msg.event);
+        } else if msg.id == id {
+            answer.follow(msg.event);
+        } else if let Event::ShutdownComplete = msg.event {
+            break;
+        } else {
+            say_opening(&msg.event);
         }
-        if msg.id != id {
-            match &msg.event {
-                Event::ShutdownComplete => break,
-                // What opening the session said: a restore a kill interrupted, completed; a
-                // torn tail moved aside.
-                Event::Notice { .. } => {
-                    if let Some(line) = super::notices::line(&msg.event) {
-                        errln!("codewhale: {line}");
-                    }
-                }
-                _ => {}
-            }
-            continue;
+    }
+    if !answer.answered {
+        anyhow::bail!(
+            "the engine stopped before the rewind finished; see the log in the logs folder of the Codewhale home"
+        );
+    }
+    Ok(if answer.failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// The answer to the branch summary awaited: written, or why not (which changes no exit code).
+fn say_summary(event: Event) {
+    match event {
+        Event::BranchSummary { state: BranchSummaryState::Written, .. } => {
+            outln!("wrote a summary of the branch left, for the model to read");
         }
-        match msg.event {
+        Event::BranchSummary { state: BranchSummaryState::Dropped, reason, .. } => {
+            let why = reason.unwrap_or_else(|| "it could not be written".into());
+            errln!("codewhale: no summary of the branch left was written: {why}");
+        }
+        _ => {}
+    }
+}
+
+/// What opening the session said: a restore a kill interrupted, completed; a torn tail moved
+/// aside.
+fn say_opening(event: &Event) {
+    if let Event::Notice { .. } = event {
+        if let Some(line) = super::notices::line(event) {
+            errln!("codewhale: {line}");
+        }
+    }
+}
+
+/// What the rewind's own answer said so far: whether it came, and whether anything asked for
+/// was left undone (exit code 1).
+#[derive(Debug, Default)]
+struct Answer {
+    answered: bool,
+    failed: bool,
+}
+
+impl Answer {
+    /// One event of the answer, said on stdout or stderr.
+    fn follow(&mut self, event: Event) {
+        match event {
             Event::Notice { message, .. } | Event::HeadMoved { message, .. } => {
-                answered = true;
+                self.answered = true;
                 outln!("{message}");
             }
             Event::Error { message, .. } => {
-                answered = true;
+                self.answered = true;
                 errln!("codewhale: {message}");
-                code = ExitCode::from(1);
+                self.failed = true;
             }
-            Event::FilesRestored { outcome } => {
-                let elsewhere: Vec<&str> = outcome
-                    .skipped
-                    .iter()
-                    .filter(|p| !outcome.protected.contains(p))
-                    .map(String::as_str)
-                    .collect();
-                if !elsewhere.is_empty() {
-                    errln!(
-                        "codewhale: left {} as they are: changed by someone else since the tools \
-                         wrote them; run again with --force to overwrite them",
-                        elsewhere.join(", ")
-                    );
-                    code = ExitCode::from(1);
-                }
-                if !outcome.protected.is_empty() {
-                    errln!(
-                        "codewhale: left {} as they are: git, Codewhale and instruction files \
-                         are written back only with a yes; run again with --force to restore them",
-                        outcome.protected.join(", ")
-                    );
-                    code = ExitCode::from(1);
-                }
-                for (path, why) in &outcome.failed {
-                    errln!("codewhale: could not restore {path}: {why}");
-                    code = ExitCode::from(1);
-                }
-            }
+            Event::FilesRestored { outcome } => self.files_restored(&outcome),
             Event::BranchSummary { state: BranchSummaryState::Dropped, reason, .. } => {
                 let why = reason.unwrap_or_else(|| "it could not be written".into());
                 errln!("codewhale: no summary of the branch left was written: {why}");
@@ -139,10 +137,34 @@ async fn rewind(params: EngineParams, op: Op) -> anyhow::Result<ExitCode> {
             _ => {}
         }
     }
-    if !answered {
-        anyhow::bail!(
-            "the engine stopped before the rewind finished; see the log in the logs folder of the Codewhale home"
-        );
+
+    /// Says which files a restore left as they are, and why.
+    fn files_restored(&mut self, outcome: &RestoreOutcome) {
+        let elsewhere: Vec<&str> = outcome
+            .skipped
+            .iter()
+            .filter(|p| !outcome.protected.contains(p))
+            .map(String::as_str)
+            .collect();
+        if !elsewhere.is_empty() {
+            errln!(
+                "codewhale: left {} as they are: changed by someone else since the tools \
+                 wrote them; run again with --force to overwrite them",
+                elsewhere.join(", ")
+            );
+            self.failed = true;
+        }
+        if !outcome.protected.is_empty() {
+            errln!(
+                "codewhale: left {} as they are: git, Codewhale and instruction files \
+                 are written back only with a yes; run again with --force to restore them",
+                outcome.protected.join(", ")
+            );
+            self.failed = true;
+        }
+        for (path, why) in &outcome.failed {
+            errln!("codewhale: could not restore {path}: {why}");
+            self.failed = true;
+        }
     }
-    Ok(code)
 }

@@ -8,24 +8,38 @@
 //! draft in `$VISUAL`/`$EDITOR`; Ctrl+Z suspends; Ctrl+S interrupts the turn so the queued
 //! messages go out now; PageUp/PageDown scroll; Tab completes a slash command, and Enter on a
 //! partly typed one completes it instead of running another command.
+//!
+//! What a view's choice does once a key made it is in `keys/view_actions.rs`.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use codewhale_protocol::Op;
 
-use super::app::{App, Lifecycle, Pending, HISTORY_PAGE};
+use super::app::{App, Pending, HISTORY_PAGE};
 use super::cells::NoticeKind;
 use super::composer::ComposerOutcome;
 use super::event::Effect;
 use super::prompts::HistorySearch;
 use super::slash;
-use super::views::{Choice, ChoiceView, TextView, ViewAction, ViewKind};
+use super::views::{Choice, ChoiceView, TextView, ViewAction};
 
 /// Scroll step of PageUp/PageDown, as a fraction of the transcript's height.
 const PAGE_FRACTION: u16 = 2;
 
+mod view_actions;
+
 impl App {
+    /// A key pressed: the views and popups that take keys first, then the app's own keys.
     pub(crate) fn on_key(&mut self, key: KeyEvent) {
+        self.disarm(key);
+        if self.taken_before_the_app(key) {
+            return;
+        }
+        self.app_key(key);
+    }
+
+    /// Any key but Ctrl+C lets go of a first Ctrl+C, any but Esc of a first Esc.
+    fn disarm(&mut self, key: KeyEvent) {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         let is_ctrl_c = ctrl && key.code == KeyCode::Char('c');
         if !is_ctrl_c {
@@ -34,17 +48,25 @@ impl App {
         if key.code != KeyCode::Esc {
             self.keys.esc_armed = false;
         }
+    }
+
+    /// The top view, then the `@` picker, then the transcript search take the key first;
+    /// `false` passes it on to the app.
+    fn taken_before_the_app(&mut self, key: KeyEvent) -> bool {
         if let Some(view) = self.views.top_mut() {
             let action = view.handle_key(key);
             self.on_view_action(action);
-            return;
+            return true;
         }
         if self.popups.mention.is_some() && self.picker_key(key) {
-            return;
+            return true;
         }
-        if self.screen.search.is_some() && self.search_key(key) {
-            return;
-        }
+        self.screen.search.is_some() && self.search_key(key)
+    }
+
+    /// The app's own keys, one arm each; the rest go to the composer.
+    fn app_key(&mut self, key: KeyEvent) {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         let alt = key.modifiers.contains(KeyModifiers::ALT);
         let (w, h) = self.screen.viewport;
         let page = usize::from(self.screen.viewport.1 / PAGE_FRACTION).max(1);
@@ -60,17 +82,7 @@ impl App {
             KeyCode::Char('t') if ctrl => self.open_pager(),
             KeyCode::Char('f') if ctrl => self.screen.search = Some(super::app::Search::default()),
             KeyCode::Char('y') if ctrl => self.copy_picker(),
-            KeyCode::Char('m') if alt => {
-                self.screen.mouse_capture = !self.screen.mouse_capture;
-                self.effects.push(Effect::MouseCapture(self.screen.mouse_capture));
-                let said = if self.screen.mouse_capture {
-                    "mouse captured: the wheel scrolls the transcript; Alt+M gives the terminal \
-                     its selection back"
-                } else {
-                    "mouse released: the terminal selects text again; Alt+M captures it"
-                };
-                self.notice(NoticeKind::Info, said);
-            }
+            KeyCode::Char('m') if alt => self.toggle_mouse_capture(),
             KeyCode::Home if ctrl || self.composer.is_empty() => self.scroll_top(),
             KeyCode::End if ctrl || self.composer.is_empty() => {
                 self.transcript.scroll_down(usize::MAX)
@@ -90,39 +102,70 @@ impl App {
             KeyCode::PageDown => self.transcript.scroll_down(page),
             KeyCode::Tab if self.popup_open() => self.complete(),
             KeyCode::Up | KeyCode::Down if self.popup_open() => {
-                let n = self.completions().len().max(1);
-                self.popups.completion = if key.code == KeyCode::Up {
-                    (self.popups.completion + n - 1) % n
-                } else {
-                    (self.popups.completion + 1) % n
-                };
+                self.move_completion(key.code == KeyCode::Up)
             }
             KeyCode::Enter if self.popup_open() && key.modifiers.is_empty() => {
-                // A complete command name runs; a partly typed one is completed first, so
-                // `/c` never runs `/compact` (a model call) by surprise.
-                let typed = self.composer.text();
-                let exact = slash::parse(&typed).is_some_and(|p| match p {
-                    Ok(_) => true,
-                    Err(slash::UnknownCommand(name)) => {
-                        slash::offered(&self.session.commands).any(|c| c.name == name)
-                    }
-                });
-                if exact {
-                    let text = self.composer.take_submission();
-                    self.submit_text(text);
-                } else {
-                    self.complete();
-                }
+                self.enter_on_popup()
             }
-            KeyCode::Char('d') if ctrl => {
-                self.composer.handle_key(KeyEvent::new(KeyCode::Delete, KeyModifiers::NONE));
-                self.after_edit();
+            KeyCode::Char('d') if ctrl => self.delete_forward(),
+            _ => self.composer_key(key),
+        }
+    }
+
+    /// Alt+M: captures the mouse for the wheel, or gives the terminal its selection back.
+    fn toggle_mouse_capture(&mut self) {
+        self.screen.mouse_capture = !self.screen.mouse_capture;
+        self.effects.push(Effect::MouseCapture(self.screen.mouse_capture));
+        let said = if self.screen.mouse_capture {
+            "mouse captured: the wheel scrolls the transcript; Alt+M gives the terminal \
+             its selection back"
+        } else {
+            "mouse released: the terminal selects text again; Alt+M captures it"
+        };
+        self.notice(NoticeKind::Info, said);
+    }
+
+    /// Up or Down in the slash popup: the row above or below, wrapping around.
+    fn move_completion(&mut self, up: bool) {
+        let n = self.completions().len().max(1);
+        self.popups.completion = if up {
+            (self.popups.completion + n - 1) % n
+        } else {
+            (self.popups.completion + 1) % n
+        };
+    }
+
+    /// Enter in the slash popup.
+    fn enter_on_popup(&mut self) {
+        // A complete command name runs; a partly typed one is completed first, so
+        // `/c` never runs `/compact` (a model call) by surprise.
+        let typed = self.composer.text();
+        let exact = slash::parse(&typed).is_some_and(|p| match p {
+            Ok(_) => true,
+            Err(slash::UnknownCommand(name)) => {
+                slash::offered(&self.session.commands).any(|c| c.name == name)
             }
-            _ => match self.composer.handle_key(key) {
-                ComposerOutcome::Submit(text) => self.submit_text(text),
-                ComposerOutcome::Edited => self.after_edit(),
-                ComposerOutcome::Ignored => {}
-            },
+        });
+        if exact {
+            let text = self.composer.take_submission();
+            self.submit_text(text);
+        } else {
+            self.complete();
+        }
+    }
+
+    /// Ctrl+D on a draft: deletes the character under the cursor.
+    fn delete_forward(&mut self) {
+        self.composer.handle_key(KeyEvent::new(KeyCode::Delete, KeyModifiers::NONE));
+        self.after_edit();
+    }
+
+    /// A key for the composer: it edits the draft, or submits it.
+    fn composer_key(&mut self, key: KeyEvent) {
+        match self.composer.handle_key(key) {
+            ComposerOutcome::Submit(text) => self.submit_text(text),
+            ComposerOutcome::Edited => self.after_edit(),
+            ComposerOutcome::Ignored => {}
         }
     }
 
@@ -325,118 +368,6 @@ impl App {
         }
         if self.lifecycle.turn_running() {
             self.interrupt();
-        }
-    }
-
-    pub(crate) fn on_view_action(&mut self, action: ViewAction) {
-        match action {
-            ViewAction::Stay => {}
-            ViewAction::Close => {
-                self.views.pop();
-            }
-            ViewAction::Approve { call_id, scope } => {
-                self.views.pop();
-                self.submit(Op::Approve { call_id, scope });
-                self.lifecycle = Lifecycle::Streaming { thinking: false };
-            }
-            ViewAction::Deny { call_id, reason } => {
-                self.views.pop();
-                self.submit(Op::Deny { call_id, reason });
-                self.lifecycle = Lifecycle::Streaming { thinking: false };
-            }
-            ViewAction::NewSession => {
-                self.views.pop();
-                self.effects.push(Effect::OpenSession(codewhale_engine::Resume::New));
-            }
-            ViewAction::Revoke(index) => {
-                self.views.pop();
-                self.submit(Op::RevokeGrant { index });
-            }
-            ViewAction::Copy(text) => {
-                self.views.pop();
-                let lines = text.lines().count();
-                self.effects.push(Effect::Copy(text));
-                self.notice(NoticeKind::Info, format!("copied {lines} lines to the clipboard"));
-            }
-            ViewAction::Branch { id, fork } => {
-                self.views.pop();
-                self.ask_what_to_take_back(id, fork);
-            }
-            ViewAction::TakeBack { to, take, fork, force } => {
-                self.views.pop();
-                let moves_head = take.conversation();
-                if let Some(id) = self.submit(Op::TakeBack { to, take, fork, before: false, force })
-                {
-                    let what = if moves_head { Pending::HeadBack } else { Pending::KeepTranscript };
-                    self.outbox.expect(id, what);
-                }
-            }
-            ViewAction::SwitchModel(model) => {
-                self.views.pop();
-                self.submit(Op::SwitchModel { model });
-            }
-            ViewAction::Checkout { id } => {
-                self.views.pop();
-                self.submit(Op::Checkout { to: id });
-            }
-            ViewAction::Undo { force } => {
-                self.views.pop();
-                if let Some(id) = self.submit(Op::Undo { force }) {
-                    self.outbox.expect(id, Pending::KeepTranscript);
-                }
-            }
-            ViewAction::CarryOutPlan(mode) => {
-                self.views.pop();
-                // The engine switches the mode and journals "Carry out the plan." as the
-                // next turn's message (not the user's words).
-                if self.submit(Op::CarryOutPlan { mode }).is_some() {
-                    let text = format!("starting the plan in {mode} mode: Carry out the plan.");
-                    self.notice(NoticeKind::Info, text);
-                    self.lifecycle = Lifecycle::Streaming { thinking: false };
-                }
-            }
-            ViewAction::RestoreBranchFiles { from, force } => {
-                self.views.pop();
-                if let Some(id) = self.submit(Op::RestoreBranchFiles { from, force }) {
-                    self.outbox.expect(id, Pending::KeepTranscript);
-                }
-            }
-            ViewAction::Import(path) => {
-                self.views.pop();
-                self.notice(NoticeKind::Info, format!("importing {}", path.display()));
-                self.effects.push(Effect::Import(path));
-            }
-            ViewAction::OpenSession { id } => {
-                self.views.pop();
-                self.effects.push(Effect::OpenSession(codewhale_engine::Resume::Id(id)));
-            }
-            ViewAction::Interrupt => {
-                self.views.close(ViewKind::Approval);
-                self.submit(Op::Interrupt);
-            }
-            ViewAction::Trust { trusted } => {
-                self.views.pop();
-                self.effects.push(Effect::Trust { trusted });
-            }
-            ViewAction::UseText(text) => {
-                self.views.pop();
-                self.composer.set_text(&text);
-                self.after_edit();
-            }
-            ViewAction::PutBack(text) => {
-                self.views.pop();
-                self.composer.clear();
-                self.composer.paste(&text);
-                self.after_edit();
-            }
-            ViewAction::Send(text) => {
-                self.views.pop();
-                let attachments = std::mem::take(&mut self.popups.mentions);
-                let message = super::app::Outgoing { text, attachments };
-                if !self.send_message(message.clone()) {
-                    self.composer.set_text(&message.text);
-                }
-            }
         }
     }
 }

@@ -19,6 +19,23 @@ use codewhale_protocol::{RestoreFile, RestoreState, TakeBack};
 use super::views::{frame, is_ctrl_c, View, ViewAction, ViewKind};
 use super::wrap::wrap_lines;
 
+/// One file of the list: its path and what a code restore would do to it.
+fn file_line(f: &RestoreFile, checkout: bool) -> Line<'static> {
+    let dim = Style::new().fg(Color::DarkGray);
+    let warn = Style::new().fg(Color::Yellow);
+    let (what, style) = match f.state {
+        RestoreState::Restore if checkout => ("written as this branch left it", Style::new()),
+        RestoreState::Remove if checkout => ("removed (this branch removed it)", Style::new()),
+        RestoreState::Restore => ("restored", Style::new()),
+        RestoreState::Remove => ("removed (it did not exist then)", Style::new()),
+        RestoreState::Unchanged => ("already as it was", dim),
+        RestoreState::ChangedElsewhere => ("changed by someone else since", warn),
+        RestoreState::Unavailable => ("cannot be restored (no checkpoint)", warn),
+        RestoreState::Protected => ("protected: written back only with a yes", warn),
+    };
+    Line::from(vec![Span::raw(format!("  {}  ", f.path)), Span::styled(what.to_owned(), style)])
+}
+
 /// Where the answer goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RestoreTarget {
@@ -76,68 +93,62 @@ impl RestoreView {
     }
 
     fn body(&self) -> Vec<Line<'static>> {
-        let key = Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD);
-        let dim = Style::new().fg(Color::DarkGray);
-        let warn = Style::new().fg(Color::Yellow);
         let checkout = matches!(self.target, RestoreTarget::Checkout { .. });
         let mut lines = vec![Line::from(if checkout {
             "Files this branch's tools changed that the disk does not hold as the branch left them:"
         } else {
             "Files tools changed after that point:"
         })];
-        for f in &self.files {
-            let (what, style) = match f.state {
-                RestoreState::Restore if checkout => {
-                    ("written as this branch left it", Style::new())
-                }
-                RestoreState::Remove if checkout => {
-                    ("removed (this branch removed it)", Style::new())
-                }
-                RestoreState::Restore => ("restored", Style::new()),
-                RestoreState::Remove => ("removed (it did not exist then)", Style::new()),
-                RestoreState::Unchanged => ("already as it was", dim),
-                RestoreState::ChangedElsewhere => ("changed by someone else since", warn),
-                RestoreState::Unavailable => ("cannot be restored (no checkpoint)", warn),
-                RestoreState::Protected => ("protected: written back only with a yes", warn),
-            };
-            lines.push(Line::from(vec![
-                Span::raw(format!("  {}  ", f.path)),
-                Span::styled(what.to_owned(), style),
-            ]));
+        lines.extend(self.files.iter().map(|f| file_line(f, checkout)));
+        match self.confirming {
+            Some(_) => lines.extend(self.second_question(checkout)),
+            None => lines.push(self.keys(checkout)),
         }
-        if self.confirming.is_some() {
-            let outside = self.outside();
-            let protected = self.protected();
-            let mut asked = Vec::new();
-            if !outside.is_empty() {
-                asked.push(format!(
-                    "{} changed by someone else since: {}.",
-                    if outside.len() == 1 { "1 file was" } else { "some files were" },
-                    outside.join(", ")
-                ));
-            }
-            if !protected.is_empty() {
-                asked.push(format!(
-                    "Git, Codewhale or instruction files (run or read by them): {}.",
-                    protected.join(", ")
-                ));
-            }
-            asked.push(if checkout {
-                "Overwrite with this branch's content?".to_owned()
-            } else {
-                "Overwrite with the earlier content?".to_owned()
-            });
-            lines.push(Line::styled(asked.join(" "), warn));
-            lines.push(Line::from(vec![
+        lines
+    }
+
+    /// The second question, about the files changed elsewhere or protected, and its keys.
+    fn second_question(&self, checkout: bool) -> [Line<'static>; 2] {
+        let key = Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD);
+        let warn = Style::new().fg(Color::Yellow);
+        let outside = self.outside();
+        let protected = self.protected();
+        let mut asked = Vec::new();
+        if !outside.is_empty() {
+            asked.push(format!(
+                "{} changed by someone else since: {}.",
+                if outside.len() == 1 { "1 file was" } else { "some files were" },
+                outside.join(", ")
+            ));
+        }
+        if !protected.is_empty() {
+            asked.push(format!(
+                "Git, Codewhale or instruction files (run or read by them): {}.",
+                protected.join(", ")
+            ));
+        }
+        asked.push(if checkout {
+            "Overwrite with this branch's content?".to_owned()
+        } else {
+            "Overwrite with the earlier content?".to_owned()
+        });
+        let question = Line::styled(asked.join(" "), warn);
+        [
+            question,
+            Line::from(vec![
                 Span::styled("y", key),
                 Span::raw(" overwrite them too   "),
                 Span::styled("n", key),
                 Span::raw(" keep them, restore the rest   "),
                 Span::styled("Esc", key),
                 Span::raw(" cancel"),
-            ]));
-            return lines;
-        }
+            ]),
+        ]
+    }
+
+    /// The keys of the first question: what can be taken back, and Esc.
+    fn keys(&self, checkout: bool) -> Line<'static> {
+        let key = Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD);
         let mut keys = Vec::new();
         if checkout {
             keys.extend([Span::styled("Enter", key), Span::raw(" restore them   ")]);
@@ -157,8 +168,7 @@ impl RestoreView {
             Span::styled("Esc", key),
             Span::raw(if checkout { " leave them" } else { " cancel" }),
         ]);
-        lines.push(Line::from(keys));
-        lines
+        Line::from(keys)
     }
 
     fn choose(&mut self, take: TakeBack) -> ViewAction {

@@ -16,35 +16,21 @@ use super::slash::{self, Invocation, SlashCommand};
 use super::views::{Choice, ChoiceView, SessionPicker, TextView, ViewAction};
 
 impl App {
+    /// Runs a typed command: refused while the engine works unless it may run then,
+    /// otherwise one step per command.
     pub(crate) fn run_command(&mut self, inv: Invocation) {
         let cmd = inv.command;
-        if self.lifecycle.busy() && !cmd.allowed_during_turn() {
-            let what = if self.lifecycle.turn_running() { "a turn" } else { "a compaction" };
-            self.notice(
-                NoticeKind::Warning,
-                format!(
-                    "/{} is not available while {what} runs; wait for it to finish or press Ctrl+C",
-                    cmd.name()
-                ),
-            );
+        if self.refused_during_turn(cmd) {
             return;
         }
         let args = inv.args;
         match cmd {
             SlashCommand::Compact => self.compact(args),
-            SlashCommand::Context => {
-                if self.submit(Op::GetContext).is_some() && self.lifecycle.busy() {
-                    self.notice(NoticeKind::Info, "the context report follows when this ends");
-                }
-            }
+            SlashCommand::Context => self.report(Op::GetContext, "the context report"),
             SlashCommand::Anchor => self.anchor(&args),
             SlashCommand::New => self.effects.push(Effect::OpenSession(Resume::New)),
             SlashCommand::Clear => self.clear(),
-            SlashCommand::Diff => {
-                if self.submit(Op::GetDiff).is_some() && self.lifecycle.busy() {
-                    self.notice(NoticeKind::Info, "the diff follows when this ends");
-                }
-            }
+            SlashCommand::Diff => self.report(Op::GetDiff, "the diff"),
             SlashCommand::Init => self.init(&args),
             SlashCommand::Resume if args.is_empty() => {
                 self.effects.push(Effect::LoadSessions { all: false })
@@ -53,38 +39,20 @@ impl App {
             SlashCommand::Sessions => self.effects.push(Effect::LoadSessions { all: true }),
             SlashCommand::Import => self.import(&args),
             SlashCommand::Checkout if args.is_empty() => {
-                if let Some(id) = self.submit(Op::ListBranches) {
-                    self.outbox.expect(id, Pending::TipPick);
-                }
+                self.expect_answer(Op::ListBranches, Pending::TipPick)
             }
             SlashCommand::Fork | SlashCommand::Rewind if args.is_empty() => {
                 let fork = cmd == SlashCommand::Fork;
-                if let Some(id) = self.submit(Op::ListUserMessages) {
-                    self.outbox.expect(id, Pending::BranchPick { fork });
-                }
+                self.expect_answer(Op::ListUserMessages, Pending::BranchPick { fork })
             }
             SlashCommand::Approval if args.is_empty() => {
                 self.submit(Op::ListGrants);
             }
-            SlashCommand::Approval => match args.parse::<codewhale_protocol::ApprovalMode>() {
-                Ok(mode) => {
-                    self.submit(Op::SetApproval { mode });
-                }
-                Err(why) => self.notice(NoticeKind::Warning, why),
-            },
+            SlashCommand::Approval => self.set_approval(&args),
             SlashCommand::Mcp => {
                 self.submit(Op::ListMcpServers);
             }
-            SlashCommand::Btw if args.trim().is_empty() => self.notice(
-                NoticeKind::Warning,
-                "no question: type it after /btw, e.g. `/btw what does the parser return on EOF?`",
-            ),
-            SlashCommand::Btw => {
-                if let Some(id) = self.submit(Op::SideQuestion { question: args.clone() }) {
-                    self.outbox.expect(id, Pending::SideQuestion);
-                    self.lifecycle = super::app::Lifecycle::RunningTool { name: "/btw".into() };
-                }
-            }
+            SlashCommand::Btw => self.btw(args),
             SlashCommand::Fork => self.ask_what_to_take_back(args, true),
             SlashCommand::Checkout => self.move_head(Op::Checkout { to: args }),
             SlashCommand::Rewind => self.ask_what_to_take_back(args, false),
@@ -95,11 +63,7 @@ impl App {
             SlashCommand::Status => {
                 self.submit(Op::GetStatus);
             }
-            SlashCommand::Cost => {
-                if let Some(id) = self.submit(Op::GetStatus) {
-                    self.outbox.expect(id, Pending::Cost);
-                }
-            }
+            SlashCommand::Cost => self.expect_answer(Op::GetStatus, Pending::Cost),
             SlashCommand::Export => self.export(args),
             SlashCommand::Trust => self.effects.push(Effect::AskTrust),
             SlashCommand::Model => {
@@ -108,6 +72,63 @@ impl App {
             }
             SlashCommand::Help => self.help(),
             SlashCommand::Quit | SlashCommand::Exit => self.quit(),
+        }
+    }
+
+    /// A command that may not run while the engine works is refused with why, and what to do.
+    fn refused_during_turn(&mut self, cmd: SlashCommand) -> bool {
+        if !self.lifecycle.busy() || cmd.allowed_during_turn() {
+            return false;
+        }
+        let what = if self.lifecycle.turn_running() { "a turn" } else { "a compaction" };
+        self.notice(
+            NoticeKind::Warning,
+            format!(
+                "/{} is not available while {what} runs; wait for it to finish or press Ctrl+C",
+                cmd.name()
+            ),
+        );
+        true
+    }
+
+    /// Asks the engine for a report (`/context`, `/diff`); asked while it works, the report
+    /// follows when the work ends, which is said.
+    fn report(&mut self, op: Op, what: &str) {
+        if self.submit(op).is_some() && self.lifecycle.busy() {
+            self.notice(NoticeKind::Info, format!("{what} follows when this ends"));
+        }
+    }
+
+    /// Sends `op` and remembers what its answer is for.
+    fn expect_answer(&mut self, op: Op, pending: Pending) {
+        if let Some(id) = self.submit(op) {
+            self.outbox.expect(id, pending);
+        }
+    }
+
+    /// `/approval MODE`: switches to the mode, or says why the word is none.
+    fn set_approval(&mut self, args: &str) {
+        match args.parse::<codewhale_protocol::ApprovalMode>() {
+            Ok(mode) => {
+                self.submit(Op::SetApproval { mode });
+            }
+            Err(why) => self.notice(NoticeKind::Warning, why),
+        }
+    }
+
+    /// `/btw QUESTION`: a side question, answered in an overlay while the status line says
+    /// it runs.
+    fn btw(&mut self, args: String) {
+        if args.trim().is_empty() {
+            self.notice(
+                NoticeKind::Warning,
+                "no question: type it after /btw, e.g. `/btw what does the parser return on EOF?`",
+            );
+            return;
+        }
+        if let Some(id) = self.submit(Op::SideQuestion { question: args.clone() }) {
+            self.outbox.expect(id, Pending::SideQuestion);
+            self.lifecycle = super::app::Lifecycle::RunningTool { name: "/btw".into() };
         }
     }
 

@@ -50,25 +50,22 @@ impl App {
         ])
     }
 
+    /// The line's parts, in the order drawn: the state, then what goes on around it on the
+    /// left, then the modes, the model and the gauge on the right.
     fn status_parts(&self) -> Vec<Part> {
+        let (state, style, hint) = self.state();
+        let mut parts = vec![Part { text: format!(" {state}"), style, right: false, rank: 0 }];
+        self.activity_parts(&mut parts, hint);
+        self.mode_parts(&mut parts);
+        self.gauge_parts(&mut parts);
+        parts
+    }
+
+    /// What the engine is doing, in words, with its colour and the hint that applies.
+    fn state(&self) -> (String, Style, Option<&'static str>) {
         let busy = Style::new().fg(Color::Yellow);
-        let dim = Style::new().fg(Color::DarkGray);
-        let mut parts = Vec::new();
-        let (state, style, hint) = match &self.lifecycle {
-            _ if self.progress.retry.is_some() => {
-                let r = self.progress.retry.unwrap_or(super::app::Retry {
-                    attempt: 0,
-                    max_attempts: 0,
-                    until: self.progress.clock,
-                });
-                let secs =
-                    r.until.saturating_duration_since(self.progress.clock).as_secs_f64().ceil();
-                (
-                    format!("retrying in {secs} s · attempt {}/{}", r.attempt, r.max_attempts),
-                    busy,
-                    Some("Esc stops"),
-                )
-            }
+        match &self.lifecycle {
+            _ if self.progress.retry.is_some() => self.retry_state(busy),
             Lifecycle::Idle if self.keys.quitting => {
                 ("saving and quitting…".to_owned(), busy, None)
             }
@@ -97,26 +94,50 @@ impl App {
             Lifecycle::RunningTool { name } => {
                 (format!("running {name}…"), busy, Some("Esc interrupts"))
             }
-            Lifecycle::Compacting { .. } => {
-                // Shown for a pass of several requests, or one that runs over a second.
-                let clock = self.progress.clock;
-                let progress = self.session.compaction_progress.filter(|&(_, of, _, since)| {
-                    of > 1 || clock.saturating_duration_since(since).as_secs() >= 1
-                });
-                let state = match progress {
-                    Some((request, of, tokens, _)) => format!(
-                        "compacting… summary {request} of {of} · {} tokens",
-                        super::cells::short_tokens(tokens)
-                    ),
-                    None => "compacting…".to_owned(),
-                };
-                (state, Style::new().fg(Color::Magenta), Some("Ctrl+C cancels"))
-            }
+            Lifecycle::Compacting { .. } => self.compacting_state(),
             Lifecycle::AwaitingApproval => {
                 ("waiting for your approval".to_owned(), Style::new().fg(Color::Cyan), None)
             }
+        }
+    }
+
+    /// A request failed and is retried: the countdown and the attempt.
+    fn retry_state(&self, busy: Style) -> (String, Style, Option<&'static str>) {
+        let r = self.progress.retry.unwrap_or(super::app::Retry {
+            attempt: 0,
+            max_attempts: 0,
+            until: self.progress.clock,
+        });
+        let secs = r.until.saturating_duration_since(self.progress.clock).as_secs_f64().ceil();
+        (
+            format!("retrying in {secs} s · attempt {}/{}", r.attempt, r.max_attempts),
+            busy,
+            Some("Esc stops"),
+        )
+    }
+
+    /// A compaction pass runs: its summary requests, once there is something to count.
+    fn compacting_state(&self) -> (String, Style, Option<&'static str>) {
+        // Shown for a pass of several requests, or one that runs over a second.
+        let clock = self.progress.clock;
+        let progress = self.session.compaction_progress.filter(|&(_, of, _, since)| {
+            of > 1 || clock.saturating_duration_since(since).as_secs() >= 1
+        });
+        let state = match progress {
+            Some((request, of, tokens, _)) => format!(
+                "compacting… summary {request} of {of} · {} tokens",
+                super::cells::short_tokens(tokens)
+            ),
+            None => "compacting…".to_owned(),
         };
-        parts.push(Part { text: format!(" {state}"), style, right: false, rank: 0 });
+        (state, Style::new().fg(Color::Magenta), Some("Ctrl+C cancels"))
+    }
+
+    /// The left side after the state: the turn's time, the hint, work in the background, the
+    /// queue and whether the view is scrolled.
+    fn activity_parts(&self, parts: &mut Vec<Part>, hint: Option<&str>) {
+        let busy = Style::new().fg(Color::Yellow);
+        let dim = Style::new().fg(Color::DarkGray);
         if let Some(p) = self.progress.turn_progress.filter(|_| self.lifecycle.turn_running()) {
             // Time passing, as Codex shows it, and the reply so far (bytes/4, so "~").
             let secs = self.progress.clock.saturating_duration_since(p.since).as_secs();
@@ -160,6 +181,11 @@ impl App {
                 rank: 6,
             });
         }
+    }
+
+    /// The right side's modes: mouse capture, the approval mode, the plan and the model.
+    fn mode_parts(&self, parts: &mut Vec<Part>) {
+        let dim = Style::new().fg(Color::DarkGray);
         if self.screen.mouse_capture {
             parts.push(Part { text: "mouse · ".to_owned(), style: dim, right: true, rank: 5 });
         }
@@ -186,6 +212,11 @@ impl App {
             right: true,
             rank: 4,
         });
+    }
+
+    /// The context gauge: a long form and a short one to fall back to.
+    fn gauge_parts(&self, parts: &mut Vec<Part>) {
+        let dim = Style::new().fg(Color::DarkGray);
         match &self.session.gauge {
             Some(g) => {
                 let percent = g.pressure.percent_of(g.usable_input);
@@ -207,7 +238,6 @@ impl App {
                 parts.push(Part { text: "ctx — ".to_owned(), style: dim, right: true, rank: 1 })
             }
         }
-        parts
     }
 }
 

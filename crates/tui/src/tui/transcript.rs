@@ -7,16 +7,21 @@
 //! the conversation; finding them sums cached heights (one integer per cell) and never wraps
 //! text outside the viewport. Scrolling is an offset from the bottom; 0 means "follow the tail",
 //! which is where new output keeps the view while streaming.
+//!
+//! This file holds the state and the cells' life (push, stream, commit, cut); the focus and
+//! folding are in `transcript/folding.rs`, the viewport (scrolling, heights, drawing) in
+//! `transcript/viewport.rs`, the search in `transcript/search.rs`.
 
 use std::cell::{Cell as StdCell, RefCell};
 
-use ratatui::buffer::Buffer;
-use ratatui::layout::Rect;
 use ratatui::text::Line;
-use ratatui::widgets::{Paragraph, Widget};
 
 use super::cells::{AssistantCell, Cell, ThinkingCell};
 use super::markdown::highlight;
+
+mod folding;
+mod search;
+mod viewport;
 
 /// A cell with its cached height (`(width, height)` of the last measurement) and, once it was
 /// drawn, its lines at that width (so a frame never lays out a long reply again). Lines drawn
@@ -201,131 +206,6 @@ impl Transcript {
         self.committed.len() + usize::from(self.active.is_some())
     }
 
-    /// The foldable cells (tool calls, thinking, compactions), by index.
-    fn foldable(&self) -> Vec<usize> {
-        self.committed
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.cell.foldable())
-            .map(|(i, _)| i)
-            .collect()
-    }
-
-    /// Moves the focus to the previous (`up`) or next foldable cell.
-    pub fn move_focus(&mut self, up: bool) {
-        let foldable = self.foldable();
-        if foldable.is_empty() {
-            return;
-        }
-        let at = self.focus.and_then(|f| foldable.iter().position(|&i| i == f));
-        let next = match (at, up) {
-            (None, _) => foldable.len() - 1,
-            (Some(0), true) => 0,
-            (Some(i), true) => i - 1,
-            (Some(i), false) if i + 1 < foldable.len() => i + 1,
-            (Some(_), false) => {
-                self.set_focus(None);
-                return;
-            }
-        };
-        self.set_focus(Some(foldable[next]));
-    }
-
-    fn set_focus(&mut self, focus: Option<usize>) {
-        if let Some(old) = self.focus {
-            if let Some(slot) = self.committed.get_mut(old) {
-                slot.cell.set_focused(false);
-                slot.changed();
-            }
-        }
-        self.focus = focus;
-        if let Some(new) = focus {
-            if let Some(slot) = self.committed.get_mut(new) {
-                slot.cell.set_focused(true);
-                slot.changed();
-            }
-        }
-    }
-
-    /// The focused cell, or the last foldable one.
-    fn target(&self) -> Option<usize> {
-        self.focus.or_else(|| self.foldable().last().copied())
-    }
-
-    /// Folds or unfolds the focused (or last) foldable cell, keeping the rows being read
-    /// where they are: what grows or shrinks is below them.
-    pub fn toggle_one(&mut self, width: u16, viewport: u16) -> bool {
-        let Some(index) = self.target() else { return false };
-        let expanded = !self.committed[index].cell.is_expanded();
-        self.toggle_cells(&[index], expanded, width, viewport);
-        true
-    }
-
-    /// Folds or unfolds every foldable cell the same way, keeping the reading position.
-    pub fn toggle_all(&mut self, width: u16, viewport: u16) {
-        self.expanded = !self.expanded;
-        let all = self.foldable();
-        let expanded = self.expanded;
-        self.toggle_cells(&all, expanded, width, viewport);
-    }
-
-    fn toggle_cells(&mut self, indices: &[usize], expanded: bool, width: u16, viewport: u16) {
-        let chosen: std::collections::HashSet<usize> = indices.iter().copied().collect();
-        let rows = usize::from(viewport);
-        let top = self.total_height(width).saturating_sub(self.scroll_up.get() + rows);
-        // A cell that ends above the top row changes nothing that is read (the offset is from
-        // the bottom); one at or below it pushes the bottom away by its change.
-        let mut y = 0usize;
-        let mut growth = 0isize;
-        for (i, slot) in self.committed.iter_mut().enumerate() {
-            let h_before = match slot.height.get() {
-                Some((w, h)) if w == width => h,
-                _ => slot.cell.height(width),
-            };
-            if chosen.contains(&i) && slot.cell.is_expanded() != expanded {
-                slot.cell.set_expanded(expanded);
-                slot.changed();
-                let h_after = slot.cell.height(width);
-                slot.height.set(Some((width, h_after)));
-                if y + h_before > top {
-                    growth += h_after as isize - h_before as isize;
-                }
-            }
-            y += h_before;
-        }
-        // Following the tail, the view keeps following it (the unfolded cell is in sight);
-        // reading older rows, they stay where they are.
-        let scroll = if self.scroll_up.get() == 0 {
-            0
-        } else {
-            (self.scroll_up.get() as isize + growth).max(0) as usize
-        };
-        let total = self.total_height(width);
-        self.scroll_up.set(scroll.min(total.saturating_sub(rows)));
-        self.last_total.set(Some((width, total)));
-    }
-
-    /// The whole output of the focused (or last) tool call, for the pager.
-    pub fn target_output(&self) -> Option<(String, String)> {
-        // A focused cell without output (a capsule, a summary) falls back to the last call.
-        let focused = self.focus.and_then(|i| self.committed.get(i)?.cell.tool_output());
-        focused.or_else(|| self.committed.iter().rev().find_map(|s| s.cell.tool_output()))
-    }
-
-    /// The child session of the cell Ctrl+T acts on (the one [`Transcript::target_output`]
-    /// reads), with its title, when that cell is a `task` call whose child started.
-    pub fn target_subagent(&mut self) -> Option<(String, String)> {
-        let focused = self
-            .focus
-            .filter(|&i| self.committed.get(i).is_some_and(|s| s.cell.tool_output().is_some()));
-        let at = focused
-            .or_else(|| self.committed.iter().rposition(|s| s.cell.tool_output().is_some()))?;
-        let cell = self.committed.get_mut(at)?.cell.as_mut();
-        let tool = super::tool_cell::tool_mut(cell)?;
-        let id = tool.subagent.clone()?;
-        Some((format!("subagent {id} · {}", tool.summary), id))
-    }
-
     /// Keeps the messages the user sent as far as they are `kept` (their texts, oldest first)
     /// and drops everything from the next one on: what followed the point HEAD moved back to.
     /// `false`, and nothing changed, when the transcript's first messages are not those.
@@ -358,184 +238,12 @@ impl Transcript {
             .collect()
     }
 
-    /// Whether a cell holds the focus (Alt+Up/Down).
-    pub fn has_focus(&self) -> bool {
-        self.focus.is_some()
-    }
-
-    /// Lets go of the focused cell.
-    pub fn clear_focus(&mut self) {
-        self.set_focus(None);
-    }
-
     /// The newest reply's markdown (the streaming one, if any).
     pub fn last_reply(&self) -> Option<String> {
         if let Some(active) = &self.active {
             return Some(active.source().to_owned());
         }
         self.committed.iter().rev().find_map(|s| s.cell.reply_text().map(str::to_owned))
-    }
-
-    /// Shows the first rows of the conversation.
-    pub fn scroll_to_top(&mut self, width: u16, viewport: u16) {
-        let max = self.total_height(width).saturating_sub(usize::from(viewport));
-        self.scroll_up.set(max);
-    }
-
-    /// The index of the next cell, searching older (`older`) or newer from `from` (exclusive;
-    /// `None` starts at the newest), whose text holds `query` (case-insensitive).
-    pub fn find(&self, query: &str, from: Option<usize>, older: bool) -> Option<usize> {
-        let query = query.to_lowercase();
-        if query.is_empty() {
-            return None;
-        }
-        let hit = |i: &usize| self.committed[*i].cell.text().to_lowercase().contains(&query);
-        let n = self.committed.len();
-        if older {
-            let end = from.unwrap_or(n);
-            (0..end.min(n)).rev().find(hit)
-        } else {
-            let start = from.map_or(0, |f| f + 1);
-            (start..n).find(hit)
-        }
-    }
-
-    /// How many cells hold `query`.
-    pub fn count(&self, query: &str) -> usize {
-        let query = query.to_lowercase();
-        if query.is_empty() {
-            return 0;
-        }
-        self.committed.iter().filter(|s| s.cell.text().to_lowercase().contains(&query)).count()
-    }
-
-    /// Marks cell `index` as the current search match (or nothing).
-    pub fn set_highlight(&mut self, index: Option<usize>) {
-        self.highlight = index;
-    }
-
-    /// Scrolls so that cell `index` starts at the top of the viewport (as far as possible).
-    pub fn scroll_to_cell(&mut self, index: usize, width: u16, viewport: u16) {
-        let start: usize =
-            self.committed.iter().take(index).map(|s| self.slot_height(s, width)).sum();
-        let total = self.total_height(width);
-        let rows = usize::from(viewport);
-        let scroll = total.saturating_sub(start + rows);
-        self.scroll_up.set(scroll.min(total.saturating_sub(rows)));
-        self.last_total.set(Some((width, total)));
-    }
-
-    /// Scrolls up (towards older output) by `rows`.
-    pub fn scroll_up(&mut self, rows: usize, width: u16, viewport: u16) {
-        let max = self.total_height(width).saturating_sub(usize::from(viewport));
-        self.scroll_up.set((self.scroll_up.get() + rows).min(max));
-    }
-
-    /// Scrolls down by `rows`; reaching the bottom resumes following the tail.
-    pub fn scroll_down(&mut self, rows: usize) {
-        self.scroll_up.set(self.scroll_up.get().saturating_sub(rows));
-    }
-
-    /// Whether the oldest row is in view (nothing older is hidden above).
-    pub fn at_top(&self, width: u16, viewport: u16) -> bool {
-        let max = self.total_height(width).saturating_sub(usize::from(viewport));
-        self.scroll_up.get() >= max
-    }
-
-    /// Whether new output is followed.
-    pub fn follows_tail(&self) -> bool {
-        self.scroll_up.get() == 0
-    }
-
-    /// Heights computed rather than read from the cache so far.
-    #[cfg(test)]
-    pub fn measured(&self) -> usize {
-        self.measured.get()
-    }
-
-    fn slot_height(&self, slot: &Slot, width: u16) -> usize {
-        if !matches!(slot.height.get(), Some((w, _)) if w == width) {
-            self.measured.set(self.measured.get() + 1);
-        }
-        slot.height(width)
-    }
-
-    /// All rows at `width`.
-    pub fn total_height(&self, width: u16) -> usize {
-        let committed: usize = self.committed.iter().map(|s| self.slot_height(s, width)).sum();
-        committed + self.active_rows(width)
-    }
-
-    fn active_rows(&self, width: u16) -> usize {
-        let Some(cell) = &self.active else { return 0 };
-        match self.active_height.get() {
-            Some((w, h)) if w == width => h,
-            _ => {
-                let h = cell.height(width);
-                self.active_height.set(Some((width, h)));
-                h
-            }
-        }
-    }
-
-    /// Draws the rows of the viewport into `area`.
-    pub fn render(&self, area: Rect, buf: &mut Buffer) {
-        if area.width == 0 || area.height == 0 {
-            return;
-        }
-        let width = area.width;
-        let rows = usize::from(area.height);
-        let total = self.total_height(width);
-        if let Some((w, before)) = self.last_total.get() {
-            if w == width && total > before && self.scroll_up.get() > 0 {
-                self.scroll_up.set(self.scroll_up.get() + (total - before));
-            }
-        }
-        self.last_total.set(Some((width, total)));
-        let scroll = self.scroll_up.get().min(total.saturating_sub(rows));
-        self.scroll_up.set(scroll);
-        let bottom = total - scroll;
-        let top = bottom.saturating_sub(rows);
-        // Walk the cells, skipping whole cells above the viewport by their cached heights.
-        let mut lines: Vec<Line<'static>> = Vec::with_capacity(rows);
-        let mut y = 0;
-        let active = self.active.as_ref().map(|c| c as &dyn Cell);
-        let cells = self
-            .committed
-            .iter()
-            .map(|s| (s.cell.as_ref(), Some(s)))
-            .chain(active.map(|c| (c, None)));
-        for (index, (cell, slot)) in cells.enumerate() {
-            let h = match slot {
-                Some(slot) => self.slot_height(slot, width),
-                None => self.active_rows(width),
-            };
-            if y + h <= top {
-                y += h;
-                continue;
-            }
-            if y >= bottom {
-                break;
-            }
-            let skip = top.saturating_sub(y);
-            let take = (bottom - y.max(top)).min(h - skip);
-            let start = lines.len();
-            match slot {
-                Some(slot) => lines.extend(slot.rows(width, skip, take)),
-                // The streaming reply: its finished blocks are cached inside it, and only the
-                // rows in view are copied out.
-                None => lines.extend(cell.rows(width, skip, take)),
-            }
-            if self.highlight == Some(index) {
-                // The search match: its rows on a marked background.
-                let mark = ratatui::style::Style::new().bg(ratatui::style::Color::DarkGray);
-                for line in &mut lines[start..] {
-                    *line = std::mem::take(line).patch_style(mark);
-                }
-            }
-            y += h;
-        }
-        Paragraph::new(lines).render(area, buf);
     }
 }
 

@@ -1,5 +1,7 @@
 use super::*;
 use crate::tui::cells::{NoticeCell, NoticeKind};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
 
 fn notice(text: &str) -> NoticeCell {
     NoticeCell { kind: NoticeKind::Info, text: text.into() }

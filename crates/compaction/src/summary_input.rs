@@ -102,6 +102,24 @@ pub fn plan(
     // Chunks: every request holds an interim note and at most `room` of messages; no single
     // message may take more than a quarter of that, so each chunk holds several exchanges.
     let room = avail.saturating_sub(budget.note);
+    let (mut bounds, sizes) = chunk_bounds(messages, tokens, room);
+    let mut starts = round::exchange_starts(messages);
+    starts.push(messages.len());
+    let exchanges = Exchanges { starts: &starts, sizes: &sizes, room };
+    let first = exchanges.final_first()?;
+    let final_from = starts[first];
+    let (chunks, k) = exchanges.chunks(first, budget.max_requests)?;
+    let unread = starts[k];
+    // A bound on a message no request reads changes nothing.
+    bounds.retain(|&(i, _)| i >= unread);
+    Ok(InputPlan { bounds, chunks, final_from, unread })
+}
+
+/// The bounds that keep each message within a quarter of `room` (anchors and checkpoints are
+/// never bounded), and every message's estimate once bounded.
+fn chunk_bounds(messages: &[Message], tokens: &[u64], room: u64) -> (Vec<(usize, u64)>, Vec<u64>) {
+    let tok = |i: usize| tokens.get(i).copied().unwrap_or(0);
+    let boundable = |i: usize| !is_checkpoint(&messages[i]) && !messages[i].anchor;
     let per_message = (room / 4).max(1);
     let mut bounds = Vec::new();
     let mut sizes = Vec::with_capacity(messages.len());
@@ -116,52 +134,82 @@ pub fn plan(
             sizes.push(t);
         }
     }
-    let mut starts = round::exchange_starts(messages);
-    starts.push(messages.len());
-    let exchange = |k: usize| starts[k]..starts[k + 1];
-    let size = |r: Range<usize>| -> u64 { sizes[r].iter().sum() };
-    let too_big = |k: usize| InputError::ExchangeTooBig {
-        index: starts[k],
-        tokens: size(exchange(k)),
-        budget: room,
-    };
-    // The final request: the newest whole exchanges that fit.
-    let mut first = starts.len() - 1;
-    let mut used = 0;
-    while first > 0 {
-        let add = size(exchange(first - 1));
-        if used + add > room {
-            break;
-        }
-        used += add;
-        first -= 1;
+    (bounds, sizes)
+}
+
+/// The whole exchanges of the messages, with their bounded sizes, and the room a request
+/// has for them.
+struct Exchanges<'a> {
+    /// Where each exchange starts, then the number of messages.
+    starts: &'a [usize],
+    /// Each message's estimate once bounded.
+    sizes: &'a [u64],
+    room: u64,
+}
+
+impl Exchanges<'_> {
+    fn exchange(&self, k: usize) -> Range<usize> {
+        self.starts[k]..self.starts[k + 1]
     }
-    if first > 0 && first == starts.len() - 1 {
-        // Not even the newest exchange fits a request of its own.
-        return Err(too_big(first - 1));
+
+    fn size(&self, r: Range<usize>) -> u64 {
+        self.sizes[r].iter().sum()
     }
-    let final_from = starts[first];
-    // The chunks: the newest first, as many whole exchanges as fit in each, until the request
-    // limit; what is older stays unread.
-    let mut chunks = Vec::new();
-    let mut k = first;
-    while k > 0 && chunks.len() + 1 < budget.max_requests.max(1) as usize {
-        let (end, mut filled) = (starts[k], 0);
-        while k > 0 && filled + size(exchange(k - 1)) <= room {
-            filled += size(exchange(k - 1));
-            k -= 1;
+
+    fn too_big(&self, k: usize) -> InputError {
+        InputError::ExchangeTooBig {
+            index: self.starts[k],
+            tokens: self.size(self.exchange(k)),
+            budget: self.room,
         }
-        if starts[k] == end {
-            // The exchange before this chunk cannot fit a request even bounded.
-            return Err(too_big(k - 1));
-        }
-        chunks.push(starts[k]..end);
     }
-    chunks.reverse();
-    let unread = starts[k];
-    // A bound on a message no request reads changes nothing.
-    bounds.retain(|&(i, _)| i >= unread);
-    Ok(InputPlan { bounds, chunks, final_from, unread })
+
+    /// The first exchange of the final request: the newest whole exchanges that fit.
+    fn final_first(&self) -> Result<usize, InputError> {
+        let starts = self.starts;
+        let mut first = starts.len() - 1;
+        let mut used = 0;
+        while first > 0 {
+            let add = self.size(self.exchange(first - 1));
+            if used + add > self.room {
+                break;
+            }
+            used += add;
+            first -= 1;
+        }
+        if first > 0 && first == starts.len() - 1 {
+            // Not even the newest exchange fits a request of its own.
+            return Err(self.too_big(first - 1));
+        }
+        Ok(first)
+    }
+
+    /// The chunks before exchange `first`, oldest first, and the first exchange any of them
+    /// reads: the newest first, as many whole exchanges as fit in each, until the request
+    /// limit; what is older stays unread.
+    fn chunks(
+        &self,
+        first: usize,
+        max_requests: u32,
+    ) -> Result<(Vec<Range<usize>>, usize), InputError> {
+        let starts = self.starts;
+        let mut chunks = Vec::new();
+        let mut k = first;
+        while k > 0 && chunks.len() + 1 < max_requests.max(1) as usize {
+            let (end, mut filled) = (starts[k], 0);
+            while k > 0 && filled + self.size(self.exchange(k - 1)) <= self.room {
+                filled += self.size(self.exchange(k - 1));
+                k -= 1;
+            }
+            if starts[k] == end {
+                // The exchange before this chunk cannot fit a request even bounded.
+                return Err(self.too_big(k - 1));
+            }
+            chunks.push(starts[k]..end);
+        }
+        chunks.reverse();
+        Ok((chunks, k))
+    }
 }
 
 #[cfg(test)]

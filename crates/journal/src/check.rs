@@ -10,7 +10,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use crate::entry::EntryId;
-use crate::journal::DagProblem;
+use crate::journal::{DagProblem, Journal};
 use crate::line::Line;
 use crate::load::{self, LoadError, LoadWarning};
 use crate::payload::Payload;
@@ -82,9 +82,43 @@ pub fn check_file(path: &Path) -> Result<CheckReport, LoadError> {
     let loaded = load::assemble(path, scan, None, false)?;
     let journal = loaded.journal;
 
+    let (mut problems, warnings) = load_problems(&loaded.warnings, &in_cycle);
+    problems.extend(cycles);
+    problems.extend(undecodable_results(&journal));
+    problems.extend(side_questions_off_branch(&journal));
+    problems.extend(invalid_compactions(&journal));
+
+    let head = journal.head_id().clone();
+    let view = render(&journal, head.as_str());
+    if let Err(e) = check_view(&view) {
+        problems.push(Problem {
+            line: journal.line_of(e.entry().as_str()),
+            message: format!("in HEAD's view: {e}"),
+        });
+    }
+    problems.sort_by_key(|p| p.line.unwrap_or(u32::MAX));
+
+    Ok(CheckReport {
+        entries: journal.len() - 1,
+        branches: journal.tips().len(),
+        head,
+        compactions: journal.compactions().count(),
+        active_compaction: view.compaction.map(|c| c.id),
+        problems,
+        warnings,
+    })
+}
+
+/// What loading reported, as problems and warnings: coerced lines are warnings (the entry is
+/// usable as read), a read-only open is neither, and a dangling parent that is part of a cycle
+/// is left to the cycle's own report.
+fn load_problems(
+    reported: &[LoadWarning],
+    in_cycle: &HashSet<String>,
+) -> (Vec<Problem>, Vec<Problem>) {
     let mut problems: Vec<Problem> = Vec::new();
     let mut warnings: Vec<Problem> = Vec::new();
-    for w in &loaded.warnings {
+    for w in reported {
         if matches!(w, LoadWarning::ReadOnly { .. }) {
             continue;
         }
@@ -121,8 +155,12 @@ pub fn check_file(path: &Path) -> Result<CheckReport, LoadError> {
         }
         problems.push(Problem { line: Some(line), message });
     }
-    problems.extend(cycles);
+    (problems, warnings)
+}
 
+/// Tool results whose stored output is not a valid JSON string.
+fn undecodable_results(journal: &Journal) -> Vec<Problem> {
+    let mut problems = Vec::new();
     for pos in journal.positions_of_kind(crate::payload::kind::TOOL_RESULT) {
         // Read for the check only: an audit of a long session must not hold it all.
         let entry = journal.read_entry(pos);
@@ -135,7 +173,12 @@ pub fn check_file(path: &Path) -> Result<CheckReport, LoadError> {
             }
         }
     }
+    problems
+}
 
+/// Side questions answered from a view that is not on their own branch.
+fn side_questions_off_branch(journal: &Journal) -> Vec<Problem> {
+    let mut problems = Vec::new();
     // A side question names the view it was answered from: an entry of this file, its own
     // branch (it is never in a view itself, so nothing else checks it).
     for pos in journal.positions_of_kind(crate::payload::kind::SIDE) {
@@ -156,7 +199,12 @@ pub fn check_file(path: &Path) -> Result<CheckReport, LoadError> {
             });
         }
     }
+    problems
+}
 
+/// Compaction records that change nothing (none of covers, pruned_ids and bounded).
+fn invalid_compactions(journal: &Journal) -> Vec<Problem> {
+    let mut problems = Vec::new();
     for (entry, record) in journal.compactions() {
         if !record.is_valid() {
             problems.push(Problem {
@@ -168,26 +216,7 @@ pub fn check_file(path: &Path) -> Result<CheckReport, LoadError> {
             });
         }
     }
-
-    let head = journal.head_id().clone();
-    let view = render(&journal, head.as_str());
-    if let Err(e) = check_view(&view) {
-        problems.push(Problem {
-            line: journal.line_of(e.entry().as_str()),
-            message: format!("in HEAD's view: {e}"),
-        });
-    }
-    problems.sort_by_key(|p| p.line.unwrap_or(u32::MAX));
-
-    Ok(CheckReport {
-        entries: journal.len() - 1,
-        branches: journal.tips().len(),
-        head,
-        compactions: journal.compactions().count(),
-        active_compaction: view.compaction.map(|c| c.id),
-        problems,
-        warnings,
-    })
+    problems
 }
 
 /// Parent cycles: loading sees them as parents that are not earlier entries; here each is

@@ -192,6 +192,25 @@ impl Node {
 /// are counted in `report`.
 pub(crate) fn plan(index: &Index, report: &mut Report) -> Vec<usize> {
     let nodes = &index.nodes;
+    let (by_uuid, duplicate) = first_by_uuid(nodes, report);
+    // A sub-agent's own transcript (`agent-*.jsonl`: every message a sidechain line) is a
+    // conversation of its own, imported as such; in a main session its sidechains stay out.
+    let own_sidechain =
+        !nodes.iter().any(|n| matches!(n.kind, Kind::User | Kind::Assistant) && !n.sidechain);
+    report.subagent = own_sidechain && nodes.iter().any(|n| n.sidechain);
+    let planner = Planner { nodes, by_uuid, duplicate, own_sidechain };
+    let chain = planner.chain(report);
+    let on_chain: HashSet<usize> = chain.iter().copied().collect();
+    let (order, spliced) = planner.splice_results(&chain, &on_chain);
+    planner.count_unused(&on_chain, &spliced, report);
+    order
+}
+
+/// Each uuid's first line, and which lines repeat an earlier uuid (each counted as a problem).
+fn first_by_uuid<'a>(
+    nodes: &'a [Node],
+    report: &mut Report,
+) -> (HashMap<&'a str, usize>, Vec<bool>) {
     let mut by_uuid: HashMap<&str, usize> = HashMap::new();
     let mut duplicate = vec![false; nodes.len()];
     for (i, node) in nodes.iter().enumerate() {
@@ -204,85 +223,128 @@ pub(crate) fn plan(index: &Index, report: &mut Report) -> Vec<usize> {
             }
         }
     }
-    // A sub-agent's own transcript (`agent-*.jsonl`: every message a sidechain line) is a
-    // conversation of its own, imported as such; in a main session its sidechains stay out.
-    let own_sidechain =
-        !nodes.iter().any(|n| matches!(n.kind, Kind::User | Kind::Assistant) && !n.sidechain);
-    report.subagent = own_sidechain && nodes.iter().any(|n| n.sidechain);
-    let on_branch_kind = |n: &Node| own_sidechain || !n.sidechain;
-    let leaf = nodes.iter().enumerate().rposition(|(i, n)| {
-        matches!(n.kind, Kind::User | Kind::Assistant)
-            && on_branch_kind(n)
-            && n.uuid.is_some()
-            && !duplicate[i]
-    });
-    let mut chain = Vec::new();
-    let mut seen = HashSet::new();
-    let mut cur = leaf;
-    while let Some(i) = cur {
-        if !seen.insert(i) {
-            report.problem("parent cycle (the conversation starts after it)");
-            break;
-        }
-        chain.push(i);
-        let node = &nodes[i];
-        let next = node.parent.as_deref().or(node.logical.as_deref());
-        cur = match next {
-            None => None,
-            Some(id) => match by_uuid.get(id) {
-                Some(&p) => Some(p),
-                None => {
-                    report.problem("missing parent (the conversation starts after it)");
-                    None
-                }
-            },
-        };
+    (by_uuid, duplicate)
+}
+
+/// What planning the branch shares between its steps.
+struct Planner<'a> {
+    nodes: &'a [Node],
+    /// Each uuid's first line.
+    by_uuid: HashMap<&'a str, usize>,
+    /// Lines repeating an earlier uuid.
+    duplicate: Vec<bool>,
+    /// The file is a sub-agent's own transcript: its sidechain lines are its conversation.
+    own_sidechain: bool,
+}
+
+impl Planner<'_> {
+    fn on_branch_kind(&self, n: &Node) -> bool {
+        self.own_sidechain || !n.sidechain
     }
-    chain.reverse();
-    let on_chain: HashSet<usize> = chain.iter().copied().collect();
-    let answered: HashSet<&str> =
-        chain.iter().flat_map(|&i| nodes[i].results.iter().map(String::as_str)).collect();
-    let mut off_chain_results: HashMap<&str, usize> = HashMap::new();
-    for (i, n) in nodes.iter().enumerate() {
-        if n.kind == Kind::User && on_branch_kind(n) && !duplicate[i] && !on_chain.contains(&i) {
-            for id in &n.results {
-                off_chain_results.entry(id.as_str()).or_insert(i);
+
+    /// The latest branch, root first: from the last usable message line back along its
+    /// parents; a cycle or a missing parent ends the walk (counted as a problem).
+    fn chain(&self, report: &mut Report) -> Vec<usize> {
+        let (nodes, duplicate) = (self.nodes, &self.duplicate);
+        let leaf = nodes.iter().enumerate().rposition(|(i, n)| {
+            matches!(n.kind, Kind::User | Kind::Assistant)
+                && self.on_branch_kind(n)
+                && n.uuid.is_some()
+                && !duplicate[i]
+        });
+        let mut chain = Vec::new();
+        let mut seen = HashSet::new();
+        let mut cur = leaf;
+        while let Some(i) = cur {
+            if !seen.insert(i) {
+                report.problem("parent cycle (the conversation starts after it)");
+                break;
+            }
+            chain.push(i);
+            let node = &nodes[i];
+            let next = node.parent.as_deref().or(node.logical.as_deref());
+            cur = match next {
+                None => None,
+                Some(id) => match self.by_uuid.get(id) {
+                    Some(&p) => Some(p),
+                    None => {
+                        report.problem("missing parent (the conversation starts after it)");
+                        None
+                    }
+                },
+            };
+        }
+        chain.reverse();
+        chain
+    }
+
+    /// The chain with the results of its unanswered calls that were parented off it spliced
+    /// in right after the line holding their call; and the lines spliced.
+    fn splice_results(
+        &self,
+        chain: &[usize],
+        on_chain: &HashSet<usize>,
+    ) -> (Vec<usize>, HashSet<usize>) {
+        let nodes = self.nodes;
+        let answered: HashSet<&str> =
+            chain.iter().flat_map(|&i| nodes[i].results.iter().map(String::as_str)).collect();
+        let mut off_chain_results: HashMap<&str, usize> = HashMap::new();
+        for (i, n) in nodes.iter().enumerate() {
+            if n.kind == Kind::User
+                && self.on_branch_kind(n)
+                && !self.duplicate[i]
+                && !on_chain.contains(&i)
+            {
+                for id in &n.results {
+                    off_chain_results.entry(id.as_str()).or_insert(i);
+                }
             }
         }
+        let mut order = Vec::with_capacity(chain.len());
+        let mut spliced = HashSet::new();
+        for &i in chain {
+            order.push(i);
+            for call in &nodes[i].calls {
+                if answered.contains(call.as_str()) {
+                    continue;
+                }
+                if let Some(&r) = off_chain_results.get(call.as_str()) {
+                    if spliced.insert(r) {
+                        order.push(r);
+                    }
+                }
+            }
+        }
+        (order, spliced)
     }
-    let mut order = Vec::with_capacity(chain.len());
-    let mut spliced = HashSet::new();
-    for &i in &chain {
-        order.push(i);
-        for call in &nodes[i].calls {
-            if answered.contains(call.as_str()) {
+
+    /// Counts every line not planned in `report`, under its reason.
+    fn count_unused(
+        &self,
+        on_chain: &HashSet<usize>,
+        spliced: &HashSet<usize>,
+        report: &mut Report,
+    ) {
+        for (i, n) in self.nodes.iter().enumerate() {
+            if on_chain.contains(&i) || spliced.contains(&i) {
                 continue;
             }
-            if let Some(&r) = off_chain_results.get(call.as_str()) {
-                if spliced.insert(r) {
-                    order.push(r);
-                }
+            if n.sidechain && !self.own_sidechain {
+                report.sidechain_lines += 1;
+                continue;
             }
+            let reason = match n.kind {
+                Kind::Unreadable => {
+                    "unreadable line (not a JSON object of the expected shape)".into()
+                }
+                Kind::Metadata => format!("metadata line ({})", label(&n.ty)),
+                _ if self.duplicate[i] => "line repeating an earlier uuid".into(),
+                Kind::Chain => format!("{} line", label(&n.ty)),
+                _ => "line not on the conversation's latest branch".into(),
+            };
+            report.unused(reason);
         }
     }
-    for (i, n) in nodes.iter().enumerate() {
-        if on_chain.contains(&i) || spliced.contains(&i) {
-            continue;
-        }
-        if n.sidechain && !own_sidechain {
-            report.sidechain_lines += 1;
-            continue;
-        }
-        let reason = match n.kind {
-            Kind::Unreadable => "unreadable line (not a JSON object of the expected shape)".into(),
-            Kind::Metadata => format!("metadata line ({})", label(&n.ty)),
-            _ if duplicate[i] => "line repeating an earlier uuid".into(),
-            Kind::Chain => format!("{} line", label(&n.ty)),
-            _ => "line not on the conversation's latest branch".into(),
-        };
-        report.unused(reason);
-    }
-    order
 }
 
 /// A line type as shown in the report.

@@ -7,7 +7,10 @@
 //! optional (`anchor`, `synthetic`, `interrupted`, `trimmed_before`, `content_blocks`, `bytes`, and
 //! our own `title`) is left out when unset. Reading accepts every one of them absent.
 //!
-//! The payloads' constructors and accessors are in `constructors`.
+//! The conversation's payloads (`header`, `user`, `assistant`, `tool_result`) and the
+//! [`Payload`] of every kind are here; the compaction record and the branch summary are in
+//! `compaction`, the kinds the model never reads (`system`, `side`, `head`) in `local`, the
+//! payloads' constructors and accessors in `constructors`.
 
 use serde_json::Value;
 
@@ -17,7 +20,15 @@ use crate::json_object::{record, string_enum};
 use crate::text::Text;
 use crate::timestamp::Timestamp;
 
+mod compaction;
 mod constructors;
+mod local;
+
+pub use compaction::{
+    Bounded, BranchSummaryPayload, CompactionPath, CompactionPayload, Covers, Receipt, Trigger,
+    BRANCH_SUMMARY_PREFIX,
+};
+pub use local::{HeadPayload, HeadReason, HookRun, Level, SidePayload, SystemPayload};
 
 record! {
     /// `header`: the first line of every session file (parent null).
@@ -195,190 +206,6 @@ record! {
         path: String = "path" req,
         before: Option<String> = "before" info,
         after: Option<String> = "after" info,
-    }
-}
-
-string_enum! {
-    /// What started a compaction pass.
-    pub enum Trigger { Auto = "auto", Manual = "manual", Reactive = "reactive", Idle = "idle" }
-    default Auto
-}
-
-string_enum! {
-    /// Whether a compaction pass summarized (`summary`) or only pruned tool output.
-    pub enum CompactionPath { Summary = "summary", PruneOnly = "prune-only" }
-    default Summary
-}
-
-record! {
-    /// The covered segment: `last` and its ancestors back to `first`.
-    pub struct Covers {
-        first: EntryId = "first" req,
-        last: EntryId = "last" req,
-        /// How many model-visible entries the segment holds.
-        count: u64 = "count" info,
-    }
-}
-
-record! {
-    /// A tool result the view cuts to `max_bytes` (head + marker + tail).
-    pub struct Bounded {
-        id: EntryId = "id" req,
-        max_bytes: u64 = "max_bytes" req,
-    }
-}
-
-record! {
-    /// What a compaction pass kept of the last round (docs/survival-contract.md).
-    #[derive(Default)]
-    pub struct Receipt {
-        last_round_messages: u64 = "last_round_messages" info,
-        last_round_tool_results: u64 = "last_round_tool_results" info,
-        assistant_kept: u64 = "assistant_kept" info,
-        anchors_chars: u64 = "anchors_chars" info,
-        retained_user_tokens: u64 = "retained_user_tokens" info,
-    }
-}
-
-record! {
-    /// `compaction`: a change of what the model reads (docs/journal-format.md, *`compaction`*).
-    /// Never moves HEAD.
-    pub struct CompactionPayload {
-        /// The model's summary after caps; `None` for a prune-only pass.
-        summary: Option<String> = "summary" info,
-        /// The complete first text block of the checkpoint message, exactly as the model reads
-        /// it (header, summary, files touched, running now, live-state stamp, anchors,
-        /// closing). Prune-only records carry the previous record's note forward.
-        note: String = "note" info,
-        covers: Option<Covers> = "covers" always,
-        retained_ids: Vec<EntryId> = "retained_ids" always,
-        pruned_ids: Vec<EntryId> = "pruned_ids" always,
-        bounded: Vec<Bounded> = "bounded" always,
-        files_touched: Vec<String> = "files_touched" info,
-        anchors: Option<String> = "anchors" info,
-        trigger: Trigger = "trigger" info,
-        focus: Option<String> = "focus" info,
-        path: CompactionPath = "path" info,
-        previous_id: Option<EntryId> = "previous_id" info,
-        model: Option<String> = "model" info,
-        tokens_before: Option<u64> = "tokens_before" info,
-        tokens_after: Option<u64> = "tokens_after" info,
-        receipt: Option<Receipt> = "receipt" info,
-        /// Optional: the o200k tokens the pass removed from the view, so a reopened session
-        /// replays the budget the live one had.
-        savings: Option<u64> = "savings" info_opt,
-        /// Optional `true`: the note was written in the background, on a snapshot taken before
-        /// the threshold (docs/compaction.md, *Background compaction*). Absent otherwise.
-        background: bool = "background" info_flag,
-    }
-}
-
-/// How the model reads a `branch_summary` (docs/journal-format.md, *`branch_summary`*), before the
-/// summary itself.
-pub const BRANCH_SUMMARY_PREFIX: &str = "What was tried on a branch you left: ";
-
-record! {
-    /// `branch_summary`: what was tried on a branch HEAD left, appended on the new branch as a
-    /// chain extension (its parent is HEAD, so it moves HEAD). The model reads it as a
-    /// user-role text ([`BRANCH_SUMMARY_PREFIX`] and the summary); it is not a plain user
-    /// message, and compaction keeps it verbatim.
-    pub struct BranchSummaryPayload {
-        /// The first entry of the branch the summary describes.
-        branch_id: EntryId = "branch_id" req,
-        summary: String = "summary" info,
-        parent_branch_id: Option<EntryId> = "parent_branch_id" info,
-        /// The branch point: the entry both branches share.
-        from: Option<EntryId> = "from" info,
-        /// The left branch's last entry.
-        tip: Option<EntryId> = "tip" info,
-    }
-}
-
-string_enum! {
-    /// Severity of a local notice.
-    pub enum Level { Info = "info", Warning = "warning", Error = "error" }
-    default Info
-}
-
-record! {
-    /// `system`: a local notice (refusal, error, command output). Never shown to the model.
-    pub struct SystemPayload {
-        text: String = "text" info,
-        level: Level = "level" info,
-        /// Optional: the model requests use from here on (a model switch).
-        model: Option<String> = "model" info_opt,
-        /// Optional: a context window learned for this session and model (a provider's
-        /// overflow error, a silent cut, a local server's answer).
-        context_window: Option<u64> = "context_window" info_opt,
-        /// Optional: where that window came from (`overflow`, `overflow-unnumbered`,
-        /// `truncation`, `probe:ollama-ps`, `probe:ollama-show`, `probe:llamacpp-props`,
-        /// `probe:lmstudio`).
-        window_source: Option<String> = "window_source" info_opt,
-        /// Optional: the window the learned one replaced.
-        window_before: Option<u64> = "window_before" info_opt,
-        /// Optional: a compaction pass could not get a usable summary from the model (auto
-        /// passes back off; replayed when the session is opened again).
-        summary_failed: bool = "summary_failed" info_flag,
-        /// Optional: the restore this entry reports (a rewind or `/undo` that took files back);
-        /// the id of its intent, so a restore a kill interrupted is journaled once.
-        restore_id: Option<String> = "restore_id" info_opt,
-        /// Optional: the files that restore left as they were (changed by someone else since),
-        /// each with the content it would have gone back to (`before`) and the last content a
-        /// tool recorded (`after`); a later forced restore of the same point takes them back.
-        left: Option<Vec<FileChange>> = "left" info_opt,
-        /// Optional: the entry reports one run of a user's hook (`[[hooks.EVENT]]`).
-        hook: Option<HookRun> = "hook" info_opt,
-    }
-}
-
-record! {
-    /// One run of a user's hook: its event, its command line, its exit code (absent when it
-    /// was killed: past its timeout or its output bound, or by a signal) and how long it ran.
-    #[derive(Default)]
-    pub struct HookRun {
-        event: String = "event" req,
-        command: String = "command" req,
-        exit: Option<i64> = "exit" info,
-        duration_ms: u64 = "duration_ms" info,
-    }
-}
-
-record! {
-    /// `side`: a side question (`/btw`) and its answer, from the context HEAD had then. On the
-    /// chain like a `system` notice (its parent is HEAD, so it moves HEAD) and never in the
-    /// model's view: what the model reads next is what it would have read without it.
-    #[derive(Default)]
-    pub struct SidePayload {
-        question: String = "question" info,
-        answer: String = "answer" info,
-        /// The model that answered.
-        model: Option<String> = "model" info,
-        usage: Option<Usage> = "usage" info,
-        /// The view the answer was read from.
-        reads: Option<Reads> = "reads" info,
-    }
-}
-
-string_enum! {
-    /// Why HEAD was moved explicitly.
-    pub enum HeadReason {
-        Checkout = "checkout",
-        Fork = "fork",
-        Retry = "retry",
-        Edit = "edit",
-        Rewind = "rewind",
-        /// A last user message that never got a reply (the process ended first) is set
-        /// aside, so that it is offered back and never merged into the next prompt.
-        Unanswered = "unanswered",
-    }
-    default Checkout
-}
-
-record! {
-    /// `head`: an explicit HEAD move. Not a DAG node: nothing is ever parented on it.
-    pub struct HeadPayload {
-        to: EntryId = "to" req,
-        reason: HeadReason = "reason" info,
     }
 }
 

@@ -111,6 +111,30 @@ pub(crate) fn read(path: &Path, file: &File, len: u64, source: &Arc<Source>) -> 
     if &r.array::<8>()? != MAGIC {
         return None;
     }
+    let (covered, line_count) = read_covered(&mut r, file, len)?;
+    let journal = read_records(&mut r, body_len, source)?;
+    let malformed = (0..r.u32()?)
+        .map(|_| Some(Malformed { line: r.u32()?, error: r.str(0)?.to_owned() }))
+        .collect::<Option<Vec<_>>>()?;
+    let nul_prefixed = (0..r.u32()?).map(|_| r.u32()).collect::<Option<Vec<_>>>()?;
+    let coerced = (0..r.u32()?)
+        .map(|_| {
+            let line = r.u32()?;
+            let notes = (0..r.u32()?).map(|_| Some(r.str(0)?.to_owned())).collect::<Option<_>>()?;
+            Some((line, notes))
+        })
+        .collect::<Option<Vec<_>>>()?;
+    checksum_matches(r, &index, body_len)?;
+    let journal = journal.finish().ok()?;
+    Some(Prefix { journal, malformed, nul_prefixed, coerced, covered, line_count })
+}
+
+/// The sidecar being read: its body, every byte added to the checksum.
+type BodyReader<'a> = Reader<Hashing<std::io::Take<&'a File>>>;
+
+/// The covered byte length and line count, when `file` (of `len` bytes) still holds the same
+/// header and last covered line where the sidecar says.
+fn read_covered(r: &mut BodyReader<'_>, file: &File, len: u64) -> Option<(u64, u32)> {
     let covered = r.u64()?;
     let line_count = r.u32()?;
     let (first_offset, first_len, header_hash) = (r.u64()?, r.u32()?, r.u64()?);
@@ -130,8 +154,12 @@ pub(crate) fn read(path: &Path, file: &File, len: u64, source: &Arc<Source>) -> 
     if hash(&head) != header_hash || tail.pop() != Some(b'\n') || hash(&tail) != last_hash {
         return None;
     }
-    drop((head, tail));
+    Some((covered, line_count))
+}
 
+/// The journal of the covered lines (not finished yet), streamed from the records and the
+/// duplicates into its index; the header entry read from `source`.
+fn read_records(r: &mut BodyReader<'_>, body_len: u64, source: &Arc<Source>) -> Option<Journal> {
     let records = r.u32()? as usize;
     let duplicates = r.u32()? as usize;
     // A record takes at least 30 bytes: a damaged count cannot reserve more than the file holds.
@@ -165,17 +193,12 @@ pub(crate) fn read(path: &Path, file: &File, len: u64, source: &Arc<Source>) -> 
     for (dup_line, id) in dups {
         journal.note_duplicate(dup_line, &id);
     }
-    let malformed = (0..r.u32()?)
-        .map(|_| Some(Malformed { line: r.u32()?, error: r.str(0)?.to_owned() }))
-        .collect::<Option<Vec<_>>>()?;
-    let nul_prefixed = (0..r.u32()?).map(|_| r.u32()).collect::<Option<Vec<_>>>()?;
-    let coerced = (0..r.u32()?)
-        .map(|_| {
-            let line = r.u32()?;
-            let notes = (0..r.u32()?).map(|_| Some(r.str(0)?.to_owned())).collect::<Option<_>>()?;
-            Some((line, notes))
-        })
-        .collect::<Option<Vec<_>>>()?;
+    Some(journal)
+}
+
+/// `Some` when every byte of the body was read and the checksum after it (in `index`, at
+/// `body_len`) matches.
+fn checksum_matches(mut r: BodyReader<'_>, index: &File, body_len: u64) -> Option<()> {
     // Every byte of the body read, and the checksum after it matches.
     let mut rest = [0u8; 1];
     if r.inner.read(&mut rest).ok()? != 0 {
@@ -183,12 +206,8 @@ pub(crate) fn read(path: &Path, file: &File, len: u64, source: &Arc<Source>) -> 
     }
     let sum = r.inner.into_inner().sum.finish();
     let mut stored = [0u8; 8];
-    read_exact_at(&index, &mut stored, body_len).ok()?;
-    if u64::from_le_bytes(stored) != sum {
-        return None;
-    }
-    let journal = journal.finish().ok()?;
-    Some(Prefix { journal, malformed, nul_prefixed, coerced, covered, line_count })
+    read_exact_at(index, &mut stored, body_len).ok()?;
+    (u64::from_le_bytes(stored) == sum).then_some(())
 }
 
 /// Where a session open for appending puts its next line, and how far its sidecar reaches: so
@@ -337,7 +356,6 @@ fn write_body(
 ) -> std::io::Result<()> {
     let Covered { last, covered, line_count, head, tail } = c;
     let (first, last_meta) = (journal.meta_at(0), journal.meta_at(last));
-    let within = |line: u32| line <= line_count;
     w.bytes(MAGIC)?;
     w.bytes(&covered.to_le_bytes())?;
     w.bytes(&line_count.to_le_bytes())?;
@@ -347,6 +365,18 @@ fn write_body(
     w.bytes(&last_meta.offset().to_le_bytes())?;
     w.bytes(&last_meta.len().to_le_bytes())?;
     w.bytes(&hash(tail).to_le_bytes())?;
+    write_records(w, journal, last, line_count)?;
+    write_reported(w, reported, line_count)
+}
+
+/// The duplicates and the records of the entries up to `last` (lines up to `line_count`).
+fn write_records(
+    w: &mut Out<'_>,
+    journal: &Journal,
+    last: u32,
+    line_count: u32,
+) -> std::io::Result<()> {
+    let within = |line: u32| line <= line_count;
     // Parents that did not resolve are kept as written, so the replay reports them again.
     let mut dangling: HashMap<u32, &str> = HashMap::new();
     let mut duplicates = Vec::new();
@@ -388,6 +418,16 @@ fn write_body(
         };
         put_opt_str(w, head_to.as_deref())?;
     }
+    Ok(())
+}
+
+/// The malformed, zero-prefixed and coerced lines among the first `line_count`.
+fn write_reported(
+    w: &mut Out<'_>,
+    reported: &Reported<'_>,
+    line_count: u32,
+) -> std::io::Result<()> {
+    let within = |line: u32| line <= line_count;
     let malformed: Vec<_> = reported.malformed.iter().filter(|m| within(m.line)).collect();
     put_u32(w, malformed.len())?;
     for m in malformed {

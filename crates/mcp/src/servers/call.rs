@@ -4,11 +4,14 @@
 //! Invariant: [`Servers::call`] never fails: every problem is an error output the model reads,
 //! worded so the model knows whether to retry, do without, or tell the user.
 
-use rmcp::model::CallToolRequestParams;
-use serde_json::Value;
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::Peer;
+use rmcp::{RoleClient, ServiceError};
+use serde_json::{Map, Value};
+use tokio::time::error::Elapsed;
 use tokio_util::sync::CancellationToken;
 
-use super::{seconds, wait_started, CallOutput, Servers, Status};
+use super::{seconds, wait_started, CallOutput, Server, Servers, Status};
 use crate::names;
 
 impl Servers {
@@ -27,18 +30,9 @@ impl Servers {
         let Some(server) = self.inner.servers.get(index).cloned() else {
             return CallOutput::error(unavailable_name(name));
         };
-        let args = match arguments {
-            Value::Object(map) => map.clone(),
-            Value::Null => serde_json::Map::new(),
-            Value::String(text) => match serde_json::from_str::<Value>(text) {
-                Ok(Value::Object(map)) => map,
-                _ => return CallOutput::error(format!(
-                    "the arguments of {name} are not a JSON object; send an object that matches the tool's schema"
-                )),
-            },
-            _ => return CallOutput::error(format!(
-                "the arguments of {name} are not a JSON object; send an object that matches the tool's schema"
-            )),
+        let args = match object_arguments(name, arguments) {
+            Ok(args) => args,
+            Err(message) => return CallOutput::error(message),
         };
         // Offered from its cache and not started yet: the first call starts it.
         if server.lock().status == Status::Idle
@@ -50,25 +44,9 @@ impl Servers {
             () = wait_started(&server) => {}
             () = cancel.cancelled() => return CallOutput::error("interrupted".into()),
         }
-        let server_name = server.config.name.clone();
-        let peer = {
-            let state = server.lock();
-            match (&state.status, &state.peer) {
-                (Status::Ready, Some(peer)) => peer.clone(),
-                (Status::Failed(reason), _) => {
-                    return CallOutput::error(not_available(&server_name, reason))
-                }
-                (Status::Starting, _) => {
-                    return CallOutput::error(not_available(
-                        &server_name,
-                        &format!(
-                            "it did not finish starting within {}",
-                            seconds(server.config.startup_timeout)
-                        ),
-                    ))
-                }
-                _ => return CallOutput::error(not_available(&server_name, "it is not running")),
-            }
+        let peer = match ready_peer(&server) {
+            Ok(peer) => peer,
+            Err(message) => return CallOutput::error(message),
         };
         let params = CallToolRequestParams::new(tool.clone()).with_arguments(args);
         let timeout = server.config.tool_timeout;
@@ -76,6 +54,21 @@ impl Servers {
             r = tokio::time::timeout(timeout, peer.call_tool(params)) => r,
             () = cancel.cancelled() => return CallOutput::error("interrupted".into()),
         };
+        self.output(&server, &peer, &tool, outcome)
+    }
+
+    /// What the model reads of the call's `outcome`: the result as text, or an error that says
+    /// whether to retry, do without or tell the user. A transport that closed during the call
+    /// marks the server stopped.
+    fn output(
+        &self,
+        server: &Server,
+        peer: &Peer<RoleClient>,
+        tool: &str,
+        outcome: Result<Result<CallToolResult, ServiceError>, Elapsed>,
+    ) -> CallOutput {
+        let server_name = server.config.name.clone();
+        let timeout = server.config.tool_timeout;
         match outcome {
             Ok(Ok(result)) => {
                 let (text, is_error) = crate::content::to_text(&result);
@@ -98,7 +91,7 @@ impl Servers {
             Ok(Err(err)) => {
                 let reason = format!("it stopped answering during a call of `{tool}` ({err})");
                 if peer.is_transport_closed() {
-                    self.stopped(&server, reason.clone());
+                    self.stopped(server, reason.clone());
                 }
                 CallOutput::error(format!(
                     "the MCP server `{server_name}` failed: {reason}; its tools may be \
@@ -111,6 +104,44 @@ impl Servers {
                 seconds(timeout)
             )),
         }
+    }
+}
+
+/// The call's arguments as a JSON object: an object, nothing (an empty one), or an object
+/// sent as a JSON string; anything else is the error the model reads.
+fn object_arguments(name: &str, arguments: &Value) -> Result<Map<String, Value>, String> {
+    let args = match arguments {
+        Value::Object(map) => map.clone(),
+        Value::Null => serde_json::Map::new(),
+        Value::String(text) => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(map)) => map,
+            _ => return Err(format!(
+                "the arguments of {name} are not a JSON object; send an object that matches the tool's schema"
+            )),
+        },
+        _ => return Err(format!(
+            "the arguments of {name} are not a JSON object; send an object that matches the tool's schema"
+        )),
+    };
+    Ok(args)
+}
+
+/// The running server's peer, or why the server cannot take the call (it failed, did not
+/// finish starting within its startup timeout, or is not running).
+fn ready_peer(server: &Server) -> Result<Peer<RoleClient>, String> {
+    let server_name = server.config.name.clone();
+    let state = server.lock();
+    match (&state.status, &state.peer) {
+        (Status::Ready, Some(peer)) => Ok(peer.clone()),
+        (Status::Failed(reason), _) => Err(not_available(&server_name, reason)),
+        (Status::Starting, _) => Err(not_available(
+            &server_name,
+            &format!(
+                "it did not finish starting within {}",
+                seconds(server.config.startup_timeout)
+            ),
+        )),
+        _ => Err(not_available(&server_name, "it is not running")),
     }
 }
 

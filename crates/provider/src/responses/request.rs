@@ -7,70 +7,13 @@
 
 use serde_json::{json, Value};
 
-use crate::types::{Block, Request, Role, ToolChoice};
+use crate::types::{Block, Message, Request, Role, ToolChoice};
 
 /// The JSON body for `POST /responses`; `effort` is `reasoning.effort` when configured.
 pub fn encode(request: &Request, effort: Option<&str>) -> Value {
     let mut input = Vec::new();
     for message in &request.messages {
-        let mut texts: Vec<Value> = Vec::new();
-        let flush = |texts: &mut Vec<Value>, input: &mut Vec<Value>| {
-            if !texts.is_empty() {
-                let role = match message.role {
-                    Role::User => "user",
-                    Role::Assistant => "assistant",
-                };
-                input.push(
-                    json!({"type": "message", "role": role, "content": std::mem::take(texts)}),
-                );
-            }
-        };
-        for block in &message.content {
-            match block {
-                Block::Text { text } => {
-                    let kind = match message.role {
-                        Role::User => "input_text",
-                        Role::Assistant => "output_text",
-                    };
-                    texts.push(json!({"type": kind, "text": text}));
-                }
-                Block::Thinking { signature: Some(signature), .. } => {
-                    let item = signature
-                        .strip_prefix(super::REASONING_PREFIX)
-                        .and_then(|raw| serde_json::from_str::<Value>(raw).ok());
-                    if let Some(item) = item {
-                        flush(&mut texts, &mut input);
-                        input.push(item);
-                    }
-                }
-                Block::Image { media_type, data } => texts.push(json!({
-                    "type": "input_image",
-                    "image_url": Block::data_url(media_type, data),
-                })),
-                // Reasoning of another wire, or none the server can read back.
-                Block::Thinking { signature: None, .. } | Block::RedactedThinking { .. } => {}
-                Block::ToolUse { id, name, input: arguments } => {
-                    flush(&mut texts, &mut input);
-                    // Arguments that were not JSON travel as the exact text received.
-                    let arguments = match arguments {
-                        Value::String(raw) => raw.clone(),
-                        other => other.to_string(),
-                    };
-                    input.push(json!({
-                        "type": "function_call", "call_id": id, "name": name,
-                        "arguments": arguments,
-                    }));
-                }
-                Block::ToolResult { tool_use_id, content, .. } => {
-                    flush(&mut texts, &mut input);
-                    input.push(json!({
-                        "type": "function_call_output", "call_id": tool_use_id,
-                        "output": content,
-                    }));
-                }
-            }
-        }
-        flush(&mut texts, &mut input);
+        push_items(message, &mut input);
     }
     let mut body = json!({
         "model": request.model,
@@ -85,17 +28,7 @@ pub fn encode(request: &Request, effort: Option<&str>) -> Value {
         body["instructions"] = json!(instructions.join("\n\n"));
     }
     if !request.tools.is_empty() {
-        let tools: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|tool| {
-                json!({
-                    "type": "function", "name": tool.name, "description": tool.description,
-                    "parameters": tool.input_schema, "strict": false,
-                })
-            })
-            .collect();
-        body["tools"] = Value::Array(tools);
+        body["tools"] = Value::Array(tools(request));
         if request.tool_choice == ToolChoice::None {
             body["tool_choice"] = json!("none");
         }
@@ -104,6 +37,81 @@ pub fn encode(request: &Request, effort: Option<&str>) -> Value {
         body["reasoning"] = json!({"effort": effort, "summary": "auto"});
     }
     body
+}
+
+/// Appends the input items of `message` to `input`, in order: its texts and images gathered
+/// into `message` items, each call, result and reasoning item on its own between them.
+fn push_items(message: &Message, input: &mut Vec<Value>) {
+    let mut texts: Vec<Value> = Vec::new();
+    let flush = |texts: &mut Vec<Value>, input: &mut Vec<Value>| {
+        if !texts.is_empty() {
+            let role = match message.role {
+                Role::User => "user",
+                Role::Assistant => "assistant",
+            };
+            input.push(json!({"type": "message", "role": role, "content": std::mem::take(texts)}));
+        }
+    };
+    for block in &message.content {
+        match block {
+            Block::Text { text } => {
+                let kind = match message.role {
+                    Role::User => "input_text",
+                    Role::Assistant => "output_text",
+                };
+                texts.push(json!({"type": kind, "text": text}));
+            }
+            Block::Thinking { signature: Some(signature), .. } => {
+                let item = signature
+                    .strip_prefix(super::REASONING_PREFIX)
+                    .and_then(|raw| serde_json::from_str::<Value>(raw).ok());
+                if let Some(item) = item {
+                    flush(&mut texts, input);
+                    input.push(item);
+                }
+            }
+            Block::Image { media_type, data } => texts.push(json!({
+                "type": "input_image",
+                "image_url": Block::data_url(media_type, data),
+            })),
+            // Reasoning of another wire, or none the server can read back.
+            Block::Thinking { signature: None, .. } | Block::RedactedThinking { .. } => {}
+            Block::ToolUse { id, name, input: arguments } => {
+                flush(&mut texts, input);
+                // Arguments that were not JSON travel as the exact text received.
+                let arguments = match arguments {
+                    Value::String(raw) => raw.clone(),
+                    other => other.to_string(),
+                };
+                input.push(json!({
+                    "type": "function_call", "call_id": id, "name": name,
+                    "arguments": arguments,
+                }));
+            }
+            Block::ToolResult { tool_use_id, content, .. } => {
+                flush(&mut texts, input);
+                input.push(json!({
+                    "type": "function_call_output", "call_id": tool_use_id,
+                    "output": content,
+                }));
+            }
+        }
+    }
+    flush(&mut texts, input);
+}
+
+/// The request's tools as Responses API function tools.
+fn tools(request: &Request) -> Vec<Value> {
+    request
+        .tools
+        .iter()
+        .map(|tool| {
+            json!({
+                "type": "function", "name": tool.name, "description": tool.description,
+                "parameters": tool.input_schema, "strict": false,
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -32,11 +32,16 @@
 //! message saying so (never retried, never a hang); replies are consumed in push order whatever
 //! the path; a reply body dropped by the client before it finished is counted in
 //! [`MockServer::disconnects`].
+//!
+//! The server's state and its handle are here; the routes (which reply a request gets, what is
+//! recorded) are in `routes`, the bodies they send (JSON, flood, paced stream) in `bodies`.
 
+mod bodies;
 pub mod peak;
 mod render;
 mod render_responses;
 mod reply;
+mod routes;
 
 /// The SSE parser the clients use, for the benchmark that measures it against
 /// `eventsource-stream` (`benches/sse.rs`).
@@ -48,12 +53,7 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
 
-use axum::body::{Body, Bytes};
-use axum::extract::State;
-use axum::http::{HeaderMap, Method, StatusCode, Uri};
-use axum::response::Response;
 use axum::routing::{get, post};
 use axum::Router;
 use serde_json::Value;
@@ -61,6 +61,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{ProviderConfig, ProviderKind, RetryPolicy};
+use routes::{anthropic, get_or_not_found, models, openai, responses};
 
 pub use render::{Wire, FAULT_TEXT};
 pub use reply::{
@@ -308,315 +309,7 @@ impl Drop for MockServer {
     }
 }
 
-async fn openai(state: State<Arc<Shared>>, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
-    serve(Wire::OpenAi, state, uri, headers, body)
-}
-
-async fn anthropic(
-    state: State<Arc<Shared>>,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    serve(Wire::Anthropic, state, uri, headers, body)
-}
-
-async fn responses(
-    state: State<Arc<Shared>>,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    serve(Wire::Responses, state, uri, headers, body)
-}
-
-async fn models(State(shared): State<Arc<Shared>>, uri: Uri) -> Response {
-    if let Some(flood) = flood_for(&shared, uri.path()) {
-        return flood_response(flood);
-    }
-    let listed = lock(&shared.models).clone();
-    match listed {
-        Some(ids) => {
-            let data: Vec<Value> =
-                ids.iter().map(|id| serde_json::json!({"id": id, "object": "model"})).collect();
-            let body = serde_json::json!({"object": "list", "data": data});
-            json_response(200, &body.to_string(), &[])
-        }
-        None => not_found(uri).await,
-    }
-}
-
-fn flood_for(shared: &Shared, path: &str) -> Option<Flood> {
-    lock(&shared.floods).iter().find(|(p, _)| p == path).map(|(_, f)| *f)
-}
-
-async fn get_or_not_found(State(shared): State<Arc<Shared>>, method: Method, uri: Uri) -> Response {
-    lock(&shared.probes).push(format!("{method} {}", uri.path()));
-    if shared.stall.load(std::sync::atomic::Ordering::SeqCst) {
-        return std::future::pending().await;
-    }
-    if method == Method::GET {
-        if let Some(flood) = flood_for(&shared, uri.path()) {
-            return flood_response(flood);
-        }
-    }
-    let routes = if method == Method::POST { &shared.posts } else { &shared.gets };
-    let served = lock(routes).iter().find(|(p, _)| p == uri.path()).map(|(_, j)| j.clone());
-    match served {
-        Some(json) => json_response(200, &json.to_string(), &[]),
-        None => not_found(uri).await,
-    }
-}
-
-async fn not_found(uri: Uri) -> Response {
-    json_response(
-        404,
-        &format!(
-            r#"{{"error":{{"message":"mock server: no route for {}","type":"not_found_error"}}}}"#,
-            uri.path()
-        ),
-        &[],
-    )
-}
-
-fn serve(
-    wire: Wire,
-    State(shared): State<Arc<Shared>>,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    let raw = String::from_utf8_lossy(&body).into_owned();
-    let json: Value = serde_json::from_str(&raw).unwrap_or(Value::Null);
-    let header_list: Vec<(String, String)> = headers
-        .iter()
-        .map(|(n, v)| {
-            (n.as_str().to_ascii_lowercase(), String::from_utf8_lossy(v.as_bytes()).into_owned())
-        })
-        .collect();
-    let key = headers
-        .get("x-api-key")
-        .and_then(|v| v.to_str().ok())
-        .or_else(|| {
-            headers
-                .get("authorization")
-                .and_then(|v| v.to_str().ok())
-                .map(|v| v.trim_start_matches("Bearer "))
-        })
-        .map(str::to_owned);
-    let recorded = RecordedRequest {
-        path: uri.path().to_owned(),
-        wire,
-        headers: header_list,
-        body: json.clone(),
-        raw,
-    };
-    let queued = lock(&shared.queue).pop_front();
-    let reply =
-        queued.or_else(|| lock(&shared.responder).as_ref().map(|respond| respond(&recorded)));
-    lock(&shared.requests).push(recorded);
-    shared.received.notify_waiters();
-    let Some(reply) = reply else {
-        return json_response(
-            418,
-            r#"{"error":{"message":"mock server: no scripted reply left for this request","type":"mock_exhausted"}}"#,
-            &[],
-        );
-    };
-    match render::render(wire, &reply, &json, key.as_deref()) {
-        render::Plan::Json { status, body, headers } => json_response(status, &body, &headers),
-        render::Plan::Flood(flood) => flood_response(flood),
-        render::Plan::Stream { frames, cut } => {
-            let frames = match &reply.content {
-                Content::SseFile(name) => match read_fixture(name) {
-                    Ok(text) => split_bytes(&text, reply.chunk_size.unwrap_or(29)),
-                    Err(message) => {
-                        return json_response(
-                            418,
-                            &serde_json::json!({"error": {"message": message}}).to_string(),
-                            &[],
-                        )
-                    }
-                },
-                _ => match reply.chunk_size {
-                    Some(size) => split_bytes(&frames.concat(), size),
-                    None => frames.into_iter().map(Bytes::from).collect(),
-                },
-            };
-            let content_type = reply.content_type.as_deref().unwrap_or("text/event-stream");
-            let pace = Pace { first: reply.first_delay, each: reply.delay };
-            stream_response(shared, frames, content_type, pace, cut)
-        }
-    }
-}
-
 /// The directory of recorded streams: `fixtures/sse/` at the workspace root.
 pub fn fixtures_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/sse")
-}
-
-fn read_fixture(name: &str) -> Result<String, String> {
-    let path = fixtures_dir().join(name);
-    std::fs::read_to_string(&path)
-        .map_err(|err| format!("mock server: cannot read fixture {name}: {err}"))
-}
-
-/// Fixed-size byte chunks: splits may fall inside a UTF-8 sequence or a CRLF on purpose, as
-/// real networks split them.
-fn split_bytes(text: &str, size: usize) -> Vec<Bytes> {
-    text.as_bytes().chunks(size.max(1)).map(Bytes::copy_from_slice).collect()
-}
-
-fn json_response(status: u16, body: &str, headers: &[(String, String)]) -> Response {
-    let mut builder = Response::builder()
-        .status(StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
-        .header("content-type", "application/json");
-    for (name, value) in headers {
-        builder = builder.header(name.as_str(), value.as_str());
-    }
-    builder.body(Body::from(body.to_owned())).unwrap_or_else(|_| Response::new(Body::empty()))
-}
-
-/// A body of `flood.bytes` that never makes a complete event or value: the same 64 KiB chunk
-/// sent again and again (shared bytes, so the server itself stays small).
-fn flood_response(flood: Flood) -> Response {
-    const CHUNK: usize = 64 * 1024;
-    let (content_type, head, piece): (&str, &[u8], Bytes) = match flood.shape {
-        FloodShape::SseData => {
-            let mut line = b"data: ".to_vec();
-            line.resize(CHUNK - 1, b'x');
-            line.push(b'\n');
-            ("text/event-stream", b"", Bytes::from(line))
-        }
-        FloodShape::Json => ("application/json", b"{\"error\": \"", Bytes::from(vec![b'x'; CHUNK])),
-    };
-    let count = flood.bytes / CHUNK as u64;
-    let first = futures::stream::once(async move { Ok(Bytes::from_static(head)) });
-    let rest =
-        futures::stream::iter((0..count).map(move |_| Ok::<_, std::io::Error>(piece.clone())));
-    Response::builder()
-        .status(StatusCode::from_u16(flood.status).unwrap_or(StatusCode::OK))
-        .header("content-type", content_type)
-        .body(Body::from_stream(futures::StreamExt::chain(first, rest)))
-        .unwrap_or_else(|_| Response::new(Body::empty()))
-}
-
-/// Counts the body as abandoned if it is dropped before it finished on its own.
-struct DisconnectGuard {
-    shared: Arc<Shared>,
-    finished: bool,
-}
-
-impl Drop for DisconnectGuard {
-    fn drop(&mut self) {
-        if !self.finished {
-            *lock(&self.shared.disconnects) += 1;
-            self.shared.disconnected.notify_waiters();
-        }
-    }
-}
-
-/// How a streamed body is paced.
-struct Pace {
-    first: Option<Duration>,
-    each: Option<Duration>,
-}
-
-struct BodyState {
-    frames: VecDeque<Bytes>,
-    sent: usize,
-    delay: Option<Duration>,
-    first_delay: Option<Duration>,
-    cut: Option<(usize, Cut)>,
-    guard: DisconnectGuard,
-    hanging: bool,
-}
-
-fn stream_response(
-    shared: Arc<Shared>,
-    frames: Vec<Bytes>,
-    content_type: &str,
-    pace: Pace,
-    cut: Option<(usize, Cut)>,
-) -> Response {
-    let state = BodyState {
-        frames: frames.into(),
-        sent: 0,
-        delay: pace.each,
-        first_delay: pace.first,
-        cut,
-        guard: DisconnectGuard { shared, finished: false },
-        hanging: false,
-    };
-    let body = futures::stream::unfold(state, |mut state| async move {
-        let item = next_frame(&mut state).await?;
-        Some((item, state))
-    });
-    Response::builder()
-        .status(StatusCode::OK)
-        .header("content-type", content_type)
-        .header("cache-control", "no-cache")
-        .body(Body::from_stream(body))
-        .unwrap_or_else(|_| Response::new(Body::empty()))
-}
-
-async fn next_frame(state: &mut BodyState) -> Option<Result<Bytes, std::io::Error>> {
-    if let Some(delay) = state.first_delay.take() {
-        tokio::time::sleep(delay).await;
-    }
-    if state.hanging {
-        // Keep-alives make a vanished client visible: a write to a closed socket fails.
-        tokio::time::sleep(Duration::from_millis(10)).await;
-        *lock(&state.guard.shared.keepalives) += 1;
-        state.guard.shared.kept_alive.notify_waiters();
-        return Some(Ok(Bytes::from_static(b": keep-alive\n\n")));
-    }
-    if let Some((at, cut)) = state.cut {
-        if state.sent == at {
-            match cut {
-                Cut::Drop => {
-                    // Yield once first so hyper flushes the frames already written; an error
-                    // in the same poll would discard them with the connection.
-                    tokio::time::sleep(Duration::from_millis(5)).await;
-                    state.guard.finished = true;
-                    state.cut = None;
-                    state.frames.clear();
-                    return Some(Err(std::io::Error::other(
-                        "mock server: connection dropped mid-stream",
-                    )));
-                }
-                Cut::Hangup => {
-                    // Failing in the first poll makes hyper drop the unflushed status line.
-                    state.guard.finished = true;
-                    state.cut = None;
-                    return Some(Err(std::io::Error::other("mock server: hung up")));
-                }
-                Cut::End => {
-                    state.guard.finished = true;
-                    return None;
-                }
-                Cut::Malformed => {
-                    state.cut = Some((usize::MAX, Cut::End));
-                    state.frames.clear();
-                    state.guard.finished = true;
-                    return Some(Ok(Bytes::from_static(
-                        b"data: {\"choices\": [{\"delta\": {\"content\": \"unterminated\n\n",
-                    )));
-                }
-                Cut::Hang => {
-                    state.hanging = true;
-                    return Some(Ok(Bytes::from_static(b": keep-alive\n\n")));
-                }
-            }
-        }
-    }
-    let Some(frame) = state.frames.pop_front() else {
-        state.guard.finished = true;
-        return None;
-    };
-    if let Some(delay) = state.delay {
-        tokio::time::sleep(delay).await;
-    }
-    state.sent += 1;
-    Some(Ok(frame))
 }

@@ -7,7 +7,7 @@
 use serde_json::{json, Value};
 
 use super::render_responses::pieces;
-use super::reply::{Content, Cut, Fault, OverflowShape, Part, Reply};
+use super::reply::{Content, Cut, Fault, MockUsage, OverflowShape, Part, Reply};
 
 /// Which API the request came in on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -286,69 +286,11 @@ fn event(name: &str, value: &Value) -> String {
 
 fn anthropic_frames(parts: &[Part], reply: &Reply, model: &str) -> Vec<String> {
     let usage = reply.usage.unwrap_or_default();
-    let uncached = usage.input.saturating_sub(usage.cache_read + usage.cache_write);
-    let mut frames = vec![
-        event(
-            "message_start",
-            &json!({"type": "message_start", "message": {
-                "id": "msg_mock", "type": "message", "role": "assistant", "model": model,
-                "content": [], "stop_reason": null, "stop_sequence": null,
-                "usage": {
-                    "input_tokens": uncached,
-                    "cache_creation_input_tokens": usage.cache_write,
-                    "cache_read_input_tokens": usage.cache_read,
-                    "output_tokens": 1,
-                },
-            }}),
-        ),
-        event("ping", &json!({"type": "ping"})),
-    ];
+    let mut frames = anthropic_start(&usage, model);
     let mut any_call = false;
     for (index, part) in parts.iter().enumerate() {
-        let start = |block: Value| {
-            event(
-                "content_block_start",
-                &json!({"type": "content_block_start", "index": index, "content_block": block}),
-            )
-        };
-        let delta = |delta: Value| {
-            event(
-                "content_block_delta",
-                &json!({"type": "content_block_delta", "index": index, "delta": delta}),
-            )
-        };
-        match part {
-            Part::Text(text) => {
-                frames.push(start(json!({"type": "text", "text": ""})));
-                for piece in pieces(text, 8) {
-                    frames.push(delta(json!({"type": "text_delta", "text": piece})));
-                }
-            }
-            Part::Thinking { text, signature } => {
-                frames.push(start(json!({"type": "thinking", "thinking": ""})));
-                for piece in pieces(text, 8) {
-                    frames.push(delta(json!({"type": "thinking_delta", "thinking": piece})));
-                }
-                frames.push(delta(json!({"type": "signature_delta", "signature": signature})));
-            }
-            Part::RedactedThinking(data) => {
-                frames.push(start(json!({"type": "redacted_thinking", "data": data})))
-            }
-            Part::ToolCall(call) => {
-                any_call = true;
-                frames.push(start(
-                    json!({"type": "tool_use", "id": call.id, "name": call.name, "input": {}}),
-                ));
-                let arguments = call.input.to_string();
-                for piece in pieces(&arguments, 7) {
-                    frames.push(delta(json!({"type": "input_json_delta", "partial_json": piece})));
-                }
-            }
-        }
-        frames.push(event(
-            "content_block_stop",
-            &json!({"type": "content_block_stop", "index": index}),
-        ));
+        any_call |= matches!(part, Part::ToolCall(_));
+        anthropic_block(&mut frames, index, part);
     }
     let stop = reply.stop.clone().unwrap_or_else(|| {
         if any_call {
@@ -367,6 +309,72 @@ fn anthropic_frames(parts: &[Part], reply: &Reply, model: &str) -> Vec<String> {
     ));
     frames.push(event("message_stop", &json!({"type": "message_stop"})));
     frames
+}
+
+/// `message_start` (with the prompt's usage, cache figures apart) and the first `ping`.
+fn anthropic_start(usage: &MockUsage, model: &str) -> Vec<String> {
+    let uncached = usage.input.saturating_sub(usage.cache_read + usage.cache_write);
+    vec![
+        event(
+            "message_start",
+            &json!({"type": "message_start", "message": {
+                "id": "msg_mock", "type": "message", "role": "assistant", "model": model,
+                "content": [], "stop_reason": null, "stop_sequence": null,
+                "usage": {
+                    "input_tokens": uncached,
+                    "cache_creation_input_tokens": usage.cache_write,
+                    "cache_read_input_tokens": usage.cache_read,
+                    "output_tokens": 1,
+                },
+            }}),
+        ),
+        event("ping", &json!({"type": "ping"})),
+    ]
+}
+
+/// The content block `index` of the reply: its start, its deltas in small pieces, its stop.
+fn anthropic_block(frames: &mut Vec<String>, index: usize, part: &Part) {
+    let start = |block: Value| {
+        event(
+            "content_block_start",
+            &json!({"type": "content_block_start", "index": index, "content_block": block}),
+        )
+    };
+    let delta = |delta: Value| {
+        event(
+            "content_block_delta",
+            &json!({"type": "content_block_delta", "index": index, "delta": delta}),
+        )
+    };
+    match part {
+        Part::Text(text) => {
+            frames.push(start(json!({"type": "text", "text": ""})));
+            for piece in pieces(text, 8) {
+                frames.push(delta(json!({"type": "text_delta", "text": piece})));
+            }
+        }
+        Part::Thinking { text, signature } => {
+            frames.push(start(json!({"type": "thinking", "thinking": ""})));
+            for piece in pieces(text, 8) {
+                frames.push(delta(json!({"type": "thinking_delta", "thinking": piece})));
+            }
+            frames.push(delta(json!({"type": "signature_delta", "signature": signature})));
+        }
+        Part::RedactedThinking(data) => {
+            frames.push(start(json!({"type": "redacted_thinking", "data": data})))
+        }
+        Part::ToolCall(call) => {
+            frames.push(start(
+                json!({"type": "tool_use", "id": call.id, "name": call.name, "input": {}}),
+            ));
+            let arguments = call.input.to_string();
+            for piece in pieces(&arguments, 7) {
+                frames.push(delta(json!({"type": "input_json_delta", "partial_json": piece})));
+            }
+        }
+    }
+    frames
+        .push(event("content_block_stop", &json!({"type": "content_block_stop", "index": index})));
 }
 
 #[cfg(test)]

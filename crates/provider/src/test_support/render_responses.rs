@@ -23,56 +23,65 @@ pub(crate) fn frames(parts: &[Part], reply: &Reply, model: &str) -> Vec<String> 
     ];
     let mut output = Vec::new();
     for (index, part) in parts.iter().enumerate() {
-        let added = |item: Value| {
-            event(
-                &json!({"type": "response.output_item.added", "output_index": index, "item": item}),
-            )
-        };
-        let done = |item: &Value| {
-            event(
-                &json!({"type": "response.output_item.done", "output_index": index, "item": item}),
-            )
-        };
-        let item = match part {
-            Part::Text(text) => {
-                let id = format!("msg_{index}");
-                frames.push(added(json!({"type": "message", "id": id, "role": "assistant", "status": "in_progress", "content": []})));
-                for piece in pieces(text, 8) {
-                    frames
-                        .push(event(&json!({"type": "response.output_text.delta", "item_id": id,
-                        "output_index": index, "content_index": 0, "delta": piece})));
-                }
-                json!({"type": "message", "id": id, "role": "assistant", "status": "completed",
-                    "content": [{"type": "output_text", "text": text, "annotations": []}]})
-            }
-            Part::Thinking { text, signature } => {
-                let id = format!("rs_{index}");
-                frames.push(added(json!({"type": "reasoning", "id": id, "summary": []})));
-                for piece in pieces(text, 8) {
-                    frames.push(event(&json!({"type": "response.reasoning_summary_text.delta",
-                        "item_id": id, "output_index": index, "summary_index": 0, "delta": piece})));
-                }
-                json!({"type": "reasoning", "id": id,
-                    "summary": [{"type": "summary_text", "text": text}],
-                    "encrypted_content": signature})
-            }
-            Part::RedactedThinking(_) => continue,
-            Part::ToolCall(call) => {
-                let id = format!("fc_{index}");
-                let arguments = call.input.to_string();
-                frames.push(added(json!({"type": "function_call", "id": id, "call_id": call.id,
-                    "name": call.name, "arguments": "", "status": "in_progress"})));
-                for piece in pieces(&arguments, 7) {
-                    frames.push(event(&json!({"type": "response.function_call_arguments.delta",
-                        "item_id": id, "output_index": index, "delta": piece})));
-                }
-                json!({"type": "function_call", "id": id, "call_id": call.id, "name": call.name,
-                    "arguments": arguments, "status": "completed"})
-            }
-        };
-        frames.push(done(&item));
-        output.push(item);
+        if let Some(item) = output_item(&mut frames, index, part) {
+            output.push(item);
+        }
     }
+    frames.push(end_frame(reply, model, output));
+    frames
+}
+
+/// The frames of output item `index` (added, its deltas, done); the finished item, or `None`
+/// for a part this wire does not send.
+fn output_item(frames: &mut Vec<String>, index: usize, part: &Part) -> Option<Value> {
+    let added = |item: Value| {
+        event(&json!({"type": "response.output_item.added", "output_index": index, "item": item}))
+    };
+    let done = |item: &Value| {
+        event(&json!({"type": "response.output_item.done", "output_index": index, "item": item}))
+    };
+    let item = match part {
+        Part::Text(text) => {
+            let id = format!("msg_{index}");
+            frames.push(added(json!({"type": "message", "id": id, "role": "assistant", "status": "in_progress", "content": []})));
+            for piece in pieces(text, 8) {
+                frames.push(event(&json!({"type": "response.output_text.delta", "item_id": id,
+                    "output_index": index, "content_index": 0, "delta": piece})));
+            }
+            json!({"type": "message", "id": id, "role": "assistant", "status": "completed",
+                "content": [{"type": "output_text", "text": text, "annotations": []}]})
+        }
+        Part::Thinking { text, signature } => {
+            let id = format!("rs_{index}");
+            frames.push(added(json!({"type": "reasoning", "id": id, "summary": []})));
+            for piece in pieces(text, 8) {
+                frames.push(event(&json!({"type": "response.reasoning_summary_text.delta",
+                    "item_id": id, "output_index": index, "summary_index": 0, "delta": piece})));
+            }
+            json!({"type": "reasoning", "id": id,
+                "summary": [{"type": "summary_text", "text": text}],
+                "encrypted_content": signature})
+        }
+        Part::RedactedThinking(_) => return None,
+        Part::ToolCall(call) => {
+            let id = format!("fc_{index}");
+            let arguments = call.input.to_string();
+            frames.push(added(json!({"type": "function_call", "id": id, "call_id": call.id,
+                "name": call.name, "arguments": "", "status": "in_progress"})));
+            for piece in pieces(&arguments, 7) {
+                frames.push(event(&json!({"type": "response.function_call_arguments.delta",
+                    "item_id": id, "output_index": index, "delta": piece})));
+            }
+            json!({"type": "function_call", "id": id, "call_id": call.id, "name": call.name,
+                "arguments": arguments, "status": "completed"})
+        }
+    };
+    frames.push(done(&item));
+    Some(item)
+}
+
+/// `response.completed` with the items and usage, or `response.incomplete` with its reason.
+fn end_frame(reply: &Reply, model: &str, output: Vec<Value>) -> String {
     let usage = reply.usage.map(|u| {
         json!({"input_tokens": u.input, "input_tokens_details": {"cached_tokens": u.cache_read},
             "output_tokens": u.output, "output_tokens_details": {"reasoning_tokens": 0},
@@ -95,8 +104,7 @@ pub(crate) fn frames(parts: &[Part], reply: &Reply, model: &str) -> Vec<String> 
     if incomplete {
         end["incomplete_details"] = json!({"reason": reason});
     }
-    frames.push(event(&json!({"type": kind, "response": end})));
-    frames
+    event(&json!({"type": kind, "response": end}))
 }
 
 /// Split `text` into pieces of at most `size` bytes on char boundaries.

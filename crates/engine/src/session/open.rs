@@ -134,52 +134,52 @@ impl Session {
             workspace.clone(),
             crate::prompt::instruction_paths(&workspace),
         ));
-        let mut session = Session {
+        let state = super::state::SessionState::new(
             journal,
-            workspace: workspace.clone(),
-            home: params.home.clone(),
-            policy: Policy::new(params.config.approval_mode()),
-            config: params.config,
-            provider,
-            client,
-            budget: Budget::new(limits),
+            Budget::new(limits),
             system,
-            background,
-            counts: Counts::with_known(known_counts),
-            resumed,
+            Counts::with_known(known_counts),
             notices,
-            hints,
-            images_refused: None,
-            plan_scratch: Default::default(),
-            hook_state: Default::default(),
-            redactor,
+        );
+        let services = super::services::SessionServices {
+            client,
+            background,
             groups: Arc::new(crate::tools::process::ProcessGroups::with_max_processes(
                 max_processes,
             )),
             mcp: McpTools::new(mcp),
             sandbox,
             guard,
+            redactor,
             hidden_env,
-            withheld_instructions: Vec::new(),
-            system_exact: false,
-            plan: std::sync::Mutex::new(None),
-            branch_summary: crate::session::summary_slot::Pending::default(),
-            spend: super::Spend::default(),
-            probe: super::probed::Probing::default(),
-            no_model: None,
+            plan_scratch: Default::default(),
+        };
+        let settings = super::settings::SessionSettings {
+            workspace: workspace.clone(),
+            home: params.home.clone(),
+            policy: Policy::new(params.config.approval_mode()),
+            config: params.config,
+            provider,
+            hints,
             commands,
             subagent: None,
+            resumed,
+            no_model: None,
         };
+        let mut session = Session { state, services, settings };
         if switched {
-            let model = session.provider.model.clone();
+            let model = session.settings.provider.model.clone();
             session.journal_model_switch(&model, Some("--model"))?;
         }
         session.refresh_system_prompt();
         session.replay_budget();
         if let Some(notice) = session.crowded_prefix() {
-            session.notices.push((NoticeLevel::Warning, notice));
+            session.state.notices.push((NoticeLevel::Warning, notice));
         }
-        crate::checkpoint::snapshot::warm_up(session.file_store(), session.workspace.clone());
+        crate::checkpoint::snapshot::warm_up(
+            session.file_store(),
+            session.settings.workspace.clone(),
+        );
         Ok(session)
     }
 }

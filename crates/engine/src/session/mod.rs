@@ -1,6 +1,10 @@
-//! A session: its journal file, workspace, configuration, provider client, budget, system
-//! prompt, approval policy and background commands — everything a turn (and a compaction
-//! pass) works with.
+//! A session: everything a turn (and a compaction pass) works with, held in three parts, each
+//! in its own file with the invariants it keeps — `state.rs` (what the conversation is and
+//! what changes as it goes: journal, budget, counts, spend, notices, hook state),
+//! `services.rs` (the handles that act: client, background commands, process groups, MCP
+//! tools, sandbox, guard, redactor) and `settings.rs` (what was decided at open or by the
+//! user: workspace, home, config, provider, policy, hints, commands). The parts' fields are
+//! private to this module: code outside it goes through the session's methods.
 //!
 //! Owns appending to the conversation: [`Session::append`] parents every entry on HEAD,
 //! stores its token count in the line when the encoder is ready (else counts it later, in
@@ -29,17 +33,15 @@ mod unanswered;
 pub mod workspace;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use codewhale_journal::{render, Entry, EntryId, ItemContent, Payload, View};
-use codewhale_provider::{Client, RetryPolicy, ToolSpec};
+use codewhale_provider::{RetryPolicy, ToolSpec};
 
 use crate::budget::Budget;
 use crate::config::{Config, ResolvedProvider};
 use crate::error::EngineError;
 use crate::prompt::SystemPrompt;
-use crate::redact::Redactor;
-use crate::tools::{self, BackgroundRegistry};
+use crate::tools;
 pub use locate::{find_by_id, find_last, sessions_dir, unique_prefix, Resume};
 pub(crate) use mcp_tools::{mcp_servers, mcp_specs};
 use services::SessionServices;
@@ -75,8 +77,8 @@ pub struct SessionParams {
     pub sandbox_helper: Option<PathBuf>,
 }
 
-/// An open session: its conversation ([`SessionState`]), the handles it acts through
-/// ([`SessionServices`]) and what was decided for it ([`SessionSettings`]). Code outside
+/// An open session: its conversation (`SessionState`), the handles it acts through
+/// (`SessionServices`) and what was decided for it (`SessionSettings`). Code outside
 /// `session/` reaches each part through the session's methods only.
 #[derive(Debug)]
 pub struct Session {
@@ -91,11 +93,6 @@ impl Session {
         self.state.journal.journal().session_id()
     }
 
-    /// The price of the session's model, when one is known.
-    pub fn price(&self) -> Option<codewhale_provider::Price> {
-        self.settings.config.price_of(self.model())
-    }
-
     /// The journal file's path.
     pub fn path(&self) -> &Path {
         self.state.journal.path()
@@ -104,30 +101,6 @@ impl Session {
     /// The journal (read-only).
     pub fn journal(&self) -> &codewhale_journal::Journal {
         self.state.journal.journal()
-    }
-
-    pub fn workspace(&self) -> &Path {
-        &self.settings.workspace
-    }
-
-    pub fn config(&self) -> &Config {
-        &self.settings.config
-    }
-
-    /// The model requests go to.
-    pub fn model(&self) -> &str {
-        &self.settings.provider.model
-    }
-
-    /// The model that writes notes and branch summaries: `compaction_model`, else the
-    /// session's own.
-    pub fn summarizer_model(&self) -> String {
-        self.config().compaction.compaction_model.clone().unwrap_or_else(|| self.model().to_owned())
-    }
-
-    /// The provider client (shared connections; cheap to clone).
-    pub fn client(&self) -> &Client {
-        &self.services.client
     }
 
     pub fn budget(&self) -> &Budget {
@@ -140,33 +113,6 @@ impl Session {
 
     pub fn system_prompt(&self) -> &SystemPrompt {
         &self.state.system
-    }
-
-    /// Background commands started by the shell tool.
-    pub fn background(&self) -> &Arc<BackgroundRegistry> {
-        &self.services.background
-    }
-
-    /// What the tools of a call in this session need.
-    pub fn tool_context(&self, cancel: tokio_util::sync::CancellationToken) -> tools::ToolContext {
-        tools::ToolContext {
-            workspace: self.settings.workspace.clone(),
-            background: self.services.background.clone(),
-            groups: self.services.groups.clone(),
-            shell_env: Arc::new(self.settings.config.shell.env.clone()),
-            sandbox: self.services.sandbox.sandbox.clone(),
-            cancel,
-            files: Some(Arc::new(self.file_store())),
-            guard: Some(self.services.guard.clone()),
-            hidden_env: self.services.hidden_env.clone(),
-            git_writable: self.settings.config.sandbox.git_writable.unwrap_or(false),
-            allow_protected: false,
-        }
-    }
-
-    /// The guard of the workspace's protected places.
-    pub fn guard(&self) -> &Arc<tools::guard::GitGuard> {
-        &self.services.guard
     }
 
     /// Keeps an instruction file a command created out of the system prompt until the user
@@ -195,45 +141,6 @@ impl Session {
             Some(bytes) => store.with_max_file_bytes(bytes),
             None => store,
         }
-    }
-
-    /// How shell commands are confined, for `/approval`.
-    pub fn sandbox_report(&self) -> codewhale_protocol::SandboxReport {
-        codewhale_protocol::SandboxReport {
-            mode: self.services.sandbox.mode,
-            detail: self.services.sandbox.detail.clone(),
-            structure: self.services.sandbox.structure.clone(),
-            keys: self.keys_report(),
-        }
-    }
-
-    /// Whether a command could read the session's keys, in words (`/status`).
-    fn keys_report(&self) -> String {
-        if self.services.sandbox.namespaces() {
-            "keys: hidden from commands (PID namespace: no ancestor is visible)".to_owned()
-        } else if crate::sandbox::keys::readable_without_pid_namespace(&self.services.hidden_env) {
-            "keys: readable by commands (no PID namespace)".to_owned()
-        } else {
-            "keys: not readable by commands (Codewhale runs without them in its environment \
-             and is not dumpable)"
-                .to_owned()
-        }
-    }
-
-    /// The files the model may never change without asking.
-    pub fn protected(&self) -> tools::Protected {
-        tools::Protected { home: Some(self.settings.home.clone()) }
-    }
-
-    /// Whether the process lives for one turn (`exec`, `compact`): what it never uses, it
-    /// should not start.
-    pub fn one_turn(&self) -> bool {
-        self.settings.hints.front_end() == crate::hints::FrontEnd::Cli
-    }
-
-    /// The session's redactor (built-in rules, the configured patterns, its own API key).
-    pub fn redactor(&self) -> &Redactor {
-        &self.services.redactor
     }
 
     /// The project instruction files the system prompt carries now, as named to the model.
@@ -287,20 +194,6 @@ impl Session {
             }
         }
         specs
-    }
-
-    /// The session's MCP servers.
-    pub fn mcp(&self) -> &codewhale_mcp::Servers {
-        self.services.mcp.servers()
-    }
-
-    /// Fixes (on the first call, possibly waiting for a server without a cached list) or
-    /// refreshes (after a server announced a change) the MCP tools the next request offers,
-    /// and recounts the schemas when they changed. `cancel` ends a wait.
-    pub async fn refresh_mcp_tools(&mut self, cancel: &tokio_util::sync::CancellationToken) {
-        if self.services.mcp.refresh(cancel).await {
-            self.refresh_system_prompt();
-        }
     }
 
     /// The view at HEAD.
@@ -469,19 +362,6 @@ impl Session {
     pub async fn sync(&self) -> Result<(), EngineError> {
         self.state.journal.sync().await?;
         Ok(())
-    }
-
-    /// Marks a session opened without a model provider (`why`: the error a request would
-    /// meet); `None` leaves it as it is.
-    pub(crate) fn set_no_model(&mut self, why: Option<String>) {
-        if why.is_some() {
-            self.settings.no_model = why;
-        }
-    }
-
-    /// Why this session has no model to ask, when it was opened without one.
-    pub(crate) fn no_model(&self) -> Option<&str> {
-        self.settings.no_model.as_deref()
     }
 
     /// [`Session::sync`] outside the async runtime (while the session opens).

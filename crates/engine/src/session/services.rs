@@ -53,4 +53,78 @@ impl super::Session {
     pub(crate) fn plan_scratch(&self) -> &crate::plan_mode::Scratch {
         &self.services.plan_scratch
     }
+
+    /// The provider client (shared connections; cheap to clone).
+    pub fn client(&self) -> &Client {
+        &self.services.client
+    }
+
+    /// Background commands started by the shell tool.
+    pub fn background(&self) -> &Arc<BackgroundRegistry> {
+        &self.services.background
+    }
+
+    /// What the tools of a call in this session need.
+    pub fn tool_context(&self, cancel: tokio_util::sync::CancellationToken) -> tools::ToolContext {
+        tools::ToolContext {
+            workspace: self.settings.workspace.clone(),
+            background: self.services.background.clone(),
+            groups: self.services.groups.clone(),
+            shell_env: Arc::new(self.settings.config.shell.env.clone()),
+            sandbox: self.services.sandbox.sandbox.clone(),
+            cancel,
+            files: Some(Arc::new(self.file_store())),
+            guard: Some(self.services.guard.clone()),
+            hidden_env: self.services.hidden_env.clone(),
+            git_writable: self.settings.config.sandbox.git_writable.unwrap_or(false),
+            allow_protected: false,
+        }
+    }
+
+    /// The guard of the workspace's protected places.
+    pub fn guard(&self) -> &Arc<tools::guard::GitGuard> {
+        &self.services.guard
+    }
+
+    /// How shell commands are confined, for `/approval`.
+    pub fn sandbox_report(&self) -> codewhale_protocol::SandboxReport {
+        codewhale_protocol::SandboxReport {
+            mode: self.services.sandbox.mode,
+            detail: self.services.sandbox.detail.clone(),
+            structure: self.services.sandbox.structure.clone(),
+            keys: self.keys_report(),
+        }
+    }
+
+    /// Whether a command could read the session's keys, in words (`/status`).
+    fn keys_report(&self) -> String {
+        if self.services.sandbox.namespaces() {
+            "keys: hidden from commands (PID namespace: no ancestor is visible)".to_owned()
+        } else if crate::sandbox::keys::readable_without_pid_namespace(&self.services.hidden_env) {
+            "keys: readable by commands (no PID namespace)".to_owned()
+        } else {
+            "keys: not readable by commands (Codewhale runs without them in its environment \
+             and is not dumpable)"
+                .to_owned()
+        }
+    }
+
+    /// The session's redactor (built-in rules, the configured patterns, its own API key).
+    pub fn redactor(&self) -> &Redactor {
+        &self.services.redactor
+    }
+
+    /// The session's MCP servers.
+    pub fn mcp(&self) -> &codewhale_mcp::Servers {
+        self.services.mcp.servers()
+    }
+
+    /// Fixes (on the first call, possibly waiting for a server without a cached list) or
+    /// refreshes (after a server announced a change) the MCP tools the next request offers,
+    /// and recounts the schemas when they changed. `cancel` ends a wait.
+    pub async fn refresh_mcp_tools(&mut self, cancel: &tokio_util::sync::CancellationToken) {
+        if self.services.mcp.refresh(cancel).await {
+            self.refresh_system_prompt();
+        }
+    }
 }

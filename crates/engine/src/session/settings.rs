@@ -13,10 +13,11 @@
 //! user's decisions, journaled where they matter, not the conversation's own course; the
 //! commands catalog is found once at open and only read afterwards.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::approval::Policy;
 use crate::config::{Config, ResolvedProvider};
+use crate::tools;
 
 /// What the session was opened with, and what the user decided since.
 #[derive(Debug)]
@@ -48,7 +49,7 @@ pub(crate) struct SessionSettings {
 
 impl super::Session {
     /// Codewhale's home.
-    pub fn home(&self) -> &std::path::Path {
+    pub fn home(&self) -> &Path {
         &self.settings.home
     }
 
@@ -95,5 +96,53 @@ impl super::Session {
     /// Whether the session was resumed rather than created.
     pub(crate) fn resumed(&self) -> bool {
         self.settings.resumed
+    }
+
+    pub fn workspace(&self) -> &Path {
+        &self.settings.workspace
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.settings.config
+    }
+
+    /// The model requests go to.
+    pub fn model(&self) -> &str {
+        &self.settings.provider.model
+    }
+
+    /// The model that writes notes and branch summaries: `compaction_model`, else the
+    /// session's own.
+    pub fn summarizer_model(&self) -> String {
+        self.config().compaction.compaction_model.clone().unwrap_or_else(|| self.model().to_owned())
+    }
+
+    /// The price of the session's model, when one is known.
+    pub fn price(&self) -> Option<codewhale_provider::Price> {
+        self.settings.config.price_of(self.model())
+    }
+
+    /// The files the model may never change without asking.
+    pub fn protected(&self) -> tools::Protected {
+        tools::Protected { home: Some(self.settings.home.clone()) }
+    }
+
+    /// Whether the process lives for one turn (`exec`, `compact`): what it never uses, it
+    /// should not start.
+    pub fn one_turn(&self) -> bool {
+        self.settings.hints.front_end() == crate::hints::FrontEnd::Cli
+    }
+
+    /// Marks a session opened without a model provider (`why`: the error a request would
+    /// meet); `None` leaves it as it is.
+    pub(crate) fn set_no_model(&mut self, why: Option<String>) {
+        if why.is_some() {
+            self.settings.no_model = why;
+        }
+    }
+
+    /// Why this session has no model to ask, when it was opened without one.
+    pub(crate) fn no_model(&self) -> Option<&str> {
+        self.settings.no_model.as_deref()
     }
 }

@@ -84,7 +84,7 @@ pub(crate) fn after_move(session: &mut Session, sink: &EventSink, id: Submission
     payload.from = Some(left.from.clone());
     payload.tip = Some(left.tip.clone());
     let cancel = CancellationToken::new();
-    let (signal, (done, ended)) = session.branch_summary_mut().signal();
+    let (signal, (done, ended)) = session.branch_summary().signal();
     let task =
         tokio::spawn(write(session.client().clone(), request, timeout, cancel.clone(), signal));
     tracing::info!(tip = %left.tip, from = %left.from, messages = left.messages, "branch summary started");
@@ -136,7 +136,7 @@ pub(crate) fn close(session: &mut Session) {
 pub(crate) async fn settle_idle(session: &mut Session, sink: &EventSink) {
     // The task wakes the engine just before it returns: `done` says the answer is in, so
     // waiting for the handle takes no time.
-    if !session.branch_summary_mut().slot.as_ref().is_some_and(Running::is_done) {
+    if !session.branch_summary().slot.as_ref().is_some_and(Running::is_done) {
         return;
     }
     if let Some(Running { state, task: Some(task), .. }) = session.branch_summary_mut().slot.take()

@@ -290,7 +290,7 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
             }
         };
         let wake = compactor.wake();
-        let summary_wake = session.branch_summary_mut().wake();
+        let summary_wake = session.branch_summary().wake();
         let encoder_ready = async {
             match encoder.as_mut() {
                 Some(ready) => {

@@ -200,7 +200,7 @@ fn journal(session: &mut Session, hook: &HookConfig, ran: &run::Ran, blocks: boo
         extra: Map::new(),
     });
     session.hook_state_mut().unjournaled.push(payload);
-    if !session.hook_state_mut().deferring {
+    if !session.hook_state().deferring {
         flush(session);
     }
 }

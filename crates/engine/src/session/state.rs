@@ -119,6 +119,11 @@ impl super::Session {
         self.state.images_refused = Some(model);
     }
 
+    /// The branch summary being written, if any.
+    pub(crate) fn branch_summary(&self) -> &Pending {
+        &self.state.branch_summary
+    }
+
     /// The branch summary's slot, for the code that starts, takes and ends it
     /// ([`crate::branch_summary`]).
     pub(crate) fn branch_summary_mut(&mut self) -> &mut Pending {

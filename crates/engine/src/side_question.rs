@@ -65,7 +65,7 @@ async fn answer(
     session.heal_dangling_calls().map_err(engine)?;
     let view = session.render();
     codewhale_journal::check_view(&view)
-        .map_err(|source| engine(EngineError::View { source, hint: session.hints.rewind() }))?;
+        .map_err(|source| engine(EngineError::View { source, hint: session.hints().rewind() }))?;
     let limits = *session.budget().limits();
     let asked = u64::from(crate::tokens::estimate(&question))
         + u64::from(crate::tokens::estimate(INSTRUCTION));
@@ -128,7 +128,7 @@ async fn answer(
     let price = session.price();
     let usage = response.usage;
     if let Some(u) = &usage {
-        session.spend.replies.add(u, price.as_ref());
+        session.spend().replies.add(u, price.as_ref());
     }
     let cost_usd = usage.as_ref().and_then(|u| price.map(|p| p.cost_usd(u)));
     let mut payload =

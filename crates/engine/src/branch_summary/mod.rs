@@ -84,12 +84,12 @@ pub(crate) fn after_move(session: &mut Session, sink: &EventSink, id: Submission
     payload.from = Some(left.from.clone());
     payload.tip = Some(left.tip.clone());
     let cancel = CancellationToken::new();
-    let (signal, (done, ended)) = session.branch_summary.signal();
+    let (signal, (done, ended)) = session.branch_summary().signal();
     let task =
         tokio::spawn(write(session.client().clone(), request, timeout, cancel.clone(), signal));
     tracing::info!(tip = %left.tip, from = %left.from, messages = left.messages, "branch summary started");
     let state = Meant { meant: new, payload };
-    session.branch_summary.start(Running { state, cancel, task: Some(task), done, ended });
+    session.branch_summary_mut().start(Running { state, cancel, task: Some(task), done, ended });
     sink.emit(id, event(BranchSummaryState::Writing, None, None));
 }
 
@@ -113,7 +113,7 @@ async fn write(
 
 /// Drops the summary being written, if any: nothing is journaled.
 fn drop_pending(session: &mut Session, sink: &EventSink, id: SubmissionId, why: &str) {
-    if let Some(slot) = session.branch_summary.slot.take() {
+    if let Some(slot) = session.branch_summary_mut().slot.take() {
         slot.stop();
         dropped(sink, id, why.to_owned());
     }
@@ -126,7 +126,7 @@ fn dropped(sink: &EventSink, id: SubmissionId, reason: String) {
 
 /// On close: a summary still being written is dropped.
 pub(crate) fn close(session: &mut Session) {
-    if let Some(slot) = session.branch_summary.slot.take() {
+    if let Some(slot) = session.branch_summary_mut().slot.take() {
         tracing::info!("the session closed before the branch summary was written; none is kept");
         slot.stop();
     }
@@ -136,10 +136,11 @@ pub(crate) fn close(session: &mut Session) {
 pub(crate) async fn settle_idle(session: &mut Session, sink: &EventSink) {
     // The task wakes the engine just before it returns: `done` says the answer is in, so
     // waiting for the handle takes no time.
-    if !session.branch_summary.slot.as_ref().is_some_and(Running::is_done) {
+    if !session.branch_summary().slot.as_ref().is_some_and(Running::is_done) {
         return;
     }
-    if let Some(Running { state, task: Some(task), .. }) = session.branch_summary.slot.take() {
+    if let Some(Running { state, task: Some(task), .. }) = session.branch_summary_mut().slot.take()
+    {
         let joined = task.await;
         finish(session, sink, SubmissionId(0), Done { state, joined }).await;
     }
@@ -153,14 +154,15 @@ pub(crate) async fn wait(
     id: SubmissionId,
     cancel: &CancellationToken,
 ) -> BranchSummaryState {
-    let Some(task) = session.branch_summary.slot.as_mut().and_then(|s| s.task.as_mut()) else {
+    let Some(task) = session.branch_summary_mut().slot.as_mut().and_then(|s| s.task.as_mut())
+    else {
         return BranchSummaryState::None;
     };
     let joined = tokio::select! {
         joined = task => joined,
         () = cancel.cancelled() => return BranchSummaryState::Writing,
     };
-    let Some(Running { state, .. }) = session.branch_summary.slot.take() else {
+    let Some(Running { state, .. }) = session.branch_summary_mut().slot.take() else {
         return BranchSummaryState::None;
     };
     finish(session, sink, id, Done { state, joined }).await

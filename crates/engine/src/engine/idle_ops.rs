@@ -40,12 +40,12 @@ pub(super) async fn handle_idle_op(
         }
         Op::ListGrants => sink.emit(id, grants_event(session)),
         Op::SetApproval { mode } => {
-            session.policy.set_mode(mode);
+            session.set_approval_mode(mode);
             sink.emit(id, super::approval_changed(mode));
         }
         Op::ListMcpServers => sink.emit(id, mcp_servers_event(session.mcp())),
         Op::RevokeGrant { index } => {
-            match index.checked_sub(1).and_then(|i| session.policy.revoke(i)) {
+            match index.checked_sub(1).and_then(|i| session.revoke_grant(i)) {
                 Some(grant) => sink.emit(id, Event::GrantRevoked { grant }),
                 None => sink.emit(
                     id,
@@ -95,20 +95,25 @@ pub(super) async fn handle_idle_op(
         Op::GetContext => sink.emit(
             id,
             Event::ContextReport {
-                report: Box::new(session.context_report(compactor.background_state())),
+                report: Box::new(crate::answers::context_report(
+                    session,
+                    compactor.background_state(),
+                )),
             },
         ),
-        Op::ListAnchors => sink.emit(id, Event::Anchors { anchors: session.anchor_infos() }),
+        Op::ListAnchors => {
+            sink.emit(id, Event::Anchors { anchors: crate::answers::anchor_infos(session) })
+        }
         Op::GetSubagentTranscript { session_id } => {
             let dir = session.path().parent().map(std::path::Path::to_path_buf).unwrap_or_default();
             sink.emit(id, crate::children::transcript_event(&dir, session.id(), &session_id));
         }
         Op::GetTranscript => {
-            let transcript = Box::new(session.transcript());
+            let transcript = Box::new(crate::answers::transcript(session));
             sink.emit(id, Event::Transcript { transcript });
         }
         Op::GetHistory { before, limit } => {
-            let page = session.history_page(before.as_deref(), limit, false);
+            let page = crate::answers::history_page(session, before.as_deref(), limit, false);
             sink.emit(id, Event::History { page });
         }
         Op::AddAnchor { text } => {
@@ -118,7 +123,7 @@ pub(super) async fn handle_idle_op(
             anchor_changed(session, sink, id, result);
         }
         Op::RemoveAnchor { index } => {
-            let result = session.withdraw_anchor(index);
+            let result = crate::answers::withdraw_anchor(session, index);
             let result = durable(session, result).await;
             compactor.on_change(sink, id, Change::AnchorsChanged);
             anchor_changed(session, sink, id, result);
@@ -199,8 +204,8 @@ async fn durable(
 
 fn grants_event(session: &Session) -> Event {
     Event::Grants {
-        mode: session.policy.mode(),
-        grants: session.policy.grants().to_vec(),
+        mode: session.policy().mode(),
+        grants: session.policy().grants().to_vec(),
         sandbox: session.sandbox_report(),
     }
 }
@@ -215,7 +220,7 @@ fn anchor_changed(
     match result {
         Ok((change, message)) => {
             sink.emit(id, Event::AnchorChanged { change, message });
-            sink.emit(id, Event::Anchors { anchors: session.anchor_infos() });
+            sink.emit(id, Event::Anchors { anchors: crate::answers::anchor_infos(session) });
             sink.emit(id, session.usage_event(None, None));
         }
         Err(message) => sink.emit(id, Event::Error { kind: ErrorKind::Anchor, message }),
@@ -269,7 +274,10 @@ async fn move_head(
         message.push_str(&crate::rewind::branch_files::line(differing));
     }
     // The new view first; what moved is shown under it.
-    sink.emit(id, Event::History { page: session.history_page(None, FIRST_PAGE, true) });
+    sink.emit(
+        id,
+        Event::History { page: crate::answers::history_page(session, None, FIRST_PAGE, true) },
+    );
     sink.emit(id, Event::HeadMoved { how, head, level, message });
     if let Some((from, files)) = files {
         sink.emit(id, Event::BranchFiles { from: from.to_string(), files });

@@ -206,7 +206,7 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
     session.guard().set_sink(sink.clone());
     // A subagent's session opened on its own is shown, never written (docs/subagents.md).
     let read_only = crate::subagent::read_only_parent(&session).map(str::to_owned);
-    session.hook_state.sink = Some(sink.clone());
+    session.hook_state_mut().sink = Some(sink.clone());
     // A local server says what window it runs the model with: from the cache at once, else
     // asked in the background (no request waits for it but a large first one, briefly).
     if read_only.is_none() {
@@ -230,19 +230,19 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
             session_id: session.id().to_owned(),
             model: session.model().to_owned(),
             path: session.path().display().to_string(),
-            resumed: session.resumed,
+            resumed: session.resumed(),
             workspace: session.workspace().display().to_string(),
-            approval: session.policy.mode(),
+            approval: session.policy().mode(),
             instructions: session.instruction_names(),
-            commands: session.commands.infos(),
+            commands: session.commands().infos(),
         },
     );
     // A message the last run journaled but never answered is set aside before anything is
     // shown, so the conversation shown is the one the next prompt continues.
     if let Some(parent) = &read_only {
-        session.notices.push((NoticeLevel::Info, crate::subagent::read_only_notice(parent)));
+        session.push_notice(NoticeLevel::Info, crate::subagent::read_only_notice(parent));
     }
-    let unanswered = if session.resumed && read_only.is_none() {
+    let unanswered = if session.resumed() && read_only.is_none() {
         session.set_aside_unanswered().unwrap_or_else(|err| {
             sink.emit(start, err.event());
             None
@@ -252,10 +252,13 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
     };
     // The conversation first, so that what opening found (a repaired line, say) is shown
     // under it rather than replaced by it.
-    if session.resumed {
-        sink.emit(start, Event::History { page: session.history_page(None, FIRST_PAGE, true) });
+    if session.resumed() {
+        sink.emit(
+            start,
+            Event::History { page: crate::answers::history_page(&session, None, FIRST_PAGE, true) },
+        );
     }
-    for (level, message) in std::mem::take(&mut session.notices) {
+    for (level, message) in session.take_notices() {
         sink.emit(start, Event::Notice { level, message });
     }
     if let Some(text) = unanswered {
@@ -263,7 +266,7 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
     }
     // The user's `SessionStart` hooks, once per process; what they print joins the next prompt.
     crate::hooks::session_start(&mut session, start).await;
-    if session.resumed {
+    if session.resumed() {
         sink.emit(start, session.plan_event(false));
     }
     sink.emit(start, session.usage_event(None, None));
@@ -287,7 +290,7 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
             }
         };
         let wake = compactor.wake();
-        let summary_wake = session.branch_summary.wake();
+        let summary_wake = session.branch_summary().wake();
         let encoder_ready = async {
             match encoder.as_mut() {
                 Some(ready) => {
@@ -349,7 +352,7 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
         idle_spent = false;
         // A mode chosen while the last turn ran, which made no call after it.
         if let Some(mode) = gate.take_mode() {
-            session.policy.set_mode(mode);
+            session.set_approval_mode(mode);
         }
         match op {
             Op::UserInput { text, attachments, images } => {
@@ -359,7 +362,7 @@ async fn run(mut session: Session, mut ops: Ops, sink: EventSink, gate: Approval
             }
             Op::CarryOutPlan { mode } => {
                 // The chosen mode first: the turn's note to the model follows from it.
-                session.policy.set_mode(mode);
+                session.set_approval_mode(mode);
                 sink.emit(id, approval_changed(mode));
                 let text = crate::plan_mode::CARRY_OUT.to_owned();
                 let message = turn::UserMessage { text, synthetic: true, ..Default::default() };
@@ -503,7 +506,7 @@ async fn custom_command(
             },
         );
     };
-    let expanded = match session.commands.expand(name, args) {
+    let expanded = match session.commands().expand(name, args) {
         Ok(expanded) => expanded,
         Err(why) => {
             failed(why);

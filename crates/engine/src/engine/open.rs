@@ -46,7 +46,7 @@ pub(super) fn open(params: &EngineParams, need: Need) -> Result<Session, EngineE
     // A rewind or /undo a kill interrupted is completed before the session is used: it may
     // change files the system prompt reads (AGENTS.md) and moves HEAD, so both are read again.
     if let Some(notice) = crate::rewind::intent::finish(&mut session) {
-        session.notices.push(notice);
+        session.push_notice(notice.0, notice.1);
         session.refresh_system_prompt();
         session.replay_budget();
     }

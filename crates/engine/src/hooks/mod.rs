@@ -199,8 +199,8 @@ fn journal(session: &mut Session, hook: &HookConfig, ran: &run::Ran, blocks: boo
         duration_ms: u64::try_from(ran.duration.as_millis()).unwrap_or(u64::MAX),
         extra: Map::new(),
     });
-    session.hook_state.unjournaled.push(payload);
-    if !session.hook_state.deferring {
+    session.hook_state_mut().unjournaled.push(payload);
+    if !session.hook_state().deferring {
         flush(session);
     }
 }
@@ -208,7 +208,7 @@ fn journal(session: &mut Session, hook: &HookConfig, ran: &run::Ran, blocks: boo
 /// A hook that failed is said once per session (every run is in the journal).
 fn warn_once(session: &mut Session, id: SubmissionId, hook: &HookConfig, ran: &run::Ran) {
     let key = (hook.event.clone(), hook.command.clone());
-    if !session.hook_state.warned.insert(key) {
+    if !session.hook_state_mut().warned.insert(key) {
         return;
     }
     let what = describe(hook, ran, false);
@@ -223,7 +223,7 @@ fn warn_once(session: &mut Session, id: SubmissionId, hook: &HookConfig, ran: &r
 fn emit(session: &Session, id: SubmissionId, level: NoticeLevel, message: String) {
     let message = session.redactor().redact(&message).into_owned();
     tracing::warn!(%message, "hook");
-    if let Some(sink) = &session.hook_state.sink {
+    if let Some(sink) = &session.hook_state().sink {
         sink.emit(id, Event::Notice { level, message });
     }
 }
@@ -231,13 +231,13 @@ fn emit(session: &Session, id: SubmissionId, level: NoticeLevel, message: String
 /// From here until [`flush`], the hooks' entries wait: a reply's tool results are consecutive
 /// on the chain right after it.
 pub(crate) fn defer(session: &mut Session) {
-    session.hook_state.deferring = true;
+    session.hook_state_mut().deferring = true;
 }
 
 /// Journals the entries of the runs that waited.
 pub(crate) fn flush(session: &mut Session) {
-    session.hook_state.deferring = false;
-    for payload in std::mem::take(&mut session.hook_state.unjournaled) {
+    session.hook_state_mut().deferring = false;
+    for payload in std::mem::take(&mut session.hook_state_mut().unjournaled) {
         let parent = session.journal().head_id().clone();
         if let Err(err) = session.append_entry(Entry::new(Some(parent), payload)) {
             tracing::error!("cannot journal a hook's run: {err}");
@@ -269,19 +269,21 @@ pub(crate) async fn session_start(session: &mut Session, id: SubmissionId) {
         return;
     }
     let first = match STARTED.lock() {
-        Ok(mut started) => started.get_or_insert_with(HashSet::new).insert(session.home.clone()),
+        Ok(mut started) => {
+            started.get_or_insert_with(HashSet::new).insert(session.home().to_path_buf())
+        }
         Err(_) => false,
     };
     if !first {
         return;
     }
-    let source = if session.resumed { "resume" } else { "new" };
+    let source = if session.resumed() { "resume" } else { "new" };
     let mut fields = Map::new();
     fields.insert("source".into(), json!(source));
     let cancel = CancellationToken::new();
     let outcome = fire(session, id, "SessionStart", None, fields, &cancel).await;
     if !outcome.said.is_empty() {
-        session.hook_state.for_prompt.push(("SessionStart".to_owned(), outcome.said));
+        session.hook_state_mut().for_prompt.push(("SessionStart".to_owned(), outcome.said));
     }
 }
 
@@ -300,7 +302,7 @@ pub(crate) async fn prompt_submitted(
         return Err(why);
     }
     if !outcome.said.is_empty() {
-        session.hook_state.for_prompt.push(("UserPromptSubmit".to_owned(), outcome.said));
+        session.hook_state_mut().for_prompt.push(("UserPromptSubmit".to_owned(), outcome.said));
     }
     Ok(())
 }
@@ -308,7 +310,7 @@ pub(crate) async fn prompt_submitted(
 /// Once the prompt is journaled: what `SessionStart` and `UserPromptSubmit` printed joins it,
 /// each as a synthetic user text after it.
 pub(crate) fn after_prompt(session: &mut Session) {
-    for (event, text) in std::mem::take(&mut session.hook_state.for_prompt) {
+    for (event, text) in std::mem::take(&mut session.hook_state_mut().for_prompt) {
         append_said(session, &event, &text);
     }
 }
@@ -376,18 +378,18 @@ pub(crate) async fn post_compact(session: &mut Session, note: &str, trigger: &Tr
     let said = fire(session, SubmissionId(0), "PostCompact", None, fields, &cancel).await.said;
     if !said.is_empty() {
         append_said(session, "PostCompact", &said);
-        session.hook_state.post_compact = Some(said);
+        session.hook_state_mut().post_compact = Some(said);
     }
 }
 
 /// The latest text a `PostCompact` hook printed in this session (the file's newest), to
 /// restate verbatim in a note.
 pub(crate) fn latest_post_compact(session: &Session) -> Option<String> {
-    if let Some(said) = &session.hook_state.post_compact {
+    if let Some(said) = &session.hook_state().post_compact {
         return Some(said.clone());
     }
     // Looked up in the journal once per session (a resumed one's earlier runs).
-    let journaled = session.hook_state.journaled_post_compact.get_or_init(|| {
+    let journaled = session.hook_state().journaled_post_compact.get_or_init(|| {
         let journal = session.journal();
         let users: Vec<u32> = journal.positions_of_kind("user").collect();
         users.into_iter().rev().find_map(|pos| match &journal.read_entry(pos).payload {

@@ -245,7 +245,12 @@ impl Request<'_> {
         self.session.replay_budget();
         // The new view first, then what happened (a front end shows it under the view), then
         // the text for the composer.
-        let page = self.session.history_page(None, crate::history_pages::FIRST_PAGE, true);
+        let page = crate::answers::history_page(
+            self.session,
+            None,
+            crate::history_pages::FIRST_PAGE,
+            true,
+        );
         self.sink.emit(self.id, Event::History { page });
         let mut lines = Vec::new();
         let mut level = NoticeLevel::Info;
@@ -325,7 +330,12 @@ impl Request<'_> {
         };
         if !nothing {
             // The view gained the note to the model: the new page first, the notice under it.
-            let page = self.session.history_page(None, crate::history_pages::FIRST_PAGE, true);
+            let page = crate::answers::history_page(
+                self.session,
+                None,
+                crate::history_pages::FIRST_PAGE,
+                true,
+            );
             self.sink.emit(self.id, Event::History { page });
             self.sink.emit(self.id, self.session.usage_event(None, None));
         }
@@ -385,7 +395,12 @@ impl Request<'_> {
         }
         if !nothing {
             // The view gained the note to the model: the new page first, the notice under it.
-            let page = self.session.history_page(None, crate::history_pages::FIRST_PAGE, true);
+            let page = crate::answers::history_page(
+                self.session,
+                None,
+                crate::history_pages::FIRST_PAGE,
+                true,
+            );
             self.sink.emit(self.id, Event::History { page });
             self.sink.emit(self.id, self.session.usage_event(None, None));
         }

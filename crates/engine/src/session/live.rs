@@ -22,19 +22,19 @@ impl Session {
     /// The session's blob store, where the images of its messages are
     /// (`<session-id>.blobs/`).
     pub fn blob_dir(&self) -> std::path::PathBuf {
-        codewhale_journal::blob::blob_dir(self.journal.path())
+        codewhale_journal::blob::blob_dir(self.state.journal.path())
     }
 
     /// Whether the current model refused images in this run.
     pub fn images_refused(&self) -> bool {
-        self.images_refused.as_deref() == Some(self.model())
+        self.state.images_refused.as_deref() == Some(self.model())
     }
 
     /// In a small window, what to say when the project instructions and MCP tool schemas push
     /// the fixed prefix past a fifth of the window (they are never cut: the user decides).
     pub fn crowded_prefix(&self) -> Option<String> {
-        let window = self.budget.limits().window;
-        let prefix = self.budget.calibrated(self.budget.system_tokens());
+        let window = self.state.budget.limits().window;
+        let prefix = self.state.budget.calibrated(self.state.budget.system_tokens());
         (self.compact_prefix() && prefix * 5 > window).then(|| {
             format!(
                 "the system prompt, the project instructions and the tool schemas take about \
@@ -49,9 +49,9 @@ impl Session {
     /// The live plan at HEAD: the newest valid `update_plan` call on its spine. Following a
     /// growing conversation reads only the entries since the last answer.
     pub fn live_plan(&self) -> Option<crate::plan::Plan> {
-        let journal = self.journal.journal();
+        let journal = self.state.journal.journal();
         let head = journal.head_position();
-        let mut cache = match self.plan.lock() {
+        let mut cache = match self.state.plan.lock() {
             Ok(cache) => cache,
             Err(poisoned) => poisoned.into_inner(),
         };
@@ -80,7 +80,7 @@ impl Session {
     /// last report for this branch, the calibration. At open and after every HEAD move.
     pub fn replay_budget(&mut self) {
         // A long session never compacted is summed from its index, not rendered whole.
-        let journal = self.journal.journal();
+        let journal = self.state.journal.journal();
         let total =
             match codewhale_journal::view_total_from_index(journal, journal.head_id().as_str()) {
                 Some(total) => total,
@@ -89,10 +89,10 @@ impl Session {
                     self.view_tokens(&view)
                 }
             };
-        let limits = *self.budget.limits();
-        let system = self.budget.system();
-        let journal = self.journal.journal();
-        let counts = &self.counts;
+        let limits = *self.state.budget.limits();
+        let system = self.state.budget.system();
+        let journal = self.state.journal.journal();
+        let counts = &self.state.counts;
         let exact = crate::tokens::is_ready();
         let mut count = |e: &Entry| -> u64 {
             e.tokens.or_else(|| counts.get(&e.id)).map(u64::from).unwrap_or_else(|| {
@@ -105,7 +105,7 @@ impl Session {
                 })
             })
         };
-        self.budget = replay::replay(journal, limits, system, total, &mut count);
+        self.state.budget = replay::replay(journal, limits, system, total, &mut count);
     }
 
     /// The [`Event::Usage`] of the budget as it stands.
@@ -128,10 +128,10 @@ impl Session {
     /// `/status`: the session at a glance.
     pub fn status_report(&mut self) -> StatusReport {
         self.settle_figures();
-        let limits = *self.budget.limits();
-        let trust = match &self.config.untrusted {
+        let limits = *self.state.budget.limits();
+        let trust = match &self.settings.config.untrusted {
             Some(u) => WorkspaceTrust::Untrusted { ignored: u.keys.clone() },
-            None if crate::config::workspace_file(&self.workspace).is_file() => {
+            None if crate::config::workspace_file(&self.settings.workspace).is_file() => {
                 WorkspaceTrust::Applied
             }
             None => WorkspaceTrust::NoSettings,
@@ -139,24 +139,25 @@ impl Session {
         StatusReport {
             session: self.id().to_owned(),
             path: self.path().display().to_string(),
-            workspace: self.workspace.display().to_string(),
+            workspace: self.settings.workspace.display().to_string(),
             model: self.model().to_owned(),
             context_window: limits.window,
             window_unverified: limits.is_unverified(),
             window_from: limits.window_source.probe().map(|p| p.describe().to_owned()),
             usable_input: limits.usable_input,
-            pressure: self.budget.shown(),
-            approval: self.policy.mode(),
+            pressure: self.state.budget.shown(),
+            approval: self.settings.policy.mode(),
             trust,
             sandbox: self.sandbox_report(),
-            compactions: self.journal.journal().compactions().count(),
+            compactions: self.state.journal.journal().compactions().count(),
             spend: self.spend_report(),
         }
     }
 
     /// Tokens and money this run and the session spent.
     fn spend_report(&self) -> codewhale_protocol::SpendReport {
-        let (replies, summaries) = (self.spend.replies.read(), self.spend.summaries.read());
+        let (replies, summaries) =
+            (self.state.spend.replies.read(), self.state.spend.summaries.read());
         let recorded = codewhale_journal::session_cost_usd(self.path()).unwrap_or_else(|e| {
             tracing::warn!("cannot sum the session's recorded costs: {e}");
             0.0
@@ -183,7 +184,7 @@ impl Session {
     pub async fn model_choices(&self) -> Vec<ModelChoice> {
         let current = self.model().to_owned();
         let is_current = |id: &str| id.eq_ignore_ascii_case(&current);
-        let limits = self.budget.limits();
+        let limits = self.state.budget.limits();
         let current_window = if limits.is_unverified() { 0 } else { limits.window };
         let window = |id: &str| {
             if is_current(id) {
@@ -238,7 +239,7 @@ impl Session {
     /// The plain user messages of HEAD's branch, oldest first (what `/rewind` and `/fork`
     /// pick from).
     pub fn user_messages(&self) -> Vec<UserMessageInfo> {
-        let journal = self.journal.journal();
+        let journal = self.state.journal.journal();
         journal
             .spine_positions(journal.head_position())
             .into_iter()
@@ -260,8 +261,8 @@ impl Session {
     /// Switches the model for the next request; the window follows the new model. Journaled
     /// (a `system` entry with `model`), so a reopened session and `codewhale context` replay it.
     pub fn switch_model(&mut self, model: &str) -> Result<(), EngineError> {
-        self.provider.model = model.to_owned();
-        self.budget.set_limits(replay::limits_for(&self.config, model, None));
+        self.settings.provider.model = model.to_owned();
+        self.state.budget.set_limits(replay::limits_for(&self.settings.config, model, None));
         self.refresh_system_prompt();
         self.journal_model_switch(model, None)?;
         // The server may run the new model with a window of its own.
@@ -283,7 +284,7 @@ impl Session {
         };
         let mut notice = SystemPayload::new(Level::Info, text);
         notice.model = Some(model.to_owned());
-        let parent = self.journal.journal().head_id().clone();
+        let parent = self.state.journal.journal().head_id().clone();
         self.append_entry(Entry::new(Some(parent), notice))
     }
 
@@ -317,14 +318,14 @@ impl Session {
     /// one in use, unless that was itself learned (then the configured or catalog window it
     /// replaced).
     pub(crate) fn set_window(&mut self, window: u64, source: WindowSource) -> u64 {
-        let current = self.budget.limits();
+        let current = self.state.budget.limits();
         let before = if current.window_source.is_learned() {
-            replay::limits_for(&self.config, &self.provider.model, None).window
+            replay::limits_for(&self.settings.config, &self.settings.provider.model, None).window
         } else {
             current.window
         };
-        let limits = self.budget.limits().with_window(window, source);
-        self.budget.set_limits(limits);
+        let limits = self.state.budget.limits().with_window(window, source);
+        self.state.budget.set_limits(limits);
         // The prefix follows the window (compact in a small one).
         self.refresh_system_prompt();
         before
@@ -344,7 +345,7 @@ impl Session {
         notice.context_window = Some(window);
         notice.window_source = Some(source.as_str().to_owned());
         notice.window_before = Some(before);
-        let parent = self.journal.journal().head_id().clone();
+        let parent = self.state.journal.journal().head_id().clone();
         self.append_entry(Entry::new(Some(parent), notice))
     }
 
@@ -358,7 +359,7 @@ impl Session {
         kept: u64,
         estimate: u64,
     ) -> Result<(u64, Option<codewhale_provider::ProbeSource>), EngineError> {
-        let stated = self.client.probe_window(&self.provider.model).await;
+        let stated = self.services.client.probe_window(&self.settings.provider.model).await;
         let (window, source, said) = match &stated {
             Some(probed) => (
                 probed.tokens,

@@ -39,24 +39,26 @@ impl Session {
     /// the background; a window the cache holds is used at once. Nothing when the window is
     /// configured or the server is a hosted API.
     pub(crate) fn start_probe(&mut self) {
-        self.probe.pending = None;
-        self.probe.first_sent = false;
-        if self.budget.limits().window_source == WindowSource::Config || self.no_model.is_some() {
+        self.state.probe.pending = None;
+        self.state.probe.first_sent = false;
+        if self.state.budget.limits().window_source == WindowSource::Config
+            || self.settings.no_model.is_some()
+        {
             return;
         }
-        let model = self.provider.model.clone();
-        let begun = crate::probe::begin(&self.client, &self.home, &model);
+        let model = self.settings.provider.model.clone();
+        let begun = crate::probe::begin(&self.services.client, &self.settings.home, &model);
         if let Some(window) = begun.cached {
             if let Err(err) = self.use_probed(window) {
                 tracing::warn!("cannot journal the server's window: {err}");
             }
         }
-        self.probe.pending = begun.pending;
+        self.state.probe.pending = begun.pending;
     }
 
     /// Resolves when a round's answer is in; never while none is on its way.
     pub(crate) async fn probe_arrived(&self) {
-        match &self.probe.pending {
+        match &self.state.probe.pending {
             Some(pending) => pending.arrived().await,
             None => std::future::pending().await,
         }
@@ -65,9 +67,10 @@ impl Session {
     /// Takes the answer if it is in and journals what waits to be; whether the window changed.
     pub(crate) fn settle_probe(&mut self) -> Result<bool, EngineError> {
         let mut changed = false;
-        if let Some(answer) = self.probe.pending.as_ref().and_then(|p| p.answer()) {
-            let pending = self.probe.pending.take();
-            let same_model = pending.as_ref().is_some_and(|p| p.model() == self.provider.model);
+        if let Some(answer) = self.state.probe.pending.as_ref().and_then(|p| p.answer()) {
+            let pending = self.state.probe.pending.take();
+            let same_model =
+                pending.as_ref().is_some_and(|p| p.model() == self.settings.provider.model);
             if let Some(window) = answer.filter(|_| same_model) {
                 changed = self.use_probed(window)?;
             }
@@ -81,14 +84,14 @@ impl Session {
     /// [`crate::probe::WAIT_ABOVE_TOKENS`] and no window is known; then the answer, if in, is
     /// taken. Whether the window changed.
     pub(crate) async fn probe_before_request(&mut self) -> Result<bool, EngineError> {
-        let first = !std::mem::replace(&mut self.probe.first_sent, true);
+        let first = !std::mem::replace(&mut self.state.probe.first_sent, true);
         let unknown = matches!(
-            self.budget.limits().window_source,
+            self.state.budget.limits().window_source,
             WindowSource::Default | WindowSource::Catalog
         );
-        let large = self.budget.pressure().tokens > crate::probe::WAIT_ABOVE_TOKENS;
+        let large = self.state.budget.pressure().tokens > crate::probe::WAIT_ABOVE_TOKENS;
         if first && unknown && large {
-            if let Some(pending) = &self.probe.pending {
+            if let Some(pending) = &self.state.probe.pending {
                 let waited = std::time::Instant::now();
                 let answer = pending.wait(crate::probe::FIRST_REQUEST_WAIT).await;
                 tracing::debug!(
@@ -104,7 +107,7 @@ impl Session {
     /// Uses a window the server stated, as the rules say (module docs); whether it changed
     /// the window.
     fn use_probed(&mut self, probed: ProbedWindow) -> Result<bool, EngineError> {
-        let limits = *self.budget.limits();
+        let limits = *self.state.budget.limits();
         let source = WindowSource::Probe(probed.source);
         let replace = match limits.window_source {
             WindowSource::Config => false,
@@ -129,7 +132,7 @@ impl Session {
             "window from the server"
         );
         let before = self.set_window(probed.tokens, source);
-        self.probe.unjournaled = Some((probed.tokens, source, before));
+        self.state.probe.unjournaled = Some((probed.tokens, source, before));
         self.journal_probed()?;
         Ok(true)
     }
@@ -139,8 +142,12 @@ impl Session {
         if self.journal().len() <= 1 {
             return Ok(());
         }
-        let Some((window, source, before)) = self.probe.unjournaled.take() else { return Ok(()) };
-        if self.budget.limits().window != window || self.budget.limits().window_source != source {
+        let Some((window, source, before)) = self.state.probe.unjournaled.take() else {
+            return Ok(());
+        };
+        if self.state.budget.limits().window != window
+            || self.state.budget.limits().window_source != source
+        {
             // Replaced since (an overflow, a configured window): nothing stated is in use.
             return Ok(());
         }

@@ -105,24 +105,10 @@ pub fn replay(
     let mut budget = Budget::new(limits);
     budget.set_system(system);
     budget.reset_view(view_total);
-    let head = journal.head_id().clone();
     // Positions only: the walks below read just the entries they stop at, so replaying the
     // budget of a long session reads a few entries, not the branch.
     let spine = journal.spine_positions(journal.head_position());
-    // Calibration describes the provider, whatever the branch.
-    let calibrated = flags::REPORTED | flags::ESTIMATED;
-    let calibration =
-        spine.iter().rev().filter(|&&p| journal.has_flags(p, calibrated)).find_map(|&p| {
-            match &journal.entry_at(p).payload {
-                Payload::Assistant(a) => {
-                    let reported = a.usage.as_ref()?.input_tokens;
-                    let estimate = a.reads.as_ref()?.estimate?;
-                    (reported > 0 && estimate > 0).then_some((reported, estimate))
-                }
-                _ => None,
-            }
-        });
-    if let Some((reported, estimate)) = calibration {
+    if let Some((reported, estimate)) = calibration(journal, &spine) {
         budget.record_report(reported, estimate);
         budget.head_moved(view_total);
     }
@@ -130,9 +116,7 @@ pub fn replay(
     // branch, so it stays the truth after HEAD moves along it (a rewind, a checkout back).
     let basis = spine.iter().rposition(|&p| journal.has_flags(p, flags::REPORTED));
     let Some(basis) = basis else { return budget };
-    let basis_pos = spine[basis];
-    let basis_line = journal.line_at(basis_pos);
-    let Payload::Assistant(a) = &journal.entry_at(basis_pos).payload else { return budget };
+    let Payload::Assistant(a) = &journal.entry_at(spine[basis]).payload else { return budget };
     let reported = a.usage.as_ref().map_or(0, |u| u.input_tokens);
     let estimate = a.reads.as_ref().and_then(|r| r.estimate).unwrap_or(0);
     budget.record_report(reported, estimate);
@@ -140,51 +124,12 @@ pub fn replay(
     // the figure shown is then what it sent (docs/compaction.md, *Room is always found* fail open).
     let trimmed =
         a.reads.as_ref().is_some_and(|r| r.trimmed_before.is_some() || r.bounded.is_some());
-    // Pins withdrawn on this branch: not sent any more.
-    let withdrawn: Vec<(usize, EntryId)> = spine
-        .iter()
-        .enumerate()
-        .filter(|&(_, &p)| journal.has_flags(p, flags::WITHDRAWS))
-        .filter_map(|(i, &p)| match &journal.entry_at(p).payload {
-            Payload::User(u) => u.withdraws.clone().map(|w| (i, w)),
-            _ => None,
-        })
-        .collect();
-    let is_withdrawn = |id: &str| withdrawn.iter().any(|(_, w)| w.as_str() == id);
-    let added: u64 = spine[basis..]
-        .iter()
-        .filter(|&&p| journal.is_model_visible_at(p) && !is_withdrawn(&journal.id_at(p)))
-        .map(|&p| tokens(&journal.read_entry(p)))
-        .sum();
-    budget.add_since_report(added);
-    // What left the prompt since the report: the savings of this branch's compaction records
-    // written after it, and pins it carried that were withdrawn after it.
-    let head_id = head.as_str();
-    let on_branch = |e: &codewhale_journal::Entry, r: &codewhale_journal::CompactionPayload| match (
-        &r.covers, &e.parent,
-    ) {
-        (Some(c), _) => journal.is_ancestor(c.last.as_str(), head_id),
-        (None, Some(parent)) => journal.is_ancestor(parent.as_str(), head_id),
-        (None, None) => false,
-    };
-    let mut savings: u64 = journal
-        .compactions()
-        .filter(|(e, _)| journal.line_of(e.id.as_str()).unwrap_or(0) > basis_line)
-        .filter(|(e, r)| on_branch(e, r))
-        .filter_map(|(_, r)| r.savings)
-        .sum();
-    for (at, id) in &withdrawn {
-        let Some(pin) = journal.position(id.as_str()) else { continue };
-        if *at >= basis && spine[..basis].binary_search(&pin).is_ok() {
-            savings += tokens(&journal.read_entry(pin));
-        }
-    }
+    let since = Since { journal, spine: &spine, basis, withdrawn: withdrawn(journal, &spine) };
+    budget.add_since_report(since.added(tokens));
+    let (savings, compacted_since) = since.left(tokens);
     let pair = budget.report_pair();
     budget.record_compaction(view_total, savings);
     // A compaction written after that request replaced the view it trimmed.
-    let compacted_since = journal
-        .compactions()
-        .any(|(e, r)| journal.line_of(e.id.as_str()).unwrap_or(0) > basis_line && on_branch(e, r));
     budget.set_trimmed(trimmed && !compacted_since);
     // The view only grew since that reply: its journaled figures are what the next reply is
     // compared with to catch a silent cut, in this process as in the one that wrote it.
@@ -192,6 +137,91 @@ pub fn replay(
         budget.restore_pair(pair);
     }
     budget
+}
+
+/// Reported ÷ estimated of the newest reply on the branch that recorded both. Calibration
+/// describes the provider, whatever the branch.
+fn calibration(journal: &Journal, spine: &[u32]) -> Option<(u64, u64)> {
+    let calibrated = flags::REPORTED | flags::ESTIMATED;
+    spine.iter().rev().filter(|&&p| journal.has_flags(p, calibrated)).find_map(|&p| match &journal
+        .entry_at(p)
+        .payload
+    {
+        Payload::Assistant(a) => {
+            let reported = a.usage.as_ref()?.input_tokens;
+            let estimate = a.reads.as_ref()?.estimate?;
+            (reported > 0 && estimate > 0).then_some((reported, estimate))
+        }
+        _ => None,
+    })
+}
+
+/// Pins withdrawn on this branch (not sent any more): where on the spine each withdrawal is,
+/// and the pin it withdraws.
+fn withdrawn(journal: &Journal, spine: &[u32]) -> Vec<(usize, EntryId)> {
+    spine
+        .iter()
+        .enumerate()
+        .filter(|&(_, &p)| journal.has_flags(p, flags::WITHDRAWS))
+        .filter_map(|(i, &p)| match &journal.entry_at(p).payload {
+            Payload::User(u) => u.withdraws.clone().map(|w| (i, w)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// HEAD's branch from its last reported reply (`basis`, an index into `spine`) on.
+struct Since<'a> {
+    journal: &'a Journal,
+    spine: &'a [u32],
+    basis: usize,
+    withdrawn: Vec<(usize, EntryId)>,
+}
+
+impl Since<'_> {
+    /// Everything visible appended from the reply on, but the withdrawn pins.
+    fn added(&self, tokens: &mut dyn FnMut(&codewhale_journal::Entry) -> u64) -> u64 {
+        let journal = self.journal;
+        let is_withdrawn = |id: &str| self.withdrawn.iter().any(|(_, w)| w.as_str() == id);
+        self.spine[self.basis..]
+            .iter()
+            .filter(|&&p| journal.is_model_visible_at(p) && !is_withdrawn(&journal.id_at(p)))
+            .map(|&p| tokens(&journal.read_entry(p)))
+            .sum()
+    }
+
+    /// What left the prompt since the reply — the savings of this branch's compaction records
+    /// written after it, and pins it carried that were withdrawn after it — and whether such a
+    /// compaction exists.
+    fn left(&self, tokens: &mut dyn FnMut(&codewhale_journal::Entry) -> u64) -> (u64, bool) {
+        let journal = self.journal;
+        let head = journal.head_id().clone();
+        let head_id = head.as_str();
+        let basis_line = journal.line_at(self.spine[self.basis]);
+        let on_branch =
+            |e: &codewhale_journal::Entry, r: &codewhale_journal::CompactionPayload| match (
+                &r.covers, &e.parent,
+            ) {
+                (Some(c), _) => journal.is_ancestor(c.last.as_str(), head_id),
+                (None, Some(parent)) => journal.is_ancestor(parent.as_str(), head_id),
+                (None, None) => false,
+            };
+        let after =
+            |e: &codewhale_journal::Entry| journal.line_of(e.id.as_str()).unwrap_or(0) > basis_line;
+        let mut savings: u64 = journal
+            .compactions()
+            .filter(|(e, r)| after(e) && on_branch(e, r))
+            .filter_map(|(_, r)| r.savings)
+            .sum();
+        for (at, id) in &self.withdrawn {
+            let Some(pin) = journal.position(id.as_str()) else { continue };
+            if *at >= self.basis && self.spine[..self.basis].binary_search(&pin).is_ok() {
+                savings += tokens(&journal.read_entry(pin));
+            }
+        }
+        let compacted_since = journal.compactions().any(|(e, r)| after(e) && on_branch(e, r));
+        (savings, compacted_since)
+    }
 }
 
 #[cfg(test)]

@@ -35,8 +35,10 @@ fn unanswered_tail(journal: &Journal) -> Option<(String, String)> {
 impl Session {
     /// Sets aside HEAD's unanswered last message, if there is one, and returns its text.
     pub fn set_aside_unanswered(&mut self) -> Result<Option<String>, EngineError> {
-        let Some((id, text)) = unanswered_tail(self.journal.journal()) else { return Ok(None) };
-        let record = self.journal.journal().set_aside(&id)?;
+        let Some((id, text)) = unanswered_tail(self.state.journal.journal()) else {
+            return Ok(None);
+        };
+        let record = self.state.journal.journal().set_aside(&id)?;
         self.append_entry(record)?;
         self.replay_budget();
         Ok(Some(text))

@@ -26,10 +26,10 @@ pub use crate::tools::task::{
 /// The tools a child of `parent` is offered for `asked`, and one line per name left out with
 /// the reason (the parent's model reads them in the result).
 pub fn tool_set(parent: &Session, asked: Option<&[String]>) -> (Vec<String>, Vec<String>) {
-    let mode = parent.policy.mode();
+    let mode = parent.policy().mode();
     let mut offered: Vec<String> = READ_ONLY_TOOLS
         .iter()
-        .filter(|t| **t != "web_fetch" || parent.config.tools.web_fetch_enabled())
+        .filter(|t| **t != "web_fetch" || parent.config().tools.web_fetch_enabled())
         .map(|t| (*t).to_owned())
         .collect();
     let mut left_out = Vec::new();
@@ -59,7 +59,7 @@ pub fn tool_set(parent: &Session, asked: Option<&[String]>) -> (Vec<String>, Vec
 /// session is read-only. `None` for a session of its own, and for a child while its `task`
 /// call runs it.
 pub fn read_only_parent(session: &Session) -> Option<&str> {
-    if session.subagent.is_some() {
+    if session.subagent().is_some() {
         return None;
     }
     session.journal().header().parent_session.as_deref()

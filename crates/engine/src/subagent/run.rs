@@ -60,7 +60,7 @@ struct ParentLink<'a> {
 /// Runs `calls` (all `task` calls of one reply, in order) concurrently; one [`TaskDone`] per
 /// call, in call order.
 pub async fn run_tasks(ctx: &mut TurnCtx<'_>, calls: &[ToolCall]) -> Vec<TaskDone> {
-    let limit = ctx.session.config.tools.max_subagents.unwrap_or(super::DEFAULT_MAX_SUBAGENTS);
+    let limit = ctx.session.config().tools.max_subagents.unwrap_or(super::DEFAULT_MAX_SUBAGENTS);
     let mut prepared = Vec::with_capacity(calls.len());
     for call in calls {
         let child = match super::parse(&call.input) {
@@ -91,10 +91,10 @@ pub async fn run_tasks(ctx: &mut TurnCtx<'_>, calls: &[ToolCall]) -> Vec<TaskDon
     });
     let done = futures::future::join_all(runs).await;
     for task in &done {
-        ctx.session.spend.replies.absorb(&task.replies);
-        ctx.session.spend.summaries.absorb(&task.summaries);
+        ctx.session.spend().replies.absorb(&task.replies);
+        ctx.session.spend().summaries.absorb(&task.summaries);
         for grant in &task.grants {
-            ctx.session.policy.grant(grant.clone());
+            ctx.session.grant(grant.clone());
         }
     }
     done
@@ -128,27 +128,20 @@ fn open_child(
 ) -> Result<(Session, Vec<String>), EngineError> {
     let (tools, left_out) = super::tool_set(parent, request.tools.as_deref());
     let model =
-        parent.config.tools.subagent_model.clone().unwrap_or_else(|| parent.model().to_owned());
+        parent.config().tools.subagent_model.clone().unwrap_or_else(|| parent.model().to_owned());
     let id = uuid::Uuid::now_v7().hyphenated().to_string();
     let mut header = HeaderPayload::new(id.clone(), parent.workspace().display().to_string());
     header.app_version = env!("CARGO_PKG_VERSION").to_owned();
-    header.provider = parent.provider.kind.as_str().to_owned();
+    header.provider = parent.provider().kind.as_str().to_owned();
     header.model = model.clone();
     header.title = Some(request.description.clone());
     header.parent_session = Some(parent.id().to_owned());
     header.parent_entry = call_entry(parent, call_id).map(|e| e.as_str().to_owned());
     header.parent_call = Some(call_id.to_owned());
-    let dir = parent.path().parent().map_or_else(|| sessions_dir(&parent.home), |d| d.to_owned());
+    let dir = parent.path().parent().map_or_else(|| sessions_dir(parent.home()), |d| d.to_owned());
     JournalFile::create_session(&dir, header)?.close()?;
     let mut child = open_existing(parent, &id, &model)?;
-    child.subagent = Some(Link::new(parent.path().to_owned(), tools));
-    child.policy = parent.policy.clone();
-    child.sandbox = parent.sandbox.clone();
-    child.mcp = crate::session::mcp_tools::McpTools::new(parent.mcp().clone());
-    child.background = parent.background.clone();
-    child.groups = parent.groups.clone();
-    child.guard = parent.guard.clone();
-    child.notices.clear();
+    child.share_parent(parent, Link::new(parent.path().to_owned(), tools));
     if child.model() == parent.model() {
         // The parent's window, a learned one journaled in the child too, so that the child's
         // own replay (`codewhale context --session CHILD`) finds it.
@@ -156,7 +149,7 @@ fn open_child(
         if limits.window_source.is_learned() {
             child.learn_window(limits.window, limits.window_source)?;
         } else {
-            child.budget.set_limits(limits);
+            child.budget_mut().set_limits(limits);
         }
     }
     child.refresh_system_prompt();
@@ -166,16 +159,16 @@ fn open_child(
 
 /// Opens the child session `id` of `parent` through the ordinary open path, on `model`.
 fn open_existing(parent: &Session, id: &str, model: &str) -> Result<Session, EngineError> {
-    let mut provider = parent.provider.clone();
+    let mut provider = parent.provider().clone();
     provider.model = model.to_owned();
     Session::open(SessionParams {
-        home: parent.home.clone(),
+        home: parent.home().to_path_buf(),
         workspace: parent.workspace().to_owned(),
-        config: parent.config.clone(),
+        config: parent.config().clone(),
         provider,
         resume: Resume::Id(id.to_owned()),
         retry: Some(parent.client().config().retry.clone()),
-        front_end: parent.hints.front_end(),
+        front_end: parent.hints().front_end(),
         home_hint: None,
         model_explicit: false,
         sandbox_helper: None,
@@ -230,7 +223,7 @@ async fn run_child(
     limit: u32,
 ) -> TaskDone {
     let child_id = child.id().to_owned();
-    let inherited = child.policy.grants().to_vec();
+    let inherited = child.policy().grants().to_vec();
     let slot = tokio::select! {
         slot = slots::acquire(limit) => Some(slot),
         () = parent.cancel.cancelled() => None,
@@ -296,10 +289,10 @@ async fn run_child(
     let path = child.path().to_owned();
     let text = outcome::result_text(child.journal(), &path, &ended, &left_out);
     let files = files_changed(child.journal());
-    let replies = child.spend.replies.read();
-    let summaries = child.spend.summaries.read();
+    let replies = child.spend().replies.read();
+    let summaries = child.spend().summaries.read();
     let grants: Vec<Grant> =
-        child.policy.grants().iter().filter(|g| !inherited.contains(g)).cloned().collect();
+        child.policy().grants().iter().filter(|g| !inherited.contains(g)).cloned().collect();
     let closed = close_child(child).await;
     let finished = Event::SubagentFinished {
         call_id: call_id.to_owned(),
@@ -416,23 +409,13 @@ fn files_changed(journal: &codewhale_journal::Journal) -> Vec<FileChange> {
 /// Syncs and closes the child's journal. What it shares with the parent (MCP servers,
 /// background commands, process groups) stays for the parent.
 async fn close_child(child: Session) -> Result<(), EngineError> {
-    if let Some(counts) = child.counts.new_since_load() {
-        crate::session::counts::store_sidecar(child.journal.path(), counts);
-    }
-    let journal = child.journal;
-    match tokio::task::spawn_blocking(move || journal.close()).await {
-        Ok(result) => result.map_err(EngineError::from),
-        Err(join) => Err(EngineError::Write(codewhale_journal::WriteError {
-            path: String::new(),
-            message: format!("the journal writer stopped unexpectedly: {join}"),
-        })),
-    }
+    child.close_child().await
 }
 
 /// Why a child may not run tool `name` (one its `task` call did not allow, `task` above all);
 /// `None` in a session of its own, and for what the child is offered.
 pub fn not_offered(session: &Session, name: &str) -> Option<String> {
-    let link = session.subagent.as_ref()?;
+    let link = session.subagent()?;
     if link.offers(name) {
         return None;
     }

@@ -158,7 +158,7 @@ async fn run_some(ctx: &mut TurnCtx<'_>, calls: &[ToolCall]) -> Result<bool, Eng
             cleared => cleared,
         };
         let approved_protected = matches!(cleared, Cleared::RunProtected);
-        let planning = ctx.session.policy.mode() == ApprovalMode::Plan;
+        let planning = ctx.session.policy().mode() == ApprovalMode::Plan;
         let run_ctx = match (&plan_ctx, cleared) {
             // Cleared in plan mode only with a read-only context to run in.
             (Some(plan), _) if planning => plan.clone(),
@@ -203,7 +203,7 @@ async fn run_some(ctx: &mut TurnCtx<'_>, calls: &[ToolCall]) -> Result<bool, Eng
             ctx.emit(Event::ToolCallStarted { call_id: call.id.clone(), name: call.name.clone() });
         }
         let progress: Vec<_> = calls[i..end].iter().map(|c| live_output(ctx, &c.id)).collect();
-        let policy = ctx.session.policy.clone();
+        let policy = ctx.session.policy().clone();
         let mut outputs = futures::future::join_all(
             calls[i..end].iter().zip(&progress).zip(&fetches[i..end]).map(|((c, p), f)| {
                 let fetch = f.as_ref().map(|f| (f, &policy));
@@ -328,7 +328,7 @@ async fn run_one(
 /// there is no sandbox, or the temp dir cannot be made: commands are then refused in plan mode.
 fn plan_context(ctx: &TurnCtx<'_>, base: &tools::ToolContext) -> Option<tools::ToolContext> {
     let sandbox = base.sandbox.as_deref()?;
-    let scratch = match ctx.session.plan_scratch.path() {
+    let scratch = match ctx.session.plan_scratch().path() {
         Ok(dir) => dir,
         Err(e) => {
             tracing::warn!(error = %e, "no temp dir for plan mode's commands");

@@ -69,7 +69,7 @@ fn skill_read(session: &crate::session::Session, name: &str, input: &serde_json:
     let Some(raw) = input.get("path").and_then(serde_json::Value::as_str) else { return false };
     let path = std::path::Path::new(raw);
     let path = if path.is_absolute() { path.to_owned() } else { session.workspace().join(path) };
-    session.commands.skill_holding(&path).is_some()
+    session.commands().skill_holding(&path).is_some()
 }
 
 /// Asks whether an instruction file a command created may be read into the system prompt;
@@ -142,10 +142,10 @@ pub(super) fn allowed_without_asking(ctx: &mut TurnCtx<'_>, a: &Assessment) -> b
 /// applies from this call on).
 fn decision(ctx: &mut TurnCtx<'_>, a: &Assessment) -> Decision {
     if let Some(mode) = ctx.gate.take_mode() {
-        ctx.session.policy.set_mode(mode);
+        ctx.session.set_approval_mode(mode);
     }
     match a.summary() {
-        Some(summary) => ctx.session.policy.decide(summary),
+        Some(summary) => ctx.session.policy().decide(summary),
         None => Decision::Allow,
     }
 }
@@ -161,7 +161,7 @@ pub(super) async fn clear(
     match decided {
         Decision::Refuse => return Cleared::Refused(crate::plan_mode::refused_write(&call.name)),
         Decision::Allow => {
-            let planning = ctx.session.policy.mode() == ApprovalMode::Plan;
+            let planning = ctx.session.policy().mode() == ApprovalMode::Plan;
             if planning && a.effect == Some(crate::approval::Effect::Shell) && plan_ctx.is_none() {
                 return Cleared::Refused(crate::plan_mode::refused_command());
             }
@@ -181,7 +181,7 @@ pub(super) async fn clear(
     if decided == Decision::Allow {
         return Cleared::Run;
     }
-    let mode = ctx.session.policy.mode();
+    let mode = ctx.session.policy().mode();
     if !ctx.gate.is_interactive() {
         if let Some(target) = fetch {
             return Cleared::Refused(super::fetch::denied_without_terminal(target));
@@ -202,7 +202,7 @@ pub(super) async fn clear(
     } else {
         format!("approval mode `{mode}` asks before `{}`", call.name)
     };
-    let grants = a.summary().map(|s| ctx.session.policy.offers(s)).unwrap_or_default();
+    let grants = a.summary().map(|s| ctx.session.policy().offers(s)).unwrap_or_default();
     let offers = grants
         .iter()
         .map(|g| {
@@ -220,9 +220,9 @@ pub(super) async fn clear(
         Some(ApprovalReply::Approve(scope)) => {
             // Only what was offered for this very call can be granted.
             if let Some(grant) = grants.into_iter().find(|g| scope_of(g) == scope) {
-                ctx.session.policy.grant(grant);
+                ctx.session.grant(grant);
             }
-            let planning = ctx.session.policy.mode() == ApprovalMode::Plan;
+            let planning = ctx.session.policy().mode() == ApprovalMode::Plan;
             match (a.protected && !planning, a.command.is_some()) {
                 (true, true) => Cleared::RunUnconfined,
                 (true, false) => Cleared::RunProtected,
@@ -247,7 +247,7 @@ pub(super) async fn offer_rerun(
     unconfined: &tools::ToolContext,
     progress: &(dyn Fn(&[u8]) + Send + Sync),
 ) -> ToolOutput {
-    let mode = ctx.session.policy.mode();
+    let mode = ctx.session.policy().mode();
     if matches!(mode, ApprovalMode::Full | ApprovalMode::Plan) || !ctx.gate.is_interactive() {
         return first;
     }

@@ -59,7 +59,7 @@ impl<'a> TurnCtx<'a> {
         submission: SubmissionId,
         cancel: CancellationToken,
     ) -> TurnCtx<'a> {
-        let spent_at_start = (session.spend.replies.read(), session.spend.summaries.read());
+        let spent_at_start = (session.spend().replies.read(), session.spend().summaries.read());
         TurnCtx {
             spent_at_start,
             carries_images: false,

@@ -145,7 +145,7 @@ fn too_big_message(ctx: &TurnCtx<'_>) -> String {
     let note = sum(codewhale_journal::ItemKind::Checkpoint);
     let total = budget.calibrated(budget.system_tokens() + plain.total());
     let rest = total.saturating_sub(system + anchors + note);
-    let hints = &session.hints;
+    let hints = session.hints();
     let part = if system >= anchors.max(note).max(rest) {
         format!(
             "the system prompt with the project instructions (AGENTS.md, \

@@ -111,7 +111,7 @@ fn one(
 /// (each named in one line), and the user is told once.
 pub(super) fn images_refused(ctx: &mut TurnCtx<'_>, error: &ProviderError) {
     let model = ctx.session.model().to_owned();
-    ctx.session.images_refused = Some(model.clone());
+    ctx.session.refuse_images(model.clone());
     ctx.emit(Event::Notice {
         level: NoticeLevel::Warning,
         message: format!(

@@ -78,7 +78,7 @@ pub async fn run_turn(ctx: &mut TurnCtx<'_>, message: UserMessage) -> TurnOutcom
         TurnStatus::Failed => "failed",
     };
     // A subagent's run is no turn of the user's: its parent's turn says when it ends.
-    let child = ctx.session.subagent.is_some();
+    let child = ctx.session.subagent().is_some();
     if !child {
         crate::hooks::stop(ctx.session, ctx.submission, status).await;
     }
@@ -105,8 +105,8 @@ pub async fn run_turn(ctx: &mut TurnCtx<'_>, message: UserMessage) -> TurnOutcom
     let mut stats = ctx.stats;
     stats.elapsed_ms = u64::try_from(ctx.started.elapsed().as_millis()).unwrap_or(u64::MAX);
     let (replies, summaries) = ctx.spent_at_start;
-    stats.cost_usd = ctx.session.spend.replies.read().since(&replies).cost_usd();
-    stats.compaction_cost_usd = ctx.session.spend.summaries.read().since(&summaries).cost_usd();
+    stats.cost_usd = ctx.session.spend().replies.read().since(&replies).cost_usd();
+    stats.compaction_cost_usd = ctx.session.spend().summaries.read().since(&summaries).cost_usd();
     stats.reported &= stats.requests > 0;
     ctx.emit(Event::TurnFinished { status: outcome.status, text: outcome.text.clone(), stats });
     outcome
@@ -220,7 +220,7 @@ async fn drive(ctx: &mut TurnCtx<'_>, message: UserMessage) -> Result<TurnOutcom
             Err(outcome) => return Ok(outcome),
         };
         codewhale_journal::check_view(&view)
-            .map_err(|source| EngineError::View { source, hint: ctx.session.hints.rewind() })?;
+            .map_err(|source| EngineError::View { source, hint: ctx.session.hints().rewind() })?;
         if let Some(reason) = convert::unreadable_output(&view) {
             return Err(EngineError::Unreadable { reason });
         }
@@ -425,7 +425,7 @@ fn record_response(
         ..JUsage::default()
     });
     if let Some(u) = &response.usage {
-        ctx.session.spend.replies.add(u, price.as_ref());
+        ctx.session.spend().replies.add(u, price.as_ref());
     }
     let mut reads = reads;
     // With the reported figure, a reopened session recovers the calibration.
@@ -485,7 +485,7 @@ fn stopped(
     if failure.error.kind == ErrorKind::Cancelled {
         return Ok(TurnOutcome { status: TurnStatus::Interrupted, text });
     }
-    let hints = &ctx.session.hints;
+    let hints = ctx.session.hints();
     let advice = match failure.error.kind {
         ErrorKind::ContextOverflow { .. } => format!(
             "; the conversation still does not fit the model's window after compacting: {} writes \

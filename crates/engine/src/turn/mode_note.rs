@@ -12,9 +12,9 @@ use crate::error::EngineError;
 /// Journals the plan-mode note the model needs now, if any (module docs).
 pub(super) fn sync(ctx: &mut TurnCtx<'_>) -> Result<(), EngineError> {
     if let Some(mode) = ctx.gate.take_mode() {
-        ctx.session.policy.set_mode(mode);
+        ctx.session.set_approval_mode(mode);
     }
-    let planning = ctx.session.policy.mode() == ApprovalMode::Plan;
+    let planning = ctx.session.policy().mode() == ApprovalMode::Plan;
     let journal = ctx.session.journal();
     let covered_to = codewhale_journal::active_compaction_of(journal, journal.head_id().as_str())
         .and_then(|a| a.record.covers.as_ref().map(|c| c.last.to_string()));

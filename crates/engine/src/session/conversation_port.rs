@@ -1,9 +1,10 @@
-//! The session as compaction's conversation port ([`super::port::Conversation`]): each method
-//! hands compaction's shell one part of the session — its journal, budget, counts, hooks,
-//! subagents — and nothing more. The session stays the owner of all of it; this file only
-//! decides what the shell may reach. It lives in compaction, not in `session/`, because it joins
-//! the session to the hooks and subagents, which sit a layer above the session
-//! (docs/architecture.md, *Layers*); it is the only file of compaction that names `Session`.
+//! The session as compaction's conversation port ([`crate::compaction::port::Conversation`]):
+//! each method hands compaction's shell one part of the session — its journal, budget, counts,
+//! hooks, subagents — and nothing more. The session stays the owner of all of it; this file
+//! only decides what the shell may reach, so compaction never names `Session`. It joins the
+//! session to the port it implements, to the hooks and to the subagents, which sit above the
+//! session (docs/architecture.md, *Layers*): those imports are the layer check's listed
+//! exceptions, each at its site here.
 
 use std::path::Path;
 
@@ -11,9 +12,9 @@ use codewhale_journal::{Entry, Journal, Trigger, View, ViewItem};
 use codewhale_protocol::Event;
 use codewhale_provider::{Client, ToolSpec};
 
-use super::note::Running;
-use super::port::{Conversation, PortFuture};
 use crate::budget::{Budget, WindowSource};
+use crate::compaction::note::Running;
+use crate::compaction::port::{Conversation, PortFuture};
 use crate::config::Config;
 use crate::error::EngineError;
 use crate::prompt::SystemPrompt;
@@ -98,7 +99,7 @@ impl Conversation for Session {
     }
 
     fn skill_of_file(&self, path: &Path) -> Option<(String, String)> {
-        let skill = self.commands.skill_of_file(path)?;
+        let skill = self.settings.commands.skill_of_file(path)?;
         Some((skill.name.clone(), skill.file.display().to_string()))
     }
 
@@ -123,7 +124,7 @@ impl Conversation for Session {
     }
 
     fn summary_spend(&self) -> &crate::spend::Meter {
-        &self.spend.summaries
+        &self.state.spend.summaries
     }
 
     fn refresh_system_prompt(&mut self) {
@@ -135,11 +136,11 @@ impl Conversation for Session {
     }
 
     fn compact_hint(&self) -> String {
-        self.hints.compact()
+        self.settings.hints.compact()
     }
 
     fn compact_with_focus_hint(&self) -> String {
-        self.hints.compact_with_focus()
+        self.settings.hints.compact_with_focus()
     }
 
     fn pre_compact<'a>(&'a mut self, trigger: &'a Trigger) -> PortFuture<'a, Option<String>> {

@@ -272,7 +272,7 @@ impl Snapshots {
     }
 
     /// A snapshot kept as `index` bytes earlier (a session's baseline).
-    pub fn from_index(&self, index: Vec<u8>) -> WorktreeSnapshot {
+    pub fn kept_index(&self, index: Vec<u8>) -> WorktreeSnapshot {
         WorktreeSnapshot { index, hash_len: self.hash_len(), skipped: Vec::new() }
     }
 

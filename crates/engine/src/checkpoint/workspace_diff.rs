@@ -50,7 +50,7 @@ fn git_diff(store: &FileStore, snapshots: &Snapshots) -> Result<WorkspaceDiff, S
     let now = snapshots.snapshot()?;
     let kept = super::baseline::path(store);
     let baseline = match crate::bounded::read_own(&kept, super::snapshot::MAX_INDEX_BYTES) {
-        Ok(Some(bytes)) => snapshots.from_index(bytes),
+        Ok(Some(bytes)) => snapshots.kept_index(bytes),
         Ok(None) => {
             // Asked before the first snapshot was kept: from now on, this is the baseline.
             super::baseline::keep(store, now.index_bytes());

@@ -107,9 +107,23 @@ pub async fn run(
     cancel: CancellationToken,
     emit: &(dyn Fn(Event) + Send + Sync),
 ) -> PassOutcome {
-    let trigger = request.trigger.as_str().to_owned();
     let typed_trigger = crate::history_pages::trigger_of(&request.trigger);
     emit(Event::CompactionStarted { trigger: typed_trigger });
+    let (outcome, summary_failed) = attempts(session, compactor, &request, cancel, emit).await;
+    report(session, &request.trigger, &outcome, summary_failed, emit);
+    outcome
+}
+
+/// The pass's attempts: none when the user's `PreCompact` hooks skip it, else [`attempt`], again
+/// under each window a rejected summary request teaches, at most [`WINDOW_RETRIES`] times more.
+/// Says too whether the summarizer failed (auto passes back off after that).
+async fn attempts(
+    session: &mut dyn Conversation,
+    compactor: &mut Compactor,
+    request: &PassRequest,
+    cancel: CancellationToken,
+    emit: &(dyn Fn(Event) + Send + Sync),
+) -> (PassOutcome, bool) {
     let mut summary_failed = false;
     let mut relearned = 0;
     // The user's `PreCompact` hooks, before the pass sends anything: exit 2 skips it.
@@ -120,7 +134,7 @@ pub async fn run(
             summary_failed = true;
             break PassOutcome::Failed(reason);
         }
-        break match attempt(session, &compactor.clock, &request, cancel.clone(), emit).await {
+        break match attempt(session, &compactor.clock, request, cancel.clone(), emit).await {
             Ok(done) => {
                 summary_succeeded(compactor, &done);
                 done
@@ -148,10 +162,24 @@ pub async fn run(
             }
         };
     };
+    (outcome, summary_failed)
+}
+
+/// How the pass ended, told: logged with its figures, emitted as an event and, when it was
+/// refused or failed, journaled as a `system` notice (a failed summary marked on it).
+fn report(
+    session: &mut dyn Conversation,
+    trigger: &Trigger,
+    outcome: &PassOutcome,
+    summary_failed: bool,
+    emit: &(dyn Fn(Event) + Send + Sync),
+) {
+    let typed_trigger = crate::history_pages::trigger_of(trigger);
+    let trigger = trigger.as_str().to_owned();
     let pressure = session.budget().pressure().tokens;
     let (threshold, usable_input) =
         (session.budget().limits().threshold, session.budget().limits().usable_input);
-    match &outcome {
+    match outcome {
         PassOutcome::Compacted { id, path, tokens_before, tokens_after, fits } => {
             tracing::info!(%trigger, %id, path = path.as_str(), tokens_before, tokens_after, fits, "compaction pass finished");
             emit(super::commit::finished_event(
@@ -182,7 +210,6 @@ pub async fn run(
             emit(Event::CompactionCancelled);
         }
     }
-    outcome
 }
 
 /// A summary request was rejected as too long: the window it teaches replaces the session's,

@@ -9,7 +9,7 @@
 //! 3. **bound** (when there is nothing to summarize): a prune-only record that shortens what the
 //!    contract allows, largest first, so the request fits — room is always found.
 //!
-//! Which steps apply is the pure [`pass_plan::plan`]; this shell runs them in that order.
+//! Which steps apply is the pure [`super::pass_plan::plan`]; this shell runs them in that order.
 //! Every record then goes through `commit`, which fits it under the
 //! threshold, checks it and writes it. Invariants: a refused or failed pass writes no record
 //! and changes nothing the model reads (it leaves a `system` notice); every outcome is emitted
@@ -114,7 +114,7 @@ pub async fn run(
     outcome
 }
 
-/// The pass's attempts: none when the user's `PreCompact` hooks skip it, else [`attempt`], again
+/// The pass's attempts: none when the user's `PreCompact` hooks skip it, else [`attempt()`], again
 /// under each window a rejected summary request teaches, at most [`WINDOW_RETRIES`] times more.
 /// Says too whether the summarizer failed (auto passes back off after that).
 async fn attempts(

@@ -86,18 +86,66 @@ pub fn fit(
     policy: &CutPolicy,
     shorten: Shorten,
 ) -> Fit {
-    let (calibration, usable_input) = (policy.calibration, policy.usable_input);
-    let provider = |estimate: u64| crate::budget::to_provider(estimate, calibration);
-    let mut total = system + plain.total();
-    if provider(total) <= usable_input {
+    let usable_input = policy.usable_input;
+    let total = system + plain.total();
+    if to_provider(total, policy) <= usable_input {
         return Fit::Whole(view);
     }
-    let messages = &plain.messages;
-    let round = policy.round(messages, &plain.tokens).unwrap_or_default();
-    let (round_start, protected_start) = (round.start, round.protected_start);
-    let (retained, _) = cut::retain(messages, &plain.tokens, protected_start, round_start, policy);
-    let pinned = |i: usize| {
-        retained.binary_search(&i).is_ok()
+    let trim = Trim::new(&view, plain, policy);
+    let mut left = trim.drop_oldest(total);
+    let mut bounded = Vec::new();
+    if to_provider(left.total, policy) > usable_input && shorten == Shorten::DropAndBound {
+        bounded = trim.bound_rest(&mut left, system);
+    }
+    if to_provider(left.total, policy) > usable_input {
+        return Fit::TooBig { view, protected_tokens: to_provider(left.total, policy) };
+    }
+    if left.last_dropped.is_none() && bounded.is_empty() {
+        return Fit::Whole(view);
+    }
+    let first = trim.first_sent(&left);
+    trimmed(view, left, bounded, first)
+}
+
+/// `estimate` in provider tokens, by `policy`'s calibration ratio.
+fn to_provider(estimate: u64, policy: &CutPolicy) -> u64 {
+    crate::budget::to_provider(estimate, policy.calibration)
+}
+
+/// What the steps of a trim share: the view and its plain form, the policy, the last round and
+/// the user texts the retained budget keeps.
+struct Trim<'a> {
+    view: &'a View,
+    plain: &'a PlainView,
+    policy: &'a CutPolicy,
+    round: round::Round,
+    retained: Vec<usize>,
+}
+
+/// What is left after the oldest exchanges are left out: which messages go, the last of them,
+/// and the estimate (system included) of what is sent.
+struct Left {
+    drop: Vec<bool>,
+    last_dropped: Option<usize>,
+    total: u64,
+}
+
+impl<'a> Trim<'a> {
+    fn new(view: &'a View, plain: &'a PlainView, policy: &'a CutPolicy) -> Trim<'a> {
+        let messages = &plain.messages;
+        let round = policy.round(messages, &plain.tokens).unwrap_or_default();
+        let (round_start, protected_start) = (round.start, round.protected_start);
+        let (retained, _) =
+            cut::retain(messages, &plain.tokens, protected_start, round_start, policy);
+        Trim { view, plain, policy, round, retained }
+    }
+
+    /// Whether message `i` is never left out: a retained user text, one of the exchanges the
+    /// round protects, the checkpoint, an anchor, a branch summary, or a user text of the round.
+    fn pinned(&self, i: usize) -> bool {
+        let (messages, view, round) = (&self.plain.messages, self.view, &self.round);
+        let round_start = round.start;
+        self.retained.binary_search(&i).is_ok()
             || round.holds_exchange(i)
             || is_checkpoint(&messages[i])
             || messages[i].anchor
@@ -107,43 +155,62 @@ pub fn fit(
             || (i >= round_start
                 && messages[i].role == Role::User
                 && !messages[i].has_tool_result())
-    };
-    let legal = round::legal_cuts(messages);
-    // Before the round: a user message (or anything after a pinned item) where no call is
-    // pending, so a question leaves with its answer and a call with its results. Inside the
-    // round: every exchange start up to the protected part.
-    let mut starts: Vec<usize> = (0..round_start)
-        .filter(|&i| {
-            legal[i]
-                && !pinned(i)
-                && (i == 0
-                    || pinned(i - 1)
-                    || (messages[i].role == Role::User && !messages[i].has_tool_result()))
-        })
-        .collect();
-    starts.extend(
-        round::exchange_starts(messages)
-            .into_iter()
-            .filter(|&i| i >= round_start && i < protected_start),
-    );
-    starts.push(protected_start);
-    starts.dedup();
-    let mut drop = vec![false; messages.len()];
-    let mut last_dropped = None;
-    for pair in starts.windows(2) {
-        if provider(total) <= usable_input {
-            break;
-        }
-        for (i, dropped) in drop.iter_mut().enumerate().take(pair[1]).skip(pair[0]) {
-            if !pinned(i) {
-                *dropped = true;
-                total -= plain.tokens[i];
-                last_dropped = Some(i);
+    }
+
+    /// Where what may be left out starts, oldest first, ending with the protected part.
+    fn starts(&self) -> Vec<usize> {
+        let messages = &self.plain.messages;
+        let (round_start, protected_start) = (self.round.start, self.round.protected_start);
+        let pinned = |i: usize| self.pinned(i);
+        let legal = round::legal_cuts(messages);
+        // Before the round: a user message (or anything after a pinned item) where no call is
+        // pending, so a question leaves with its answer and a call with its results. Inside the
+        // round: every exchange start up to the protected part.
+        let mut starts: Vec<usize> = (0..round_start)
+            .filter(|&i| {
+                legal[i]
+                    && !pinned(i)
+                    && (i == 0
+                        || pinned(i - 1)
+                        || (messages[i].role == Role::User && !messages[i].has_tool_result()))
+            })
+            .collect();
+        starts.extend(
+            round::exchange_starts(messages)
+                .into_iter()
+                .filter(|&i| i >= round_start && i < protected_start),
+        );
+        starts.push(protected_start);
+        starts.dedup();
+        starts
+    }
+
+    /// Leaves out the oldest exchanges, whole, until the request fits (or nothing more may go).
+    fn drop_oldest(&self, mut total: u64) -> Left {
+        let plain = self.plain;
+        let mut drop = vec![false; plain.messages.len()];
+        let mut last_dropped = None;
+        for pair in self.starts().windows(2) {
+            if to_provider(total, self.policy) <= self.policy.usable_input {
+                break;
+            }
+            for (i, dropped) in drop.iter_mut().enumerate().take(pair[1]).skip(pair[0]) {
+                if !self.pinned(i) {
+                    *dropped = true;
+                    total -= plain.tokens[i];
+                    last_dropped = Some(i);
+                }
             }
         }
+        Left { drop, last_dropped, total }
     }
-    let mut bounded = Vec::new();
-    if provider(total) > usable_input && shorten == Shorten::DropAndBound {
+
+    /// Bounds what is still sent, largest first, when that makes the request fit: the bounds,
+    /// with `left.total` lowered by what they save (none when even they do not fit).
+    fn bound_rest(&self, left: &mut Left, system: u64) -> Vec<(usize, u64)> {
+        let (messages, view, plain) = (&self.plain.messages, self.view, self.plain);
+        let (drop, total) = (&left.drop, left.total);
+        let (calibration, usable_input) = (self.policy.calibration, self.policy.usable_input);
         let budget =
             crate::budget::from_provider(usable_input as f64, calibration).saturating_sub(system);
         let candidates: Vec<Candidate> = (0..messages.len())
@@ -164,32 +231,38 @@ pub fn fit(
         let kept: u64 = total.saturating_sub(system);
         let planned = bound::plan(&candidates, kept, budget);
         if planned.fits {
-            total = system + kept - planned.saved;
-            bounded = planned.bounds;
+            left.total = system + kept - planned.saved;
+            planned.bounds
+        } else {
+            Vec::new()
         }
     }
-    if provider(total) > usable_input {
-        return Fit::TooBig { view, protected_tokens: provider(total) };
+
+    /// The first item sent after the last left-out one that is not an anchor, a branch summary
+    /// or the checkpoint (those are always sent, wherever they stand); a user text kept by the
+    /// retained budget or the round counts, so what comes before `first` was left out.
+    fn first_sent(&self, left: &Left) -> EntryId {
+        let (messages, view, plain) = (&self.plain.messages, self.view, self.plain);
+        let drop = &left.drop;
+        let anywhere = |k: usize| {
+            is_checkpoint(&messages[k])
+                || messages[k].anchor
+                || messages[k].branch_summary
+                || view.items[k].kind == ItemKind::Checkpoint
+                || view.items[k].kind == ItemKind::Anchor
+        };
+        let after = left.last_dropped.map_or(0, |i| i + 1);
+        let first_kept = (after..messages.len())
+            .find(|&k| !drop[k] && !anywhere(k))
+            .or_else(|| (after..messages.len()).find(|&k| !drop[k]))
+            .unwrap_or(after);
+        plain.sources.get(first_kept).cloned().unwrap_or_else(|| view.head.clone())
     }
-    if last_dropped.is_none() && bounded.is_empty() {
-        return Fit::Whole(view);
-    }
-    // The first item sent after the last left-out one that is not an anchor, a branch summary
-    // or the checkpoint (those are always sent, wherever they stand); a user text kept by the
-    // retained budget or the round counts, so what comes before `first` was left out.
-    let anywhere = |k: usize| {
-        is_checkpoint(&messages[k])
-            || messages[k].anchor
-            || messages[k].branch_summary
-            || view.items[k].kind == ItemKind::Checkpoint
-            || view.items[k].kind == ItemKind::Anchor
-    };
-    let after = last_dropped.map_or(0, |i| i + 1);
-    let first_kept = (after..messages.len())
-        .find(|&k| !drop[k] && !anywhere(k))
-        .or_else(|| (after..messages.len()).find(|&k| !drop[k]))
-        .unwrap_or(after);
-    let first = plain.sources.get(first_kept).cloned().unwrap_or_else(|| view.head.clone());
+}
+
+/// The request as sent: `view` without what `left` leaves out, with `bounded` applied.
+fn trimmed(view: View, left: Left, bounded: Vec<(usize, u64)>, first: EntryId) -> Fit {
+    let Left { drop, total, .. } = left;
     let dropped = drop.iter().filter(|d| **d).count();
     let View { head, mut items, compaction } = view;
     let bounded: Vec<Bounded> = bounded

@@ -22,22 +22,28 @@
 //! and the pass plans again under it ([`SummaryError::WindowLearned`]); another summarizing
 //! model's request is planned again here, below that window and below 90 % of the request it
 //! rejected, at most [`OVERFLOW_RETRIES`] times. Never is the same request sent twice.
+//!
+//! This module owns the summarizer's port, the job, the input budget and the loop that plans
+//! again after an overflow; `requests` sends the requests of one plan (the chunks, then the final
+//! request) and `ask` one request, with its one stricter retry.
 
-use codewhale_journal::{bound_item, Block, EntryId, ItemContent, ItemKind, Role, View, ViewItem};
-use codewhale_provider::{CancellationToken, ErrorKind, Request, ToolChoice};
+use codewhale_journal::View;
+use codewhale_provider::CancellationToken;
 
-use super::checkpoint::is_checkpoint;
 use super::plain::PlainView;
 use super::summary::SummaryStats;
 use super::summary::{self, Scope};
-use super::summary_input::{self, InputBudget, InputPlan};
+use super::summary_input::{self, InputBudget};
 use crate::budget::{
     from_provider, unnumbered_overflow_window, Limits, WindowSource, UNNUMBERED_OVERFLOW_FRACTION,
 };
 use crate::compaction::port::Conversation;
-use crate::convert;
 use crate::prompt::SystemPrompt;
 use crate::session::counts;
+use requests::run_plan;
+
+mod ask;
+mod requests;
 
 /// Why no summary came back.
 #[derive(Debug)]
@@ -280,240 +286,7 @@ fn input_budget(job: &SummaryJob<'_>) -> InputBudget {
 
 /// Room for an interim note: a full note, but no more than the summarizer may write and no more
 /// than a third of what a request holds besides its fixed part (a small window's note is short;
-/// [`run_plan`] caps it to this).
+/// [`requests::run_plan`] caps it to this).
 fn note_reserve(available: u64, max_output: u32) -> u64 {
     NOTE_RESERVE_TOKENS.min(u64::from(max_output)).min(available / 3)
-}
-
-async fn run_plan(
-    job: &SummaryJob<'_>,
-    plan: &InputPlan,
-    note_tokens: u64,
-    cancel: CancellationToken,
-) -> Result<(String, SummaryStats), Attempt> {
-    // Only what some request reads is copied: `items[k]` is the view's `first + k`.
-    let first = plan.chunks.first().map_or(plan.final_from, |c| c.start).min(plan.final_from);
-    let mut items = bounded_items(job.view, job.plain, plan, first);
-    if job.summarizer.other_model {
-        for item in items.iter_mut().skip(job.cut.saturating_sub(first)) {
-            if let Some(cut) = bound_item(item, OTHER_MODEL_TAIL_BYTES) {
-                *item = cut;
-            }
-        }
-    }
-    let tokens = &job.plain.tokens;
-    let covered = job.cut.min(tokens.len());
-    let unread = plan.unread.min(covered);
-    let mut stats = SummaryStats {
-        unread,
-        unread_tokens: tokens[..unread].iter().sum(),
-        read_tokens: tokens[unread..covered].iter().sum(),
-        ..SummaryStats::default()
-    };
-    // Three characters per token keeps the note inside the room the plan left for it.
-    let chars = usize::try_from(note_tokens.saturating_mul(3)).unwrap_or(usize::MAX);
-    let chars = chars.min(job.note_chars);
-    // A previous note in the unread part is what the first request folds in.
-    let mut interim: Option<String> = job.plain.messages[..unread]
-        .iter()
-        .find(|m| is_checkpoint(m))
-        .and_then(|m| m.content.first())
-        .and_then(|part| match part {
-            super::message::Part::Text { text } => Some(summary::cap_to(text, chars)),
-            _ => None,
-        });
-    let of = plan.chunks.len() as u32 + 1;
-    for (k, chunk) in plan.chunks.iter().enumerate() {
-        if let Some(progress) = job.progress {
-            let tokens = tokens[chunk.clone()].iter().sum();
-            progress(Progress { request: k as u32 + 1, of, tokens });
-        }
-        let read = &items[chunk.start - first..chunk.end - first];
-        let text = ask(job, interim.as_deref(), read, Scope::Chunk, &cancel, &mut stats).await?;
-        stats.chunks += 1;
-        interim = Some(summary::cap_to(&text, chars));
-    }
-    let kept = &items[plan.final_from - first..];
-    let scope = match job.cut.checked_sub(plan.final_from) {
-        Some(offset) if offset < kept.len() => Scope::Before {
-            position: offset + 1 + usize::from(interim.is_some()),
-            opening: opening_words(&kept[offset]),
-        },
-        _ => Scope::All,
-    };
-    if let Some(progress) = job.progress {
-        let tokens = tokens[plan.final_from.min(tokens.len())..].iter().sum();
-        progress(Progress { request: of, of, tokens });
-    }
-    let text = ask(job, interim.as_deref(), kept, scope, &cancel, &mut stats).await?;
-    Ok((text, stats))
-}
-
-/// The view's items from `first` on (what the plan's requests read; the older ones only the
-/// extract covers, never copied), with the plan's bounds applied.
-fn bounded_items(view: &View, plain: &PlainView, plan: &InputPlan, first: usize) -> Vec<ViewItem> {
-    let mut items = view.items.get(first..).unwrap_or_default().to_vec();
-    // The pass's plain view holds the calls' inputs (`PlainView::taking_inputs`).
-    plain.restore_inputs(&mut items, first);
-    for &(index, max_bytes) in plan.bounds.iter().filter(|(index, _)| *index >= first) {
-        let at = index - first;
-        if let Some(cut) = items.get(at).and_then(|item| bound_item(item, max_bytes)) {
-            items[at] = cut;
-        }
-    }
-    items
-}
-
-/// One request of the plan: the interim note so far (if any), `items`, the instruction. One
-/// retry when the answer is unusable.
-async fn ask(
-    job: &SummaryJob<'_>,
-    interim: Option<&str>,
-    items: &[ViewItem],
-    scope: Scope,
-    cancel: &CancellationToken,
-    stats: &mut SummaryStats,
-) -> Result<String, Attempt> {
-    let mut strict = false;
-    loop {
-        let request = build_request(job, interim, items, &scope, strict);
-        stats.requests += 1;
-        let sent = std::time::Instant::now();
-        match job.summarizer.client.complete(&request, cancel.clone()).await {
-            Ok(response) => {
-                job.summarizer.clock.record(&job.summarizer.model, sent.elapsed());
-                // Paid for whether it is used or not.
-                if let Some(usage) = &response.usage {
-                    job.summarizer.spend.add(usage, job.summarizer.price.as_ref());
-                }
-                let issue = if response.tool_uses().next().is_some() {
-                    "the reply called a tool instead of writing the note".to_owned()
-                } else {
-                    let text = response.text();
-                    match summary::judge(&text) {
-                        Ok(()) => return Ok(text),
-                        Err(issue) => issue.to_string(),
-                    }
-                };
-                if strict {
-                    return Err(Attempt::Stop(SummaryError::Unusable(format!(
-                        "the summary was unusable twice ({issue})"
-                    ))));
-                }
-                tracing::info!(%issue, "unusable summary, retrying with a stricter instruction and no tools");
-                strict = true;
-            }
-            Err(failure) if failure.error.is_context_overflow() => {
-                let limit = match failure.error.kind {
-                    ErrorKind::ContextOverflow { limit, .. } => limit,
-                    _ => None,
-                };
-                let estimate = request_estimate(job, &request);
-                return Err(Attempt::Overflow { limit, estimate });
-            }
-            Err(failure) if failure.error.kind == ErrorKind::Cancelled => {
-                return Err(Attempt::Stop(SummaryError::Cancelled))
-            }
-            Err(failure) => {
-                return Err(Attempt::Stop(SummaryError::Failed(format!(
-                    "the summary request failed: {}",
-                    failure.error
-                ))))
-            }
-        }
-    }
-}
-
-/// The o200k estimate of a summary request as sent: the system prompt with the tool schemas,
-/// and every text, call and result of its messages.
-fn request_estimate(job: &SummaryJob<'_>, request: &Request) -> u64 {
-    let messages: u64 = request
-        .messages
-        .iter()
-        .flat_map(|m| &m.content)
-        .map(|block| {
-            let text = match block {
-                codewhale_provider::Block::Text { text, .. } => text.clone(),
-                codewhale_provider::Block::ToolUse { name, input, .. } => format!("{name} {input}"),
-                codewhale_provider::Block::ToolResult { content, .. } => content.to_string(),
-                _ => String::new(),
-            };
-            u64::from(counts::exact(&text))
-        })
-        .sum();
-    job.summarizer.system_tokens + messages
-}
-
-/// The request: the live request's system prompt and tools, the interim note, `items`, a cache
-/// breakpoint on the last of them, then the instruction as a message of its own.
-fn build_request(
-    job: &SummaryJob<'_>,
-    interim: Option<&str>,
-    items: &[ViewItem],
-    scope: &Scope,
-    strict: bool,
-) -> Request {
-    let mut all: Vec<ViewItem> = Vec::with_capacity(items.len() + 1);
-    if let Some(note) = interim {
-        all.push(synthetic(format!(
-            "Codewhale interim note of the earlier part of this conversation:\n\n{note}"
-        )));
-    }
-    all.extend(items.iter().cloned());
-    if job.summarizer.lean {
-        all = super::lean::flatten(all);
-    }
-    let mut request = convert::to_request(
-        &View { head: EntryId::from_string("summary"), items: all, compaction: None },
-        convert::RequestParams {
-            model: &job.summarizer.model,
-            system: &job.summarizer.system,
-            tools: job.summarizer.tools.clone(),
-            max_output_tokens: job.max_output,
-            // The summarizer reads each image as its one line: the note names them.
-            images: convert::Images::Describe,
-        },
-    );
-    if let Some(last) = request.messages.last_mut() {
-        last.cache_breakpoint = true;
-    }
-    let instruction = summary::instruction(scope, job.focus, strict, job.note_chars);
-    request.messages.push(codewhale_provider::Message::user_text(instruction));
-    if strict {
-        request.tool_choice = ToolChoice::None;
-    }
-    request
-}
-
-fn synthetic(text: String) -> ViewItem {
-    ViewItem {
-        source: EntryId::from_string("interim-note"),
-        role: Role::User,
-        kind: ItemKind::Synthetic,
-        content: ItemContent::Blocks(vec![Block::text(text)]),
-        tokens: None,
-        shortened: None,
-    }
-}
-
-/// The first words of an item, as the scope quotes them.
-fn opening_words(item: &ViewItem) -> String {
-    match &item.content {
-        ItemContent::ToolResult(r) => {
-            let text = r.content.try_str().unwrap_or_default();
-            format!("the result of call {}: {}", r.tool_use_id, first_chars(text))
-        }
-        ItemContent::Blocks(blocks) => {
-            let text = blocks.iter().find_map(|b| match b {
-                Block::Text(t) if !t.text.trim().is_empty() => Some(first_chars(&t.text)),
-                Block::ToolUse(call) => Some(format!("a call of {}", call.name)),
-                _ => None,
-            });
-            text.unwrap_or_default()
-        }
-    }
-}
-
-fn first_chars(text: &str) -> String {
-    text.chars().take(120).collect()
 }

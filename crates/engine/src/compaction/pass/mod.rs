@@ -1,0 +1,255 @@
+//! One compaction pass: the thin async shell around the pure core (docs/compaction.md).
+//!
+//! The three triggers share [`run`]. A pass tries, in order:
+//! 1. **prune** (auto and reactive): stub old tool output; when that gets below the prune
+//!    target, a prune-only record is written and no model is called;
+//! 2. **summarize** (at least four messages and something before the protected part): plan the
+//!    cut, ask the model for a summary (quality gate, one stricter retry, overflow handled by
+//!    dropping the oldest whole exchanges), compose the note, build the record;
+//! 3. **bound** (when there is nothing to summarize): a prune-only record that shortens what the
+//!    contract allows, largest first, so the request fits — room is always found.
+//!
+//! Which steps apply is the pure [`super::pass_plan::plan`]; this shell runs them in that order.
+//! Every record then goes through `commit`, which fits it under the
+//! threshold, checks it and writes it. Invariants: a refused or failed pass writes no record
+//! and changes nothing the model reads (it leaves a `system` notice); every outcome is emitted
+//! as an event and logged with its figures. A [`PassMode::BoundOnly`] pass never calls the
+//! model: it is the last resort before a request that would not fit.
+//!
+//! This module owns the pass's request and outcome and [`run`], which retries an attempt under a
+//! window a rejected summary request taught and reports how the pass ended; `attempt` owns the
+//! steps of one attempt and `summary_path` the summary request and the record it yields.
+
+use codewhale_journal::{CompactionPath, Entry, Level, SystemPayload, Trigger};
+use codewhale_provider::CancellationToken;
+
+use super::background::Prepared;
+use super::compactor::Compactor;
+use super::conversation;
+use super::pass_plan::PassMode;
+use crate::compaction::port::Conversation;
+use attempt::attempt;
+use codewhale_protocol::Event;
+
+mod attempt;
+mod summary_path;
+
+/// What a pass was asked to do.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PassRequest {
+    pub trigger: Trigger,
+    /// The manual `/compact` focus.
+    pub focus: Option<String>,
+    pub mode: PassMode,
+    /// A finished background note (docs/compaction.md, *Background compaction*): committed as it is
+    /// when it fits and passes the contract, else folded in as the previous note of this pass.
+    pub background: Option<Box<Prepared>>,
+}
+
+impl PassRequest {
+    /// A full pass.
+    pub fn new(trigger: Trigger, focus: Option<String>) -> PassRequest {
+        PassRequest { trigger, focus, mode: PassMode::Full, background: None }
+    }
+}
+
+/// How a pass ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PassOutcome {
+    Compacted {
+        id: String,
+        path: CompactionPath,
+        tokens_before: u64,
+        tokens_after: u64,
+        /// False when even the smallest bounds left the request over the threshold.
+        fits: bool,
+    },
+    /// Nothing to do (too few messages, everything protected and within the window): not an
+    /// error.
+    Refused(String),
+    /// The pass was attempted and abandoned; nothing was written.
+    Failed(String),
+    /// The user interrupted the pass; nothing was written.
+    Cancelled,
+}
+
+impl PassOutcome {
+    /// True when a record was written.
+    pub fn compacted(&self) -> bool {
+        matches!(self, PassOutcome::Compacted { .. })
+    }
+}
+
+enum Stop {
+    Refused(String),
+    Failed(String),
+    /// The summarizer could not produce a usable note (auto passes back off after this).
+    SummaryFailed(String),
+    /// The user interrupted the pass.
+    Cancelled,
+    /// A summary request was rejected as too long: the window it teaches is journaled and the
+    /// pass plans again under it.
+    WindowLearned {
+        window: u64,
+        source: crate::budget::WindowSource,
+    },
+}
+
+/// How many times one pass plans again under a window a rejected summary request taught.
+const WINDOW_RETRIES: u32 = 3;
+
+/// Runs one pass on `session`, emitting the events of docs/compaction.md, *Background compaction*
+/// through `emit`.
+pub async fn run(
+    session: &mut dyn Conversation,
+    compactor: &mut Compactor,
+    request: PassRequest,
+    cancel: CancellationToken,
+    emit: &(dyn Fn(Event) + Send + Sync),
+) -> PassOutcome {
+    let typed_trigger = crate::history_pages::trigger_of(&request.trigger);
+    emit(Event::CompactionStarted { trigger: typed_trigger });
+    let (outcome, summary_failed) = attempts(session, compactor, &request, cancel, emit).await;
+    report(session, &request.trigger, &outcome, summary_failed, emit);
+    outcome
+}
+
+/// The pass's attempts: none when the user's `PreCompact` hooks skip it, else [`attempt()`], again
+/// under each window a rejected summary request teaches, at most [`WINDOW_RETRIES`] times more.
+/// Says too whether the summarizer failed (auto passes back off after that).
+async fn attempts(
+    session: &mut dyn Conversation,
+    compactor: &mut Compactor,
+    request: &PassRequest,
+    cancel: CancellationToken,
+    emit: &(dyn Fn(Event) + Send + Sync),
+) -> (PassOutcome, bool) {
+    let mut summary_failed = false;
+    let mut relearned = 0;
+    // The user's `PreCompact` hooks, before the pass sends anything: exit 2 skips it.
+    let mut skipped = session.pre_compact(&request.trigger).await;
+    let outcome = loop {
+        if let Some(reason) = skipped.take() {
+            compactor.summary_failed(session, &reason, emit);
+            summary_failed = true;
+            break PassOutcome::Failed(reason);
+        }
+        break match attempt(session, &compactor.clock, request, cancel.clone(), emit).await {
+            Ok(done) => {
+                summary_succeeded(compactor, &done);
+                done
+            }
+            Err(Stop::Refused(reason)) => PassOutcome::Refused(reason),
+            Err(Stop::Failed(reason)) => PassOutcome::Failed(reason),
+            Err(Stop::SummaryFailed(reason)) => {
+                compactor.summary_failed(session, &reason, emit);
+                summary_failed = true;
+                PassOutcome::Failed(reason)
+            }
+            Err(Stop::Cancelled) => PassOutcome::Cancelled,
+            Err(Stop::WindowLearned { window, source }) => {
+                if let Err(err) = learned_from_summary(session, window, source, emit) {
+                    PassOutcome::Failed(format!("cannot journal the window learned: {err}"))
+                } else if relearned < WINDOW_RETRIES {
+                    relearned += 1;
+                    continue;
+                } else {
+                    PassOutcome::Failed(
+                        "the provider rejected the summary request as too long, even shortened"
+                            .into(),
+                    )
+                }
+            }
+        };
+    };
+    (outcome, summary_failed)
+}
+
+/// How the pass ended, told: logged with its figures, emitted as an event and, when it was
+/// refused or failed, journaled as a `system` notice (a failed summary marked on it).
+fn report(
+    session: &mut dyn Conversation,
+    trigger: &Trigger,
+    outcome: &PassOutcome,
+    summary_failed: bool,
+    emit: &(dyn Fn(Event) + Send + Sync),
+) {
+    let typed_trigger = crate::history_pages::trigger_of(trigger);
+    let trigger = trigger.as_str().to_owned();
+    let pressure = session.budget().pressure().tokens;
+    let (threshold, usable_input) =
+        (session.budget().limits().threshold, session.budget().limits().usable_input);
+    match outcome {
+        PassOutcome::Compacted { id, path, tokens_before, tokens_after, fits } => {
+            tracing::info!(%trigger, %id, path = path.as_str(), tokens_before, tokens_after, fits, "compaction pass finished");
+            emit(super::commit::finished_event(
+                session,
+                id,
+                typed_trigger,
+                (*tokens_before, *tokens_after),
+            ));
+        }
+        PassOutcome::Refused(reason) => {
+            tracing::info!(%trigger, %reason, pressure, threshold, usable_input, "nothing to compact");
+            let text = format!("nothing to compact ({trigger}): {reason}");
+            notice(session, SystemPayload::new(Level::Info, text));
+            emit(Event::CompactionRefused { reason: reason.clone() });
+        }
+        PassOutcome::Failed(reason) => {
+            tracing::warn!(%trigger, %reason, pressure, threshold, usable_input, "compaction failed");
+            let text = format!("compaction ({trigger}) failed, nothing was changed: {reason}");
+            let mut payload = SystemPayload::new(Level::Warning, text);
+            // Journaled, so the backoff holds across processes (each `exec` is one).
+            payload.summary_failed = summary_failed;
+            notice(session, payload);
+            emit(Event::CompactionFailed { reason: reason.clone() });
+        }
+        PassOutcome::Cancelled => {
+            // Nothing is written: an interrupted pass leaves the file as it was.
+            tracing::info!(%trigger, "compaction cancelled");
+            emit(Event::CompactionCancelled);
+        }
+    }
+}
+
+/// A summary request was rejected as too long: the window it teaches replaces the session's,
+/// journaled, and the user is told once, in one sentence.
+pub(super) fn learned_from_summary(
+    session: &mut dyn Conversation,
+    window: u64,
+    source: crate::budget::WindowSource,
+    emit: &(dyn Fn(Event) + Send + Sync),
+) -> Result<(), crate::error::EngineError> {
+    let how = if source == crate::budget::WindowSource::Overflow {
+        "its window".to_owned()
+    } else {
+        "90 % of that request, since the error named no window,".to_owned()
+    };
+    conversation::warn(
+        emit,
+        format!(
+            "the provider rejected the summary request as too long; Codewhale takes {how} \
+             {window} tokens from now on and writes the note under it"
+        ),
+    );
+    session.learn_window(window, source)?;
+    emit(session.usage_event(None, None));
+    Ok(())
+}
+
+/// Called when a pass wrote a summary: auto passes run normally again.
+fn summary_succeeded(compactor: &mut Compactor, outcome: &PassOutcome) {
+    if matches!(
+        outcome,
+        PassOutcome::Compacted { path: codewhale_journal::CompactionPath::Summary, .. }
+    ) {
+        compactor.summary_backoff = None;
+    }
+}
+
+fn notice(session: &mut dyn Conversation, payload: SystemPayload) {
+    let parent = session.journal().head_id().clone();
+    if let Err(err) = session.append_entry(Entry::new(Some(parent), payload)) {
+        tracing::error!("cannot journal the compaction notice: {err}");
+    }
+}

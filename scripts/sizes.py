@@ -99,10 +99,17 @@ def functions(lines: list[str]):
         if not m:
             continue
         depth = 0
+        parens = 0
         opened = False
         for end in range(start, len(code)):
             for ch in code[end]:
-                if ch == "{":
+                if not opened and ch in "()":
+                    parens += 1 if ch == "(" else -1
+                elif not opened and parens > 0:
+                    # A brace inside the parameter list is a pattern's
+                    # (`Viewed { view, plain }: Viewed<'_>`), not the body's.
+                    continue
+                elif ch == "{":
                     depth += 1
                     opened = True
                 elif ch == "}":

@@ -24,7 +24,7 @@ mod table;
 pub mod task;
 pub mod web_fetch;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use codewhale_provider::ToolSpec;
@@ -153,36 +153,11 @@ pub async fn execute(
         Ok(call) => call,
         Err(message) => return ToolOutput::error(message),
     };
-    let ws = ctx.workspace.clone();
-    let resolve = |raw: &str| -> Result<(PathBuf, String), String> {
-        let r = paths::resolve(&ws, raw)?;
-        let shown = paths::display(&ws, &r.path);
-        Ok((r.path, shown))
-    };
-    // The file tools never reach a protected place without the user's yes, however the path
-    // leads there now (a link made since the question, a hardlink).
-    if let (Call::Write(_) | Call::Edit(_), false) = (&call, ctx.allow_protected) {
-        if let Some(Ok((p, shown))) = call.path().map(&resolve) {
-            if let Some(why) = crate::protected::is_protected(&ws, &p) {
-                return ToolOutput::error(format!(
-                    "refused: {shown} is protected ({}); only the user may allow writing it",
-                    why.reason()
-                ));
-            }
-        }
+    if let Some(refused) = refuse_write(ctx, &call) {
+        return refused;
     }
-    // One sandbox for every tool (docs/security.md): the file tools write only where a
-    // confined command could.
-    if let (Call::Write(_) | Call::Edit(_), Some(sandbox)) = (&call, ctx.sandbox.as_deref()) {
-        if let Some(Ok((p, _))) = call.path().map(&resolve) {
-            let real = paths::real_location(&p);
-            if !sandbox.rules().allows_write(&real) {
-                let refused = vec![real];
-                let text = shell::refusal_line(&refused, "", sandbox).unwrap_or_default();
-                return ToolOutput { refused, ..ToolOutput::error(text) };
-            }
-        }
-    }
+    let ws = &ctx.workspace;
+    let resolve = |raw: &str| resolve_in(ws, raw);
     let mut changed = Vec::new();
     let result = match call {
         Call::Read(a) => {
@@ -207,28 +182,71 @@ pub async fn execute(
                 text
             })
         }),
-        Call::Search(a) => {
-            let root = match a.path.as_deref() {
-                Some(p) => resolve(p).map(|(p, _)| p),
-                None => Ok(ws.clone()),
-            };
-            match root {
-                Ok(root) => {
-                    let ws2 = ws.clone();
-                    tokio::task::spawn_blocking(move || {
-                        search::search(&ws2, &root, &a.pattern, a.glob.as_deref())
-                    })
-                    .await
-                    .unwrap_or_else(|e| Err(format!("the search stopped unexpectedly: {e}")))
-                }
-                Err(e) => Err(e),
-            }
-        }
+        Call::Search(a) => search_in(ws, a).await,
         Call::Shell(a) => return run_shell(ctx, &a, progress).await,
     };
     match result {
         Ok(text) => ToolOutput { files: changed, ..ToolOutput::capped(&text) },
         Err(message) => ToolOutput::error(message),
+    }
+}
+
+/// `raw` resolved in the workspace `ws`: the path, and how the model is shown it.
+fn resolve_in(ws: &Path, raw: &str) -> Result<(PathBuf, String), String> {
+    let r = paths::resolve(ws, raw)?;
+    let shown = paths::display(ws, &r.path);
+    Ok((r.path, shown))
+}
+
+/// The refusal of a `write_file` or `edit_file` that reaches, by the path as it leads now, a
+/// protected place the user did not allow or a place the sandbox does not let commands write.
+fn refuse_write(ctx: &ToolContext, call: &Call) -> Option<ToolOutput> {
+    let ws = &ctx.workspace;
+    let resolve = |raw: &str| resolve_in(ws, raw);
+    // The file tools never reach a protected place without the user's yes, however the path
+    // leads there now (a link made since the question, a hardlink).
+    if let (Call::Write(_) | Call::Edit(_), false) = (call, ctx.allow_protected) {
+        if let Some(Ok((p, shown))) = call.path().map(resolve) {
+            if let Some(why) = crate::protected::is_protected(ws, &p) {
+                return Some(ToolOutput::error(format!(
+                    "refused: {shown} is protected ({}); only the user may allow writing it",
+                    why.reason()
+                )));
+            }
+        }
+    }
+    // One sandbox for every tool (docs/security.md): the file tools write only where a
+    // confined command could.
+    if let (Call::Write(_) | Call::Edit(_), Some(sandbox)) = (call, ctx.sandbox.as_deref()) {
+        if let Some(Ok((p, _))) = call.path().map(resolve) {
+            let real = paths::real_location(&p);
+            if !sandbox.rules().allows_write(&real) {
+                let refused = vec![real];
+                let text = shell::refusal_line(&refused, "", sandbox).unwrap_or_default();
+                return Some(ToolOutput { refused, ..ToolOutput::error(text) });
+            }
+        }
+    }
+    None
+}
+
+/// A `search` call: under its path (resolved in the workspace `ws`), else the whole
+/// workspace, on a blocking thread.
+async fn search_in(ws: &Path, a: table::SearchArgs) -> Result<String, String> {
+    let root = match a.path.as_deref() {
+        Some(p) => resolve_in(ws, p).map(|(p, _)| p),
+        None => Ok(ws.to_path_buf()),
+    };
+    match root {
+        Ok(root) => {
+            let ws2 = ws.to_path_buf();
+            tokio::task::spawn_blocking(move || {
+                search::search(&ws2, &root, &a.pattern, a.glob.as_deref())
+            })
+            .await
+            .unwrap_or_else(|e| Err(format!("the search stopped unexpectedly: {e}")))
+        }
+        Err(e) => Err(e),
     }
 }
 

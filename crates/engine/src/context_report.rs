@@ -269,16 +269,55 @@ pub fn build(
     model: &str,
     anchors_text: Option<&str>,
 ) -> ContextReport {
-    let retained: Vec<&EntryId> = view
-        .compaction
-        .as_ref()
-        .map(|c| c.record.retained_ids.iter().collect())
-        .unwrap_or_default();
     let mut tokens = Tokens {
         system: budget.system().prompt,
         tools: budget.system().schemas,
         ..Tokens::default()
     };
+    let entries = view_entries(view, plain, &mut tokens);
+    let shown = budget.shown();
+    tokens.total = shown.tokens;
+    tokens.source = shown.source;
+    tokens.left_out = budget.pressure().tokens.saturating_sub(shown.tokens);
+    let last_round = last_round(budget, plain);
+    let anchors = anchors_report(plain, anchors_text);
+    let compaction = active_report(journal, view);
+    debug_assert!(plain.messages.iter().filter(|m| is_checkpoint(m)).count() <= 1);
+    let limits = budget.limits();
+    ContextReport {
+        session: journal.session_id().to_owned(),
+        head: view.head.to_string(),
+        model: model.to_owned(),
+        context_window: limits.window,
+        window_source: limits.window_source.as_str().to_owned(),
+        window_unverified: limits.is_unverified(),
+        reserved_output: limits.reserved_output,
+        usable_input: limits.usable_input,
+        threshold: limits.threshold,
+        tokens,
+        compaction,
+        compactions: journal.compactions().count(),
+        last_round,
+        anchors,
+        plan: journal
+            .position(view.head.as_str())
+            .and_then(|head| crate::plan::live_plan(journal, head, None).plan),
+        background: None,
+        view: entries,
+        branches: crate::branches::branches(journal),
+        file_store_bytes: 0,
+        skills: Default::default(),
+    }
+}
+
+/// Each item of the view with its kind, role and tokens (images apart), its tokens added to
+/// `tokens` by what they are.
+fn view_entries(view: &View, plain: &PlainView, tokens: &mut Tokens) -> Vec<ViewEntry> {
+    let retained: Vec<&EntryId> = view
+        .compaction
+        .as_ref()
+        .map(|c| c.record.retained_ids.iter().collect())
+        .unwrap_or_default();
     let mut entries = Vec::with_capacity(view.items.len());
     for (item, &n) in view.items.iter().zip(&plain.tokens) {
         let images = u64::from(counts::image_tokens(item.blocks())).min(n);
@@ -322,13 +361,12 @@ pub fn build(
             tokens: n,
         });
     }
-    let shown = budget.shown();
-    tokens.total = shown.tokens;
-    tokens.source = shown.source;
-    tokens.left_out = budget.pressure().tokens.saturating_sub(shown.tokens);
+    entries
+}
 
-    // The round the cut and the survival contract protect: after a long discussion, the latest
-    // turn and the two tool exchanges kept from before it.
+/// The round the cut and the survival contract protect: after a long discussion, the latest
+/// turn and the two tool exchanges kept from before it.
+fn last_round(budget: &Budget, plain: &PlainView) -> LastRound {
     let policy = budget.limits().cut_policy(budget.calibration());
     let round = policy.round(&plain.messages, &plain.tokens).unwrap_or_default();
     let protected: Vec<&crate::compaction::message::Message> = plain
@@ -338,12 +376,16 @@ pub fn build(
         .filter(|(i, _)| *i >= round.start || round.holds_exchange(*i))
         .map(|(_, m)| m)
         .collect();
-    let last_round = LastRound {
+    LastRound {
         messages: protected.len() as u64,
         tool_results: protected.iter().map(|m| m.tool_result_ids().count() as u64).sum(),
         assistant_kept: protected.iter().filter(|m| m.role == Role::Assistant).count() as u64,
-    };
-    let anchors = match anchors_text {
+    }
+}
+
+/// How many notes are pinned, their length, and whether the view carries each verbatim.
+fn anchors_report(plain: &PlainView, anchors_text: Option<&str>) -> AnchorsReport {
+    match anchors_text {
         Some(text) => {
             let each = anchors_in_view(plain, text);
             AnchorsReport {
@@ -353,8 +395,12 @@ pub fn build(
             }
         }
         None => AnchorsReport { present: true, ..AnchorsReport::default() },
-    };
-    let compaction = view.compaction.as_ref().map(|c| ActiveReport {
+    }
+}
+
+/// The compaction the view starts from, if any.
+fn active_report(journal: &Journal, view: &View) -> Option<ActiveReport> {
+    view.compaction.as_ref().map(|c| ActiveReport {
         id: c.id.to_string(),
         path: kind_of(&c.record.path),
         trigger: trigger_of(&c.record.trigger),
@@ -368,33 +414,7 @@ pub fn build(
         tokens_after: c.record.tokens_after,
         model: c.record.model.clone(),
         when: journal.get(c.id.as_str()).map(|e| e.ts.to_string()).unwrap_or_default(),
-    });
-    debug_assert!(plain.messages.iter().filter(|m| is_checkpoint(m)).count() <= 1);
-    let limits = budget.limits();
-    ContextReport {
-        session: journal.session_id().to_owned(),
-        head: view.head.to_string(),
-        model: model.to_owned(),
-        context_window: limits.window,
-        window_source: limits.window_source.as_str().to_owned(),
-        window_unverified: limits.is_unverified(),
-        reserved_output: limits.reserved_output,
-        usable_input: limits.usable_input,
-        threshold: limits.threshold,
-        tokens,
-        compaction,
-        compactions: journal.compactions().count(),
-        last_round,
-        anchors,
-        plan: journal
-            .position(view.head.as_str())
-            .and_then(|head| crate::plan::live_plan(journal, head, None).plan),
-        background: None,
-        view: entries,
-        branches: crate::branches::branches(journal),
-        file_store_bytes: 0,
-        skills: Default::default(),
-    }
+    })
 }
 
 #[cfg(test)]

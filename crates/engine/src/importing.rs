@@ -95,54 +95,84 @@ pub fn import(params: &ImportParams<'_>) -> Result<Imported, ImportFailed> {
         app_version: env!("CARGO_PKG_VERSION").to_owned(),
     };
     let dir = sessions_dir(params.home);
-    let source_path = source.display().to_string();
-    let earlier: Vec<String> = codewhale_journal::list_sessions(&dir)
+    let earlier = earlier_imports(&dir, &source.display().to_string());
+    remove_stale_partials(&dir);
+    let mut writer = Writer::new(&dir, &redactor, exact);
+    let imported =
+        codewhale_import::import_file(params.source, &origin, |entry| writer.take(entry))?;
+    let mut report = imported.report;
+    // An image whose bytes could not be kept was replaced by a line saying why.
+    report.images_imported = report.images_imported.saturating_sub(writer.images_failed);
+    report.images_replaced += writer.images_failed;
+    for _ in 0..writer.secret_thinking {
+        report.drop_thinking(thinking_reason::HELD_A_SECRET);
+    }
+    let path = complete(params.source, writer.file, &dir)?;
+    let view_tokens = view_tokens(&path, exact)?;
+    Ok(Imported {
+        session_id: imported.session_id,
+        path,
+        report,
+        view_tokens,
+        view_tokens_estimated: !exact,
+        earlier,
+    })
+}
+
+/// The sessions in `dir` imported from `source_path` before, newest first.
+fn earlier_imports(dir: &Path, source_path: &str) -> Vec<String> {
+    codewhale_journal::list_sessions(dir)
         .map(|l| l.sessions)
         .unwrap_or_default()
         .into_iter()
-        .filter(|s| s.imported_from.as_deref() == Some(source_path.as_str()))
+        .filter(|s| s.imported_from.as_deref() == Some(source_path))
         .map(|s| s.id)
-        .collect();
-    remove_stale_partials(&dir);
-    let mut file: Option<JournalFile> = None;
-    let mut written = 0u64;
-    let mut secret_thinking = 0u64;
-    let mut images = 0u64;
-    let mut images_failed = 0u64;
-    let mut blobs: Option<PathBuf> = None;
-    let sink = |mut entry: Entry| -> Result<(), ImportError> {
+        .collect()
+}
+
+/// The converted entries on their way into the new journal: inline images to the blob store,
+/// secrets redacted, exact counts when the source is small enough, then appended to the
+/// `.importing` file (made by the header, the first entry).
+struct Writer<'a> {
+    dir: &'a Path,
+    redactor: &'a Redactor,
+    exact: bool,
+    file: Option<JournalFile>,
+    written: u64,
+    /// Signed thinking blocks dropped because they held a secret.
+    secret_thinking: u64,
+    images: u64,
+    /// Images replaced by a line saying why they were not kept.
+    images_failed: u64,
+    blobs: Option<PathBuf>,
+}
+
+impl<'a> Writer<'a> {
+    fn new(dir: &'a Path, redactor: &'a Redactor, exact: bool) -> Writer<'a> {
+        Writer {
+            dir,
+            redactor,
+            exact,
+            file: None,
+            written: 0,
+            secret_thinking: 0,
+            images: 0,
+            images_failed: 0,
+            blobs: None,
+        }
+    }
+
+    /// Takes one converted entry into the journal.
+    fn take(&mut self, mut entry: Entry) -> Result<(), ImportError> {
         if let Payload::Header(h) = &entry.payload {
-            blobs = Some(codewhale_journal::blob::blob_dir(
-                &dir.join(format!("{}.jsonl", h.session_id)),
+            self.blobs = Some(codewhale_journal::blob::blob_dir(
+                &self.dir.join(format!("{}.jsonl", h.session_id)),
             ));
         }
-        // Images with their bytes inline go to the blob store before the entry naming them.
-        // At most as many a message as a message carries: the rest are named, never decoded.
-        if let (Payload::User(u), Some(blobs)) = (&mut entry.payload, blobs.as_deref()) {
-            let mut in_message = 0;
-            for block in &mut u.content {
-                if crate::images::is_inline(block) {
-                    in_message += 1;
-                    if in_message > crate::images::MAX_PER_MESSAGE {
-                        images += 1;
-                        images_failed += 1;
-                        *block = codewhale_journal::Block::text(format!(
-                            "[image not imported: a message carries at most {} images]",
-                            crate::images::MAX_PER_MESSAGE
-                        ));
-                        continue;
-                    }
-                }
-                if let Some(stored) = crate::images::import_inline(block, blobs, images + 1) {
-                    images += 1;
-                    images_failed += u64::from(stored.as_image().is_none());
-                    *block = stored;
-                }
-            }
-        }
-        secret_thinking += signed_thinking_with_secret(&redactor, &entry.payload);
-        redactor.redact_payload(&mut entry.payload);
-        if exact {
+        self.store_images(&mut entry);
+        self.secret_thinking += signed_thinking_with_secret(self.redactor, &entry.payload);
+        self.redactor.redact_payload(&mut entry.payload);
+        if self.exact {
             let counted = match &entry.payload {
                 Payload::Compaction(record) => {
                     Some(counts::Counted { text: record.note.clone(), images: 0 })
@@ -153,35 +183,65 @@ pub fn import(params: &ImportParams<'_>) -> Result<Imported, ImportFailed> {
                 entry.tokens = Some(counted.exact());
             }
         }
+        self.append(entry)
+    }
+
+    /// Images with their bytes inline go to the blob store before the entry naming them.
+    /// At most as many a message as a message carries: the rest are named, never decoded.
+    fn store_images(&mut self, entry: &mut Entry) {
+        let (Payload::User(u), Some(blobs)) = (&mut entry.payload, self.blobs.as_deref()) else {
+            return;
+        };
+        let mut in_message = 0;
+        for block in &mut u.content {
+            if crate::images::is_inline(block) {
+                in_message += 1;
+                if in_message > crate::images::MAX_PER_MESSAGE {
+                    self.images += 1;
+                    self.images_failed += 1;
+                    *block = codewhale_journal::Block::text(format!(
+                        "[image not imported: a message carries at most {} images]",
+                        crate::images::MAX_PER_MESSAGE
+                    ));
+                    continue;
+                }
+            }
+            if let Some(stored) = crate::images::import_inline(block, blobs, self.images + 1) {
+                self.images += 1;
+                self.images_failed += u64::from(stored.as_image().is_none());
+                *block = stored;
+            }
+        }
+    }
+
+    /// Appends `entry` to the `.importing` file; the header creates it.
+    fn append(&mut self, entry: Entry) -> Result<(), ImportError> {
         let sink_err = |e: Box<dyn std::error::Error + Send + Sync>| ImportError::Sink(e);
-        written += 1;
-        if written == 3 {
+        self.written += 1;
+        if self.written == 3 {
             crate::pause_point::reached("import:entries");
         }
-        match &mut file {
+        match &mut self.file {
             // Not held: an import's memory is its index, whatever the source's size.
             Some(f) => f.append_unheld(entry).map_err(|e| sink_err(Box::new(e))),
             None => {
                 let Payload::Header(h) = &entry.payload else {
                     return Err(sink_err("the first entry of an import is not a header".into()));
                 };
-                let path = dir.join(format!("{}.{PARTIAL}", h.session_id));
-                file = Some(JournalFile::create(&path, entry).map_err(|e| sink_err(Box::new(e)))?);
+                let path = self.dir.join(format!("{}.{PARTIAL}", h.session_id));
+                self.file =
+                    Some(JournalFile::create(&path, entry).map_err(|e| sink_err(Box::new(e)))?);
                 Ok(())
             }
         }
-    };
-    let imported = codewhale_import::import_file(params.source, &origin, sink)?;
-    let mut report = imported.report;
-    // An image whose bytes could not be kept was replaced by a line saying why.
-    report.images_imported = report.images_imported.saturating_sub(images_failed);
-    report.images_replaced += images_failed;
-    for _ in 0..secret_thinking {
-        report.drop_thinking(thinking_reason::HELD_A_SECRET);
     }
+}
+
+/// Closes the `.importing` file and renames it to the session's journal, durably; its path.
+fn complete(source: &Path, file: Option<JournalFile>, dir: &Path) -> Result<PathBuf, ImportFailed> {
     let Some(file) = file else {
         return Err(ImportError::Empty {
-            path: params.source.to_path_buf(),
+            path: source.to_path_buf(),
             reason: "nothing was written".into(),
         }
         .into());
@@ -196,11 +256,17 @@ pub fn import(params: &ImportParams<'_>) -> Result<Imported, ImportFailed> {
     crate::pause_point::reached("import:closed");
     // Complete: from here on it is a session (the sidecars are named after the id alone).
     std::fs::rename(&partial, &path)
-        .and_then(|()| sync_dir(&dir))
+        .and_then(|()| sync_dir(dir))
         .map_err(|e| ImportError::Sink(Box::new(e)))?;
+    Ok(path)
+}
+
+/// The size of HEAD's view of the session at `path` (exact, or an estimate), once the view
+/// passed the checks a request would; an error when it did not.
+fn view_tokens(path: &Path, exact: bool) -> Result<u64, ImportFailed> {
     // The view is read back from the file, as the next open reads it (lazily: only what it
     // shows).
-    let loaded = codewhale_journal::load_read_only(&path)
+    let loaded = codewhale_journal::load_read_only(path)
         .map_err(|e| ImportError::Sink(Box::new(std::io::Error::other(e.to_string()))))?;
     let journal = loaded.journal;
     let view = render(&journal, journal.head_id().as_str());
@@ -221,16 +287,9 @@ pub fn import(params: &ImportParams<'_>) -> Result<Imported, ImportFailed> {
         view_tokens += n;
     }
     if let Some(e) = view_error {
-        return Err(ImportFailed::View { path, reason: e.to_string() });
+        return Err(ImportFailed::View { path: path.to_path_buf(), reason: e.to_string() });
     }
-    Ok(Imported {
-        session_id: imported.session_id,
-        path,
-        report,
-        view_tokens,
-        view_tokens_estimated: !exact,
-        earlier,
-    })
+    Ok(view_tokens)
 }
 
 /// The extension of a journal still being imported.

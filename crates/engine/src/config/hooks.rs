@@ -92,70 +92,73 @@ pub(super) fn parse(
         };
         for (i, table) in tables.iter().enumerate() {
             let line = line_of(text, event, i);
-            let Some(table) = table.as_table() else {
-                bad(line, format!("write each hook as a `[[hooks.{event}]]` table"));
-                continue;
-            };
-            if let Some(key) =
-                table.keys().find(|k| !["command", "matcher", "timeout_sec"].contains(&k.as_str()))
-            {
-                bad(
-                    line,
-                    format!("`{key}` is not a hook setting (use command, matcher, timeout_sec)"),
-                );
-                continue;
+            match hook(path, event, table, line) {
+                Ok(hook) => hooks.push(hook),
+                Err(why) => bad(line, why),
             }
-            let Some(command) =
-                table.get("command").and_then(toml::Value::as_str).filter(|c| !c.trim().is_empty())
-            else {
-                bad(line, "the hook has no `command` (a shell command line)".into());
-                continue;
-            };
-            let matcher = match table.get("matcher") {
-                None => None,
-                Some(m) => {
-                    match m.as_str() {
-                        Some(_) if !matches!(event.as_str(), "PreToolUse" | "PostToolUse") => {
-                            bad(line, format!("`matcher` applies to PreToolUse and PostToolUse only, not {event}"));
-                            continue;
-                        }
-                        Some(m) => match regex::Regex::new(&format!("^(?:{m})$")) {
-                            Ok(_) => Some(m.to_owned()),
-                            Err(e) => {
-                                let why = e.to_string();
-                                let why = why.lines().last().unwrap_or_default().trim().to_owned();
-                                bad(line, format!("`matcher` is not a regular expression: {why}"));
-                                continue;
-                            }
-                        },
-                        None => {
-                            bad(line, "`matcher` must be a string (a regular expression)".into());
-                            continue;
-                        }
-                    }
-                }
-            };
-            let timeout_sec = match table.get("timeout_sec") {
-                None => DEFAULT_TIMEOUT_SEC,
-                Some(t) => match t.as_float().or_else(|| t.as_integer().map(|i| i as f64)) {
-                    Some(t) if t > 0.0 && t.is_finite() => t,
-                    _ => {
-                        bad(line, "`timeout_sec` must be a positive number of seconds".into());
-                        continue;
-                    }
-                },
-            };
-            hooks.push(HookConfig {
-                event: event.clone(),
-                command: command.to_owned(),
-                matcher,
-                timeout_sec,
-                file: path.to_owned(),
-                line,
-            });
         }
     }
     hooks
+}
+
+/// One `[[hooks.EVENT]]` table, written on `line` of `path`, as a hook; or why it cannot be
+/// used.
+fn hook(path: &Path, event: &str, table: &toml::Value, line: usize) -> Result<HookConfig, String> {
+    let Some(table) = table.as_table() else {
+        return Err(format!("write each hook as a `[[hooks.{event}]]` table"));
+    };
+    if let Some(key) =
+        table.keys().find(|k| !["command", "matcher", "timeout_sec"].contains(&k.as_str()))
+    {
+        return Err(format!("`{key}` is not a hook setting (use command, matcher, timeout_sec)"));
+    }
+    let Some(command) =
+        table.get("command").and_then(toml::Value::as_str).filter(|c| !c.trim().is_empty())
+    else {
+        return Err("the hook has no `command` (a shell command line)".into());
+    };
+    let matcher = matcher(event, table.get("matcher"))?;
+    let timeout_sec = timeout_sec(table.get("timeout_sec"))?;
+    Ok(HookConfig {
+        event: event.to_owned(),
+        command: command.to_owned(),
+        matcher,
+        timeout_sec,
+        file: path.to_owned(),
+        line,
+    })
+}
+
+/// A hook's `matcher`: a regular expression over the tool's name, for the tool events only.
+fn matcher(event: &str, matcher: Option<&toml::Value>) -> Result<Option<String>, String> {
+    match matcher {
+        None => Ok(None),
+        Some(m) => match m.as_str() {
+            Some(_) if !matches!(event, "PreToolUse" | "PostToolUse") => {
+                Err(format!("`matcher` applies to PreToolUse and PostToolUse only, not {event}"))
+            }
+            Some(m) => match regex::Regex::new(&format!("^(?:{m})$")) {
+                Ok(_) => Ok(Some(m.to_owned())),
+                Err(e) => {
+                    let why = e.to_string();
+                    let why = why.lines().last().unwrap_or_default().trim().to_owned();
+                    Err(format!("`matcher` is not a regular expression: {why}"))
+                }
+            },
+            None => Err("`matcher` must be a string (a regular expression)".into()),
+        },
+    }
+}
+
+/// A hook's `timeout_sec`: a positive number of seconds, [`DEFAULT_TIMEOUT_SEC`] when unset.
+fn timeout_sec(timeout: Option<&toml::Value>) -> Result<f64, String> {
+    match timeout {
+        None => Ok(DEFAULT_TIMEOUT_SEC),
+        Some(t) => match t.as_float().or_else(|| t.as_integer().map(|i| i as f64)) {
+            Some(t) if t > 0.0 && t.is_finite() => Ok(t),
+            _ => Err("`timeout_sec` must be a positive number of seconds".into()),
+        },
+    }
 }
 
 /// The line (1-based) of the `n`-th `[[hooks.EVENT]]` header in `text`, else of the first

@@ -8,17 +8,23 @@
 //! and the key (never silently ignored); keys are never read from files, so a config file can be
 //! shared; a workspace file's settings that decide where keys go or how much is allowed count
 //! only in a trusted workspace (see [`load`] and [`crate::trust`]).
+//!
+//! Here: the settings' types and loading. One file's text is read in `file`, configs are laid
+//! over each other in `fold`, the provider is resolved from a config and the environment in
+//! `provider`, and the kinds of values keys hold are in `values`.
 
 mod file;
+mod fold;
 pub mod hooks;
+mod provider;
 mod values;
 
 use std::path::{Path, PathBuf};
 
-use codewhale_provider::{OpenAiServer, ProviderConfig, ProviderKind};
+use codewhale_provider::{OpenAiServer, ProviderKind};
 
-use file::parse_provider;
 pub use file::{parse_scoped, Scope};
+pub use provider::{Env, ResolvedProvider};
 
 use crate::approval::ApprovalMode;
 
@@ -243,53 +249,6 @@ pub struct Overrides {
     pub approval: Option<ApprovalMode>,
 }
 
-/// The environment variables Codewhale reads, captured once so tests can supply their own.
-#[derive(Debug, Clone, Default)]
-pub struct Env {
-    pub openai_api_key: Option<String>,
-    pub anthropic_api_key: Option<String>,
-    pub openai_base_url: Option<String>,
-    pub anthropic_base_url: Option<String>,
-    /// Every other variable, for `api_key_env`.
-    pub others: std::collections::BTreeMap<String, String>,
-}
-
-impl Env {
-    /// Reads the process environment, with the key variables the process was handed on a
-    /// pipe when it re-executed itself without them ([`crate::sandbox::keys`]); empty values
-    /// count as unset.
-    pub fn from_process() -> Env {
-        let inherited = crate::sandbox::keys::inherited();
-        let var = |name: &str| {
-            std::env::var(name)
-                .ok()
-                .or_else(|| inherited.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone()))
-                .filter(|v| !v.trim().is_empty())
-        };
-        let mut others: std::collections::BTreeMap<String, String> =
-            std::env::vars().filter(|(_, v)| !v.trim().is_empty()).collect();
-        for (name, value) in inherited {
-            others.entry(name.clone()).or_insert_with(|| value.clone());
-        }
-        Env {
-            openai_api_key: var("OPENAI_API_KEY"),
-            anthropic_api_key: var("ANTHROPIC_API_KEY"),
-            openai_base_url: var("OPENAI_BASE_URL"),
-            anthropic_base_url: var("ANTHROPIC_BASE_URL"),
-            others,
-        }
-    }
-
-    /// The value of variable `name`, if set and not empty.
-    pub fn var(&self, name: &str) -> Option<String> {
-        match name {
-            "OPENAI_API_KEY" => self.openai_api_key.clone(),
-            "ANTHROPIC_API_KEY" => self.anthropic_api_key.clone(),
-            other => self.others.get(other).cloned(),
-        }
-    }
-}
-
 /// The user-level config file under `home`.
 pub fn user_file(home: &Path) -> PathBuf {
     home.join("config.toml")
@@ -393,226 +352,7 @@ pub struct Untrusted {
     pub refused: Option<String>,
 }
 
-/// The provider to talk to, fully resolved.
-#[derive(Debug, Clone)]
-pub struct ResolvedProvider {
-    pub kind: ProviderKind,
-    pub model: String,
-    pub base_url: String,
-    pub api_key: Option<String>,
-    /// The configured OpenAI-compatible dialect, if any (else detected from `base_url`).
-    pub server: Option<OpenAiServer>,
-}
-
-impl ResolvedProvider {
-    /// What a session opened without a provider holds (`Engine::spawn_without_model`): never
-    /// asked, as the session knows it has no model.
-    pub fn unconfigured() -> ResolvedProvider {
-        let kind = ProviderKind::OpenAi;
-        ResolvedProvider {
-            kind,
-            model: default_model(kind).to_owned(),
-            base_url: kind.default_base_url().to_owned(),
-            api_key: None,
-            server: None,
-        }
-    }
-
-    /// The provider crate's client configuration.
-    pub fn provider_config(&self) -> ProviderConfig {
-        let mut config = ProviderConfig::new(self.kind, self.api_key.clone())
-            .with_base_url(self.base_url.clone());
-        config.server = self.server;
-        config
-    }
-}
-
-/// The model used when none is configured.
-pub fn default_model(kind: ProviderKind) -> &'static str {
-    match kind {
-        ProviderKind::OpenAi => "gpt-4.1",
-        ProviderKind::Anthropic => "claude-sonnet-4-5",
-        ProviderKind::OpenAiResponses => "gpt-5-codex",
-    }
-}
-
 impl Config {
-    /// Lays `other` over `self`: every value `other` sets wins.
-    pub fn merge(&mut self, other: Config) {
-        fn over<T>(slot: &mut Option<T>, value: Option<T>) {
-            if value.is_some() {
-                *slot = value;
-            }
-        }
-        over(&mut self.provider, other.provider);
-        over(&mut self.model, other.model);
-        over(&mut self.base_url, other.base_url);
-        over(&mut self.server, other.server);
-        over(&mut self.context_window, other.context_window);
-        over(&mut self.reserved_output, other.reserved_output);
-        over(&mut self.approval, other.approval);
-        over(&mut self.api_key_env, other.api_key_env);
-        over(&mut self.idle_timeout, other.idle_timeout);
-        over(&mut self.hosted, other.hosted);
-        over(&mut self.reasoning_effort, other.reasoning_effort);
-        over(&mut self.compaction.threshold, other.compaction.threshold);
-        over(&mut self.compaction.compaction_model, other.compaction.compaction_model);
-        over(&mut self.compaction.retained_user_tokens, other.compaction.retained_user_tokens);
-        over(&mut self.compaction.background, other.compaction.background);
-        over(&mut self.compaction.background_at, other.compaction.background_at);
-        over(&mut self.compaction.max_summary_requests, other.compaction.max_summary_requests);
-        over(&mut self.compaction.idle_after, other.compaction.idle_after);
-        over(&mut self.compaction.branch_summaries, other.compaction.branch_summaries);
-        over(&mut self.compaction.branch_summary_timeout, other.compaction.branch_summary_timeout);
-        over(&mut self.shell.keep_background, other.shell.keep_background);
-        over(&mut self.shell.max_processes, other.shell.max_processes);
-        over(&mut self.tools.web_fetch, other.tools.web_fetch);
-        self.tools.web_fetch_allow.extend(other.tools.web_fetch_allow);
-        over(&mut self.tools.subagent_model, other.tools.subagent_model);
-        over(&mut self.tools.max_subagents, other.tools.max_subagents);
-        over(&mut self.sandbox.mode, other.sandbox.mode);
-        over(&mut self.sandbox.network, other.sandbox.network);
-        over(&mut self.sandbox.namespaces, other.sandbox.namespaces);
-        over(&mut self.sandbox.git_writable, other.sandbox.git_writable);
-        over(&mut self.tui.notify, other.tui.notify);
-        over(&mut self.max_checkpoint_bytes, other.max_checkpoint_bytes);
-        for (model, price) in other.pricing {
-            self.pricing.retain(|(m, _)| *m != model);
-            self.pricing.push((model, price));
-        }
-        self.sandbox.writable.extend(other.sandbox.writable);
-        for (name, value) in other.shell.env {
-            self.shell.env.retain(|(n, _)| *n != name);
-            self.shell.env.push((name, value));
-        }
-        self.redaction.patterns.extend(other.redaction.patterns);
-        self.trusted_workspaces.extend(other.trusted_workspaces);
-        over(&mut self.untrusted, other.untrusted);
-        for server in other.mcp_servers {
-            self.mcp_servers.retain(|s| s.name != server.name);
-            self.mcp_servers.push(server);
-        }
-        self.hooks.extend(other.hooks);
-        self.notices.extend(other.notices);
-    }
-
-    /// The settings that decide where keys go or how much is allowed, by key name, that this
-    /// configuration sets: honoured from a workspace's file only when it is trusted.
-    pub fn gated_keys(&self) -> Vec<String> {
-        let mut keys = Vec::new();
-        let mut set = |present: bool, key: &str| {
-            if present {
-                keys.push(key.to_owned());
-            }
-        };
-        set(self.provider.is_some(), "provider");
-        set(self.base_url.is_some(), "base_url");
-        set(self.api_key_env.is_some(), "api_key_env");
-        set(self.approval.is_some(), "approval");
-        set(!self.shell.env.is_empty(), "shell.env");
-        // A workspace must not lift the cap a fork bomb runs into.
-        set(self.shell.max_processes.is_some(), "shell.max_processes");
-        // A server is a program run (or a URL reached) at session start.
-        set(!self.mcp_servers.is_empty(), "mcp_servers");
-        // A hook is a command run on the user's behalf.
-        set(!self.hooks.is_empty(), "hooks");
-        // What loosens the sandbox; `read-only` and `network = false` only tighten it and
-        // count before trust.
-        set(self.sandbox.mode == Some(crate::sandbox::SandboxMode::Off), "sandbox.mode");
-        set(!self.sandbox.writable.is_empty(), "sandbox.writable");
-        set(self.sandbox.network == Some(true), "sandbox.network");
-        // Both put .git within a command's reach; `namespaces = true` only tightens.
-        set(self.sandbox.namespaces == Some(false), "sandbox.namespaces");
-        set(self.sandbox.git_writable.is_some(), "sandbox.git_writable");
-        // A pattern decides what is journaled: one matching everything destroys the record.
-        set(!self.redaction.patterns.is_empty(), "redaction.patterns");
-        // A listed host is fetched without asking, a private one included.
-        set(!self.tools.web_fetch_allow.is_empty(), "tools.web_fetch_allow");
-        // How many model sessions run at once on the user's key.
-        set(self.tools.max_subagents.is_some(), "tools.max_subagents");
-        keys
-    }
-
-    /// Leaves out every setting of [`Config::gated_keys`].
-    pub fn clear_gated(&mut self) {
-        self.provider = None;
-        self.base_url = None;
-        self.api_key_env = None;
-        self.approval = None;
-        self.shell.env.clear();
-        self.shell.max_processes = None;
-        self.mcp_servers.clear();
-        self.hooks.clear();
-        if self.sandbox.mode == Some(crate::sandbox::SandboxMode::Off) {
-            self.sandbox.mode = None;
-        }
-        self.sandbox.writable.clear();
-        if self.sandbox.network == Some(true) {
-            self.sandbox.network = None;
-        }
-        if self.sandbox.namespaces == Some(false) {
-            self.sandbox.namespaces = None;
-        }
-        self.sandbox.git_writable = None;
-        self.redaction.patterns.clear();
-        self.tools.web_fetch_allow.clear();
-        self.tools.max_subagents = None;
-    }
-
-    /// Applies command-line overrides.
-    pub fn apply(&mut self, o: &Overrides) -> Result<(), ConfigError> {
-        if let Some(name) = &o.provider {
-            let kind =
-                parse_provider(name).ok_or_else(|| ConfigError::UnknownProvider(name.clone()))?;
-            self.provider = Some(kind);
-        }
-        self.merge(Config {
-            model: o.model.clone(),
-            base_url: o.base_url.clone(),
-            context_window: o.context_window.filter(|w| *w > 0),
-            approval: o.approval,
-            ..Config::default()
-        });
-        Ok(())
-    }
-
-    /// The provider to use, or `None` when nothing configures one (no provider named, no key
-    /// and no base URL in the environment).
-    pub fn resolve_provider(&self, env: &Env) -> Result<Option<ResolvedProvider>, ConfigError> {
-        let kind = match self.provider {
-            Some(kind) => kind,
-            None if env.anthropic_api_key.is_some() => ProviderKind::Anthropic,
-            None if env.openai_api_key.is_some() || env.openai_base_url.is_some() => {
-                ProviderKind::OpenAi
-            }
-            None if self.base_url.is_some() => ProviderKind::OpenAi,
-            None => return Ok(None),
-        };
-        let (env_base, default_key_name) = match kind {
-            ProviderKind::OpenAi => (&env.openai_base_url, "OPENAI_API_KEY"),
-            ProviderKind::Anthropic => (&env.anthropic_base_url, "ANTHROPIC_API_KEY"),
-            ProviderKind::OpenAiResponses => (&env.openai_base_url, "OPENAI_API_KEY"),
-        };
-        let key_name = self.api_key_env.clone().unwrap_or_else(|| default_key_name.to_owned());
-        let key = &env.var(&key_name);
-        let base_url = self
-            .base_url
-            .clone()
-            .or_else(|| env_base.clone())
-            .unwrap_or_else(|| kind.default_base_url().to_owned());
-        let official = base_url.trim_end_matches('/') == kind.default_base_url();
-        if key.is_none() && official {
-            return Err(ConfigError::MissingKey { provider: kind.as_str(), env: key_name });
-        }
-        Ok(Some(ResolvedProvider {
-            kind,
-            model: self.model.clone().unwrap_or_else(|| default_model(kind).to_owned()),
-            base_url,
-            api_key: key.clone(),
-            server: self.server,
-        }))
-    }
-
     /// The price of `model`: a `[pricing]` entry for its id (or the id without its
     /// `vendor/` prefix and `:tag`), else the catalog's; `None` when neither knows one.
     pub fn price_of(&self, model: &str) -> Option<codewhale_provider::Price> {
@@ -628,19 +368,6 @@ impl Config {
     /// The approval mode in effect (default `ask`).
     pub fn approval_mode(&self) -> ApprovalMode {
         self.approval.unwrap_or_default()
-    }
-
-    /// The variables that hold provider keys, which no command may see: the built-in ones
-    /// and the one `api_key_env` names.
-    pub fn key_variables(&self) -> Vec<String> {
-        let mut names: Vec<String> =
-            crate::sandbox::keys::BUILT_IN.iter().map(|n| (*n).to_owned()).collect();
-        if let Some(name) = self.api_key_env.as_ref().filter(|n| !n.trim().is_empty()) {
-            if !names.contains(name) {
-                names.push(name.clone());
-            }
-        }
-        names
     }
 }
 

@@ -51,7 +51,7 @@ impl ConfigValue for Seconds {
     type Raw = f64;
     fn check(raw: f64) -> Result<Self, String> {
         if raw > 0.0 && raw.is_finite() {
-            Ok(Seconds(Duration::from_secs_f64(raw)))
+            Duration::try_from_secs_f64(raw).map(Seconds).map_err(|_| too_long(raw))
         } else {
             Err("must be a positive number of seconds".into())
         }
@@ -72,11 +72,17 @@ impl ConfigValue for SecondsOrOff {
     type Raw = f64;
     fn check(raw: f64) -> Result<Self, String> {
         if raw >= 0.0 && raw.is_finite() {
-            Ok(SecondsOrOff(Duration::from_secs_f64(raw)))
+            Duration::try_from_secs_f64(raw).map(SecondsOrOff).map_err(|_| too_long(raw))
         } else {
             Err("must be a number of seconds, 0 to turn idle compaction off".into())
         }
     }
+}
+
+/// Why a finite number of seconds is refused: more than a duration holds (about 584 billion
+/// years), so a typo's extra digits get a sentence, never a crash.
+fn too_long(raw: f64) -> String {
+    format!("{raw} seconds is longer than any wait Codewhale can keep; use a smaller number")
 }
 
 /// A positive number of milliseconds (the `_ms` spelling of a timeout).
@@ -163,6 +169,11 @@ mod tests {
         }
         assert_eq!(SecondsOrOff::check(0.0).map(SecondsOrOff::get), Ok(Duration::ZERO));
         assert!(SecondsOrOff::check(-1.0).is_err() && SecondsOrOff::check(f64::NAN).is_err());
+        // More than a duration holds is refused with a sentence, not a panic.
+        for check in [|v| Seconds::check(v).map(|_| ()), |v| SecondsOrOff::check(v).map(|_| ())] {
+            let e = check(1e30).unwrap_err();
+            assert!(e.contains("longer than any wait"), "{e}");
+        }
         assert_eq!(Millis::check(1).map(Millis::get), Ok(Duration::from_millis(1)));
         assert!(Millis::check(0).is_err());
         assert_eq!(Tokens::check(8).map(Tokens::get), Ok(8));

@@ -134,43 +134,13 @@ async fn run_one(
 ) -> Result<ScenarioReport, EvalError> {
     let started = Instant::now();
     let fail = |message: String| EvalError::Run { scenario: s.name.clone(), message };
-    let session_id = uuid::Uuid::now_v7().hyphenated().to_string();
-    let workspace = std::fs::canonicalize(root.join("workspace"))
-        .map_err(|e| fail(format!("the workspace is gone: {e}")))?;
-    let mut header = HeaderPayload::new(session_id.clone(), workspace.display().to_string());
-    header.app_version = env!("CARGO_PKG_VERSION").to_owned();
-    header.model = params.overrides.model.clone().unwrap_or_default();
-    let file = JournalFile::create_session(&root.join("sessions"), header)
-        .map_err(|e| fail(e.to_string()))?;
+    let (session_id, file) = create_session(params, root, &fail)?;
     let path = file.path().to_path_buf();
     let mut file = Some(file);
-    let mut probes: Vec<ProbeScore> = s
-        .probes
-        .iter()
-        .map(|p| ProbeScore {
-            category: p.category,
-            question: p.question.clone(),
-            key: p.key.clone(),
-            in_view: Vec::new(),
-            via_recall: p.category.recallable().then(Vec::new),
-            answered: None,
-        })
-        .collect();
+    let mut probes = unscored(s);
     let mut passes = Vec::new();
     for (index, turn) in s.turns.iter().enumerate() {
-        let journal_file = match file.as_mut() {
-            Some(f) => f,
-            None => {
-                let (f, _) = JournalFile::open(&path).map_err(|e| fail(e.to_string()))?;
-                file.insert(f)
-            }
-        };
-        for payload in scenario::turn_payloads(turn, index) {
-            let parent = journal_file.journal().head_id().clone();
-            journal_file
-                .append(Entry::new(Some(parent), payload))
-                .map_err(|e| fail(e.to_string()))?;
-        }
+        append_turn(&mut file, &path, turn, index, &fail)?;
         if !turn.compact || passes.len() >= params.passes {
             continue;
         }
@@ -208,6 +178,61 @@ async fn run_one(
         probes,
         elapsed_ms: started.elapsed().as_millis() as u64,
     })
+}
+
+/// A new session in the evaluation's `root`, for one scenario: its id and its journal.
+fn create_session(
+    params: &EvalParams,
+    root: &Path,
+    fail: &dyn Fn(String) -> EvalError,
+) -> Result<(String, JournalFile), EvalError> {
+    let session_id = uuid::Uuid::now_v7().hyphenated().to_string();
+    let workspace = std::fs::canonicalize(root.join("workspace"))
+        .map_err(|e| fail(format!("the workspace is gone: {e}")))?;
+    let mut header = HeaderPayload::new(session_id.clone(), workspace.display().to_string());
+    header.app_version = env!("CARGO_PKG_VERSION").to_owned();
+    header.model = params.overrides.model.clone().unwrap_or_default();
+    let file = JournalFile::create_session(&root.join("sessions"), header)
+        .map_err(|e| fail(e.to_string()))?;
+    Ok((session_id, file))
+}
+
+/// The scenario's probes, nothing scored yet.
+fn unscored(s: &Scenario) -> Vec<ProbeScore> {
+    s.probes
+        .iter()
+        .map(|p| ProbeScore {
+            category: p.category,
+            question: p.question.clone(),
+            key: p.key.clone(),
+            in_view: Vec::new(),
+            via_recall: p.category.recallable().then(Vec::new),
+            answered: None,
+        })
+        .collect()
+}
+
+/// Appends turn `index` of the scenario to the session's journal at `path`, opening it again
+/// when a pass closed it.
+fn append_turn(
+    file: &mut Option<JournalFile>,
+    path: &Path,
+    turn: &scenario::Turn,
+    index: usize,
+    fail: &dyn Fn(String) -> EvalError,
+) -> Result<(), EvalError> {
+    let journal_file = match file.as_mut() {
+        Some(f) => f,
+        None => {
+            let (f, _) = JournalFile::open(path).map_err(|e| fail(e.to_string()))?;
+            file.insert(f)
+        }
+    };
+    for payload in scenario::turn_payloads(turn, index) {
+        let parent = journal_file.journal().head_id().clone();
+        journal_file.append(Entry::new(Some(parent), payload)).map_err(|e| fail(e.to_string()))?;
+    }
+    Ok(())
 }
 
 /// One manual pass through the engine.

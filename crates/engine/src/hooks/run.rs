@@ -11,6 +11,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::process::Child;
 use tokio_util::sync::CancellationToken;
 
 use crate::tools::shell::{self, RunEnv};
@@ -79,13 +80,57 @@ pub(crate) async fn run(
     };
     let pgid = child.id().unwrap_or_default();
     env.groups.insert(pgid);
-    // Written apart: a hook that never reads its stdin must not hold the run up.
-    let writer = child.stdin.take().map(|mut pipe| {
+    let writer = feed(&mut child, stdin);
+    let Watched { stopped, status, out, err } = watch(&mut child, timeout, cancel).await;
+    if status.is_none() {
+        // Killed at once (a hook past its bound gets no grace), then what it started.
+        let _ = child.start_kill();
+        let _ = child.wait().await;
+    }
+    codewhale_process::end_group(pgid).await;
+    env.groups.remove(pgid);
+    if let Some(writer) = writer {
+        writer.abort();
+    }
+    let exit = match (&stopped, status) {
+        (None, Some(Ok(status))) => status.code(),
+        _ => None,
+    };
+    Ran {
+        exit,
+        stopped,
+        cannot_start: None,
+        stdout: out.finish(),
+        stderr: err.finish(),
+        duration: started.elapsed(),
+    }
+}
+
+/// Hands `stdin` to the hook on a task of its own: a hook that never reads its stdin must not
+/// hold the run up.
+fn feed(child: &mut Child, stdin: Vec<u8>) -> Option<tokio::task::JoinHandle<()>> {
+    child.stdin.take().map(|mut pipe| {
         tokio::spawn(async move {
             let _ = pipe.write_all(&stdin).await;
             let _ = pipe.shutdown().await;
         })
-    });
+    })
+}
+
+/// What watching a running hook found.
+struct Watched {
+    /// Why it was ended, when it was.
+    stopped: Option<Stopped>,
+    /// How it exited, when it did.
+    status: Option<std::io::Result<std::process::ExitStatus>>,
+    out: Bounded,
+    err: Bounded,
+}
+
+/// Reads the hook's stdout and stderr until it exited and both closed (or
+/// [`DRAIN_AFTER_EXIT`] after it exited), or until it is stopped: at `timeout`, at the
+/// user's interrupt, or past [`OUTPUT_KILLED`] bytes of output.
+async fn watch(child: &mut Child, timeout: Duration, cancel: &CancellationToken) -> Watched {
     let mut out = Bounded::new(STDOUT_KEPT);
     let mut err = Bounded::new(STDERR_KEPT);
     let (mut out_pipe, mut err_pipe) = (child.stdout.take(), child.stderr.take());
@@ -121,28 +166,7 @@ pub(crate) async fn run(
             () = cancel.cancelled() => break Some(Stopped::Interrupted),
         }
     };
-    if status.is_none() {
-        // Killed at once (a hook past its bound gets no grace), then what it started.
-        let _ = child.start_kill();
-        let _ = child.wait().await;
-    }
-    codewhale_process::end_group(pgid).await;
-    env.groups.remove(pgid);
-    if let Some(writer) = writer {
-        writer.abort();
-    }
-    let exit = match (&stopped, status) {
-        (None, Some(Ok(status))) => status.code(),
-        _ => None,
-    };
-    Ran {
-        exit,
-        stopped,
-        cannot_start: None,
-        stdout: out.finish(),
-        stderr: err.finish(),
-        duration: started.elapsed(),
-    }
+    Watched { stopped, status, out, err }
 }
 
 /// One read from a pipe still open: `None` at its end (or on an error).

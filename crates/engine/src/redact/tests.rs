@@ -1,4 +1,5 @@
 use super::*;
+use codewhale_journal::{Block, Payload};
 
 #[test]
 fn every_built_in_rule_compiles_alone() {

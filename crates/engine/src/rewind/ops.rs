@@ -185,60 +185,15 @@ impl Request<'_> {
     }
 
     /// `Op::Rewind`, `Op::Fork` and `Op::TakeBack`.
-    pub(crate) async fn take_back(self, m: Move) {
-        use codewhale_protocol::{ErrorKind, Event, HeadMove, NoticeLevel};
-        let landed = match landing(self.session.journal(), &m.to, m.before) {
-            Ok(l) => l,
-            Err(e) => return self.error(ErrorKind::Branch, e.to_string()),
+    pub(crate) async fn take_back(mut self, m: Move) {
+        use codewhale_protocol::Event;
+        let Prepared { landed, plan, unkept } = match self.prepare(&m) {
+            Ok(prepared) => prepared,
+            Err((kind, message)) => return self.error(kind, message),
         };
-        let journal = self.session.journal();
-        // A rewind stays on this branch; checked before anything changes.
-        if !m.fork && !journal.is_ancestor(landed.head.as_str(), journal.head_id().as_str()) {
-            return self.error(ErrorKind::Branch, BranchError::NotOnSpine(landed.head).to_string());
-        }
-        let plan = if m.take.code() {
-            match plan_after(self.session, Some(&landed.head)) {
-                Ok(plan) => plan,
-                Err(message) => return self.error(ErrorKind::Branch, message),
-            }
-        } else {
-            Vec::new()
-        };
-        let unkept =
-            if m.take.code() { unkept_commands(self.session, Some(&landed.head)) } else { None };
-        let journal = self.session.journal();
-        let old = journal.head_id().clone();
+        let old = self.session.journal().head_id().clone();
         let when = format!("before {}", short(&m.to));
-        let head = m
-            .take
-            .conversation()
-            .then(|| intent::HeadMove { to: landed.head.clone(), fork: m.fork });
-        let done = async {
-            let mut outcome = None;
-            let written = if m.take.code() {
-                write_intent(self.session, &plan, &when, head, m.force)?
-            } else {
-                None
-            };
-            if m.take.conversation() {
-                let j = self.session.journal();
-                let record = if m.fork {
-                    j.fork(landed.head.as_str())
-                } else {
-                    j.rewind(landed.head.as_str())
-                }?;
-                self.session.append_entry(record)?;
-                crate::pause_point::reached("restore:head");
-            }
-            if m.take.code() {
-                let id = written.as_ref().map(|i| i.id.as_str());
-                outcome = Some(restore_and_record(self.session, &plan, m.force, &when, id)?);
-            }
-            durable(self.session, written.is_some()).await?;
-            Ok::<_, EngineError>(outcome)
-        }
-        .await;
-        let outcome = match done {
+        let outcome = match self.make_move(&m, &landed, &plan, &when).await {
             Ok(o) => o,
             Err(err) => return self.error(err.kind(), err.to_string()),
         };
@@ -252,32 +207,8 @@ impl Request<'_> {
             true,
         );
         self.sink.emit(self.id, Event::History { page });
-        let mut lines = Vec::new();
-        let mut level = NoticeLevel::Info;
-        if let Some(outcome) = &outcome {
-            if !outcome.skipped.is_empty() || !outcome.failed.is_empty() {
-                level = NoticeLevel::Warning;
-            }
-            lines.push(if plan.is_empty() {
-                "no tool changed a file after that point; the code stays as it is".to_owned()
-            } else {
-                outcome_line(outcome, &when)
-            });
-        }
-        if let Some(line) = unkept {
-            level = NoticeLevel::Warning;
-            lines.push(line);
-        }
-        if m.take.conversation() {
-            let verb = if m.fork { "forked at" } else { "rewound to" };
-            let head = self.session.journal().head_id().to_string();
-            lines.push(format!("{verb} {head}"));
-            let how = if m.fork { HeadMove::Fork } else { HeadMove::Rewind };
-            let message = lines.join("\n");
-            self.sink.emit(self.id, Event::HeadMoved { how, head, level, message });
-        } else {
-            self.notice(level, lines.join("\n"));
-        }
+        let (level, lines) = moved_lines(outcome.as_ref(), plan.is_empty(), &when, unkept);
+        self.announce(&m, level, lines);
         if let Some(outcome) = outcome {
             self.sink.emit(self.id, Event::FilesRestored { outcome });
         }
@@ -287,6 +218,83 @@ impl Request<'_> {
         }
         if m.take.conversation() {
             crate::branch_summary::after_move(self.session, self.sink, self.id, &old);
+        }
+    }
+
+    /// Where the move lands and, when it takes code back, the files to restore and the line
+    /// about commands it cannot take back; or why it cannot be made. Checked before anything
+    /// changes.
+    fn prepare(&self, m: &Move) -> Result<Prepared, (codewhale_protocol::ErrorKind, String)> {
+        use codewhale_protocol::ErrorKind;
+        let landed = match landing(self.session.journal(), &m.to, m.before) {
+            Ok(l) => l,
+            Err(e) => return Err((ErrorKind::Branch, e.to_string())),
+        };
+        let journal = self.session.journal();
+        // A rewind stays on this branch; checked before anything changes.
+        if !m.fork && !journal.is_ancestor(landed.head.as_str(), journal.head_id().as_str()) {
+            return Err((ErrorKind::Branch, BranchError::NotOnSpine(landed.head).to_string()));
+        }
+        let plan = if m.take.code() {
+            match plan_after(self.session, Some(&landed.head)) {
+                Ok(plan) => plan,
+                Err(message) => return Err((ErrorKind::Branch, message)),
+            }
+        } else {
+            Vec::new()
+        };
+        let unkept =
+            if m.take.code() { unkept_commands(self.session, Some(&landed.head)) } else { None };
+        Ok(Prepared { landed, plan, unkept })
+    }
+
+    /// Moves HEAD (a rewind or a fork) and restores the files, the intent written first and
+    /// everything durable before it returns; the restore's outcome when code was taken back.
+    async fn make_move(
+        &mut self,
+        m: &Move,
+        landed: &Landing,
+        plan: &[Planned],
+        when: &str,
+    ) -> Result<Option<RestoreOutcome>, EngineError> {
+        let head = m
+            .take
+            .conversation()
+            .then(|| intent::HeadMove { to: landed.head.clone(), fork: m.fork });
+        let mut outcome = None;
+        let written = if m.take.code() {
+            write_intent(self.session, plan, when, head, m.force)?
+        } else {
+            None
+        };
+        if m.take.conversation() {
+            let j = self.session.journal();
+            let record =
+                if m.fork { j.fork(landed.head.as_str()) } else { j.rewind(landed.head.as_str()) }?;
+            self.session.append_entry(record)?;
+            crate::pause_point::reached("restore:head");
+        }
+        if m.take.code() {
+            let id = written.as_ref().map(|i| i.id.as_str());
+            outcome = Some(restore_and_record(self.session, plan, m.force, when, id)?);
+        }
+        durable(self.session, written.is_some()).await?;
+        Ok(outcome)
+    }
+
+    /// Tells the front end what the move did: a HEAD move with its lines, or (code alone) a
+    /// notice.
+    fn announce(&self, m: &Move, level: codewhale_protocol::NoticeLevel, mut lines: Vec<String>) {
+        use codewhale_protocol::{Event, HeadMove};
+        if m.take.conversation() {
+            let verb = if m.fork { "forked at" } else { "rewound to" };
+            let head = self.session.journal().head_id().to_string();
+            lines.push(format!("{verb} {head}"));
+            let how = if m.fork { HeadMove::Fork } else { HeadMove::Rewind };
+            let message = lines.join("\n");
+            self.sink.emit(self.id, Event::HeadMoved { how, head, level, message });
+        } else {
+            self.notice(level, lines.join("\n"));
         }
     }
 
@@ -407,6 +415,42 @@ impl Request<'_> {
         self.notice(level, line);
         self.sink.emit(self.id, Event::FilesRestored { outcome });
     }
+}
+
+/// What a move checked it can make, before it makes it ([`Request::take_back`]).
+struct Prepared {
+    landed: Landing,
+    plan: Vec<Planned>,
+    unkept: Option<String>,
+}
+
+/// The lines that say what a move did to the files (`outcome`, when code was taken back) and
+/// what it could not take back, with their level: a warning when something was skipped,
+/// failed or cannot be taken back.
+fn moved_lines(
+    outcome: Option<&RestoreOutcome>,
+    nothing_planned: bool,
+    when: &str,
+    unkept: Option<String>,
+) -> (codewhale_protocol::NoticeLevel, Vec<String>) {
+    use codewhale_protocol::NoticeLevel;
+    let mut lines = Vec::new();
+    let mut level = NoticeLevel::Info;
+    if let Some(outcome) = outcome {
+        if !outcome.skipped.is_empty() || !outcome.failed.is_empty() {
+            level = NoticeLevel::Warning;
+        }
+        lines.push(if nothing_planned {
+            "no tool changed a file after that point; the code stays as it is".to_owned()
+        } else {
+            outcome_line(outcome, when)
+        });
+    }
+    if let Some(line) = unkept {
+        level = NoticeLevel::Warning;
+        lines.push(line);
+    }
+    (level, lines)
 }
 
 /// An entry id as messages show it (ids are long UUIDs; the first 13 characters are what the

@@ -246,27 +246,68 @@ pub fn resolve(config: &SandboxConfig, at: Surroundings<'_>) -> SandboxState {
     let Some(helper) = at.helper else {
         return off("no sandbox helper in this front end", Vec::new());
     };
-    let mode = match (config.mode, at.abi) {
-        (Some(SandboxMode::Off), _) => return off("[sandbox] mode = \"off\"", Vec::new()),
+    let mode = match mode(config, at.abi) {
+        Ok(mode) => mode,
+        Err((why, notices)) => return off(why, notices),
+    };
+    let abi = at.abi.unwrap_or_default();
+    let mut notices = Vec::new();
+    let writable = writable(config, &at, mode, &mut notices);
+    let network = network(config, abi, &mut notices);
+    let rules = Rules { writable, network };
+    warn_home_writable(&rules, at.home, &mut notices);
+    let detail = describe(&rules, abi);
+    let why_not = why_no_namespaces(config, &at);
+    let structure = match &why_not {
+        None => "sandbox: namespaces; every .git, .codewhale/ and the instruction files are \
+                 read-only to commands, and no ancestor is visible in /proc"
+            .to_owned(),
+        Some(why) => {
+            let said = format!("{FALLBACK_WORDS} ({why})");
+            notices.push(said.clone());
+            said
+        }
+    };
+    let sandbox =
+        Sandbox::new(helper.to_path_buf(), mode, rules).with_namespaces(why_not.is_none());
+    SandboxState { sandbox: Some(std::sync::Arc::new(sandbox)), mode, detail, structure, notices }
+}
+
+/// The mode commands run in, given this kernel's Landlock ABI; or why the sandbox is off,
+/// with what to tell the user about it.
+fn mode(
+    config: &SandboxConfig,
+    abi: Option<u8>,
+) -> Result<SandboxMode, (&'static str, Vec<String>)> {
+    match (config.mode, abi) {
+        (Some(SandboxMode::Off), _) => Err(("[sandbox] mode = \"off\"", Vec::new())),
         (Some(mode), None) => {
             let notice = format!(
                 "[sandbox] mode = \"{mode}\" is set, but this kernel offers no Landlock, so \
                  shell commands run unconfined; use a kernel with Landlock (Linux 5.13 or later, \
                  `lsm=landlock`) or set mode = \"off\" to silence this"
             );
-            return off("this kernel offers no Landlock", vec![notice]);
+            Err(("this kernel offers no Landlock", vec![notice]))
         }
         (None, None) => {
             let notice = "this kernel offers no Landlock, so shell commands run unconfined \
                           (sandbox off); approvals still decide what runs"
                 .to_owned();
-            return off("this kernel offers no Landlock", vec![notice]);
+            Err(("this kernel offers no Landlock", vec![notice]))
         }
-        (Some(mode), Some(_)) => mode,
-        (None, Some(_)) => SandboxMode::WorkspaceWrite,
-    };
-    let abi = at.abi.unwrap_or_default();
-    let mut notices = Vec::new();
+        (Some(mode), Some(_)) => Ok(mode),
+        (None, Some(_)) => Ok(SandboxMode::WorkspaceWrite),
+    }
+}
+
+/// Where commands may write in `mode`: in `workspace-write`, the workspace, the temp dirs and
+/// each `[sandbox] writable` path that exists (one that does not is left out, with a notice).
+fn writable(
+    config: &SandboxConfig,
+    at: &Surroundings<'_>,
+    mode: SandboxMode,
+    notices: &mut Vec<String>,
+) -> Vec<PathBuf> {
     let mut writable = Vec::new();
     if mode == SandboxMode::WorkspaceWrite {
         writable.push(canonical(at.workspace));
@@ -288,6 +329,12 @@ pub fn resolve(config: &SandboxConfig, at: Surroundings<'_>) -> SandboxState {
         }
         writable.dedup();
     }
+    writable
+}
+
+/// Whether commands may reach the network: `[sandbox] network`, open (with a notice) where
+/// the kernel cannot close it.
+fn network(config: &SandboxConfig, abi: u8, notices: &mut Vec<String>) -> bool {
     let mut network = config.network.unwrap_or(true);
     if !network && abi < NETWORK_ABI {
         notices.push(format!(
@@ -296,8 +343,12 @@ pub fn resolve(config: &SandboxConfig, at: Surroundings<'_>) -> SandboxState {
         ));
         network = true;
     }
-    let rules = Rules { writable, network };
-    let home = canonical(at.home);
+    network
+}
+
+/// A notice when Codewhale's home lies where commands may write.
+fn warn_home_writable(rules: &Rules, home: &Path, notices: &mut Vec<String>) {
+    let home = canonical(home);
     if let Some(root) = rules.writable.iter().find(|root| home.starts_with(root)) {
         notices.push(format!(
             "Codewhale's home {} lies under {}, which the sandbox leaves writable: commands can \
@@ -307,27 +358,17 @@ pub fn resolve(config: &SandboxConfig, at: Surroundings<'_>) -> SandboxState {
             root.display()
         ));
     }
-    let detail = describe(&rules, abi);
-    let why_not = if config.namespaces == Some(false) {
+}
+
+/// Why commands do not get namespaces of their own, if they do not.
+fn why_no_namespaces(config: &SandboxConfig, at: &Surroundings<'_>) -> Option<String> {
+    if config.namespaces == Some(false) {
         Some("[sandbox] namespaces = false".to_owned())
     } else if at.forced_fallback {
         Some(format!("{FALLBACK_VAR}=fallback"))
     } else {
         at.namespaces.clone().err().map(|step| format!("namespaces unavailable: {step}"))
-    };
-    let structure = match &why_not {
-        None => "sandbox: namespaces; every .git, .codewhale/ and the instruction files are \
-                 read-only to commands, and no ancestor is visible in /proc"
-            .to_owned(),
-        Some(why) => {
-            let said = format!("{FALLBACK_WORDS} ({why})");
-            notices.push(said.clone());
-            said
-        }
-    };
-    let sandbox =
-        Sandbox::new(helper.to_path_buf(), mode, rules).with_namespaces(why_not.is_none());
-    SandboxState { sandbox: Some(std::sync::Arc::new(sandbox)), mode, detail, structure, notices }
+    }
 }
 
 /// Whether `CODEWHALE_SANDBOX=fallback` is set in this process's environment.

@@ -5,7 +5,11 @@
 //! bad arguments, missing files and failed commands all come back as [`ToolOutput`] with
 //! `is_error` set and a sentence the model can act on; paths resolve inside the workspace
 //! (see [`path`]) and the approval policy decides about the rest before anything runs.
+//!
+//! Here: the tool context and output, and running a call; how a call is judged before it runs
+//! is in `assessment`, what surrounds a shell command in `shell_call`.
 
+mod assessment;
 mod background;
 pub mod cgroup;
 pub mod diff;
@@ -15,20 +19,23 @@ pub mod output;
 pub mod process;
 pub mod search;
 pub mod shell;
+mod shell_call;
 mod table;
 pub mod task;
 pub mod web_fetch;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use codewhale_provider::ToolSpec;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::approval::{CallSummary, Effect};
+use crate::approval::Effect;
 use crate::paths;
+pub use assessment::{assess, Assessment, Protected};
 pub use background::BackgroundRegistry;
+use shell_call::run_shell;
 use table::{parse, Call};
 
 /// What a tool call produced, as the model will read it.
@@ -110,55 +117,6 @@ pub struct ToolContext {
     pub allow_protected: bool,
 }
 
-/// Files the model may never change without asking, whatever the approval mode and grants:
-/// Codewhale's own configuration and trust store, and what git and Codewhale execute in the
-/// workspace ([`crate::protected::is_protected`]: every `.git`, `.codewhale/`, instruction
-/// files, `core.hooksPath`).
-#[derive(Debug, Clone, Default)]
-pub struct Protected {
-    /// Codewhale's home (its config, trust store, sessions and logs), when known.
-    pub home: Option<PathBuf>,
-}
-
-impl Protected {
-    /// Why `path` (absolute, as resolved for a tool) is protected, if it is.
-    pub fn protection(
-        &self,
-        workspace: &std::path::Path,
-        path: &std::path::Path,
-    ) -> Option<crate::protected::Protection> {
-        crate::protected::is_protected(workspace, path)
-    }
-
-    /// Whether `path` (absolute, as resolved for a tool) is one of them: anything under the
-    /// home, or a protected place of the workspace. Symlinks are followed, and a hardlink
-    /// to the user's config, the trust store or a protected file of the workspace is that file.
-    pub fn covers(&self, workspace: &std::path::Path, path: &std::path::Path) -> bool {
-        if self.protection(workspace, path).is_some() {
-            return true;
-        }
-        let real = paths::real_location(path);
-        let workspace_config = paths::real_location(&crate::config::workspace_file(workspace));
-        if real == workspace_config || path == crate::config::workspace_file(workspace) {
-            return true;
-        }
-        if paths::hardlinked(path) {
-            let mut own = vec![crate::config::workspace_file(workspace)];
-            if let Some(home) = &self.home {
-                own.push(crate::config::user_file(home));
-                own.push(crate::trust::store_path(home));
-            }
-            if own.iter().any(|f| paths::same_file(path, f)) {
-                return true;
-            }
-        }
-        self.home.as_ref().is_some_and(|home| {
-            let home = paths::real_location(home);
-            real.starts_with(&home)
-        })
-    }
-}
-
 impl Call {
     fn effect(&self) -> Effect {
         match self {
@@ -180,123 +138,6 @@ impl Call {
     }
 }
 
-/// How the approval policy and the scheduler see a call before it runs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Assessment {
-    /// `None` when the arguments are unusable; running it then just reports the error.
-    pub effect: Option<Effect>,
-    pub leaves_workspace: bool,
-    /// It writes one of the [`Protected`] files (or, a shell command, names one): always asks.
-    pub protected: bool,
-    /// Why, when the path is a protected place of the workspace.
-    pub protection: Option<crate::protected::Protection>,
-    /// The command of a shell call.
-    pub command: Option<String>,
-    /// The server and tool of an MCP call.
-    pub mcp: Option<(String, String)>,
-    /// What a `web_fetch` call reaches: its host (as grants name it), whether it resolved to a
-    /// private address, whether `[tools] web_fetch_allow` lists it.
-    pub fetch: Option<(String, bool, bool)>,
-}
-
-impl Assessment {
-    /// The summary the approval policy decides on.
-    pub fn summary(&self) -> Option<CallSummary<'_>> {
-        self.effect.map(|effect| CallSummary {
-            effect,
-            leaves_workspace: self.leaves_workspace,
-            protected: self.protected,
-            command: self.command.as_deref(),
-            tool: self.mcp.as_ref().map(|(s, t)| (s.as_str(), t.as_str())),
-            fetch: self.fetch.as_ref().map(|(host, private, allowed)| {
-                crate::approval::FetchTarget { host, private: *private, allowed: *allowed }
-            }),
-        })
-    }
-
-    /// An MCP call of `server`'s `tool`: it runs without asking (and alongside other reads)
-    /// when the tool is one of the server's `read_only_tools`.
-    pub fn mcp(server: String, tool: String, read_only: bool) -> Assessment {
-        Assessment {
-            effect: Some(if read_only { Effect::Read } else { Effect::Tool }),
-            leaves_workspace: false,
-            protected: false,
-            protection: None,
-            command: None,
-            mcp: Some((server, tool)),
-            fetch: None,
-        }
-    }
-
-    /// A call of a tool that works on the session's own journal (`update_plan`, `recall`): it
-    /// touches nothing outside the journal, so it runs in every approval mode without asking.
-    pub fn session_state() -> Assessment {
-        Assessment {
-            effect: None,
-            leaves_workspace: false,
-            protected: false,
-            protection: None,
-            command: None,
-            mcp: None,
-            fetch: None,
-        }
-    }
-
-    /// A `read_file` of a found skill's file: a read that stays inside what the user chose to
-    /// give the model, so it never asks (docs/extending.md, *Skills*).
-    pub fn skill_read() -> Assessment {
-        Assessment { effect: Some(Effect::Read), ..Assessment::session_state() }
-    }
-
-    /// Read-only calls may run concurrently with each other.
-    pub fn is_read_only(&self) -> bool {
-        matches!(self.effect, Some(Effect::Read) | None)
-    }
-}
-
-/// Classifies a call without running it.
-pub fn assess(
-    workspace: &std::path::Path,
-    protected: &Protected,
-    name: &str,
-    input: &Value,
-) -> Assessment {
-    match parse(name, input) {
-        Ok(call) => {
-            let resolved = call.path().and_then(|p| paths::resolve(workspace, p).ok());
-            // A file with other hardlinks may be anyone's file: it asks like an outside path.
-            let file_tool = matches!(call, Call::Read(_) | Call::Write(_) | Call::Edit(_));
-            let linked = file_tool && resolved.as_ref().is_some_and(|r| paths::hardlinked(&r.path));
-            let leaves = resolved.as_ref().is_some_and(|r| !r.inside) || linked;
-            let writes = call.effect() == Effect::Write;
-            let command = match &call {
-                Call::Shell(a) => Some(a.command.clone()),
-                _ => None,
-            };
-            let names_protected = command.as_deref().is_some_and(|c| {
-                crate::approval::grants::names_protected(c, protected.home.as_deref())
-            });
-            let protection = resolved
-                .as_ref()
-                .filter(|_| writes)
-                .and_then(|r| protected.protection(workspace, &r.path));
-            let protected = names_protected
-                || writes
-                    && resolved.as_ref().is_some_and(|r| protected.covers(workspace, &r.path));
-            Assessment {
-                effect: Some(call.effect()),
-                leaves_workspace: leaves,
-                protected,
-                protection,
-                command,
-                mcp: None,
-                fetch: None,
-            }
-        }
-        Err(_) => Assessment::session_state(),
-    }
-}
-
 /// Where a running command's output goes as it arrives (the live view of a tool cell).
 pub type Progress = std::sync::Arc<dyn Fn(&[u8]) + Send + Sync>;
 
@@ -312,36 +153,11 @@ pub async fn execute(
         Ok(call) => call,
         Err(message) => return ToolOutput::error(message),
     };
-    let ws = ctx.workspace.clone();
-    let resolve = |raw: &str| -> Result<(PathBuf, String), String> {
-        let r = paths::resolve(&ws, raw)?;
-        let shown = paths::display(&ws, &r.path);
-        Ok((r.path, shown))
-    };
-    // The file tools never reach a protected place without the user's yes, however the path
-    // leads there now (a link made since the question, a hardlink).
-    if let (Call::Write(_) | Call::Edit(_), false) = (&call, ctx.allow_protected) {
-        if let Some(Ok((p, shown))) = call.path().map(&resolve) {
-            if let Some(why) = crate::protected::is_protected(&ws, &p) {
-                return ToolOutput::error(format!(
-                    "refused: {shown} is protected ({}); only the user may allow writing it",
-                    why.reason()
-                ));
-            }
-        }
+    if let Some(refused) = refuse_write(ctx, &call) {
+        return refused;
     }
-    // One sandbox for every tool (docs/security.md): the file tools write only where a
-    // confined command could.
-    if let (Call::Write(_) | Call::Edit(_), Some(sandbox)) = (&call, ctx.sandbox.as_deref()) {
-        if let Some(Ok((p, _))) = call.path().map(&resolve) {
-            let real = paths::real_location(&p);
-            if !sandbox.rules().allows_write(&real) {
-                let refused = vec![real];
-                let text = shell::refusal_line(&refused, "", sandbox).unwrap_or_default();
-                return ToolOutput { refused, ..ToolOutput::error(text) };
-            }
-        }
-    }
+    let ws = &ctx.workspace;
+    let resolve = |raw: &str| resolve_in(ws, raw);
     let mut changed = Vec::new();
     let result = match call {
         Call::Read(a) => {
@@ -366,23 +182,7 @@ pub async fn execute(
                 text
             })
         }),
-        Call::Search(a) => {
-            let root = match a.path.as_deref() {
-                Some(p) => resolve(p).map(|(p, _)| p),
-                None => Ok(ws.clone()),
-            };
-            match root {
-                Ok(root) => {
-                    let ws2 = ws.clone();
-                    tokio::task::spawn_blocking(move || {
-                        search::search(&ws2, &root, &a.pattern, a.glob.as_deref())
-                    })
-                    .await
-                    .unwrap_or_else(|e| Err(format!("the search stopped unexpectedly: {e}")))
-                }
-                Err(e) => Err(e),
-            }
-        }
+        Call::Search(a) => search_in(ws, a).await,
         Call::Shell(a) => return run_shell(ctx, &a, progress).await,
     };
     match result {
@@ -391,131 +191,62 @@ pub async fn execute(
     }
 }
 
-/// Runs a shell call: guarded (the places git and Codewhale execute surveyed before, bound
-/// read-only in the command's namespace, put back and scrubbed after), checkpointed, bounded.
-async fn run_shell(
-    ctx: &ToolContext,
-    a: &table::ShellArgs,
-    progress: &(dyn Fn(&[u8]) + Send + Sync),
-) -> ToolOutput {
+/// `raw` resolved in the workspace `ws`: the path, and how the model is shown it.
+fn resolve_in(ws: &Path, raw: &str) -> Result<(PathBuf, String), String> {
+    let r = paths::resolve(ws, raw)?;
+    let shown = paths::display(ws, &r.path);
+    Ok((r.path, shown))
+}
+
+/// The refusal of a `write_file` or `edit_file` that reaches, by the path as it leads now, a
+/// protected place the user did not allow or a place the sandbox does not let commands write.
+fn refuse_write(ctx: &ToolContext, call: &Call) -> Option<ToolOutput> {
     let ws = &ctx.workspace;
-    let sandbox = ctx.sandbox.as_deref();
-    let guard = ctx.guard.clone();
-    let surveyed = match &guard {
-        Some(g) => {
-            let g = g.clone();
-            let background = a.background;
-            tokio::task::spawn_blocking(move || {
-                if background {
-                    g.background_started()
-                } else {
-                    g.before()
-                }
-            })
-            .await
-            .ok()
-        }
-        None => None,
-    };
-    let read_only = match (&guard, &surveyed) {
-        (Some(g), Some(before)) => g.read_only(before, ctx.git_writable),
-        _ => Vec::new(),
-    };
-    let env = shell::RunEnv {
-        workspace: ws,
-        vars: &ctx.shell_env,
-        hidden: &ctx.hidden_env,
-        groups: &ctx.groups,
-        progress,
-        sandbox,
-        read_only: Some(&read_only),
-    };
-    if a.background {
-        let max = ctx.groups.max_processes();
-        let watch = guard.zip(surveyed).map(|(g, before)| shell::Watch { guard: g, before });
-        let out = shell::spawn_background(env, &a.command, &ctx.background, max, watch).await;
-        return ToolOutput::from_shell(out, Vec::new());
-    }
-    // A background command keeps running: there is no "after" to snapshot.
-    let snapshots = before_shell(ctx).await;
-    let out = shell::run(env, &a.command, a.timeout_ms, &ctx.cancel).await;
-    let findings = match (guard, surveyed) {
-        (Some(g), Some(before)) => tokio::task::spawn_blocking(move || g.after(&before)).await.ok(),
-        _ => None,
-    };
-    let (files, unkept) = after_shell(snapshots).await;
-    let mut output = ToolOutput::from_shell(out, files);
-    for line in unkept {
-        output.content.push_str(&format!("\n[{line}]"));
-    }
-    output.guard = findings.filter(|f| !f.is_empty());
-    output
-}
-
-impl ToolOutput {
-    fn from_shell(out: shell::ShellOutcome, files: Vec<codewhale_journal::FileChange>) -> Self {
-        ToolOutput {
-            content: out.text,
-            is_error: out.is_error,
-            bytes: out.bytes,
-            refused: out.refused,
-            files,
-            exit_code: out.exit_code,
-            timed_out: out.timed_out,
-            git_refused: out.git_refused,
-            guard: None,
-        }
-    }
-}
-
-/// What a shell call keeps from its "before" snapshot: where snapshots go, the store that
-/// keeps the changed files, and the snapshot.
-type ShellSnapshot = (
-    crate::checkpoint::snapshot::Snapshots,
-    crate::checkpoint::FileStore,
-    crate::checkpoint::snapshot::WorktreeSnapshot,
-);
-
-/// The worktree snapshot before a shell command (docs/journal-format.md, *The file store*), when
-/// the workspace is a git work tree and the session has a store. Fails open: no snapshot, no
-/// record.
-async fn before_shell(ctx: &ToolContext) -> Option<ShellSnapshot> {
-    let store = ctx.files.as_deref()?.clone();
-    let ws = ctx.workspace.clone();
-    tokio::task::spawn_blocking(move || {
-        let snapshots = crate::checkpoint::snapshot::Snapshots::find(&store, &ws)?;
-        match snapshots.snapshot() {
-            Ok(tree) => Some((snapshots, store, tree)),
-            Err(e) => {
-                tracing::warn!("no worktree snapshot before a shell command: {e}");
-                None
+    let resolve = |raw: &str| resolve_in(ws, raw);
+    // The file tools never reach a protected place without the user's yes, however the path
+    // leads there now (a link made since the question, a hardlink).
+    if let (Call::Write(_) | Call::Edit(_), false) = (call, ctx.allow_protected) {
+        if let Some(Ok((p, shown))) = call.path().map(resolve) {
+            if let Some(why) = crate::protected::is_protected(ws, &p) {
+                return Some(ToolOutput::error(format!(
+                    "refused: {shown} is protected ({}); only the user may allow writing it",
+                    why.reason()
+                )));
             }
         }
-    })
-    .await
-    .ok()
-    .flatten()
+    }
+    // One sandbox for every tool (docs/security.md): the file tools write only where a
+    // confined command could.
+    if let (Call::Write(_) | Call::Edit(_), Some(sandbox)) = (call, ctx.sandbox.as_deref()) {
+        if let Some(Ok((p, _))) = call.path().map(resolve) {
+            let real = paths::real_location(&p);
+            if !sandbox.rules().allows_write(&real) {
+                let refused = vec![real];
+                let text = shell::refusal_line(&refused, "", sandbox).unwrap_or_default();
+                return Some(ToolOutput { refused, ..ToolOutput::error(text) });
+            }
+        }
+    }
+    None
 }
 
-/// The files a shell command changed: the snapshot after it, compared with the one before;
-/// and, named once per run, the files too big to be kept for rewind.
-async fn after_shell(
-    before: Option<ShellSnapshot>,
-) -> (Vec<codewhale_journal::FileChange>, Vec<String>) {
-    let Some((snapshots, store, tree)) = before else { return (Vec::new(), Vec::new()) };
-    let changed = tokio::task::spawn_blocking(move || {
-        let after = snapshots.snapshot()?;
-        let unkept = crate::checkpoint::unkept_once(&store, &after.skipped);
-        snapshots.changes(&store, &tree, &after).map(|files| (files, unkept))
-    })
-    .await;
-    match changed {
-        Ok(Ok(done)) => done,
-        Ok(Err(e)) => {
-            tracing::warn!("no worktree snapshot after a shell command: {e}");
-            (Vec::new(), Vec::new())
+/// A `search` call: under its path (resolved in the workspace `ws`), else the whole
+/// workspace, on a blocking thread.
+async fn search_in(ws: &Path, a: table::SearchArgs) -> Result<String, String> {
+    let root = match a.path.as_deref() {
+        Some(p) => resolve_in(ws, p).map(|(p, _)| p),
+        None => Ok(ws.to_path_buf()),
+    };
+    match root {
+        Ok(root) => {
+            let ws2 = ws.to_path_buf();
+            tokio::task::spawn_blocking(move || {
+                search::search(&ws2, &root, &a.pattern, a.glob.as_deref())
+            })
+            .await
+            .unwrap_or_else(|e| Err(format!("the search stopped unexpectedly: {e}")))
         }
-        Err(_) => (Vec::new(), Vec::new()),
+        Err(e) => Err(e),
     }
 }
 

@@ -43,7 +43,18 @@ pub fn settings(text: &str) -> Result<Vec<String>, Unshowable> {
         }
     }
     let sub = |name: &str| table.get(name).and_then(Value::as_table);
-    if let Some(env) = sub("shell").and_then(|s| s.get("env")).and_then(Value::as_table) {
+    shell_lines(sub("shell"), &mut lines);
+    redaction_lines(sub("redaction"), &mut lines);
+    sandbox_lines(sub("sandbox"), &mut lines);
+    mcp_server_lines(sub("mcp_servers"), &mut lines);
+    hook_lines(sub("hooks"), &mut lines);
+    check_shown(&lines)?;
+    Ok(lines)
+}
+
+/// `[shell]` with its `env`, when it sets any.
+fn shell_lines(shell: Option<&Table>, lines: &mut Vec<String>) {
+    if let Some(env) = shell.and_then(|s| s.get("env")).and_then(Value::as_table) {
         if !env.is_empty() {
             lines.push("[shell]".into());
             for (name, value) in env {
@@ -51,14 +62,22 @@ pub fn settings(text: &str) -> Result<Vec<String>, Unshowable> {
             }
         }
     }
-    if let Some(patterns) = sub("redaction").and_then(|s| s.get("patterns")) {
+}
+
+/// `[redaction]` with its `patterns`, when there are any.
+fn redaction_lines(redaction: Option<&Table>, lines: &mut Vec<String>) {
+    if let Some(patterns) = redaction.and_then(|s| s.get("patterns")) {
         if patterns.as_array().is_some_and(|a| !a.is_empty()) {
             lines.push("[redaction]".into());
             lines.push(format!("patterns = {}", value_text(patterns)));
         }
     }
+}
+
+/// `[sandbox]` with the keys that loosen it.
+fn sandbox_lines(sandbox: Option<&Table>, lines: &mut Vec<String>) {
     // What would loosen the sandbox (a workspace may tighten it before trust).
-    if let Some(sandbox) = sub("sandbox") {
+    if let Some(sandbox) = sandbox {
         let loosening: Vec<(&str, &Value)> = sandbox
             .iter()
             .filter(|(key, value)| match key.as_str() {
@@ -76,7 +95,11 @@ pub fn settings(text: &str) -> Result<Vec<String>, Unshowable> {
             }
         }
     }
-    if let Some(servers) = sub("mcp_servers") {
+}
+
+/// Each `[mcp_servers.NAME]` with all of its keys.
+fn mcp_server_lines(servers: Option<&Table>, lines: &mut Vec<String>) {
+    if let Some(servers) = servers {
         for (name, server) in servers {
             lines.push(format!("[mcp_servers.{}]", key_text(name)));
             match server.as_table() {
@@ -89,7 +112,11 @@ pub fn settings(text: &str) -> Result<Vec<String>, Unshowable> {
             }
         }
     }
-    if let Some(events) = sub("hooks") {
+}
+
+/// Each `[[hooks.EVENT]]` with all of its keys.
+fn hook_lines(events: Option<&Table>, lines: &mut Vec<String>) {
+    if let Some(events) = events {
         for (event, tables) in events {
             for table in tables.as_array().map(Vec::as_slice).unwrap_or_default() {
                 lines.push(format!("[[hooks.{}]]", key_text(event)));
@@ -99,6 +126,10 @@ pub fn settings(text: &str) -> Result<Vec<String>, Unshowable> {
             }
         }
     }
+}
+
+/// Whether the question can show `lines` plainly: not too many, none too long.
+fn check_shown(lines: &[String]) -> Result<(), Unshowable> {
     if lines.len() > MAX_SHOWN_LINES {
         return Err(Unshowable {
             key: "the file".into(),
@@ -118,7 +149,7 @@ pub fn settings(text: &str) -> Result<Vec<String>, Unshowable> {
             ),
         });
     }
-    Ok(lines)
+    Ok(())
 }
 
 /// A key, bare when TOML allows it, else quoted.

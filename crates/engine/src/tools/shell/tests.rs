@@ -1,4 +1,7 @@
 use super::*;
+use crate::tools::output::MAX_OUTPUT_BYTES;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 
 pub(crate) fn in_dir<'a>(dir: &'a Path, groups: &'static ProcessGroups) -> RunEnv<'a> {
     RunEnv {

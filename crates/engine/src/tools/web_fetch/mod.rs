@@ -302,7 +302,7 @@ fn describe(e: &reqwest::Error) -> String {
 
 /// Reads at most [`MAX_BODY_BYTES`] of the body and makes the result.
 async fn read(
-    mut response: reqwest::Response,
+    response: reqwest::Response,
     target: &Target,
     hops: &[String],
     max_chars: usize,
@@ -314,44 +314,23 @@ async fn read(
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .to_ascii_lowercase();
-    let mut body: Vec<u8> = Vec::new();
-    let mut cut = false;
-    loop {
-        match response.chunk().await {
-            Ok(Some(chunk)) => {
-                let room = MAX_BODY_BYTES - body.len();
-                if chunk.len() > room {
-                    body.extend_from_slice(&chunk[..room]);
-                    cut = true;
-                    break;
-                }
-                body.extend_from_slice(&chunk);
-            }
-            Ok(None) => break,
-            Err(e) => {
-                return ToolOutput::error(format!(
-                    "the body of {} could not be read: {}",
-                    target.url,
-                    describe(&e)
-                ))
-            }
+    let (body, cut) = match read_body(response).await {
+        Ok(read) => read,
+        Err(e) => {
+            return ToolOutput::error(format!(
+                "the body of {} could not be read: {}",
+                target.url,
+                describe(&e)
+            ))
         }
-    }
-    drop(response);
+    };
     let kind = Kind::of(&content_type, &body);
     let text = match kind {
         Kind::Html => markdown::to_markdown(String::from_utf8_lossy(&body).into_owned()).await,
         Kind::Text => String::from_utf8_lossy(&body).into_owned(),
         Kind::Binary => String::new(),
     };
-    let mut head = format!("{} · {status}", target.url);
-    if !content_type.is_empty() {
-        head.push_str(&format!(" · {content_type}"));
-    }
-    if let Some(first) = hops.first() {
-        head.push_str(&format!(" (redirected from {first})"));
-    }
-    let mut out = head;
+    let mut out = head(target, status, &content_type, hops);
     out.push('\n');
     if cut {
         out.push_str(&format!(
@@ -381,6 +360,40 @@ async fn read(
         git_refused: false,
         guard: None,
     }
+}
+
+/// The body, at most [`MAX_BODY_BYTES`] of it, and whether it was cut there.
+async fn read_body(mut response: reqwest::Response) -> Result<(Vec<u8>, bool), reqwest::Error> {
+    let mut body: Vec<u8> = Vec::new();
+    let mut cut = false;
+    while let Some(chunk) = response.chunk().await? {
+        let room = MAX_BODY_BYTES - body.len();
+        if chunk.len() > room {
+            body.extend_from_slice(&chunk[..room]);
+            cut = true;
+            break;
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok((body, cut))
+}
+
+/// The result's first line: the URL, the status, the content type and where a redirect
+/// started.
+fn head(
+    target: &Target,
+    status: reqwest::StatusCode,
+    content_type: &str,
+    hops: &[String],
+) -> String {
+    let mut head = format!("{} · {status}", target.url);
+    if !content_type.is_empty() {
+        head.push_str(&format!(" · {content_type}"));
+    }
+    if let Some(first) = hops.first() {
+        head.push_str(&format!(" (redirected from {first})"));
+    }
+    head
 }
 
 /// What a body is, for what the model gets.

@@ -19,130 +19,23 @@
 //! Invariants: bytes that must replay exactly are never edited — a signed thinking block that
 //! holds a secret is dropped whole, and tool call ids and provider-opaque blocks are left
 //! alone; redacting redacted text changes nothing.
+//!
+//! Here: the redactor and its markers, and the session key's other spellings; the rules that
+//! recognize secrets are in `rules`, which texts of a payload are redacted in `payload`.
 
 use std::borrow::Cow;
 
-use codewhale_journal::{Block, Payload, Text};
 use regex::{Regex, RegexSet};
 use sha2::{Digest, Sha256};
 
+mod payload;
+mod rules;
+
+use rules::{built_in, Rule, BUILT_IN};
+pub use rules::{check_pattern, warm_up};
+
 /// How a marker starts; `write_file`/`edit_file` refuse content holding one.
 pub const MARKER_PREFIX: &str = "[REDACTED:";
-
-/// One recognized kind of secret. Its own regex (which finds where the secret is) is compiled
-/// on first use: the set of all rules decides whether a text holds any secret at all, and most
-/// texts of a session hold none, so most rules are never compiled a second time.
-struct Rule {
-    kind: String,
-    pattern: String,
-    regex: std::sync::OnceLock<Option<Regex>>,
-    /// The capture group holding the secret (0: the whole match).
-    group: usize,
-}
-
-impl Rule {
-    fn new(kind: &str, pattern: String, group: usize) -> Rule {
-        Rule { kind: kind.to_owned(), pattern, regex: std::sync::OnceLock::new(), group }
-    }
-
-    /// A rule whose regex is compiled already (a configured pattern, checked when it is read).
-    fn compiled(kind: &str, regex: Regex) -> Rule {
-        let rule = Rule::new(kind, regex.as_str().to_owned(), 0);
-        let _ = rule.regex.set(Some(regex));
-        rule
-    }
-
-    /// The rule's regex. `None` only if a pattern the set accepted does not compile alone,
-    /// which the tests rule out for the built-in ones; such a rule then finds nothing.
-    fn regex(&self) -> Option<&Regex> {
-        self.regex
-            .get_or_init(|| match Regex::new(&self.pattern) {
-                Ok(regex) => Some(regex),
-                Err(e) => {
-                    tracing::warn!(kind = %self.kind, "a redaction rule does not compile: {e}");
-                    None
-                }
-            })
-            .as_ref()
-    }
-}
-
-/// The built-in rules: (kind, pattern, capture group of the secret). More specific patterns
-/// come first, so an Anthropic key is named as one rather than as an OpenAI-style key.
-///
-/// The line rules (`secret`) look at a line's content after the prefix a tool puts before
-/// each line of a file: `read_file`'s (and `cat -n`'s) gutter of right-aligned numbers and a
-/// tab (`    12\t`, `  3.2\t` for a piece of a long line), and `search`'s (and `grep -n`'s)
-/// `path:line:`. Without that, a `.env` read through a tool would pass where `cat` is caught.
-const BUILT_IN: &[(&str, &str, usize)] = &[
-    (
-        "private-key",
-        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?s:.*?)-----END [A-Z0-9 ]*PRIVATE KEY-----",
-        0,
-    ),
-    ("anthropic-key", r"\bsk-ant-[A-Za-z0-9_\-]{20,}", 0),
-    ("openrouter-key", r"\bsk-or-(?:v1-)?[A-Za-z0-9]{32,}", 0),
-    ("openai-key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}", 0),
-    ("google-key", r"\bAIza[0-9A-Za-z_\-]{35}", 0),
-    ("aws-access-key", r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b", 0),
-    (
-        "aws-secret-key",
-        r#"(?i)aws_?secret_?(?:access_?)?key["']?\s*[:=]\s*["']?([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)"#,
-        1,
-    ),
-    ("github-token", r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})\b", 0),
-    ("gitlab-token", r"\bglpat-[A-Za-z0-9_\-]{20,}", 0),
-    ("slack-token", r"\bxox[abposr]-[A-Za-z0-9\-]{10,}", 0),
-    ("jwt", r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}", 0),
-    ("bearer-token", r"(?i)\bbearer\s+([A-Za-z0-9._~+/=\-]{16,})", 1),
-    (
-        "secret",
-        r#"(?m)^(?:[ \t]*[0-9]+(?:\.[0-9]+)?\t|[^\n]*?:[0-9]+:)?[ \t]*(?:export[ \t]+)?["']?[A-Z][A-Z0-9_]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?)[A-Z0-9_]*["']?[ \t]*[=:][ \t]*["']?([^\s"'$<{%()][^\s"'()]{5,})["']?[ \t]*,?[ \t]*$"#,
-        1,
-    ),
-    (
-        "secret",
-        r#"(?m)^(?:[ \t]*[0-9]+(?:\.[0-9]+)?\t|[^\n]*?:[0-9]+:)?[ \t]*["']?(?:[a-z0-9]+[_.\-])*(?:password|passwd|passphrase|secret|api[_\-]?key|access[_\-]?token|auth[_\-]?token|refresh[_\-]?token|client[_\-]?secret|secret[_\-]?key|private[_\-]?key)["']?[ \t]*[=:][ \t]*["']?([^\s"'$<{%()][^\s"'()]{5,})["']?[ \t]*,?[ \t]*$"#,
-        1,
-    ),
-];
-
-/// An ordinary paragraph of a coding session (prose, code, a command, a path, numbers), holding
-/// no secret: a configured pattern that matches much of it would redact the conversation
-/// itself.
-const ORDINARY_TEXT: &str = "The build failed because the test in src/parser.rs expects 42 \
-tokens but the lexer now returns 43. I changed `fn next_token(&mut self) -> Option<Token>` to \
-skip the trailing newline, then ran `cargo test -p parser -- --nocapture` again; all 118 tests \
-pass. Next, update the README (section \"Usage\") and bump the version to 1.4.2 on Monday, \
-2024-05-06. See https://example.com/docs/lexer.html for the grammar.";
-
-/// The largest share of [`ORDINARY_TEXT`] a configured pattern may match (one fifth).
-const MAX_ORDINARY_SHARE: f64 = 0.2;
-
-/// Checks a pattern from a config file before it is used: it must be a regular expression,
-/// never match empty text (a marker would be put between every two characters) and match at
-/// most a fifth of an ordinary paragraph. The error is a phrase naming the pattern.
-pub fn check_pattern(pattern: &str) -> Result<(), String> {
-    let regex = Regex::new(pattern).map_err(|e| {
-        format!("the redaction pattern {pattern:?} is not a valid regular expression: {e}")
-    })?;
-    if regex.find_iter(ORDINARY_TEXT).any(|m| m.is_empty()) || regex.is_match("") {
-        return Err(format!(
-            "the redaction pattern {pattern:?} matches empty text, so it would put a marker \
-             between every two characters of the conversation; make it match the secret itself"
-        ));
-    }
-    let matched: usize = regex.find_iter(ORDINARY_TEXT).map(|m| m.as_str().chars().count()).sum();
-    let share = matched as f64 / ORDINARY_TEXT.chars().count() as f64;
-    if share > MAX_ORDINARY_SHARE {
-        return Err(format!(
-            "the redaction pattern {pattern:?} matches {:.0}% of an ordinary paragraph, so it \
-             would redact the conversation itself; make it match only the shape of the secret",
-            share * 100.0
-        ));
-    }
-    Ok(())
-}
 
 /// A pattern from the user's configuration that is not a valid regular expression.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -206,53 +99,6 @@ fn base64_line(line: &str) -> bool {
         && line
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=' | b'-' | b'_'))
-}
-
-impl std::fmt::Debug for Rule {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Rule").field("kind", &self.kind).finish_non_exhaustive()
-    }
-}
-
-/// The built-in rules and their set, compiled once per process: every redactor (the
-/// session's, the event sink's, an import's) shares them instead of compiling ~2 ms of regexes
-/// again.
-type Compiled = (std::sync::Arc<Vec<Rule>>, std::sync::Arc<RegexSet>);
-
-static COMPILED: std::sync::OnceLock<Result<Compiled, BadPattern>> = std::sync::OnceLock::new();
-
-fn built_in() -> Result<&'static Compiled, BadPattern> {
-    COMPILED.get_or_init(compile_built_in).as_ref().map_err(Clone::clone)
-}
-
-/// Starts compiling the built-in rules on a background thread, so a command that redacts its
-/// first text a few milliseconds later (every session does, on its first append) finds them
-/// ready instead of compiling them then. Cheap and idempotent.
-pub fn warm_up() {
-    if COMPILED.get().is_some() {
-        return;
-    }
-    let spawned = std::thread::Builder::new().name("redaction-warm-up".into()).spawn(|| {
-        let _ = built_in();
-    });
-    if let Err(err) = spawned {
-        tracing::debug!("could not start the redaction warm-up thread: {err}");
-    }
-}
-
-fn compile_built_in() -> Result<Compiled, BadPattern> {
-    // Word boundaries in ASCII: every secret these rules know is ASCII, and a Unicode `\b`
-    // makes the lazy DFA give up on any non-ASCII text, leaving a matcher that is ~50x slower
-    // (100 MB of tool output took 20 s instead of well under one).
-    let rules: Vec<Rule> = BUILT_IN
-        .iter()
-        .map(|(kind, pattern, group)| Rule::new(kind, ascii_word_boundaries(pattern), *group))
-        .collect();
-    let any = RegexSet::new(rules.iter().map(|r| r.pattern.as_str())).map_err(|e| BadPattern {
-        pattern: "(built-in rules)".to_owned(),
-        reason: e.to_string(),
-    })?;
-    Ok((std::sync::Arc::new(rules), std::sync::Arc::new(any)))
 }
 
 /// Whether `text` holds something the built-in patterns take for a secret (an API key, a
@@ -401,99 +247,6 @@ impl Redactor {
     pub fn finds_secret(&self, text: &str) -> bool {
         matches!(self.redact(text), Cow::Owned(_))
     }
-
-    /// Redacts every text of a payload about to be journaled. Signed thinking that holds a
-    /// secret is dropped whole (its bytes must replay exactly or not at all); call ids and
-    /// opaque blocks are left alone.
-    pub fn redact_payload(&self, payload: &mut Payload) {
-        match payload {
-            Payload::User(u) => self.redact_blocks(&mut u.content),
-            Payload::Assistant(a) => self.redact_blocks(&mut a.content),
-            Payload::ToolResult(r) => {
-                if let Cow::Owned(s) = self.redact(&r.content) {
-                    r.content = Text::from(s);
-                }
-                if let Some(blocks) = &mut r.content_blocks {
-                    self.redact_blocks(blocks);
-                }
-                if let Some(reason) = &mut r.reason {
-                    if let Cow::Owned(t) = self.redact(reason) {
-                        *reason = t;
-                    }
-                }
-            }
-            Payload::System(s) => {
-                if let Cow::Owned(t) = self.redact(&s.text) {
-                    s.text = t;
-                }
-            }
-            Payload::Side(s) => {
-                for text in [&mut s.question, &mut s.answer] {
-                    if let Cow::Owned(t) = self.redact(text) {
-                        *text = t;
-                    }
-                }
-            }
-            Payload::Compaction(c) => {
-                for text in [Some(&mut c.note), c.summary.as_mut(), c.anchors.as_mut()]
-                    .into_iter()
-                    .flatten()
-                {
-                    if let Cow::Owned(t) = self.redact(text) {
-                        *text = t;
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-
-    fn redact_blocks(&self, blocks: &mut Vec<Block>) {
-        blocks.retain_mut(|block| match block {
-            Block::Text(t) => {
-                if let Cow::Owned(s) = self.redact(&t.text) {
-                    t.text = s;
-                }
-                true
-            }
-            Block::ToolUse(call) => {
-                self.redact_json(&mut call.input);
-                true
-            }
-            Block::Thinking(t) if t.signature.is_some() => !self.finds_secret(&t.thinking),
-            Block::Thinking(t) => {
-                if let Cow::Owned(s) = self.redact(&t.thinking) {
-                    t.thinking = s;
-                }
-                true
-            }
-            Block::Image(image) => {
-                if let Cow::Owned(s) = self.redact(&image.name) {
-                    image.name = s;
-                }
-                true
-            }
-            Block::Opaque(_) => true,
-        });
-    }
-
-    fn redact_json(&self, value: &mut serde_json::Value) {
-        match value {
-            serde_json::Value::String(s) => {
-                if let Cow::Owned(r) = self.redact(s) {
-                    *s = r;
-                }
-            }
-            serde_json::Value::Array(items) => items.iter_mut().for_each(|v| self.redact_json(v)),
-            serde_json::Value::Object(map) => map.values_mut().for_each(|v| self.redact_json(v)),
-            _ => {}
-        }
-    }
-}
-
-/// `pattern` with every `\b` made an ASCII word boundary.
-fn ascii_word_boundaries(pattern: &str) -> String {
-    pattern.replace(r"\b", r"(?-u:\b)")
 }
 
 /// Whether `text` holds a redaction marker (content a tool must not write over a real file).

@@ -30,7 +30,7 @@ pub(super) fn set_approval(
     mode: crate::approval::ApprovalMode,
 ) {
     session.set_approval_mode(mode);
-    sink.emit(id, super::super::approval_changed(mode));
+    sink.emit(id, super::super::replies::approval_changed(mode));
 }
 
 /// Takes back grant `index` (1-based); the list follows either way.

@@ -15,7 +15,7 @@ use crate::rewind::ops::{Move, Request};
 use crate::session::Session;
 use codewhale_protocol::{ErrorKind, Event, Op, SubmissionId};
 
-use super::{mcp_servers_event, no_such_call};
+use super::replies::{mcp_servers_event, no_such_call};
 
 mod changes;
 mod head;

@@ -73,7 +73,7 @@ pub(super) async fn handle_idle_op(
         Op::RestoreBranchFiles { from, force } => {
             Request { session, sink, id }.restore_branch(from, force).await
         }
-        // Handled in `run`.
+        // Handled by the engine task's loop before it comes here.
         Op::UserInput { .. }
         | Op::RunCommand { .. }
         | Op::CarryOutPlan { .. }

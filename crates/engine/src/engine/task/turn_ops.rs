@@ -6,24 +6,60 @@
 
 use tokio_util::sync::CancellationToken;
 
+use super::super::replies::approval_changed;
 use super::busy::{answer_deferred, listening, Family};
-use super::Ops;
+use super::{Ops, Task};
+use crate::approval::ApprovalMode;
 use crate::compaction::compactor::{Change, Compactor};
 use crate::events::{ApprovalGate, EventSink};
 use crate::session::Session;
 use crate::turn::{self, TurnCtx};
 use codewhale_protocol::{ErrorKind, Event, SubmissionId};
 
+impl Task {
+    /// A message the user typed, with what it attaches: one turn.
+    pub(super) async fn user_input(
+        &mut self,
+        id: SubmissionId,
+        text: String,
+        attachments: Vec<String>,
+        images: Vec<String>,
+    ) {
+        let message = turn::UserMessage { text, attachments, images, synthetic: false };
+        let link = Link { ops: &mut self.ops, sink: &self.sink, gate: &self.gate };
+        self.shutdown = user_turn(&mut self.session, &mut self.compactor, link, id, message).await;
+    }
+
+    /// "Carry out the plan" in the mode the user chose: one turn of the engine's own words.
+    pub(super) async fn carry_out_plan(&mut self, id: SubmissionId, mode: ApprovalMode) {
+        let Task { session, compactor, ops, sink, gate, shutdown, .. } = self;
+        // The chosen mode first: the turn's note to the model follows from it.
+        session.set_approval_mode(mode);
+        sink.emit(id, approval_changed(mode));
+        let text = crate::plan_mode::CARRY_OUT.to_owned();
+        let message = turn::UserMessage { text, synthetic: true, ..Default::default() };
+        let link = Link { ops, sink, gate };
+        *shutdown = user_turn(session, compactor, link, id, message).await;
+    }
+
+    /// `/NAME args` of a custom command: see [`custom_command`].
+    pub(super) async fn run_command(&mut self, id: SubmissionId, name: &str, args: &str) {
+        let link = Link { ops: &mut self.ops, sink: &self.sink, gate: &self.gate };
+        self.shutdown =
+            custom_command(&mut self.session, &mut self.compactor, link, id, name, args).await;
+    }
+}
+
 /// What a turn run by the engine task reads ops from and writes events to.
-pub(super) struct Link<'a> {
-    pub(super) ops: &'a mut Ops,
-    pub(super) sink: &'a EventSink,
-    pub(super) gate: &'a ApprovalGate,
+struct Link<'a> {
+    ops: &'a mut Ops,
+    sink: &'a EventSink,
+    gate: &'a ApprovalGate,
 }
 
 /// Runs one turn of `message` while still reading ops; returns the id of a `Shutdown`
 /// received meanwhile.
-pub(super) async fn user_turn(
+async fn user_turn(
     session: &mut Session,
     compactor: &mut Compactor,
     link: Link<'_>,
@@ -52,7 +88,7 @@ pub(super) async fn user_turn(
 /// `/NAME args` of a custom command (docs/extending.md): its body filled in is the turn's
 /// message, on the command's `model` for that one turn (the switch there and back is journaled
 /// like `/model`). One that cannot run fails the turn with the reason and sends nothing.
-pub(super) async fn custom_command(
+async fn custom_command(
     session: &mut Session,
     compactor: &mut Compactor,
     link: Link<'_>,

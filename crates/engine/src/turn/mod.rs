@@ -21,6 +21,8 @@ mod intake;
 mod mode_note;
 mod reply;
 mod request;
+mod results;
+mod session_tools;
 
 use codewhale_journal::{Entry, Level, SystemPayload};
 

@@ -13,8 +13,8 @@
 //! without text write nothing and say why); a view that fails the check is not sent; a
 //! question that would not fit the window is refused before anything is sent.
 
-use codewhale_journal::{Reads, SidePayload, Usage as JUsage};
-use codewhale_provider::{Message, ToolChoice};
+use codewhale_journal::{Reads, SidePayload, Usage as JUsage, View};
+use codewhale_provider::{Message, Request, Response, ToolChoice};
 use tokio_util::sync::CancellationToken;
 
 use crate::convert::{self, RequestParams};
@@ -42,13 +42,40 @@ pub(crate) async fn run(
     }
 }
 
+/// Why a side question was not answered: the error's kind and its one sentence.
+type Failed = (ErrorKind, String);
+
+/// The steps of a side question (module docs): the question checked, the view checked and
+/// found room, the request sent, the answer journaled and then shown as journaled.
 async fn answer(
     session: &mut Session,
     sink: &EventSink,
     id: SubmissionId,
     question: String,
     cancel: CancellationToken,
-) -> Result<(), (ErrorKind, String)> {
+) -> Result<(), Failed> {
+    let question = checked_question(session, question)?;
+    let view = view_with_room(session, &question)?;
+    let request = request_for(session, &view, &question);
+    let reads = Reads::new(view.head.clone(), view.compaction.as_ref().map(|c| c.id.clone()));
+    drop(view);
+    let response = send(session, &request, cancel).await?;
+    let text = response.text().trim().to_owned();
+    if text.is_empty() {
+        return Err((
+            ErrorKind::Protocol,
+            "the model gave no answer to the side question (it tried to call a tool instead); \
+             ask it as a message if it needs tools"
+                .into(),
+        ));
+    }
+    let answered = journal(session, question, text, &response, reads).await?;
+    sink.emit(id, answered);
+    Ok(())
+}
+
+/// `question` trimmed, when there is one and a model to ask.
+fn checked_question(session: &Session, question: String) -> Result<String, Failed> {
     let question = question.trim().to_owned();
     if question.is_empty() {
         return Err((
@@ -60,14 +87,19 @@ async fn answer(
     if let Some(why) = session.no_model() {
         return Err((ErrorKind::Config, format!("a side question needs a model: {why}")));
     }
-    let engine = |e: EngineError| (e.kind(), e.to_string());
+    Ok(question)
+}
+
+/// The view the question is asked after: dangling calls answered first, the view checked, and
+/// room left in the window for the question.
+fn view_with_room(session: &mut Session, question: &str) -> Result<View, Failed> {
     // A call left without a result (a crash) is answered first, as a turn would.
     session.heal_dangling_calls().map_err(engine)?;
     let view = session.render();
     codewhale_journal::check_view(&view)
         .map_err(|source| engine(EngineError::View { source, hint: session.hints().rewind() }))?;
     let limits = *session.budget().limits();
-    let asked = u64::from(crate::tokens::estimate(&question))
+    let asked = u64::from(crate::tokens::estimate(question))
         + u64::from(crate::tokens::estimate(INSTRUCTION));
     if session.budget().raw_estimate() + asked > limits.usable_input {
         return Err((
@@ -77,6 +109,12 @@ async fn answer(
                 .into(),
         ));
     }
+    Ok(view)
+}
+
+/// The live request for `view` with the question after it, tool calls forbidden.
+fn request_for(session: &Session, view: &View, question: &str) -> Request {
+    let limits = *session.budget().limits();
     let max_output = codewhale_provider::lookup_model(session.model())
         .max_output
         .min(limits.reserved_output)
@@ -88,7 +126,7 @@ async fn answer(
         convert::Images::Send(&blobs)
     };
     let mut request = convert::to_request(
-        &view,
+        view,
         RequestParams {
             model: session.model(),
             system: session.system_prompt(),
@@ -103,9 +141,16 @@ async fn answer(
     }
     request.messages.push(Message::user_text(format!("{}\n{question}", INSTRUCTION.trim_end())));
     request.tool_choice = ToolChoice::None;
-    let reads = Reads::new(view.head.clone(), view.compaction.as_ref().map(|c| c.id.clone()));
-    drop(view);
-    let response = session.client().complete(&request, cancel).await.map_err(|failure| {
+    request
+}
+
+/// Sends the side question; an interrupt or a failure is said in one sentence.
+async fn send(
+    session: &Session,
+    request: &Request,
+    cancel: CancellationToken,
+) -> Result<Response, Failed> {
+    session.client().complete(request, cancel).await.map_err(|failure| {
         if failure.error.kind == codewhale_provider::ErrorKind::Cancelled {
             (ErrorKind::Cancelled, "the side question was interrupted; nothing was kept".into())
         } else {
@@ -114,16 +159,18 @@ async fn answer(
                 format!("the side question failed: {}", failure.error),
             )
         }
-    })?;
-    let text = response.text().trim().to_owned();
-    if text.is_empty() {
-        return Err((
-            ErrorKind::Protocol,
-            "the model gave no answer to the side question (it tried to call a tool instead); \
-             ask it as a message if it needs tools"
-                .into(),
-        ));
-    }
+    })
+}
+
+/// Journals the answer as a `side` entry with its cost counted, syncs it, and returns the
+/// event that shows it — what was journaled (redacted) is what is shown.
+async fn journal(
+    session: &mut Session,
+    question: String,
+    text: String,
+    response: &Response,
+    reads: Reads,
+) -> Result<Event, Failed> {
     let model = response.model.clone().unwrap_or_else(|| session.model().to_owned());
     let price = session.price();
     let usage = response.usage;
@@ -150,16 +197,17 @@ async fn answer(
         Some(codewhale_journal::Payload::Side(s)) => (s.question.clone(), s.answer.clone()),
         _ => (question, String::new()),
     };
-    sink.emit(
-        id,
-        Event::SideAnswer {
-            question,
-            answer,
-            model,
-            input_tokens: usage.map_or(0, |u| u.input_tokens),
-            output_tokens: usage.map_or(0, |u| u.output_tokens),
-            cost_usd,
-        },
-    );
-    Ok(())
+    Ok(Event::SideAnswer {
+        question,
+        answer,
+        model,
+        input_tokens: usage.map_or(0, |u| u.input_tokens),
+        output_tokens: usage.map_or(0, |u| u.output_tokens),
+        cost_usd,
+    })
+}
+
+/// An engine error as a side question's failure.
+fn engine(e: EngineError) -> Failed {
+    (e.kind(), e.to_string())
 }

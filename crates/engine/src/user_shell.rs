@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::events::EventSink;
 use crate::session::Session;
-use crate::tools::shell::{self, RunEnv};
+use crate::tools::shell::{self, RunEnv, ShellOutcome};
 use codewhale_protocol::{CallEnd, Event, NoticeLevel, SubmissionId};
 
 /// What the model reads of a user's command: who ran it, the command and its output.
@@ -46,9 +46,36 @@ pub(crate) async fn run(
     }
     let call_id = format!("user-shell-{}", id.0);
     sink.emit(id, Event::UserShellStarted { call_id: call_id.clone(), command: command.clone() });
+    let outcome = run_guarded(session, sink, id, &call_id, &command, &cancel).await;
+    let output = session.redactor().redact(&outcome.text).into_owned();
+    let end = if cancel.is_cancelled() {
+        CallEnd::Interrupted
+    } else if outcome.timed_out {
+        CallEnd::TimedOut
+    } else if outcome.is_error {
+        CallEnd::Failed
+    } else {
+        CallEnd::Completed
+    };
+    journal(session, sink, id, &command, &output, outcome.exit_code, end).await;
+    // Last: a front end sends its next message on this, and the engine takes it at once.
+    let exit_code = outcome.exit_code;
+    sink.emit(id, Event::UserShellFinished { call_id, command, output, end, exit_code });
+}
+
+/// Runs `command` in the session's sandbox, its output streamed as `call_id`'s; what it
+/// changed in git's executable places is named to the user.
+async fn run_guarded(
+    session: &Session,
+    sink: &EventSink,
+    id: SubmissionId,
+    call_id: &str,
+    command: &str,
+    cancel: &CancellationToken,
+) -> ShellOutcome {
     let ctx = session.tool_context(cancel.clone());
     let progress_sink = sink.clone();
-    let progress_id = call_id.clone();
+    let progress_id = call_id.to_owned();
     let progress = move |bytes: &[u8]| {
         let text = String::from_utf8_lossy(bytes).into_owned();
         progress_sink.emit(id, Event::ToolOutputDelta { call_id: progress_id.clone(), text });
@@ -68,7 +95,7 @@ pub(crate) async fn run(
         sandbox: ctx.sandbox.as_deref(),
         read_only: Some(&[]),
     };
-    let outcome = shell::run(env, &command, None, &cancel).await;
+    let outcome = shell::run(env, command, None, cancel).await;
     if let Some(before) = before {
         let changed = tokio::task::spawn_blocking(move || guard.after_user(&before))
             .await
@@ -87,22 +114,26 @@ pub(crate) async fn run(
             );
         }
     }
-    let output = session.redactor().redact(&outcome.text).into_owned();
-    let end = if cancel.is_cancelled() {
-        CallEnd::Interrupted
-    } else if outcome.timed_out {
-        CallEnd::TimedOut
-    } else if outcome.is_error {
-        CallEnd::Failed
-    } else {
-        CallEnd::Completed
-    };
+    outcome
+}
+
+/// Journals the command and its (redacted) output as a synthetic `user_shell` entry, durable
+/// before the figures are told; an error writing it is told, never fatal.
+async fn journal(
+    session: &mut Session,
+    sink: &EventSink,
+    id: SubmissionId,
+    command: &str,
+    output: &str,
+    exit_code: Option<i32>,
+    end: CallEnd,
+) {
     let payload = UserPayload {
         synthetic: true,
-        content: vec![Block::text(model_text(&command, &output))],
+        content: vec![Block::text(model_text(command, output))],
         user_shell: Some(UserShell {
-            command: command.clone(),
-            exit_code: outcome.exit_code.map(i64::from),
+            command: command.to_owned(),
+            exit_code: exit_code.map(i64::from),
             end: Some(crate::call_end::to_journal(end)),
             ..UserShell::default()
         }),
@@ -117,9 +148,6 @@ pub(crate) async fn run(
         }
         Err(err) => sink.emit(id, err.event()),
     }
-    // Last: a front end sends its next message on this, and the engine takes it at once.
-    let exit_code = outcome.exit_code;
-    sink.emit(id, Event::UserShellFinished { call_id, command, output, end, exit_code });
 }
 
 #[cfg(test)]

@@ -213,6 +213,16 @@ struct Progress {
     failure: Option<String>,
 }
 
+/// What the steps of a child's run tell the parent's front end about: which child, for which
+/// call and request, and the approval gate its questions go through.
+struct Watch<'w> {
+    child_id: &'w str,
+    request: &'w Request,
+    call_id: &'w str,
+    parent: &'w ParentLink<'w>,
+    gate: &'w Arc<ApprovalGate>,
+}
+
 /// Runs one child's turn to its end and shapes its result.
 async fn run_child(
     mut child: Session,
@@ -241,38 +251,15 @@ async fn run_child(
     // call on, as it does to the parent.
     parent.gate.lead(&gate);
     let mut progress = Progress { step: "starting".to_owned(), ..Progress::default() };
+    let watch = Watch { child_id: &child_id, request: &request, call_id, parent, gate: &gate };
     // A subagent is a second `Session` + `Compactor` pair: its compaction stands on its own.
     let mut compactor = Compactor::open(&child);
     let status = match slot {
         None => TurnStatus::Interrupted,
         Some(_) => {
-            let message = UserMessage { text: request.prompt.clone(), ..UserMessage::default() };
-            let turn = async {
-                let mut ctx = TurnCtx::new(
-                    &mut child,
-                    &mut compactor,
-                    &sink,
-                    &gate,
-                    parent.submission,
-                    parent.cancel.clone(),
-                );
-                ctx.passes_per_request = true;
-                crate::turn::run_turn(&mut ctx, message).await
-            };
-            tokio::pin!(turn);
-            let outcome = loop {
-                tokio::select! {
-                    biased;
-                    Some(msg) = events.recv() => {
-                        told(msg, &child_id, &mut progress, &request, call_id, parent, &gate);
-                    }
-                    outcome = &mut turn => break outcome,
-                }
-            };
-            while let Ok(msg) = events.try_recv() {
-                told(msg, &child_id, &mut progress, &request, call_id, parent, &gate);
-            }
-            outcome.status
+            let turn =
+                turn_told(&mut child, &mut compactor, &sink, &mut events, &watch, &mut progress);
+            turn.await
         }
     };
     // A note being written in the child's background is committed when ready, else dropped.
@@ -286,8 +273,57 @@ async fn run_child(
         _ => Some(progress.failure.clone().unwrap_or_else(|| "the subagent's turn failed".into())),
     };
     let ended = Ended { status, reason };
+    finish(child, ended, &left_out, &inherited, &watch, &progress).await
+}
+
+/// The child's one turn, run by the ordinary turn loop, while its events are told to the
+/// parent; every event it sent is told before its status is returned.
+async fn turn_told(
+    child: &mut Session,
+    compactor: &mut Compactor,
+    sink: &EventSink,
+    events: &mut tokio::sync::mpsc::UnboundedReceiver<EventMsg>,
+    watch: &Watch<'_>,
+    progress: &mut Progress,
+) -> TurnStatus {
+    let Watch { child_id, request, call_id, parent, gate } = *watch;
+    let message = UserMessage { text: request.prompt.clone(), ..UserMessage::default() };
+    let turn = async {
+        let mut ctx =
+            TurnCtx::new(child, compactor, sink, gate, parent.submission, parent.cancel.clone());
+        ctx.passes_per_request = true;
+        crate::turn::run_turn(&mut ctx, message).await
+    };
+    tokio::pin!(turn);
+    let outcome = loop {
+        tokio::select! {
+            biased;
+            Some(msg) = events.recv() => {
+                told(msg, child_id, progress, request, call_id, parent, gate);
+            }
+            outcome = &mut turn => break outcome,
+        }
+    };
+    while let Ok(msg) = events.try_recv() {
+        told(msg, child_id, progress, request, call_id, parent, gate);
+    }
+    outcome.status
+}
+
+/// The child's result as the parent's model reads it, with the files it changed, what it spent
+/// and what the user granted in its questions; its journal closed, and the parent's front end
+/// told that it finished.
+async fn finish(
+    child: Session,
+    ended: Ended,
+    left_out: &[String],
+    inherited: &[Grant],
+    watch: &Watch<'_>,
+    progress: &Progress,
+) -> TaskDone {
+    let status = ended.status;
     let path = child.path().to_owned();
-    let text = outcome::result_text(child.journal(), &path, &ended, &left_out);
+    let text = outcome::result_text(child.journal(), &path, &ended, left_out);
     let files = files_changed(child.journal());
     let replies = child.spend().replies.read();
     let summaries = child.spend().summaries.read();
@@ -295,13 +331,13 @@ async fn run_child(
         child.policy().grants().iter().filter(|g| !inherited.contains(g)).cloned().collect();
     let closed = close_child(child).await;
     let finished = Event::SubagentFinished {
-        call_id: call_id.to_owned(),
-        session_id: child_id,
+        call_id: watch.call_id.to_owned(),
+        session_id: watch.child_id.to_owned(),
         status,
         calls: progress.calls,
         compactions: progress.compactions,
     };
-    parent.sink.emit(parent.submission, finished);
+    watch.parent.sink.emit(watch.parent.submission, finished);
     let mut output = ToolOutput::capped(&text);
     output.is_error = status == TurnStatus::Failed;
     output.files = files;

@@ -1,4 +1,5 @@
-//! Running the tool calls of one model response: approval, scheduling, journaling results.
+//! Running the tool calls of one model response: approval, scheduling, and the result each
+//! call gets (journaled by `results.rs`).
 //!
 //! Invariants: results are journaled in call order, as consecutive entries on the chain right
 //! after the assistant entry; consecutive read-only calls run concurrently, anything that
@@ -16,17 +17,16 @@
 
 use serde_json::Value;
 
-use codewhale_journal::ToolResultPayload;
-
 use super::clearance::{
     allowed_without_asking, ask_instructions, assess_now, clear, offer_git_writable, offer_rerun,
     Cleared,
 };
 use super::ctx::TurnCtx;
+use super::results::{finish, journal_result, live_output, Ending};
 use crate::approval::{ApprovalMode, Policy};
 use crate::error::EngineError;
 use crate::session::INTERRUPTED_RESULT;
-use crate::tools::{self, ToolOutput};
+use crate::tools::{self, Assessment, ToolOutput};
 use codewhale_protocol::{CallEnd, Event};
 
 /// One call of a response.
@@ -76,10 +76,7 @@ pub(crate) async fn run_calls(
 
 /// Runs `calls` in order; returns false when the turn was interrupted.
 async fn run_some(ctx: &mut TurnCtx<'_>, calls: &[ToolCall]) -> Result<bool, EngineError> {
-    let tool_ctx = ctx.session.tool_context(ctx.cancel.clone());
-    let plan_ctx = plan_context(ctx, &tool_ctx);
-    let mcp = ctx.session.mcp().clone();
-    let fetches = super::fetch::prepare(ctx.session, calls).await;
+    let reply = ReplyCalls::prepare(ctx, calls).await;
     let mut i = 0;
     let mut interrupted = false;
     while i < calls.len() {
@@ -87,79 +84,143 @@ async fn run_some(ctx: &mut TurnCtx<'_>, calls: &[ToolCall]) -> Result<bool, Eng
             interrupted = true;
             break;
         }
-        // A child is offered only what its `task` call allowed; anything else is refused.
-        if let Some(refusal) = crate::subagent::run::not_offered(ctx.session, &calls[i].name) {
-            ctx.emit(Event::ToolCallStarted {
-                call_id: calls[i].id.clone(),
-                name: calls[i].name.clone(),
-            });
-            let end = Ending::of(CallEnd::NotApproved);
-            finish(ctx, &calls[i], ToolOutput::error(refusal), end, None)?;
-            i += 1;
-            continue;
-        }
-        // `task` calls run without asking, the consecutive ones of a reply concurrently, each
-        // a child session of its own (docs/subagents.md).
-        if calls[i].name == crate::subagent::TOOL {
-            let end = i + calls[i..].iter().take_while(|c| c.name == crate::subagent::TOOL).count();
-            for call in &calls[i..end] {
-                ctx.emit(Event::ToolCallStarted {
-                    call_id: call.id.clone(),
-                    name: call.name.clone(),
-                });
+        i = if let Some(refusal) = crate::subagent::run::not_offered(ctx.session, &calls[i].name) {
+            // A child is offered only what its `task` call allowed; anything else is refused.
+            reply.not_offered(ctx, i, refusal)?
+        } else if calls[i].name == crate::subagent::TOOL {
+            // `task` calls run without asking, the consecutive ones of a reply concurrently,
+            // each a child session of its own (docs/subagents.md).
+            reply.run_tasks(ctx, i).await?
+        } else if tools::is_session_tool(&calls[i].name) {
+            // The session's own tools read or set what the journal holds: run here, one at a
+            // time, never asking.
+            reply.run_session_tool(ctx, i)?
+        } else {
+            match reply.run_cleared(ctx, i).await? {
+                Some(next) => next,
+                None => {
+                    interrupted = true;
+                    break;
+                }
             }
-            let done = crate::subagent::run::run_tasks(ctx, &calls[i..end]).await;
-            for (call, task) in calls[i..end].iter().zip(done) {
-                ctx.stats.requests += task.replies.requests + task.summaries.requests;
-                ctx.stats.input_tokens += task.replies.input_tokens;
-                ctx.stats.output_tokens += task.replies.output_tokens;
-                let end = if task.output.is_error { CallEnd::Failed } else { CallEnd::Completed };
-                finish(ctx, call, task.output, Ending::of(end), None)?;
-            }
-            i = end;
-            continue;
+        };
+    }
+    for call in &calls[i..] {
+        let end = Ending::of(CallEnd::Interrupted);
+        finish(ctx, call, ToolOutput::error(INTERRUPTED_RESULT), end, None)?;
+    }
+    Ok(!interrupted && !ctx.cancel.is_cancelled())
+}
+
+/// The calls of one reply and what running them shares: the session's tool context (and the
+/// read-only one of plan mode), the MCP servers, the `web_fetch` targets resolved up front.
+/// Each step runs the call at an index (and those it batches with) and returns the next index.
+struct ReplyCalls<'c> {
+    calls: &'c [ToolCall],
+    tool_ctx: tools::ToolContext,
+    plan_ctx: Option<tools::ToolContext>,
+    mcp: codewhale_mcp::Servers,
+    fetches: super::fetch::Prepared,
+}
+
+impl<'c> ReplyCalls<'c> {
+    async fn prepare(ctx: &mut TurnCtx<'_>, calls: &'c [ToolCall]) -> ReplyCalls<'c> {
+        let tool_ctx = ctx.session.tool_context(ctx.cancel.clone());
+        let plan_ctx = plan_context(ctx, &tool_ctx);
+        let mcp = ctx.session.mcp().clone();
+        let fetches = super::fetch::prepare(ctx.session, calls).await;
+        ReplyCalls { calls, tool_ctx, plan_ctx, mcp, fetches }
+    }
+
+    /// A call of a tool this child was not offered: refused without running.
+    fn not_offered(
+        &self,
+        ctx: &mut TurnCtx<'_>,
+        i: usize,
+        refusal: String,
+    ) -> Result<usize, EngineError> {
+        let calls = self.calls;
+        ctx.emit(Event::ToolCallStarted {
+            call_id: calls[i].id.clone(),
+            name: calls[i].name.clone(),
+        });
+        let end = Ending::of(CallEnd::NotApproved);
+        finish(ctx, &calls[i], ToolOutput::error(refusal), end, None)?;
+        Ok(i + 1)
+    }
+
+    /// The `task` calls from `i` on, run together; what each child spent joins the turn.
+    async fn run_tasks(&self, ctx: &mut TurnCtx<'_>, i: usize) -> Result<usize, EngineError> {
+        let calls = self.calls;
+        let end = i + calls[i..].iter().take_while(|c| c.name == crate::subagent::TOOL).count();
+        for call in &calls[i..end] {
+            ctx.emit(Event::ToolCallStarted { call_id: call.id.clone(), name: call.name.clone() });
         }
-        // The session's own tools read or set what the journal holds: run here, one at a time,
-        // never asking.
-        if tools::is_session_tool(&calls[i].name) {
-            ctx.emit(Event::ToolCallStarted {
-                call_id: calls[i].id.clone(),
-                name: calls[i].name.clone(),
-            });
-            let (output, plan_set) = run_session_tool(ctx, &calls[i]);
-            let end = if output.is_error { CallEnd::Failed } else { CallEnd::Completed };
-            finish(ctx, &calls[i], output, Ending::of(end), None)?;
-            if plan_set {
-                ctx.emit(ctx.session.plan_event(true));
-            }
-            i += 1;
-            continue;
+        let done = crate::subagent::run::run_tasks(ctx, &calls[i..end]).await;
+        for (call, task) in calls[i..end].iter().zip(done) {
+            ctx.stats.requests += task.replies.requests + task.summaries.requests;
+            ctx.stats.input_tokens += task.replies.input_tokens;
+            ctx.stats.output_tokens += task.replies.output_tokens;
+            let end = if task.output.is_error { CallEnd::Failed } else { CallEnd::Completed };
+            finish(ctx, call, task.output, Ending::of(end), None)?;
         }
+        Ok(end)
+    }
+
+    /// A call of one of the session's own tools; a plan it set is shown.
+    fn run_session_tool(&self, ctx: &mut TurnCtx<'_>, i: usize) -> Result<usize, EngineError> {
+        let calls = self.calls;
+        ctx.emit(Event::ToolCallStarted {
+            call_id: calls[i].id.clone(),
+            name: calls[i].name.clone(),
+        });
+        let (output, plan_set) = super::session_tools::run_session_tool(ctx, &calls[i]);
+        let end = if output.is_error { CallEnd::Failed } else { CallEnd::Completed };
+        finish(ctx, &calls[i], output, Ending::of(end), None)?;
+        if plan_set {
+            ctx.emit(ctx.session.plan_event(true));
+        }
+        Ok(i + 1)
+    }
+
+    /// A call the approval step clears (or refuses, or the user denies), run with the read-only
+    /// calls after it that need no approval; `None` when the turn was interrupted first.
+    async fn run_cleared(
+        &self,
+        ctx: &mut TurnCtx<'_>,
+        i: usize,
+    ) -> Result<Option<usize>, EngineError> {
+        let calls = self.calls;
         // Judged now, not when the reply arrived: the calls before it have run.
-        let assessment = assess_now(ctx, &calls[i], fetches[i].as_ref());
-        let fetch = fetches[i].as_ref().and_then(|f| f.as_ref().ok());
-        let cleared = match clear(ctx, &calls[i], &assessment, fetch, &plan_ctx).await {
-            Cleared::Interrupted => {
-                interrupted = true;
-                break;
-            }
+        let assessment = assess_now(ctx, &calls[i], self.fetches[i].as_ref());
+        let fetch = self.fetches[i].as_ref().and_then(|f| f.as_ref().ok());
+        let cleared = match clear(ctx, &calls[i], &assessment, fetch, &self.plan_ctx).await {
+            Cleared::Interrupted => return Ok(None),
             Cleared::Refused(message) => {
                 let end = Ending::of(CallEnd::NotApproved);
                 finish(ctx, &calls[i], ToolOutput::error(message), end, None)?;
-                i += 1;
-                continue;
+                return Ok(Some(i + 1));
             }
             Cleared::Denied { message, reason } => {
                 let end = Ending { end: CallEnd::Denied, reason };
                 finish(ctx, &calls[i], ToolOutput::error(message), end, None)?;
-                i += 1;
-                continue;
+                return Ok(Some(i + 1));
             }
             cleared => cleared,
         };
         let approved_protected = matches!(cleared, Cleared::RunProtected);
         let planning = ctx.session.policy().mode() == ApprovalMode::Plan;
-        let run_ctx = match (&plan_ctx, cleared) {
+        let run_ctx = self.context_for(planning, cleared);
+        let end = self.batch_end(ctx, i, &assessment);
+        let batch = Batch { at: i, end, run_ctx: &run_ctx, planning, approved_protected };
+        self.run_batch(ctx, batch).await?;
+        Ok(Some(end))
+    }
+
+    /// What a cleared call runs with.
+    fn context_for(&self, planning: bool, cleared: Cleared) -> tools::ToolContext {
+        let tool_ctx = &self.tool_ctx;
+        match (&self.plan_ctx, cleared) {
             // Cleared in plan mode only with a read-only context to run in.
             (Some(plan), _) if planning => plan.clone(),
             // The user's yes to a command naming Codewhale's own settings: it runs without the
@@ -172,13 +233,17 @@ async fn run_some(ctx: &mut TurnCtx<'_>, calls: &[ToolCall]) -> Result<bool, Eng
                 tools::ToolContext { allow_protected: true, ..tool_ctx.clone() }
             }
             _ => tool_ctx.clone(),
-        };
-        // Extend a read-only call into a batch of the read-only calls after it that need no
-        // approval; they run concurrently.
+        }
+    }
+
+    /// The end of the batch the call at `i` starts: a read-only call is extended into a batch of
+    /// the read-only calls after it that need no approval; they run concurrently.
+    fn batch_end(&self, ctx: &mut TurnCtx<'_>, i: usize, assessment: &Assessment) -> usize {
+        let calls = self.calls;
         let mut end = i + 1;
         if assessment.is_read_only() {
             while end < calls.len() && !tools::is_session_tool(&calls[end].name) {
-                let next = assess_now(ctx, &calls[end], fetches[end].as_ref());
+                let next = assess_now(ctx, &calls[end], self.fetches[end].as_ref());
                 if !next.is_read_only()
                     || !allowed_without_asking(ctx, &next)
                     || crate::hooks::has_tool_hooks(ctx.session, &calls[end].name)
@@ -188,26 +253,25 @@ async fn run_some(ctx: &mut TurnCtx<'_>, calls: &[ToolCall]) -> Result<bool, Eng
                 end += 1;
             }
         }
+        end
+    }
+
+    /// Runs the calls of `batch` concurrently and journals their results in call order.
+    async fn run_batch(&self, ctx: &mut TurnCtx<'_>, batch: Batch<'_>) -> Result<(), EngineError> {
+        let Batch { at: i, end, run_ctx, planning, .. } = batch;
+        let calls = self.calls;
         // The change a write or an edit makes, taken before it runs, for the transcript.
-        let workspace = ctx.session.workspace().to_path_buf();
-        let diffs: Vec<Option<String>> = calls[i..end]
-            .iter()
-            .map(|c| match c.name.as_str() {
-                "write_file" | "edit_file" => {
-                    crate::tools::diff::preview(&workspace, &c.name, &c.input)
-                }
-                _ => None,
-            })
-            .collect();
+        let diffs = previews(ctx.session.workspace(), &calls[i..end]);
         for call in &calls[i..end] {
             ctx.emit(Event::ToolCallStarted { call_id: call.id.clone(), name: call.name.clone() });
         }
         let progress: Vec<_> = calls[i..end].iter().map(|c| live_output(ctx, &c.id)).collect();
         let policy = ctx.session.policy().clone();
+        let (mcp, fetches) = (&self.mcp, &self.fetches);
         let mut outputs = futures::future::join_all(
             calls[i..end].iter().zip(&progress).zip(&fetches[i..end]).map(|((c, p), f)| {
                 let fetch = f.as_ref().map(|f| (f, &policy));
-                run_one(&run_ctx, &mcp, c, p.as_ref(), fetch, &ctx.session.config().tools)
+                run_one(run_ctx, mcp, c, p.as_ref(), fetch, &ctx.session.config().tools)
             }),
         )
         .await;
@@ -218,49 +282,67 @@ async fn run_some(ctx: &mut TurnCtx<'_>, calls: &[ToolCall]) -> Result<bool, Eng
         }
         // A call that writes runs alone, so a refused write is always the batch's only call.
         if let ([output], [call], [p]) = (outputs.as_mut_slice(), &calls[i..end], &progress[..]) {
-            if !output.refused.is_empty() {
-                let first = std::mem::replace(output, ToolOutput::error(String::new()));
-                let unconfined = tools::ToolContext { sandbox: None, ..run_ctx.clone() };
-                *output = offer_rerun(ctx, call, first, &unconfined, p.as_ref()).await;
-            } else if output.git_refused && !planning {
-                let first = std::mem::replace(output, ToolOutput::error(String::new()));
-                let writable = tools::ToolContext { git_writable: true, ..run_ctx.clone() };
-                *output = offer_git_writable(ctx, call, first, &writable, p.as_ref()).await;
-            }
-            guarded(ctx, call, output).await;
-            if approved_protected && !output.is_error {
-                // The user's yes: no check of a running background command puts it back.
-                let written = call.input.get("path").and_then(Value::as_str).and_then(|p| {
-                    crate::paths::resolve(ctx.session.workspace(), p).ok().map(|r| r.path)
-                });
-                ctx.session.guard().accept(&written.into_iter().collect::<Vec<_>>());
-            }
+            after_alone(ctx, call, output, p.as_ref(), batch).await;
         }
         for ((call, output), diff) in calls[i..end].iter().zip(outputs).zip(diffs) {
-            let end = if ctx.cancel.is_cancelled() && output.is_error {
-                CallEnd::Interrupted
-            } else if output.timed_out {
-                CallEnd::TimedOut
-            } else if output.is_error {
-                CallEnd::Failed
-            } else {
-                CallEnd::Completed
-            };
-            let diff = diff.filter(|_| end == CallEnd::Completed);
-            if end != CallEnd::Interrupted {
-                let (id, cancel) = (ctx.submission, ctx.cancel.clone());
-                let (name, input, response) = (&call.name, &call.input, &output.content);
-                crate::hooks::post_tool_use(ctx.session, id, name, input, response, &cancel).await;
-            }
-            finish(ctx, call, output, Ending::of(end), diff)?;
+            journal_result(ctx, call, output, diff).await?;
         }
-        i = end;
+        Ok(())
     }
-    for call in &calls[i..] {
-        let end = Ending::of(CallEnd::Interrupted);
-        finish(ctx, call, ToolOutput::error(INTERRUPTED_RESULT), end, None)?;
+}
+
+/// A batch of calls run together: the calls `at..end` of the reply, what they run with, and
+/// how they were cleared.
+#[derive(Clone, Copy)]
+struct Batch<'r> {
+    at: usize,
+    end: usize,
+    run_ctx: &'r tools::ToolContext,
+    planning: bool,
+    /// The user allowed a write of a protected path for this call.
+    approved_protected: bool,
+}
+
+/// The change each write or edit of `calls` makes, taken before it runs, for the transcript.
+fn previews(workspace: &std::path::Path, calls: &[ToolCall]) -> Vec<Option<String>> {
+    calls
+        .iter()
+        .map(|c| match c.name.as_str() {
+            "write_file" | "edit_file" => crate::tools::diff::preview(workspace, &c.name, &c.input),
+            _ => None,
+        })
+        .collect()
+}
+
+/// What follows a call that ran alone: the offers after a refused write (without the sandbox,
+/// or with `.git` writable), what the guard found, and the user's yes to a protected write
+/// kept from being put back.
+async fn after_alone(
+    ctx: &mut TurnCtx<'_>,
+    call: &ToolCall,
+    output: &mut ToolOutput,
+    progress: &(dyn Fn(&[u8]) + Send + Sync),
+    batch: Batch<'_>,
+) {
+    let Batch { run_ctx, planning, approved_protected, .. } = batch;
+    if !output.refused.is_empty() {
+        let first = std::mem::replace(output, ToolOutput::error(String::new()));
+        let unconfined = tools::ToolContext { sandbox: None, ..run_ctx.clone() };
+        *output = offer_rerun(ctx, call, first, &unconfined, progress).await;
+    } else if output.git_refused && !planning {
+        let first = std::mem::replace(output, ToolOutput::error(String::new()));
+        let writable = tools::ToolContext { git_writable: true, ..run_ctx.clone() };
+        *output = offer_git_writable(ctx, call, first, &writable, progress).await;
     }
-    Ok(!interrupted && !ctx.cancel.is_cancelled())
+    guarded(ctx, call, output).await;
+    if approved_protected && !output.is_error {
+        // The user's yes: no check of a running background command puts it back.
+        let written =
+            call.input.get("path").and_then(Value::as_str).and_then(|p| {
+                crate::paths::resolve(ctx.session.workspace(), p).ok().map(|r| r.path)
+            });
+        ctx.session.guard().accept(&written.into_iter().collect::<Vec<_>>());
+    }
 }
 
 /// What the guard found around a command (docs/security.md, *What git and Codewhale execute is out of the model's reach*), told to the
@@ -360,125 +442,4 @@ fn read_only_in_plan(output: &mut ToolOutput) {
         output.content.push('\n');
         output.content.push_str(&line);
     }
-}
-
-/// Runs a call of one of the session's own tools; true with the output when it set the plan.
-fn run_session_tool(ctx: &TurnCtx<'_>, call: &ToolCall) -> (ToolOutput, bool) {
-    if call.name == crate::plan::TOOL {
-        return match crate::plan::parse(&call.input) {
-            Ok(plan) => (ToolOutput::capped(&crate::plan::confirmation(&plan)), true),
-            Err(message) => (ToolOutput::error(message), false),
-        };
-    }
-    let session = &*ctx.session;
-    // A child's journal, named by its id or its `task` call's id (docs/subagents.md).
-    let room = session.recall_room_chars();
-    let max = call
-        .input
-        .get("max_chars")
-        .and_then(serde_json::Value::as_u64)
-        .map_or(crate::recall::DEFAULT_MAX_CHARS, |n| usize::try_from(n).unwrap_or(usize::MAX))
-        .min(room);
-    if let Some(found) = crate::children::entry(session, &call.input, max) {
-        return match found {
-            Ok(text) => {
-                let bytes = text.len() as u64;
-                (ToolOutput { bytes, is_error: false, ..ToolOutput::error(text) }, false)
-            }
-            Err(message) => (ToolOutput::error(message), false),
-        };
-    }
-    let view = session.render();
-    let recall = crate::recall::RecallContext {
-        journal: session.journal(),
-        view: &view,
-        room_chars: session.recall_room_chars(),
-        redactor: session.redactor(),
-        trim: None,
-    };
-    let query = call.input.get("query").and_then(serde_json::Value::as_str).unwrap_or("");
-    let in_children = crate::children::search(session, query);
-    let found = match crate::recall::run(&recall, &call.input) {
-        Err(_) if !in_children.is_empty() && max >= 200 => {
-            Ok(crate::recall::cap(in_children.trim_start().to_owned(), max))
-        }
-        Ok(text) if !in_children.is_empty() => Ok(crate::recall::cap(text + &in_children, max)),
-        other => other,
-    };
-    match found {
-        // Already within its own cap and the room: not cut again.
-        Ok(text) => {
-            let bytes = text.len() as u64;
-            (ToolOutput { bytes, is_error: false, ..ToolOutput::error(text) }, false)
-        }
-        Err(message) => (ToolOutput::error(message), false),
-    }
-}
-
-/// What a running call prints, as events (redacted like everything the UI shows).
-fn live_output(ctx: &TurnCtx<'_>, call_id: &str) -> tools::Progress {
-    let events = ctx.events.clone();
-    let submission = ctx.submission;
-    let redactor = ctx.session.redactor().clone();
-    let call_id = call_id.to_owned();
-    std::sync::Arc::new(move |bytes: &[u8]| {
-        let text = String::from_utf8_lossy(bytes);
-        let text = redactor.redact(&text).into_owned();
-        events.emit(submission, Event::ToolOutputDelta { call_id: call_id.clone(), text });
-    })
-}
-
-/// How a call ended, with what the user said when they declined it.
-struct Ending {
-    end: CallEnd,
-    reason: Option<String>,
-}
-
-impl Ending {
-    fn of(end: CallEnd) -> Ending {
-        Ending { end, reason: None }
-    }
-}
-
-fn finish(
-    ctx: &mut TurnCtx<'_>,
-    call: &ToolCall,
-    output: ToolOutput,
-    Ending { end, reason }: Ending,
-    diff: Option<String>,
-) -> Result<(), EngineError> {
-    let mut payload =
-        ToolResultPayload::new(call.id.clone(), output.content.clone(), output.is_error);
-    // The original size, so a pruned stub (and anyone reading the journal) knows how much the
-    // tool produced even when `content` holds only a capped head and tail.
-    payload.bytes = Some(output.bytes);
-    if !output.files.is_empty() {
-        payload.files = Some(output.files.clone());
-    }
-    // How it ended travels as data: no front end reads it back from the text.
-    let exit_code = output.exit_code;
-    payload.end = Some(crate::call_end::to_journal(end));
-    payload.exit_code = exit_code.map(i64::from);
-    payload.reason = reason;
-    let id = ctx.session.append(payload)?;
-    // Show what was journaled: the output and the user's words with their secrets redacted.
-    let (shown, reason) = match ctx.session.journal().get(id.as_str()).map(|e| &e.payload) {
-        Some(codewhale_journal::Payload::ToolResult(r)) => {
-            (r.content.to_string(), r.reason.clone())
-        }
-        _ => (output.content, None),
-    };
-    ctx.emit(Event::ToolCallFinished {
-        call_id: call.id.clone(),
-        name: call.name.clone(),
-        is_error: output.is_error,
-        output: shown,
-        end,
-        exit_code,
-        // The shell tool states the code as the output's last line.
-        exit_code_in_output: exit_code.is_some(),
-        reason,
-        diff,
-    });
-    Ok(())
 }

@@ -150,6 +150,9 @@ fn decision(ctx: &mut TurnCtx<'_>, a: &Assessment) -> Decision {
     }
 }
 
+/// Whether `call` runs, is refused or asks (module docs): the mode's decision, then the user's
+/// `PreToolUse` hooks, then — for a call the mode asks about — the question, or a refusal
+/// when no one can answer it.
 pub(super) async fn clear(
     ctx: &mut TurnCtx<'_>,
     call: &ToolCall,
@@ -158,15 +161,8 @@ pub(super) async fn clear(
     plan_ctx: &Option<tools::ToolContext>,
 ) -> Cleared {
     let decided = decision(ctx, a);
-    match decided {
-        Decision::Refuse => return Cleared::Refused(crate::plan_mode::refused_write(&call.name)),
-        Decision::Allow => {
-            let planning = ctx.session.policy().mode() == ApprovalMode::Plan;
-            if planning && a.effect == Some(crate::approval::Effect::Shell) && plan_ctx.is_none() {
-                return Cleared::Refused(crate::plan_mode::refused_command());
-            }
-        }
-        Decision::Ask => {}
+    if let Some(refused) = refused_by_mode(ctx, call, a, decided, plan_ctx) {
+        return refused;
     }
     // The user's `PreToolUse` hooks, for a call the mode would run or ask about, before any
     // question: exit 2 refuses it, and the hook's stderr is the result the model reads.
@@ -181,16 +177,66 @@ pub(super) async fn clear(
     if decided == Decision::Allow {
         return Cleared::Run;
     }
-    let mode = ctx.session.policy().mode();
     if !ctx.gate.is_interactive() {
-        if let Some(target) = fetch {
-            return Cleared::Refused(super::fetch::denied_without_terminal(target));
-        }
-        if a.protected {
-            return Cleared::Refused(denied_protected(&call.name, a.protection));
-        }
-        return Cleared::Refused(denied_without_terminal(&call.name, mode));
+        return Cleared::Refused(refused_without_terminal(ctx, call, a, fetch));
     }
+    let grants = a.summary().map(|s| ctx.session.policy().offers(s)).unwrap_or_default();
+    let question = question(ctx, call, a, fetch, &grants);
+    let answer = ask(ctx, call, question).await;
+    answered(ctx, call, a, grants, answer)
+}
+
+/// What the mode refuses outright: a write in `plan`, and a command in `plan` with no
+/// read-only context to run it in.
+fn refused_by_mode(
+    ctx: &TurnCtx<'_>,
+    call: &ToolCall,
+    a: &Assessment,
+    decided: Decision,
+    plan_ctx: &Option<tools::ToolContext>,
+) -> Option<Cleared> {
+    match decided {
+        Decision::Refuse => {
+            return Some(Cleared::Refused(crate::plan_mode::refused_write(&call.name)))
+        }
+        Decision::Allow => {
+            let planning = ctx.session.policy().mode() == ApprovalMode::Plan;
+            if planning && a.effect == Some(crate::approval::Effect::Shell) && plan_ctx.is_none() {
+                return Some(Cleared::Refused(crate::plan_mode::refused_command()));
+            }
+        }
+        Decision::Ask => {}
+    }
+    None
+}
+
+/// Why a call the mode asks about is refused when there is no terminal to ask.
+fn refused_without_terminal(
+    ctx: &TurnCtx<'_>,
+    call: &ToolCall,
+    a: &Assessment,
+    fetch: Option<&tools::web_fetch::Target>,
+) -> String {
+    let mode = ctx.session.policy().mode();
+    if let Some(target) = fetch {
+        return super::fetch::denied_without_terminal(target);
+    }
+    if a.protected {
+        return denied_protected(&call.name, a.protection);
+    }
+    denied_without_terminal(&call.name, mode)
+}
+
+/// The question asked about `call`: why it asks, the grants offered ("always for …"), the
+/// change a write or an edit would make (redacted).
+fn question(
+    ctx: &TurnCtx<'_>,
+    call: &ToolCall,
+    a: &Assessment,
+    fetch: Option<&tools::web_fetch::Target>,
+    grants: &[Grant],
+) -> Question {
+    let mode = ctx.session.policy().mode();
     let reason = if let Some(target) = fetch {
         super::fetch::question(target)
     } else if let Some(why) = a.protection {
@@ -202,7 +248,6 @@ pub(super) async fn clear(
     } else {
         format!("approval mode `{mode}` asks before `{}`", call.name)
     };
-    let grants = a.summary().map(|s| ctx.session.policy().offers(s)).unwrap_or_default();
     let offers = grants
         .iter()
         .map(|g| {
@@ -215,7 +260,19 @@ pub(super) async fn clear(
         .collect();
     let diff = crate::tools::diff::preview(ctx.session.workspace(), &call.name, &call.input)
         .map(|d| ctx.session.redactor().redact(&d).into_owned());
-    let answer = ask(ctx, call, Question { reason, offers, diff }).await;
+    Question { reason, offers, diff }
+}
+
+/// What the user's answer clears: a yes runs the call (without the sandbox or with a protected
+/// write allowed, when that is what was asked) and grants what was offered for it; a no is a
+/// denial with the user's words; no answer, an interrupt.
+fn answered(
+    ctx: &mut TurnCtx<'_>,
+    call: &ToolCall,
+    a: &Assessment,
+    grants: Vec<Grant>,
+    answer: Option<ApprovalReply>,
+) -> Cleared {
     match answer {
         Some(ApprovalReply::Approve(scope)) => {
             // Only what was offered for this very call can be granted.

@@ -17,7 +17,7 @@
 //! fail open) and to `/compact`; [`background`] writes the next note early, on a snapshot, while
 //! turns go on (docs/compaction.md, *Background compaction*), and `clock` times the summary
 //! requests that bound the wait for it. The shell never takes the session: it is given the
-//! [`port::Conversation`] port (the session implements it, in `session/`) and a
+//! [`port::Conversation`] port (the session implements it, in `session_port.rs`) and a
 //! `summarize::Summarizer` built from it.
 //!
 //! Invariant: nothing in this module writes to the journal except through a record that passed
@@ -39,6 +39,7 @@ pub mod matrix;
 pub mod pass;
 pub mod plain;
 pub mod port;
+mod session_port;
 mod summarize;
 pub mod triggers;
 pub mod trim;

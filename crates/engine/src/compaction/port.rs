@@ -2,7 +2,7 @@
 //! conversation it compacts — and nothing else. The shell ([`super::pass`], [`super::commit`],
 //! [`super::conversation`], [`super::background`], [`super::triggers`]) takes a
 //! `&dyn Conversation` / `&mut dyn Conversation`, never the session itself; the session
-//! implements the port in `crate::session::compaction_port`. The summarizer's port is
+//! implements the port in `session_port.rs`, beside it. The summarizer's port is
 //! [`super::summarize::Summarizer`] (client, model, spend), built once per pass from this one.
 //!
 //! The port is a trait object rather than a struct of borrowed parts because the shell both

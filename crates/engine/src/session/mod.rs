@@ -15,7 +15,6 @@
 //! anything else is appended after it ([`Session::heal_dangling_calls`]).
 
 mod child;
-mod conversation_port;
 pub mod counts;
 pub(crate) mod job;
 mod live;

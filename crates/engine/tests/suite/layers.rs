@@ -60,22 +60,10 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("front", &["engine", "eval", "offline"]),
 ];
 
-/// Upward imports the design still has, one per site: (file, imported path, why). All are the
-/// session implementing compaction's conversation port inside `session/` (DESIGN §1): the port
-/// and the type it hands over are compaction's, and two of its doors run the hooks and list
-/// the subagents, which sit on the session.
-const EXCEPTIONS: &[(&str, &str, &str)] = &[
-    (PORT, "compaction::port::Conversation", "the port the session implements"),
-    (PORT, "compaction::port::PortFuture", "the port's future type"),
-    (PORT, "compaction::note::Running", "the port hands the note the running commands"),
-    (PORT, "children::listed", "the port's door to the note's subagents list"),
-    (PORT, "hooks::pre_compact", "the port's door to the PreCompact hooks"),
-    (PORT, "hooks::post_compact", "the port's door to the PostCompact hooks"),
-    (PORT, "hooks::latest_post_compact", "the port's door to the latest PostCompact output"),
-];
-
-/// Where the session implements compaction's conversation port.
-const PORT: &str = "session/conversation_port.rs";
+/// Upward imports the design still has, one per site: (file, imported path, why). None is left:
+/// the standing the session held is the Compactor's, beside it, and the session is lent to
+/// compaction as its conversation port by an adapter in `compaction/`, which looks down at it.
+const EXCEPTIONS: &[(&str, &str, &str)] = &[];
 
 /// An import from a lower layer to a higher one.
 #[derive(Debug, PartialEq, Eq)]

@@ -1,10 +1,10 @@
 //! The session as compaction's conversation port ([`crate::compaction::port::Conversation`]):
 //! each method hands compaction's shell one part of the session — its journal, budget, counts,
-//! hooks, subagents — and nothing more. The session stays the owner of all of it; this file
-//! only decides what the shell may reach, so compaction never names `Session`. It joins the
-//! session to the port it implements, to the hooks and to the subagents, which sit above the
-//! session (docs/architecture.md, *Layers*): those imports are the layer check's listed
-//! exceptions, each at its site here.
+//! hooks, subagents — and nothing more, through the session's own methods. The session stays the
+//! owner of all of it; this file only decides what the shell may reach, so the shell never names
+//! `Session`. It lives here, in the layer that owns the port, not in `session/`: the port, the
+//! hooks and the subagents' list all sit above the session (docs/architecture.md, *Layers*), so
+//! the adapter looks down at the session and the session imports none of them.
 
 use std::path::Path;
 
@@ -99,7 +99,7 @@ impl Conversation for Session {
     }
 
     fn skill_of_file(&self, path: &Path) -> Option<(String, String)> {
-        let skill = self.settings.commands.skill_of_file(path)?;
+        let skill = self.commands().skill_of_file(path)?;
         Some((skill.name.clone(), skill.file.display().to_string()))
     }
 
@@ -124,7 +124,7 @@ impl Conversation for Session {
     }
 
     fn summary_spend(&self) -> &crate::spend::Meter {
-        &self.state.spend.summaries
+        &self.spend().summaries
     }
 
     fn refresh_system_prompt(&mut self) {
@@ -136,11 +136,11 @@ impl Conversation for Session {
     }
 
     fn compact_hint(&self) -> String {
-        self.settings.hints.compact()
+        self.hints().compact()
     }
 
     fn compact_with_focus_hint(&self) -> String {
-        self.settings.hints.compact_with_focus()
+        self.hints().compact_with_focus()
     }
 
     fn pre_compact<'a>(&'a mut self, trigger: &'a Trigger) -> PortFuture<'a, Option<String>> {

@@ -2,7 +2,7 @@
 //! budget, compaction, background note and plan, opened through the same path as any session
 //! (docs/subagents.md).
 //!
-//! Ownership: the parent's turn runs its `task` calls ([`run::run_tasks`]); each child is a
+//! Ownership: the parent's turn runs its `task` calls (`turn/tasks.rs`); each child is a
 //! [`Session`] of its own, owned by the future that runs its one turn and closed when it ends.
 //! The parent never reads the child's conversation, only the result the call returns
 //! ([`outcome`]); the child's journal stays beside the parent's, where `recall` reads it
@@ -14,7 +14,6 @@
 //! at most `[tools] max_subagents` children run at once in the process ([`slots`]).
 
 pub mod outcome;
-pub mod run;
 pub mod slots;
 
 use crate::approval::ApprovalMode;

@@ -23,19 +23,12 @@ use super::clearance::{
 };
 use super::ctx::TurnCtx;
 use super::results::{finish, journal_result, live_output, Ending};
+use super::tool_call::ToolCall;
 use crate::approval::{ApprovalMode, Policy};
 use crate::error::EngineError;
 use crate::session::INTERRUPTED_RESULT;
 use crate::tools::{self, Assessment, ToolOutput};
 use codewhale_protocol::{CallEnd, Event};
-
-/// One call of a response.
-#[derive(Debug, Clone)]
-pub struct ToolCall {
-    pub id: String,
-    pub name: String,
-    pub input: Value,
-}
 
 /// The most tool calls one reply may have run (docs/security.md); the rest are
 /// answered without running.
@@ -84,7 +77,7 @@ async fn run_some(ctx: &mut TurnCtx<'_>, calls: &[ToolCall]) -> Result<bool, Eng
             interrupted = true;
             break;
         }
-        i = if let Some(refusal) = crate::subagent::run::not_offered(ctx.session, &calls[i].name) {
+        i = if let Some(refusal) = super::tasks::not_offered(ctx.session, &calls[i].name) {
             // A child is offered only what its `task` call allowed; anything else is refused.
             reply.not_offered(ctx, i, refusal)?
         } else if calls[i].name == crate::subagent::TOOL {
@@ -156,7 +149,7 @@ impl<'c> ReplyCalls<'c> {
         for call in &calls[i..end] {
             ctx.emit(Event::ToolCallStarted { call_id: call.id.clone(), name: call.name.clone() });
         }
-        let done = crate::subagent::run::run_tasks(ctx, &calls[i..end]).await;
+        let done = super::tasks::run_tasks(ctx, &calls[i..end]).await;
         for (call, task) in calls[i..end].iter().zip(done) {
             ctx.stats.requests += task.replies.requests + task.summaries.requests;
             ctx.stats.input_tokens += task.replies.input_tokens;

@@ -9,8 +9,8 @@
 //! in `full` or `plan`; every question ends in an answer or in [`Cleared::Interrupted`] when the
 //! turn stops first. Running the calls and journaling their results is [`super::calls`]'s.
 
-use super::calls::ToolCall;
 use super::ctx::TurnCtx;
+use super::tool_call::ToolCall;
 use crate::approval::{
     denied_by_user, denied_protected, denied_without_terminal, ApprovalMode, Decision, Grant,
 };

@@ -3,7 +3,7 @@
 //! asked about the addresses the request will go to, and a redirect is followed only where
 //! that decision covers it ([`follows`]).
 
-use super::calls::ToolCall;
+use super::tool_call::ToolCall;
 use crate::approval::{Decision, Policy};
 use crate::session::Session;
 use crate::tools::web_fetch::{self, Target};

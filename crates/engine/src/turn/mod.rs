@@ -23,6 +23,8 @@ mod reply;
 mod request;
 mod results;
 mod session_tools;
+mod tasks;
+pub mod tool_call;
 
 use codewhale_journal::{Entry, Level, SystemPayload};
 
@@ -214,7 +216,7 @@ async fn drive(ctx: &mut TurnCtx<'_>, message: UserMessage) -> Result<TurnOutcom
 async fn heal(ctx: &mut TurnCtx<'_>) -> Result<(), EngineError> {
     if ctx.session.heal_dangling_calls()? > 0 {
         // A subagent the crash stopped is answered too (docs/subagents.md, *Files*).
-        crate::subagent::run::heal_children(ctx.session).await;
+        tasks::heal_children(ctx.session).await;
     }
     Ok(())
 }

@@ -9,8 +9,8 @@
 use codewhale_journal::{AssistantPayload, Reads, Usage as JUsage};
 use codewhale_provider::{ProviderFailure, Request, Response, StopReason, StreamEvent};
 
-use super::calls::ToolCall;
 use super::ctx::TurnCtx;
+use super::tool_call::ToolCall;
 use crate::convert;
 use crate::error::EngineError;
 use codewhale_protocol::{Event, NoticeLevel};

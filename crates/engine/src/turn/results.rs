@@ -6,8 +6,8 @@
 //! user's reason) as data, never to be read back from the text; what the front end is shown
 //! is what was journaled, its secrets redacted; an interrupted call runs no `PostToolUse` hook.
 
-use super::calls::ToolCall;
 use super::ctx::TurnCtx;
+use super::tool_call::ToolCall;
 use crate::error::EngineError;
 use crate::tools::{self, ToolOutput};
 use codewhale_journal::ToolResultPayload;

@@ -5,8 +5,8 @@
 //! Invariants: a recall's text is within its own cap and the room the window leaves, and is
 //! not cut again; nothing here writes the journal (the caller journals the result).
 
-use super::calls::ToolCall;
 use super::ctx::TurnCtx;
+use super::tool_call::ToolCall;
 use crate::tools::ToolOutput;
 
 /// Runs a call of one of the session's own tools; true with the output when it set the plan.

@@ -1,29 +1,34 @@
 //! Running the `task` calls of one reply: each child opened through the session open path,
 //! its one turn run by the ordinary turn loop (its own budget and compaction), its events told
 //! to the parent's front end as subagent progress, its questions asked in the parent's modal,
-//! and its result shaped by [`super::outcome`].
+//! and its result shaped by [`crate::subagent::outcome`].
 //!
-//! Invariants: the calls of one reply run concurrently, each holding a [`super::slots::Slot`]
-//! while it runs; every call gets exactly one output, whatever the child did (a child that
-//! cannot even be opened is a `[failed: …]` result); the child's journal is synced and closed
-//! before its result is returned, so `recall` and `journal check` read it whole.
+//! Invariants: the calls of one reply run concurrently, each holding a
+//! [`crate::subagent::slots::Slot`] while it runs; every call gets exactly one output, whatever
+//! the child did (a child that cannot even be opened is a `[failed: …]` result); the child's
+//! journal is synced and closed before its result is returned, so `recall` and `journal check`
+//! read it whole.
+//!
+//! It lives in `turn/` because a child's turn is the ordinary turn loop run again: here the
+//! recursion (a turn's `task` call runs a turn) stays inside the turn, and `subagent/` — what a
+//! child is offered, the limit, the result — sits below it.
 
 use std::sync::Arc;
 
 use codewhale_journal::{EntryId, FileChange, HeaderPayload, JournalFile, Payload};
 use tokio_util::sync::CancellationToken;
 
-use super::outcome::{self, Ended};
-use super::{slots, Link, Request};
+use super::tool_call::ToolCall;
+use super::{TurnCtx, UserMessage};
 use crate::approval::Grant;
 use crate::compaction::compactor::Compactor;
 use crate::error::EngineError;
 use crate::events::{ApprovalGate, EventSink};
 use crate::session::{sessions_dir, Resume, Session, SessionParams};
 use crate::spend::Spent;
+use crate::subagent::outcome::{self, Ended};
+use crate::subagent::{slots, Link, Request};
 use crate::tools::ToolOutput;
-use crate::turn::calls::ToolCall;
-use crate::turn::{TurnCtx, UserMessage};
 use codewhale_protocol::{Event, EventMsg, SubmissionId, TurnStatus};
 
 /// What one `task` call produced: the output the parent's model reads and what the child
@@ -60,10 +65,11 @@ struct ParentLink<'a> {
 /// Runs `calls` (all `task` calls of one reply, in order) concurrently; one [`TaskDone`] per
 /// call, in call order.
 pub async fn run_tasks(ctx: &mut TurnCtx<'_>, calls: &[ToolCall]) -> Vec<TaskDone> {
-    let limit = ctx.session.config().tools.max_subagents.unwrap_or(super::DEFAULT_MAX_SUBAGENTS);
+    let limit =
+        ctx.session.config().tools.max_subagents.unwrap_or(crate::subagent::DEFAULT_MAX_SUBAGENTS);
     let mut prepared = Vec::with_capacity(calls.len());
     for call in calls {
-        let child = match super::parse(&call.input) {
+        let child = match crate::subagent::parse(&call.input) {
             Ok(request) => match open_child(ctx.session, &request, &call.id) {
                 Ok((session, left_out)) => Ok((session, request, left_out)),
                 Err(err) => Err(format!(
@@ -126,7 +132,7 @@ fn open_child(
     request: &Request,
     call_id: &str,
 ) -> Result<(Session, Vec<String>), EngineError> {
-    let (tools, left_out) = super::tool_set(parent, request.tools.as_deref());
+    let (tools, left_out) = crate::subagent::tool_set(parent, request.tools.as_deref());
     let model =
         parent.config().tools.subagent_model.clone().unwrap_or_else(|| parent.model().to_owned());
     let id = uuid::Uuid::now_v7().hyphenated().to_string();
@@ -292,7 +298,7 @@ async fn turn_told(
         let mut ctx =
             TurnCtx::new(child, compactor, sink, gate, parent.submission, parent.cancel.clone());
         ctx.passes_per_request = true;
-        crate::turn::run_turn(&mut ctx, message).await
+        super::run_turn(&mut ctx, message).await
     };
     tokio::pin!(turn);
     let outcome = loop {
@@ -455,7 +461,7 @@ pub fn not_offered(session: &Session, name: &str) -> Option<String> {
     if link.offers(name) {
         return None;
     }
-    Some(if name == super::TOOL {
+    Some(if name == crate::subagent::TOOL {
         "not run: a subagent cannot start subagents of its own; do the work yourself".to_owned()
     } else {
         format!(

@@ -42,8 +42,8 @@ use super::record::{self, SummaryRecord};
 use super::summarize::{self, Summarizer, SummaryError, SummaryJob};
 use super::summary::SummaryStats;
 use crate::anchors::AnchorStore;
-use crate::compaction::compactor::Compactor;
 use crate::compaction::port::Conversation;
+use crate::compaction::standing::Standing;
 use crate::events::EventSink;
 use codewhale_protocol::{BackgroundState, Event, SubmissionId};
 
@@ -107,13 +107,13 @@ pub(crate) enum StartAt {
 /// one, and starts one when pressure has crossed the early mark.
 pub(crate) async fn maybe_start(
     session: &mut dyn Conversation,
-    compactor: &mut Compactor,
+    standing: &mut Standing,
     sink: &EventSink,
     submission: SubmissionId,
     at: StartAt,
 ) {
     let in_tool_loop = matches!(at, StartAt::Idle | StartAt::Turn { in_tool_loop: true });
-    settle(session, compactor, sink, submission).await;
+    settle(session, standing, sink, submission).await;
     let config = &session.config().compaction;
     let limits = *session.budget().limits();
     let records = session.journal().compactions().count();
@@ -122,24 +122,24 @@ pub(crate) async fn maybe_start(
         pressure: session.budget().pressure().tokens,
         early_mark: early_mark(&limits, config.background_at),
         threshold: limits.threshold,
-        busy: compactor.note_pass.job.slot.is_some(),
-        spent: compactor.note_pass.spent_at == Some(records),
-        backing_off: compactor.backing_off(),
+        busy: standing.note_pass.job.slot.is_some(),
+        spent: standing.note_pass.spent_at == Some(records),
+        backing_off: standing.backing_off(),
         allowed_here: !session.one_turn() || in_tool_loop,
     };
-    if !should_start(&check) || !compactor.auto_worthwhile(session) {
+    if !should_start(&check) || !standing.auto_worthwhile(session) {
         return;
     }
     // The user's `PreCompact` hooks, as the pass starts: exit 2 skips it (a failed pass).
     if let Some(why) = session.pre_compact(&Trigger::Auto).await {
-        return failed(session, compactor, sink, submission, SummaryError::Unusable(why));
+        return failed(session, standing, sink, submission, SummaryError::Unusable(why));
     }
     let Some(snapshot) = snapshot(session, at) else { return };
-    let summarizer = Summarizer::of(session, &compactor.clock, &snapshot.summary_model);
+    let summarizer = Summarizer::of(session, &standing.clock, &snapshot.summary_model);
     let max_output = codewhale_compaction::budget::summary_max_output(&limits.note_window());
     let snapshot = Arc::new(snapshot);
     let cancel = CancellationToken::new();
-    let (signal, (done, ended)) = compactor.note_pass.job.signal();
+    let (signal, (done, ended)) = standing.note_pass.job.signal();
     let task = tokio::spawn(write_note(
         snapshot.clone(),
         summarizer,
@@ -155,7 +155,7 @@ pub(crate) async fn maybe_start(
         "background note started"
     );
     let state = Note { snapshot, prepared: None, commit_when_idle: false };
-    compactor.note_pass.job.start(Slot { state, cancel, task: Some(task), done, ended });
+    standing.note_pass.job.start(Slot { state, cancel, task: Some(task), done, ended });
     sink.emit(submission, Event::BackgroundNote { state: Some(BackgroundState::Writing) });
 }
 

@@ -24,9 +24,9 @@ use codewhale_journal::{CompactionPath, Entry, Level, SystemPayload, Trigger};
 use codewhale_provider::CancellationToken;
 
 use super::background::Prepared;
-use super::compactor::Compactor;
 use super::conversation;
 use super::pass_plan::PassMode;
+use super::standing::Standing;
 use crate::compaction::port::Conversation;
 use attempt::attempt;
 use codewhale_protocol::Event;
@@ -102,14 +102,14 @@ const WINDOW_RETRIES: u32 = 3;
 /// through `emit`.
 pub async fn run(
     session: &mut dyn Conversation,
-    compactor: &mut Compactor,
+    standing: &mut Standing,
     request: PassRequest,
     cancel: CancellationToken,
     emit: &(dyn Fn(Event) + Send + Sync),
 ) -> PassOutcome {
     let typed_trigger = crate::history_pages::trigger_of(&request.trigger);
     emit(Event::CompactionStarted { trigger: typed_trigger });
-    let (outcome, summary_failed) = attempts(session, compactor, &request, cancel, emit).await;
+    let (outcome, summary_failed) = attempts(session, standing, &request, cancel, emit).await;
     report(session, &request.trigger, &outcome, summary_failed, emit);
     outcome
 }
@@ -119,7 +119,7 @@ pub async fn run(
 /// Says too whether the summarizer failed (auto passes back off after that).
 async fn attempts(
     session: &mut dyn Conversation,
-    compactor: &mut Compactor,
+    standing: &mut Standing,
     request: &PassRequest,
     cancel: CancellationToken,
     emit: &(dyn Fn(Event) + Send + Sync),
@@ -130,19 +130,19 @@ async fn attempts(
     let mut skipped = session.pre_compact(&request.trigger).await;
     let outcome = loop {
         if let Some(reason) = skipped.take() {
-            compactor.summary_failed(session, &reason, emit);
+            standing.summary_failed(session, &reason, emit);
             summary_failed = true;
             break PassOutcome::Failed(reason);
         }
-        break match attempt(session, &compactor.clock, request, cancel.clone(), emit).await {
+        break match attempt(session, &standing.clock, request, cancel.clone(), emit).await {
             Ok(done) => {
-                summary_succeeded(compactor, &done);
+                summary_succeeded(standing, &done);
                 done
             }
             Err(Stop::Refused(reason)) => PassOutcome::Refused(reason),
             Err(Stop::Failed(reason)) => PassOutcome::Failed(reason),
             Err(Stop::SummaryFailed(reason)) => {
-                compactor.summary_failed(session, &reason, emit);
+                standing.summary_failed(session, &reason, emit);
                 summary_failed = true;
                 PassOutcome::Failed(reason)
             }
@@ -238,12 +238,12 @@ pub(super) fn learned_from_summary(
 }
 
 /// Called when a pass wrote a summary: auto passes run normally again.
-fn summary_succeeded(compactor: &mut Compactor, outcome: &PassOutcome) {
+fn summary_succeeded(standing: &mut Standing, outcome: &PassOutcome) {
     if matches!(
         outcome,
         PassOutcome::Compacted { path: codewhale_journal::CompactionPath::Summary, .. }
     ) {
-        compactor.summary_backoff = None;
+        standing.summary_written();
     }
 }
 

@@ -25,6 +25,14 @@
 //!
 //! The decisions ([`should_start`], [`stale`], [`wait_bound`], [`early_mark`]) are pure; the
 //! rest is the thin async shell around them.
+//!
+//! Where it sits: below `pass` and beside nothing above it. A pass is the note's consumer — it
+//! is handed a [`Prepared`] note and asks [`try_commit`] what became of it ([`Tried`]) — while
+//! the note never runs a pass: what both need of the conversation (the window a rejected
+//! summary request teaches, the warning, the room) is `conversation`'s, below both, and the
+//! standing they update (the note's job, the backoff, the clock) is lent by the Compactor as
+//! `&mut Standing`. So `pass` imports `background`, never the reverse, and neither imports the
+//! Compactor.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -121,9 +121,9 @@ pub(super) fn failed(
         }
         SummaryError::WindowLearned { window, source } => {
             // The window is the session's now: the next pass plans under it.
-            if let Err(err) =
-                crate::compaction::pass::learned_from_summary(session, window, source, &emit)
-            {
+            if let Err(err) = crate::compaction::conversation::learned_from_summary(
+                session, window, source, &emit,
+            ) {
                 tracing::error!("cannot journal the window learned: {err}");
             }
             let reason = format!(

@@ -19,6 +19,11 @@
 //! This module owns the pass's request and outcome and [`run`], which retries an attempt under a
 //! window a rejected summary request taught and reports how the pass ended; `attempt` owns the
 //! steps of one attempt and `summary_path` the summary request and the record it yields.
+//!
+//! Where it sits: below the Compactor's doors and `triggers`, which call [`run`] with the
+//! standing they lend (`&mut Standing`, never the `Compactor`); above `background`, whose
+//! finished note ([`Prepared`]) a pass takes and commits through `background::try_commit`, and
+//! above `commit`, `summarize` and `conversation`. Nothing below imports it.
 
 use codewhale_journal::{CompactionPath, Entry, Level, SystemPayload, Trigger};
 use codewhale_provider::CancellationToken;
@@ -148,7 +153,8 @@ async fn attempts(
             }
             Err(Stop::Cancelled) => PassOutcome::Cancelled,
             Err(Stop::WindowLearned { window, source }) => {
-                if let Err(err) = learned_from_summary(session, window, source, emit) {
+                if let Err(err) = conversation::learned_from_summary(session, window, source, emit)
+                {
                     PassOutcome::Failed(format!("cannot journal the window learned: {err}"))
                 } else if relearned < WINDOW_RETRIES {
                     relearned += 1;
@@ -210,31 +216,6 @@ fn report(
             emit(Event::CompactionCancelled);
         }
     }
-}
-
-/// A summary request was rejected as too long: the window it teaches replaces the session's,
-/// journaled, and the user is told once, in one sentence.
-pub(super) fn learned_from_summary(
-    session: &mut dyn Conversation,
-    window: u64,
-    source: crate::budget::WindowSource,
-    emit: &(dyn Fn(Event) + Send + Sync),
-) -> Result<(), crate::error::EngineError> {
-    let how = if source == crate::budget::WindowSource::Overflow {
-        "its window".to_owned()
-    } else {
-        "90 % of that request, since the error named no window,".to_owned()
-    };
-    conversation::warn(
-        emit,
-        format!(
-            "the provider rejected the summary request as too long; Codewhale takes {how} \
-             {window} tokens from now on and writes the note under it"
-        ),
-    );
-    session.learn_window(window, source)?;
-    emit(session.usage_event(None, None));
-    Ok(())
 }
 
 /// Called when a pass wrote a summary: auto passes run normally again.

@@ -92,7 +92,7 @@ impl Compactor {
     /// The compactor of `session` as its journal left it: a summary backoff holds across
     /// processes (each `codewhale exec` is one).
     pub fn open(session: &dyn Conversation) -> Compactor {
-        Compactor { standing: Standing::replayed(session) }
+        Compactor { standing: Standing::replayed(session.journal()) }
     }
 
     /// A turn started: one turn less to wait after a failed summary.

@@ -34,10 +34,10 @@ pub struct Standing {
 }
 
 impl Standing {
-    /// The standing of `session` as its journal left it: a summary backoff holds across
-    /// processes (each `codewhale exec` is one).
-    pub(super) fn replayed(session: &dyn Conversation) -> Standing {
-        Standing { summary_backoff: backoff::replay(session.journal()), ..Standing::default() }
+    /// The standing a conversation's journal left: a summary backoff holds across processes
+    /// (each `codewhale exec` is one).
+    pub(super) fn replayed(journal: &codewhale_journal::Journal) -> Standing {
+        Standing { summary_backoff: backoff::replay(journal), ..Standing::default() }
     }
 
     /// Whether an auto pass can help now ([`codewhale_compaction::budget::worth_an_auto_pass`]).

@@ -13,92 +13,35 @@
 //! Every record then goes through `commit`, which fits it under the
 //! threshold, checks it and writes it. Invariants: a refused or failed pass writes no record
 //! and changes nothing the model reads (it leaves a `system` notice); every outcome is emitted
-//! as an event and logged with its figures. A [`PassMode::BoundOnly`] pass never calls the
+//! as an event and logged with its figures. A [`super::pass_plan::PassMode::BoundOnly`] pass never calls the
 //! model: it is the last resort before a request that would not fit.
 //!
-//! This module owns the pass's request and outcome and [`run`], which retries an attempt under a
-//! window a rejected summary request taught and reports how the pass ended; `attempt` owns the
-//! steps of one attempt and `summary_path` the summary request and the record it yields.
+//! This module owns [`run`], which retries an attempt under a window a rejected summary request
+//! taught and reports how the pass ended; `request` owns the pass's request, its outcome and
+//! why an attempt stopped, `attempt` the steps of one attempt and `summary_path` the summary
+//! request and the record it yields. Inside `pass/` the imports run one way too: `mod.rs` →
+//! `attempt.rs` → `summary_path.rs` → `request.rs`, which imports none of them.
 //!
 //! Where it sits: below the Compactor's doors and `triggers`, which call [`run`] with the
 //! standing they lend (`&mut Standing`, never the `Compactor`); above `background`, whose
-//! finished note ([`Prepared`]) a pass takes and commits through `background::try_commit`, and
+//! finished note (`background::Prepared`) a pass takes and commits through `background::try_commit`, and
 //! above `commit`, `summarize` and `conversation`. Nothing below imports it.
 
-use codewhale_journal::{CompactionPath, Entry, Level, SystemPayload, Trigger};
+use codewhale_journal::{Entry, Level, SystemPayload, Trigger};
 use codewhale_provider::CancellationToken;
 
-use super::background::Prepared;
 use super::conversation;
-use super::pass_plan::PassMode;
 use super::standing::Standing;
 use crate::compaction::port::Conversation;
 use attempt::attempt;
 use codewhale_protocol::Event;
 
 mod attempt;
+mod request;
 mod summary_path;
 
-/// What a pass was asked to do.
-#[derive(Clone, Debug, PartialEq)]
-pub struct PassRequest {
-    pub trigger: Trigger,
-    /// The manual `/compact` focus.
-    pub focus: Option<String>,
-    pub mode: PassMode,
-    /// A finished background note (docs/compaction.md, *Background compaction*): committed as it is
-    /// when it fits and passes the contract, else folded in as the previous note of this pass.
-    pub background: Option<Box<Prepared>>,
-}
-
-impl PassRequest {
-    /// A full pass.
-    pub fn new(trigger: Trigger, focus: Option<String>) -> PassRequest {
-        PassRequest { trigger, focus, mode: PassMode::Full, background: None }
-    }
-}
-
-/// How a pass ended.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum PassOutcome {
-    Compacted {
-        id: String,
-        path: CompactionPath,
-        tokens_before: u64,
-        tokens_after: u64,
-        /// False when even the smallest bounds left the request over the threshold.
-        fits: bool,
-    },
-    /// Nothing to do (too few messages, everything protected and within the window): not an
-    /// error.
-    Refused(String),
-    /// The pass was attempted and abandoned; nothing was written.
-    Failed(String),
-    /// The user interrupted the pass; nothing was written.
-    Cancelled,
-}
-
-impl PassOutcome {
-    /// True when a record was written.
-    pub fn compacted(&self) -> bool {
-        matches!(self, PassOutcome::Compacted { .. })
-    }
-}
-
-enum Stop {
-    Refused(String),
-    Failed(String),
-    /// The summarizer could not produce a usable note (auto passes back off after this).
-    SummaryFailed(String),
-    /// The user interrupted the pass.
-    Cancelled,
-    /// A summary request was rejected as too long: the window it teaches is journaled and the
-    /// pass plans again under it.
-    WindowLearned {
-        window: u64,
-        source: crate::budget::WindowSource,
-    },
-}
+use request::Stop;
+pub use request::{PassOutcome, PassRequest};
 
 /// How many times one pass plans again under a window a rejected summary request taught.
 const WINDOW_RETRIES: u32 = 3;

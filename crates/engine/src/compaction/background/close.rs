@@ -12,7 +12,9 @@
 
 use codewhale_journal::Trigger;
 
-use super::{failed, finish, idle, settle, wait_bound, Finished};
+use super::decide::wait_bound;
+use super::idle;
+use super::settle::{failed, finish, settle, Finished};
 use crate::compaction::port::Conversation;
 use crate::compaction::standing::Standing;
 use crate::events::EventSink;

@@ -16,7 +16,9 @@ use std::time::Duration;
 
 use codewhale_journal::Trigger;
 
-use super::{anchors, early_mark, maybe_start, settle, try_commit, used_up, Current, Tried};
+use super::decide::early_mark;
+use super::settle::{anchors, settle, try_commit, used_up, Current, Tried};
+use super::start::{maybe_start, StartAt};
 use crate::compaction::conversation;
 use crate::compaction::port::Conversation;
 use crate::compaction::standing::Standing;
@@ -36,6 +38,19 @@ pub(crate) fn idle_after(session: &dyn Conversation) -> Option<Duration> {
     (!after.is_zero()).then_some(after)
 }
 
+/// Between turns, when a background request ended: journal its failure or compose its note now.
+pub(crate) async fn settle_idle(
+    session: &mut dyn Conversation,
+    standing: &mut Standing,
+    sink: &EventSink,
+) {
+    settle(session, standing, sink, SubmissionId(0)).await;
+    if wanted(standing) {
+        // Asked for by idle compaction, and the session is still idle: commit it now.
+        commit(session, standing, sink, SubmissionId(0), Trigger::Idle).await;
+    }
+}
+
 /// The session has been idle for [`idle_after`]: commit a ready note, or have one written.
 pub(crate) async fn on_idle(
     session: &mut dyn Conversation,
@@ -52,7 +67,7 @@ pub(crate) async fn on_idle(
     settle(session, standing, sink, SubmissionId(0)).await;
     if standing.note_pass.job.slot.is_none() {
         // `maybe_start` settles first and then starts a pass when nothing holds it back.
-        maybe_start(session, standing, sink, SubmissionId(0), super::StartAt::Idle).await;
+        maybe_start(session, standing, sink, SubmissionId(0), StartAt::Idle).await;
     }
     let Some(slot) = standing.note_pass.job.slot.as_mut() else { return };
     if slot.state.prepared.is_some() {

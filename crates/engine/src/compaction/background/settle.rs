@@ -1,21 +1,57 @@
 //! The background note's second half (docs/compaction.md, *Background compaction*): settling a
 //! request that ended (a failure journaled, a note composed into its record), taking the note at
-//! the threshold within the wait bound, committing it, and cancelling it. Its first half, the
-//! snapshot and the request, is the parent module.
+//! the threshold within the wait bound, committing it, and cancelling it; what became of a note
+//! a pass tried ([`Tried`]). Its first half, the snapshot and the request, is `start`. Below
+//! `start`, `idle` and `close`, which call it, and below `pass`, which commits a note through
+//! [`try_commit`]; it imports only the plain `state` and `decide` of its own module.
 
-use super::*;
+use std::time::{Duration, Instant};
 
-/// Between turns, when a background request ended: journal its failure or compose its note now.
-pub(crate) async fn settle_idle(
-    session: &mut dyn Conversation,
-    standing: &mut Standing,
-    sink: &EventSink,
-) {
-    settle(session, standing, sink, SubmissionId(0)).await;
-    if idle::wanted(standing) {
-        // Asked for by idle compaction, and the session is still idle: commit it now.
-        idle::commit(session, standing, sink, SubmissionId(0), Trigger::Idle).await;
+use codewhale_journal::{render_with_record, Entry, Level, SystemPayload, Trigger, View};
+use codewhale_provider::CancellationToken;
+
+use crate::anchors::AnchorStore;
+use crate::compaction::commit::{self, Proposal, Written};
+use crate::compaction::conversation;
+use crate::compaction::judge::Refusal;
+use crate::compaction::plain::PlainView;
+use crate::compaction::port::Conversation;
+use crate::compaction::record::{self, SummaryRecord};
+use crate::compaction::standing::Standing;
+use crate::compaction::summarize::SummaryError;
+use crate::compaction::summary::SummaryStats;
+use crate::events::EventSink;
+use codewhale_protocol::{Event, SubmissionId};
+
+use super::decide::{stale, wait_bound, Basis};
+use super::state::{Prepared, Slot, Snapshot};
+
+/// What became of a prepared note.
+#[derive(Debug)]
+pub(crate) enum Tried {
+    Written(Written),
+    /// Checked and sound, but the view it yields is not below the threshold: the pass
+    /// summarizes on top of it (view and plain form with the note folded in).
+    FoldIn(Box<(View, PlainView)>),
+    /// Refused by a check: the pass goes on as if there had been no note.
+    Discard,
+}
+
+pub(super) fn basis(session: &dyn Conversation) -> Basis {
+    Basis {
+        model: session.model().to_owned(),
+        anchors: anchors(session),
+        records: session.journal().compactions().count(),
     }
+}
+
+/// The anchors in their redacted form, as a pass compares and restates them.
+pub(super) fn anchors(session: &dyn Conversation) -> Option<String> {
+    AnchorStore::new(session.workspace())
+        .text()
+        .ok()
+        .flatten()
+        .map(|a| session.redactor().redact(&a).into_owned())
 }
 
 /// Settles a pass that has ended: a stale note is dropped, a failure is journaled (and backs

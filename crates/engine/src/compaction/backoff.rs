@@ -1,7 +1,8 @@
 //! The summary backoff (docs/compaction.md, *Failure behaviour*): after a summary fails, automatic
 //! passes wait a number of turns that doubles with each failure in a row, so a model that cannot
 //! summarize does not pay two summary requests every turn. Pure state and formulas over the
-//! journal, below the session that holds them; [`super::triggers`] and the passes update it.
+//! journal, below the [`super::standing::Standing`] that holds them; the passes update it through
+//! the standing.
 
 /// Auto passes held back after failed summaries: a model that cannot write a note will not
 /// write one next turn either, so each failure in a row doubles how many turns pass before the

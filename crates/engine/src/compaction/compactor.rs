@@ -1,16 +1,18 @@
 //! The Compactor (docs/architecture.md, *The Compactor*): compaction's standing, owned by the
 //! engine task beside the [`Session`](crate::session::Session), and the only door to it.
 //!
-//! It holds what compaction keeps about itself between passes: whether summary passes are
-//! backing off after a failure, whether the "past the threshold" warning was given, the
-//! background note being written and how long summary requests take. Its methods are the doors
-//! the engine and the turn loop call — [`Compactor::turn_started`],
-//! [`Compactor::before_request`], [`Compactor::on_overflow`], [`Compactor::make_room`],
-//! [`Compactor::turn_ended`],
-//! [`Compactor::manual`], [`Compactor::on_idle`], [`Compactor::on_change`] and
-//! [`Compactor::close`] — and nothing outside `compaction` reads or writes its fields. A pass
-//! is lent the session for the length of one call, as the [`super::port::Conversation`] port
-//! it reads and appends through, never kept. A second conversation (a subagent) is a second `Session` + `Compactor` pair.
+//! It holds what compaction keeps about itself between passes as a [`Standing`]
+//! (`standing.rs`): whether summary passes are backing off after a failure, whether the "past
+//! the threshold" warning was given, the background note being written and how long summary
+//! requests take. Its methods are the doors the engine and the turn loop call —
+//! [`Compactor::turn_started`], [`Compactor::before_request`], [`Compactor::on_overflow`],
+//! [`Compactor::make_room`], [`Compactor::turn_ended`], [`Compactor::manual`],
+//! [`Compactor::on_idle`], [`Compactor::on_change`] and [`Compactor::close`] — and nothing
+//! outside `compaction` reads or writes the standing. A door lends the shell (`pass`,
+//! `triggers`, `background`) the standing and the session, as the
+//! [`super::port::Conversation`] port, for the length of one call, never kept; the shell never
+//! sees the `Compactor`, so this file imports only downwards. A second conversation (a
+//! subagent) is a second `Session` + `Compactor` pair.
 
 use std::sync::Arc;
 
@@ -18,12 +20,10 @@ use codewhale_journal::Trigger;
 use codewhale_protocol::{BackgroundState, Event, NoticeLevel, SubmissionId};
 use codewhale_provider::{CancellationToken, ProviderError};
 
-use super::background::state::NotePass;
 use super::background::{self, StartAt, Taken};
-use super::backoff::Backoff;
-use super::clock::SummaryClock;
 use super::pass::{self, PassOutcome, PassRequest};
 use super::pass_plan::PassMode;
+use super::standing::Standing;
 use crate::budget::WindowSource;
 use crate::compaction::port::Conversation;
 use crate::error::EngineError;
@@ -32,19 +32,11 @@ use crate::events::EventSink;
 /// docs/compaction.md, *Limits and configuration*: compaction passes per turn.
 pub const MAX_PASSES_PER_TURN: u32 = 2;
 
-/// Compaction's standing in one conversation.
+/// Compaction in one conversation: its standing, behind the doors.
 #[derive(Debug, Default)]
 pub struct Compactor {
-    /// Set after a summary pass failed: auto passes wait for the conversation to grow.
-    pub(super) summary_backoff: Option<Backoff>,
-    /// The "past the threshold" warning was given; not again until pressure is back under it.
-    /// Display only: it never holds a pass back.
-    pub(super) warned_over_threshold: bool,
-    /// The background note, if one is being written or waits (docs/compaction.md, *Background
-    /// compaction*).
-    pub(super) note_pass: NotePass,
-    /// How long summary requests take, per model: the bound on waiting for a background note.
-    pub(super) clock: SummaryClock,
+    /// What compaction keeps about itself between passes, lent to the shell one call at a time.
+    standing: Standing,
 }
 
 /// What a turn lends the compactor for one call: the conversation, where its events go, and
@@ -100,15 +92,12 @@ impl Compactor {
     /// The compactor of `session` as its journal left it: a summary backoff holds across
     /// processes (each `codewhale exec` is one).
     pub fn open(session: &dyn Conversation) -> Compactor {
-        Compactor {
-            summary_backoff: super::backoff::replay(session.journal()),
-            ..Compactor::default()
-        }
+        Compactor { standing: Standing::replayed(session.journal()) }
     }
 
     /// A turn started: one turn less to wait after a failed summary.
     pub fn turn_started(&mut self) {
-        super::backoff::turn_started(&mut self.summary_backoff);
+        super::backoff::turn_started(&mut self.standing.summary_backoff);
     }
 
     /// Before every model request of a turn (docs/compaction.md, *Triggers*): below the
@@ -116,10 +105,17 @@ impl Compactor {
     /// the turn has passes left, and the "past the threshold" warning is said once.
     pub async fn before_request(&mut self, turn: &mut InTurn<'_>) {
         if !turn.session.budget().over_threshold() {
-            self.warned_over_threshold = false;
+            self.standing.warned_over_threshold = false;
             // Past the early mark, the next note is written in the background meanwhile.
             let at = StartAt::Turn { in_tool_loop: turn.requests > 0 };
-            background::maybe_start(turn.session, self, turn.events, turn.submission, at).await;
+            background::maybe_start(
+                turn.session,
+                &mut self.standing,
+                turn.events,
+                turn.submission,
+                at,
+            )
+            .await;
             return;
         }
         // Armed every turn: a session above the threshold tries a pass before every request
@@ -128,12 +124,12 @@ impl Compactor {
         if self.in_turn(turn, Trigger::Auto).await {
             return;
         }
-        if self.backing_off() {
+        if self.standing.backing_off() {
             // The backoff notice said what happens meanwhile; the fit trims and says so.
             return;
         }
         // Said once until pressure is back under the threshold: a display choice, never a switch.
-        if self.warned_over_threshold {
+        if self.standing.warned_over_threshold {
             return;
         }
         let session = &*turn.session;
@@ -150,7 +146,7 @@ impl Compactor {
             limits.usable_input,
             session.compact_with_focus_hint()
         );
-        self.warned_over_threshold = true;
+        self.standing.warned_over_threshold = true;
         turn.emit(Event::Notice { level: NoticeLevel::Warning, message });
     }
 
@@ -158,7 +154,8 @@ impl Compactor {
     /// in (when pressure is past the early mark).
     pub async fn turn_ended(&mut self, turn: &mut InTurn<'_>) {
         let at = StartAt::Turn { in_tool_loop: false };
-        background::maybe_start(turn.session, self, turn.events, turn.submission, at).await;
+        background::maybe_start(turn.session, &mut self.standing, turn.events, turn.submission, at)
+            .await;
     }
 
     /// The provider rejected a request as too long (`estimate`: the o200k estimate of the
@@ -226,7 +223,7 @@ impl Compactor {
         };
         let (events, submission) = (turn.events.clone(), turn.submission);
         let emit = move |event| events.emit(submission, event);
-        pass::run(turn.session, self, request, turn.cancel.clone(), &emit).await;
+        pass::run(turn.session, &mut self.standing, request, turn.cancel.clone(), &emit).await;
         true
     }
 
@@ -241,24 +238,24 @@ impl Compactor {
         cancel: CancellationToken,
     ) -> PassOutcome {
         self.on_change(sink, submission, Change::ManualPass);
-        super::triggers::manual(session, self, sink, submission, focus, cancel).await
+        super::triggers::manual(session, &mut self.standing, sink, submission, focus, cancel).await
     }
 
     /// The session has been idle for [`background::idle_after`]: commit a ready note, or have
     /// one written.
     pub async fn on_idle(&mut self, session: &mut dyn Conversation, sink: &EventSink) {
-        background::on_idle(session, self, sink).await;
+        background::on_idle(session, &mut self.standing, sink).await;
     }
 
     /// A background request ended while the session was idle: its failure is journaled or its
     /// note composed now, and committed when idle compaction asked for it.
     pub async fn on_note_ended(&mut self, session: &mut dyn Conversation, sink: &EventSink) {
-        background::settle_idle(session, self, sink).await;
+        background::settle_idle(session, &mut self.standing, sink).await;
     }
 
     /// A front-end op arrived: the session is no longer idle.
     pub fn on_activity(&mut self) {
-        background::activity(self);
+        background::activity(&mut self.standing);
     }
 
     /// The conversation changed under the background note: it is cancelled. True when a note
@@ -269,7 +266,7 @@ impl Compactor {
         submission: SubmissionId,
         change: Change,
     ) -> bool {
-        background::cancel(self, sink, submission, change.why())
+        background::cancel(&mut self.standing, sink, submission, change.why())
     }
 
     /// The session closes: a note already written is committed, never thrown away; one still
@@ -280,58 +277,17 @@ impl Compactor {
         sink: &EventSink,
         submission: SubmissionId,
     ) {
-        background::close(session, self, sink, submission).await;
+        background::close(session, &mut self.standing, sink, submission).await;
     }
 
     /// Notified when a background request ends.
     pub fn wake(&self) -> Arc<tokio::sync::Notify> {
-        self.note_pass.wake()
+        self.standing.note_pass.wake()
     }
 
     /// Where the background note is, for the status line and `context --json`.
     pub fn background_state(&self) -> Option<BackgroundState> {
-        self.note_pass.state()
-    }
-
-    /// Whether an auto pass can help now ([`codewhale_compaction::budget::worth_an_auto_pass`]).
-    /// Reactive and manual passes are never held back.
-    pub(super) fn auto_worthwhile(&self, session: &dyn Conversation) -> bool {
-        let budget = session.budget();
-        let view = session.render();
-        let after = view.compaction.as_ref().and_then(|c| c.record.tokens_after);
-        let limits = budget.limits();
-        codewhale_compaction::budget::worth_an_auto_pass(
-            after,
-            budget.pressure().tokens,
-            limits.threshold,
-            limits.usable_input,
-        )
-    }
-
-    /// The summarizer failed: hold auto passes back, and say so once per streak.
-    pub(super) fn summary_failed(
-        &mut self,
-        session: &dyn Conversation,
-        reason: &str,
-        emit: &(dyn Fn(Event) + Send + Sync),
-    ) {
-        if super::backoff::failed(&mut self.summary_backoff) {
-            super::conversation::warn(
-                emit,
-                format!(
-                    "the model could not write a usable summary ({reason}); automatic \
-                     compaction now waits a few turns between attempts (longer after each \
-                     failure), and meanwhile each request leaves out the oldest messages that do \
-                     not fit (the journal keeps them); {} asks again at any time",
-                    session.compact_hint()
-                ),
-            );
-        }
-    }
-
-    /// Whether automatic passes are holding back after failed summaries.
-    pub(super) fn backing_off(&self) -> bool {
-        super::backoff::holding(self.summary_backoff)
+        self.standing.note_pass.state()
     }
 
     /// Runs one in-turn pass with `trigger` if the turn has passes left; true when it compacted.
@@ -342,14 +298,14 @@ impl Compactor {
         }
         let mut from_background = None;
         if trigger == Trigger::Auto {
-            if !self.auto_worthwhile(turn.session) {
+            if !self.standing.auto_worthwhile(turn.session) {
                 tracing::info!(
                     "the last pass could not get below the threshold; waiting for regrowth"
                 );
                 return false;
             }
-            if self.backing_off() {
-                tracing::info!(backoff = ?self.summary_backoff, "summaries failed; backing off");
+            if self.standing.backing_off() {
+                tracing::info!(backoff = ?self.standing.summary_backoff, "summaries failed; backing off");
                 return false;
             }
             // A note written in the background is this pass's first choice, and while its
@@ -358,7 +314,15 @@ impl Compactor {
             // what a summary request of this model takes; a note later than that goes on, and
             // the request meanwhile is trimmed to fit.
             let (events, submission) = (turn.events, turn.submission);
-            match background::take(turn.session, self, events, submission, turn.cancel).await {
+            match background::take(
+                turn.session,
+                &mut self.standing,
+                events,
+                submission,
+                turn.cancel,
+            )
+            .await
+            {
                 Taken::Note(prepared) => from_background = Some(prepared),
                 Taken::Late | Taken::Cancelled => return false,
                 Taken::Nothing => {}
@@ -369,7 +333,9 @@ impl Compactor {
         let emit = move |event| events.emit(submission, event);
         let mut request = PassRequest::new(trigger, None);
         request.background = from_background;
-        pass::run(turn.session, self, request, turn.cancel.clone(), &emit).await.compacted()
+        pass::run(turn.session, &mut self.standing, request, turn.cancel.clone(), &emit)
+            .await
+            .compacted()
     }
 }
 

@@ -1,10 +1,11 @@
 //! What a pass reads of the conversation it is lent (the [`super::port::Conversation`] port):
 //! the note's own part and the room an auto pass aims at, the target a background note must
 //! reach, the background commands and skills a note restates, the live state (asking `git`), the
-//! summary request limit, the note composed around a summary, and the warning a pass leaves. The
-//! arithmetic these feed is the pure core's (`codewhale_compaction::budget`, `pass_plan`); the
-//! standing they never touch is the [`super::compactor::Compactor`]'s. Below [`super::pass`] and
-//! [`super::background`], which call it; it calls neither.
+//! summary request limit, the note composed around a summary, the warning a pass leaves, and the
+//! window a summary request rejected as too long teaches (journaled, by a pass or a background
+//! note alike). The arithmetic these feed is the pure core's (`codewhale_compaction::budget`,
+//! `pass_plan`); the standing they never touch is the [`super::standing::Standing`]. Below
+//! [`super::pass`], [`super::background`] and the standing, which call it; it calls none of them.
 
 use super::note::{self, LiveState, NoteInput};
 use crate::compaction::port::Conversation;
@@ -196,6 +197,31 @@ pub(crate) fn capture_live_state(workspace: &std::path::Path) -> LiveState {
 
 pub(crate) fn warn(emit: &(dyn Fn(Event) + Send + Sync), message: String) {
     emit(Event::Notice { level: NoticeLevel::Warning, message });
+}
+
+/// A summary request was rejected as too long: the window it teaches replaces the session's,
+/// journaled, and the user is told once, in one sentence.
+pub(crate) fn learned_from_summary(
+    session: &mut dyn Conversation,
+    window: u64,
+    source: crate::budget::WindowSource,
+    emit: &(dyn Fn(Event) + Send + Sync),
+) -> Result<(), crate::error::EngineError> {
+    let how = if source == crate::budget::WindowSource::Overflow {
+        "its window".to_owned()
+    } else {
+        "90 % of that request, since the error named no window,".to_owned()
+    };
+    warn(
+        emit,
+        format!(
+            "the provider rejected the summary request as too long; Codewhale takes {how} \
+             {window} tokens from now on and writes the note under it"
+        ),
+    );
+    session.learn_window(window, source)?;
+    emit(session.usage_event(None, None));
+    Ok(())
 }
 
 #[cfg(test)]

@@ -40,6 +40,7 @@ pub mod pass;
 pub mod plain;
 pub mod port;
 mod session_port;
+pub mod standing;
 mod summarize;
 pub mod triggers;
 pub mod trim;

@@ -12,9 +12,11 @@
 
 use codewhale_journal::Trigger;
 
-use super::{failed, finish, idle, settle, wait_bound, Finished};
-use crate::compaction::compactor::Compactor;
+use super::decide::wait_bound;
+use super::idle;
+use super::settle::{failed, finish, settle, Finished};
 use crate::compaction::port::Conversation;
+use crate::compaction::standing::Standing;
 use crate::events::EventSink;
 use codewhale_protocol::{Event, NoticeLevel, SubmissionId};
 
@@ -24,18 +26,18 @@ const MOST_AT_CLOSE: std::time::Duration = std::time::Duration::from_secs(30);
 /// Closes the background pass of `session` (module docs).
 pub(crate) async fn close(
     session: &mut dyn Conversation,
-    compactor: &mut Compactor,
+    standing: &mut Standing,
     sink: &EventSink,
     submission: SubmissionId,
 ) {
-    settle(session, compactor, sink, submission).await;
+    settle(session, standing, sink, submission).await;
     if session.one_turn() {
-        wait_for_in_flight(session, compactor, sink, submission).await;
+        wait_for_in_flight(session, standing, sink, submission).await;
     }
-    if compactor.note_pass.job.slot.as_ref().is_some_and(|s| s.state.prepared.is_some()) {
-        idle::commit(session, compactor, sink, submission, Trigger::Auto).await;
+    if standing.note_pass.job.slot.as_ref().is_some_and(|s| s.state.prepared.is_some()) {
+        idle::commit(session, standing, sink, submission, Trigger::Auto).await;
     }
-    let Some(mut slot) = compactor.note_pass.job.slot.take() else { return };
+    let Some(mut slot) = standing.note_pass.job.slot.take() else { return };
     let failure = match slot.task.take() {
         Some(task) if task.is_finished() => task.await.ok().and_then(Result::err),
         task => {
@@ -46,23 +48,23 @@ pub(crate) async fn close(
     slot.stop();
     if let Some(err) = failure {
         let (sink, _unheard) = crate::events::channel();
-        failed(session, compactor, &sink, SubmissionId(0), err);
+        failed(session, standing, &sink, SubmissionId(0), err);
     }
 }
 
 async fn wait_for_in_flight(
     session: &mut dyn Conversation,
-    compactor: &mut Compactor,
+    standing: &mut Standing,
     sink: &EventSink,
     submission: SubmissionId,
 ) {
-    let Some(slot) = compactor.note_pass.job.slot.take() else { return };
+    let Some(slot) = standing.note_pass.job.slot.take() else { return };
     if slot.state.prepared.is_some() || slot.task.is_none() {
-        compactor.note_pass.job.slot = Some(slot);
+        standing.note_pass.job.slot = Some(slot);
         return;
     }
     let bound =
-        wait_bound(compactor.clock.measured(&slot.state.snapshot.summary_model)).min(MOST_AT_CLOSE);
+        wait_bound(standing.clock.measured(&slot.state.snapshot.summary_model)).min(MOST_AT_CLOSE);
     tracing::info!(?bound, "closing: waiting for the note written in the background");
     // Said, so a script that waits on `exec` knows why it has not exited yet.
     let message = format!(
@@ -71,8 +73,8 @@ async fn wait_for_in_flight(
         bound.as_secs().max(1)
     );
     sink.emit(submission, Event::Notice { level: NoticeLevel::Info, message });
-    match finish(session, compactor, sink, submission, slot, bound).await {
-        Finished::Ready(slot) | Finished::Late(slot) => compactor.note_pass.job.slot = Some(slot),
+    match finish(session, standing, sink, submission, slot, bound).await {
+        Finished::Ready(slot) | Finished::Late(slot) => standing.note_pass.job.slot = Some(slot),
         Finished::Gone => {}
     }
 }

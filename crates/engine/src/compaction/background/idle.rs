@@ -16,10 +16,12 @@ use std::time::Duration;
 
 use codewhale_journal::Trigger;
 
-use super::{anchors, early_mark, maybe_start, settle, try_commit, used_up, Current, Tried};
-use crate::compaction::compactor::Compactor;
+use super::decide::early_mark;
+use super::settle::{anchors, settle, try_commit, used_up, Current, Tried};
+use super::start::{maybe_start, StartAt};
 use crate::compaction::conversation;
 use crate::compaction::port::Conversation;
+use crate::compaction::standing::Standing;
 use crate::events::EventSink;
 use codewhale_protocol::{Event, SubmissionId};
 
@@ -36,10 +38,23 @@ pub(crate) fn idle_after(session: &dyn Conversation) -> Option<Duration> {
     (!after.is_zero()).then_some(after)
 }
 
+/// Between turns, when a background request ended: journal its failure or compose its note now.
+pub(crate) async fn settle_idle(
+    session: &mut dyn Conversation,
+    standing: &mut Standing,
+    sink: &EventSink,
+) {
+    settle(session, standing, sink, SubmissionId(0)).await;
+    if wanted(standing) {
+        // Asked for by idle compaction, and the session is still idle: commit it now.
+        commit(session, standing, sink, SubmissionId(0), Trigger::Idle).await;
+    }
+}
+
 /// The session has been idle for [`idle_after`]: commit a ready note, or have one written.
 pub(crate) async fn on_idle(
     session: &mut dyn Conversation,
-    compactor: &mut Compactor,
+    standing: &mut Standing,
     sink: &EventSink,
 ) {
     let limits = *session.budget().limits();
@@ -49,14 +64,14 @@ pub(crate) async fn on_idle(
     }
     // A note that became ready before the timer fired is composed now (its wake-up may have
     // come before its task returned), then committed below.
-    settle(session, compactor, sink, SubmissionId(0)).await;
-    if compactor.note_pass.job.slot.is_none() {
+    settle(session, standing, sink, SubmissionId(0)).await;
+    if standing.note_pass.job.slot.is_none() {
         // `maybe_start` settles first and then starts a pass when nothing holds it back.
-        maybe_start(session, compactor, sink, SubmissionId(0), super::StartAt::Idle).await;
+        maybe_start(session, standing, sink, SubmissionId(0), StartAt::Idle).await;
     }
-    let Some(slot) = compactor.note_pass.job.slot.as_mut() else { return };
+    let Some(slot) = standing.note_pass.job.slot.as_mut() else { return };
     if slot.state.prepared.is_some() {
-        commit(session, compactor, sink, SubmissionId(0), Trigger::Idle).await;
+        commit(session, standing, sink, SubmissionId(0), Trigger::Idle).await;
     } else {
         tracing::info!("idle: the background note is committed when it is ready");
         slot.state.commit_when_idle = true;
@@ -64,15 +79,15 @@ pub(crate) async fn on_idle(
 }
 
 /// A front-end op arrived: the session is no longer idle.
-pub(crate) fn activity(compactor: &mut Compactor) {
-    if let Some(slot) = compactor.note_pass.job.slot.as_mut() {
+pub(crate) fn activity(standing: &mut Standing) {
+    if let Some(slot) = standing.note_pass.job.slot.as_mut() {
         slot.state.commit_when_idle = false;
     }
 }
 
 /// Whether a note just prepared should be committed now (the session stayed idle).
-pub(super) fn wanted(compactor: &Compactor) -> bool {
-    compactor
+pub(super) fn wanted(standing: &Standing) -> bool {
+    standing
         .note_pass
         .job
         .slot
@@ -85,14 +100,14 @@ pub(super) fn wanted(compactor: &Compactor) -> bool {
 /// otherwise it stays for the threshold (or is dropped when a check refuses it).
 pub(super) async fn commit(
     session: &mut dyn Conversation,
-    compactor: &mut Compactor,
+    standing: &mut Standing,
     sink: &EventSink,
     submission: SubmissionId,
     trigger: Trigger,
 ) {
-    let Some(mut slot) = compactor.note_pass.job.slot.take() else { return };
+    let Some(mut slot) = standing.note_pass.job.slot.take() else { return };
     let Some(mut prepared) = slot.state.prepared.clone() else {
-        compactor.note_pass.job.slot = Some(slot);
+        standing.note_pass.job.slot = Some(slot);
         return;
     };
     prepared.record.trigger = trigger.clone();
@@ -118,7 +133,7 @@ pub(super) async fn commit(
             if let Err(err) = session.sync().await {
                 tracing::error!("cannot sync the idle note: {err}");
             }
-            used_up(session, compactor, sink, submission);
+            used_up(session, standing, sink, submission);
             tracing::info!(id = %done.id, before, after = done.tokens_after, trigger = trigger.as_str(), "ready note committed");
             let (id, figures) = (done.id.to_string(), (done.tokens_before, done.tokens_after));
             sink.emit(submission, Event::CompactionStarted { trigger: shown });
@@ -129,11 +144,11 @@ pub(super) async fn commit(
         Tried::FoldIn(_) => {
             // Sound, but the view is still too big: it waits for the threshold's pass.
             slot.state.commit_when_idle = false;
-            compactor.note_pass.job.slot = Some(slot);
+            standing.note_pass.job.slot = Some(slot);
         }
         Tried::Discard => {
             slot.stop();
-            used_up(session, compactor, sink, submission);
+            used_up(session, standing, sink, submission);
         }
     }
 }

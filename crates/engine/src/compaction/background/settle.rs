@@ -1,36 +1,72 @@
 //! The background note's second half (docs/compaction.md, *Background compaction*): settling a
 //! request that ended (a failure journaled, a note composed into its record), taking the note at
-//! the threshold within the wait bound, committing it, and cancelling it. Its first half, the
-//! snapshot and the request, is the parent module.
+//! the threshold within the wait bound, committing it, and cancelling it; what became of a note
+//! a pass tried ([`Tried`]). Its first half, the snapshot and the request, is `start`. Below
+//! `start`, `idle` and `close`, which call it, and below `pass`, which commits a note through
+//! [`try_commit`]; it imports only the plain `state` and `decide` of its own module.
 
-use super::*;
+use std::time::{Duration, Instant};
 
-/// Between turns, when a background request ended: journal its failure or compose its note now.
-pub(crate) async fn settle_idle(
-    session: &mut dyn Conversation,
-    compactor: &mut Compactor,
-    sink: &EventSink,
-) {
-    settle(session, compactor, sink, SubmissionId(0)).await;
-    if idle::wanted(compactor) {
-        // Asked for by idle compaction, and the session is still idle: commit it now.
-        idle::commit(session, compactor, sink, SubmissionId(0), Trigger::Idle).await;
+use codewhale_journal::{render_with_record, Entry, Level, SystemPayload, Trigger, View};
+use codewhale_provider::CancellationToken;
+
+use crate::anchors::AnchorStore;
+use crate::compaction::commit::{self, Proposal, Written};
+use crate::compaction::conversation;
+use crate::compaction::judge::Refusal;
+use crate::compaction::plain::PlainView;
+use crate::compaction::port::Conversation;
+use crate::compaction::record::{self, SummaryRecord};
+use crate::compaction::standing::Standing;
+use crate::compaction::summarize::SummaryError;
+use crate::compaction::summary::SummaryStats;
+use crate::events::EventSink;
+use codewhale_protocol::{Event, SubmissionId};
+
+use super::decide::{stale, wait_bound, Basis};
+use super::state::{Prepared, Slot, Snapshot};
+
+/// What became of a prepared note.
+#[derive(Debug)]
+pub(crate) enum Tried {
+    Written(Written),
+    /// Checked and sound, but the view it yields is not below the threshold: the pass
+    /// summarizes on top of it (view and plain form with the note folded in).
+    FoldIn(Box<(View, PlainView)>),
+    /// Refused by a check: the pass goes on as if there had been no note.
+    Discard,
+}
+
+pub(super) fn basis(session: &dyn Conversation) -> Basis {
+    Basis {
+        model: session.model().to_owned(),
+        anchors: anchors(session),
+        records: session.journal().compactions().count(),
     }
+}
+
+/// The anchors in their redacted form, as a pass compares and restates them.
+pub(super) fn anchors(session: &dyn Conversation) -> Option<String> {
+    AnchorStore::new(session.workspace())
+        .text()
+        .ok()
+        .flatten()
+        .map(|a| session.redactor().redact(&a).into_owned())
 }
 
 /// Settles a pass that has ended: a stale note is dropped, a failure is journaled (and backs
 /// off) now, a finished note is composed into its record and waits for the threshold.
 pub(super) async fn settle(
     session: &mut dyn Conversation,
-    compactor: &mut Compactor,
+    standing: &mut Standing,
     sink: &EventSink,
     submission: SubmissionId,
 ) {
-    let Some(slot) = &compactor.note_pass.job.slot else { return };
+    let Some(slot) = &standing.note_pass.job.slot else { return };
     let head = session.journal().head_id().clone();
     let on_spine = session.journal().is_ancestor(slot.state.snapshot.head.as_str(), head.as_str());
     if let Some(why) = stale(&slot.state.snapshot.basis, &basis(session), on_spine) {
-        cancel(compactor, sink, submission, why);
+        cancel(standing, sink, submission, why);
         return;
     }
     // The task says its request ended just before it returns: then its answer is a wait of no
@@ -38,10 +74,10 @@ pub(super) async fn settle(
     if !slot.has_ended() {
         return;
     }
-    if let Some(slot) = compactor.note_pass.job.slot.take() {
-        match finish(session, compactor, sink, submission, slot, ENDING).await {
+    if let Some(slot) = standing.note_pass.job.slot.take() {
+        match finish(session, standing, sink, submission, slot, ENDING).await {
             Finished::Ready(slot) | Finished::Late(slot) => {
-                compactor.note_pass.job.slot = Some(slot)
+                standing.note_pass.job.slot = Some(slot)
             }
             Finished::Gone => {}
         }
@@ -64,7 +100,7 @@ pub(super) enum Finished {
 /// Waits up to `bound` for the request of `slot` and composes its record.
 pub(super) async fn finish(
     session: &mut dyn Conversation,
-    compactor: &mut Compactor,
+    standing: &mut Standing,
     sink: &EventSink,
     submission: SubmissionId,
     mut slot: Slot,
@@ -79,7 +115,7 @@ pub(super) async fn finish(
     let (text, stats) = match joined {
         Ok(Ok(Ok(done))) => done,
         Ok(Ok(Err(err))) => {
-            failed(session, compactor, sink, submission, err);
+            failed(session, standing, sink, submission, err);
             return Finished::Gone;
         }
         Ok(Err(join)) => {
@@ -105,25 +141,25 @@ pub(super) async fn finish(
 /// Journals a failed background note exactly as a failed foreground pass is journaled.
 pub(super) fn failed(
     session: &mut dyn Conversation,
-    compactor: &mut Compactor,
+    standing: &mut Standing,
     sink: &EventSink,
     submission: SubmissionId,
     err: SummaryError,
 ) {
-    compactor.note_pass.spent_at = Some(session.journal().compactions().count());
+    standing.note_pass.spent_at = Some(session.journal().compactions().count());
     let emit = |event| sink.emit(submission, event);
     let (reason, summary_failed) = match err {
         SummaryError::Cancelled => return,
         SummaryError::Failed(reason) => (reason, false),
         SummaryError::Unusable(reason) => {
-            compactor.summary_failed(session, &reason, &emit);
+            standing.summary_failed(session, &reason, &emit);
             (reason, true)
         }
         SummaryError::WindowLearned { window, source } => {
             // The window is the session's now: the next pass plans under it.
-            if let Err(err) =
-                crate::compaction::pass::learned_from_summary(session, window, source, &emit)
-            {
+            if let Err(err) = crate::compaction::conversation::learned_from_summary(
+                session, window, source, &emit,
+            ) {
                 tracing::error!("cannot journal the window learned: {err}");
             }
             let reason = format!(
@@ -146,13 +182,13 @@ pub(super) fn failed(
 
 /// Cancels the background pass, if any (nothing is written) and re-arms the early mark.
 pub(crate) fn cancel(
-    compactor: &mut Compactor,
+    standing: &mut Standing,
     sink: &EventSink,
     submission: SubmissionId,
     why: &str,
 ) -> bool {
-    compactor.note_pass.spent_at = None;
-    let stopped = compactor.note_pass.job.stop();
+    standing.note_pass.spent_at = None;
+    let stopped = standing.note_pass.job.stop();
     if stopped {
         tracing::info!(%why, "background note cancelled");
         sink.emit(submission, Event::BackgroundNote { state: None });
@@ -178,23 +214,23 @@ pub(crate) enum Taken {
 /// [`wait_bound`] — what the last summary request of its model took — or until `cancel`.
 pub(crate) async fn take(
     session: &mut dyn Conversation,
-    compactor: &mut Compactor,
+    standing: &mut Standing,
     sink: &EventSink,
     submission: SubmissionId,
     cancel: &CancellationToken,
 ) -> Taken {
-    settle(session, compactor, sink, submission).await;
-    let Some(slot) = compactor.note_pass.job.slot.take() else { return Taken::Nothing };
+    settle(session, standing, sink, submission).await;
+    let Some(slot) = standing.note_pass.job.slot.take() else { return Taken::Nothing };
     if let Some(prepared) = slot.state.prepared.clone() {
-        used_up(session, compactor, sink, submission);
+        used_up(session, standing, sink, submission);
         slot.stop();
         return Taken::Note(Box::new(prepared));
     }
-    let bound = wait_bound(compactor.clock.measured(&slot.state.snapshot.summary_model));
+    let bound = wait_bound(standing.clock.measured(&slot.state.snapshot.summary_model));
     let waited = Instant::now();
     let own = slot.cancel.clone();
     let finished = tokio::select! {
-        finished = finish(session, compactor, sink, submission, slot, bound) => Some(finished),
+        finished = finish(session, standing, sink, submission, slot, bound) => Some(finished),
         () = cancel.cancelled() => None,
     };
     let taken = match finished {
@@ -204,7 +240,7 @@ pub(crate) async fn take(
             Taken::Cancelled
         }
         Some(Finished::Late(slot)) => {
-            compactor.note_pass.job.slot = Some(slot);
+            standing.note_pass.job.slot = Some(slot);
             return Taken::Late;
         }
         Some(Finished::Gone) => Taken::Nothing,
@@ -218,18 +254,18 @@ pub(crate) async fn take(
             prepared.map_or(Taken::Nothing, |p| Taken::Note(Box::new(p)))
         }
     };
-    used_up(session, compactor, sink, submission);
+    used_up(session, standing, sink, submission);
     taken
 }
 
 /// The note of this crossing is used up: no new background pass until the next record.
 pub(super) fn used_up(
     session: &mut dyn Conversation,
-    compactor: &mut Compactor,
+    standing: &mut Standing,
     sink: &EventSink,
     submission: SubmissionId,
 ) {
-    compactor.note_pass.spent_at = Some(session.journal().compactions().count());
+    standing.note_pass.spent_at = Some(session.journal().compactions().count());
     sink.emit(submission, Event::BackgroundNote { state: None });
 }
 

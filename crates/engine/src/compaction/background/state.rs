@@ -1,7 +1,8 @@
 //! What a session keeps of its background pass (docs/compaction.md, *Background compaction*): a
 //! [`Job`] (the session's one background-job type) whose state is its snapshot and the note once
-//! prepared. Plain state below the session that holds it:
-//! the pass itself, which reads and writes the session, is the parent module.
+//! prepared. Plain state, held by the [`crate::compaction::standing::Standing`] and below it:
+//! the pass itself, which reads and writes the conversation, is `start`, `settle`, `idle` and
+//! `close`, above this file; it imports only the pure `decide` beside it.
 
 use std::sync::Arc;
 

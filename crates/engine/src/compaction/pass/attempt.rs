@@ -1,4 +1,4 @@
-//! One attempt of a pass (docs/compaction.md): the steps [`super::run`] tries, in the order the
+//! One attempt of a pass (docs/compaction.md): the steps `pass::run` tries, in the order the
 //! pure [`pass_plan::plan`] gives them — a finished background note first, then prune,
 //! summarize or bound — each ending in `commit`, which fits, checks and writes the record.
 //!
@@ -11,8 +11,8 @@ use std::ops::ControlFlow;
 use codewhale_journal::{ActiveCompaction, CompactionPayload, EntryId, Trigger, View};
 use codewhale_provider::CancellationToken;
 
+use super::request::{PassOutcome, PassRequest, Stop};
 use super::summary_path::{summary_record, Viewed};
-use super::{PassOutcome, PassRequest, Stop};
 use crate::anchors::AnchorStore;
 use crate::budget::Limits;
 use crate::compaction::background::{self, Tried};

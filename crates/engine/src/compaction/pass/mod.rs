@@ -13,87 +13,35 @@
 //! Every record then goes through `commit`, which fits it under the
 //! threshold, checks it and writes it. Invariants: a refused or failed pass writes no record
 //! and changes nothing the model reads (it leaves a `system` notice); every outcome is emitted
-//! as an event and logged with its figures. A [`PassMode::BoundOnly`] pass never calls the
+//! as an event and logged with its figures. A [`super::pass_plan::PassMode::BoundOnly`] pass never calls the
 //! model: it is the last resort before a request that would not fit.
 //!
-//! This module owns the pass's request and outcome and [`run`], which retries an attempt under a
-//! window a rejected summary request taught and reports how the pass ended; `attempt` owns the
-//! steps of one attempt and `summary_path` the summary request and the record it yields.
+//! This module owns [`run`], which retries an attempt under a window a rejected summary request
+//! taught and reports how the pass ended; `request` owns the pass's request, its outcome and
+//! why an attempt stopped, `attempt` the steps of one attempt and `summary_path` the summary
+//! request and the record it yields. Inside `pass/` the imports run one way too: `mod.rs` →
+//! `attempt.rs` → `summary_path.rs` → `request.rs`, which imports none of them.
+//!
+//! Where it sits: below the Compactor's doors and `triggers`, which call [`run`] with the
+//! standing they lend (`&mut Standing`, never the `Compactor`); above `background`, whose
+//! finished note (`background::Prepared`) a pass takes and commits through `background::try_commit`, and
+//! above `commit`, `summarize` and `conversation`. Nothing below imports it.
 
-use codewhale_journal::{CompactionPath, Entry, Level, SystemPayload, Trigger};
+use codewhale_journal::{Entry, Level, SystemPayload, Trigger};
 use codewhale_provider::CancellationToken;
 
-use super::background::Prepared;
-use super::compactor::Compactor;
 use super::conversation;
-use super::pass_plan::PassMode;
+use super::standing::Standing;
 use crate::compaction::port::Conversation;
 use attempt::attempt;
 use codewhale_protocol::Event;
 
 mod attempt;
+mod request;
 mod summary_path;
 
-/// What a pass was asked to do.
-#[derive(Clone, Debug, PartialEq)]
-pub struct PassRequest {
-    pub trigger: Trigger,
-    /// The manual `/compact` focus.
-    pub focus: Option<String>,
-    pub mode: PassMode,
-    /// A finished background note (docs/compaction.md, *Background compaction*): committed as it is
-    /// when it fits and passes the contract, else folded in as the previous note of this pass.
-    pub background: Option<Box<Prepared>>,
-}
-
-impl PassRequest {
-    /// A full pass.
-    pub fn new(trigger: Trigger, focus: Option<String>) -> PassRequest {
-        PassRequest { trigger, focus, mode: PassMode::Full, background: None }
-    }
-}
-
-/// How a pass ended.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum PassOutcome {
-    Compacted {
-        id: String,
-        path: CompactionPath,
-        tokens_before: u64,
-        tokens_after: u64,
-        /// False when even the smallest bounds left the request over the threshold.
-        fits: bool,
-    },
-    /// Nothing to do (too few messages, everything protected and within the window): not an
-    /// error.
-    Refused(String),
-    /// The pass was attempted and abandoned; nothing was written.
-    Failed(String),
-    /// The user interrupted the pass; nothing was written.
-    Cancelled,
-}
-
-impl PassOutcome {
-    /// True when a record was written.
-    pub fn compacted(&self) -> bool {
-        matches!(self, PassOutcome::Compacted { .. })
-    }
-}
-
-enum Stop {
-    Refused(String),
-    Failed(String),
-    /// The summarizer could not produce a usable note (auto passes back off after this).
-    SummaryFailed(String),
-    /// The user interrupted the pass.
-    Cancelled,
-    /// A summary request was rejected as too long: the window it teaches is journaled and the
-    /// pass plans again under it.
-    WindowLearned {
-        window: u64,
-        source: crate::budget::WindowSource,
-    },
-}
+use request::Stop;
+pub use request::{PassOutcome, PassRequest};
 
 /// How many times one pass plans again under a window a rejected summary request taught.
 const WINDOW_RETRIES: u32 = 3;
@@ -102,14 +50,14 @@ const WINDOW_RETRIES: u32 = 3;
 /// through `emit`.
 pub async fn run(
     session: &mut dyn Conversation,
-    compactor: &mut Compactor,
+    standing: &mut Standing,
     request: PassRequest,
     cancel: CancellationToken,
     emit: &(dyn Fn(Event) + Send + Sync),
 ) -> PassOutcome {
     let typed_trigger = crate::history_pages::trigger_of(&request.trigger);
     emit(Event::CompactionStarted { trigger: typed_trigger });
-    let (outcome, summary_failed) = attempts(session, compactor, &request, cancel, emit).await;
+    let (outcome, summary_failed) = attempts(session, standing, &request, cancel, emit).await;
     report(session, &request.trigger, &outcome, summary_failed, emit);
     outcome
 }
@@ -119,7 +67,7 @@ pub async fn run(
 /// Says too whether the summarizer failed (auto passes back off after that).
 async fn attempts(
     session: &mut dyn Conversation,
-    compactor: &mut Compactor,
+    standing: &mut Standing,
     request: &PassRequest,
     cancel: CancellationToken,
     emit: &(dyn Fn(Event) + Send + Sync),
@@ -130,25 +78,26 @@ async fn attempts(
     let mut skipped = session.pre_compact(&request.trigger).await;
     let outcome = loop {
         if let Some(reason) = skipped.take() {
-            compactor.summary_failed(session, &reason, emit);
+            standing.summary_failed(session, &reason, emit);
             summary_failed = true;
             break PassOutcome::Failed(reason);
         }
-        break match attempt(session, &compactor.clock, request, cancel.clone(), emit).await {
+        break match attempt(session, &standing.clock, request, cancel.clone(), emit).await {
             Ok(done) => {
-                summary_succeeded(compactor, &done);
+                summary_succeeded(standing, &done);
                 done
             }
             Err(Stop::Refused(reason)) => PassOutcome::Refused(reason),
             Err(Stop::Failed(reason)) => PassOutcome::Failed(reason),
             Err(Stop::SummaryFailed(reason)) => {
-                compactor.summary_failed(session, &reason, emit);
+                standing.summary_failed(session, &reason, emit);
                 summary_failed = true;
                 PassOutcome::Failed(reason)
             }
             Err(Stop::Cancelled) => PassOutcome::Cancelled,
             Err(Stop::WindowLearned { window, source }) => {
-                if let Err(err) = learned_from_summary(session, window, source, emit) {
+                if let Err(err) = conversation::learned_from_summary(session, window, source, emit)
+                {
                     PassOutcome::Failed(format!("cannot journal the window learned: {err}"))
                 } else if relearned < WINDOW_RETRIES {
                     relearned += 1;
@@ -212,38 +161,13 @@ fn report(
     }
 }
 
-/// A summary request was rejected as too long: the window it teaches replaces the session's,
-/// journaled, and the user is told once, in one sentence.
-pub(super) fn learned_from_summary(
-    session: &mut dyn Conversation,
-    window: u64,
-    source: crate::budget::WindowSource,
-    emit: &(dyn Fn(Event) + Send + Sync),
-) -> Result<(), crate::error::EngineError> {
-    let how = if source == crate::budget::WindowSource::Overflow {
-        "its window".to_owned()
-    } else {
-        "90 % of that request, since the error named no window,".to_owned()
-    };
-    conversation::warn(
-        emit,
-        format!(
-            "the provider rejected the summary request as too long; Codewhale takes {how} \
-             {window} tokens from now on and writes the note under it"
-        ),
-    );
-    session.learn_window(window, source)?;
-    emit(session.usage_event(None, None));
-    Ok(())
-}
-
 /// Called when a pass wrote a summary: auto passes run normally again.
-fn summary_succeeded(compactor: &mut Compactor, outcome: &PassOutcome) {
+fn summary_succeeded(standing: &mut Standing, outcome: &PassOutcome) {
     if matches!(
         outcome,
         PassOutcome::Compacted { path: codewhale_journal::CompactionPath::Summary, .. }
     ) {
-        compactor.summary_backoff = None;
+        standing.summary_written();
     }
 }
 

@@ -7,7 +7,7 @@
 
 use codewhale_provider::CancellationToken;
 
-use super::{PassRequest, Stop};
+use super::request::{PassRequest, Stop};
 use crate::compaction::clock::SummaryClock;
 use crate::compaction::conversation::{self, build_note};
 use crate::compaction::cut;

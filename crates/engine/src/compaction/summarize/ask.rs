@@ -10,7 +10,7 @@
 use codewhale_journal::{Block, EntryId, ItemContent, ItemKind, Role, View, ViewItem};
 use codewhale_provider::{CancellationToken, ErrorKind, Request, ToolChoice};
 
-use super::{Attempt, SummaryError, SummaryJob};
+use super::job::{Attempt, SummaryError, SummaryJob};
 use crate::compaction::summary::{self, Scope, SummaryStats};
 use crate::convert;
 use crate::session::counts;

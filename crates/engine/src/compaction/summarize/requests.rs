@@ -10,7 +10,7 @@ use codewhale_journal::{bound_item, Block, ItemContent, View, ViewItem};
 use codewhale_provider::CancellationToken;
 
 use super::ask::ask;
-use super::{Attempt, Progress, SummaryJob, OTHER_MODEL_TAIL_BYTES};
+use super::job::{Attempt, Progress, SummaryJob, OTHER_MODEL_TAIL_BYTES};
 use crate::compaction::checkpoint::is_checkpoint;
 use crate::compaction::message;
 use crate::compaction::plain::PlainView;

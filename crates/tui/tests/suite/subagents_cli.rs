@@ -8,31 +8,30 @@
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 
-use codewhale_provider::test_support::{MockServer, Reply, TEST_API_KEY};
+use codewhale_provider::test_support::{Reply, TEST_API_KEY};
 use serde_json::{json, Value};
-use tempfile::TempDir;
 use tokio::io::AsyncBufReadExt;
 
 use super::pty::{mock_args, Pty};
-use super::support::{text, write_in};
+use super::support::{text, write_in, Scene};
 
-struct Setup {
-    server: MockServer,
-    home: TempDir,
-    ws: TempDir,
+struct Setup(Scene);
+
+impl std::ops::Deref for Setup {
+    type Target = Scene;
+    fn deref(&self) -> &Scene {
+        &self.0
+    }
 }
 
 impl Setup {
     async fn new() -> Setup {
-        Setup {
-            server: MockServer::start().await.unwrap(),
-            home: tempfile::tempdir().unwrap(),
-            ws: tempfile::tempdir().unwrap(),
-        }
+        Setup(Scene::new().await)
     }
 
-    fn command(&self, args: &[&str]) -> tokio::process::Command {
-        let mut cmd = super::cli::codewhale(self.home.path(), self.ws.path());
+    /// `codewhale ARGS` against the mock server.
+    fn with_provider(&self, args: &[&str]) -> tokio::process::Command {
+        let mut cmd = self.command();
         cmd.args(args)
             .args(["--provider", "openai", "--model", "gpt-4.1"])
             .args(["--base-url", &self.server.openai_base_url()])
@@ -41,7 +40,7 @@ impl Setup {
     }
 
     async fn run(&self, args: &[&str]) -> Output {
-        self.command(args).output().await.unwrap()
+        self.with_provider(args).output().await.unwrap()
     }
 
     fn journals(&self) -> Vec<PathBuf> {
@@ -80,7 +79,7 @@ fn lines(path: &Path) -> Vec<Value> {
 }
 
 async fn journal_check(s: &Setup, path: &Path) -> Output {
-    let mut cmd = super::cli::codewhale(s.home.path(), s.ws.path());
+    let mut cmd = s.command();
     cmd.args(["journal", "check"]).arg(path);
     cmd.output().await.unwrap()
 }
@@ -166,7 +165,7 @@ async fn a_kill_in_the_middle_of_a_childs_loop_leaves_both_journals_sound() {
             (false, _) => Reply::text("parent goes on"),
         }
     });
-    let mut cmd = s.command(&["exec", "delegate the reading"]);
+    let mut cmd = s.with_provider(&["exec", "delegate the reading"]);
     cmd.env(codewhale_engine::pause_point::VAR, "subagent:loop").stderr(Stdio::piped());
     let mut proc = cmd.spawn().unwrap();
     let stderr = proc.stderr.take().unwrap();

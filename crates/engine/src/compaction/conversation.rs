@@ -28,21 +28,7 @@ pub(crate) fn note_fixed_tokens(
         branch: Some("main".to_owned()),
         commit: Some("0123456789ab".to_owned()),
     };
-    let plan = session.live_plan().map(|p| crate::plan::section(&p));
-    let skills = skills_read(session, covered);
-    let subagents = subagents(session, covered);
-    let hooks = session.latest_post_compact();
-    let text = note::compose(&NoteInput {
-        summary: "",
-        files: &files,
-        running: &running,
-        live: &live,
-        anchors,
-        plan: plan.as_deref(),
-        skills: &skills,
-        subagents: &subagents,
-        hooks: hooks.as_deref(),
-    });
+    let text = compose(session, covered, "", &files, &running, &live, anchors);
     u64::from(crate::session::counts::exact(&text))
 }
 
@@ -159,22 +145,38 @@ pub(crate) async fn build_note(
             branch: None,
             commit: None,
         });
+    let text = compose(session, covered, summary, &files, &running, &live, anchors);
+    (text, files)
+}
+
+/// The note around `summary`: the parts given, and what the conversation itself restates (the
+/// live plan, the skills and subagents the covered calls used, the latest PostCompact output).
+/// One composition serves the note's own part (an empty summary) and the note a pass writes,
+/// so the room reserved for the one is the size of the other.
+fn compose(
+    session: &dyn Conversation,
+    covered: &[super::message::Message],
+    summary: &str,
+    files: &note::FilesTouched,
+    running: &[note::Running],
+    live: &LiveState,
+    anchors: Option<&str>,
+) -> String {
     let plan = session.live_plan().map(|p| crate::plan::section(&p));
     let skills = skills_read(session, covered);
     let subagents = subagents(session, covered);
     let hooks = session.latest_post_compact();
-    let text = note::compose(&NoteInput {
+    note::compose(&NoteInput {
         summary,
-        files: &files,
-        running: &running,
-        live: &live,
+        files,
+        running,
+        live,
         anchors,
         plan: plan.as_deref(),
         skills: &skills,
         subagents: &subagents,
         hooks: hooks.as_deref(),
-    });
-    (text, files)
+    })
 }
 
 /// Emits a notice for this pass.

@@ -154,27 +154,21 @@ async fn background_first(
 /// before them and the head a prune-only record is parented on.
 struct Steps<'a> {
     request: &'a PassRequest,
-    view: View,
-    plain: PlainView,
-    folded: bool,
-    anchors: Option<String>,
-    limits: Limits,
-    before: u64,
+    start: Start,
     calibration: f64,
     head: EntryId,
 }
 
 impl<'a> Steps<'a> {
     fn new(session: &dyn Conversation, request: &'a PassRequest, start: Start) -> Steps<'a> {
-        let Start { view, plain, folded, anchors, limits, before } = start;
         let calibration = session.budget().calibration();
         let head = session.journal().head_id().clone();
-        Steps { request, view, plain, folded, anchors, limits, before, calibration, head }
+        Steps { request, start, calibration, head }
     }
 
     /// The record the view starts from (a folded-in background note's, when there is one).
     fn previous(&self) -> Option<&ActiveCompaction> {
-        self.view.compaction.as_ref()
+        self.start.view.compaction.as_ref()
     }
 
     /// An auto pass buys room: it aims below the threshold by three median turns.
@@ -185,28 +179,33 @@ impl<'a> Steps<'a> {
     /// What `commit` is asked to write: `record`, parented on `parent`, under the threshold.
     fn proposal(&self, record: CompactionPayload, parent: EntryId) -> Proposal<'_> {
         Proposal {
-            plain: &self.plain,
+            plain: &self.start.plain,
             previous: self.previous().map(|c| &c.record),
             record,
             parent,
-            anchors: self.anchors.as_deref(),
-            tokens_before: self.before,
-            target: self.limits.threshold,
+            anchors: self.start.anchors.as_deref(),
+            tokens_before: self.start.before,
+            target: self.start.limits.threshold,
             exact: false,
         }
     }
 
     /// The plan of the pass, and the median turn an auto pass keeps spare.
     fn plan(&self, session: &dyn Conversation) -> (PassPlan, u64) {
-        let limits = self.limits;
-        let (room, median) =
-            conversation::room(session, &self.plain, self.previous(), self.anchors.as_deref(), 0);
+        let limits = self.start.limits;
+        let (room, median) = conversation::room(
+            session,
+            &self.start.plain,
+            self.previous(),
+            self.start.anchors.as_deref(),
+            0,
+        );
         let plan = pass_plan::plan(&PlanInputs {
-            plain: &self.plain,
+            plain: &self.start.plain,
             trigger: &self.request.trigger,
             mode: self.request.mode,
-            folded: self.folded,
-            pressure: self.before,
+            folded: self.start.folded,
+            pressure: self.start.before,
             threshold: limits.threshold,
             usable_input: limits.usable_input,
             window: limits.window,
@@ -225,7 +224,7 @@ impl<'a> Steps<'a> {
         pruned: &[usize],
     ) -> Option<PassOutcome> {
         let record = record::prune_record(
-            &self.plain,
+            &self.start.plain,
             pruned,
             self.previous(),
             self.request.trigger.clone(),
@@ -248,18 +247,18 @@ impl<'a> Steps<'a> {
         plan: &PassPlan,
         median: u64,
     ) -> Result<CutPlan, String> {
-        let limits = self.limits;
+        let limits = self.start.limits;
         plan.summary.clone().and_then(|cut| {
-            let covered = &self.plain.messages[..cut.cut];
+            let covered = &self.start.plain.messages[..cut.cut];
             let check = SendCheck {
-                before: self.plain.total(),
+                before: self.start.plain.total(),
                 tail: cut.tail_tokens,
                 retained: cut.retained_tokens,
                 note_fixed: conversation::note_fixed_tokens(
                     session,
                     covered,
                     self.previous(),
-                    self.anchors.as_deref(),
+                    self.start.anchors.as_deref(),
                 ),
                 note_budget: codewhale_compaction::budget::note_budget_tokens(
                     &limits.note_window(),
@@ -289,11 +288,11 @@ impl<'a> Steps<'a> {
         let mut record = summary_record(
             session,
             clock,
-            Viewed { view: &self.view, plain: &self.plain },
+            Viewed { view: &self.start.view, plain: &self.start.plain },
             cut,
             self.previous(),
             self.request,
-            self.anchors.clone(),
+            self.start.anchors.clone(),
             cancel.clone(),
             emit,
         )
@@ -301,7 +300,7 @@ impl<'a> Steps<'a> {
         if cancel.is_cancelled() {
             return Err(Stop::Cancelled);
         }
-        if self.folded {
+        if self.start.folded {
             self.follow_folded(&mut record);
         }
         let first = record.covers.as_ref().map(|c| c.first.clone());
@@ -349,7 +348,7 @@ impl<'a> Steps<'a> {
         why_not_summary: String,
     ) -> Result<PassOutcome, Stop> {
         let record = record::prune_record(
-            &self.plain,
+            &self.start.plain,
             pruned,
             self.previous(),
             self.request.trigger.clone(),
